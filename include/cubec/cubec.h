@@ -1,0 +1,313 @@
+/* cubec — a GPU compute runtime for C on Vulkan.
+ *
+ * One header is the whole public API. Conventions that hold for every function:
+ *  - A function that can fail returns a cubec_status: NULL means success; otherwise the caller
+ *    owns the status and frees it with cubec_status_free(). The message names the argument and
+ *    the value that were refused, or the root cause of a fault.
+ *  - A returned error means nothing was queued and nothing already written was changed.
+ *  - Out-parameters come last, are named out_*, are cleared on entry and written only on success.
+ *  - Handles are opaque. Buffers and kernels are generation-counted ids: a released or stale id,
+ *    or one from another device, is detected and refused with CUBEC_INVALID_ARGUMENT, never
+ *    dereferenced. Release/destroy functions accept a zero handle.
+ *  - Desc structs are read only during the call; a zeroed field means "the default".
+ *  - Every function is thread-safe: one device lock orders the calls of all threads.
+ */
+#ifndef CUBEC_CUBEC_H
+#define CUBEC_CUBEC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
+
+#define CUBEC_VERSION_MAJOR 0
+#define CUBEC_VERSION_MINOR 1
+#define CUBEC_VERSION_PATCH 0
+
+/* ---------------------------------------------------------------------------------------------
+ * Status
+ * ------------------------------------------------------------------------------------------- */
+
+typedef enum cubec_code {
+    CUBEC_OK = 0,
+    CUBEC_INVALID_ARGUMENT = 1, /* a bad argument: the message names it and its value       */
+    CUBEC_OUT_OF_MEMORY = 2,    /* device or host memory exhausted, with sizes in the message */
+    CUBEC_COMPILE_FAILED = 3,   /* GLSL did not compile: shaderc's diagnostics follow        */
+    CUBEC_INVALID_SPIRV = 4,    /* SPIR-V that cannot be reflected or does not fit the rules */
+    CUBEC_UNSUPPORTED = 5,      /* the device lacks something the call needs                 */
+    CUBEC_DEVICE_LOST = 6,      /* the device is gone; every later call fails the same way   */
+    CUBEC_NOT_FOUND = 7,        /* no device matches CUBEC_DEVICE / the desc                 */
+    CUBEC_INTERNAL = 8,         /* a Vulkan call failed unexpectedly (the VkResult is named) */
+    CUBEC_NOT_READY = 9,        /* cubec_event_query: the work has not finished yet          */
+} cubec_code;
+
+typedef struct cubec_status_s *cubec_status;
+
+/* The code of a status; CUBEC_OK for NULL. */
+cubec_code cubec_status_code(cubec_status status);
+/* The message; "ok" for NULL. Valid until the status is freed. */
+const char *cubec_status_message(cubec_status status);
+/* The name of a code, e.g. "CUBEC_OUT_OF_MEMORY". */
+const char *cubec_code_name(cubec_code code);
+/* Frees a status; NULL is accepted. */
+void cubec_status_free(cubec_status status);
+
+/* ---------------------------------------------------------------------------------------------
+ * Device
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct cubec_device_s cubec_device;
+
+typedef enum cubec_device_type {
+    CUBEC_DEVICE_TYPE_OTHER = 0,
+    CUBEC_DEVICE_TYPE_INTEGRATED = 1,
+    CUBEC_DEVICE_TYPE_DISCRETE = 2,
+    CUBEC_DEVICE_TYPE_VIRTUAL = 3,
+    CUBEC_DEVICE_TYPE_CPU = 4,
+} cubec_device_type;
+
+typedef struct cubec_device_desc {
+    /* Which device: -1 or unset (0 with `select_by_index` false) means "the best one"
+     * (discrete > integrated > virtual > CPU), unless CUBEC_DEVICE says otherwise. */
+    int select_by_index;  /* non-zero: use `index` */
+    uint32_t index;       /* index in Vulkan's enumeration order (see `cubec info`)  */
+    const char *name;     /* if set: the first device whose name contains this text */
+    /* Non-zero turns on the Khronos validation layer (CUBEC_VALIDATION=1 does too).
+     * Validation messages are logged; `on_validation` is also called for each. */
+    int validation;
+    void (*on_validation)(void *user, const char *message);
+    void *on_validation_user;
+    /* Tasks recorded before a submission; 0 = config / default (32). */
+    uint32_t tasks_max;
+} cubec_device_desc;
+
+typedef struct cubec_device_info {
+    char name[256];
+    char driver[256];
+    uint32_t vendor_id;
+    uint32_t device_id;
+    uint32_t api_version;
+    cubec_device_type type;
+    int unified_memory; /* host-visible device-local memory: no staging copies       */
+    uint64_t max_storage_buffer_range;
+    uint64_t max_allocation_size;
+    uint32_t max_push_constants_size;
+    uint32_t max_workgroup_count[3];
+    uint32_t max_workgroup_size[3];
+    uint32_t max_workgroup_invocations;
+    uint32_t max_shared_memory_size;
+    uint32_t subgroup_size;
+    uint64_t device_local_heap_size;
+    double timestamp_period_ns;
+    int push_descriptors; /* VK_KHR_push_descriptor is in use                          */
+    uint32_t tasks_max;
+} cubec_device_info;
+
+/* Opens a device. `desc` may be NULL (defaults). */
+cubec_status cubec_device_open(const cubec_device_desc *desc, cubec_device **out_device);
+/* Waits for all queued work, frees every buffer, kernel and Vulkan object. NULL is accepted. */
+void cubec_device_close(cubec_device *device);
+cubec_status cubec_device_get_info(cubec_device *device, cubec_device_info *out_info);
+/* Number of Vulkan devices present, and the info of one of them without opening it. */
+cubec_status cubec_device_count(uint32_t *out_count);
+cubec_status cubec_device_peek(uint32_t index, cubec_device_info *out_info);
+
+/* ---------------------------------------------------------------------------------------------
+ * Streams
+ *
+ * A stream is an ordered sequence of work. Zero means "the calling thread's stream". The
+ * scheduler that maps logical streams to hardware is described in docs/ARCHITECTURE.md.
+ * ------------------------------------------------------------------------------------------- */
+
+typedef uint64_t cubec_stream;
+#define CUBEC_STREAM_CURRENT ((cubec_stream)0)
+
+/* ---------------------------------------------------------------------------------------------
+ * Buffers
+ *
+ * A buffer is a range of device memory handed out by the device's memory pools. It is valid as
+ * soon as it is created; its contents are undefined until written. A view is a sub-range of
+ * another buffer that keeps that buffer's memory alive. Memory goes back to the pool when the
+ * last reference is released *and* no queued GPU work still uses it.
+ * Size 0 is allowed: such a buffer holds no memory, reads and writes of 0 bytes succeed, and it
+ * cannot be bound to a kernel.
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct cubec_buffer {
+    uint64_t id;
+} cubec_buffer;
+
+cubec_status cubec_buffer_create(cubec_device *device, uint64_t size, cubec_buffer *out_buffer);
+/* Creates a buffer of `size` bytes holding a copy of `data`. */
+cubec_status cubec_buffer_from(cubec_device *device, cubec_stream stream, const void *data,
+                               uint64_t size, cubec_buffer *out_buffer);
+/* A view of bytes [offset, offset+size) of `buffer`; offset must be a multiple of 4. */
+cubec_status cubec_buffer_view(cubec_device *device, cubec_buffer buffer, uint64_t offset,
+                               uint64_t size, cubec_buffer *out_view);
+cubec_status cubec_buffer_size(cubec_device *device, cubec_buffer buffer, uint64_t *out_size);
+cubec_status cubec_buffer_retain(cubec_device *device, cubec_buffer buffer);
+/* Drops one reference; a zero handle is accepted. Returns an error for a stale handle. */
+cubec_status cubec_buffer_release(cubec_device *device, cubec_buffer buffer);
+
+/* ---------------------------------------------------------------------------------------------
+ * Transfers. Offsets and sizes are in bytes within the buffer; offset+size must fit.
+ * ------------------------------------------------------------------------------------------- */
+
+/* Copies host memory into the buffer, after all earlier work on the stream that uses it. The
+ * host memory may be reused as soon as the call returns. */
+cubec_status cubec_write(cubec_device *device, cubec_stream stream, cubec_buffer dst,
+                         uint64_t offset, const void *src, uint64_t size);
+/* Copies buffer bytes to host memory after all earlier work on the stream; blocks. */
+cubec_status cubec_read(cubec_device *device, cubec_stream stream, cubec_buffer src,
+                        uint64_t offset, void *dst, uint64_t size);
+
+/* A wait object for asynchronous work. */
+typedef struct cubec_event_s cubec_event;
+/* Starts a read; the bytes land in `dst` when cubec_event_wait returns success. `dst` must stay
+ * valid until then. The source buffer is kept alive by the event. */
+cubec_status cubec_read_async(cubec_device *device, cubec_stream stream, cubec_buffer src,
+                              uint64_t offset, void *dst, uint64_t size, cubec_event **out_event);
+/* Blocks until the event's work is done and returns its outcome. */
+cubec_status cubec_event_wait(cubec_event *event);
+/* NULL when done (and successful), CUBEC_NOT_READY while pending, or the failure. */
+cubec_status cubec_event_query(cubec_event *event);
+/* Frees an event, waiting for its work first if needed. NULL is accepted. */
+void cubec_event_free(cubec_event *event);
+
+/* Device-to-device copy of `size` bytes (run as a compute kernel: faster than the copy engine).
+ * Source and destination ranges must not overlap when they are the same memory. */
+cubec_status cubec_copy(cubec_device *device, cubec_stream stream, cubec_buffer src,
+                        uint64_t src_offset, cubec_buffer dst, uint64_t dst_offset, uint64_t size);
+/* Fills `size` bytes (a multiple of 4) with a repeated 32-bit pattern. */
+cubec_status cubec_fill(cubec_device *device, cubec_stream stream, cubec_buffer dst,
+                        uint64_t offset, uint64_t size, uint32_t pattern);
+
+/* ---------------------------------------------------------------------------------------------
+ * Kernels
+ *
+ * A kernel is a GLSL compute shader (compiled at run time) or SPIR-V words. Its storage buffers
+ * are set 0, bindings 0..n-1: a launch passes n buffers in that order. Each binding's access
+ * (readonly / writeonly / read-write) is taken from the SPIR-V and drives hazard tracking.
+ *
+ * Metadata ("info": sizes, scalars) is declared in GLSL with the CUBEC_INFO macro, which cubec
+ * defines before the source:
+ *     CUBEC_INFO(uint n; float alpha;)   // members, no commas; the block is named `info`
+ * It becomes a push-constant block when it fits the device's maxPushConstantsSize, otherwise a
+ * read-only storage buffer at binding CUBEC_INFO_BINDING (31); the launch passes its bytes the
+ * same way in both cases. SPIR-V kernels may declare a push-constant block directly.
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct cubec_kernel {
+    uint64_t id;
+} cubec_kernel;
+
+typedef struct cubec_define {
+    const char *name;
+    const char *value; /* NULL: defined with no value */
+} cubec_define;
+
+typedef struct cubec_kernel_desc {
+    const char *name;          /* for logs and errors; default "kernel"              */
+    const char *glsl;          /* GLSL compute source, or NULL                         */
+    const uint32_t *spirv;     /* SPIR-V words, or NULL (exactly one of glsl / spirv) */
+    size_t spirv_words;
+    const cubec_define *defines;
+    uint32_t define_count;
+    const char *entry_point;   /* default "main"                                      */
+    int optimize;              /* non-zero: shaderc -O                                */
+} cubec_kernel_desc;
+
+typedef enum cubec_access {
+    CUBEC_ACCESS_READ = 1,
+    CUBEC_ACCESS_WRITE = 2,
+    CUBEC_ACCESS_READ_WRITE = 3,
+} cubec_access;
+
+typedef struct cubec_kernel_info {
+    uint64_t hash;               /* kernel identity: hash of what defines it            */
+    uint32_t binding_count;      /* storage buffers a launch passes                    */
+    cubec_access access[32];     /* per binding                                        */
+    uint32_t info_size;          /* bytes of metadata a launch passes (0 = none)       */
+    int info_in_push_constants;  /* 1: push constants; 0: storage buffer (or no info) */
+    uint32_t workgroup_size[3];
+} cubec_kernel_info;
+
+cubec_status cubec_kernel_create(cubec_device *device, const cubec_kernel_desc *desc,
+                                 cubec_kernel *out_kernel);
+cubec_status cubec_kernel_get_info(cubec_device *device, cubec_kernel kernel,
+                                   cubec_kernel_info *out_info);
+/* Destroys a kernel; launches already queued still run. A zero handle is accepted. */
+cubec_status cubec_kernel_destroy(cubec_device *device, cubec_kernel kernel);
+
+/* ---------------------------------------------------------------------------------------------
+ * Launches
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct cubec_launch_desc {
+    cubec_kernel kernel;
+    const cubec_buffer *buffers; /* one per storage binding, in binding order */
+    uint32_t buffer_count;
+    const void *info;            /* metadata bytes, exactly the kernel's info_size */
+    uint32_t info_size;
+    /* Workgroup counts. A count with a zero dimension launches nothing (and succeeds). */
+    uint32_t groups[3];
+    /* If `indirect.id` is non-zero the counts are three uint32 read from this buffer at
+     * `indirect_offset` (a multiple of 4) when the launch runs: `groups` is ignored. */
+    cubec_buffer indirect;
+    uint64_t indirect_offset;
+} cubec_launch_desc;
+
+/* Queues a launch on the stream. Never blocks on the GPU; allocates nothing when warm. */
+cubec_status cubec_launch(cubec_device *device, cubec_stream stream, const cubec_launch_desc *desc);
+/* Submits the stream's recorded work to the GPU without waiting. */
+cubec_status cubec_flush(cubec_device *device, cubec_stream stream);
+/* Submits and waits for all work on the stream. */
+cubec_status cubec_sync(cubec_device *device, cubec_stream stream);
+
+/* ---------------------------------------------------------------------------------------------
+ * Memory
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct cubec_pool_report {
+    char kind[16];          /* "sliced", "exclusive", "staging", "uniform"          */
+    uint64_t page_size;     /* sliced: the page size; exclusive: largest allocation */
+    uint64_t max_slice_size;
+    uint32_t pages;
+    uint32_t pages_peak;
+    uint64_t allocations;   /* live slices                                           */
+    uint64_t bytes_in_use;  /* bytes of live slices, as requested                   */
+    uint64_t bytes_padding; /* alignment padding of live slices                     */
+    uint64_t bytes_reserved;/* bytes of the pages held from the driver              */
+} cubec_pool_report;
+
+#define CUBEC_MAX_POOLS 16
+
+typedef struct cubec_memory_report {
+    uint32_t pool_count;
+    cubec_pool_report pools[CUBEC_MAX_POOLS];
+    uint64_t bytes_in_use;   /* sums over the pools */
+    uint64_t bytes_reserved;
+    uint64_t allocations;
+    uint32_t pages;
+} cubec_memory_report;
+
+cubec_status cubec_memory_report_get(cubec_device *device, cubec_stream stream,
+                                     cubec_memory_report *out_report);
+/* Returns every page that holds no live allocation to the driver (waits for queued work that
+ * still uses freed memory first). */
+cubec_status cubec_memory_cleanup(cubec_device *device, cubec_stream stream);
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+#endif
