@@ -102,6 +102,7 @@ typedef struct cubec_device_info {
     uint32_t max_workgroup_size[3];
     uint32_t max_workgroup_invocations;
     uint32_t max_shared_memory_size;
+    uint64_t storage_offset_alignment; /* views bound to kernels start at multiples of this */
     uint32_t subgroup_size;
     uint64_t device_local_heap_size;
     double timestamp_period_ns;
@@ -147,7 +148,9 @@ cubec_status cubec_buffer_create(cubec_device *device, uint64_t size, cubec_buff
 /* Creates a buffer of `size` bytes holding a copy of `data`. */
 cubec_status cubec_buffer_from(cubec_device *device, cubec_stream stream, const void *data,
                                uint64_t size, cubec_buffer *out_buffer);
-/* A view of bytes [offset, offset+size) of `buffer`; offset must be a multiple of 4. */
+/* A view of bytes [offset, offset+size) of `buffer` (or of a view: offsets add up). The offset
+ * must be a multiple of the device's storage_offset_alignment (cubec_device_info), so that the
+ * view can be bound to kernels. */
 cubec_status cubec_buffer_view(cubec_device *device, cubec_buffer buffer, uint64_t offset,
                                uint64_t size, cubec_buffer *out_view);
 cubec_status cubec_buffer_size(cubec_device *device, cubec_buffer buffer, uint64_t *out_size);

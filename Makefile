@@ -1,0 +1,55 @@
+# cubec: the two commands of the README.
+#   make demo   installs what is missing (Debian 12, as root), builds, runs the examples
+#   make test   builds and runs every test (ctest), then the ASan+UBSan build's tests
+# Other targets: build, bench, install-deps, format, clean.
+
+BUILD      ?= build
+BUILD_SAN  ?= build-san
+JOBS       ?= $(shell nproc)
+CMAKE_ARGS ?=
+
+DEB_PACKAGES = build-essential cmake pkg-config git libvulkan-dev mesa-vulkan-drivers \
+               vulkan-validationlayers vulkan-tools libshaderc-dev glslang-dev spirv-tools \
+               libspirv-cross-c-shared-dev libinih-dev libcmocka-dev python3
+
+.PHONY: demo test build build-san bench install-deps format clean
+
+install-deps:
+	@missing=""; for p in $(DEB_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" != 0 ]; then \
+	    echo "cubec needs these Debian packages; run as root:"; \
+	    echo "  apt-get update && apt-get install -y$$missing"; exit 1; \
+	  fi; \
+	  echo "installing:$$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq$$missing; \
+	fi
+
+$(BUILD)/CMakeCache.txt: | install-deps
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_ARGS)
+
+build: install-deps $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j $(JOBS)
+
+build-san: install-deps
+	cmake -S . -B $(BUILD_SAN) -DCMAKE_BUILD_TYPE=Debug -DCUBEC_SANITIZE=ON $(CMAKE_ARGS)
+	cmake --build $(BUILD_SAN) -j $(JOBS)
+
+demo: build
+	@for ex in vector_add reduction mlp; do \
+	  echo "== $$ex"; $(BUILD)/bin/example_$$ex || exit 1; done
+
+test: build build-san
+	cd $(BUILD) && ctest --output-on-failure -j 2
+	cd $(BUILD_SAN) && ctest --output-on-failure -j 2 -LE smoke
+
+bench: build
+	$(BUILD)/bin/cubec bench
+
+format:
+	clang-format -i $$(git ls-files '*.c' '*.h')
+
+clean:
+	rm -rf $(BUILD) $(BUILD_SAN)

@@ -1,0 +1,76 @@
+/* Public entry points: buffers and views. */
+#include "api/api_common.h"
+
+cubec_status cubec_buffer_create(cubec_device *device, uint64_t size, cubec_buffer *out_buffer)
+{
+    if (!out_buffer) return INVALID_ARG("cubec_buffer_create: out_buffer is NULL");
+    out_buffer->id = 0;
+    RETURN_IF_ERROR(api_lock(device, "cubec_buffer_create"));
+    return api_unlock(device, server_buffer_create(device, size, out_buffer));
+}
+
+cubec_status cubec_buffer_from(cubec_device *device, cubec_stream stream, const void *data,
+                               uint64_t size, cubec_buffer *out_buffer)
+{
+    (void)stream;
+    if (!out_buffer) return INVALID_ARG("cubec_buffer_from: out_buffer is NULL");
+    out_buffer->id = 0;
+    if (!data && size) return INVALID_ARG("cubec_buffer_from: data is NULL with size %" PRIu64, size);
+    RETURN_IF_ERROR(api_lock(device, "cubec_buffer_from"));
+    cubec_buffer b;
+    cubec_status err = server_buffer_create(device, size, &b);
+    if (!err && size) {
+        buffer_obj *o = handle_table_get(&device->buffers, b.id);
+        err = server_write(device, o, 0, data, size);
+        if (err) server_buffer_release(device, b.id, o);
+    }
+    if (!err) *out_buffer = b;
+    return api_unlock(device, err);
+}
+
+cubec_status cubec_buffer_view(cubec_device *device, cubec_buffer buffer, uint64_t offset,
+                               uint64_t size, cubec_buffer *out_view)
+{
+    if (!out_view) return INVALID_ARG("cubec_buffer_view: out_view is NULL");
+    out_view->id = 0;
+    RETURN_IF_ERROR(api_lock(device, "cubec_buffer_view"));
+    buffer_obj *b;
+    cubec_status err = api_buffer(device, buffer, "cubec_buffer_view: buffer", &b);
+    if (!err) err = api_range("cubec_buffer_view", "view", offset, size, b->size);
+    if (!err && offset % device->info.storage_offset_alignment)
+        err = INVALID_ARG("cubec_buffer_view: offset %" PRIu64
+                          " is not a multiple of the device's storage_offset_alignment %" PRIu64,
+                          offset, device->info.storage_offset_alignment);
+    if (!err) err = server_buffer_view(device, b, offset, size, out_view);
+    return api_unlock(device, err);
+}
+
+cubec_status cubec_buffer_size(cubec_device *device, cubec_buffer buffer, uint64_t *out_size)
+{
+    if (!out_size) return INVALID_ARG("cubec_buffer_size: out_size is NULL");
+    *out_size = 0;
+    RETURN_IF_ERROR(api_lock(device, "cubec_buffer_size"));
+    buffer_obj *b;
+    cubec_status err = api_buffer(device, buffer, "cubec_buffer_size: buffer", &b);
+    if (!err) *out_size = b->size;
+    return api_unlock(device, err);
+}
+
+cubec_status cubec_buffer_retain(cubec_device *device, cubec_buffer buffer)
+{
+    RETURN_IF_ERROR(api_lock(device, "cubec_buffer_retain"));
+    buffer_obj *b;
+    cubec_status err = api_buffer(device, buffer, "cubec_buffer_retain: buffer", &b);
+    if (!err) b->refs++;
+    return api_unlock(device, err);
+}
+
+cubec_status cubec_buffer_release(cubec_device *device, cubec_buffer buffer)
+{
+    if (buffer.id == 0) return NULL;
+    RETURN_IF_ERROR(api_lock(device, "cubec_buffer_release"));
+    buffer_obj *b;
+    cubec_status err = api_buffer(device, buffer, "cubec_buffer_release: buffer", &b);
+    if (!err) server_buffer_release(device, buffer.id, b);
+    return api_unlock(device, err);
+}

@@ -1,0 +1,50 @@
+/* Shared helpers of the public entry points: taking the device lock, resolving handles and
+ * checking ranges, each producing an error that names the argument and its value. */
+#ifndef CUBEC_API_COMMON_H
+#define CUBEC_API_COMMON_H
+
+#include "server/device.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+
+/* Locks the device; on error nothing is locked. */
+static inline cubec_status api_lock(cubec_device *d, const char *fn)
+{
+    if (!d) return INVALID_ARG("%s: device is NULL", fn);
+    pthread_mutex_lock(&d->lock);
+    cubec_status err = server_check_alive(d);
+    if (err) {
+        pthread_mutex_unlock(&d->lock);
+        return status_annotate(err, "%s", fn);
+    }
+    return NULL;
+}
+
+static inline cubec_status api_unlock(cubec_device *d, cubec_status result)
+{
+    pthread_mutex_unlock(&d->lock);
+    return result;
+}
+
+static inline cubec_status api_buffer(cubec_device *d, cubec_buffer h, const char *arg,
+                                      buffer_obj **out)
+{
+    void *o;
+    RETURN_IF_ERROR(handle_table_lookup(&d->buffers, h.id, arg, &o));
+    *out = o;
+    return NULL;
+}
+
+/* offset + size must lie within a buffer of `buffer_size` bytes (overflow-safe). */
+static inline cubec_status api_range(const char *fn, const char *arg, uint64_t offset,
+                                     uint64_t size, uint64_t buffer_size)
+{
+    if (offset > buffer_size || size > buffer_size - offset)
+        return INVALID_ARG("%s: %s range offset %" PRIu64 " + size %" PRIu64
+                           " is past the end of the %" PRIu64 "-byte buffer",
+                           fn, arg, offset, size, buffer_size);
+    return NULL;
+}
+
+#endif

@@ -1,0 +1,145 @@
+/* Public entry points: kernels and launches. Launch checks every argument against the kernel's
+ * reflected interface and the device limits before anything is recorded. */
+#include "api/api_common.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+cubec_status cubec_kernel_create(cubec_device *device, const cubec_kernel_desc *desc,
+                                 cubec_kernel *out_kernel)
+{
+    static const char fn[] = "cubec_kernel_create";
+    if (!out_kernel) return INVALID_ARG("%s: out_kernel is NULL", fn);
+    out_kernel->id = 0;
+    if (!desc) return INVALID_ARG("%s: desc is NULL", fn);
+    if (!desc->glsl == !desc->spirv)
+        return INVALID_ARG("%s: desc must set exactly one of glsl and spirv (glsl %s, spirv %s)",
+                           fn, desc->glsl ? "set" : "NULL", desc->spirv ? "set" : "NULL");
+    if (desc->spirv && desc->spirv_words == 0)
+        return INVALID_ARG("%s: desc->spirv_words is 0", fn);
+    if (desc->define_count && !desc->defines)
+        return INVALID_ARG("%s: desc->defines is NULL with define_count %u", fn,
+                           desc->define_count);
+    for (uint32_t i = 0; i < desc->define_count; i++)
+        if (!desc->defines[i].name || !desc->defines[i].name[0])
+            return INVALID_ARG("%s: desc->defines[%u].name is empty", fn, i);
+    RETURN_IF_ERROR(api_lock(device, fn));
+    pipeline_entry *e;
+    cubec_status err = server_kernel_create(device, desc, &e);
+    kernel_obj *k = NULL;
+    if (!err) {
+        k = malloc(sizeof *k);
+        if (!k) err = status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (kernel)");
+    }
+    if (!err) {
+        k->entry = e;
+        err = handle_table_insert(&device->kernels, k, &out_kernel->id);
+        if (err) free(k);
+    }
+    return api_unlock(device, err);
+}
+
+cubec_status cubec_kernel_get_info(cubec_device *device, cubec_kernel kernel,
+                                   cubec_kernel_info *out_info)
+{
+    if (!out_info) return INVALID_ARG("cubec_kernel_get_info: out_info is NULL");
+    memset(out_info, 0, sizeof *out_info);
+    RETURN_IF_ERROR(api_lock(device, "cubec_kernel_get_info"));
+    void *o;
+    cubec_status err = handle_table_lookup(&device->kernels, kernel.id,
+                                           "cubec_kernel_get_info: kernel", &o);
+    if (!err) {
+        const pipeline_entry *e = ((kernel_obj *)o)->entry;
+        out_info->hash = e->key;
+        out_info->binding_count = e->refl.binding_count;
+        memcpy(out_info->access, e->refl.access, sizeof out_info->access);
+        out_info->info_size = e->info_size;
+        out_info->info_in_push_constants = e->info_in_push;
+        memcpy(out_info->workgroup_size, e->refl.workgroup_size, sizeof out_info->workgroup_size);
+    }
+    return api_unlock(device, err);
+}
+
+cubec_status cubec_kernel_destroy(cubec_device *device, cubec_kernel kernel)
+{
+    if (kernel.id == 0) return NULL;
+    RETURN_IF_ERROR(api_lock(device, "cubec_kernel_destroy"));
+    void *o;
+    cubec_status err = handle_table_lookup(&device->kernels, kernel.id,
+                                           "cubec_kernel_destroy: kernel", &o);
+    if (!err) {
+        /* The pipeline stays cached (queued launches may still use it) until the device closes. */
+        handle_table_remove(&device->kernels, kernel.id);
+        free(o);
+    }
+    return api_unlock(device, err);
+}
+
+static cubec_status check_launch(cubec_device *d, const cubec_launch_desc *desc,
+                                 launch_args *a, buffer_obj **bufs)
+{
+    static const char fn[] = "cubec_launch";
+    void *o;
+    RETURN_IF_ERROR(handle_table_lookup(&d->kernels, desc->kernel.id, "cubec_launch: desc->kernel", &o));
+    const pipeline_entry *e = ((kernel_obj *)o)->entry;
+    a->entry = e;
+    if (desc->buffer_count != e->refl.binding_count)
+        return INVALID_ARG("%s: desc->buffer_count is %u but kernel '%s' has %u storage buffers",
+                           fn, desc->buffer_count, e->name, e->refl.binding_count);
+    if (desc->buffer_count && !desc->buffers)
+        return INVALID_ARG("%s: desc->buffers is NULL with buffer_count %u", fn,
+                           desc->buffer_count);
+    if (desc->info_size != e->info_size)
+        return INVALID_ARG("%s: desc->info_size is %u but kernel '%s' declares %u bytes of "
+                           "metadata",
+                           fn, desc->info_size, e->name, e->info_size);
+    if (desc->info_size && !desc->info)
+        return INVALID_ARG("%s: desc->info is NULL with info_size %u", fn, desc->info_size);
+    for (uint32_t i = 0; i < desc->buffer_count; i++) {
+        char arg[64];
+        snprintf(arg, sizeof arg, "cubec_launch: desc->buffers[%u]", i);
+        RETURN_IF_ERROR(api_buffer(d, desc->buffers[i], arg, &bufs[i]));
+        if (bufs[i]->size == 0)
+            return INVALID_ARG("%s: desc->buffers[%u] has size 0 and cannot be bound", fn, i);
+        if (bufs[i]->size > d->info.max_storage_buffer_range)
+            return INVALID_ARG("%s: desc->buffers[%u] is %" PRIu64
+                               " bytes, more than the device's max_storage_buffer_range %" PRIu64
+                               " (bind views of it)",
+                               fn, i, bufs[i]->size, d->info.max_storage_buffer_range);
+    }
+    a->buffers = bufs;
+    a->buffer_count = desc->buffer_count;
+    a->info = desc->info;
+    if (desc->indirect.id) {
+        RETURN_IF_ERROR(api_buffer(d, desc->indirect, "cubec_launch: desc->indirect", &a->indirect));
+        if (desc->indirect_offset % 4)
+            return INVALID_ARG("%s: desc->indirect_offset %" PRIu64 " is not a multiple of 4", fn,
+                               desc->indirect_offset);
+        RETURN_IF_ERROR(api_range(fn, "desc->indirect", desc->indirect_offset, 12,
+                                  a->indirect->size));
+        a->indirect_offset = desc->indirect_offset;
+    } else {
+        for (int i = 0; i < 3; i++) {
+            if (desc->groups[i] > d->info.max_workgroup_count[i])
+                return INVALID_ARG("%s: desc->groups[%d] = %u exceeds the device limit %u", fn, i,
+                                   desc->groups[i], d->info.max_workgroup_count[i]);
+            a->groups[i] = desc->groups[i];
+        }
+    }
+    return NULL;
+}
+
+cubec_status cubec_launch(cubec_device *device, cubec_stream stream, const cubec_launch_desc *desc)
+{
+    (void)stream;
+    if (!desc) return INVALID_ARG("cubec_launch: desc is NULL");
+    if (desc->buffer_count > 32)
+        return INVALID_ARG("cubec_launch: desc->buffer_count %u is more than 32",
+                           desc->buffer_count);
+    RETURN_IF_ERROR(api_lock(device, "cubec_launch"));
+    buffer_obj *bufs[32];
+    launch_args a = {0};
+    cubec_status err = check_launch(device, desc, &a, bufs);
+    if (!err) err = server_launch(device, &a);
+    return api_unlock(device, err);
+}

@@ -1,0 +1,142 @@
+/* Configuration loading (see config.h). The ini handler records the first bad value and inih keeps
+ * going; the error is returned after parsing so the message can name the file and line. */
+#include "base/config.h"
+
+#include <errno.h>
+#include <ini.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+typedef struct parse_state {
+    cubec_config *config;
+    const char *origin; /* file path or "environment" */
+    cubec_status error;
+} parse_state;
+
+static int parse_bool(const char *v, int *out)
+{
+    if (!strcasecmp(v, "1") || !strcasecmp(v, "true") || !strcasecmp(v, "on") ||
+        !strcasecmp(v, "yes")) {
+        *out = 1;
+        return 1;
+    }
+    if (!strcasecmp(v, "0") || !strcasecmp(v, "false") || !strcasecmp(v, "off") ||
+        !strcasecmp(v, "no")) {
+        *out = 0;
+        return 1;
+    }
+    return 0;
+}
+
+static int parse_uint(const char *v, long min, long max, long *out)
+{
+    char *end;
+    errno = 0;
+    long x = strtol(v, &end, 10);
+    if (errno || end == v || *end || x < min || x > max) return 0;
+    *out = x;
+    return 1;
+}
+
+/* Applies one key; returns NULL or an error naming it. */
+static cubec_status apply(cubec_config *c, const char *section, const char *key, const char *value,
+                          const char *origin)
+{
+    long x;
+#define BAD(what) INVALID_ARG("config %s: [%s] %s = '%s' is not %s", origin, section, key, value, what)
+    if (!strcmp(section, "log") && !strcmp(key, "level")) {
+        int l = log_level_parse(value);
+        if (l < 0) return BAD("one of off|error|warn|info|debug");
+        c->log_level = l;
+    } else if (!strcmp(section, "log") && !strcmp(key, "file")) {
+        if (strlen(value) >= sizeof c->log_file) return BAD("a path shorter than 512 bytes");
+        snprintf(c->log_file, sizeof c->log_file, "%s", value);
+    } else if (!strcmp(section, "device") && !strcmp(key, "select")) {
+        if (strlen(value) >= sizeof c->device) return BAD("shorter than 256 bytes");
+        snprintf(c->device, sizeof c->device, "%s", value);
+    } else if (!strcmp(section, "device") && !strcmp(key, "validation")) {
+        if (!parse_bool(value, &c->validation)) return BAD("a boolean (0/1/true/false/on/off)");
+    } else if (!strcmp(section, "device") && !strcmp(key, "tasks_max")) {
+        if (!parse_uint(value, 1, 65536, &x)) return BAD("an integer in 1..65536");
+        c->tasks_max = (uint32_t)x;
+    } else if (!strcmp(section, "device") && !strcmp(key, "poll_spin_us")) {
+        if (!parse_uint(value, -1, 1000000, &x)) return BAD("an integer in -1..1000000");
+        c->poll_spin_us = (int)x;
+    } else {
+        return INVALID_ARG("config %s: unknown key [%s] %s (see docs/configuration.md)", origin,
+                           section, key);
+    }
+#undef BAD
+    return NULL;
+}
+
+static int config_ini_handler(void *user, const char *section, const char *key, const char *value)
+{
+    parse_state *st = user;
+    if (st->error) return 1;
+    st->error = apply(st->config, section, key, value, st->origin);
+    return 1;
+}
+
+static const struct {
+    const char *env, *section, *key;
+} env_keys[] = {
+    {"CUBEC_LOG_LEVEL", "log", "level"},         {"CUBEC_LOG_FILE", "log", "file"},
+    {"CUBEC_DEVICE", "device", "select"},        {"CUBEC_VALIDATION", "device", "validation"},
+    {"CUBEC_TASKS_MAX", "device", "tasks_max"}, {"CUBEC_POLL_SPIN_US", "device", "poll_spin_us"},
+};
+
+static void config_defaults(cubec_config *c)
+{
+    memset(c, 0, sizeof *c);
+    c->log_level = LOG_WARN;
+    c->tasks_max = 32;
+    c->poll_spin_us = -1;
+}
+
+cubec_status config_load_from(cubec_config *out, const char *ini_path, int use_environment)
+{
+    cubec_config c;
+    config_defaults(&c);
+    if (ini_path) {
+        parse_state st = {&c, ini_path, NULL};
+        int rc = ini_parse(ini_path, config_ini_handler, &st);
+        if (st.error) return st.error;
+        if (rc < 0) return INVALID_ARG("config file '%s' cannot be opened", ini_path);
+        if (rc > 0) return INVALID_ARG("config file '%s': syntax error on line %d", ini_path, rc);
+        snprintf(c.source, sizeof c.source, "%s", ini_path);
+    }
+    if (use_environment) {
+        for (size_t i = 0; i < sizeof env_keys / sizeof env_keys[0]; i++) {
+            const char *v = getenv(env_keys[i].env);
+            if (!v) continue;
+            char origin[64];
+            snprintf(origin, sizeof origin, "environment %s", env_keys[i].env);
+            RETURN_IF_ERROR(apply(&c, env_keys[i].section, env_keys[i].key, v, origin));
+        }
+    }
+    *out = c;
+    return NULL;
+}
+
+static int readable(const char *path) { return access(path, R_OK) == 0; }
+
+cubec_status config_load(cubec_config *out)
+{
+    char path[600];
+    const char *explicit_path = getenv("CUBEC_CONFIG");
+    if (explicit_path && *explicit_path) return config_load_from(out, explicit_path, 1);
+    if (readable("cubec.ini")) return config_load_from(out, "cubec.ini", 1);
+    const char *xdg = getenv("XDG_CONFIG_HOME");
+    const char *home = getenv("HOME");
+    if (xdg && *xdg)
+        snprintf(path, sizeof path, "%s/cubec/cubec.ini", xdg);
+    else if (home && *home)
+        snprintf(path, sizeof path, "%s/.config/cubec/cubec.ini", home);
+    else
+        path[0] = 0;
+    return config_load_from(out, path[0] && readable(path) ? path : NULL, 1);
+}

@@ -1,0 +1,28 @@
+/* Configuration: defaults, overridden by an ini file (libinih), overridden by CUBEC_* environment
+ * variables. Every key is listed in docs/configuration.md. A value that does not parse is an
+ * error naming the key, the value and where it came from; it is never silently ignored. */
+#ifndef CUBEC_BASE_CONFIG_H
+#define CUBEC_BASE_CONFIG_H
+
+#include "base/log.h"
+#include "base/status.h"
+
+#include <stdint.h>
+
+typedef struct cubec_config {
+    int log_level;          /* [log] level        CUBEC_LOG_LEVEL   default warn  */
+    char log_file[512];     /* [log] file         CUBEC_LOG_FILE    default stderr */
+    char device[256];       /* [device] select    CUBEC_DEVICE      index or name substring */
+    int validation;         /* [device] validation CUBEC_VALIDATION 0/1 */
+    uint32_t tasks_max;     /* [device] tasks_max CUBEC_TASKS_MAX   default 32 */
+    int poll_spin_us;       /* [device] poll_spin_us CUBEC_POLL_SPIN_US; -1 = by device type */
+    char source[600];       /* the ini file that was read, or "" */
+} cubec_config;
+
+/* Fills `out` from defaults, the first ini file found (CUBEC_CONFIG, ./cubec.ini,
+ * $XDG_CONFIG_HOME/cubec/cubec.ini or ~/.config/cubec/cubec.ini) and the environment. */
+cubec_status config_load(cubec_config *out);
+/* Same, from an explicit ini path (NULL: none) and without the environment: for tests. */
+cubec_status config_load_from(cubec_config *out, const char *ini_path, int use_environment);
+
+#endif

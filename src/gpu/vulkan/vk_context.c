@@ -1,0 +1,411 @@
+/* Vulkan instance/device creation and device selection (see vk_context.h).
+ *
+ * Selection: an explicit index or name wins; otherwise discrete > integrated > virtual > CPU, the
+ * first of the best type in enumeration order. Without a GPU that is lavapipe. */
+#include "gpu/vulkan/vk_context.h"
+
+#include "base/log.h"
+#include "gpu/vulkan/vk_result.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static VKAPI_ATTR VkBool32 VKAPI_CALL on_debug_message(
+    VkDebugUtilsMessageSeverityFlagBitsEXT severity, VkDebugUtilsMessageTypeFlagsEXT type,
+    const VkDebugUtilsMessengerCallbackDataEXT *data, void *user)
+{
+    (void)type;
+    vk_context *ctx = user;
+    if (severity < VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT) return VK_FALSE;
+    atomic_fetch_add(&ctx->validation_messages, 1);
+    LOG(LOG_ERROR, "validation", "%s", data->pMessage);
+    if (ctx->on_validation) ctx->on_validation(ctx->on_validation_user, data->pMessage);
+    return VK_FALSE;
+}
+
+static int has_layer(const char *name)
+{
+    uint32_t n = 0;
+    vkEnumerateInstanceLayerProperties(&n, NULL);
+    VkLayerProperties *p = calloc(n ? n : 1, sizeof *p);
+    if (!p) return 0;
+    vkEnumerateInstanceLayerProperties(&n, p);
+    int found = 0;
+    for (uint32_t i = 0; i < n; i++) found |= strcmp(p[i].layerName, name) == 0;
+    free(p);
+    return found;
+}
+
+static cubec_status create_instance(int validation, vk_context *ctx)
+{
+    VkApplicationInfo app = {.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
+                             .pApplicationName = "cubec",
+                             .pEngineName = "cubec",
+                             .apiVersion = VK_API_VERSION_1_2};
+    const char *layers[] = {"VK_LAYER_KHRONOS_validation"};
+    const char *exts[] = {VK_EXT_DEBUG_UTILS_EXTENSION_NAME};
+    VkInstanceCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
+                               .pApplicationInfo = &app};
+    VkDebugUtilsMessengerCreateInfoEXT mci = {
+        .sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT,
+        .messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT |
+                           VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT,
+        .messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT |
+                       VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
+                       VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT,
+        .pfnUserCallback = on_debug_message,
+        .pUserData = ctx};
+    if (validation) {
+        if (!has_layer(layers[0]))
+            return status_make(CUBEC_UNSUPPORTED,
+                               "validation was requested but VK_LAYER_KHRONOS_validation is not "
+                               "installed (apt-get install vulkan-validationlayers)");
+        ci.enabledLayerCount = 1;
+        ci.ppEnabledLayerNames = layers;
+        ci.enabledExtensionCount = 1;
+        ci.ppEnabledExtensionNames = exts;
+        ci.pNext = &mci; /* also reports problems of vkCreateInstance/vkDestroyInstance */
+    }
+    VK_RETURN_IF_ERROR(vkCreateInstance(&ci, NULL, &ctx->instance), "vkCreateInstance");
+    if (validation) {
+        PFN_vkCreateDebugUtilsMessengerEXT create = (PFN_vkCreateDebugUtilsMessengerEXT)
+            vkGetInstanceProcAddr(ctx->instance, "vkCreateDebugUtilsMessengerEXT");
+        if (create) create(ctx->instance, &mci, NULL, &ctx->messenger);
+    }
+    return NULL;
+}
+
+static int type_rank(VkPhysicalDeviceType t)
+{
+    switch (t) {
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return 4;
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return 3;
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return 2;
+    case VK_PHYSICAL_DEVICE_TYPE_CPU: return 1;
+    default: return 0;
+    }
+}
+
+static uint32_t best_index(VkPhysicalDevice *list, uint32_t n)
+{
+    uint32_t best = 0;
+    int rank = -1;
+    for (uint32_t i = 0; i < n; i++) {
+        VkPhysicalDeviceProperties p;
+        vkGetPhysicalDeviceProperties(list[i], &p);
+        if (type_rank(p.deviceType) > rank) {
+            rank = type_rank(p.deviceType);
+            best = i;
+        }
+    }
+    return best;
+}
+
+static int has_device_extension(VkPhysicalDevice pd, const char *name)
+{
+    uint32_t n = 0;
+    vkEnumerateDeviceExtensionProperties(pd, NULL, &n, NULL);
+    VkExtensionProperties *p = calloc(n ? n : 1, sizeof *p);
+    if (!p) return 0;
+    vkEnumerateDeviceExtensionProperties(pd, NULL, &n, p);
+    int found = 0;
+    for (uint32_t i = 0; i < n; i++) found |= strcmp(p[i].extensionName, name) == 0;
+    free(p);
+    return found;
+}
+
+void vk_fill_info(VkPhysicalDevice pd, cubec_device_info *out)
+{
+    memset(out, 0, sizeof *out);
+    VkPhysicalDeviceSubgroupProperties sub = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+    VkPhysicalDeviceMaintenance3Properties m3 = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES, .pNext = &sub};
+    VkPhysicalDeviceDriverProperties drv = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES, .pNext = &m3};
+    VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2,
+                                      .pNext = &drv};
+    vkGetPhysicalDeviceProperties2(pd, &p2);
+    const VkPhysicalDeviceProperties *p = &p2.properties;
+    const VkPhysicalDeviceLimits *l = &p->limits;
+    snprintf(out->name, sizeof out->name, "%s", p->deviceName);
+    snprintf(out->driver, sizeof out->driver, "%.120s %.120s", drv.driverName, drv.driverInfo);
+    out->vendor_id = p->vendorID;
+    out->device_id = p->deviceID;
+    out->api_version = p->apiVersion;
+    switch (p->deviceType) {
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: out->type = CUBEC_DEVICE_TYPE_DISCRETE; break;
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: out->type = CUBEC_DEVICE_TYPE_INTEGRATED; break;
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: out->type = CUBEC_DEVICE_TYPE_VIRTUAL; break;
+    case VK_PHYSICAL_DEVICE_TYPE_CPU: out->type = CUBEC_DEVICE_TYPE_CPU; break;
+    default: out->type = CUBEC_DEVICE_TYPE_OTHER; break;
+    }
+    out->max_storage_buffer_range = l->maxStorageBufferRange;
+    out->max_allocation_size = m3.maxMemoryAllocationSize;
+    out->max_push_constants_size = l->maxPushConstantsSize;
+    for (int i = 0; i < 3; i++) {
+        out->max_workgroup_count[i] = l->maxComputeWorkGroupCount[i];
+        out->max_workgroup_size[i] = l->maxComputeWorkGroupSize[i];
+    }
+    out->max_workgroup_invocations = l->maxComputeWorkGroupInvocations;
+    out->max_shared_memory_size = l->maxComputeSharedMemorySize;
+    out->storage_offset_alignment = l->minStorageBufferOffsetAlignment;
+    out->subgroup_size = sub.subgroupSize;
+    out->timestamp_period_ns = l->timestampPeriod;
+    out->push_descriptors = has_device_extension(pd, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
+    VkPhysicalDeviceMemoryProperties mp;
+    vkGetPhysicalDeviceMemoryProperties(pd, &mp);
+    for (uint32_t i = 0; i < mp.memoryHeapCount; i++)
+        if (mp.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT &&
+            mp.memoryHeaps[i].size > out->device_local_heap_size)
+            out->device_local_heap_size = mp.memoryHeaps[i].size;
+    /* Unified: some DEVICE_LOCAL type is also HOST_VISIBLE|COHERENT and the device is not
+     * discrete (a discrete GPU's BAR window is slow to read from the host). */
+    for (uint32_t i = 0; i < mp.memoryTypeCount; i++) {
+        VkMemoryPropertyFlags f = mp.memoryTypes[i].propertyFlags;
+        VkMemoryPropertyFlags want = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT |
+                                     VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
+                                     VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+        if ((f & want) == want && out->type != CUBEC_DEVICE_TYPE_DISCRETE) out->unified_memory = 1;
+    }
+}
+
+uint32_t vk_find_memory_type(const vk_context *ctx, uint32_t bits, VkMemoryPropertyFlags required,
+                             VkMemoryPropertyFlags preferred)
+{
+    uint32_t best = UINT32_MAX;
+    int best_score = -1;
+    for (uint32_t i = 0; i < ctx->memory.memoryTypeCount; i++) {
+        VkMemoryPropertyFlags f = ctx->memory.memoryTypes[i].propertyFlags;
+        if (!(bits & (1u << i)) || (f & required) != required) continue;
+        int score = __builtin_popcount(f & preferred) * 2 - __builtin_popcount(f & ~required & ~preferred);
+        if (score > best_score) {
+            best_score = score;
+            best = i;
+        }
+    }
+    return best;
+}
+
+static cubec_status choose_physical(vk_context *ctx, const vk_context_desc *desc)
+{
+    uint32_t n = 0;
+    VK_RETURN_IF_ERROR(vkEnumeratePhysicalDevices(ctx->instance, &n, NULL),
+                       "vkEnumeratePhysicalDevices");
+    if (n == 0)
+        return status_make(CUBEC_NOT_FOUND, "no Vulkan device found (on Debian: apt-get install "
+                                            "mesa-vulkan-drivers for the CPU driver lavapipe)");
+    VkPhysicalDevice *list = calloc(n, sizeof *list);
+    if (!list) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory");
+    vkEnumeratePhysicalDevices(ctx->instance, &n, list);
+    uint32_t pick = UINT32_MAX;
+    cubec_status err = NULL;
+    if (desc->select_by_index) {
+        if (desc->index >= n)
+            err = status_make(CUBEC_NOT_FOUND, "device index %u: only %u device(s) present",
+                              desc->index, n);
+        else
+            pick = desc->index;
+    } else if (desc->name && *desc->name) {
+        for (uint32_t i = 0; i < n && pick == UINT32_MAX; i++) {
+            VkPhysicalDeviceProperties p;
+            vkGetPhysicalDeviceProperties(list[i], &p);
+            if (strstr(p.deviceName, desc->name)) pick = i;
+        }
+        if (pick == UINT32_MAX)
+            err = status_make(CUBEC_NOT_FOUND, "no device name contains '%s' (see `cubec info`)",
+                              desc->name);
+    } else {
+        pick = best_index(list, n);
+    }
+    if (!err) {
+        ctx->physical = list[pick];
+        ctx->physical_index = pick;
+    }
+    free(list);
+    return err;
+}
+
+static cubec_status create_device(vk_context *ctx)
+{
+    uint32_t nq = 0;
+    vkGetPhysicalDeviceQueueFamilyProperties(ctx->physical, &nq, NULL);
+    VkQueueFamilyProperties qf[32];
+    if (nq > 32) nq = 32;
+    vkGetPhysicalDeviceQueueFamilyProperties(ctx->physical, &nq, qf);
+    uint32_t family = UINT32_MAX;
+    /* Prefer a family with compute (any), and timestamps. */
+    for (uint32_t i = 0; i < nq && family == UINT32_MAX; i++)
+        if (qf[i].queueFlags & VK_QUEUE_COMPUTE_BIT) family = i;
+    if (family == UINT32_MAX)
+        return status_make(CUBEC_UNSUPPORTED, "device '%s' has no compute queue",
+                           ctx->props.deviceName);
+    ctx->queue_family = family;
+    ctx->timestamps = qf[family].timestampValidBits > 0;
+
+    VkPhysicalDeviceVulkan12Features f12 = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
+    VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2,
+                                    .pNext = &f12};
+    vkGetPhysicalDeviceFeatures2(ctx->physical, &f2);
+    if (!f12.timelineSemaphore)
+        return status_make(CUBEC_UNSUPPORTED, "device '%s' lacks timeline semaphores",
+                           ctx->props.deviceName);
+    VkPhysicalDeviceVulkan12Features want12 = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
+        .timelineSemaphore = VK_TRUE,
+        .hostQueryReset = f12.hostQueryReset,
+        .shaderInt8 = f12.shaderInt8,
+        .shaderFloat16 = f12.shaderFloat16,
+        .storageBuffer8BitAccess = f12.storageBuffer8BitAccess,
+        .scalarBlockLayout = f12.scalarBlockLayout};
+    VkPhysicalDeviceFeatures2 want = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2,
+                                      .pNext = &want12};
+    want.features.shaderInt64 = f2.features.shaderInt64;
+    want.features.shaderFloat64 = f2.features.shaderFloat64;
+    want.features.shaderInt16 = f2.features.shaderInt16;
+
+    const char *exts[4];
+    uint32_t next = 0;
+    int push = has_device_extension(ctx->physical, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
+    if (push) exts[next++] = VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME;
+    float prio = 1.0f;
+    VkDeviceQueueCreateInfo qci = {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
+                                   .queueFamilyIndex = family,
+                                   .queueCount = 1,
+                                   .pQueuePriorities = &prio};
+    VkDeviceCreateInfo dci = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
+                              .pNext = &want,
+                              .queueCreateInfoCount = 1,
+                              .pQueueCreateInfos = &qci,
+                              .enabledExtensionCount = next,
+                              .ppEnabledExtensionNames = exts};
+    VK_RETURN_IF_ERROR(vkCreateDevice(ctx->physical, &dci, NULL, &ctx->device), "vkCreateDevice");
+    vkGetDeviceQueue(ctx->device, family, 0, &ctx->queue);
+    if (push)
+        ctx->push_descriptor = (PFN_vkCmdPushDescriptorSetKHR)vkGetDeviceProcAddr(
+            ctx->device, "vkCmdPushDescriptorSetKHR");
+    return NULL;
+}
+
+cubec_status vk_context_create(const vk_context_desc *desc, vk_context *ctx)
+{
+    memset(ctx, 0, sizeof *ctx);
+    ctx->on_validation = desc->on_validation;
+    ctx->on_validation_user = desc->on_validation_user;
+    cubec_status err = create_instance(desc->validation, ctx);
+    if (!err) err = choose_physical(ctx, desc);
+    if (!err) {
+        vkGetPhysicalDeviceProperties(ctx->physical, &ctx->props);
+        vkGetPhysicalDeviceMemoryProperties(ctx->physical, &ctx->memory);
+        cubec_device_info info;
+        vk_fill_info(ctx->physical, &info);
+        snprintf(ctx->driver_name, sizeof ctx->driver_name, "%s", info.driver);
+        ctx->max_allocation_size = info.max_allocation_size;
+        ctx->device_local_heap_size = info.device_local_heap_size;
+        ctx->subgroup_size = info.subgroup_size;
+        ctx->unified = info.unified_memory;
+        err = create_device(ctx);
+    }
+    if (!err) {
+        VkMemoryPropertyFlags dl = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
+        VkMemoryPropertyFlags hv =
+            VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+        if (ctx->unified) {
+            ctx->device_memory_type = vk_find_memory_type(ctx, ~0u, dl | hv,
+                                                          VK_MEMORY_PROPERTY_HOST_CACHED_BIT);
+        } else {
+            /* Plain device-local memory: not the BAR window, which is small on most GPUs. */
+            ctx->device_memory_type = vk_find_memory_type(ctx, ~0u, dl, 0);
+            uint32_t i = ctx->device_memory_type;
+            if (i != UINT32_MAX && ctx->memory.memoryTypes[i].propertyFlags &
+                                       VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT) {
+                /* Prefer a type that is not host-visible when one exists. */
+                for (uint32_t j = 0; j < ctx->memory.memoryTypeCount; j++) {
+                    VkMemoryPropertyFlags f = ctx->memory.memoryTypes[j].propertyFlags;
+                    if ((f & dl) && !(f & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT)) {
+                        ctx->device_memory_type = j;
+                        break;
+                    }
+                }
+            }
+        }
+        ctx->upload_memory_type = vk_find_memory_type(ctx, ~0u, hv, 0);
+        ctx->readback_memory_type =
+            vk_find_memory_type(ctx, ~0u, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT,
+                                VK_MEMORY_PROPERTY_HOST_CACHED_BIT |
+                                    VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
+        if (ctx->device_memory_type == UINT32_MAX || ctx->upload_memory_type == UINT32_MAX ||
+            ctx->readback_memory_type == UINT32_MAX)
+            err = status_make(CUBEC_UNSUPPORTED, "device '%s' lacks a usable memory type",
+                              ctx->props.deviceName);
+    }
+    if (err) {
+        vk_context_destroy(ctx);
+        return err;
+    }
+    LOG(LOG_INFO, "device", "selected device %u '%s' (%s), %s memory, push descriptors %s",
+        ctx->physical_index, ctx->props.deviceName, ctx->driver_name,
+        ctx->unified ? "unified" : "discrete", ctx->push_descriptor ? "on" : "off");
+    return NULL;
+}
+
+void vk_context_destroy(vk_context *ctx)
+{
+    if (ctx->device) vkDestroyDevice(ctx->device, NULL);
+    if (ctx->messenger) {
+        PFN_vkDestroyDebugUtilsMessengerEXT destroy = (PFN_vkDestroyDebugUtilsMessengerEXT)
+            vkGetInstanceProcAddr(ctx->instance, "vkDestroyDebugUtilsMessengerEXT");
+        if (destroy) destroy(ctx->instance, ctx->messenger, NULL);
+    }
+    if (ctx->instance) vkDestroyInstance(ctx->instance, NULL);
+    ctx->device = VK_NULL_HANDLE;
+    ctx->instance = VK_NULL_HANDLE;
+}
+
+static cubec_status with_devices(VkInstance *inst, VkPhysicalDevice **list, uint32_t *n)
+{
+    VkApplicationInfo app = {.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
+                             .apiVersion = VK_API_VERSION_1_2};
+    VkInstanceCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
+                               .pApplicationInfo = &app};
+    VK_RETURN_IF_ERROR(vkCreateInstance(&ci, NULL, inst), "vkCreateInstance");
+    *n = 0;
+    vkEnumeratePhysicalDevices(*inst, n, NULL);
+    *list = calloc(*n ? *n : 1, sizeof **list);
+    if (!*list) {
+        vkDestroyInstance(*inst, NULL);
+        return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory");
+    }
+    vkEnumeratePhysicalDevices(*inst, n, *list);
+    return NULL;
+}
+
+cubec_status vk_physical_count(uint32_t *out_count)
+{
+    VkInstance inst;
+    VkPhysicalDevice *list;
+    RETURN_IF_ERROR(with_devices(&inst, &list, out_count));
+    free(list);
+    vkDestroyInstance(inst, NULL);
+    return NULL;
+}
+
+cubec_status vk_physical_info(uint32_t index, cubec_device_info *out, uint32_t *out_default_index)
+{
+    VkInstance inst;
+    VkPhysicalDevice *list;
+    uint32_t n;
+    RETURN_IF_ERROR(with_devices(&inst, &list, &n));
+    cubec_status err = NULL;
+    if (index >= n)
+        err = INVALID_ARG("index: %u is out of range, %u device(s) present", index, n);
+    else {
+        vk_fill_info(list[index], out);
+        if (out_default_index) *out_default_index = best_index(list, n);
+    }
+    free(list);
+    vkDestroyInstance(inst, NULL);
+    return err;
+}

@@ -1,0 +1,57 @@
+/* The Vulkan instance, the chosen physical device, the logical device and its compute queue, with
+ * the limits and memory types the layers above need. Created once per cubec device. */
+#ifndef CUBEC_GPU_VK_CONTEXT_H
+#define CUBEC_GPU_VK_CONTEXT_H
+
+#include "base/status.h"
+
+#include <stdatomic.h>
+#include <vulkan/vulkan.h>
+
+typedef struct vk_context_desc {
+    int select_by_index;
+    uint32_t index;
+    const char *name;       /* substring of the device name */
+    int validation;
+    void (*on_validation)(void *user, const char *message);
+    void *on_validation_user;
+} vk_context_desc;
+
+typedef struct vk_context {
+    VkInstance instance;
+    VkDebugUtilsMessengerEXT messenger;
+    VkPhysicalDevice physical;
+    VkDevice device;
+    VkQueue queue;
+    uint32_t queue_family;
+    uint32_t physical_index;
+    VkPhysicalDeviceProperties props;
+    VkPhysicalDeviceMemoryProperties memory;
+    char driver_name[256];
+    uint32_t device_memory_type; /* pages: DEVICE_LOCAL, host-visible too when unified      */
+    int unified;                 /* pages are host-visible and coherent: no staging        */
+    uint32_t upload_memory_type; /* HOST_VISIBLE|COHERENT for staging writes (discrete)    */
+    uint32_t readback_memory_type; /* HOST_VISIBLE, HOST_CACHED preferred, for reads       */
+    uint64_t max_allocation_size;
+    uint64_t device_local_heap_size;
+    uint32_t subgroup_size;
+    int timestamps;              /* the queue writes timestamps                             */
+    PFN_vkCmdPushDescriptorSetKHR push_descriptor; /* NULL when the extension is missing */
+    void (*on_validation)(void *user, const char *message);
+    void *on_validation_user;
+    atomic_uint validation_messages;
+} vk_context;
+
+/* `ctx` must stay at a fixed address (the validation callback points at it). */
+cubec_status vk_context_create(const vk_context_desc *desc, vk_context *ctx);
+void vk_context_destroy(vk_context *ctx);
+/* Index of the memory type with all of `required` (and most of `preferred`), or UINT32_MAX. */
+uint32_t vk_find_memory_type(const vk_context *ctx, uint32_t type_bits,
+                             VkMemoryPropertyFlags required, VkMemoryPropertyFlags preferred);
+/* Enumeration without opening a device (for `cubec info`). */
+cubec_status vk_physical_count(uint32_t *out_count);
+cubec_status vk_physical_info(uint32_t index, cubec_device_info *out, uint32_t *out_default_index);
+/* Fills the public info struct from a physical device. */
+void vk_fill_info(VkPhysicalDevice physical, cubec_device_info *out);
+
+#endif

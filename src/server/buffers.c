@@ -1,0 +1,204 @@
+/* Buffers: handles over pool allocations. Pages come from Vulkan here (one VkDeviceMemory and one
+ * VkBuffer each, mapped once on unified memory); memory/ decides how they are carved. An
+ * allocation returns to its pool only when its last handle is released and the GPU has finished
+ * the last batch that used it, so queued work never sees its memory reused. */
+#include "base/log.h"
+#include "gpu/vulkan/vk_result.h"
+#include "server/device.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+static cubec_status page_alloc(void *user, uint64_t size, void **out_page)
+{
+    cubec_device *d = user;
+    VkDevice dev = d->vk.device;
+    vk_page *p = calloc(1, sizeof *p);
+    if (!p) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (page record)");
+    p->size = size;
+    VkBufferCreateInfo bci = {.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
+                              .size = size,
+                              .usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT |
+                                       VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+                                       VK_BUFFER_USAGE_TRANSFER_DST_BIT |
+                                       VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT,
+                              .sharingMode = VK_SHARING_MODE_EXCLUSIVE};
+    cubec_status err = vk_status(vkCreateBuffer(dev, &bci, NULL, &p->buffer), "vkCreateBuffer");
+    VkMemoryRequirements req = {0};
+    if (!err) {
+        vkGetBufferMemoryRequirements(dev, p->buffer, &req);
+        if (!(req.memoryTypeBits & (1u << d->vk.device_memory_type)))
+            err = status_make(CUBEC_UNSUPPORTED, "page memory type %u not allowed for buffers",
+                              d->vk.device_memory_type);
+    }
+    if (!err) {
+        VkMemoryAllocateInfo mai = {.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
+                                    .allocationSize = req.size,
+                                    .memoryTypeIndex = d->vk.device_memory_type};
+        VkResult r = vkAllocateMemory(dev, &mai, NULL, &p->memory);
+        if (r != VK_SUCCESS)
+            err = status_make(r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY
+                                  ? CUBEC_OUT_OF_MEMORY
+                                  : CUBEC_INTERNAL,
+                              "vkAllocateMemory of a %" PRIu64 "-byte page: %s", size,
+                              vk_result_name(r));
+    }
+    if (!err)
+        err = vk_status(vkBindBufferMemory(dev, p->buffer, p->memory, 0), "vkBindBufferMemory");
+    if (!err && d->vk.unified)
+        err = vk_status(vkMapMemory(dev, p->memory, 0, VK_WHOLE_SIZE, 0, (void **)&p->mapped),
+                        "vkMapMemory");
+    if (err) {
+        if (p->buffer) vkDestroyBuffer(dev, p->buffer, NULL);
+        if (p->memory) vkFreeMemory(dev, p->memory, NULL);
+        free(p);
+        return err;
+    }
+    LOG(LOG_INFO, "memory", "allocated a page of %" PRIu64 " bytes", size);
+    *out_page = p;
+    return NULL;
+}
+
+static void page_free(void *user, void *page)
+{
+    cubec_device *d = user;
+    vk_page *p = page;
+    LOG(LOG_INFO, "memory", "freed a page of %" PRIu64 " bytes", p->size);
+    vkDestroyBuffer(d->vk.device, p->buffer, NULL);
+    if (p->mapped) vkUnmapMemory(d->vk.device, p->memory);
+    vkFreeMemory(d->vk.device, p->memory, NULL);
+    free(p);
+}
+
+cubec_status server_memory_init(cubec_device *d)
+{
+    uint64_t range = d->info.max_storage_buffer_range;
+    uint64_t max_alloc = d->info.max_allocation_size ? d->info.max_allocation_size : range;
+    uint64_t max_page = range < max_alloc ? range : max_alloc;
+    /* Round the page down to a power of two so the pool ladder divides evenly. */
+    uint64_t p2 = 1;
+    while (p2 * 2 <= max_page) p2 *= 2;
+    uint64_t align = d->info.storage_offset_alignment;
+    if (align < 16) align = 16; /* room for uvec4 copies at any allocation start */
+    memory_config cfg = {.max_page_size = p2, .max_alloc_size = max_alloc, .alignment = align};
+    page_source src = {.user = d, .alloc = page_alloc, .free = page_free};
+    return memory_manager_create(&cfg, src, &d->memory);
+}
+
+void server_memory_destroy(cubec_device *d)
+{
+    for (uint32_t i = 0; i < d->deferred_count; i++) memory_free(d->memory, &d->deferred[i].mem);
+    d->deferred_count = 0;
+    free(d->deferred);
+    d->deferred = NULL;
+    if (d->memory) memory_manager_destroy(d->memory);
+    d->memory = NULL;
+}
+
+void server_run_deferred_frees(cubec_device *d)
+{
+    uint32_t keep = 0;
+    for (uint32_t i = 0; i < d->deferred_count; i++) {
+        if (d->deferred[i].after <= d->completed_value)
+            memory_free(d->memory, &d->deferred[i].mem);
+        else
+            d->deferred[keep++] = d->deferred[i];
+    }
+    d->deferred_count = keep;
+}
+
+void server_alloc_release(cubec_device *d, alloc_obj *a)
+{
+    if (--a->refs) return;
+    if (a->mem.size) {
+        if (a->last_use > d->completed_value) {
+            if (d->deferred_count == d->deferred_cap) {
+                uint32_t cap = d->deferred_cap ? d->deferred_cap * 2 : 64;
+                deferred_free *n = realloc(d->deferred, cap * sizeof *n);
+                if (!n) {
+                    /* Cannot defer: wait for the GPU instead of leaking or racing it. */
+                    cubec_status e = sub_wait(d, a->last_use);
+                    cubec_status_free(e);
+                    memory_free(d->memory, &a->mem);
+                    free(a);
+                    return;
+                }
+                d->deferred = n;
+                d->deferred_cap = cap;
+            }
+            d->deferred[d->deferred_count++] = (deferred_free){a->mem, a->last_use};
+        } else {
+            memory_free(d->memory, &a->mem);
+        }
+    }
+    free(a);
+}
+
+cubec_status server_buffer_create(cubec_device *d, uint64_t size, cubec_buffer *out)
+{
+    alloc_obj *a = calloc(1, sizeof *a);
+    buffer_obj *b = calloc(1, sizeof *b);
+    if (!a || !b) {
+        free(a);
+        free(b);
+        return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (buffer record)");
+    }
+    if (size) {
+        /* Memory freed by finished work can be reused now. */
+        if (d->deferred_count) sub_poll(d);
+        cubec_status err = memory_alloc(d->memory, size, &a->mem);
+        if (err && cubec_status_code(err) == CUBEC_OUT_OF_MEMORY && d->deferred_count) {
+            /* Frees still waiting on the GPU may make room: wait for them and retry. */
+            cubec_status_free(err);
+            err = sub_wait(d, d->next_value - 1);
+            if (!err) {
+                server_run_deferred_frees(d);
+                memory_cleanup(d->memory, 1);
+                err = memory_alloc(d->memory, size, &a->mem);
+            }
+        }
+        if (err) {
+            free(a);
+            free(b);
+            return status_annotate(err, "creating a buffer of %" PRIu64 " bytes", size);
+        }
+    }
+    a->refs = 1;
+    b->alloc = a;
+    b->size = size;
+    b->refs = 1;
+    cubec_status err = handle_table_insert(&d->buffers, b, &out->id);
+    if (err) {
+        if (size) memory_free(d->memory, &a->mem);
+        free(a);
+        free(b);
+    }
+    return err;
+}
+
+cubec_status server_buffer_view(cubec_device *d, buffer_obj *parent, uint64_t offset,
+                                uint64_t size, cubec_buffer *out)
+{
+    buffer_obj *b = calloc(1, sizeof *b);
+    if (!b) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (view record)");
+    b->alloc = parent->alloc;
+    b->offset = parent->offset + offset;
+    b->size = size;
+    b->refs = 1;
+    cubec_status err = handle_table_insert(&d->buffers, b, &out->id);
+    if (err) {
+        free(b);
+        return err;
+    }
+    b->alloc->refs++;
+    return NULL;
+}
+
+void server_buffer_release(cubec_device *d, uint64_t id, buffer_obj *b)
+{
+    if (--b->refs) return;
+    handle_table_remove(&d->buffers, id);
+    server_alloc_release(d, b->alloc);
+    free(b);
+}

@@ -1,0 +1,146 @@
+/* Opening and closing a device: configuration, the Vulkan context, memory, submission state and
+ * rings. Closing waits for the GPU, then frees everything still alive, so teardown is
+ * validation-clean even when the program forgot to release buffers. */
+#include "base/log.h"
+#include "gpu/vulkan/vk_result.h"
+#include "server/device.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static atomic_uint device_tags = 1;
+
+cubec_status server_check_alive(cubec_device *d)
+{
+    if (d->lost)
+        return status_make(CUBEC_DEVICE_LOST,
+                           "the device was lost earlier; close it and open a new one");
+    return NULL;
+}
+
+cubec_status server_note_error(cubec_device *d, cubec_status err)
+{
+    if (cubec_status_code(err) == CUBEC_DEVICE_LOST && !d->lost) {
+        d->lost = 1;
+        LOG(LOG_ERROR, "device", "device lost: %s", cubec_status_message(err));
+    }
+    return err;
+}
+
+/* CUBEC_DEVICE / [device] select: a number is an index, anything else a name substring. */
+static void apply_selection(const cubec_config *c, vk_context_desc *vd)
+{
+    if (!c->device[0] || vd->select_by_index || vd->name) return;
+    char *end;
+    unsigned long idx = strtoul(c->device, &end, 10);
+    if (*end == 0 && end != c->device) {
+        vd->select_by_index = 1;
+        vd->index = (uint32_t)idx;
+    } else {
+        vd->name = c->device;
+    }
+}
+
+cubec_status server_open(const cubec_device_desc *desc, cubec_device **out)
+{
+    cubec_device_desc zero = {0};
+    if (!desc) desc = &zero;
+    cubec_device *d = calloc(1, sizeof *d);
+    if (!d) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (device)");
+    cubec_status err = config_load(&d->config);
+    if (err) {
+        free(d);
+        return err;
+    }
+    log_configure((log_level)d->config.log_level, d->config.log_file);
+    pthread_mutex_init(&d->lock, NULL);
+    vk_context_desc vd = {.select_by_index = desc->select_by_index,
+                          .index = desc->index,
+                          .name = desc->name,
+                          .validation = desc->validation || d->config.validation,
+                          .on_validation = desc->on_validation,
+                          .on_validation_user = desc->on_validation_user};
+    apply_selection(&d->config, &vd);
+    err = vk_context_create(&vd, &d->vk);
+    if (err) {
+        pthread_mutex_destroy(&d->lock);
+        free(d);
+        return err;
+    }
+    vk_fill_info(d->vk.physical, &d->info);
+    d->info.push_descriptors = d->vk.push_descriptor != NULL;
+    d->tasks_max = desc->tasks_max ? desc->tasks_max : d->config.tasks_max;
+    d->info.tasks_max = d->tasks_max;
+    /* Busy-polling helps a GPU (tens of us saved per wait) but steals a core from a CPU driver. */
+    d->spin_us = d->config.poll_spin_us >= 0 ? d->config.poll_spin_us
+                 : d->info.type == CUBEC_DEVICE_TYPE_CPU ? 0
+                                                         : 50;
+    d->tag = (uint16_t)(atomic_fetch_add(&device_tags, 1) & 0xffff);
+    if (d->tag == 0) d->tag = (uint16_t)atomic_fetch_add(&device_tags, 1);
+    handle_table_init(&d->buffers, d->tag, "buffer");
+    handle_table_init(&d->kernels, d->tag, "kernel");
+    if (!d->vk.push_descriptor)
+        err = status_make(CUBEC_UNSUPPORTED,
+                          "device '%s' lacks VK_KHR_push_descriptor, which this version of cubec "
+                          "requires",
+                          d->info.name);
+    if (!err) err = server_memory_init(d);
+    if (!err) err = sub_init(d);
+    if (!err) {
+        VkPipelineCacheCreateInfo pcci = {.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
+        err = vk_status(vkCreatePipelineCache(d->vk.device, &pcci, NULL, &d->pipeline_cache),
+                        "vkCreatePipelineCache");
+    }
+    if (!err)
+        err = host_ring_init(d, &d->info_ring, 4u << 20, 8, d->vk.upload_memory_type,
+                             VK_BUFFER_USAGE_STORAGE_BUFFER_BIT);
+    if (!err && !d->vk.unified) {
+        err = host_ring_init(d, &d->upload, 64u << 20, 4, d->vk.upload_memory_type,
+                             VK_BUFFER_USAGE_TRANSFER_SRC_BIT);
+        if (!err)
+            err = host_ring_init(d, &d->readback, 64u << 20, 4, d->vk.readback_memory_type,
+                                 VK_BUFFER_USAGE_TRANSFER_DST_BIT);
+    }
+    if (err) {
+        server_close(d);
+        return err;
+    }
+    *out = d;
+    return NULL;
+}
+
+void server_close(cubec_device *d)
+{
+    if (d->vk.device) {
+        if (d->open && !d->lost) cubec_status_free(sub_flush(d, 0));
+        vkDeviceWaitIdle(d->vk.device);
+        sub_poll(d);
+        d->completed_value = UINT64_MAX; /* everything finished: deferred frees can run */
+    }
+    for (uint32_t i = 0; i < d->buffers.count; i++) {
+        buffer_obj *b = d->buffers.slots[i].object;
+        if (!b) continue;
+        if (--b->alloc->refs == 0) {
+            if (b->alloc->mem.size) memory_free(d->memory, &b->alloc->mem);
+            free(b->alloc);
+        }
+        free(b);
+    }
+    for (uint32_t i = 0; i < d->kernels.count; i++) free(d->kernels.slots[i].object);
+    handle_table_free(&d->buffers);
+    handle_table_free(&d->kernels);
+    if (d->vk.device) {
+        server_kernels_destroy(d);
+        host_ring_destroy(d, &d->info_ring);
+        host_ring_destroy(d, &d->upload);
+        host_ring_destroy(d, &d->readback);
+        if (d->pipeline_cache) vkDestroyPipelineCache(d->vk.device, d->pipeline_cache, NULL);
+        server_memory_destroy(d);
+        sub_destroy(d);
+    }
+    vk_context_destroy(&d->vk);
+    pthread_mutex_destroy(&d->lock);
+    free(d);
+}

@@ -1,0 +1,33 @@
+/* Hazard tracking: which byte ranges of which pages commands recorded since the last barrier
+ * read and wrote. A new command needs a barrier only when it reads what was written (RAW) or
+ * writes what was read or written (WAR/WAW); independent launches get none, because a barrier
+ * costs ~2 us of device time on a GPU. Pipeline barriers order against every earlier command in
+ * the queue, across command buffers, so the tracker persists across submissions. */
+#ifndef CUBEC_SERVER_HAZARDS_H
+#define CUBEC_SERVER_HAZARDS_H
+
+#include <stdint.h>
+
+typedef struct hazard_range {
+    const void *page; /* identity of the memory (a vk_page) */
+    uint64_t offset, size;
+    int write; /* 0: read only; 1: written (maybe read too) */
+} hazard_range;
+
+#define HAZARD_CAPACITY 128
+
+typedef struct hazard_tracker {
+    hazard_range reads[HAZARD_CAPACITY];
+    hazard_range writes[HAZARD_CAPACITY];
+    uint32_t read_count, write_count;
+} hazard_tracker;
+
+/* 1 when a command touching `ranges` must wait for earlier commands; also 1 when the tracker is
+ * full (a barrier then resets it). */
+int hazard_needs_barrier(const hazard_tracker *t, const hazard_range *ranges, uint32_t n);
+/* Forgets everything: a barrier was recorded. */
+void hazard_reset(hazard_tracker *t);
+/* Notes the ranges of a recorded command. */
+void hazard_note(hazard_tracker *t, const hazard_range *ranges, uint32_t n);
+
+#endif

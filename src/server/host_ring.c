@@ -1,0 +1,68 @@
+/* A host-visible ring buffer split in chunks. Each chunk remembers the last batch that used it,
+ * so moving onto a chunk waits only when the GPU still reads it. Used for metadata that does not
+ * fit push constants and for staging on discrete GPUs: no allocation on the launch path. */
+#include "gpu/vulkan/vk_result.h"
+#include "server/device.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+
+cubec_status host_ring_init(cubec_device *d, host_ring *r, uint64_t size, uint32_t chunks,
+                            uint32_t memory_type, VkBufferUsageFlags usage)
+{
+    VkDevice dev = d->vk.device;
+    r->chunk_use = calloc(chunks, sizeof *r->chunk_use);
+    if (!r->chunk_use) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (ring)");
+    r->size = size;
+    r->chunks = chunks;
+    r->chunk_size = size / chunks;
+    r->head = 0;
+    VkBufferCreateInfo bci = {.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
+                              .size = size,
+                              .usage = usage,
+                              .sharingMode = VK_SHARING_MODE_EXCLUSIVE};
+    VK_RETURN_IF_ERROR(vkCreateBuffer(dev, &bci, NULL, &r->buffer), "vkCreateBuffer(ring)");
+    VkMemoryRequirements req;
+    vkGetBufferMemoryRequirements(dev, r->buffer, &req);
+    VkMemoryAllocateInfo mai = {.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
+                                .allocationSize = req.size,
+                                .memoryTypeIndex = memory_type};
+    VK_RETURN_IF_ERROR(vkAllocateMemory(dev, &mai, NULL, &r->memory), "vkAllocateMemory(ring)");
+    VK_RETURN_IF_ERROR(vkBindBufferMemory(dev, r->buffer, r->memory, 0), "vkBindBufferMemory");
+    VK_RETURN_IF_ERROR(vkMapMemory(dev, r->memory, 0, VK_WHOLE_SIZE, 0, (void **)&r->mapped),
+                       "vkMapMemory(ring)");
+    return NULL;
+}
+
+void host_ring_destroy(cubec_device *d, host_ring *r)
+{
+    if (r->buffer) vkDestroyBuffer(d->vk.device, r->buffer, NULL);
+    if (r->memory) vkFreeMemory(d->vk.device, r->memory, NULL);
+    free(r->chunk_use);
+    r->chunk_use = NULL;
+    r->buffer = VK_NULL_HANDLE;
+    r->memory = VK_NULL_HANDLE;
+}
+
+cubec_status host_ring_alloc(cubec_device *d, host_ring *r, uint64_t size, uint64_t align,
+                             uint64_t *out_offset)
+{
+    if (size > r->chunk_size)
+        return status_make(CUBEC_INTERNAL, "ring request of %" PRIu64 " bytes > chunk %" PRIu64,
+                           size, r->chunk_size);
+    uint64_t at = (r->head + align - 1) / align * align;
+    uint32_t chunk = (uint32_t)(r->head / r->chunk_size);
+    if (at + size > (uint64_t)(chunk + 1) * r->chunk_size || r->head == 0) {
+        if (r->head != 0) chunk = (chunk + 1) % r->chunks;
+        /* Entering a chunk: the GPU must be done with what it held before. */
+        if (r->chunk_use[chunk] > d->completed_value) sub_poll(d);
+        if (r->chunk_use[chunk] > d->completed_value)
+            RETURN_IF_ERROR(sub_wait(d, r->chunk_use[chunk]));
+        at = (uint64_t)chunk * r->chunk_size;
+    }
+    r->chunk_use[chunk] = d->next_value;
+    r->head = at + size;
+    if (r->head >= r->size) r->head = 0;
+    *out_offset = at;
+    return NULL;
+}

@@ -1,0 +1,230 @@
+/* Host <-> device transfers.
+ *
+ * Unified memory (lavapipe, integrated GPUs): pages are mapped, so a write waits only for GPU work
+ * that still uses the buffer and then copies straight into it; a read waits for the last GPU write
+ * and copies straight out. No staging copy.
+ *
+ * Discrete GPUs: through persistently mapped staging rings, in chunks, so the host copy of one
+ * chunk overlaps the DMA of the previous one. Writes are recorded in stream order and return as
+ * soon as the bytes are in staging. */
+#include "gpu/vulkan/vk_result.h"
+#include "server/device.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct cubec_event_s {
+    cubec_device *device;
+    alloc_obj *alloc;   /* kept alive until the event is freed */
+    uint64_t value;     /* timeline value that completes the copy */
+    const unsigned char *src; /* mapped bytes to copy from when done */
+    unsigned char *dst;
+    uint64_t size;
+    VkBuffer staging;   /* discrete: a private readback buffer */
+    VkDeviceMemory staging_memory;
+    int done;
+    cubec_status result;
+};
+
+static void touch(cubec_device *d, buffer_obj *b, int write)
+{
+    b->alloc->last_use = d->next_value;
+    if (write) b->alloc->last_write = d->next_value;
+}
+
+static int readback_coherent(const cubec_device *d)
+{
+    return d->vk.memory.memoryTypes[d->vk.readback_memory_type].propertyFlags &
+           VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+}
+
+static void invalidate(cubec_device *d, VkDeviceMemory memory)
+{
+    if (readback_coherent(d)) return;
+    VkMappedMemoryRange range = {.sType = VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE,
+                                 .memory = memory,
+                                 .offset = 0,
+                                 .size = VK_WHOLE_SIZE};
+    vkInvalidateMappedMemoryRanges(d->vk.device, 1, &range);
+}
+
+cubec_status server_write(cubec_device *d, buffer_obj *b, uint64_t offset, const void *src,
+                          uint64_t size)
+{
+    if (size == 0) return NULL;
+    vk_page *page = buffer_page(b);
+    uint64_t at = buffer_device_offset(b) + offset;
+    if (page->mapped) {
+        RETURN_IF_ERROR(sub_wait(d, b->alloc->last_use));
+        memcpy(page->mapped + at, src, size);
+        return NULL;
+    }
+    const unsigned char *from = src;
+    for (uint64_t done = 0; done < size;) {
+        uint64_t n = size - done;
+        if (n > d->upload.chunk_size) n = d->upload.chunk_size;
+        uint64_t ring_at;
+        RETURN_IF_ERROR(host_ring_alloc(d, &d->upload, n, 16, &ring_at));
+        memcpy(d->upload.mapped + ring_at, from + done, n);
+        VkCommandBuffer cmd;
+        RETURN_IF_ERROR(sub_begin(d, &cmd));
+        hazard_range r = {page, at + done, n, 1};
+        sub_hazards(d, cmd, &r, 1);
+        VkBufferCopy region = {ring_at, at + done, n};
+        vkCmdCopyBuffer(cmd, d->upload.buffer, page->buffer, 1, &region);
+        touch(d, b, 1);
+        done += n;
+        /* Submit each full chunk so the DMA starts while the next chunk is copied in. */
+        RETURN_IF_ERROR(n == d->upload.chunk_size ? sub_flush(d, 0) : sub_task_done(d));
+    }
+    return NULL;
+}
+
+typedef struct pending_chunk {
+    uint64_t value, ring_at, dst_at, size;
+} pending_chunk;
+
+cubec_status server_read(cubec_device *d, buffer_obj *b, uint64_t offset, void *dst,
+                         uint64_t size)
+{
+    if (size == 0) return NULL;
+    vk_page *page = buffer_page(b);
+    uint64_t at = buffer_device_offset(b) + offset;
+    if (page->mapped) {
+        RETURN_IF_ERROR(sub_wait_for_host(d, b->alloc->last_write));
+        memcpy(dst, page->mapped + at, size);
+        return NULL;
+    }
+    unsigned char *to = dst;
+    pending_chunk q[2];
+    uint32_t queued = 0;
+    for (uint64_t done = 0; done < size || queued;) {
+        if (done < size && queued < 2) {
+            uint64_t n = size - done;
+            if (n > d->readback.chunk_size) n = d->readback.chunk_size;
+            uint64_t ring_at;
+            RETURN_IF_ERROR(host_ring_alloc(d, &d->readback, n, 16, &ring_at));
+            VkCommandBuffer cmd;
+            RETURN_IF_ERROR(sub_begin(d, &cmd));
+            hazard_range r = {page, at + done, n, 0};
+            sub_hazards(d, cmd, &r, 1);
+            VkBufferCopy region = {at + done, ring_at, n};
+            vkCmdCopyBuffer(cmd, page->buffer, d->readback.buffer, 1, &region);
+            touch(d, b, 0);
+            q[queued++] = (pending_chunk){d->next_value, ring_at, done, n};
+            RETURN_IF_ERROR(sub_flush(d, 1));
+            done += n;
+            continue;
+        }
+        RETURN_IF_ERROR(sub_wait(d, q[0].value));
+        invalidate(d, d->readback.memory);
+        memcpy(to + q[0].dst_at, d->readback.mapped + q[0].ring_at, q[0].size);
+        q[0] = q[1];
+        queued--;
+    }
+    return NULL;
+}
+
+cubec_status server_read_async(cubec_device *d, buffer_obj *b, uint64_t offset, void *dst,
+                               uint64_t size, cubec_event **out)
+{
+    cubec_event *e = calloc(1, sizeof *e);
+    if (!e) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (event)");
+    e->device = d;
+    e->dst = dst;
+    e->size = size;
+    if (size == 0) {
+        e->done = 1;
+        *out = e;
+        return NULL;
+    }
+    vk_page *page = buffer_page(b);
+    uint64_t at = buffer_device_offset(b) + offset;
+    cubec_status err = NULL;
+    if (page->mapped) {
+        e->src = page->mapped + at;
+        e->value = b->alloc->last_write;
+        if (e->value && e->value > d->host_visible_value) err = sub_flush(d, 1);
+    } else {
+        VkBufferCreateInfo bci = {.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
+                                  .size = size,
+                                  .usage = VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+                                  .sharingMode = VK_SHARING_MODE_EXCLUSIVE};
+        err = vk_status(vkCreateBuffer(d->vk.device, &bci, NULL, &e->staging), "vkCreateBuffer");
+        VkMemoryRequirements req = {0};
+        if (!err) {
+            vkGetBufferMemoryRequirements(d->vk.device, e->staging, &req);
+            VkMemoryAllocateInfo mai = {.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
+                                        .allocationSize = req.size,
+                                        .memoryTypeIndex = d->vk.readback_memory_type};
+            err = vk_status(vkAllocateMemory(d->vk.device, &mai, NULL, &e->staging_memory),
+                            "vkAllocateMemory(readback)");
+        }
+        if (!err)
+            err = vk_status(vkBindBufferMemory(d->vk.device, e->staging, e->staging_memory, 0),
+                            "vkBindBufferMemory");
+        void *mapped = NULL;
+        if (!err)
+            err = vk_status(vkMapMemory(d->vk.device, e->staging_memory, 0, VK_WHOLE_SIZE, 0,
+                                        &mapped),
+                            "vkMapMemory");
+        VkCommandBuffer cmd;
+        if (!err) err = sub_begin(d, &cmd);
+        if (!err) {
+            e->src = mapped;
+            hazard_range r = {page, at, size, 0};
+            sub_hazards(d, cmd, &r, 1);
+            VkBufferCopy region = {at, 0, size};
+            vkCmdCopyBuffer(cmd, page->buffer, e->staging, 1, &region);
+            touch(d, b, 0);
+            e->value = d->next_value;
+            err = sub_flush(d, 1);
+        }
+    }
+    if (err) {
+        if (e->staging) vkDestroyBuffer(d->vk.device, e->staging, NULL);
+        if (e->staging_memory) vkFreeMemory(d->vk.device, e->staging_memory, NULL);
+        free(e);
+        return err;
+    }
+    e->alloc = b->alloc;
+    e->alloc->refs++;
+    *out = e;
+    return NULL;
+}
+
+/* Finishes the event if its work is done (or waits when `block`). Device lock held. */
+cubec_status server_event_progress(cubec_event *e, int block)
+{
+    cubec_device *d = e->device;
+    if (!e->done) {
+        if (!block) {
+            sub_poll(d);
+            if (e->value > d->completed_value)
+                return status_make(CUBEC_NOT_READY, "the read has not finished yet");
+        }
+        cubec_status err = sub_wait(d, e->value);
+        if (err) {
+            e->result = err;
+        } else {
+            if (e->staging_memory) invalidate(d, e->staging_memory);
+            memcpy(e->dst, e->src, e->size);
+        }
+        e->done = 1;
+        if (e->alloc) server_alloc_release(d, e->alloc);
+        e->alloc = NULL;
+    }
+    return status_clone(e->result);
+}
+
+void server_event_free(cubec_event *e)
+{
+    cubec_device *d = e->device;
+    if (!e->done) cubec_status_free(server_event_progress(e, 1));
+    if (e->staging) vkDestroyBuffer(d->vk.device, e->staging, NULL);
+    if (e->staging_memory) vkFreeMemory(d->vk.device, e->staging_memory, NULL);
+    cubec_status_free(e->result);
+    free(e);
+}
+
+cubec_device *server_event_device(cubec_event *e) { return e->device; }

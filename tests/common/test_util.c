@@ -1,0 +1,63 @@
+#include "test_util.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static atomic_uint messages;
+
+static void on_validation(void *user, const char *message)
+{
+    (void)user;
+    atomic_fetch_add(&messages, 1);
+    fprintf(stderr, "VALIDATION: %s\n", message);
+}
+
+unsigned test_validation_messages(void) { return atomic_load(&messages); }
+
+cubec_device *test_device_open(void)
+{
+    cubec_device_desc desc = {.validation = 1, .on_validation = on_validation};
+    cubec_device *d = NULL;
+    cubec_status st = cubec_device_open(&desc, &d);
+    if (st) fail_msg("cubec_device_open: %s", cubec_status_message(st));
+    return d;
+}
+
+void test_device_close(cubec_device *device)
+{
+    cubec_device_close(device);
+    unsigned n = atomic_load(&messages);
+    if (n) fail_msg("the validation layer reported %u message(s)", n);
+}
+
+void test_assert_error(cubec_status st, cubec_code code, const char *needle, const char *expr,
+                       const char *file, int line)
+{
+    if (!st) {
+        fail_msg("%s:%d: %s succeeded; expected %s", file, line, expr, cubec_code_name(code));
+        return;
+    }
+    cubec_code got = cubec_status_code(st);
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", cubec_status_message(st));
+    cubec_status_free(st);
+    if (got != code)
+        fail_msg("%s:%d: %s gave %s (%s); expected %s", file, line, expr, cubec_code_name(got),
+                 msg, cubec_code_name(code));
+    if (needle && !strstr(msg, needle))
+        fail_msg("%s:%d: %s message \"%s\" lacks \"%s\"", file, line, expr, msg, needle);
+}
+
+uint32_t test_rand(uint32_t *state)
+{
+    uint32_t x = *state ? *state : 0x9e3779b9u;
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    *state = x;
+    return x;
+}
+
+float test_randf(uint32_t *state) { return (float)(test_rand(state) >> 8) / 8388608.0f - 1.0f; }
