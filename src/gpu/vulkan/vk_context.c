@@ -65,7 +65,16 @@ static cubec_status create_instance(int validation, vk_context *ctx)
         ci.ppEnabledLayerNames = layers;
         ci.enabledExtensionCount = 1;
         ci.ppEnabledExtensionNames = exts;
-        ci.pNext = &mci; /* also reports problems of vkCreateInstance/vkDestroyInstance */
+        /* Synchronization validation too: missing barriers are the bugs a runtime that drops
+         * barriers on purpose must never have. */
+        static const VkValidationFeatureEnableEXT enables[] = {
+            VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT};
+        static VkValidationFeaturesEXT features = {
+            .sType = VK_STRUCTURE_TYPE_VALIDATION_FEATURES_EXT,
+            .enabledValidationFeatureCount = 1,
+            .pEnabledValidationFeatures = enables};
+        features.pNext = &mci; /* also reports problems of vkCreateInstance/vkDestroyInstance */
+        ci.pNext = &features;
     }
     VK_RETURN_IF_ERROR(vkCreateInstance(&ci, NULL, &ctx->instance), "vkCreateInstance");
     if (validation) {
@@ -175,7 +184,7 @@ uint32_t vk_find_memory_type(const vk_context *ctx, uint32_t bits, VkMemoryPrope
                              VkMemoryPropertyFlags preferred)
 {
     uint32_t best = UINT32_MAX;
-    int best_score = -1;
+    int best_score = -1000;
     for (uint32_t i = 0; i < ctx->memory.memoryTypeCount; i++) {
         VkMemoryPropertyFlags f = ctx->memory.memoryTypes[i].propertyFlags;
         if (!(bits & (1u << i)) || (f & required) != required) continue;

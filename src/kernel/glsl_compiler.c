@@ -1,0 +1,433 @@
+/* GLSL -> SPIR-V with shaderc (see glsl_compiler.h).
+ *
+ * shaderc is linked from its static archives (Debian's shared libshaderc is broken, see
+ * PLATFORM.md). Its predefined macros become "#define NAME VALUE" lines in glslang's preamble,
+ * which is why a function-like name such as "CUBEC_INFO(M)" works and why the user's line
+ * numbers are unchanged. A define name or value with a newline would split that line and inject
+ * text into the preamble, so such defines are refused up front. */
+#include "kernel/glsl_compiler.h"
+
+#include "kernel/reflect.h"
+
+#include <shaderc/shaderc.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#define STRINGIFY_(x) #x
+#define STRINGIFY(x) STRINGIFY_(x)
+
+/* The few SPIR-V numbers the word walks below need (from the SPIR-V specification). */
+#define SPIRV_HEADER_WORDS 5u
+#define SPIRV_OP_ENTRY_POINT 15u
+#define SPIRV_OP_VARIABLE 59u
+#define SPIRV_OP_DECORATE 71u
+#define SPIRV_DECORATION_BINDING 33u
+#define SPIRV_DECORATION_DESCRIPTOR_SET 34u
+#define SPIRV_STORAGE_PUSH_CONSTANT 9u
+
+struct glsl_compiler {
+    shaderc_compiler_t shaderc;
+};
+
+/* The two shapes of the metadata block. std430 for push constants keeps the layout identical to
+ * the storage-buffer form, so a launch packs the same bytes either way. */
+static const char info_push_constants[] =
+    "layout(push_constant, std430) uniform CubecInfo { M } info;";
+static const char info_storage_buffer[] =
+    "layout(std430, set = 0, binding = CUBEC_INFO_BINDING) readonly buffer CubecInfo { M } info;";
+
+/* Names cubec defines itself: a user define of one of them would be a redefinition error
+ * reported against the preamble, which the user never sees, so it is refused with a clear
+ * message instead. */
+static const char *const reserved_names[] = {"CUBEC_INFO", "CUBEC_INFO_BINDING",
+                                             "CUBEC_INFO_IN_PUSH_CONSTANTS"};
+
+cubec_status glsl_compiler_create(glsl_compiler **out_compiler)
+{
+    if (!out_compiler) return INVALID_ARG("glsl_compiler_create: out_compiler is NULL");
+    *out_compiler = NULL;
+    glsl_compiler *c = calloc(1, sizeof *c);
+    if (!c)
+        return status_make(CUBEC_OUT_OF_MEMORY, "glsl_compiler_create: host out of memory (%zu B)",
+                           sizeof *c);
+    c->shaderc = shaderc_compiler_initialize();
+    if (!c->shaderc) {
+        free(c);
+        return status_make(CUBEC_INTERNAL, "glsl_compiler_create: shaderc_compiler_initialize "
+                                           "failed");
+    }
+    *out_compiler = c;
+    return NULL;
+}
+
+void glsl_compiler_destroy(glsl_compiler *compiler)
+{
+    if (!compiler) return;
+    shaderc_compiler_release(compiler->shaderc);
+    free(compiler);
+}
+
+static int is_ident_start(char ch)
+{
+    return (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || ch == '_';
+}
+
+static int is_ident_char(char ch)
+{
+    return is_ident_start(ch) || (ch >= '0' && ch <= '9');
+}
+
+/* Accepts an identifier, optionally followed by a parameter list "(...)" ending the name, so
+ * function-like user macros work the same way CUBEC_INFO(M) does. */
+static int define_name_ok(const char *name, size_t *out_ident_len)
+{
+    if (!is_ident_start(name[0])) return 0;
+    size_t n = 1;
+    while (is_ident_char(name[n]))
+        n++;
+    *out_ident_len = n;
+    if (name[n] == '\0') return 1;
+    if (name[n] != '(') return 0;
+    size_t len = strlen(name);
+    if (name[len - 1] != ')') return 0;
+    return strpbrk(name, "\n\r") == NULL;
+}
+
+static cubec_status check_defines(const cubec_define *defines, uint32_t define_count,
+                                  const char *entry_point)
+{
+    if (define_count > 0 && !defines)
+        return INVALID_ARG("glsl_compile: defines is NULL but define_count is %u", define_count);
+    for (uint32_t i = 0; i < define_count; i++) {
+        const char *name = defines[i].name;
+        if (!name) return INVALID_ARG("glsl_compile: defines[%u].name is NULL", i);
+        size_t ident_len = 0;
+        if (!define_name_ok(name, &ident_len))
+            return INVALID_ARG("glsl_compile: defines[%u].name '%s' is not a macro name "
+                               "(an identifier, optionally with a parameter list)",
+                               i, name);
+        for (size_t r = 0; r < sizeof reserved_names / sizeof reserved_names[0]; r++) {
+            if (strlen(reserved_names[r]) == ident_len &&
+                strncmp(name, reserved_names[r], ident_len) == 0)
+                return INVALID_ARG("glsl_compile: defines[%u].name '%s' is reserved: cubec "
+                                   "defines it",
+                                   i, name);
+        }
+        if (strcmp(entry_point, "main") != 0 && strlen(entry_point) == ident_len &&
+            strncmp(name, entry_point, ident_len) == 0)
+            return INVALID_ARG("glsl_compile: defines[%u].name '%s' is the entry point's name", i,
+                               name);
+        if (defines[i].value && strpbrk(defines[i].value, "\n\r"))
+            return INVALID_ARG("glsl_compile: defines[%u].value (for '%s') contains a line break",
+                               i, name);
+    }
+    return NULL;
+}
+
+static void add_macro(shaderc_compile_options_t options, const char *name, const char *value)
+{
+    shaderc_compile_options_add_macro_definition(options, name, strlen(name), value,
+                                                 value ? strlen(value) : 0);
+}
+
+static shaderc_compile_options_t make_options(const cubec_define *defines, uint32_t define_count,
+                                              const char *entry_point, int optimize,
+                                              int info_in_push_constants)
+{
+    shaderc_compile_options_t options = shaderc_compile_options_initialize();
+    if (!options) return NULL;
+    shaderc_compile_options_set_source_language(options, shaderc_source_language_glsl);
+    /* Vulkan 1.2 guarantees SPIR-V 1.5; nothing newer is needed and both lavapipe and the
+     * NVIDIA driver accept it. */
+    shaderc_compile_options_set_target_env(options, shaderc_target_env_vulkan,
+                                           shaderc_env_version_vulkan_1_2);
+    shaderc_compile_options_set_target_spirv(options, shaderc_spirv_version_1_5);
+    shaderc_compile_options_set_optimization_level(options,
+                                                   optimize ? shaderc_optimization_level_performance
+                                                            : shaderc_optimization_level_zero);
+    add_macro(options, "CUBEC_INFO(M)",
+              info_in_push_constants ? info_push_constants : info_storage_buffer);
+    add_macro(options, "CUBEC_INFO_BINDING", STRINGIFY(CUBEC_INFO_BINDING));
+    add_macro(options, "CUBEC_INFO_IN_PUSH_CONSTANTS", info_in_push_constants ? "1" : "0");
+    /* glslang compiles only a function named main from GLSL: another entry point's function is
+     * made main here (and the SPIR-V entry point renamed back after compiling). Other functions
+     * in the source, such as further kernels, are left alone. */
+    if (strcmp(entry_point, "main") != 0) add_macro(options, entry_point, "main");
+    for (uint32_t i = 0; i < define_count; i++)
+        add_macro(options, defines[i].name, defines[i].value);
+    return options;
+}
+
+/* shaderc's diagnostics end with a newline; the status message should not. */
+static int trimmed_length(const char *text)
+{
+    size_t n = strlen(text);
+    while (n > 0 && (text[n - 1] == '\n' || text[n - 1] == '\r' || text[n - 1] == ' '))
+        n--;
+    return n > (size_t)1 << 30 ? 1 << 30 : (int)n;
+}
+
+static cubec_status compile_failure(const char *name, const char *entry_point,
+                                    shaderc_compilation_result_t result)
+{
+    const char *diag = shaderc_result_get_error_message(result);
+    shaderc_compilation_status st = shaderc_result_get_compilation_status(result);
+    if (!diag || !diag[0])
+        return status_make(CUBEC_COMPILE_FAILED,
+                           "kernel '%s': GLSL compilation failed:\nshaderc status %d, no "
+                           "diagnostics",
+                           name, (int)st);
+    /* glslang reports a missing entry function without naming it; for a non-main entry point
+     * (renamed to main by a macro, see below) say which function was looked for. */
+    const char *hint = strcmp(entry_point, "main") != 0 && strstr(diag, "Missing entry point")
+                           ? "\n(no function named by entry_point '"
+                           : NULL;
+    return status_make(CUBEC_COMPILE_FAILED, "kernel '%s': GLSL compilation failed:\n%.*s%s%s%s",
+                       name, trimmed_length(diag), diag, hint ? hint : "", hint ? entry_point : "",
+                       hint ? "' was found)" : "");
+}
+
+/* glslang compiles a source without #version as version 110, and for versions below 150 its
+ * compute built-ins fail to parse; it then prints several thousand lines of built-in declarations
+ * to stdout, which a library must never do. Such sources are refused here, before shaderc runs,
+ * with glslang's own wording and a line number. Only comments and white space may precede
+ * #version, so a small scan finds it. */
+static cubec_status check_version(const char *name, const char *source)
+{
+    static const char need[] = "compute shaders require es profile with version 310 or above, "
+                               "or non-es profile with version 420 or above";
+    const char *p = source;
+    int line = 1;
+    for (;;) {
+        if (*p == '\n') {
+            line++;
+            p++;
+        } else if (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\f' || *p == '\v') {
+            p++;
+        } else if (p[0] == '/' && p[1] == '/') {
+            while (*p && *p != '\n')
+                p++;
+        } else if (p[0] == '/' && p[1] == '*') {
+            const char *end = strstr(p + 2, "*/");
+            const char *stop = end ? end + 2 : p + strlen(p);
+            for (; p < stop; p++)
+                if (*p == '\n') line++;
+        } else {
+            break;
+        }
+    }
+    const char *q = p;
+    if (*q == '#') {
+        q++;
+        while (*q == ' ' || *q == '\t')
+            q++;
+        if (strncmp(q, "version", 7) == 0 && !is_ident_char(q[7])) {
+            q += 7;
+            while (*q == ' ' || *q == '\t')
+                q++;
+            long version = strtol(q, NULL, 10);
+            if (version >= 150) return NULL; /* glslang diagnoses the rest well */
+            return status_make(
+                CUBEC_COMPILE_FAILED,
+                "kernel '%s': GLSL compilation failed:\n%s:%d: error: #version %ld: %s", name, name,
+                line, version, need);
+        }
+    }
+    return status_make(CUBEC_COMPILE_FAILED,
+                       "kernel '%s': GLSL compilation failed:\n%s:%d: error: the source must start "
+                       "with a #version directive (e.g. #version 450): %s",
+                       name, name, line, need);
+}
+
+/* One shaderc run. */
+static cubec_status compile_once(glsl_compiler *compiler, const char *name, const char *source,
+                                 const cubec_define *defines, uint32_t define_count,
+                                 const char *entry_point, int optimize, int info_in_push_constants,
+                                 uint32_t **out_words, size_t *out_word_count)
+{
+    shaderc_compile_options_t options =
+        make_options(defines, define_count, entry_point, optimize, info_in_push_constants);
+    if (!options)
+        return status_make(CUBEC_OUT_OF_MEMORY,
+                           "kernel '%s': host out of memory creating shaderc options", name);
+    /* The kernel's name is the "file name" in diagnostics: "<name>:<line>: error: ...". The
+     * entry point passed here is ignored by glslang for GLSL; the GLSL function is main. */
+    shaderc_compilation_result_t result = shaderc_compile_into_spv(
+        compiler->shaderc, source, strlen(source), shaderc_compute_shader, name, "main", options);
+    shaderc_compile_options_release(options);
+    if (!result)
+        return status_make(CUBEC_OUT_OF_MEMORY,
+                           "kernel '%s': host out of memory in shaderc_compile_into_spv", name);
+
+    cubec_status status = NULL;
+    size_t bytes = shaderc_result_get_length(result);
+    if (shaderc_result_get_compilation_status(result) != shaderc_compilation_status_success) {
+        status = compile_failure(name, entry_point, result);
+    } else if (bytes < 4 * SPIRV_HEADER_WORDS || bytes % 4 != 0) {
+        status = status_make(CUBEC_INTERNAL,
+                             "kernel '%s': shaderc returned %zu bytes of SPIR-V, not a whole "
+                             "module",
+                             name, bytes);
+    } else {
+        uint32_t *words = malloc(bytes);
+        if (!words) {
+            status =
+                status_make(CUBEC_OUT_OF_MEMORY,
+                            "kernel '%s': host out of memory for %zu B of SPIR-V", name, bytes);
+        } else {
+            memcpy(words, shaderc_result_get_bytes(result), bytes);
+            *out_words = words;
+            *out_word_count = bytes / 4;
+        }
+    }
+    shaderc_result_release(result);
+    return status;
+}
+
+/* What a launch binds, as far as -O could change it: the set-0 bindings below 64 and whether a
+ * push-constant block exists. */
+typedef struct resource_signature {
+    uint64_t set0_bindings;
+    int push_constants;
+} resource_signature;
+
+/* Walks the instructions of a module shaderc just produced (so well-formed). Returns 0 if the
+ * module cannot be read that way, so the caller takes the safe path. */
+static int scan_resources(const uint32_t *words, size_t word_count, resource_signature *out)
+{
+    memset(out, 0, sizeof *out);
+    uint32_t bound = words[3];
+    if (bound == 0 || bound > (1u << 22)) return 0;
+    /* Decorations precede variables in a module, so one pass can resolve each variable. */
+    uint32_t *binding = calloc(bound, sizeof *binding); /* binding + 1, 0 = none */
+    uint32_t *set = calloc(bound, sizeof *set);
+    int ok = binding && set;
+    for (size_t i = SPIRV_HEADER_WORDS; ok && i < word_count;) {
+        uint32_t count = words[i] >> 16, opcode = words[i] & 0xffffu;
+        if (count == 0 || count > word_count - i) {
+            ok = 0;
+            break;
+        }
+        if (opcode == SPIRV_OP_DECORATE && count >= 4 && words[i + 1] < bound) {
+            if (words[i + 2] == SPIRV_DECORATION_BINDING) binding[words[i + 1]] = words[i + 3] + 1;
+            if (words[i + 2] == SPIRV_DECORATION_DESCRIPTOR_SET) set[words[i + 1]] = words[i + 3];
+        } else if (opcode == SPIRV_OP_VARIABLE && count >= 4 && words[i + 2] < bound) {
+            uint32_t id = words[i + 2], storage = words[i + 3];
+            if (storage == SPIRV_STORAGE_PUSH_CONSTANT) out->push_constants = 1;
+            if (binding[id] != 0 && binding[id] - 1 < 64 && set[id] == 0)
+                out->set0_bindings |= (uint64_t)1 << (binding[id] - 1);
+        }
+        i += count;
+    }
+    free(binding);
+    free(set);
+    return ok;
+}
+
+/* spirv-opt at the performance level deletes resources the code never touches, which would
+ * change what a launch binds (a gap in the bindings, or a missing info block) depending on -O.
+ * shaderc 2023.2 cannot preserve bindings and SPIRV-Tools 2023.1 has no C optimizer API, so when
+ * -O drops a resource the unoptimized module is used instead: drivers optimize anyway. */
+static int optimization_kept_resources(const uint32_t *plain, size_t plain_count,
+                                       const uint32_t *opt, size_t opt_count)
+{
+    resource_signature a, b;
+    if (!scan_resources(plain, plain_count, &a) || !scan_resources(opt, opt_count, &b)) return 0;
+    return (a.set0_bindings & ~b.set0_bindings) == 0 && (!a.push_constants || b.push_constants);
+}
+
+/* glslang always names a GLSL entry point "main" in SPIR-V. For another entry_point the source's
+ * function of that name became main through a macro; here the OpEntryPoint is renamed back, so
+ * reflection and pipeline creation find the name the user gave. */
+static cubec_status rename_entry_point(const char *name, const char *entry_point,
+                                       uint32_t **words_io, size_t *count_io)
+{
+    uint32_t *words = *words_io;
+    size_t count = *count_io;
+    for (size_t i = SPIRV_HEADER_WORDS; i < count;) {
+        uint32_t n = words[i] >> 16;
+        if (n == 0 || n > count - i) break;
+        if ((words[i] & 0xffffu) == SPIRV_OP_ENTRY_POINT && n >= 4 &&
+            strncmp((const char *)&words[i + 3], "main", (size_t)(n - 3) * 4) == 0) {
+            size_t old_name_words = 2; /* "main\0" padded */
+            size_t new_name_words = strlen(entry_point) / 4 + 1;
+            size_t new_n = n - old_name_words + new_name_words;
+            if (new_n > 0xffffu) break;
+            size_t new_count = count - n + new_n;
+            uint32_t *out = calloc(new_count, sizeof *out);
+            if (!out)
+                return status_make(CUBEC_OUT_OF_MEMORY,
+                                   "kernel '%s': host out of memory renaming the entry point",
+                                   name);
+            memcpy(out, words, i * sizeof *out);
+            out[i] = (uint32_t)(new_n << 16) | SPIRV_OP_ENTRY_POINT;
+            out[i + 1] = words[i + 1];
+            out[i + 2] = words[i + 2];
+            memcpy(&out[i + 3], entry_point, strlen(entry_point)); /* calloc pads with NULs */
+            memcpy(&out[i + 3 + new_name_words], &words[i + 3 + old_name_words],
+                   (n - 3 - old_name_words) * sizeof *out);
+            memcpy(&out[i + new_n], &words[i + n], (count - i - n) * sizeof *out);
+            free(words);
+            *words_io = out;
+            *count_io = new_count;
+            return NULL;
+        }
+        i += n;
+    }
+    return status_make(CUBEC_INTERNAL, "kernel '%s': no entry point 'main' in shaderc's output",
+                       name);
+}
+
+cubec_status glsl_compile(glsl_compiler *compiler, const char *name, const char *source,
+                          const cubec_define *defines, uint32_t define_count,
+                          const char *entry_point, int optimize, int info_in_push_constants,
+                          uint32_t **out_words, size_t *out_word_count)
+{
+    if (out_words) *out_words = NULL;
+    if (out_word_count) *out_word_count = 0;
+    if (!compiler) return INVALID_ARG("glsl_compile: compiler is NULL");
+    if (!source) return INVALID_ARG("glsl_compile: source is NULL");
+    if (!out_words) return INVALID_ARG("glsl_compile: out_words is NULL");
+    if (!out_word_count) return INVALID_ARG("glsl_compile: out_word_count is NULL");
+    if (!name || !name[0]) name = "kernel";
+    if (!entry_point || !entry_point[0]) entry_point = "main";
+    size_t ident_len = 0;
+    if (!define_name_ok(entry_point, &ident_len) || entry_point[ident_len] != '\0')
+        return INVALID_ARG("glsl_compile: entry_point '%s' is not a GLSL function name",
+                           entry_point);
+    RETURN_IF_ERROR(check_defines(defines, define_count, entry_point));
+    RETURN_IF_ERROR(check_version(name, source));
+
+    uint32_t *words = NULL;
+    size_t count = 0;
+    RETURN_IF_ERROR(compile_once(compiler, name, source, defines, define_count, entry_point, 0,
+                                 info_in_push_constants, &words, &count));
+    if (optimize) {
+        uint32_t *opt = NULL;
+        size_t opt_count = 0;
+        cubec_status s = compile_once(compiler, name, source, defines, define_count, entry_point, 1,
+                                      info_in_push_constants, &opt, &opt_count);
+        if (s) {
+            free(words);
+            return s;
+        }
+        if (optimization_kept_resources(words, count, opt, opt_count)) {
+            free(words);
+            words = opt;
+            count = opt_count;
+        } else {
+            free(opt);
+        }
+    }
+    if (strcmp(entry_point, "main") != 0) {
+        cubec_status s = rename_entry_point(name, entry_point, &words, &count);
+        if (s) {
+            free(words);
+            return s;
+        }
+    }
+    *out_words = words;
+    *out_word_count = count;
+    return NULL;
+}

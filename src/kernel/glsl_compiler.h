@@ -1,0 +1,42 @@
+/* GLSL compute source -> SPIR-V, through shaderc (the NVRTC of Vulkan).
+ *
+ * This module owns the one place where cubec's GLSL dialect is defined: before the user's source
+ * it defines CUBEC_INFO(MEMBERS), which declares the kernel's metadata block either as push
+ * constants or as a read-only storage buffer at binding CUBEC_INFO_BINDING, so the same source
+ * serves devices with small and large push-constant limits. The macros go in as predefined
+ * macros (shaderc puts them in glslang's preamble), so the line numbers in diagnostics are the
+ * user's own. */
+#ifndef CUBEC_KERNEL_GLSL_COMPILER_H
+#define CUBEC_KERNEL_GLSL_COMPILER_H
+
+#include "cubec/cubec.h"
+
+#include "base/status.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Wraps one shaderc_compiler_t; the caller serializes its use. */
+typedef struct glsl_compiler glsl_compiler;
+
+cubec_status glsl_compiler_create(glsl_compiler **out_compiler);
+/* NULL is accepted. */
+void glsl_compiler_destroy(glsl_compiler *compiler);
+
+/* Compiles GLSL compute source to SPIR-V 1.5 for Vulkan 1.2.
+ *
+ * Predefined: CUBEC_INFO(M) (push-constant block or read-only storage buffer `info`, as chosen by
+ * info_in_push_constants), CUBEC_INFO_BINDING (31) and CUBEC_INFO_IN_PUSH_CONSTANTS (1 or 0),
+ * then the user's defines (a NULL value defines the name empty). `name` (NULL: "kernel") names
+ * the kernel in diagnostics; `entry_point` (NULL: "main") becomes the SPIR-V entry point's name
+ * (the GLSL function is always main). optimize != 0 selects shaderc's performance level.
+ *
+ * Errors: CUBEC_INVALID_ARGUMENT naming a bad argument; CUBEC_COMPILE_FAILED with
+ * "kernel '<name>': GLSL compilation failed:\n<shaderc's line-numbered diagnostics>".
+ * On success *out_words is malloc'ed (free() it) and holds *out_word_count words. */
+cubec_status glsl_compile(glsl_compiler *compiler, const char *name, const char *source,
+                          const cubec_define *defines, uint32_t define_count,
+                          const char *entry_point, int optimize, int info_in_push_constants,
+                          uint32_t **out_words, size_t *out_word_count);
+
+#endif

@@ -1,0 +1,408 @@
+/* SPIR-V validation (SPIRV-Tools) and reflection (SPIRV-Cross C API); see reflect.h.
+ *
+ * The validator runs first so that SPIRV-Cross, which assumes well-formed input, only ever sees
+ * modules a Vulkan driver would also accept. Resources are taken from the whole module, not just
+ * those the entry point uses, because a launch binds every declared binding: a buffer the code
+ * happens not to touch still occupies its slot in the buffer list. */
+#include "kernel/reflect.h"
+
+/* libspirv.h defines (not declares) a const kDefaultMaxIdBound at file scope, which in C is an
+ * external definition: two C files including it would clash at link time. A per-file name
+ * avoids that. */
+#define kDefaultMaxIdBound reflect_spirv_tools_max_id_bound_
+#include <spirv-tools/libspirv.h>
+#undef kDefaultMaxIdBound
+#include <spirv_cross/spirv_cross_c.h>
+
+#include <stdio.h>
+#include <string.h>
+
+#define SPIRV_MAGIC 0x07230203u
+#define SPIRV_HEADER_WORDS 5u
+#define MAX_BINDINGS 32u
+
+static uint32_t byte_swap32(uint32_t v)
+{
+    return (v >> 24) | ((v >> 8) & 0xff00u) | ((v << 8) & 0xff0000u) | (v << 24);
+}
+
+static cubec_status check_header(const uint32_t *words, size_t word_count)
+{
+    if (word_count == 0)
+        return status_make(CUBEC_INVALID_SPIRV, "SPIR-V module is empty (0 words)");
+    if (words[0] != SPIRV_MAGIC) {
+        if (words[0] == byte_swap32(SPIRV_MAGIC))
+            return status_make(CUBEC_INVALID_SPIRV,
+                               "SPIR-V module is byte-swapped (magic 0x%08x): words must be in "
+                               "host byte order",
+                               words[0]);
+        return status_make(CUBEC_INVALID_SPIRV,
+                           "not a SPIR-V module: first word is 0x%08x, not the magic 0x%08x",
+                           words[0], SPIRV_MAGIC);
+    }
+    if (word_count < SPIRV_HEADER_WORDS)
+        return status_make(CUBEC_INVALID_SPIRV,
+                           "SPIR-V module is truncated: %zu words, shorter than the %u-word header",
+                           word_count, SPIRV_HEADER_WORDS);
+    return NULL;
+}
+
+static cubec_status validate(const uint32_t *words, size_t word_count)
+{
+    spv_context ctx = spvContextCreate(SPV_ENV_VULKAN_1_2);
+    if (!ctx) return status_make(CUBEC_OUT_OF_MEMORY, "SPIR-V validation: spvContextCreate failed");
+    spv_diagnostic diag = NULL;
+    spv_result_t r = spvValidateBinary(ctx, words, word_count, &diag);
+    cubec_status status = NULL;
+    if (r != SPV_SUCCESS) {
+        if (diag && diag->error && diag->position.index > 0)
+            status = status_make(CUBEC_INVALID_SPIRV,
+                                 "SPIR-V validation failed (Vulkan 1.2, at word %zu): %s",
+                                 diag->position.index, diag->error);
+        else if (diag && diag->error)
+            status = status_make(CUBEC_INVALID_SPIRV, "SPIR-V validation failed (Vulkan 1.2): %s",
+                                 diag->error);
+        else
+            status = status_make(CUBEC_INVALID_SPIRV,
+                                 "SPIR-V validation failed (Vulkan 1.2): spv_result_t %d", (int)r);
+    }
+    spvDiagnosticDestroy(diag);
+    spvContextDestroy(ctx);
+    return status;
+}
+
+static const char *resource_type_name(spvc_resource_type type)
+{
+    switch (type) {
+    case SPVC_RESOURCE_TYPE_UNIFORM_BUFFER: return "uniform buffer";
+    case SPVC_RESOURCE_TYPE_STORAGE_BUFFER: return "storage buffer";
+    case SPVC_RESOURCE_TYPE_STAGE_INPUT: return "stage input";
+    case SPVC_RESOURCE_TYPE_STAGE_OUTPUT: return "stage output";
+    case SPVC_RESOURCE_TYPE_SUBPASS_INPUT: return "subpass input";
+    case SPVC_RESOURCE_TYPE_STORAGE_IMAGE: return "storage image";
+    case SPVC_RESOURCE_TYPE_SAMPLED_IMAGE: return "sampled image";
+    case SPVC_RESOURCE_TYPE_ATOMIC_COUNTER: return "atomic counter";
+    case SPVC_RESOURCE_TYPE_PUSH_CONSTANT: return "push-constant block";
+    case SPVC_RESOURCE_TYPE_SEPARATE_IMAGE: return "separate image";
+    case SPVC_RESOURCE_TYPE_SEPARATE_SAMPLERS: return "sampler";
+    case SPVC_RESOURCE_TYPE_ACCELERATION_STRUCTURE: return "acceleration structure";
+    case SPVC_RESOURCE_TYPE_RAY_QUERY: return "ray query";
+    case SPVC_RESOURCE_TYPE_SHADER_RECORD_BUFFER: return "shader record buffer";
+    default: return "resource";
+    }
+}
+
+static const char *resource_name(const spvc_reflected_resource *res)
+{
+    return res->name && res->name[0] ? res->name : "(unnamed)";
+}
+
+/* A reflection session: the SPIRV-Cross context owns every object made from it. */
+typedef struct reflector {
+    spvc_context ctx;
+    spvc_compiler compiler;
+    spvc_resources resources;
+} reflector;
+
+static cubec_status spvc_failure(reflector *rf, const char *what, spvc_result r)
+{
+    const char *last = spvc_context_get_last_error_string(rf->ctx);
+    if (r == SPVC_ERROR_OUT_OF_MEMORY)
+        return status_make(CUBEC_OUT_OF_MEMORY, "SPIR-V reflection: %s: out of host memory", what);
+    return status_make(CUBEC_INVALID_SPIRV, "SPIR-V reflection: %s failed: %s", what,
+                       last && last[0] ? last : "no message");
+}
+
+static cubec_status open_reflector(reflector *rf, const uint32_t *words, size_t word_count)
+{
+    spvc_result r = spvc_context_create(&rf->ctx);
+    if (r != SPVC_SUCCESS)
+        return status_make(CUBEC_OUT_OF_MEMORY, "SPIR-V reflection: spvc_context_create failed");
+    spvc_parsed_ir ir = NULL;
+    r = spvc_context_parse_spirv(rf->ctx, words, word_count, &ir);
+    if (r != SPVC_SUCCESS) return spvc_failure(rf, "parsing", r);
+    r = spvc_context_create_compiler(rf->ctx, SPVC_BACKEND_NONE, ir,
+                                     SPVC_CAPTURE_MODE_TAKE_OWNERSHIP, &rf->compiler);
+    if (r != SPVC_SUCCESS) return spvc_failure(rf, "creating the reflection compiler", r);
+    return NULL;
+}
+
+static cubec_status select_entry_point(reflector *rf, const char *entry_point)
+{
+    const spvc_entry_point *eps = NULL;
+    size_t n = 0;
+    spvc_result r = spvc_compiler_get_entry_points(rf->compiler, &eps, &n);
+    if (r != SPVC_SUCCESS) return spvc_failure(rf, "listing entry points", r);
+    for (size_t i = 0; i < n; i++) {
+        if (eps[i].execution_model == SpvExecutionModelGLCompute &&
+            strcmp(eps[i].name, entry_point) == 0) {
+            r = spvc_compiler_set_entry_point(rf->compiler, entry_point,
+                                              SpvExecutionModelGLCompute);
+            if (r != SPVC_SUCCESS) return spvc_failure(rf, "selecting the entry point", r);
+            return NULL;
+        }
+    }
+    /* Name what is there: the usual mistakes are a wrong name or a non-compute stage. */
+    char found[256] = "";
+    size_t used = 0;
+    for (size_t i = 0; i < n && used < sizeof found; i++) {
+        int w = snprintf(found + used, sizeof found - used, "%s'%s'%s", i ? ", " : "", eps[i].name,
+                         eps[i].execution_model == SpvExecutionModelGLCompute ? ""
+                                                                              : " (not GLCompute)");
+        if (w < 0) break;
+        used += (size_t)w;
+    }
+    return status_make(CUBEC_INVALID_SPIRV,
+                       "SPIR-V module has no GLCompute entry point named '%s' (entry points: %s)",
+                       entry_point, n ? found : "none");
+}
+
+/* Everything a kernel may declare is a storage buffer or a push-constant block; any other kind
+ * would need a descriptor type the launch path never creates. */
+static cubec_status reject_other_resources(reflector *rf)
+{
+    static const spvc_resource_type refused[] = {
+        SPVC_RESOURCE_TYPE_UNIFORM_BUFFER,       SPVC_RESOURCE_TYPE_STAGE_INPUT,
+        SPVC_RESOURCE_TYPE_STAGE_OUTPUT,         SPVC_RESOURCE_TYPE_SUBPASS_INPUT,
+        SPVC_RESOURCE_TYPE_STORAGE_IMAGE,        SPVC_RESOURCE_TYPE_SAMPLED_IMAGE,
+        SPVC_RESOURCE_TYPE_ATOMIC_COUNTER,       SPVC_RESOURCE_TYPE_SEPARATE_IMAGE,
+        SPVC_RESOURCE_TYPE_SEPARATE_SAMPLERS,    SPVC_RESOURCE_TYPE_ACCELERATION_STRUCTURE,
+        SPVC_RESOURCE_TYPE_SHADER_RECORD_BUFFER,
+    };
+    for (size_t t = 0; t < sizeof refused / sizeof refused[0]; t++) {
+        const spvc_reflected_resource *list = NULL;
+        size_t n = 0;
+        spvc_result r =
+            spvc_resources_get_resource_list_for_type(rf->resources, refused[t], &list, &n);
+        if (r != SPVC_SUCCESS) return spvc_failure(rf, "listing resources", r);
+        if (n > 0) {
+            unsigned set =
+                spvc_compiler_get_decoration(rf->compiler, list[0].id, SpvDecorationDescriptorSet);
+            unsigned binding =
+                spvc_compiler_get_decoration(rf->compiler, list[0].id, SpvDecorationBinding);
+            return status_make(CUBEC_INVALID_SPIRV,
+                               "kernel declares a %s '%s' (set %u, binding %u): cubec kernels may "
+                               "use only storage buffers (set 0) and one push-constant block",
+                               resource_type_name(refused[t]), resource_name(&list[0]), set,
+                               binding);
+        }
+    }
+    return NULL;
+}
+
+/* Decorations such as NonWritable may sit on the variable, on the block type, or (as glslang
+ * writes `readonly buffer`) on each member; the whole buffer has the property only if every
+ * member does. */
+static int buffer_has(reflector *rf, const spvc_reflected_resource *res, SpvDecoration dec)
+{
+    if (spvc_compiler_has_decoration(rf->compiler, res->id, dec)) return 1;
+    if (spvc_compiler_has_decoration(rf->compiler, res->base_type_id, dec)) return 1;
+    spvc_type block = spvc_compiler_get_type_handle(rf->compiler, res->base_type_id);
+    unsigned members = spvc_type_get_num_member_types(block);
+    if (members == 0) return 0;
+    for (unsigned i = 0; i < members; i++)
+        if (!spvc_compiler_has_member_decoration(rf->compiler, res->base_type_id, i, dec)) return 0;
+    return 1;
+}
+
+static cubec_access buffer_access(reflector *rf, const spvc_reflected_resource *res)
+{
+    if (buffer_has(rf, res, SpvDecorationNonWritable)) return CUBEC_ACCESS_READ;
+    if (buffer_has(rf, res, SpvDecorationNonReadable)) return CUBEC_ACCESS_WRITE;
+    return CUBEC_ACCESS_READ_WRITE;
+}
+
+static int has_runtime_array_member(spvc_compiler compiler, spvc_type block)
+{
+    unsigned members = spvc_type_get_num_member_types(block);
+    for (unsigned i = 0; i < members; i++) {
+        spvc_type mt = spvc_compiler_get_type_handle(compiler, spvc_type_get_member_type(block, i));
+        unsigned dims = spvc_type_get_num_array_dimensions(mt);
+        for (unsigned d = 0; d < dims; d++)
+            if (spvc_type_array_dimension_is_literal(mt, d) &&
+                spvc_type_get_array_dimension(mt, d) == 0)
+                return 1;
+    }
+    return 0;
+}
+
+static cubec_status block_size(reflector *rf, const spvc_reflected_resource *res,
+                               uint32_t *out_size)
+{
+    spvc_type block = spvc_compiler_get_type_handle(rf->compiler, res->base_type_id);
+    size_t size = 0;
+    spvc_result r = spvc_compiler_get_declared_struct_size(rf->compiler, block, &size);
+    if (r != SPVC_SUCCESS) return spvc_failure(rf, "measuring a block", r);
+    if (size > UINT32_MAX)
+        return status_make(CUBEC_INVALID_SPIRV, "block '%s' is %zu B, over 4 GiB",
+                           resource_name(res), size);
+    *out_size = (uint32_t)size;
+    return NULL;
+}
+
+static cubec_status reflect_info_buffer(reflector *rf, const spvc_reflected_resource *res,
+                                        kernel_reflection *out)
+{
+    if (out->has_info_buffer)
+        return status_make(CUBEC_INVALID_SPIRV,
+                           "two storage buffers at the info binding %u ('%s' is the second)",
+                           CUBEC_INFO_BINDING, resource_name(res));
+    spvc_type block = spvc_compiler_get_type_handle(rf->compiler, res->base_type_id);
+    /* The launch copies exactly the declared size; a runtime array has no size to copy. */
+    if (has_runtime_array_member(rf->compiler, block))
+        return status_make(CUBEC_INVALID_SPIRV,
+                           "info buffer '%s' at binding %u is runtime-sized: the info block must "
+                           "have a fixed size",
+                           resource_name(res), CUBEC_INFO_BINDING);
+    /* Info bytes live in a cache shared by launches; a kernel writing them would corrupt it. */
+    if (!buffer_has(rf, res, SpvDecorationNonWritable))
+        return status_make(CUBEC_INVALID_SPIRV,
+                           "info buffer '%s' at binding %u is writable: it must be readonly",
+                           resource_name(res), CUBEC_INFO_BINDING);
+    RETURN_IF_ERROR(block_size(rf, res, &out->info_buffer_size));
+    out->has_info_buffer = 1;
+    return NULL;
+}
+
+static cubec_status reflect_storage_buffers(reflector *rf, kernel_reflection *out)
+{
+    const spvc_reflected_resource *list = NULL;
+    size_t n = 0;
+    spvc_result r = spvc_resources_get_resource_list_for_type(
+        rf->resources, SPVC_RESOURCE_TYPE_STORAGE_BUFFER, &list, &n);
+    if (r != SPVC_SUCCESS) return spvc_failure(rf, "listing storage buffers", r);
+
+    /* Accesses of variables that alias one binding are combined. */
+    unsigned access_bits[MAX_BINDINGS] = {0};
+    uint32_t end = 0; /* one past the highest user binding */
+    for (size_t i = 0; i < n; i++) {
+        const spvc_reflected_resource *res = &list[i];
+        unsigned set =
+            spvc_compiler_get_decoration(rf->compiler, res->id, SpvDecorationDescriptorSet);
+        unsigned binding =
+            spvc_compiler_get_decoration(rf->compiler, res->id, SpvDecorationBinding);
+        if (set != 0)
+            return status_make(CUBEC_INVALID_SPIRV,
+                               "storage buffer '%s' is in descriptor set %u: cubec kernels use "
+                               "set 0 only",
+                               resource_name(res), set);
+        if (binding > CUBEC_INFO_BINDING)
+            return status_make(CUBEC_INVALID_SPIRV,
+                               "storage buffer '%s' is at binding %u: kernels may use at most %u "
+                               "bindings (0..%u for buffers, %u for the info buffer)",
+                               resource_name(res), binding, MAX_BINDINGS, CUBEC_INFO_BINDING - 1,
+                               CUBEC_INFO_BINDING);
+        spvc_type t = spvc_compiler_get_type_handle(rf->compiler, res->type_id);
+        if (spvc_type_get_num_array_dimensions(t) > 0)
+            return status_make(CUBEC_INVALID_SPIRV,
+                               "storage buffer '%s' at binding %u is an array of buffers: cubec "
+                               "binds one buffer per binding",
+                               resource_name(res), binding);
+        if (binding == CUBEC_INFO_BINDING) {
+            RETURN_IF_ERROR(reflect_info_buffer(rf, res, out));
+            continue;
+        }
+        access_bits[binding] |= (unsigned)buffer_access(rf, res);
+        if (binding + 1 > end) end = binding + 1;
+    }
+    for (uint32_t b = 0; b < end; b++) {
+        if (access_bits[b] == 0)
+            return status_make(CUBEC_INVALID_SPIRV,
+                               "storage buffer binding %u is missing: bindings must be contiguous "
+                               "from 0 (the highest is %u)",
+                               b, end - 1);
+        out->access[b] = (cubec_access)access_bits[b];
+    }
+    out->binding_count = end;
+    return NULL;
+}
+
+static cubec_status reflect_push_constants(reflector *rf, kernel_reflection *out)
+{
+    const spvc_reflected_resource *list = NULL;
+    size_t n = 0;
+    spvc_result r = spvc_resources_get_resource_list_for_type(
+        rf->resources, SPVC_RESOURCE_TYPE_PUSH_CONSTANT, &list, &n);
+    if (r != SPVC_SUCCESS) return spvc_failure(rf, "listing push constants", r);
+    if (n == 0) return NULL;
+    if (n > 1)
+        return status_make(CUBEC_INVALID_SPIRV,
+                           "kernel declares %zu push-constant blocks ('%s', '%s'...): at most one "
+                           "is allowed",
+                           n, resource_name(&list[0]), resource_name(&list[1]));
+    RETURN_IF_ERROR(block_size(rf, &list[0], &out->push_constant_size));
+    return NULL;
+}
+
+/* The WorkgroupSize built-in overrides LocalSize when present. (LocalSizeId needs Vulkan 1.3's
+ * maintenance4, and the Vulkan 1.2 validator has already refused it.) A size that comes from
+ * specialization constants is refused: cubec never specializes, so the driver would use the
+ * defaults while launches might assume otherwise. */
+static cubec_status reflect_workgroup_size(reflector *rf, kernel_reflection *out)
+{
+    spvc_specialization_constant sc[3];
+    memset(sc, 0, sizeof sc);
+    spvc_constant_id builtin = spvc_compiler_get_work_group_size_specialization_constants(
+        rf->compiler, &sc[0], &sc[1], &sc[2]);
+    static const char axis[3] = {'x', 'y', 'z'};
+    for (int i = 0; i < 3; i++)
+        if (sc[i].id != 0)
+            return status_make(CUBEC_INVALID_SPIRV,
+                               "workgroup size %c is a specialization constant (SpecId %u): "
+                               "cubec does not specialize kernels; use a literal local_size_%c "
+                               "or a define",
+                               axis[i], sc[i].constant_id, axis[i]);
+    for (unsigned i = 0; i < 3; i++) {
+        uint32_t v = builtin != 0
+                         ? spvc_constant_get_scalar_u32(
+                               spvc_compiler_get_constant_handle(rf->compiler, builtin), 0, i)
+                         : spvc_compiler_get_execution_mode_argument_by_index(
+                               rf->compiler, SpvExecutionModeLocalSize, i);
+        /* The validator requires a size for GLCompute; this guards what it might let through. */
+        if (v == 0)
+            return status_make(CUBEC_INVALID_SPIRV,
+                               "entry point has no workgroup size (%c is 0): declare "
+                               "layout(local_size_x = ...) in;",
+                               axis[i]);
+        out->workgroup_size[i] = v;
+    }
+    return NULL;
+}
+
+static cubec_status reflect_module(reflector *rf, const char *entry_point, kernel_reflection *out)
+{
+    RETURN_IF_ERROR(select_entry_point(rf, entry_point));
+    spvc_result r = spvc_compiler_create_shader_resources(rf->compiler, &rf->resources);
+    if (r != SPVC_SUCCESS) return spvc_failure(rf, "collecting resources", r);
+    RETURN_IF_ERROR(reject_other_resources(rf));
+    RETURN_IF_ERROR(reflect_storage_buffers(rf, out));
+    RETURN_IF_ERROR(reflect_push_constants(rf, out));
+    /* With both, a launch's info bytes would have two possible destinations. */
+    if (out->has_info_buffer && out->push_constant_size > 0)
+        return status_make(CUBEC_INVALID_SPIRV,
+                           "kernel declares both a push-constant block and an info buffer at "
+                           "binding %u: info goes in one or the other",
+                           CUBEC_INFO_BINDING);
+    return reflect_workgroup_size(rf, out);
+}
+
+cubec_status kernel_reflect(const uint32_t *words, size_t word_count, const char *entry_point,
+                            kernel_reflection *out)
+{
+    if (!out) return INVALID_ARG("kernel_reflect: out is NULL");
+    memset(out, 0, sizeof *out);
+    if (!words && word_count > 0)
+        return INVALID_ARG("kernel_reflect: words is NULL but word_count is %zu", word_count);
+    if (!entry_point || !entry_point[0]) entry_point = "main";
+    RETURN_IF_ERROR(check_header(words, word_count));
+    RETURN_IF_ERROR(validate(words, word_count));
+
+    reflector rf = {0};
+    kernel_reflection result;
+    memset(&result, 0, sizeof result);
+    cubec_status status = open_reflector(&rf, words, word_count);
+    if (!status) status = reflect_module(&rf, entry_point, &result);
+    if (rf.ctx) spvc_context_destroy(rf.ctx);
+    if (!status) *out = result;
+    return status;
+}

@@ -1,0 +1,46 @@
+/* SPIR-V validation and reflection of compute kernels.
+ *
+ * cubec's launch model is fixed: storage buffers at set 0, bindings 0..n-1, passed in that
+ * order, plus an optional metadata ("info") block in push constants or in a read-only storage
+ * buffer at binding CUBEC_INFO_BINDING. This module checks that a module fits that model and
+ * reports what the launch path and hazard tracking need: the binding count, each binding's
+ * access (from NonWritable / NonReadable), the info block's size and the workgroup size.
+ * Anything that does not fit is refused here, with a message, so later layers can trust it. */
+#ifndef CUBEC_KERNEL_REFLECT_H
+#define CUBEC_KERNEL_REFLECT_H
+
+#include "cubec/cubec.h"
+
+#include "base/status.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* The binding of the info block when it is a storage buffer; user buffers use 0..30. */
+#define CUBEC_INFO_BINDING 31
+
+typedef struct kernel_reflection {
+    uint32_t binding_count;      /* storage buffers at set 0 bindings 0..binding_count-1 */
+    cubec_access access[32];     /* per binding: NonWritable -> READ, NonReadable -> WRITE,
+                                    else READ_WRITE (on the variable, the block or every member) */
+    uint32_t push_constant_size; /* declared size of the push-constant block, 0 if none */
+    int has_info_buffer;         /* a storage buffer at binding CUBEC_INFO_BINDING */
+    uint32_t info_buffer_size;   /* its declared size */
+    uint32_t workgroup_size[3];  /* LocalSize of the entry point */
+} kernel_reflection;
+
+/* Validates `words` (SPIRV-Tools, Vulkan 1.2 environment) and reflects the GLCompute entry point
+ * named `entry_point` (NULL: "main") with SPIRV-Cross. *out is cleared on entry and filled on
+ * success.
+ *
+ * Errors: CUBEC_INVALID_ARGUMENT for NULL `out` (or NULL `words` with a non-zero count);
+ * CUBEC_INVALID_SPIRV for an empty module or one without the SPIR-V magic, a module the validator
+ * refuses (its message is included), no such GLCompute entry point, resources other than set-0
+ * storage buffers and one push-constant block, a set other than 0, arrays of buffers, bindings
+ * not contiguous from 0 (the missing binding is named), a binding above CUBEC_INFO_BINDING, a
+ * runtime-sized or writable info buffer, both an info buffer and push constants, and a workgroup
+ * size given by specialization constants. */
+cubec_status kernel_reflect(const uint32_t *words, size_t word_count, const char *entry_point,
+                            kernel_reflection *out);
+
+#endif

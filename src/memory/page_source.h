@@ -1,0 +1,39 @@
+/* Where the memory pools get their pages. The pools are pure offset arithmetic: they never touch
+ * Vulkan, so they can be tested with a fake source and reused for any kind of memory (device,
+ * staging, uniforms). A "page" is whatever the source returns: the pools only pass it back. */
+#ifndef CUBEC_MEMORY_PAGE_SOURCE_H
+#define CUBEC_MEMORY_PAGE_SOURCE_H
+
+#include "cubec/cubec.h"
+
+#include <stdint.h>
+
+typedef struct page_source {
+    void *user;
+    /* Allocates one page of `size` bytes; returns an opaque page pointer. Errors are passed up
+       (CUBEC_OUT_OF_MEMORY means "the driver refused"). */
+    cubec_status (*alloc)(void *user, uint64_t size, void **out_page);
+    void (*free)(void *user, void *page);
+} page_source;
+
+/* One reserved range, as a pool hands it to the memory manager. `slot` is the pool's own index
+ * of the range, so that freeing it needs no search. */
+typedef struct pool_slice {
+    void *page;
+    uint64_t offset;
+    uint32_t slot;
+} pool_slice;
+
+/* Rounds up to a power-of-two alignment. The callers check `value <= UINT64_MAX - (align - 1)`
+ * first, so this never wraps. */
+static inline uint64_t mem_align_up(uint64_t value, uint64_t align)
+{
+    return (value + (align - 1)) & ~(align - 1);
+}
+
+static inline uint64_t mem_align_down(uint64_t value, uint64_t align)
+{
+    return value & ~(align - 1);
+}
+
+#endif
