@@ -1,0 +1,25 @@
+# Installs the library (static and shared), the header, a CMake package (find_package(cubec)
+# gives cubec::cubec, the shared library, and cubec::cubec_static) and a pkg-config file.
+include(GNUInstallDirs)
+include(CMakePackageConfigHelpers)
+
+install(TARGETS cubec_shared EXPORT cubecTargets
+        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(FILES $<TARGET_FILE:cubec_static> DESTINATION ${CMAKE_INSTALL_LIBDIR})
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/cubec DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+
+set_target_properties(cubec_shared PROPERTIES EXPORT_NAME cubec)
+install(EXPORT cubecTargets NAMESPACE cubec:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/cubec)
+configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/cubecConfig.cmake.in
+  ${CMAKE_BINARY_DIR}/cubecConfig.cmake INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/cubec)
+write_basic_package_version_file(${CMAKE_BINARY_DIR}/cubecConfigVersion.cmake
+  VERSION ${PROJECT_VERSION} COMPATIBILITY SameMajorVersion)
+install(FILES ${CMAKE_BINARY_DIR}/cubecConfig.cmake ${CMAKE_BINARY_DIR}/cubecConfigVersion.cmake
+        DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/cubec)
+
+# The static archive needs the compiler stack's archives too: pkg-config --static lists them.
+string(REPLACE ";" " " CUBEC_PC_STATIC_LIBS "${CUBEC_STATIC_COMPILER_LIBS}")
+configure_file(${PROJECT_SOURCE_DIR}/cmake/cubec.pc.in ${CMAKE_BINARY_DIR}/cubec.pc @ONLY)
+install(FILES ${CMAKE_BINARY_DIR}/cubec.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
