@@ -59,6 +59,8 @@ static cubec_status apply(cubec_config *c, const char *section, const char *key,
         snprintf(c->device, sizeof c->device, "%s", value);
     } else if (!strcmp(section, "device") && !strcmp(key, "validation")) {
         if (!parse_bool(value, &c->validation)) return BAD("a boolean (0/1/true/false/on/off)");
+    } else if (!strcmp(section, "device") && !strcmp(key, "force_staging")) {
+        if (!parse_bool(value, &c->force_staging)) return BAD("a boolean (0/1/true/false/on/off)");
     } else if (!strcmp(section, "device") && !strcmp(key, "tasks_max")) {
         if (!parse_uint(value, 1, 65536, &x)) return BAD("an integer in 1..65536");
         c->tasks_max = (uint32_t)x;
@@ -87,6 +89,7 @@ static const struct {
     {"CUBEC_LOG_LEVEL", "log", "level"},         {"CUBEC_LOG_FILE", "log", "file"},
     {"CUBEC_DEVICE", "device", "select"},        {"CUBEC_VALIDATION", "device", "validation"},
     {"CUBEC_TASKS_MAX", "device", "tasks_max"}, {"CUBEC_POLL_SPIN_US", "device", "poll_spin_us"},
+    {"CUBEC_FORCE_STAGING", "device", "force_staging"},
 };
 
 static void config_defaults(cubec_config *c)

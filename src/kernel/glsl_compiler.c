@@ -396,6 +396,10 @@ cubec_status glsl_compile(glsl_compiler *compiler, const char *name, const char 
     if (!define_name_ok(entry_point, &ident_len) || entry_point[ident_len] != '\0')
         return INVALID_ARG("glsl_compile: entry_point '%s' is not a GLSL function name",
                            entry_point);
+    for (size_t r = 0; r < sizeof reserved_names / sizeof reserved_names[0]; r++)
+        if (strcmp(entry_point, reserved_names[r]) == 0)
+            return INVALID_ARG("glsl_compile: entry_point '%s' is reserved: cubec defines it",
+                               entry_point);
     RETURN_IF_ERROR(check_defines(defines, define_count, entry_point));
     RETURN_IF_ERROR(check_version(name, source));
 

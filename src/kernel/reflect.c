@@ -334,7 +334,8 @@ static cubec_status reflect_push_constants(reflector *rf, kernel_reflection *out
     return NULL;
 }
 
-/* The WorkgroupSize built-in overrides LocalSize when present. (LocalSizeId needs Vulkan 1.3's
+/* The WorkgroupSize built-in overrides LocalSize when present; it is read explicitly rather than
+ * relying on SPIRV-Cross to mirror it into LocalSize. (LocalSizeId needs Vulkan 1.3's
  * maintenance4, and the Vulkan 1.2 validator has already refused it.) A size that comes from
  * specialization constants is refused: cubec never specializes, so the driver would use the
  * defaults while launches might assume otherwise. */

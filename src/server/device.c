@@ -60,6 +60,7 @@ cubec_status server_open(const cubec_device_desc *desc, cubec_device **out)
                           .index = desc->index,
                           .name = desc->name,
                           .validation = desc->validation || d->config.validation,
+                          .force_staging = d->config.force_staging,
                           .on_validation = desc->on_validation,
                           .on_validation_user = desc->on_validation_user};
     apply_selection(&d->config, &vd);
@@ -71,6 +72,7 @@ cubec_status server_open(const cubec_device_desc *desc, cubec_device **out)
     }
     vk_fill_info(d->vk.physical, &d->info);
     d->info.push_descriptors = d->vk.push_descriptor != NULL;
+    d->info.unified_memory = d->vk.unified;
     d->tasks_max = desc->tasks_max ? desc->tasks_max : d->config.tasks_max;
     d->info.tasks_max = d->tasks_max;
     /* Busy-polling helps a GPU (tens of us saved per wait) but steals a core from a CPU driver. */

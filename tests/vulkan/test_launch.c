@@ -232,12 +232,35 @@ static void test_memory_report(void **state)
     test_device_close(d);
 }
 
+/* Transfers bigger than a staging chunk (16 MiB) and a copy across them, at an odd size. */
+static void test_large_transfer(void **state)
+{
+    (void)state;
+    cubec_device *d = test_device_open();
+    const uint64_t n = (40u << 20) / 4 + 3; /* words */
+    uint32_t *src = malloc(n * 4), *dst = malloc(n * 4);
+    uint32_t seed = 7;
+    for (uint64_t i = 0; i < n; i++) src[i] = test_rand(&seed);
+    cubec_buffer a, b;
+    ASSERT_OK(cubec_buffer_from(d, 0, src, n * 4, &a));
+    ASSERT_OK(cubec_buffer_create(d, n * 4, &b));
+    ASSERT_OK(cubec_copy(d, 0, a, 0, b, 0, n * 4));
+    memset(dst, 0, n * 4);
+    ASSERT_OK(cubec_read(d, 0, b, 0, dst, n * 4));
+    assert_memory_equal(dst, src, n * 4);
+    ASSERT_OK(cubec_buffer_release(d, a));
+    ASSERT_OK(cubec_buffer_release(d, b));
+    free(src);
+    free(dst);
+    test_device_close(d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_saxpy_chain),     cmocka_unit_test(test_views_and_indirect),
         cmocka_unit_test(test_copy_fill_async), cmocka_unit_test(test_big_info),
-        cmocka_unit_test(test_memory_report),
+        cmocka_unit_test(test_memory_report),   cmocka_unit_test(test_large_transfer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -314,7 +314,7 @@ cubec_status vk_context_create(const vk_context_desc *desc, vk_context *ctx)
         ctx->max_allocation_size = info.max_allocation_size;
         ctx->device_local_heap_size = info.device_local_heap_size;
         ctx->subgroup_size = info.subgroup_size;
-        ctx->unified = info.unified_memory;
+        ctx->unified = info.unified_memory && !desc->force_staging;
         err = create_device(ctx);
     }
     if (!err) {
