@@ -119,8 +119,7 @@ static cubec_status compile_glsl(cubec_device *d, const cubec_kernel_desc *desc,
 {
     if (!d->compiler) RETURN_IF_ERROR(glsl_compiler_create(&d->compiler));
     return glsl_compile(d->compiler, name, desc->glsl, desc->defines, desc->define_count,
-                        desc->entry_point ? desc->entry_point : "main", desc->optimize, push,
-                        words, count);
+                        desc->entry_point, desc->optimize, push, words, count);
 }
 
 cubec_status server_kernel_create(cubec_device *d, const cubec_kernel_desc *desc,
@@ -134,7 +133,8 @@ cubec_status server_kernel_create(cubec_device *d, const cubec_kernel_desc *desc
             return NULL;
         }
     const char *name = desc->name ? desc->name : "kernel";
-    const char *entry_point = desc->entry_point ? desc->entry_point : "main";
+    const char *entry_point =
+        desc->entry_point && desc->entry_point[0] ? desc->entry_point : "main";
     double t0 = now_ms();
     pipeline_entry *e = calloc(1, sizeof *e);
     if (!e) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (kernel)");
@@ -155,6 +155,7 @@ cubec_status server_kernel_create(cubec_device *d, const cubec_kernel_desc *desc
         }
     } else {
         err = kernel_reflect(desc->spirv, desc->spirv_words, entry_point, &e->refl);
+        if (err) err = status_annotate(err, "kernel '%s'", name);
         if (!err && e->refl.push_constant_size > d->info.max_push_constants_size)
             err = status_make(CUBEC_UNSUPPORTED,
                               "kernel '%s': push-constant block of %u bytes exceeds the device "
@@ -162,7 +163,6 @@ cubec_status server_kernel_create(cubec_device *d, const cubec_kernel_desc *desc
                               "let cubec move it to a buffer)",
                               name, e->refl.push_constant_size, d->info.max_push_constants_size);
     }
-    if (err) err = status_annotate(err, "kernel '%s'", name);
     if (!err) err = check_limits(d, name, &e->refl);
     if (!err) {
         e->info_in_push = e->refl.push_constant_size > 0;

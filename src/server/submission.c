@@ -112,7 +112,7 @@ cubec_status sub_begin(cubec_device *d, VkCommandBuffer *out_cmd)
         *out_cmd = d->open->cmd;
         return NULL;
     }
-    batch *b;
+    batch *b = NULL;
     RETURN_IF_ERROR(take_batch(d, &b));
     VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
                                    .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
