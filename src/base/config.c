@@ -59,6 +59,9 @@ static cubec_status apply(cubec_config *c, const char *section, const char *key,
         snprintf(c->device, sizeof c->device, "%s", value);
     } else if (!strcmp(section, "device") && !strcmp(key, "validation")) {
         if (!parse_bool(value, &c->validation)) return BAD("a boolean (0/1/true/false/on/off)");
+    } else if (!strcmp(section, "device") && !strcmp(key, "max_inflight_tasks")) {
+        if (!parse_uint(value, 1, 1 << 24, &x)) return BAD("an integer in 1..16777216");
+        c->max_inflight_tasks = (uint32_t)x;
     } else if (!strcmp(section, "device") && !strcmp(key, "force_staging")) {
         if (!parse_bool(value, &c->force_staging)) return BAD("a boolean (0/1/true/false/on/off)");
     } else if (!strcmp(section, "device") && !strcmp(key, "tasks_max")) {
@@ -90,6 +93,7 @@ static const struct {
     {"CUBEC_DEVICE", "device", "select"},        {"CUBEC_VALIDATION", "device", "validation"},
     {"CUBEC_TASKS_MAX", "device", "tasks_max"}, {"CUBEC_POLL_SPIN_US", "device", "poll_spin_us"},
     {"CUBEC_FORCE_STAGING", "device", "force_staging"},
+    {"CUBEC_MAX_INFLIGHT_TASKS", "device", "max_inflight_tasks"},
 };
 
 static void config_defaults(cubec_config *c)
@@ -98,6 +102,7 @@ static void config_defaults(cubec_config *c)
     c->log_level = LOG_WARN;
     c->tasks_max = 32;
     c->poll_spin_us = -1;
+    c->max_inflight_tasks = 16384;
 }
 
 cubec_status config_load_from(cubec_config *out, const char *ini_path, int use_environment)

@@ -56,12 +56,13 @@ static void mark_live(exclusive_pool *p, uint32_t slot, uint64_t size, pool_slic
 
 int exclusive_pool_try_reserve(exclusive_pool *p, uint64_t size, pool_slice *out)
 {
-    p->avg_size = p->avg_size * (1.0 - EXCLUSIVE_POOL_AVG_DECAY) +
-                  (double)size * EXCLUSIVE_POOL_AVG_DECAY;
+    p->avg_size =
+        p->avg_size * (1.0 - EXCLUSIVE_POOL_AVG_DECAY) + (double)size * EXCLUSIVE_POOL_AVG_DECAY;
     uint32_t best = EXCLUSIVE_NIL;
     for (uint32_t i = 0; i < p->free_len; i++) {
         const exclusive_page *pg = &p->pages[p->free_list[i]];
-        if (pg->size >= size && (best == EXCLUSIVE_NIL || pg->free_count < p->pages[best].free_count))
+        if (pg->size >= size &&
+            (best == EXCLUSIVE_NIL || pg->free_count < p->pages[best].free_count))
             best = p->free_list[i];
     }
     if (best == EXCLUSIVE_NIL) return 0;
@@ -145,8 +146,8 @@ int exclusive_pool_free(exclusive_pool *p, uint32_t slot, const void *page, uint
     return 1;
 }
 
-uint32_t exclusive_pool_cleanup(exclusive_pool *p, const page_source *source,
-                                uint64_t reservations, int explicit_cleanup)
+uint32_t exclusive_pool_cleanup(exclusive_pool *p, const page_source *source, uint64_t reservations,
+                                int explicit_cleanup)
 {
     if (!explicit_cleanup &&
         reservations - p->last_check < p->dealloc_period / EXCLUSIVE_POOL_IDLE_CHECKS)

@@ -83,8 +83,8 @@ int exclusive_pool_free(exclusive_pool *p, uint32_t slot, const void *page, uint
 /* Explicit: returns every free page. Periodic (`explicit_cleanup` 0): acts only once
  * dealloc_period/5 reservations passed since the last check (`reservations` is the caller's
  * running count), then ages the free pages and returns the idle ones. Returns pages freed. */
-uint32_t exclusive_pool_cleanup(exclusive_pool *p, const page_source *source,
-                                uint64_t reservations, int explicit_cleanup);
+uint32_t exclusive_pool_cleanup(exclusive_pool *p, const page_source *source, uint64_t reservations,
+                                int explicit_cleanup);
 /* page_size and max_slice_size are both max_alloc. */
 void exclusive_pool_report(const exclusive_pool *p, cubec_pool_report *out);
 

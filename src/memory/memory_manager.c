@@ -91,7 +91,7 @@ cubec_status memory_manager_create(const memory_config *config, page_source sour
     uint64_t align = m->config.alignment;
     /* No page may exceed what one allocation can be, and pages hold whole aligned slices. */
     uint64_t page_limit = config->max_page_size < config->max_alloc_size ? config->max_page_size
-                                                                          : config->max_alloc_size;
+                                                                         : config->max_alloc_size;
     page_limit = mem_align_down(page_limit, align);
 
     ladder_step ladder[MEMORY_MAX_POOLS - 1];
@@ -140,8 +140,8 @@ static uint32_t cleanup(memory_manager *m, int explicit_cleanup)
     for (uint32_t i = 0; i < m->pool_count; i++) {
         pool *p = &m->pools[i];
         if (p->kind == POOL_EXCLUSIVE)
-            released +=
-                exclusive_pool_cleanup(&p->u.exclusive, &m->source, m->reservations, explicit_cleanup);
+            released += exclusive_pool_cleanup(&p->u.exclusive, &m->source, m->reservations,
+                                               explicit_cleanup);
         else if (explicit_cleanup)
             released += sliced_pool_release_empty(&p->u.sliced, &m->source);
     }
@@ -161,8 +161,8 @@ static cubec_status add_page(memory_manager *m, uint32_t index, uint64_t size, i
     exclusive_pool *e = &p->u.exclusive;
     uint64_t bytes = exclusive_pool_page_size(e, size);
     if (minimal) {
-        uint64_t eff = size <= UINT64_MAX - (e->alignment - 1) ? mem_align_up(size, e->alignment)
-                                                                : size;
+        uint64_t eff =
+            size <= UINT64_MAX - (e->alignment - 1) ? mem_align_up(size, e->alignment) : size;
         bytes = eff <= e->max_alloc ? eff : size;
     }
     *out_page_bytes = bytes;
@@ -202,12 +202,12 @@ static cubec_status oom_error(const memory_manager *m, uint64_t size, uint32_t i
     return s;
 }
 
-static void fill_out(mem_alloc *out, const pool_slice *slice, uint64_t size, uint32_t pool)
+static void fill_out(mem_alloc *out, const pool_slice *slice, uint64_t size, uint32_t pool_index)
 {
     out->page = slice->page;
     out->offset = slice->offset;
     out->size = size;
-    out->pool = pool;
+    out->pool = pool_index;
     out->slot = slice->slot;
 }
 

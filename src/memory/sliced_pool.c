@@ -15,7 +15,8 @@ static inline uint32_t bin_of(uint64_t size)
 {
     uint32_t fl = 63u - (uint32_t)__builtin_clzll(size);
     if (fl < SLICED_POOL_SL_BITS) return fl << SLICED_POOL_SL_BITS;
-    uint32_t sl = (uint32_t)(size >> (fl - SLICED_POOL_SL_BITS)) & ((1u << SLICED_POOL_SL_BITS) - 1);
+    uint32_t sl =
+        (uint32_t)(size >> (fl - SLICED_POOL_SL_BITS)) & ((1u << SLICED_POOL_SL_BITS) - 1);
     return (fl << SLICED_POOL_SL_BITS) | sl;
 }
 
@@ -206,8 +207,7 @@ static void carve(sliced_pool *p, uint32_t slot, uint64_t size, uint64_t eff, po
     out->slot = slot;
 }
 
-cubec_status sliced_pool_try_reserve(sliced_pool *p, uint64_t size, int *out_found,
-                                     pool_slice *out)
+cubec_status sliced_pool_try_reserve(sliced_pool *p, uint64_t size, int *out_found, pool_slice *out)
 {
     *out_found = 0;
     if (size == 0 || size > p->page_size) return NULL;

@@ -75,6 +75,8 @@ cubec_status server_open(const cubec_device_desc *desc, cubec_device **out)
     d->info.unified_memory = d->vk.unified;
     d->tasks_max = desc->tasks_max ? desc->tasks_max : d->config.tasks_max;
     d->info.tasks_max = d->tasks_max;
+    d->max_batches = d->config.max_inflight_tasks / d->tasks_max;
+    if (d->max_batches < 4) d->max_batches = 4;
     /* Busy-polling helps a GPU (tens of us saved per wait) but steals a core from a CPU driver. */
     d->spin_us = d->config.poll_spin_us >= 0 ? d->config.poll_spin_us
                  : d->info.type == CUBEC_DEVICE_TYPE_CPU ? 0

@@ -111,7 +111,8 @@ struct cubec_device_s {
     batch *open; /* NULL when nothing is recorded */
     uint32_t tasks;
     uint32_t tasks_max;
-    int open_has_writes; /* a command in the open batch wrote device memory */
+    uint32_t max_batches; /* in flight; beyond it the host waits for the oldest */
+    VkPipeline bound_pipeline; /* in the open command buffer: rebinding the same one is skipped */
     int spin_us;
     hazard_tracker hazards;
 

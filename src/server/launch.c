@@ -25,7 +25,10 @@ static void record_dispatch(cubec_device *d, VkCommandBuffer cmd, const pipeline
                                             .descriptorCount = 1,
                                             .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
                                             .pBufferInfo = &info_buffer};
-    vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, e->pipeline);
+    if (d->bound_pipeline != e->pipeline) {
+        vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, e->pipeline);
+        d->bound_pipeline = e->pipeline;
+    }
     if (count) d->vk.push_descriptor(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, e->layout, 0, count, w);
     if (e->info_in_push)
         vkCmdPushConstants(cmd, e->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, e->info_size,
@@ -126,10 +129,29 @@ static uint64_t max_chunk(const cubec_device *d)
     return m > (1ull << 34) ? (1ull << 34) : m;
 }
 
+/* On a CPU driver the copy engine is memcpy, four times faster than a copy kernel there. */
+static cubec_status copy_with_transfer(cubec_device *d, buffer_obj *src, uint64_t src_offset,
+                                       buffer_obj *dst, uint64_t dst_offset, uint64_t size)
+{
+    VkCommandBuffer cmd;
+    RETURN_IF_ERROR(sub_begin(d, &cmd));
+    vk_page *sp = buffer_page(src), *tp = buffer_page(dst);
+    uint64_t s = buffer_device_offset(src) + src_offset, t = buffer_device_offset(dst) + dst_offset;
+    hazard_range ranges[2] = {{sp, s, size, 0}, {tp, t, size, 1}};
+    sub_hazards(d, cmd, ranges, 2);
+    VkBufferCopy region = {s, t, size};
+    vkCmdCopyBuffer(cmd, sp->buffer, tp->buffer, 1, &region);
+    src->alloc->last_use = d->next_value;
+    dst->alloc->last_use = dst->alloc->last_write = d->next_value;
+    return sub_task_done(d);
+}
+
 cubec_status server_copy(cubec_device *d, buffer_obj *src, uint64_t src_offset, buffer_obj *dst,
                          uint64_t dst_offset, uint64_t size)
 {
     if (size == 0) return NULL;
+    if (d->info.type == CUBEC_DEVICE_TYPE_CPU)
+        return copy_with_transfer(d, src, src_offset, dst, dst_offset, size);
     RETURN_IF_ERROR(server_builtin_kernels(d));
     uint64_t s = buffer_device_offset(src) + src_offset, t = buffer_device_offset(dst) + dst_offset;
     uint64_t chunk = max_chunk(d);

@@ -79,8 +79,9 @@ static cubec_status take_batch(cubec_device *d, batch **out)
         }
     }
     if (d->batch_count == d->batch_cap) {
-        /* Bound how far the host runs ahead: wait for the oldest batch rather than grow forever. */
-        if (d->batch_cap >= 64) {
+        /* Bound how far the host runs ahead (max_inflight_tasks, 16384 by default: more than
+         * CUDA's ~1000 pending launches): wait for the oldest batch rather than grow forever. */
+        if (d->batch_cap >= d->max_batches) {
             uint64_t oldest = UINT64_MAX;
             for (uint32_t i = 0; i < d->batch_count; i++)
                 if (d->batches[i].value < oldest) oldest = d->batches[i].value;
@@ -88,6 +89,7 @@ static cubec_status take_batch(cubec_device *d, batch **out)
             return take_batch(d, out);
         }
         uint32_t cap = d->batch_cap ? d->batch_cap * 2 : 8;
+        if (cap > d->max_batches) cap = d->max_batches;
         batch *nb = realloc(d->batches, cap * sizeof *nb);
         if (!nb) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (command buffers)");
         d->batches = nb;
@@ -121,7 +123,7 @@ cubec_status sub_begin(cubec_device *d, VkCommandBuffer *out_cmd)
     b->value = 0;
     d->open = b;
     d->tasks = 0;
-    d->open_has_writes = 0;
+    d->bound_pipeline = VK_NULL_HANDLE;
     *out_cmd = b->cmd;
     return NULL;
 }
@@ -133,7 +135,6 @@ cubec_status sub_flush(cubec_device *d, int for_host)
         /* Earlier batches wrote without a host barrier: submit one that adds it. */
         VkCommandBuffer cmd;
         RETURN_IF_ERROR(sub_begin(d, &cmd));
-        d->open_has_writes = 1;
     }
     batch *b = d->open;
     if (for_host) {
@@ -232,6 +233,4 @@ void sub_hazards(cubec_device *d, VkCommandBuffer cmd, const hazard_range *range
         hazard_reset(&d->hazards);
     }
     hazard_note(&d->hazards, ranges, n);
-    for (uint32_t i = 0; i < n; i++)
-        if (ranges[i].write) d->open_has_writes = 1;
 }
