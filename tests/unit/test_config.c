@@ -37,7 +37,10 @@ static void test_ini_and_environment(void **state)
     char *path = write_ini("[log]\nlevel = debug\nfile = /tmp/x.log\n"
                            "[device]\nselect = llvmpipe\nvalidation = on\ntasks_max = 7\n");
     cubec_config c;
-    unsetenv("CUBEC_TASKS_MAX");
+    /* ctest sets some CUBEC_* variables; this test wants only the file. */
+    const char *vars[] = {"CUBEC_LOG_LEVEL", "CUBEC_LOG_FILE", "CUBEC_DEVICE", "CUBEC_VALIDATION",
+                          "CUBEC_TASKS_MAX"};
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) unsetenv(vars[i]);
     ASSERT_OK(config_load_from(&c, path, 1));
     assert_int_equal(c.tasks_max, 7);
     assert_int_equal(c.log_level, LOG_DEBUG);
