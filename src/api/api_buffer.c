@@ -15,7 +15,8 @@ cubec_status cubec_buffer_from(cubec_device *device, cubec_stream stream, const 
     (void)stream;
     if (!out_buffer) return INVALID_ARG("cubec_buffer_from: out_buffer is NULL");
     out_buffer->id = 0;
-    if (!data && size) return INVALID_ARG("cubec_buffer_from: data is NULL with size %" PRIu64, size);
+    if (!data && size)
+        return INVALID_ARG("cubec_buffer_from: data is NULL with size %" PRIu64, size);
     RETURN_IF_ERROR(api_lock(device, "cubec_buffer_from"));
     cubec_buffer b;
     cubec_status err = server_buffer_create(device, size, &b);

@@ -15,8 +15,7 @@ cubec_status cubec_kernel_create(cubec_device *device, const cubec_kernel_desc *
     if (!desc->glsl == !desc->spirv)
         return INVALID_ARG("%s: desc must set exactly one of glsl and spirv (glsl %s, spirv %s)",
                            fn, desc->glsl ? "set" : "NULL", desc->spirv ? "set" : "NULL");
-    if (desc->spirv && desc->spirv_words == 0)
-        return INVALID_ARG("%s: desc->spirv_words is 0", fn);
+    if (desc->spirv && desc->spirv_words == 0) return INVALID_ARG("%s: desc->spirv_words is 0", fn);
     if (desc->define_count && !desc->defines)
         return INVALID_ARG("%s: desc->defines is NULL with define_count %u", fn,
                            desc->define_count);
@@ -46,8 +45,8 @@ cubec_status cubec_kernel_get_info(cubec_device *device, cubec_kernel kernel,
     memset(out_info, 0, sizeof *out_info);
     RETURN_IF_ERROR(api_lock(device, "cubec_kernel_get_info"));
     void *o;
-    cubec_status err = handle_table_lookup(&device->kernels, kernel.id,
-                                           "cubec_kernel_get_info: kernel", &o);
+    cubec_status err =
+        handle_table_lookup(&device->kernels, kernel.id, "cubec_kernel_get_info: kernel", &o);
     if (!err) {
         const pipeline_entry *e = ((kernel_obj *)o)->entry;
         out_info->hash = e->key;
@@ -65,8 +64,8 @@ cubec_status cubec_kernel_destroy(cubec_device *device, cubec_kernel kernel)
     if (kernel.id == 0) return NULL;
     RETURN_IF_ERROR(api_lock(device, "cubec_kernel_destroy"));
     void *o;
-    cubec_status err = handle_table_lookup(&device->kernels, kernel.id,
-                                           "cubec_kernel_destroy: kernel", &o);
+    cubec_status err =
+        handle_table_lookup(&device->kernels, kernel.id, "cubec_kernel_destroy: kernel", &o);
     if (!err) {
         /* The pipeline stays cached (queued launches may still use it) until the device closes. */
         handle_table_remove(&device->kernels, kernel.id);
@@ -75,12 +74,13 @@ cubec_status cubec_kernel_destroy(cubec_device *device, cubec_kernel kernel)
     return api_unlock(device, err);
 }
 
-static cubec_status check_launch(cubec_device *d, const cubec_launch_desc *desc,
-                                 launch_args *a, buffer_obj **bufs)
+static cubec_status check_launch(cubec_device *d, const cubec_launch_desc *desc, launch_args *a,
+                                 buffer_obj **bufs)
 {
     static const char fn[] = "cubec_launch";
     void *o;
-    RETURN_IF_ERROR(handle_table_lookup(&d->kernels, desc->kernel.id, "cubec_launch: desc->kernel", &o));
+    RETURN_IF_ERROR(
+        handle_table_lookup(&d->kernels, desc->kernel.id, "cubec_launch: desc->kernel", &o));
     const pipeline_entry *e = ((kernel_obj *)o)->entry;
     a->entry = e;
     if (desc->buffer_count != e->refl.binding_count)
@@ -111,12 +111,13 @@ static cubec_status check_launch(cubec_device *d, const cubec_launch_desc *desc,
     a->buffer_count = desc->buffer_count;
     a->info = desc->info;
     if (desc->indirect.id) {
-        RETURN_IF_ERROR(api_buffer(d, desc->indirect, "cubec_launch: desc->indirect", &a->indirect));
+        RETURN_IF_ERROR(
+            api_buffer(d, desc->indirect, "cubec_launch: desc->indirect", &a->indirect));
         if (desc->indirect_offset % 4)
             return INVALID_ARG("%s: desc->indirect_offset %" PRIu64 " is not a multiple of 4", fn,
                                desc->indirect_offset);
-        RETURN_IF_ERROR(api_range(fn, "desc->indirect", desc->indirect_offset, 12,
-                                  a->indirect->size));
+        RETURN_IF_ERROR(
+            api_range(fn, "desc->indirect", desc->indirect_offset, 12, a->indirect->size));
         a->indirect_offset = desc->indirect_offset;
     } else {
         for (int i = 0; i < 3; i++) {

@@ -45,8 +45,7 @@ cubec_status cubec_read_async(cubec_device *device, cubec_stream stream, cubec_b
     if (!dst && size) return INVALID_ARG("cubec_read_async: dst is NULL with size %" PRIu64, size);
     RETURN_IF_ERROR(api_lock(device, "cubec_read_async"));
     buffer_obj *b;
-    cubec_status err =
-        transfer_target(device, "cubec_read_async", "src", src, offset, size, &b);
+    cubec_status err = transfer_target(device, "cubec_read_async", "src", src, offset, size, &b);
     if (!err) err = server_read_async(device, b, offset, dst, size, out_event);
     return api_unlock(device, err);
 }
@@ -102,8 +101,9 @@ cubec_status cubec_copy(cubec_device *device, cubec_stream stream, cubec_buffer 
     if (!err && s->alloc == t->alloc && size) {
         uint64_t a = s->offset + src_offset, b = t->offset + dst_offset;
         if (a < b + size && b < a + size)
-            err = INVALID_ARG("cubec_copy: source [%" PRIu64 ", +%" PRIu64 ") and destination [%" PRIu64
-                              ", +%" PRIu64 ") overlap in the same memory",
+            err = INVALID_ARG("cubec_copy: source [%" PRIu64 ", +%" PRIu64
+                              ") and destination [%" PRIu64 ", +%" PRIu64
+                              ") overlap in the same memory",
                               a, size, b, size);
     }
     if (!err) err = server_copy(device, s, src_offset, t, dst_offset, size);

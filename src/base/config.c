@@ -46,7 +46,8 @@ static cubec_status apply(cubec_config *c, const char *section, const char *key,
                           const char *origin)
 {
     long x;
-#define BAD(what) INVALID_ARG("config %s: [%s] %s = '%s' is not %s", origin, section, key, value, what)
+#define BAD(what)                                                                                  \
+    INVALID_ARG("config %s: [%s] %s = '%s' is not %s", origin, section, key, value, what)
     if (!strcmp(section, "log") && !strcmp(key, "level")) {
         int l = log_level_parse(value);
         if (l < 0) return BAD("one of off|error|warn|info|debug");
@@ -89,9 +90,12 @@ static int config_ini_handler(void *user, const char *section, const char *key, 
 static const struct {
     const char *env, *section, *key;
 } env_keys[] = {
-    {"CUBEC_LOG_LEVEL", "log", "level"},         {"CUBEC_LOG_FILE", "log", "file"},
-    {"CUBEC_DEVICE", "device", "select"},        {"CUBEC_VALIDATION", "device", "validation"},
-    {"CUBEC_TASKS_MAX", "device", "tasks_max"}, {"CUBEC_POLL_SPIN_US", "device", "poll_spin_us"},
+    {"CUBEC_LOG_LEVEL", "log", "level"},
+    {"CUBEC_LOG_FILE", "log", "file"},
+    {"CUBEC_DEVICE", "device", "select"},
+    {"CUBEC_VALIDATION", "device", "validation"},
+    {"CUBEC_TASKS_MAX", "device", "tasks_max"},
+    {"CUBEC_POLL_SPIN_US", "device", "poll_spin_us"},
     {"CUBEC_FORCE_STAGING", "device", "force_staging"},
     {"CUBEC_MAX_INFLIGHT_TASKS", "device", "max_inflight_tasks"},
 };
@@ -130,7 +134,10 @@ cubec_status config_load_from(cubec_config *out, const char *ini_path, int use_e
     return NULL;
 }
 
-static int readable(const char *path) { return access(path, R_OK) == 0; }
+static int readable(const char *path)
+{
+    return access(path, R_OK) == 0;
+}
 
 cubec_status config_load(cubec_config *out)
 {

@@ -10,15 +10,16 @@
 #include <stdint.h>
 
 typedef struct cubec_config {
-    int log_level;          /* [log] level        CUBEC_LOG_LEVEL   default warn  */
-    char log_file[512];     /* [log] file         CUBEC_LOG_FILE    default stderr */
-    char device[256];       /* [device] select    CUBEC_DEVICE      index or name substring */
-    int validation;         /* [device] validation CUBEC_VALIDATION 0/1 */
-    uint32_t tasks_max;     /* [device] tasks_max CUBEC_TASKS_MAX   default 32 */
-    int poll_spin_us;       /* [device] poll_spin_us CUBEC_POLL_SPIN_US; -1 = by device type */
+    int log_level;               /* [log] level        CUBEC_LOG_LEVEL   default warn  */
+    char log_file[512];          /* [log] file         CUBEC_LOG_FILE    default stderr */
+    char device[256];            /* [device] select    CUBEC_DEVICE      index or name substring */
+    int validation;              /* [device] validation CUBEC_VALIDATION 0/1 */
+    uint32_t tasks_max;          /* [device] tasks_max CUBEC_TASKS_MAX   default 32 */
+    int poll_spin_us;            /* [device] poll_spin_us CUBEC_POLL_SPIN_US; -1 = by device type */
     uint32_t max_inflight_tasks; /* [device] max_inflight_tasks CUBEC_MAX_INFLIGHT_TASKS */
-    int force_staging;      /* [device] force_staging CUBEC_FORCE_STAGING: discrete paths on unified memory */
-    char source[600];       /* the ini file that was read, or "" */
+    int force_staging; /* [device] force_staging CUBEC_FORCE_STAGING: discrete paths on unified
+                          memory */
+    char source[600];  /* the ini file that was read, or "" */
 } cubec_config;
 
 /* Fills `out` from defaults, the first ini file found (CUBEC_CONFIG, ./cubec.ini,

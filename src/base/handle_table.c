@@ -38,7 +38,8 @@ cubec_status handle_table_insert(handle_table *t, void *object, uint64_t *out_id
     } else {
         if (t->count == t->capacity) {
             uint32_t cap = t->capacity ? t->capacity * 2 : 64;
-            if (cap <= t->capacity) return status_make(CUBEC_OUT_OF_MEMORY, "too many %ss", t->kind);
+            if (cap <= t->capacity)
+                return status_make(CUBEC_OUT_OF_MEMORY, "too many %ss", t->kind);
             handle_slot *s = realloc(t->slots, (size_t)cap * sizeof *s);
             if (!s)
                 return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory growing the %s table",
@@ -74,10 +75,10 @@ cubec_status handle_table_lookup(const handle_table *t, uint64_t id, const char 
     }
     if (id == 0) return INVALID_ARG("%s: the %s handle is zero (not created)", arg, t->kind);
     if ((uint16_t)(id >> 48) != t->tag)
-        return INVALID_ARG("%s: %s handle 0x%016" PRIx64 " belongs to another device", arg,
-                           t->kind, id);
-    return INVALID_ARG("%s: %s handle 0x%016" PRIx64 " was released or never existed", arg,
-                       t->kind, id);
+        return INVALID_ARG("%s: %s handle 0x%016" PRIx64 " belongs to another device", arg, t->kind,
+                           id);
+    return INVALID_ARG("%s: %s handle 0x%016" PRIx64 " was released or never existed", arg, t->kind,
+                       id);
 }
 
 void handle_table_remove(handle_table *t, uint64_t id)

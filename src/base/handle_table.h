@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 typedef struct handle_slot {
-    void *object;      /* NULL when free */
+    void *object; /* NULL when free */
     uint32_t next_free;
     uint16_t generation;
 } handle_slot;
@@ -20,8 +20,8 @@ typedef struct handle_table {
     uint32_t count, capacity;
     uint32_t free_head; /* UINT32_MAX when none */
     uint32_t live;
-    uint16_t tag;       /* device tag stamped into every id */
-    const char *kind;   /* "buffer", "kernel": used in error messages */
+    uint16_t tag;     /* device tag stamped into every id */
+    const char *kind; /* "buffer", "kernel": used in error messages */
 } handle_table;
 
 void handle_table_init(handle_table *t, uint16_t tag, const char *kind);

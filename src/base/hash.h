@@ -24,10 +24,14 @@ static inline uint64_t hash_str(uint64_t h, const char *s)
 {
     if (!s) return hash_bytes(h, "\xff", 1);
     size_t n = 0;
-    while (s[n]) n++;
+    while (s[n])
+        n++;
     return hash_bytes(h, s, n + 1);
 }
 
-static inline uint64_t hash_u64(uint64_t h, uint64_t v) { return hash_bytes(h, &v, sizeof v); }
+static inline uint64_t hash_u64(uint64_t h, uint64_t v)
+{
+    return hash_bytes(h, &v, sizeof v);
+}
 
 #endif

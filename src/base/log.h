@@ -19,9 +19,9 @@ void log_msg(log_level level, const char *subsystem, const char *fmt, ...)
 /* Parses "off|error|warn|info|debug" (or 0..4); returns -1 when unknown. */
 int log_level_parse(const char *text);
 
-#define LOG(level, subsystem, ...)                                                                \
-    do {                                                                                          \
-        if (log_enabled(level)) log_msg(level, subsystem, __VA_ARGS__);                           \
+#define LOG(level, subsystem, ...)                                                                 \
+    do {                                                                                           \
+        if (log_enabled(level)) log_msg(level, subsystem, __VA_ARGS__);                            \
     } while (0)
 
 #endif

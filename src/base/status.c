@@ -59,9 +59,15 @@ cubec_status status_clone(cubec_status status)
     return status_make(status->code, "%s", status->message);
 }
 
-cubec_code cubec_status_code(cubec_status status) { return status ? status->code : CUBEC_OK; }
+cubec_code cubec_status_code(cubec_status status)
+{
+    return status ? status->code : CUBEC_OK;
+}
 
-const char *cubec_status_message(cubec_status status) { return status ? status->message : "ok"; }
+const char *cubec_status_message(cubec_status status)
+{
+    return status ? status->message : "ok";
+}
 
 void cubec_status_free(cubec_status status)
 {

@@ -23,10 +23,10 @@ cubec_status status_annotate(cubec_status status, const char *fmt, ...)
 /* A deep copy (for errors handed to several waiters). NULL passes through. */
 cubec_status status_clone(cubec_status status);
 
-#define RETURN_IF_ERROR(expr)                                                                     \
-    do {                                                                                          \
-        cubec_status status_tmp_ = (expr);                                                        \
-        if (status_tmp_) return status_tmp_;                                                      \
+#define RETURN_IF_ERROR(expr)                                                                      \
+    do {                                                                                           \
+        cubec_status status_tmp_ = (expr);                                                         \
+        if (status_tmp_) return status_tmp_;                                                       \
     } while (0)
 
 #define INVALID_ARG(...) status_make(CUBEC_INVALID_ARGUMENT, __VA_ARGS__)

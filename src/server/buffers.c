@@ -17,13 +17,12 @@ static cubec_status page_alloc(void *user, uint64_t size, void **out_page)
     vk_page *p = calloc(1, sizeof *p);
     if (!p) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (page record)");
     p->size = size;
-    VkBufferCreateInfo bci = {.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
-                              .size = size,
-                              .usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT |
-                                       VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
-                                       VK_BUFFER_USAGE_TRANSFER_DST_BIT |
-                                       VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT,
-                              .sharingMode = VK_SHARING_MODE_EXCLUSIVE};
+    VkBufferCreateInfo bci = {
+        .sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
+        .size = size,
+        .usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+                 VK_BUFFER_USAGE_TRANSFER_DST_BIT | VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT,
+        .sharingMode = VK_SHARING_MODE_EXCLUSIVE};
     cubec_status err = vk_status(vkCreateBuffer(dev, &bci, NULL, &p->buffer), "vkCreateBuffer");
     VkMemoryRequirements req = {0};
     if (!err) {
@@ -78,7 +77,8 @@ cubec_status server_memory_init(cubec_device *d)
     uint64_t max_page = range < max_alloc ? range : max_alloc;
     /* Round the page down to a power of two so the pool ladder divides evenly. */
     uint64_t p2 = 1;
-    while (p2 * 2 <= max_page) p2 *= 2;
+    while (p2 * 2 <= max_page)
+        p2 *= 2;
     uint64_t align = d->info.storage_offset_alignment;
     if (align < 16) align = 16; /* room for uvec4 copies at any allocation start */
     memory_config cfg = {.max_page_size = p2, .max_alloc_size = max_alloc, .alignment = align};
@@ -88,7 +88,8 @@ cubec_status server_memory_init(cubec_device *d)
 
 void server_memory_destroy(cubec_device *d)
 {
-    for (uint32_t i = 0; i < d->deferred_count; i++) memory_free(d->memory, &d->deferred[i].mem);
+    for (uint32_t i = 0; i < d->deferred_count; i++)
+        memory_free(d->memory, &d->deferred[i].mem);
     d->deferred_count = 0;
     free(d->deferred);
     d->deferred = NULL;
@@ -177,8 +178,8 @@ cubec_status server_buffer_create(cubec_device *d, uint64_t size, cubec_buffer *
     return err;
 }
 
-cubec_status server_buffer_view(cubec_device *d, buffer_obj *parent, uint64_t offset,
-                                uint64_t size, cubec_buffer *out)
+cubec_status server_buffer_view(cubec_device *d, buffer_obj *parent, uint64_t offset, uint64_t size,
+                                cubec_buffer *out)
 {
     buffer_obj *b = calloc(1, sizeof *b);
     if (!b) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (view record)");

@@ -1,9 +1,9 @@
 /* Opening and closing a device: configuration, the Vulkan context, memory, submission state and
  * rings. Closing waits for the GPU, then frees everything still alive, so teardown is
  * validation-clean even when the program forgot to release buffers. */
+#include "server/device.h"
 #include "base/log.h"
 #include "gpu/vulkan/vk_result.h"
-#include "server/device.h"
 
 #include <stdatomic.h>
 #include <stdio.h>
@@ -78,7 +78,7 @@ cubec_status server_open(const cubec_device_desc *desc, cubec_device **out)
     d->max_batches = d->config.max_inflight_tasks / d->tasks_max;
     if (d->max_batches < 4) d->max_batches = 4;
     /* Busy-polling helps a GPU (tens of us saved per wait) but steals a core from a CPU driver. */
-    d->spin_us = d->config.poll_spin_us >= 0 ? d->config.poll_spin_us
+    d->spin_us = d->config.poll_spin_us >= 0             ? d->config.poll_spin_us
                  : d->info.type == CUBEC_DEVICE_TYPE_CPU ? 0
                                                          : 50;
     d->tag = (uint16_t)(atomic_fetch_add(&device_tags, 1) & 0xffff);
@@ -132,7 +132,8 @@ void server_close(cubec_device *d)
         }
         free(b);
     }
-    for (uint32_t i = 0; i < d->kernels.count; i++) free(d->kernels.slots[i].object);
+    for (uint32_t i = 0; i < d->kernels.count; i++)
+        free(d->kernels.slots[i].object);
     handle_table_free(&d->buffers);
     handle_table_free(&d->kernels);
     if (d->vk.device) {

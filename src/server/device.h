@@ -26,7 +26,7 @@ typedef struct vk_page {
 /* A live allocation shared by a buffer and its views. Freed into the pool only when the last
  * reference is gone and the GPU has passed `last_use`. */
 typedef struct alloc_obj {
-    mem_alloc mem;     /* page, offset, size; size 0 = no memory */
+    mem_alloc mem; /* page, offset, size; size 0 = no memory */
     uint32_t refs;
     uint64_t last_use; /* timeline value of the last batch that reads or writes it */
     uint64_t last_write;
@@ -103,15 +103,15 @@ struct cubec_device_s {
     /* Submission state. */
     VkCommandPool command_pool;
     VkSemaphore timeline;
-    uint64_t next_value;      /* the value the open batch will signal */
-    uint64_t completed_value; /* last observed counter value */
+    uint64_t next_value;         /* the value the open batch will signal */
+    uint64_t completed_value;    /* last observed counter value */
     uint64_t host_visible_value; /* the latest submitted batch that ended with a host barrier */
     batch *batches;
     uint32_t batch_count, batch_cap;
     batch *open; /* NULL when nothing is recorded */
     uint32_t tasks;
     uint32_t tasks_max;
-    uint32_t max_batches; /* in flight; beyond it the host waits for the oldest */
+    uint32_t max_batches;      /* in flight; beyond it the host waits for the oldest */
     VkPipeline bound_pipeline; /* in the open command buffer: rebinding the same one is skipped */
     int spin_us;
     hazard_tracker hazards;
@@ -149,14 +149,17 @@ cubec_status sub_init(cubec_device *d);
 
 /* server/buffers.c */
 cubec_status server_buffer_create(cubec_device *d, uint64_t size, cubec_buffer *out);
-cubec_status server_buffer_view(cubec_device *d, buffer_obj *parent, uint64_t offset,
-                                uint64_t size, cubec_buffer *out);
+cubec_status server_buffer_view(cubec_device *d, buffer_obj *parent, uint64_t offset, uint64_t size,
+                                cubec_buffer *out);
 void server_buffer_release(cubec_device *d, uint64_t id, buffer_obj *b);
 void server_alloc_release(cubec_device *d, alloc_obj *a);
 void server_run_deferred_frees(cubec_device *d);
 cubec_status server_memory_init(cubec_device *d);
 void server_memory_destroy(cubec_device *d);
-static inline vk_page *buffer_page(const buffer_obj *b) { return (vk_page *)b->alloc->mem.page; }
+static inline vk_page *buffer_page(const buffer_obj *b)
+{
+    return (vk_page *)b->alloc->mem.page;
+}
 static inline uint64_t buffer_device_offset(const buffer_obj *b)
 {
     return b->alloc->mem.offset + b->offset;
@@ -173,8 +176,7 @@ cubec_status host_ring_alloc(cubec_device *d, host_ring *r, uint64_t size, uint6
 /* server/transfer.c */
 cubec_status server_write(cubec_device *d, buffer_obj *b, uint64_t offset, const void *src,
                           uint64_t size);
-cubec_status server_read(cubec_device *d, buffer_obj *b, uint64_t offset, void *dst,
-                         uint64_t size);
+cubec_status server_read(cubec_device *d, buffer_obj *b, uint64_t offset, void *dst, uint64_t size);
 cubec_status server_read_async(cubec_device *d, buffer_obj *b, uint64_t offset, void *dst,
                                uint64_t size, cubec_event **out);
 
@@ -199,8 +201,6 @@ cubec_status server_copy(cubec_device *d, buffer_obj *src, uint64_t src_offset, 
                          uint64_t dst_offset, uint64_t size);
 cubec_status server_fill(cubec_device *d, buffer_obj *dst, uint64_t offset, uint64_t size,
                          uint32_t pattern);
-
-
 
 /* server/transfer.c: events (device lock held) */
 cubec_status server_event_progress(cubec_event *e, int block);

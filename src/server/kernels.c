@@ -58,7 +58,7 @@ static cubec_status check_limits(cubec_device *d, const char *name, const kernel
     for (int i = 0; i < 3; i++)
         if (r->workgroup_size[i] > in->max_workgroup_size[i])
             return INVALID_ARG("kernel '%s': workgroup size %c = %u exceeds the device limit %u",
-                               name, "xyz"[i], r->workgroup_size[i], in->max_workgroup_size[i]);
+                               name, "xyz"[i], r -> workgroup_size[i], in -> max_workgroup_size[i]);
     if (total > in->max_workgroup_invocations)
         return INVALID_ARG("kernel '%s': workgroup of %" PRIu64
                            " invocations exceeds the device limit %u",
@@ -166,8 +166,7 @@ cubec_status server_kernel_create(cubec_device *d, const cubec_kernel_desc *desc
     if (!err) err = check_limits(d, name, &e->refl);
     if (!err) {
         e->info_in_push = e->refl.push_constant_size > 0;
-        e->info_size =
-            e->info_in_push ? e->refl.push_constant_size : e->refl.info_buffer_size;
+        e->info_size = e->info_in_push ? e->refl.push_constant_size : e->refl.info_buffer_size;
         err = build_pipeline(d, e, desc->glsl ? words : desc->spirv,
                              desc->glsl ? count : desc->spirv_words, entry_point);
         if (err) err = status_annotate(err, "kernel '%s'", name);
@@ -179,8 +178,9 @@ cubec_status server_kernel_create(cubec_device *d, const cubec_kernel_desc *desc
     }
     e->next = *bucket;
     *bucket = e;
-    LOG(LOG_INFO, "compile", "compiled kernel '%s' (%016" PRIx64 ", %u buffers, %u info bytes in %s) in %.2f ms",
-        name, key, e->refl.binding_count, e->info_size,
+    LOG(LOG_INFO, "compile",
+        "compiled kernel '%s' (%016" PRIx64 ", %u buffers, %u info bytes in %s) in %.2f ms", name,
+        key, e->refl.binding_count, e->info_size,
         e->info_in_push ? "push constants" : (e->info_size ? "a buffer" : "nothing"),
         now_ms() - t0);
     *out = e;
@@ -231,10 +231,16 @@ cubec_status server_builtin_kernels(cubec_device *d)
 {
     if (d->copy_kernel) return NULL;
     cubec_define word1 = {"WORD", "uint"}, word4 = {"WORD", "uvec4"};
-    cubec_kernel_desc c1 = {.name = "cubec.copy", .glsl = copy_src, .defines = &word1,
-                            .define_count = 1, .optimize = 1};
-    cubec_kernel_desc c4 = {.name = "cubec.copy4", .glsl = copy_src, .defines = &word4,
-                            .define_count = 1, .optimize = 1};
+    cubec_kernel_desc c1 = {.name = "cubec.copy",
+                            .glsl = copy_src,
+                            .defines = &word1,
+                            .define_count = 1,
+                            .optimize = 1};
+    cubec_kernel_desc c4 = {.name = "cubec.copy4",
+                            .glsl = copy_src,
+                            .defines = &word4,
+                            .define_count = 1,
+                            .optimize = 1};
     cubec_kernel_desc f = {.name = "cubec.fill", .glsl = fill_src, .optimize = 1};
     pipeline_entry *a, *b, *c;
     RETURN_IF_ERROR(server_kernel_create(d, &c1, &a));

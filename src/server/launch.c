@@ -31,8 +31,7 @@ static void record_dispatch(cubec_device *d, VkCommandBuffer cmd, const pipeline
     }
     if (count) d->vk.push_descriptor(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, e->layout, 0, count, w);
     if (e->info_in_push)
-        vkCmdPushConstants(cmd, e->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, e->info_size,
-                           push_data);
+        vkCmdPushConstants(cmd, e->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, e->info_size, push_data);
 }
 
 cubec_status server_launch(cubec_device *d, const launch_args *a)
@@ -53,14 +52,14 @@ cubec_status server_launch(cubec_device *d, const launch_args *a)
     uint32_t nr = n;
     if (a->indirect) {
         vk_page *p = buffer_page(a->indirect);
-        ranges[nr++] = (hazard_range){p, buffer_device_offset(a->indirect) + a->indirect_offset,
-                                      12, 0};
+        ranges[nr++] =
+            (hazard_range){p, buffer_device_offset(a->indirect) + a->indirect_offset, 12, 0};
     }
     VkDescriptorBufferInfo info_buffer = {0};
     if (e->refl.has_info_buffer) {
         uint64_t at;
-        RETURN_IF_ERROR(host_ring_alloc(d, &d->info_ring, e->info_size,
-                                        d->info.storage_offset_alignment, &at));
+        RETURN_IF_ERROR(
+            host_ring_alloc(d, &d->info_ring, e->info_size, d->info.storage_offset_alignment, &at));
         memcpy(d->info_ring.mapped + at, a->info, e->info_size);
         info_buffer = (VkDescriptorBufferInfo){d->info_ring.buffer, at, e->info_size};
     }
@@ -82,12 +81,15 @@ cubec_status server_launch(cubec_device *d, const launch_args *a)
     return sub_task_done(d);
 }
 
-static uint64_t align_down(uint64_t x, uint64_t a) { return x / a * a; }
+static uint64_t align_down(uint64_t x, uint64_t a)
+{
+    return x / a * a;
+}
 
 /* One launch of a builtin word kernel over [at, at+bytes) of `dst` (and of `src` for copies). */
 static cubec_status word_launch(cubec_device *d, const pipeline_entry *k, buffer_obj *src,
-                                uint64_t src_abs, buffer_obj *dst, uint64_t dst_abs,
-                                uint64_t bytes, uint32_t word, uint32_t pattern)
+                                uint64_t src_abs, buffer_obj *dst, uint64_t dst_abs, uint64_t bytes,
+                                uint32_t word, uint32_t pattern)
 {
     uint64_t a = d->info.storage_offset_alignment > 16 ? d->info.storage_offset_alignment : 16;
     buffer_obj views[2];
@@ -108,15 +110,18 @@ static cubec_status word_launch(cubec_device *d, const pipeline_entry *k, buffer
         info[1] = (uint32_t)(bytes / word);
         info[2] = pattern;
     }
-    views[1] = (buffer_obj){dst->alloc, dst_base - dst->alloc->mem.offset,
-                            dst_abs - dst_base + bytes, 1};
+    views[1] =
+        (buffer_obj){dst->alloc, dst_base - dst->alloc->mem.offset, dst_abs - dst_base + bytes, 1};
     bufs[nb++] = &views[1];
     uint64_t count = bytes / word;
     uint64_t groups = (count + 255) / 256;
     uint64_t cap = d->info.max_workgroup_count[0];
     if (cap > (1u << 20)) cap = 1u << 20;
     if (groups > cap) groups = cap;
-    launch_args la = {.entry = k, .buffers = bufs, .buffer_count = nb, .info = info,
+    launch_args la = {.entry = k,
+                      .buffers = bufs,
+                      .buffer_count = nb,
+                      .info = info,
                       .groups = {(uint32_t)groups, 1, 1}};
     return server_launch(d, &la);
 }
@@ -159,10 +164,11 @@ cubec_status server_copy(cubec_device *d, buffer_obj *src, uint64_t src_offset, 
         uint64_t n = size - pos < chunk ? size - pos : chunk;
         uint64_t body = ((s + pos) % 16 == 0 && (t + pos) % 16 == 0) ? n / 16 * 16 : 0;
         if (body)
-            RETURN_IF_ERROR(word_launch(d, d->copy4_kernel, src, s + pos, dst, t + pos, body, 16, 0));
+            RETURN_IF_ERROR(
+                word_launch(d, d->copy4_kernel, src, s + pos, dst, t + pos, body, 16, 0));
         if (n > body)
-            RETURN_IF_ERROR(word_launch(d, d->copy_kernel, src, s + pos + body, dst,
-                                        t + pos + body, n - body, 4, 0));
+            RETURN_IF_ERROR(word_launch(d, d->copy_kernel, src, s + pos + body, dst, t + pos + body,
+                                        n - body, 4, 0));
         pos += n;
     }
     return NULL;

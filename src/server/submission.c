@@ -3,8 +3,8 @@
  * timeline semaphore; "is X done" is a comparison with the counter, and waiting polls briefly
  * before blocking (a fence wait costs ~25 us more than a busy poll on an H200). */
 #include "base/log.h"
-#include "server/device.h"
 #include "gpu/vulkan/vk_result.h"
+#include "server/device.h"
 
 #include <sched.h>
 #include <stdlib.h>
@@ -139,8 +139,8 @@ cubec_status sub_flush(cubec_device *d, int for_host)
     batch *b = d->open;
     if (for_host) {
         VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
-                              .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT |
-                                               VK_ACCESS_TRANSFER_WRITE_BIT,
+                              .srcAccessMask =
+                                  VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
                               .dstAccessMask = VK_ACCESS_HOST_READ_BIT};
         vkCmdPipelineBarrier(b->cmd,
                              VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
@@ -216,18 +216,15 @@ cubec_status sub_wait_for_host(cubec_device *d, uint64_t value)
 void sub_hazards(cubec_device *d, VkCommandBuffer cmd, const hazard_range *ranges, uint32_t n)
 {
     if (hazard_needs_barrier(&d->hazards, ranges, n)) {
-        VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
-                              .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT |
-                                               VK_ACCESS_TRANSFER_WRITE_BIT,
-                              .dstAccessMask = VK_ACCESS_SHADER_READ_BIT |
-                                               VK_ACCESS_SHADER_WRITE_BIT |
-                                               VK_ACCESS_INDIRECT_COMMAND_READ_BIT |
-                                               VK_ACCESS_TRANSFER_READ_BIT |
-                                               VK_ACCESS_TRANSFER_WRITE_BIT};
+        VkMemoryBarrier mb = {
+            .sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+            .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
+            .dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
+                             VK_ACCESS_INDIRECT_COMMAND_READ_BIT | VK_ACCESS_TRANSFER_READ_BIT |
+                             VK_ACCESS_TRANSFER_WRITE_BIT};
         vkCmdPipelineBarrier(cmd,
                              VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
-                             VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT |
-                                 VK_PIPELINE_STAGE_TRANSFER_BIT |
+                             VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT |
                                  VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT,
                              0, 1, &mb, 0, NULL, 0, NULL);
         hazard_reset(&d->hazards);

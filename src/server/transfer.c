@@ -15,12 +15,12 @@
 
 struct cubec_event_s {
     cubec_device *device;
-    alloc_obj *alloc;   /* kept alive until the event is freed */
-    uint64_t value;     /* timeline value that completes the copy */
+    alloc_obj *alloc;         /* kept alive until the event is freed */
+    uint64_t value;           /* timeline value that completes the copy */
     const unsigned char *src; /* mapped bytes to copy from when done */
     unsigned char *dst;
     uint64_t size;
-    VkBuffer staging;   /* discrete: a private readback buffer */
+    VkBuffer staging; /* discrete: a private readback buffer */
     VkDeviceMemory staging_memory;
     int done;
     cubec_status result;
@@ -84,8 +84,7 @@ typedef struct pending_chunk {
     uint64_t value, ring_at, dst_at, size;
 } pending_chunk;
 
-cubec_status server_read(cubec_device *d, buffer_obj *b, uint64_t offset, void *dst,
-                         uint64_t size)
+cubec_status server_read(cubec_device *d, buffer_obj *b, uint64_t offset, void *dst, uint64_t size)
 {
     if (size == 0) return NULL;
     vk_page *page = buffer_page(b);
@@ -165,9 +164,9 @@ cubec_status server_read_async(cubec_device *d, buffer_obj *b, uint64_t offset, 
                             "vkBindBufferMemory");
         void *mapped = NULL;
         if (!err)
-            err = vk_status(vkMapMemory(d->vk.device, e->staging_memory, 0, VK_WHOLE_SIZE, 0,
-                                        &mapped),
-                            "vkMapMemory");
+            err = vk_status(
+                vkMapMemory(d->vk.device, e->staging_memory, 0, VK_WHOLE_SIZE, 0, &mapped),
+                "vkMapMemory");
         VkCommandBuffer cmd;
         if (!err) err = sub_begin(d, &cmd);
         if (!err) {
@@ -227,4 +226,7 @@ void server_event_free(cubec_event *e)
     free(e);
 }
 
-cubec_device *server_event_device(cubec_event *e) { return e->device; }
+cubec_device *server_event_device(cubec_event *e)
+{
+    return e->device;
+}

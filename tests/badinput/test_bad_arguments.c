@@ -6,12 +6,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char ok_src[] = "#version 450\n"
-                             "layout(local_size_x = 16) in;\n"
-                             "layout(std430, binding = 0) readonly buffer A { uint a[]; };\n"
-                             "layout(std430, binding = 1) writeonly buffer B { uint b[]; };\n"
-                             "CUBEC_INFO(uint add;)\n"
-                             "void main() { uint i = gl_GlobalInvocationID.x; b[i] = a[i] + info.add; }\n";
+static const char ok_src[] =
+    "#version 450\n"
+    "layout(local_size_x = 16) in;\n"
+    "layout(std430, binding = 0) readonly buffer A { uint a[]; };\n"
+    "layout(std430, binding = 1) writeonly buffer B { uint b[]; };\n"
+    "CUBEC_INFO(uint add;)\n"
+    "void main() { uint i = gl_GlobalInvocationID.x; b[i] = a[i] + info.add; }\n";
 
 enum { WORDS = 64 };
 
@@ -26,7 +27,8 @@ static int setup(void **state)
 {
     fixture *f = calloc(1, sizeof *f);
     f->d = test_device_open();
-    for (uint32_t i = 0; i < WORDS; i++) f->data[i] = i * 7 + 3;
+    for (uint32_t i = 0; i < WORDS; i++)
+        f->data[i] = i * 7 + 3;
     ASSERT_OK(cubec_buffer_from(f->d, 0, f->data, sizeof f->data, &f->a));
     ASSERT_OK(cubec_buffer_from(f->d, 0, f->data, sizeof f->data, &f->b));
     cubec_kernel_desc kd = {.name = "add", .glsl = ok_src};
@@ -103,8 +105,12 @@ static void test_released_handles(void **state)
     ASSERT_OK(cubec_kernel_destroy(f->d, k));
     cubec_buffer bufs[2] = {f->a, f->b};
     uint32_t add = 1;
-    cubec_launch_desc ld = {.kernel = k, .buffers = bufs, .buffer_count = 2, .info = &add,
-                            .info_size = 4, .groups = {1, 1, 1}};
+    cubec_launch_desc ld = {.kernel = k,
+                            .buffers = bufs,
+                            .buffer_count = 2,
+                            .info = &add,
+                            .info_size = 4,
+                            .groups = {1, 1, 1}};
     ASSERT_ERROR(cubec_launch(f->d, 0, &ld), CUBEC_INVALID_ARGUMENT, "desc->kernel");
     /* A made-up id. */
     ASSERT_ERROR(cubec_buffer_retain(f->d, (cubec_buffer){0x1234567}), CUBEC_INVALID_ARGUMENT,
@@ -122,8 +128,12 @@ static void test_other_device(void **state)
                  "another device");
     cubec_buffer bufs[2] = {foreign, f->b};
     uint32_t add = 1;
-    cubec_launch_desc ld = {.kernel = f->k, .buffers = bufs, .buffer_count = 2, .info = &add,
-                            .info_size = 4, .groups = {1, 1, 1}};
+    cubec_launch_desc ld = {.kernel = f->k,
+                            .buffers = bufs,
+                            .buffer_count = 2,
+                            .info = &add,
+                            .info_size = 4,
+                            .groups = {1, 1, 1}};
     ASSERT_ERROR(cubec_launch(f->d, 0, &ld), CUBEC_INVALID_ARGUMENT, "desc->buffers[0]");
     ASSERT_ERROR(cubec_copy(f->d, 0, f->a, 0, foreign, 0, 16), CUBEC_INVALID_ARGUMENT, "dst");
     ASSERT_OK(cubec_buffer_release(other, foreign));
@@ -170,8 +180,12 @@ static void test_zero_size(void **state)
     ASSERT_OK(cubec_write(f->d, 0, f->a, 0, &x, 0)); /* 0 bytes into a real buffer: no change */
     cubec_buffer bufs[2] = {z, f->b};
     uint32_t add = 1;
-    cubec_launch_desc ld = {.kernel = f->k, .buffers = bufs, .buffer_count = 2, .info = &add,
-                            .info_size = 4, .groups = {1, 1, 1}};
+    cubec_launch_desc ld = {.kernel = f->k,
+                            .buffers = bufs,
+                            .buffer_count = 2,
+                            .info = &add,
+                            .info_size = 4,
+                            .groups = {1, 1, 1}};
     ASSERT_ERROR(cubec_launch(f->d, 0, &ld), CUBEC_INVALID_ARGUMENT, "size 0");
     ASSERT_OK(cubec_buffer_release(f->d, z));
     /* A launch with a zero group count launches nothing and succeeds. */
@@ -199,8 +213,12 @@ static void test_launch_mismatch(void **state)
     ASSERT_OK(cubec_device_get_info(f->d, &info));
     cubec_buffer bufs[3] = {f->a, f->b, f->a};
     uint64_t add = 1;
-    cubec_launch_desc ld = {.kernel = f->k, .buffers = bufs, .buffer_count = 1, .info = &add,
-                            .info_size = 4, .groups = {1, 1, 1}};
+    cubec_launch_desc ld = {.kernel = f->k,
+                            .buffers = bufs,
+                            .buffer_count = 1,
+                            .info = &add,
+                            .info_size = 4,
+                            .groups = {1, 1, 1}};
     ASSERT_ERROR(cubec_launch(f->d, 0, &ld), CUBEC_INVALID_ARGUMENT, "buffer_count is 1");
     ld.buffer_count = 3;
     ASSERT_ERROR(cubec_launch(f->d, 0, &ld), CUBEC_INVALID_ARGUMENT, "has 2 storage buffers");

@@ -14,7 +14,10 @@ static void on_validation(void *user, const char *message)
     fprintf(stderr, "VALIDATION: %s\n", message);
 }
 
-unsigned test_validation_messages(void) { return atomic_load(&messages); }
+unsigned test_validation_messages(void)
+{
+    return atomic_load(&messages);
+}
 
 cubec_device *test_device_open(void)
 {
@@ -44,8 +47,8 @@ void test_assert_error(cubec_status st, cubec_code code, const char *needle, con
     snprintf(msg, sizeof msg, "%s", cubec_status_message(st));
     cubec_status_free(st);
     if (got != code)
-        fail_msg("%s:%d: %s gave %s (%s); expected %s", file, line, expr, cubec_code_name(got),
-                 msg, cubec_code_name(code));
+        fail_msg("%s:%d: %s gave %s (%s); expected %s", file, line, expr, cubec_code_name(got), msg,
+                 cubec_code_name(code));
     if (needle && !strstr(msg, needle))
         fail_msg("%s:%d: %s message \"%s\" lacks \"%s\"", file, line, expr, msg, needle);
 }
@@ -60,4 +63,7 @@ uint32_t test_rand(uint32_t *state)
     return x;
 }
 
-float test_randf(uint32_t *state) { return (float)(test_rand(state) >> 8) / 8388608.0f - 1.0f; }
+float test_randf(uint32_t *state)
+{
+    return (float)(test_rand(state) >> 8) / 8388608.0f - 1.0f;
+}

@@ -6,11 +6,11 @@
 
 #include "cubec/cubec.h"
 
+#include <cmocka.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <cmocka.h>
 
 /* Opens the default device with validation; fails the test if that is impossible. */
 cubec_device *test_device_open(void);
@@ -19,14 +19,14 @@ void test_device_close(cubec_device *device);
 /* The number of validation messages so far. */
 unsigned test_validation_messages(void);
 
-#define ASSERT_OK(expr)                                                                           \
-    do {                                                                                          \
-        cubec_status st_ = (expr);                                                                \
-        if (st_) fail_msg("%s failed: %s", #expr, cubec_status_message(st_));                     \
+#define ASSERT_OK(expr)                                                                            \
+    do {                                                                                           \
+        cubec_status st_ = (expr);                                                                 \
+        if (st_) fail_msg("%s failed: %s", #expr, cubec_status_message(st_));                      \
     } while (0)
 
 /* Asserts that `expr` fails with `code` and that the message contains `needle`. */
-#define ASSERT_ERROR(expr, code, needle)                                                          \
+#define ASSERT_ERROR(expr, code, needle)                                                           \
     test_assert_error((expr), (code), (needle), #expr, __FILE__, __LINE__)
 void test_assert_error(cubec_status st, cubec_code code, const char *needle, const char *expr,
                        const char *file, int line);

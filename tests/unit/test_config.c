@@ -40,7 +40,8 @@ static void test_ini_and_environment(void **state)
     /* ctest sets some CUBEC_* variables; this test wants only the file. */
     const char *vars[] = {"CUBEC_LOG_LEVEL", "CUBEC_LOG_FILE", "CUBEC_DEVICE", "CUBEC_VALIDATION",
                           "CUBEC_TASKS_MAX"};
-    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) unsetenv(vars[i]);
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
+        unsetenv(vars[i]);
     ASSERT_OK(config_load_from(&c, path, 1));
     assert_int_equal(c.tasks_max, 7);
     assert_int_equal(c.log_level, LOG_DEBUG);

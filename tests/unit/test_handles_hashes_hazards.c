@@ -16,16 +16,18 @@ static void test_handles(void **state)
     handle_table_init(&other, 4, "buffer");
     int objs[200];
     uint64_t ids[200];
-    for (int i = 0; i < 200; i++) ASSERT_OK(handle_table_insert(&t, &objs[i], &ids[i]));
-    for (int i = 0; i < 200; i++) assert_ptr_equal(handle_table_get(&t, ids[i]), &objs[i]);
+    for (int i = 0; i < 200; i++)
+        ASSERT_OK(handle_table_insert(&t, &objs[i], &ids[i]));
+    for (int i = 0; i < 200; i++)
+        assert_ptr_equal(handle_table_get(&t, ids[i]), &objs[i]);
     handle_table_remove(&t, ids[10]);
     assert_null(handle_table_get(&t, ids[10]));
     uint64_t again;
     ASSERT_OK(handle_table_insert(&t, &objs[10], &again));
-    assert_true(again != ids[10]);                  /* same slot, new generation */
+    assert_true(again != ids[10]); /* same slot, new generation */
     assert_int_equal((uint32_t)again, (uint32_t)ids[10]);
-    assert_null(handle_table_get(&t, ids[10]));     /* the stale id stays dead */
-    assert_null(handle_table_get(&other, ids[0]));  /* another table's id */
+    assert_null(handle_table_get(&t, ids[10]));    /* the stale id stays dead */
+    assert_null(handle_table_get(&other, ids[0])); /* another table's id */
     void *o;
     ASSERT_ERROR(handle_table_lookup(&t, 0, "arg", &o), CUBEC_INVALID_ARGUMENT, "zero");
     ASSERT_ERROR(handle_table_lookup(&t, ids[10], "arg", &o), CUBEC_INVALID_ARGUMENT, "released");
@@ -42,7 +44,8 @@ static void test_hash(void **state)
     /* FNV-1a reference values, computed by the definition. */
     uint64_t h = 0xcbf29ce484222325ull;
     const char *s = "cubec";
-    for (const char *p = s; *p; p++) h = (h ^ (unsigned char)*p) * 0x100000001b3ull;
+    for (const char *p = s; *p; p++)
+        h = (h ^ (unsigned char)*p) * 0x100000001b3ull;
     assert_true(hash_bytes(HASH_SEED, s, 5) == h);
     /* Strings hash with their terminator: a split point changes the value. */
     assert_true(hash_str(hash_str(HASH_SEED, "ab"), "c") !=
@@ -60,16 +63,16 @@ static void test_hazards(void **state)
     hazard_range w1 = {&page_a, 100, 100, 1}, other = {&page_b, 0, 100, 1};
     assert_false(hazard_needs_barrier(&t, &w0, 1));
     hazard_note(&t, &w0, 1);
-    assert_true(hazard_needs_barrier(&t, &r0, 1));    /* read after write */
-    assert_false(hazard_needs_barrier(&t, &w1, 1));   /* adjacent, not overlapping */
+    assert_true(hazard_needs_barrier(&t, &r0, 1));     /* read after write */
+    assert_false(hazard_needs_barrier(&t, &w1, 1));    /* adjacent, not overlapping */
     assert_false(hazard_needs_barrier(&t, &other, 1)); /* another page */
     hazard_note(&t, &w1, 1);
     hazard_reset(&t);
     hazard_note(&t, &r0, 1);
     hazard_range rr = {&page_a, 55, 10, 0};
-    assert_false(hazard_needs_barrier(&t, &rr, 1));   /* read after read */
+    assert_false(hazard_needs_barrier(&t, &rr, 1)); /* read after read */
     rr.write = 1;
-    assert_true(hazard_needs_barrier(&t, &rr, 1));    /* write after read */
+    assert_true(hazard_needs_barrier(&t, &rr, 1)); /* write after read */
     /* A full tracker asks for a barrier rather than overflow. */
     hazard_reset(&t);
     for (int i = 0; i < HAZARD_CAPACITY; i++) {

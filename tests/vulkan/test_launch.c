@@ -6,16 +6,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char saxpy_src[] =
-    "#version 450\n"
-    "layout(local_size_x = 64) in;\n"
-    "layout(std430, binding = 0) readonly buffer X { float x[]; };\n"
-    "layout(std430, binding = 1) buffer Y { float y[]; };\n"
-    "CUBEC_INFO(uint n; float a;)\n"
-    "void main() {\n"
-    "  uint stride = gl_NumWorkGroups.x * 64u;\n"
-    "  for (uint i = gl_GlobalInvocationID.x; i < info.n; i += stride) y[i] = info.a * x[i] + y[i];\n"
-    "}\n";
+static const char saxpy_src[] = "#version 450\n"
+                                "layout(local_size_x = 64) in;\n"
+                                "layout(std430, binding = 0) readonly buffer X { float x[]; };\n"
+                                "layout(std430, binding = 1) buffer Y { float y[]; };\n"
+                                "CUBEC_INFO(uint n; float a;)\n"
+                                "void main() {\n"
+                                "  uint stride = gl_NumWorkGroups.x * 64u;\n"
+                                "  for (uint i = gl_GlobalInvocationID.x; i < info.n; i += stride) "
+                                "y[i] = info.a * x[i] + y[i];\n"
+                                "}\n";
 
 typedef struct saxpy_info {
     uint32_t n;
@@ -49,13 +49,19 @@ static void test_saxpy_chain(void **state)
     for (int r = 0; r < ROUNDS; r++) {
         saxpy_info info = {N, 0.5f + (float)r * 0.01f};
         cubec_buffer bufs[2] = {bx, by};
-        cubec_launch_desc ld = {.kernel = k, .buffers = bufs, .buffer_count = 2, .info = &info,
-                                .info_size = sizeof info, .groups = {16, 1, 1}};
+        cubec_launch_desc ld = {.kernel = k,
+                                .buffers = bufs,
+                                .buffer_count = 2,
+                                .info = &info,
+                                .info_size = sizeof info,
+                                .groups = {16, 1, 1}};
         ASSERT_OK(cubec_launch(d, 0, &ld));
-        for (int i = 0; i < N; i++) ref[i] = info.a * x[i] + ref[i];
+        for (int i = 0; i < N; i++)
+            ref[i] = info.a * x[i] + ref[i];
     }
     ASSERT_OK(cubec_read(d, 0, by, 0, y, N * sizeof *y));
-    for (int i = 0; i < N; i++) assert_float_equal(y[i], ref[i], 1e-4f * (1 + fabsf(ref[i])));
+    for (int i = 0; i < N; i++)
+        assert_float_equal(y[i], ref[i], 1e-4f * (1 + fabsf(ref[i])));
     /* Same source again: same identity, no second compilation. */
     cubec_kernel k2;
     ASSERT_OK(cubec_kernel_create(d, &kd, &k2));
@@ -73,12 +79,11 @@ static void test_saxpy_chain(void **state)
     test_device_close(d);
 }
 
-static const char scale_src[] =
-    "#version 450\n"
-    "layout(local_size_x = 32) in;\n"
-    "layout(std430, binding = 0) buffer B { uint v[]; };\n"
-    "CUBEC_INFO(uint mul;)\n"
-    "void main() { v[gl_GlobalInvocationID.x] *= info.mul; }\n";
+static const char scale_src[] = "#version 450\n"
+                                "layout(local_size_x = 32) in;\n"
+                                "layout(std430, binding = 0) buffer B { uint v[]; };\n"
+                                "CUBEC_INFO(uint mul;)\n"
+                                "void main() { v[gl_GlobalInvocationID.x] *= info.mul; }\n";
 
 /* Independent launches on disjoint views of one buffer, then an indirect launch whose group
  * count was written by a fill. */
@@ -92,7 +97,8 @@ static void test_views_and_indirect(void **state)
     enum { PARTS = 8 };
     uint32_t words = (uint32_t)(part / 4);
     uint32_t *host = malloc(part * PARTS), *ref = malloc(part * PARTS);
-    for (uint32_t i = 0; i < words * PARTS; i++) host[i] = ref[i] = i + 1;
+    for (uint32_t i = 0; i < words * PARTS; i++)
+        host[i] = ref[i] = i + 1;
     cubec_buffer whole;
     ASSERT_OK(cubec_buffer_from(d, 0, host, part * PARTS, &whole));
     cubec_kernel k;
@@ -102,12 +108,17 @@ static void test_views_and_indirect(void **state)
         cubec_buffer view;
         ASSERT_OK(cubec_buffer_view(d, whole, p * part, part, &view));
         uint32_t mul = p + 2;
-        cubec_launch_desc ld = {.kernel = k, .buffers = &view, .buffer_count = 1, .info = &mul,
-                                .info_size = 4, .groups = {words / 32, 1, 1}};
+        cubec_launch_desc ld = {.kernel = k,
+                                .buffers = &view,
+                                .buffer_count = 1,
+                                .info = &mul,
+                                .info_size = 4,
+                                .groups = {words / 32, 1, 1}};
         ASSERT_OK(cubec_launch(d, 0, &ld));
         /* The view may be released at once: queued work keeps the memory alive. */
         ASSERT_OK(cubec_buffer_release(d, view));
-        for (uint32_t i = 0; i < words; i++) ref[p * words + i] *= mul;
+        for (uint32_t i = 0; i < words; i++)
+            ref[p * words + i] *= mul;
     }
     /* Indirect: counts {words/32 of part 0, 1, 1} written on the device by a fill. */
     cubec_buffer counts;
@@ -115,10 +126,15 @@ static void test_views_and_indirect(void **state)
     ASSERT_OK(cubec_fill(d, 0, counts, 0, 16, 1));
     ASSERT_OK(cubec_fill(d, 0, counts, 0, 4, words / 32));
     uint32_t mul = 3;
-    cubec_launch_desc ld = {.kernel = k, .buffers = &whole, .buffer_count = 1, .info = &mul,
-                            .info_size = 4, .indirect = counts};
+    cubec_launch_desc ld = {.kernel = k,
+                            .buffers = &whole,
+                            .buffer_count = 1,
+                            .info = &mul,
+                            .info_size = 4,
+                            .indirect = counts};
     ASSERT_OK(cubec_launch(d, 0, &ld));
-    for (uint32_t i = 0; i < words; i++) ref[i] *= 3;
+    for (uint32_t i = 0; i < words; i++)
+        ref[i] *= 3;
     ASSERT_OK(cubec_read(d, 0, whole, 0, host, part * PARTS));
     assert_memory_equal(host, ref, part * PARTS);
     ASSERT_OK(cubec_buffer_release(d, whole));
@@ -135,12 +151,14 @@ static void test_copy_fill_async(void **state)
     cubec_device *d = test_device_open();
     enum { N = 1 << 16 };
     uint32_t *a = malloc(N * 4), *b = malloc(N * 4), *ref = malloc(N * 4);
-    for (uint32_t i = 0; i < N; i++) a[i] = i * 2654435761u;
+    for (uint32_t i = 0; i < N; i++)
+        a[i] = i * 2654435761u;
     cubec_buffer ba, bb;
     ASSERT_OK(cubec_buffer_from(d, 0, a, N * 4, &ba));
     ASSERT_OK(cubec_buffer_create(d, N * 4, &bb));
     ASSERT_OK(cubec_fill(d, 0, bb, 0, N * 4, 0xdeadbeefu));
-    for (uint32_t i = 0; i < N; i++) ref[i] = 0xdeadbeefu;
+    for (uint32_t i = 0; i < N; i++)
+        ref[i] = 0xdeadbeefu;
     ASSERT_OK(cubec_copy(d, 0, ba, 0, bb, 0, 4096 * 4)); /* aligned: vec4 path */
     memcpy(ref, a, 4096 * 4);
     ASSERT_OK(cubec_copy(d, 0, ba, 4, bb, 8192 * 4 + 8, 1001 * 4)); /* odd: word path */
@@ -191,13 +209,19 @@ static void test_big_info(void **state)
     ASSERT_OK(cubec_buffer_create(d, 256 * 4, &out));
     for (int round = 0; round < 3; round++) {
         float coef[80];
-        for (int i = 0; i < 80; i++) coef[i] = (float)(i * (round + 1));
-        cubec_launch_desc ld = {.kernel = k, .buffers = &out, .buffer_count = 1, .info = coef,
-                                .info_size = sizeof coef, .groups = {4, 1, 1}};
+        for (int i = 0; i < 80; i++)
+            coef[i] = (float)(i * (round + 1));
+        cubec_launch_desc ld = {.kernel = k,
+                                .buffers = &out,
+                                .buffer_count = 1,
+                                .info = coef,
+                                .info_size = sizeof coef,
+                                .groups = {4, 1, 1}};
         ASSERT_OK(cubec_launch(d, 0, &ld));
         float host[256];
         ASSERT_OK(cubec_read(d, 0, out, 0, host, sizeof host));
-        for (int i = 0; i < 256; i++) assert_float_equal(host[i], coef[i % 80] * 2.0f, 0.0f);
+        for (int i = 0; i < 256; i++)
+            assert_float_equal(host[i], coef[i % 80] * 2.0f, 0.0f);
     }
     ASSERT_OK(cubec_buffer_release(d, out));
     test_device_close(d);
@@ -221,7 +245,8 @@ static void test_memory_report(void **state)
     assert_int_equal(r.bytes_in_use, total);
     assert_true(r.bytes_reserved >= total);
     assert_true(r.pages >= 1);
-    for (int i = 0; i < 16; i++) ASSERT_OK(cubec_buffer_release(d, b[i]));
+    for (int i = 0; i < 16; i++)
+        ASSERT_OK(cubec_buffer_release(d, b[i]));
     ASSERT_OK(cubec_memory_report_get(d, 0, &r));
     assert_int_equal(r.allocations, 0);
     assert_int_equal(r.bytes_in_use, 0);
@@ -240,7 +265,8 @@ static void test_large_transfer(void **state)
     const uint64_t n = (40u << 20) / 4 + 3; /* words */
     uint32_t *src = malloc(n * 4), *dst = malloc(n * 4);
     uint32_t seed = 7;
-    for (uint64_t i = 0; i < n; i++) src[i] = test_rand(&seed);
+    for (uint64_t i = 0; i < n; i++)
+        src[i] = test_rand(&seed);
     cubec_buffer a, b;
     ASSERT_OK(cubec_buffer_from(d, 0, src, n * 4, &a));
     ASSERT_OK(cubec_buffer_create(d, n * 4, &b));

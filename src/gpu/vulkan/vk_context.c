@@ -32,7 +32,8 @@ static int has_layer(const char *name)
     if (!p) return 0;
     vkEnumerateInstanceLayerProperties(&n, p);
     int found = 0;
-    for (uint32_t i = 0; i < n; i++) found |= strcmp(p[i].layerName, name) == 0;
+    for (uint32_t i = 0; i < n; i++)
+        found |= strcmp(p[i].layerName, name) == 0;
     free(p);
     return found;
 }
@@ -69,17 +70,18 @@ static cubec_status create_instance(int validation, vk_context *ctx)
          * barriers on purpose must never have. */
         static const VkValidationFeatureEnableEXT enables[] = {
             VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT};
-        static VkValidationFeaturesEXT features = {
-            .sType = VK_STRUCTURE_TYPE_VALIDATION_FEATURES_EXT,
-            .enabledValidationFeatureCount = 1,
-            .pEnabledValidationFeatures = enables};
+        static VkValidationFeaturesEXT features = {.sType =
+                                                       VK_STRUCTURE_TYPE_VALIDATION_FEATURES_EXT,
+                                                   .enabledValidationFeatureCount = 1,
+                                                   .pEnabledValidationFeatures = enables};
         features.pNext = &mci; /* also reports problems of vkCreateInstance/vkDestroyInstance */
         ci.pNext = &features;
     }
     VK_RETURN_IF_ERROR(vkCreateInstance(&ci, NULL, &ctx->instance), "vkCreateInstance");
     if (validation) {
-        PFN_vkCreateDebugUtilsMessengerEXT create = (PFN_vkCreateDebugUtilsMessengerEXT)
-            vkGetInstanceProcAddr(ctx->instance, "vkCreateDebugUtilsMessengerEXT");
+        PFN_vkCreateDebugUtilsMessengerEXT create =
+            (PFN_vkCreateDebugUtilsMessengerEXT)vkGetInstanceProcAddr(
+                ctx->instance, "vkCreateDebugUtilsMessengerEXT");
         if (create) create(ctx->instance, &mci, NULL, &ctx->messenger);
     }
     return NULL;
@@ -119,7 +121,8 @@ static int has_device_extension(VkPhysicalDevice pd, const char *name)
     if (!p) return 0;
     vkEnumerateDeviceExtensionProperties(pd, NULL, &n, p);
     int found = 0;
-    for (uint32_t i = 0; i < n; i++) found |= strcmp(p[i].extensionName, name) == 0;
+    for (uint32_t i = 0; i < n; i++)
+        found |= strcmp(p[i].extensionName, name) == 0;
     free(p);
     return found;
 }
@@ -188,7 +191,8 @@ uint32_t vk_find_memory_type(const vk_context *ctx, uint32_t bits, VkMemoryPrope
     for (uint32_t i = 0; i < ctx->memory.memoryTypeCount; i++) {
         VkMemoryPropertyFlags f = ctx->memory.memoryTypes[i].propertyFlags;
         if (!(bits & (1u << i)) || (f & required) != required) continue;
-        int score = __builtin_popcount(f & preferred) * 2 - __builtin_popcount(f & ~required & ~preferred);
+        int score =
+            __builtin_popcount(f & preferred) * 2 - __builtin_popcount(f & ~required & ~preferred);
         if (score > best_score) {
             best_score = score;
             best = i;
@@ -322,14 +326,14 @@ cubec_status vk_context_create(const vk_context_desc *desc, vk_context *ctx)
         VkMemoryPropertyFlags hv =
             VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
         if (ctx->unified) {
-            ctx->device_memory_type = vk_find_memory_type(ctx, ~0u, dl | hv,
-                                                          VK_MEMORY_PROPERTY_HOST_CACHED_BIT);
+            ctx->device_memory_type =
+                vk_find_memory_type(ctx, ~0u, dl | hv, VK_MEMORY_PROPERTY_HOST_CACHED_BIT);
         } else {
             /* Plain device-local memory: not the BAR window, which is small on most GPUs. */
             ctx->device_memory_type = vk_find_memory_type(ctx, ~0u, dl, 0);
             uint32_t i = ctx->device_memory_type;
-            if (i != UINT32_MAX && ctx->memory.memoryTypes[i].propertyFlags &
-                                       VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT) {
+            if (i != UINT32_MAX &&
+                ctx->memory.memoryTypes[i].propertyFlags & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT) {
                 /* Prefer a type that is not host-visible when one exists. */
                 for (uint32_t j = 0; j < ctx->memory.memoryTypeCount; j++) {
                     VkMemoryPropertyFlags f = ctx->memory.memoryTypes[j].propertyFlags;
@@ -341,10 +345,9 @@ cubec_status vk_context_create(const vk_context_desc *desc, vk_context *ctx)
             }
         }
         ctx->upload_memory_type = vk_find_memory_type(ctx, ~0u, hv, 0);
-        ctx->readback_memory_type =
-            vk_find_memory_type(ctx, ~0u, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT,
-                                VK_MEMORY_PROPERTY_HOST_CACHED_BIT |
-                                    VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
+        ctx->readback_memory_type = vk_find_memory_type(
+            ctx, ~0u, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT,
+            VK_MEMORY_PROPERTY_HOST_CACHED_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
         if (ctx->device_memory_type == UINT32_MAX || ctx->upload_memory_type == UINT32_MAX ||
             ctx->readback_memory_type == UINT32_MAX)
             err = status_make(CUBEC_UNSUPPORTED, "device '%s' lacks a usable memory type",
@@ -364,8 +367,9 @@ void vk_context_destroy(vk_context *ctx)
 {
     if (ctx->device) vkDestroyDevice(ctx->device, NULL);
     if (ctx->messenger) {
-        PFN_vkDestroyDebugUtilsMessengerEXT destroy = (PFN_vkDestroyDebugUtilsMessengerEXT)
-            vkGetInstanceProcAddr(ctx->instance, "vkDestroyDebugUtilsMessengerEXT");
+        PFN_vkDestroyDebugUtilsMessengerEXT destroy =
+            (PFN_vkDestroyDebugUtilsMessengerEXT)vkGetInstanceProcAddr(
+                ctx->instance, "vkDestroyDebugUtilsMessengerEXT");
         if (destroy) destroy(ctx->instance, ctx->messenger, NULL);
     }
     if (ctx->instance) vkDestroyInstance(ctx->instance, NULL);

@@ -11,7 +11,7 @@
 typedef struct vk_context_desc {
     int select_by_index;
     uint32_t index;
-    const char *name;       /* substring of the device name */
+    const char *name; /* substring of the device name */
     int validation;
     int force_staging; /* treat unified memory as discrete (tests the staging paths) */
     void (*on_validation)(void *user, const char *message);
@@ -29,14 +29,14 @@ typedef struct vk_context {
     VkPhysicalDeviceProperties props;
     VkPhysicalDeviceMemoryProperties memory;
     char driver_name[256];
-    uint32_t device_memory_type; /* pages: DEVICE_LOCAL, host-visible too when unified      */
-    int unified;                 /* pages are host-visible and coherent: no staging        */
-    uint32_t upload_memory_type; /* HOST_VISIBLE|COHERENT for staging writes (discrete)    */
+    uint32_t device_memory_type;   /* pages: DEVICE_LOCAL, host-visible too when unified      */
+    int unified;                   /* pages are host-visible and coherent: no staging        */
+    uint32_t upload_memory_type;   /* HOST_VISIBLE|COHERENT for staging writes (discrete)    */
     uint32_t readback_memory_type; /* HOST_VISIBLE, HOST_CACHED preferred, for reads       */
     uint64_t max_allocation_size;
     uint64_t device_local_heap_size;
     uint32_t subgroup_size;
-    int timestamps;              /* the queue writes timestamps                             */
+    int timestamps; /* the queue writes timestamps                             */
     PFN_vkCmdPushDescriptorSetKHR push_descriptor; /* NULL when the extension is missing */
     void (*on_validation)(void *user, const char *message);
     void *on_validation_user;

@@ -3,7 +3,7 @@
 const char *vk_result_name(VkResult r)
 {
     switch (r) {
-#define N(x)                                                                                      \
+#define N(x)                                                                                       \
     case x: return #x;
         N(VK_SUCCESS)
         N(VK_NOT_READY)

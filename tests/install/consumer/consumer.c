@@ -18,7 +18,8 @@ int main(void)
         return 1;
     }
     float v[8], ref[8];
-    for (int i = 0; i < 8; i++) v[i] = ref[i] = (float)i * 1.5f;
+    for (int i = 0; i < 8; i++)
+        v[i] = ref[i] = (float)i * 1.5f;
     cubec_buffer b;
     cubec_kernel k;
     cubec_kernel_desc kd = {.glsl = src};
@@ -29,7 +30,8 @@ int main(void)
     if (!st) st = cubec_read(d, CUBEC_STREAM_CURRENT, b, 0, v, sizeof v);
     int bad = st != NULL;
     if (st) fprintf(stderr, "error: %s\n", cubec_status_message(st));
-    for (int i = 0; i < 8 && !bad; i++) bad = v[i] != ref[i] * 2.0f;
+    for (int i = 0; i < 8 && !bad; i++)
+        bad = v[i] != ref[i] * 2.0f;
     cubec_status_free(st);
     cubec_device_close(d);
     printf("consumer: %s\n", bad ? "WRONG" : "ok");
