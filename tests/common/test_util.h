@@ -6,11 +6,13 @@
 
 #include "cubec/cubec.h"
 
-#include <cmocka.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+
+/* cmocka needs the headers above first. */
+#include <cmocka.h>
 
 /* Opens the default device with validation; fails the test if that is impossible. */
 cubec_device *test_device_open(void);
