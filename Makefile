@@ -5,6 +5,7 @@
 
 BUILD      ?= build
 BUILD_SAN  ?= build-san
+BUILD_TSAN ?= build-tsan
 JOBS       ?= $(shell nproc)
 CMAKE_ARGS ?=
 
@@ -12,7 +13,7 @@ DEB_PACKAGES = build-essential cmake pkg-config git libvulkan-dev mesa-vulkan-dr
                vulkan-validationlayers vulkan-tools libshaderc-dev glslang-dev spirv-tools \
                libspirv-cross-c-shared-dev libinih-dev libcmocka-dev python3
 
-.PHONY: demo test build build-san bench install-deps format clean
+.PHONY: demo test build build-san build-tsan bench install-deps format clean
 
 install-deps:
 	@missing=""; for p in $(DEB_PACKAGES); do \
@@ -37,13 +38,19 @@ build-san: install-deps
 	cmake -S . -B $(BUILD_SAN) -DCMAKE_BUILD_TYPE=Debug -DCUBEC_SANITIZE=ON $(CMAKE_ARGS)
 	cmake --build $(BUILD_SAN) -j $(JOBS)
 
+# ThreadSanitizer: only the concurrency tests.
+build-tsan: install-deps
+	cmake -S . -B $(BUILD_TSAN) -DCMAKE_BUILD_TYPE=Debug -DCUBEC_TSAN=ON $(CMAKE_ARGS)
+	cmake --build $(BUILD_TSAN) -j $(JOBS) --target test_threads
+
 demo: build
 	@for ex in vector_add reduction mlp; do \
 	  echo "== $$ex"; $(BUILD)/bin/example_$$ex || exit 1; done
 
-test: build build-san
+test: build build-san build-tsan
 	cd $(BUILD) && ctest --output-on-failure -j 2
-	cd $(BUILD_SAN) && ctest --output-on-failure -j 2 -LE smoke
+	cd $(BUILD_SAN) && ctest --output-on-failure -j 2 -LE smoke -E install_consumer
+	cd $(BUILD_TSAN) && ctest --output-on-failure -R test_threads
 
 bench: build
 	$(BUILD)/bin/cubec bench
@@ -52,4 +59,4 @@ format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
 
 clean:
-	rm -rf $(BUILD) $(BUILD_SAN)
+	rm -rf $(BUILD) $(BUILD_SAN) $(BUILD_TSAN)
