@@ -63,6 +63,8 @@ static cubec_status apply(cubec_config *c, const char *section, const char *key,
     } else if (!strcmp(section, "device") && !strcmp(key, "max_inflight_tasks")) {
         if (!parse_uint(value, 1, 1 << 24, &x)) return BAD("an integer in 1..16777216");
         c->max_inflight_tasks = (uint32_t)x;
+    } else if (!strcmp(section, "device") && !strcmp(key, "push_descriptors")) {
+        if (!parse_bool(value, &c->push_descriptors)) return BAD("a boolean (0/1/true/false/on/off)");
     } else if (!strcmp(section, "device") && !strcmp(key, "force_staging")) {
         if (!parse_bool(value, &c->force_staging)) return BAD("a boolean (0/1/true/false/on/off)");
     } else if (!strcmp(section, "device") && !strcmp(key, "tasks_max")) {
@@ -98,6 +100,7 @@ static const struct {
     {"CUBEC_POLL_SPIN_US", "device", "poll_spin_us"},
     {"CUBEC_FORCE_STAGING", "device", "force_staging"},
     {"CUBEC_MAX_INFLIGHT_TASKS", "device", "max_inflight_tasks"},
+    {"CUBEC_PUSH_DESCRIPTORS", "device", "push_descriptors"},
 };
 
 static void config_defaults(cubec_config *c)
@@ -107,6 +110,7 @@ static void config_defaults(cubec_config *c)
     c->tasks_max = 32;
     c->poll_spin_us = -1;
     c->max_inflight_tasks = 16384;
+    c->push_descriptors = 1;
 }
 
 cubec_status config_load_from(cubec_config *out, const char *ini_path, int use_environment)

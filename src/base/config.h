@@ -17,7 +17,8 @@ typedef struct cubec_config {
     uint32_t tasks_max;          /* [device] tasks_max CUBEC_TASKS_MAX   default 32 */
     int poll_spin_us;            /* [device] poll_spin_us CUBEC_POLL_SPIN_US; -1 = by device type */
     uint32_t max_inflight_tasks; /* [device] max_inflight_tasks CUBEC_MAX_INFLIGHT_TASKS */
-    int force_staging; /* [device] force_staging CUBEC_FORCE_STAGING: discrete paths on unified
+    int force_staging;
+    int push_descriptors;   /* [device] push_descriptors CUBEC_PUSH_DESCRIPTORS: 0 forces descriptor pools */ /* [device] force_staging CUBEC_FORCE_STAGING: discrete paths on unified
                           memory */
     char source[600];  /* the ini file that was read, or "" */
 } cubec_config;

@@ -61,6 +61,7 @@ cubec_status server_open(const cubec_device_desc *desc, cubec_device **out)
                           .name = desc->name,
                           .validation = desc->validation || d->config.validation,
                           .force_staging = d->config.force_staging,
+                          .no_push_descriptors = !d->config.push_descriptors,
                           .on_validation = desc->on_validation,
                           .on_validation_user = desc->on_validation_user};
     apply_selection(&d->config, &vd);
@@ -85,12 +86,7 @@ cubec_status server_open(const cubec_device_desc *desc, cubec_device **out)
     if (d->tag == 0) d->tag = (uint16_t)atomic_fetch_add(&device_tags, 1);
     handle_table_init(&d->buffers, d->tag, "buffer");
     handle_table_init(&d->kernels, d->tag, "kernel");
-    if (!d->vk.push_descriptor)
-        err = status_make(CUBEC_UNSUPPORTED,
-                          "device '%s' lacks VK_KHR_push_descriptor, which this version of cubec "
-                          "requires",
-                          d->info.name);
-    if (!err) err = server_memory_init(d);
+    err = server_memory_init(d);
     if (!err) err = sub_init(d);
     if (!err) {
         VkPipelineCacheCreateInfo pcci = {.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};

@@ -61,6 +61,8 @@ typedef struct kernel_obj {
 /* A recorded-but-not-yet-finished command buffer. */
 typedef struct batch {
     VkCommandBuffer cmd;
+    /* Without VK_KHR_push_descriptor: the batch's descriptor sets, reset when it is reused. */
+    VkDescriptorPool descriptors;
     uint64_t value; /* timeline value signalled when it completes; 0 = free */
 } batch;
 

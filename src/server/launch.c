@@ -7,9 +7,10 @@
 
 #include <string.h>
 
-static void record_dispatch(cubec_device *d, VkCommandBuffer cmd, const pipeline_entry *e,
-                            const VkDescriptorBufferInfo *infos, uint32_t n,
-                            VkDescriptorBufferInfo info_buffer, const void *push_data)
+static cubec_status record_dispatch(cubec_device *d, VkCommandBuffer cmd,
+                                    const pipeline_entry *e, const VkDescriptorBufferInfo *infos,
+                                    uint32_t n, VkDescriptorBufferInfo info_buffer,
+                                    const void *push_data)
 {
     VkWriteDescriptorSet w[33];
     for (uint32_t i = 0; i < n; i++)
@@ -29,9 +30,26 @@ static void record_dispatch(cubec_device *d, VkCommandBuffer cmd, const pipeline
         vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, e->pipeline);
         d->bound_pipeline = e->pipeline;
     }
-    if (count) d->vk.push_descriptor(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, e->layout, 0, count, w);
+    if (count && d->vk.push_descriptor) {
+        d->vk.push_descriptor(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, e->layout, 0, count, w);
+    } else if (count) {
+        /* No push descriptors: a set from the batch's pool (reset when the batch is reused, so
+         * the warm path still allocates nothing from the host heap). */
+        VkDescriptorSetAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
+                                          .descriptorPool = d->open->descriptors,
+                                          .descriptorSetCount = 1,
+                                          .pSetLayouts = &e->set_layout};
+        VkDescriptorSet set;
+        VK_RETURN_IF_ERROR(vkAllocateDescriptorSets(d->vk.device, &ai, &set),
+                           "vkAllocateDescriptorSets");
+        for (uint32_t i = 0; i < count; i++) w[i].dstSet = set;
+        vkUpdateDescriptorSets(d->vk.device, count, w, 0, NULL);
+        vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, e->layout, 0, 1, &set, 0,
+                                NULL);
+    }
     if (e->info_in_push)
         vkCmdPushConstants(cmd, e->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, e->info_size, push_data);
+    return NULL;
 }
 
 cubec_status server_launch(cubec_device *d, const launch_args *a)
@@ -66,7 +84,7 @@ cubec_status server_launch(cubec_device *d, const launch_args *a)
     VkCommandBuffer cmd;
     RETURN_IF_ERROR(sub_begin(d, &cmd));
     sub_hazards(d, cmd, ranges, nr);
-    record_dispatch(d, cmd, e, infos, n, info_buffer, a->info);
+    RETURN_IF_ERROR(record_dispatch(d, cmd, e, infos, n, info_buffer, a->info));
     if (a->indirect)
         vkCmdDispatchIndirect(cmd, buffer_page(a->indirect)->buffer,
                               buffer_device_offset(a->indirect) + a->indirect_offset);

@@ -39,8 +39,11 @@ cubec_status sub_init(cubec_device *d)
 void sub_destroy(cubec_device *d)
 {
     if (d->command_pool) {
-        for (uint32_t i = 0; i < d->batch_count; i++)
+        for (uint32_t i = 0; i < d->batch_count; i++) {
             vkFreeCommandBuffers(d->vk.device, d->command_pool, 1, &d->batches[i].cmd);
+            if (d->batches[i].descriptors)
+                vkDestroyDescriptorPool(d->vk.device, d->batches[i].descriptors, NULL);
+        }
         vkDestroyCommandPool(d->vk.device, d->command_pool, NULL);
     }
     free(d->batches);
@@ -103,6 +106,20 @@ static cubec_status take_batch(cubec_device *d, batch **out)
     VK_RETURN_IF_ERROR(vkAllocateCommandBuffers(d->vk.device, &ai, &b->cmd),
                        "vkAllocateCommandBuffers");
     b->value = 0;
+    b->descriptors = VK_NULL_HANDLE;
+    if (!d->vk.push_descriptor) {
+        /* One set per launch, at most tasks_max launches per batch. */
+        VkDescriptorPoolSize size = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, d->tasks_max * 33u};
+        VkDescriptorPoolCreateInfo dpci = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
+                                           .maxSets = d->tasks_max,
+                                           .poolSizeCount = 1,
+                                           .pPoolSizes = &size};
+        VkResult r = vkCreateDescriptorPool(d->vk.device, &dpci, NULL, &b->descriptors);
+        if (r != VK_SUCCESS) {
+            vkFreeCommandBuffers(d->vk.device, d->command_pool, 1, &b->cmd);
+            return vk_status(r, "vkCreateDescriptorPool");
+        }
+    }
     d->batch_count++;
     *out = b;
     return NULL;
@@ -120,6 +137,7 @@ cubec_status sub_begin(cubec_device *d, VkCommandBuffer *out_cmd)
                                    .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
     /* RESET_COMMAND_BUFFER pool: begin resets implicitly. */
     VK_RETURN_IF_ERROR(vkBeginCommandBuffer(b->cmd, &bi), "vkBeginCommandBuffer");
+    if (b->descriptors) vkResetDescriptorPool(d->vk.device, b->descriptors, 0);
     b->value = 0;
     d->open = b;
     d->tasks = 0;

@@ -240,7 +240,7 @@ static cubec_status choose_physical(vk_context *ctx, const vk_context_desc *desc
     return err;
 }
 
-static cubec_status create_device(vk_context *ctx)
+static cubec_status create_device(vk_context *ctx, int allow_push)
 {
     uint32_t nq = 0;
     vkGetPhysicalDeviceQueueFamilyProperties(ctx->physical, &nq, NULL);
@@ -281,7 +281,8 @@ static cubec_status create_device(vk_context *ctx)
 
     const char *exts[4];
     uint32_t next = 0;
-    int push = has_device_extension(ctx->physical, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
+    int push = allow_push &&
+               has_device_extension(ctx->physical, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
     if (push) exts[next++] = VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME;
     float prio = 1.0f;
     VkDeviceQueueCreateInfo qci = {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
@@ -319,7 +320,7 @@ cubec_status vk_context_create(const vk_context_desc *desc, vk_context *ctx)
         ctx->device_local_heap_size = info.device_local_heap_size;
         ctx->subgroup_size = info.subgroup_size;
         ctx->unified = info.unified_memory && !desc->force_staging;
-        err = create_device(ctx);
+        err = create_device(ctx, !desc->no_push_descriptors);
     }
     if (!err) {
         VkMemoryPropertyFlags dl = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
