@@ -1,0 +1,71 @@
+/* The contract between the runner (bench_main.c) and the two sides of every figure: cubec
+ * (cubec_figures.c) and the raw Vulkan baseline (raw_figures.c).
+ *
+ * A figure is measured by running its two sides alternately in one process, repetition by
+ * repetition, so that a noisy machine slows both alike and the ratio stays meaningful. Each side
+ * implements the same four steps on its own context (a cubec_device or a raw_ctx):
+ *   setup   allocate and fill what the work needs (not timed);
+ *   run     do the work once, timing only the part the figure defines, and return the value in
+ *           the figure's unit (the first runs are a warm-up and are thrown away);
+ *   verify  check the result of the runs against the host (once, after the last run);
+ *   teardown free everything, also after a failed setup or run.
+ * Both sides get the same bench_params, so they do the same amount of the same work. */
+#ifndef CUBEC_BENCH_FIGURE_H
+#define CUBEC_BENCH_FIGURE_H
+
+#include "bench_util.h"
+
+#include <stdint.h>
+
+typedef struct bench_params {
+    int quick;                 /* --quick: smaller sizes and fewer repetitions            */
+    int gpu;                   /* not a CPU device: the GPU sizes of BENCHMARKS.md apply  */
+    uint32_t batch;            /* launches per submission (cubec's tasks_max)             */
+    uint32_t enqueue_launches; /* launch.enqueue: launches per repetition                 */
+    uint32_t chain_launches;   /* launch.device_*: launches per repetition                */
+    uint64_t transfer_bytes;   /* write.h2d / read.d2h                                    */
+    uint64_t copy_bytes;       /* copy.d2d                                                */
+    uint64_t vector_n;         /* kernel.vector_add elements                              */
+    uint32_t vector_groups;    /* its workgroups (grid-stride loop covers the rest)       */
+    uint64_t alloc_min_bytes;  /* alloc.pair: sizes double from min to max                */
+    uint64_t alloc_max_bytes;
+    uint32_t alloc_cycles; /* passes over all sizes per repetition                    */
+    uint32_t salt_base;    /* compile.cold: start of the unique kernel salts          */
+} bench_params;
+
+/* One repetition's result: the figure's value, and optionally a device-time value measured with
+ * timestamps in the same unit (NaN when the side has none). */
+typedef struct bench_sample {
+    double value;
+    double device_value;
+} bench_sample;
+
+typedef struct bench_impl {
+    bench_err (*setup)(void *ctx, const bench_params *params, void **out_state);
+    bench_err (*run)(void *state, bench_sample *out_sample);
+    bench_err (*verify)(void *state);
+    void (*teardown)(void *state); /* accepts NULL and partially set-up states */
+} bench_impl;
+
+/* Each side lists its implementations by figure name. */
+typedef struct bench_impl_entry {
+    const char *name;
+    const bench_impl *impl;
+} bench_impl_entry;
+
+extern const bench_impl_entry bench_cubec_impls[];
+extern const bench_impl_entry bench_raw_impls[];
+
+/* The tiny kernel of the launch figures: one workgroup of 64 threads each adding `step` to one
+ * uint of a 256-byte buffer. */
+#define BENCH_TINY_WORDS 64u
+/* Workgroup size of kernel.vector_add. */
+#define BENCH_VECTOR_WG 256u
+/* Stride between the disjoint ranges of launch.device_independent: a multiple of any device's
+ * minStorageBufferOffsetAlignment (at most 256 by the Vulkan spec). */
+#define BENCH_RANGE_STRIDE 256u
+/* Seeds of the patterns that the transfer and copy figures move and check. */
+#define BENCH_TRANSFER_SEED 0x5eedu
+#define BENCH_COPY_SEED 0xc0b1u
+
+#endif

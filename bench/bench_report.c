@@ -1,0 +1,107 @@
+/* The table and the JSON object of the suite's results (see bench_report.h). */
+#include "bench_report.h"
+
+#include <math.h>
+
+/* A JSON string literal: quotes, backslashes and control characters escaped. */
+static void json_string(FILE *out, const char *text)
+{
+    fputc('"', out);
+    for (const unsigned char *p = (const unsigned char *)(text ? text : ""); *p; p++) {
+        if (*p == '"' || *p == '\\')
+            fprintf(out, "\\%c", *p);
+        else if (*p == '\n')
+            fputs("\\n", out);
+        else if (*p < 0x20)
+            fprintf(out, "\\u%04x", *p);
+        else
+            fputc(*p, out);
+    }
+    fputc('"', out);
+}
+
+/* JSON has no NaN: a missing number is null. */
+static void json_number(FILE *out, double value)
+{
+    if (isfinite(value))
+        fprintf(out, "%.6g", value);
+    else
+        fputs("null", out);
+}
+
+void bench_report_json(FILE *out, const bench_run_info *run, const bench_result *results,
+                       size_t count)
+{
+    fputs("{\"device\": {\"name\": ", out);
+    json_string(out, run->device_name);
+    fprintf(out, ", \"vendor_id\": %u, \"driver\": ", run->vendor_id);
+    json_string(out, run->driver);
+    fputs(", \"type\": ", out);
+    json_string(out, run->device_type);
+    fputs("},\n \"commit\": ", out);
+    json_string(out, run->commit);
+    fprintf(out, ",\n \"quick\": %s,\n \"results\": [", run->quick ? "true" : "false");
+    for (size_t i = 0; i < count; i++) {
+        const bench_result *r = &results[i];
+        fputs(i ? ",\n   {" : "\n   {", out);
+        fputs("\"name\": ", out);
+        json_string(out, r->name);
+        fputs(", \"unit\": ", out);
+        json_string(out, r->unit);
+        if (r->error) {
+            fputs(", \"error\": ", out);
+            json_string(out, r->error);
+        } else {
+            fputs(", \"value\": ", out);
+            json_number(out, r->value);
+            fputs(", \"baseline\": \"raw_vulkan\", \"baseline_value\": ", out);
+            json_number(out, r->baseline_value);
+            fputs(", \"ratio\": ", out);
+            json_number(out, r->value / r->baseline_value);
+            if (isfinite(r->baseline_device_value)) {
+                fputs(", \"baseline_timestamp_value\": ", out);
+                json_number(out, r->baseline_device_value);
+            }
+        }
+        fprintf(out,
+                ", \"lower_is_better\": %s, \"method\": ", r->lower_is_better ? "true" : "false");
+        json_string(out, r->method);
+        fprintf(out, ", \"reps\": %u}", r->reps);
+    }
+    fputs("\n ]}\n", out);
+}
+
+static void table_number(FILE *out, double value)
+{
+    if (isfinite(value))
+        fprintf(out, " %12.4g", value);
+    else
+        fprintf(out, " %12s", "-");
+}
+
+void bench_report_table(FILE *out, const bench_run_info *run, const bench_result *results,
+                        size_t count)
+{
+    fprintf(out, "cubec bench%s on %s (%s, %s), commit %s\n", run->quick ? " --quick" : "",
+            run->device_name, run->device_type, run->driver, run->commit);
+    fprintf(out, "%-26s %-5s %12s %12s %8s  %-6s %12s\n", "figure", "unit", "cubec", "raw_vulkan",
+            "ratio", "better", "raw (ts)");
+    for (size_t i = 0; i < count; i++) {
+        const bench_result *r = &results[i];
+        fprintf(out, "%-26s %-5s", r->name, r->unit);
+        if (r->error) {
+            fprintf(out, " ERROR: %s\n", r->error);
+            continue;
+        }
+        table_number(out, r->value);
+        table_number(out, r->baseline_value);
+        fprintf(out, " %8.3f  %-6s", r->value / r->baseline_value,
+                r->lower_is_better ? "lower" : "higher");
+        table_number(out, r->baseline_device_value);
+        fputc('\n', out);
+    }
+    fputs("Each value is the median of the repetitions after a warm-up; ratio = cubec / "
+          "raw_vulkan.\nDevice work is timed by the wall clock around submission and wait on "
+          "both sides;\nraw (ts) is the raw side's device time from timestamps, for reference.\n",
+          out);
+}

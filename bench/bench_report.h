@@ -1,0 +1,37 @@
+/* Printing the suite's results: the table for people and the JSON object of BENCHMARKS.md for
+ * tools. Both print the same results; neither measures anything. */
+#ifndef CUBEC_BENCH_REPORT_H
+#define CUBEC_BENCH_REPORT_H
+
+#include "bench_util.h"
+
+#include <stdint.h>
+#include <stdio.h>
+
+typedef struct bench_result {
+    const char *name;
+    const char *unit;
+    const char *method; /* how the cubec value was taken: "wall" or "host" */
+    int lower_is_better;
+    uint32_t reps;
+    double value;                 /* cubec, median */
+    double baseline_value;        /* raw_vulkan, median */
+    double baseline_device_value; /* raw_vulkan by timestamps, median; NaN if none */
+    bench_err error;              /* set: the figure failed and the numbers mean nothing */
+} bench_result;
+
+typedef struct bench_run_info {
+    const char *device_name;
+    const char *driver;
+    uint32_t vendor_id;
+    const char *device_type; /* "cpu", "discrete", "integrated", "virtual", "other" */
+    const char *commit;
+    int quick;
+} bench_run_info;
+
+void bench_report_table(FILE *out, const bench_run_info *run, const bench_result *results,
+                        size_t count);
+void bench_report_json(FILE *out, const bench_run_info *run, const bench_result *results,
+                       size_t count);
+
+#endif

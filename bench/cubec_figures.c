@@ -1,0 +1,571 @@
+/* The cubec side of every figure: the same work as raw_figures.c, through the public API only.
+ *
+ * cubec has no profiling API yet, so device work is timed by the wall clock around the launches
+ * and the cubec_sync that waits for them: the same span the raw side times (record + submit +
+ * wait), which keeps the ratio fair. */
+#include "bench_figure.h"
+#include "bench_kernels.h"
+
+#include <cubec/cubec.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CU_TRY(call) BENCH_TRY(bench_from_status((call), #call))
+
+#define STREAM CUBEC_STREAM_CURRENT
+
+/* One state shape serves every figure, as on the raw side. */
+typedef struct cu_fig {
+    cubec_device *dev;
+    bench_params p;
+    cubec_kernel kernel;
+    cubec_buffer buf[3];
+    cubec_buffer *many; /* launch.device_independent: one buffer per launch */
+    uint32_t many_count;
+    void *host;
+    uint64_t count; /* increments applied so far: what the tiny kernel's buffer must hold */
+    uint32_t salt;  /* compile.*: the last salt compiled and run */
+    uint64_t allocations_before; /* alloc.pair: live allocations before the figure */
+} cu_fig;
+
+/* A zeroed state, already handed to the runner so that teardown frees it whatever happens next;
+ * NULL if out of memory. */
+static cu_fig *fig_new(void *dev, const bench_params *params, void **out_state)
+{
+    cu_fig *f = calloc(1, sizeof *f);
+    if (f) {
+        f->dev = dev;
+        f->p = *params;
+    }
+    *out_state = f;
+    return f;
+}
+
+/* Frees what the figure made. Errors here cannot change the figure's outcome any more, but a
+ * failure to release is still a bug worth seeing, so it is printed. */
+static void release(cubec_device *dev, cubec_buffer b)
+{
+    bench_err err = bench_from_status(cubec_buffer_release(dev, b), "cubec_buffer_release");
+    if (err) fprintf(stderr, "cubec bench: teardown: %s\n", err);
+    bench_err_free(err);
+}
+
+static void fig_teardown(void *state)
+{
+    cu_fig *f = state;
+    if (!f) return;
+    /* Queued work still uses the buffers; cubec keeps them alive, but waiting keeps the next
+     * figure from sharing the device with this one's leftovers. */
+    cubec_status_free(cubec_sync(f->dev, STREAM));
+    bench_err err =
+        bench_from_status(cubec_kernel_destroy(f->dev, f->kernel), "cubec_kernel_destroy");
+    if (err) fprintf(stderr, "cubec bench: teardown: %s\n", err);
+    bench_err_free(err);
+    for (int i = 0; i < 3; i++)
+        release(f->dev, f->buf[i]);
+    for (uint32_t i = 0; i < f->many_count; i++)
+        release(f->dev, f->many[i]);
+    free(f->many);
+    bench_host_free(f->host);
+    free(f);
+}
+
+/* Creates a kernel and checks that its reflected interface is the one the launches pass. */
+static bench_err kernel_create(cu_fig *f, const cubec_kernel_desc *desc, uint32_t bindings,
+                               uint32_t info_size, cubec_kernel *out)
+{
+    CU_TRY(cubec_kernel_create(f->dev, desc, out));
+    cubec_kernel_info info;
+    CU_TRY(cubec_kernel_get_info(f->dev, *out, &info));
+    if (info.binding_count != bindings || info.info_size != info_size)
+        return bench_errorf("kernel %s reflects %u bindings and %u info bytes, expected %u and %u",
+                            desc->name, info.binding_count, info.info_size, bindings, info_size);
+    return NULL;
+}
+
+/* The tiny kernel and `count` zeroed 256-byte buffers (one in buf[0], or `many`). */
+static bench_err tiny_setup(cu_fig *f, uint32_t count)
+{
+    const cubec_kernel_desc desc = {.name = "bench_tiny", .glsl = bench_glsl_tiny};
+    BENCH_TRY(kernel_create(f, &desc, 1, sizeof(bench_tiny_info), &f->kernel));
+    if (count == 1) {
+        CU_TRY(cubec_buffer_create(f->dev, BENCH_RANGE_STRIDE, &f->buf[0]));
+        CU_TRY(cubec_fill(f->dev, STREAM, f->buf[0], 0, BENCH_RANGE_STRIDE, 0));
+    } else {
+        f->many = calloc(count, sizeof *f->many);
+        if (!f->many) return bench_errorf("out of host memory");
+        for (; f->many_count < count; f->many_count++) {
+            cubec_buffer *b = &f->many[f->many_count];
+            CU_TRY(cubec_buffer_create(f->dev, BENCH_RANGE_STRIDE, b));
+            CU_TRY(cubec_fill(f->dev, STREAM, *b, 0, BENCH_RANGE_STRIDE, 0));
+        }
+    }
+    CU_TRY(cubec_sync(f->dev, STREAM));
+    return NULL;
+}
+
+static bench_err tiny_launch(cu_fig *f, const cubec_buffer *buffer)
+{
+    static const bench_tiny_info info = {.n = BENCH_TINY_WORDS, .step = 1};
+    const cubec_launch_desc desc = {
+        .kernel = f->kernel,
+        .buffers = buffer,
+        .buffer_count = 1,
+        .info = &info,
+        .info_size = sizeof info,
+        .groups = {1, 1, 1},
+    };
+    CU_TRY(cubec_launch(f->dev, STREAM, &desc));
+    return NULL;
+}
+
+/* Checks that the first BENCH_TINY_WORDS words of `b` all hold `want`. */
+static bench_err check_tiny(cu_fig *f, cubec_buffer b, uint64_t want)
+{
+    uint32_t words[BENCH_TINY_WORDS];
+    CU_TRY(cubec_read(f->dev, STREAM, b, 0, words, sizeof words));
+    for (uint32_t i = 0; i < BENCH_TINY_WORDS; i++) {
+        if (words[i] != (uint32_t)want)
+            return bench_errorf("word %u holds %u, expected %u", i, words[i], (uint32_t)want);
+    }
+    return NULL;
+}
+
+static bench_err tiny_verify(void *state)
+{
+    cu_fig *f = state;
+    return check_tiny(f, f->buf[0], f->count);
+}
+
+static bench_err tiny_only_setup(void *dev, const bench_params *params, void **out_state)
+{
+    cu_fig *f = fig_new(dev, params, out_state);
+    if (!f) return bench_errorf("out of host memory");
+    return tiny_setup(f, 1);
+}
+
+/* ---- launch.enqueue: host time of `enqueue_launches` launches plus the flush that submits the
+ * rest, not waiting for the GPU. -------------------------------------------------------------- */
+
+static bench_err enqueue_run(void *state, bench_sample *out)
+{
+    cu_fig *f = state;
+    const uint32_t n = f->p.enqueue_launches;
+    double t0 = bench_now();
+    for (uint32_t i = 0; i < n; i++)
+        BENCH_TRY(tiny_launch(f, &f->buf[0]));
+    CU_TRY(cubec_flush(f->dev, STREAM));
+    double t1 = bench_now();
+    CU_TRY(cubec_sync(f->dev, STREAM));
+    f->count += n;
+    out->value = (t1 - t0) / n * 1e6;
+    return NULL;
+}
+
+static const bench_impl enqueue_impl = {tiny_only_setup, enqueue_run, tiny_verify, fig_teardown};
+
+/* ---- launch.roundtrip: one launch and the sync that waits for it. ------------------------- */
+
+static bench_err roundtrip_run(void *state, bench_sample *out)
+{
+    cu_fig *f = state;
+    double t0 = bench_now();
+    BENCH_TRY(tiny_launch(f, &f->buf[0]));
+    CU_TRY(cubec_sync(f->dev, STREAM));
+    double t1 = bench_now();
+    f->count++;
+    out->value = (t1 - t0) * 1e6;
+    return NULL;
+}
+
+static const bench_impl roundtrip_impl = {tiny_only_setup, roundtrip_run, tiny_verify,
+                                          fig_teardown};
+
+/* ---- launch.device_dependent: a chain of launches on one buffer, each reading what the one
+ * before wrote, then a sync. ----------------------------------------------------------------- */
+
+static bench_err dependent_run(void *state, bench_sample *out)
+{
+    cu_fig *f = state;
+    const uint32_t n = f->p.chain_launches;
+    double t0 = bench_now();
+    for (uint32_t i = 0; i < n; i++)
+        BENCH_TRY(tiny_launch(f, &f->buf[0]));
+    CU_TRY(cubec_sync(f->dev, STREAM));
+    double t1 = bench_now();
+    f->count += n;
+    out->value = (t1 - t0) / n * 1e6;
+    return NULL;
+}
+
+static const bench_impl dependent_impl = {tiny_only_setup, dependent_run, tiny_verify,
+                                          fig_teardown};
+
+/* ---- launch.device_independent: one launch on each of `chain` disjoint buffers, then a sync:
+ * nothing orders them, so a runtime needs no barrier between them. ---------------------------- */
+
+static bench_err independent_setup(void *dev, const bench_params *params, void **out_state)
+{
+    cu_fig *f = fig_new(dev, params, out_state);
+    if (!f) return bench_errorf("out of host memory");
+    return tiny_setup(f, f->p.chain_launches);
+}
+
+static bench_err independent_run(void *state, bench_sample *out)
+{
+    cu_fig *f = state;
+    const uint32_t n = f->many_count;
+    double t0 = bench_now();
+    for (uint32_t i = 0; i < n; i++)
+        BENCH_TRY(tiny_launch(f, &f->many[i]));
+    CU_TRY(cubec_sync(f->dev, STREAM));
+    double t1 = bench_now();
+    f->count++;
+    out->value = (t1 - t0) / n * 1e6;
+    return NULL;
+}
+
+static bench_err independent_verify(void *state)
+{
+    cu_fig *f = state;
+    for (uint32_t i = 0; i < f->many_count; i++)
+        BENCH_TRY(bench_wrap(check_tiny(f, f->many[i], f->count), "buffer %u", i));
+    return NULL;
+}
+
+static const bench_impl independent_impl = {independent_setup, independent_run, independent_verify,
+                                            fig_teardown};
+
+/* ---- write.h2d / read.d2h: 64 MiB between pageable host memory and a buffer. --------------- */
+
+static bench_err transfer_setup(void *dev, const bench_params *params, void **out_state)
+{
+    cu_fig *f = fig_new(dev, params, out_state);
+    if (!f) return bench_errorf("out of host memory");
+    const uint64_t bytes = f->p.transfer_bytes;
+    f->host = bench_host_alloc(bytes);
+    if (!f->host) return bench_errorf("out of host memory (%llu bytes)", (unsigned long long)bytes);
+    bench_content_fill(BENCH_CONTENT_PATTERN, BENCH_TRANSFER_SEED, 0, f->host, bytes / 4);
+    CU_TRY(cubec_buffer_create(f->dev, bytes, &f->buf[0]));
+    /* read.d2h reads this back; write.h2d overwrites it with the same bytes. */
+    CU_TRY(cubec_write(f->dev, STREAM, f->buf[0], 0, f->host, bytes));
+    CU_TRY(cubec_sync(f->dev, STREAM));
+    return NULL;
+}
+
+/* Timed to the end of the sync: cubec_write may return before the bytes reach the buffer. */
+static bench_err h2d_run(void *state, bench_sample *out)
+{
+    cu_fig *f = state;
+    double t0 = bench_now();
+    CU_TRY(cubec_write(f->dev, STREAM, f->buf[0], 0, f->host, f->p.transfer_bytes));
+    CU_TRY(cubec_sync(f->dev, STREAM));
+    double t1 = bench_now();
+    out->value = (double)f->p.transfer_bytes / (t1 - t0) * 1e-9;
+    return NULL;
+}
+
+static bench_err h2d_verify(void *state)
+{
+    cu_fig *f = state;
+    uint32_t *back = bench_host_alloc(f->p.transfer_bytes);
+    if (!back) return bench_errorf("out of host memory");
+    bench_err err = bench_from_status(
+        cubec_read(f->dev, STREAM, f->buf[0], 0, back, f->p.transfer_bytes), "cubec_read");
+    if (!err)
+        err = bench_content_check(BENCH_CONTENT_PATTERN, BENCH_TRANSFER_SEED, 0, back,
+                                  f->p.transfer_bytes / 4);
+    bench_host_free(back);
+    return err;
+}
+
+static bench_err d2h_run(void *state, bench_sample *out)
+{
+    cu_fig *f = state;
+    /* Cleared so that the check proves the last read wrote every byte (not timed). */
+    memset(f->host, 0, f->p.transfer_bytes);
+    double t0 = bench_now();
+    CU_TRY(cubec_read(f->dev, STREAM, f->buf[0], 0, f->host, f->p.transfer_bytes));
+    double t1 = bench_now();
+    out->value = (double)f->p.transfer_bytes / (t1 - t0) * 1e-9;
+    return NULL;
+}
+
+static bench_err d2h_verify(void *state)
+{
+    cu_fig *f = state;
+    return bench_content_check(BENCH_CONTENT_PATTERN, BENCH_TRANSFER_SEED, 0, f->host,
+                               f->p.transfer_bytes / 4);
+}
+
+static const bench_impl h2d_impl = {transfer_setup, h2d_run, h2d_verify, fig_teardown};
+static const bench_impl d2h_impl = {transfer_setup, d2h_run, d2h_verify, fig_teardown};
+
+/* ---- copy.d2d: cubec_copy of the whole buffer, then a sync. ------------------------------- */
+
+/* Fills a buffer of `size` bytes with `what`, or checks it, a chunk at a time, so that a 1 GiB
+ * buffer needs no 1 GiB host copy. */
+static bench_err fill_buffer(cu_fig *f, cubec_buffer b, uint64_t size, bench_content what,
+                             uint32_t seed)
+{
+    uint32_t *chunk = malloc(BENCH_CHUNK_BYTES);
+    if (!chunk) return bench_errorf("out of host memory");
+    bench_err err = NULL;
+    for (uint64_t off = 0; !err && off < size; off += BENCH_CHUNK_BYTES) {
+        uint64_t bytes = size - off < BENCH_CHUNK_BYTES ? size - off : BENCH_CHUNK_BYTES;
+        bench_content_fill(what, seed, off / 4, chunk, bytes / 4);
+        err = bench_from_status(cubec_write(f->dev, STREAM, b, off, chunk, bytes), "cubec_write");
+    }
+    if (!err) err = bench_from_status(cubec_sync(f->dev, STREAM), "cubec_sync");
+    free(chunk);
+    return err;
+}
+
+static bench_err check_buffer(cu_fig *f, cubec_buffer b, uint64_t size, bench_content what,
+                              uint32_t seed)
+{
+    uint32_t *chunk = malloc(BENCH_CHUNK_BYTES);
+    if (!chunk) return bench_errorf("out of host memory");
+    bench_err err = NULL;
+    for (uint64_t off = 0; !err && off < size; off += BENCH_CHUNK_BYTES) {
+        uint64_t bytes = size - off < BENCH_CHUNK_BYTES ? size - off : BENCH_CHUNK_BYTES;
+        err = bench_from_status(cubec_read(f->dev, STREAM, b, off, chunk, bytes), "cubec_read");
+        if (!err) err = bench_content_check(what, seed, off / 4, chunk, bytes / 4);
+    }
+    free(chunk);
+    return err;
+}
+
+static bench_err copy_setup(void *dev, const bench_params *params, void **out_state)
+{
+    cu_fig *f = fig_new(dev, params, out_state);
+    if (!f) return bench_errorf("out of host memory");
+    CU_TRY(cubec_buffer_create(f->dev, f->p.copy_bytes, &f->buf[0]));
+    CU_TRY(cubec_buffer_create(f->dev, f->p.copy_bytes, &f->buf[1]));
+    return fill_buffer(f, f->buf[0], f->p.copy_bytes, BENCH_CONTENT_PATTERN, BENCH_COPY_SEED);
+}
+
+static bench_err copy_run(void *state, bench_sample *out)
+{
+    cu_fig *f = state;
+    double t0 = bench_now();
+    CU_TRY(cubec_copy(f->dev, STREAM, f->buf[0], 0, f->buf[1], 0, f->p.copy_bytes));
+    CU_TRY(cubec_sync(f->dev, STREAM));
+    double t1 = bench_now();
+    out->value = 2.0 * (double)f->p.copy_bytes / (t1 - t0) * 1e-9; /* read + written */
+    return NULL;
+}
+
+static bench_err copy_verify(void *state)
+{
+    cu_fig *f = state;
+    return check_buffer(f, f->buf[1], f->p.copy_bytes, BENCH_CONTENT_PATTERN, BENCH_COPY_SEED);
+}
+
+static const bench_impl copy_impl = {copy_setup, copy_run, copy_verify, fig_teardown};
+
+/* ---- kernel.vector_add: c = a + b, one launch, then a sync. ------------------------------- */
+
+static bench_err vector_setup(void *dev, const bench_params *params, void **out_state)
+{
+    cu_fig *f = fig_new(dev, params, out_state);
+    if (!f) return bench_errorf("out of host memory");
+    const cubec_kernel_desc desc = {.name = "bench_vector_add", .glsl = bench_glsl_vector_add};
+    BENCH_TRY(kernel_create(f, &desc, 3, sizeof(bench_vector_info), &f->kernel));
+    const uint64_t bytes = f->p.vector_n * 4;
+    for (int i = 0; i < 3; i++)
+        CU_TRY(cubec_buffer_create(f->dev, bytes, &f->buf[i]));
+    BENCH_TRY(fill_buffer(f, f->buf[0], bytes, BENCH_CONTENT_VECTOR_A, 0));
+    return fill_buffer(f, f->buf[1], bytes, BENCH_CONTENT_VECTOR_B, 0);
+}
+
+static bench_err vector_run(void *state, bench_sample *out)
+{
+    cu_fig *f = state;
+    const bench_vector_info info = {.n = (uint32_t)f->p.vector_n};
+    const cubec_launch_desc desc = {
+        .kernel = f->kernel,
+        .buffers = f->buf,
+        .buffer_count = 3,
+        .info = &info,
+        .info_size = sizeof info,
+        .groups = {f->p.vector_groups, 1, 1},
+    };
+    double t0 = bench_now();
+    CU_TRY(cubec_launch(f->dev, STREAM, &desc));
+    CU_TRY(cubec_sync(f->dev, STREAM));
+    double t1 = bench_now();
+    out->value = 12.0 * (double)f->p.vector_n / (t1 - t0) * 1e-9;
+    return NULL;
+}
+
+static bench_err vector_verify(void *state)
+{
+    cu_fig *f = state;
+    return check_buffer(f, f->buf[2], f->p.vector_n * 4, BENCH_CONTENT_VECTOR_SUM, 0);
+}
+
+static const bench_impl vector_impl = {vector_setup, vector_run, vector_verify, fig_teardown};
+
+/* ---- alloc.pair: cubec_buffer_create + cubec_buffer_release, sizes cycling, pool warm (the
+ * warm-up run fills the pools). ------------------------------------------------------------- */
+
+static bench_err live_allocations(cu_fig *f, uint64_t *out)
+{
+    cubec_memory_report report;
+    CU_TRY(cubec_memory_report_get(f->dev, STREAM, &report));
+    *out = report.allocations;
+    return NULL;
+}
+
+static bench_err alloc_setup(void *dev, const bench_params *params, void **out_state)
+{
+    cu_fig *f = fig_new(dev, params, out_state);
+    if (!f) return bench_errorf("out of host memory");
+    return live_allocations(f, &f->allocations_before);
+}
+
+static bench_err alloc_run(void *state, bench_sample *out)
+{
+    cu_fig *f = state;
+    uint64_t pairs = 0;
+    double t0 = bench_now();
+    for (uint32_t c = 0; c < f->p.alloc_cycles; c++) {
+        for (uint64_t s = f->p.alloc_min_bytes; s <= f->p.alloc_max_bytes; s *= 2, pairs++) {
+            cubec_buffer b;
+            CU_TRY(cubec_buffer_create(f->dev, s, &b));
+            CU_TRY(cubec_buffer_release(f->dev, b));
+        }
+    }
+    double t1 = bench_now();
+    out->value = (t1 - t0) / (double)pairs * 1e9;
+    return NULL;
+}
+
+/* Every size gives a buffer of that size, and the pairs left no allocation behind. */
+static bench_err alloc_verify(void *state)
+{
+    cu_fig *f = state;
+    for (uint64_t s = f->p.alloc_min_bytes; s <= f->p.alloc_max_bytes; s *= 2) {
+        uint64_t size = 0;
+        CU_TRY(cubec_buffer_create(f->dev, s, &f->buf[0]));
+        CU_TRY(cubec_buffer_size(f->dev, f->buf[0], &size));
+        cubec_buffer b = f->buf[0];
+        f->buf[0] = (cubec_buffer){0};
+        CU_TRY(cubec_buffer_release(f->dev, b));
+        if (size != s)
+            return bench_errorf("a buffer of %llu bytes reports %llu", (unsigned long long)s,
+                                (unsigned long long)size);
+    }
+    uint64_t after;
+    BENCH_TRY(live_allocations(f, &after));
+    if (after != f->allocations_before)
+        return bench_errorf("%llu live allocations before, %llu after",
+                            (unsigned long long)f->allocations_before, (unsigned long long)after);
+    return NULL;
+}
+
+static const bench_impl alloc_impl = {alloc_setup, alloc_run, alloc_verify, fig_teardown};
+
+/* ---- compile.cold / compile.warm_memory: create a kernel, launch it once, sync. ----------- */
+
+#define WARM_SALT 7u
+
+static bench_err salted_setup(void *dev, const bench_params *params, void **out_state)
+{
+    cu_fig *f = fig_new(dev, params, out_state);
+    if (!f) return bench_errorf("out of host memory");
+    CU_TRY(cubec_buffer_create(f->dev, BENCH_RANGE_STRIDE, &f->buf[0]));
+    /* cubec's salts are even, the raw side's odd: neither side can profit from the other. */
+    f->salt = f->p.salt_base & ~1u;
+    return NULL;
+}
+
+/* Creates the salted kernel, launches it once and syncs; the kernel is destroyed afterwards
+ * (the caller times only what it wants). */
+static bench_err salted_create_launch(cu_fig *f, uint32_t salt, cubec_kernel *out_kernel)
+{
+    char value[16];
+    snprintf(value, sizeof value, "%u", salt);
+    const cubec_define define = {"SALT", value};
+    const cubec_kernel_desc desc = {
+        .name = "bench_salted",
+        .glsl = bench_glsl_salted,
+        .defines = &define,
+        .define_count = 1,
+    };
+    CU_TRY(cubec_kernel_create(f->dev, &desc, out_kernel));
+    static const bench_tiny_info info = {.n = BENCH_TINY_WORDS, .step = 1};
+    const cubec_launch_desc launch = {
+        .kernel = *out_kernel,
+        .buffers = &f->buf[0],
+        .buffer_count = 1,
+        .info = &info,
+        .info_size = sizeof info,
+        .groups = {1, 1, 1},
+    };
+    CU_TRY(cubec_launch(f->dev, STREAM, &launch));
+    CU_TRY(cubec_sync(f->dev, STREAM));
+    return NULL;
+}
+
+static bench_err timed_salted_run(cu_fig *f, uint32_t salt, bench_sample *out)
+{
+    cubec_kernel kernel = {0};
+    double t0 = bench_now();
+    bench_err err = salted_create_launch(f, salt, &kernel);
+    double t1 = bench_now();
+    cubec_status_free(cubec_kernel_destroy(f->dev, kernel));
+    out->value = (t1 - t0) * 1e3;
+    return err;
+}
+
+static bench_err cold_run(void *state, bench_sample *out)
+{
+    cu_fig *f = state;
+    f->salt += 2;
+    return timed_salted_run(f, f->salt, out);
+}
+
+static bench_err salted_verify(void *state)
+{
+    cu_fig *f = state;
+    return check_tiny(f, f->buf[0], 1u + f->salt);
+}
+
+static const bench_impl cold_impl = {salted_setup, cold_run, salted_verify, fig_teardown};
+
+/* The first kernel stays alive, so what is re-created is certainly in cubec's memory cache. */
+static bench_err warm_setup(void *dev, const bench_params *params, void **out_state)
+{
+    BENCH_TRY(salted_setup(dev, params, out_state));
+    cu_fig *f = *out_state;
+    f->salt = WARM_SALT;
+    return salted_create_launch(f, WARM_SALT, &f->kernel);
+}
+
+static bench_err warm_run(void *state, bench_sample *out)
+{
+    cu_fig *f = state;
+    return timed_salted_run(f, WARM_SALT, out);
+}
+
+static const bench_impl warm_impl = {warm_setup, warm_run, salted_verify, fig_teardown};
+
+const bench_impl_entry bench_cubec_impls[] = {
+    {"launch.enqueue", &enqueue_impl},
+    {"launch.roundtrip", &roundtrip_impl},
+    {"launch.device_dependent", &dependent_impl},
+    {"launch.device_independent", &independent_impl},
+    {"write.h2d", &h2d_impl},
+    {"read.d2h", &d2h_impl},
+    {"copy.d2d", &copy_impl},
+    {"kernel.vector_add", &vector_impl},
+    {"alloc.pair", &alloc_impl},
+    {"compile.cold", &cold_impl},
+    {"compile.warm_memory", &warm_impl},
+    {NULL, NULL},
+};
