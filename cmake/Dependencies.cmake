@@ -1,6 +1,7 @@
 # Debian 12's shared libshaderc leaves glslang/SPIRV-Tools symbols undefined (see
 # ../shared/PLATFORM.md), so the compiler stack is linked from its static archives. SPIRV-Cross
-# is linked statically too, so the binaries run on machines that have only a Vulkan loader.
+# and inih are linked statically too, so the binaries run on machines that have only a Vulkan
+# loader (the GPU machine has nothing else).
 find_package(Vulkan REQUIRED)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(INIH REQUIRED IMPORTED_TARGET inih)
@@ -10,7 +11,8 @@ set(_libdir /usr/lib/${CMAKE_LIBRARY_ARCHITECTURE})
 set(CUBEC_STATIC_COMPILER_LIBS)
 foreach(lib shaderc_combined glslang MachineIndependent GenericCodeGen OSDependent OGLCompiler
             SPIRV SPIRV-Tools-opt SPIRV-Tools spirv-cross-c spirv-cross-core spirv-cross-glsl
-            spirv-cross-reflect spirv-cross-msl spirv-cross-hlsl spirv-cross-cpp spirv-cross-util)
+            spirv-cross-reflect spirv-cross-msl spirv-cross-hlsl spirv-cross-cpp spirv-cross-util
+            inih)
   find_library(CUBEC_LIB_${lib} NAMES lib${lib}.a PATHS ${_libdir} NO_DEFAULT_PATH REQUIRED)
   list(APPEND CUBEC_STATIC_COMPILER_LIBS ${CUBEC_LIB_${lib}})
 endforeach()

@@ -1,0 +1,153 @@
+/* `cubec info`: every Vulkan device present, with the limits that matter to compute kernels, and
+ * which one a program gets from cubec_device_open(NULL).
+ *
+ * The devices are described with cubec_device_peek, which opens nothing. The default is found by
+ * really opening it: that way the answer follows the library's own choice (device ranking,
+ * CUBEC_DEVICE, the config file) instead of a copy of its rules that could drift. */
+#include "cli.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+void cli_info_usage(FILE *out)
+{
+    fprintf(out,
+            "usage: cubec info\n"
+            "\n"
+            "Lists every Vulkan device with its name, type, vendor and device id, driver, API\n"
+            "version and compute limits, and marks the one cubec_device_open(NULL) picks\n"
+            "(CUBEC_DEVICE=<index or part of the name> changes it).\n");
+}
+
+static const char *type_name(cubec_device_type type)
+{
+    switch (type) {
+    case CUBEC_DEVICE_TYPE_INTEGRATED: return "integrated GPU";
+    case CUBEC_DEVICE_TYPE_DISCRETE: return "discrete GPU";
+    case CUBEC_DEVICE_TYPE_VIRTUAL: return "virtual GPU";
+    case CUBEC_DEVICE_TYPE_CPU: return "CPU";
+    case CUBEC_DEVICE_TYPE_OTHER: break;
+    }
+    return "other";
+}
+
+/* PCI vendor ids, and the Khronos ids of vendors without one (VkVendorId). */
+static const char *vendor_name(uint32_t vendor_id)
+{
+    switch (vendor_id) {
+    case 0x1002: return "AMD";
+    case 0x1010: return "Imagination";
+    case 0x106B: return "Apple";
+    case 0x10DE: return "NVIDIA";
+    case 0x13B5: return "ARM";
+    case 0x5143: return "Qualcomm";
+    case 0x8086: return "Intel";
+    case 0x10001: return "Vivante";
+    case 0x10002: return "VeriSilicon";
+    case 0x10003: return "Kazan";
+    case 0x10004: return "Codeplay";
+    case 0x10005: return "Mesa";
+    case 0x10006: return "PoCL";
+    case 0x10007: return "Mobileye";
+    default: return "unknown vendor";
+    }
+}
+
+/* Same device? Peek and open report the same properties, and two devices that agree on all of
+ * these are interchangeable for the purpose of saying which one is the default. */
+static int same_device(const cubec_device_info *a, const cubec_device_info *b)
+{
+    return a->vendor_id == b->vendor_id && a->device_id == b->device_id && a->type == b->type &&
+           strcmp(a->name, b->name) == 0 && strcmp(a->driver, b->driver) == 0;
+}
+
+static void print_device(uint32_t index, const cubec_device_info *d, int is_default)
+{
+    char b1[64];
+    printf("device %" PRIu32 ": %s%s\n", index, d->name, is_default ? "  [default]" : "");
+    printf("  %-28s %s\n", "type", type_name(d->type));
+    printf("  %-28s 0x%04" PRIx32 " (%s)\n", "vendor id", d->vendor_id, vendor_name(d->vendor_id));
+    printf("  %-28s 0x%04" PRIx32 "\n", "device id", d->device_id);
+    printf("  %-28s %s\n", "driver", d->driver);
+    /* VK_API_VERSION_MAJOR/MINOR/PATCH, spelled out so the tool needs no Vulkan header. */
+    printf("  %-28s %" PRIu32 ".%" PRIu32 ".%" PRIu32 "\n", "Vulkan API version",
+           (d->api_version >> 22) & 0x7Fu, (d->api_version >> 12) & 0x3FFu,
+           d->api_version & 0xFFFu);
+    printf("  %-28s %s\n", "unified memory", d->unified_memory ? "yes (no staging copies)" : "no");
+    printf("  %-28s %s\n", "push descriptors", d->push_descriptors ? "yes" : "no");
+    printf("  %-28s %s\n", "device-local heap",
+           cli_format_bytes(d->device_local_heap_size, b1, sizeof b1));
+    printf("  %-28s %s\n", "max storage buffer range",
+           cli_format_bytes(d->max_storage_buffer_range, b1, sizeof b1));
+    printf("  %-28s %s\n", "max allocation size",
+           cli_format_bytes(d->max_allocation_size, b1, sizeof b1));
+    printf("  %-28s %" PRIu64 " B\n", "storage offset alignment", d->storage_offset_alignment);
+    printf("  %-28s %" PRIu32 " B\n", "max push constants", d->max_push_constants_size);
+    printf("  %-28s %" PRIu32 " x %" PRIu32 " x %" PRIu32 "\n", "max workgroup count",
+           d->max_workgroup_count[0], d->max_workgroup_count[1], d->max_workgroup_count[2]);
+    printf("  %-28s %" PRIu32 " x %" PRIu32 " x %" PRIu32 "\n", "max workgroup size",
+           d->max_workgroup_size[0], d->max_workgroup_size[1], d->max_workgroup_size[2]);
+    printf("  %-28s %" PRIu32 "\n", "max workgroup invocations", d->max_workgroup_invocations);
+    printf("  %-28s %s\n", "max shared memory",
+           cli_format_bytes(d->max_shared_memory_size, b1, sizeof b1));
+    printf("  %-28s %" PRIu32 "\n", "subgroup size", d->subgroup_size);
+    printf("  %-28s %g ns\n", "timestamp period", d->timestamp_period_ns);
+    if (d->tasks_max != 0) printf("  %-28s %" PRIu32 "\n", "tasks per submission", d->tasks_max);
+}
+
+int cli_info_main(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            cli_info_usage(stdout);
+            return CLI_EXIT_OK;
+        }
+        if (argv[i][0] == '-') return cli_usage_error("info", "unknown flag '%s'", argv[i]);
+        return cli_usage_error("info", "unexpected argument '%s'", argv[i]);
+    }
+
+    uint32_t count = 0;
+    if (cli_failed("info", cubec_device_count(&count), "counting Vulkan devices"))
+        return CLI_EXIT_RUNTIME;
+    if (count == 0) {
+        printf("no Vulkan devices (is a Vulkan driver installed? Mesa's lavapipe runs on any "
+               "CPU)\n");
+        return CLI_EXIT_RUNTIME;
+    }
+
+    /* Open the default device only long enough to learn which one it is. Failing to open it is
+     * reported, but the list is still worth printing: it is what one needs to pick another. */
+    int exit_code = CLI_EXIT_OK;
+    cubec_device_info default_info;
+    int have_default = 0;
+    cubec_device *device = NULL;
+    cubec_status status = cubec_device_open(NULL, &device);
+    if (status == NULL) {
+        status = cubec_device_get_info(device, &default_info);
+        have_default = status == NULL;
+        cubec_device_close(device);
+    }
+    if (cli_failed("info", status, "opening the default device")) exit_code = CLI_EXIT_RUNTIME;
+
+    printf("%" PRIu32 " Vulkan device%s\n", count, count == 1 ? "" : "s");
+    int default_marked = 0;
+    for (uint32_t i = 0; i < count; i++) {
+        cubec_device_info info;
+        char what[64];
+        snprintf(what, sizeof what, "reading device %" PRIu32, i);
+        if (cli_failed("info", cubec_device_peek(i, &info), what)) {
+            exit_code = CLI_EXIT_RUNTIME;
+            continue;
+        }
+        /* Identical devices (eight of the same GPU) are told apart only by index; the library
+         * takes the first of equals, so the first match is the one to mark. */
+        const int is_default = have_default && !default_marked && same_device(&info, &default_info);
+        default_marked |= is_default;
+        printf("\n");
+        print_device(i, &info, is_default);
+    }
+    if (have_default && !default_marked) {
+        printf("\ndefault device: %s (not in the list above?)\n", default_info.name);
+    }
+    return exit_code;
+}

@@ -1,0 +1,800 @@
+/* `cubec run`: one kernel, one launch, from the command line.
+ *
+ * It is the quickest way to try a kernel without writing a host program: buffers are described by
+ * flags (the contents of a file, a constant, a ramp, zeros), the metadata by a list of scalars,
+ * and what the kernel writes is printed and optionally saved to files. Which bindings count as
+ * outputs is not guessed: the library reflects each binding's access from the SPIR-V, and every
+ * binding with write access is read back.
+ *
+ * The whole command line is checked before the device is opened, so a typo costs nothing and is
+ * answered with exit code 2 and a message naming the flag and the value. */
+#include "cli.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <time.h>
+
+#define CMD "run"
+#define SPIRV_MAGIC 0x07230203u
+
+void cli_run_usage(FILE *out)
+{
+    fprintf(
+        out,
+        "usage: cubec run KERNEL.comp|KERNEL.spv --groups X[,Y,Z] --buf SPEC... [options]\n"
+        "\n"
+        "Compiles KERNEL (GLSL unless the name ends in .spv, which is read as SPIR-V), creates\n"
+        "one storage buffer per --buf (bindings 0, 1, ... in order), launches it once, waits,\n"
+        "and prints the first values of every binding the kernel writes.\n"
+        "\n"
+        "options:\n"
+        "  --groups X[,Y,Z]        workgroup counts (Y and Z default to 1)\n"
+        "  --buf SPEC              one storage binding, repeated in binding order:\n"
+        "      file:PATH             the contents of a file\n"
+        "      fill:SIZE:f32:VALUE   SIZE bytes of a repeated float (also u32, i32)\n"
+        "      iota:COUNT:f32        COUNT floats 0, 1, 2, ... (also u32)\n"
+        "      zero:SIZE             SIZE bytes of zeros\n"
+        "    SIZE is in bytes, with an optional K, M or G suffix (powers of 1024)\n"
+        "  --define NAME[=VALUE]   a preprocessor definition for GLSL (repeatable)\n"
+        "  --info-u32 V            append a uint32 to the metadata (CUBEC_INFO) bytes\n"
+        "  --info-i32 V            append an int32\n"
+        "  --info-f32 V            append a float32; the --info-* flags are taken in order\n"
+        "  --entry NAME            the entry point (default main)\n"
+        "  --optimize, -O          compile GLSL with optimization\n"
+        "  --device INDEX          the device to use (see `cubec info`; default: the best)\n"
+        "  --print N               how many values to print per output binding (default 8)\n"
+        "  --print-u32             print the values as uint32 instead of float32\n"
+        "  --out-dir DIR           save each output binding to DIR/binding<i>.bin\n"
+        "  --help, -h              this text\n"
+        "\n"
+        "Flags take their value as the next argument or after '=' (--groups=4).\n"
+        "Example:\n"
+        "  cubec run add.comp --groups 4 --info-u32 256 --buf iota:256:f32 --buf zero:1K\n"
+        "Exit codes: 0 success, 1 runtime error, 2 usage error.\n");
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The command line, parsed
+ * ------------------------------------------------------------------------------------------- */
+
+typedef enum buf_kind {
+    BUF_FILE,
+    BUF_FILL,
+    BUF_IOTA_F32,
+    BUF_IOTA_U32,
+    BUF_ZERO,
+} buf_kind;
+
+typedef struct buf_spec {
+    const char *text; /* the --buf value as given, for messages */
+    buf_kind kind;
+    const char *path; /* BUF_FILE */
+    uint64_t size;    /* bytes (BUF_FILL, BUF_ZERO) */
+    uint64_t count;   /* elements (BUF_IOTA_*) */
+    uint32_t pattern; /* BUF_FILL: the 32-bit value repeated */
+} buf_spec;
+
+typedef struct run_args {
+    const char *kernel_path;
+    uint32_t groups[3];
+    int have_groups;
+    cubec_define *defines;
+    uint32_t define_count;
+    uint32_t *info_words; /* every --info-* value is 4 bytes */
+    uint32_t info_count;
+    buf_spec *bufs;
+    uint32_t buf_count;
+    const char *out_dir;
+    uint32_t print_count;
+    int print_u32;
+    const char *entry_point;
+    int optimize;
+    int have_device;
+    uint32_t device_index;
+} run_args;
+
+/* ---------------------------------------------------------------------------------------------
+ * Value parsers: each returns 0 on success and leaves *out alone otherwise.
+ * ------------------------------------------------------------------------------------------- */
+
+/* A uint32 in decimal or 0x hex, all of `text`, no sign. */
+static int parse_u32(const char *text, uint32_t *out)
+{
+    if (text[0] == '\0' || text[0] == '-' || text[0] == '+' || text[0] == ' ') return -1;
+    char *end = NULL;
+    errno = 0;
+    const unsigned long long v = strtoull(text, &end, 0);
+    if (errno != 0 || *end != '\0' || v > UINT32_MAX) return -1;
+    *out = (uint32_t)v;
+    return 0;
+}
+
+static int parse_i32(const char *text, int32_t *out)
+{
+    if (text[0] == '\0' || text[0] == ' ') return -1;
+    char *end = NULL;
+    errno = 0;
+    const long long v = strtoll(text, &end, 0);
+    if (errno != 0 || *end != '\0' || v < INT32_MIN || v > INT32_MAX) return -1;
+    *out = (int32_t)v;
+    return 0;
+}
+
+static int parse_f32(const char *text, float *out)
+{
+    if (text[0] == '\0' || text[0] == ' ') return -1;
+    char *end = NULL;
+    errno = 0;
+    const float v = strtof(text, &end);
+    if (*end != '\0' || (errno == ERANGE && isinf(v))) return -1;
+    *out = v;
+    return 0;
+}
+
+/* A byte count: digits with an optional K, M or G suffix (binary multiples). */
+static int parse_size(const char *text, uint64_t *out)
+{
+    if (text[0] < '0' || text[0] > '9') return -1;
+    char *end = NULL;
+    errno = 0;
+    const unsigned long long v = strtoull(text, &end, 10);
+    if (errno != 0) return -1;
+    uint64_t multiplier = 1;
+    if (*end != '\0') {
+        switch (*end) {
+        case 'k':
+        case 'K': multiplier = 1ull << 10; break;
+        case 'm':
+        case 'M': multiplier = 1ull << 20; break;
+        case 'g':
+        case 'G': multiplier = 1ull << 30; break;
+        default: return -1;
+        }
+        if (end[1] != '\0') return -1;
+    }
+    if (v > UINT64_MAX / multiplier) return -1;
+    *out = (uint64_t)v * multiplier;
+    return 0;
+}
+
+/* "X[,Y,Z]": one to three counts, each at least 1. */
+static int parse_groups(const char *text, uint32_t out[3])
+{
+    uint32_t groups[3] = {1, 1, 1};
+    const char *p = text;
+    for (int i = 0; i < 3; i++) {
+        char part[32];
+        const char *comma = strchr(p, ',');
+        const size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        if (len == 0 || len >= sizeof part) return -1;
+        memcpy(part, p, len);
+        part[len] = '\0';
+        if (parse_u32(part, &groups[i]) != 0 || groups[i] == 0) return -1;
+        if (comma == NULL) {
+            memcpy(out, groups, sizeof groups);
+            return 0;
+        }
+        p = comma + 1;
+    }
+    return -1; /* a fourth component */
+}
+
+/* Splits "kind:a:b:c" in place into at most `max` fields; returns the number of fields. For
+ * "file:" only the first colon splits, so that paths may contain colons. */
+static int split_spec(char *text, char **fields, int max)
+{
+    int n = 0;
+    char *p = text;
+    fields[n++] = p;
+    const int is_file = strncmp(text, "file:", 5) == 0;
+    while (n < max && (p = strchr(p, ':')) != NULL) {
+        *p++ = '\0';
+        fields[n++] = p;
+        if (is_file) break;
+    }
+    return n;
+}
+
+/* Parses one --buf value. On error, writes a message (without the flag) into `err`. */
+static int parse_buf(const char *text, buf_spec *out, char *err, size_t err_size)
+{
+    char copy[512];
+    if (strlen(text) >= sizeof copy) {
+        snprintf(err, err_size, "the spec is too long");
+        return -1;
+    }
+    strcpy(copy, text);
+    char *f[5] = {NULL};
+    const int n = split_spec(copy, f, 5);
+    buf_spec spec = {.text = text};
+
+    if (strcmp(f[0], "file") == 0) {
+        if (n != 2 || f[1][0] == '\0') {
+            snprintf(err, err_size, "expected file:PATH");
+            return -1;
+        }
+        spec.kind = BUF_FILE;
+        spec.path = text + 5; /* points into argv, which outlives the parse */
+    } else if (strcmp(f[0], "fill") == 0) {
+        if (n != 4) {
+            snprintf(err, err_size, "expected fill:SIZE:f32|u32|i32:VALUE");
+            return -1;
+        }
+        if (parse_size(f[1], &spec.size) != 0 || spec.size == 0 || spec.size % 4 != 0) {
+            snprintf(err, err_size, "SIZE '%s' is not a positive multiple of 4 bytes", f[1]);
+            return -1;
+        }
+        spec.kind = BUF_FILL;
+        int ok = 0;
+        if (strcmp(f[2], "f32") == 0) {
+            float v;
+            ok = parse_f32(f[3], &v) == 0;
+            if (ok) memcpy(&spec.pattern, &v, 4);
+        } else if (strcmp(f[2], "u32") == 0) {
+            ok = parse_u32(f[3], &spec.pattern) == 0;
+        } else if (strcmp(f[2], "i32") == 0) {
+            int32_t v;
+            ok = parse_i32(f[3], &v) == 0;
+            if (ok) memcpy(&spec.pattern, &v, 4);
+        } else {
+            snprintf(err, err_size, "unknown type '%s' (f32, u32 or i32)", f[2]);
+            return -1;
+        }
+        if (!ok) {
+            snprintf(err, err_size, "VALUE '%s' is not a valid %s", f[3], f[2]);
+            return -1;
+        }
+    } else if (strcmp(f[0], "iota") == 0) {
+        if (n != 3) {
+            snprintf(err, err_size, "expected iota:COUNT:f32 or iota:COUNT:u32");
+            return -1;
+        }
+        if (parse_size(f[1], &spec.count) != 0 || spec.count == 0 ||
+            spec.count > (UINT64_MAX >> 2)) {
+            snprintf(err, err_size, "COUNT '%s' is not a positive number", f[1]);
+            return -1;
+        }
+        if (strcmp(f[2], "f32") == 0) {
+            spec.kind = BUF_IOTA_F32;
+        } else if (strcmp(f[2], "u32") == 0) {
+            spec.kind = BUF_IOTA_U32;
+        } else {
+            snprintf(err, err_size, "unknown type '%s' (f32 or u32)", f[2]);
+            return -1;
+        }
+        spec.size = spec.count * 4;
+    } else if (strcmp(f[0], "zero") == 0) {
+        if (n != 2) {
+            snprintf(err, err_size, "expected zero:SIZE");
+            return -1;
+        }
+        if (parse_size(f[1], &spec.size) != 0 || spec.size == 0) {
+            snprintf(err, err_size, "SIZE '%s' is not a positive byte count", f[1]);
+            return -1;
+        }
+        spec.kind = BUF_ZERO;
+    } else {
+        snprintf(err, err_size, "unknown kind '%s' (file, fill, iota or zero)", f[0]);
+        return -1;
+    }
+    *out = spec;
+    return 0;
+}
+
+/* Parses argv into `a`. Returns CLI_EXIT_OK, or CLI_EXIT_USAGE after printing why; sets *help
+ * when --help was asked for. The arrays are sized by argc: every flag uses one argument at least.
+ */
+static int parse_args(int argc, char **argv, run_args *a, int *help)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+            *help = 1;
+            return CLI_EXIT_OK;
+        }
+        if (arg[0] != '-' || arg[1] == '\0') {
+            if (a->kernel_path != NULL) {
+                return cli_usage_error(CMD, "unexpected argument '%s' (the kernel is already '%s')",
+                                       arg, a->kernel_path);
+            }
+            a->kernel_path = arg;
+            continue;
+        }
+
+        /* The flag's name, and its value from "--flag=value" or the next argument. */
+        char name[64];
+        const char *eq = strchr(arg, '=');
+        const size_t name_len = eq ? (size_t)(eq - arg) : strlen(arg);
+        if (name_len >= sizeof name) return cli_usage_error(CMD, "unknown flag '%s'", arg);
+        memcpy(name, arg, name_len);
+        name[name_len] = '\0';
+
+        /* Flags without a value first. */
+        if (strcmp(name, "--print-u32") == 0 || strcmp(name, "--optimize") == 0 ||
+            strcmp(name, "-O") == 0) {
+            if (eq != NULL) return cli_usage_error(CMD, "%s takes no value (got '%s')", name, arg);
+            if (strcmp(name, "--print-u32") == 0) {
+                a->print_u32 = 1;
+            } else {
+                a->optimize = 1;
+            }
+            continue;
+        }
+
+        static const char *const valued[] = {"--groups",   "--define", "--info-u32", "--info-i32",
+                                             "--info-f32", "--buf",    "--out-dir",  "--print",
+                                             "--entry",    "--device"};
+        int known = 0;
+        for (size_t k = 0; k < sizeof valued / sizeof valued[0]; k++)
+            known |= !strcmp(name, valued[k]);
+        if (!known) return cli_usage_error(CMD, "unknown flag '%s'", name);
+        const char *value;
+        if (eq != NULL) {
+            value = eq + 1;
+        } else if (i + 1 < argc) {
+            value = argv[++i];
+        } else {
+            return cli_usage_error(CMD, "%s needs a value", name);
+        }
+
+        if (strcmp(name, "--groups") == 0) {
+            if (parse_groups(value, a->groups) != 0) {
+                return cli_usage_error(CMD, "--groups '%s': expected X[,Y,Z], each a count >= 1",
+                                       value);
+            }
+            a->have_groups = 1;
+        } else if (strcmp(name, "--define") == 0) {
+            /* NAME or NAME=VALUE; the name is copied out so the value may follow it in argv. */
+            const char *v_eq = strchr(value, '=');
+            const size_t len = v_eq ? (size_t)(v_eq - value) : strlen(value);
+            if (len == 0) return cli_usage_error(CMD, "--define '%s': the name is empty", value);
+            char *def_name = malloc(len + 1);
+            if (def_name == NULL) return cli_usage_error(CMD, "out of host memory");
+            memcpy(def_name, value, len);
+            def_name[len] = '\0';
+            a->defines[a->define_count].name = def_name;
+            a->defines[a->define_count].value = v_eq ? v_eq + 1 : NULL;
+            a->define_count++;
+        } else if (strcmp(name, "--info-u32") == 0) {
+            uint32_t v;
+            if (parse_u32(value, &v) != 0)
+                return cli_usage_error(CMD, "--info-u32 '%s': not a uint32", value);
+            a->info_words[a->info_count++] = v;
+        } else if (strcmp(name, "--info-i32") == 0) {
+            int32_t v;
+            if (parse_i32(value, &v) != 0)
+                return cli_usage_error(CMD, "--info-i32 '%s': not an int32", value);
+            memcpy(&a->info_words[a->info_count++], &v, 4);
+        } else if (strcmp(name, "--info-f32") == 0) {
+            float v;
+            if (parse_f32(value, &v) != 0)
+                return cli_usage_error(CMD, "--info-f32 '%s': not a float", value);
+            memcpy(&a->info_words[a->info_count++], &v, 4);
+        } else if (strcmp(name, "--buf") == 0) {
+            char err[256];
+            if (parse_buf(value, &a->bufs[a->buf_count], err, sizeof err) != 0)
+                return cli_usage_error(CMD, "--buf '%s': %s", value, err);
+            a->buf_count++;
+        } else if (strcmp(name, "--out-dir") == 0) {
+            if (value[0] == '\0') return cli_usage_error(CMD, "--out-dir: the path is empty");
+            a->out_dir = value;
+        } else if (strcmp(name, "--print") == 0) {
+            if (parse_u32(value, &a->print_count) != 0)
+                return cli_usage_error(CMD, "--print '%s': not a count", value);
+        } else if (strcmp(name, "--entry") == 0) {
+            if (value[0] == '\0') return cli_usage_error(CMD, "--entry: the name is empty");
+            a->entry_point = value;
+        } else if (strcmp(name, "--device") == 0) {
+            if (parse_u32(value, &a->device_index) != 0)
+                return cli_usage_error(CMD, "--device '%s': not a device index", value);
+            a->have_device = 1;
+        }
+    }
+
+    if (a->kernel_path == NULL) return cli_usage_error(CMD, "no kernel file given");
+    if (!a->have_groups) return cli_usage_error(CMD, "--groups is required");
+    if (a->buf_count == 0) return cli_usage_error(CMD, "at least one --buf is required");
+    if (a->buf_count > 32) {
+        return cli_usage_error(CMD, "%" PRIu32 " --buf given; a kernel has at most 32 bindings",
+                               a->buf_count);
+    }
+    return CLI_EXIT_OK;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Files
+ * ------------------------------------------------------------------------------------------- */
+
+/* Reads a whole file into a malloc'ed buffer with a NUL after the end (for GLSL). Prints the
+ * reason and returns -1 on failure. */
+static int read_file(const char *path, const char *what, char **out_data, size_t *out_size)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) {
+        fprintf(stderr, "cubec run: cannot open %s '%s': %s\n", what, path, strerror(errno));
+        return -1;
+    }
+    size_t cap = 1 << 16, size = 0;
+    char *data = malloc(cap + 1);
+    while (data != NULL) {
+        size += fread(data + size, 1, cap - size, f);
+        if (size < cap) break;
+        char *grown = realloc(data, cap * 2 + 1);
+        if (grown == NULL) {
+            free(data);
+            data = NULL;
+            break;
+        }
+        data = grown;
+        cap *= 2;
+    }
+    const int bad = data == NULL || ferror(f);
+    const int saved_errno = errno;
+    fclose(f);
+    if (bad) {
+        fprintf(stderr, "cubec run: cannot read %s '%s': %s\n", what, path,
+                data == NULL ? "out of host memory" : strerror(saved_errno));
+        free(data);
+        return -1;
+    }
+    data[size] = '\0';
+    *out_data = data;
+    *out_size = size;
+    return 0;
+}
+
+static int write_file(const char *path, const void *data, size_t size)
+{
+    FILE *f = fopen(path, "wb");
+    if (f == NULL) {
+        fprintf(stderr, "cubec run: cannot create '%s': %s\n", path, strerror(errno));
+        return -1;
+    }
+    const size_t written = fwrite(data, 1, size, f);
+    const int close_failed = fclose(f) != 0;
+    if (written != size || close_failed) {
+        fprintf(stderr, "cubec run: cannot write '%s': %s\n", path, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* The output directory is created if missing (one level, like mkdir without -p). */
+static int ensure_dir(const char *path)
+{
+    if (mkdir(path, 0777) == 0 || errno == EEXIST) {
+        struct stat st;
+        if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) return 0;
+        fprintf(stderr, "cubec run: --out-dir '%s' is not a directory\n", path);
+        return -1;
+    }
+    fprintf(stderr, "cubec run: cannot create --out-dir '%s': %s\n", path, strerror(errno));
+    return -1;
+}
+
+static int ends_with(const char *text, const char *suffix)
+{
+    const size_t n = strlen(text), m = strlen(suffix);
+    return n >= m && strcmp(text + n - m, suffix) == 0;
+}
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Running
+ * ------------------------------------------------------------------------------------------- */
+
+/* Creates the buffer of one --buf spec. Returns CLI_EXIT_OK or the exit code after reporting. */
+static int create_buffer(cubec_device *device, const buf_spec *spec, uint32_t binding,
+                         cubec_buffer *out)
+{
+    char what[600];
+    snprintf(what, sizeof what, "creating binding %" PRIu32 " from --buf '%s'", binding,
+             spec->text);
+    cubec_status status = NULL;
+    switch (spec->kind) {
+    case BUF_FILE: {
+        char *data = NULL;
+        size_t size = 0;
+        if (read_file(spec->path, "--buf file", &data, &size) != 0) return CLI_EXIT_RUNTIME;
+        if (size == 0) {
+            free(data);
+            /* A buffer of 0 bytes cannot be bound to a kernel: say so in terms of the flag. */
+            return cli_usage_error(CMD, "--buf '%s': the file is empty", spec->text);
+        }
+        status = cubec_buffer_from(device, CUBEC_STREAM_CURRENT, data, size, out);
+        free(data);
+        break;
+    }
+    case BUF_IOTA_F32:
+    case BUF_IOTA_U32: {
+        if (spec->size > SIZE_MAX) return cli_usage_error(CMD, "--buf '%s': too big", spec->text);
+        uint32_t *words = malloc((size_t)spec->size);
+        if (words == NULL) {
+            fprintf(stderr, "cubec run: --buf '%s': out of host memory\n", spec->text);
+            return CLI_EXIT_RUNTIME;
+        }
+        for (uint64_t i = 0; i < spec->count; i++) {
+            if (spec->kind == BUF_IOTA_U32) {
+                words[i] = (uint32_t)i;
+            } else {
+                const float v = (float)i;
+                memcpy(&words[i], &v, 4);
+            }
+        }
+        status = cubec_buffer_from(device, CUBEC_STREAM_CURRENT, words, spec->size, out);
+        free(words);
+        break;
+    }
+    case BUF_FILL:
+    case BUF_ZERO: {
+        /* Allocated, then filled on the device: no host copy of a big constant buffer. A zero
+         * buffer whose size is not a multiple of 4 is written from the host instead, because
+         * cubec_fill works in 32-bit words. */
+        status = cubec_buffer_create(device, spec->size, out);
+        if (status != NULL) break;
+        const uint32_t pattern = spec->kind == BUF_FILL ? spec->pattern : 0;
+        const uint64_t words_bytes = spec->size & ~(uint64_t)3;
+        if (words_bytes != 0)
+            status = cubec_fill(device, CUBEC_STREAM_CURRENT, *out, 0, words_bytes, pattern);
+        if (status == NULL && words_bytes != spec->size) {
+            const uint8_t tail[3] = {0, 0, 0};
+            status = cubec_write(device, CUBEC_STREAM_CURRENT, *out, words_bytes, tail,
+                                 spec->size - words_bytes);
+        }
+        break;
+    }
+    }
+    return cli_failed(CMD, status, what) ? CLI_EXIT_RUNTIME : CLI_EXIT_OK;
+}
+
+static const char *access_name(cubec_access access)
+{
+    switch (access) {
+    case CUBEC_ACCESS_READ: return "read";
+    case CUBEC_ACCESS_WRITE: return "write";
+    case CUBEC_ACCESS_READ_WRITE: return "read-write";
+    }
+    return "?";
+}
+
+/* Reads back one written binding, prints its first values and saves it if asked. */
+static int report_output(cubec_device *device, const run_args *a, uint32_t binding,
+                         cubec_access access, cubec_buffer buffer)
+{
+    uint64_t size = 0;
+    if (cli_failed(CMD, cubec_buffer_size(device, buffer, &size), "reading a buffer's size"))
+        return CLI_EXIT_RUNTIME;
+    if (size > SIZE_MAX) {
+        fprintf(stderr, "cubec run: binding %" PRIu32 " is too big for host memory\n", binding);
+        return CLI_EXIT_RUNTIME;
+    }
+    unsigned char *data = malloc(size ? (size_t)size : 1);
+    if (data == NULL) {
+        fprintf(stderr, "cubec run: out of host memory reading binding %" PRIu32 "\n", binding);
+        return CLI_EXIT_RUNTIME;
+    }
+    char what[64];
+    snprintf(what, sizeof what, "reading binding %" PRIu32, binding);
+    if (cli_failed(CMD, cubec_read(device, CUBEC_STREAM_CURRENT, buffer, 0, data, size), what)) {
+        free(data);
+        return CLI_EXIT_RUNTIME;
+    }
+
+    const uint64_t values = size / 4;
+    const uint64_t shown = values < a->print_count ? values : a->print_count;
+    printf("binding %" PRIu32 " (%s, %" PRIu64 " bytes, %s):", binding, access_name(access), size,
+           a->print_u32 ? "u32" : "f32");
+    for (uint64_t i = 0; i < shown; i++) {
+        uint32_t word;
+        memcpy(&word, data + i * 4, 4);
+        if (a->print_u32) {
+            printf(" %" PRIu32, word);
+        } else {
+            float v;
+            memcpy(&v, &word, 4);
+            printf(" %.9g", (double)v);
+        }
+    }
+    printf("%s\n", shown < values ? " ..." : "");
+
+    int exit_code = CLI_EXIT_OK;
+    if (a->out_dir != NULL) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/binding%" PRIu32 ".bin", a->out_dir, binding);
+        if (write_file(path, data, (size_t)size) != 0) {
+            exit_code = CLI_EXIT_RUNTIME;
+        } else {
+            printf("  saved to %s\n", path);
+        }
+    }
+    free(data);
+    return exit_code;
+}
+
+static int run(const run_args *a)
+{
+    int exit_code = CLI_EXIT_RUNTIME;
+    cubec_device *device = NULL;
+    cubec_kernel kernel = {0};
+    cubec_buffer buffers[32] = {{0}};
+    char *source = NULL;
+    size_t source_size = 0;
+
+    /* The kernel: SPIR-V by extension, GLSL otherwise. */
+    const int is_spirv = ends_with(a->kernel_path, ".spv");
+    if (read_file(a->kernel_path, "kernel", &source, &source_size) != 0) goto done;
+    if (is_spirv) {
+        uint32_t magic = 0;
+        if (source_size >= 4) memcpy(&magic, source, 4);
+        if (source_size % 4 != 0 || source_size == 0 || magic != SPIRV_MAGIC) {
+            fprintf(stderr,
+                    "cubec run: kernel '%s' is not SPIR-V (%zu bytes, first word 0x%08" PRIx32
+                    "; SPIR-V starts with 0x%08x and is a whole number of 32-bit words)\n",
+                    a->kernel_path, source_size, magic, SPIRV_MAGIC);
+            goto done;
+        }
+    }
+    if (a->out_dir != NULL && ensure_dir(a->out_dir) != 0) goto done;
+
+    cubec_device_desc device_desc = {0};
+    if (a->have_device) {
+        device_desc.select_by_index = 1;
+        device_desc.index = a->device_index;
+    }
+    if (cli_failed(CMD, cubec_device_open(&device_desc, &device), "opening the device")) goto done;
+    cubec_device_info device_info;
+    if (cli_failed(CMD, cubec_device_get_info(device, &device_info), "reading the device info"))
+        goto done;
+
+    /* Name the kernel after its file, so compiler diagnostics point at it. */
+    const char *slash = strrchr(a->kernel_path, '/');
+    const char *kernel_name = slash ? slash + 1 : a->kernel_path;
+    cubec_kernel_desc desc = {
+        .name = kernel_name,
+        .defines = a->defines,
+        .define_count = a->define_count,
+        .entry_point = a->entry_point,
+        .optimize = a->optimize,
+    };
+    if (is_spirv) {
+        /* The bytes were malloc'ed, so they are aligned for uint32_t. */
+        desc.spirv = (const uint32_t *)(const void *)source;
+        desc.spirv_words = source_size / 4;
+    } else {
+        desc.glsl = source;
+    }
+    double t0 = now_seconds();
+    if (cli_failed(CMD, cubec_kernel_create(device, &desc, &kernel), "creating the kernel"))
+        goto done;
+    const double compile_s = now_seconds() - t0;
+
+    cubec_kernel_info info;
+    if (cli_failed(CMD, cubec_kernel_get_info(device, kernel, &info), "reading the kernel info"))
+        goto done;
+
+    /* The command line must match what the kernel declares: these are mistakes in the flags. */
+    if (info.binding_count != a->buf_count) {
+        exit_code = cli_usage_error(
+            CMD, "kernel '%s' has %" PRIu32 " storage binding%s but %" PRIu32 " --buf %s given",
+            kernel_name, info.binding_count, info.binding_count == 1 ? "" : "s", a->buf_count,
+            a->buf_count == 1 ? "was" : "were");
+        goto done;
+    }
+    const uint32_t info_bytes = a->info_count * 4;
+    if (info.info_size != info_bytes) {
+        exit_code =
+            cli_usage_error(CMD,
+                            "kernel '%s' takes %" PRIu32 " bytes of info (CUBEC_INFO / push "
+                            "constants) but the --info-* flags give %" PRIu32,
+                            kernel_name, info.info_size, info_bytes);
+        goto done;
+    }
+
+    for (uint32_t i = 0; i < a->buf_count; i++) {
+        const int rc = create_buffer(device, &a->bufs[i], i, &buffers[i]);
+        if (rc != CLI_EXIT_OK) {
+            exit_code = rc;
+            goto done;
+        }
+    }
+
+    const cubec_launch_desc launch = {
+        .kernel = kernel,
+        .buffers = buffers,
+        .buffer_count = a->buf_count,
+        .info = info_bytes ? a->info_words : NULL,
+        .info_size = info_bytes,
+        .groups = {a->groups[0], a->groups[1], a->groups[2]},
+    };
+    /* The inputs are uploaded first so that the launch time below is the launch's alone. */
+    if (cli_failed(CMD, cubec_sync(device, CUBEC_STREAM_CURRENT), "uploading the buffers"))
+        goto done;
+    t0 = now_seconds();
+    if (cli_failed(CMD, cubec_launch(device, CUBEC_STREAM_CURRENT, &launch), "launching"))
+        goto done;
+    if (cli_failed(CMD, cubec_sync(device, CUBEC_STREAM_CURRENT), "running the kernel")) goto done;
+    const double run_s = now_seconds() - t0;
+
+    printf("device:  %s\n", device_info.name);
+    printf("kernel:  %s (%s), %" PRIu32 " binding%s, %" PRIu32 " bytes of info%s, workgroup "
+           "%" PRIu32 "x%" PRIu32 "x%" PRIu32 ", compiled in %.3f ms\n",
+           kernel_name, is_spirv ? "SPIR-V" : "GLSL", info.binding_count,
+           info.binding_count == 1 ? "" : "s", info.info_size,
+           info.info_size == 0           ? ""
+           : info.info_in_push_constants ? " in push constants"
+                                         : " in a storage buffer",
+           info.workgroup_size[0], info.workgroup_size[1], info.workgroup_size[2], compile_s * 1e3);
+    printf("launch:  %" PRIu32 "x%" PRIu32 "x%" PRIu32 " groups in %.3f ms (launch + sync, "
+           "including pipeline creation)\n",
+           a->groups[0], a->groups[1], a->groups[2], run_s * 1e3);
+
+    exit_code = CLI_EXIT_OK;
+    int outputs = 0;
+    for (uint32_t i = 0; i < info.binding_count; i++) {
+        if ((info.access[i] & CUBEC_ACCESS_WRITE) == 0) continue;
+        outputs++;
+        const int rc = report_output(device, a, i, info.access[i], buffers[i]);
+        if (rc != CLI_EXIT_OK) {
+            exit_code = rc;
+            break;
+        }
+    }
+    if (outputs == 0) printf("(the kernel writes none of its bindings)\n");
+
+done:
+    if (device != NULL) {
+        for (uint32_t i = 0; i < a->buf_count; i++) {
+            if (cli_failed(CMD, cubec_buffer_release(device, buffers[i]), "releasing a buffer"))
+                exit_code = CLI_EXIT_RUNTIME;
+        }
+        if (cli_failed(CMD, cubec_kernel_destroy(device, kernel), "destroying the kernel"))
+            exit_code = CLI_EXIT_RUNTIME;
+        cubec_device_close(device);
+    }
+    free(source);
+    return exit_code;
+}
+
+int cli_run_main(int argc, char **argv)
+{
+    const size_t n = argc > 0 ? (size_t)argc : 1;
+    run_args a = {.print_count = 8};
+    a.defines = calloc(n, sizeof *a.defines);
+    a.info_words = calloc(n, sizeof *a.info_words);
+    a.bufs = calloc(n, sizeof *a.bufs);
+    int help = 0;
+    int exit_code;
+    if (a.defines == NULL || a.info_words == NULL || a.bufs == NULL) {
+        fprintf(stderr, "cubec run: out of host memory\n");
+        exit_code = CLI_EXIT_RUNTIME;
+    } else {
+        exit_code = parse_args(argc, argv, &a, &help);
+        if (exit_code == CLI_EXIT_OK) {
+            if (help) {
+                cli_run_usage(stdout);
+            } else {
+                exit_code = run(&a);
+            }
+        }
+    }
+    if (a.defines != NULL) {
+        for (uint32_t i = 0; i < a.define_count; i++)
+            free((char *)a.defines[i].name);
+    }
+    free(a.defines);
+    free(a.info_words);
+    free(a.bufs);
+    return exit_code;
+}

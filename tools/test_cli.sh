@@ -1,0 +1,169 @@
+#!/usr/bin/env bash
+# End-to-end test of the `cubec` tool: `cubec run` on GLSL and SPIR-V kernels written here, with
+# the saved outputs checked against values computed in the script; then the usage errors, which
+# must exit 2 and name the flag and the value.
+#
+# usage: test_cli.sh PATH/TO/cubec
+set -u
+
+CUBEC=${1:?usage: test_cli.sh PATH/TO/cubec}
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+FAILURES=0
+
+fail() {
+    echo "FAIL: $*" >&2
+    FAILURES=$((FAILURES + 1))
+}
+
+# run_expect RC NAME CMD...: runs CMD, keeps its stdout/stderr in $TMP/NAME.{out,err}, and checks
+# the exit code.
+run_expect() {
+    local want=$1 name=$2
+    shift 2
+    "$@" >"$TMP/$name.out" 2>"$TMP/$name.err"
+    local rc=$?
+    if [ "$rc" -ne "$want" ]; then
+        fail "$name: exit code $rc, expected $want: $*"
+        sed 's/^/    /' "$TMP/$name.out" "$TMP/$name.err" >&2
+        return 1
+    fi
+    return 0
+}
+
+# expect_in NAME TEXT...: each TEXT must occur in $TMP/NAME.err (or .out).
+expect_in() {
+    local name=$1
+    shift
+    for text in "$@"; do
+        if ! grep -qF -- "$text" "$TMP/$name.err" "$TMP/$name.out"; then
+            fail "$name: the message does not mention '$text':"
+            sed 's/^/    /' "$TMP/$name.err" >&2
+        fi
+    done
+}
+
+# check_floats FILE COUNT EXPR: FILE must hold exactly COUNT float32 values equal to EXPR (a
+# Python expression of i, evaluated in float32 by rounding through struct).
+check_floats() {
+    python3 - "$1" "$2" "$3" <<'EOF'
+import struct, sys
+path, count, expr = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+data = open(path, "rb").read()
+if len(data) != 4 * count:
+    sys.exit(f"{path}: {len(data)} bytes, expected {4 * count}")
+got = struct.unpack(f"<{count}f", data)
+f32 = lambda v: struct.unpack("<f", struct.pack("<f", v))[0]
+for i, g in enumerate(got):
+    want = f32(eval(expr, {"i": i}))
+    if g != want:
+        sys.exit(f"{path}: element {i} is {g}, expected {want} ({expr})")
+EOF
+}
+
+# --- A GLSL kernel: out[i] = a[i] * 2 + info.k for i < info.n -----------------------------------
+cat >"$TMP/scale.comp" <<'EOF'
+#version 450
+layout(local_size_x = 64) in;
+layout(set = 0, binding = 0) readonly buffer A { float a[]; };
+layout(set = 0, binding = 1) writeonly buffer O { float o[]; };
+CUBEC_INFO(uint n; float k;)
+void main()
+{
+    uint i = gl_GlobalInvocationID.x;
+    if (i < info.n) {
+        o[i] = a[i] * 2.0 + info.k;
+    }
+}
+EOF
+
+# 256 elements in 4 groups of 64, over iota input; the output buffer is 1 KiB of zeros.
+if run_expect 0 glsl "$CUBEC" run "$TMP/scale.comp" --groups 4 --info-u32 256 --info-f32 0.5 \
+    --buf iota:256:f32 --buf zero:1K --out-dir "$TMP/out" --print 4; then
+    check_floats "$TMP/out/binding1.bin" 256 "i * 2 + 0.5" || fail "glsl: wrong output"
+    # Binding 0 is readonly: it is not an output, so it is neither printed nor saved.
+    [ ! -e "$TMP/out/binding0.bin" ] || fail "glsl: the readonly binding 0 was saved"
+    expect_in glsl "binding 1" "0.5 2.5 4.5 6.5 ..."
+
+    # Feed that output back in as a file: o = (2i + 0.5) * 2 + 1.
+    if run_expect 0 file "$CUBEC" run "$TMP/scale.comp" --groups 4 --info-u32 256 --info-f32 1 \
+        --buf "file:$TMP/out/binding1.bin" --buf zero:1K --out-dir "$TMP/out_file"; then
+        check_floats "$TMP/out_file/binding1.bin" 256 "(i * 2 + 0.5) * 2 + 1" ||
+            fail "file: wrong output"
+    fi
+fi
+
+# The same kernel over a constant input, with --flag=value syntax and a define that is unused.
+if run_expect 0 fill "$CUBEC" run "$TMP/scale.comp" --groups=2,1,1 --define UNUSED=3 \
+    --info-u32=100 --info-f32=-1 --buf fill:400:f32:1.25 --buf fill:400:u32:0 \
+    --out-dir "$TMP/out2"; then
+    check_floats "$TMP/out2/binding1.bin" 100 "1.5" || fail "fill: wrong output"
+fi
+
+# --- A SPIR-V kernel (when glslc is here): a push-constant block declared directly -------------
+if command -v glslc >/dev/null; then
+    cat >"$TMP/scale_pc.comp" <<'EOF'
+#version 450
+layout(local_size_x = 32) in;
+layout(set = 0, binding = 0) readonly buffer A { float a[]; };
+layout(set = 0, binding = 1) buffer O { float o[]; };
+layout(push_constant) uniform Info { uint n; float k; } info;
+void main()
+{
+    uint i = gl_GlobalInvocationID.x;
+    if (i < info.n) {
+        o[i] = o[i] + a[i] * 2.0 + info.k;
+    }
+}
+EOF
+    glslc --target-env=vulkan1.2 -fshader-stage=comp -o "$TMP/scale_pc.spv" "$TMP/scale_pc.comp" ||
+        fail "glslc failed"
+    if run_expect 0 spirv "$CUBEC" run "$TMP/scale_pc.spv" --groups 2 --info-u32 64 \
+        --info-f32 3 --buf iota:64:f32 --buf fill:256:f32:10 --out-dir "$TMP/out3"; then
+        check_floats "$TMP/out3/binding1.bin" 64 "10 + i * 2 + 3" || fail "spirv: wrong output"
+        expect_in spirv "read-write"
+    fi
+else
+    echo "note: glslc not found, the SPIR-V case is skipped" >&2
+fi
+
+# --- Usage errors: exit 2, naming the flag and the value ---------------------------------------
+K="$TMP/scale.comp"
+run_expect 2 bad_groups "$CUBEC" run "$K" --groups 4x --buf zero:1K --buf zero:1K &&
+    expect_in bad_groups "--groups" "4x"
+run_expect 2 bad_flag "$CUBEC" run "$K" --groups 4 --bogus 1 && expect_in bad_flag "--bogus"
+run_expect 2 bad_buf "$CUBEC" run "$K" --groups 4 --buf fill:10:f32:1 &&
+    expect_in bad_buf "--buf" "fill:10:f32:1"
+run_expect 2 bad_info "$CUBEC" run "$K" --groups 4 --info-f32 x1 --buf zero:1K &&
+    expect_in bad_info "--info-f32" "x1"
+run_expect 2 no_value "$CUBEC" run "$K" --buf zero:1K --groups && expect_in no_value "--groups"
+run_expect 2 info_size "$CUBEC" run "$K" --groups 4 --info-u32 256 --buf iota:256:f32 \
+    --buf zero:1K && expect_in info_size "8 bytes of info" "give 4"
+run_expect 2 buf_count "$CUBEC" run "$K" --groups 4 --info-u32 256 --info-f32 0 \
+    --buf zero:1K && expect_in buf_count "2 storage bindings" "1 --buf"
+run_expect 2 bad_command "$CUBEC" frobnicate && expect_in bad_command "frobnicate"
+run_expect 2 no_command "$CUBEC"
+
+# --- Runtime errors: exit 1 -------------------------------------------------------------------
+printf '#version 450\nlayout(local_size_x = 1) in;\nvoid main() { this is not glsl; }\n' \
+    >"$TMP/broken.comp"
+run_expect 1 compile_error "$CUBEC" run "$TMP/broken.comp" --groups 1 --buf zero:4 &&
+    expect_in compile_error "CUBEC_COMPILE_FAILED"
+run_expect 1 missing_file "$CUBEC" run "$TMP/nonexistent.comp" --groups 1 --buf zero:4 &&
+    expect_in missing_file "nonexistent.comp"
+
+run_expect 1 bad_device "$CUBEC" run "$K" --groups 1 --device 999 --info-u32 1 --info-f32 0 \
+    --buf zero:4 --buf zero:4 && expect_in bad_device "opening the device"
+
+# --- The other commands ------------------------------------------------------------------------
+run_expect 0 help "$CUBEC" --help && expect_in help "info" "run" "bench" "version"
+run_expect 0 run_help "$CUBEC" run --help && expect_in run_help "--buf" "--groups" "--out-dir"
+run_expect 0 info_help "$CUBEC" info --help
+run_expect 0 version "$CUBEC" version && expect_in version "cubec 0.1.0"
+run_expect 0 info "$CUBEC" info && expect_in info "[default]" "max storage buffer range"
+
+if [ "$FAILURES" -ne 0 ]; then
+    echo "test_cli: $FAILURES failure(s)" >&2
+    exit 1
+fi
+echo "test_cli: all checks passed"
