@@ -1,5 +1,6 @@
 #include "test_util.h"
 
+#include <dlfcn.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +22,14 @@ unsigned test_validation_messages(void)
 
 cubec_device *test_device_open(void)
 {
+    /* Keep lavapipe and the validation layer loaded after the loader lets them go, so that
+     * LeakSanitizer can name them in the stacks of the allocations they keep (tests/lsan.supp). */
+    static int pinned;
+    if (!pinned) {
+        pinned = 1;
+        dlopen("libvulkan_lvp.so", RTLD_NOW | RTLD_NODELETE);
+        dlopen("libVkLayer_khronos_validation.so", RTLD_NOW | RTLD_NODELETE);
+    }
     /* CUBEC_TEST_VALIDATION=0 is for machines without the Khronos layer (the GPU machine);
      * everywhere else the layer is on and any message fails the test. */
     const char *v = getenv("CUBEC_TEST_VALIDATION");
