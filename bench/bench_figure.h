@@ -1,9 +1,10 @@
 /* The contract between the runner (bench_main.c) and the two sides of every figure: cubec
  * (cubec_figures.c) and the raw Vulkan baseline (raw_figures.c).
  *
- * A figure is measured by running its two sides alternately in one process, repetition by
- * repetition, so that a noisy machine slows both alike and the ratio stays meaningful. Each side
- * implements the same four steps on its own context (a cubec_device or a raw_ctx):
+ * A figure is measured on both sides in one process, one side after the other: the runner opens
+ * one side's context (a cubec_device or a raw_ctx), runs all its steps, closes it, and only then
+ * opens the other's (two live VkDevices would make the GPU switch contexts between them). Each
+ * side implements the same four steps on its own context:
  *   setup   allocate and fill what the work needs (not timed);
  *   run     do the work once, timing only the part the figure defines, and return the value in
  *           the figure's unit (the first runs are a warm-up and are thrown away);
@@ -25,8 +26,8 @@ typedef struct bench_params {
     uint32_t chain_launches;   /* launch.device_*: launches per repetition                */
     uint64_t transfer_bytes;   /* write.h2d / read.d2h                                    */
     uint64_t copy_bytes;       /* copy.d2d                                                */
-    uint64_t vector_n;         /* kernel.vector_add elements                              */
-    uint32_t vector_groups;    /* its workgroups (grid-stride loop covers the rest)       */
+    uint64_t vector_n;         /* kernel.vector_add float elements (a multiple of 4)      */
+    uint32_t vector_groups;    /* its workgroups (grid-stride loop over the vec4s)        */
     uint64_t alloc_min_bytes;  /* alloc.pair: sizes double from min to max                */
     uint64_t alloc_max_bytes;
     uint32_t alloc_cycles; /* passes over all sizes per repetition                    */
@@ -59,8 +60,10 @@ extern const bench_impl_entry bench_raw_impls[];
 /* The tiny kernel of the launch figures: one workgroup of 64 threads each adding `step` to one
  * uint of a 256-byte buffer. */
 #define BENCH_TINY_WORDS 64u
-/* Workgroup size of kernel.vector_add. */
+/* Workgroup size of kernel.vector_add, and the most workgroups it launches (on the H200 the vec4
+ * kernel is fastest with 65535..131072 groups of 256; fewer where the device allows fewer). */
 #define BENCH_VECTOR_WG 256u
+#define BENCH_VECTOR_MAX_GROUPS 131072u
 /* Stride between the disjoint ranges of launch.device_independent: a multiple of any device's
  * minStorageBufferOffsetAlignment (at most 256 by the Vulkan spec). */
 #define BENCH_RANGE_STRIDE 256u

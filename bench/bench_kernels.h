@@ -13,8 +13,9 @@ extern const char bench_glsl_tiny[];
 /* compile.*: like the tiny kernel but writes `step + SALT`; the SALT define makes every compile
  * unique down to the SPIR-V, so no cache of any layer (cubec's, the driver's) can answer it. */
 extern const char bench_glsl_salted[];
-/* kernel.vector_add: c = a + b over float32, grid-stride loop because the group count is capped
- * (lavapipe allows 65535 groups in x). Workgroup size BENCH_VECTOR_WG. */
+/* kernel.vector_add: c = a + b over float32, read and written as vec4 (n must be a multiple of
+ * 4), grid-stride loop because the group count is capped (BENCH_VECTOR_MAX_GROUPS, and lavapipe
+ * allows 65535 groups in x). Workgroup size BENCH_VECTOR_WG. */
 extern const char bench_glsl_vector_add[];
 
 #define BENCH_RAW_INFO_MACRO_NAME "CUBEC_INFO(members)"
@@ -28,7 +29,7 @@ typedef struct bench_tiny_info {
 } bench_tiny_info;
 
 typedef struct bench_vector_info {
-    uint32_t n;
+    uint32_t n4; /* vec4 elements: n / 4 */
 } bench_vector_info;
 
 #endif

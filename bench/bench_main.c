@@ -1,8 +1,9 @@
 /* `cubec bench`: the catalog of figures, the arguments, and the runner that measures each figure
- * on cubec and on the raw Vulkan baseline side by side (see bench.h and bench_figure.h).
+ * on cubec and on the raw Vulkan baseline in the same process (see bench.h and bench_figure.h).
  *
- * Each figure gets a freshly opened cubec device and raw context, so that one figure's failure or
- * leftovers (a lost device, pool pages, queued work) cannot colour the next one. */
+ * Each side of each figure gets its own freshly opened context (a cubec device or a raw Vulkan
+ * context), closed again before the other side's is opened: never two VkDevices at once, and no
+ * figure's failure or leftovers (a lost device, pool pages, queued work) can colour another. */
 #include "bench.h"
 
 #include "bench_figure.h"
@@ -138,11 +139,14 @@ static void make_params(const cubec_device_info *info, int quick, bench_params *
     uint64_t max_binding = info->max_storage_buffer_range;
     if (info->max_allocation_size && info->max_allocation_size < max_binding)
         max_binding = info->max_allocation_size;
-    while (max_binding && p->vector_n * 4 > max_binding)
+    while (max_binding && p->vector_n > 4 && p->vector_n * 4 > max_binding)
         p->vector_n /= 2;
-    uint64_t groups = (p->vector_n + BENCH_VECTOR_WG - 1) / BENCH_VECTOR_WG;
+    /* vector_n stays a power of two of at least 4, so a multiple of 4: the kernel reads and writes
+     * vec4s. Groups: min(ceil(n4 / 256), 131072, maxComputeWorkGroupCount[0]) on both sides. */
+    const uint64_t n4 = p->vector_n / 4;
+    uint64_t groups = (n4 + BENCH_VECTOR_WG - 1) / BENCH_VECTOR_WG;
     uint64_t max_groups = info->max_workgroup_count[0] ? info->max_workgroup_count[0] : 65535;
-    if (max_groups > 65535) max_groups = 65535; /* the anchors' grid: 65535 groups */
+    if (max_groups > BENCH_VECTOR_MAX_GROUPS) max_groups = BENCH_VECTOR_MAX_GROUPS;
     p->vector_groups = (uint32_t)(groups < max_groups ? groups : max_groups);
     p->alloc_min_bytes = 256;
     p->alloc_max_bytes = 16ull << 20;
@@ -164,12 +168,15 @@ typedef struct progress {
     size_t index, total;
 } progress;
 
-static void progress_show(const progress *pr, const char *name, uint32_t rep, uint32_t reps)
+/* `label`: the side being measured, NULL when the figure starts. */
+static void progress_show(const progress *pr, const char *name, const char *label, uint32_t rep,
+                          uint32_t reps)
 {
     if (pr->tty) {
-        fprintf(stderr, "\r\033[K[%zu/%zu] %s  %u/%u", pr->index, pr->total, name, rep, reps);
+        fprintf(stderr, "\r\033[K[%zu/%zu] %s  %s %u/%u", pr->index, pr->total, name,
+                label ? label : "", rep, reps);
         fflush(stderr);
-    } else if (rep == 0) {
+    } else if (rep == 0 && label == NULL) {
         fprintf(stderr, "cubec bench: [%zu/%zu] %s\n", pr->index, pr->total, name);
     }
 }
@@ -179,95 +186,131 @@ static void progress_clear(const progress *pr)
     if (pr->tty) fputs("\r\033[K", stderr);
 }
 
-/* One side's state while a figure runs. */
+/* The two sides of a figure: index 0 is cubec, 1 is raw_vulkan. */
+enum { SIDE_CUBEC, SIDE_RAW, SIDE_COUNT };
+static const char *const side_labels[SIDE_COUNT] = {"cubec", "raw_vulkan"};
+
+/* One side's measurement of a figure: the values of its repetitions. */
 typedef struct side {
+    int which; /* SIDE_CUBEC or SIDE_RAW */
     const char *label;
     const bench_impl *impl;
-    void *ctx;
-    void *state;
     double *values;
     double *device_values;
 } side;
 
-static bench_err side_run(side *s, double *value, double *device_value)
+/* The side's own context, opened fresh for it: a cubec device or a raw Vulkan context. */
+static bench_err side_open(const side *s, const raw_target *target, void **out_ctx)
+{
+    *out_ctx = NULL;
+    if (s->which == SIDE_CUBEC) {
+        cubec_device *dev = NULL;
+        BENCH_TRY(bench_from_status(cubec_device_open(NULL, &dev), "cubec_device_open"));
+        *out_ctx = dev;
+        return NULL;
+    }
+    raw_ctx *raw = NULL;
+    BENCH_TRY(raw_open(target, &raw));
+    *out_ctx = raw;
+    return NULL;
+}
+
+/* Waits for the context's work and destroys it, VkDevice and VkInstance included. */
+static void side_close(const side *s, void *ctx)
+{
+    if (s->which == SIDE_CUBEC)
+        cubec_device_close(ctx);
+    else
+        raw_close(ctx);
+}
+
+static bench_err side_run(side *s, void *state, double *value, double *device_value)
 {
     bench_sample sample = {NAN, NAN};
-    BENCH_TRY(bench_wrap(s->impl->run(s->state, &sample), "%s", s->label));
+    BENCH_TRY(s->impl->run(state, &sample));
     if (!(sample.value > 0) || !isfinite(sample.value))
-        return bench_errorf("%s: measured a value of %g", s->label, sample.value);
+        return bench_errorf("measured a value of %g", sample.value);
     if (value) *value = sample.value;
     if (device_value) *device_value = sample.device_value;
     return NULL;
 }
 
-/* Setup, warm-up, the alternating repetitions and the verification of both sides. */
-static bench_err measure(const figure_def *def, const bench_params *params, uint32_t reps,
-                         const progress *pr, side sides[2], bench_result *res)
+/* Setup, warm-up, every repetition and the verification of one side, on its own context. */
+static bench_err side_measure_on(side *s, void *ctx, const figure_def *def,
+                                 const bench_params *params, uint32_t reps, const progress *pr,
+                                 void **state)
 {
-    for (int s = 0; s < 2; s++) {
-        sides[s].values = calloc(reps, sizeof(double));
-        sides[s].device_values = calloc(reps, sizeof(double));
-        if (!sides[s].values || !sides[s].device_values) return bench_errorf("out of host memory");
-        BENCH_TRY(bench_wrap(sides[s].impl->setup(sides[s].ctx, params, &sides[s].state),
-                             "%s: setup", sides[s].label));
-    }
-    for (uint32_t w = 0; w < def->warmup; w++) {
-        for (int s = 0; s < 2; s++)
-            BENCH_TRY(side_run(&sides[s], NULL, NULL));
-    }
-    /* Alternating which side goes first cancels an order effect (a cache or clock state that one
-     * run leaves for the next). */
+    BENCH_TRY(bench_wrap(s->impl->setup(ctx, params, state), "setup"));
+    for (uint32_t w = 0; w < def->warmup; w++)
+        BENCH_TRY(bench_wrap(side_run(s, *state, NULL, NULL), "warm-up"));
     for (uint32_t r = 0; r < reps; r++) {
-        progress_show(pr, def->name, r + 1, reps);
-        for (int k = 0; k < 2; k++) {
-            side *s = &sides[(r + k) % 2];
-            BENCH_TRY(side_run(s, &s->values[r], &s->device_values[r]));
-        }
+        progress_show(pr, def->name, s->label, r + 1, reps);
+        BENCH_TRY(side_run(s, *state, &s->values[r], &s->device_values[r]));
     }
-    for (int s = 0; s < 2; s++)
-        BENCH_TRY(
-            bench_wrap(sides[s].impl->verify(sides[s].state), "%s: wrong result", sides[s].label));
-    res->value = bench_median(sides[0].values, reps);
-    res->baseline_value = bench_median(sides[1].values, reps);
-    /* Device values are all there or all NaN (timestamps are per device). */
-    res->baseline_device_value =
-        isfinite(sides[1].device_values[0]) ? bench_median(sides[1].device_values, reps) : NAN;
-    return NULL;
+    return bench_wrap(s->impl->verify(*state), "wrong result");
 }
 
-static void run_figure(const figure_def *def, const bench_params *params, const raw_target *target,
-                       const progress *pr, bench_result *res)
+/* Opens the side's context, measures, and tears everything down again (its state, then the
+ * context), whatever happened: when this returns, the side has no device alive. */
+static bench_err side_measure(side *s, const figure_def *def, const bench_params *params,
+                              uint32_t reps, const raw_target *target, const progress *pr)
+{
+    void *ctx = NULL, *state = NULL;
+    bench_err err = side_open(s, target, &ctx);
+    if (!err) err = side_measure_on(s, ctx, def, params, reps, pr, &state);
+    if (state) s->impl->teardown(state);
+    if (ctx) side_close(s, ctx);
+    return err ? bench_wrap(err, "%s", s->label) : NULL;
+}
+
+/* Measures the figure on one side, then on the other. Only one side's context (one VkDevice) is
+ * ever alive: with both open at once, a GPU switches between the two contexts at every hand-over
+ * (on an H200 this put a 17.8 us round trip at ~200 us on both sides). The side that goes first
+ * alternates from figure to figure (`first`), so that an order effect (clocks ramping up, a warm
+ * cache left behind by the process) does not always favour the same side. */
+static void run_figure(const figure_def *def, int first, const bench_params *params,
+                       const raw_target *target, const progress *pr, bench_result *res)
 {
     const uint32_t reps = params->quick ? def->quick_reps : def->reps;
     *res = (bench_result){.name = def->name,
                           .unit = def->unit,
                           .method = def->method,
+                          .first = side_labels[first],
                           .lower_is_better = def->lower_is_better,
                           .reps = reps,
                           .value = NAN,
                           .baseline_value = NAN,
                           .baseline_device_value = NAN};
-    side sides[2] = {{.label = "cubec", .impl = find_impl(bench_cubec_impls, def->name)},
-                     {.label = "raw_vulkan", .impl = find_impl(bench_raw_impls, def->name)}};
-    progress_show(pr, def->name, 0, reps);
+    side sides[SIDE_COUNT] = {
+        {.which = SIDE_CUBEC,
+         .label = side_labels[SIDE_CUBEC],
+         .impl = find_impl(bench_cubec_impls, def->name)},
+        {.which = SIDE_RAW,
+         .label = side_labels[SIDE_RAW],
+         .impl = find_impl(bench_raw_impls, def->name)},
+    };
+    progress_show(pr, def->name, NULL, 0, reps);
     bench_err err = NULL;
     if (!sides[0].impl || !sides[1].impl) err = bench_errorf("no implementation of %s", def->name);
-    cubec_device *dev = NULL;
-    raw_ctx *raw = NULL;
-    if (!err) err = bench_from_status(cubec_device_open(NULL, &dev), "cubec_device_open");
-    if (!err) err = raw_open(target, &raw);
-    if (!err) {
-        sides[0].ctx = dev;
-        sides[1].ctx = raw;
-        err = measure(def, params, reps, pr, sides, res);
+    for (int s = 0; !err && s < SIDE_COUNT; s++) {
+        sides[s].values = calloc(reps, sizeof(double));
+        sides[s].device_values = calloc(reps, sizeof(double));
+        if (!sides[s].values || !sides[s].device_values) err = bench_errorf("out of host memory");
     }
-    for (int s = 0; s < 2; s++) {
-        if (sides[s].state) sides[s].impl->teardown(sides[s].state);
+    for (int k = 0; !err && k < SIDE_COUNT; k++)
+        err = side_measure(&sides[(first + k) % SIDE_COUNT], def, params, reps, target, pr);
+    if (!err) {
+        res->value = bench_median(sides[SIDE_CUBEC].values, reps);
+        res->baseline_value = bench_median(sides[SIDE_RAW].values, reps);
+        /* Device values are all there or all NaN (timestamps are per device). */
+        res->baseline_device_value = isfinite(sides[SIDE_RAW].device_values[0])
+                                         ? bench_median(sides[SIDE_RAW].device_values, reps)
+                                         : NAN;
+    }
+    for (int s = 0; s < SIDE_COUNT; s++) {
         free(sides[s].values);
         free(sides[s].device_values);
     }
-    raw_close(raw);
-    cubec_device_close(dev);
     if (err) {
         progress_clear(pr);
         fprintf(stderr, "cubec bench: %s failed: %s\n", def->name, err);
@@ -310,7 +353,9 @@ int cubec_bench_main(int argc, char **argv)
     for (size_t i = 0; i < FIGURE_COUNT; i++) {
         if (!selected(&opt, figures[i].name)) continue;
         pr.index = count + 1;
-        run_figure(&figures[i], &params, &target, &pr, &results[count]);
+        /* Alternates by the figure's place in the catalog, so that a figure runs its sides in the
+         * same order whatever --filter selects. */
+        run_figure(&figures[i], (int)(i % SIDE_COUNT), &params, &target, &pr, &results[count]);
         failed |= results[count].error != NULL;
         count++;
     }

@@ -66,6 +66,8 @@ void bench_report_json(FILE *out, const bench_run_info *run, const bench_result 
         fprintf(out,
                 ", \"lower_is_better\": %s, \"method\": ", r->lower_is_better ? "true" : "false");
         json_string(out, r->method);
+        fputs(", \"first\": ", out);
+        json_string(out, r->first);
         fprintf(out, ", \"reps\": %u}", r->reps);
     }
     fputs("\n ]}\n", out);
@@ -101,7 +103,10 @@ void bench_report_table(FILE *out, const bench_run_info *run, const bench_result
         fputc('\n', out);
     }
     fputs("Each value is the median of the repetitions after a warm-up; ratio = cubec / "
-          "raw_vulkan.\nDevice work is timed by the wall clock around submission and wait on "
-          "both sides;\nraw (ts) is the raw side's device time from timestamps, for reference.\n",
+          "raw_vulkan.\n"
+          "Each side runs all its repetitions on its own device, closed before the other side's "
+          "opens.\n"
+          "Device work is timed by the wall clock around submission and wait on both sides;\n"
+          "raw (ts) is the raw side's device time from timestamps, for reference.\n",
           out);
 }

@@ -12,6 +12,7 @@ typedef struct bench_result {
     const char *name;
     const char *unit;
     const char *method; /* how the cubec value was taken: "wall" or "host" */
+    const char *first;  /* the side measured first: "cubec" or "raw_vulkan" */
     int lower_is_better;
     uint32_t reps;
     double value;                 /* cubec, median */

@@ -385,7 +385,7 @@ static bench_err vector_setup(void *dev, const bench_params *params, void **out_
 static bench_err vector_run(void *state, bench_sample *out)
 {
     cu_fig *f = state;
-    const bench_vector_info info = {.n = (uint32_t)f->p.vector_n};
+    const bench_vector_info info = {.n4 = (uint32_t)(f->p.vector_n / 4)};
     const cubec_launch_desc desc = {
         .kernel = f->kernel,
         .buffers = f->buf,

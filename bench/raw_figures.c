@@ -77,7 +77,12 @@ static VkDescriptorBufferInfo whole(const raw_buffer *b)
 }
 
 /* Records one tiny launch, ordered after every earlier launch on the buffer: the straightforward
- * dependency is a barrier before each launch. */
+ * dependency is a global memory barrier (compute shader writes -> compute shader reads and
+ * writes) before each launch. Each launch increments the buffer, a read-after-write on the one
+ * before, so every path that records consecutive tiny launches on one buffer (launch.enqueue,
+ * launch.roundtrip, launch.device_dependent) goes through here; without the barrier it would be
+ * a data race, and not the work cubec does. The barrier also reaches launches of earlier
+ * submissions on the queue (its first scope is everything earlier in submission order). */
 static void record_tiny(raw_fig *f, VkCommandBuffer cmd, VkDescriptorBufferInfo buffer)
 {
     static const bench_tiny_info info = {.n = BENCH_TINY_WORDS, .step = 1};
@@ -109,7 +114,8 @@ static bench_err tiny_verify(void *state)
 }
 
 /* ---- launch.enqueue: host time per launch, recording batches of `batch` launches into their own
- * command buffers and submitting each batch as it fills, like a runtime would. ---------------- */
+ * command buffers and submitting each batch as it fills, like a runtime would. Consecutive
+ * launches increment the same buffer, so a barrier separates each from the one before. ------- */
 
 static bench_err enqueue_setup(void *ctx, const bench_params *params, void **out_state)
 {
@@ -147,7 +153,7 @@ static bench_err enqueue_run(void *state, bench_sample *out)
     for (uint32_t i = 0; i < n; i++) {
         VkCommandBuffer cmd = f->cmds[i / batch];
         if (i % batch == 0) BENCH_TRY(raw_begin(cmd));
-        record_tiny(f, cmd, buffer);
+        record_tiny(f, cmd, buffer); /* barrier + dispatch, as launch.device_dependent records */
         if (i % batch == batch - 1 || i == n - 1) {
             RAW_VK_TRY(vkEndCommandBuffer(cmd));
             VkSubmitInfo submit = {
@@ -420,7 +426,7 @@ static bench_err vector_run(void *state, bench_sample *out)
 {
     raw_fig *f = state;
     raw_ctx *ctx = f->ctx;
-    const bench_vector_info info = {.n = (uint32_t)f->p.vector_n};
+    const bench_vector_info info = {.n4 = (uint32_t)(f->p.vector_n / 4)};
     VkDescriptorBufferInfo buffers[3] = {whole(&f->buf[0]), whole(&f->buf[1]), whole(&f->buf[2])};
     double t0 = bench_now();
     BENCH_TRY(raw_begin(ctx->cmd));
