@@ -96,9 +96,12 @@ static cubec_status check_launch(cubec_device *d, const cubec_launch_desc *desc,
     if (desc->info_size && !desc->info)
         return INVALID_ARG("%s: desc->info is NULL with info_size %u", fn, desc->info_size);
     for (uint32_t i = 0; i < desc->buffer_count; i++) {
-        char arg[64];
-        snprintf(arg, sizeof arg, "cubec_launch: desc->buffers[%u]", i);
-        RETURN_IF_ERROR(api_buffer(d, desc->buffers[i], arg, &bufs[i]));
+        bufs[i] = handle_table_get(&d->buffers, desc->buffers[i].id);
+        if (!bufs[i]) { /* only now spend time on the message */
+            char arg[64];
+            snprintf(arg, sizeof arg, "cubec_launch: desc->buffers[%u]", i);
+            return api_buffer(d, desc->buffers[i], arg, &bufs[i]);
+        }
         if (bufs[i]->size == 0)
             return INVALID_ARG("%s: desc->buffers[%u] has size 0 and cannot be bound", fn, i);
         if (bufs[i]->size > d->info.max_storage_buffer_range)

@@ -60,7 +60,9 @@ typedef struct kernel_obj {
 
 /* A recorded-but-not-yet-finished command buffer. */
 typedef struct batch {
+    VkCommandPool pool;
     VkCommandBuffer cmd;
+    int recorded; /* the command buffer holds commands: reset the pool before reuse */
     /* Without VK_KHR_push_descriptor: the batch's descriptor sets, reset when it is reused. */
     VkDescriptorPool descriptors;
     uint64_t value; /* timeline value signalled when it completes; 0 = free */
@@ -103,7 +105,6 @@ struct cubec_device_s {
     pipeline_entry *copy_kernel, *copy4_kernel, *fill_kernel;
 
     /* Submission state. */
-    VkCommandPool command_pool;
     VkSemaphore timeline;
     uint64_t next_value;         /* the value the open batch will signal */
     uint64_t completed_value;    /* last observed counter value */
@@ -144,8 +145,16 @@ cubec_status sub_wait(cubec_device *d, uint64_t value);
 cubec_status sub_wait_for_host(cubec_device *d, uint64_t value);
 /* Refreshes completed_value, runs deferred frees, recycles batches. */
 void sub_poll(cubec_device *d);
-/* Records the barriers a command touching these ranges needs, then notes the ranges. */
-void sub_hazards(cubec_device *d, VkCommandBuffer cmd, const hazard_range *ranges, uint32_t n);
+/* What a command is, for the barrier in front of it. */
+typedef enum sub_command {
+    SUB_COMPUTE,          /* a dispatch */
+    SUB_COMPUTE_INDIRECT, /* a dispatch whose counts come from a buffer */
+    SUB_TRANSFER,         /* vkCmdCopyBuffer */
+} sub_command;
+/* Records the barrier a command touching these ranges needs (only on a real hazard, and only
+ * between the stages involved), then notes the ranges. */
+void sub_hazards(cubec_device *d, VkCommandBuffer cmd, const hazard_range *ranges, uint32_t n,
+                 sub_command kind);
 void sub_destroy(cubec_device *d);
 cubec_status sub_init(cubec_device *d);
 

@@ -28,12 +28,17 @@ void hazard_reset(hazard_tracker *t)
 {
     t->read_count = 0;
     t->write_count = 0;
+    t->stages = 0;
+    t->write_access = 0;
 }
 
-void hazard_note(hazard_tracker *t, const hazard_range *ranges, uint32_t n)
+void hazard_note(hazard_tracker *t, const hazard_range *ranges, uint32_t n, uint32_t stages,
+                 uint32_t write_access)
 {
+    t->stages |= stages;
     for (uint32_t i = 0; i < n; i++) {
         if (ranges[i].size == 0) continue;
+        if (ranges[i].write) t->write_access |= write_access;
         if (ranges[i].write)
             t->writes[t->write_count++] = ranges[i];
         else

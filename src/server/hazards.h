@@ -20,6 +20,10 @@ typedef struct hazard_tracker {
     hazard_range reads[HAZARD_CAPACITY];
     hazard_range writes[HAZARD_CAPACITY];
     uint32_t read_count, write_count;
+    /* Opaque to this module (Vulkan pipeline stages and access bits): what the noted commands
+     * ran in and how they wrote, so a barrier waits for exactly those. */
+    uint32_t stages;
+    uint32_t write_access;
 } hazard_tracker;
 
 /* 1 when a command touching `ranges` must wait for earlier commands; also 1 when the tracker is
@@ -27,7 +31,8 @@ typedef struct hazard_tracker {
 int hazard_needs_barrier(const hazard_tracker *t, const hazard_range *ranges, uint32_t n);
 /* Forgets everything: a barrier was recorded. */
 void hazard_reset(hazard_tracker *t);
-/* Notes the ranges of a recorded command. */
-void hazard_note(hazard_tracker *t, const hazard_range *ranges, uint32_t n);
+/* Notes the ranges of a recorded command that ran in `stages` and writes with `write_access`. */
+void hazard_note(hazard_tracker *t, const hazard_range *ranges, uint32_t n, uint32_t stages,
+                 uint32_t write_access);
 
 #endif

@@ -88,7 +88,8 @@ static cubec_status build_pipeline(cubec_device *d, pipeline_entry *e, const uin
                                                 .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT};
     VkDescriptorSetLayoutCreateInfo dslci = {
         .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
-        .flags = d->vk.push_descriptor ? VK_DESCRIPTOR_SET_LAYOUT_CREATE_PUSH_DESCRIPTOR_BIT_KHR : 0,
+        .flags =
+            d->vk.push_descriptor ? VK_DESCRIPTOR_SET_LAYOUT_CREATE_PUSH_DESCRIPTOR_BIT_KHR : 0,
         .bindingCount = n,
         .pBindings = b};
     VK_RETURN_IF_ERROR(vkCreateDescriptorSetLayout(dev, &dslci, NULL, &e->set_layout),

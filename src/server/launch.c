@@ -7,10 +7,9 @@
 
 #include <string.h>
 
-static cubec_status record_dispatch(cubec_device *d, VkCommandBuffer cmd,
-                                    const pipeline_entry *e, const VkDescriptorBufferInfo *infos,
-                                    uint32_t n, VkDescriptorBufferInfo info_buffer,
-                                    const void *push_data)
+static cubec_status record_dispatch(cubec_device *d, VkCommandBuffer cmd, const pipeline_entry *e,
+                                    const VkDescriptorBufferInfo *infos, uint32_t n,
+                                    VkDescriptorBufferInfo info_buffer, const void *push_data)
 {
     VkWriteDescriptorSet w[33];
     for (uint32_t i = 0; i < n; i++)
@@ -42,7 +41,8 @@ static cubec_status record_dispatch(cubec_device *d, VkCommandBuffer cmd,
         VkDescriptorSet set;
         VK_RETURN_IF_ERROR(vkAllocateDescriptorSets(d->vk.device, &ai, &set),
                            "vkAllocateDescriptorSets");
-        for (uint32_t i = 0; i < count; i++) w[i].dstSet = set;
+        for (uint32_t i = 0; i < count; i++)
+            w[i].dstSet = set;
         vkUpdateDescriptorSets(d->vk.device, count, w, 0, NULL);
         vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, e->layout, 0, 1, &set, 0,
                                 NULL);
@@ -83,7 +83,7 @@ cubec_status server_launch(cubec_device *d, const launch_args *a)
     }
     VkCommandBuffer cmd;
     RETURN_IF_ERROR(sub_begin(d, &cmd));
-    sub_hazards(d, cmd, ranges, nr);
+    sub_hazards(d, cmd, ranges, nr, a->indirect ? SUB_COMPUTE_INDIRECT : SUB_COMPUTE);
     RETURN_IF_ERROR(record_dispatch(d, cmd, e, infos, n, info_buffer, a->info));
     if (a->indirect)
         vkCmdDispatchIndirect(cmd, buffer_page(a->indirect)->buffer,
@@ -163,7 +163,7 @@ static cubec_status copy_with_transfer(cubec_device *d, buffer_obj *src, uint64_
     vk_page *sp = buffer_page(src), *tp = buffer_page(dst);
     uint64_t s = buffer_device_offset(src) + src_offset, t = buffer_device_offset(dst) + dst_offset;
     hazard_range ranges[2] = {{sp, s, size, 0}, {tp, t, size, 1}};
-    sub_hazards(d, cmd, ranges, 2);
+    sub_hazards(d, cmd, ranges, 2, SUB_TRANSFER);
     VkBufferCopy region = {s, t, size};
     vkCmdCopyBuffer(cmd, sp->buffer, tp->buffer, 1, &region);
     src->alloc->last_use = d->next_value;

@@ -18,13 +18,16 @@ static uint64_t now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* The stages and accesses cubec's commands use: the destination of every barrier. */
+#define ALL_STAGES                                                                                 \
+    (VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT |                       \
+     VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT)
+#define ALL_ACCESS                                                                                 \
+    (VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |        \
+     VK_ACCESS_TRANSFER_WRITE_BIT | VK_ACCESS_INDIRECT_COMMAND_READ_BIT)
+
 cubec_status sub_init(cubec_device *d)
 {
-    VkCommandPoolCreateInfo pci = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
-                                   .flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
-                                   .queueFamilyIndex = d->vk.queue_family};
-    VK_RETURN_IF_ERROR(vkCreateCommandPool(d->vk.device, &pci, NULL, &d->command_pool),
-                       "vkCreateCommandPool");
     VkSemaphoreTypeCreateInfo tci = {.sType = VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO,
                                      .semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE,
                                      .initialValue = 0};
@@ -38,13 +41,10 @@ cubec_status sub_init(cubec_device *d)
 
 void sub_destroy(cubec_device *d)
 {
-    if (d->command_pool) {
-        for (uint32_t i = 0; i < d->batch_count; i++) {
-            vkFreeCommandBuffers(d->vk.device, d->command_pool, 1, &d->batches[i].cmd);
-            if (d->batches[i].descriptors)
-                vkDestroyDescriptorPool(d->vk.device, d->batches[i].descriptors, NULL);
-        }
-        vkDestroyCommandPool(d->vk.device, d->command_pool, NULL);
+    for (uint32_t i = 0; i < d->batch_count; i++) {
+        vkDestroyCommandPool(d->vk.device, d->batches[i].pool, NULL);
+        if (d->batches[i].descriptors)
+            vkDestroyDescriptorPool(d->vk.device, d->batches[i].descriptors, NULL);
     }
     free(d->batches);
     d->batches = NULL;
@@ -99,13 +99,24 @@ static cubec_status take_batch(cubec_device *d, batch **out)
         d->batch_cap = cap;
     }
     batch *b = &d->batches[d->batch_count];
+    /* A pool per batch: reusing the batch resets the whole pool at once, which drivers make
+     * cheaper than resetting command buffers one by one. */
+    VkCommandPoolCreateInfo pci = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+                                   .flags = VK_COMMAND_POOL_CREATE_TRANSIENT_BIT,
+                                   .queueFamilyIndex = d->vk.queue_family};
+    VK_RETURN_IF_ERROR(vkCreateCommandPool(d->vk.device, &pci, NULL, &b->pool),
+                       "vkCreateCommandPool");
     VkCommandBufferAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
-                                      .commandPool = d->command_pool,
+                                      .commandPool = b->pool,
                                       .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
                                       .commandBufferCount = 1};
-    VK_RETURN_IF_ERROR(vkAllocateCommandBuffers(d->vk.device, &ai, &b->cmd),
-                       "vkAllocateCommandBuffers");
+    VkResult ar = vkAllocateCommandBuffers(d->vk.device, &ai, &b->cmd);
+    if (ar != VK_SUCCESS) {
+        vkDestroyCommandPool(d->vk.device, b->pool, NULL);
+        return vk_status(ar, "vkAllocateCommandBuffers");
+    }
     b->value = 0;
+    b->recorded = 0;
     b->descriptors = VK_NULL_HANDLE;
     if (!d->vk.push_descriptor) {
         /* One set per launch, at most tasks_max launches per batch. */
@@ -116,7 +127,7 @@ static cubec_status take_batch(cubec_device *d, batch **out)
                                            .pPoolSizes = &size};
         VkResult r = vkCreateDescriptorPool(d->vk.device, &dpci, NULL, &b->descriptors);
         if (r != VK_SUCCESS) {
-            vkFreeCommandBuffers(d->vk.device, d->command_pool, 1, &b->cmd);
+            vkDestroyCommandPool(d->vk.device, b->pool, NULL);
             return vk_status(r, "vkCreateDescriptorPool");
         }
     }
@@ -135,7 +146,9 @@ cubec_status sub_begin(cubec_device *d, VkCommandBuffer *out_cmd)
     RETURN_IF_ERROR(take_batch(d, &b));
     VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
                                    .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
-    /* RESET_COMMAND_BUFFER pool: begin resets implicitly. */
+    if (b->recorded)
+        VK_RETURN_IF_ERROR(vkResetCommandPool(d->vk.device, b->pool, 0), "vkResetCommandPool");
+    b->recorded = 1;
     VK_RETURN_IF_ERROR(vkBeginCommandBuffer(b->cmd, &bi), "vkBeginCommandBuffer");
     if (b->descriptors) vkResetDescriptorPool(d->vk.device, b->descriptors, 0);
     b->value = 0;
@@ -231,21 +244,23 @@ cubec_status sub_wait_for_host(cubec_device *d, uint64_t value)
     return sub_wait(d, value);
 }
 
-void sub_hazards(cubec_device *d, VkCommandBuffer cmd, const hazard_range *ranges, uint32_t n)
+void sub_hazards(cubec_device *d, VkCommandBuffer cmd, const hazard_range *ranges, uint32_t n,
+                 sub_command kind)
 {
-    if (hazard_needs_barrier(&d->hazards, ranges, n)) {
-        VkMemoryBarrier mb = {
-            .sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
-            .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
-            .dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
-                             VK_ACCESS_INDIRECT_COMMAND_READ_BIT | VK_ACCESS_TRANSFER_READ_BIT |
-                             VK_ACCESS_TRANSFER_WRITE_BIT};
-        vkCmdPipelineBarrier(cmd,
-                             VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
-                             VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT |
-                                 VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT,
-                             0, 1, &mb, 0, NULL, 0, NULL);
-        hazard_reset(&d->hazards);
+    hazard_tracker *t = &d->hazards;
+    if (hazard_needs_barrier(t, ranges, n)) {
+        /* Wait only for the stages noted since the last barrier, and make their writes visible
+         * to every stage cubec uses: the tracker forgets everything after this barrier, so a
+         * later command of another kind must find the writes visible too. */
+        VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+                              .srcAccessMask = t->write_access,
+                              .dstAccessMask = t->write_access ? ALL_ACCESS : 0};
+        vkCmdPipelineBarrier(cmd, t->stages ? t->stages : VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT,
+                             ALL_STAGES, 0, 1, &mb, 0, NULL, 0, NULL);
+        hazard_reset(t);
     }
-    hazard_note(&d->hazards, ranges, n);
+    if (kind == SUB_TRANSFER)
+        hazard_note(t, ranges, n, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT);
+    else
+        hazard_note(t, ranges, n, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT);
 }

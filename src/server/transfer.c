@@ -69,7 +69,7 @@ cubec_status server_write(cubec_device *d, buffer_obj *b, uint64_t offset, const
         VkCommandBuffer cmd;
         RETURN_IF_ERROR(sub_begin(d, &cmd));
         hazard_range r = {page, at + done, n, 1};
-        sub_hazards(d, cmd, &r, 1);
+        sub_hazards(d, cmd, &r, 1, SUB_TRANSFER);
         VkBufferCopy region = {ring_at, at + done, n};
         vkCmdCopyBuffer(cmd, d->upload.buffer, page->buffer, 1, &region);
         touch(d, b, 1);
@@ -106,7 +106,7 @@ cubec_status server_read(cubec_device *d, buffer_obj *b, uint64_t offset, void *
             VkCommandBuffer cmd;
             RETURN_IF_ERROR(sub_begin(d, &cmd));
             hazard_range r = {page, at + done, n, 0};
-            sub_hazards(d, cmd, &r, 1);
+            sub_hazards(d, cmd, &r, 1, SUB_TRANSFER);
             VkBufferCopy region = {at + done, ring_at, n};
             vkCmdCopyBuffer(cmd, page->buffer, d->readback.buffer, 1, &region);
             touch(d, b, 0);
@@ -172,7 +172,7 @@ cubec_status server_read_async(cubec_device *d, buffer_obj *b, uint64_t offset, 
         if (!err) {
             e->src = mapped;
             hazard_range r = {page, at, size, 0};
-            sub_hazards(d, cmd, &r, 1);
+            sub_hazards(d, cmd, &r, 1, SUB_TRANSFER);
             VkBufferCopy region = {at, 0, size};
             vkCmdCopyBuffer(cmd, page->buffer, e->staging, 1, &region);
             touch(d, b, 0);

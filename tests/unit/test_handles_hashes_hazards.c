@@ -62,13 +62,13 @@ static void test_hazards(void **state)
     hazard_range w0 = {&page_a, 0, 100, 1}, r0 = {&page_a, 50, 10, 0};
     hazard_range w1 = {&page_a, 100, 100, 1}, other = {&page_b, 0, 100, 1};
     assert_false(hazard_needs_barrier(&t, &w0, 1));
-    hazard_note(&t, &w0, 1);
+    hazard_note(&t, &w0, 1, 1, 2);
     assert_true(hazard_needs_barrier(&t, &r0, 1));     /* read after write */
     assert_false(hazard_needs_barrier(&t, &w1, 1));    /* adjacent, not overlapping */
     assert_false(hazard_needs_barrier(&t, &other, 1)); /* another page */
-    hazard_note(&t, &w1, 1);
+    hazard_note(&t, &w1, 1, 1, 2);
     hazard_reset(&t);
-    hazard_note(&t, &r0, 1);
+    hazard_note(&t, &r0, 1, 1, 2);
     hazard_range rr = {&page_a, 55, 10, 0};
     assert_false(hazard_needs_barrier(&t, &rr, 1)); /* read after read */
     rr.write = 1;
@@ -78,10 +78,19 @@ static void test_hazards(void **state)
     for (int i = 0; i < HAZARD_CAPACITY; i++) {
         hazard_range r = {&page_b, (uint64_t)i * 16, 16, 0};
         assert_false(hazard_needs_barrier(&t, &r, 1));
-        hazard_note(&t, &r, 1);
+        hazard_note(&t, &r, 1, 1, 2);
     }
     hazard_range last = {&page_a, 0, 4, 0};
     assert_true(hazard_needs_barrier(&t, &last, 1));
+    /* Stages and write access accumulate until a reset. */
+    hazard_reset(&t);
+    hazard_note(&t, &w0, 1, 4, 8);
+    hazard_note(&t, &r0, 1, 16, 32);
+    assert_int_equal(t.stages, 4 | 16);
+    assert_int_equal(t.write_access, 8); /* r0 writes nothing */
+    hazard_reset(&t);
+    assert_int_equal(t.stages, 0);
+    assert_int_equal(t.write_access, 0);
 }
 
 int main(void)
