@@ -209,11 +209,27 @@ cubec_status sub_task_done(cubec_device *d)
     return NULL;
 }
 
+/* Resets the command pools of finished batches. Done in waits, where the host is blocked on the
+ * GPU anyway, so that beginning a batch on the launch path finds a clean pool (a reset frees
+ * every command the driver recorded: 6-8 us on lavapipe, as much as recording the 32 launches
+ * of a batch). Batches that finish while nobody waits are reset when they are reused. */
+static void recycle_finished(cubec_device *d)
+{
+    for (uint32_t i = 0; i < d->batch_count; i++) {
+        batch *b = &d->batches[i];
+        if (b->recorded && b != d->open && b->value && b->value <= d->completed_value &&
+            vkResetCommandPool(d->vk.device, b->pool, 0) == VK_SUCCESS)
+            b->recorded = 0;
+    }
+}
+
 cubec_status sub_wait(cubec_device *d, uint64_t value)
 {
     if (value == 0 || value <= d->completed_value) return NULL;
     if (d->open && value >= d->next_value) RETURN_IF_ERROR(sub_flush(d, 0));
     if (value >= d->next_value) value = d->next_value - 1;
+    sub_poll(d);
+    recycle_finished(d);
     uint64_t v = 0;
     if (d->spin_us > 0) {
         uint64_t until = now_ns() + (uint64_t)d->spin_us * 1000u;
@@ -222,6 +238,7 @@ cubec_status sub_wait(cubec_device *d, uint64_t value)
             if (v >= value) {
                 d->completed_value = v;
                 sub_poll(d);
+                recycle_finished(d);
                 return NULL;
             }
         } while (now_ns() < until);
@@ -234,6 +251,7 @@ cubec_status sub_wait(cubec_device *d, uint64_t value)
     if (r != VK_SUCCESS) return server_note_error(d, vk_status(r, "vkWaitSemaphores"));
     sub_poll(d);
     if (d->completed_value < value) d->completed_value = value;
+    recycle_finished(d);
     return NULL;
 }
 
