@@ -19,9 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#ifndef CUBEC_GIT_DESCRIBE
-#define CUBEC_GIT_DESCRIBE "unknown"
-#endif
+#include "cubec_git.h" /* CUBEC_GIT_DESCRIBE, generated at build time */
 
 typedef struct figure_def {
     const char *name;

@@ -14,9 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#ifndef CUBEC_GIT_DESCRIBE
-#define CUBEC_GIT_DESCRIBE "unknown"
-#endif
+#include "cubec_git.h" /* CUBEC_GIT_DESCRIBE, generated at build time */
 
 #define CUBEC_STRINGIFY_(x) #x
 #define CUBEC_STRINGIFY(x) CUBEC_STRINGIFY_(x)
