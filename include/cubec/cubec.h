@@ -277,8 +277,12 @@ cubec_status cubec_sync(cubec_device *device, cubec_stream stream);
  * Memory
  * ------------------------------------------------------------------------------------------- */
 
+/* One pool of a memory report. The buffer pools come first ("sliced", "exclusive"); then the
+ * rings the runtime keeps for itself: "metadata" (launch metadata that does not fit push
+ * constants) and, on discrete GPUs, "upload" and "readback" (staging). The totals of
+ * cubec_memory_report cover the buffer pools only. */
 typedef struct cubec_pool_report {
-    char kind[16];          /* "sliced", "exclusive", "staging", "uniform"          */
+    char kind[16];          /* see above                                            */
     uint64_t page_size;     /* sliced: the page size; exclusive: largest allocation */
     uint64_t max_slice_size;
     uint32_t pages;

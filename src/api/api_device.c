@@ -63,6 +63,22 @@ cubec_status cubec_memory_report_get(cubec_device *device, cubec_stream stream,
     sub_poll(device);
     memset(out_report, 0, sizeof *out_report);
     memory_report_fill(device->memory, out_report);
+    /* The rings the server keeps (spec 3.8's auxiliary memory), after the buffer pools. */
+    const struct {
+        const char *kind;
+        const host_ring *ring;
+    } aux[] = {{"metadata", &device->info_ring},
+               {"upload", &device->upload},
+               {"readback", &device->readback}};
+    for (size_t i = 0; i < sizeof aux / sizeof aux[0]; i++) {
+        if (!aux[i].ring->buffer || out_report->pool_count >= CUBEC_MAX_POOLS) continue;
+        cubec_pool_report *p = &out_report->pools[out_report->pool_count++];
+        snprintf(p->kind, sizeof p->kind, "%s", aux[i].kind);
+        p->page_size = aux[i].ring->size;
+        p->max_slice_size = aux[i].ring->chunk_size;
+        p->pages = p->pages_peak = 1;
+        p->bytes_reserved = aux[i].ring->size;
+    }
     return api_unlock(device, NULL);
 }
 

@@ -254,6 +254,15 @@ static void test_memory_report(void **state)
     ASSERT_OK(cubec_memory_report_get(d, 0, &r));
     assert_int_equal(r.pages, 0);
     assert_int_equal(r.bytes_reserved, 0);
+    /* The buffer pools, then the runtime's rings, each named. */
+    int metadata = 0, sliced = 0;
+    for (uint32_t i = 0; i < r.pool_count; i++) {
+        metadata += strcmp(r.pools[i].kind, "metadata") == 0;
+        sliced += strcmp(r.pools[i].kind, "sliced") == 0;
+        assert_true(r.pools[i].kind[0] != 0);
+    }
+    assert_int_equal(metadata, 1);
+    assert_true(sliced >= 1);
     test_device_close(d);
 }
 
