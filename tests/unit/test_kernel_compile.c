@@ -3,6 +3,7 @@
  * SPIR-V really declares, not merely on the absence of an error. No Vulkan device is needed. */
 #include "kernel/glsl_compiler.h"
 #include "kernel/reflect.h"
+#include "kernel_test_util.h"
 
 /* cmocka.h needs these headers before it. */
 #include <setjmp.h>
@@ -38,30 +39,12 @@ static const char three_buffers_src[] =
     "    y[i] = info.a * x[i];\n"
     "}\n";
 
-static void expect_contains(const char *text, const char *needle)
-{
-    if (!text || !strstr(text, needle)) {
-        print_error("expected \"%s\" in: %s\n", needle, text ? text : "(null)");
-        fail();
-    }
-}
-
 /* Reads the code of `status`, frees it, and returns the code. */
 static cubec_code take_code(cubec_status status)
 {
     cubec_code code = cubec_status_code(status);
     cubec_status_free(status);
     return code;
-}
-
-static void expect_ok(cubec_status status)
-{
-    if (status) {
-        print_error("unexpected %s: %s\n", cubec_code_name(cubec_status_code(status)),
-                    cubec_status_message(status));
-        cubec_status_free(status);
-        fail();
-    }
 }
 
 /* Compiles and reflects in one go; fails the test on any error. */
@@ -78,25 +61,6 @@ static void compile_reflect(glsl_compiler *c, const char *src, const cubec_defin
     assert_int_equal(words[0], 0x07230203u);
     expect_ok(kernel_reflect(words, count, entry_point, out));
     free(words);
-}
-
-static int group_setup(void **state)
-{
-    glsl_compiler *c = NULL;
-    cubec_status s = glsl_compiler_create(&c);
-    if (s) {
-        fprintf(stderr, "glsl_compiler_create: %s\n", cubec_status_message(s));
-        cubec_status_free(s);
-        return -1;
-    }
-    *state = c;
-    return 0;
-}
-
-static int group_teardown(void **state)
-{
-    glsl_compiler_destroy(*state);
-    return 0;
 }
 
 static void check_three_buffers(const kernel_reflection *r)

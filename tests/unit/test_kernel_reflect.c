@@ -4,6 +4,7 @@
  * in the test. No Vulkan device is needed. */
 #include "kernel/glsl_compiler.h"
 #include "kernel/reflect.h"
+#include "kernel_test_util.h"
 
 /* cmocka.h needs these headers before it. */
 #include <setjmp.h>
@@ -23,24 +24,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static void expect_contains(const char *text, const char *needle)
-{
-    if (!text || !strstr(text, needle)) {
-        print_error("expected \"%s\" in: %s\n", needle, text ? text : "(null)");
-        fail();
-    }
-}
-
-static void expect_ok(cubec_status status)
-{
-    if (status) {
-        print_error("unexpected %s: %s\n", cubec_code_name(cubec_status_code(status)),
-                    cubec_status_message(status));
-        cubec_status_free(status);
-        fail();
-    }
-}
 
 /* Asserts that reflecting fails with `code` and a message containing `needle`, and that the
  * out-parameter is left cleared. */
@@ -94,25 +77,6 @@ static module assemble(const char *text)
     spvDiagnosticDestroy(diag);
     spvContextDestroy(ctx);
     return m;
-}
-
-static int group_setup(void **state)
-{
-    glsl_compiler *c = NULL;
-    cubec_status s = glsl_compiler_create(&c);
-    if (s) {
-        fprintf(stderr, "glsl_compiler_create: %s\n", cubec_status_message(s));
-        cubec_status_free(s);
-        return -1;
-    }
-    *state = c;
-    return 0;
-}
-
-static int group_teardown(void **state)
-{
-    glsl_compiler_destroy(*state);
-    return 0;
 }
 
 static const char simple_src[] =
