@@ -10,7 +10,7 @@ JOBS       ?= $(shell nproc)
 CMAKE_ARGS ?=
 
 DEB_PACKAGES = build-essential cmake pkg-config git libvulkan-dev mesa-vulkan-drivers \
-               vulkan-validationlayers vulkan-tools libshaderc-dev glslang-dev spirv-tools \
+               vulkan-validationlayers vulkan-tools libshaderc-dev glslc glslang-dev spirv-tools \
                libspirv-cross-c-shared-dev libinih-dev libcmocka-dev python3
 
 .PHONY: demo test build build-san build-tsan bench install-deps format clean
