@@ -92,14 +92,14 @@ static bench_err tiny_setup(cu_fig *f, uint32_t count)
     const cubec_kernel_desc desc = {.name = "bench_tiny", .glsl = bench_glsl_tiny};
     BENCH_TRY(kernel_create(f, &desc, 1, sizeof(bench_tiny_info), &f->kernel));
     if (count == 1) {
-        CU_TRY(cubec_buffer_create(f->dev, BENCH_RANGE_STRIDE, &f->buf[0]));
+        CU_TRY(cubec_buffer_create(f->dev, STREAM, BENCH_RANGE_STRIDE, &f->buf[0]));
         CU_TRY(cubec_fill(f->dev, STREAM, f->buf[0], 0, BENCH_RANGE_STRIDE, 0));
     } else {
         f->many = calloc(count, sizeof *f->many);
         if (!f->many) return bench_errorf("out of host memory");
         for (; f->many_count < count; f->many_count++) {
             cubec_buffer *b = &f->many[f->many_count];
-            CU_TRY(cubec_buffer_create(f->dev, BENCH_RANGE_STRIDE, b));
+            CU_TRY(cubec_buffer_create(f->dev, STREAM, BENCH_RANGE_STRIDE, b));
             CU_TRY(cubec_fill(f->dev, STREAM, *b, 0, BENCH_RANGE_STRIDE, 0));
         }
     }
@@ -249,7 +249,7 @@ static bench_err transfer_setup(void *dev, const bench_params *params, void **ou
     f->host = bench_host_alloc(bytes);
     if (!f->host) return bench_errorf("out of host memory (%llu bytes)", (unsigned long long)bytes);
     bench_content_fill(BENCH_CONTENT_PATTERN, BENCH_TRANSFER_SEED, 0, f->host, bytes / 4);
-    CU_TRY(cubec_buffer_create(f->dev, bytes, &f->buf[0]));
+    CU_TRY(cubec_buffer_create(f->dev, STREAM, bytes, &f->buf[0]));
     /* read.d2h reads this back; write.h2d overwrites it with the same bytes. */
     CU_TRY(cubec_write(f->dev, STREAM, f->buf[0], 0, f->host, bytes));
     CU_TRY(cubec_sync(f->dev, STREAM));
@@ -343,8 +343,8 @@ static bench_err copy_setup(void *dev, const bench_params *params, void **out_st
 {
     cu_fig *f = fig_new(dev, params, out_state);
     if (!f) return bench_errorf("out of host memory");
-    CU_TRY(cubec_buffer_create(f->dev, f->p.copy_bytes, &f->buf[0]));
-    CU_TRY(cubec_buffer_create(f->dev, f->p.copy_bytes, &f->buf[1]));
+    CU_TRY(cubec_buffer_create(f->dev, STREAM, f->p.copy_bytes, &f->buf[0]));
+    CU_TRY(cubec_buffer_create(f->dev, STREAM, f->p.copy_bytes, &f->buf[1]));
     return fill_buffer(f, f->buf[0], f->p.copy_bytes, BENCH_CONTENT_PATTERN, BENCH_COPY_SEED);
 }
 
@@ -377,7 +377,7 @@ static bench_err vector_setup(void *dev, const bench_params *params, void **out_
     BENCH_TRY(kernel_create(f, &desc, 3, sizeof(bench_vector_info), &f->kernel));
     const uint64_t bytes = f->p.vector_n * 4;
     for (int i = 0; i < 3; i++)
-        CU_TRY(cubec_buffer_create(f->dev, bytes, &f->buf[i]));
+        CU_TRY(cubec_buffer_create(f->dev, STREAM, bytes, &f->buf[i]));
     BENCH_TRY(fill_buffer(f, f->buf[0], bytes, BENCH_CONTENT_VECTOR_A, 0));
     return fill_buffer(f, f->buf[1], bytes, BENCH_CONTENT_VECTOR_B, 0);
 }
@@ -436,7 +436,7 @@ static bench_err alloc_run(void *state, bench_sample *out)
     for (uint32_t c = 0; c < f->p.alloc_cycles; c++) {
         for (uint64_t s = f->p.alloc_min_bytes; s <= f->p.alloc_max_bytes; s *= 2, pairs++) {
             cubec_buffer b;
-            CU_TRY(cubec_buffer_create(f->dev, s, &b));
+            CU_TRY(cubec_buffer_create(f->dev, STREAM, s, &b));
             CU_TRY(cubec_buffer_release(f->dev, b));
         }
     }
@@ -451,7 +451,7 @@ static bench_err alloc_verify(void *state)
     cu_fig *f = state;
     for (uint64_t s = f->p.alloc_min_bytes; s <= f->p.alloc_max_bytes; s *= 2) {
         uint64_t size = 0;
-        CU_TRY(cubec_buffer_create(f->dev, s, &f->buf[0]));
+        CU_TRY(cubec_buffer_create(f->dev, STREAM, s, &f->buf[0]));
         CU_TRY(cubec_buffer_size(f->dev, f->buf[0], &size));
         cubec_buffer b = f->buf[0];
         f->buf[0] = (cubec_buffer){0};
@@ -478,7 +478,7 @@ static bench_err salted_setup(void *dev, const bench_params *params, void **out_
 {
     cu_fig *f = fig_new(dev, params, out_state);
     if (!f) return bench_errorf("out of host memory");
-    CU_TRY(cubec_buffer_create(f->dev, BENCH_RANGE_STRIDE, &f->buf[0]));
+    CU_TRY(cubec_buffer_create(f->dev, STREAM, BENCH_RANGE_STRIDE, &f->buf[0]));
     /* cubec's salts are even, the raw side's odd: neither side can profit from the other. */
     f->salt = f->p.salt_base & ~1u;
     return NULL;

@@ -280,11 +280,12 @@ int main(void)
         goto done;
     if (failed(cubec_buffer_from(device, stream, b2, sizeof b2, &net.b2), "cubec_buffer_from(b2)"))
         goto done;
-    if (failed(cubec_buffer_create(device, sizeof x, &net.x), "cubec_buffer_create(x)")) goto done;
-    if (failed(cubec_buffer_create(device, sizeof(float) * BATCH * HIDDEN, &net.hidden),
+    if (failed(cubec_buffer_create(device, stream, sizeof x, &net.x), "cubec_buffer_create(x)"))
+        goto done;
+    if (failed(cubec_buffer_create(device, stream, sizeof(float) * BATCH * HIDDEN, &net.hidden),
                "cubec_buffer_create(hidden)"))
         goto done;
-    if (failed(cubec_buffer_create(device, sizeof logits, &net.logits),
+    if (failed(cubec_buffer_create(device, stream, sizeof logits, &net.logits),
                "cubec_buffer_create(logits)"))
         goto done;
     if (failed(cubec_sync(device, stream), "cubec_sync(upload)")) goto done;

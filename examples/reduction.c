@@ -193,10 +193,11 @@ int main(void)
     t0 = now_seconds();
     if (failed(cubec_buffer_from(device, stream, host_x, bytes, &input), "cubec_buffer_from"))
         goto done;
-    if (failed(cubec_buffer_create(device, PARTIALS * sizeof(float), &partials),
+    if (failed(cubec_buffer_create(device, stream, PARTIALS * sizeof(float), &partials),
                "cubec_buffer_create(partials)"))
         goto done;
-    if (failed(cubec_buffer_create(device, sizeof(float), &total), "cubec_buffer_create(total)"))
+    if (failed(cubec_buffer_create(device, stream, sizeof(float), &total),
+               "cubec_buffer_create(total)"))
         goto done;
     if (failed(cubec_sync(device, stream), "cubec_sync(upload)")) goto done;
     const double upload_s = now_seconds() - t0;

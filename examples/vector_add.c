@@ -133,7 +133,7 @@ int main(void)
         goto done;
     if (failed(cubec_buffer_from(device, stream, host_b, bytes, &b), "cubec_buffer_from(b)"))
         goto done;
-    if (failed(cubec_buffer_create(device, bytes, &c), "cubec_buffer_create(c)")) goto done;
+    if (failed(cubec_buffer_create(device, stream, bytes, &c), "cubec_buffer_create(c)")) goto done;
     if (failed(cubec_sync(device, stream), "cubec_sync(upload)")) goto done;
     const double upload_s = now_seconds() - t0;
 

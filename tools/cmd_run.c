@@ -542,7 +542,7 @@ static int create_buffer(cubec_device *device, const buf_spec *spec, uint32_t bi
         /* Allocated, then filled on the device: no host copy of a big constant buffer. A zero
          * buffer whose size is not a multiple of 4 is written from the host instead, because
          * cubec_fill works in 32-bit words. */
-        status = cubec_buffer_create(device, spec->size, out);
+        status = cubec_buffer_create(device, CUBEC_STREAM_CURRENT, spec->size, out);
         if (status != NULL) break;
         const uint32_t pattern = spec->kind == BUF_FILL ? spec->pattern : 0;
         const uint64_t words_bytes = spec->size & ~(uint64_t)3;

@@ -122,12 +122,30 @@ cubec_status cubec_device_peek(uint32_t index, cubec_device_info *out_info);
 /* ---------------------------------------------------------------------------------------------
  * Streams
  *
- * A stream is an ordered sequence of work. Zero means "the calling thread's stream". The
- * scheduler that maps logical streams to hardware is described in docs/ARCHITECTURE.md.
+ * A stream is an ordered sequence of work, named by a 64-bit id that belongs to one device.
+ * CUBEC_STREAM_CURRENT (0) means "the calling thread's stream": with the default policy
+ * (`per-thread`) each OS thread gets its own stream on first use; with the `single` policy
+ * (config streaming.policy / CUBEC_STREAM_POLICY) every thread shares one.
+ *
+ * Work on one stream runs in the order it was queued. Work on different streams is not ordered
+ * with respect to each other, with one exception that makes sharing buffers safe: a launch,
+ * write, copy or read on stream B of a buffer that was created on stream A runs after the work
+ * already queued on A (as if B waited on an event recorded on A just before). A buffer used by
+ * another stream stays alive until that stream's use has finished on the GPU, even if its owner
+ * releases it.
+ *
+ * Streams fold onto `max_streams` slots (id % max_streams); two streams on one slot share its
+ * ordering and memory pools. A buffer belongs to the stream that created it and is allocated
+ * from that stream's pools. Streams need no destruction.
  * ------------------------------------------------------------------------------------------- */
 
 typedef uint64_t cubec_stream;
 #define CUBEC_STREAM_CURRENT ((cubec_stream)0)
+
+/* A new stream of this device, distinct from every other stream. */
+cubec_status cubec_stream_new(cubec_device *device, cubec_stream *out_stream);
+/* The id the calling thread's current stream resolves to (for logs and comparisons). */
+cubec_status cubec_stream_current(cubec_device *device, cubec_stream *out_stream);
 
 /* ---------------------------------------------------------------------------------------------
  * Buffers
@@ -144,7 +162,9 @@ typedef struct cubec_buffer {
     uint64_t id;
 } cubec_buffer;
 
-cubec_status cubec_buffer_create(cubec_device *device, uint64_t size, cubec_buffer *out_buffer);
+/* Creates a buffer of `size` bytes from the pools of `stream`, which owns it. */
+cubec_status cubec_buffer_create(cubec_device *device, cubec_stream stream, uint64_t size,
+                                 cubec_buffer *out_buffer);
 /* Creates a buffer of `size` bytes holding a copy of `data`. */
 cubec_status cubec_buffer_from(cubec_device *device, cubec_stream stream, const void *data,
                                uint64_t size, cubec_buffer *out_buffer);

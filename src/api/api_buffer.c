@@ -1,28 +1,35 @@
 /* Public entry points: buffers and views. */
 #include "api/api_common.h"
 
-cubec_status cubec_buffer_create(cubec_device *device, uint64_t size, cubec_buffer *out_buffer)
+cubec_status cubec_buffer_create(cubec_device *device, cubec_stream stream, uint64_t size,
+                                 cubec_buffer *out_buffer)
 {
     if (!out_buffer) return INVALID_ARG("cubec_buffer_create: out_buffer is NULL");
     out_buffer->id = 0;
     RETURN_IF_ERROR(api_lock(device, "cubec_buffer_create"));
-    return api_unlock(device, server_buffer_create(device, size, out_buffer));
+    uint32_t slot;
+    cubec_status err = api_slot(device, stream, "cubec_buffer_create", &slot);
+    if (!err) err = server_buffer_create(device, slot, size, out_buffer);
+    return api_unlock(device, err);
 }
 
 cubec_status cubec_buffer_from(cubec_device *device, cubec_stream stream, const void *data,
                                uint64_t size, cubec_buffer *out_buffer)
 {
-    (void)stream;
     if (!out_buffer) return INVALID_ARG("cubec_buffer_from: out_buffer is NULL");
     out_buffer->id = 0;
     if (!data && size)
         return INVALID_ARG("cubec_buffer_from: data is NULL with size %" PRIu64, size);
     RETURN_IF_ERROR(api_lock(device, "cubec_buffer_from"));
     cubec_buffer b;
-    cubec_status err = server_buffer_create(device, size, &b);
+    uint32_t slot;
+    cubec_status err = api_slot(device, stream, "cubec_buffer_from", &slot);
+    if (!err) err = server_buffer_create(device, slot, size, &b);
     if (!err && size) {
         buffer_obj *o = handle_table_get(&device->buffers, b.id);
-        err = server_write(device, o, 0, data, size);
+        o->refs++; /* the write may release the lock: keep the handle alive */
+        err = server_write(device, slot, o, 0, data, size);
+        server_buffer_release(device, b.id, o);
         if (err) server_buffer_release(device, b.id, o);
     }
     if (!err) *out_buffer = b;

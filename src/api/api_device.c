@@ -40,29 +40,55 @@ cubec_status cubec_device_peek(uint32_t index, cubec_device_info *out_info)
 
 cubec_status cubec_flush(cubec_device *device, cubec_stream stream)
 {
-    (void)stream;
     RETURN_IF_ERROR(api_lock(device, "cubec_flush"));
-    return api_unlock(device, sub_flush(device, 0));
+    uint32_t slot;
+    cubec_status err = api_slot(device, stream, "cubec_flush", &slot);
+    if (!err) err = server_drain(device, &slot, 1);
+    if (!err) err = sub_flush(device, 0); /* transfers recorded outside the queues */
+    return api_unlock(device, err);
 }
 
 cubec_status cubec_sync(cubec_device *device, cubec_stream stream)
 {
-    (void)stream;
     RETURN_IF_ERROR(api_lock(device, "cubec_sync"));
-    cubec_status err = sub_flush(device, 1);
-    if (!err) err = sub_wait(device, device->next_value - 1);
+    uint32_t slot;
+    cubec_status err = api_slot(device, stream, "cubec_sync", &slot);
+    if (!err) err = server_drain(device, &slot, 1);
+    /* Only this stream's work: the last batch that recorded some of it. */
+    if (!err) err = sub_wait(device, device->slots[slot].last_value);
     return api_unlock(device, err);
+}
+
+cubec_status cubec_stream_new(cubec_device *device, cubec_stream *out_stream)
+{
+    if (!out_stream) return INVALID_ARG("cubec_stream_new: out_stream is NULL");
+    *out_stream = 0;
+    RETURN_IF_ERROR(api_lock(device, "cubec_stream_new"));
+    *out_stream = server_stream_new(device);
+    return api_unlock(device, NULL);
+}
+
+cubec_status cubec_stream_current(cubec_device *device, cubec_stream *out_stream)
+{
+    if (!out_stream) return INVALID_ARG("cubec_stream_current: out_stream is NULL");
+    *out_stream = 0;
+    RETURN_IF_ERROR(api_lock(device, "cubec_stream_current"));
+    *out_stream = server_stream_current(device);
+    return api_unlock(device, NULL);
 }
 
 cubec_status cubec_memory_report_get(cubec_device *device, cubec_stream stream,
                                      cubec_memory_report *out_report)
 {
-    (void)stream;
     if (!out_report) return INVALID_ARG("cubec_memory_report_get: out_report is NULL");
-    RETURN_IF_ERROR(api_lock(device, "cubec_memory_report_get"));
-    sub_poll(device);
     memset(out_report, 0, sizeof *out_report);
-    memory_report_fill(device->memory, out_report);
+    RETURN_IF_ERROR(api_lock(device, "cubec_memory_report_get"));
+    uint32_t slot;
+    cubec_status err = api_slot(device, stream, "cubec_memory_report_get", &slot);
+    if (err) return api_unlock(device, err);
+    sub_poll(device);
+    /* The stream's own pools (spec 3.8: a report is per stream). */
+    if (device->slots[slot].memory) memory_report_fill(device->slots[slot].memory, out_report);
     /* The rings the server keeps (spec 3.8's auxiliary memory), after the buffer pools. */
     const struct {
         const char *kind;
@@ -84,14 +110,16 @@ cubec_status cubec_memory_report_get(cubec_device *device, cubec_stream stream,
 
 cubec_status cubec_memory_cleanup(cubec_device *device, cubec_stream stream)
 {
-    (void)stream;
     RETURN_IF_ERROR(api_lock(device, "cubec_memory_cleanup"));
-    /* Frees that wait on the GPU are part of what the caller wants returned. */
-    cubec_status err = NULL;
-    if (device->deferred_count) err = sub_wait(device, device->next_value - 1);
+    uint32_t slot;
+    cubec_status err = api_slot(device, stream, "cubec_memory_cleanup", &slot);
+    /* Frees that wait on the GPU are part of what the caller wants returned: submit the queued
+     * work that pins memory, wait for it, then return every empty page of the stream's pools. */
+    if (!err) err = server_drain_all(device);
+    if (!err && device->deferred_count) err = sub_wait(device, device->next_value - 1);
     if (!err) {
         server_run_deferred_frees(device);
-        memory_cleanup(device->memory, 1);
+        if (device->slots[slot].memory) memory_cleanup(device->slots[slot].memory, 1);
     }
     return api_unlock(device, err);
 }

@@ -135,7 +135,6 @@ static cubec_status check_launch(cubec_device *d, const cubec_launch_desc *desc,
 
 cubec_status cubec_launch(cubec_device *device, cubec_stream stream, const cubec_launch_desc *desc)
 {
-    (void)stream;
     if (!desc) return INVALID_ARG("cubec_launch: desc is NULL");
     if (desc->buffer_count > 32)
         return INVALID_ARG("cubec_launch: desc->buffer_count %u is more than 32",
@@ -143,7 +142,9 @@ cubec_status cubec_launch(cubec_device *device, cubec_stream stream, const cubec
     RETURN_IF_ERROR(api_lock(device, "cubec_launch"));
     buffer_obj *bufs[32];
     launch_args a = {0};
-    cubec_status err = check_launch(device, desc, &a, bufs);
-    if (!err) err = server_launch(device, &a);
+    uint32_t slot;
+    cubec_status err = api_slot(device, stream, "cubec_launch", &slot);
+    if (!err) err = check_launch(device, desc, &a, bufs);
+    if (!err) err = server_launch(device, slot, &a);
     return api_unlock(device, err);
 }

@@ -15,38 +15,41 @@ static cubec_status transfer_target(cubec_device *d, const char *fn, const char 
 cubec_status cubec_write(cubec_device *device, cubec_stream stream, cubec_buffer dst,
                          uint64_t offset, const void *src, uint64_t size)
 {
-    (void)stream;
     if (!src && size) return INVALID_ARG("cubec_write: src is NULL with size %" PRIu64, size);
     RETURN_IF_ERROR(api_lock(device, "cubec_write"));
     buffer_obj *b;
-    cubec_status err = transfer_target(device, "cubec_write", "dst", dst, offset, size, &b);
-    if (!err) err = server_write(device, b, offset, src, size);
+    uint32_t slot;
+    cubec_status err = api_slot(device, stream, "cubec_write", &slot);
+    if (!err) err = transfer_target(device, "cubec_write", "dst", dst, offset, size, &b);
+    if (!err) err = server_write(device, slot, b, offset, src, size);
     return api_unlock(device, err);
 }
 
 cubec_status cubec_read(cubec_device *device, cubec_stream stream, cubec_buffer src,
                         uint64_t offset, void *dst, uint64_t size)
 {
-    (void)stream;
     if (!dst && size) return INVALID_ARG("cubec_read: dst is NULL with size %" PRIu64, size);
     RETURN_IF_ERROR(api_lock(device, "cubec_read"));
     buffer_obj *b;
-    cubec_status err = transfer_target(device, "cubec_read", "src", src, offset, size, &b);
-    if (!err) err = server_read(device, b, offset, dst, size);
+    uint32_t slot;
+    cubec_status err = api_slot(device, stream, "cubec_read", &slot);
+    if (!err) err = transfer_target(device, "cubec_read", "src", src, offset, size, &b);
+    if (!err) err = server_read(device, slot, b, offset, dst, size);
     return api_unlock(device, err);
 }
 
 cubec_status cubec_read_async(cubec_device *device, cubec_stream stream, cubec_buffer src,
                               uint64_t offset, void *dst, uint64_t size, cubec_event **out_event)
 {
-    (void)stream;
     if (!out_event) return INVALID_ARG("cubec_read_async: out_event is NULL");
     *out_event = NULL;
     if (!dst && size) return INVALID_ARG("cubec_read_async: dst is NULL with size %" PRIu64, size);
     RETURN_IF_ERROR(api_lock(device, "cubec_read_async"));
     buffer_obj *b;
-    cubec_status err = transfer_target(device, "cubec_read_async", "src", src, offset, size, &b);
-    if (!err) err = server_read_async(device, b, offset, dst, size, out_event);
+    uint32_t slot;
+    cubec_status err = api_slot(device, stream, "cubec_read_async", &slot);
+    if (!err) err = transfer_target(device, "cubec_read_async", "src", src, offset, size, &b);
+    if (!err) err = server_read_async(device, slot, b, offset, dst, size, out_event);
     return api_unlock(device, err);
 }
 
@@ -89,14 +92,15 @@ static cubec_status check_words(const char *fn, const char *arg, uint64_t value)
 cubec_status cubec_copy(cubec_device *device, cubec_stream stream, cubec_buffer src,
                         uint64_t src_offset, cubec_buffer dst, uint64_t dst_offset, uint64_t size)
 {
-    (void)stream;
     static const char fn[] = "cubec_copy";
     RETURN_IF_ERROR(check_words(fn, "src_offset", src_offset));
     RETURN_IF_ERROR(check_words(fn, "dst_offset", dst_offset));
     RETURN_IF_ERROR(check_words(fn, "size", size));
     RETURN_IF_ERROR(api_lock(device, fn));
     buffer_obj *s, *t;
-    cubec_status err = transfer_target(device, fn, "src", src, src_offset, size, &s);
+    uint32_t slot;
+    cubec_status err = api_slot(device, stream, fn, &slot);
+    if (!err) err = transfer_target(device, fn, "src", src, src_offset, size, &s);
     if (!err) err = transfer_target(device, fn, "dst", dst, dst_offset, size, &t);
     if (!err && s->alloc == t->alloc && size) {
         uint64_t a = s->offset + src_offset, b = t->offset + dst_offset;
@@ -106,20 +110,21 @@ cubec_status cubec_copy(cubec_device *device, cubec_stream stream, cubec_buffer 
                               ") overlap in the same memory",
                               a, size, b, size);
     }
-    if (!err) err = server_copy(device, s, src_offset, t, dst_offset, size);
+    if (!err) err = server_copy(device, slot, s, src_offset, t, dst_offset, size);
     return api_unlock(device, err);
 }
 
 cubec_status cubec_fill(cubec_device *device, cubec_stream stream, cubec_buffer dst,
                         uint64_t offset, uint64_t size, uint32_t pattern)
 {
-    (void)stream;
     static const char fn[] = "cubec_fill";
     RETURN_IF_ERROR(check_words(fn, "offset", offset));
     RETURN_IF_ERROR(check_words(fn, "size", size));
     RETURN_IF_ERROR(api_lock(device, fn));
     buffer_obj *t;
-    cubec_status err = transfer_target(device, fn, "dst", dst, offset, size, &t);
-    if (!err) err = server_fill(device, t, offset, size, pattern);
+    uint32_t slot;
+    cubec_status err = api_slot(device, stream, fn, &slot);
+    if (!err) err = transfer_target(device, fn, "dst", dst, offset, size, &t);
+    if (!err) err = server_fill(device, slot, t, offset, size, pattern);
     return api_unlock(device, err);
 }

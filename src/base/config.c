@@ -65,6 +65,23 @@ static cubec_status apply(cubec_config *c, const char *section, const char *key,
         c->max_inflight_tasks = (uint32_t)x;
     } else if (!strcmp(section, "device") && !strcmp(key, "push_descriptors")) {
         if (!parse_bool(value, &c->push_descriptors)) return BAD("a boolean (0/1/true/false/on/off)");
+    } else if (!strcmp(section, "streaming") && !strcmp(key, "max_streams")) {
+        if (!parse_uint(value, 1, 4096, &x)) return BAD("an integer in 1..4096");
+        c->max_streams = (uint32_t)x;
+    } else if (!strcmp(section, "streaming") && !strcmp(key, "policy")) {
+        if (!strcmp(value, "per-thread"))
+            c->single_stream = 0;
+        else if (!strcmp(value, "single"))
+            c->single_stream = 1;
+        else
+            return BAD("per-thread or single");
+    } else if (!strcmp(section, "streaming") && !strcmp(key, "strategy")) {
+        if (!strcmp(value, "interleave"))
+            c->sequential_streams = 0;
+        else if (!strcmp(value, "sequential"))
+            c->sequential_streams = 1;
+        else
+            return BAD("interleave or sequential");
     } else if (!strcmp(section, "device") && !strcmp(key, "force_staging")) {
         if (!parse_bool(value, &c->force_staging)) return BAD("a boolean (0/1/true/false/on/off)");
     } else if (!strcmp(section, "device") && !strcmp(key, "tasks_max")) {
@@ -101,6 +118,9 @@ static const struct {
     {"CUBEC_FORCE_STAGING", "device", "force_staging"},
     {"CUBEC_MAX_INFLIGHT_TASKS", "device", "max_inflight_tasks"},
     {"CUBEC_PUSH_DESCRIPTORS", "device", "push_descriptors"},
+    {"CUBEC_MAX_STREAMS", "streaming", "max_streams"},
+    {"CUBEC_STREAM_POLICY", "streaming", "policy"},
+    {"CUBEC_STREAM_STRATEGY", "streaming", "strategy"},
 };
 
 static void config_defaults(cubec_config *c)
@@ -111,6 +131,7 @@ static void config_defaults(cubec_config *c)
     c->poll_spin_us = -1;
     c->max_inflight_tasks = 16384;
     c->push_descriptors = 1;
+    c->max_streams = 128;
 }
 
 cubec_status config_load_from(cubec_config *out, const char *ini_path, int use_environment)

@@ -17,6 +17,9 @@ typedef struct cubec_config {
     uint32_t tasks_max;          /* [device] tasks_max CUBEC_TASKS_MAX   default 32 */
     int poll_spin_us;            /* [device] poll_spin_us CUBEC_POLL_SPIN_US; -1 = by device type */
     uint32_t max_inflight_tasks; /* [device] max_inflight_tasks CUBEC_MAX_INFLIGHT_TASKS */
+    uint32_t max_streams;   /* [streaming] max_streams CUBEC_MAX_STREAMS      default 128 */
+    int single_stream;      /* [streaming] policy CUBEC_STREAM_POLICY: per-thread | single */
+    int sequential_streams; /* [streaming] strategy CUBEC_STREAM_STRATEGY: interleave | sequential */
     int force_staging;
     int push_descriptors;   /* [device] push_descriptors CUBEC_PUSH_DESCRIPTORS: 0 forces descriptor pools */ /* [device] force_staging CUBEC_FORCE_STAGING: discrete paths on unified
                           memory */

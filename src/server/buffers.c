@@ -81,20 +81,45 @@ cubec_status server_memory_init(cubec_device *d)
         p2 *= 2;
     uint64_t align = d->info.storage_offset_alignment;
     if (align < 16) align = 16; /* room for uvec4 copies at any allocation start */
-    memory_config cfg = {.max_page_size = p2, .max_alloc_size = max_alloc, .alignment = align};
-    page_source src = {.user = d, .alloc = page_alloc, .free = page_free};
-    return memory_manager_create(&cfg, src, &d->memory);
+    d->memory_cfg =
+        (memory_config){.max_page_size = p2, .max_alloc_size = max_alloc, .alignment = align};
+    return NULL;
+}
+
+/* The pools of a slot, created on its first allocation. */
+static cubec_status slot_memory(cubec_device *d, uint32_t slot, memory_manager **out)
+{
+    slot_state *s = &d->slots[slot];
+    if (!s->memory) {
+        page_source src = {.user = d, .alloc = page_alloc, .free = page_free};
+        RETURN_IF_ERROR(memory_manager_create(&d->memory_cfg, src, &s->memory));
+    }
+    *out = s->memory;
+    return NULL;
+}
+
+static void free_into_slot(cubec_device *d, uint32_t slot, const mem_alloc *m)
+{
+    memory_free(d->slots[slot].memory, m);
 }
 
 void server_memory_destroy(cubec_device *d)
 {
     for (uint32_t i = 0; i < d->deferred_count; i++)
-        memory_free(d->memory, &d->deferred[i].mem);
+        free_into_slot(d, d->deferred[i].slot, &d->deferred[i].mem);
     d->deferred_count = 0;
     free(d->deferred);
     d->deferred = NULL;
-    if (d->memory) memory_manager_destroy(d->memory);
-    d->memory = NULL;
+    for (uint32_t i = 0; d->slots && i < d->max_streams; i++) {
+        if (d->slots[i].memory) memory_manager_destroy(d->slots[i].memory);
+        d->slots[i].memory = NULL;
+    }
+}
+
+void server_memory_cleanup_all(cubec_device *d, int explicit_cleanup)
+{
+    for (uint32_t i = 0; i < d->max_streams; i++)
+        if (d->slots[i].memory) memory_cleanup(d->slots[i].memory, explicit_cleanup);
 }
 
 void server_run_deferred_frees(cubec_device *d)
@@ -102,7 +127,7 @@ void server_run_deferred_frees(cubec_device *d)
     uint32_t keep = 0;
     for (uint32_t i = 0; i < d->deferred_count; i++) {
         if (d->deferred[i].after <= d->completed_value)
-            memory_free(d->memory, &d->deferred[i].mem);
+            free_into_slot(d, d->deferred[i].slot, &d->deferred[i].mem);
         else
             d->deferred[keep++] = d->deferred[i];
     }
@@ -118,25 +143,28 @@ void server_alloc_release(cubec_device *d, alloc_obj *a)
                 uint32_t cap = d->deferred_cap ? d->deferred_cap * 2 : 64;
                 deferred_free *n = realloc(d->deferred, cap * sizeof *n);
                 if (!n) {
-                    /* Cannot defer: wait for the GPU instead of leaking or racing it. */
+                    /* Cannot defer: wait for the GPU (keeping the lock) instead of leaking or
+                     * racing it. */
+                    d->draining++;
                     cubec_status e = sub_wait(d, a->last_use);
+                    d->draining--;
                     cubec_status_free(e);
-                    memory_free(d->memory, &a->mem);
+                    free_into_slot(d, a->slot, &a->mem);
                     free(a);
                     return;
                 }
                 d->deferred = n;
                 d->deferred_cap = cap;
             }
-            d->deferred[d->deferred_count++] = (deferred_free){a->mem, a->last_use};
+            d->deferred[d->deferred_count++] = (deferred_free){a->mem, a->slot, a->last_use};
         } else {
-            memory_free(d->memory, &a->mem);
+            free_into_slot(d, a->slot, &a->mem);
         }
     }
     free(a);
 }
 
-cubec_status server_buffer_create(cubec_device *d, uint64_t size, cubec_buffer *out)
+cubec_status server_buffer_create(cubec_device *d, uint32_t slot, uint64_t size, cubec_buffer *out)
 {
     alloc_obj *a = calloc(1, sizeof *a);
     buffer_obj *b = calloc(1, sizeof *b);
@@ -145,18 +173,23 @@ cubec_status server_buffer_create(cubec_device *d, uint64_t size, cubec_buffer *
         free(b);
         return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (buffer record)");
     }
+    a->slot = slot;
+    a->queued_writer = NO_SLOT;
     if (size) {
+        memory_manager *m;
+        cubec_status err = slot_memory(d, slot, &m);
         /* Memory freed by finished work can be reused now. */
-        if (d->deferred_count) sub_poll(d);
-        cubec_status err = memory_alloc(d->memory, size, &a->mem);
-        if (err && cubec_status_code(err) == CUBEC_OUT_OF_MEMORY && d->deferred_count) {
+        if (!err && d->deferred_count) sub_poll(d);
+        if (!err) err = memory_alloc(m, size, &a->mem);
+        if (err && cubec_status_code(err) == CUBEC_OUT_OF_MEMORY &&
+            (d->deferred_count || d->next_value > d->completed_value + 1)) {
             /* Frees still waiting on the GPU may make room: wait for them and retry. */
             cubec_status_free(err);
             err = sub_wait(d, d->next_value - 1);
             if (!err) {
                 server_run_deferred_frees(d);
-                memory_cleanup(d->memory, 1);
-                err = memory_alloc(d->memory, size, &a->mem);
+                server_memory_cleanup_all(d, 1);
+                err = memory_alloc(m, size, &a->mem);
             }
         }
         if (err) {
@@ -171,13 +204,12 @@ cubec_status server_buffer_create(cubec_device *d, uint64_t size, cubec_buffer *
     b->refs = 1;
     cubec_status err = handle_table_insert(&d->buffers, b, &out->id);
     if (err) {
-        if (size) memory_free(d->memory, &a->mem);
+        if (size) free_into_slot(d, slot, &a->mem);
         free(a);
         free(b);
     }
     return err;
 }
-
 cubec_status server_buffer_view(cubec_device *d, buffer_obj *parent, uint64_t offset, uint64_t size,
                                 cubec_buffer *out)
 {

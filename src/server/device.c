@@ -76,6 +76,9 @@ cubec_status server_open(const cubec_device_desc *desc, cubec_device **out)
     d->info.unified_memory = d->vk.unified;
     d->tasks_max = desc->tasks_max ? desc->tasks_max : d->config.tasks_max;
     d->info.tasks_max = d->tasks_max;
+    d->batch_task_cap = d->tasks_max * 8 < 256 ? 256 : d->tasks_max * 8;
+    d->max_streams = d->config.max_streams;
+    d->single_stream = d->config.single_stream;
     d->max_batches = d->config.max_inflight_tasks / d->tasks_max;
     if (d->max_batches < 4) d->max_batches = 4;
     /* Busy-polling helps a GPU (a blocking wait costs 25-35 us more on an H200; 200 us covers a
@@ -88,6 +91,7 @@ cubec_status server_open(const cubec_device_desc *desc, cubec_device **out)
     handle_table_init(&d->buffers, d->tag, "buffer");
     handle_table_init(&d->kernels, d->tag, "kernel");
     err = server_memory_init(d);
+    if (!err) err = server_streams_init(d);
     if (!err) err = sub_init(d);
     if (!err) {
         VkPipelineCacheCreateInfo pcci = {.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
@@ -115,6 +119,8 @@ cubec_status server_open(const cubec_device_desc *desc, cubec_device **out)
 void server_close(cubec_device *d)
 {
     if (d->vk.device) {
+        /* Queued work still runs: the program may have released the buffers it reads. */
+        if (d->slots && !d->lost) cubec_status_free(server_drain_all(d));
         if (d->open && !d->lost) cubec_status_free(sub_flush(d, 0));
         vkDeviceWaitIdle(d->vk.device);
         sub_poll(d);
@@ -123,10 +129,7 @@ void server_close(cubec_device *d)
     for (uint32_t i = 0; i < d->buffers.count; i++) {
         buffer_obj *b = d->buffers.slots[i].object;
         if (!b) continue;
-        if (--b->alloc->refs == 0) {
-            if (b->alloc->mem.size) memory_free(d->memory, &b->alloc->mem);
-            free(b->alloc);
-        }
+        server_alloc_release(d, b->alloc); /* the GPU is idle: frees at once */
         free(b);
     }
     for (uint32_t i = 0; i < d->kernels.count; i++)
@@ -139,10 +142,12 @@ void server_close(cubec_device *d)
         host_ring_destroy(d, &d->upload);
         host_ring_destroy(d, &d->readback);
         if (d->pipeline_cache) vkDestroyPipelineCache(d->vk.device, d->pipeline_cache, NULL);
+        server_streams_destroy(d);
         server_memory_destroy(d);
         sub_destroy(d);
     }
     vk_context_destroy(&d->vk);
+    free(d->slots);
     pthread_mutex_destroy(&d->lock);
     free(d);
 }

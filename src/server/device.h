@@ -11,6 +11,7 @@
 #include "kernel/reflect.h"
 #include "memory/memory_manager.h"
 #include "server/hazards.h"
+#include "stream/scheduler.h"
 
 #include <pthread.h>
 #include <vulkan/vulkan.h>
@@ -26,11 +27,15 @@ typedef struct vk_page {
 /* A live allocation shared by a buffer and its views. Freed into the pool only when the last
  * reference is gone and the GPU has passed `last_use`. */
 typedef struct alloc_obj {
-    mem_alloc mem; /* page, offset, size; size 0 = no memory */
-    uint32_t refs;
-    uint64_t last_use; /* timeline value of the last batch that reads or writes it */
+    mem_alloc mem;          /* page, offset, size; size 0 = no memory */
+    uint32_t refs;          /* handles, views, queued tasks and events that use it */
+    uint32_t slot;          /* owner: the slot of the stream that created it (its pools hold it) */
+    uint32_t queued_writer; /* slot of the last queued task that writes it, or NO_SLOT */
+    uint64_t last_use;      /* timeline value of the last batch that reads or writes it */
     uint64_t last_write;
 } alloc_obj;
+
+#define NO_SLOT UINT32_MAX
 
 typedef struct buffer_obj {
     alloc_obj *alloc;
@@ -70,8 +75,48 @@ typedef struct batch {
 
 typedef struct deferred_free {
     mem_alloc mem;
+    uint32_t slot;  /* whose pools get it back */
     uint64_t after; /* free once the timeline reaches this */
 } deferred_free;
+
+/* A bound range: what a queued task holds of a buffer (a reference on the allocation, so the
+ * memory outlives the handle until the task has run). */
+typedef struct bound_range {
+    alloc_obj *alloc;
+    uint64_t offset; /* in the page */
+    uint64_t size;
+} bound_range;
+
+#define TASK_INLINE_INFO 256
+
+typedef enum task_kind {
+    TASK_LAUNCH,        /* a dispatch */
+    TASK_TRANSFER_COPY, /* vkCmdCopyBuffer b[0] -> b[1] (CPU devices) */
+} task_kind;
+
+/* A queued unit of work: filled in place in the slot's queue by the launch path, recorded into a
+ * command buffer when the scheduler drains the slot. */
+typedef struct task {
+    task_kind kind;
+    uint32_t slot;  /* whose queue (and metadata arena) it came from */
+    uint32_t count; /* bindings */
+    const struct pipeline_entry *entry;
+    uint32_t groups[3];
+    uint32_t info_size;
+    uint32_t info_at;     /* offset in the slot's info arena when info_size > TASK_INLINE_INFO */
+    bound_range indirect; /* alloc NULL when the counts are static */
+    uint32_t write_mask;  /* bit i: binding i is written */
+    bound_range b[32];
+    unsigned char info[TASK_INLINE_INFO];
+} task;
+
+/* What a slot owns besides its queue (which the scheduler keeps). */
+typedef struct slot_state {
+    memory_manager *memory; /* created on the slot's first allocation */
+    unsigned char *arena;   /* metadata too large to sit inline in a task */
+    uint32_t arena_used, arena_cap;
+    uint64_t last_value; /* timeline value of the last batch that recorded its work */
+} slot_state;
 
 /* Host-visible buffer used as a ring for metadata that does not fit push constants, and on
  * discrete GPUs for staging. */
@@ -95,7 +140,12 @@ struct cubec_device_s {
 
     handle_table buffers;
     handle_table kernels;
-    memory_manager *memory;
+    memory_config memory_cfg;
+    slot_state *slots; /* max_streams of them */
+    uint32_t max_streams;
+    int single_stream; /* policy `single`: every thread's current stream is the same */
+    scheduler sched;
+    int draining; /* a drain is recording: waits must keep the lock */
     deferred_free *deferred;
     uint32_t deferred_count, deferred_cap;
 
@@ -113,7 +163,8 @@ struct cubec_device_s {
     uint32_t batch_count, batch_cap;
     batch *open; /* NULL when nothing is recorded */
     uint32_t tasks;
-    uint32_t tasks_max;
+    uint32_t tasks_max;        /* a slot's queue is drained at this many tasks */
+    uint32_t batch_task_cap;   /* tasks one command buffer may hold (drains interleave slots) */
     uint32_t max_batches;      /* in flight; beyond it the host waits for the oldest */
     VkPipeline bound_pipeline; /* in the open command buffer: rebinding the same one is skipped */
     int spin_us;
@@ -134,12 +185,14 @@ cubec_status server_note_error(cubec_device *d, cubec_status err);
 /* server/submission.c */
 /* The open command buffer, beginning one when needed. */
 cubec_status sub_begin(cubec_device *d, VkCommandBuffer *out_cmd);
-/* Counts one recorded task; submits when tasks_max is reached. */
-cubec_status sub_task_done(cubec_device *d);
 /* Submits the open batch (if any). With for_host, ends it with a barrier that makes device
  * writes visible to host reads. */
 cubec_status sub_flush(cubec_device *d, int for_host);
-/* Waits until the timeline reaches `value` (submitting first when `value` is the open batch). */
+/* Counts one recorded task; submits a command buffer that reached batch_task_cap tasks. */
+cubec_status sub_task_done(cubec_device *d);
+/* Waits until the timeline reaches `value` (submitting first when `value` is the open batch).
+ * Releases the device lock while blocked unless a drain is recording (d->draining): callers
+ * must not rely on state that another thread may change meanwhile (hold references). */
 cubec_status sub_wait(cubec_device *d, uint64_t value);
 /* Waits until work up to `value` finished and device writes are visible to the host. */
 cubec_status sub_wait_for_host(cubec_device *d, uint64_t value);
@@ -159,7 +212,8 @@ void sub_destroy(cubec_device *d);
 cubec_status sub_init(cubec_device *d);
 
 /* server/buffers.c */
-cubec_status server_buffer_create(cubec_device *d, uint64_t size, cubec_buffer *out);
+cubec_status server_buffer_create(cubec_device *d, uint32_t slot, uint64_t size, cubec_buffer *out);
+void server_memory_cleanup_all(cubec_device *d, int explicit_cleanup);
 cubec_status server_buffer_view(cubec_device *d, buffer_obj *parent, uint64_t offset, uint64_t size,
                                 cubec_buffer *out);
 void server_buffer_release(cubec_device *d, uint64_t id, buffer_obj *b);
@@ -185,11 +239,14 @@ cubec_status host_ring_alloc(cubec_device *d, host_ring *r, uint64_t size, uint6
                              uint64_t *out_offset);
 
 /* server/transfer.c */
-cubec_status server_write(cubec_device *d, buffer_obj *b, uint64_t offset, const void *src,
-                          uint64_t size);
-cubec_status server_read(cubec_device *d, buffer_obj *b, uint64_t offset, void *dst, uint64_t size);
-cubec_status server_read_async(cubec_device *d, buffer_obj *b, uint64_t offset, void *dst,
-                               uint64_t size, cubec_event **out);
+/* Host transfers on `slot`: they first submit the caller's queue and the queues whose work on
+ * the buffer must come first. */
+cubec_status server_write(cubec_device *d, uint32_t slot, buffer_obj *b, uint64_t offset,
+                          const void *src, uint64_t size);
+cubec_status server_read(cubec_device *d, uint32_t slot, buffer_obj *b, uint64_t offset, void *dst,
+                         uint64_t size);
+cubec_status server_read_async(cubec_device *d, uint32_t slot, buffer_obj *b, uint64_t offset,
+                               void *dst, uint64_t size, cubec_event **out);
 
 /* server/kernels.c */
 cubec_status server_kernel_create(cubec_device *d, const cubec_kernel_desc *desc,
@@ -207,11 +264,30 @@ typedef struct launch_args {
     buffer_obj *indirect;
     uint64_t indirect_offset;
 } launch_args;
-cubec_status server_launch(cubec_device *d, const launch_args *a);
-cubec_status server_copy(cubec_device *d, buffer_obj *src, uint64_t src_offset, buffer_obj *dst,
-                         uint64_t dst_offset, uint64_t size);
-cubec_status server_fill(cubec_device *d, buffer_obj *dst, uint64_t offset, uint64_t size,
-                         uint32_t pattern);
+/* Queues a launch on `slot` (arguments were checked by api/). */
+cubec_status server_launch(cubec_device *d, uint32_t slot, const launch_args *a);
+cubec_status server_copy(cubec_device *d, uint32_t slot, buffer_obj *src, uint64_t src_offset,
+                         buffer_obj *dst, uint64_t dst_offset, uint64_t size);
+cubec_status server_fill(cubec_device *d, uint32_t slot, buffer_obj *dst, uint64_t offset,
+                         uint64_t size, uint32_t pattern);
+/* The scheduler's side: record a queued task, or drop what it holds. */
+cubec_status server_record_task(cubec_device *d, task *t);
+void server_discard_task(cubec_device *d, task *t);
+
+/* server/streams.c */
+cubec_status server_streams_init(cubec_device *d);
+void server_streams_destroy(cubec_device *d);
+/* The slot of a stream id (0: the calling thread's stream); refuses ids of other devices. */
+cubec_status server_stream_resolve(cubec_device *d, cubec_stream stream, const char *fn,
+                                   uint32_t *out_slot);
+cubec_stream server_stream_current(cubec_device *d);
+cubec_stream server_stream_new(cubec_device *d);
+cubec_status server_drain(cubec_device *d, const uint32_t *slots, uint32_t n);
+cubec_status server_drain_all(cubec_device *d);
+cubec_status server_commit_task(cubec_device *d, uint32_t slot);
+uint32_t server_align_slots(cubec_device *d, uint32_t slot, const alloc_obj *a, uint32_t *slots,
+                            uint32_t n);
+cubec_status server_drain_for_host(cubec_device *d, uint32_t slot, const alloc_obj *a);
 
 /* server/transfer.c: events (device lock held) */
 cubec_status server_event_progress(cubec_event *e, int block);

@@ -2,9 +2,11 @@
  * descriptors, metadata goes in push constants (or in the metadata ring when it does not fit),
  * a barrier is recorded only when the hazard tracker sees a conflict, and the command buffer is
  * submitted every tasks_max launches. Arguments were checked by api/. */
+#include "base/log.h"
 #include "gpu/vulkan/vk_result.h"
 #include "server/device.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 static cubec_status record_dispatch(cubec_device *d, VkCommandBuffer cmd, const pipeline_entry *e,
@@ -52,50 +54,168 @@ static cubec_status record_dispatch(cubec_device *d, VkCommandBuffer cmd, const 
     return NULL;
 }
 
-cubec_status server_launch(cubec_device *d, const launch_args *a)
+static void hold(bound_range *r, alloc_obj *a, uint64_t offset, uint64_t size)
+{
+    r->alloc = a;
+    r->offset = offset;
+    r->size = size;
+    a->refs++;
+}
+
+void server_discard_task(cubec_device *d, task *t)
+{
+    uint32_t n = t->kind == TASK_TRANSFER_COPY ? 2 : t->count;
+    for (uint32_t i = 0; i < n; i++)
+        server_alloc_release(d, t->b[i].alloc);
+    if (t->indirect.alloc) server_alloc_release(d, t->indirect.alloc);
+}
+
+/* Marks what a queued task will write, for the alignment of later users on other slots. */
+static void note_queued_writes(task *t, uint32_t slot)
+{
+    uint32_t n = t->kind == TASK_TRANSFER_COPY ? 2 : t->count;
+    for (uint32_t i = 0; i < n; i++)
+        if (t->write_mask & (1u << i)) t->b[i].alloc->queued_writer = slot;
+}
+
+/* Submits the queues of other slots whose work on these buffers must come first. */
+static cubec_status align(cubec_device *d, uint32_t slot, buffer_obj *const *bufs, uint32_t n,
+                          const buffer_obj *indirect)
+{
+    uint32_t slots[66];
+    uint32_t count = 0;
+    for (uint32_t i = 0; i < n; i++)
+        count = server_align_slots(d, slot, bufs[i]->alloc, slots, count);
+    if (indirect) count = server_align_slots(d, slot, indirect->alloc, slots, count);
+    if (!count) return NULL;
+    LOG(LOG_DEBUG, "streaming", "slot %u uses buffers of %u other slot(s): submitting them first",
+        slot, count);
+    return server_drain(d, slots, count);
+}
+
+cubec_status server_launch(cubec_device *d, uint32_t slot, const launch_args *a)
 {
     const pipeline_entry *e = a->entry;
     if (!a->indirect && (a->groups[0] == 0 || a->groups[1] == 0 || a->groups[2] == 0))
         return NULL; /* an empty grid launches nothing, like a zero cube count in CubeCL */
-    VkDescriptorBufferInfo infos[32];
-    hazard_range ranges[33];
-    uint32_t n = a->buffer_count;
-    for (uint32_t i = 0; i < n; i++) {
+    RETURN_IF_ERROR(align(d, slot, a->buffers, a->buffer_count, a->indirect));
+    slot_state *ss = &d->slots[slot];
+    unsigned char *big_info = NULL;
+    if (e->info_size > TASK_INLINE_INFO) {
+        /* Metadata too large to sit in the task: the slot's arena keeps it until recording. */
+        if (ss->arena_used + e->info_size > ss->arena_cap) {
+            uint32_t cap = ss->arena_cap ? ss->arena_cap * 2 : 64u << 10;
+            while (cap < ss->arena_used + e->info_size)
+                cap *= 2;
+            unsigned char *na = realloc(ss->arena, cap);
+            if (!na) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (metadata)");
+            ss->arena = na;
+            ss->arena_cap = cap;
+        }
+        big_info = ss->arena + ss->arena_used;
+    }
+    task *t;
+    RETURN_IF_ERROR(sched_reserve(&d->sched, slot, (void **)&t));
+    t->kind = TASK_LAUNCH;
+    t->slot = slot;
+    t->entry = e;
+    t->count = a->buffer_count;
+    t->write_mask = 0;
+    for (uint32_t i = 0; i < a->buffer_count; i++) {
         const buffer_obj *b = a->buffers[i];
-        vk_page *p = buffer_page(b);
-        infos[i] = (VkDescriptorBufferInfo){p->buffer, buffer_device_offset(b), b->size};
-        ranges[i] = (hazard_range){p, buffer_device_offset(b), b->size,
-                                   (e->refl.access[i] & CUBEC_ACCESS_WRITE) != 0};
+        hold(&t->b[i], b->alloc, buffer_device_offset(b), b->size);
+        if (e->refl.access[i] & CUBEC_ACCESS_WRITE) t->write_mask |= 1u << i;
     }
-    uint32_t nr = n;
-    if (a->indirect) {
-        vk_page *p = buffer_page(a->indirect);
-        ranges[nr++] =
-            (hazard_range){p, buffer_device_offset(a->indirect) + a->indirect_offset, 12, 0};
-    }
-    VkDescriptorBufferInfo info_buffer = {0};
-    if (e->refl.has_info_buffer) {
-        uint64_t at;
-        RETURN_IF_ERROR(
-            host_ring_alloc(d, &d->info_ring, e->info_size, d->info.storage_offset_alignment, &at));
-        memcpy(d->info_ring.mapped + at, a->info, e->info_size);
-        info_buffer = (VkDescriptorBufferInfo){d->info_ring.buffer, at, e->info_size};
-    }
-    VkCommandBuffer cmd;
-    RETURN_IF_ERROR(sub_begin(d, &cmd));
-    sub_hazards(d, cmd, ranges, nr, a->indirect ? SUB_COMPUTE_INDIRECT : SUB_COMPUTE);
-    RETURN_IF_ERROR(record_dispatch(d, cmd, e, infos, n, info_buffer, a->info));
+    t->indirect.alloc = NULL;
     if (a->indirect)
-        vkCmdDispatchIndirect(cmd, buffer_page(a->indirect)->buffer,
-                              buffer_device_offset(a->indirect) + a->indirect_offset);
-    else
-        vkCmdDispatch(cmd, a->groups[0], a->groups[1], a->groups[2]);
-    for (uint32_t i = 0; i < n; i++) {
-        alloc_obj *al = a->buffers[i]->alloc;
-        al->last_use = d->next_value;
-        if (ranges[i].write) al->last_write = d->next_value;
+        hold(&t->indirect, a->indirect->alloc,
+             buffer_device_offset(a->indirect) + a->indirect_offset, 12);
+    memcpy(t->groups, a->groups, sizeof t->groups);
+    t->info_size = e->info_size;
+    if (big_info) {
+        memcpy(big_info, a->info, e->info_size);
+        t->info_at = ss->arena_used;
+        ss->arena_used += e->info_size;
+    } else if (e->info_size) {
+        memcpy(t->info, a->info, e->info_size);
     }
-    if (a->indirect) a->indirect->alloc->last_use = d->next_value;
+    note_queued_writes(t, slot);
+    return server_commit_task(d, slot);
+}
+
+static const unsigned char *server_task_arena_info(const cubec_device *d, const task *t)
+{
+    return d->slots[t->slot].arena + t->info_at;
+}
+
+/* Records a queued task into the open command buffer (called by the scheduler). */
+cubec_status server_record_task(cubec_device *d, task *t)
+{
+    VkCommandBuffer cmd;
+    cubec_status err = sub_begin(d, &cmd);
+    if (err) {
+        server_discard_task(d, t);
+        return err;
+    }
+    hazard_range ranges[33];
+    if (t->kind == TASK_TRANSFER_COPY) {
+        vk_page *sp = t->b[0].alloc->mem.page, *tp = t->b[1].alloc->mem.page;
+        ranges[0] = (hazard_range){sp, t->b[0].offset, t->b[0].size, 0};
+        ranges[1] = (hazard_range){tp, t->b[1].offset, t->b[1].size, 1};
+        sub_hazards(d, cmd, ranges, 2, SUB_TRANSFER);
+        VkBufferCopy region = {t->b[0].offset, t->b[1].offset, t->b[0].size};
+        vkCmdCopyBuffer(cmd, sp->buffer, tp->buffer, 1, &region);
+    } else {
+        const pipeline_entry *e = t->entry;
+        VkDescriptorBufferInfo infos[32];
+        uint32_t n = t->count;
+        for (uint32_t i = 0; i < n; i++) {
+            vk_page *p = t->b[i].alloc->mem.page;
+            infos[i] = (VkDescriptorBufferInfo){p->buffer, t->b[i].offset, t->b[i].size};
+            ranges[i] = (hazard_range){p, t->b[i].offset, t->b[i].size, (t->write_mask >> i) & 1};
+        }
+        uint32_t nr = n;
+        if (t->indirect.alloc)
+            ranges[nr++] = (hazard_range){t->indirect.alloc->mem.page, t->indirect.offset, 12, 0};
+        const unsigned char *info =
+            t->info_size > TASK_INLINE_INFO ? NULL : t->info; /* set below for the arena */
+        VkDescriptorBufferInfo info_buffer = {0};
+        if (e->refl.has_info_buffer) {
+            uint64_t at;
+            err = host_ring_alloc(d, &d->info_ring, e->info_size, d->info.storage_offset_alignment,
+                                  &at);
+            if (err) {
+                server_discard_task(d, t);
+                return err;
+            }
+            const unsigned char *src = info ? info : server_task_arena_info(d, t);
+            memcpy(d->info_ring.mapped + at, src, e->info_size);
+            info_buffer = (VkDescriptorBufferInfo){d->info_ring.buffer, at, e->info_size};
+        }
+        sub_hazards(d, cmd, ranges, nr, t->indirect.alloc ? SUB_COMPUTE_INDIRECT : SUB_COMPUTE);
+        err = record_dispatch(d, cmd, e, infos, n, info_buffer,
+                              info ? info : server_task_arena_info(d, t));
+        if (err) {
+            server_discard_task(d, t);
+            return err;
+        }
+        if (t->indirect.alloc)
+            vkCmdDispatchIndirect(cmd, ((vk_page *)t->indirect.alloc->mem.page)->buffer,
+                                  t->indirect.offset);
+        else
+            vkCmdDispatch(cmd, t->groups[0], t->groups[1], t->groups[2]);
+    }
+    uint32_t n = t->kind == TASK_TRANSFER_COPY ? 2 : t->count;
+    for (uint32_t i = 0; i < n; i++) {
+        alloc_obj *al = t->b[i].alloc;
+        al->last_use = d->next_value;
+        if ((t->write_mask >> i) & 1) {
+            al->last_write = d->next_value;
+            al->queued_writer = NO_SLOT;
+        }
+    }
+    if (t->indirect.alloc) t->indirect.alloc->last_use = d->next_value;
+    server_discard_task(d, t); /* the references: last_use now keeps the memory */
     return sub_task_done(d);
 }
 
@@ -105,9 +225,9 @@ static uint64_t align_down(uint64_t x, uint64_t a)
 }
 
 /* One launch of a builtin word kernel over [at, at+bytes) of `dst` (and of `src` for copies). */
-static cubec_status word_launch(cubec_device *d, const pipeline_entry *k, buffer_obj *src,
-                                uint64_t src_abs, buffer_obj *dst, uint64_t dst_abs, uint64_t bytes,
-                                uint32_t word, uint32_t pattern)
+static cubec_status word_launch(cubec_device *d, uint32_t slot, const pipeline_entry *k,
+                                buffer_obj *src, uint64_t src_abs, buffer_obj *dst,
+                                uint64_t dst_abs, uint64_t bytes, uint32_t word, uint32_t pattern)
 {
     uint64_t a = d->info.storage_offset_alignment > 16 ? d->info.storage_offset_alignment : 16;
     buffer_obj views[2];
@@ -143,7 +263,7 @@ static cubec_status word_launch(cubec_device *d, const pipeline_entry *k, buffer
                       .buffer_count = nb,
                       .info = info,
                       .groups = {(uint32_t)groups, 1, 1}};
-    return server_launch(d, &la);
+    return server_launch(d, slot, &la);
 }
 
 /* Largest chunk one binding can cover: the storage range less the alignment slack. */
@@ -155,28 +275,33 @@ static uint64_t max_chunk(const cubec_device *d)
 }
 
 /* On a CPU driver the copy engine is memcpy, four times faster than a copy kernel there. */
-static cubec_status copy_with_transfer(cubec_device *d, buffer_obj *src, uint64_t src_offset,
-                                       buffer_obj *dst, uint64_t dst_offset, uint64_t size)
+static cubec_status copy_with_transfer(cubec_device *d, uint32_t slot, buffer_obj *src,
+                                       uint64_t src_offset, buffer_obj *dst, uint64_t dst_offset,
+                                       uint64_t size)
 {
-    VkCommandBuffer cmd;
-    RETURN_IF_ERROR(sub_begin(d, &cmd));
-    vk_page *sp = buffer_page(src), *tp = buffer_page(dst);
-    uint64_t s = buffer_device_offset(src) + src_offset, t = buffer_device_offset(dst) + dst_offset;
-    hazard_range ranges[2] = {{sp, s, size, 0}, {tp, t, size, 1}};
-    sub_hazards(d, cmd, ranges, 2, SUB_TRANSFER);
-    VkBufferCopy region = {s, t, size};
-    vkCmdCopyBuffer(cmd, sp->buffer, tp->buffer, 1, &region);
-    src->alloc->last_use = d->next_value;
-    dst->alloc->last_use = dst->alloc->last_write = d->next_value;
-    return sub_task_done(d);
+    buffer_obj *both[2] = {src, dst};
+    RETURN_IF_ERROR(align(d, slot, both, 2, NULL));
+    task *t;
+    RETURN_IF_ERROR(sched_reserve(&d->sched, slot, (void **)&t));
+    t->kind = TASK_TRANSFER_COPY;
+    t->slot = slot;
+    t->count = 2;
+    t->entry = NULL;
+    t->indirect.alloc = NULL;
+    t->info_size = 0;
+    t->write_mask = 2;
+    hold(&t->b[0], src->alloc, buffer_device_offset(src) + src_offset, size);
+    hold(&t->b[1], dst->alloc, buffer_device_offset(dst) + dst_offset, size);
+    note_queued_writes(t, slot);
+    return server_commit_task(d, slot);
 }
 
-cubec_status server_copy(cubec_device *d, buffer_obj *src, uint64_t src_offset, buffer_obj *dst,
-                         uint64_t dst_offset, uint64_t size)
+cubec_status server_copy(cubec_device *d, uint32_t slot, buffer_obj *src, uint64_t src_offset,
+                         buffer_obj *dst, uint64_t dst_offset, uint64_t size)
 {
     if (size == 0) return NULL;
     if (d->info.type == CUBEC_DEVICE_TYPE_CPU)
-        return copy_with_transfer(d, src, src_offset, dst, dst_offset, size);
+        return copy_with_transfer(d, slot, src, src_offset, dst, dst_offset, size);
     RETURN_IF_ERROR(server_builtin_kernels(d));
     uint64_t s = buffer_device_offset(src) + src_offset, t = buffer_device_offset(dst) + dst_offset;
     uint64_t chunk = max_chunk(d);
@@ -185,17 +310,17 @@ cubec_status server_copy(cubec_device *d, buffer_obj *src, uint64_t src_offset, 
         uint64_t body = ((s + pos) % 16 == 0 && (t + pos) % 16 == 0) ? n / 16 * 16 : 0;
         if (body)
             RETURN_IF_ERROR(
-                word_launch(d, d->copy4_kernel, src, s + pos, dst, t + pos, body, 16, 0));
+                word_launch(d, slot, d->copy4_kernel, src, s + pos, dst, t + pos, body, 16, 0));
         if (n > body)
-            RETURN_IF_ERROR(word_launch(d, d->copy_kernel, src, s + pos + body, dst, t + pos + body,
-                                        n - body, 4, 0));
+            RETURN_IF_ERROR(word_launch(d, slot, d->copy_kernel, src, s + pos + body, dst,
+                                        t + pos + body, n - body, 4, 0));
         pos += n;
     }
     return NULL;
 }
 
-cubec_status server_fill(cubec_device *d, buffer_obj *dst, uint64_t offset, uint64_t size,
-                         uint32_t pattern)
+cubec_status server_fill(cubec_device *d, uint32_t slot, buffer_obj *dst, uint64_t offset,
+                         uint64_t size, uint32_t pattern)
 {
     if (size == 0) return NULL;
     RETURN_IF_ERROR(server_builtin_kernels(d));
@@ -203,7 +328,7 @@ cubec_status server_fill(cubec_device *d, buffer_obj *dst, uint64_t offset, uint
     uint64_t chunk = max_chunk(d);
     for (uint64_t pos = 0; pos < size; pos += chunk) {
         uint64_t n = size - pos < chunk ? size - pos : chunk;
-        RETURN_IF_ERROR(word_launch(d, d->fill_kernel, NULL, 0, dst, t + pos, n, 4, pattern));
+        RETURN_IF_ERROR(word_launch(d, slot, d->fill_kernel, NULL, 0, dst, t + pos, n, 4, pattern));
     }
     return NULL;
 }

@@ -119,10 +119,10 @@ static cubec_status take_batch(cubec_device *d, batch **out)
     b->recorded = 0;
     b->descriptors = VK_NULL_HANDLE;
     if (!d->vk.push_descriptor) {
-        /* One set per launch, at most tasks_max launches per batch. */
-        VkDescriptorPoolSize size = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, d->tasks_max * 33u};
+        /* One set per launch, at most batch_task_cap launches per batch. */
+        VkDescriptorPoolSize size = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, d->batch_task_cap * 33u};
         VkDescriptorPoolCreateInfo dpci = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
-                                           .maxSets = d->tasks_max,
+                                           .maxSets = d->batch_task_cap,
                                            .poolSizeCount = 1,
                                            .pPoolSizes = &size};
         VkResult r = vkCreateDescriptorPool(d->vk.device, &dpci, NULL, &b->descriptors);
@@ -143,7 +143,12 @@ cubec_status sub_begin(cubec_device *d, VkCommandBuffer *out_cmd)
         return NULL;
     }
     batch *b = NULL;
-    RETURN_IF_ERROR(take_batch(d, &b));
+    /* take_batch may wait for the oldest batch: keep the lock, or another thread could open a
+     * batch meanwhile. */
+    d->draining++;
+    cubec_status err = take_batch(d, &b);
+    d->draining--;
+    RETURN_IF_ERROR(err);
     VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
                                    .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
     if (b->recorded)
@@ -205,7 +210,9 @@ cubec_status sub_flush(cubec_device *d, int for_host)
 
 cubec_status sub_task_done(cubec_device *d)
 {
-    if (++d->tasks >= d->tasks_max) return sub_flush(d, 0);
+    /* The scheduler decides when to submit; this only bounds one command buffer (its descriptor
+     * pool, without push descriptors, and the work lost if a submission fails). */
+    if (++d->tasks >= d->batch_task_cap) return sub_flush(d, 0);
     return NULL;
 }
 
@@ -223,34 +230,53 @@ static void recycle_finished(cubec_device *d)
     }
 }
 
+/* Polls the timeline for up to spin_us, then blocks. Touches only immutable Vulkan handles, so
+ * it may run without the device lock. Returns the observed counter value (0 on error). */
+static VkResult wait_timeline(VkDevice dev, VkSemaphore timeline, uint64_t value, int spin_us,
+                              uint64_t *out_value)
+{
+    uint64_t v = 0;
+    if (spin_us > 0) {
+        uint64_t until = now_ns() + (uint64_t)spin_us * 1000u;
+        do {
+            VkResult r = vkGetSemaphoreCounterValue(dev, timeline, &v);
+            if (r != VK_SUCCESS) return r;
+            if (v >= value) {
+                *out_value = v;
+                return VK_SUCCESS;
+            }
+        } while (now_ns() < until);
+    }
+    VkSemaphoreWaitInfo wi = {.sType = VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO,
+                              .semaphoreCount = 1,
+                              .pSemaphores = &timeline,
+                              .pValues = &value};
+    VkResult r = vkWaitSemaphores(dev, &wi, UINT64_MAX);
+    *out_value = value;
+    return r;
+}
+
 cubec_status sub_wait(cubec_device *d, uint64_t value)
 {
     if (value == 0 || value <= d->completed_value) return NULL;
     if (d->open && value >= d->next_value) RETURN_IF_ERROR(sub_flush(d, 0));
     if (value >= d->next_value) value = d->next_value - 1;
     sub_poll(d);
+    if (value <= d->completed_value) return NULL;
     recycle_finished(d);
-    uint64_t v = 0;
-    if (d->spin_us > 0) {
-        uint64_t until = now_ns() + (uint64_t)d->spin_us * 1000u;
-        do {
-            if (vkGetSemaphoreCounterValue(d->vk.device, d->timeline, &v) != VK_SUCCESS) break;
-            if (v >= value) {
-                d->completed_value = v;
-                sub_poll(d);
-                recycle_finished(d);
-                return NULL;
-            }
-        } while (now_ns() < until);
+    uint64_t seen = 0;
+    VkResult r;
+    if (d->draining) {
+        r = wait_timeline(d->vk.device, d->timeline, value, d->spin_us, &seen);
+    } else {
+        /* Other threads queue and record while this one waits for the GPU. */
+        pthread_mutex_unlock(&d->lock);
+        r = wait_timeline(d->vk.device, d->timeline, value, d->spin_us, &seen);
+        pthread_mutex_lock(&d->lock);
     }
-    VkSemaphoreWaitInfo wi = {.sType = VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO,
-                              .semaphoreCount = 1,
-                              .pSemaphores = &d->timeline,
-                              .pValues = &value};
-    VkResult r = vkWaitSemaphores(d->vk.device, &wi, UINT64_MAX);
     if (r != VK_SUCCESS) return server_note_error(d, vk_status(r, "vkWaitSemaphores"));
+    if (seen > d->completed_value) d->completed_value = seen;
     sub_poll(d);
-    if (d->completed_value < value) d->completed_value = value;
     recycle_finished(d);
     return NULL;
 }

@@ -48,17 +48,12 @@ static void invalidate(cubec_device *d, VkDeviceMemory memory)
     vkInvalidateMappedMemoryRanges(d->vk.device, 1, &range);
 }
 
-cubec_status server_write(cubec_device *d, buffer_obj *b, uint64_t offset, const void *src,
-                          uint64_t size)
+/* Discrete GPUs: chunk by chunk through the upload ring, each full chunk submitted so that its
+ * DMA overlaps the host copy of the next. */
+static cubec_status write_staged(cubec_device *d, buffer_obj *b, uint64_t at, const void *src,
+                                 uint64_t size)
 {
-    if (size == 0) return NULL;
     vk_page *page = buffer_page(b);
-    uint64_t at = buffer_device_offset(b) + offset;
-    if (page->mapped) {
-        RETURN_IF_ERROR(sub_wait(d, b->alloc->last_use));
-        memcpy(page->mapped + at, src, size);
-        return NULL;
-    }
     const unsigned char *from = src;
     for (uint64_t done = 0; done < size;) {
         uint64_t n = size - done;
@@ -74,26 +69,45 @@ cubec_status server_write(cubec_device *d, buffer_obj *b, uint64_t offset, const
         vkCmdCopyBuffer(cmd, d->upload.buffer, page->buffer, 1, &region);
         touch(d, b, 1);
         done += n;
-        /* Submit each full chunk so the DMA starts while the next chunk is copied in. */
-        RETURN_IF_ERROR(n == d->upload.chunk_size ? sub_flush(d, 0) : sub_task_done(d));
+        /* Submit each chunk so the DMA starts while the next chunk is copied in. */
+        RETURN_IF_ERROR(sub_flush(d, 0));
     }
     return NULL;
+}
+
+cubec_status server_write(cubec_device *d, uint32_t slot, buffer_obj *b, uint64_t offset,
+                          const void *src, uint64_t size)
+{
+    if (size == 0) return NULL;
+    RETURN_IF_ERROR(server_drain_for_host(d, slot, b->alloc));
+    vk_page *page = buffer_page(b);
+    uint64_t at = buffer_device_offset(b) + offset;
+    if (page->mapped) {
+        /* The wait may release the device lock: the reference keeps the memory. */
+        alloc_obj *a = b->alloc;
+        a->refs++;
+        cubec_status err = sub_wait(d, a->last_use);
+        if (!err) memcpy(page->mapped + at, src, size);
+        server_alloc_release(d, a);
+        return err;
+    }
+    /* The staging rings are shared: keep the lock while they hold this transfer's bytes. */
+    d->draining++;
+    cubec_status err = write_staged(d, b, at, src, size);
+    d->draining--;
+    if (!err) d->slots[slot].last_value = d->next_value - 1; /* cubec_sync(stream) waits for it */
+    return err;
 }
 
 typedef struct pending_chunk {
     uint64_t value, ring_at, dst_at, size;
 } pending_chunk;
 
-cubec_status server_read(cubec_device *d, buffer_obj *b, uint64_t offset, void *dst, uint64_t size)
+/* Discrete GPUs: two chunks in flight through the readback ring. */
+static cubec_status read_staged(cubec_device *d, buffer_obj *b, uint64_t at, void *dst,
+                                uint64_t size)
 {
-    if (size == 0) return NULL;
     vk_page *page = buffer_page(b);
-    uint64_t at = buffer_device_offset(b) + offset;
-    if (page->mapped) {
-        RETURN_IF_ERROR(sub_wait_for_host(d, b->alloc->last_write));
-        memcpy(dst, page->mapped + at, size);
-        return NULL;
-    }
     unsigned char *to = dst;
     pending_chunk q[2];
     uint32_t queued = 0;
@@ -124,9 +138,32 @@ cubec_status server_read(cubec_device *d, buffer_obj *b, uint64_t offset, void *
     return NULL;
 }
 
-cubec_status server_read_async(cubec_device *d, buffer_obj *b, uint64_t offset, void *dst,
-                               uint64_t size, cubec_event **out)
+cubec_status server_read(cubec_device *d, uint32_t slot, buffer_obj *b, uint64_t offset, void *dst,
+                         uint64_t size)
 {
+    if (size == 0) return NULL;
+    RETURN_IF_ERROR(server_drain_for_host(d, slot, b->alloc));
+    vk_page *page = buffer_page(b);
+    uint64_t at = buffer_device_offset(b) + offset;
+    if (page->mapped) {
+        /* The wait may release the device lock: the reference keeps the memory. */
+        alloc_obj *a = b->alloc;
+        a->refs++;
+        cubec_status err = sub_wait_for_host(d, a->last_write);
+        if (!err) memcpy(dst, page->mapped + at, size);
+        server_alloc_release(d, a);
+        return err;
+    }
+    d->draining++;
+    cubec_status err = read_staged(d, b, at, dst, size);
+    d->draining--;
+    return err;
+}
+
+cubec_status server_read_async(cubec_device *d, uint32_t slot, buffer_obj *b, uint64_t offset,
+                               void *dst, uint64_t size, cubec_event **out)
+{
+    if (size) RETURN_IF_ERROR(server_drain_for_host(d, slot, b->alloc));
     cubec_event *e = calloc(1, sizeof *e);
     if (!e) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (event)");
     e->device = d;

@@ -65,9 +65,9 @@ static void test_null_arguments(void **state)
     uint32_t x[4] = {0};
     cubec_buffer out = {123};
     ASSERT_ERROR(cubec_device_open(NULL, NULL), CUBEC_INVALID_ARGUMENT, "out_device");
-    ASSERT_ERROR(cubec_buffer_create(NULL, 16, &out), CUBEC_INVALID_ARGUMENT, "device is NULL");
+    ASSERT_ERROR(cubec_buffer_create(NULL, 0, 16, &out), CUBEC_INVALID_ARGUMENT, "device is NULL");
     assert_int_equal(out.id, 0); /* out-parameters are cleared on entry */
-    ASSERT_ERROR(cubec_buffer_create(f->d, 16, NULL), CUBEC_INVALID_ARGUMENT, "out_buffer");
+    ASSERT_ERROR(cubec_buffer_create(f->d, 0, 16, NULL), CUBEC_INVALID_ARGUMENT, "out_buffer");
     ASSERT_ERROR(cubec_write(f->d, 0, f->a, 0, NULL, 16), CUBEC_INVALID_ARGUMENT, "src is NULL");
     ASSERT_ERROR(cubec_read(f->d, 0, f->a, 0, NULL, 16), CUBEC_INVALID_ARGUMENT, "dst is NULL");
     ASSERT_ERROR(cubec_read(f->d, 0, (cubec_buffer){0}, 0, x, 16), CUBEC_INVALID_ARGUMENT,
@@ -88,14 +88,14 @@ static void test_released_handles(void **state)
 {
     fixture *f = *state;
     cubec_buffer tmp;
-    ASSERT_OK(cubec_buffer_create(f->d, 64, &tmp));
+    ASSERT_OK(cubec_buffer_create(f->d, 0, 64, &tmp));
     ASSERT_OK(cubec_buffer_release(f->d, tmp));
     uint32_t x[4];
     ASSERT_ERROR(cubec_read(f->d, 0, tmp, 0, x, sizeof x), CUBEC_INVALID_ARGUMENT, "released");
     ASSERT_ERROR(cubec_buffer_release(f->d, tmp), CUBEC_INVALID_ARGUMENT, "released");
     /* A new buffer may reuse the slot; the stale handle still must not reach it. */
     cubec_buffer fresh;
-    ASSERT_OK(cubec_buffer_create(f->d, 64, &fresh));
+    ASSERT_OK(cubec_buffer_create(f->d, 0, 64, &fresh));
     assert_true(fresh.id != tmp.id);
     ASSERT_ERROR(cubec_write(f->d, 0, tmp, 0, x, sizeof x), CUBEC_INVALID_ARGUMENT, "released");
     ASSERT_OK(cubec_buffer_release(f->d, fresh));
@@ -169,7 +169,7 @@ static void test_zero_size(void **state)
 {
     fixture *f = *state;
     cubec_buffer z;
-    ASSERT_OK(cubec_buffer_create(f->d, 0, &z));
+    ASSERT_OK(cubec_buffer_create(f->d, 0, 0, &z));
     uint64_t size = 99;
     ASSERT_OK(cubec_buffer_size(f->d, z, &size));
     assert_int_equal(size, 0);
@@ -200,9 +200,9 @@ static void test_too_large(void **state)
     cubec_device_info info;
     ASSERT_OK(cubec_device_get_info(f->d, &info));
     cubec_buffer huge = {77};
-    ASSERT_ERROR(cubec_buffer_create(f->d, UINT64_MAX, &huge), CUBEC_OUT_OF_MEMORY, "bytes");
+    ASSERT_ERROR(cubec_buffer_create(f->d, 0, UINT64_MAX, &huge), CUBEC_OUT_OF_MEMORY, "bytes");
     assert_int_equal(huge.id, 0);
-    ASSERT_ERROR(cubec_buffer_create(f->d, info.max_allocation_size + 1, &huge),
+    ASSERT_ERROR(cubec_buffer_create(f->d, 0, info.max_allocation_size + 1, &huge),
                  CUBEC_OUT_OF_MEMORY, "bytes");
 }
 

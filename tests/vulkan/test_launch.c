@@ -122,7 +122,7 @@ static void test_views_and_indirect(void **state)
     }
     /* Indirect: counts {words/32 of part 0, 1, 1} written on the device by a fill. */
     cubec_buffer counts;
-    ASSERT_OK(cubec_buffer_create(d, 16, &counts));
+    ASSERT_OK(cubec_buffer_create(d, 0, 16, &counts));
     ASSERT_OK(cubec_fill(d, 0, counts, 0, 16, 1));
     ASSERT_OK(cubec_fill(d, 0, counts, 0, 4, words / 32));
     uint32_t mul = 3;
@@ -155,7 +155,7 @@ static void test_copy_fill_async(void **state)
         a[i] = i * 2654435761u;
     cubec_buffer ba, bb;
     ASSERT_OK(cubec_buffer_from(d, 0, a, N * 4, &ba));
-    ASSERT_OK(cubec_buffer_create(d, N * 4, &bb));
+    ASSERT_OK(cubec_buffer_create(d, 0, N * 4, &bb));
     ASSERT_OK(cubec_fill(d, 0, bb, 0, N * 4, 0xdeadbeefu));
     for (uint32_t i = 0; i < N; i++)
         ref[i] = 0xdeadbeefu;
@@ -206,7 +206,7 @@ static void test_big_info(void **state)
     assert_int_equal(ki.info_size, 320);
     assert_int_equal(ki.info_in_push_constants, 320 <= di.max_push_constants_size);
     cubec_buffer out;
-    ASSERT_OK(cubec_buffer_create(d, 256 * 4, &out));
+    ASSERT_OK(cubec_buffer_create(d, 0, 256 * 4, &out));
     for (int round = 0; round < 3; round++) {
         float coef[80];
         for (int i = 0; i < 80; i++)
@@ -236,7 +236,7 @@ static void test_memory_report(void **state)
     uint64_t total = 0;
     for (int i = 0; i < 16; i++) {
         uint64_t size = 1000u * (uint64_t)(i + 1);
-        ASSERT_OK(cubec_buffer_create(d, size, &b[i]));
+        ASSERT_OK(cubec_buffer_create(d, 0, size, &b[i]));
         total += size;
     }
     cubec_memory_report r;
@@ -278,7 +278,7 @@ static void test_large_transfer(void **state)
         src[i] = test_rand(&seed);
     cubec_buffer a, b;
     ASSERT_OK(cubec_buffer_from(d, 0, src, n * 4, &a));
-    ASSERT_OK(cubec_buffer_create(d, n * 4, &b));
+    ASSERT_OK(cubec_buffer_create(d, 0, n * 4, &b));
     ASSERT_OK(cubec_copy(d, 0, a, 0, b, 0, n * 4));
     memset(dst, 0, n * 4);
     ASSERT_OK(cubec_read(d, 0, b, 0, dst, n * 4));

@@ -34,7 +34,7 @@ static void *run(void *arg)
     for (uint32_t i = 0; i < WORDS; i++) host[i] = ref[i] = i * (w->id + 1);
     cubec_buffer b = {0}, c = {0};
     cubec_status st = cubec_buffer_from(w->d, 0, host, WORDS * 4, &b);
-    if (!st) st = cubec_buffer_create(w->d, WORDS * 4, &c);
+    if (!st) st = cubec_buffer_create(w->d, 0, WORDS * 4, &c);
     for (uint32_t r = 0; r < ROUNDS && !st; r++) {
         uint32_t info[2] = {WORDS, w->id + r};
         cubec_launch_desc ld = {.kernel = w->k, .buffers = &b, .buffer_count = 1, .info = info,

@@ -1,0 +1,159 @@
+/* Logical streams and their slots (spec 2.1-2.2), and the glue between the scheduler and the
+ * recording of tasks.
+ *
+ * A stream id packs the device tag (16 bits) over a 48-bit number. Numbers come from one
+ * process-wide counter, so every thread's default stream and every cubec_stream_new stream is
+ * distinct; the tag makes an id of another device detectable. The slot is number % max_streams. */
+#include "base/log.h"
+#include "server/device.h"
+
+#include <inttypes.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+
+static atomic_uint_fast64_t stream_numbers = 1;
+static _Thread_local uint64_t thread_stream_number;
+
+static uint64_t next_number(void)
+{
+    return atomic_fetch_add(&stream_numbers, 1);
+}
+
+static cubec_stream make_id(const cubec_device *d, uint64_t number)
+{
+    return ((uint64_t)d->tag << 48) | (number & 0xffffffffffffull);
+}
+
+cubec_status server_stream_resolve(cubec_device *d, cubec_stream stream, const char *fn,
+                                   uint32_t *out_slot)
+{
+    uint64_t number;
+    if (stream == CUBEC_STREAM_CURRENT) {
+        if (d->single_stream) {
+            number = 0;
+        } else {
+            if (!thread_stream_number) thread_stream_number = next_number();
+            number = thread_stream_number;
+        }
+    } else {
+        if ((uint16_t)(stream >> 48) != d->tag)
+            return INVALID_ARG("%s: stream 0x%016" PRIx64
+                               " belongs to another device or was not made by cubec_stream_new",
+                               fn, stream);
+        number = stream & 0xffffffffffffull;
+    }
+    *out_slot = (uint32_t)(number % d->max_streams);
+    return NULL;
+}
+
+cubec_stream server_stream_current(cubec_device *d)
+{
+    if (d->single_stream) return make_id(d, 0);
+    if (!thread_stream_number) thread_stream_number = next_number();
+    return make_id(d, thread_stream_number);
+}
+
+cubec_stream server_stream_new(cubec_device *d)
+{
+    return make_id(d, next_number());
+}
+
+/* --- The scheduler's backend ------------------------------------------------------------- */
+
+static cubec_status backend_record(void *user, uint32_t slot, void *t)
+{
+    cubec_device *d = user;
+    d->slots[slot].last_value = d->next_value;
+    return server_record_task(d, t);
+}
+
+static cubec_status backend_submit(void *user)
+{
+    return sub_flush(user, 0);
+}
+
+static void backend_discard(void *user, void *t)
+{
+    server_discard_task(user, t);
+}
+
+cubec_status server_streams_init(cubec_device *d)
+{
+    d->slots = calloc(d->max_streams, sizeof *d->slots);
+    if (!d->slots) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (stream slots)");
+    sched_backend be = {
+        .user = d, .record = backend_record, .submit = backend_submit, .discard = backend_discard};
+    sched_strategy strategy = d->config.sequential_streams ? SCHED_SEQUENTIAL : SCHED_INTERLEAVE;
+    return sched_init(&d->sched, d->max_streams, sizeof(task), d->tasks_max, strategy, be);
+}
+
+/* Drops whatever is still queued (their references go back first) and the arenas. The slot array
+ * stays: the memory pools in it are destroyed after this. */
+void server_streams_destroy(cubec_device *d)
+{
+    if (d->sched.queues) sched_destroy(&d->sched);
+    for (uint32_t i = 0; d->slots && i < d->max_streams; i++) {
+        free(d->slots[i].arena);
+        d->slots[i].arena = NULL;
+    }
+}
+
+/* Drains (records and submits) the queues of `slots`. Waits inside keep the lock: the
+ * scheduler holds tasks it has taken off the queues. */
+cubec_status server_drain(cubec_device *d, const uint32_t *slots, uint32_t n)
+{
+    d->draining++;
+    cubec_status err = sched_execute(&d->sched, slots, n);
+    d->draining--;
+    for (uint32_t i = 0; i < n; i++)
+        if (!sched_pending(&d->sched, slots[i])) d->slots[slots[i]].arena_used = 0;
+    return server_note_error(d, err);
+}
+
+cubec_status server_drain_all(cubec_device *d)
+{
+    d->draining++;
+    cubec_status err = sched_execute_all(&d->sched);
+    d->draining--;
+    for (uint32_t i = 0; i < d->max_streams; i++)
+        d->slots[i].arena_used = 0;
+    return server_note_error(d, err);
+}
+
+cubec_status server_commit_task(cubec_device *d, uint32_t slot)
+{
+    d->draining++;
+    cubec_status err = sched_commit(&d->sched, slot);
+    d->draining--;
+    if (!sched_pending(&d->sched, slot)) d->slots[slot].arena_used = 0;
+    return server_note_error(d, err);
+}
+
+/* Before `slot` uses `a`: the work queued on its owner's slot, and on the slot of the last queued
+ * task that writes it, must be submitted first (spec 2.3 "align"). Collects those slots. */
+uint32_t server_align_slots(cubec_device *d, uint32_t slot, const alloc_obj *a, uint32_t *slots,
+                            uint32_t n)
+{
+    uint32_t cand[2] = {a->slot, a->queued_writer};
+    for (int i = 0; i < 2; i++) {
+        uint32_t s = cand[i];
+        if (s == NO_SLOT || s == slot || !sched_pending(&d->sched, s)) continue;
+        int seen = 0;
+        for (uint32_t j = 0; j < n; j++)
+            seen |= slots[j] == s;
+        if (!seen) slots[n++] = s;
+    }
+    return n;
+}
+
+/* Everything a host access of `a` from `slot` must see: the caller's own queue and the aligned
+ * slots, recorded and submitted. */
+cubec_status server_drain_for_host(cubec_device *d, uint32_t slot, const alloc_obj *a)
+{
+    uint32_t slots[3] = {slot};
+    uint32_t n = server_align_slots(d, slot, a, slots, 1);
+    if (n > 1)
+        LOG(LOG_DEBUG, "streaming", "slot %u reads or writes memory of slot %u: draining both",
+            slot, slots[1]);
+    return server_drain(d, slots, n);
+}

@@ -1,0 +1,168 @@
+/* The multi-stream scheduler (see scheduler.h). */
+#include "stream/scheduler.h"
+
+#include "base/log.h"
+
+#include <stdio.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+cubec_status sched_init(scheduler *s, uint32_t slots, size_t task_size, uint32_t max_tasks,
+                        sched_strategy strategy, sched_backend backend)
+{
+    memset(s, 0, sizeof *s);
+    if (slots == 0 || task_size == 0 || max_tasks == 0)
+        return INVALID_ARG("scheduler: slots %u, task size %zu and max_tasks %u must be non-zero",
+                           slots, task_size, max_tasks);
+    s->queues = calloc(slots, sizeof *s->queues);
+    if (!s->queues) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (scheduler)");
+    s->slots = slots;
+    s->task_size = task_size;
+    s->max_tasks = max_tasks;
+    s->strategy = strategy;
+    s->backend = backend;
+    return NULL;
+}
+
+static void *task_at(const scheduler *s, const sched_queue *q, uint32_t i)
+{
+    return q->tasks + (size_t)((q->head + i) % q->cap) * s->task_size;
+}
+
+/* Takes the first task of a queue (valid until the next reserve on that slot). */
+static void *pop(scheduler *s, sched_queue *q)
+{
+    void *t = task_at(s, q, 0);
+    q->head = (q->head + 1) % q->cap;
+    q->count--;
+    return t;
+}
+
+static void discard_queue(scheduler *s, sched_queue *q)
+{
+    while (q->count)
+        s->backend.discard(s->backend.user, pop(s, q));
+    q->head = 0;
+}
+
+void sched_destroy(scheduler *s)
+{
+    for (uint32_t i = 0; i < s->slots && s->queues; i++) {
+        if (s->queues[i].tasks) discard_queue(s, &s->queues[i]);
+        free(s->queues[i].tasks);
+    }
+    free(s->queues);
+    memset(s, 0, sizeof *s);
+}
+
+static cubec_status grow(scheduler *s, sched_queue *q)
+{
+    uint32_t cap = q->cap ? q->cap * 2 : (s->max_tasks < 8 ? s->max_tasks + 1 : 8);
+    unsigned char *t = malloc((size_t)cap * s->task_size);
+    if (!t) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (task queue)");
+    /* Unwrap the ring into the new storage. */
+    for (uint32_t i = 0; i < q->count; i++)
+        memcpy(t + (size_t)i * s->task_size, task_at(s, q, i), s->task_size);
+    free(q->tasks);
+    q->tasks = t;
+    q->cap = cap;
+    q->head = 0;
+    return NULL;
+}
+
+cubec_status sched_reserve(scheduler *s, uint32_t slot, void **out_task)
+{
+    sched_queue *q = &s->queues[slot];
+    if (q->count == q->cap) RETURN_IF_ERROR(grow(s, q));
+    *out_task = task_at(s, q, q->count);
+    return NULL;
+}
+
+cubec_status sched_commit(scheduler *s, uint32_t slot)
+{
+    sched_queue *q = &s->queues[slot];
+    q->count++;
+    if (q->count >= s->max_tasks) return sched_execute(s, &slot, 1);
+    return NULL;
+}
+
+/* Records every task of the listed queues, round-robin or one queue after the other. */
+static cubec_status drain(scheduler *s, const uint32_t *order, uint32_t n, int interleave)
+{
+    cubec_status err = NULL;
+    uint32_t recorded = 0;
+    if (interleave) {
+        for (int more = 1; more && !err;) {
+            more = 0;
+            for (uint32_t i = 0; i < n && !err; i++) {
+                sched_queue *q = &s->queues[order[i]];
+                if (!q->count) continue;
+                more = 1;
+                err = s->backend.record(s->backend.user, order[i], pop(s, q));
+                recorded++;
+            }
+        }
+        if (!err && recorded) err = s->backend.submit(s->backend.user);
+    } else {
+        for (uint32_t i = 0; i < n && !err; i++) {
+            sched_queue *q = &s->queues[order[i]];
+            uint32_t here = 0;
+            while (q->count && !err) {
+                err = s->backend.record(s->backend.user, order[i], pop(s, q));
+                here++;
+            }
+            if (!err && here) err = s->backend.submit(s->backend.user);
+        }
+    }
+    if (err)
+        for (uint32_t i = 0; i < n; i++)
+            discard_queue(s, &s->queues[order[i]]);
+    return err;
+}
+
+cubec_status sched_execute(scheduler *s, const uint32_t *slots, uint32_t count)
+{
+    uint32_t order[64];
+    uint32_t n = 0;
+    int isolation = 0;
+    for (uint32_t i = 0; i < count; i++) {
+        uint32_t slot = slots[i];
+        int seen = 0;
+        for (uint32_t j = 0; j < n; j++)
+            seen |= order[j] == slot;
+        if (seen || !s->queues[slot].count) continue;
+        if (n == sizeof order / sizeof order[0]) {
+            /* More distinct slots than fit: drain what is collected, then go on. */
+            RETURN_IF_ERROR(drain(s, order, n, s->strategy == SCHED_INTERLEAVE && !isolation));
+            n = 0;
+            isolation = 0;
+        }
+        order[n++] = slot;
+        isolation |= s->queues[slot].requires_isolation;
+    }
+    if (!n) return NULL;
+    s->drains++;
+    int interleave = s->strategy == SCHED_INTERLEAVE && !isolation;
+    if (log_enabled(LOG_DEBUG)) {
+        char list[256];
+        size_t at = 0;
+        for (uint32_t i = 0; i < n && at + 16 < sizeof list; i++)
+            at += (size_t)snprintf(list + at, sizeof list - at, "%s%u(%u)", i ? " " : "", order[i],
+                                   s->queues[order[i]].count);
+        LOG(LOG_DEBUG, "streaming", "%s slots [%s] (slot(tasks))",
+            interleave ? "interleaving" : "draining one by one", list);
+    }
+    return drain(s, order, n, interleave);
+}
+
+cubec_status sched_execute_all(scheduler *s)
+{
+    for (uint32_t first = 0; first < s->slots; first += 64) {
+        uint32_t ids[64], n = 0;
+        for (uint32_t i = first; i < s->slots && n < 64; i++)
+            if (s->queues[i].count) ids[n++] = i;
+        RETURN_IF_ERROR(sched_execute(s, ids, n));
+    }
+    return NULL;
+}

@@ -1,0 +1,72 @@
+/* The multi-stream scheduler (spec 2.3): one FIFO of pending tasks per slot, drained into the
+ * backend when a slot holds max_tasks tasks or when someone needs the results.
+ *
+ * Interleave (the default): the tasks of all slots being drained are recorded round-robin (task 0
+ * of each slot, then task 1, ...) into one command stream, then submitted once. Independent
+ * chains of several streams then share barriers: one barrier serves every chain that needs it.
+ * Sequential: each slot's tasks are recorded and submitted in turn; used for every slot when a
+ * drained slot requires isolation (a graph capture, later).
+ *
+ * The module knows nothing of Vulkan: tasks are fixed-size records copied into per-slot rings,
+ * and the backend is three callbacks. So it is unit-tested with a fake backend. Not thread-safe:
+ * the device lock is held. */
+#ifndef CUBEC_STREAM_SCHEDULER_H
+#define CUBEC_STREAM_SCHEDULER_H
+
+#include "base/status.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum sched_strategy {
+    SCHED_INTERLEAVE = 0,
+    SCHED_SEQUENTIAL = 1,
+} sched_strategy;
+
+typedef struct sched_backend {
+    void *user;
+    /* Records one task of `slot`. An error stops the drain; the remaining tasks are discarded. */
+    cubec_status (*record)(void *user, uint32_t slot, void *task);
+    /* Submits what was recorded. */
+    cubec_status (*submit)(void *user);
+    /* Releases what a task holds without recording it. */
+    void (*discard)(void *user, void *task);
+} sched_backend;
+
+typedef struct sched_queue {
+    unsigned char *tasks; /* ring of `cap` records of task_size bytes */
+    uint32_t head, count, cap;
+    int requires_isolation;
+} sched_queue;
+
+typedef struct scheduler {
+    sched_queue *queues;
+    uint32_t slots;
+    size_t task_size;
+    uint32_t max_tasks;
+    sched_strategy strategy;
+    sched_backend backend;
+    uint64_t drains; /* statistics, for tests and logs */
+} scheduler;
+
+cubec_status sched_init(scheduler *s, uint32_t slots, size_t task_size, uint32_t max_tasks,
+                        sched_strategy strategy, sched_backend backend);
+/* Discards every queued task and frees the queues. */
+void sched_destroy(scheduler *s);
+/* Room for one more task at the end of `slot`'s queue (the ring grows when full: only until it
+ * has reached max_tasks records, after which drains keep it from filling). The caller fills the
+ * record, then calls sched_commit. */
+cubec_status sched_reserve(scheduler *s, uint32_t slot, void **out_task);
+/* Makes the reserved task part of the queue; drains the slot when it holds max_tasks tasks. */
+cubec_status sched_commit(scheduler *s, uint32_t slot);
+/* Drains the queues of `slots` (duplicates allowed, first-seen order kept) into the backend and
+ * submits. Slots with empty queues cost nothing; if nothing was recorded, nothing is submitted. */
+cubec_status sched_execute(scheduler *s, const uint32_t *slots, uint32_t count);
+/* Drains every slot. */
+cubec_status sched_execute_all(scheduler *s);
+static inline uint32_t sched_pending(const scheduler *s, uint32_t slot)
+{
+    return s->queues[slot].count;
+}
+
+#endif
