@@ -176,7 +176,7 @@ cubec_status server_buffer_create(cubec_device *d, uint32_t slot, uint64_t size,
     a->slot = slot;
     a->queued_writer = NO_SLOT;
     if (size) {
-        memory_manager *m;
+        memory_manager *m = NULL;
         cubec_status err = slot_memory(d, slot, &m);
         /* Memory freed by finished work can be reused now. */
         if (!err && d->deferred_count) sub_poll(d);
