@@ -83,8 +83,16 @@ cubec_status sched_commit(scheduler *s, uint32_t slot)
 {
     sched_queue *q = &s->queues[slot];
     q->count++;
-    if (q->count >= s->max_tasks) return sched_execute(s, &slot, 1);
-    return NULL;
+    if (q->count < s->max_tasks) return NULL;
+    if (s->strategy == SCHED_SEQUENTIAL) return sched_execute(s, &slot, 1);
+    /* Interleave: the full slot goes first, with every slot that has work pending, so that the
+     * chains of concurrent streams share barriers in one command buffer. */
+    uint32_t ids[64];
+    uint32_t n = 0;
+    ids[n++] = slot;
+    for (uint32_t i = 0; i < s->slots && n < 64; i++)
+        if (i != slot && s->queues[i].count) ids[n++] = i;
+    return sched_execute(s, ids, n);
 }
 
 /* Records every task of the listed queues, round-robin or one queue after the other. */

@@ -4,6 +4,8 @@
  * Interleave (the default): the tasks of all slots being drained are recorded round-robin (task 0
  * of each slot, then task 1, ...) into one command stream, then submitted once. Independent
  * chains of several streams then share barriers: one barrier serves every chain that needs it.
+ * Unlike the spec, a slot that fills up drains with every slot that has work pending, so that
+ * this interleaving happens in steady state too, not only when a read needs several slots.
  * Sequential: each slot's tasks are recorded and submitted in turn; used for every slot when a
  * drained slot requires isolation (a graph capture, later).
  *
@@ -57,7 +59,9 @@ void sched_destroy(scheduler *s);
  * has reached max_tasks records, after which drains keep it from filling). The caller fills the
  * record, then calls sched_commit. */
 cubec_status sched_reserve(scheduler *s, uint32_t slot, void **out_task);
-/* Makes the reserved task part of the queue; drains the slot when it holds max_tasks tasks. */
+/* Makes the reserved task part of the queue. When the slot then holds max_tasks tasks it is
+ * drained: alone under Sequential; under Interleave together with every slot that has pending
+ * work (first), so that concurrent streams share command buffers and barriers. */
 cubec_status sched_commit(scheduler *s, uint32_t slot);
 /* Drains the queues of `slots` (duplicates allowed, first-seen order kept) into the backend and
  * submits. Slots with empty queues cost nothing; if nothing was recorded, nothing is submitted. */
