@@ -10,7 +10,13 @@
  *           the figure's unit (the first runs are a warm-up and are thrown away);
  *   verify  check the result of the runs against the host (once, after the last run);
  *   teardown free everything, also after a failed setup or run.
- * Both sides get the same bench_params, so they do the same amount of the same work. */
+ * Both sides get the same bench_params, so they do the same amount of the same work.
+ *
+ * The streams.* figures have no raw Vulkan side (raw Vulkan has no streams): they are measured
+ * against cubec itself, each side on its own fresh cubec device as above. streams.cross's
+ * baseline side is listed in bench_cubec_baseline_impls; streams.independent runs the same
+ * implementation once per thread count (bench_params.threads), the 1-thread side being the
+ * baseline of all. */
 #ifndef CUBEC_BENCH_FIGURE_H
 #define CUBEC_BENCH_FIGURE_H
 
@@ -30,8 +36,11 @@ typedef struct bench_params {
     uint32_t vector_groups;    /* its workgroups (grid-stride loop over the vec4s)        */
     uint64_t alloc_min_bytes;  /* alloc.pair: sizes double from min to max                */
     uint64_t alloc_max_bytes;
-    uint32_t alloc_cycles; /* passes over all sizes per repetition                    */
-    uint32_t salt_base;    /* compile.cold: start of the unique kernel salts          */
+    uint32_t alloc_cycles;    /* passes over all sizes per repetition                    */
+    uint32_t salt_base;       /* compile.cold: start of the unique kernel salts          */
+    uint32_t threads;         /* streams.independent: threads (and streams) of this side  */
+    uint32_t thread_launches; /* streams.independent: launches per thread per repetition  */
+    uint32_t cross_launches;  /* streams.cross: launches in the chain per repetition      */
 } bench_params;
 
 /* One repetition's result: the figure's value, and optionally a device-time value measured with
@@ -56,6 +65,8 @@ typedef struct bench_impl_entry {
 
 extern const bench_impl_entry bench_cubec_impls[];
 extern const bench_impl_entry bench_raw_impls[];
+/* The baseline sides of the figures measured against cubec itself, by figure name. */
+extern const bench_impl_entry bench_cubec_baseline_impls[];
 
 /* The tiny kernel of the launch figures: one workgroup of 64 threads each adding `step` to one
  * uint of a 256-byte buffer. */
@@ -70,5 +81,7 @@ extern const bench_impl_entry bench_raw_impls[];
 /* Seeds of the patterns that the transfer and copy figures move and check. */
 #define BENCH_TRANSFER_SEED 0x5eedu
 #define BENCH_COPY_SEED 0xc0b1u
+/* streams.independent: the most threads a side runs (one stream and one buffer each). */
+#define BENCH_MAX_THREADS 8u
 
 #endif

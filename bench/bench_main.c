@@ -1,5 +1,6 @@
 /* `cubec bench`: the catalog of figures, the arguments, and the runner that measures each figure
- * on cubec and on the raw Vulkan baseline in the same process (see bench.h and bench_figure.h).
+ * on cubec and on the raw Vulkan baseline in the same process (see bench.h and bench_figure.h);
+ * the streams.* figures, which raw Vulkan cannot express, against cubec itself.
  *
  * Each side of each figure gets its own freshly opened context (a cubec device or a raw Vulkan
  * context), closed again before the other side's is opened: never two VkDevices at once, and no
@@ -21,6 +22,14 @@
 
 #include "cubec_git.h" /* CUBEC_GIT_DESCRIBE, generated at build time */
 
+/* One result of a figure measured once per variant (streams.independent: once per thread
+ * count); the first variant is the baseline of all. */
+typedef struct figure_variant {
+    const char *name;  /* the result's name */
+    const char *label; /* its side: the baseline's name for the first variant */
+    uint32_t threads;  /* bench_params.threads of its side */
+} figure_variant;
+
 typedef struct figure_def {
     const char *name;
     const char *unit;
@@ -29,10 +38,22 @@ typedef struct figure_def {
     uint32_t warmup;
     uint32_t reps;
     uint32_t quick_reps;
+    /* Figures measured against cubec itself (raw Vulkan has no streams); NULL / 0 otherwise. */
+    const char *self_baseline; /* the baseline side's name (bench_cubec_baseline_impls) */
+    const figure_variant *variants;
+    uint32_t variant_count;
 } figure_def;
 
+static const figure_variant independent_variants[] = {
+    {"streams.independent.1", "cubec_1_thread", 1},
+    {"streams.independent.2", "cubec_2_threads", 2},
+    {"streams.independent.4", "cubec_4_threads", 4},
+    {"streams.independent.8", "cubec_8_threads", 8},
+};
+
 /* The figures of BENCHMARKS.md that the public API can express so far (graph.* and
- * compile.warm_disk wait for their APIs). Repetitions are odd so that the median is a sample. */
+ * compile.warm_disk wait for their APIs), then the streams figures, measured against cubec
+ * itself. Repetitions are odd so that the median is a sample. */
 static const figure_def figures[] = {
     {"launch.enqueue", "us", 1, "host", 1, 11, 3},
     {"launch.roundtrip", "us", 1, "wall", 20, 501, 51},
@@ -45,6 +66,9 @@ static const figure_def figures[] = {
     {"alloc.pair", "ns", 1, "host", 1, 11, 3},
     {"compile.cold", "ms", 1, "wall", 1, 11, 3},
     {"compile.warm_memory", "ms", 1, "wall", 3, 51, 5},
+    {"streams.independent", "launches/s", 0, "wall", 1, 11, 3, NULL, independent_variants,
+     sizeof independent_variants / sizeof independent_variants[0]},
+    {"streams.cross", "us", 1, "wall", 1, 11, 3, "cubec_one_stream", NULL, 0},
 };
 #define FIGURE_COUNT (sizeof figures / sizeof figures[0])
 
@@ -61,9 +85,10 @@ static void usage(FILE *out)
                  "  --json           print the JSON object of BENCHMARKS.md instead of a table\n"
                  "  --quick          fewer repetitions and smaller sizes (a smoke test)\n"
                  "  --filter SUBSTR  run only the figures whose name contains SUBSTR\n"
+                 "                   (or one of its results, e.g. streams.independent.4)\n"
                  "figures:");
     for (size_t i = 0; i < FIGURE_COUNT; i++)
-        fprintf(out, " %s", figures[i].name);
+        fprintf(out, " %s%s", figures[i].name, figures[i].variant_count ? ".{1,2,4,8}" : "");
     fputc('\n', out);
 }
 
@@ -95,13 +120,22 @@ static int parse_args(int argc, char **argv, options *opt)
     return 0;
 }
 
-static int selected(const options *opt, const char *name)
+/* A figure runs if a filter is part of its name or of one of its results' names; it then runs
+ * whole (streams.independent.4 needs its 1-thread baseline). */
+static int selected(const options *opt, const figure_def *def)
 {
     if (opt->filter_count == 0) return 1;
     for (uint32_t i = 0; i < opt->filter_count; i++) {
-        if (strstr(name, opt->filters[i])) return 1;
+        if (strstr(def->name, opt->filters[i])) return 1;
+        for (uint32_t v = 0; v < def->variant_count; v++)
+            if (strstr(def->variants[v].name, opt->filters[i])) return 1;
     }
     return 0;
+}
+
+static uint32_t result_count(const figure_def *def)
+{
+    return def->variant_count ? def->variant_count : 1;
 }
 
 static const char *type_name(cubec_device_type type)
@@ -149,6 +183,9 @@ static void make_params(const cubec_device_info *info, int quick, bench_params *
     p->alloc_min_bytes = 256;
     p->alloc_max_bytes = 16ull << 20;
     p->alloc_cycles = quick ? 4 : 20;
+    p->threads = 1; /* set per side by streams.independent */
+    p->thread_launches = quick ? 200 : 1000;
+    p->cross_launches = quick ? 200 : 1000;
     /* Unique per run, so that no disk cache (cubec's or the driver's) has seen a salted kernel. */
     p->salt_base = ((uint32_t)time(NULL) ^ (uint32_t)getpid() * 2654435761u) & 0x3fffffffu;
 }
@@ -184,15 +221,18 @@ static void progress_clear(const progress *pr)
     if (pr->tty) fputs("\r\033[K", stderr);
 }
 
-/* The two sides of a figure: index 0 is cubec, 1 is raw_vulkan. */
-enum { SIDE_CUBEC, SIDE_RAW, SIDE_COUNT };
-static const char *const side_labels[SIDE_COUNT] = {"cubec", "raw_vulkan"};
+/* The context a side runs on. */
+enum { SIDE_CUBEC, SIDE_RAW };
+/* A figure has two sides (cubec, then its baseline: raw_vulkan or cubec itself), or one per
+ * variant (the first is the baseline). */
+#define MAX_SIDES 8
 
 /* One side's measurement of a figure: the values of its repetitions. */
 typedef struct side {
     int which; /* SIDE_CUBEC or SIDE_RAW */
     const char *label;
     const bench_impl *impl;
+    bench_params params;
     double *values;
     double *device_values;
 } side;
@@ -234,11 +274,10 @@ static bench_err side_run(side *s, void *state, double *value, double *device_va
 }
 
 /* Setup, warm-up, every repetition and the verification of one side, on its own context. */
-static bench_err side_measure_on(side *s, void *ctx, const figure_def *def,
-                                 const bench_params *params, uint32_t reps, const progress *pr,
-                                 void **state)
+static bench_err side_measure_on(side *s, void *ctx, const figure_def *def, uint32_t reps,
+                                 const progress *pr, void **state)
 {
-    BENCH_TRY(bench_wrap(s->impl->setup(ctx, params, state), "setup"));
+    BENCH_TRY(bench_wrap(s->impl->setup(ctx, &s->params, state), "setup"));
     for (uint32_t w = 0; w < def->warmup; w++)
         BENCH_TRY(bench_wrap(side_run(s, *state, NULL, NULL), "warm-up"));
     for (uint32_t r = 0; r < reps; r++) {
@@ -250,69 +289,123 @@ static bench_err side_measure_on(side *s, void *ctx, const figure_def *def,
 
 /* Opens the side's context, measures, and tears everything down again (its state, then the
  * context), whatever happened: when this returns, the side has no device alive. */
-static bench_err side_measure(side *s, const figure_def *def, const bench_params *params,
-                              uint32_t reps, const raw_target *target, const progress *pr)
+static bench_err side_measure(side *s, const figure_def *def, uint32_t reps,
+                              const raw_target *target, const progress *pr)
 {
     void *ctx = NULL, *state = NULL;
     bench_err err = side_open(s, target, &ctx);
-    if (!err) err = side_measure_on(s, ctx, def, params, reps, pr, &state);
+    if (!err) err = side_measure_on(s, ctx, def, reps, pr, &state);
     if (state) s->impl->teardown(state);
     if (ctx) side_close(s, ctx);
     return err ? bench_wrap(err, "%s", s->label) : NULL;
 }
 
-/* Measures the figure on one side, then on the other. Only one side's context (one VkDevice) is
- * ever alive: with both open at once, a GPU switches between the two contexts at every hand-over
- * (on an H200 this put a 17.8 us round trip at ~200 us on both sides). The side that goes first
- * alternates from figure to figure (`first`), so that an order effect (clocks ramping up, a warm
- * cache left behind by the process) does not always favour the same side. */
-static void run_figure(const figure_def *def, int first, const bench_params *params,
+/* The sides of a figure (see MAX_SIDES), each with its own copy of the params; returns how many,
+ * or 0 with *err set when an implementation is missing. */
+static uint32_t plan_sides(const figure_def *def, const bench_params *params, side *sides,
+                           bench_err *err)
+{
+    uint32_t n = 0;
+    if (def->variant_count > MAX_SIDES) {
+        *err = bench_errorf("%s has %u variants, at most %u", def->name, def->variant_count,
+                            MAX_SIDES);
+        return 0;
+    }
+    if (def->variant_count) {
+        for (uint32_t v = 0; v < def->variant_count; v++, n++) {
+            sides[n] = (side){.which = SIDE_CUBEC,
+                              .label = def->variants[v].label,
+                              .impl = find_impl(bench_cubec_impls, def->name),
+                              .params = *params};
+            sides[n].params.threads = def->variants[v].threads;
+        }
+    } else {
+        sides[n++] = (side){.which = SIDE_CUBEC,
+                            .label = "cubec",
+                            .impl = find_impl(bench_cubec_impls, def->name),
+                            .params = *params};
+        if (def->self_baseline)
+            sides[n++] = (side){.which = SIDE_CUBEC,
+                                .label = def->self_baseline,
+                                .impl = find_impl(bench_cubec_baseline_impls, def->name),
+                                .params = *params};
+        else
+            sides[n++] = (side){.which = SIDE_RAW,
+                                .label = "raw_vulkan",
+                                .impl = find_impl(bench_raw_impls, def->name),
+                                .params = *params};
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        if (!sides[i].impl) {
+            *err = bench_errorf("no implementation of %s for %s", def->name, sides[i].label);
+            return 0;
+        }
+    }
+    return n;
+}
+
+/* Measures the figure on each side in turn. Only one side's context (one VkDevice) is ever
+ * alive: with both open at once, a GPU switches between the two contexts at every hand-over (on
+ * an H200 this put a 17.8 us round trip at ~200 us on both sides). The side that goes first
+ * rotates from figure to figure (`first`: the index of the figure in the catalog), so that an
+ * order effect (clocks ramping up, a warm cache left behind by the process) does not always
+ * favour the same side. Writes result_count(def) results: one comparing cubec with its baseline,
+ * or one per variant compared with the first variant. */
+static void run_figure(const figure_def *def, size_t first, const bench_params *params,
                        const raw_target *target, const progress *pr, bench_result *res)
 {
     const uint32_t reps = params->quick ? def->quick_reps : def->reps;
-    *res = (bench_result){.name = def->name,
-                          .unit = def->unit,
-                          .method = def->method,
-                          .first = side_labels[first],
-                          .lower_is_better = def->lower_is_better,
-                          .reps = reps,
-                          .value = NAN,
-                          .baseline_value = NAN,
-                          .baseline_device_value = NAN};
-    side sides[SIDE_COUNT] = {
-        {.which = SIDE_CUBEC,
-         .label = side_labels[SIDE_CUBEC],
-         .impl = find_impl(bench_cubec_impls, def->name)},
-        {.which = SIDE_RAW,
-         .label = side_labels[SIDE_RAW],
-         .impl = find_impl(bench_raw_impls, def->name)},
-    };
-    progress_show(pr, def->name, NULL, 0, reps);
+    side sides[MAX_SIDES];
     bench_err err = NULL;
-    if (!sides[0].impl || !sides[1].impl) err = bench_errorf("no implementation of %s", def->name);
-    for (int s = 0; !err && s < SIDE_COUNT; s++) {
+    const uint32_t n = plan_sides(def, params, sides, &err);
+    const uint32_t start = n ? (uint32_t)(first % n) : 0;
+    const uint32_t results = result_count(def);
+    for (uint32_t r = 0; r < results; r++) {
+        res[r] = (bench_result){.name = def->variant_count ? def->variants[r].name : def->name,
+                                .unit = def->unit,
+                                .method = def->method,
+                                .first = n ? sides[start].label : "cubec",
+                                .baseline = def->variant_count   ? def->variants[0].label
+                                            : def->self_baseline ? def->self_baseline
+                                                                 : "raw_vulkan",
+                                .lower_is_better = def->lower_is_better,
+                                .reps = reps,
+                                .value = NAN,
+                                .baseline_value = NAN,
+                                .baseline_device_value = NAN};
+    }
+    progress_show(pr, def->name, NULL, 0, reps);
+    for (uint32_t s = 0; !err && s < n; s++) {
         sides[s].values = calloc(reps, sizeof(double));
         sides[s].device_values = calloc(reps, sizeof(double));
         if (!sides[s].values || !sides[s].device_values) err = bench_errorf("out of host memory");
     }
-    for (int k = 0; !err && k < SIDE_COUNT; k++)
-        err = side_measure(&sides[(first + k) % SIDE_COUNT], def, params, reps, target, pr);
-    if (!err) {
-        res->value = bench_median(sides[SIDE_CUBEC].values, reps);
-        res->baseline_value = bench_median(sides[SIDE_RAW].values, reps);
-        /* Device values are all there or all NaN (timestamps are per device). */
-        res->baseline_device_value = isfinite(sides[SIDE_RAW].device_values[0])
-                                         ? bench_median(sides[SIDE_RAW].device_values, reps)
-                                         : NAN;
+    for (uint32_t k = 0; !err && k < n; k++)
+        err = side_measure(&sides[(start + k) % n], def, reps, target, pr);
+    if (!err && def->variant_count) {
+        /* Every variant against the first (streams.independent: speedup over one thread). */
+        const double base = bench_median(sides[0].values, reps);
+        for (uint32_t r = 0; r < results; r++) {
+            res[r].value = r == 0 ? base : bench_median(sides[r].values, reps);
+            res[r].baseline_value = base;
+        }
+    } else if (!err) {
+        res->value = bench_median(sides[0].values, reps);
+        res->baseline_value = bench_median(sides[1].values, reps);
+        /* Device values are all there or all NaN (timestamps are per device; raw side only). */
+        res->baseline_device_value =
+            isfinite(sides[1].device_values[0]) ? bench_median(sides[1].device_values, reps) : NAN;
     }
-    for (int s = 0; s < SIDE_COUNT; s++) {
+    for (uint32_t s = 0; s < n; s++) {
         free(sides[s].values);
         free(sides[s].device_values);
     }
     if (err) {
         progress_clear(pr);
         fprintf(stderr, "cubec bench: %s failed: %s\n", def->name, err);
-        res->error = err;
+        res[0].error = err;
+        for (uint32_t r = 1; r < results; r++)
+            res[r].error = bench_errorf("%s", err); /* each result owns its message */
     }
 }
 
@@ -337,25 +430,32 @@ int cubec_bench_main(int argc, char **argv)
     make_params(&info, opt.quick, &params);
     const raw_target target = {info.name, info.vendor_id, info.device_id};
 
-    bench_result results[FIGURE_COUNT];
-    size_t count = 0, total = 0;
-    for (size_t i = 0; i < FIGURE_COUNT; i++)
-        total += selected(&opt, figures[i].name);
+    size_t count = 0, total = 0, max_results = 0;
+    for (size_t i = 0; i < FIGURE_COUNT; i++) {
+        total += selected(&opt, &figures[i]);
+        max_results += result_count(&figures[i]);
+    }
     if (total == 0) {
         fprintf(stderr, "cubec bench: no figure matches the filter\n");
         usage(stderr);
         return 2;
     }
+    bench_result *results = calloc(max_results, sizeof *results);
+    if (!results) {
+        fprintf(stderr, "cubec bench: out of host memory\n");
+        return 1;
+    }
     progress pr = {.tty = isatty(STDERR_FILENO), .total = total};
     int failed = 0;
     for (size_t i = 0; i < FIGURE_COUNT; i++) {
-        if (!selected(&opt, figures[i].name)) continue;
-        pr.index = count + 1;
-        /* Alternates by the figure's place in the catalog, so that a figure runs its sides in the
+        if (!selected(&opt, &figures[i])) continue;
+        pr.index++;
+        /* Rotates by the figure's place in the catalog, so that a figure runs its sides in the
          * same order whatever --filter selects. */
-        run_figure(&figures[i], (int)(i % SIDE_COUNT), &params, &target, &pr, &results[count]);
-        failed |= results[count].error != NULL;
-        count++;
+        run_figure(&figures[i], i, &params, &target, &pr, &results[count]);
+        for (uint32_t r = 0; r < result_count(&figures[i]); r++)
+            failed |= results[count + r].error != NULL;
+        count += result_count(&figures[i]);
     }
     progress_clear(&pr);
 
@@ -374,5 +474,6 @@ int cubec_bench_main(int argc, char **argv)
     fflush(stdout);
     for (size_t i = 0; i < count; i++)
         bench_err_free(results[i].error);
+    free(results);
     return failed ? 1 : 0;
 }

@@ -54,7 +54,9 @@ void bench_report_json(FILE *out, const bench_run_info *run, const bench_result 
         } else {
             fputs(", \"value\": ", out);
             json_number(out, r->value);
-            fputs(", \"baseline\": \"raw_vulkan\", \"baseline_value\": ", out);
+            fputs(", \"baseline\": ", out);
+            json_string(out, r->baseline);
+            fputs(", \"baseline_value\": ", out);
             json_number(out, r->baseline_value);
             fputs(", \"ratio\": ", out);
             json_number(out, r->value / r->baseline_value);
@@ -86,11 +88,11 @@ void bench_report_table(FILE *out, const bench_run_info *run, const bench_result
 {
     fprintf(out, "cubec bench%s on %s (%s, %s), commit %s\n", run->quick ? " --quick" : "",
             run->device_name, run->device_type, run->driver, run->commit);
-    fprintf(out, "%-26s %-5s %12s %12s %8s  %-6s %12s\n", "figure", "unit", "cubec", "raw_vulkan",
-            "ratio", "better", "raw (ts)");
+    fprintf(out, "%-26s %-10s %12s %12s %8s  %-6s %12s  %s\n", "figure", "unit", "cubec",
+            "baseline", "ratio", "better", "raw (ts)", "baseline is");
     for (size_t i = 0; i < count; i++) {
         const bench_result *r = &results[i];
-        fprintf(out, "%-26s %-5s", r->name, r->unit);
+        fprintf(out, "%-26s %-10s", r->name, r->unit);
         if (r->error) {
             fprintf(out, " ERROR: %s\n", r->error);
             continue;
@@ -100,11 +102,14 @@ void bench_report_table(FILE *out, const bench_run_info *run, const bench_result
         fprintf(out, " %8.3f  %-6s", r->value / r->baseline_value,
                 r->lower_is_better ? "lower" : "higher");
         table_number(out, r->baseline_device_value);
-        fputc('\n', out);
+        fprintf(out, "  %s\n", r->baseline);
     }
     fputs("Each value is the median of the repetitions after a warm-up; ratio = cubec / "
-          "raw_vulkan.\n"
-          "Each side runs all its repetitions on its own device, closed before the other side's "
+          "baseline.\n"
+          "The baseline is raw_vulkan, except for streams.*, measured against cubec itself:\n"
+          "streams.independent.N against its own 1-thread run (ratio = speedup over 1 thread),\n"
+          "streams.cross against the same chain on one stream (ratio = cost of crossing).\n"
+          "Each side runs all its repetitions on its own device, closed before the next side's "
           "opens.\n"
           "Device work is timed by the wall clock around submission and wait on both sides;\n"
           "raw (ts) is the raw side's device time from timestamps, for reference.\n",

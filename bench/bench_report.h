@@ -11,12 +11,14 @@
 typedef struct bench_result {
     const char *name;
     const char *unit;
-    const char *method; /* how the cubec value was taken: "wall" or "host" */
-    const char *first;  /* the side measured first: "cubec" or "raw_vulkan" */
+    const char *method;   /* how the cubec value was taken: "wall" or "host" */
+    const char *first;    /* the side measured first: "cubec", "raw_vulkan", "cubec_1_thread"... */
+    const char *baseline; /* what baseline_value measured: "raw_vulkan", or for the streams.*
+                           * figures cubec itself ("cubec_1_thread", "cubec_one_stream") */
     int lower_is_better;
     uint32_t reps;
     double value;                 /* cubec, median */
-    double baseline_value;        /* raw_vulkan, median */
+    double baseline_value;        /* the baseline, median */
     double baseline_device_value; /* raw_vulkan by timestamps, median; NaN if none */
     bench_err error;              /* set: the figure failed and the numbers mean nothing */
 } bench_result;

@@ -9,6 +9,7 @@
 #include <cubec/cubec.h>
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,7 +29,9 @@ typedef struct cu_fig {
     void *host;
     uint64_t count; /* increments applied so far: what the tiny kernel's buffer must hold */
     uint32_t salt;  /* compile.*: the last salt compiled and run */
-    uint64_t allocations_before; /* alloc.pair: live allocations before the figure */
+    uint64_t allocations_before;             /* alloc.pair: live allocations before the figure */
+    cubec_stream streams[BENCH_MAX_THREADS]; /* streams.*: made by cubec_stream_new */
+    uint32_t stream_count;
 } cu_fig;
 
 /* A zeroed state, already handed to the runner so that teardown frees it whatever happens next;
@@ -60,6 +63,8 @@ static void fig_teardown(void *state)
     /* Queued work still uses the buffers; cubec keeps them alive, but waiting keeps the next
      * figure from sharing the device with this one's leftovers. */
     cubec_status_free(cubec_sync(f->dev, STREAM));
+    for (uint32_t i = 0; i < f->stream_count; i++)
+        cubec_status_free(cubec_sync(f->dev, f->streams[i]));
     bench_err err =
         bench_from_status(cubec_kernel_destroy(f->dev, f->kernel), "cubec_kernel_destroy");
     if (err) fprintf(stderr, "cubec bench: teardown: %s\n", err);
@@ -107,7 +112,7 @@ static bench_err tiny_setup(cu_fig *f, uint32_t count)
     return NULL;
 }
 
-static bench_err tiny_launch(cu_fig *f, const cubec_buffer *buffer)
+static bench_err tiny_launch_on(cu_fig *f, cubec_stream stream, const cubec_buffer *buffer)
 {
     static const bench_tiny_info info = {.n = BENCH_TINY_WORDS, .step = 1};
     const cubec_launch_desc desc = {
@@ -118,20 +123,30 @@ static bench_err tiny_launch(cu_fig *f, const cubec_buffer *buffer)
         .info_size = sizeof info,
         .groups = {1, 1, 1},
     };
-    CU_TRY(cubec_launch(f->dev, STREAM, &desc));
+    CU_TRY(cubec_launch(f->dev, stream, &desc));
     return NULL;
 }
 
-/* Checks that the first BENCH_TINY_WORDS words of `b` all hold `want`. */
-static bench_err check_tiny(cu_fig *f, cubec_buffer b, uint64_t want)
+static bench_err tiny_launch(cu_fig *f, const cubec_buffer *buffer)
+{
+    return tiny_launch_on(f, STREAM, buffer);
+}
+
+/* Checks that the first BENCH_TINY_WORDS words of `b` all hold `want`, reading on `stream`. */
+static bench_err check_tiny_on(cu_fig *f, cubec_stream stream, cubec_buffer b, uint64_t want)
 {
     uint32_t words[BENCH_TINY_WORDS];
-    CU_TRY(cubec_read(f->dev, STREAM, b, 0, words, sizeof words));
+    CU_TRY(cubec_read(f->dev, stream, b, 0, words, sizeof words));
     for (uint32_t i = 0; i < BENCH_TINY_WORDS; i++) {
         if (words[i] != (uint32_t)want)
             return bench_errorf("word %u holds %u, expected %u", i, words[i], (uint32_t)want);
     }
     return NULL;
+}
+
+static bench_err check_tiny(cu_fig *f, cubec_buffer b, uint64_t want)
+{
+    return check_tiny_on(f, STREAM, b, want);
 }
 
 static bench_err tiny_verify(void *state)
@@ -555,6 +570,180 @@ static bench_err warm_run(void *state, bench_sample *out)
 
 static const bench_impl warm_impl = {warm_setup, warm_run, salted_verify, fig_teardown};
 
+/* ---- streams.independent: 1, 2, 4 or 8 threads (bench_params.threads, one side each), each
+ * launching the tiny kernel `thread_launches` times on its own stream (cubec_stream_new) and its
+ * own buffer (created on that stream), then syncing its stream. Nothing is shared but the device
+ * and the kernel, so the runtime owes no ordering between the threads' work. The value is the
+ * launches of all threads per second, from the first thread's start to the last one's sync. -- */
+
+/* Holds the workers until every thread is created, so that they start together (or tells them
+ * to give up when one could not be created). */
+typedef struct stream_gate {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int state; /* 0 closed, 1 go, -1 give up */
+} stream_gate;
+
+typedef struct stream_worker {
+    cu_fig *f;
+    stream_gate *gate;
+    uint32_t index; /* its stream and buffer: f->streams[index], f->many[index] */
+    double start, end;
+    bench_err err;
+} stream_worker;
+
+static void *stream_worker_main(void *arg)
+{
+    stream_worker *w = arg;
+    cu_fig *f = w->f;
+    pthread_mutex_lock(&w->gate->lock);
+    while (w->gate->state == 0)
+        pthread_cond_wait(&w->gate->cond, &w->gate->lock);
+    const int go = w->gate->state > 0;
+    pthread_mutex_unlock(&w->gate->lock);
+    if (!go) return NULL;
+    const cubec_stream stream = f->streams[w->index];
+    w->start = bench_now();
+    for (uint32_t i = 0; !w->err && i < f->p.thread_launches; i++)
+        w->err = tiny_launch_on(f, stream, &f->many[w->index]);
+    if (!w->err) w->err = bench_from_status(cubec_sync(f->dev, stream), "cubec_sync");
+    w->end = bench_now();
+    return NULL;
+}
+
+static bench_err streams_independent_setup(void *dev, const bench_params *params, void **out_state)
+{
+    cu_fig *f = fig_new(dev, params, out_state);
+    if (!f) return bench_errorf("out of host memory");
+    const uint32_t n = f->p.threads;
+    if (n == 0 || n > BENCH_MAX_THREADS || f->p.thread_launches == 0)
+        return bench_errorf("%u threads of %u launches each", n, f->p.thread_launches);
+    const cubec_kernel_desc desc = {.name = "bench_tiny", .glsl = bench_glsl_tiny};
+    BENCH_TRY(kernel_create(f, &desc, 1, sizeof(bench_tiny_info), &f->kernel));
+    f->many = calloc(n, sizeof *f->many);
+    if (!f->many) return bench_errorf("out of host memory");
+    for (uint32_t i = 0; i < n; i++) {
+        CU_TRY(cubec_stream_new(f->dev, &f->streams[i]));
+        f->stream_count++;
+        CU_TRY(cubec_buffer_create(f->dev, f->streams[i], BENCH_RANGE_STRIDE, &f->many[i]));
+        f->many_count++;
+        CU_TRY(cubec_fill(f->dev, f->streams[i], f->many[i], 0, BENCH_RANGE_STRIDE, 0));
+    }
+    for (uint32_t i = 0; i < n; i++)
+        CU_TRY(cubec_sync(f->dev, f->streams[i]));
+    return NULL;
+}
+
+static bench_err streams_independent_run(void *state, bench_sample *out)
+{
+    cu_fig *f = state;
+    const uint32_t n = f->stream_count;
+    stream_gate gate = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+    stream_worker workers[BENCH_MAX_THREADS];
+    pthread_t threads[BENCH_MAX_THREADS];
+    bench_err err = NULL;
+    uint32_t started = 0;
+    for (; started < n; started++) {
+        workers[started] = (stream_worker){.f = f, .gate = &gate, .index = started};
+        int rc = pthread_create(&threads[started], NULL, stream_worker_main, &workers[started]);
+        if (rc) {
+            err = bench_errorf("pthread_create: %s", strerror(rc));
+            break;
+        }
+    }
+    pthread_mutex_lock(&gate.lock);
+    gate.state = err ? -1 : 1;
+    pthread_cond_broadcast(&gate.cond);
+    pthread_mutex_unlock(&gate.lock);
+    double t0 = INFINITY, t1 = -INFINITY;
+    for (uint32_t i = 0; i < started; i++) {
+        pthread_join(threads[i], NULL);
+        if (workers[i].err && !err)
+            err = bench_wrap(workers[i].err, "thread %u", i);
+        else
+            bench_err_free(workers[i].err);
+        if (workers[i].start < t0) t0 = workers[i].start;
+        if (workers[i].end > t1) t1 = workers[i].end;
+    }
+    pthread_mutex_destroy(&gate.lock);
+    pthread_cond_destroy(&gate.cond);
+    if (err) return err;
+    f->count += f->p.thread_launches;
+    out->value = (double)n * f->p.thread_launches / (t1 - t0);
+    return NULL;
+}
+
+/* Every thread's buffer holds exactly the launches that thread made. */
+static bench_err streams_independent_verify(void *state)
+{
+    cu_fig *f = state;
+    for (uint32_t i = 0; i < f->many_count; i++)
+        BENCH_TRY(bench_wrap(check_tiny_on(f, f->streams[i], f->many[i], f->count),
+                             "thread %u's buffer", i));
+    return NULL;
+}
+
+static const bench_impl streams_independent_impl = {
+    streams_independent_setup, streams_independent_run, streams_independent_verify, fig_teardown};
+
+/* ---- streams.cross: a chain of `cross_launches` tiny launches on one buffer created on stream
+ * A, alternating between A and B (launch 0 on A, 1 on B, ...), then a sync of both: each launch
+ * on B must run after the work queued on A (the buffer's owner), and each launch on A after B's
+ * queued write, so the runtime submits the other stream's work before every launch. The
+ * baseline (bench_cubec_baseline_impls) makes the same launches all on A, with the same syncs.
+ * Both report the time per launch. ----------------------------------------------------------- */
+
+static bench_err cross_setup(void *dev, const bench_params *params, void **out_state)
+{
+    cu_fig *f = fig_new(dev, params, out_state);
+    if (!f) return bench_errorf("out of host memory");
+    if (f->p.cross_launches == 0) return bench_errorf("a chain of 0 launches");
+    const cubec_kernel_desc desc = {.name = "bench_tiny", .glsl = bench_glsl_tiny};
+    BENCH_TRY(kernel_create(f, &desc, 1, sizeof(bench_tiny_info), &f->kernel));
+    for (; f->stream_count < 2; f->stream_count++)
+        CU_TRY(cubec_stream_new(f->dev, &f->streams[f->stream_count]));
+    CU_TRY(cubec_buffer_create(f->dev, f->streams[0], BENCH_RANGE_STRIDE, &f->buf[0]));
+    CU_TRY(cubec_fill(f->dev, f->streams[0], f->buf[0], 0, BENCH_RANGE_STRIDE, 0));
+    CU_TRY(cubec_sync(f->dev, f->streams[0]));
+    return NULL;
+}
+
+static bench_err cross_chain(cu_fig *f, int alternate, bench_sample *out)
+{
+    const uint32_t n = f->p.cross_launches;
+    const cubec_stream a = f->streams[0], b = f->streams[1];
+    double t0 = bench_now();
+    for (uint32_t i = 0; i < n; i++)
+        BENCH_TRY(tiny_launch_on(f, alternate && (i & 1) ? b : a, &f->buf[0]));
+    CU_TRY(cubec_sync(f->dev, b));
+    CU_TRY(cubec_sync(f->dev, a));
+    double t1 = bench_now();
+    f->count += n;
+    out->value = (t1 - t0) / n * 1e6;
+    return NULL;
+}
+
+static bench_err cross_run(void *state, bench_sample *out)
+{
+    return cross_chain(state, 1, out);
+}
+
+static bench_err cross_one_stream_run(void *state, bench_sample *out)
+{
+    return cross_chain(state, 0, out);
+}
+
+/* The buffer holds exactly the launches of the chains: none was lost or raced with another. */
+static bench_err cross_verify(void *state)
+{
+    cu_fig *f = state;
+    return check_tiny_on(f, f->streams[0], f->buf[0], f->count);
+}
+
+static const bench_impl cross_impl = {cross_setup, cross_run, cross_verify, fig_teardown};
+static const bench_impl cross_one_stream_impl = {cross_setup, cross_one_stream_run, cross_verify,
+                                                 fig_teardown};
+
 const bench_impl_entry bench_cubec_impls[] = {
     {"launch.enqueue", &enqueue_impl},
     {"launch.roundtrip", &roundtrip_impl},
@@ -567,5 +756,13 @@ const bench_impl_entry bench_cubec_impls[] = {
     {"alloc.pair", &alloc_impl},
     {"compile.cold", &cold_impl},
     {"compile.warm_memory", &warm_impl},
+    {"streams.independent", &streams_independent_impl},
+    {"streams.cross", &cross_impl},
+    {NULL, NULL},
+};
+
+/* streams.independent's baseline is its own 1-thread side, so only streams.cross is here. */
+const bench_impl_entry bench_cubec_baseline_impls[] = {
+    {"streams.cross", &cross_one_stream_impl},
     {NULL, NULL},
 };
