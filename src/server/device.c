@@ -5,6 +5,7 @@
 #include "base/log.h"
 #include "gpu/vulkan/vk_result.h"
 
+#include <inttypes.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -118,6 +119,10 @@ cubec_status server_open(const cubec_device_desc *desc, cubec_device **out)
 
 void server_close(cubec_device *d)
 {
+    if (d->stats.tasks)
+        LOG(LOG_INFO, "device", "closing: %" PRIu64 " tasks recorded, %" PRIu64
+            " barriers, %" PRIu64 " submissions",
+            d->stats.tasks, d->stats.barriers, d->stats.submissions);
     if (d->vk.device) {
         /* Queued work still runs: the program may have released the buffers it reads. */
         if (d->slots && !d->lost) cubec_status_free(server_drain_all(d));

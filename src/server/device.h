@@ -170,6 +170,10 @@ struct cubec_device_s {
     int spin_us;
     hazard_tracker hazards;
 
+    struct {
+        uint64_t barriers, submissions, tasks;
+    } stats; /* logged at close (info level): how well batching and barrier sharing work */
+
     host_ring info_ring;
     host_ring upload;   /* discrete only */
     host_ring readback; /* discrete only */

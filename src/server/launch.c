@@ -215,6 +215,7 @@ cubec_status server_record_task(cubec_device *d, task *t)
         }
     }
     if (t->indirect.alloc) t->indirect.alloc->last_use = d->next_value;
+    d->stats.tasks++;
     server_discard_task(d, t); /* the references: last_use now keeps the memory */
     return sub_task_done(d);
 }

@@ -203,6 +203,7 @@ cubec_status sub_flush(cubec_device *d, int for_host)
     }
     b->value = value;
     d->next_value++;
+    d->stats.submissions++;
     if (for_host) d->host_visible_value = value;
     d->tasks = 0;
     return NULL;
@@ -302,6 +303,7 @@ void sub_hazards(cubec_device *d, VkCommandBuffer cmd, const hazard_range *range
         vkCmdPipelineBarrier(cmd, t->stages ? t->stages : VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT,
                              ALL_STAGES, 0, 1, &mb, 0, NULL, 0, NULL);
         hazard_reset(t);
+        d->stats.barriers++;
     }
     if (kind == SUB_TRANSFER)
         hazard_note(t, ranges, n, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT);
