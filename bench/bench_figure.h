@@ -13,8 +13,10 @@
  * Both sides get the same bench_params, so they do the same amount of the same work.
  *
  * The streams.* figures have no raw Vulkan side (raw Vulkan has no streams): they are measured
- * against cubec itself, each side on its own fresh cubec device as above. streams.cross's
- * baseline side is listed in bench_cubec_baseline_impls; streams.independent runs the same
+ * against cubec itself, each side on its own fresh cubec device as above. The baseline sides of
+ * streams.cross and streams.interleave are listed in bench_cubec_baseline_impls (streams.
+ * interleave's runs on a device opened with CUBEC_STREAM_STRATEGY=sequential, the runner sets
+ * it); streams.independent runs the same
  * implementation once per thread count (bench_params.threads), the 1-thread side being the
  * baseline of all. */
 #ifndef CUBEC_BENCH_FIGURE_H
@@ -41,6 +43,7 @@ typedef struct bench_params {
     uint32_t threads;         /* streams.independent: threads (and streams) of this side  */
     uint32_t thread_launches; /* streams.independent: launches per thread per repetition  */
     uint32_t cross_launches;  /* streams.cross: launches in the chain per repetition      */
+    uint32_t interleave_rounds; /* streams.interleave: rounds of one launch per stream     */
 } bench_params;
 
 /* One repetition's result: the figure's value, and optionally a device-time value measured with
@@ -83,5 +86,7 @@ extern const bench_impl_entry bench_cubec_baseline_impls[];
 #define BENCH_COPY_SEED 0xc0b1u
 /* streams.independent: the most threads a side runs (one stream and one buffer each). */
 #define BENCH_MAX_THREADS 8u
+/* streams.interleave: the streams (one chain each) launched round-robin from one thread. */
+#define BENCH_INTERLEAVE_STREAMS 4u
 
 #endif

@@ -42,6 +42,10 @@ typedef struct figure_def {
     const char *self_baseline; /* the baseline side's name (bench_cubec_baseline_impls) */
     const figure_variant *variants;
     uint32_t variant_count;
+    /* An environment variable set while the baseline side's device is opened (its cubec_config
+     * is read then), and its value; NULL when the baseline opens its device as cubec does. */
+    const char *baseline_env;
+    const char *baseline_env_value;
 } figure_def;
 
 static const figure_variant independent_variants[] = {
@@ -69,6 +73,8 @@ static const figure_def figures[] = {
     {"streams.independent", "launches/s", 0, "wall", 1, 11, 3, NULL, independent_variants,
      sizeof independent_variants / sizeof independent_variants[0]},
     {"streams.cross", "us", 1, "wall", 1, 11, 3, "cubec_one_stream", NULL, 0},
+    {"streams.interleave", "us", 1, "wall", 1, 11, 3, "cubec_sequential", NULL, 0,
+     "CUBEC_STREAM_STRATEGY", "sequential"},
 };
 #define FIGURE_COUNT (sizeof figures / sizeof figures[0])
 
@@ -186,6 +192,7 @@ static void make_params(const cubec_device_info *info, int quick, bench_params *
     p->threads = 1; /* set per side by streams.independent */
     p->thread_launches = quick ? 200 : 1000;
     p->cross_launches = quick ? 200 : 1000;
+    p->interleave_rounds = quick ? 200 : 1000;
     /* Unique per run, so that no disk cache (cubec's or the driver's) has seen a salted kernel. */
     p->salt_base = ((uint32_t)time(NULL) ^ (uint32_t)getpid() * 2654435761u) & 0x3fffffffu;
 }
@@ -232,6 +239,7 @@ typedef struct side {
     int which; /* SIDE_CUBEC or SIDE_RAW */
     const char *label;
     const bench_impl *impl;
+    const char *env, *env_value; /* set while its cubec device is opened (NULL: none) */
     bench_params params;
     double *values;
     double *device_values;
@@ -243,7 +251,18 @@ static bench_err side_open(const side *s, const raw_target *target, void **out_c
     *out_ctx = NULL;
     if (s->which == SIDE_CUBEC) {
         cubec_device *dev = NULL;
-        BENCH_TRY(bench_from_status(cubec_device_open(NULL, &dev), "cubec_device_open"));
+        cubec_status st;
+        if (s->env) {
+            /* The device reads its configuration (environment included) when it opens; the
+             * variable is gone again right after, so it colours this device only. */
+            if (setenv(s->env, s->env_value, 1) != 0)
+                return bench_errorf("setenv %s=%s failed", s->env, s->env_value);
+            st = cubec_device_open(NULL, &dev);
+            unsetenv(s->env);
+        } else {
+            st = cubec_device_open(NULL, &dev);
+        }
+        BENCH_TRY(bench_from_status(st, "cubec_device_open"));
         *out_ctx = dev;
         return NULL;
     }
@@ -328,6 +347,8 @@ static uint32_t plan_sides(const figure_def *def, const bench_params *params, si
             sides[n++] = (side){.which = SIDE_CUBEC,
                                 .label = def->self_baseline,
                                 .impl = find_impl(bench_cubec_baseline_impls, def->name),
+                                .env = def->baseline_env,
+                                .env_value = def->baseline_env_value,
                                 .params = *params};
         else
             sides[n++] = (side){.which = SIDE_RAW,

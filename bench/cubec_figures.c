@@ -744,6 +744,68 @@ static const bench_impl cross_impl = {cross_setup, cross_run, cross_verify, fig_
 static const bench_impl cross_one_stream_impl = {cross_setup, cross_one_stream_run, cross_verify,
                                                  fig_teardown};
 
+/* ---- streams.interleave: from one thread, BENCH_INTERLEAVE_STREAMS streams, each with its own
+ * buffer created on it, and `interleave_rounds` rounds of one tiny launch on each stream in turn
+ * (s0, s1, s2, s3, s0, ...): as many independent chains, each launch depending on the one before
+ * on its stream only; then a sync of every stream. The default strategy records the streams'
+ * queued tasks round-robin into one command buffer, so the chains share their barriers; the
+ * baseline runs the very same code on a device opened with CUBEC_STREAM_STRATEGY=sequential
+ * (set by the runner), which records stream after stream. Both report the time per launch. --- */
+
+static bench_err interleave_setup(void *dev, const bench_params *params, void **out_state)
+{
+    cu_fig *f = fig_new(dev, params, out_state);
+    if (!f) return bench_errorf("out of host memory");
+    if (f->p.interleave_rounds == 0) return bench_errorf("0 rounds");
+    const uint32_t n = BENCH_INTERLEAVE_STREAMS;
+    const cubec_kernel_desc desc = {.name = "bench_tiny", .glsl = bench_glsl_tiny};
+    BENCH_TRY(kernel_create(f, &desc, 1, sizeof(bench_tiny_info), &f->kernel));
+    f->many = calloc(n, sizeof *f->many);
+    if (!f->many) return bench_errorf("out of host memory");
+    for (uint32_t i = 0; i < n; i++) {
+        CU_TRY(cubec_stream_new(f->dev, &f->streams[i]));
+        f->stream_count++;
+        CU_TRY(cubec_buffer_create(f->dev, f->streams[i], BENCH_RANGE_STRIDE, &f->many[i]));
+        f->many_count++;
+        CU_TRY(cubec_fill(f->dev, f->streams[i], f->many[i], 0, BENCH_RANGE_STRIDE, 0));
+    }
+    for (uint32_t i = 0; i < n; i++)
+        CU_TRY(cubec_sync(f->dev, f->streams[i]));
+    return NULL;
+}
+
+static bench_err interleave_run(void *state, bench_sample *out)
+{
+    cu_fig *f = state;
+    const uint32_t n = f->stream_count, rounds = f->p.interleave_rounds;
+    double t0 = bench_now();
+    for (uint32_t r = 0; r < rounds; r++) {
+        for (uint32_t i = 0; i < n; i++)
+            BENCH_TRY(tiny_launch_on(f, f->streams[i], &f->many[i]));
+    }
+    for (uint32_t i = 0; i < n; i++)
+        CU_TRY(cubec_sync(f->dev, f->streams[i]));
+    double t1 = bench_now();
+    f->count += rounds;
+    out->value = (t1 - t0) / ((double)n * rounds) * 1e6;
+    return NULL;
+}
+
+/* Every stream's buffer holds exactly the launches made on it: one per round. */
+static bench_err interleave_verify(void *state)
+{
+    cu_fig *f = state;
+    for (uint32_t i = 0; i < f->many_count; i++)
+        BENCH_TRY(bench_wrap(check_tiny_on(f, f->streams[i], f->many[i], f->count),
+                             "stream %u's buffer", i));
+    return NULL;
+}
+
+/* Both sides: the strategy is the device's (the runner opens the baseline's device with
+ * CUBEC_STREAM_STRATEGY=sequential). */
+static const bench_impl interleave_impl = {interleave_setup, interleave_run, interleave_verify,
+                                           fig_teardown};
+
 const bench_impl_entry bench_cubec_impls[] = {
     {"launch.enqueue", &enqueue_impl},
     {"launch.roundtrip", &roundtrip_impl},
@@ -758,11 +820,14 @@ const bench_impl_entry bench_cubec_impls[] = {
     {"compile.warm_memory", &warm_impl},
     {"streams.independent", &streams_independent_impl},
     {"streams.cross", &cross_impl},
+    {"streams.interleave", &interleave_impl},
     {NULL, NULL},
 };
 
-/* streams.independent's baseline is its own 1-thread side, so only streams.cross is here. */
+/* streams.independent's baseline is its own 1-thread side, so it is not here. streams.interleave's
+ * is the same code on a device opened with CUBEC_STREAM_STRATEGY=sequential. */
 const bench_impl_entry bench_cubec_baseline_impls[] = {
     {"streams.cross", &cross_one_stream_impl},
+    {"streams.interleave", &interleave_impl},
     {NULL, NULL},
 };
