@@ -75,9 +75,9 @@ typedef enum cubec_device_type {
 typedef struct cubec_device_desc {
     /* Which device: -1 or unset (0 with `select_by_index` false) means "the best one"
      * (discrete > integrated > virtual > CPU), unless CUBEC_DEVICE says otherwise. */
-    int select_by_index;  /* non-zero: use `index` */
-    uint32_t index;       /* index in Vulkan's enumeration order (see `cubec info`)  */
-    const char *name;     /* if set: the first device whose name contains this text */
+    int select_by_index; /* non-zero: use `index` */
+    uint32_t index;      /* index in Vulkan's enumeration order (see `cubec info`)  */
+    const char *name;    /* if set: the first device whose name contains this text */
     /* Non-zero turns on the Khronos validation layer (CUBEC_VALIDATION=1 does too).
      * Validation messages are logged; `on_validation` is also called for each. */
     int validation;
@@ -134,7 +134,8 @@ cubec_status cubec_device_peek(uint32_t index, cubec_device_info *out_info);
  * another stream stays alive until that stream's use has finished on the GPU, even if its owner
  * releases it.
  *
- * Streams fold onto `max_streams` slots (id % max_streams); two streams on one slot share its
+ * Streams fold onto `max_streams` slots (the stream's number, its low 48 bits, modulo
+ * max_streams); two streams on one slot share its
  * ordering and memory pools. A buffer belongs to the stream that created it and is allocated
  * from that stream's pools. Streams need no destruction.
  * ------------------------------------------------------------------------------------------- */
@@ -236,14 +237,14 @@ typedef struct cubec_define {
 } cubec_define;
 
 typedef struct cubec_kernel_desc {
-    const char *name;          /* for logs and errors; default "kernel"              */
-    const char *glsl;          /* GLSL compute source, or NULL                         */
-    const uint32_t *spirv;     /* SPIR-V words, or NULL (exactly one of glsl / spirv) */
+    const char *name;      /* for logs and errors; default "kernel"              */
+    const char *glsl;      /* GLSL compute source, or NULL                         */
+    const uint32_t *spirv; /* SPIR-V words, or NULL (exactly one of glsl / spirv) */
     size_t spirv_words;
     const cubec_define *defines;
     uint32_t define_count;
-    const char *entry_point;   /* default "main"                                      */
-    int optimize;              /* non-zero: shaderc -O                                */
+    const char *entry_point; /* default "main"                                      */
+    int optimize;            /* non-zero: shaderc -O                                */
 } cubec_kernel_desc;
 
 typedef enum cubec_access {
@@ -253,11 +254,11 @@ typedef enum cubec_access {
 } cubec_access;
 
 typedef struct cubec_kernel_info {
-    uint64_t hash;               /* kernel identity: hash of what defines it            */
-    uint32_t binding_count;      /* storage buffers a launch passes                    */
-    cubec_access access[32];     /* per binding                                        */
-    uint32_t info_size;          /* bytes of metadata a launch passes (0 = none)       */
-    int info_in_push_constants;  /* 1: push constants; 0: storage buffer (or no info) */
+    uint64_t hash;              /* kernel identity: hash of what defines it            */
+    uint32_t binding_count;     /* storage buffers a launch passes                    */
+    cubec_access access[32];    /* per binding                                        */
+    uint32_t info_size;         /* bytes of metadata a launch passes (0 = none)       */
+    int info_in_push_constants; /* 1: push constants; 0: storage buffer (or no info) */
     uint32_t workgroup_size[3];
 } cubec_kernel_info;
 
@@ -276,7 +277,7 @@ typedef struct cubec_launch_desc {
     cubec_kernel kernel;
     const cubec_buffer *buffers; /* one per storage binding, in binding order */
     uint32_t buffer_count;
-    const void *info;            /* metadata bytes, exactly the kernel's info_size */
+    const void *info; /* metadata bytes, exactly the kernel's info_size */
     uint32_t info_size;
     /* Workgroup counts. A count with a zero dimension launches nothing (and succeeds). */
     uint32_t groups[3];
@@ -302,15 +303,15 @@ cubec_status cubec_sync(cubec_device *device, cubec_stream stream);
  * constants) and, on discrete GPUs, "upload" and "readback" (staging). The totals of
  * cubec_memory_report cover the buffer pools only. */
 typedef struct cubec_pool_report {
-    char kind[16];          /* see above                                            */
-    uint64_t page_size;     /* sliced: the page size; exclusive: largest allocation */
+    char kind[16];      /* see above                                            */
+    uint64_t page_size; /* sliced: the page size; exclusive: largest allocation */
     uint64_t max_slice_size;
     uint32_t pages;
     uint32_t pages_peak;
-    uint64_t allocations;   /* live slices                                           */
-    uint64_t bytes_in_use;  /* bytes of live slices, as requested                   */
-    uint64_t bytes_padding; /* alignment padding of live slices                     */
-    uint64_t bytes_reserved;/* bytes of the pages held from the driver              */
+    uint64_t allocations;    /* live slices                                           */
+    uint64_t bytes_in_use;   /* bytes of live slices, as requested                   */
+    uint64_t bytes_padding;  /* alignment padding of live slices                     */
+    uint64_t bytes_reserved; /* bytes of the pages held from the driver              */
 } cubec_pool_report;
 
 #define CUBEC_MAX_POOLS 16
@@ -318,7 +319,7 @@ typedef struct cubec_pool_report {
 typedef struct cubec_memory_report {
     uint32_t pool_count;
     cubec_pool_report pools[CUBEC_MAX_POOLS];
-    uint64_t bytes_in_use;   /* sums over the pools */
+    uint64_t bytes_in_use; /* sums over the pools */
     uint64_t bytes_reserved;
     uint64_t allocations;
     uint32_t pages;

@@ -53,9 +53,12 @@ cubec_status cubec_sync(cubec_device *device, cubec_stream stream)
     RETURN_IF_ERROR(api_lock(device, "cubec_sync"));
     uint32_t slot;
     cubec_status err = api_slot(device, stream, "cubec_sync", &slot);
+    /* After a sync the host may read what the stream wrote (mapped memory, events): the batch
+     * that carries the stream's last work ends with a host barrier. */
+    device->submit_for_host = 1;
     if (!err) err = server_drain(device, &slot, 1);
-    /* Only this stream's work: the last batch that recorded some of it. */
-    if (!err) err = sub_wait(device, device->slots[slot].last_value);
+    device->submit_for_host = 0;
+    if (!err) err = sub_wait_for_host(device, device->slots[slot].last_value);
     return api_unlock(device, err);
 }
 

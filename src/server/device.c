@@ -120,8 +120,8 @@ cubec_status server_open(const cubec_device_desc *desc, cubec_device **out)
 void server_close(cubec_device *d)
 {
     if (d->stats.tasks)
-        LOG(LOG_INFO, "device", "closing: %" PRIu64 " tasks recorded, %" PRIu64
-            " barriers, %" PRIu64 " submissions",
+        LOG(LOG_INFO, "device",
+            "closing: %" PRIu64 " tasks recorded, %" PRIu64 " barriers, %" PRIu64 " submissions",
             d->stats.tasks, d->stats.barriers, d->stats.submissions);
     if (d->vk.device) {
         /* Queued work still runs: the program may have released the buffers it reads. */

@@ -145,7 +145,8 @@ struct cubec_device_s {
     uint32_t max_streams;
     int single_stream; /* policy `single`: every thread's current stream is the same */
     scheduler sched;
-    int draining; /* a drain is recording: waits must keep the lock */
+    int draining;        /* a drain is recording: waits must keep the lock */
+    int submit_for_host; /* drains end their batch with a host barrier (cubec_sync) */
     deferred_free *deferred;
     uint32_t deferred_count, deferred_cap;
 

@@ -51,10 +51,16 @@ cubec_status host_ring_alloc(cubec_device *d, host_ring *r, uint64_t size, uint6
         return status_make(CUBEC_INTERNAL, "ring request of %" PRIu64 " bytes > chunk %" PRIu64,
                            size, r->chunk_size);
     uint64_t at = (r->head + align - 1) / align * align;
-    uint32_t chunk = (uint32_t)(r->head / r->chunk_size);
-    if (at + size > (uint64_t)(chunk + 1) * r->chunk_size || r->head == 0) {
-        if (r->head != 0) chunk = (chunk + 1) % r->chunks;
-        /* Entering a chunk: the GPU must be done with what it held before. */
+    uint32_t chunk = (uint32_t)(r->head / r->chunk_size) % r->chunks;
+    /* A chunk is entered when the head sits on its start (the previous request ended exactly
+     * on the boundary, or the ring wrapped) or when this request does not fit in the rest of the
+     * current one. Entering a chunk waits until the GPU is done with what it held before. */
+    int entering = r->head % r->chunk_size == 0;
+    if (!entering && at + size > (uint64_t)(chunk + 1) * r->chunk_size) {
+        chunk = (chunk + 1) % r->chunks;
+        entering = 1;
+    }
+    if (entering) {
         if (r->chunk_use[chunk] > d->completed_value) sub_poll(d);
         if (r->chunk_use[chunk] > d->completed_value)
             RETURN_IF_ERROR(sub_wait(d, r->chunk_use[chunk]));

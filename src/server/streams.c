@@ -69,7 +69,12 @@ static cubec_status backend_record(void *user, uint32_t slot, void *t)
 
 static cubec_status backend_submit(void *user)
 {
-    return sub_flush(user, 0);
+    cubec_device *d = user;
+    /* A drain may have recorded the tasks of slots other than the ones asked for (Interleave
+     * drains every slot with pending work): recycle the metadata arena of every slot it emptied. */
+    for (uint32_t i = 0; i < d->max_streams; i++)
+        if (d->slots[i].arena_used && !sched_pending(&d->sched, i)) d->slots[i].arena_used = 0;
+    return sub_flush(d, d->submit_for_host);
 }
 
 static void backend_discard(void *user, void *t)

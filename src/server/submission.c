@@ -285,7 +285,11 @@ cubec_status sub_wait(cubec_device *d, uint64_t value)
 cubec_status sub_wait_for_host(cubec_device *d, uint64_t value)
 {
     if (value == 0) return NULL;
-    if (value > d->host_visible_value) RETURN_IF_ERROR(sub_flush(d, 1));
+    if (value > d->host_visible_value) {
+        RETURN_IF_ERROR(sub_flush(d, 1));
+        /* The host barrier is in the batch just submitted: wait for that one. */
+        value = d->host_visible_value;
+    }
     return sub_wait(d, value);
 }
 

@@ -180,7 +180,10 @@ cubec_status server_read_async(cubec_device *d, uint32_t slot, buffer_obj *b, ui
     if (page->mapped) {
         e->src = page->mapped + at;
         e->value = b->alloc->last_write;
-        if (e->value && e->value > d->host_visible_value) err = sub_flush(d, 1);
+        if (e->value && e->value > d->host_visible_value) {
+            err = sub_flush(d, 1);
+            e->value = d->host_visible_value; /* the batch that holds the host barrier */
+        }
     } else {
         VkBufferCreateInfo bci = {.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
                                   .size = size,
