@@ -7,6 +7,7 @@
 #include "base/log.h"
 #include "gpu/vulkan/vk_result.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,10 +17,11 @@ static VKAPI_ATTR VkBool32 VKAPI_CALL on_debug_message(
     const VkDebugUtilsMessengerCallbackDataEXT *data, void *user)
 {
     (void)type;
-    vk_context *ctx = user;
+    vk_context *ctx = user; /* NULL for the instance's own messages */
     if (severity < VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT) return VK_FALSE;
-    atomic_fetch_add(&ctx->validation_messages, 1);
     LOG(LOG_ERROR, "validation", "%s", data->pMessage);
+    if (!ctx) return VK_FALSE;
+    atomic_fetch_add(&ctx->validation_messages, 1);
     if (ctx->on_validation) ctx->on_validation(ctx->on_validation_user, data->pMessage);
     return VK_FALSE;
 }
@@ -38,7 +40,15 @@ static int has_layer(const char *name)
     return found;
 }
 
-static cubec_status create_instance(int validation, vk_context *ctx)
+/* One VkInstance per process (and per validation setting), created on first use and kept.
+ * The NVIDIA driver of the H200 machine (580.159.04) refuses vkCreateInstance with
+ * VK_ERROR_INCOMPATIBLE_DRIVER after ~29 create/destroy cycles in one process, so a program that
+ * opens and closes devices repeatedly (a test suite, `cubec bench`) would stop working. Keeping
+ * the instance is the documented global state of this module, next to the config and logger. */
+static pthread_mutex_t instances_lock = PTHREAD_MUTEX_INITIALIZER;
+static VkInstance instances[2];
+
+static cubec_status shared_instance(int validation, VkInstance *out)
 {
     VkApplicationInfo app = {.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
                              .pApplicationName = "cubec",
@@ -48,6 +58,7 @@ static cubec_status create_instance(int validation, vk_context *ctx)
     const char *exts[] = {VK_EXT_DEBUG_UTILS_EXTENSION_NAME};
     VkInstanceCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
                                .pApplicationInfo = &app};
+    /* Reports problems of vkCreateInstance itself (no device to pass them to: logged). */
     VkDebugUtilsMessengerCreateInfoEXT mci = {
         .sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT,
         .messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT |
@@ -56,7 +67,13 @@ static cubec_status create_instance(int validation, vk_context *ctx)
                        VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
                        VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT,
         .pfnUserCallback = on_debug_message,
-        .pUserData = ctx};
+        .pUserData = NULL};
+    static const VkValidationFeatureEnableEXT enables[] = {
+        VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT};
+    VkValidationFeaturesEXT features = {.sType = VK_STRUCTURE_TYPE_VALIDATION_FEATURES_EXT,
+                                        .pNext = &mci,
+                                        .enabledValidationFeatureCount = 1,
+                                        .pEnabledValidationFeatures = enables};
     if (validation) {
         if (!has_layer(layers[0]))
             return status_make(CUBEC_UNSUPPORTED,
@@ -68,17 +85,30 @@ static cubec_status create_instance(int validation, vk_context *ctx)
         ci.ppEnabledExtensionNames = exts;
         /* Synchronization validation too: missing barriers are the bugs a runtime that drops
          * barriers on purpose must never have. */
-        static const VkValidationFeatureEnableEXT enables[] = {
-            VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT};
-        static VkValidationFeaturesEXT features = {.sType =
-                                                       VK_STRUCTURE_TYPE_VALIDATION_FEATURES_EXT,
-                                                   .enabledValidationFeatureCount = 1,
-                                                   .pEnabledValidationFeatures = enables};
-        features.pNext = &mci; /* also reports problems of vkCreateInstance/vkDestroyInstance */
         ci.pNext = &features;
     }
-    VK_RETURN_IF_ERROR(vkCreateInstance(&ci, NULL, &ctx->instance), "vkCreateInstance");
+    pthread_mutex_lock(&instances_lock);
+    VkResult r = VK_SUCCESS;
+    if (!instances[validation]) r = vkCreateInstance(&ci, NULL, &instances[validation]);
+    *out = instances[validation];
+    pthread_mutex_unlock(&instances_lock);
+    return vk_status(r, "vkCreateInstance");
+}
+
+static cubec_status create_instance(int validation, vk_context *ctx)
+{
+    RETURN_IF_ERROR(shared_instance(validation ? 1 : 0, &ctx->instance));
     if (validation) {
+        /* A messenger per device, so that each device's callback gets its own messages. */
+        VkDebugUtilsMessengerCreateInfoEXT mci = {
+            .sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT,
+            .messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT |
+                               VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT,
+            .messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT |
+                           VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
+                           VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT,
+            .pfnUserCallback = on_debug_message,
+            .pUserData = ctx};
         PFN_vkCreateDebugUtilsMessengerEXT create =
             (PFN_vkCreateDebugUtilsMessengerEXT)vkGetInstanceProcAddr(
                 ctx->instance, "vkCreateDebugUtilsMessengerEXT");
@@ -373,25 +403,18 @@ void vk_context_destroy(vk_context *ctx)
                 ctx->instance, "vkDestroyDebugUtilsMessengerEXT");
         if (destroy) destroy(ctx->instance, ctx->messenger, NULL);
     }
-    if (ctx->instance) vkDestroyInstance(ctx->instance, NULL);
+    /* The instance is shared and kept (see shared_instance). */
     ctx->device = VK_NULL_HANDLE;
     ctx->instance = VK_NULL_HANDLE;
 }
 
 static cubec_status with_devices(VkInstance *inst, VkPhysicalDevice **list, uint32_t *n)
 {
-    VkApplicationInfo app = {.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
-                             .apiVersion = VK_API_VERSION_1_2};
-    VkInstanceCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
-                               .pApplicationInfo = &app};
-    VK_RETURN_IF_ERROR(vkCreateInstance(&ci, NULL, inst), "vkCreateInstance");
+    RETURN_IF_ERROR(shared_instance(0, inst));
     *n = 0;
     vkEnumeratePhysicalDevices(*inst, n, NULL);
     *list = calloc(*n ? *n : 1, sizeof **list);
-    if (!*list) {
-        vkDestroyInstance(*inst, NULL);
-        return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory");
-    }
+    if (!*list) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory");
     vkEnumeratePhysicalDevices(*inst, n, *list);
     return NULL;
 }
@@ -402,7 +425,6 @@ cubec_status vk_physical_count(uint32_t *out_count)
     VkPhysicalDevice *list;
     RETURN_IF_ERROR(with_devices(&inst, &list, out_count));
     free(list);
-    vkDestroyInstance(inst, NULL);
     return NULL;
 }
 
@@ -420,6 +442,5 @@ cubec_status vk_physical_info(uint32_t index, cubec_device_info *out, uint32_t *
         if (out_default_index) *out_default_index = best_index(list, n);
     }
     free(list);
-    vkDestroyInstance(inst, NULL);
     return err;
 }
