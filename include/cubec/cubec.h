@@ -47,6 +47,17 @@ typedef enum cubec_code {
     CUBEC_NOT_READY = 9,        /* cubec_event_query: the work has not finished yet          */
 } cubec_code;
 
+/* Fault injection (docs/errors.md): the kinds of fallible calls cubec counts. */
+typedef enum cubec_fault_kind {
+    CUBEC_FAULT_PAGE = 0,     /* allocating a page of device memory                         */
+    CUBEC_FAULT_COMPILE = 1,  /* compiling GLSL to SPIR-V                                   */
+    CUBEC_FAULT_PIPELINE = 2, /* creating a compute pipeline                                */
+    CUBEC_FAULT_SUBMIT = 3,   /* submitting a command buffer                                */
+    CUBEC_FAULT_MAP = 4,      /* mapping host-visible memory (staging)                      */
+    CUBEC_FAULT_WAIT = 5,     /* waiting on the timeline (a failure is a lost device)       */
+    CUBEC_FAULT_KIND_COUNT = 6,
+} cubec_fault_kind;
+
 typedef struct cubec_status_s *cubec_status;
 
 /* The code of a status; CUBEC_OK for NULL. */
@@ -293,6 +304,31 @@ cubec_status cubec_launch(cubec_device *device, cubec_stream stream, const cubec
 cubec_status cubec_flush(cubec_device *device, cubec_stream stream);
 /* Submits and waits for all work on the stream. */
 cubec_status cubec_sync(cubec_device *device, cubec_stream stream);
+
+/* ---------------------------------------------------------------------------------------------
+ * Failures on memory (docs/errors.md)
+ *
+ * An error that arises after a call returned (recording or submitting queued work, a lost
+ * device) is attached to the bytes the work would have written. A launch whose input carries a
+ * failure is skipped and its outputs take the failure, with the chain that led there. A read,
+ * cubec_check or cubec_sync_check of such bytes returns the root cause and the chain; a successful
+ * cubec_write of a range clears it.
+ * ------------------------------------------------------------------------------------------- */
+
+/* NULL when every byte of every buffer was written by the work queued for it (after submitting
+ * what is queued for them); otherwise the failure of the first buffer that carries one. Does not
+ * wait for the GPU. */
+cubec_status cubec_check(cubec_device *device, const cubec_buffer *buffers, uint32_t count);
+/* cubec_sync of the stream, then cubec_check of the buffers. */
+cubec_status cubec_sync_check(cubec_device *device, cubec_stream stream,
+                              const cubec_buffer *buffers, uint32_t count);
+
+/* Fails the `nth` next fallible call of `kind` (1 = the next one); 0 disarms. Also set by the
+ * environment: CUBEC_FAULT=kind:n[,kind:n...] with kinds page, compile, pipeline, submit, map,
+ * wait. */
+cubec_status cubec_fault_inject(cubec_device *device, cubec_fault_kind kind, uint64_t nth);
+/* How many fallible calls of each kind the device made so far. */
+cubec_status cubec_fault_counts(cubec_device *device, uint64_t out_counts[CUBEC_FAULT_KIND_COUNT]);
 
 /* ---------------------------------------------------------------------------------------------
  * Memory

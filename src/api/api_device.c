@@ -126,3 +126,65 @@ cubec_status cubec_memory_cleanup(cubec_device *device, cubec_stream stream)
     }
     return api_unlock(device, err);
 }
+
+/* The failure of the first listed buffer that carries one (after submitting its queued work). */
+static cubec_status check_buffers(cubec_device *d, const char *fn, const cubec_buffer *buffers,
+                                  uint32_t count)
+{
+    if (count && !buffers) return INVALID_ARG("%s: buffers is NULL with count %u", fn, count);
+    for (uint32_t i = 0; i < count; i++) {
+        buffer_obj *b;
+        char arg[64];
+        snprintf(arg, sizeof arg, "%s: buffers[%u]", fn, i);
+        RETURN_IF_ERROR(api_buffer(d, buffers[i], arg, &b));
+    }
+    for (uint32_t i = 0; i < count; i++) {
+        buffer_obj *b = handle_table_get(&d->buffers, buffers[i].id);
+        if (!b) return INVALID_ARG("%s: buffers[%u] was released meanwhile", fn, i);
+        /* Whatever is queued for it must have been recorded (and so judged) first. */
+        RETURN_IF_ERROR(server_drain_for_host(d, b->alloc->slot, b->alloc));
+        failure *f = server_failure_of(b->alloc, buffer_device_offset(b), b->size);
+        if (f) return server_failure_status(b->alloc, f, "check");
+    }
+    return NULL;
+}
+
+cubec_status cubec_check(cubec_device *device, const cubec_buffer *buffers, uint32_t count)
+{
+    RETURN_IF_ERROR(api_lock(device, "cubec_check"));
+    return api_unlock(device, check_buffers(device, "cubec_check", buffers, count));
+}
+
+cubec_status cubec_sync_check(cubec_device *device, cubec_stream stream,
+                              const cubec_buffer *buffers, uint32_t count)
+{
+    RETURN_IF_ERROR(api_lock(device, "cubec_sync_check"));
+    uint32_t slot;
+    cubec_status err = api_slot(device, stream, "cubec_sync_check", &slot);
+    if (!err) err = check_buffers(device, "cubec_sync_check", buffers, count);
+    if (!err) {
+        device->submit_for_host = 1;
+        err = server_drain(device, &slot, 1);
+        device->submit_for_host = 0;
+    }
+    if (!err) err = sub_wait_for_host(device, device->slots[slot].last_value);
+    return api_unlock(device, err);
+}
+
+cubec_status cubec_fault_inject(cubec_device *device, cubec_fault_kind kind, uint64_t nth)
+{
+    if ((unsigned)kind >= CUBEC_FAULT_KIND_COUNT)
+        return INVALID_ARG("cubec_fault_inject: kind %d is not a cubec_fault_kind", (int)kind);
+    RETURN_IF_ERROR(api_lock(device, "cubec_fault_inject"));
+    device->faults.fail_at[kind] = nth ? device->faults.count[kind] + nth : 0;
+    return api_unlock(device, NULL);
+}
+
+cubec_status cubec_fault_counts(cubec_device *device, uint64_t out_counts[CUBEC_FAULT_KIND_COUNT])
+{
+    if (!out_counts) return INVALID_ARG("cubec_fault_counts: out_counts is NULL");
+    RETURN_IF_ERROR(api_lock(device, "cubec_fault_counts"));
+    for (int k = 0; k < CUBEC_FAULT_KIND_COUNT; k++)
+        out_counts[k] = device->faults.count[k];
+    return api_unlock(device, NULL);
+}

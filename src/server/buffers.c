@@ -14,6 +14,8 @@ static cubec_status page_alloc(void *user, uint64_t size, void **out_page)
 {
     cubec_device *d = user;
     VkDevice dev = d->vk.device;
+    if (fault_hit(&d->faults, CUBEC_FAULT_PAGE))
+        return fault_status(&d->faults, CUBEC_FAULT_PAGE, CUBEC_OUT_OF_MEMORY);
     vk_page *p = calloc(1, sizeof *p);
     if (!p) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (page record)");
     p->size = size;
@@ -46,8 +48,10 @@ static cubec_status page_alloc(void *user, uint64_t size, void **out_page)
     if (!err)
         err = vk_status(vkBindBufferMemory(dev, p->buffer, p->memory, 0), "vkBindBufferMemory");
     if (!err && d->vk.unified)
-        err = vk_status(vkMapMemory(dev, p->memory, 0, VK_WHOLE_SIZE, 0, (void **)&p->mapped),
-                        "vkMapMemory");
+        err = fault_hit(&d->faults, CUBEC_FAULT_MAP)
+                  ? fault_status(&d->faults, CUBEC_FAULT_MAP, CUBEC_INTERNAL)
+                  : vk_status(vkMapMemory(dev, p->memory, 0, VK_WHOLE_SIZE, 0, (void **)&p->mapped),
+                              "vkMapMemory");
     if (err) {
         if (p->buffer) vkDestroyBuffer(dev, p->buffer, NULL);
         if (p->memory) vkFreeMemory(dev, p->memory, NULL);
@@ -137,6 +141,7 @@ void server_run_deferred_frees(cubec_device *d)
 void server_alloc_release(cubec_device *d, alloc_obj *a)
 {
     if (--a->refs) return;
+    taint_free(&a->taint);
     if (a->mem.size) {
         if (a->last_use > d->completed_value) {
             if (d->deferred_count == d->deferred_cap) {
@@ -175,6 +180,7 @@ cubec_status server_buffer_create(cubec_device *d, uint32_t slot, uint64_t size,
     }
     a->slot = slot;
     a->queued_writer = NO_SLOT;
+    a->number = ++d->alloc_numbers;
     if (size) {
         memory_manager *m = NULL;
         cubec_status err = slot_memory(d, slot, &m);

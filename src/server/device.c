@@ -56,6 +56,14 @@ cubec_status server_open(const cubec_device_desc *desc, cubec_device **out)
         return err;
     }
     log_configure((log_level)d->config.log_level, d->config.log_file);
+    const char *faults = getenv("CUBEC_FAULT");
+    if (faults && *faults) {
+        err = fault_parse(&d->faults, faults);
+        if (err) {
+            free(d);
+            return err;
+        }
+    }
     pthread_mutex_init(&d->lock, NULL);
     vk_context_desc vd = {.select_by_index = desc->select_by_index,
                           .index = desc->index,

@@ -4,8 +4,10 @@
 #define CUBEC_SERVER_DEVICE_H
 
 #include "base/config.h"
+#include "base/fault.h"
 #include "base/handle_table.h"
 #include "base/status.h"
+#include "failure/failure.h"
 #include "gpu/vulkan/vk_context.h"
 #include "kernel/glsl_compiler.h"
 #include "kernel/reflect.h"
@@ -33,6 +35,8 @@ typedef struct alloc_obj {
     uint32_t queued_writer; /* slot of the last queued task that writes it, or NO_SLOT */
     uint64_t last_use;      /* timeline value of the last batch that reads or writes it */
     uint64_t last_write;
+    uint64_t number; /* "buffer #n" in failure messages */
+    taint_map taint; /* byte ranges that carry a failure (offsets within the allocation) */
 } alloc_obj;
 
 #define NO_SLOT UINT32_MAX
@@ -64,7 +68,17 @@ typedef struct kernel_obj {
 } kernel_obj;
 
 /* A recorded-but-not-yet-finished command buffer. */
+/* A range a recorded task holds until its batch is submitted: if the submission fails, what it
+ * would have written carries the failure. */
+typedef struct held_range {
+    struct alloc_obj *alloc;
+    uint64_t offset, size; /* in the page */
+    int write;
+} held_range;
+
 typedef struct batch {
+    held_range *held;
+    uint32_t held_count, held_cap;
     VkCommandPool pool;
     VkCommandBuffer cmd;
     int recorded; /* the command buffer holds commands: reset the pool before reuse */
@@ -98,8 +112,9 @@ typedef enum task_kind {
  * command buffer when the scheduler drains the slot. */
 typedef struct task {
     task_kind kind;
-    uint32_t slot;  /* whose queue (and metadata arena) it came from */
-    uint32_t count; /* bindings */
+    uint32_t slot;   /* whose queue (and metadata arena) it came from */
+    uint64_t stream; /* the stream's number, for failure messages */
+    uint32_t count;  /* bindings */
     const struct pipeline_entry *entry;
     uint32_t groups[3];
     uint32_t info_size;
@@ -145,7 +160,10 @@ struct cubec_device_s {
     uint32_t max_streams;
     int single_stream; /* policy `single`: every thread's current stream is the same */
     scheduler sched;
-    int draining;        /* a drain is recording: waits must keep the lock */
+    int draining;             /* a drain is recording: waits must keep the lock */
+    uint64_t resolved_stream; /* number of the stream the current call resolved */
+    uint64_t alloc_numbers;   /* counter behind "buffer #n" */
+    fault_plan faults;
     int submit_for_host; /* drains end their batch with a host barrier (cubec_sync) */
     deferred_free *deferred;
     uint32_t deferred_count, deferred_cap;
@@ -172,7 +190,7 @@ struct cubec_device_s {
     hazard_tracker hazards;
 
     struct {
-        uint64_t barriers, submissions, tasks;
+        uint64_t barriers, submissions, tasks, skipped;
     } stats; /* logged at close (info level): how well batching and barrier sharing work */
 
     host_ring info_ring;
@@ -293,6 +311,26 @@ cubec_status server_commit_task(cubec_device *d, uint32_t slot);
 uint32_t server_align_slots(cubec_device *d, uint32_t slot, const alloc_obj *a, uint32_t *slots,
                             uint32_t n);
 cubec_status server_drain_for_host(cubec_device *d, uint32_t slot, const alloc_obj *a);
+
+/* server/failures.c */
+/* Offset of a buffer range within its allocation, for the taint map. */
+static inline uint64_t alloc_offset(const alloc_obj *a, uint64_t page_offset)
+{
+    return page_offset - a->mem.offset;
+}
+/* The failure carried by [page_offset, +size) of `a`, or NULL. */
+failure *server_failure_of(const alloc_obj *a, uint64_t page_offset, uint64_t size);
+void server_taint(alloc_obj *a, uint64_t page_offset, uint64_t size, failure *f);
+void server_untaint(alloc_obj *a, uint64_t page_offset, uint64_t size);
+/* An error for a host access of a buffer that carries a failure: "<what> of buffer #n: not
+ * written: <chain>", with the root cause's code. */
+cubec_status server_failure_status(const alloc_obj *a, const failure *f, const char *what);
+/* Holds a recorded task's range in the open batch until it is submitted. */
+cubec_status server_hold(cubec_device *d, batch *b, alloc_obj *a, uint64_t offset, uint64_t size,
+                         int write);
+/* The batch was submitted (err NULL) or lost (err): release the holds; on error, what the batch
+ * would have written carries `err`. */
+void server_batch_settled(cubec_device *d, batch *b, cubec_status err);
 
 /* server/transfer.c: events (device lock held) */
 cubec_status server_event_progress(cubec_event *e, int block);

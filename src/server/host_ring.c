@@ -29,6 +29,8 @@ cubec_status host_ring_init(cubec_device *d, host_ring *r, uint64_t size, uint32
                                 .memoryTypeIndex = memory_type};
     VK_RETURN_IF_ERROR(vkAllocateMemory(dev, &mai, NULL, &r->memory), "vkAllocateMemory(ring)");
     VK_RETURN_IF_ERROR(vkBindBufferMemory(dev, r->buffer, r->memory, 0), "vkBindBufferMemory");
+    if (fault_hit(&d->faults, CUBEC_FAULT_MAP))
+        return fault_status(&d->faults, CUBEC_FAULT_MAP, CUBEC_INTERNAL);
     VK_RETURN_IF_ERROR(vkMapMemory(dev, r->memory, 0, VK_WHOLE_SIZE, 0, (void **)&r->mapped),
                        "vkMapMemory(ring)");
     return NULL;

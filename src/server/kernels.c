@@ -102,6 +102,8 @@ static cubec_status build_pipeline(cubec_device *d, pipeline_entry *e, const uin
                                        .pPushConstantRanges = &pcr};
     VK_RETURN_IF_ERROR(vkCreatePipelineLayout(dev, &plci, NULL, &e->layout),
                        "vkCreatePipelineLayout");
+    if (fault_hit(&d->faults, CUBEC_FAULT_PIPELINE))
+        return fault_status(&d->faults, CUBEC_FAULT_PIPELINE, CUBEC_INTERNAL);
     VkComputePipelineCreateInfo cpci = {
         .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
         .stage = {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
@@ -119,6 +121,8 @@ static cubec_status compile_glsl(cubec_device *d, const cubec_kernel_desc *desc,
                                  int push, uint32_t **words, size_t *count)
 {
     if (!d->compiler) RETURN_IF_ERROR(glsl_compiler_create(&d->compiler));
+    if (fault_hit(&d->faults, CUBEC_FAULT_COMPILE))
+        return fault_status(&d->faults, CUBEC_FAULT_COMPILE, CUBEC_COMPILE_FAILED);
     return glsl_compile(d->compiler, name, desc->glsl, desc->defines, desc->define_count,
                         desc->entry_point, desc->optimize, push, words, count);
 }

@@ -6,6 +6,7 @@
 #include "gpu/vulkan/vk_result.h"
 #include "server/device.h"
 
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -118,6 +119,7 @@ cubec_status server_launch(cubec_device *d, uint32_t slot, const launch_args *a)
     RETURN_IF_ERROR(sched_reserve(&d->sched, slot, (void **)&t));
     t->kind = TASK_LAUNCH;
     t->slot = slot;
+    t->stream = d->resolved_stream;
     t->entry = e;
     t->count = a->buffer_count;
     t->write_mask = 0;
@@ -148,12 +150,73 @@ static const unsigned char *server_task_arena_info(const cubec_device *d, const 
     return d->slots[t->slot].arena + t->info_at;
 }
 
+static const char *task_name(const task *t)
+{
+    return t->kind == TASK_TRANSFER_COPY ? "cubec.copy" : t->entry->name;
+}
+
+/* Taints what the task would have written with `f` (the task did not run). */
+static void taint_outputs(task *t, failure *f)
+{
+    uint32_t n = t->kind == TASK_TRANSFER_COPY ? 2 : t->count;
+    for (uint32_t i = 0; i < n; i++)
+        if ((t->write_mask >> i) & 1) {
+            server_taint(t->b[i].alloc, t->b[i].offset, t->b[i].size, f);
+            t->b[i].alloc->queued_writer = NO_SLOT;
+        }
+}
+
+/* Spec 5.4 rule 3, skip don't taint: a task whose input (the indirect count included) carries a
+ * failure does not run; its outputs take the failure, with a link of the chain naming the task
+ * and the input. Returns 1 when skipped. */
+static int skip_if_input_failed(cubec_device *d, task *t)
+{
+    uint32_t n = t->kind == TASK_TRANSFER_COPY ? 2 : t->count;
+    for (uint32_t i = 0; i <= n; i++) {
+        const bound_range *r = i < n ? &t->b[i] : &t->indirect;
+        int input = i < n ? (t->kind == TASK_TRANSFER_COPY
+                                 ? i == 0
+                                 : (t->entry->refl.access[i] & CUBEC_ACCESS_READ) != 0)
+                          : r->alloc != NULL;
+        if (!input || !r->alloc) continue;
+        failure *cause = server_failure_of(r->alloc, r->offset, r->size);
+        if (!cause) continue;
+        failure *f = failure_chain(
+            cause,
+            "launch \"%s\" on stream %" PRIu64 " was skipped because its %s buffer #%" PRIu64
+            " was not written",
+            task_name(t), t->stream, i < n ? "input" : "indirect-count", r->alloc->number);
+        taint_outputs(t, f);
+        failure_release(f);
+        d->stats.skipped++;
+        return 1;
+    }
+    return 0;
+}
+
+/* The task could not be recorded: what it would have written carries the error (the caller
+ * still gets the error: it stops the drain). */
+static cubec_status record_failed(task *t, cubec_status err)
+{
+    failure *f =
+        failure_new(cubec_status_code(err), "launch \"%s\" on stream %" PRIu64 " failed: %s",
+                    task_name(t), t->stream, cubec_status_message(err));
+    taint_outputs(t, f);
+    failure_release(f);
+    return err;
+}
+
 /* Records a queued task into the open command buffer (called by the scheduler). */
 cubec_status server_record_task(cubec_device *d, task *t)
 {
+    if (skip_if_input_failed(d, t)) {
+        server_discard_task(d, t);
+        return NULL;
+    }
     VkCommandBuffer cmd;
     cubec_status err = sub_begin(d, &cmd);
     if (err) {
+        record_failed(t, status_clone(err));
         server_discard_task(d, t);
         return err;
     }
@@ -185,6 +248,7 @@ cubec_status server_record_task(cubec_device *d, task *t)
             err = host_ring_alloc(d, &d->info_ring, e->info_size, d->info.storage_offset_alignment,
                                   &at);
             if (err) {
+                cubec_status_free(record_failed(t, status_clone(err)));
                 server_discard_task(d, t);
                 return err;
             }
@@ -196,6 +260,7 @@ cubec_status server_record_task(cubec_device *d, task *t)
         err = record_dispatch(d, cmd, e, infos, n, info_buffer,
                               info ? info : server_task_arena_info(d, t));
         if (err) {
+            cubec_status_free(record_failed(t, status_clone(err)));
             server_discard_task(d, t);
             return err;
         }
@@ -216,7 +281,13 @@ cubec_status server_record_task(cubec_device *d, task *t)
     }
     if (t->indirect.alloc) t->indirect.alloc->last_use = d->next_value;
     d->stats.tasks++;
-    server_discard_task(d, t); /* the references: last_use now keeps the memory */
+    /* The batch holds the ranges until it is submitted: a lost submission taints what it
+     * would have written (this also keeps the memory until then). */
+    for (uint32_t i = 0; i < n && !err; i++)
+        err = server_hold(d, d->open, t->b[i].alloc, t->b[i].offset, t->b[i].size,
+                          (t->write_mask >> i) & 1);
+    server_discard_task(d, t); /* the task's references: the holds and last_use keep the memory */
+    if (err) return err;
     return sub_task_done(d);
 }
 
@@ -286,6 +357,7 @@ static cubec_status copy_with_transfer(cubec_device *d, uint32_t slot, buffer_ob
     RETURN_IF_ERROR(sched_reserve(&d->sched, slot, (void **)&t));
     t->kind = TASK_TRANSFER_COPY;
     t->slot = slot;
+    t->stream = d->resolved_stream;
     t->count = 2;
     t->entry = NULL;
     t->indirect.alloc = NULL;

@@ -43,6 +43,7 @@ cubec_status server_stream_resolve(cubec_device *d, cubec_stream stream, const c
         number = stream & 0xffffffffffffull;
     }
     *out_slot = (uint32_t)(number % d->max_streams);
+    d->resolved_stream = number;
     return NULL;
 }
 

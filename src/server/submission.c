@@ -42,6 +42,7 @@ cubec_status sub_init(cubec_device *d)
 void sub_destroy(cubec_device *d)
 {
     for (uint32_t i = 0; i < d->batch_count; i++) {
+        free(d->batches[i].held);
         vkDestroyCommandPool(d->vk.device, d->batches[i].pool, NULL);
         if (d->batches[i].descriptors)
             vkDestroyDescriptorPool(d->vk.device, d->batches[i].descriptors, NULL);
@@ -117,6 +118,8 @@ static cubec_status take_batch(cubec_device *d, batch **out)
     }
     b->value = 0;
     b->recorded = 0;
+    b->held = NULL;
+    b->held_count = b->held_cap = 0;
     b->descriptors = VK_NULL_HANDLE;
     if (!d->vk.push_descriptor) {
         /* One set per launch, at most batch_task_cap launches per batch. */
@@ -184,7 +187,12 @@ cubec_status sub_flush(cubec_device *d, int for_host)
     }
     d->open = NULL;
     VkResult r = vkEndCommandBuffer(b->cmd);
-    if (r != VK_SUCCESS) return server_note_error(d, vk_status(r, "vkEndCommandBuffer"));
+    if (r != VK_SUCCESS) {
+        cubec_status err = server_note_error(d, vk_status(r, "vkEndCommandBuffer"));
+        server_batch_settled(d, b, err);
+        b->value = 0;
+        return err;
+    }
     uint64_t value = d->next_value;
     VkTimelineSemaphoreSubmitInfo ts = {.sType = VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO,
                                         .signalSemaphoreValueCount = 1,
@@ -195,12 +203,21 @@ cubec_status sub_flush(cubec_device *d, int for_host)
                        .pCommandBuffers = &b->cmd,
                        .signalSemaphoreCount = 1,
                        .pSignalSemaphores = &d->timeline};
-    r = vkQueueSubmit(d->vk.queue, 1, &si, VK_NULL_HANDLE);
-    if (r != VK_SUCCESS) {
-        /* The buffer was not submitted: make it reusable; its work is lost and reported. */
-        b->value = 0;
-        return server_note_error(d, vk_status(r, "vkQueueSubmit"));
+    cubec_status lost = fault_hit(&d->faults, CUBEC_FAULT_SUBMIT)
+                            ? fault_status(&d->faults, CUBEC_FAULT_SUBMIT, CUBEC_INTERNAL)
+                            : NULL;
+    if (!lost) {
+        r = vkQueueSubmit(d->vk.queue, 1, &si, VK_NULL_HANDLE);
+        if (r != VK_SUCCESS) lost = server_note_error(d, vk_status(r, "vkQueueSubmit"));
     }
+    if (lost) {
+        /* The buffer was not submitted: make it reusable; its work is lost, and what it would
+         * have written carries the error. */
+        server_batch_settled(d, b, lost);
+        b->value = 0;
+        return lost;
+    }
+    server_batch_settled(d, b, NULL);
     b->value = value;
     d->next_value++;
     d->stats.submissions++;
@@ -234,8 +251,9 @@ static void recycle_finished(cubec_device *d)
 /* Polls the timeline for up to spin_us, then blocks. Touches only immutable Vulkan handles, so
  * it may run without the device lock. Returns the observed counter value (0 on error). */
 static VkResult wait_timeline(VkDevice dev, VkSemaphore timeline, uint64_t value, int spin_us,
-                              uint64_t *out_value)
+                              int fail, uint64_t *out_value)
 {
+    if (fail) return VK_ERROR_DEVICE_LOST; /* an injected failure of the wait */
     uint64_t v = 0;
     if (spin_us > 0) {
         uint64_t until = now_ns() + (uint64_t)spin_us * 1000u;
@@ -267,15 +285,22 @@ cubec_status sub_wait(cubec_device *d, uint64_t value)
     recycle_finished(d);
     uint64_t seen = 0;
     VkResult r;
+    int fail = fault_hit(&d->faults, CUBEC_FAULT_WAIT);
     if (d->draining) {
-        r = wait_timeline(d->vk.device, d->timeline, value, d->spin_us, &seen);
+        r = wait_timeline(d->vk.device, d->timeline, value, d->spin_us, fail, &seen);
     } else {
         /* Other threads queue and record while this one waits for the GPU. */
         pthread_mutex_unlock(&d->lock);
-        r = wait_timeline(d->vk.device, d->timeline, value, d->spin_us, &seen);
+        r = wait_timeline(d->vk.device, d->timeline, value, d->spin_us, fail, &seen);
         pthread_mutex_lock(&d->lock);
     }
-    if (r != VK_SUCCESS) return server_note_error(d, vk_status(r, "vkWaitSemaphores"));
+    if (r != VK_SUCCESS)
+        return server_note_error(
+            d, fail ? status_make(CUBEC_DEVICE_LOST,
+                                  "injected fault: wait call #%llu: the "
+                                  "device is treated as lost",
+                                  (unsigned long long)d->faults.count[CUBEC_FAULT_WAIT])
+                    : vk_status(r, "vkWaitSemaphores"));
     if (seen > d->completed_value) d->completed_value = seen;
     sub_poll(d);
     recycle_finished(d);

@@ -87,7 +87,10 @@ cubec_status server_write(cubec_device *d, uint32_t slot, buffer_obj *b, uint64_
         alloc_obj *a = b->alloc;
         a->refs++;
         cubec_status err = sub_wait(d, a->last_use);
-        if (!err) memcpy(page->mapped + at, src, size);
+        if (!err) {
+            memcpy(page->mapped + at, src, size);
+            server_untaint(a, at, size); /* a successful write clears the failure (spec 5.4) */
+        }
         server_alloc_release(d, a);
         return err;
     }
@@ -95,6 +98,15 @@ cubec_status server_write(cubec_device *d, uint32_t slot, buffer_obj *b, uint64_
     d->draining++;
     cubec_status err = write_staged(d, b, at, src, size);
     d->draining--;
+    if (err) {
+        /* Part of the bytes may have been written: the range carries the error. */
+        failure *f =
+            failure_new(cubec_status_code(err), "a write failed: %s", cubec_status_message(err));
+        server_taint(b->alloc, at, size, f);
+        failure_release(f);
+    } else {
+        server_untaint(b->alloc, at, size);
+    }
     if (!err) d->slots[slot].last_value = d->next_value - 1; /* cubec_sync(stream) waits for it */
     return err;
 }
@@ -145,6 +157,9 @@ cubec_status server_read(cubec_device *d, uint32_t slot, buffer_obj *b, uint64_t
     RETURN_IF_ERROR(server_drain_for_host(d, slot, b->alloc));
     vk_page *page = buffer_page(b);
     uint64_t at = buffer_device_offset(b) + offset;
+    /* Bytes that work failed to write are an error, never stale data. */
+    failure *f = server_failure_of(b->alloc, at, size);
+    if (f) return server_failure_status(b->alloc, f, "read");
     if (page->mapped) {
         /* The wait may release the device lock: the reference keeps the memory. */
         alloc_obj *a = b->alloc;
@@ -164,6 +179,10 @@ cubec_status server_read_async(cubec_device *d, uint32_t slot, buffer_obj *b, ui
                                void *dst, uint64_t size, cubec_event **out)
 {
     if (size) RETURN_IF_ERROR(server_drain_for_host(d, slot, b->alloc));
+    if (size) {
+        failure *f = server_failure_of(b->alloc, buffer_device_offset(b) + offset, size);
+        if (f) return server_failure_status(b->alloc, f, "read");
+    }
     cubec_event *e = calloc(1, sizeof *e);
     if (!e) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (event)");
     e->device = d;
@@ -203,6 +222,8 @@ cubec_status server_read_async(cubec_device *d, uint32_t slot, buffer_obj *b, ui
             err = vk_status(vkBindBufferMemory(d->vk.device, e->staging, e->staging_memory, 0),
                             "vkBindBufferMemory");
         void *mapped = NULL;
+        if (!err && fault_hit(&d->faults, CUBEC_FAULT_MAP))
+            err = fault_status(&d->faults, CUBEC_FAULT_MAP, CUBEC_INTERNAL);
         if (!err)
             err = vk_status(
                 vkMapMemory(d->vk.device, e->staging_memory, 0, VK_WHOLE_SIZE, 0, &mapped),

@@ -1,0 +1,61 @@
+/* Failures on memory, the server's side (spec 5): tainting ranges, skipped launches, submissions
+ * that are lost, and the errors host accesses return. The failure objects and maps are in
+ * failure/. */
+#include "server/device.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+
+failure *server_failure_of(const alloc_obj *a, uint64_t page_offset, uint64_t size)
+{
+    if (!a->taint.count) return NULL;
+    return taint_find(&a->taint, alloc_offset(a, page_offset), size);
+}
+
+void server_taint(alloc_obj *a, uint64_t page_offset, uint64_t size, failure *f)
+{
+    taint_set(&a->taint, alloc_offset(a, page_offset), size, f);
+}
+
+void server_untaint(alloc_obj *a, uint64_t page_offset, uint64_t size)
+{
+    if (a->taint.count) taint_clear(&a->taint, alloc_offset(a, page_offset), size);
+}
+
+cubec_status server_failure_status(const alloc_obj *a, const failure *f, const char *what)
+{
+    return status_make(f->code, "%s of buffer #%" PRIu64 ": not written: %s", what, a->number,
+                       f->message);
+}
+
+cubec_status server_hold(cubec_device *d, batch *b, alloc_obj *a, uint64_t offset, uint64_t size,
+                         int write)
+{
+    (void)d;
+    if (b->held_count == b->held_cap) {
+        uint32_t cap = b->held_cap ? b->held_cap * 2 : 64;
+        held_range *n = realloc(b->held, cap * sizeof *n);
+        if (!n) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (batch ranges)");
+        b->held = n;
+        b->held_cap = cap;
+    }
+    a->refs++;
+    b->held[b->held_count++] = (held_range){a, offset, size, write};
+    return NULL;
+}
+
+void server_batch_settled(cubec_device *d, batch *b, cubec_status err)
+{
+    failure *f = NULL;
+    if (err) {
+        f = failure_new(cubec_status_code(err), "the submission of its work failed: %s",
+                        cubec_status_message(err));
+    }
+    for (uint32_t i = 0; i < b->held_count; i++) {
+        held_range *h = &b->held[i];
+        if (f && h->write) server_taint(h->alloc, h->offset, h->size, f);
+        server_alloc_release(d, h->alloc);
+    }
+    b->held_count = 0;
+    failure_release(f);
+}
