@@ -32,6 +32,7 @@ cubec_status cubec_kernel_create(cubec_device *device, const cubec_kernel_desc *
     }
     if (!err) {
         k->entry = e;
+        snprintf(k->name, sizeof k->name, "%.31s", desc->name ? desc->name : e->name);
         err = handle_table_insert(&device->kernels, k, &out_kernel->id);
         if (err) free(k);
     }
@@ -83,6 +84,7 @@ static cubec_status check_launch(cubec_device *d, const cubec_launch_desc *desc,
         handle_table_lookup(&d->kernels, desc->kernel.id, "cubec_launch: desc->kernel", &o));
     const pipeline_entry *e = ((kernel_obj *)o)->entry;
     a->entry = e;
+    a->name = ((kernel_obj *)o)->name;
     if (desc->buffer_count != e->refl.binding_count)
         return INVALID_ARG("%s: desc->buffer_count is %u but kernel '%s' has %u storage buffers",
                            fn, desc->buffer_count, e->name, e->refl.binding_count);

@@ -64,7 +64,8 @@ typedef struct pipeline_entry {
 } pipeline_entry;
 
 typedef struct kernel_obj {
-    pipeline_entry *entry;
+    pipeline_entry *entry; /* shared by kernels with the same definition */
+    char name[32];         /* this handle's name, for failure messages */
 } kernel_obj;
 
 /* A recorded-but-not-yet-finished command buffer. */
@@ -114,6 +115,7 @@ typedef struct task {
     task_kind kind;
     uint32_t slot;   /* whose queue (and metadata arena) it came from */
     uint64_t stream; /* the stream's number, for failure messages */
+    char name[32];   /* the kernel's name, for failure messages */
     uint32_t count;  /* bindings */
     const struct pipeline_entry *entry;
     uint32_t groups[3];
@@ -280,6 +282,7 @@ void server_kernels_destroy(cubec_device *d);
 /* server/launch.c */
 typedef struct launch_args {
     const pipeline_entry *entry;
+    const char *name; /* the kernel handle's name (NULL: the pipeline's) */
     buffer_obj *const *buffers;
     uint32_t buffer_count;
     const void *info;

@@ -7,6 +7,7 @@
 #include "server/device.h"
 
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -120,6 +121,7 @@ cubec_status server_launch(cubec_device *d, uint32_t slot, const launch_args *a)
     t->kind = TASK_LAUNCH;
     t->slot = slot;
     t->stream = d->resolved_stream;
+    snprintf(t->name, sizeof t->name, "%.31s", a->name ? a->name : e->name);
     t->entry = e;
     t->count = a->buffer_count;
     t->write_mask = 0;
@@ -152,7 +154,7 @@ static const unsigned char *server_task_arena_info(const cubec_device *d, const 
 
 static const char *task_name(const task *t)
 {
-    return t->kind == TASK_TRANSFER_COPY ? "cubec.copy" : t->entry->name;
+    return t->kind == TASK_TRANSFER_COPY ? "cubec.copy" : t->name;
 }
 
 /* Taints what the task would have written with `f` (the task did not run). */
