@@ -45,6 +45,20 @@ static int has_layer(const char *name)
  * VK_ERROR_INCOMPATIBLE_DRIVER after ~29 create/destroy cycles in one process, so a program that
  * opens and closes devices repeatedly (a test suite, `cubec bench`) would stop working. Keeping
  * the instance is the documented global state of this module, next to the config and logger. */
+/* Warnings and errors of every kind go to on_debug_message with `user` (a vk_context, or NULL). */
+static VkDebugUtilsMessengerCreateInfoEXT messenger_info(void *user)
+{
+    return (VkDebugUtilsMessengerCreateInfoEXT){
+        .sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT,
+        .messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT |
+                           VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT,
+        .messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT |
+                       VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
+                       VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT,
+        .pfnUserCallback = on_debug_message,
+        .pUserData = user};
+}
+
 static pthread_mutex_t instances_lock = PTHREAD_MUTEX_INITIALIZER;
 static VkInstance instances[2];
 
@@ -59,15 +73,7 @@ static cubec_status shared_instance(int validation, VkInstance *out)
     VkInstanceCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
                                .pApplicationInfo = &app};
     /* Reports problems of vkCreateInstance itself (no device to pass them to: logged). */
-    VkDebugUtilsMessengerCreateInfoEXT mci = {
-        .sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT,
-        .messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT |
-                           VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT,
-        .messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT |
-                       VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
-                       VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT,
-        .pfnUserCallback = on_debug_message,
-        .pUserData = NULL};
+    VkDebugUtilsMessengerCreateInfoEXT mci = messenger_info(NULL);
     static const VkValidationFeatureEnableEXT enables[] = {
         VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT};
     VkValidationFeaturesEXT features = {.sType = VK_STRUCTURE_TYPE_VALIDATION_FEATURES_EXT,
@@ -100,15 +106,7 @@ static cubec_status create_instance(int validation, vk_context *ctx)
     RETURN_IF_ERROR(shared_instance(validation ? 1 : 0, &ctx->instance));
     if (validation) {
         /* A messenger per device, so that each device's callback gets its own messages. */
-        VkDebugUtilsMessengerCreateInfoEXT mci = {
-            .sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT,
-            .messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT |
-                               VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT,
-            .messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT |
-                           VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
-                           VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT,
-            .pfnUserCallback = on_debug_message,
-            .pUserData = ctx};
+        VkDebugUtilsMessengerCreateInfoEXT mci = messenger_info(ctx);
         PFN_vkCreateDebugUtilsMessengerEXT create =
             (PFN_vkCreateDebugUtilsMessengerEXT)vkGetInstanceProcAddr(
                 ctx->instance, "vkCreateDebugUtilsMessengerEXT");
