@@ -32,7 +32,8 @@ cubec_status fault_parse(fault_plan *p, const char *spec)
                                (int)(colon - s), s);
         char *end;
         unsigned long long n = strtoull(colon + 1, &end, 10);
-        if (end == colon + 1 || n == 0 || (*end && *end != ','))
+        if (colon[1] < '0' || colon[1] > '9' || end == colon + 1 || n == 0 ||
+            (*end && *end != ','))
             return INVALID_ARG("CUBEC_FAULT: '%s' needs a call number >= 1 after '%s:'", s,
                                names[kind]);
         p->fail_at[kind] = p->count[kind] + n;

@@ -283,6 +283,11 @@ cubec_status server_record_task(cubec_device *d, task *t)
     }
     if (t->indirect.alloc) t->indirect.alloc->last_use = d->next_value;
     d->stats.tasks++;
+    /* Recorded: what it writes will be written, so earlier failures on those ranges no longer
+     * apply (a relaunch from good inputs recovers, like a host write). If the submission is
+     * lost, the batch taints them again. Tasks recorded later may still taint them. */
+    for (uint32_t i = 0; i < n; i++)
+        if ((t->write_mask >> i) & 1) server_untaint(t->b[i].alloc, t->b[i].offset, t->b[i].size);
     /* The batch holds the ranges until it is submitted: a lost submission taints what it
      * would have written (this also keeps the memory until then). */
     for (uint32_t i = 0; i < n && !err; i++)
