@@ -299,6 +299,8 @@ cubec_status server_fill(cubec_device *d, uint32_t slot, buffer_obj *dst, uint64
 /* The scheduler's side: record a queued task, or drop what it holds. */
 cubec_status server_record_task(cubec_device *d, task *t);
 void server_discard_task(cubec_device *d, task *t);
+/* Drops a queued task without recording it: what it would have written carries a failure. */
+void server_drop_task(cubec_device *d, task *t);
 
 /* server/streams.c */
 cubec_status server_streams_init(cubec_device *d);

@@ -208,6 +208,19 @@ static cubec_status record_failed(task *t, cubec_status err)
     return err;
 }
 
+void server_drop_task(cubec_device *d, task *t)
+{
+    /* The scheduler dropped it without recording (an earlier task of the same drain failed, or
+     * the device closed): its outputs must not read back as if written. */
+    failure *f = failure_new(CUBEC_INTERNAL,
+                             "launch \"%s\" on stream %" PRIu64
+                             " was dropped: an earlier task of the same submission failed",
+                             task_name(t), t->stream);
+    taint_outputs(t, f);
+    failure_release(f);
+    server_discard_task(d, t);
+}
+
 /* Records a queued task into the open command buffer (called by the scheduler). */
 cubec_status server_record_task(cubec_device *d, task *t)
 {

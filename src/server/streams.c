@@ -80,7 +80,7 @@ static cubec_status backend_submit(void *user)
 
 static void backend_discard(void *user, void *t)
 {
-    server_discard_task(user, t);
+    server_drop_task(user, t);
 }
 
 cubec_status server_streams_init(cubec_device *d)
