@@ -20,6 +20,7 @@
  * what it writes), test_page_fault_fails_buffer_creation (a single injected page fault is
  * absorbed by the out-of-memory retry) and test_fault_environment_refuses_negative_numbers. */
 #include "test_util.h"
+#include "uint_kernels.h"
 
 #include "server/device.h"
 
@@ -29,25 +30,8 @@
 #include <string.h>
 #include <time.h>
 
-#define KERNEL_HEAD                                                                                \
-    "#version 450\n"                                                                               \
-    "layout(local_size_x = 64) in;\n"
-#define KERNEL_INFO "CUBEC_INFO(uint n; uint mul; uint add;)\n"
-
-/* o[i] = i * mul + add */
-static const char produce_src[] = KERNEL_HEAD
-    "layout(std430, binding = 0) writeonly buffer O { uint o[]; };\n" KERNEL_INFO "void main() {\n"
-    "  uint i = gl_GlobalInvocationID.x;\n"
-    "  if (i < info.n) o[i] = i * info.mul + info.add;\n"
-    "}\n";
-
-/* y[i] = x[i] * mul + add */
-static const char consume_src[] = KERNEL_HEAD
-    "layout(std430, binding = 0) readonly buffer X { uint x[]; };\n"
-    "layout(std430, binding = 1) writeonly buffer Y { uint y[]; };\n" KERNEL_INFO "void main() {\n"
-    "  uint i = gl_GlobalInvocationID.x;\n"
-    "  if (i < info.n) y[i] = x[i] * info.mul + info.add;\n"
-    "}\n";
+#define KERNEL_HEAD UINT_KERNEL_HEAD
+#define KERNEL_INFO UINT_KERNEL_INFO
 
 /* y[i] = max(int(x[i] * mul + add), 0): a ReLU over the consume step (a distinct kernel, so that
  * messages name it). */
@@ -56,13 +40,6 @@ static const char relu_src[] = KERNEL_HEAD
     "layout(std430, binding = 1) writeonly buffer Y { uint y[]; };\n" KERNEL_INFO "void main() {\n"
     "  uint i = gl_GlobalInvocationID.x;\n"
     "  if (i < info.n) y[i] = uint(max(int(x[i] * info.mul + info.add), 0));\n"
-    "}\n";
-
-/* v[i] = v[i] * mul + add (one read-write binding) */
-static const char step_src[] = KERNEL_HEAD
-    "layout(std430, binding = 0) buffer V { uint v[]; };\n" KERNEL_INFO "void main() {\n"
-    "  uint i = gl_GlobalInvocationID.x;\n"
-    "  if (i < info.n) v[i] = v[i] * info.mul + info.add;\n"
     "}\n";
 
 /* Keeps the device busy for a while, so that a wait that follows really waits: each word goes

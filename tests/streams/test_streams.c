@@ -6,6 +6,7 @@
  * with a CPU reference computed here; nothing is synchronised beyond what the stream rules promise
  * (cubec.h, "Streams"). */
 #include "test_util.h"
+#include "uint_kernels.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -13,33 +14,9 @@
 #include <string.h>
 #include <unistd.h>
 
-/* Three element-wise kernels with the same metadata {n, mul, add}. */
-#define KERNEL_HEAD                                                                                \
-    "#version 450\n"                                                                               \
-    "layout(local_size_x = 64) in;\n"
-#define KERNEL_INFO "CUBEC_INFO(uint n; uint mul; uint add;)\n"
-
-/* o[i] = i * mul + add */
-static const char produce_src[] = KERNEL_HEAD
-    "layout(std430, binding = 0) writeonly buffer O { uint o[]; };\n" KERNEL_INFO "void main() {\n"
-    "  uint i = gl_GlobalInvocationID.x;\n"
-    "  if (i < info.n) o[i] = i * info.mul + info.add;\n"
-    "}\n";
-
-/* y[i] = x[i] * mul + add */
-static const char consume_src[] = KERNEL_HEAD
-    "layout(std430, binding = 0) readonly buffer X { uint x[]; };\n"
-    "layout(std430, binding = 1) writeonly buffer Y { uint y[]; };\n" KERNEL_INFO "void main() {\n"
-    "  uint i = gl_GlobalInvocationID.x;\n"
-    "  if (i < info.n) y[i] = x[i] * info.mul + info.add;\n"
-    "}\n";
-
-/* v[i] = v[i] * mul + add: a chain of these depends on its order. */
-static const char step_src[] = KERNEL_HEAD
-    "layout(std430, binding = 0) buffer V { uint v[]; };\n" KERNEL_INFO "void main() {\n"
-    "  uint i = gl_GlobalInvocationID.x;\n"
-    "  if (i < info.n) v[i] = v[i] * info.mul + info.add;\n"
-    "}\n";
+/* The shared kernels (uint_kernels.h) and more of the same shape below. */
+#define KERNEL_HEAD UINT_KERNEL_HEAD
+#define KERNEL_INFO UINT_KERNEL_INFO
 
 typedef struct kernels {
     cubec_kernel produce, consume, step;
