@@ -15,10 +15,10 @@
  * is computed here (buffer numbers follow the order of creation on a fresh device, stream numbers
  * are the low 48 bits of the stream ids); every error checked is printed (docs/errors.md quotes
  * them). The device's internal counters (d->stats) prove that a skipped launch was not recorded.
- * Three tests fail on purpose until the library changes, each naming what it found ("BUG:"):
- * test_successful_relaunch_clears_failure (spec 5.3: a launch that runs releases the failure of
- * what it writes), test_page_fault_fails_buffer_creation (a single injected page fault is
- * absorbed by the out-of-memory retry) and test_fault_environment_refuses_negative_numbers. */
+ * Three tests guard what these tests found: test_successful_relaunch_clears_failure (spec 5.3: a
+ * launch that runs releases the failure of what it writes), test_page_fault_fails_buffer_creation
+ * (a single injected page fault is absorbed by the out-of-memory retry, or fails the creation
+ * naming it) and test_fault_environment_refuses_negative_numbers. */
 #include "test_util.h"
 #include "uint_kernels.h"
 
@@ -976,9 +976,9 @@ static void test_fault_injection_api(void **state)
     test_device_close(d);
 }
 
-/* An injected page fault is absorbed by the out-of-memory retry, or fails the buffer creation that
- * needed the page, with
- * CUBEC_OUT_OF_MEMORY naming the fault, and creates nothing. */
+/* An injected page fault is absorbed by the out-of-memory retry (one more page call, and the
+ * buffer works), or fails the buffer creation that needed the page with CUBEC_OUT_OF_MEMORY naming
+ * the fault, and creates nothing. */
 static void test_page_fault_fails_buffer_creation(void **state)
 {
     (void)state;
