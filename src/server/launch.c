@@ -64,9 +64,15 @@ static void hold(bound_range *r, alloc_obj *a, uint64_t offset, uint64_t size)
     a->refs++;
 }
 
+/* Bindings a task holds: a transfer copy has its source and destination. */
+static uint32_t task_bindings(const task *t)
+{
+    return t->kind == TASK_TRANSFER_COPY ? 2 : t->count;
+}
+
 void server_discard_task(cubec_device *d, task *t)
 {
-    uint32_t n = t->kind == TASK_TRANSFER_COPY ? 2 : t->count;
+    uint32_t n = task_bindings(t);
     for (uint32_t i = 0; i < n; i++)
         server_alloc_release(d, t->b[i].alloc);
     if (t->indirect.alloc) server_alloc_release(d, t->indirect.alloc);
@@ -75,7 +81,7 @@ void server_discard_task(cubec_device *d, task *t)
 /* Marks what a queued task will write, for the alignment of later users on other slots. */
 static void note_queued_writes(task *t, uint32_t slot)
 {
-    uint32_t n = t->kind == TASK_TRANSFER_COPY ? 2 : t->count;
+    uint32_t n = task_bindings(t);
     for (uint32_t i = 0; i < n; i++)
         if (t->write_mask & (1u << i)) t->b[i].alloc->queued_writer = slot;
 }
@@ -160,7 +166,7 @@ static const char *task_name(const task *t)
 /* Taints what the task would have written with `f` (the task did not run). */
 static void taint_outputs(task *t, failure *f)
 {
-    uint32_t n = t->kind == TASK_TRANSFER_COPY ? 2 : t->count;
+    uint32_t n = task_bindings(t);
     for (uint32_t i = 0; i < n; i++)
         if ((t->write_mask >> i) & 1) {
             server_taint(t->b[i].alloc, t->b[i].offset, t->b[i].size, f);
@@ -173,7 +179,7 @@ static void taint_outputs(task *t, failure *f)
  * and the input. Returns 1 when skipped. */
 static int skip_if_input_failed(cubec_device *d, task *t)
 {
-    uint32_t n = t->kind == TASK_TRANSFER_COPY ? 2 : t->count;
+    uint32_t n = task_bindings(t);
     for (uint32_t i = 0; i <= n; i++) {
         const bound_range *r = i < n ? &t->b[i] : &t->indirect;
         int input = i < n ? (t->kind == TASK_TRANSFER_COPY
@@ -285,27 +291,25 @@ cubec_status server_record_task(cubec_device *d, task *t)
         else
             vkCmdDispatch(cmd, t->groups[0], t->groups[1], t->groups[2]);
     }
-    uint32_t n = t->kind == TASK_TRANSFER_COPY ? 2 : t->count;
+    /* For each binding: the batch's timeline value marks the use; a write is now recorded, so
+     * earlier failures on that range no longer apply (a relaunch from good inputs recovers, like
+     * a host write; tasks recorded later may still taint it); and the batch holds the range until
+     * it is submitted, so a lost submission taints what it would have written (the hold also
+     * keeps the memory until then). */
+    uint32_t n = task_bindings(t);
     for (uint32_t i = 0; i < n; i++) {
-        alloc_obj *al = t->b[i].alloc;
-        al->last_use = d->next_value;
-        if ((t->write_mask >> i) & 1) {
-            al->last_write = d->next_value;
-            al->queued_writer = NO_SLOT;
+        bound_range *r = &t->b[i];
+        int write = (t->write_mask >> i) & 1;
+        r->alloc->last_use = d->next_value;
+        if (write) {
+            r->alloc->last_write = d->next_value;
+            r->alloc->queued_writer = NO_SLOT;
+            server_untaint(r->alloc, r->offset, r->size);
         }
+        if (!err) err = server_hold(d, d->open, r->alloc, r->offset, r->size, write);
     }
     if (t->indirect.alloc) t->indirect.alloc->last_use = d->next_value;
     d->stats.tasks++;
-    /* Recorded: what it writes will be written, so earlier failures on those ranges no longer
-     * apply (a relaunch from good inputs recovers, like a host write). If the submission is
-     * lost, the batch taints them again. Tasks recorded later may still taint them. */
-    for (uint32_t i = 0; i < n; i++)
-        if ((t->write_mask >> i) & 1) server_untaint(t->b[i].alloc, t->b[i].offset, t->b[i].size);
-    /* The batch holds the ranges until it is submitted: a lost submission taints what it
-     * would have written (this also keeps the memory until then). */
-    for (uint32_t i = 0; i < n && !err; i++)
-        err = server_hold(d, d->open, t->b[i].alloc, t->b[i].offset, t->b[i].size,
-                          (t->write_mask >> i) & 1);
     server_discard_task(d, t); /* the task's references: the holds and last_use keep the memory */
     if (err) return err;
     return sub_task_done(d);
