@@ -3,7 +3,10 @@
  *
  * The devices are described with cubec_device_peek, which opens nothing. The default is found by
  * really opening it: that way the answer follows the library's own choice (device ranking,
- * CUBEC_DEVICE, the config file) instead of a copy of its rules that could drift. */
+ * CUBEC_DEVICE, the config file) instead of a copy of its rules that could drift.
+ *
+ * `--memory` prints the default device's memory report right after opening it: what the device
+ * holds before any buffer (the runtime's rings), with the same formatter programs call. */
 #include "cli.h"
 
 #include <inttypes.h>
@@ -12,11 +15,16 @@
 void cli_info_usage(FILE *out)
 {
     fprintf(out,
-            "usage: cubec info\n"
+            "usage: cubec info [--memory [--json]]\n"
             "\n"
             "Lists every Vulkan device with its name, type, vendor and device id, driver, API\n"
             "version and compute limits, and marks the one cubec_device_open(NULL) picks\n"
-            "(CUBEC_DEVICE=<index or part of the name> changes it).\n");
+            "(CUBEC_DEVICE=<index or part of the name> changes it).\n"
+            "\n"
+            "  --memory   open the default device and print its memory report as a table (per\n"
+            "             stream slot, then the runtime's rings); it allocates nothing, so it\n"
+            "             shows what a device holds before the first buffer\n"
+            "  --json     with --memory: the report as JSON (cubec_memory_report_json)\n");
 }
 
 static const char *type_name(cubec_device_type type)
@@ -95,16 +103,53 @@ static void print_device(uint32_t index, const cubec_device_info *d, int is_defa
     if (d->tasks_max != 0) printf("  %-28s %" PRIu32 "\n", "tasks per submission", d->tasks_max);
 }
 
+/* `cubec info --memory`: the default device's memory report, from the library's own formatter
+ * so that the tool and programs print the same thing. */
+static int memory_main(int json)
+{
+    cubec_device *device = NULL;
+    if (cli_failed("info", cubec_device_open(NULL, &device), "opening the default device"))
+        return CLI_EXIT_RUNTIME;
+    char *text = NULL;
+    cubec_status status =
+        json ? cubec_memory_report_json(device, &text) : cubec_memory_report_table(device, &text);
+    int exit_code = CLI_EXIT_OK;
+    if (cli_failed("info", status, "reading the memory report")) {
+        exit_code = CLI_EXIT_RUNTIME;
+    } else {
+        if (!json) {
+            cubec_device_info info;
+            if (cubec_device_get_info(device, &info) == NULL)
+                printf("memory of %s (nothing allocated by this command)\n", info.name);
+        }
+        fputs(text, stdout);
+    }
+    cubec_string_free(text);
+    cubec_device_close(device);
+    return exit_code;
+}
+
 int cli_info_main(int argc, char **argv)
 {
+    int memory = 0, json = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             cli_info_usage(stdout);
             return CLI_EXIT_OK;
         }
+        if (strcmp(argv[i], "--memory") == 0) {
+            memory = 1;
+            continue;
+        }
+        if (strcmp(argv[i], "--json") == 0) {
+            json = 1;
+            continue;
+        }
         if (argv[i][0] == '-') return cli_usage_error("info", "unknown flag '%s'", argv[i]);
         return cli_usage_error("info", "unexpected argument '%s'", argv[i]);
     }
+    if (json && !memory) return cli_usage_error("info", "flag '--json' needs '--memory'");
+    if (memory) return memory_main(json);
 
     uint32_t count = 0;
     if (cli_failed("info", cubec_device_count(&count), "counting Vulkan devices"))

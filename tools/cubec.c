@@ -1,6 +1,7 @@
 /* cubec: the command-line face of the runtime.
  *
  *   cubec info                 the Vulkan devices present, their limits, and the default one
+ *   cubec info --memory        the default device's memory report (--json for JSON)
  *   cubec run KERNEL ...       run one GLSL or SPIR-V kernel on buffers made from the command line
  *   cubec bench ...            the benchmark suite (bench/, see BENCHMARKS.md)
  *   cubec version              the version and the git revision it was built from
@@ -30,7 +31,8 @@ static void usage(FILE *out)
             "usage: cubec <command> [options]\n"
             "\n"
             "commands:\n"
-            "  info      list the Vulkan devices, their limits, and which one is the default\n"
+            "  info      list the Vulkan devices, their limits, and which one is the default;\n"
+            "            `info --memory [--json]` prints the default device's memory report\n"
             "  run       run a GLSL (.comp) or SPIR-V (.spv) kernel on buffers given as flags\n"
             "  bench     run the benchmark suite (a table, or --json)\n"
             "  version   print the version and the git revision of this build\n"
@@ -39,7 +41,8 @@ static void usage(FILE *out)
             "`cubec <command> --help` describes a command's options.\n"
             "Environment: CUBEC_DEVICE picks the default device (index or part of the name),\n"
             "CUBEC_VALIDATION=1 turns on the Vulkan validation layer, CUBEC_LOG_LEVEL sets the\n"
-            "log level (off, error, warn, info, debug).\n"
+            "log level (off, error, warn, info, debug), CUBEC_LOG one per subsystem\n"
+            "(e.g. memory=debug,compile=info; docs/configuration.md).\n"
             "Exit codes: 0 success, 1 runtime error, 2 usage error.\n",
             CUBEC_VERSION_STRING);
 }

@@ -160,6 +160,23 @@ run_expect 0 run_help "$CUBEC" run --help && expect_in run_help "--buf" "--group
 run_expect 0 info_help "$CUBEC" info --help
 run_expect 0 version "$CUBEC" version && expect_in version "cubec 0.1.0"
 run_expect 0 info "$CUBEC" info && expect_in info "[default]" "max storage buffer range"
+# The memory report of a device nothing was allocated on: no stream slot, the metadata ring.
+run_expect 0 info_memory "$CUBEC" info --memory &&
+    expect_in info_memory "in use" "reserved" "no stream has allocated memory" "metadata"
+if run_expect 0 info_memory_json "$CUBEC" info --memory --json; then
+    python3 - "$TMP/info_memory_json.out" <<'EOF' || fail "info_memory_json: unexpected report"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["slots"] == [], r["slots"]
+kinds = [p["kind"] for p in r["auxiliary"]]
+assert "metadata" in kinds, kinds
+t = r["totals"]
+assert t["allocations"] == 0 and t["bytes_in_use"] == 0 and t["bytes_reserved"] == 0, t
+aux = sum(p["bytes_reserved"] for p in r["auxiliary"])
+assert t["auxiliary_bytes_reserved"] == aux and t["all_bytes_reserved"] == aux, t
+EOF
+fi
+run_expect 2 info_json_alone "$CUBEC" info --json && expect_in info_json_alone "--json" "--memory"
 
 if [ "$FAILURES" -ne 0 ]; then
     echo "test_cli: $FAILURES failure(s)" >&2

@@ -45,6 +45,9 @@ typedef enum cubec_code {
     CUBEC_NOT_FOUND = 7,        /* no device matches CUBEC_DEVICE / the desc                 */
     CUBEC_INTERNAL = 8,         /* a Vulkan call failed unexpectedly (the VkResult is named) */
     CUBEC_NOT_READY = 9,        /* cubec_event_query: the work has not finished yet          */
+    CUBEC_PROFILE_INVALID =
+        10,                 /* a profile saw a launch fail or be skipped: the message says which */
+    CUBEC_GRAPH_STATE = 11, /* a graph call in the wrong state, or an operation a capture refuses */
 } cubec_code;
 
 /* Fault injection (docs/errors.md): the kinds of fallible calls cubec counts. */
@@ -331,6 +334,48 @@ cubec_status cubec_fault_inject(cubec_device *device, cubec_fault_kind kind, uin
 cubec_status cubec_fault_counts(cubec_device *device, uint64_t out_counts[CUBEC_FAULT_KIND_COUNT]);
 
 /* ---------------------------------------------------------------------------------------------
+ * Profiling (docs/profiling.md)
+ *
+ * A profile measures the GPU time of the work queued on one stream between cubec_profile_begin
+ * and cubec_profile_end, from timestamps the GPU writes around that work (Device timing). Where
+ * the queue writes no timestamps, or CUBEC_TIMING=system, it is host time around a sync of the
+ * stream before and after (System timing); the result says which. Profiles nest and overlap
+ * freely on one stream. A launch on the stream that fails or is skipped while a profile is open
+ * makes cubec_profile_end return CUBEC_PROFILE_INVALID naming that failure: a measurement of work
+ * that did not run is never returned as a time.
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct cubec_profile {
+    uint64_t id;
+} cubec_profile;
+
+typedef enum cubec_timing {
+    CUBEC_TIMING_DEVICE = 1, /* GPU timestamps written around the work                  */
+    CUBEC_TIMING_SYSTEM = 2, /* host clock around a sync of the stream at begin and end */
+} cubec_timing;
+
+typedef struct cubec_profile_result {
+    uint64_t duration_ns;
+    cubec_timing method;
+    /* The two instants on the host's CLOCK_MONOTONIC time base (device timestamps converted). */
+    uint64_t begin_ns, end_ns;
+} cubec_profile_result;
+
+/* Starts a profile of the work queued on `stream` from now on. Does not wait for the GPU with
+ * Device timing (System timing syncs the stream). */
+cubec_status cubec_profile_begin(cubec_device *device, cubec_stream stream,
+                                 cubec_profile *out_profile);
+/* Ends it: submits the stream's work, waits for it, and returns the time between begin and end.
+ * The token is consumed, also on error. `stream` must be the one the profile began on. */
+cubec_status cubec_profile_end(cubec_device *device, cubec_stream stream, cubec_profile profile,
+                               cubec_profile_result *out_result);
+/* Drops a profile without measuring, waiting or submitting anything. */
+cubec_status cubec_profile_abandon(cubec_device *device, cubec_stream stream,
+                                   cubec_profile profile);
+/* The method profiles of this device use. */
+cubec_status cubec_profile_method(cubec_device *device, cubec_timing *out_method);
+
+/* ---------------------------------------------------------------------------------------------
  * Memory
  * ------------------------------------------------------------------------------------------- */
 
@@ -366,6 +411,16 @@ cubec_status cubec_memory_report_get(cubec_device *device, cubec_stream stream,
 /* Returns every page that holds no live allocation to the driver (waits for queued work that
  * still uses freed memory first). */
 cubec_status cubec_memory_cleanup(cubec_device *device, cubec_stream stream);
+
+/* The whole device's memory as JSON: one entry per stream slot that has allocated memory (its
+ * slot number, its pools with the fields of cubec_pool_report, and the slot's totals), then the
+ * runtime's own rings ("metadata", "upload", "readback") once, then the device's totals.
+ * docs/api.md shows the layout. *out_json is a new string for cubec_string_free; NULL on error. */
+cubec_status cubec_memory_report_json(cubec_device *device, char **out_json);
+/* The same report as an aligned text table, for people. */
+cubec_status cubec_memory_report_table(cubec_device *device, char **out_text);
+/* Frees a string the library returned. NULL is accepted. */
+void cubec_string_free(char *s);
 
 #if defined(__GNUC__)
 #pragma GCC visibility pop

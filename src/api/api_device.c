@@ -1,4 +1,5 @@
-/* Public entry points: devices, flush/sync and memory reports. */
+/* Public entry points: devices, streams, flush/sync, checks and fault injection (memory is in
+ * api_memory.c). */
 #include "api/api_common.h"
 
 #include <string.h>
@@ -55,10 +56,15 @@ cubec_status cubec_sync(cubec_device *device, cubec_stream stream)
     cubec_status err = api_slot(device, stream, "cubec_sync", &slot);
     /* After a sync the host may read what the stream wrote (mapped memory, events): the batch
      * that carries the stream's last work ends with a host barrier. */
+    uint64_t t0 = device->trace ? server_now_ns() : 0, stream_number = device->resolved_stream;
     device->submit_for_host = 1;
     if (!err) err = server_drain(device, &slot, 1);
     device->submit_for_host = 0;
     if (!err) err = sub_wait_for_host(device, device->slots[slot].last_value);
+    if (!err) {
+        timeline_host(device, "sync", "sync", t0, stream_number, NULL);
+        timeline_summary_tick(device, 0);
+    }
     return api_unlock(device, err);
 }
 
@@ -78,53 +84,6 @@ cubec_status cubec_stream_current(cubec_device *device, cubec_stream *out_stream
     RETURN_IF_ERROR(api_lock(device, "cubec_stream_current"));
     *out_stream = server_stream_current(device);
     return api_unlock(device, NULL);
-}
-
-cubec_status cubec_memory_report_get(cubec_device *device, cubec_stream stream,
-                                     cubec_memory_report *out_report)
-{
-    if (!out_report) return INVALID_ARG("cubec_memory_report_get: out_report is NULL");
-    memset(out_report, 0, sizeof *out_report);
-    RETURN_IF_ERROR(api_lock(device, "cubec_memory_report_get"));
-    uint32_t slot;
-    cubec_status err = api_slot(device, stream, "cubec_memory_report_get", &slot);
-    if (err) return api_unlock(device, err);
-    sub_poll(device);
-    /* The stream's own pools (spec 3.8: a report is per stream). */
-    if (device->slots[slot].memory) memory_report_fill(device->slots[slot].memory, out_report);
-    /* The rings the server keeps (spec 3.8's auxiliary memory), after the buffer pools. */
-    const struct {
-        const char *kind;
-        const host_ring *ring;
-    } aux[] = {{"metadata", &device->info_ring},
-               {"upload", &device->upload},
-               {"readback", &device->readback}};
-    for (size_t i = 0; i < sizeof aux / sizeof aux[0]; i++) {
-        if (!aux[i].ring->buffer || out_report->pool_count >= CUBEC_MAX_POOLS) continue;
-        cubec_pool_report *p = &out_report->pools[out_report->pool_count++];
-        snprintf(p->kind, sizeof p->kind, "%s", aux[i].kind);
-        p->page_size = aux[i].ring->size;
-        p->max_slice_size = aux[i].ring->chunk_size;
-        p->pages = p->pages_peak = 1;
-        p->bytes_reserved = aux[i].ring->size;
-    }
-    return api_unlock(device, NULL);
-}
-
-cubec_status cubec_memory_cleanup(cubec_device *device, cubec_stream stream)
-{
-    RETURN_IF_ERROR(api_lock(device, "cubec_memory_cleanup"));
-    uint32_t slot;
-    cubec_status err = api_slot(device, stream, "cubec_memory_cleanup", &slot);
-    /* Frees that wait on the GPU are part of what the caller wants returned: submit the queued
-     * work that pins memory, wait for it, then return every empty page of the stream's pools. */
-    if (!err) err = server_drain_all(device);
-    if (!err && device->deferred_count) err = sub_wait(device, device->next_value - 1);
-    if (!err) {
-        server_run_deferred_frees(device);
-        if (device->slots[slot].memory) memory_cleanup(device->slots[slot].memory, 1);
-    }
-    return api_unlock(device, err);
 }
 
 /* The failure of the first listed buffer that carries one (after submitting its queued work). */

@@ -41,6 +41,59 @@ static int parse_uint(const char *v, long min, long max, long *out)
     return 1;
 }
 
+/* Parses "memory=debug,compile=info" (a bare level sets every subsystem) into levels, which it
+ * resets first: the key's value replaces an earlier one, as for every key. On a bad entry returns
+ * 0 with the entry in `entry` and what it should have been in *why. */
+static int parse_log_subsystems(const char *v, int *levels, char *entry, size_t entry_cap,
+                                const char **why)
+{
+    for (int i = 0; i < LOG_SYS_COUNT; i++)
+        levels[i] = -1;
+    const char *p = v;
+    while (*p == ' ' || *p == '\t')
+        p++;
+    if (!*p) return 1;
+    for (;;) {
+        const char *end = strchr(p, ',');
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+        while (n && (*p == ' ' || *p == '\t'))
+            p++, n--;
+        while (n && (p[n - 1] == ' ' || p[n - 1] == '\t'))
+            n--;
+        snprintf(entry, entry_cap, "%.*s", (int)n, p);
+        if (n == 0 || n >= entry_cap) {
+            *why = "subsystem=level or a level";
+            return 0;
+        }
+        char *eq = strchr(entry, '=');
+        if (!eq) {
+            int l = log_level_parse(entry);
+            if (l < 0) {
+                *why = "a level (off|error|warn|info|summary|debug) or subsystem=level";
+                return 0;
+            }
+            for (int i = 0; i < LOG_SYS_COUNT; i++)
+                levels[i] = l;
+        } else {
+            *eq = 0;
+            int s = log_subsystem_parse(entry);
+            int l = log_level_parse(eq + 1);
+            *eq = '=';
+            if (s < 0) {
+                *why = "a subsystem of device|compile|memory|streams|profiling|validation";
+                return 0;
+            }
+            if (l < 0) {
+                *why = "a level of off|error|warn|info|summary|debug";
+                return 0;
+            }
+            levels[s] = l;
+        }
+        if (!end) return 1;
+        p = end + 1;
+    }
+}
+
 /* Applies one key; returns NULL or an error naming it. */
 static cubec_status apply(cubec_config *c, const char *section, const char *key, const char *value,
                           const char *origin)
@@ -50,8 +103,14 @@ static cubec_status apply(cubec_config *c, const char *section, const char *key,
     INVALID_ARG("config %s: [%s] %s = '%s' is not %s", origin, section, key, value, what)
     if (!strcmp(section, "log") && !strcmp(key, "level")) {
         int l = log_level_parse(value);
-        if (l < 0) return BAD("one of off|error|warn|info|debug");
+        if (l < 0) return BAD("one of off|error|warn|info|summary|debug");
         c->log_level = l;
+    } else if (!strcmp(section, "log") && !strcmp(key, "subsystems")) {
+        char entry[64];
+        const char *why = "";
+        if (!parse_log_subsystems(value, c->log_levels, entry, sizeof entry, &why))
+            return INVALID_ARG("config %s: [%s] %s = '%s': entry '%s' is not %s", origin, section,
+                               key, value, entry, why);
     } else if (!strcmp(section, "log") && !strcmp(key, "file")) {
         if (strlen(value) >= sizeof c->log_file) return BAD("a path shorter than 512 bytes");
         snprintf(c->log_file, sizeof c->log_file, "%s", value);
@@ -64,7 +123,8 @@ static cubec_status apply(cubec_config *c, const char *section, const char *key,
         if (!parse_uint(value, 1, 1 << 24, &x)) return BAD("an integer in 1..16777216");
         c->max_inflight_tasks = (uint32_t)x;
     } else if (!strcmp(section, "device") && !strcmp(key, "push_descriptors")) {
-        if (!parse_bool(value, &c->push_descriptors)) return BAD("a boolean (0/1/true/false/on/off)");
+        if (!parse_bool(value, &c->push_descriptors))
+            return BAD("a boolean (0/1/true/false/on/off)");
     } else if (!strcmp(section, "streaming") && !strcmp(key, "max_streams")) {
         if (!parse_uint(value, 1, 4096, &x)) return BAD("an integer in 1..4096");
         c->max_streams = (uint32_t)x;
@@ -90,6 +150,16 @@ static cubec_status apply(cubec_config *c, const char *section, const char *key,
     } else if (!strcmp(section, "device") && !strcmp(key, "poll_spin_us")) {
         if (!parse_uint(value, -1, 1000000, &x)) return BAD("an integer in -1..1000000");
         c->poll_spin_us = (int)x;
+    } else if (!strcmp(section, "profiling") && !strcmp(key, "timing")) {
+        if (!strcmp(value, "device"))
+            c->timing_system = 0;
+        else if (!strcmp(value, "system"))
+            c->timing_system = 1;
+        else
+            return BAD("device or system");
+    } else if (!strcmp(section, "profiling") && !strcmp(key, "trace")) {
+        if (strlen(value) >= sizeof c->trace_file) return BAD("a path shorter than 512 bytes");
+        snprintf(c->trace_file, sizeof c->trace_file, "%s", value);
     } else {
         return INVALID_ARG("config %s: unknown key [%s] %s (see docs/configuration.md)", origin,
                            section, key);
@@ -110,6 +180,7 @@ static const struct {
     const char *env, *section, *key;
 } env_keys[] = {
     {"CUBEC_LOG_LEVEL", "log", "level"},
+    {"CUBEC_LOG", "log", "subsystems"},
     {"CUBEC_LOG_FILE", "log", "file"},
     {"CUBEC_DEVICE", "device", "select"},
     {"CUBEC_VALIDATION", "device", "validation"},
@@ -121,12 +192,16 @@ static const struct {
     {"CUBEC_MAX_STREAMS", "streaming", "max_streams"},
     {"CUBEC_STREAM_POLICY", "streaming", "policy"},
     {"CUBEC_STREAM_STRATEGY", "streaming", "strategy"},
+    {"CUBEC_TIMING", "profiling", "timing"},
+    {"CUBEC_TRACE", "profiling", "trace"},
 };
 
 static void config_defaults(cubec_config *c)
 {
     memset(c, 0, sizeof *c);
     c->log_level = LOG_WARN;
+    for (int i = 0; i < LOG_SYS_COUNT; i++)
+        c->log_levels[i] = -1;
     c->tasks_max = 32;
     c->poll_spin_us = -1;
     c->max_inflight_tasks = 16384;
@@ -155,6 +230,10 @@ cubec_status config_load_from(cubec_config *out, const char *ini_path, int use_e
             RETURN_IF_ERROR(apply(&c, env_keys[i].section, env_keys[i].key, v, origin));
         }
     }
+    /* Resolved only now so that the default level, from whichever source, fills in what the
+     * subsystem list leaves out. */
+    for (int i = 0; i < LOG_SYS_COUNT; i++)
+        if (c.log_levels[i] < 0) c.log_levels[i] = c.log_level;
     *out = c;
     return NULL;
 }

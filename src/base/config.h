@@ -10,21 +10,25 @@
 #include <stdint.h>
 
 typedef struct cubec_config {
-    int log_level;               /* [log] level        CUBEC_LOG_LEVEL   default warn  */
-    char log_file[512];          /* [log] file         CUBEC_LOG_FILE    default stderr */
+    int log_level;                 /* [log] level        CUBEC_LOG_LEVEL   default warn  */
+    int log_levels[LOG_SYS_COUNT]; /* [log] subsystems CUBEC_LOG   memory=debug,compile=info */
+    char log_file[512];            /* [log] file         CUBEC_LOG_FILE    default stderr */
     char device[256];            /* [device] select    CUBEC_DEVICE      index or name substring */
     int validation;              /* [device] validation CUBEC_VALIDATION 0/1 */
     uint32_t tasks_max;          /* [device] tasks_max CUBEC_TASKS_MAX   default 32 */
     int poll_spin_us;            /* [device] poll_spin_us CUBEC_POLL_SPIN_US; -1 = by device type */
     uint32_t max_inflight_tasks; /* [device] max_inflight_tasks CUBEC_MAX_INFLIGHT_TASKS */
-    uint32_t max_streams;   /* [streaming] max_streams CUBEC_MAX_STREAMS      default 128 */
-    int single_stream;      /* [streaming] policy CUBEC_STREAM_POLICY: per-thread | single */
-    int sequential_streams; /* [streaming] strategy CUBEC_STREAM_STRATEGY: interleave | sequential */
-    int force_staging;
-    int push_descriptors;   /* [device] push_descriptors CUBEC_PUSH_DESCRIPTORS: 0 forces descriptor pools */ /* [device] force_staging CUBEC_FORCE_STAGING: discrete paths on unified
-                          memory */
-    char source[600];  /* the ini file that was read, or "" */
+    uint32_t max_streams;        /* [streaming] max_streams CUBEC_MAX_STREAMS      default 128 */
+    int single_stream;           /* [streaming] policy CUBEC_STREAM_POLICY: per-thread | single */
+    int sequential_streams; /* [streaming] strategy CUBEC_STREAM_STRATEGY interleave|sequential */
+    int force_staging;      /* [device] force_staging CUBEC_FORCE_STAGING: discrete paths */
+    int push_descriptors;   /* [device] push_descriptors CUBEC_PUSH_DESCRIPTORS: 0 = pools */
+    int timing_system;      /* [profiling] timing CUBEC_TIMING: device | system (host clock) */
+    char trace_file[512];   /* [profiling] trace CUBEC_TRACE: Chrome trace JSON written at close */
+    char source[600];       /* the ini file that was read, or "" */
 } cubec_config;
+/* After loading, log_levels has every subsystem set: those [log] subsystems does not name have
+ * log_level, the default, whichever source set it. */
 
 /* Fills `out` from defaults, the first ini file found (CUBEC_CONFIG, ./cubec.ini,
  * $XDG_CONFIG_HOME/cubec/cubec.ini or ~/.config/cubec/cubec.ini) and the environment. */

@@ -1,6 +1,6 @@
 /* The process-wide logger (documented global state, with the config). A mutex keeps lines whole
- * when several threads log; the level check is a relaxed atomic load so disabled logging costs
- * one load on hot paths. */
+ * when several threads log; the level check is a relaxed atomic load of the subsystem's level so
+ * disabled logging costs one load on hot paths. */
 #include "base/log.h"
 
 #include <pthread.h>
@@ -12,11 +12,25 @@
 #include <strings.h>
 #include <time.h>
 
-static atomic_int current_level = LOG_WARN;
+static atomic_int current_level[LOG_SYS_COUNT] = {LOG_WARN, LOG_WARN, LOG_WARN,
+                                                  LOG_WARN, LOG_WARN, LOG_WARN};
+static const char *const subsystem_names[LOG_SYS_COUNT] = {
+    [LOG_SYS_DEVICE] = "device",       [LOG_SYS_COMPILE] = "compile",
+    [LOG_SYS_MEMORY] = "memory",       [LOG_SYS_STREAMS] = "streams",
+    [LOG_SYS_PROFILING] = "profiling", [LOG_SYS_VALIDATION] = "validation",
+};
 static FILE *sink;
 static pthread_mutex_t sink_lock = PTHREAD_MUTEX_INITIALIZER;
 
 void log_configure(log_level level, const char *path)
+{
+    int levels[LOG_SYS_COUNT];
+    for (int i = 0; i < LOG_SYS_COUNT; i++)
+        levels[i] = (int)level;
+    log_configure_levels(levels, path);
+}
+
+void log_configure_levels(const int *levels, const char *path)
 {
     pthread_mutex_lock(&sink_lock);
     if (sink && sink != stderr) fclose(sink);
@@ -25,13 +39,28 @@ void log_configure(log_level level, const char *path)
         sink = fopen(path, "a");
         if (!sink) fprintf(stderr, "cubec: cannot open log file '%s'; logging to stderr\n", path);
     }
-    atomic_store(&current_level, (int)level);
+    for (int i = 0; i < LOG_SYS_COUNT; i++)
+        atomic_store(&current_level[i], levels[i]);
     pthread_mutex_unlock(&sink_lock);
 }
 
-int log_enabled(log_level level)
+int log_enabled(log_level level, log_subsystem subsystem)
 {
-    return (int)level <= atomic_load_explicit(&current_level, memory_order_relaxed);
+    if ((unsigned)subsystem >= LOG_SYS_COUNT) return 0;
+    return (int)level <= atomic_load_explicit(&current_level[subsystem], memory_order_relaxed);
+}
+
+const char *log_subsystem_name(log_subsystem subsystem)
+{
+    return (unsigned)subsystem < LOG_SYS_COUNT ? subsystem_names[subsystem] : NULL;
+}
+
+int log_subsystem_parse(const char *text)
+{
+    if (!text) return -1;
+    for (int i = 0; i < LOG_SYS_COUNT; i++)
+        if (strcasecmp(text, subsystem_names[i]) == 0) return i;
+    return -1;
 }
 
 static const char *level_name(log_level level)
@@ -45,14 +74,14 @@ static const char *level_name(log_level level)
     }
 }
 
-void log_msg(log_level level, const char *subsystem, const char *fmt, ...)
+void log_msg(log_level level, log_subsystem subsystem, const char *fmt, ...)
 {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     pthread_mutex_lock(&sink_lock);
     FILE *out = sink ? sink : stderr;
     fprintf(out, "[cubec %ld.%06ld %s %s] ", (long)ts.tv_sec, ts.tv_nsec / 1000, level_name(level),
-            subsystem);
+            log_subsystem_name(subsystem) ? log_subsystem_name(subsystem) : "?");
     va_list ap;
     va_start(ap, fmt);
     vfprintf(out, fmt, ap);
@@ -68,6 +97,8 @@ int log_level_parse(const char *text)
     if (!text) return -1;
     for (int i = 0; i < 5; i++)
         if (strcasecmp(text, names[i]) == 0) return i;
+    /* For profiling, info is the level of the periodic summary: the name users will look for. */
+    if (strcasecmp(text, "summary") == 0) return LOG_INFO;
     if (text[0] >= '0' && text[0] <= '4' && text[1] == 0) return text[0] - '0';
     return -1;
 }

@@ -89,6 +89,8 @@ const char *cubec_code_name(cubec_code code)
     case CUBEC_NOT_FOUND: return "CUBEC_NOT_FOUND";
     case CUBEC_INTERNAL: return "CUBEC_INTERNAL";
     case CUBEC_NOT_READY: return "CUBEC_NOT_READY";
+    case CUBEC_PROFILE_INVALID: return "CUBEC_PROFILE_INVALID";
+    case CUBEC_GRAPH_STATE: return "CUBEC_GRAPH_STATE";
     }
     return "CUBEC_UNKNOWN_CODE";
 }

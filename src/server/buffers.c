@@ -58,7 +58,7 @@ static cubec_status page_alloc(void *user, uint64_t size, void **out_page)
         free(p);
         return err;
     }
-    LOG(LOG_INFO, "memory", "allocated a page of %" PRIu64 " bytes", size);
+    LOG(LOG_INFO, LOG_SYS_MEMORY, "allocated a page of %" PRIu64 " bytes", size);
     *out_page = p;
     return NULL;
 }
@@ -67,7 +67,7 @@ static void page_free(void *user, void *page)
 {
     cubec_device *d = user;
     vk_page *p = page;
-    LOG(LOG_INFO, "memory", "freed a page of %" PRIu64 " bytes", p->size);
+    LOG(LOG_INFO, LOG_SYS_MEMORY, "freed a page of %" PRIu64 " bytes", p->size);
     vkDestroyBuffer(d->vk.device, p->buffer, NULL);
     if (p->mapped) vkUnmapMemory(d->vk.device, p->memory);
     vkFreeMemory(d->vk.device, p->memory, NULL);

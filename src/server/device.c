@@ -25,7 +25,7 @@ cubec_status server_note_error(cubec_device *d, cubec_status err)
 {
     if (cubec_status_code(err) == CUBEC_DEVICE_LOST && !d->lost) {
         d->lost = 1;
-        LOG(LOG_ERROR, "device", "device lost: %s", cubec_status_message(err));
+        LOG(LOG_ERROR, LOG_SYS_DEVICE, "device lost: %s", cubec_status_message(err));
     }
     return err;
 }
@@ -55,7 +55,7 @@ cubec_status server_open(const cubec_device_desc *desc, cubec_device **out)
         free(d);
         return err;
     }
-    log_configure((log_level)d->config.log_level, d->config.log_file);
+    log_configure_levels(d->config.log_levels, d->config.log_file);
     const char *faults = getenv("CUBEC_FAULT");
     if (faults && *faults) {
         err = fault_parse(&d->faults, faults);
@@ -102,6 +102,8 @@ cubec_status server_open(const cubec_device_desc *desc, cubec_device **out)
     err = server_memory_init(d);
     if (!err) err = server_streams_init(d);
     if (!err) err = sub_init(d);
+    if (!err) err = server_profiles_init(d);
+    if (!err) err = timeline_init(d);
     if (!err) {
         VkPipelineCacheCreateInfo pcci = {.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
         err = vk_status(vkCreatePipelineCache(d->vk.device, &pcci, NULL, &d->pipeline_cache),
@@ -128,7 +130,7 @@ cubec_status server_open(const cubec_device_desc *desc, cubec_device **out)
 void server_close(cubec_device *d)
 {
     if (d->stats.tasks)
-        LOG(LOG_INFO, "device",
+        LOG(LOG_INFO, LOG_SYS_DEVICE,
             "closing: %" PRIu64 " tasks recorded, %" PRIu64 " barriers, %" PRIu64 " submissions",
             d->stats.tasks, d->stats.barriers, d->stats.submissions);
     if (d->vk.device) {
@@ -137,6 +139,7 @@ void server_close(cubec_device *d)
         if (d->open && !d->lost) cubec_status_free(sub_flush(d, 0));
         vkDeviceWaitIdle(d->vk.device);
         sub_poll(d);
+        timeline_close(d); /* reads the last timestamps: before completed_value is forced */
         d->completed_value = UINT64_MAX; /* everything finished: deferred frees can run */
     }
     for (uint32_t i = 0; i < d->buffers.count; i++) {
@@ -156,6 +159,7 @@ void server_close(cubec_device *d)
         host_ring_destroy(d, &d->readback);
         if (d->pipeline_cache) vkDestroyPipelineCache(d->vk.device, d->pipeline_cache, NULL);
         server_streams_destroy(d);
+        server_profiles_destroy(d);
         server_memory_destroy(d);
         sub_destroy(d);
     }

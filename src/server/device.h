@@ -86,6 +86,12 @@ typedef struct batch {
     /* Without VK_KHR_push_descriptor: the batch's descriptor sets, reset when it is reused. */
     VkDescriptorPool descriptors;
     uint64_t value; /* timeline value signalled when it completes; 0 = free */
+    /* Launch timing (server/timeline.c, on while tracing or summarising): two queries per
+     * recorded launch, read back when the batch has finished. */
+    VkQueryPool queries;
+    struct launch_stamp *stamps;
+    uint32_t stamp_count, stamp_cap;
+    uint64_t submit_ns; /* host time of the submission */
 } batch;
 
 typedef struct deferred_free {
@@ -107,6 +113,7 @@ typedef struct bound_range {
 typedef enum task_kind {
     TASK_LAUNCH,        /* a dispatch */
     TASK_TRANSFER_COPY, /* vkCmdCopyBuffer b[0] -> b[1] (CPU devices) */
+    TASK_TIMESTAMP,     /* a profile's begin or end timestamp (server/profile.c) */
 } task_kind;
 
 /* A queued unit of work: filled in place in the slot's queue by the launch path, recorded into a
@@ -124,8 +131,32 @@ typedef struct task {
     bound_range indirect; /* alloc NULL when the counts are static */
     uint32_t write_mask;  /* bit i: binding i is written */
     bound_range b[32];
+    uint64_t profile; /* TASK_TIMESTAMP: the profile's id */
+    int profile_end;  /* TASK_TIMESTAMP: 1 for the end timestamp */
     unsigned char info[TASK_INLINE_INFO];
 } task;
+
+/* A profile token (server/profile.c). */
+typedef struct profile_obj {
+    uint64_t stream; /* number of the stream it measures */
+    uint32_t slot;
+    uint64_t number;    /* "profile #n" in messages */
+    int opened, closed; /* its begin / end timestamp is recorded (System: begin / end synced) */
+    uint32_t query;     /* first of its two queries (Device timing) */
+    uint64_t end_value; /* batch that carries the end timestamp */
+    uint64_t begin_ns;  /* System timing: host time after the begin sync */
+    failure *poison;    /* the first failure on its stream while it was open */
+} profile_obj;
+
+/* What one timed launch was, until its batch's timestamps are read (server/timeline.c). */
+typedef struct launch_stamp {
+    char name[32];
+    uint64_t stream;
+    uint32_t slot;
+    uint32_t groups[3];
+    int indirect;
+    uint64_t record_ns; /* host time it was recorded (the fallback without timestamps) */
+} launch_stamp;
 
 /* What a slot owns besides its queue (which the scheduler keeps). */
 typedef struct slot_state {
@@ -198,6 +229,24 @@ struct cubec_device_s {
     host_ring info_ring;
     host_ring upload;   /* discrete only */
     host_ring readback; /* discrete only */
+
+    /* Profiles (server/profile.c). */
+    handle_table profiles;
+    cubec_timing timing;
+    VkQueryPool profile_queries; /* pairs of queries, one pair per open profile */
+    uint32_t *free_pairs;
+    uint32_t free_pair_count, pair_count;
+    uint64_t profile_numbers;
+    /* Device ticks to host CLOCK_MONOTONIC ns: host = ticks * period + clock_offset_ns. */
+    double clock_offset_ns;
+    int clock_known;
+    uint64_t clock_checked_ns;
+
+    /* Timeline (server/timeline.c): launch timestamps feed the trace and the summary. */
+    int time_launches;
+    struct trace *trace;
+    struct kernel_stats *kernel_stats;
+    uint64_t summary_ns; /* when the last profiling summary was logged */
 };
 
 /* server/device.c */
@@ -336,6 +385,39 @@ cubec_status server_hold(cubec_device *d, batch *b, alloc_obj *a, uint64_t offse
 /* The batch was submitted (err NULL) or lost (err): release the holds; on error, what the batch
  * would have written carries `err`. */
 void server_batch_settled(cubec_device *d, batch *b, cubec_status err);
+
+/* server/profile.c */
+cubec_status server_profiles_init(cubec_device *d);
+void server_profiles_destroy(cubec_device *d);
+cubec_status server_profile_begin(cubec_device *d, uint32_t slot, uint64_t *out_id);
+cubec_status server_profile_end(cubec_device *d, uint32_t slot, uint64_t id,
+                                cubec_profile_result *out);
+cubec_status server_profile_abandon(cubec_device *d, uint32_t slot, uint64_t id);
+/* Records a profile's timestamp task. */
+cubec_status server_record_timestamp(cubec_device *d, task *t);
+/* A failure on `slot` (a launch skipped or failed): every profile open there is invalid. With
+ * slot NO_SLOT, every open profile (a lost submission). */
+void server_profiles_poison(cubec_device *d, uint32_t slot, failure *f);
+/* Host CLOCK_MONOTONIC ns of a device timestamp. */
+uint64_t server_device_time_ns(cubec_device *d, uint64_t ticks);
+uint64_t server_now_ns(void);
+
+/* server/timeline.c */
+cubec_status timeline_init(cubec_device *d);
+/* Reads what is left, logs the last summary and writes the trace. */
+void timeline_close(cubec_device *d);
+/* Around a recorded launch (only when d->time_launches); end only if begin returned 1. */
+int timeline_launch_begin(cubec_device *d, batch *b, const task *t);
+void timeline_launch_end(cubec_device *d, batch *b);
+/* A batch begins recording: its queries are reset. */
+void timeline_batch_begin(cubec_device *d, batch *b);
+/* The batch finished: its launches go to the trace and the summary. */
+void timeline_harvest(cubec_device *d, batch *b);
+/* A host event on the host track (a write, read, compilation, submission, sync). */
+void timeline_host(cubec_device *d, const char *name, const char *category, uint64_t begin_ns,
+                   uint64_t stream, const char *args_json);
+/* Logs the kernel summary now if one is due (at most once a second, from syncs). */
+void timeline_summary_tick(cubec_device *d, int force);
 
 /* server/transfer.c: events (device lock held) */
 cubec_status server_event_progress(cubec_event *e, int block);

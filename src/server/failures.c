@@ -50,6 +50,7 @@ void server_batch_settled(cubec_device *d, batch *b, cubec_status err)
     if (err) {
         f = failure_new(cubec_status_code(err), "the submission of its work failed: %s",
                         cubec_status_message(err));
+        if (f) server_profiles_poison(d, NO_SLOT, f);
     }
     for (uint32_t i = 0; i < b->held_count; i++) {
         held_range *h = &b->held[i];

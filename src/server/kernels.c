@@ -141,6 +141,7 @@ cubec_status server_kernel_create(cubec_device *d, const cubec_kernel_desc *desc
     const char *entry_point =
         desc->entry_point && desc->entry_point[0] ? desc->entry_point : "main";
     double t0 = now_ms();
+    uint64_t trace_t0 = server_now_ns();
     pipeline_entry *e = calloc(1, sizeof *e);
     if (!e) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (kernel)");
     e->key = key;
@@ -183,11 +184,17 @@ cubec_status server_kernel_create(cubec_device *d, const cubec_kernel_desc *desc
     }
     e->next = *bucket;
     *bucket = e;
-    LOG(LOG_INFO, "compile",
+    LOG(LOG_INFO, LOG_SYS_COMPILE,
         "compiled kernel '%s' (%016" PRIx64 ", %u buffers, %u info bytes in %s) in %.2f ms", name,
         key, e->refl.binding_count, e->info_size,
         e->info_in_push ? "push constants" : (e->info_size ? "a buffer" : "nothing"),
         now_ms() - t0);
+    if (d->trace) {
+        char args[96];
+        snprintf(args, sizeof args, "\"identity\":\"%016" PRIx64 "\",\"source\":\"%s\"", key,
+                 desc->glsl ? "glsl" : "spirv");
+        timeline_host(d, name, "compile", trace_t0, d->resolved_stream, args);
+    }
     *out = e;
     return NULL;
 }

@@ -96,8 +96,8 @@ static cubec_status align(cubec_device *d, uint32_t slot, buffer_obj *const *buf
         count = server_align_slots(d, slot, bufs[i]->alloc, slots, count);
     if (indirect) count = server_align_slots(d, slot, indirect->alloc, slots, count);
     if (!count) return NULL;
-    LOG(LOG_DEBUG, "streaming", "slot %u uses buffers of %u other slot(s): submitting them first",
-        slot, count);
+    LOG(LOG_DEBUG, LOG_SYS_STREAMS,
+        "slot %u uses buffers of %u other slot(s): submitting them first", slot, count);
     return server_drain(d, slots, count);
 }
 
@@ -195,6 +195,7 @@ static int skip_if_input_failed(cubec_device *d, task *t)
             " was not written",
             task_name(t), t->stream, i < n ? "input" : "indirect-count", r->alloc->number);
         taint_outputs(t, f);
+        server_profiles_poison(d, t->slot, f);
         failure_release(f);
         d->stats.skipped++;
         return 1;
@@ -204,12 +205,13 @@ static int skip_if_input_failed(cubec_device *d, task *t)
 
 /* The task could not be recorded: what it would have written carries the error (the caller
  * still gets the error: it stops the drain). */
-static cubec_status record_failed(task *t, cubec_status err)
+static cubec_status record_failed(cubec_device *d, task *t, cubec_status err)
 {
     failure *f =
         failure_new(cubec_status_code(err), "launch \"%s\" on stream %" PRIu64 " failed: %s",
                     task_name(t), t->stream, cubec_status_message(err));
     taint_outputs(t, f);
+    server_profiles_poison(d, t->slot, f);
     failure_release(f);
     return err;
 }
@@ -223,6 +225,7 @@ void server_drop_task(cubec_device *d, task *t)
                              " was dropped: an earlier task of the same submission failed",
                              task_name(t), t->stream);
     taint_outputs(t, f);
+    server_profiles_poison(d, t->slot, f);
     failure_release(f);
     server_discard_task(d, t);
 }
@@ -230,6 +233,7 @@ void server_drop_task(cubec_device *d, task *t)
 /* Records a queued task into the open command buffer (called by the scheduler). */
 cubec_status server_record_task(cubec_device *d, task *t)
 {
+    if (t->kind == TASK_TIMESTAMP) return server_record_timestamp(d, t);
     if (skip_if_input_failed(d, t)) {
         server_discard_task(d, t);
         return NULL;
@@ -237,7 +241,7 @@ cubec_status server_record_task(cubec_device *d, task *t)
     VkCommandBuffer cmd;
     cubec_status err = sub_begin(d, &cmd);
     if (err) {
-        record_failed(t, status_clone(err));
+        record_failed(d, t, status_clone(err));
         server_discard_task(d, t);
         return err;
     }
@@ -248,7 +252,9 @@ cubec_status server_record_task(cubec_device *d, task *t)
         ranges[1] = (hazard_range){tp, t->b[1].offset, t->b[1].size, 1};
         sub_hazards(d, cmd, ranges, 2, SUB_TRANSFER);
         VkBufferCopy region = {t->b[0].offset, t->b[1].offset, t->b[0].size};
+        int timed = d->time_launches && timeline_launch_begin(d, d->open, t);
         vkCmdCopyBuffer(cmd, sp->buffer, tp->buffer, 1, &region);
+        if (timed) timeline_launch_end(d, d->open);
     } else {
         const pipeline_entry *e = t->entry;
         VkDescriptorBufferInfo infos[32];
@@ -269,7 +275,7 @@ cubec_status server_record_task(cubec_device *d, task *t)
             err = host_ring_alloc(d, &d->info_ring, e->info_size, d->info.storage_offset_alignment,
                                   &at);
             if (err) {
-                cubec_status_free(record_failed(t, status_clone(err)));
+                cubec_status_free(record_failed(d, t, status_clone(err)));
                 server_discard_task(d, t);
                 return err;
             }
@@ -281,15 +287,17 @@ cubec_status server_record_task(cubec_device *d, task *t)
         err = record_dispatch(d, cmd, e, infos, n, info_buffer,
                               info ? info : server_task_arena_info(d, t));
         if (err) {
-            cubec_status_free(record_failed(t, status_clone(err)));
+            cubec_status_free(record_failed(d, t, status_clone(err)));
             server_discard_task(d, t);
             return err;
         }
+        int timed = d->time_launches && timeline_launch_begin(d, d->open, t);
         if (t->indirect.alloc)
             vkCmdDispatchIndirect(cmd, ((vk_page *)t->indirect.alloc->mem.page)->buffer,
                                   t->indirect.offset);
         else
             vkCmdDispatch(cmd, t->groups[0], t->groups[1], t->groups[2]);
+        if (timed) timeline_launch_end(d, d->open);
     }
     /* For each binding: the batch's timeline value marks the use; a write is now recorded, so
      * earlier failures on that range no longer apply (a relaunch from good inputs recovers, like

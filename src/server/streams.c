@@ -159,7 +159,7 @@ cubec_status server_drain_for_host(cubec_device *d, uint32_t slot, const alloc_o
     uint32_t slots[3] = {slot};
     uint32_t n = server_align_slots(d, slot, a, slots, 1);
     if (n > 1)
-        LOG(LOG_DEBUG, "streaming", "slot %u reads or writes memory of slot %u: draining both",
+        LOG(LOG_DEBUG, LOG_SYS_STREAMS, "slot %u reads or writes memory of slot %u: draining both",
             slot, slots[1]);
     return server_drain(d, slots, n);
 }

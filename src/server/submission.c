@@ -7,6 +7,7 @@
 #include "server/device.h"
 
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -43,6 +44,8 @@ void sub_destroy(cubec_device *d)
 {
     for (uint32_t i = 0; i < d->batch_count; i++) {
         free(d->batches[i].held);
+        free(d->batches[i].stamps);
+        if (d->batches[i].queries) vkDestroyQueryPool(d->vk.device, d->batches[i].queries, NULL);
         vkDestroyCommandPool(d->vk.device, d->batches[i].pool, NULL);
         if (d->batches[i].descriptors)
             vkDestroyDescriptorPool(d->vk.device, d->batches[i].descriptors, NULL);
@@ -60,6 +63,10 @@ void sub_poll(cubec_device *d)
         v > d->completed_value)
         d->completed_value = v;
     if (d->deferred_count) server_run_deferred_frees(d);
+    if (d->time_launches)
+        for (uint32_t i = 0; i < d->batch_count; i++)
+            if (d->batches[i].stamp_count && d->batches[i].value <= d->completed_value)
+                timeline_harvest(d, &d->batches[i]);
     /* Everything submitted finished and nothing is open: no earlier command can conflict. */
     if (!d->open && d->completed_value + 1 >= d->next_value) hazard_reset(&d->hazards);
 }
@@ -121,6 +128,9 @@ static cubec_status take_batch(cubec_device *d, batch **out)
     b->held = NULL;
     b->held_count = b->held_cap = 0;
     b->descriptors = VK_NULL_HANDLE;
+    b->queries = VK_NULL_HANDLE;
+    b->stamps = NULL;
+    b->stamp_count = b->stamp_cap = 0;
     if (!d->vk.push_descriptor) {
         /* One set per launch, at most batch_task_cap launches per batch. */
         VkDescriptorPoolSize size = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, d->batch_task_cap * 33u};
@@ -152,6 +162,7 @@ cubec_status sub_begin(cubec_device *d, VkCommandBuffer *out_cmd)
     cubec_status err = take_batch(d, &b);
     d->draining--;
     RETURN_IF_ERROR(err);
+    if (b->stamp_count) timeline_harvest(d, b); /* finished, not yet read */
     VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
                                    .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
     if (b->recorded)
@@ -159,6 +170,7 @@ cubec_status sub_begin(cubec_device *d, VkCommandBuffer *out_cmd)
     b->recorded = 1;
     VK_RETURN_IF_ERROR(vkBeginCommandBuffer(b->cmd, &bi), "vkBeginCommandBuffer");
     if (b->descriptors) vkResetDescriptorPool(d->vk.device, b->descriptors, 0);
+    if (d->time_launches) timeline_batch_begin(d, b);
     b->value = 0;
     d->open = b;
     d->tasks = 0;
@@ -203,6 +215,7 @@ cubec_status sub_flush(cubec_device *d, int for_host)
                        .pCommandBuffers = &b->cmd,
                        .signalSemaphoreCount = 1,
                        .pSignalSemaphores = &d->timeline};
+    uint64_t submit_begin = d->trace ? server_now_ns() : 0;
     cubec_status lost = fault_hit(&d->faults, CUBEC_FAULT_SUBMIT)
                             ? fault_status(&d->faults, CUBEC_FAULT_SUBMIT, CUBEC_INTERNAL)
                             : NULL;
@@ -215,6 +228,7 @@ cubec_status sub_flush(cubec_device *d, int for_host)
          * have written carries the error. */
         server_batch_settled(d, b, lost);
         b->value = 0;
+        b->stamp_count = 0; /* its timestamps will never be written */
         return lost;
     }
     server_batch_settled(d, b, NULL);
@@ -222,6 +236,12 @@ cubec_status sub_flush(cubec_device *d, int for_host)
     d->next_value++;
     d->stats.submissions++;
     if (for_host) d->host_visible_value = value;
+    if (d->trace) {
+        char args[96];
+        snprintf(args, sizeof args, "\"tasks\":%u,\"timeline_value\":%llu", d->tasks,
+                 (unsigned long long)value);
+        timeline_host(d, "submit", "submit", submit_begin, 0, args);
+    }
     d->tasks = 0;
     return NULL;
 }

@@ -152,13 +152,13 @@ cubec_status sched_execute(scheduler *s, const uint32_t *slots, uint32_t count)
     if (!n) return NULL;
     s->drains++;
     int interleave = s->strategy == SCHED_INTERLEAVE && !isolation;
-    if (log_enabled(LOG_DEBUG)) {
+    if (log_enabled(LOG_DEBUG, LOG_SYS_STREAMS)) {
         char list[256];
         size_t at = 0;
         for (uint32_t i = 0; i < n && at + 16 < sizeof list; i++)
             at += (size_t)snprintf(list + at, sizeof list - at, "%s%u(%u)", i ? " " : "", order[i],
                                    s->queues[order[i]].count);
-        LOG(LOG_DEBUG, "streaming", "%s slots [%s] (slot(tasks))",
+        LOG(LOG_DEBUG, LOG_SYS_STREAMS, "%s slots [%s] (slot(tasks))",
             interleave ? "interleaving" : "draining one by one", list);
     }
     return drain(s, order, n, interleave);

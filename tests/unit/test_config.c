@@ -85,15 +85,67 @@ static void test_log_levels(void **state)
     assert_int_equal(log_level_parse("4"), LOG_DEBUG);
     assert_int_equal(log_level_parse("loud"), -1);
     assert_int_equal(log_level_parse(NULL), -1);
+    assert_int_equal(log_level_parse("summary"), LOG_INFO);
+    assert_int_equal(log_subsystem_parse("Memory"), LOG_SYS_MEMORY);
+    assert_int_equal(log_subsystem_parse("streaming"), -1);
+    assert_string_equal(log_subsystem_name(LOG_SYS_PROFILING), "profiling");
+}
+
+/* The subsystem list over the default level, a bare level for all, the environment replacing the
+ * file's list, and bad entries named with their source. */
+static void test_log_subsystems(void **state)
+{
+    (void)state;
+    unsetenv("CUBEC_LOG_LEVEL");
+    unsetenv("CUBEC_LOG");
+    char *path = write_ini("[log]\nlevel = error\nsubsystems = memory=debug, compile=info\n");
+    cubec_config c;
+    ASSERT_OK(config_load_from(&c, path, 1));
+    int expect[LOG_SYS_COUNT];
+    for (int i = 0; i < LOG_SYS_COUNT; i++)
+        expect[i] = LOG_ERROR;
+    expect[LOG_SYS_MEMORY] = LOG_DEBUG;
+    expect[LOG_SYS_COMPILE] = LOG_INFO;
+    for (int i = 0; i < LOG_SYS_COUNT; i++)
+        assert_int_equal(c.log_levels[i], expect[i]);
+    assert_int_equal(c.log_level, LOG_ERROR);
+
+    setenv("CUBEC_LOG", "debug,profiling=summary", 1);
+    ASSERT_OK(config_load_from(&c, path, 1));
+    for (int i = 0; i < LOG_SYS_COUNT; i++)
+        assert_int_equal(c.log_levels[i], i == LOG_SYS_PROFILING ? LOG_INFO : LOG_DEBUG);
+
+    setenv("CUBEC_LOG", "streams=warn", 1); /* replaces the file's list as a whole */
+    setenv("CUBEC_LOG_LEVEL", "off", 1);
+    ASSERT_OK(config_load_from(&c, path, 1));
+    for (int i = 0; i < LOG_SYS_COUNT; i++)
+        assert_int_equal(c.log_levels[i], i == LOG_SYS_STREAMS ? LOG_WARN : LOG_OFF);
+    unsetenv("CUBEC_LOG_LEVEL");
+
+    setenv("CUBEC_LOG", "memory=debug,gpu=info", 1);
+    ASSERT_ERROR(config_load_from(&c, NULL, 1), CUBEC_INVALID_ARGUMENT, "entry 'gpu=info'");
+    ASSERT_ERROR(config_load_from(&c, NULL, 1), CUBEC_INVALID_ARGUMENT, "environment CUBEC_LOG");
+    setenv("CUBEC_LOG", "memory=loud", 1);
+    ASSERT_ERROR(config_load_from(&c, NULL, 1), CUBEC_INVALID_ARGUMENT, "entry 'memory=loud'");
+    setenv("CUBEC_LOG", "memory=debug,,compile=info", 1);
+    ASSERT_ERROR(config_load_from(&c, NULL, 1), CUBEC_INVALID_ARGUMENT, "entry ''");
+    unsetenv("CUBEC_LOG");
+    path = write_ini("[log]\nsubsystems = verbose\n");
+    ASSERT_ERROR(config_load_from(&c, path, 0), CUBEC_INVALID_ARGUMENT, "entry 'verbose'");
+    ASSERT_ERROR(config_load_from(&c, path, 0), CUBEC_INVALID_ARGUMENT, path);
+    unlink(path);
+
+    ASSERT_OK(config_load_from(&c, NULL, 0)); /* no list: every subsystem has the default */
+    for (int i = 0; i < LOG_SYS_COUNT; i++)
+        assert_int_equal(c.log_levels[i], LOG_WARN);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_defaults),
-        cmocka_unit_test(test_ini_and_environment),
-        cmocka_unit_test(test_refusals),
-        cmocka_unit_test(test_log_levels),
+        cmocka_unit_test(test_defaults),       cmocka_unit_test(test_ini_and_environment),
+        cmocka_unit_test(test_refusals),       cmocka_unit_test(test_log_levels),
+        cmocka_unit_test(test_log_subsystems),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -19,7 +19,7 @@ static VKAPI_ATTR VkBool32 VKAPI_CALL on_debug_message(
     (void)type;
     vk_context *ctx = user; /* NULL for the instance's own messages */
     if (severity < VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT) return VK_FALSE;
-    LOG(LOG_ERROR, "validation", "%s", data->pMessage);
+    LOG(LOG_ERROR, LOG_SYS_VALIDATION, "%s", data->pMessage);
     if (!ctx) return VK_FALSE;
     atomic_fetch_add(&ctx->validation_messages, 1);
     if (ctx->on_validation) ctx->on_validation(ctx->on_validation_user, data->pMessage);
@@ -268,6 +268,25 @@ static cubec_status choose_physical(vk_context *ctx, const vk_context_desc *desc
     return err;
 }
 
+/* 1 when the device can sample its timestamp counter together with CLOCK_MONOTONIC. */
+static int monotonic_calibration(const vk_context *ctx)
+{
+    if (!has_device_extension(ctx->physical, VK_EXT_CALIBRATED_TIMESTAMPS_EXTENSION_NAME)) return 0;
+    PFN_vkGetPhysicalDeviceCalibrateableTimeDomainsEXT domains =
+        (PFN_vkGetPhysicalDeviceCalibrateableTimeDomainsEXT)vkGetInstanceProcAddr(
+            ctx->instance, "vkGetPhysicalDeviceCalibrateableTimeDomainsEXT");
+    if (!domains) return 0;
+    VkTimeDomainEXT list[8];
+    uint32_t n = 8;
+    if (domains(ctx->physical, &n, list) < 0) return 0;
+    int device = 0, monotonic = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        device |= list[i] == VK_TIME_DOMAIN_DEVICE_EXT;
+        monotonic |= list[i] == VK_TIME_DOMAIN_CLOCK_MONOTONIC_EXT;
+    }
+    return device && monotonic;
+}
+
 static cubec_status create_device(vk_context *ctx, int allow_push)
 {
     uint32_t nq = 0;
@@ -284,6 +303,7 @@ static cubec_status create_device(vk_context *ctx, int allow_push)
                            ctx->props.deviceName);
     ctx->queue_family = family;
     ctx->timestamps = qf[family].timestampValidBits > 0;
+    ctx->timestamp_bits = qf[family].timestampValidBits;
 
     VkPhysicalDeviceVulkan12Features f12 = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
@@ -309,9 +329,11 @@ static cubec_status create_device(vk_context *ctx, int allow_push)
 
     const char *exts[4];
     uint32_t next = 0;
-    int push = allow_push &&
-               has_device_extension(ctx->physical, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
+    int push =
+        allow_push && has_device_extension(ctx->physical, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
     if (push) exts[next++] = VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME;
+    int calibrated = ctx->timestamps && monotonic_calibration(ctx);
+    if (calibrated) exts[next++] = VK_EXT_CALIBRATED_TIMESTAMPS_EXTENSION_NAME;
     float prio = 1.0f;
     VkDeviceQueueCreateInfo qci = {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
                                    .queueFamilyIndex = family,
@@ -328,6 +350,9 @@ static cubec_status create_device(vk_context *ctx, int allow_push)
     if (push)
         ctx->push_descriptor = (PFN_vkCmdPushDescriptorSetKHR)vkGetDeviceProcAddr(
             ctx->device, "vkCmdPushDescriptorSetKHR");
+    if (calibrated)
+        ctx->get_calibrated_timestamps = (PFN_vkGetCalibratedTimestampsEXT)vkGetDeviceProcAddr(
+            ctx->device, "vkGetCalibratedTimestampsEXT");
     return NULL;
 }
 
@@ -386,7 +411,7 @@ cubec_status vk_context_create(const vk_context_desc *desc, vk_context *ctx)
         vk_context_destroy(ctx);
         return err;
     }
-    LOG(LOG_INFO, "device", "selected device %u '%s' (%s), %s memory, push descriptors %s",
+    LOG(LOG_INFO, LOG_SYS_DEVICE, "selected device %u '%s' (%s), %s memory, push descriptors %s",
         ctx->physical_index, ctx->props.deviceName, ctx->driver_name,
         ctx->unified ? "unified" : "discrete", ctx->push_descriptor ? "on" : "off");
     return NULL;

@@ -14,7 +14,10 @@ typedef struct vk_context_desc {
     const char *name; /* substring of the device name */
     int validation;
     int force_staging;
-    int no_push_descriptors; /* use descriptor pools even when push descriptors exist */ /* treat unified memory as discrete (tests the staging paths) */
+    int no_push_descriptors;
+        /* use descriptor pools even when push descriptors exist */ /* treat unified memory as
+                                                                       discrete (tests the staging
+                                                                       paths) */
     void (*on_validation)(void *user, const char *message);
     void *on_validation_user;
 } vk_context_desc;
@@ -37,7 +40,11 @@ typedef struct vk_context {
     uint64_t max_allocation_size;
     uint64_t device_local_heap_size;
     uint32_t subgroup_size;
-    int timestamps; /* the queue writes timestamps                             */
+    int timestamps;          /* the queue writes timestamps                             */
+    uint32_t timestamp_bits; /* valid bits of a timestamp (the counter wraps there)   */
+    /* VK_EXT_calibrated_timestamps with CLOCK_MONOTONIC: maps device ticks to host time
+     * exactly. NULL without it (traces then align the clocks around a submission). */
+    PFN_vkGetCalibratedTimestampsEXT get_calibrated_timestamps;
     PFN_vkCmdPushDescriptorSetKHR push_descriptor; /* NULL when the extension is missing */
     void (*on_validation)(void *user, const char *message);
     void *on_validation_user;

@@ -1,0 +1,319 @@
+/* Public entry points of memory: the per-stream report, cleanup, and the whole device's report as
+ * JSON or as a table.
+ *
+ * The device-wide reports copy the numbers under the device lock (a snapshot) and format them
+ * after unlocking, so that building a string never holds up other threads' launches. The buffer
+ * pools belong to stream slots; the rings belong to the device and so are reported once. */
+#include "api/api_common.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The rings the server keeps for itself (spec 3.8's auxiliary memory), as pool entries; returns
+ * how many were written, at most `room`. Rings a device does not have (staging on unified
+ * memory) are left out. */
+static uint32_t aux_fill(const cubec_device *device, cubec_pool_report *out, uint32_t room)
+{
+    const struct {
+        const char *kind;
+        const host_ring *ring;
+    } aux[] = {{"metadata", &device->info_ring},
+               {"upload", &device->upload},
+               {"readback", &device->readback}};
+    uint32_t n = 0;
+    for (size_t i = 0; i < sizeof aux / sizeof aux[0]; i++) {
+        if (!aux[i].ring->buffer || n >= room) continue;
+        cubec_pool_report *p = &out[n++];
+        memset(p, 0, sizeof *p);
+        snprintf(p->kind, sizeof p->kind, "%s", aux[i].kind);
+        p->page_size = aux[i].ring->size;
+        p->max_slice_size = aux[i].ring->chunk_size;
+        p->pages = p->pages_peak = 1;
+        p->bytes_reserved = aux[i].ring->size;
+    }
+    return n;
+}
+
+cubec_status cubec_memory_report_get(cubec_device *device, cubec_stream stream,
+                                     cubec_memory_report *out_report)
+{
+    if (!out_report) return INVALID_ARG("cubec_memory_report_get: out_report is NULL");
+    memset(out_report, 0, sizeof *out_report);
+    RETURN_IF_ERROR(api_lock(device, "cubec_memory_report_get"));
+    uint32_t slot;
+    cubec_status err = api_slot(device, stream, "cubec_memory_report_get", &slot);
+    if (err) return api_unlock(device, err);
+    sub_poll(device);
+    /* The stream's own pools (spec 3.8: a report is per stream). */
+    if (device->slots[slot].memory) memory_report_fill(device->slots[slot].memory, out_report);
+    out_report->pool_count += aux_fill(device, &out_report->pools[out_report->pool_count],
+                                       CUBEC_MAX_POOLS - out_report->pool_count);
+    return api_unlock(device, NULL);
+}
+
+cubec_status cubec_memory_cleanup(cubec_device *device, cubec_stream stream)
+{
+    RETURN_IF_ERROR(api_lock(device, "cubec_memory_cleanup"));
+    uint32_t slot;
+    cubec_status err = api_slot(device, stream, "cubec_memory_cleanup", &slot);
+    /* Frees that wait on the GPU are part of what the caller wants returned: submit the queued
+     * work that pins memory, wait for it, then return every empty page of the stream's pools. */
+    if (!err) err = server_drain_all(device);
+    if (!err && device->deferred_count) err = sub_wait(device, device->next_value - 1);
+    if (!err) {
+        server_run_deferred_frees(device);
+        if (device->slots[slot].memory) memory_cleanup(device->slots[slot].memory, 1);
+    }
+    return api_unlock(device, err);
+}
+
+void cubec_string_free(char *s)
+{
+    free(s);
+}
+
+/* --- The device-wide snapshot ------------------------------------------------------------- */
+
+typedef struct totals {
+    uint64_t allocations, bytes_in_use, bytes_padding, bytes_reserved;
+    uint32_t pages;
+} totals;
+
+typedef struct slot_memory {
+    uint32_t slot;
+    cubec_memory_report report;
+    totals sum;
+} slot_memory;
+
+typedef struct snapshot {
+    slot_memory *slots;
+    uint32_t slot_count;
+    cubec_pool_report aux[3];
+    uint32_t aux_count;
+    totals buffers; /* over every slot's pools */
+    uint64_t aux_reserved;
+} snapshot;
+
+static void add_pool(totals *t, const cubec_pool_report *p)
+{
+    t->allocations += p->allocations;
+    t->bytes_in_use += p->bytes_in_use;
+    t->bytes_padding += p->bytes_padding;
+    t->bytes_reserved += p->bytes_reserved;
+    t->pages += p->pages;
+}
+
+static cubec_status take_snapshot(cubec_device *device, const char *fn, snapshot *out)
+{
+    memset(out, 0, sizeof *out);
+    RETURN_IF_ERROR(api_lock(device, fn));
+    /* Frees whose GPU work has finished are run first, as cubec_memory_report_get does, so the
+     * report does not count memory that is only waiting for a poll. */
+    sub_poll(device);
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < device->max_streams; i++)
+        n += device->slots[i].memory != NULL;
+    if (n) {
+        out->slots = calloc(n, sizeof *out->slots);
+        if (!out->slots)
+            return api_unlock(device,
+                              status_make(CUBEC_OUT_OF_MEMORY,
+                                          "%s: host out of memory (report of %u slots)", fn, n));
+    }
+    for (uint32_t i = 0; i < device->max_streams; i++) {
+        if (!device->slots[i].memory) continue;
+        slot_memory *s = &out->slots[out->slot_count++];
+        s->slot = i;
+        memory_report_fill(device->slots[i].memory, &s->report);
+        for (uint32_t p = 0; p < s->report.pool_count; p++)
+            add_pool(&s->sum, &s->report.pools[p]);
+        add_pool(&out->buffers, &(cubec_pool_report){.allocations = s->sum.allocations,
+                                                     .bytes_in_use = s->sum.bytes_in_use,
+                                                     .bytes_padding = s->sum.bytes_padding,
+                                                     .bytes_reserved = s->sum.bytes_reserved,
+                                                     .pages = s->sum.pages});
+    }
+    out->aux_count = aux_fill(device, out->aux, 3);
+    for (uint32_t i = 0; i < out->aux_count; i++)
+        out->aux_reserved += out->aux[i].bytes_reserved;
+    return api_unlock(device, NULL);
+}
+
+/* --- A growing string --------------------------------------------------------------------- */
+
+typedef struct strbuf {
+    char *data;
+    size_t len, cap;
+    int failed; /* the host ran out of memory: the result is dropped */
+} strbuf;
+
+static void sb_printf(strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void sb_printf(strbuf *b, const char *fmt, ...)
+{
+    if (b->failed) return;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(b->data ? b->data + b->len : NULL, b->data ? b->cap - b->len : 0, fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+        b->failed = 1;
+        return;
+    }
+    if (b->len + (size_t)n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 4096;
+        while (cap < b->len + (size_t)n + 1)
+            cap *= 2;
+        char *data = realloc(b->data, cap);
+        if (!data) {
+            b->failed = 1;
+            return;
+        }
+        b->data = data;
+        b->cap = cap;
+        va_start(ap, fmt);
+        vsnprintf(b->data + b->len, b->cap - b->len, fmt, ap);
+        va_end(ap);
+    }
+    b->len += (size_t)n;
+}
+
+/* Hands the string over, or the error if it could not be built. */
+static cubec_status sb_finish(strbuf *b, const char *fn, char **out)
+{
+    if (b->failed) {
+        free(b->data);
+        return status_make(CUBEC_OUT_OF_MEMORY, "%s: host out of memory (report of %zu bytes)", fn,
+                           b->len);
+    }
+    *out = b->data;
+    return NULL;
+}
+
+/* --- JSON ------------------------------------------------------------------------------------ */
+
+/* Pool kinds are the library's own constants ("sliced", "metadata", ...): nothing to escape. */
+static void json_pool(strbuf *b, const char *indent, const cubec_pool_report *p, int last)
+{
+    sb_printf(b,
+              "%s{\"kind\": \"%s\", \"page_size\": %llu, \"max_slice_size\": %llu, "
+              "\"pages\": %u, \"pages_peak\": %u, \"allocations\": %llu, \"bytes_in_use\": %llu, "
+              "\"bytes_padding\": %llu, \"bytes_reserved\": %llu}%s\n",
+              indent, p->kind, (unsigned long long)p->page_size,
+              (unsigned long long)p->max_slice_size, p->pages, p->pages_peak,
+              (unsigned long long)p->allocations, (unsigned long long)p->bytes_in_use,
+              (unsigned long long)p->bytes_padding, (unsigned long long)p->bytes_reserved,
+              last ? "" : ",");
+}
+
+static void json_totals(strbuf *b, const char *indent, const totals *t)
+{
+    sb_printf(b,
+              "%s\"totals\": {\"allocations\": %llu, \"bytes_in_use\": %llu, "
+              "\"bytes_padding\": %llu, \"bytes_reserved\": %llu, \"pages\": %u",
+              indent, (unsigned long long)t->allocations, (unsigned long long)t->bytes_in_use,
+              (unsigned long long)t->bytes_padding, (unsigned long long)t->bytes_reserved,
+              t->pages);
+}
+
+cubec_status cubec_memory_report_json(cubec_device *device, char **out_json)
+{
+    static const char fn[] = "cubec_memory_report_json";
+    if (!out_json) return INVALID_ARG("%s: out_json is NULL", fn);
+    *out_json = NULL;
+    snapshot s;
+    RETURN_IF_ERROR(take_snapshot(device, fn, &s));
+    strbuf b = {0};
+    sb_printf(&b, "{\n  \"slots\": [\n");
+    for (uint32_t i = 0; i < s.slot_count; i++) {
+        const slot_memory *m = &s.slots[i];
+        sb_printf(&b, "    {\n      \"slot\": %u,\n      \"pools\": [\n", m->slot);
+        for (uint32_t p = 0; p < m->report.pool_count; p++)
+            json_pool(&b, "        ", &m->report.pools[p], p + 1 == m->report.pool_count);
+        sb_printf(&b, "      ],\n");
+        json_totals(&b, "      ", &m->sum);
+        sb_printf(&b, "}\n    }%s\n", i + 1 == s.slot_count ? "" : ",");
+    }
+    sb_printf(&b, "  ],\n  \"auxiliary\": [\n");
+    for (uint32_t i = 0; i < s.aux_count; i++)
+        json_pool(&b, "    ", &s.aux[i], i + 1 == s.aux_count);
+    sb_printf(&b, "  ],\n");
+    /* The buffer pools' totals, as in cubec_memory_report, and the rings apart: they are memory
+     * the device holds but no stream can allocate from. */
+    json_totals(&b, "  ", &s.buffers);
+    sb_printf(&b, ", \"auxiliary_bytes_reserved\": %llu, \"all_bytes_reserved\": %llu}\n}\n",
+              (unsigned long long)s.aux_reserved,
+              (unsigned long long)(s.buffers.bytes_reserved + s.aux_reserved));
+    free(s.slots);
+    return sb_finish(&b, fn, out_json);
+}
+
+/* --- Table ----------------------------------------------------------------------------------- */
+
+/* "512 B", "1.5 KiB", "8.0 MiB": the table is for reading; the JSON has the exact bytes. */
+static const char *human(uint64_t bytes, char buf[16])
+{
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+    if (bytes < 1024) {
+        snprintf(buf, 16, "%llu B", (unsigned long long)bytes);
+        return buf;
+    }
+    double v = (double)bytes;
+    int u = 0;
+    while (v >= 1024.0 && u < 5) {
+        v /= 1024.0;
+        u++;
+    }
+    snprintf(buf, 16, "%.1f %s", v, units[u]);
+    return buf;
+}
+
+#define TABLE_HEADER "%-8s %-10s %10s %10s %6s %6s %8s %10s %10s %10s\n"
+#define TABLE_ROW "%-8s %-10s %10s %10s %6u %6u %8llu %10s %10s %10s\n"
+#define TABLE_SUM "%-8s %-10s %10s %10s %6u %6s %8llu %10s %10s %10s\n"
+
+static void table_pool(strbuf *b, const char *first, const cubec_pool_report *p)
+{
+    char h[5][16];
+    sb_printf(b, TABLE_ROW, first, p->kind, human(p->page_size, h[0]),
+              human(p->max_slice_size, h[1]), p->pages, p->pages_peak,
+              (unsigned long long)p->allocations, human(p->bytes_in_use, h[2]),
+              human(p->bytes_padding, h[3]), human(p->bytes_reserved, h[4]));
+}
+
+static void table_sum(strbuf *b, const char *first, const char *what, const totals *t)
+{
+    char h[3][16];
+    sb_printf(b, TABLE_SUM, first, what, "", "", t->pages, "", (unsigned long long)t->allocations,
+              human(t->bytes_in_use, h[0]), human(t->bytes_padding, h[1]),
+              human(t->bytes_reserved, h[2]));
+}
+
+cubec_status cubec_memory_report_table(cubec_device *device, char **out_text)
+{
+    static const char fn[] = "cubec_memory_report_table";
+    if (!out_text) return INVALID_ARG("%s: out_text is NULL", fn);
+    *out_text = NULL;
+    snapshot s;
+    RETURN_IF_ERROR(take_snapshot(device, fn, &s));
+    strbuf b = {0};
+    sb_printf(&b, TABLE_HEADER, "slot", "pool", "page size", "max slice", "pages", "peak", "allocs",
+              "in use", "padding", "reserved");
+    if (!s.slot_count) sb_printf(&b, "(no stream has allocated memory)\n");
+    for (uint32_t i = 0; i < s.slot_count; i++) {
+        const slot_memory *m = &s.slots[i];
+        char slot[16];
+        snprintf(slot, sizeof slot, "%u", m->slot);
+        for (uint32_t p = 0; p < m->report.pool_count; p++)
+            table_pool(&b, p == 0 ? slot : "", &m->report.pools[p]);
+        table_sum(&b, "", "total", &m->sum);
+    }
+    for (uint32_t i = 0; i < s.aux_count; i++)
+        table_pool(&b, i == 0 ? "rings" : "", &s.aux[i]);
+    table_sum(&b, "all", "buffers", &s.buffers);
+    char h[16];
+    sb_printf(&b, "%-8s %-10s %77s\n", "", "with rings",
+              human(s.buffers.bytes_reserved + s.aux_reserved, h));
+    free(s.slots);
+    return sb_finish(&b, fn, out_text);
+}

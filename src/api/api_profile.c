@@ -1,0 +1,47 @@
+/* Public entry points: profiles. */
+#include "api/api_common.h"
+
+#include <string.h>
+
+cubec_status cubec_profile_begin(cubec_device *device, cubec_stream stream,
+                                 cubec_profile *out_profile)
+{
+    if (!out_profile) return INVALID_ARG("cubec_profile_begin: out_profile is NULL");
+    out_profile->id = 0;
+    RETURN_IF_ERROR(api_lock(device, "cubec_profile_begin"));
+    uint32_t slot;
+    cubec_status err = api_slot(device, stream, "cubec_profile_begin", &slot);
+    if (!err) err = server_profile_begin(device, slot, &out_profile->id);
+    return api_unlock(device, err);
+}
+
+cubec_status cubec_profile_end(cubec_device *device, cubec_stream stream, cubec_profile profile,
+                               cubec_profile_result *out_result)
+{
+    if (!out_result) return INVALID_ARG("cubec_profile_end: out_result is NULL");
+    memset(out_result, 0, sizeof *out_result);
+    RETURN_IF_ERROR(api_lock(device, "cubec_profile_end"));
+    uint32_t slot;
+    cubec_status err = api_slot(device, stream, "cubec_profile_end", &slot);
+    cubec_profile_result r;
+    if (!err) err = server_profile_end(device, slot, profile.id, &r);
+    if (!err) *out_result = r;
+    return api_unlock(device, err);
+}
+
+cubec_status cubec_profile_abandon(cubec_device *device, cubec_stream stream, cubec_profile profile)
+{
+    RETURN_IF_ERROR(api_lock(device, "cubec_profile_abandon"));
+    uint32_t slot;
+    cubec_status err = api_slot(device, stream, "cubec_profile_abandon", &slot);
+    if (!err) err = server_profile_abandon(device, slot, profile.id);
+    return api_unlock(device, err);
+}
+
+cubec_status cubec_profile_method(cubec_device *device, cubec_timing *out_method)
+{
+    if (!out_method) return INVALID_ARG("cubec_profile_method: out_method is NULL");
+    RETURN_IF_ERROR(api_lock(device, "cubec_profile_method"));
+    *out_method = device->timing;
+    return api_unlock(device, NULL);
+}

@@ -1,0 +1,314 @@
+/* Profiles (spec 4.9): the GPU time of the work queued on a stream between two points.
+ *
+ * Device timing queues a timestamp task at begin and one at end, in the stream's slot queue, so
+ * they are recorded exactly around the stream's work in between, whatever the scheduler
+ * interleaves. The begin timestamp is written at the bottom of the pipe (when all earlier work
+ * has finished) and followed by an execution barrier, so the profiled work cannot start before
+ * it; the end timestamp is written when all earlier work has finished. Each open profile owns a
+ * pair of queries of one pool; profiles nest and overlap because they share nothing else.
+ *
+ * System timing (no timestamps on the queue, or CUBEC_TIMING=system) syncs the stream at begin
+ * and at end and reads the host clock.
+ *
+ * A profile is open from the recording of its begin to the recording of its end. A launch of
+ * its slot that fails or is skipped meanwhile poisons it (seed: profile_failure): end then
+ * returns CUBEC_PROFILE_INVALID naming that failure, so an autotuner never picks a candidate
+ * that did not run. */
+#include "base/log.h"
+#include "gpu/vulkan/vk_result.h"
+#include "server/device.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* Open profiles at once with Device timing (a query pair each). */
+#define PROFILE_PAIRS 1024
+
+uint64_t server_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Samples the device counter and the host clock together (VK_EXT_calibrated_timestamps). Without
+ * the extension the offset is set from the first timestamps read back (see below). */
+static void calibrate(cubec_device *d)
+{
+    if (!d->vk.get_calibrated_timestamps) return;
+    VkCalibratedTimestampInfoEXT info[2] = {
+        {.sType = VK_STRUCTURE_TYPE_CALIBRATED_TIMESTAMP_INFO_EXT,
+         .timeDomain = VK_TIME_DOMAIN_DEVICE_EXT},
+        {.sType = VK_STRUCTURE_TYPE_CALIBRATED_TIMESTAMP_INFO_EXT,
+         .timeDomain = VK_TIME_DOMAIN_CLOCK_MONOTONIC_EXT}};
+    uint64_t stamps[2], deviation;
+    if (d->vk.get_calibrated_timestamps(d->vk.device, 2, info, stamps, &deviation) != VK_SUCCESS)
+        return;
+    d->clock_offset_ns = (double)stamps[1] - (double)stamps[0] * d->info.timestamp_period_ns;
+    d->clock_known = 1;
+    d->clock_checked_ns = server_now_ns();
+}
+
+uint64_t server_device_time_ns(cubec_device *d, uint64_t ticks)
+{
+    /* The clocks drift apart by parts per million: re-sample them every second. */
+    if (d->vk.get_calibrated_timestamps && server_now_ns() - d->clock_checked_ns > 1000000000ull)
+        calibrate(d);
+    if (!d->clock_known) {
+        /* No calibration: the timestamp was just read back after its batch finished, so "now"
+         * bounds it from above; traces are shifted by at most the completion latency. */
+        d->clock_offset_ns = (double)server_now_ns() - (double)ticks * d->info.timestamp_period_ns;
+        d->clock_known = 1;
+    }
+    double ns = (double)ticks * d->info.timestamp_period_ns + d->clock_offset_ns;
+    return ns > 0 ? (uint64_t)llround(ns) : 0;
+}
+
+cubec_status server_profiles_init(cubec_device *d)
+{
+    handle_table_init(&d->profiles, d->tag, "profile");
+    d->timing =
+        d->vk.timestamps && !d->config.timing_system ? CUBEC_TIMING_DEVICE : CUBEC_TIMING_SYSTEM;
+    if (d->timing == CUBEC_TIMING_DEVICE) calibrate(d);
+    return NULL;
+}
+
+void server_profiles_destroy(cubec_device *d)
+{
+    for (uint32_t i = 0; i < d->profiles.count; i++) {
+        profile_obj *p = d->profiles.slots[i].object;
+        if (!p) continue;
+        failure_release(p->poison);
+        free(p);
+    }
+    handle_table_free(&d->profiles);
+    if (d->profile_queries) vkDestroyQueryPool(d->vk.device, d->profile_queries, NULL);
+    free(d->free_pairs);
+}
+
+/* A free pair of queries, creating the pool on first use. */
+static cubec_status take_pair(cubec_device *d, uint32_t *out_query)
+{
+    if (!d->profile_queries) {
+        VkQueryPoolCreateInfo qci = {.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
+                                     .queryType = VK_QUERY_TYPE_TIMESTAMP,
+                                     .queryCount = 2 * PROFILE_PAIRS};
+        VK_RETURN_IF_ERROR(vkCreateQueryPool(d->vk.device, &qci, NULL, &d->profile_queries),
+                           "vkCreateQueryPool(profiles)");
+        d->free_pairs = malloc(PROFILE_PAIRS * sizeof *d->free_pairs);
+        if (!d->free_pairs) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory");
+        for (uint32_t i = 0; i < PROFILE_PAIRS; i++)
+            d->free_pairs[i] = PROFILE_PAIRS - 1 - i;
+        d->free_pair_count = PROFILE_PAIRS;
+    }
+    if (!d->free_pair_count)
+        return status_make(CUBEC_OUT_OF_MEMORY,
+                           "cubec_profile_begin: %u profiles are open already (the limit); end or "
+                           "abandon some",
+                           PROFILE_PAIRS);
+    *out_query = 2 * d->free_pairs[--d->free_pair_count];
+    return NULL;
+}
+
+/* The pair goes back at once even if the GPU has yet to write it: queries of one pool execute in
+ * submission order, so a later user's reset and writes come after these. */
+static void drop_profile(cubec_device *d, uint64_t id, profile_obj *p)
+{
+    if (d->timing == CUBEC_TIMING_DEVICE) d->free_pairs[d->free_pair_count++] = p->query / 2;
+    failure_release(p->poison);
+    free(p);
+    handle_table_remove(&d->profiles, id);
+}
+
+/* Work of the slot is submitted and finished: System timing's sync. */
+static cubec_status sync_slot(cubec_device *d, uint32_t slot)
+{
+    RETURN_IF_ERROR(server_drain(d, &slot, 1));
+    RETURN_IF_ERROR(sub_flush(d, 0));
+    return sub_wait(d, d->slots[slot].last_value);
+}
+
+static cubec_status queue_timestamp(cubec_device *d, uint32_t slot, uint64_t id, int end)
+{
+    task *t;
+    RETURN_IF_ERROR(sched_reserve(&d->sched, slot, (void **)&t));
+    memset(t, 0, offsetof(task, b));
+    t->kind = TASK_TIMESTAMP;
+    t->slot = slot;
+    t->stream = d->resolved_stream;
+    t->profile = id;
+    t->profile_end = end;
+    return server_commit_task(d, slot);
+}
+
+cubec_status server_profile_begin(cubec_device *d, uint32_t slot, uint64_t *out_id)
+{
+    uint64_t stream = d->resolved_stream;
+    profile_obj *p = calloc(1, sizeof *p);
+    if (!p) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (profile)");
+    p->stream = stream;
+    p->slot = slot;
+    p->number = ++d->profile_numbers;
+    cubec_status err = NULL;
+    if (d->timing == CUBEC_TIMING_DEVICE) err = take_pair(d, &p->query);
+    if (err) {
+        free(p);
+        return err;
+    }
+    uint64_t id = 0;
+    err = handle_table_insert(&d->profiles, p, &id);
+    if (err) {
+        if (d->timing == CUBEC_TIMING_DEVICE) d->free_pairs[d->free_pair_count++] = p->query / 2;
+        free(p);
+        return err;
+    }
+    if (d->timing == CUBEC_TIMING_DEVICE) {
+        err = queue_timestamp(d, slot, id, 0);
+    } else {
+        /* Open before the sync: a failure recorded by it belongs to earlier work, but the
+         * profile must not miss one recorded after begin returns either; earlier work was
+         * submitted by the sync, so only its outcome can still arrive, and a lost submission of
+         * it would make the measurement meaningless anyway. */
+        err = sync_slot(d, slot);
+        p->opened = 1;
+        p->begin_ns = server_now_ns();
+    }
+    d->resolved_stream = stream;
+    if (err) {
+        drop_profile(d, id, p);
+        return err;
+    }
+    LOG(LOG_DEBUG, LOG_SYS_PROFILING, "profile #%" PRIu64 " begins on stream %" PRIu64, p->number,
+        stream);
+    *out_id = id;
+    return NULL;
+}
+
+static cubec_status lookup(cubec_device *d, uint32_t slot, uint64_t id, const char *fn,
+                           profile_obj **out)
+{
+    char arg[64];
+    snprintf(arg, sizeof arg, "%s: profile", fn);
+    void *o;
+    RETURN_IF_ERROR(handle_table_lookup(&d->profiles, id, arg, &o));
+    profile_obj *p = o;
+    if (p->slot != slot || p->stream != d->resolved_stream)
+        return INVALID_ARG("%s: profile #%" PRIu64 " began on stream %" PRIu64
+                           ", not on stream %" PRIu64,
+                           fn, p->number, p->stream, d->resolved_stream);
+    *out = p;
+    return NULL;
+}
+
+static cubec_status poisoned(const profile_obj *p)
+{
+    return status_make(CUBEC_PROFILE_INVALID,
+                       "profile #%" PRIu64 " on stream %" PRIu64
+                       " measured work that did not all run: %s",
+                       p->number, p->stream, p->poison->message);
+}
+
+cubec_status server_profile_end(cubec_device *d, uint32_t slot, uint64_t id,
+                                cubec_profile_result *out)
+{
+    profile_obj *p = NULL;
+    RETURN_IF_ERROR(lookup(d, slot, id, "cubec_profile_end", &p));
+    cubec_status err = NULL;
+    cubec_profile_result r = {.method = d->timing};
+    if (d->timing == CUBEC_TIMING_SYSTEM) {
+        err = sync_slot(d, slot);
+        r.begin_ns = p->begin_ns;
+        r.end_ns = server_now_ns();
+    } else {
+        err = queue_timestamp(d, slot, id, 1);
+        if (!err) err = server_drain(d, &slot, 1);
+        if (!err && !p->closed)
+            err = status_make(CUBEC_INTERNAL, "profile #%" PRIu64 ": its end was not recorded",
+                              p->number);
+        /* The wait may let other threads in: hold on to the values, not to `p`. */
+        uint64_t value = p->end_value;
+        uint32_t query = p->query;
+        if (!err && !p->poison) err = sub_wait(d, value);
+        p = handle_table_get(&d->profiles, id);
+        if (!p)
+            return err ? err
+                       : INVALID_ARG("cubec_profile_end: the profile was abandoned by "
+                                     "another thread while it ended");
+        uint64_t ticks[2] = {0, 0};
+        if (!err && !p->poison) {
+            VkResult vr =
+                vkGetQueryPoolResults(d->vk.device, d->profile_queries, query, 2, sizeof ticks,
+                                      ticks, sizeof ticks[0], VK_QUERY_RESULT_64_BIT);
+            if (vr != VK_SUCCESS) err = vk_status(vr, "vkGetQueryPoolResults(profile)");
+        }
+        if (!err && !p->poison) {
+            uint64_t mask =
+                d->vk.timestamp_bits >= 64 ? UINT64_MAX : (1ull << d->vk.timestamp_bits) - 1;
+            uint64_t delta = (ticks[1] - ticks[0]) & mask;
+            r.begin_ns = server_device_time_ns(d, ticks[0] & mask);
+            r.end_ns = r.begin_ns + (uint64_t)llround((double)delta * d->info.timestamp_period_ns);
+        }
+    }
+    r.duration_ns = r.end_ns - r.begin_ns;
+    if (!err && p->poison) err = poisoned(p);
+    if (!err) {
+        *out = r;
+        LOG(LOG_DEBUG, LOG_SYS_PROFILING,
+            "profile #%" PRIu64 " on stream %" PRIu64 ": %.3f us (%s timing)", p->number, p->stream,
+            (double)r.duration_ns / 1e3, d->timing == CUBEC_TIMING_DEVICE ? "device" : "system");
+    }
+    drop_profile(d, id, p);
+    return err;
+}
+
+cubec_status server_profile_abandon(cubec_device *d, uint32_t slot, uint64_t id)
+{
+    profile_obj *p = NULL;
+    RETURN_IF_ERROR(lookup(d, slot, id, "cubec_profile_abandon", &p));
+    /* A begin still queued finds no profile when it is recorded and writes nothing. */
+    drop_profile(d, id, p);
+    return NULL;
+}
+
+cubec_status server_record_timestamp(cubec_device *d, task *t)
+{
+    profile_obj *p = handle_table_get(&d->profiles, t->profile);
+    if (!p) return NULL; /* abandoned */
+    VkCommandBuffer cmd;
+    RETURN_IF_ERROR(sub_begin(d, &cmd));
+    if (!t->profile_end) {
+        vkCmdResetQueryPool(cmd, d->profile_queries, p->query, 2);
+        vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, d->profile_queries,
+                            p->query);
+        /* The profiled work starts after the timestamp, not alongside the work before it. */
+        vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT,
+                             VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, 0, 0, NULL, 0, NULL, 0, NULL);
+        p->opened = 1;
+    } else {
+        /* A poisoned profile is never read; its begin may have been lost with a submission,
+         * leaving the queries unreset. */
+        if (!p->poison)
+            vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, d->profile_queries,
+                                p->query + 1);
+        p->closed = 1;
+        p->end_value = d->next_value;
+    }
+    return NULL;
+}
+
+void server_profiles_poison(cubec_device *d, uint32_t slot, failure *f)
+{
+    if (!d->profiles.live) return;
+    for (uint32_t i = 0; i < d->profiles.count; i++) {
+        profile_obj *p = d->profiles.slots[i].object;
+        if (!p || !p->opened || p->closed || p->poison) continue;
+        if (slot != NO_SLOT && p->slot != slot) continue;
+        p->poison = failure_retain(f);
+        LOG(LOG_INFO, LOG_SYS_PROFILING, "profile #%" PRIu64 " is invalid: %s", p->number,
+            f->message);
+    }
+}

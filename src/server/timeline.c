@@ -1,0 +1,195 @@
+/* The timeline: what the device did and when, for the Chrome trace (CUBEC_TRACE) and the kernel
+ * summary of the profiling logger (CUBEC_LOG=profiling=summary).
+ *
+ * While either is on, every recorded launch is bracketed by two timestamps in its batch's own
+ * query pool: one at the top of the pipe when the GPU reaches the launch, one at the bottom when
+ * everything before it has finished. Launches that run concurrently therefore overlap in the
+ * trace, as they do on the GPU, and a launch's end is never earlier than the end of the work
+ * before it. When the batch has finished its queries are read back (in sub_poll, or before the
+ * batch is reused) and turned into trace events and summary entries. Off, none of this costs
+ * anything but a branch per launch. Host-side work (writes, reads, compilations, submissions,
+ * syncs) goes to the host track with host times. */
+#include "base/log.h"
+#include "gpu/vulkan/vk_result.h"
+#include "profiling/kernel_stats.h"
+#include "profiling/trace.h"
+#include "server/device.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+cubec_status timeline_init(cubec_device *d)
+{
+    if (d->config.trace_file[0]) {
+        char *why = NULL;
+        d->trace = trace_open(d->config.trace_file, &why);
+        if (!d->trace) {
+            cubec_status err = INVALID_ARG("CUBEC_TRACE / [profiling] trace: %s",
+                                           why ? why : d->config.trace_file);
+            free(why);
+            return err;
+        }
+        char name[320];
+        snprintf(name, sizeof name, "cubec: %s (device %u)", d->info.name, d->vk.physical_index);
+        trace_set_process_name(d->trace, name);
+    }
+    if (log_enabled(LOG_INFO, LOG_SYS_PROFILING)) {
+        d->kernel_stats = kernel_stats_new();
+        if (!d->kernel_stats)
+            return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (kernel statistics)");
+    }
+    d->time_launches = d->trace || d->kernel_stats;
+    d->summary_ns = server_now_ns();
+    return NULL;
+}
+
+void timeline_close(cubec_device *d)
+{
+    for (uint32_t i = 0; i < d->batch_count; i++)
+        timeline_harvest(d, &d->batches[i]);
+    timeline_summary_tick(d, 1);
+    kernel_stats_free(d->kernel_stats);
+    d->kernel_stats = NULL;
+    if (d->trace) {
+        char *why = NULL;
+        if (trace_close(d->trace, &why) != 0)
+            LOG(LOG_ERROR, LOG_SYS_PROFILING, "the trace was not written: %s",
+                why ? why : d->config.trace_file);
+        else
+            LOG(LOG_INFO, LOG_SYS_PROFILING, "trace written to %s", d->config.trace_file);
+        free(why);
+        d->trace = NULL;
+    }
+    d->time_launches = 0;
+}
+
+static uint32_t queries_per_batch(const cubec_device *d)
+{
+    return 2 * d->batch_task_cap;
+}
+
+void timeline_batch_begin(cubec_device *d, batch *b)
+{
+    b->stamp_count = 0;
+    if (!d->vk.timestamps) return; /* launches keep their host recording time */
+    if (!b->queries) {
+        VkQueryPoolCreateInfo qci = {.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
+                                     .queryType = VK_QUERY_TYPE_TIMESTAMP,
+                                     .queryCount = queries_per_batch(d)};
+        if (vkCreateQueryPool(d->vk.device, &qci, NULL, &b->queries) != VK_SUCCESS) {
+            LOG(LOG_WARN, LOG_SYS_PROFILING, "no query pool for launch timing: host times used");
+            b->queries = VK_NULL_HANDLE;
+            return;
+        }
+    }
+    vkCmdResetQueryPool(b->cmd, b->queries, 0, queries_per_batch(d));
+}
+
+int timeline_launch_begin(cubec_device *d, batch *b, const task *t)
+{
+    if (b->stamp_count == b->stamp_cap) {
+        uint32_t cap = b->stamp_cap ? b->stamp_cap * 2 : 64;
+        launch_stamp *n = realloc(b->stamps, cap * sizeof *n);
+        if (!n) return 0; /* this launch goes untimed */
+        b->stamps = n;
+        b->stamp_cap = cap;
+    }
+    if (2 * b->stamp_count + 2 > queries_per_batch(d)) return 0;
+    launch_stamp *s = &b->stamps[b->stamp_count];
+    snprintf(s->name, sizeof s->name, "%s", t->kind == TASK_TRANSFER_COPY ? "cubec.copy" : t->name);
+    s->stream = t->stream;
+    s->slot = t->slot;
+    memcpy(s->groups, t->groups, sizeof s->groups);
+    s->indirect = t->indirect.alloc != NULL;
+    s->record_ns = server_now_ns();
+    if (b->queries)
+        vkCmdWriteTimestamp(b->cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, b->queries,
+                            2 * b->stamp_count);
+    return 1;
+}
+
+void timeline_launch_end(cubec_device *d, batch *b)
+{
+    (void)d;
+    if (b->queries)
+        vkCmdWriteTimestamp(b->cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, b->queries,
+                            2 * b->stamp_count + 1);
+    b->stamp_count++;
+}
+
+void timeline_harvest(cubec_device *d, batch *b)
+{
+    uint32_t n = b->stamp_count;
+    b->stamp_count = 0;
+    /* A batch whose submission was lost never wrote its queries. */
+    if (!n || !b->value || b->value > d->completed_value) return;
+    uint64_t *ticks = NULL;
+    if (b->queries) {
+        ticks = malloc(2 * n * sizeof *ticks);
+        if (!ticks ||
+            vkGetQueryPoolResults(d->vk.device, b->queries, 0, 2 * n, 2 * n * sizeof *ticks, ticks,
+                                  sizeof *ticks, VK_QUERY_RESULT_64_BIT) != VK_SUCCESS) {
+            LOG(LOG_WARN, LOG_SYS_PROFILING, "launch timestamps of a batch could not be read");
+            free(ticks);
+            return;
+        }
+    }
+    uint64_t mask = d->vk.timestamp_bits >= 64 || !d->vk.timestamp_bits
+                        ? UINT64_MAX
+                        : (1ull << d->vk.timestamp_bits) - 1;
+    for (uint32_t i = 0; i < n; i++) {
+        const launch_stamp *s = &b->stamps[i];
+        uint64_t begin = s->record_ns, dur = 0;
+        if (ticks) {
+            begin = server_device_time_ns(d, ticks[2 * i] & mask);
+            uint64_t delta = ((ticks[2 * i + 1] - ticks[2 * i]) & mask);
+            /* A counter that wrapped, or a bottom stamp latched before the top one on drivers
+             * that write both at once, reads as a huge delta: show it as instantaneous. */
+            if (delta > (mask >> 1)) delta = 0;
+            dur = (uint64_t)((double)delta * d->info.timestamp_period_ns);
+        }
+        if (d->trace) {
+            char args[160];
+            if (s->indirect)
+                snprintf(args, sizeof args,
+                         "\"stream\":%" PRIu64 ",\"slot\":%u,\"grid\":\"indirect\"", s->stream,
+                         s->slot);
+            else
+                snprintf(args, sizeof args,
+                         "\"stream\":%" PRIu64 ",\"slot\":%u,\"grid\":[%u,%u,%u]%s", s->stream,
+                         s->slot, s->groups[0], s->groups[1], s->groups[2],
+                         ticks ? "" : ",\"time\":\"host, at recording\"");
+            trace_track(d->trace, s->stream, s->slot);
+            trace_complete(d->trace, s->stream, s->name, "launch", begin, dur, args);
+        }
+        if (d->kernel_stats) kernel_stats_add(d->kernel_stats, s->name, dur);
+        LOG(LOG_DEBUG, LOG_SYS_PROFILING, "| %10.3f us | %s (stream %" PRIu64 ")",
+            (double)dur / 1e3, s->name, s->stream);
+    }
+    free(ticks);
+}
+
+void timeline_host(cubec_device *d, const char *name, const char *category, uint64_t begin_ns,
+                   uint64_t stream, const char *args_json)
+{
+    if (!d->trace) return;
+    char args[256];
+    snprintf(args, sizeof args, "\"stream\":%" PRIu64 "%s%s", stream, args_json ? "," : "",
+             args_json ? args_json : "");
+    uint64_t now = server_now_ns();
+    trace_complete(d->trace, TRACE_HOST, name, category, begin_ns, now - begin_ns, args);
+}
+
+void timeline_summary_tick(cubec_device *d, int force)
+{
+    if (!d->kernel_stats || kernel_stats_empty(d->kernel_stats)) return;
+    uint64_t now = server_now_ns();
+    if (!force && now - d->summary_ns < 1000000000ull) return;
+    char text[8192];
+    kernel_stats_format(d->kernel_stats, text, sizeof text);
+    LOG(LOG_INFO, LOG_SYS_PROFILING, "kernel summary (device time per launch):\n%s", text);
+    kernel_stats_reset(d->kernel_stats);
+    d->summary_ns = now;
+}

@@ -1,0 +1,386 @@
+/* Profiles (cubec.h "Profiling"), on the default device with the validation layer on:
+ *  - a kernel whose cost scales with its input measures proportionally longer, and never longer
+ *    than the host saw around it;
+ *  - nested and overlapping profiles on one stream each measure their own window;
+ *  - abandon drops a token without submitting anything;
+ *  - a launch that fails (a lost submission) or is skipped (its input carries a failure) while a
+ *    profile is open makes cubec_profile_end return CUBEC_PROFILE_INVALID naming the failure,
+ *    while a profile of another stream is unaffected;
+ *  - System timing (CUBEC_TIMING=system) measures too and says so;
+ *  - bad tokens and streams are refused by name.
+ * The busy kernel's results are checked against the same recurrence computed here, so a profile
+ * of work that did not run correctly cannot pass. */
+#include "test_util.h"
+#include "uint_kernels.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* Each word goes through `n` steps of an LCG: cost = words x steps. Lavapipe ends any loop after
+ * 65535 iterations, so the work scales with the words. */
+static const char busy_src[] = UINT_KERNEL_HEAD
+    "layout(std430, binding = 0) buffer V { uint v[]; };\n" UINT_KERNEL_INFO "void main() {\n"
+    "  uint i = gl_GlobalInvocationID.x;\n"
+    "  uint s = v[i];\n"
+    "  for (uint k = 0; k < info.n; k++) s = s * info.mul + info.add;\n"
+    "  v[i] = s;\n"
+    "}\n";
+
+#define STEPS 20000u
+#define WORDS 1024u /* the small launch; the large one has 4x as many */
+#define LCG_MUL 1664525u
+#define LCG_ADD 1013904223u
+
+typedef struct fixture {
+    cubec_device *d;
+    cubec_stream s;
+    cubec_kernel busy, step;
+    cubec_buffer v; /* 4 * WORDS words */
+} fixture;
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void fixture_open(fixture *f)
+{
+    f->d = test_device_open();
+    ASSERT_OK(cubec_stream_new(f->d, &f->s));
+    cubec_kernel_desc kd = {.name = "busy", .glsl = busy_src};
+    ASSERT_OK(cubec_kernel_create(f->d, &kd, &f->busy));
+    cubec_kernel_desc sd = {.name = "step", .glsl = step_src};
+    ASSERT_OK(cubec_kernel_create(f->d, &sd, &f->step));
+    ASSERT_OK(cubec_buffer_create(f->d, f->s, 4 * WORDS * 4, &f->v));
+    ASSERT_OK(cubec_fill(f->d, f->s, f->v, 0, 4 * WORDS * 4, 7));
+}
+
+static void fixture_close(fixture *f)
+{
+    ASSERT_OK(cubec_buffer_release(f->d, f->v));
+    ASSERT_OK(cubec_kernel_destroy(f->d, f->busy));
+    ASSERT_OK(cubec_kernel_destroy(f->d, f->step));
+    test_device_close(f->d);
+}
+
+static cubec_status busy(fixture *f, cubec_buffer v, uint32_t words, uint32_t steps)
+{
+    uint32_t info[3] = {steps, LCG_MUL, LCG_ADD};
+    cubec_launch_desc ld = {.kernel = f->busy,
+                            .buffers = &v,
+                            .buffer_count = 1,
+                            .info = info,
+                            .info_size = sizeof info,
+                            .groups = {words / 64, 1, 1}};
+    return cubec_launch(f->d, f->s, &ld);
+}
+
+/* Profiles one busy launch over `words` words; the duration must fit in the host's wall time
+ * around it. Returns the duration. */
+static uint64_t profile_busy(fixture *f, uint32_t words)
+{
+    ASSERT_OK(cubec_sync(f->d, f->s));
+    uint64_t t0 = now_ns();
+    cubec_profile p;
+    ASSERT_OK(cubec_profile_begin(f->d, f->s, &p));
+    ASSERT_OK(busy(f, f->v, words, STEPS));
+    cubec_profile_result r;
+    ASSERT_OK(cubec_profile_end(f->d, f->s, p, &r));
+    uint64_t wall = now_ns() - t0;
+    assert_true(r.duration_ns > 0);
+    assert_int_equal(r.duration_ns, r.end_ns - r.begin_ns);
+    if (r.duration_ns > wall)
+        fail_msg("profile says %" PRIu64 " ns; the host saw only %" PRIu64 " ns", r.duration_ns,
+                 wall);
+    return r.duration_ns;
+}
+
+static uint64_t min3(fixture *f, uint32_t words)
+{
+    uint64_t best = UINT64_MAX;
+    for (int i = 0; i < 3; i++) {
+        uint64_t t = profile_busy(f, words);
+        if (t < best) best = t;
+    }
+    return best;
+}
+
+/* The fastest of 5 measurements of each size, taken alternately so that a slow spell of a shared
+ * machine (lavapipe runs on the CPU) weighs on both. */
+static void min_pair(fixture *f, uint64_t *small, uint64_t *large)
+{
+    *small = *large = UINT64_MAX;
+    for (int i = 0; i < 5; i++) {
+        uint64_t s = profile_busy(f, WORDS), l = profile_busy(f, 4 * WORDS);
+        if (s < *small) *small = s;
+        if (l < *large) *large = l;
+    }
+}
+
+/* The words' values after `runs` busy launches from 7, as the GPU must have computed them. */
+static void check_values(fixture *f, uint32_t words, const uint32_t *runs_per_word)
+{
+    uint32_t *got = malloc(4 * WORDS * 4);
+    ASSERT_OK(cubec_read(f->d, f->s, f->v, 0, got, 4 * WORDS * 4));
+    for (uint32_t i = 0; i < words; i++) {
+        uint32_t s = 7;
+        for (uint32_t r = 0; r < runs_per_word[i]; r++)
+            for (uint32_t k = 0; k < STEPS; k++)
+                s = s * LCG_MUL + LCG_ADD;
+        if (got[i] != s) fail_msg("word %u: got %u, expected %u", i, got[i], s);
+    }
+    free(got);
+}
+
+static void check_scaling(fixture *f)
+{
+    uint64_t small, large;
+    min_pair(f, &small, &large);
+    double ratio = (double)large / (double)small;
+    print_message("busy x1: %.3f ms, x4: %.3f ms, ratio %.2f\n", small / 1e6, large / 1e6, ratio);
+    /* 4x the work: allow for fixed costs, a GPU that is not full with the small launch, and a
+     * CPU device sharing its cores with other programs. */
+    if (ratio < 1.8 || ratio > 10.0) fail_msg("4x the work measured %.2fx the time", ratio);
+    uint32_t *runs = malloc(4 * WORDS * sizeof *runs);
+    for (uint32_t i = 0; i < 4 * WORDS; i++)
+        runs[i] = i < WORDS ? 10 : 5;
+    check_values(f, 4 * WORDS, runs);
+    free(runs);
+}
+
+static void test_duration_scales_with_work(void **state)
+{
+    (void)state;
+    fixture f;
+    fixture_open(&f);
+    cubec_timing method;
+    ASSERT_OK(cubec_profile_method(f.d, &method));
+    cubec_device_info info;
+    ASSERT_OK(cubec_device_get_info(f.d, &info));
+    print_message("timing: %s (timestamp period %.3f ns)\n",
+                  method == CUBEC_TIMING_DEVICE ? "device" : "system", info.timestamp_period_ns);
+    check_scaling(&f);
+    fixture_close(&f);
+}
+
+static void test_nested_and_overlapping(void **state)
+{
+    (void)state;
+    fixture f;
+    fixture_open(&f);
+    uint64_t one = min3(&f, WORDS); /* what one launch costs */
+    /* Nested: outer = A + B + C, inner = B only. */
+    cubec_profile outer, inner;
+    ASSERT_OK(cubec_profile_begin(f.d, f.s, &outer));
+    ASSERT_OK(busy(&f, f.v, WORDS, STEPS));
+    ASSERT_OK(cubec_profile_begin(f.d, f.s, &inner));
+    ASSERT_OK(busy(&f, f.v, WORDS, STEPS));
+    cubec_profile_result ri, ro;
+    ASSERT_OK(cubec_profile_end(f.d, f.s, inner, &ri));
+    ASSERT_OK(busy(&f, f.v, WORDS, STEPS));
+    ASSERT_OK(cubec_profile_end(f.d, f.s, outer, &ro));
+    print_message("one %.3f ms, nested inner %.3f ms, outer %.3f ms\n", one / 1e6,
+                  ri.duration_ns / 1e6, ro.duration_ns / 1e6);
+    assert_true(ro.begin_ns <= ri.begin_ns && ri.end_ns <= ro.end_ns);
+    assert_true(ro.duration_ns > ri.duration_ns); /* A and C besides B */
+    assert_true(ri.duration_ns >= one / 2);
+    /* Overlapping: p1 = A + B, p2 = B + C; each covers two launches. */
+    cubec_profile p1, p2;
+    ASSERT_OK(cubec_profile_begin(f.d, f.s, &p1));
+    ASSERT_OK(busy(&f, f.v, WORDS, STEPS));
+    ASSERT_OK(cubec_profile_begin(f.d, f.s, &p2));
+    ASSERT_OK(busy(&f, f.v, WORDS, STEPS));
+    cubec_profile_result r1, r2;
+    ASSERT_OK(cubec_profile_end(f.d, f.s, p1, &r1));
+    ASSERT_OK(busy(&f, f.v, WORDS, STEPS));
+    ASSERT_OK(cubec_profile_end(f.d, f.s, p2, &r2));
+    print_message("overlapping: %.3f ms and %.3f ms\n", r1.duration_ns / 1e6, r2.duration_ns / 1e6);
+    assert_true(r1.begin_ns <= r2.begin_ns && r1.end_ns <= r2.end_ns && r2.begin_ns < r1.end_ns);
+    assert_true(r1.duration_ns >= one / 2 && r2.duration_ns >= one / 2);
+    /* 3 (min3) + 3 (nested) + 3 (overlapping) launches over the first WORDS words. */
+    uint32_t *runs = malloc(4 * WORDS * sizeof *runs);
+    for (uint32_t i = 0; i < 4 * WORDS; i++)
+        runs[i] = i < WORDS ? 9 : 0;
+    check_values(&f, WORDS, runs);
+    free(runs);
+    fixture_close(&f);
+}
+
+static void test_abandon(void **state)
+{
+    (void)state;
+    fixture f;
+    fixture_open(&f);
+    ASSERT_OK(cubec_sync(f.d, f.s));
+    uint64_t before[CUBEC_FAULT_KIND_COUNT], after[CUBEC_FAULT_KIND_COUNT];
+    cubec_profile p;
+    ASSERT_OK(cubec_profile_begin(f.d, f.s, &p));
+    ASSERT_OK(busy(&f, f.v, WORDS, 10));
+    ASSERT_OK(cubec_fault_counts(f.d, before));
+    ASSERT_OK(cubec_profile_abandon(f.d, f.s, p));
+    ASSERT_OK(cubec_fault_counts(f.d, after));
+    /* Nothing was submitted or waited for. */
+    assert_int_equal(before[CUBEC_FAULT_SUBMIT], after[CUBEC_FAULT_SUBMIT]);
+    assert_int_equal(before[CUBEC_FAULT_WAIT], after[CUBEC_FAULT_WAIT]);
+    cubec_profile_result r;
+    ASSERT_ERROR(cubec_profile_end(f.d, f.s, p, &r), CUBEC_INVALID_ARGUMENT, "profile");
+    ASSERT_ERROR(cubec_profile_abandon(f.d, f.s, p), CUBEC_INVALID_ARGUMENT, "profile");
+    /* Many abandoned profiles: their queries are reused, and a later profile still measures. */
+    for (int i = 0; i < 2000; i++) {
+        ASSERT_OK(cubec_profile_begin(f.d, f.s, &p));
+        ASSERT_OK(cubec_profile_abandon(f.d, f.s, p));
+    }
+    assert_true(profile_busy(&f, WORDS) > 0);
+    /* The abandoned profile's launch ran: 10 steps, then a STEPS launch. */
+    uint32_t got;
+    ASSERT_OK(cubec_read(f.d, f.s, f.v, 0, &got, 4));
+    uint32_t want = 7;
+    for (uint32_t k = 0; k < 10 + STEPS; k++)
+        want = want * LCG_MUL + LCG_ADD;
+    assert_int_equal(got, want);
+    fixture_close(&f);
+}
+
+/* A buffer whose contents carry a failure: the submission that should have written it is lost. */
+static cubec_buffer tainted_buffer(fixture *f)
+{
+    cubec_buffer t;
+    ASSERT_OK(cubec_sync(f->d, f->s)); /* only the launch below is lost */
+    ASSERT_OK(cubec_buffer_create(f->d, f->s, 64 * 4, &t));
+    uint32_t info[3] = {64, 3, 1};
+    cubec_launch_desc ld = {.kernel = f->step,
+                            .buffers = &t,
+                            .buffer_count = 1,
+                            .info = info,
+                            .info_size = sizeof info,
+                            .groups = {1, 1, 1}};
+    ASSERT_OK(cubec_launch(f->d, f->s, &ld));
+    ASSERT_OK(cubec_fault_inject(f->d, CUBEC_FAULT_SUBMIT, 1));
+    ASSERT_ERROR(cubec_flush(f->d, f->s), CUBEC_INTERNAL, "injected");
+    ASSERT_ERROR(cubec_check(f->d, &t, 1), CUBEC_INTERNAL, "submission");
+    return t;
+}
+
+static void test_poisoned_by_failed_launch(void **state)
+{
+    (void)state;
+    fixture f;
+    fixture_open(&f);
+    cubec_stream other;
+    ASSERT_OK(cubec_stream_new(f.d, &other));
+    cubec_profile p, q;
+    ASSERT_OK(cubec_profile_begin(f.d, f.s, &p));
+    ASSERT_OK(cubec_profile_begin(f.d, other, &q));
+    cubec_buffer t = tainted_buffer(&f); /* a launch of f.s fails while p is open */
+    ASSERT_OK(busy(&f, f.v, WORDS, 10));
+    cubec_profile_result r;
+    ASSERT_ERROR(cubec_profile_end(f.d, f.s, p, &r), CUBEC_PROFILE_INVALID,
+                 "the submission of its work failed");
+    assert_int_equal(r.duration_ns, 0);
+    /* The other stream's profile had not begun on the GPU when the submission was lost (its
+     * queue was not submitted): it measures. */
+    ASSERT_OK(cubec_profile_end(f.d, other, q, &r));
+    /* The stream works again, and a new profile on it measures. */
+    assert_true(profile_busy(&f, WORDS) > 0);
+    ASSERT_OK(cubec_buffer_release(f.d, t));
+    fixture_close(&f);
+}
+
+static void test_poisoned_by_skipped_launch(void **state)
+{
+    (void)state;
+    fixture f;
+    fixture_open(&f);
+    cubec_buffer t = tainted_buffer(&f);
+    cubec_stream other;
+    ASSERT_OK(cubec_stream_new(f.d, &other));
+    cubec_profile p, q;
+    ASSERT_OK(cubec_profile_begin(f.d, f.s, &p));
+    ASSERT_OK(cubec_profile_begin(f.d, other, &q));
+    ASSERT_OK(busy(&f, f.v, WORDS, 10));
+    ASSERT_OK(busy(&f, t, 64, 10)); /* reads the tainted buffer: skipped */
+    cubec_profile_result r;
+    ASSERT_ERROR(cubec_profile_end(f.d, f.s, p, &r), CUBEC_PROFILE_INVALID, "was skipped");
+    /* A profile of another stream saw no failure on its stream. */
+    ASSERT_OK(cubec_profile_end(f.d, other, q, &r));
+    /* A profile that closed before the skip is valid; one opened after it is too. */
+    ASSERT_OK(cubec_profile_begin(f.d, f.s, &p));
+    ASSERT_OK(busy(&f, f.v, WORDS, 10));
+    ASSERT_OK(cubec_profile_end(f.d, f.s, p, &r));
+    ASSERT_OK(busy(&f, t, 64, 10));
+    ASSERT_OK(cubec_profile_begin(f.d, f.s, &p));
+    ASSERT_OK(busy(&f, f.v, WORDS, 10));
+    ASSERT_OK(cubec_profile_end(f.d, f.s, p, &r));
+    ASSERT_OK(cubec_buffer_release(f.d, t));
+    fixture_close(&f);
+}
+
+static void test_system_timing(void **state)
+{
+    (void)state;
+    setenv("CUBEC_TIMING", "system", 1);
+    fixture f;
+    fixture_open(&f);
+    unsetenv("CUBEC_TIMING");
+    cubec_timing method;
+    ASSERT_OK(cubec_profile_method(f.d, &method));
+    assert_int_equal(method, CUBEC_TIMING_SYSTEM);
+    check_scaling(&f);
+    cubec_profile p;
+    ASSERT_OK(cubec_profile_begin(f.d, f.s, &p));
+    ASSERT_OK(busy(&f, f.v, WORDS, 10));
+    cubec_profile_result r;
+    ASSERT_OK(cubec_profile_end(f.d, f.s, p, &r));
+    assert_int_equal(r.method, CUBEC_TIMING_SYSTEM);
+    cubec_buffer t = tainted_buffer(&f);
+    ASSERT_OK(cubec_profile_begin(f.d, f.s, &p));
+    ASSERT_OK(busy(&f, t, 64, 10));
+    ASSERT_ERROR(cubec_profile_end(f.d, f.s, p, &r), CUBEC_PROFILE_INVALID, "was skipped");
+    ASSERT_OK(cubec_buffer_release(f.d, t));
+    fixture_close(&f);
+}
+
+static void test_bad_arguments(void **state)
+{
+    (void)state;
+    fixture f;
+    fixture_open(&f);
+    cubec_stream other;
+    ASSERT_OK(cubec_stream_new(f.d, &other));
+    ASSERT_ERROR(cubec_profile_begin(f.d, f.s, NULL), CUBEC_INVALID_ARGUMENT, "out_profile");
+    ASSERT_ERROR(cubec_profile_begin(NULL, f.s, &(cubec_profile){0}), CUBEC_INVALID_ARGUMENT,
+                 "device");
+    cubec_profile p;
+    ASSERT_OK(cubec_profile_begin(f.d, f.s, &p));
+    cubec_profile_result r;
+    ASSERT_ERROR(cubec_profile_end(f.d, f.s, p, NULL), CUBEC_INVALID_ARGUMENT, "out_result");
+    char want[128];
+    snprintf(want, sizeof want, "not on stream %" PRIu64, (uint64_t)(other & 0xffffffffffffull));
+    ASSERT_ERROR(cubec_profile_end(f.d, other, p, &r), CUBEC_INVALID_ARGUMENT, want);
+    ASSERT_ERROR(cubec_profile_end(f.d, f.s, (cubec_profile){0}, &r), CUBEC_INVALID_ARGUMENT,
+                 "profile");
+    ASSERT_ERROR(cubec_profile_end(f.d, f.s, (cubec_profile){12345}, &r), CUBEC_INVALID_ARGUMENT,
+                 "profile");
+    /* The refusals changed nothing: the profile still ends. */
+    ASSERT_OK(cubec_profile_end(f.d, f.s, p, &r));
+    fixture_close(&f);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_duration_scales_with_work),
+        cmocka_unit_test(test_nested_and_overlapping),
+        cmocka_unit_test(test_abandon),
+        cmocka_unit_test(test_poisoned_by_failed_launch),
+        cmocka_unit_test(test_poisoned_by_skipped_launch),
+        cmocka_unit_test(test_system_timing),
+        cmocka_unit_test(test_bad_arguments),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,270 @@
+/* The device-wide memory report (JSON and table) against what the test allocated: buffers of
+ * known sizes on two streams, each slot's totals and the device's equal to the sums computed
+ * here, the JSON's pools equal to cubec_memory_report_get's, and the numbers back to zero after
+ * releasing and cleaning up. */
+#include "test_util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { N1 = 12, N2 = 7 };
+
+typedef struct json_totals {
+    uint64_t allocations, bytes_in_use, bytes_padding, bytes_reserved, pages;
+} json_totals;
+
+/* The number after "key": in [from, end); fails the test when it is not there. */
+static uint64_t json_u64(const char *from, const char *end, const char *key)
+{
+    char pattern[64];
+    snprintf(pattern, sizeof pattern, "\"%s\": ", key);
+    const char *p = strstr(from, pattern);
+    if (!p || p >= end) fail_msg("key '%s' not found in %.*s", key, (int)(end - from), from);
+    char *after;
+    unsigned long long v = strtoull(p + strlen(pattern), &after, 10);
+    assert_true(after > p + strlen(pattern));
+    return v;
+}
+
+static json_totals parse_totals(const char *totals)
+{
+    assert_non_null(totals);
+    const char *end = strchr(totals, '}');
+    assert_non_null(end);
+    json_totals t = {
+        json_u64(totals, end, "allocations"),   json_u64(totals, end, "bytes_in_use"),
+        json_u64(totals, end, "bytes_padding"), json_u64(totals, end, "bytes_reserved"),
+        json_u64(totals, end, "pages"),
+    };
+    return t;
+}
+
+/* The entry of `slot` in the "slots" array, or NULL. */
+static const char *find_slot(const char *json, uint32_t slot)
+{
+    char pattern[48];
+    snprintf(pattern, sizeof pattern, "\"slot\": %u,", slot);
+    return strstr(json, pattern);
+}
+
+/* The device's totals: the last "totals" of the document. */
+static const char *device_totals(const char *json)
+{
+    const char *last = NULL;
+    for (const char *p = strstr(json, "\"totals\""); p; p = strstr(p + 1, "\"totals\""))
+        last = p;
+    return last;
+}
+
+static size_t count_of(const char *text, const char *needle)
+{
+    size_t n = 0;
+    for (const char *p = strstr(text, needle); p; p = strstr(p + 1, needle))
+        n++;
+    return n;
+}
+
+/* The slot entry's pools equal the stream's own report (its buffer pools, in order), and its
+ * totals equal the report's totals and the padding summed here. */
+static void check_slot(const char *json, uint32_t slot, const cubec_memory_report *r)
+{
+    const char *entry = find_slot(json, slot);
+    if (!entry) fail_msg("slot %u is missing from %s", slot, json);
+    const char *totals = strstr(entry, "\"totals\"");
+    assert_non_null(totals);
+    const char *p = entry;
+    uint64_t padding = 0;
+    uint32_t buffer_pools = 0;
+    for (uint32_t i = 0; i < r->pool_count; i++) {
+        const cubec_pool_report *want = &r->pools[i];
+        if (!strcmp(want->kind, "metadata") || !strcmp(want->kind, "upload") ||
+            !strcmp(want->kind, "readback"))
+            continue; /* the rings are reported once, under "auxiliary" */
+        buffer_pools++;
+        p = strstr(p, "{\"kind\": ");
+        assert_non_null(p);
+        assert_true(p < totals);
+        const char *end = strchr(p, '}');
+        char kind[32];
+        assert_int_equal(sscanf(p, "{\"kind\": \"%31[a-z]\"", kind), 1);
+        assert_string_equal(kind, want->kind);
+        assert_int_equal(json_u64(p, end, "page_size"), want->page_size);
+        assert_int_equal(json_u64(p, end, "max_slice_size"), want->max_slice_size);
+        assert_int_equal(json_u64(p, end, "pages"), want->pages);
+        assert_int_equal(json_u64(p, end, "pages_peak"), want->pages_peak);
+        assert_int_equal(json_u64(p, end, "allocations"), want->allocations);
+        assert_int_equal(json_u64(p, end, "bytes_in_use"), want->bytes_in_use);
+        assert_int_equal(json_u64(p, end, "bytes_padding"), want->bytes_padding);
+        assert_int_equal(json_u64(p, end, "bytes_reserved"), want->bytes_reserved);
+        padding += want->bytes_padding;
+        p = end;
+    }
+    assert_true(buffer_pools >= 2);               /* sliced and exclusive */
+    const char *extra = strstr(p, "{\"kind\": "); /* no pool the stream does not have */
+    assert_true(!extra || extra > totals);
+    json_totals t = parse_totals(totals);
+    assert_int_equal(t.allocations, r->allocations);
+    assert_int_equal(t.bytes_in_use, r->bytes_in_use);
+    assert_int_equal(t.bytes_reserved, r->bytes_reserved);
+    assert_int_equal(t.pages, r->pages);
+    assert_int_equal(t.bytes_padding, padding);
+}
+
+static uint32_t slot_of(cubec_stream s)
+{
+    /* The documented folding: the stream's low 48 bits modulo max_streams. */
+    const char *env = getenv("CUBEC_MAX_STREAMS");
+    uint64_t max_streams = env && *env ? strtoull(env, NULL, 10) : 128;
+    return (uint32_t)((s & 0xffffffffffffull) % max_streams);
+}
+
+static void test_report_matches_allocations(void **state)
+{
+    (void)state;
+    cubec_device *d = test_device_open();
+    cubec_stream s[2];
+    ASSERT_OK(cubec_stream_new(d, &s[0]));
+    ASSERT_OK(cubec_stream_new(d, &s[1]));
+    uint32_t slot[2] = {slot_of(s[0]), slot_of(s[1])};
+    assert_int_not_equal(slot[0], slot[1]);
+
+    /* Small and odd sizes (sliced pools, with padding), one large enough for the exclusive pool
+     * on any device's page limit, and a size-0 buffer, which holds no memory. */
+    cubec_buffer b1[N1 + 1], b2[N2];
+    uint64_t sum[2] = {0, 0};
+    for (int i = 0; i < N1; i++) {
+        uint64_t size = 1000u * (uint64_t)(i + 1) + (uint64_t)i * 7u;
+        ASSERT_OK(cubec_buffer_create(d, s[0], size, &b1[i]));
+        sum[0] += size;
+    }
+    ASSERT_OK(cubec_buffer_create(d, s[0], 0, &b1[N1]));
+    uint32_t seed = 7;
+    for (int i = 0; i < N2; i++) {
+        uint64_t size = i == N2 - 1 ? (uint64_t)200 << 20 : 1 + test_rand(&seed) % 300000u;
+        ASSERT_OK(cubec_buffer_create(d, s[1], size, &b2[i]));
+        sum[1] += size;
+    }
+    const uint64_t count[2] = {N1, N2};
+
+    cubec_memory_report r[2];
+    for (int k = 0; k < 2; k++) {
+        ASSERT_OK(cubec_memory_report_get(d, s[k], &r[k]));
+        assert_int_equal(r[k].allocations, count[k]);
+        assert_int_equal(r[k].bytes_in_use, sum[k]);
+        assert_true(r[k].bytes_reserved >= sum[k]);
+    }
+
+    char *json = NULL;
+    ASSERT_OK(cubec_memory_report_json(d, &json));
+    for (int k = 0; k < 2; k++)
+        check_slot(json, slot[k], &r[k]);
+    assert_int_equal(count_of(json, "\"slot\": "), 2); /* only the streams that allocated */
+    json_totals t = parse_totals(device_totals(json));
+    assert_int_equal(t.allocations, count[0] + count[1]);
+    assert_int_equal(t.bytes_in_use, sum[0] + sum[1]);
+    assert_int_equal(t.bytes_reserved, r[0].bytes_reserved + r[1].bytes_reserved);
+    assert_int_equal(t.pages, r[0].pages + r[1].pages);
+    /* The rings once, as the per-stream report lists them after the buffer pools. */
+    const char *aux = strstr(json, "\"auxiliary\"");
+    assert_non_null(aux);
+    uint64_t aux_reserved = 0;
+    for (uint32_t i = 0; i < r[0].pool_count; i++) {
+        const cubec_pool_report *p = &r[0].pools[i];
+        char pattern[48];
+        snprintf(pattern, sizeof pattern, "{\"kind\": \"%s\"", p->kind);
+        if (strcmp(p->kind, "metadata") && strcmp(p->kind, "upload") && strcmp(p->kind, "readback"))
+            continue;
+        const char *e = strstr(aux, pattern);
+        assert_non_null(e);
+        assert_int_equal(json_u64(e, strchr(e, '}'), "bytes_reserved"), p->bytes_reserved);
+        assert_int_equal(count_of(json, pattern), 1);
+        aux_reserved += p->bytes_reserved;
+    }
+    assert_true(aux_reserved > 0); /* the metadata ring at least */
+    const char *dt = device_totals(json);
+    assert_int_equal(json_u64(dt, dt + strlen(dt), "auxiliary_bytes_reserved"), aux_reserved);
+    assert_int_equal(json_u64(dt, dt + strlen(dt), "all_bytes_reserved"),
+                     t.bytes_reserved + aux_reserved);
+    cubec_string_free(json);
+
+    /* The table names every pool of both reports and both slots. */
+    char *table = NULL;
+    ASSERT_OK(cubec_memory_report_table(d, &table));
+    assert_non_null(table);
+    for (int k = 0; k < 2; k++) {
+        for (uint32_t i = 0; i < r[k].pool_count; i++)
+            if (!strstr(table, r[k].pools[i].kind))
+                fail_msg("pool kind '%s' is not in the table:\n%s", r[k].pools[i].kind, table);
+        char line[32];
+        snprintf(line, sizeof line, "\n%-8u ", slot[k]);
+        if (!strstr(table, line)) fail_msg("slot %u is not in the table:\n%s", slot[k], table);
+    }
+    assert_non_null(strstr(table, "in use"));
+    cubec_string_free(table);
+
+    /* Released, the memory is free but the pages stay; cleaned up, they go back. */
+    for (int i = 0; i <= N1; i++)
+        ASSERT_OK(cubec_buffer_release(d, b1[i]));
+    for (int i = 0; i < N2; i++)
+        ASSERT_OK(cubec_buffer_release(d, b2[i]));
+    ASSERT_OK(cubec_memory_report_json(d, &json));
+    t = parse_totals(device_totals(json));
+    assert_int_equal(t.allocations, 0);
+    assert_int_equal(t.bytes_in_use, 0);
+    assert_int_equal(t.bytes_padding, 0);
+    for (int k = 0; k < 2; k++) {
+        ASSERT_OK(cubec_memory_report_get(d, s[k], &r[k]));
+        assert_int_equal(r[k].allocations, 0);
+        assert_int_equal(r[k].bytes_in_use, 0);
+        check_slot(json, slot[k], &r[k]);
+    }
+    cubec_string_free(json);
+    for (int k = 0; k < 2; k++)
+        ASSERT_OK(cubec_memory_cleanup(d, s[k]));
+    ASSERT_OK(cubec_memory_report_json(d, &json));
+    t = parse_totals(device_totals(json));
+    assert_int_equal(t.allocations, 0);
+    assert_int_equal(t.bytes_reserved, 0);
+    assert_int_equal(t.pages, 0);
+    cubec_string_free(json);
+    test_device_close(d);
+}
+
+static void test_refusals(void **state)
+{
+    (void)state;
+    char *text = (char *)"unchanged";
+    ASSERT_ERROR(cubec_memory_report_json(NULL, &text), CUBEC_INVALID_ARGUMENT,
+                 "cubec_memory_report_json: device is NULL");
+    assert_null(text);
+    text = (char *)"unchanged";
+    ASSERT_ERROR(cubec_memory_report_table(NULL, &text), CUBEC_INVALID_ARGUMENT,
+                 "cubec_memory_report_table: device is NULL");
+    assert_null(text);
+    cubec_device *d = test_device_open();
+    ASSERT_ERROR(cubec_memory_report_json(d, NULL), CUBEC_INVALID_ARGUMENT, "out_json is NULL");
+    ASSERT_ERROR(cubec_memory_report_table(d, NULL), CUBEC_INVALID_ARGUMENT, "out_text is NULL");
+    cubec_string_free(NULL);
+    /* Nothing allocated: no slot, and the table says so. */
+    char *json = NULL;
+    ASSERT_OK(cubec_memory_report_json(d, &json));
+    assert_int_equal(count_of(json, "\"slot\": "), 0);
+    json_totals t = parse_totals(device_totals(json));
+    assert_int_equal(t.allocations, 0);
+    assert_int_equal(t.bytes_reserved, 0);
+    cubec_string_free(json);
+    ASSERT_OK(cubec_memory_report_table(d, &text));
+    assert_non_null(strstr(text, "no stream has allocated memory"));
+    cubec_string_free(text);
+    test_device_close(d);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_report_matches_allocations),
+        cmocka_unit_test(test_refusals),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
