@@ -334,6 +334,57 @@ cubec_status cubec_fault_inject(cubec_device *device, cubec_fault_kind kind, uin
 cubec_status cubec_fault_counts(cubec_device *device, uint64_t out_counts[CUBEC_FAULT_KIND_COUNT]);
 
 /* ---------------------------------------------------------------------------------------------
+ * Graphs (docs/graphs.md)
+ *
+ * A graph is a sequence of launches captured once on a stream and replayed with one submission.
+ * The launches are recorded, with their barriers, bindings and metadata, into a reusable Vulkan
+ * command buffer: a replay costs one vkQueueSubmit whatever the number of launches.
+ *
+ *     cubec_graph_prepare(dev, s);     // drains the stream and isolates it
+ *     ...run the work once (warm-up: kernels compiled, buffers allocated)...
+ *     cubec_graph_begin(dev, s);       // reports a failure of the warm-up here
+ *     ...the same launches: recorded, not run...
+ *     cubec_graph_end(dev, s, &g);
+ *     for (...) { cubec_write(inputs); cubec_graph_replay(dev, s, g); cubec_read(outputs); }
+ *     cubec_graph_destroy(dev, s, g);
+ *
+ * Between begin and end, on the capturing stream (and any stream sharing its slot): launches,
+ * copies and fills are recorded; cubec_read, cubec_read_async, cubec_sync, cubec_sync_check,
+ * cubec_profile_begin and cubec_graph_replay are refused with CUBEC_GRAPH_STATE naming the
+ * operation; cubec_memory_cleanup is refused while any stream captures; a cubec_write is refused
+ * lazily: the call succeeds, the bytes are not written and carry a CUBEC_GRAPH_STATE failure, and
+ * when the capturing stream itself wrote, the capture is doomed. A creation of a buffer that
+ * needs a new page of memory is refused (CUBEC_GRAPH_STATE) and dooms the capture: allocate
+ * during the warm-up. Any failure inside the window (that, a launch that fails or would be
+ * skipped) makes cubec_graph_end fail naming the first one, and what the recorded launches would
+ * have written carries it. A capture ended from another stream is abandoned the same way.
+ *
+ * A graph keeps the memory of every buffer it binds alive until it is destroyed; the buffers'
+ * contents are read when a replay runs (write fresh inputs between replays; indirect counts are
+ * read then too). A replay runs after the work queued before it on the stream and is a write:
+ * if it fails, its outputs carry the failure until a later replay succeeds; if an input it reads
+ * carries a failure, it is skipped and its outputs take the failure (like a launch).
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct cubec_graph {
+    uint64_t id;
+} cubec_graph;
+
+/* Drains the stream and reserves its slot for a capture. Run the warm-up after it. */
+cubec_status cubec_graph_prepare(cubec_device *device, cubec_stream stream);
+/* Submits the warm-up (its failure is returned here, the preparation dropped: prepare again) and
+ * starts recording the stream's launches. */
+cubec_status cubec_graph_begin(cubec_device *device, cubec_stream stream);
+/* Stops recording and returns the graph. Fails when the capture was doomed or belongs to
+ * another stream; the stream is usable again either way. */
+cubec_status cubec_graph_end(cubec_device *device, cubec_stream stream, cubec_graph *out_graph);
+/* Submits the graph's launches once, after the work queued on `stream`. Does not wait. */
+cubec_status cubec_graph_replay(cubec_device *device, cubec_stream stream, cubec_graph graph);
+/* Waits for the graph's running replays, then frees it and what it holds. A destroyed or zero
+ * graph is accepted (nothing happens). */
+cubec_status cubec_graph_destroy(cubec_device *device, cubec_stream stream, cubec_graph graph);
+
+/* ---------------------------------------------------------------------------------------------
  * Profiling (docs/profiling.md)
  *
  * A profile measures the GPU time of the work queued on one stream between cubec_profile_begin

@@ -54,6 +54,7 @@ cubec_status cubec_sync(cubec_device *device, cubec_stream stream)
     RETURN_IF_ERROR(api_lock(device, "cubec_sync"));
     uint32_t slot;
     cubec_status err = api_slot(device, stream, "cubec_sync", &slot);
+    if (!err) err = server_graph_refuse(device, slot, "cubec_sync");
     /* After a sync the host may read what the stream wrote (mapped memory, events): the batch
      * that carries the stream's last work ends with a host barrier. */
     uint64_t t0 = device->trace ? server_now_ns() : 0, stream_number = device->resolved_stream;
@@ -120,6 +121,7 @@ cubec_status cubec_sync_check(cubec_device *device, cubec_stream stream,
     RETURN_IF_ERROR(api_lock(device, "cubec_sync_check"));
     uint32_t slot;
     cubec_status err = api_slot(device, stream, "cubec_sync_check", &slot);
+    if (!err) err = server_graph_refuse(device, slot, "cubec_sync_check");
     if (!err) err = check_buffers(device, "cubec_sync_check", buffers, count);
     if (!err) {
         device->submit_for_host = 1;

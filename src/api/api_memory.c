@@ -57,6 +57,8 @@ cubec_status cubec_memory_cleanup(cubec_device *device, cubec_stream stream)
     RETURN_IF_ERROR(api_lock(device, "cubec_memory_cleanup"));
     uint32_t slot;
     cubec_status err = api_slot(device, stream, "cubec_memory_cleanup", &slot);
+    for (uint32_t i = 0; !err && device->captures && i < device->max_streams; i++)
+        err = server_graph_refuse(device, i, "cubec_memory_cleanup");
     /* Frees that wait on the GPU are part of what the caller wants returned: submit the queued
      * work that pins memory, wait for it, then return every empty page of the stream's pools. */
     if (!err) err = server_drain_all(device);

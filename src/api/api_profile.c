@@ -11,6 +11,7 @@ cubec_status cubec_profile_begin(cubec_device *device, cubec_stream stream,
     RETURN_IF_ERROR(api_lock(device, "cubec_profile_begin"));
     uint32_t slot;
     cubec_status err = api_slot(device, stream, "cubec_profile_begin", &slot);
+    if (!err) err = server_graph_refuse(device, slot, "cubec_profile_begin");
     if (!err) err = server_profile_begin(device, slot, &out_profile->id);
     return api_unlock(device, err);
 }

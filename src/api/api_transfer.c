@@ -47,6 +47,7 @@ cubec_status cubec_read(cubec_device *device, cubec_stream stream, cubec_buffer 
     buffer_obj *b;
     uint32_t slot;
     cubec_status err = api_slot(device, stream, "cubec_read", &slot);
+    if (!err) err = server_graph_refuse(device, slot, "cubec_read");
     if (!err) err = transfer_target(device, "cubec_read", "src", src, offset, size, &b);
     uint64_t t0 = device->trace ? server_now_ns() : 0, stream_number = device->resolved_stream;
     if (!err) err = server_read(device, slot, b, offset, dst, size);
@@ -64,6 +65,7 @@ cubec_status cubec_read_async(cubec_device *device, cubec_stream stream, cubec_b
     buffer_obj *b;
     uint32_t slot;
     cubec_status err = api_slot(device, stream, "cubec_read_async", &slot);
+    if (!err) err = server_graph_refuse(device, slot, "cubec_read_async");
     if (!err) err = transfer_target(device, "cubec_read_async", "src", src, offset, size, &b);
     uint64_t t0 = device->trace ? server_now_ns() : 0, stream_number = device->resolved_stream;
     if (!err) err = server_read_async(device, slot, b, offset, dst, size, out_event);

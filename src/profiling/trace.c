@@ -4,7 +4,12 @@
  * a fixed 40-byte record to one array and of the name and arguments to one text arena, with no
  * allocation once both are warm and no formatting. Categories are few ("launch", "copy", ...), so
  * they are interned into a small table and a record holds their index. Everything else (escaping,
- * sorting, the row names) happens once, at trace_close. */
+ * sorting, the row names) happens when the file is written (trace_write, trace_close).
+ *
+ * The file opened by trace_open serves the first write; every later write opens the path again
+ * with truncation, so each write replaces the whole file and leaves it closed and complete. Sorting
+ * is done in place and keeps each record's `seq`, so a later write sorts old and new events into
+ * the same order as if they had all been added before the first. */
 #include "profiling/trace.h"
 
 #include <errno.h>
@@ -41,8 +46,9 @@ typedef struct track_entry {
 
 struct trace {
     pthread_mutex_t lock;
-    FILE *file; /* opened (and truncated) at trace_open, written at trace_close */
-    char *path;
+    FILE *file;     /* opened (and truncated) at trace_open; NULL after the first write */
+    char *path;     /* as given, for messages */
+    char *resolved; /* the absolute path that later writes open again */
     char *process_name;
 
     trace_event *events;
@@ -109,9 +115,13 @@ trace *trace_open(const char *path, char **out_error)
         set_error(out_error, format_error("create", path, err));
         return NULL;
     }
+    /* Resolved once the file exists, so that a later chdir does not move the trace. Without an
+     * absolute path (out of memory) later writes use the path as given. */
+    char *resolved = realpath(path, NULL);
     pthread_mutex_init(&t->lock, NULL);
     t->file = file;
     t->path = path_copy;
+    t->resolved = resolved;
     t->process_name = name;
     t->limit = TRACE_MAX_EVENTS;
     return t;
@@ -478,7 +488,9 @@ static void write_events(FILE *f, const trace *t, uint64_t base, int *first)
 static void trace_free(trace *t)
 {
     pthread_mutex_destroy(&t->lock);
+    if (t->file) fclose(t->file);
     free(t->path);
+    free(t->resolved);
     free(t->process_name);
     free(t->events);
     free(t->text);
@@ -488,11 +500,11 @@ static void trace_free(trace *t)
     free(t);
 }
 
-int trace_close(trace *t, char **out_error)
+/* Writes the whole file; the caller holds the lock. Returns 0, or an errno value with *action
+ * ("create" or "write") saying what failed. */
+static int write_locked(trace *t, const char **action)
 {
-    if (out_error) *out_error = NULL;
-    if (!t) return 0;
-
+    *action = "write";
     qsort(t->events, t->count, sizeof *t->events, event_order);
     uint64_t base = UINT64_MAX;
     for (size_t i = 0; i < t->count; i++)
@@ -501,15 +513,23 @@ int trace_close(trace *t, char **out_error)
 
     size_t row_count = 0;
     trace_row *rows = collect_rows(t, &row_count);
-    if (!rows) {
-        fclose(t->file);
-        set_error(out_error, format_error("write", t->path, ENOMEM));
-        trace_free(t);
-        return -1;
+    if (!rows) return ENOMEM;
+
+    FILE *f = t->file;
+    t->file = NULL;
+    if (!f) {
+        /* "e": a child process started while tracing must not inherit the descriptor. */
+        f = fopen(t->resolved ? t->resolved : t->path, "we");
+        if (!f) {
+            int err = errno;
+            free(rows);
+            *action = "create";
+            return err;
+        }
     }
 
-    /* Large writes: a full trace is hundreds of megabytes. */
-    FILE *f = t->file;
+    /* Large writes: a full trace is hundreds of megabytes. The stream is fresh (nothing was
+     * read or written on it yet), which setvbuf requires. */
     size_t buffer_size = 1 << 20;
     char *buffer = malloc(buffer_size);
     if (buffer) setvbuf(f, buffer, _IOFBF, buffer_size);
@@ -530,7 +550,24 @@ int trace_close(trace *t, char **out_error)
     if (fclose(f) != 0 && !err) err = errno ? errno : EIO;
     free(buffer);
     free(rows);
-    if (err) set_error(out_error, format_error("write", t->path, err));
-    trace_free(t);
+    return err;
+}
+
+int trace_write(trace *t, char **out_error)
+{
+    if (out_error) *out_error = NULL;
+    if (!t) return 0;
+    const char *action = "write";
+    pthread_mutex_lock(&t->lock);
+    int err = write_locked(t, &action);
+    pthread_mutex_unlock(&t->lock);
+    if (err) set_error(out_error, format_error(action, t->path, err));
     return err ? -1 : 0;
+}
+
+int trace_close(trace *t, char **out_error)
+{
+    int rc = trace_write(t, out_error);
+    if (t) trace_free(t);
+    return rc;
 }

@@ -1,11 +1,13 @@
 /* A Chrome trace-event writer: the timeline of what a device did, for Perfetto (ui.perfetto.dev)
  * and chrome://tracing.
  *
- * Events are buffered in memory and written once, at trace_close, in the JSON Object Format
- * ({"traceEvents":[...],"displayTimeUnit":"ns","otherData":{...}}). Writing at the end keeps the
- * cost of an event to a copy into memory, which matters because the device records events under
- * its lock; it also lets the writer sort the events and make the timestamps relative to the
- * earliest one, so the numbers in the file stay small and exact.
+ * Events are buffered in memory and written, all of them, at trace_write and trace_close, in the
+ * JSON Object Format ({"traceEvents":[...],"displayTimeUnit":"ns","otherData":{...}}). Writing
+ * only when asked keeps the cost of an event to a copy into memory, which matters because the
+ * device records events under its lock; it also lets the writer sort the events and make the
+ * timestamps relative to the earliest one, so the numbers in the file stay small and exact. A
+ * trace may be written several times (a process whose devices come and go writes it each time
+ * the last one closes): each write replaces the file with every event recorded so far.
  *
  * The layout in the viewer: one process (pid 1) whose name trace_set_process_name gives, and one
  * row per track: the host's row (tid 0) first, then one per stream (tid = number + 1),
@@ -26,8 +28,9 @@
 
 typedef struct trace trace;
 
-/* Opens a trace that will be written to `path` at trace_close. The file is created (or
- * truncated) now, so an unwritable path fails here rather than after the work was traced.
+/* Opens a trace that will be written to `path` by trace_write and trace_close. The file is
+ * created (or truncated) now, so an unwritable path fails here rather than after the work was
+ * traced. A relative path is resolved now: a later chdir does not move the file.
  * Returns NULL and sets *out_error (when non-NULL) to a malloc'd message naming the path. */
 trace *trace_open(const char *path, char **out_error);
 
@@ -63,12 +66,21 @@ size_t trace_event_count(const trace *t);
  * stay. Tests use it to reach the cap quickly. */
 void trace_set_event_limit(trace *t, size_t max_events);
 
-/* Writes the file and frees the trace. Events are sorted by track, then timestamp (a longer
- * event first when two start together, so an enclosing event precedes what it encloses; else in
- * the order they were added); ts and dur are written in microseconds with 3 decimals, relative
- * to the earliest event; metadata events name the process and every row and put the host row
- * first. Returns 0, or -1 when writing failed (then *out_error, when non-NULL, is a malloc'd
- * message naming the path). The trace is freed either way; NULL is accepted and returns 0. */
+/* Writes every event recorded so far to the trace's path, replacing what the file held (a
+ * write after the first opens the path again, truncating it), and keeps the events: later ones
+ * are added to them, and a later trace_write or trace_close writes them all. Events are sorted by
+ * track, then timestamp (a longer event first when two start together, so an enclosing event
+ * precedes what it encloses; else in the order they were added); ts and dur are written in
+ * microseconds with 3 decimals, relative to the earliest event; metadata events name the process
+ * and every row and put the host row first. The file is closed when this returns, so it is
+ * complete on disk even if the process ends without trace_close. Events added by other threads
+ * meanwhile wait for the write to finish. Returns 0, or -1 when writing failed (then *out_error,
+ * when non-NULL, is a malloc'd message naming the path; the events are kept, so a later write
+ * may still succeed). NULL is accepted and returns 0. */
+int trace_write(trace *t, char **out_error);
+
+/* trace_write, then frees the trace (whether or not the write succeeded). Returns what
+ * trace_write returned; NULL is accepted and returns 0. */
 int trace_close(trace *t, char **out_error);
 
 #endif

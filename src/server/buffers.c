@@ -14,6 +14,12 @@ static cubec_status page_alloc(void *user, uint64_t size, void **out_page)
 {
     cubec_device *d = user;
     VkDevice dev = d->vk.device;
+    if (d->freeze_pages)
+        return status_make(CUBEC_GRAPH_STATE,
+                           "a new page of %" PRIu64
+                           " bytes is refused while the stream records a graph (create buffers "
+                           "during the warm-up, before cubec_graph_begin)",
+                           size);
     if (fault_hit(&d->faults, CUBEC_FAULT_PAGE))
         return fault_status(&d->faults, CUBEC_FAULT_PAGE, CUBEC_OUT_OF_MEMORY);
     vk_page *p = calloc(1, sizeof *p);
@@ -186,7 +192,13 @@ cubec_status server_buffer_create(cubec_device *d, uint32_t slot, uint64_t size,
         cubec_status err = slot_memory(d, slot, &m);
         /* Memory freed by finished work can be reused now. */
         if (!err && d->deferred_count) sub_poll(d);
+        /* Spec 3.9: pages may not change while the slot records a graph. */
+        d->freeze_pages = d->slots[slot].capture == CAPTURE_RECORDING;
         if (!err) err = memory_alloc(m, size, &a->mem);
+        d->freeze_pages = 0;
+        if (err && cubec_status_code(err) == CUBEC_GRAPH_STATE)
+            server_graph_doom(d, slot, CUBEC_GRAPH_STATE,
+                              "creating a buffer of %" PRIu64 " bytes needed a new page", size);
         if (err && cubec_status_code(err) == CUBEC_OUT_OF_MEMORY &&
             (d->deferred_count || d->next_value > d->completed_value + 1)) {
             /* Frees still waiting on the GPU may make room: wait for them and retry. */

@@ -99,6 +99,7 @@ cubec_status server_open(const cubec_device_desc *desc, cubec_device **out)
     if (d->tag == 0) d->tag = (uint16_t)atomic_fetch_add(&device_tags, 1);
     handle_table_init(&d->buffers, d->tag, "buffer");
     handle_table_init(&d->kernels, d->tag, "kernel");
+    server_graphs_init(d);
     err = server_memory_init(d);
     if (!err) err = server_streams_init(d);
     if (!err) err = sub_init(d);
@@ -141,6 +142,7 @@ void server_close(cubec_device *d)
         sub_poll(d);
         timeline_close(d); /* reads the last timestamps: before completed_value is forced */
         d->completed_value = UINT64_MAX; /* everything finished: deferred frees can run */
+        server_graphs_destroy(d);
     }
     for (uint32_t i = 0; i < d->buffers.count; i++) {
         buffer_obj *b = d->buffers.slots[i].object;

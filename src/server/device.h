@@ -158,8 +158,54 @@ typedef struct launch_stamp {
     uint64_t record_ns; /* host time it was recorded (the fallback without timestamps) */
 } launch_stamp;
 
+/* A range a graph binds: its replays read or write it (server/graph.c). */
+typedef struct graph_use {
+    alloc_obj *alloc; /* the graph holds a reference */
+    uint64_t offset, size; /* in the page */
+    int write;
+    int input; /* read before the graph writes it: a failure on it skips the replay */
+} graph_use;
+
+/* Host-visible memory holding recorded launch metadata that does not fit push constants. */
+typedef struct graph_chunk {
+    VkBuffer buffer;
+    VkDeviceMemory memory;
+    unsigned char *mapped;
+    uint64_t size, used;
+} graph_chunk;
+
+/* A captured graph: one reusable command buffer (server/graph.c). */
+typedef struct graph_obj {
+    uint64_t number; /* "graph #n" in messages */
+    uint32_t slot;
+    uint64_t owner; /* number of the stream that captured it */
+    VkCommandPool pool;
+    VkCommandBuffer cmd;
+    VkDescriptorPool *descriptor_pools; /* without push descriptors: 256 sets each */
+    uint32_t descriptor_pool_count;
+    VkPipeline bound_pipeline;
+    hazard_tracker hazards;
+    graph_use *uses;
+    uint32_t use_count, use_cap;
+    graph_chunk *chunks;
+    uint32_t chunk_count;
+    uint32_t launches;
+    uint64_t last_value; /* timeline value of its latest replay */
+    cubec_code doom_code; /* the first failure inside the capture window (0: none) */
+    char *doom;
+} graph_obj;
+
+typedef enum capture_state {
+    CAPTURE_NONE = 0,
+    CAPTURE_PREPARED = 1,  /* cubec_graph_prepare: warm-up runs, the slot is isolated */
+    CAPTURE_RECORDING = 2, /* cubec_graph_begin: launches are recorded into `graph` */
+} capture_state;
+
 /* What a slot owns besides its queue (which the scheduler keeps). */
 typedef struct slot_state {
+    capture_state capture;
+    uint64_t capture_owner; /* number of the stream that prepared the capture */
+    graph_obj *graph;       /* the graph being recorded */
     memory_manager *memory; /* created on the slot's first allocation */
     unsigned char *arena;   /* metadata too large to sit inline in a task */
     uint32_t arena_used, arena_cap;
@@ -242,6 +288,12 @@ struct cubec_device_s {
     int clock_known;
     uint64_t clock_checked_ns;
 
+    /* Graphs (server/graph.c). */
+    handle_table graphs;
+    uint32_t captures; /* slots preparing or recording a capture */
+    uint64_t graph_numbers;
+    int freeze_pages; /* an allocation for a recording slot may not add a page */
+
     /* Timeline (server/timeline.c): launch timestamps feed the trace and the summary. */
     int time_launches;
     struct trace *trace;
@@ -282,6 +334,9 @@ typedef enum sub_command {
  * between the stages involved), then notes the ranges. */
 void sub_hazards(cubec_device *d, VkCommandBuffer cmd, const hazard_range *ranges, uint32_t n,
                  sub_command kind);
+/* The same with another tracker (a graph's command buffer has its own). */
+void sub_hazards_in(cubec_device *d, hazard_tracker *t, VkCommandBuffer cmd,
+                    const hazard_range *ranges, uint32_t n, sub_command kind);
 void sub_destroy(cubec_device *d);
 cubec_status sub_init(cubec_device *d);
 
@@ -345,6 +400,22 @@ cubec_status server_copy(cubec_device *d, uint32_t slot, buffer_obj *src, uint64
                          buffer_obj *dst, uint64_t dst_offset, uint64_t size);
 cubec_status server_fill(cubec_device *d, uint32_t slot, buffer_obj *dst, uint64_t offset,
                          uint64_t size, uint32_t pattern);
+/* Where a task's commands go: the open batch, or a graph being captured. */
+typedef struct recorder {
+    VkCommandBuffer cmd;
+    VkPipeline *bound_pipeline; /* rebinding the same pipeline is skipped */
+    VkDescriptorPool descriptors; /* sets come from here without push descriptors */
+    hazard_tracker *hazards;
+} recorder;
+/* Records a task's barrier, bindings and dispatch (or copy). `info_buffer` holds its metadata
+ * when the kernel reads it from a buffer; with `timed_in`, the launch is timed in that batch. */
+cubec_status server_emit_task(cubec_device *d, const recorder *rec, const task *t,
+                              VkDescriptorBufferInfo info_buffer, batch *timed_in);
+/* The metadata bytes of a task. */
+const unsigned char *server_task_info(const cubec_device *d, const task *t);
+/* The failure a task's outputs take when one of its inputs carries one (caller releases), or
+ * NULL. */
+failure *server_task_input_failure(const task *t);
 /* The scheduler's side: record a queued task, or drop what it holds. */
 cubec_status server_record_task(cubec_device *d, task *t);
 void server_discard_task(cubec_device *d, task *t);
@@ -401,6 +472,29 @@ void server_profiles_poison(cubec_device *d, uint32_t slot, failure *f);
 /* Host CLOCK_MONOTONIC ns of a device timestamp. */
 uint64_t server_device_time_ns(cubec_device *d, uint64_t ticks);
 uint64_t server_now_ns(void);
+
+/* server/graph.c */
+void server_graphs_init(cubec_device *d);
+/* Aborts captures and destroys every graph (device close; the GPU is idle). */
+void server_graphs_destroy(cubec_device *d);
+cubec_status server_graph_prepare(cubec_device *d, uint32_t slot);
+cubec_status server_graph_begin(cubec_device *d, uint32_t slot);
+cubec_status server_graph_end(cubec_device *d, uint32_t slot, uint64_t *out_id);
+cubec_status server_graph_replay(cubec_device *d, uint32_t slot, uint64_t id);
+cubec_status server_graph_destroy(cubec_device *d, uint32_t slot, uint64_t id);
+/* Records a launch of the capturing slot into its graph (the task's references stay the
+ * caller's). */
+cubec_status server_graph_record(cubec_device *d, uint32_t slot, task *t);
+/* An error naming `what` when `slot` is recording a graph (reads, syncs, profiles...). */
+cubec_status server_graph_refuse(cubec_device *d, uint32_t slot, const char *what);
+/* A host write of [offset, +size) of `a` from `slot` while it records: refused lazily, the
+ * range carries the refusal and, from the capture's owner, the capture is doomed. Returns 1
+ * when the write was refused. */
+int server_graph_refuse_write(cubec_device *d, uint32_t slot, alloc_obj *a, uint64_t offset,
+                              uint64_t size);
+/* Dooms the capture of `slot` (the first reason wins). */
+void server_graph_doom(cubec_device *d, uint32_t slot, cubec_code code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 /* server/timeline.c */
 cubec_status timeline_init(cubec_device *d);

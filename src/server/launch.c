@@ -11,10 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-static cubec_status record_dispatch(cubec_device *d, VkCommandBuffer cmd, const pipeline_entry *e,
+static cubec_status record_dispatch(cubec_device *d, const recorder *rec, const pipeline_entry *e,
                                     const VkDescriptorBufferInfo *infos, uint32_t n,
                                     VkDescriptorBufferInfo info_buffer, const void *push_data)
 {
+    VkCommandBuffer cmd = rec->cmd;
     VkWriteDescriptorSet w[33];
     for (uint32_t i = 0; i < n; i++)
         w[i] = (VkWriteDescriptorSet){.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
@@ -29,17 +30,17 @@ static cubec_status record_dispatch(cubec_device *d, VkCommandBuffer cmd, const 
                                             .descriptorCount = 1,
                                             .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
                                             .pBufferInfo = &info_buffer};
-    if (d->bound_pipeline != e->pipeline) {
+    if (*rec->bound_pipeline != e->pipeline) {
         vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, e->pipeline);
-        d->bound_pipeline = e->pipeline;
+        *rec->bound_pipeline = e->pipeline;
     }
     if (count && d->vk.push_descriptor) {
         d->vk.push_descriptor(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, e->layout, 0, count, w);
     } else if (count) {
-        /* No push descriptors: a set from the batch's pool (reset when the batch is reused, so
-         * the warm path still allocates nothing from the host heap). */
+        /* No push descriptors: a set from the recorder's pool (a batch resets it when reused,
+         * so the warm path still allocates nothing from the host heap). */
         VkDescriptorSetAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
-                                          .descriptorPool = d->open->descriptors,
+                                          .descriptorPool = rec->descriptors,
                                           .descriptorSetCount = 1,
                                           .pSetLayouts = &e->set_layout};
         VkDescriptorSet set;
@@ -84,6 +85,19 @@ static void note_queued_writes(task *t, uint32_t slot)
     uint32_t n = task_bindings(t);
     for (uint32_t i = 0; i < n; i++)
         if (t->write_mask & (1u << i)) t->b[i].alloc->queued_writer = slot;
+}
+
+/* Queues a filled task on its slot, or records it into the graph the slot is capturing. */
+static cubec_status queue_task(cubec_device *d, uint32_t slot, task *t)
+{
+    if (d->slots[slot].capture == CAPTURE_RECORDING) {
+        /* The reserved record is not committed: the slot's queue stays as it was. */
+        cubec_status err = server_graph_record(d, slot, t);
+        server_discard_task(d, t);
+        return err;
+    }
+    note_queued_writes(t, slot);
+    return server_commit_task(d, slot);
 }
 
 /* Submits the queues of other slots whose work on these buffers must come first. */
@@ -149,13 +163,12 @@ cubec_status server_launch(cubec_device *d, uint32_t slot, const launch_args *a)
     } else if (e->info_size) {
         memcpy(t->info, a->info, e->info_size);
     }
-    note_queued_writes(t, slot);
-    return server_commit_task(d, slot);
+    return queue_task(d, slot, t);
 }
 
-static const unsigned char *server_task_arena_info(const cubec_device *d, const task *t)
+const unsigned char *server_task_info(const cubec_device *d, const task *t)
 {
-    return d->slots[t->slot].arena + t->info_at;
+    return t->info_size > TASK_INLINE_INFO ? d->slots[t->slot].arena + t->info_at : t->info;
 }
 
 static const char *task_name(const task *t)
@@ -175,9 +188,9 @@ static void taint_outputs(task *t, failure *f)
 }
 
 /* Spec 5.4 rule 3, skip don't taint: a task whose input (the indirect count included) carries a
- * failure does not run; its outputs take the failure, with a link of the chain naming the task
- * and the input. Returns 1 when skipped. */
-static int skip_if_input_failed(cubec_device *d, task *t)
+ * failure must not run. Returns the failure its outputs take (a link of the chain naming the task
+ * and the input; the caller releases it), or NULL when every input is good. */
+failure *server_task_input_failure(const task *t)
 {
     uint32_t n = task_bindings(t);
     for (uint32_t i = 0; i <= n; i++) {
@@ -189,18 +202,26 @@ static int skip_if_input_failed(cubec_device *d, task *t)
         if (!input || !r->alloc) continue;
         failure *cause = server_failure_of(r->alloc, r->offset, r->size);
         if (!cause) continue;
-        failure *f = failure_chain(
-            cause,
-            "launch \"%s\" on stream %" PRIu64 " was skipped because its %s buffer #%" PRIu64
-            " was not written",
-            task_name(t), t->stream, i < n ? "input" : "indirect-count", r->alloc->number);
-        taint_outputs(t, f);
-        server_profiles_poison(d, t->slot, f);
-        failure_release(f);
-        d->stats.skipped++;
-        return 1;
+        return failure_chain(cause,
+                             "launch \"%s\" on stream %" PRIu64
+                             " was skipped because its %s buffer #%" PRIu64 " was not written",
+                             task_name(t), t->stream, i < n ? "input" : "indirect-count",
+                             r->alloc->number);
     }
-    return 0;
+    return NULL;
+}
+
+/* Skips a task whose input failed: its outputs and the profiles open on its slot take the
+ * failure. Returns 1 when skipped. */
+static int skip_if_input_failed(cubec_device *d, task *t)
+{
+    failure *f = server_task_input_failure(t);
+    if (!f) return 0;
+    taint_outputs(t, f);
+    server_profiles_poison(d, t->slot, f);
+    failure_release(f);
+    d->stats.skipped++;
+    return 1;
 }
 
 /* The task could not be recorded: what it would have written carries the error (the caller
@@ -230,6 +251,46 @@ void server_drop_task(cubec_device *d, task *t)
     server_discard_task(d, t);
 }
 
+cubec_status server_emit_task(cubec_device *d, const recorder *rec, const task *t,
+                              VkDescriptorBufferInfo info_buffer, batch *timed_in)
+{
+    VkCommandBuffer cmd = rec->cmd;
+    hazard_range ranges[33];
+    if (t->kind == TASK_TRANSFER_COPY) {
+        vk_page *sp = t->b[0].alloc->mem.page, *tp = t->b[1].alloc->mem.page;
+        ranges[0] = (hazard_range){sp, t->b[0].offset, t->b[0].size, 0};
+        ranges[1] = (hazard_range){tp, t->b[1].offset, t->b[1].size, 1};
+        sub_hazards_in(d, rec->hazards, cmd, ranges, 2, SUB_TRANSFER);
+        VkBufferCopy region = {t->b[0].offset, t->b[1].offset, t->b[0].size};
+        int timed = timed_in && timeline_launch_begin(d, timed_in, t);
+        vkCmdCopyBuffer(cmd, sp->buffer, tp->buffer, 1, &region);
+        if (timed) timeline_launch_end(d, timed_in);
+        return NULL;
+    }
+    const pipeline_entry *e = t->entry;
+    VkDescriptorBufferInfo infos[32];
+    uint32_t n = t->count;
+    for (uint32_t i = 0; i < n; i++) {
+        vk_page *p = t->b[i].alloc->mem.page;
+        infos[i] = (VkDescriptorBufferInfo){p->buffer, t->b[i].offset, t->b[i].size};
+        ranges[i] = (hazard_range){p, t->b[i].offset, t->b[i].size, (t->write_mask >> i) & 1};
+    }
+    uint32_t nr = n;
+    if (t->indirect.alloc)
+        ranges[nr++] = (hazard_range){t->indirect.alloc->mem.page, t->indirect.offset, 12, 0};
+    sub_hazards_in(d, rec->hazards, cmd, ranges, nr,
+                   t->indirect.alloc ? SUB_COMPUTE_INDIRECT : SUB_COMPUTE);
+    RETURN_IF_ERROR(record_dispatch(d, rec, e, infos, n, info_buffer, server_task_info(d, t)));
+    int timed = timed_in && timeline_launch_begin(d, timed_in, t);
+    if (t->indirect.alloc)
+        vkCmdDispatchIndirect(cmd, ((vk_page *)t->indirect.alloc->mem.page)->buffer,
+                              t->indirect.offset);
+    else
+        vkCmdDispatch(cmd, t->groups[0], t->groups[1], t->groups[2]);
+    if (timed) timeline_launch_end(d, timed_in);
+    return NULL;
+}
+
 /* Records a queued task into the open command buffer (called by the scheduler). */
 cubec_status server_record_task(cubec_device *d, task *t)
 {
@@ -240,64 +301,25 @@ cubec_status server_record_task(cubec_device *d, task *t)
     }
     VkCommandBuffer cmd;
     cubec_status err = sub_begin(d, &cmd);
+    VkDescriptorBufferInfo info_buffer = {0};
+    if (!err && t->kind == TASK_LAUNCH && t->entry->refl.has_info_buffer) {
+        /* Metadata beyond push constants: a slice of the ring, reused once the batch is done. */
+        uint64_t at;
+        err = host_ring_alloc(d, &d->info_ring, t->entry->info_size,
+                              d->info.storage_offset_alignment, &at);
+        if (!err) {
+            memcpy(d->info_ring.mapped + at, server_task_info(d, t), t->entry->info_size);
+            info_buffer = (VkDescriptorBufferInfo){d->info_ring.buffer, at, t->entry->info_size};
+        }
+    }
+    if (!err) {
+        recorder rec = {cmd, &d->bound_pipeline, d->open->descriptors, &d->hazards};
+        err = server_emit_task(d, &rec, t, info_buffer, d->time_launches ? d->open : NULL);
+    }
     if (err) {
-        record_failed(d, t, status_clone(err));
+        cubec_status_free(record_failed(d, t, status_clone(err)));
         server_discard_task(d, t);
         return err;
-    }
-    hazard_range ranges[33];
-    if (t->kind == TASK_TRANSFER_COPY) {
-        vk_page *sp = t->b[0].alloc->mem.page, *tp = t->b[1].alloc->mem.page;
-        ranges[0] = (hazard_range){sp, t->b[0].offset, t->b[0].size, 0};
-        ranges[1] = (hazard_range){tp, t->b[1].offset, t->b[1].size, 1};
-        sub_hazards(d, cmd, ranges, 2, SUB_TRANSFER);
-        VkBufferCopy region = {t->b[0].offset, t->b[1].offset, t->b[0].size};
-        int timed = d->time_launches && timeline_launch_begin(d, d->open, t);
-        vkCmdCopyBuffer(cmd, sp->buffer, tp->buffer, 1, &region);
-        if (timed) timeline_launch_end(d, d->open);
-    } else {
-        const pipeline_entry *e = t->entry;
-        VkDescriptorBufferInfo infos[32];
-        uint32_t n = t->count;
-        for (uint32_t i = 0; i < n; i++) {
-            vk_page *p = t->b[i].alloc->mem.page;
-            infos[i] = (VkDescriptorBufferInfo){p->buffer, t->b[i].offset, t->b[i].size};
-            ranges[i] = (hazard_range){p, t->b[i].offset, t->b[i].size, (t->write_mask >> i) & 1};
-        }
-        uint32_t nr = n;
-        if (t->indirect.alloc)
-            ranges[nr++] = (hazard_range){t->indirect.alloc->mem.page, t->indirect.offset, 12, 0};
-        const unsigned char *info =
-            t->info_size > TASK_INLINE_INFO ? NULL : t->info; /* set below for the arena */
-        VkDescriptorBufferInfo info_buffer = {0};
-        if (e->refl.has_info_buffer) {
-            uint64_t at;
-            err = host_ring_alloc(d, &d->info_ring, e->info_size, d->info.storage_offset_alignment,
-                                  &at);
-            if (err) {
-                cubec_status_free(record_failed(d, t, status_clone(err)));
-                server_discard_task(d, t);
-                return err;
-            }
-            const unsigned char *src = info ? info : server_task_arena_info(d, t);
-            memcpy(d->info_ring.mapped + at, src, e->info_size);
-            info_buffer = (VkDescriptorBufferInfo){d->info_ring.buffer, at, e->info_size};
-        }
-        sub_hazards(d, cmd, ranges, nr, t->indirect.alloc ? SUB_COMPUTE_INDIRECT : SUB_COMPUTE);
-        err = record_dispatch(d, cmd, e, infos, n, info_buffer,
-                              info ? info : server_task_arena_info(d, t));
-        if (err) {
-            cubec_status_free(record_failed(d, t, status_clone(err)));
-            server_discard_task(d, t);
-            return err;
-        }
-        int timed = d->time_launches && timeline_launch_begin(d, d->open, t);
-        if (t->indirect.alloc)
-            vkCmdDispatchIndirect(cmd, ((vk_page *)t->indirect.alloc->mem.page)->buffer,
-                                  t->indirect.offset);
-        else
-            vkCmdDispatch(cmd, t->groups[0], t->groups[1], t->groups[2]);
-        if (timed) timeline_launch_end(d, d->open);
     }
     /* For each binding: the batch's timeline value marks the use; a write is now recorded, so
      * earlier failures on that range no longer apply (a relaunch from good inputs recovers, like
@@ -397,8 +419,7 @@ static cubec_status copy_with_transfer(cubec_device *d, uint32_t slot, buffer_ob
     t->write_mask = 2;
     hold(&t->b[0], src->alloc, buffer_device_offset(src) + src_offset, size);
     hold(&t->b[1], dst->alloc, buffer_device_offset(dst) + dst_offset, size);
-    note_queued_writes(t, slot);
-    return server_commit_task(d, slot);
+    return queue_task(d, slot, t);
 }
 
 cubec_status server_copy(cubec_device *d, uint32_t slot, buffer_obj *src, uint64_t src_offset,

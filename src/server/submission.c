@@ -341,7 +341,12 @@ cubec_status sub_wait_for_host(cubec_device *d, uint64_t value)
 void sub_hazards(cubec_device *d, VkCommandBuffer cmd, const hazard_range *ranges, uint32_t n,
                  sub_command kind)
 {
-    hazard_tracker *t = &d->hazards;
+    sub_hazards_in(d, &d->hazards, cmd, ranges, n, kind);
+}
+
+void sub_hazards_in(cubec_device *d, hazard_tracker *t, VkCommandBuffer cmd,
+                    const hazard_range *ranges, uint32_t n, sub_command kind)
+{
     if (hazard_needs_barrier(t, ranges, n)) {
         /* Wait only for the stages noted since the last barrier, and make their writes visible
          * to every stage cubec uses: the tracker forgets everything after this barrier, so a

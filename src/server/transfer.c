@@ -79,9 +79,10 @@ cubec_status server_write(cubec_device *d, uint32_t slot, buffer_obj *b, uint64_
                           const void *src, uint64_t size)
 {
     if (size == 0) return NULL;
-    RETURN_IF_ERROR(server_drain_for_host(d, slot, b->alloc));
     vk_page *page = buffer_page(b);
     uint64_t at = buffer_device_offset(b) + offset;
+    if (server_graph_refuse_write(d, slot, b->alloc, at, size)) return NULL;
+    RETURN_IF_ERROR(server_drain_for_host(d, slot, b->alloc));
     if (page->mapped) {
         /* The wait may release the device lock: the reference keeps the memory. */
         alloc_obj *a = b->alloc;
@@ -154,9 +155,10 @@ cubec_status server_read(cubec_device *d, uint32_t slot, buffer_obj *b, uint64_t
                          uint64_t size)
 {
     if (size == 0) return NULL;
-    RETURN_IF_ERROR(server_drain_for_host(d, slot, b->alloc));
     vk_page *page = buffer_page(b);
     uint64_t at = buffer_device_offset(b) + offset;
+    if (server_graph_refuse_write(d, slot, b->alloc, at, size)) return NULL;
+    RETURN_IF_ERROR(server_drain_for_host(d, slot, b->alloc));
     /* Bytes that work failed to write are an error, never stale data. */
     failure *f = server_failure_of(b->alloc, at, size);
     if (f) return server_failure_status(b->alloc, f, "read");

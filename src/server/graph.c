@@ -1,0 +1,556 @@
+/* Graph capture and replay (spec section 6), on real recorded command buffers.
+ *
+ * Where CubeCL's wgpu server keeps a software list of launches and re-encodes it on every replay
+ * (WebGPU cannot resubmit a command buffer), cubec records the captured launches once, with
+ * their barriers, bindings (push descriptors) and metadata (push constants, or a graph-owned
+ * buffer), into a reusable command buffer; a replay is one vkQueueSubmit. The command buffer
+ * starts with a barrier after everything submitted before it and ends with one before everything
+ * submitted after it, so a replay is ordered like any other work of the stream, and the graph's
+ * own launches need barriers only where they depend on each other.
+ *
+ * Per slot: NONE -> prepare -> PREPARED (warm-up runs normally; the scheduler isolates the slot)
+ * -> begin -> RECORDING (launches of the slot are recorded, not queued) -> end -> NONE.
+ * A failure inside the window dooms the capture: end then fails naming the first reason, and
+ * what the recorded launches would have written carries that failure (they never ran).
+ *
+ * A graph holds a reference on every allocation it binds, so their memory is neither freed nor
+ * reused (nor are their pages returned) while it lives: cubec has no relocation, and that
+ * reference is the page guard of spec 3.9. Deviation from the seed: the seed leaves captured
+ * buffers' lifetime to the caller (unsafe replay); cubec keeps them, so a released buffer cannot
+ * have its memory handed to another while a replay still writes it. */
+#include "base/log.h"
+#include "gpu/vulkan/vk_result.h"
+#include "server/device.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define GRAPH_SETS_PER_POOL 256
+#define GRAPH_CHUNK_BYTES (64u << 10)
+
+/* The stages and accesses cubec's commands use (as in submission.c). */
+#define GRAPH_STAGES                                                                               \
+    (VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT |                       \
+     VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT)
+#define GRAPH_ACCESS                                                                               \
+    (VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |        \
+     VK_ACCESS_TRANSFER_WRITE_BIT | VK_ACCESS_INDIRECT_COMMAND_READ_BIT)
+
+void server_graphs_init(cubec_device *d)
+{
+    handle_table_init(&d->graphs, d->tag, "graph");
+}
+
+static void graph_free(cubec_device *d, graph_obj *g)
+{
+    for (uint32_t i = 0; i < g->use_count; i++)
+        server_alloc_release(d, g->uses[i].alloc);
+    free(g->uses);
+    for (uint32_t i = 0; i < g->chunk_count; i++) {
+        vkDestroyBuffer(d->vk.device, g->chunks[i].buffer, NULL);
+        vkFreeMemory(d->vk.device, g->chunks[i].memory, NULL);
+    }
+    free(g->chunks);
+    for (uint32_t i = 0; i < g->descriptor_pool_count; i++)
+        vkDestroyDescriptorPool(d->vk.device, g->descriptor_pools[i], NULL);
+    free(g->descriptor_pools);
+    if (g->pool) vkDestroyCommandPool(d->vk.device, g->pool, NULL);
+    free(g->doom);
+    free(g);
+}
+
+/* The slot goes back to normal: no capture, no isolation. */
+static void capture_reset(cubec_device *d, uint32_t slot)
+{
+    slot_state *ss = &d->slots[slot];
+    if (ss->capture != CAPTURE_NONE) d->captures--;
+    ss->capture = CAPTURE_NONE;
+    ss->graph = NULL;
+    d->sched.queues[slot].requires_isolation = 0;
+}
+
+void server_graphs_destroy(cubec_device *d)
+{
+    for (uint32_t i = 0; d->slots && i < d->max_streams; i++)
+        if (d->slots[i].graph) {
+            graph_free(d, d->slots[i].graph);
+            capture_reset(d, i);
+        }
+    for (uint32_t i = 0; i < d->graphs.count; i++)
+        if (d->graphs.slots[i].object) graph_free(d, d->graphs.slots[i].object);
+    handle_table_free(&d->graphs);
+}
+
+static cubec_status graph_state(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static cubec_status graph_state(const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return status_make(CUBEC_GRAPH_STATE, "%s", msg);
+}
+
+void server_graph_doom(cubec_device *d, uint32_t slot, cubec_code code, const char *fmt, ...)
+{
+    graph_obj *g = d->slots[slot].graph;
+    if (!g || g->doom) return;
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    g->doom = strdup(msg);
+    g->doom_code = code;
+    LOG(LOG_INFO, LOG_SYS_STREAMS, "the capture of graph #%" PRIu64 " is doomed: %s", g->number,
+        msg);
+}
+
+cubec_status server_graph_refuse(cubec_device *d, uint32_t slot, const char *what)
+{
+    const slot_state *ss = &d->slots[slot];
+    if (ss->capture != CAPTURE_RECORDING) return NULL;
+    return graph_state("%s: refused while stream %" PRIu64
+                       " records a graph (a capture window records launches only; end the "
+                       "capture first)",
+                       what, ss->capture_owner);
+}
+
+int server_graph_refuse_write(cubec_device *d, uint32_t slot, alloc_obj *a, uint64_t offset,
+                              uint64_t size)
+{
+    const slot_state *ss = &d->slots[slot];
+    if (ss->capture != CAPTURE_RECORDING) return 0;
+    failure *f = failure_new(CUBEC_GRAPH_STATE,
+                             "a write from stream %" PRIu64 " was refused: stream %" PRIu64
+                             " records a graph on its slot",
+                             d->resolved_stream, ss->capture_owner);
+    server_taint(a, offset, size, f);
+    failure_release(f);
+    /* Only the owner's own write is a hole in the capture; a neighbour on the slot is not
+     * charged with the owner's window. */
+    if (d->resolved_stream == ss->capture_owner)
+        server_graph_doom(d, slot, CUBEC_GRAPH_STATE,
+                          "a write of buffer #%" PRIu64 " inside the capture window was refused",
+                          a->number);
+    return 1;
+}
+
+cubec_status server_graph_prepare(cubec_device *d, uint32_t slot)
+{
+    slot_state *ss = &d->slots[slot];
+    uint64_t stream = d->resolved_stream;
+    if (ss->capture == CAPTURE_PREPARED)
+        return graph_state("cubec_graph_prepare: stream %" PRIu64
+                           " already prepared a capture on this stream's slot",
+                           ss->capture_owner);
+    if (ss->capture == CAPTURE_RECORDING)
+        return graph_state("cubec_graph_prepare: stream %" PRIu64 " is already recording a graph",
+                           ss->capture_owner);
+    RETURN_IF_ERROR(server_drain(d, &slot, 1));
+    ss->capture = CAPTURE_PREPARED;
+    ss->capture_owner = stream;
+    d->captures++;
+    /* No interleaving onto or off the slot while it prepares and records (spec 6.5). */
+    d->sched.queues[slot].requires_isolation = 1;
+    return NULL;
+}
+
+static cubec_status graph_create(cubec_device *d, uint32_t slot, graph_obj **out)
+{
+    graph_obj *g = calloc(1, sizeof *g);
+    if (!g) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (graph)");
+    g->slot = slot;
+    g->owner = d->slots[slot].capture_owner;
+    g->number = ++d->graph_numbers;
+    VkCommandPoolCreateInfo pci = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+                                   .queueFamilyIndex = d->vk.queue_family};
+    cubec_status err = vk_status(vkCreateCommandPool(d->vk.device, &pci, NULL, &g->pool),
+                                 "vkCreateCommandPool(graph)");
+    if (!err) {
+        VkCommandBufferAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+                                          .commandPool = g->pool,
+                                          .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+                                          .commandBufferCount = 1};
+        err = vk_status(vkAllocateCommandBuffers(d->vk.device, &ai, &g->cmd),
+                        "vkAllocateCommandBuffers(graph)");
+    }
+    if (!err) {
+        /* Replays may overlap on the GPU: a replay is submitted while the last one runs. */
+        VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+                                       .flags = VK_COMMAND_BUFFER_USAGE_SIMULTANEOUS_USE_BIT};
+        err = vk_status(vkBeginCommandBuffer(g->cmd, &bi), "vkBeginCommandBuffer(graph)");
+    }
+    if (err) {
+        graph_free(d, g);
+        return err;
+    }
+    /* After everything submitted before the replay, with its writes visible. */
+    VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+                          .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT |
+                                           VK_ACCESS_TRANSFER_WRITE_BIT | VK_ACCESS_HOST_WRITE_BIT,
+                          .dstAccessMask = GRAPH_ACCESS};
+    vkCmdPipelineBarrier(g->cmd, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, GRAPH_STAGES, 0, 1, &mb, 0,
+                         NULL, 0, NULL);
+    *out = g;
+    return NULL;
+}
+
+cubec_status server_graph_begin(cubec_device *d, uint32_t slot)
+{
+    slot_state *ss = &d->slots[slot];
+    if (ss->capture == CAPTURE_NONE)
+        return graph_state("cubec_graph_begin: call cubec_graph_prepare on stream %" PRIu64
+                           " before beginning a capture",
+                           d->resolved_stream);
+    if (ss->capture == CAPTURE_RECORDING)
+        return graph_state("cubec_graph_begin: stream %" PRIu64 " is already recording a graph",
+                           ss->capture_owner);
+    /* The warm-up's failures are reported here, before the window opens: they belong to it. */
+    cubec_status err = server_drain(d, &slot, 1);
+    if (!err) err = sub_flush(d, 0);
+    graph_obj *g = NULL;
+    if (!err) err = graph_create(d, slot, &g);
+    if (err) {
+        capture_reset(d, slot); /* usable, and capturable again from prepare */
+        return status_annotate(err, "cubec_graph_begin: the warm-up failed");
+    }
+    ss->graph = g;
+    ss->capture = CAPTURE_RECORDING;
+    return NULL;
+}
+
+static cubec_status add_use(graph_obj *g, alloc_obj *a, uint64_t offset, uint64_t size, int write,
+                            int read)
+{
+    /* Launches of one graph bind the same ranges again and again: one entry per range. */
+    for (uint32_t i = g->use_count; i-- > 0;) {
+        graph_use *u = &g->uses[i];
+        if (u->alloc == a && u->offset == offset && u->size == size) {
+            u->write |= write;
+            return NULL;
+        }
+    }
+    if (g->use_count == g->use_cap) {
+        uint32_t cap = g->use_cap ? g->use_cap * 2 : 16;
+        graph_use *n = realloc(g->uses, cap * sizeof *n);
+        if (!n) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (graph)");
+        g->uses = n;
+        g->use_cap = cap;
+    }
+    a->refs++;
+    g->uses[g->use_count++] = (graph_use){a, offset, size, write, read && !write};
+    return NULL;
+}
+
+/* Room for `size` bytes of metadata in graph-owned memory, which lives as long as the graph. */
+static cubec_status chunk_alloc(cubec_device *d, graph_obj *g, uint32_t size,
+                                VkDescriptorBufferInfo *out, unsigned char **out_ptr)
+{
+    uint64_t align = d->info.storage_offset_alignment ? d->info.storage_offset_alignment : 16;
+    graph_chunk *c = g->chunk_count ? &g->chunks[g->chunk_count - 1] : NULL;
+    uint64_t at = c ? (c->used + align - 1) / align * align : 0;
+    if (!c || at + size > c->size) {
+        graph_chunk *n = realloc(g->chunks, (g->chunk_count + 1) * sizeof *n);
+        if (!n) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (graph)");
+        g->chunks = n;
+        c = &g->chunks[g->chunk_count];
+        memset(c, 0, sizeof *c);
+        c->size = size > GRAPH_CHUNK_BYTES ? size : GRAPH_CHUNK_BYTES;
+        VkBufferCreateInfo bci = {.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
+                                  .size = c->size,
+                                  .usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT,
+                                  .sharingMode = VK_SHARING_MODE_EXCLUSIVE};
+        RETURN_IF_ERROR(vk_status(vkCreateBuffer(d->vk.device, &bci, NULL, &c->buffer),
+                                  "vkCreateBuffer(graph metadata)"));
+        VkMemoryRequirements req;
+        vkGetBufferMemoryRequirements(d->vk.device, c->buffer, &req);
+        VkMemoryAllocateInfo mai = {.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
+                                    .allocationSize = req.size,
+                                    .memoryTypeIndex = d->vk.upload_memory_type};
+        cubec_status err = vk_status(vkAllocateMemory(d->vk.device, &mai, NULL, &c->memory),
+                                     "vkAllocateMemory(graph metadata)");
+        if (!err)
+            err = vk_status(vkBindBufferMemory(d->vk.device, c->buffer, c->memory, 0),
+                            "vkBindBufferMemory(graph metadata)");
+        if (!err)
+            err = vk_status(
+                vkMapMemory(d->vk.device, c->memory, 0, VK_WHOLE_SIZE, 0, (void **)&c->mapped),
+                "vkMapMemory(graph metadata)");
+        if (err) {
+            vkDestroyBuffer(d->vk.device, c->buffer, NULL);
+            if (c->memory) vkFreeMemory(d->vk.device, c->memory, NULL);
+            return err;
+        }
+        g->chunk_count++;
+        at = 0;
+    }
+    c->used = at + size;
+    *out = (VkDescriptorBufferInfo){c->buffer, at, size};
+    *out_ptr = c->mapped + at;
+    return NULL;
+}
+
+/* Without push descriptors the sets come from graph-owned pools, one per 256 launches. */
+static cubec_status descriptor_pool(cubec_device *d, graph_obj *g, VkDescriptorPool *out)
+{
+    *out = VK_NULL_HANDLE;
+    if (d->vk.push_descriptor) return NULL;
+    if (g->launches % GRAPH_SETS_PER_POOL == 0) {
+        VkDescriptorPool *n =
+            realloc(g->descriptor_pools, (g->descriptor_pool_count + 1) * sizeof *n);
+        if (!n) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (graph)");
+        g->descriptor_pools = n;
+        VkDescriptorPoolSize size = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, GRAPH_SETS_PER_POOL * 33u};
+        VkDescriptorPoolCreateInfo dpci = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
+                                           .maxSets = GRAPH_SETS_PER_POOL,
+                                           .poolSizeCount = 1,
+                                           .pPoolSizes = &size};
+        RETURN_IF_ERROR(vk_status(
+            vkCreateDescriptorPool(d->vk.device, &dpci, NULL, &n[g->descriptor_pool_count]),
+            "vkCreateDescriptorPool(graph)"));
+        g->descriptor_pool_count++;
+    }
+    *out = g->descriptor_pools[g->descriptor_pool_count - 1];
+    return NULL;
+}
+
+/* The ranges a task reads and writes become the graph's. */
+static cubec_status note_uses(graph_obj *g, const task *t)
+{
+    uint32_t n = t->kind == TASK_TRANSFER_COPY ? 2 : t->count;
+    for (uint32_t i = 0; i < n; i++) {
+        int write = (t->write_mask >> i) & 1;
+        int read =
+            t->kind == TASK_TRANSFER_COPY ? i == 0 : (t->entry->refl.access[i] & CUBEC_ACCESS_READ);
+        RETURN_IF_ERROR(add_use(g, t->b[i].alloc, t->b[i].offset, t->b[i].size, write, read));
+    }
+    if (t->indirect.alloc)
+        RETURN_IF_ERROR(add_use(g, t->indirect.alloc, t->indirect.offset, 12, 0, 1));
+    return NULL;
+}
+
+cubec_status server_graph_record(cubec_device *d, uint32_t slot, task *t)
+{
+    graph_obj *g = d->slots[slot].graph;
+    /* Spec 5.4 rule 4: a launch that would be skipped dooms the capture rather than sealing a
+     * graph with a hole; what it would have written is part of the graph's outputs, so it
+     * carries the failure when end discards the capture. */
+    failure *cause = server_task_input_failure(t);
+    if (cause) {
+        server_graph_doom(d, slot, cause->code, "%s", cause->message);
+        failure_release(cause);
+        return note_uses(g, t);
+    }
+    if (g->doom) return note_uses(g, t); /* nothing recorded after the capture is doomed */
+    VkDescriptorBufferInfo info_buffer = {0};
+    cubec_status err = NULL;
+    if (t->kind == TASK_LAUNCH && t->entry->refl.has_info_buffer) {
+        unsigned char *dst = NULL;
+        err = chunk_alloc(d, g, t->entry->info_size, &info_buffer, &dst);
+        if (!err) memcpy(dst, server_task_info(d, t), t->entry->info_size);
+    }
+    VkDescriptorPool pool = VK_NULL_HANDLE;
+    if (!err) err = descriptor_pool(d, g, &pool);
+    if (!err) {
+        recorder rec = {g->cmd, &g->bound_pipeline, pool, &g->hazards};
+        err = server_emit_task(d, &rec, t, info_buffer, NULL);
+    }
+    if (!err) err = note_uses(g, t);
+    if (err) {
+        server_graph_doom(d, slot, cubec_status_code(err),
+                          "launch \"%s\" on stream %" PRIu64 " could not be recorded: %s",
+                          t->kind == TASK_TRANSFER_COPY ? "cubec.copy" : t->name, t->stream,
+                          cubec_status_message(err));
+        return err;
+    }
+    g->launches++;
+    return NULL;
+}
+
+/* What a discarded capture's launches would have written carries `f`: they never ran. */
+static void taint_writes(graph_obj *g, failure *f)
+{
+    for (uint32_t i = 0; i < g->use_count; i++)
+        if (g->uses[i].write) server_taint(g->uses[i].alloc, g->uses[i].offset, g->uses[i].size, f);
+}
+
+cubec_status server_graph_end(cubec_device *d, uint32_t slot, uint64_t *out_id)
+{
+    slot_state *ss = &d->slots[slot];
+    uint64_t caller = d->resolved_stream;
+    if (ss->capture != CAPTURE_RECORDING) {
+        cubec_status err = graph_state("cubec_graph_end: no graph capture is recording on stream "
+                                       "%" PRIu64 "%s",
+                                       caller,
+                                       ss->capture == CAPTURE_PREPARED
+                                           ? " (it was prepared, never begun: the preparation is "
+                                             "dropped)"
+                                           : "");
+        /* A prepared capture that never began would hold the slot isolated forever. */
+        if (ss->capture == CAPTURE_PREPARED) capture_reset(d, slot);
+        return err;
+    }
+    graph_obj *g = ss->graph;
+    uint64_t owner = ss->capture_owner;
+    capture_reset(d, slot);
+    /* Before everything submitted after a replay, with the graph's writes visible to it. */
+    VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+                          .srcAccessMask =
+                              VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
+                          .dstAccessMask = GRAPH_ACCESS};
+    vkCmdPipelineBarrier(g->cmd, GRAPH_STAGES, GRAPH_STAGES, 0, 1, &mb, 0, NULL, 0, NULL);
+    VkResult vr = vkEndCommandBuffer(g->cmd);
+    if (vr != VK_SUCCESS && !g->doom)
+        server_graph_doom(d, slot, CUBEC_INTERNAL, "vkEndCommandBuffer: %s", vk_result_name(vr));
+    cubec_status err = NULL;
+    if (caller != owner)
+        err = graph_state("cubec_graph_end: the capture belongs to stream %" PRIu64
+                          ", not to stream %" PRIu64 "; it is discarded%s%s",
+                          owner, caller, g->doom ? "; it had also failed: " : "",
+                          g->doom ? g->doom : "");
+    else if (g->doom)
+        err = status_make(CUBEC_GRAPH_STATE,
+                          "cubec_graph_end: an operation inside the capture window of stream "
+                          "%" PRIu64 " failed, so the graph would miss it: %s",
+                          owner, g->doom);
+    if (err) {
+        failure *f = failure_new(g->doom ? g->doom_code : CUBEC_GRAPH_STATE,
+                                 "graph capture on stream %" PRIu64 " was discarded: %s", owner,
+                                 g->doom ? g->doom : "ended by another stream");
+        taint_writes(g, f);
+        failure_release(f);
+        graph_free(d, g);
+        return err;
+    }
+    uint64_t id;
+    err = handle_table_insert(&d->graphs, g, &id);
+    if (err) {
+        graph_free(d, g);
+        return err;
+    }
+    LOG(LOG_INFO, LOG_SYS_STREAMS,
+        "graph #%" PRIu64 " captured on stream %" PRIu64 ": %u launches, %u ranges", g->number,
+        owner, g->launches, g->use_count);
+    *out_id = id;
+    return NULL;
+}
+
+static cubec_status lookup(cubec_device *d, uint64_t id, const char *fn, graph_obj **out)
+{
+    *out = handle_table_get(&d->graphs, id);
+    if (*out) return NULL;
+    return graph_state("%s: graph 0x%016" PRIx64 " is unknown or was destroyed", fn, id);
+}
+
+/* Spec 5.4 rule 3 for a whole graph: an input it reads before writing carries a failure. */
+static failure *replay_input_failure(const graph_obj *g, uint64_t stream)
+{
+    for (uint32_t i = 0; i < g->use_count; i++) {
+        const graph_use *u = &g->uses[i];
+        if (!u->input) continue;
+        failure *cause = server_failure_of(u->alloc, u->offset, u->size);
+        if (cause)
+            return failure_chain(cause,
+                                 "replay of graph #%" PRIu64 " on stream %" PRIu64
+                                 " was skipped because its input buffer #%" PRIu64
+                                 " was not written",
+                                 g->number, stream, u->alloc->number);
+    }
+    return NULL;
+}
+
+cubec_status server_graph_replay(cubec_device *d, uint32_t slot, uint64_t id)
+{
+    graph_obj *g;
+    RETURN_IF_ERROR(lookup(d, id, "cubec_graph_replay", &g));
+    RETURN_IF_ERROR(server_graph_refuse(d, slot, "cubec_graph_replay"));
+    uint64_t stream = d->resolved_stream;
+    uint64_t t0 = d->trace ? server_now_ns() : 0;
+    /* Ordered after the stream's queued work and after queued writers of what it binds. */
+    uint32_t slots[64] = {slot};
+    uint32_t n = 1;
+    for (uint32_t i = 0; i < g->use_count && n + 2 <= 64; i++)
+        n = server_align_slots(d, slot, g->uses[i].alloc, slots, n);
+    cubec_status err = server_drain(d, slots, n);
+    if (!err) err = sub_flush(d, 0);
+    if (err) return err;
+    failure *skip = replay_input_failure(g, stream);
+    if (skip) {
+        taint_writes(g, skip);
+        server_profiles_poison(d, slot, skip);
+        failure_release(skip);
+        d->stats.skipped++;
+        return NULL;
+    }
+    uint64_t value = d->next_value;
+    VkTimelineSemaphoreSubmitInfo ts = {.sType = VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO,
+                                        .signalSemaphoreValueCount = 1,
+                                        .pSignalSemaphoreValues = &value};
+    VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
+                       .pNext = &ts,
+                       .commandBufferCount = 1,
+                       .pCommandBuffers = &g->cmd,
+                       .signalSemaphoreCount = 1,
+                       .pSignalSemaphores = &d->timeline};
+    if (fault_hit(&d->faults, CUBEC_FAULT_SUBMIT)) {
+        err = fault_status(&d->faults, CUBEC_FAULT_SUBMIT, CUBEC_INTERNAL);
+    } else {
+        VkResult r = vkQueueSubmit(d->vk.queue, 1, &si, VK_NULL_HANDLE);
+        if (r != VK_SUCCESS) err = server_note_error(d, vk_status(r, "vkQueueSubmit(graph)"));
+    }
+    if (err) {
+        /* Spec 5.4 rule 8: a failed replay's outputs carry the failure until one succeeds. */
+        failure *f = failure_new(cubec_status_code(err),
+                                 "replay of graph #%" PRIu64 " on stream %" PRIu64 " failed: %s",
+                                 g->number, stream, cubec_status_message(err));
+        taint_writes(g, f);
+        server_profiles_poison(d, slot, f);
+        failure_release(f);
+        return err;
+    }
+    for (uint32_t i = 0; i < g->use_count; i++) {
+        graph_use *u = &g->uses[i];
+        u->alloc->last_use = value;
+        if (u->write) {
+            u->alloc->last_write = value;
+            u->alloc->queued_writer = NO_SLOT;
+            server_untaint(u->alloc, u->offset, u->size);
+        }
+    }
+    g->last_value = value;
+    d->next_value++;
+    d->stats.submissions++;
+    d->stats.tasks += g->launches;
+    d->slots[slot].last_value = value;
+    /* The graph ends with a full barrier: nothing recorded later conflicts with earlier work. */
+    hazard_reset(&d->hazards);
+    if (d->trace) {
+        char args[96];
+        snprintf(args, sizeof args, "\"graph\":%" PRIu64 ",\"launches\":%u", g->number,
+                 g->launches);
+        timeline_host(d, "replay", "submit", t0, stream, args);
+    }
+    return NULL;
+}
+
+cubec_status server_graph_destroy(cubec_device *d, uint32_t slot, uint64_t id)
+{
+    (void)slot;
+    graph_obj *g = handle_table_get(&d->graphs, id);
+    if (!g) return NULL; /* destroying twice is harmless (spec 6.2) */
+    handle_table_remove(&d->graphs, id);
+    /* The command buffer and its metadata must outlive the replays still running. The wait may
+     * let other threads in; the graph is no longer reachable by them. */
+    cubec_status err = sub_wait(d, g->last_value);
+    if (err) {
+        /* The device is lost: nothing runs any more. */
+        vkDeviceWaitIdle(d->vk.device);
+    }
+    graph_free(d, g);
+    return err;
+}
