@@ -13,10 +13,12 @@
 
 #include <cubec/cubec.h>
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -63,6 +65,13 @@ static const figure_def figures[] = {
     {"launch.roundtrip", "us", 1, "wall", 20, 501, 51},
     {"launch.device_dependent", "us", 1, "wall", 1, 21, 3},
     {"launch.device_independent", "us", 1, "wall", 1, 21, 3},
+    /* Graphs: against raw Vulkan resubmitting one recorded command buffer, and against the same
+     * launches issued eagerly through cubec (the *_vs_eager figures). */
+    {"graph.replay_host", "us", 1, "host", 3, 51, 5},
+    {"graph.replay_device", "us", 1, "device", 3, 21, 3},
+    {"graph.replay_device_independent", "us", 1, "device", 3, 21, 3},
+    {"graph.replay_host_vs_eager", "us", 1, "host", 3, 51, 5, "cubec_eager", NULL, 0},
+    {"graph.replay_device_vs_eager", "us", 1, "device", 3, 21, 3, "cubec_eager", NULL, 0},
     {"write.h2d", "GB/s", 0, "wall", 1, 11, 3},
     {"read.d2h", "GB/s", 0, "wall", 1, 11, 3},
     {"copy.d2d", "GB/s", 0, "wall", 1, 7, 3},
@@ -83,15 +92,19 @@ typedef struct options {
     int quick;
     const char *filters[16]; /* a figure runs if its name contains any of them (or none given) */
     uint32_t filter_count;
+    const char *trace; /* --trace FILE: CUBEC_TRACE for every cubec device (NULL: none) */
 } options;
 
 static void usage(FILE *out)
 {
-    fprintf(out, "usage: cubec bench [--json] [--quick] [--filter SUBSTR]...\n"
+    fprintf(out, "usage: cubec bench [--json] [--quick] [--filter SUBSTR]... [--trace FILE]\n"
                  "  --json           print the JSON object of BENCHMARKS.md instead of a table\n"
                  "  --quick          fewer repetitions and smaller sizes (a smoke test)\n"
                  "  --filter SUBSTR  run only the figures whose name contains SUBSTR\n"
                  "                   (or one of its results, e.g. streams.independent.4)\n"
+                 "  --trace FILE     write a Chrome trace of the cubec side to FILE (sets\n"
+                 "                   CUBEC_TRACE; the full suite makes a large one: use --quick\n"
+                 "                   or --filter; open it in ui.perfetto.dev)\n"
                  "figures:");
     for (size_t i = 0; i < FIGURE_COUNT; i++)
         fprintf(out, " %s%s", figures[i].name, figures[i].variant_count ? ".{1,2,4,8}" : "");
@@ -114,6 +127,19 @@ static int parse_args(int argc, char **argv, options *opt)
                 return 2;
             }
             opt->filters[opt->filter_count++] = argv[++i];
+        } else if (strcmp(arg, "--trace") == 0 || strncmp(arg, "--trace=", 8) == 0) {
+            const char *value = arg[7] == '=' ? arg + 8 : i + 1 < argc ? argv[++i] : NULL;
+            if (!value) {
+                fprintf(stderr, "cubec bench: --trace needs a file name\n");
+                usage(stderr);
+                return 2;
+            }
+            if (!*value) {
+                fprintf(stderr, "cubec bench: --trace: the path is empty\n");
+                usage(stderr);
+                return 2;
+            }
+            opt->trace = value;
         } else if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
             usage(stdout);
             return -1;
@@ -430,11 +456,43 @@ static void run_figure(const figure_def *def, size_t first, const bench_params *
     }
 }
 
+/* --trace: every cubec device reads CUBEC_TRACE when it opens, so it is set before the first. A
+ * file left by an earlier run is removed, so that it cannot pass for this run's trace. Returns 0,
+ * or -1 after printing why. */
+static int trace_begin(const char *path)
+{
+    if (unlink(path) != 0 && errno != ENOENT) {
+        fprintf(stderr, "cubec bench: --trace '%s': cannot replace the file: %s\n", path,
+                strerror(errno));
+        return -1;
+    }
+    if (setenv("CUBEC_TRACE", path, 1) != 0) {
+        fprintf(stderr, "cubec bench: --trace '%s': cannot set CUBEC_TRACE: %s\n", path,
+                strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* After the run (every device closed, so the library has written the trace): 0 when the file is
+ * there, else -1 after printing so. */
+static int trace_check(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) != 0 || st.st_size == 0) {
+        fprintf(stderr, "cubec bench: --trace '%s': the trace file was not written\n", path);
+        return -1;
+    }
+    fprintf(stderr, "cubec bench: trace written to %s\n", path);
+    return 0;
+}
+
 int cubec_bench_main(int argc, char **argv)
 {
     options opt;
     int rc = parse_args(argc, argv, &opt);
     if (rc) return rc < 0 ? 0 : rc;
+    if (opt.trace && trace_begin(opt.trace) != 0) return 1;
 
     /* The device cubec picks decides the sizes and which device the baseline opens. */
     cubec_device *dev = NULL;
@@ -496,5 +554,6 @@ int cubec_bench_main(int argc, char **argv)
     for (size_t i = 0; i < count; i++)
         bench_err_free(results[i].error);
     free(results);
+    if (opt.trace && trace_check(opt.trace) != 0) return 1;
     return failed ? 1 : 0;
 }

@@ -88,11 +88,11 @@ void bench_report_table(FILE *out, const bench_run_info *run, const bench_result
 {
     fprintf(out, "cubec bench%s on %s (%s, %s), commit %s\n", run->quick ? " --quick" : "",
             run->device_name, run->device_type, run->driver, run->commit);
-    fprintf(out, "%-26s %-10s %12s %12s %8s  %-6s %12s  %s\n", "figure", "unit", "cubec",
+    fprintf(out, "%-32s %-10s %12s %12s %8s  %-6s %12s  %s\n", "figure", "unit", "cubec",
             "baseline", "ratio", "better", "raw (ts)", "baseline is");
     for (size_t i = 0; i < count; i++) {
         const bench_result *r = &results[i];
-        fprintf(out, "%-26s %-10s", r->name, r->unit);
+        fprintf(out, "%-32s %-10s", r->name, r->unit);
         if (r->error) {
             fprintf(out, " ERROR: %s\n", r->error);
             continue;
@@ -109,10 +109,13 @@ void bench_report_table(FILE *out, const bench_run_info *run, const bench_result
           "The baseline is raw_vulkan, except for streams.*, measured against cubec itself:\n"
           "streams.independent.N against its own 1-thread run (ratio = speedup over 1 thread),\n"
           "streams.cross against the same chain on one stream (ratio = cost of crossing),\n"
-          "streams.interleave against the same work with CUBEC_STREAM_STRATEGY=sequential.\n"
+          "streams.interleave against the same work with CUBEC_STREAM_STRATEGY=sequential,\n"
+          "graph.*_vs_eager against the same launches issued eagerly through cubec.\n"
           "Each side runs all its repetitions on its own device, closed before the next side's "
           "opens.\n"
-          "Device work is timed by the wall clock around submission and wait on both sides;\n"
+          "Device work is timed by the wall clock around submission and wait on both sides\n"
+          "(method device: graph.replay_device* use timestamps on both sides, cubec's through\n"
+          "cubec_profile_begin/end);\n"
           "raw (ts) is the raw side's device time from timestamps, for reference.\n",
           out);
 }

@@ -4,6 +4,7 @@
  * and the cubec_sync that waits for them: the same span the raw side times (record + submit +
  * wait), which keeps the ratio fair. */
 #include "bench_figure.h"
+#include "bench_graph.h"
 #include "bench_kernels.h"
 
 #include <cubec/cubec.h>
@@ -807,6 +808,11 @@ static const bench_impl interleave_impl = {interleave_setup, interleave_run, int
                                            fig_teardown};
 
 const bench_impl_entry bench_cubec_impls[] = {
+    {"graph.replay_host", &bench_graph_replay_host},
+    {"graph.replay_device", &bench_graph_replay_device},
+    {"graph.replay_device_independent", &bench_graph_replay_device_independent},
+    {"graph.replay_host_vs_eager", &bench_graph_replay_host},
+    {"graph.replay_device_vs_eager", &bench_graph_replay_device},
     {"launch.enqueue", &enqueue_impl},
     {"launch.roundtrip", &roundtrip_impl},
     {"launch.device_dependent", &dependent_impl},
@@ -827,6 +833,8 @@ const bench_impl_entry bench_cubec_impls[] = {
 /* streams.independent's baseline is its own 1-thread side, so it is not here. streams.interleave's
  * is the same code on a device opened with CUBEC_STREAM_STRATEGY=sequential. */
 const bench_impl_entry bench_cubec_baseline_impls[] = {
+    {"graph.replay_host_vs_eager", &bench_graph_eager_host},
+    {"graph.replay_device_vs_eager", &bench_graph_eager_device},
     {"streams.cross", &cross_one_stream_impl},
     {"streams.interleave", &interleave_impl},
     {NULL, NULL},

@@ -3,6 +3,7 @@
  * record + submit + wait (what a program without a runtime waits for), and where the figure is a
  * device time, timestamps around the recorded work are reported next to it. */
 #include "bench_figure.h"
+#include "bench_graph.h"
 #include "bench_kernels.h"
 #include "raw_vulkan.h"
 
@@ -618,6 +619,9 @@ static bench_err warm_run(void *state, bench_sample *out)
 static const bench_impl warm_impl = {warm_setup, warm_run, salted_verify, fig_teardown};
 
 const bench_impl_entry bench_raw_impls[] = {
+    {"graph.replay_host", &bench_graph_raw_host},
+    {"graph.replay_device", &bench_graph_raw_device},
+    {"graph.replay_device_independent", &bench_graph_raw_device_independent},
     {"launch.enqueue", &enqueue_impl},
     {"launch.roundtrip", &roundtrip_impl},
     {"launch.device_dependent", &dependent_impl},
