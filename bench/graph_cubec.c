@@ -178,5 +178,4 @@ const bench_impl bench_graph_replay_device = {setup_chain, replay_device_run, ve
 const bench_impl bench_graph_replay_device_independent = {setup_independent, replay_device_run,
                                                           verify, graph_teardown};
 const bench_impl bench_graph_eager_host = {setup_eager, eager_host_run, verify, graph_teardown};
-const bench_impl bench_graph_eager_device = {setup_eager, eager_device_run, verify,
-                                             graph_teardown};
+const bench_impl bench_graph_eager_device = {setup_eager, eager_device_run, verify, graph_teardown};

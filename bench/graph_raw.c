@@ -68,8 +68,8 @@ static bench_err raw_graph_setup(void *ctx, const bench_params *params, int inde
                     VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, RAW_ACCESS_RW);
     for (uint32_t i = 0; i < n; i++) {
         VkDescriptorBufferInfo range = {.buffer = f->buf.buffer,
-                                        .offset = independent ? (VkDeviceSize)i * BENCH_RANGE_STRIDE
-                                                              : 0,
+                                        .offset =
+                                            independent ? (VkDeviceSize)i * BENCH_RANGE_STRIDE : 0,
                                         .range = BENCH_RANGE_STRIDE};
         if (!independent)
             raw_barrier(f->cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,

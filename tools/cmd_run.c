@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <time.h>
+#include <unistd.h>
 
 #define CMD "run"
 #define SPIRV_MAGIC 0x07230203u
@@ -51,6 +52,8 @@ void cli_run_usage(FILE *out)
         "  --print N               how many values to print per output binding (default 8)\n"
         "  --print-u32             print the values as uint32 instead of float32\n"
         "  --out-dir DIR           save each output binding to DIR/binding<i>.bin\n"
+        "  --trace FILE            write a Chrome trace of the run to FILE (sets CUBEC_TRACE;\n"
+        "                          open it in ui.perfetto.dev or chrome://tracing)\n"
         "  --help, -h              this text\n"
         "\n"
         "Flags take their value as the next argument or after '=' (--groups=4).\n"
@@ -91,6 +94,7 @@ typedef struct run_args {
     buf_spec *bufs;
     uint32_t buf_count;
     const char *out_dir;
+    const char *trace_path; /* --trace: CUBEC_TRACE for the device */
     uint32_t print_count;
     int print_u32;
     const char *entry_point;
@@ -329,7 +333,7 @@ static int parse_args(int argc, char **argv, run_args *a, int *help)
 
         static const char *const valued[] = {"--groups",   "--define", "--info-u32", "--info-i32",
                                              "--info-f32", "--buf",    "--out-dir",  "--print",
-                                             "--entry",    "--device"};
+                                             "--entry",    "--device", "--trace"};
         int known = 0;
         for (size_t k = 0; k < sizeof valued / sizeof valued[0]; k++)
             known |= !strcmp(name, valued[k]);
@@ -384,6 +388,9 @@ static int parse_args(int argc, char **argv, run_args *a, int *help)
         } else if (strcmp(name, "--out-dir") == 0) {
             if (value[0] == '\0') return cli_usage_error(CMD, "--out-dir: the path is empty");
             a->out_dir = value;
+        } else if (strcmp(name, "--trace") == 0) {
+            if (value[0] == '\0') return cli_usage_error(CMD, "--trace: the path is empty");
+            a->trace_path = value;
         } else if (strcmp(name, "--print") == 0) {
             if (parse_u32(value, &a->print_count) != 0)
                 return cli_usage_error(CMD, "--print '%s': not a count", value);
@@ -767,6 +774,33 @@ done:
     return exit_code;
 }
 
+/* run() with the device tracing into --trace's file: the library writes the trace when the device
+ * closes, from CUBEC_TRACE, which must be set before the device opens. */
+static int run_traced(const run_args *a)
+{
+    /* A file left by an earlier run must not pass for this run's trace. */
+    if (unlink(a->trace_path) != 0 && errno != ENOENT) {
+        fprintf(stderr, "cubec run: --trace '%s': cannot replace the file: %s\n", a->trace_path,
+                strerror(errno));
+        return CLI_EXIT_RUNTIME;
+    }
+    if (setenv("CUBEC_TRACE", a->trace_path, 1) != 0) {
+        fprintf(stderr, "cubec run: --trace '%s': cannot set CUBEC_TRACE: %s\n", a->trace_path,
+                strerror(errno));
+        return CLI_EXIT_RUNTIME;
+    }
+    const int exit_code = run(a);
+    /* A run that failed has said why already; a trace it may have left is a bonus. */
+    if (exit_code != CLI_EXIT_OK) return exit_code;
+    struct stat st;
+    if (stat(a->trace_path, &st) != 0 || st.st_size == 0) {
+        fprintf(stderr, "cubec run: --trace '%s': the trace file was not written\n", a->trace_path);
+        return CLI_EXIT_RUNTIME;
+    }
+    printf("trace:   %s (open it in ui.perfetto.dev or chrome://tracing)\n", a->trace_path);
+    return CLI_EXIT_OK;
+}
+
 int cli_run_main(int argc, char **argv)
 {
     const size_t n = argc > 0 ? (size_t)argc : 1;
@@ -784,6 +818,8 @@ int cli_run_main(int argc, char **argv)
         if (exit_code == CLI_EXIT_OK) {
             if (help) {
                 cli_run_usage(stdout);
+            } else if (a.trace_path != NULL) {
+                exit_code = run_traced(&a);
             } else {
                 exit_code = run(&a);
             }

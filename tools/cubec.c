@@ -42,7 +42,9 @@ static void usage(FILE *out)
             "Environment: CUBEC_DEVICE picks the default device (index or part of the name),\n"
             "CUBEC_VALIDATION=1 turns on the Vulkan validation layer, CUBEC_LOG_LEVEL sets the\n"
             "log level (off, error, warn, info, debug), CUBEC_LOG one per subsystem\n"
-            "(e.g. memory=debug,compile=info; docs/configuration.md).\n"
+            "(e.g. memory=debug,compile=info; docs/configuration.md), CUBEC_TRACE=FILE writes\n"
+            "a Chrome trace of every device (`run --trace FILE` and `bench --trace FILE` set it;\n"
+            "docs/profiling.md).\n"
             "Exit codes: 0 success, 1 runtime error, 2 usage error.\n",
             CUBEC_VERSION_STRING);
 }

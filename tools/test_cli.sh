@@ -126,6 +126,26 @@ EOF
     fi
 }
 
+# --- --trace: the library writes a Chrome trace of the run, checked by check_trace.py ----------
+CHECK_TRACE="$(cd "$(dirname "$0")/.." && pwd)/tests/profiling/check_trace.py"
+# The run launches the kernel once, and fills its zero:1K buffer with one launch of the builtin
+# cubec.fill; the iota buffer is written from the host, which is no launch.
+echo stale >"$TMP/run.trace.json" # replaced: an old file must not pass for this run's trace
+if run_expect 0 trace "$CUBEC" run "$TMP/scale.comp" --groups 4 --info-u32 256 --info-f32 0.5 \
+    --buf iota:256:f32 --buf zero:1K --out-dir "$TMP/out_trace" --trace "$TMP/run.trace.json"; then
+    check_floats "$TMP/out_trace/binding1.bin" 256 "i * 2 + 0.5" || fail "trace: wrong output"
+    expect_in trace "trace:" "$TMP/run.trace.json"
+    python3 "$CHECK_TRACE" "$TMP/run.trace.json" --launches 2 --min-streams 1 \
+        --kernel scale.comp --kernel cubec.fill >"$TMP/trace_check.out" 2>&1 || {
+        fail "trace: check_trace.py refused the trace:"
+        sed 's/^/    /' "$TMP/trace_check.out" >&2
+    }
+fi
+# A trace file that cannot be created fails the run (the device refuses to open).
+run_expect 1 trace_unwritable "$CUBEC" run "$TMP/scale.comp" --groups 1 --info-u32 1 \
+    --info-f32 0 --buf zero:4 --buf zero:4 --trace "$TMP/no/such/dir/t.json" &&
+    expect_in trace_unwritable "$TMP/no/such/dir/t.json"
+
 # --- Usage errors: exit 2, naming the flag and the value ---------------------------------------
 K="$TMP/scale.comp"
 run_expect 2 bad_groups "$CUBEC" run "$K" --groups 4x --buf zero:1K --buf zero:1K &&
@@ -140,6 +160,12 @@ run_expect 2 info_size "$CUBEC" run "$K" --groups 4 --info-u32 256 --buf iota:25
     --buf zero:1K && expect_in info_size "8 bytes of info" "give 4"
 run_expect 2 buf_count "$CUBEC" run "$K" --groups 4 --info-u32 256 --info-f32 0 \
     --buf zero:1K && expect_in buf_count "2 storage bindings" "1 --buf"
+run_expect 2 empty_trace "$CUBEC" run "$K" --groups 1 --buf zero:4 --trace "" &&
+    expect_in empty_trace "--trace" "empty"
+run_expect 2 empty_trace_eq "$CUBEC" run "$K" --groups 1 --buf zero:4 --trace= &&
+    expect_in empty_trace_eq "--trace" "empty"
+run_expect 2 bench_empty_trace "$CUBEC" bench --quick --trace "" &&
+    expect_in bench_empty_trace "--trace" "empty"
 run_expect 2 bad_command "$CUBEC" frobnicate && expect_in bad_command "frobnicate"
 run_expect 2 no_command "$CUBEC"
 
@@ -156,7 +182,9 @@ run_expect 1 bad_device "$CUBEC" run "$K" --groups 1 --device 999 --info-u32 1 -
 
 # --- The other commands ------------------------------------------------------------------------
 run_expect 0 help "$CUBEC" --help && expect_in help "info" "run" "bench" "version"
-run_expect 0 run_help "$CUBEC" run --help && expect_in run_help "--buf" "--groups" "--out-dir"
+run_expect 0 run_help "$CUBEC" run --help &&
+    expect_in run_help "--buf" "--groups" "--out-dir" "--trace"
+run_expect 0 bench_help "$CUBEC" bench --help && expect_in bench_help "--trace"
 run_expect 0 info_help "$CUBEC" info --help
 run_expect 0 version "$CUBEC" version && expect_in version "cubec 0.1.0"
 run_expect 0 info "$CUBEC" info && expect_in info "[default]" "max storage buffer range"

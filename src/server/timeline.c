@@ -16,15 +16,63 @@
 #include "server/device.h"
 
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* One trace per process and path: devices opened one after the other (cubec bench opens one per
+ * figure and side) add to the same timeline, which is rewritten whole each time a device closes.
+ * It is freed at exit. A device tracing to another path while the first is in use gets its own. */
+static pthread_mutex_t shared_lock = PTHREAD_MUTEX_INITIALIZER;
+static trace *shared_trace;
+static char shared_path[512];
+static int shared_users;
+
+static void shared_trace_free(void)
+{
+    pthread_mutex_lock(&shared_lock);
+    trace_close(shared_trace, NULL); /* written already by the last device to close */
+    shared_trace = NULL;
+    pthread_mutex_unlock(&shared_lock);
+}
+
+static trace *trace_for(const char *path, char **why)
+{
+    pthread_mutex_lock(&shared_lock);
+    trace *t = NULL;
+    if (shared_trace && strcmp(shared_path, path) == 0) {
+        t = shared_trace;
+        shared_users++;
+    } else if (!shared_trace || shared_users == 0) {
+        static int registered;
+        trace_close(shared_trace, NULL);
+        shared_trace = t = trace_open(path, why);
+        snprintf(shared_path, sizeof shared_path, "%s", path);
+        shared_users = t != NULL;
+        if (t && !registered) registered = atexit(shared_trace_free) == 0;
+    } else {
+        t = trace_open(path, why);
+    }
+    pthread_mutex_unlock(&shared_lock);
+    return t;
+}
+
+/* Writes what the trace holds; frees it unless it is the shared one. */
+static int trace_done(trace *t, char **why)
+{
+    pthread_mutex_lock(&shared_lock);
+    int shared = t == shared_trace;
+    if (shared) shared_users--;
+    pthread_mutex_unlock(&shared_lock);
+    return shared ? trace_write(t, why) : trace_close(t, why);
+}
 
 cubec_status timeline_init(cubec_device *d)
 {
     if (d->config.trace_file[0]) {
         char *why = NULL;
-        d->trace = trace_open(d->config.trace_file, &why);
+        d->trace = trace_for(d->config.trace_file, &why);
         if (!d->trace) {
             cubec_status err = INVALID_ARG("CUBEC_TRACE / [profiling] trace: %s",
                                            why ? why : d->config.trace_file);
@@ -54,7 +102,7 @@ void timeline_close(cubec_device *d)
     d->kernel_stats = NULL;
     if (d->trace) {
         char *why = NULL;
-        if (trace_close(d->trace, &why) != 0)
+        if (trace_done(d->trace, &why) != 0)
             LOG(LOG_ERROR, LOG_SYS_PROFILING, "the trace was not written: %s",
                 why ? why : d->config.trace_file);
         else

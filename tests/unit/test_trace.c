@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* ---- a strict JSON scanner that keeps what the checks need ------------------------------ */
@@ -574,6 +575,104 @@ static void test_cap_and_undeclared_track(void **state)
     unlink(path);
 }
 
+/* Checks the file against the first `n` of added_events: every one there, nothing else. */
+static void check_holds_first(const char *path, size_t n)
+{
+    scanned_trace s = read_trace(path);
+    assert_true(s.has_other_events && s.other_events == (double)n);
+    size_t complete = 0, instant = 0;
+    for (size_t i = 0; i < n; i++) {
+        const added *a = &added_events[i];
+        const scanned_event *e = find_named(&s, a->instant ? "i" : "X", a->name);
+        if (!e) fail_msg("%s: event %zu (\"%s\") is missing", path, i, a->name);
+        assert_string_equal(e->cat, a->category);
+        assert_true(e->tid == (a->track == TRACE_HOST ? 0.0 : (double)a->track + 1));
+        complete += !a->instant;
+        instant += a->instant;
+    }
+    assert_int_equal(count_phase(&s, "X"), complete);
+    assert_int_equal(count_phase(&s, "i"), instant);
+    check_rows_ordered(&s);
+    free(s.events);
+}
+
+/* trace_write writes what was recorded so far and keeps it: a later write, and the close, write
+ * everything, each replacing the file (a shorter content leaves nothing of the longer one). */
+static void test_write_keeps_events(void **state)
+{
+    (void)state;
+    const char *path = temp_path("rewrite");
+    trace *t = trace_open(path, NULL);
+    assert_non_null(t);
+    /* A long process name first, a short one later: the second file is the shorter one. */
+    char long_name[100]; /* the scanner keeps names shorter than 128 bytes */
+    memset(long_name, 'x', sizeof long_name - 1);
+    long_name[sizeof long_name - 1] = 0;
+    trace_set_process_name(t, long_name);
+    trace_track(t, 7, 3);
+    size_t n = sizeof added_events / sizeof added_events[0];
+    size_t first = 4, second = 8;
+    add_all(t, added_events, first);
+
+    char *error = (char *)"untouched";
+    assert_int_equal(trace_write(t, &error), 0);
+    assert_null(error);
+    check_holds_first(path, first);
+
+    trace_set_process_name(t, "short");
+    add_all(t, added_events + first, second - first);
+    assert_int_equal(trace_event_count(t), second);
+    assert_int_equal(trace_write(t, NULL), 0);
+    check_holds_first(path, second);
+    scanned_trace s = read_trace(path);
+    assert_string_equal(find_metadata(&s, "process_name", 0)->args_name, "short");
+    free(s.events);
+
+    add_all(t, added_events + second, n - second);
+    assert_int_equal(trace_close(t, &error), 0);
+    assert_null(error);
+    check_holds_first(path, n);
+    unlink(path);
+}
+
+/* A write after the first opens the path again: it fails while the path cannot be created,
+ * naming it, keeps the events, and a later write succeeds with all of them. The path is relative
+ * and the working directory changes in between: the file stays where it was created. */
+static void test_write_failure_keeps_events(void **state)
+{
+    (void)state;
+    char dir[128], cwd[4096], path[256];
+    snprintf(dir, sizeof dir, "/tmp/cubec_test_trace_dir_%d", (int)getpid());
+    snprintf(path, sizeof path, "%s/trace.json", dir);
+    assert_int_equal(mkdir(dir, 0700), 0);
+    assert_non_null(getcwd(cwd, sizeof cwd));
+    assert_int_equal(chdir(dir), 0);
+    trace *t = trace_open("trace.json", NULL);
+    assert_int_equal(chdir("/"), 0);
+    assert_non_null(t);
+    add_all(t, added_events, 3);
+    assert_int_equal(trace_write(t, NULL), 0);
+    check_holds_first(path, 3);
+
+    assert_int_equal(unlink(path), 0);
+    assert_int_equal(rmdir(dir), 0);
+    add_all(t, added_events + 3, 2);
+    char *error = NULL;
+    assert_int_equal(trace_write(t, &error), -1);
+    assert_non_null(error);
+    assert_non_null(strstr(error, "trace.json"));
+    free(error);
+
+    assert_int_equal(mkdir(dir, 0700), 0);
+    assert_int_equal(trace_write(t, NULL), 0);
+    check_holds_first(path, 5);
+    assert_int_equal(trace_close(t, NULL), 0);
+    check_holds_first(path, 5);
+    assert_int_equal(unlink(path), 0);
+    assert_int_equal(rmdir(dir), 0);
+    assert_int_equal(chdir(cwd), 0);
+}
+
 static void test_open_failure(void **state)
 {
     (void)state;
@@ -590,7 +689,8 @@ static void test_open_failure(void **state)
     free(error);
 }
 
-/* A device that takes no bytes: the failure surfaces at close, naming the path. */
+/* A device that takes no bytes: the failure surfaces at each write and at close, naming the
+ * path. */
 static void test_write_failure(void **state)
 {
     (void)state;
@@ -600,7 +700,12 @@ static void test_write_failure(void **state)
     for (int i = 0; i < 1000; i++)
         trace_complete(t, 1, "k", "launch", (uint64_t)i, 1, NULL);
     char *error = NULL;
-    assert_int_equal(trace_close(t, &error), -1);
+    assert_int_equal(trace_write(t, &error), -1); /* the file opened by trace_open */
+    assert_non_null(error);
+    assert_non_null(strstr(error, "/dev/full"));
+    free(error);
+    error = NULL;
+    assert_int_equal(trace_close(t, &error), -1); /* the path opened again */
     assert_non_null(error);
     assert_non_null(strstr(error, "/dev/full"));
     free(error);
@@ -615,6 +720,9 @@ static void test_null_trace(void **state)
     trace_instant(NULL, 0, "x", "launch", 1, NULL);
     assert_int_equal(trace_event_count(NULL), 0);
     char *error = (char *)"untouched";
+    assert_int_equal(trace_write(NULL, &error), 0);
+    assert_null(error);
+    error = (char *)"untouched";
     assert_int_equal(trace_close(NULL, &error), 0);
     assert_null(error);
 }
@@ -668,6 +776,8 @@ int main(void)
         cmocka_unit_test(test_round_trip),
         cmocka_unit_test(test_invalid_utf8),
         cmocka_unit_test(test_cap_and_undeclared_track),
+        cmocka_unit_test(test_write_keeps_events),
+        cmocka_unit_test(test_write_failure_keeps_events),
         cmocka_unit_test(test_open_failure),
         cmocka_unit_test(test_write_failure),
         cmocka_unit_test(test_null_trace),
