@@ -41,7 +41,7 @@ build-san: install-deps
 # ThreadSanitizer: only the concurrency tests.
 build-tsan: install-deps
 	cmake -S . -B $(BUILD_TSAN) -DCMAKE_BUILD_TYPE=Debug -DCUBEC_TSAN=ON $(CMAKE_ARGS)
-	cmake --build $(BUILD_TSAN) -j $(JOBS) --target test_threads test_stream_stress
+	cmake --build $(BUILD_TSAN) -j $(JOBS) --target test_threads test_stream_stress test_graph_threads
 
 demo: build
 	@for ex in vector_add reduction mlp; do \
@@ -50,7 +50,7 @@ demo: build
 test: build build-san build-tsan
 	cd $(BUILD) && ctest --output-on-failure -j 2
 	cd $(BUILD_SAN) && ctest --output-on-failure -j 2 -LE smoke -E install_consumer
-	cd $(BUILD_TSAN) && ctest --output-on-failure -R "test_threads|test_stream_stress"
+	cd $(BUILD_TSAN) && ctest --output-on-failure -R "test_threads|test_stream_stress|test_graph_threads"
 
 bench: build
 	$(BUILD)/bin/cubec bench

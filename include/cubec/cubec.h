@@ -354,10 +354,13 @@ cubec_status cubec_fault_counts(cubec_device *device, uint64_t out_counts[CUBEC_
  * operation; cubec_memory_cleanup is refused while any stream captures; a cubec_write is refused
  * lazily: the call succeeds, the bytes are not written and carry a CUBEC_GRAPH_STATE failure, and
  * when the capturing stream itself wrote, the capture is doomed. A creation of a buffer that
- * needs a new page of memory is refused (CUBEC_GRAPH_STATE) and dooms the capture: allocate
- * during the warm-up. Any failure inside the window (that, a launch that fails or would be
- * skipped) makes cubec_graph_end fail naming the first one, and what the recorded launches would
- * have written carries it. A capture ended from another stream is abandoned the same way.
+ * needs a new page of memory is refused (CUBEC_GRAPH_STATE) and, made by the capturing stream,
+ * dooms the capture: allocate during the warm-up. Any failure inside the window (that, a launch
+ * that fails or would be skipped) makes cubec_graph_end fail naming the first one, and what the
+ * recorded launches would have written carries it. A capture ended by another stream sharing its
+ * slot is abandoned the same way (from a stream of another slot, cubec_graph_end finds no capture
+ * and changes nothing). A profile open on the stream when the capture begins is invalid
+ * (CUBEC_PROFILE_INVALID).
  *
  * A graph keeps the memory of every buffer it binds alive until it is destroyed; the buffers'
  * contents are read when a replay runs (write fresh inputs between replays; indirect counts are

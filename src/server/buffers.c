@@ -196,7 +196,10 @@ cubec_status server_buffer_create(cubec_device *d, uint32_t slot, uint64_t size,
         d->freeze_pages = d->slots[slot].capture == CAPTURE_RECORDING;
         if (!err) err = memory_alloc(m, size, &a->mem);
         d->freeze_pages = 0;
-        if (err && cubec_status_code(err) == CUBEC_GRAPH_STATE)
+        /* The capture's owner allocating is a hole in its window; a neighbour on the slot is
+         * refused but not charged with the owner's window (as for writes). */
+        if (err && cubec_status_code(err) == CUBEC_GRAPH_STATE &&
+            d->resolved_stream == d->slots[slot].capture_owner)
             server_graph_doom(d, slot, CUBEC_GRAPH_STATE,
                               "creating a buffer of %" PRIu64 " bytes needed a new page", size);
         if (err && cubec_status_code(err) == CUBEC_OUT_OF_MEMORY &&

@@ -221,16 +221,41 @@ cubec_status server_graph_begin(cubec_device *d, uint32_t slot)
     }
     ss->graph = g;
     ss->capture = CAPTURE_RECORDING;
+    /* A profile open on the slot would measure launches that are recorded, not run. */
+    failure *f = failure_new(CUBEC_GRAPH_STATE,
+                             "stream %" PRIu64
+                             " began recording a graph: the launches of its capture window do not "
+                             "run",
+                             ss->capture_owner);
+    server_profiles_poison(d, slot, f);
+    failure_release(f);
     return NULL;
+}
+
+/* 1 when an earlier launch of the graph wrote all of [offset, +size) of `a`: a read of it then
+ * sees the graph's own data, not an input. */
+static int written_before(const graph_obj *g, const alloc_obj *a, uint64_t offset, uint64_t size)
+{
+    for (uint32_t i = 0; i < g->use_count; i++) {
+        const graph_use *u = &g->uses[i];
+        if (u->alloc == a && u->write && u->offset <= offset &&
+            offset + size <= u->offset + u->size)
+            return 1;
+    }
+    return 0;
 }
 
 static cubec_status add_use(graph_obj *g, alloc_obj *a, uint64_t offset, uint64_t size, int write,
                             int read)
 {
+    /* A range is an input when the graph reads it before writing it (a read-write binding reads
+     * first); its failure skips a replay. */
+    int input = read && !written_before(g, a, offset, size);
     /* Launches of one graph bind the same ranges again and again: one entry per range. */
     for (uint32_t i = g->use_count; i-- > 0;) {
         graph_use *u = &g->uses[i];
         if (u->alloc == a && u->offset == offset && u->size == size) {
+            u->input |= input && !u->write;
             u->write |= write;
             return NULL;
         }
@@ -243,7 +268,7 @@ static cubec_status add_use(graph_obj *g, alloc_obj *a, uint64_t offset, uint64_
         g->use_cap = cap;
     }
     a->refs++;
-    g->uses[g->use_count++] = (graph_use){a, offset, size, write, read && !write};
+    g->uses[g->use_count++] = (graph_use){a, offset, size, write, input};
     return NULL;
 }
 
@@ -466,6 +491,13 @@ static failure *replay_input_failure(const graph_obj *g, uint64_t stream)
 
 cubec_status server_graph_replay(cubec_device *d, uint32_t slot, uint64_t id)
 {
+    /* Bound how far replays run ahead of the GPU, like batches (max_inflight_tasks). Before the
+     * lookup: the wait may let other threads in. */
+    if (d->next_value > d->completed_value + d->max_batches) {
+        sub_poll(d);
+        if (d->next_value > d->completed_value + d->max_batches)
+            RETURN_IF_ERROR(sub_wait(d, d->next_value - d->max_batches));
+    }
     graph_obj *g;
     RETURN_IF_ERROR(lookup(d, id, "cubec_graph_replay", &g));
     RETURN_IF_ERROR(server_graph_refuse(d, slot, "cubec_graph_replay"));
@@ -474,9 +506,16 @@ cubec_status server_graph_replay(cubec_device *d, uint32_t slot, uint64_t id)
     /* Ordered after the stream's queued work and after queued writers of what it binds. */
     uint32_t slots[64] = {slot};
     uint32_t n = 1;
-    for (uint32_t i = 0; i < g->use_count && n + 2 <= 64; i++)
+    cubec_status err = NULL;
+    for (uint32_t i = 0; i < g->use_count && !err; i++) {
+        if (n + 2 > 64) {
+            /* More slots than fit: drain these, then go on collecting. */
+            err = server_drain(d, slots, n);
+            n = 1;
+        }
         n = server_align_slots(d, slot, g->uses[i].alloc, slots, n);
-    cubec_status err = server_drain(d, slots, n);
+    }
+    if (!err) err = server_drain(d, slots, n);
     if (!err) err = sub_flush(d, 0);
     if (err) return err;
     failure *skip = replay_input_failure(g, stream);

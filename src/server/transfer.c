@@ -157,7 +157,6 @@ cubec_status server_read(cubec_device *d, uint32_t slot, buffer_obj *b, uint64_t
     if (size == 0) return NULL;
     vk_page *page = buffer_page(b);
     uint64_t at = buffer_device_offset(b) + offset;
-    if (server_graph_refuse_write(d, slot, b->alloc, at, size)) return NULL;
     RETURN_IF_ERROR(server_drain_for_host(d, slot, b->alloc));
     /* Bytes that work failed to write are an error, never stale data. */
     failure *f = server_failure_of(b->alloc, at, size);
