@@ -160,7 +160,7 @@ typedef struct launch_stamp {
 
 /* A range a graph binds: its replays read or write it (server/graph.c). */
 typedef struct graph_use {
-    alloc_obj *alloc; /* the graph holds a reference */
+    alloc_obj *alloc;      /* the graph holds a reference */
     uint64_t offset, size; /* in the page */
     int write;
     int input; /* read before the graph writes it: a failure on it skips the replay */
@@ -174,23 +174,30 @@ typedef struct graph_chunk {
     uint64_t size, used;
 } graph_chunk;
 
-/* A captured graph: one reusable command buffer (server/graph.c). */
+#define GRAPH_COPIES 2
+
+/* A captured graph: reusable command buffers (server/graph.c). */
 typedef struct graph_obj {
     uint64_t number; /* "graph #n" in messages */
     uint32_t slot;
     uint64_t owner; /* number of the stream that captured it */
     VkCommandPool pool;
-    VkCommandBuffer cmd;
-    VkDescriptorPool *descriptor_pools; /* without push descriptors: 256 sets each */
+    /* GRAPH_COPIES identical command buffers, replayed in turn: a command buffer may not be
+     * resubmitted while pending without SIMULTANEOUS_USE, which costs an NVIDIA driver ~40 us
+     * per submission of 1000 launches. */
+    VkCommandBuffer cmd[GRAPH_COPIES];
+    uint64_t copy_value[GRAPH_COPIES]; /* timeline value of each copy's latest replay */
+    uint32_t next_copy;
+    VkDescriptorPool *descriptor_pools; /* without push descriptors: 256 launches each */
     uint32_t descriptor_pool_count;
-    VkPipeline bound_pipeline;
-    hazard_tracker hazards;
+    VkPipeline bound_pipeline[GRAPH_COPIES];
+    hazard_tracker hazards[GRAPH_COPIES];
     graph_use *uses;
     uint32_t use_count, use_cap;
     graph_chunk *chunks;
     uint32_t chunk_count;
     uint32_t launches;
-    uint64_t last_value; /* timeline value of its latest replay */
+    uint64_t last_value;  /* timeline value of its latest replay */
     cubec_code doom_code; /* the first failure inside the capture window (0: none) */
     char *doom;
 } graph_obj;
@@ -403,7 +410,7 @@ cubec_status server_fill(cubec_device *d, uint32_t slot, buffer_obj *dst, uint64
 /* Where a task's commands go: the open batch, or a graph being captured. */
 typedef struct recorder {
     VkCommandBuffer cmd;
-    VkPipeline *bound_pipeline; /* rebinding the same pipeline is skipped */
+    VkPipeline *bound_pipeline;   /* rebinding the same pipeline is skipped */
     VkDescriptorPool descriptors; /* sets come from here without push descriptors */
     hazard_tracker *hazards;
 } recorder;

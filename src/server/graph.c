@@ -175,15 +175,13 @@ static cubec_status graph_create(cubec_device *d, uint32_t slot, graph_obj **out
         VkCommandBufferAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
                                           .commandPool = g->pool,
                                           .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
-                                          .commandBufferCount = 1};
-        err = vk_status(vkAllocateCommandBuffers(d->vk.device, &ai, &g->cmd),
+                                          .commandBufferCount = GRAPH_COPIES};
+        err = vk_status(vkAllocateCommandBuffers(d->vk.device, &ai, g->cmd),
                         "vkAllocateCommandBuffers(graph)");
     }
-    if (!err) {
-        /* Replays may overlap on the GPU: a replay is submitted while the last one runs. */
-        VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
-                                       .flags = VK_COMMAND_BUFFER_USAGE_SIMULTANEOUS_USE_BIT};
-        err = vk_status(vkBeginCommandBuffer(g->cmd, &bi), "vkBeginCommandBuffer(graph)");
+    for (int c = 0; c < GRAPH_COPIES && !err; c++) {
+        VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+        err = vk_status(vkBeginCommandBuffer(g->cmd[c], &bi), "vkBeginCommandBuffer(graph)");
     }
     if (err) {
         graph_free(d, g);
@@ -194,8 +192,9 @@ static cubec_status graph_create(cubec_device *d, uint32_t slot, graph_obj **out
                           .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT |
                                            VK_ACCESS_TRANSFER_WRITE_BIT | VK_ACCESS_HOST_WRITE_BIT,
                           .dstAccessMask = GRAPH_ACCESS};
-    vkCmdPipelineBarrier(g->cmd, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, GRAPH_STAGES, 0, 1, &mb, 0,
-                         NULL, 0, NULL);
+    for (int c = 0; c < GRAPH_COPIES; c++)
+        vkCmdPipelineBarrier(g->cmd[c], VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, GRAPH_STAGES, 0, 1, &mb,
+                             0, NULL, 0, NULL);
     *out = g;
     return NULL;
 }
@@ -330,9 +329,10 @@ static cubec_status descriptor_pool(cubec_device *d, graph_obj *g, VkDescriptorP
             realloc(g->descriptor_pools, (g->descriptor_pool_count + 1) * sizeof *n);
         if (!n) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (graph)");
         g->descriptor_pools = n;
-        VkDescriptorPoolSize size = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, GRAPH_SETS_PER_POOL * 33u};
+        VkDescriptorPoolSize size = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                                     GRAPH_COPIES * GRAPH_SETS_PER_POOL * 33u};
         VkDescriptorPoolCreateInfo dpci = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
-                                           .maxSets = GRAPH_SETS_PER_POOL,
+                                           .maxSets = GRAPH_COPIES * GRAPH_SETS_PER_POOL,
                                            .poolSizeCount = 1,
                                            .pPoolSizes = &size};
         RETURN_IF_ERROR(vk_status(
@@ -381,8 +381,8 @@ cubec_status server_graph_record(cubec_device *d, uint32_t slot, task *t)
     }
     VkDescriptorPool pool = VK_NULL_HANDLE;
     if (!err) err = descriptor_pool(d, g, &pool);
-    if (!err) {
-        recorder rec = {g->cmd, &g->bound_pipeline, pool, &g->hazards};
+    for (int c = 0; c < GRAPH_COPIES && !err; c++) {
+        recorder rec = {g->cmd[c], &g->bound_pipeline[c], pool, &g->hazards[c]};
         err = server_emit_task(d, &rec, t, info_buffer, NULL);
     }
     if (!err) err = note_uses(g, t);
@@ -428,8 +428,12 @@ cubec_status server_graph_end(cubec_device *d, uint32_t slot, uint64_t *out_id)
                           .srcAccessMask =
                               VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
                           .dstAccessMask = GRAPH_ACCESS};
-    vkCmdPipelineBarrier(g->cmd, GRAPH_STAGES, GRAPH_STAGES, 0, 1, &mb, 0, NULL, 0, NULL);
-    VkResult vr = vkEndCommandBuffer(g->cmd);
+    VkResult vr = VK_SUCCESS;
+    for (int c = 0; c < GRAPH_COPIES; c++) {
+        vkCmdPipelineBarrier(g->cmd[c], GRAPH_STAGES, GRAPH_STAGES, 0, 1, &mb, 0, NULL, 0, NULL);
+        VkResult r = vkEndCommandBuffer(g->cmd[c]);
+        if (r != VK_SUCCESS) vr = r;
+    }
     if (vr != VK_SUCCESS && !g->doom)
         server_graph_doom(d, slot, CUBEC_INTERNAL, "vkEndCommandBuffer: %s", vk_result_name(vr));
     cubec_status err = NULL;
@@ -501,6 +505,15 @@ cubec_status server_graph_replay(cubec_device *d, uint32_t slot, uint64_t id)
     graph_obj *g;
     RETURN_IF_ERROR(lookup(d, id, "cubec_graph_replay", &g));
     RETURN_IF_ERROR(server_graph_refuse(d, slot, "cubec_graph_replay"));
+    uint32_t copy = g->next_copy;
+    if (g->copy_value[copy] > d->completed_value) sub_poll(d);
+    while (g->copy_value[copy] > d->completed_value) {
+        /* Every copy is still running (replays queued back to back): wait for this one. The
+         * wait may let other threads in: look the graph up again after it. */
+        RETURN_IF_ERROR(sub_wait(d, g->copy_value[copy]));
+        RETURN_IF_ERROR(lookup(d, id, "cubec_graph_replay", &g));
+        copy = g->next_copy;
+    }
     uint64_t stream = d->resolved_stream;
     uint64_t t0 = d->trace ? server_now_ns() : 0;
     /* Ordered after the stream's queued work and after queued writers of what it binds. */
@@ -533,7 +546,7 @@ cubec_status server_graph_replay(cubec_device *d, uint32_t slot, uint64_t id)
     VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
                        .pNext = &ts,
                        .commandBufferCount = 1,
-                       .pCommandBuffers = &g->cmd,
+                       .pCommandBuffers = &g->cmd[copy],
                        .signalSemaphoreCount = 1,
                        .pSignalSemaphores = &d->timeline};
     if (fault_hit(&d->faults, CUBEC_FAULT_SUBMIT)) {
@@ -562,6 +575,8 @@ cubec_status server_graph_replay(cubec_device *d, uint32_t slot, uint64_t id)
         }
     }
     g->last_value = value;
+    g->copy_value[copy] = value;
+    g->next_copy = (copy + 1) % GRAPH_COPIES;
     d->next_value++;
     d->stats.submissions++;
     d->stats.tasks += g->launches;

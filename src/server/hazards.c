@@ -30,6 +30,8 @@ void hazard_reset(hazard_tracker *t)
     t->write_count = 0;
     t->stages = 0;
     t->write_access = 0;
+    t->partial_stages = 0;
+    t->partial_access = 0;
 }
 
 void hazard_note(hazard_tracker *t, const hazard_range *ranges, uint32_t n, uint32_t stages,

@@ -24,6 +24,11 @@ typedef struct hazard_tracker {
      * ran in and how they wrote, so a barrier waits for exactly those. */
     uint32_t stages;
     uint32_t write_access;
+    /* What commands before the last barrier did when that barrier made them visible to compute
+     * shaders only (the common case: a dispatch after a dispatch). A later transfer or indirect
+     * dispatch is not ordered after them and needs a barrier of its own. */
+    uint32_t partial_stages;
+    uint32_t partial_access;
 } hazard_tracker;
 
 /* 1 when a command touching `ranges` must wait for earlier commands; also 1 when the tracker is

@@ -347,16 +347,35 @@ void sub_hazards(cubec_device *d, VkCommandBuffer cmd, const hazard_range *range
 void sub_hazards_in(cubec_device *d, hazard_tracker *t, VkCommandBuffer cmd,
                     const hazard_range *ranges, uint32_t n, sub_command kind)
 {
-    if (hazard_needs_barrier(t, ranges, n)) {
-        /* Wait only for the stages noted since the last barrier, and make their writes visible
-         * to every stage cubec uses: the tracker forgets everything after this barrier, so a
-         * later command of another kind must find the writes visible too. */
+    /* Commands before an earlier compute-only barrier are not ordered before this one unless it
+     * is a plain dispatch. */
+    int stale = kind != SUB_COMPUTE && t->partial_stages;
+    if (stale || hazard_needs_barrier(t, ranges, n)) {
+        /* Wait only for the stages noted since the last barrier. A dispatch that follows
+         * dispatches waits in the compute stage only: a barrier whose destination includes the
+         * indirect-command stage makes an NVIDIA GPU drain its front end, which doubled the cost
+         * of a dependent launch on an H200 (4.4 us against 2.1 us). Other commands get a barrier
+         * to every stage cubec uses, after which the tracker forgets everything. */
+        uint32_t src = t->stages | (stale ? t->partial_stages : 0);
+        uint32_t access = t->write_access | (stale ? t->partial_access : 0);
+        int compute_only = kind == SUB_COMPUTE;
+        /* Compute-only barriers chain: each orders everything before the one before it too. */
+        uint32_t partial_stages = t->partial_stages | src,
+                 partial_access = t->partial_access | access;
         VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
-                              .srcAccessMask = t->write_access,
-                              .dstAccessMask = t->write_access ? ALL_ACCESS : 0};
-        vkCmdPipelineBarrier(cmd, t->stages ? t->stages : VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT,
-                             ALL_STAGES, 0, 1, &mb, 0, NULL, 0, NULL);
+                              .srcAccessMask = access,
+                              .dstAccessMask = !access        ? 0
+                                               : compute_only ? VK_ACCESS_SHADER_READ_BIT |
+                                                                    VK_ACCESS_SHADER_WRITE_BIT
+                                                              : ALL_ACCESS};
+        vkCmdPipelineBarrier(cmd, src ? src : VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT,
+                             compute_only ? VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT : ALL_STAGES, 0, 1,
+                             &mb, 0, NULL, 0, NULL);
         hazard_reset(t);
+        if (compute_only) {
+            t->partial_stages = partial_stages;
+            t->partial_access = partial_access;
+        }
         d->stats.barriers++;
     }
     if (kind == SUB_TRANSFER)
