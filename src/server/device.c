@@ -132,8 +132,11 @@ void server_close(cubec_device *d)
 {
     if (d->stats.tasks)
         LOG(LOG_INFO, LOG_SYS_DEVICE,
-            "closing: %" PRIu64 " tasks recorded, %" PRIu64 " barriers, %" PRIu64 " submissions",
-            d->stats.tasks, d->stats.barriers, d->stats.submissions);
+            "closing: %" PRIu64 " tasks recorded, %" PRIu64 " barriers, %" PRIu64
+            " submissions (%.3f us each in vkQueueSubmit)",
+            d->stats.tasks, d->stats.barriers, d->stats.submissions,
+            d->stats.submissions ? (double)d->stats.submit_ns / 1e3 / (double)d->stats.submissions
+                                 : 0.0);
     if (d->vk.device) {
         /* Queued work still runs: the program may have released the buffers it reads. */
         if (d->slots && !d->lost) cubec_status_free(server_drain_all(d));

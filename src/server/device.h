@@ -158,6 +158,20 @@ typedef struct launch_stamp {
     uint64_t record_ns; /* host time it was recorded (the fallback without timestamps) */
 } launch_stamp;
 
+/* What a command buffer has bound so far: a launch skips what is already there. Launches of one
+ * kernel on the same buffers with the same metadata (a loop, a graph of steps) then record a
+ * dispatch and nothing else, which makes recording, submitting (drivers walk the command
+ * buffer) and the GPU's front end cheaper. Reset when a command buffer begins. */
+typedef struct bind_cache {
+    VkPipeline pipeline;
+    VkPipelineLayout descriptor_layout; /* of the pushed descriptors (NULL: none pushed) */
+    uint32_t descriptor_count;
+    VkDescriptorBufferInfo descriptors[33];
+    VkPipelineLayout push_layout; /* of the push constants (NULL: none pushed) */
+    uint32_t push_size;
+    unsigned char push[256];
+} bind_cache;
+
 /* A range a graph binds: its replays read or write it (server/graph.c). */
 typedef struct graph_use {
     alloc_obj *alloc;      /* the graph holds a reference */
@@ -181,7 +195,7 @@ typedef struct graph_obj {
     uint64_t number; /* "graph #n" in messages */
     uint32_t slot;
     uint64_t owner; /* number of the stream that captured it */
-    VkCommandPool pool;
+    VkCommandPool pool[GRAPH_COPIES];
     /* GRAPH_COPIES identical command buffers, replayed in turn: a command buffer may not be
      * resubmitted while pending without SIMULTANEOUS_USE, which costs an NVIDIA driver ~40 us
      * per submission of 1000 launches. */
@@ -190,7 +204,7 @@ typedef struct graph_obj {
     uint32_t next_copy;
     VkDescriptorPool *descriptor_pools; /* without push descriptors: 256 launches each */
     uint32_t descriptor_pool_count;
-    VkPipeline bound_pipeline[GRAPH_COPIES];
+    bind_cache bound[GRAPH_COPIES];
     hazard_tracker hazards[GRAPH_COPIES];
     graph_use *uses;
     uint32_t use_count, use_cap;
@@ -268,15 +282,16 @@ struct cubec_device_s {
     uint32_t batch_count, batch_cap;
     batch *open; /* NULL when nothing is recorded */
     uint32_t tasks;
-    uint32_t tasks_max;        /* a slot's queue is drained at this many tasks */
-    uint32_t batch_task_cap;   /* tasks one command buffer may hold (drains interleave slots) */
-    uint32_t max_batches;      /* in flight; beyond it the host waits for the oldest */
-    VkPipeline bound_pipeline; /* in the open command buffer: rebinding the same one is skipped */
+    uint32_t tasks_max;      /* a slot's queue is drained at this many tasks */
+    uint32_t batch_task_cap; /* tasks one command buffer may hold (drains interleave slots) */
+    uint32_t max_batches;    /* in flight; beyond it the host waits for the oldest */
+    bind_cache bound;        /* what the open command buffer has bound */
     int spin_us;
     hazard_tracker hazards;
 
     struct {
         uint64_t barriers, submissions, tasks, skipped;
+        uint64_t submit_ns; /* host time spent in vkQueueSubmit */
     } stats; /* logged at close (info level): how well batching and barrier sharing work */
 
     host_ring info_ring;
@@ -410,7 +425,7 @@ cubec_status server_fill(cubec_device *d, uint32_t slot, buffer_obj *dst, uint64
 /* Where a task's commands go: the open batch, or a graph being captured. */
 typedef struct recorder {
     VkCommandBuffer cmd;
-    VkPipeline *bound_pipeline;   /* rebinding the same pipeline is skipped */
+    bind_cache *bound;            /* what is bound already is not bound again */
     VkDescriptorPool descriptors; /* sets come from here without push descriptors */
     hazard_tracker *hazards;
 } recorder;

@@ -57,7 +57,8 @@ static void graph_free(cubec_device *d, graph_obj *g)
     for (uint32_t i = 0; i < g->descriptor_pool_count; i++)
         vkDestroyDescriptorPool(d->vk.device, g->descriptor_pools[i], NULL);
     free(g->descriptor_pools);
-    if (g->pool) vkDestroyCommandPool(d->vk.device, g->pool, NULL);
+    for (int c = 0; c < GRAPH_COPIES; c++)
+        if (g->pool[c]) vkDestroyCommandPool(d->vk.device, g->pool[c], NULL);
     free(g->doom);
     free(g);
 }
@@ -167,21 +168,24 @@ static cubec_status graph_create(cubec_device *d, uint32_t slot, graph_obj **out
     g->slot = slot;
     g->owner = d->slots[slot].capture_owner;
     g->number = ++d->graph_numbers;
-    VkCommandPoolCreateInfo pci = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
-                                   .queueFamilyIndex = d->vk.queue_family};
-    cubec_status err = vk_status(vkCreateCommandPool(d->vk.device, &pci, NULL, &g->pool),
-                                 "vkCreateCommandPool(graph)");
-    if (!err) {
-        VkCommandBufferAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
-                                          .commandPool = g->pool,
-                                          .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
-                                          .commandBufferCount = GRAPH_COPIES};
-        err = vk_status(vkAllocateCommandBuffers(d->vk.device, &ai, g->cmd),
-                        "vkAllocateCommandBuffers(graph)");
-    }
+    /* A pool per copy: copies recorded side by side from one pool would interleave their
+     * memory, and a driver walks every chunk of a command buffer when it is submitted. */
+    cubec_status err = NULL;
     for (int c = 0; c < GRAPH_COPIES && !err; c++) {
+        VkCommandPoolCreateInfo pci = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+                                       .queueFamilyIndex = d->vk.queue_family};
+        err = vk_status(vkCreateCommandPool(d->vk.device, &pci, NULL, &g->pool[c]),
+                        "vkCreateCommandPool(graph)");
+        if (err) break;
+        VkCommandBufferAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+                                          .commandPool = g->pool[c],
+                                          .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+                                          .commandBufferCount = 1};
+        err = vk_status(vkAllocateCommandBuffers(d->vk.device, &ai, &g->cmd[c]),
+                        "vkAllocateCommandBuffers(graph)");
         VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
-        err = vk_status(vkBeginCommandBuffer(g->cmd[c], &bi), "vkBeginCommandBuffer(graph)");
+        if (!err)
+            err = vk_status(vkBeginCommandBuffer(g->cmd[c], &bi), "vkBeginCommandBuffer(graph)");
     }
     if (err) {
         graph_free(d, g);
@@ -382,7 +386,7 @@ cubec_status server_graph_record(cubec_device *d, uint32_t slot, task *t)
     VkDescriptorPool pool = VK_NULL_HANDLE;
     if (!err) err = descriptor_pool(d, g, &pool);
     for (int c = 0; c < GRAPH_COPIES && !err; c++) {
-        recorder rec = {g->cmd[c], &g->bound_pipeline[c], pool, &g->hazards[c]};
+        recorder rec = {g->cmd[c], &g->bound[c], pool, &g->hazards[c]};
         err = server_emit_task(d, &rec, t, info_buffer, NULL);
     }
     if (!err) err = note_uses(g, t);
@@ -552,7 +556,9 @@ cubec_status server_graph_replay(cubec_device *d, uint32_t slot, uint64_t id)
     if (fault_hit(&d->faults, CUBEC_FAULT_SUBMIT)) {
         err = fault_status(&d->faults, CUBEC_FAULT_SUBMIT, CUBEC_INTERNAL);
     } else {
+        uint64_t s0 = server_now_ns();
         VkResult r = vkQueueSubmit(d->vk.queue, 1, &si, VK_NULL_HANDLE);
+        d->stats.submit_ns += server_now_ns() - s0;
         if (r != VK_SUCCESS) err = server_note_error(d, vk_status(r, "vkQueueSubmit(graph)"));
     }
     if (err) {

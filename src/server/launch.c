@@ -30,12 +30,23 @@ static cubec_status record_dispatch(cubec_device *d, const recorder *rec, const 
                                             .descriptorCount = 1,
                                             .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
                                             .pBufferInfo = &info_buffer};
-    if (*rec->bound_pipeline != e->pipeline) {
+    bind_cache *bc = rec->bound;
+    if (bc->pipeline != e->pipeline) {
         vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, e->pipeline);
-        *rec->bound_pipeline = e->pipeline;
+        bc->pipeline = e->pipeline;
     }
     if (count && d->vk.push_descriptor) {
-        d->vk.push_descriptor(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, e->layout, 0, count, w);
+        /* Pushed descriptors stay bound for later dispatches of the same layout. */
+        VkDescriptorBufferInfo now[33];
+        for (uint32_t i = 0; i < count; i++)
+            now[i] = *w[i].pBufferInfo;
+        if (bc->descriptor_layout != e->layout || bc->descriptor_count != count ||
+            memcmp(bc->descriptors, now, count * sizeof now[0]) != 0) {
+            d->vk.push_descriptor(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, e->layout, 0, count, w);
+            bc->descriptor_layout = e->layout;
+            bc->descriptor_count = count;
+            memcpy(bc->descriptors, now, count * sizeof now[0]);
+        }
     } else if (count) {
         /* No push descriptors: a set from the recorder's pool (a batch resets it when reused,
          * so the warm path still allocates nothing from the host heap). */
@@ -52,8 +63,16 @@ static cubec_status record_dispatch(cubec_device *d, const recorder *rec, const 
         vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, e->layout, 0, 1, &set, 0,
                                 NULL);
     }
-    if (e->info_in_push)
+    if (e->info_in_push &&
+        (bc->push_layout != e->layout || bc->push_size != e->info_size ||
+         e->info_size > sizeof bc->push || memcmp(bc->push, push_data, e->info_size) != 0)) {
         vkCmdPushConstants(cmd, e->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, e->info_size, push_data);
+        /* Larger blocks than the cache holds are pushed every time. */
+        int cached = e->info_size <= sizeof bc->push;
+        bc->push_layout = cached ? e->layout : VK_NULL_HANDLE;
+        bc->push_size = e->info_size;
+        if (cached) memcpy(bc->push, push_data, e->info_size);
+    }
     return NULL;
 }
 
@@ -313,7 +332,7 @@ cubec_status server_record_task(cubec_device *d, task *t)
         }
     }
     if (!err) {
-        recorder rec = {cmd, &d->bound_pipeline, d->open->descriptors, &d->hazards};
+        recorder rec = {cmd, &d->bound, d->open->descriptors, &d->hazards};
         err = server_emit_task(d, &rec, t, info_buffer, d->time_launches ? d->open : NULL);
     }
     if (err) {

@@ -174,7 +174,10 @@ cubec_status sub_begin(cubec_device *d, VkCommandBuffer *out_cmd)
     b->value = 0;
     d->open = b;
     d->tasks = 0;
-    d->bound_pipeline = VK_NULL_HANDLE;
+    /* Nothing is bound in a new command buffer. */
+    d->bound.pipeline = VK_NULL_HANDLE;
+    d->bound.descriptor_layout = VK_NULL_HANDLE;
+    d->bound.push_layout = VK_NULL_HANDLE;
     *out_cmd = b->cmd;
     return NULL;
 }
@@ -220,7 +223,9 @@ cubec_status sub_flush(cubec_device *d, int for_host)
                             ? fault_status(&d->faults, CUBEC_FAULT_SUBMIT, CUBEC_INTERNAL)
                             : NULL;
     if (!lost) {
+        uint64_t t0 = server_now_ns();
         r = vkQueueSubmit(d->vk.queue, 1, &si, VK_NULL_HANDLE);
+        d->stats.submit_ns += server_now_ns() - t0;
         if (r != VK_SUCCESS) lost = server_note_error(d, vk_status(r, "vkQueueSubmit"));
     }
     if (lost) {

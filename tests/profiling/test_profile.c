@@ -29,8 +29,10 @@ static const char busy_src[] = UINT_KERNEL_HEAD
     "  v[i] = s;\n"
     "}\n";
 
-#define STEPS 20000u
-#define WORDS 1024u /* the small launch; the large one has 4x as many */
+#define STEPS 20000u      /* a launch of the nested and overlapping profiles */
+#define SMALL_STEPS 5000u /* the scaling test: 4x the steps is 4x the work on any device (a GPU
+                           * runs the words in parallel; lavapipe ends loops after 65535 steps) */
+#define WORDS 1024u
 #define LCG_MUL 1664525u
 #define LCG_ADD 1013904223u
 
@@ -80,15 +82,15 @@ static cubec_status busy(fixture *f, cubec_buffer v, uint32_t words, uint32_t st
     return cubec_launch(f->d, f->s, &ld);
 }
 
-/* Profiles one busy launch over `words` words; the duration must fit in the host's wall time
- * around it. Returns the duration. */
-static uint64_t profile_busy(fixture *f, uint32_t words)
+/* Profiles one busy launch of `steps` steps over WORDS words; the duration must fit in the
+ * host's wall time around it. Returns the duration. */
+static uint64_t profile_busy(fixture *f, uint32_t steps)
 {
     ASSERT_OK(cubec_sync(f->d, f->s));
     uint64_t t0 = now_ns();
     cubec_profile p;
     ASSERT_OK(cubec_profile_begin(f->d, f->s, &p));
-    ASSERT_OK(busy(f, f->v, words, STEPS));
+    ASSERT_OK(busy(f, f->v, WORDS, steps));
     cubec_profile_result r;
     ASSERT_OK(cubec_profile_end(f->d, f->s, p, &r));
     uint64_t wall = now_ns() - t0;
@@ -100,11 +102,11 @@ static uint64_t profile_busy(fixture *f, uint32_t words)
     return r.duration_ns;
 }
 
-static uint64_t min3(fixture *f, uint32_t words)
+static uint64_t min3(fixture *f)
 {
     uint64_t best = UINT64_MAX;
     for (int i = 0; i < 3; i++) {
-        uint64_t t = profile_busy(f, words);
+        uint64_t t = profile_busy(f, STEPS);
         if (t < best) best = t;
     }
     return best;
@@ -116,22 +118,22 @@ static void min_pair(fixture *f, uint64_t *small, uint64_t *large)
 {
     *small = *large = UINT64_MAX;
     for (int i = 0; i < 5; i++) {
-        uint64_t s = profile_busy(f, WORDS), l = profile_busy(f, 4 * WORDS);
+        uint64_t s = profile_busy(f, SMALL_STEPS), l = profile_busy(f, 4 * SMALL_STEPS);
         if (s < *small) *small = s;
         if (l < *large) *large = l;
     }
 }
 
-/* The words' values after `runs` busy launches from 7, as the GPU must have computed them. */
-static void check_values(fixture *f, uint32_t words, const uint32_t *runs_per_word)
+/* The words' values after `steps` steps of busy launches from 7, as the GPU must have computed
+ * them. */
+static void check_values(fixture *f, uint32_t words, const uint32_t *steps)
 {
     uint32_t *got = malloc(4 * WORDS * 4);
     ASSERT_OK(cubec_read(f->d, f->s, f->v, 0, got, 4 * WORDS * 4));
     for (uint32_t i = 0; i < words; i++) {
         uint32_t s = 7;
-        for (uint32_t r = 0; r < runs_per_word[i]; r++)
-            for (uint32_t k = 0; k < STEPS; k++)
-                s = s * LCG_MUL + LCG_ADD;
+        for (uint32_t k = 0; k < steps[i]; k++)
+            s = s * LCG_MUL + LCG_ADD;
         if (got[i] != s) fail_msg("word %u: got %u, expected %u", i, got[i], s);
     }
     free(got);
@@ -148,7 +150,7 @@ static void check_scaling(fixture *f)
     if (ratio < 1.8 || ratio > 10.0) fail_msg("4x the work measured %.2fx the time", ratio);
     uint32_t *runs = malloc(4 * WORDS * sizeof *runs);
     for (uint32_t i = 0; i < 4 * WORDS; i++)
-        runs[i] = i < WORDS ? 10 : 5;
+        runs[i] = i < WORDS ? 5 * 5 * SMALL_STEPS : 0;
     check_values(f, 4 * WORDS, runs);
     free(runs);
 }
@@ -173,7 +175,7 @@ static void test_nested_and_overlapping(void **state)
     (void)state;
     fixture f;
     fixture_open(&f);
-    uint64_t one = min3(&f, WORDS); /* what one launch costs */
+    uint64_t one = min3(&f); /* what one launch costs */
     /* Nested: outer = A + B + C, inner = B only. */
     cubec_profile outer, inner;
     ASSERT_OK(cubec_profile_begin(f.d, f.s, &outer));
@@ -205,7 +207,7 @@ static void test_nested_and_overlapping(void **state)
     /* 3 (min3) + 3 (nested) + 3 (overlapping) launches over the first WORDS words. */
     uint32_t *runs = malloc(4 * WORDS * sizeof *runs);
     for (uint32_t i = 0; i < 4 * WORDS; i++)
-        runs[i] = i < WORDS ? 9 : 0;
+        runs[i] = i < WORDS ? 9 * STEPS : 0;
     check_values(&f, WORDS, runs);
     free(runs);
     fixture_close(&f);
@@ -235,7 +237,7 @@ static void test_abandon(void **state)
         ASSERT_OK(cubec_profile_begin(f.d, f.s, &p));
         ASSERT_OK(cubec_profile_abandon(f.d, f.s, p));
     }
-    assert_true(profile_busy(&f, WORDS) > 0);
+    assert_true(profile_busy(&f, STEPS) > 0);
     /* The abandoned profile's launch ran: 10 steps, then a STEPS launch. */
     uint32_t got;
     ASSERT_OK(cubec_read(f.d, f.s, f.v, 0, &got, 4));
@@ -286,7 +288,7 @@ static void test_poisoned_by_failed_launch(void **state)
      * queue was not submitted): it measures. */
     ASSERT_OK(cubec_profile_end(f.d, other, q, &r));
     /* The stream works again, and a new profile on it measures. */
-    assert_true(profile_busy(&f, WORDS) > 0);
+    assert_true(profile_busy(&f, STEPS) > 0);
     ASSERT_OK(cubec_buffer_release(f.d, t));
     fixture_close(&f);
 }
