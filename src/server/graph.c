@@ -179,14 +179,11 @@ static cubec_status graph_create(cubec_device *d, uint32_t slot, graph_obj **out
         if (err) break;
         VkCommandBufferAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
                                           .commandPool = g->pool[c],
-                                          .level = VK_COMMAND_BUFFER_LEVEL_SECONDARY,
+                                          .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
                                           .commandBufferCount = 1};
         err = vk_status(vkAllocateCommandBuffers(d->vk.device, &ai, &g->cmd[c]),
                         "vkAllocateCommandBuffers(graph)");
-        VkCommandBufferInheritanceInfo inherit = {
-            .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_INHERITANCE_INFO};
-        VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
-                                       .pInheritanceInfo = &inherit};
+        VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
         if (!err)
             err = vk_status(vkBeginCommandBuffer(g->cmd[c], &bi), "vkBeginCommandBuffer(graph)");
     }
@@ -546,48 +543,52 @@ cubec_status server_graph_replay(cubec_device *d, uint32_t slot, uint64_t id)
         d->stats.skipped++;
         return NULL;
     }
-    /* The graph runs as a secondary command buffer called from a small batch: a driver walks
-     * every chunk of what is submitted, so submitting a 1000-launch command buffer costs an H200
-     * 9-20 us where the call costs a few. */
-    VkCommandBuffer cmd;
-    err = sub_begin(d, &cmd);
-    if (err) return err;
-    uint64_t value = d->next_value; /* what the open batch signals */
-    vkCmdExecuteCommands(cmd, 1, &g->cmd[copy]);
-    /* What the graph bound is not what the batch bound; its closing barrier ordered all of it. */
-    d->bound.pipeline = VK_NULL_HANDLE;
-    d->bound.descriptor_layout = VK_NULL_HANDLE;
-    d->bound.push_layout = VK_NULL_HANDLE;
-    hazard_reset(&d->hazards);
-    /* A write scope (rule 8): the batch holds what the graph writes, so a lost submission taints
-     * it; recording clears what an earlier failed replay left. */
-    for (uint32_t i = 0; i < g->use_count && !err; i++) {
+    uint64_t value = d->next_value;
+    VkTimelineSemaphoreSubmitInfo ts = {.sType = VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO,
+                                        .signalSemaphoreValueCount = 1,
+                                        .pSignalSemaphoreValues = &value};
+    VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
+                       .pNext = &ts,
+                       .commandBufferCount = 1,
+                       .pCommandBuffers = &g->cmd[copy],
+                       .signalSemaphoreCount = 1,
+                       .pSignalSemaphores = &d->timeline};
+    if (fault_hit(&d->faults, CUBEC_FAULT_SUBMIT)) {
+        err = fault_status(&d->faults, CUBEC_FAULT_SUBMIT, CUBEC_INTERNAL);
+    } else {
+        uint64_t s0 = server_now_ns();
+        VkResult r = vkQueueSubmit(d->vk.queue, 1, &si, VK_NULL_HANDLE);
+        d->stats.submit_ns += server_now_ns() - s0;
+        if (r != VK_SUCCESS) err = server_note_error(d, vk_status(r, "vkQueueSubmit(graph)"));
+    }
+    if (err) {
+        /* Spec 5.4 rule 8: a failed replay's outputs carry the failure until one succeeds. */
+        failure *f = failure_new(cubec_status_code(err),
+                                 "replay of graph #%" PRIu64 " on stream %" PRIu64 " failed: %s",
+                                 g->number, stream, cubec_status_message(err));
+        taint_writes(g, f);
+        server_profiles_poison(d, slot, f);
+        failure_release(f);
+        return err;
+    }
+    for (uint32_t i = 0; i < g->use_count; i++) {
         graph_use *u = &g->uses[i];
         u->alloc->last_use = value;
         if (u->write) {
             u->alloc->last_write = value;
             u->alloc->queued_writer = NO_SLOT;
             server_untaint(u->alloc, u->offset, u->size);
-            err = server_hold(d, d->open, u->alloc, u->offset, u->size, 1);
         }
     }
     g->last_value = value;
     g->copy_value[copy] = value;
     g->next_copy = (copy + 1) % GRAPH_COPIES;
+    d->next_value++;
+    d->stats.submissions++;
     d->stats.tasks += g->launches;
     d->slots[slot].last_value = value;
-    if (!err) err = sub_flush(d, 0);
-    if (err) {
-        /* The batch was settled (its ranges carry the error, open profiles are poisoned); the
-         * graph's outputs say which replay failed (spec 5.4 rule 8). */
-        failure *f = failure_new(cubec_status_code(err),
-                                 "replay of graph #%" PRIu64 " on stream %" PRIu64 " failed: %s",
-                                 g->number, stream, cubec_status_message(err));
-        taint_writes(g, f);
-        failure_release(f);
-        return status_annotate(err, "replay of graph #%" PRIu64 " on stream %" PRIu64, g->number,
-                               stream);
-    }
+    /* The graph ends with a full barrier: nothing recorded later conflicts with earlier work. */
+    hazard_reset(&d->hazards);
     if (d->trace) {
         char args[96];
         snprintf(args, sizeof args, "\"graph\":%" PRIu64 ",\"launches\":%u", g->number,
