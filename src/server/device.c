@@ -141,6 +141,7 @@ void server_close(cubec_device *d)
         /* Queued work still runs: the program may have released the buffers it reads. */
         if (d->slots && !d->lost) cubec_status_free(server_drain_all(d));
         if (d->open && !d->lost) cubec_status_free(sub_flush(d, 0));
+        submitter_stop(d);
         vkDeviceWaitIdle(d->vk.device);
         sub_poll(d);
         timeline_close(d); /* reads the last timestamps: before completed_value is forced */

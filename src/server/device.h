@@ -172,6 +172,26 @@ typedef struct bind_cache {
     unsigned char push[256];
 } bind_cache;
 
+/* The replay submitter (server/submitter.c): a thread that submits graph replays. */
+#define SUBMITTER_RING 64
+typedef struct submit_item {
+    VkCommandBuffer cmd;
+    uint64_t value; /* the timeline value it signals */
+    uint64_t graph; /* the graph's number, for a failure */
+} submit_item;
+
+typedef struct submitter {
+    int started, stop, busy;
+    pthread_t thread;
+    pthread_mutex_t lock;
+    pthread_cond_t work, idle;
+    submit_item ring[SUBMITTER_RING];
+    uint32_t head, count;
+    uint64_t submit_ns, submissions;
+    VkResult failed; /* the first failed submission not yet reported */
+    uint64_t failed_graph, failed_value;
+} submitter;
+
 /* A range a graph binds: its replays read or write it (server/graph.c). */
 typedef struct graph_use {
     alloc_obj *alloc;      /* the graph holds a reference */
@@ -312,6 +332,7 @@ struct cubec_device_s {
 
     /* Graphs (server/graph.c). */
     handle_table graphs;
+    submitter submitter;
     uint32_t captures; /* slots preparing or recording a capture */
     uint64_t graph_numbers;
     int freeze_pages; /* an allocation for a recording slot may not add a page */
@@ -517,6 +538,18 @@ int server_graph_refuse_write(cubec_device *d, uint32_t slot, alloc_obj *a, uint
 /* Dooms the capture of `slot` (the first reason wins). */
 void server_graph_doom(cubec_device *d, uint32_t slot, cubec_code code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+
+/* server/submitter.c */
+/* Hands a replay's command buffer to the submission thread (started on first use). */
+cubec_status submitter_push(cubec_device *d, VkCommandBuffer cmd, uint64_t value, uint64_t graph);
+/* Returns once everything pushed is submitted: call before any other vkQueueSubmit. */
+void submitter_quiesce(cubec_device *d);
+/* The first replay submission that failed since the last call (its graph's number), or NULL. */
+cubec_status submitter_take_failure(cubec_device *d, uint64_t *out_graph);
+/* Submits what is left and joins the thread. */
+void submitter_stop(cubec_device *d);
+/* A replay of graph #number was not submitted: its outputs carry `err`. */
+void server_graph_replay_lost(cubec_device *d, uint64_t number, cubec_status err);
 
 /* server/timeline.c */
 cubec_status timeline_init(cubec_device *d);

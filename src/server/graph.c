@@ -544,23 +544,10 @@ cubec_status server_graph_replay(cubec_device *d, uint32_t slot, uint64_t id)
         return NULL;
     }
     uint64_t value = d->next_value;
-    VkTimelineSemaphoreSubmitInfo ts = {.sType = VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO,
-                                        .signalSemaphoreValueCount = 1,
-                                        .pSignalSemaphoreValues = &value};
-    VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
-                       .pNext = &ts,
-                       .commandBufferCount = 1,
-                       .pCommandBuffers = &g->cmd[copy],
-                       .signalSemaphoreCount = 1,
-                       .pSignalSemaphores = &d->timeline};
-    if (fault_hit(&d->faults, CUBEC_FAULT_SUBMIT)) {
+    if (fault_hit(&d->faults, CUBEC_FAULT_SUBMIT))
         err = fault_status(&d->faults, CUBEC_FAULT_SUBMIT, CUBEC_INTERNAL);
-    } else {
-        uint64_t s0 = server_now_ns();
-        VkResult r = vkQueueSubmit(d->vk.queue, 1, &si, VK_NULL_HANDLE);
-        d->stats.submit_ns += server_now_ns() - s0;
-        if (r != VK_SUCCESS) err = server_note_error(d, vk_status(r, "vkQueueSubmit(graph)"));
-    }
+    else
+        err = submitter_push(d, g->cmd[copy], value, g->number);
     if (err) {
         /* Spec 5.4 rule 8: a failed replay's outputs carry the failure until one succeeds. */
         failure *f = failure_new(cubec_status_code(err),
@@ -584,7 +571,6 @@ cubec_status server_graph_replay(cubec_device *d, uint32_t slot, uint64_t id)
     g->copy_value[copy] = value;
     g->next_copy = (copy + 1) % GRAPH_COPIES;
     d->next_value++;
-    d->stats.submissions++;
     d->stats.tasks += g->launches;
     d->slots[slot].last_value = value;
     /* The graph ends with a full barrier: nothing recorded later conflicts with earlier work. */
@@ -596,6 +582,20 @@ cubec_status server_graph_replay(cubec_device *d, uint32_t slot, uint64_t id)
         timeline_host(d, "replay", "submit", t0, stream, args);
     }
     return NULL;
+}
+
+void server_graph_replay_lost(cubec_device *d, uint64_t number, cubec_status err)
+{
+    LOG(LOG_ERROR, LOG_SYS_STREAMS, "graph #%" PRIu64 ": %s", number, cubec_status_message(err));
+    failure *f = failure_new(cubec_status_code(err), "replay of graph #%" PRIu64 " failed: %s",
+                             number, cubec_status_message(err));
+    for (uint32_t i = 0; i < d->graphs.count; i++) {
+        graph_obj *g = d->graphs.slots[i].object;
+        if (g && g->number == number) taint_writes(g, f);
+    }
+    server_profiles_poison(d, NO_SLOT, f);
+    failure_release(f);
+    cubec_status_free(server_note_error(d, err));
 }
 
 cubec_status server_graph_destroy(cubec_device *d, uint32_t slot, uint64_t id)

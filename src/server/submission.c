@@ -63,6 +63,11 @@ void sub_poll(cubec_device *d)
         v > d->completed_value)
         d->completed_value = v;
     if (d->deferred_count) server_run_deferred_frees(d);
+    if (d->submitter.started) {
+        uint64_t graph = 0;
+        cubec_status lost = submitter_take_failure(d, &graph);
+        if (lost) server_graph_replay_lost(d, graph, lost);
+    }
     if (d->time_launches)
         for (uint32_t i = 0; i < d->batch_count; i++)
             if (d->batches[i].stamp_count && d->batches[i].value <= d->completed_value)
@@ -223,6 +228,7 @@ cubec_status sub_flush(cubec_device *d, int for_host)
                             ? fault_status(&d->faults, CUBEC_FAULT_SUBMIT, CUBEC_INTERNAL)
                             : NULL;
     if (!lost) {
+        submitter_quiesce(d); /* replays handed to the submission thread go first */
         uint64_t t0 = server_now_ns();
         r = vkQueueSubmit(d->vk.queue, 1, &si, VK_NULL_HANDLE);
         d->stats.submit_ns += server_now_ns() - t0;
