@@ -3,16 +3,6 @@
 
 #include <string.h>
 
-/* A host transfer on the host track of the trace (its name, bytes and buffer). */
-static void trace_transfer(cubec_device *d, const char *what, uint64_t t0, uint64_t stream,
-                           const buffer_obj *b, uint64_t size)
-{
-    char args[96];
-    snprintf(args, sizeof args, "\"bytes\":%" PRIu64 ",\"buffer\":%" PRIu64, size,
-             b->alloc->number);
-    timeline_host(d, what, strncmp(what, "read", 4) == 0 ? "read" : "write", t0, stream, args);
-}
-
 /* Resolves `h` and checks [offset, offset+size) against it. */
 static cubec_status transfer_target(cubec_device *d, const char *fn, const char *arg,
                                     cubec_buffer h, uint64_t offset, uint64_t size,
@@ -33,9 +23,7 @@ cubec_status cubec_write(cubec_device *device, cubec_stream stream, cubec_buffer
     uint32_t slot;
     cubec_status err = api_slot(device, stream, "cubec_write", &slot);
     if (!err) err = transfer_target(device, "cubec_write", "dst", dst, offset, size, &b);
-    uint64_t t0 = device->trace ? server_now_ns() : 0, stream_number = device->resolved_stream;
     if (!err) err = server_write(device, slot, b, offset, src, size);
-    if (!err && device->trace) trace_transfer(device, "write", t0, stream_number, b, size);
     return api_unlock(device, err);
 }
 
@@ -49,9 +37,7 @@ cubec_status cubec_read(cubec_device *device, cubec_stream stream, cubec_buffer 
     cubec_status err = api_slot(device, stream, "cubec_read", &slot);
     if (!err) err = server_graph_refuse(device, slot, "cubec_read");
     if (!err) err = transfer_target(device, "cubec_read", "src", src, offset, size, &b);
-    uint64_t t0 = device->trace ? server_now_ns() : 0, stream_number = device->resolved_stream;
     if (!err) err = server_read(device, slot, b, offset, dst, size);
-    if (!err && device->trace) trace_transfer(device, "read", t0, stream_number, b, size);
     return api_unlock(device, err);
 }
 
@@ -67,10 +53,7 @@ cubec_status cubec_read_async(cubec_device *device, cubec_stream stream, cubec_b
     cubec_status err = api_slot(device, stream, "cubec_read_async", &slot);
     if (!err) err = server_graph_refuse(device, slot, "cubec_read_async");
     if (!err) err = transfer_target(device, "cubec_read_async", "src", src, offset, size, &b);
-    uint64_t t0 = device->trace ? server_now_ns() : 0, stream_number = device->resolved_stream;
     if (!err) err = server_read_async(device, slot, b, offset, dst, size, out_event);
-    if (!err && device->trace)
-        trace_transfer(device, "read (async start)", t0, stream_number, b, size);
     return api_unlock(device, err);
 }
 

@@ -187,6 +187,7 @@ typedef struct submitter {
     pthread_cond_t work, idle;
     submit_item ring[SUBMITTER_RING];
     uint32_t head, count;
+    atomic_uint pushed; /* bumped by every push: the thread polls it before sleeping */
     uint64_t submit_ns, submissions;
     VkResult failed; /* the first failed submission not yet reported */
     uint64_t failed_graph, failed_value;

@@ -19,6 +19,7 @@
 #include "server/device.h"
 
 #include <inttypes.h>
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -28,6 +29,17 @@ static void *submitter_main(void *arg)
     submitter *s = &d->submitter;
     pthread_mutex_lock(&s->lock);
     for (;;) {
+        if (!s->count && !s->stop && d->spin_us > 0) {
+            /* On a GPU, poll for a while before sleeping: waking a sleeping thread takes tens of
+             * microseconds, during which the GPU would idle between a replay and the work
+             * before it. Not on CPU devices, where the core polling is the GPU. */
+            unsigned seen = atomic_load(&s->pushed);
+            pthread_mutex_unlock(&s->lock);
+            uint64_t until = server_now_ns() + (uint64_t)d->spin_us * 1000u;
+            while (atomic_load(&s->pushed) == seen && server_now_ns() < until)
+                sched_yield();
+            pthread_mutex_lock(&s->lock);
+        }
         while (!s->count && !s->stop)
             pthread_cond_wait(&s->work, &s->lock);
         if (!s->count) break; /* stopping, nothing left */
@@ -94,6 +106,7 @@ cubec_status submitter_push(cubec_device *d, VkCommandBuffer cmd, uint64_t value
         pthread_cond_wait(&s->idle, &s->lock);
     s->ring[(s->head + s->count) % SUBMITTER_RING] = (submit_item){cmd, value, graph};
     s->count++;
+    atomic_fetch_add(&s->pushed, 1);
     pthread_cond_signal(&s->work);
     pthread_mutex_unlock(&s->lock);
     return NULL;

@@ -10,6 +10,8 @@
 #include "gpu/vulkan/vk_result.h"
 #include "server/device.h"
 
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -75,8 +77,30 @@ static cubec_status write_staged(cubec_device *d, buffer_obj *b, uint64_t at, co
     return NULL;
 }
 
+/* A host transfer on the host track of the trace: its name, bytes and buffer. */
+static void trace_transfer(cubec_device *d, const char *what, const char *category, uint64_t t0,
+                           uint64_t stream, const buffer_obj *b, uint64_t size)
+{
+    char args[96];
+    snprintf(args, sizeof args, "\"bytes\":%" PRIu64 ",\"buffer\":%" PRIu64, size,
+             b->alloc->number);
+    timeline_host(d, what, category, t0, stream, args);
+}
+
+static cubec_status write_body(cubec_device *d, uint32_t slot, buffer_obj *b, uint64_t offset,
+                               const void *src, uint64_t size);
+
 cubec_status server_write(cubec_device *d, uint32_t slot, buffer_obj *b, uint64_t offset,
                           const void *src, uint64_t size)
+{
+    uint64_t t0 = d->trace ? server_now_ns() : 0, stream = d->resolved_stream;
+    cubec_status err = write_body(d, slot, b, offset, src, size);
+    if (!err && d->trace) trace_transfer(d, "write", "write", t0, stream, b, size);
+    return err;
+}
+
+static cubec_status write_body(cubec_device *d, uint32_t slot, buffer_obj *b, uint64_t offset,
+                               const void *src, uint64_t size)
 {
     if (size == 0) return NULL;
     vk_page *page = buffer_page(b);
@@ -151,8 +175,20 @@ static cubec_status read_staged(cubec_device *d, buffer_obj *b, uint64_t at, voi
     return NULL;
 }
 
+static cubec_status read_body(cubec_device *d, uint32_t slot, buffer_obj *b, uint64_t offset,
+                              void *dst, uint64_t size);
+
 cubec_status server_read(cubec_device *d, uint32_t slot, buffer_obj *b, uint64_t offset, void *dst,
                          uint64_t size)
+{
+    uint64_t t0 = d->trace ? server_now_ns() : 0, stream = d->resolved_stream;
+    cubec_status err = read_body(d, slot, b, offset, dst, size);
+    if (!err && d->trace) trace_transfer(d, "read", "read", t0, stream, b, size);
+    return err;
+}
+
+static cubec_status read_body(cubec_device *d, uint32_t slot, buffer_obj *b, uint64_t offset,
+                              void *dst, uint64_t size)
 {
     if (size == 0) return NULL;
     vk_page *page = buffer_page(b);
@@ -176,8 +212,20 @@ cubec_status server_read(cubec_device *d, uint32_t slot, buffer_obj *b, uint64_t
     return err;
 }
 
+static cubec_status read_async_body(cubec_device *d, uint32_t slot, buffer_obj *b, uint64_t offset,
+                                    void *dst, uint64_t size, cubec_event **out);
+
 cubec_status server_read_async(cubec_device *d, uint32_t slot, buffer_obj *b, uint64_t offset,
                                void *dst, uint64_t size, cubec_event **out)
+{
+    uint64_t t0 = d->trace ? server_now_ns() : 0, stream = d->resolved_stream;
+    cubec_status err = read_async_body(d, slot, b, offset, dst, size, out);
+    if (!err && d->trace) trace_transfer(d, "read (async start)", "read", t0, stream, b, size);
+    return err;
+}
+
+static cubec_status read_async_body(cubec_device *d, uint32_t slot, buffer_obj *b, uint64_t offset,
+                                    void *dst, uint64_t size, cubec_event **out)
 {
     if (size) RETURN_IF_ERROR(server_drain_for_host(d, slot, b->alloc));
     if (size) {
