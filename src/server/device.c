@@ -144,6 +144,7 @@ void server_close(cubec_device *d)
         submitter_stop(d);
         vkDeviceWaitIdle(d->vk.device);
         sub_poll(d);
+        server_graphs_read_timing(d);
         timeline_close(d); /* reads the last timestamps: before completed_value is forced */
         d->completed_value = UINT64_MAX; /* everything finished: deferred frees can run */
         server_graphs_destroy(d);

@@ -232,7 +232,13 @@ typedef struct graph_obj {
     graph_chunk *chunks;
     uint32_t chunk_count;
     uint32_t launches;
-    uint64_t last_value;  /* timeline value of its latest replay */
+    uint64_t last_value; /* timeline value of its latest replay */
+    /* Launch timing (only when tracing or summarising at capture, with host query reset): per
+     * copy, two queries per launch, read when the copy is replayed again, destroyed or closed. */
+    VkQueryPool queries[GRAPH_COPIES];
+    int unread[GRAPH_COPIES]; /* the copy's last replay has not been read yet */
+    launch_stamp *stamps;
+    uint32_t stamp_count, stamp_cap;
     cubec_code doom_code; /* the first failure inside the capture window (0: none) */
     char *doom;
 } graph_obj;
@@ -549,6 +555,8 @@ void submitter_quiesce(cubec_device *d);
 cubec_status submitter_take_failure(cubec_device *d, uint64_t *out_graph);
 /* Submits what is left and joins the thread. */
 void submitter_stop(cubec_device *d);
+/* Reads the launch timestamps of finished replays (before the trace is written at close). */
+void server_graphs_read_timing(cubec_device *d);
 /* A replay of graph #number was not submitted: its outputs carry `err`. */
 void server_graph_replay_lost(cubec_device *d, uint64_t number, cubec_status err);
 
@@ -559,6 +567,10 @@ void timeline_close(cubec_device *d);
 /* Around a recorded launch (only when d->time_launches); end only if begin returned 1. */
 int timeline_launch_begin(cubec_device *d, batch *b, const task *t);
 void timeline_launch_end(cubec_device *d, batch *b);
+/* A graph copy's replay finished: its launches (two queries each in `pool`) go to the trace and
+ * the summary, and the queries are reset for the next replay. */
+void timeline_graph_harvest(cubec_device *d, VkQueryPool pool, const launch_stamp *stamps,
+                            uint32_t n, uint64_t graph);
 /* A batch begins recording: its queries are reset. */
 void timeline_batch_begin(cubec_device *d, batch *b);
 /* The batch finished: its launches go to the trace and the summary. */

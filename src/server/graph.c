@@ -29,6 +29,7 @@
 #include <string.h>
 
 #define GRAPH_SETS_PER_POOL 256
+#define GRAPH_TIMED_LAUNCHES 4096 /* launches of a graph timed in traces; later ones are not */
 #define GRAPH_CHUNK_BYTES (64u << 10)
 
 /* The stages and accesses cubec's commands use (as in submission.c). */
@@ -57,6 +58,9 @@ static void graph_free(cubec_device *d, graph_obj *g)
     for (uint32_t i = 0; i < g->descriptor_pool_count; i++)
         vkDestroyDescriptorPool(d->vk.device, g->descriptor_pools[i], NULL);
     free(g->descriptor_pools);
+    for (int c = 0; c < GRAPH_COPIES; c++)
+        if (g->queries[c]) vkDestroyQueryPool(d->vk.device, g->queries[c], NULL);
+    free(g->stamps);
     for (int c = 0; c < GRAPH_COPIES; c++)
         if (g->pool[c]) vkDestroyCommandPool(d->vk.device, g->pool[c], NULL);
     free(g->doom);
@@ -190,6 +194,26 @@ static cubec_status graph_create(cubec_device *d, uint32_t slot, graph_obj **out
     if (err) {
         graph_free(d, g);
         return err;
+    }
+    /* Traces and the summary time each launch of a replay, from queries the host resets. */
+    if (d->time_launches && d->vk.timestamps && d->vk.host_query_reset) {
+        VkQueryPoolCreateInfo qci = {.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
+                                     .queryType = VK_QUERY_TYPE_TIMESTAMP,
+                                     .queryCount = 2 * GRAPH_TIMED_LAUNCHES};
+        for (int c = 0; c < GRAPH_COPIES; c++) {
+            if (vkCreateQueryPool(d->vk.device, &qci, NULL, &g->queries[c]) != VK_SUCCESS) {
+                g->queries[c] = VK_NULL_HANDLE;
+                LOG(LOG_WARN, LOG_SYS_PROFILING, "no query pool: graph launches go untimed");
+                break;
+            }
+            vkResetQueryPool(d->vk.device, g->queries[c], 0, 2 * GRAPH_TIMED_LAUNCHES);
+        }
+        if (!g->queries[GRAPH_COPIES - 1])
+            for (int c = 0; c < GRAPH_COPIES; c++)
+                if (g->queries[c]) {
+                    vkDestroyQueryPool(d->vk.device, g->queries[c], NULL);
+                    g->queries[c] = VK_NULL_HANDLE;
+                }
     }
     /* After everything submitted before the replay, with its writes visible. */
     VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
@@ -363,6 +387,43 @@ static cubec_status note_uses(graph_obj *g, const task *t)
     return NULL;
 }
 
+/* Room for what a timed launch is, for the trace (the queries' index is stamp_count). */
+static cubec_status stamp_launch(graph_obj *g, const task *t)
+{
+    if (g->stamp_count == g->stamp_cap) {
+        uint32_t cap = g->stamp_cap ? g->stamp_cap * 2 : 64;
+        launch_stamp *n = realloc(g->stamps, cap * sizeof *n);
+        if (!n) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (graph timing)");
+        g->stamps = n;
+        g->stamp_cap = cap;
+    }
+    launch_stamp *s = &g->stamps[g->stamp_count];
+    snprintf(s->name, sizeof s->name, "%s", t->kind == TASK_TRANSFER_COPY ? "cubec.copy" : t->name);
+    s->stream = t->stream;
+    s->slot = t->slot;
+    memcpy(s->groups, t->groups, sizeof s->groups);
+    s->indirect = t->indirect.alloc != NULL;
+    s->record_ns = 0;
+    return NULL;
+}
+
+/* The launches of the copy's finished replay go to the trace and the summary. */
+static void read_copy(cubec_device *d, graph_obj *g, int c)
+{
+    if (!g->unread[c] || g->copy_value[c] > d->completed_value) return;
+    g->unread[c] = 0;
+    timeline_graph_harvest(d, g->queries[c], g->stamps, g->stamp_count, g->number);
+}
+
+void server_graphs_read_timing(cubec_device *d)
+{
+    for (uint32_t i = 0; i < d->graphs.count; i++) {
+        graph_obj *g = d->graphs.slots[i].object;
+        for (int c = 0; g && c < GRAPH_COPIES; c++)
+            read_copy(d, g, c);
+    }
+}
+
 cubec_status server_graph_record(cubec_device *d, uint32_t slot, task *t)
 {
     graph_obj *g = d->slots[slot].graph;
@@ -385,10 +446,19 @@ cubec_status server_graph_record(cubec_device *d, uint32_t slot, task *t)
     }
     VkDescriptorPool pool = VK_NULL_HANDLE;
     if (!err) err = descriptor_pool(d, g, &pool);
+    int timed = !err && g->queries[0] && g->stamp_count < GRAPH_TIMED_LAUNCHES &&
+                stamp_launch(g, t) == NULL;
     for (int c = 0; c < GRAPH_COPIES && !err; c++) {
         recorder rec = {g->cmd[c], &g->bound[c], pool, &g->hazards[c]};
+        if (timed)
+            vkCmdWriteTimestamp(g->cmd[c], VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, g->queries[c],
+                                2 * g->stamp_count);
         err = server_emit_task(d, &rec, t, info_buffer, NULL);
+        if (timed)
+            vkCmdWriteTimestamp(g->cmd[c], VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, g->queries[c],
+                                2 * g->stamp_count + 1);
     }
+    if (timed) g->stamp_count++;
     if (!err) err = note_uses(g, t);
     if (err) {
         server_graph_doom(d, slot, cubec_status_code(err),
@@ -543,6 +613,7 @@ cubec_status server_graph_replay(cubec_device *d, uint32_t slot, uint64_t id)
         d->stats.skipped++;
         return NULL;
     }
+    read_copy(d, g, (int)copy); /* before its queries are written again */
     uint64_t value = d->next_value;
     if (fault_hit(&d->faults, CUBEC_FAULT_SUBMIT))
         err = fault_status(&d->faults, CUBEC_FAULT_SUBMIT, CUBEC_INTERNAL);
@@ -569,6 +640,7 @@ cubec_status server_graph_replay(cubec_device *d, uint32_t slot, uint64_t id)
     }
     g->last_value = value;
     g->copy_value[copy] = value;
+    g->unread[copy] = g->queries[copy] != VK_NULL_HANDLE && g->stamp_count > 0;
     g->next_copy = (copy + 1) % GRAPH_COPIES;
     d->next_value++;
     d->stats.tasks += g->launches;
@@ -610,6 +682,9 @@ cubec_status server_graph_destroy(cubec_device *d, uint32_t slot, uint64_t id)
     if (err) {
         /* The device is lost: nothing runs any more. */
         vkDeviceWaitIdle(d->vk.device);
+    } else {
+        for (int c = 0; c < GRAPH_COPIES; c++)
+            read_copy(d, g, c);
     }
     graph_free(d, g);
     return err;

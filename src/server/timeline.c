@@ -167,28 +167,16 @@ void timeline_launch_end(cubec_device *d, batch *b)
     b->stamp_count++;
 }
 
-void timeline_harvest(cubec_device *d, batch *b)
+/* Turns launches' timestamp pairs (`ticks`: 2 per launch, NULL without timestamps) into trace
+ * events and summary entries. `replay`: the graph they were replayed from (0: none). */
+static void emit_launches(cubec_device *d, const launch_stamp *stamps, uint32_t n,
+                          const uint64_t *ticks, uint64_t replay)
 {
-    uint32_t n = b->stamp_count;
-    b->stamp_count = 0;
-    /* A batch whose submission was lost never wrote its queries. */
-    if (!n || !b->value || b->value > d->completed_value) return;
-    uint64_t *ticks = NULL;
-    if (b->queries) {
-        ticks = malloc(2 * n * sizeof *ticks);
-        if (!ticks ||
-            vkGetQueryPoolResults(d->vk.device, b->queries, 0, 2 * n, 2 * n * sizeof *ticks, ticks,
-                                  sizeof *ticks, VK_QUERY_RESULT_64_BIT) != VK_SUCCESS) {
-            LOG(LOG_WARN, LOG_SYS_PROFILING, "launch timestamps of a batch could not be read");
-            free(ticks);
-            return;
-        }
-    }
     uint64_t mask = d->vk.timestamp_bits >= 64 || !d->vk.timestamp_bits
                         ? UINT64_MAX
                         : (1ull << d->vk.timestamp_bits) - 1;
     for (uint32_t i = 0; i < n; i++) {
-        const launch_stamp *s = &b->stamps[i];
+        const launch_stamp *s = &stamps[i];
         uint64_t begin = s->record_ns, dur = 0;
         if (ticks) {
             begin = server_device_time_ns(d, ticks[2 * i] & mask);
@@ -199,16 +187,16 @@ void timeline_harvest(cubec_device *d, batch *b)
             dur = (uint64_t)((double)delta * d->info.timestamp_period_ns);
         }
         if (d->trace) {
-            char args[160];
+            char grid[64], from[48] = "";
             if (s->indirect)
-                snprintf(args, sizeof args,
-                         "\"stream\":%" PRIu64 ",\"slot\":%u,\"grid\":\"indirect\"", s->stream,
-                         s->slot);
+                snprintf(grid, sizeof grid, "\"indirect\"");
             else
-                snprintf(args, sizeof args,
-                         "\"stream\":%" PRIu64 ",\"slot\":%u,\"grid\":[%u,%u,%u]%s", s->stream,
-                         s->slot, s->groups[0], s->groups[1], s->groups[2],
-                         ticks ? "" : ",\"time\":\"host, at recording\"");
+                snprintf(grid, sizeof grid, "[%u,%u,%u]", s->groups[0], s->groups[1], s->groups[2]);
+            if (replay) snprintf(from, sizeof from, ",\"graph\":%" PRIu64, replay);
+            char args[192];
+            snprintf(args, sizeof args, "\"stream\":%" PRIu64 ",\"slot\":%u,\"grid\":%s%s%s",
+                     s->stream, s->slot, grid, from,
+                     ticks ? "" : ",\"time\":\"host, at recording\"");
             trace_track(d->trace, s->stream, s->slot);
             trace_complete(d->trace, s->stream, s->name, "launch", begin, dur, args);
         }
@@ -216,7 +204,42 @@ void timeline_harvest(cubec_device *d, batch *b)
         LOG(LOG_DEBUG, LOG_SYS_PROFILING, "| %10.3f us | %s (stream %" PRIu64 ")",
             (double)dur / 1e3, s->name, s->stream);
     }
+}
+
+/* The timestamps of `n` launches in `pool`, or NULL (logged) when they cannot be read. */
+static uint64_t *read_ticks(cubec_device *d, VkQueryPool pool, uint32_t n)
+{
+    uint64_t *ticks = malloc(2 * (size_t)n * sizeof *ticks);
+    if (!ticks || vkGetQueryPoolResults(d->vk.device, pool, 0, 2 * n, 2 * n * sizeof *ticks, ticks,
+                                        sizeof *ticks, VK_QUERY_RESULT_64_BIT) != VK_SUCCESS) {
+        LOG(LOG_WARN, LOG_SYS_PROFILING, "launch timestamps could not be read");
+        free(ticks);
+        return NULL;
+    }
+    return ticks;
+}
+
+void timeline_harvest(cubec_device *d, batch *b)
+{
+    uint32_t n = b->stamp_count;
+    b->stamp_count = 0;
+    /* A batch whose submission was lost never wrote its queries. */
+    if (!n || !b->value || b->value > d->completed_value) return;
+    uint64_t *ticks = NULL;
+    if (b->queries && !(ticks = read_ticks(d, b->queries, n))) return;
+    emit_launches(d, b->stamps, n, ticks, 0);
     free(ticks);
+}
+
+void timeline_graph_harvest(cubec_device *d, VkQueryPool pool, const launch_stamp *stamps,
+                            uint32_t n, uint64_t graph)
+{
+    if (!n) return;
+    uint64_t *ticks = read_ticks(d, pool, n);
+    if (ticks) emit_launches(d, stamps, n, ticks, graph);
+    free(ticks);
+    /* Ready for the copy's next replay (hostQueryReset: no command needed). */
+    vkResetQueryPool(d->vk.device, pool, 0, 2 * n);
 }
 
 void timeline_host(cubec_device *d, const char *name, const char *category, uint64_t begin_ns,

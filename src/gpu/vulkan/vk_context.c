@@ -346,6 +346,7 @@ static cubec_status create_device(vk_context *ctx, int allow_push)
                               .enabledExtensionCount = next,
                               .ppEnabledExtensionNames = exts};
     VK_RETURN_IF_ERROR(vkCreateDevice(ctx->physical, &dci, NULL, &ctx->device), "vkCreateDevice");
+    ctx->host_query_reset = f12.hostQueryReset;
     vkGetDeviceQueue(ctx->device, family, 0, &ctx->queue);
     if (push)
         ctx->push_descriptor = (PFN_vkCmdPushDescriptorSetKHR)vkGetDeviceProcAddr(

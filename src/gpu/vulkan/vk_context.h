@@ -15,9 +15,9 @@ typedef struct vk_context_desc {
     int validation;
     int force_staging;
     int no_push_descriptors;
-        /* use descriptor pools even when push descriptors exist */ /* treat unified memory as
-                                                                       discrete (tests the staging
-                                                                       paths) */
+    /* use descriptor pools even when push descriptors exist */ /* treat unified memory as
+                                                                   discrete (tests the staging
+                                                                   paths) */
     void (*on_validation)(void *user, const char *message);
     void *on_validation_user;
 } vk_context_desc;
@@ -42,6 +42,7 @@ typedef struct vk_context {
     uint32_t subgroup_size;
     int timestamps;          /* the queue writes timestamps                             */
     uint32_t timestamp_bits; /* valid bits of a timestamp (the counter wraps there)   */
+    int host_query_reset;    /* vkResetQueryPool from the host (Vulkan 1.2 feature)    */
     /* VK_EXT_calibrated_timestamps with CLOCK_MONOTONIC: maps device ticks to host time
      * exactly. NULL without it (traces then align the clocks around a submission). */
     PFN_vkGetCalibratedTimestampsEXT get_calibrated_timestamps;
