@@ -1,5 +1,8 @@
 #include "uint_kernels.h"
 
+#include "launch_util.h"
+#include "test_util.h"
+
 const char produce_src[] = UINT_KERNEL_HEAD
     "layout(std430, binding = 0) writeonly buffer O { uint o[]; };\n" UINT_KERNEL_INFO
     "void main() {\n"
@@ -20,3 +23,74 @@ const char step_src[] = UINT_KERNEL_HEAD
     "  uint i = gl_GlobalInvocationID.x;\n"
     "  if (i < info.n) v[i] = v[i] * info.mul + info.add;\n"
     "}\n";
+
+const char busy_src[] = UINT_KERNEL_HEAD
+    "layout(std430, binding = 0) buffer V { uint v[]; };\n" UINT_KERNEL_INFO "void main() {\n"
+    "  uint i = gl_GlobalInvocationID.x;\n"
+    "  uint s = v[i];\n"
+    "  for (uint k = 0; k < info.n; k++) s = s * info.mul + info.add;\n"
+    "  v[i] = s;\n"
+    "}\n";
+
+cubec_status uint_launch_indirect(cubec_device *d, cubec_stream s, cubec_kernel k, cubec_buffer a,
+                                  cubec_buffer b, uint32_t n, uint32_t mul, uint32_t add,
+                                  cubec_buffer indirect)
+{
+    uint32_t info[3] = {n, mul, add};
+    cubec_buffer bufs[2] = {a, b};
+    cubec_launch_desc ld = {.kernel = k,
+                            .buffers = bufs,
+                            .buffer_count = b.id ? 2 : 1,
+                            .info = info,
+                            .info_size = sizeof info,
+                            .groups = {(n + 63) / 64, 1, 1},
+                            .indirect = indirect};
+    return cubec_launch(d, s, &ld);
+}
+
+cubec_status uint_launch(cubec_device *d, cubec_stream s, cubec_kernel k, cubec_buffer a,
+                         cubec_buffer b, uint32_t n, uint32_t mul, uint32_t add)
+{
+    return uint_launch_indirect(d, s, k, a, b, n, mul, add, NONE);
+}
+
+cubec_status busy_launch(cubec_device *d, cubec_stream s, cubec_kernel busy, cubec_buffer v,
+                         uint32_t words, uint32_t steps)
+{
+    uint32_t info[3] = {steps, LCG_MUL, LCG_ADD};
+    cubec_launch_desc ld = {.kernel = busy,
+                            .buffers = &v,
+                            .buffer_count = 1,
+                            .info = info,
+                            .info_size = sizeof info,
+                            .groups = {words / 64, 1, 1}};
+    return cubec_launch(d, s, &ld);
+}
+
+void uint_kernels_create(cubec_device *d, cubec_kernel *produce, cubec_kernel *consume,
+                         cubec_kernel *step)
+{
+    *produce = make_kernel(d, "produce", produce_src);
+    *consume = make_kernel(d, "consume", consume_src);
+    *step = make_kernel(d, "step", step_src);
+}
+
+void uint_kernels_destroy(cubec_device *d, cubec_kernel produce, cubec_kernel consume,
+                          cubec_kernel step)
+{
+    ASSERT_OK(cubec_kernel_destroy(d, produce));
+    ASSERT_OK(cubec_kernel_destroy(d, consume));
+    ASSERT_OK(cubec_kernel_destroy(d, step));
+}
+
+void cpu_produce(uint32_t *o, uint32_t n, uint32_t mul, uint32_t add)
+{
+    for (uint32_t i = 0; i < n; i++)
+        o[i] = i * mul + add;
+}
+
+void cpu_consume(const uint32_t *x, uint32_t *y, uint32_t n, uint32_t mul, uint32_t add)
+{
+    for (uint32_t i = 0; i < n; i++)
+        y[i] = x[i] * mul + add;
+}

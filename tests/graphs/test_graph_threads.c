@@ -4,6 +4,7 @@
  * all at once on one device. Every value read is checked against a CPU model by the thread that
  * read it. The streams are on distinct slots, so none of the eager work is refused by a capture
  * window. The build with -DCUBEC_TSAN=ON runs this under ThreadSanitizer. */
+#include "launch_util.h"
 #include "test_util.h"
 #include "uint_kernels.h"
 
@@ -33,24 +34,11 @@ typedef struct worker {
     char why[512];
 } worker;
 
-static void cpu_consume(const uint32_t *x, uint32_t *y, uint32_t mul, uint32_t add)
-{
-    for (uint32_t i = 0; i < WORDS; i++)
-        y[i] = x[i] * mul + add;
-}
-
+/* A launch of a uint kernel over WORDS words on the worker's stream. */
 static cubec_status launch(worker *w, cubec_kernel k, cubec_buffer a, cubec_buffer b, uint32_t mul,
                            uint32_t add)
 {
-    uint32_t info[3] = {WORDS, mul, add};
-    cubec_buffer bufs[2] = {a, b};
-    cubec_launch_desc ld = {.kernel = k,
-                            .buffers = bufs,
-                            .buffer_count = b.id ? 2 : 1,
-                            .info = info,
-                            .info_size = sizeof info,
-                            .groups = {WORDS / 64, 1, 1}};
-    return cubec_launch(w->d, w->s, &ld);
+    return uint_launch(w->d, w->s, k, a, b, WORDS, mul, add);
 }
 
 /* Records the first failure of a worker; returns 1 when there is one. */
@@ -82,7 +70,7 @@ static cubec_status body(worker *w, cubec_buffer x, cubec_buffer h, cubec_buffer
                          uint32_t add, uint32_t c)
 {
     cubec_status st = launch(w, w->consume, x, h, mul, add);
-    if (!st) st = launch(w, w->step, h, (cubec_buffer){0}, 5, c);
+    if (!st) st = launch(w, w->step, h, NONE, 5, c);
     if (!st) st = launch(w, w->consume, h, y, 7, 1);
     return st;
 }
@@ -90,9 +78,9 @@ static cubec_status body(worker *w, cubec_buffer x, cubec_buffer h, cubec_buffer
 static void model(const uint32_t *x, uint32_t *y, uint32_t mul, uint32_t add, uint32_t c)
 {
     uint32_t *h = malloc(BYTES);
-    cpu_consume(x, h, mul, add);
-    cpu_consume(h, h, 5, c);
-    cpu_consume(h, y, 7, 1);
+    cpu_consume(x, h, WORDS, mul, add);
+    cpu_consume(h, h, WORDS, 5, c);
+    cpu_consume(h, y, WORDS, 7, 1);
     free(h);
 }
 
@@ -161,12 +149,12 @@ static void *eager(void *arg)
         st = cubec_buffer_create(w->d, w->s, BYTES, &y);
         if (!st) st = cubec_write(w->d, w->s, x, 0, xs, BYTES);
         if (!st) st = launch(w, w->consume, x, y, mul, add);
-        if (!st) st = launch(w, w->step, y, (cubec_buffer){0}, 3, r);
+        if (!st) st = launch(w, w->step, y, NONE, 3, r);
         if (!st && r % 4 == 3) st = cubec_sync(w->d, w->s);
         if (!st) st = cubec_read(w->d, w->s, y, 0, got, BYTES);
         if (failed(w, st, "an eager round")) break;
-        cpu_consume(xs, want, mul, add);
-        cpu_consume(want, want, 3, r);
+        cpu_consume(xs, want, WORDS, mul, add);
+        cpu_consume(want, want, WORDS, 3, r);
         if (differs(w, got, want, "an eager round's output")) break;
         failed(w, cubec_buffer_release(w->d, y), "release y");
         y = (cubec_buffer){0};
@@ -185,18 +173,14 @@ static void test_capture_while_other_threads_launch(void **state)
 {
     (void)state;
     cubec_device *d = test_device_open();
-    cubec_kernel consume, step;
-    cubec_kernel_desc cd = {.name = "consume", .glsl = consume_src};
-    cubec_kernel_desc sd = {.name = "step", .glsl = step_src};
-    ASSERT_OK(cubec_kernel_create(d, &cd, &consume));
-    ASSERT_OK(cubec_kernel_create(d, &sd, &step));
+    cubec_kernel consume = make_kernel(d, "consume", consume_src);
+    cubec_kernel step = make_kernel(d, "step", step_src);
     worker w[1 + EAGER_THREADS];
     for (uint32_t i = 0; i < 1 + EAGER_THREADS; i++) {
         w[i] = (worker){.d = d, .consume = consume, .step = step, .id = i};
         ASSERT_OK(cubec_stream_new(d, &w[i].s));
         for (uint32_t j = 0; j < i; j++)
-            if ((w[i].s & 0xffffffffffffull) % MAX_SLOTS ==
-                (w[j].s & 0xffffffffffffull) % MAX_SLOTS)
+            if (stream_number(w[i].s) % MAX_SLOTS == stream_number(w[j].s) % MAX_SLOTS)
                 fail_msg("streams %u and %u share a slot", i, j);
     }
     pthread_t t[1 + EAGER_THREADS];

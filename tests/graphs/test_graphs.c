@@ -24,6 +24,7 @@
  * test_profile_spanning_capture_returns_no_time); their comments say why.
  * Failures are made with cubec's fault injection (CUBEC_FAULT_SUBMIT), after a sync, so that only
  * the intended submission is lost. */
+#include "launch_util.h"
 #include "test_util.h"
 #include "uint_kernels.h"
 
@@ -54,58 +55,18 @@ typedef struct kernels {
     cubec_kernel produce, consume, step, big;
 } kernels;
 
-static cubec_kernel make_kernel(cubec_device *d, const char *name, const char *src,
-                                const cubec_define *defines, uint32_t define_count)
-{
-    cubec_kernel k = {0};
-    cubec_kernel_desc desc = {
-        .name = name, .glsl = src, .defines = defines, .define_count = define_count};
-    ASSERT_OK(cubec_kernel_create(d, &desc, &k));
-    return k;
-}
-
 static kernels kernels_create(cubec_device *d)
 {
     kernels k;
-    k.produce = make_kernel(d, "produce", produce_src, NULL, 0);
-    k.consume = make_kernel(d, "consume", consume_src, NULL, 0);
-    k.step = make_kernel(d, "step", step_src, NULL, 0);
-    k.big = make_kernel(d, "big_info", big_info_src, NULL, 0);
+    uint_kernels_create(d, &k.produce, &k.consume, &k.step);
+    k.big = make_kernel(d, "big_info", big_info_src);
     return k;
 }
 
 static void kernels_destroy(cubec_device *d, kernels k)
 {
-    ASSERT_OK(cubec_kernel_destroy(d, k.produce));
-    ASSERT_OK(cubec_kernel_destroy(d, k.consume));
-    ASSERT_OK(cubec_kernel_destroy(d, k.step));
+    uint_kernels_destroy(d, k.produce, k.consume, k.step);
     ASSERT_OK(cubec_kernel_destroy(d, k.big));
-}
-
-#define NONE ((cubec_buffer){0})
-
-/* A launch of a uint kernel: bindings a (and b when non-zero), {n, mul, add}; with `indirect`
- * non-zero the workgroup counts come from its first three words. */
-static cubec_status launch_ind(cubec_device *d, cubec_stream s, cubec_kernel k, cubec_buffer a,
-                               cubec_buffer b, uint32_t n, uint32_t mul, uint32_t add,
-                               cubec_buffer indirect)
-{
-    uint32_t info[3] = {n, mul, add};
-    cubec_buffer bufs[2] = {a, b};
-    cubec_launch_desc ld = {.kernel = k,
-                            .buffers = bufs,
-                            .buffer_count = b.id ? 2 : 1,
-                            .info = info,
-                            .info_size = sizeof info,
-                            .groups = {(n + 63) / 64, 1, 1},
-                            .indirect = indirect};
-    return cubec_launch(d, s, &ld);
-}
-
-static cubec_status launch(cubec_device *d, cubec_stream s, cubec_kernel k, cubec_buffer a,
-                           cubec_buffer b, uint32_t n, uint32_t mul, uint32_t add)
-{
-    return launch_ind(d, s, k, a, b, n, mul, add, NONE);
 }
 
 static cubec_status launch_big(cubec_device *d, cubec_stream s, cubec_kernel k, cubec_buffer x,
@@ -123,18 +84,6 @@ static cubec_status launch_big(cubec_device *d, cubec_stream s, cubec_kernel k, 
     return cubec_launch(d, s, &ld);
 }
 
-static cubec_stream new_stream(cubec_device *d)
-{
-    cubec_stream s = 0;
-    ASSERT_OK(cubec_stream_new(d, &s));
-    return s;
-}
-
-static uint64_t stream_number(cubec_stream s)
-{
-    return s & 0xffffffffffffull;
-}
-
 /* A new stream that shares `s`'s slot (stream number modulo max_streams). */
 static cubec_stream neighbour_of(cubec_device *d, cubec_stream s)
 {
@@ -148,28 +97,10 @@ static cubec_stream neighbour_of(cubec_device *d, cubec_stream s)
     return 0;
 }
 
-/* Buffers are numbered in the order of creation on a device ("buffer #n" in messages). */
-typedef struct tbuf {
-    cubec_buffer h;
-    uint64_t number;
-} tbuf;
-
-static uint64_t created; /* buffers created on the current device */
-
-static cubec_device *open_device(void)
-{
-    created = 0;
-    return test_device_open();
-}
-
+/* A buffer of N words, numbered (launch_util.h). */
 static tbuf make_buffer(cubec_device *d, cubec_stream s, const uint32_t *data)
 {
-    tbuf b = {{0}, ++created};
-    if (data)
-        ASSERT_OK(cubec_buffer_from(d, s, data, BYTES, &b.h));
-    else
-        ASSERT_OK(cubec_buffer_create(d, s, BYTES, &b.h));
-    return b;
+    return make_numbered_buffer(d, s, data, BYTES);
 }
 
 static void release(cubec_device *d, tbuf b)
@@ -177,16 +108,45 @@ static void release(cubec_device *d, tbuf b)
     ASSERT_OK(cubec_buffer_release(d, b.h));
 }
 
-static void cpu_produce(uint32_t *o, uint32_t n, uint32_t mul, uint32_t add)
+/* The end of a test: releases its buffers, destroys the kernels and closes the device (the
+ * validation layer judges). A test that reports a BUG calls it first, so that the failure leaves
+ * nothing behind for the next test or the leak check. */
+static void finish(cubec_device *d, kernels k, const tbuf *bufs, size_t count)
 {
-    for (uint32_t i = 0; i < n; i++)
-        o[i] = i * mul + add;
+    for (size_t i = 0; i < count; i++)
+        release(d, bufs[i]);
+    kernels_destroy(d, k);
+    test_device_close(d);
+}
+/* finish() of the buffers listed, which it counts itself: FINISH(d, k, x, y). */
+#define FINISH(d, k, ...)                                                                          \
+    finish((d), (k), (tbuf[]){__VA_ARGS__}, sizeof((tbuf[]){__VA_ARGS__}) / sizeof(tbuf))
+
+/* Prepares a capture on `s`, runs uint_launch(kernel, a, b, N, mul, add) eagerly as its warm-up,
+ * begins the capture and records the same launch: the window is left open. */
+static void begin_after_warm_up(cubec_device *d, cubec_stream s, cubec_kernel kernel,
+                                cubec_buffer a, cubec_buffer b, uint32_t mul, uint32_t add)
+{
+    ASSERT_OK(cubec_graph_prepare(d, s));
+    ASSERT_OK(uint_launch(d, s, kernel, a, b, N, mul, add));
+    ASSERT_OK(cubec_graph_begin(d, s));
+    ASSERT_OK(uint_launch(d, s, kernel, a, b, N, mul, add));
 }
 
-static void cpu_consume(const uint32_t *x, uint32_t *y, uint32_t n, uint32_t mul, uint32_t add)
+/* Ends the capture that `s` records, which must succeed; returns the graph. */
+static cubec_graph end_capture(cubec_device *d, cubec_stream s)
 {
-    for (uint32_t i = 0; i < n; i++)
-        y[i] = x[i] * mul + add;
+    cubec_graph g = {0};
+    ASSERT_OK(cubec_graph_end(d, s, &g));
+    return g;
+}
+
+/* A graph of the one uint_launch(kernel, a, b, N, mul, add), captured after its warm-up. */
+static cubec_graph capture_one(cubec_device *d, cubec_stream s, cubec_kernel kernel, cubec_buffer a,
+                               cubec_buffer b, uint32_t mul, uint32_t add)
+{
+    begin_after_warm_up(d, s, kernel, a, b, mul, add);
+    return end_capture(d, s);
 }
 
 static void random_words(uint32_t *v, uint32_t n, uint32_t *rng)
@@ -195,22 +155,11 @@ static void random_words(uint32_t *v, uint32_t n, uint32_t *rng)
         v[i] = test_rand(rng);
 }
 
-/* Reads `words` words of `b` from word `at` and compares them with want[0..words). */
-static void expect_range(cubec_device *d, cubec_stream s, cubec_buffer b, uint32_t at,
-                         uint32_t words, const uint32_t *want, const char *what)
-{
-    uint32_t got[N];
-    assert_true(at + words <= N);
-    ASSERT_OK(cubec_read(d, s, b, (uint64_t)at * 4, got, (uint64_t)words * 4));
-    for (uint32_t i = 0; i < words; i++)
-        if (got[i] != want[i])
-            fail_msg("%s: word %u is %u, expected %u", what, at + i, got[i], want[i]);
-}
-
+/* All N words of `b` (a buffer of N words). */
 static void expect_words(cubec_device *d, cubec_stream s, cubec_buffer b, const uint32_t *want,
                          const char *what)
 {
-    expect_range(d, s, b, 0, N, want, what);
+    expect_range_in(d, s, b, N, 0, N, want, what);
 }
 
 /* ASSERT_ERROR that also prints the message, and checks a second fragment when one is given. */
@@ -234,17 +183,6 @@ static void show_error(cubec_status st, cubec_code code, const char *needle, con
 #define ASSERT_ERROR2(expr, code, needle, needle2)                                                 \
     show_error((expr), (code), (needle), (needle2), #expr, __LINE__)
 
-/* Loses the submission of a launch that writes `b`, so that `b` carries a failure. The stream is
- * synced first: only that launch is lost. */
-static void taint(cubec_device *d, cubec_stream s, const kernels *k, cubec_buffer b)
-{
-    ASSERT_OK(cubec_sync(d, s));
-    ASSERT_OK(launch(d, s, k->produce, b, NONE, N, 1, 1));
-    ASSERT_OK(cubec_fault_inject(d, CUBEC_FAULT_SUBMIT, 1));
-    ASSERT_ERROR(cubec_flush(d, s), CUBEC_INTERNAL, "injected fault: submit call #");
-    ASSERT_ERROR(cubec_check(d, &b, 1), CUBEC_INTERNAL, "injected fault: submit call #");
-}
-
 /* An eager launch and a read on `s` give the right result: the stream is usable. */
 static void expect_eager_works(cubec_device *d, cubec_stream s, const kernels *k, cubec_buffer x,
                                cubec_buffer y, uint32_t *rng, const char *when)
@@ -253,7 +191,7 @@ static void expect_eager_works(cubec_device *d, cubec_stream s, const kernels *k
     random_words(xs, N, rng);
     uint32_t mul = test_rand(rng) | 1, add = test_rand(rng);
     ASSERT_OK(cubec_write(d, s, x, 0, xs, BYTES));
-    ASSERT_OK(launch(d, s, k->consume, x, y, N, mul, add));
+    ASSERT_OK(uint_launch(d, s, k->consume, x, y, N, mul, add));
     cpu_consume(xs, want, N, mul, add);
     char what[160];
     snprintf(what, sizeof what, "eager launch %s", when);
@@ -267,13 +205,12 @@ static cubec_graph capture_consume(cubec_device *d, cubec_stream s, const kernel
     uint32_t xs[N], want[N];
     ASSERT_OK(cubec_read(d, s, x, 0, xs, BYTES));
     ASSERT_OK(cubec_graph_prepare(d, s));
-    ASSERT_OK(launch(d, s, k->consume, x, y, N, mul, add));
+    ASSERT_OK(uint_launch(d, s, k->consume, x, y, N, mul, add));
     cpu_consume(xs, want, N, mul, add);
     expect_words(d, s, y, want, "the warm-up's output");
     ASSERT_OK(cubec_graph_begin(d, s));
-    ASSERT_OK(launch(d, s, k->consume, x, y, N, mul, add));
-    cubec_graph g = {0};
-    ASSERT_OK(cubec_graph_end(d, s, &g));
+    ASSERT_OK(uint_launch(d, s, k->consume, x, y, N, mul, add));
+    cubec_graph g = end_capture(d, s);
     assert_true(g.id != 0);
     return g;
 }
@@ -298,9 +235,9 @@ static void expect_replay_computes(cubec_device *d, cubec_stream s, cubec_graph 
 static void lifecycle_body(cubec_device *d, cubec_stream s, const kernels *k, cubec_buffer x,
                            cubec_buffer h, cubec_buffer y, cubec_buffer z, cubec_buffer f)
 {
-    ASSERT_OK(launch(d, s, k->consume, x, h, N, 3, 1));
+    ASSERT_OK(uint_launch(d, s, k->consume, x, h, N, 3, 1));
     ASSERT_OK(cubec_copy(d, s, h, 0, y, 0, BYTES));
-    ASSERT_OK(launch(d, s, k->step, y, NONE, N, 5, 2));
+    ASSERT_OK(uint_launch(d, s, k->step, y, NONE, N, 5, 2));
     ASSERT_OK(launch_big(d, s, k->big, h, z, 9, 4));
     ASSERT_OK(cubec_fill(d, s, f, 0, BYTES, FILL_PATTERN));
 }
@@ -345,8 +282,7 @@ static void test_lifecycle(void **state)
     uint32_t got[N];
     ASSERT_ERROR2(cubec_read(d, s, y.h, 0, got, BYTES), CUBEC_GRAPH_STATE, "cubec_read: refused",
                   "records a graph");
-    cubec_graph g = {0};
-    ASSERT_OK(cubec_graph_end(d, s, &g));
+    cubec_graph g = end_capture(d, s);
     assert_true(g.id != 0);
     const char *names[] = {"h", "y", "z", "f"};
     for (size_t i = 0; i < 4; i++) {
@@ -395,11 +331,7 @@ static void test_lifecycle(void **state)
     expect_words(d, s, y.h, wy, "y after refused replays");
     expect_eager_works(d, s, &k, x.h, y.h, &rng, "after the graph was destroyed");
 
-    release(d, x);
-    for (size_t i = 0; i < 4; i++)
-        release(d, outs[i]);
-    kernels_destroy(d, k);
-    test_device_close(d);
+    FINISH(d, k, x, h, y, z, f);
 }
 
 /* 2 ------------------------------------------------------------------------------------------- */
@@ -435,10 +367,7 @@ static void test_wrong_transitions_leave_stream_usable(void **state)
     /* Begin and prepare while recording are refused; the capture goes on and seals. */
     g = capture_consume(d, s, &k, x.h, y.h, 3, 4);
     ASSERT_OK(cubec_graph_destroy(d, s, g));
-    ASSERT_OK(cubec_graph_prepare(d, s));
-    ASSERT_OK(launch(d, s, k.consume, x.h, y.h, N, 7, 8));
-    ASSERT_OK(cubec_graph_begin(d, s));
-    ASSERT_OK(launch(d, s, k.consume, x.h, y.h, N, 7, 8));
+    begin_after_warm_up(d, s, k.consume, x.h, y.h, 7, 8);
     ASSERT_ERROR(cubec_graph_begin(d, s), CUBEC_GRAPH_STATE, "already recording");
     ASSERT_ERROR(cubec_graph_prepare(d, s), CUBEC_GRAPH_STATE, "already recording");
     ASSERT_OK(cubec_graph_end(d, s, &g));
@@ -446,10 +375,7 @@ static void test_wrong_transitions_leave_stream_usable(void **state)
     ASSERT_OK(cubec_graph_destroy(d, s, g));
     expect_eager_works(d, s, &k, x.h, y.h, &rng, "after the capture");
 
-    release(d, x);
-    release(d, y);
-    kernels_destroy(d, k);
-    test_device_close(d);
+    FINISH(d, k, x, y);
 }
 
 /* 3 ------------------------------------------------------------------------------------------- */
@@ -469,18 +395,10 @@ static void test_refusals_while_recording(void **state)
     tbuf mine = make_buffer(d, other, xs);
 
     /* An already captured graph: o = i*2+9. */
-    ASSERT_OK(cubec_graph_prepare(d, s));
-    ASSERT_OK(launch(d, s, k.produce, o.h, NONE, N, 2, 9));
-    ASSERT_OK(cubec_graph_begin(d, s));
-    ASSERT_OK(launch(d, s, k.produce, o.h, NONE, N, 2, 9));
-    cubec_graph g0 = {0};
-    ASSERT_OK(cubec_graph_end(d, s, &g0));
+    cubec_graph g0 = capture_one(d, s, k.produce, o.h, NONE, 2, 9);
     ASSERT_OK(cubec_write(d, s, o.h, 0, sentinel, BYTES));
 
-    ASSERT_OK(cubec_graph_prepare(d, s));
-    ASSERT_OK(launch(d, s, k.consume, x.h, y.h, N, 3, 1));
-    ASSERT_OK(cubec_graph_begin(d, s));
-    ASSERT_OK(launch(d, s, k.consume, x.h, y.h, N, 3, 1));
+    begin_after_warm_up(d, s, k.consume, x.h, y.h, 3, 1);
 
     ASSERT_ERROR2(cubec_read(d, s, y.h, 0, got, BYTES), CUBEC_GRAPH_STATE, "cubec_read: refused",
                   "records a graph");
@@ -512,12 +430,7 @@ static void test_refusals_while_recording(void **state)
 
     ASSERT_OK(cubec_graph_destroy(d, s, g));
     ASSERT_OK(cubec_graph_destroy(d, s, g0));
-    release(d, x);
-    release(d, y);
-    release(d, o);
-    release(d, mine);
-    kernels_destroy(d, k);
-    test_device_close(d);
+    FINISH(d, k, x, y, o, mine);
 }
 
 /* 4 ------------------------------------------------------------------------------------------- */
@@ -538,10 +451,7 @@ static void test_lazy_write_refusal(void **state)
 
     /* The owner writes inside its own window: the call succeeds, the bytes carry the refusal and
      * the capture is doomed. */
-    ASSERT_OK(cubec_graph_prepare(d, s));
-    ASSERT_OK(launch(d, s, k.consume, x.h, y.h, N, 3, 1));
-    ASSERT_OK(cubec_graph_begin(d, s));
-    ASSERT_OK(launch(d, s, k.consume, x.h, y.h, N, 3, 1));
+    begin_after_warm_up(d, s, k.consume, x.h, y.h, 3, 1);
     ASSERT_OK(cubec_write(d, s, w.h, 0, data, BYTES));
     char needle[256];
     snprintf(needle, sizeof needle,
@@ -562,10 +472,7 @@ static void test_lazy_write_refusal(void **state)
 
     /* A neighbour on the slot writes inside the window: its destination carries the refusal, the
      * owner's capture is not doomed. */
-    ASSERT_OK(cubec_graph_prepare(d, s));
-    ASSERT_OK(launch(d, s, k.consume, x.h, y.h, N, 5, 6));
-    ASSERT_OK(cubec_graph_begin(d, s));
-    ASSERT_OK(launch(d, s, k.consume, x.h, y.h, N, 5, 6));
+    begin_after_warm_up(d, s, k.consume, x.h, y.h, 5, 6);
     ASSERT_OK(cubec_write(d, nb, w2.h, 0, data, BYTES));
     snprintf(needle, sizeof needle,
              "a write from stream %" PRIu64 " was refused: stream %" PRIu64 " records a graph",
@@ -577,16 +484,11 @@ static void test_lazy_write_refusal(void **state)
     ASSERT_OK(cubec_write(d, nb, w2.h, 0, data, BYTES));
     expect_words(d, nb, w2.h, data, "w2 written again after the capture");
     cpu_consume(data, want, N, 2, 2);
-    ASSERT_OK(launch(d, nb, k.consume, w2.h, w.h, N, 2, 2));
+    ASSERT_OK(uint_launch(d, nb, k.consume, w2.h, w.h, N, 2, 2));
     expect_words(d, nb, w.h, want, "the neighbour's eager launch");
     ASSERT_OK(cubec_graph_destroy(d, s, g));
 
-    release(d, x);
-    release(d, y);
-    release(d, w);
-    release(d, w2);
-    kernels_destroy(d, k);
-    test_device_close(d);
+    FINISH(d, k, x, y, w, w2);
 }
 
 /* 5 ------------------------------------------------------------------------------------------- */
@@ -613,18 +515,18 @@ static void test_doomed_by_skipped_launch(void **state)
     cpu_produce(sentinel, N, 0, 0x1234u);
     tbuf x = make_buffer(d, s, xs), t = make_buffer(d, s, NULL);
     tbuf h = make_buffer(d, s, NULL), y = make_buffer(d, s, NULL), z = make_buffer(d, s, NULL);
-    taint(d, s, &k, t.h);
+    taint_by_lost_submission(d, s, k.produce, t.h, N, 1, 1);
 
     ASSERT_OK(cubec_graph_prepare(d, s));
-    ASSERT_OK(launch(d, s, k.consume, x.h, h.h, N, 3, 1));
+    ASSERT_OK(uint_launch(d, s, k.consume, x.h, h.h, N, 3, 1));
     cpu_consume(xs, want, N, 3, 1);
     expect_words(d, s, h.h, want, "the warm-up's output");
     ASSERT_OK(cubec_write(d, s, y.h, 0, sentinel, BYTES));
     ASSERT_OK(cubec_write(d, s, z.h, 0, sentinel, BYTES));
     ASSERT_OK(cubec_graph_begin(d, s));
-    ASSERT_OK(launch(d, s, k.consume, x.h, h.h, N, 3, 1));
-    ASSERT_OK(launch(d, s, k.consume, t.h, y.h, N, 5, 2)); /* its input carries a failure */
-    ASSERT_OK(launch(d, s, k.consume, h.h, z.h, N, 7, 1));
+    ASSERT_OK(uint_launch(d, s, k.consume, x.h, h.h, N, 3, 1));
+    ASSERT_OK(uint_launch(d, s, k.consume, t.h, y.h, N, 5, 2)); /* its input carries a failure */
+    ASSERT_OK(uint_launch(d, s, k.consume, h.h, z.h, N, 7, 1));
     cubec_graph g = {7};
     char skipped[256];
     snprintf(skipped, sizeof skipped,
@@ -646,11 +548,7 @@ static void test_doomed_by_skipped_launch(void **state)
     expect_recapture_works(d, s, &k, x.h, y.h, &rng);
     expect_eager_works(d, s, &k, t.h, z.h, &rng, "on the rewritten input");
 
-    tbuf all[] = {x, t, h, y, z};
-    for (size_t i = 0; i < 5; i++)
-        release(d, all[i]);
-    kernels_destroy(d, k);
-    test_device_close(d);
+    FINISH(d, k, x, t, h, y, z);
 }
 
 static void test_doomed_by_new_page(void **state)
@@ -665,10 +563,7 @@ static void test_doomed_by_new_page(void **state)
     tbuf x = make_buffer(d, s, xs), y = make_buffer(d, s, NULL);
     const uint64_t big_size = 64ull << 20; /* larger than anything allocated so far */
 
-    ASSERT_OK(cubec_graph_prepare(d, s));
-    ASSERT_OK(launch(d, s, k.consume, x.h, y.h, N, 3, 1));
-    ASSERT_OK(cubec_graph_begin(d, s));
-    ASSERT_OK(launch(d, s, k.consume, x.h, y.h, N, 3, 1));
+    begin_after_warm_up(d, s, k.consume, x.h, y.h, 3, 1);
     cubec_buffer big = {99};
     ASSERT_ERROR(cubec_buffer_create(d, s, big_size, &big), CUBEC_GRAPH_STATE, "new page");
     assert_int_equal(big.id, 0);
@@ -682,10 +577,7 @@ static void test_doomed_by_new_page(void **state)
     ASSERT_OK(cubec_buffer_release(d, big));
     expect_recapture_works(d, s, &k, x.h, y.h, &rng);
 
-    release(d, x);
-    release(d, y);
-    kernels_destroy(d, k);
-    test_device_close(d);
+    FINISH(d, k, x, y);
 }
 
 static void test_abandoned_when_ended_by_another_stream(void **state)
@@ -700,10 +592,7 @@ static void test_abandoned_when_ended_by_another_stream(void **state)
     random_words(xs, N, &rng);
     tbuf x = make_buffer(d, s, xs), y = make_buffer(d, s, NULL);
 
-    ASSERT_OK(cubec_graph_prepare(d, s));
-    ASSERT_OK(launch(d, s, k.consume, x.h, y.h, N, 3, 1));
-    ASSERT_OK(cubec_graph_begin(d, s));
-    ASSERT_OK(launch(d, s, k.consume, x.h, y.h, N, 3, 1));
+    begin_after_warm_up(d, s, k.consume, x.h, y.h, 3, 1);
     cubec_graph g = {0};
     char belongs[160];
     snprintf(belongs, sizeof belongs,
@@ -718,10 +607,7 @@ static void test_abandoned_when_ended_by_another_stream(void **state)
     expect_eager_works(d, nb, &k, x.h, y.h, &rng, "on the neighbour after it ended the capture");
     expect_recapture_works(d, s, &k, x.h, y.h, &rng);
 
-    release(d, x);
-    release(d, y);
-    kernels_destroy(d, k);
-    test_device_close(d);
+    FINISH(d, k, x, y);
 }
 
 /* 6 ------------------------------------------------------------------------------------------- */
@@ -739,7 +625,7 @@ static void test_begin_reports_warmup_failure(void **state)
     ASSERT_OK(cubec_sync(d, s));
 
     ASSERT_OK(cubec_graph_prepare(d, s));
-    ASSERT_OK(launch(d, s, k.consume, x.h, y.h, N, 3, 1));
+    ASSERT_OK(uint_launch(d, s, k.consume, x.h, y.h, N, 3, 1));
     ASSERT_OK(cubec_fault_inject(d, CUBEC_FAULT_SUBMIT, 1));
     ASSERT_ERROR2(cubec_graph_begin(d, s), CUBEC_INTERNAL, "the warm-up failed",
                   "injected fault: submit call #");
@@ -749,10 +635,7 @@ static void test_begin_reports_warmup_failure(void **state)
     expect_eager_works(d, s, &k, x.h, y.h, &rng, "after the warm-up failed");
     expect_recapture_works(d, s, &k, x.h, y.h, &rng);
 
-    release(d, x);
-    release(d, y);
-    kernels_destroy(d, k);
-    test_device_close(d);
+    FINISH(d, k, x, y);
 }
 
 /* 7 ------------------------------------------------------------------------------------------- */
@@ -776,12 +659,7 @@ static void test_graph_keeps_released_buffer(void **state)
     uint64_t with_o = bytes_in_use(d, s);
     assert_true(with_o >= BYTES);
 
-    ASSERT_OK(cubec_graph_prepare(d, s));
-    ASSERT_OK(launch(d, s, k.produce, o.h, NONE, N, 3, 7));
-    ASSERT_OK(cubec_graph_begin(d, s));
-    ASSERT_OK(launch(d, s, k.produce, o.h, NONE, N, 3, 7));
-    cubec_graph g = {0};
-    ASSERT_OK(cubec_graph_end(d, s, &g));
+    cubec_graph g = capture_one(d, s, k.produce, o.h, NONE, 3, 7);
 
     release(d, o);
     ASSERT_OK(cubec_sync(d, s));
@@ -799,8 +677,7 @@ static void test_graph_keeps_released_buffer(void **state)
     expect_words(d, s, p.h, pattern, "P after the graph was destroyed");
     release(d, p);
     assert_int_equal(bytes_in_use(d, s), with_o - BYTES);
-    kernels_destroy(d, k);
-    test_device_close(d);
+    finish(d, k, NULL, 0);
 }
 
 /* 8 ------------------------------------------------------------------------------------------- */
@@ -820,13 +697,13 @@ static void test_replay_ordered_after_stream_work(void **state)
     for (uint32_t r = 0; r < 6; r++) {
         random_words(xs, N, &rng);
         ASSERT_OK(cubec_write(d, s, x.h, 0, xs, BYTES));
-        ASSERT_OK(launch(d, s, k.step, x.h, NONE, N, 2, 7 + r));
+        ASSERT_OK(uint_launch(d, s, k.step, x.h, NONE, N, 2, 7 + r));
         ASSERT_OK(cubec_graph_replay(d, s, g));
         cpu_consume(xs, stepped, N, 2, 7 + r);
         cpu_consume(stepped, want, N, 3, 1);
         expect_words(d, s, y.h, want, "y of a replay after an eager step of its input");
         /* And a launch after the replay sees what the replay wrote. */
-        ASSERT_OK(launch(d, s, k.step, y.h, NONE, N, 5, r));
+        ASSERT_OK(uint_launch(d, s, k.step, y.h, NONE, N, 5, r));
         cpu_consume(want, stepped, N, 5, r);
         expect_words(d, s, y.h, stepped, "y stepped after the replay");
     }
@@ -837,8 +714,8 @@ static void test_replay_ordered_after_stream_work(void **state)
     for (uint32_t r = 0; r < 3; r++) {
         random_words(xs, N, &rng);
         ASSERT_OK(cubec_write(d, s, x.h, 0, xs, BYTES));
-        ASSERT_OK(launch(d, s, k.step, x.h, NONE, N, 2, r));
-        ASSERT_OK(launch(d, u, k.step, x.h, NONE, N, 3, r));
+        ASSERT_OK(uint_launch(d, s, k.step, x.h, NONE, N, 2, r));
+        ASSERT_OK(uint_launch(d, u, k.step, x.h, NONE, N, 3, r));
         ASSERT_OK(cubec_graph_replay(d, t, g));
         cpu_consume(xs, stepped, N, 2, r);
         cpu_consume(stepped, stepped, N, 3, r);
@@ -846,10 +723,18 @@ static void test_replay_ordered_after_stream_work(void **state)
         expect_words(d, t, y.h, want, "y of a replay on another stream");
     }
     ASSERT_OK(cubec_graph_destroy(d, s, g));
-    release(d, x);
-    release(d, y);
-    kernels_destroy(d, k);
-    test_device_close(d);
+    FINISH(d, k, x, y);
+}
+
+/* finish() for test_replay_ordered_after_many_owners: each owner's buffer and its output. */
+static void finish_many_owners(cubec_device *d, kernels k, const tbuf *b, const tbuf *out,
+                               uint32_t count)
+{
+    for (uint32_t i = 0; i < count; i++) {
+        release(d, b[i]);
+        release(d, out[i]);
+    }
+    finish(d, k, NULL, 0);
 }
 
 /* Found by these tests. A graph that reads buffers of 70 streams (one launch each): a replay must
@@ -877,13 +762,12 @@ static void test_replay_ordered_after_many_owners(void **state)
     for (int pass = 0; pass < 2; pass++) {
         if (pass == 1) ASSERT_OK(cubec_graph_begin(d, s));
         for (uint32_t i = 0; i < MANY; i++)
-            ASSERT_OK(launch(d, s, k.consume, b[i].h, out[i].h, N, 3, i));
+            ASSERT_OK(uint_launch(d, s, k.consume, b[i].h, out[i].h, N, 3, i));
         if (pass == 0) ASSERT_OK(cubec_sync(d, s));
     }
-    cubec_graph g = {0};
-    ASSERT_OK(cubec_graph_end(d, s, &g));
+    cubec_graph g = end_capture(d, s);
     for (uint32_t i = 0; i < MANY; i++)
-        ASSERT_OK(launch(d, owners[i], k.step, b[i].h, NONE, N, 2, 1));
+        ASSERT_OK(uint_launch(d, owners[i], k.step, b[i].h, NONE, N, 2, 1));
     ASSERT_OK(cubec_graph_replay(d, s, g));
     for (uint32_t i = 0; i < MANY; i++) {
         cpu_consume(data[i], stepped, N, 2, 1);
@@ -895,22 +779,12 @@ static void test_replay_ordered_after_many_owners(void **state)
         ASSERT_OK(cubec_read(d, s, out[i].h, 0, got, BYTES));
         if (memcmp(got, want, sizeof got)) {
             ASSERT_OK(cubec_graph_destroy(d, s, g));
-            for (uint32_t j = 0; j < MANY; j++) {
-                release(d, b[j]);
-                release(d, out[j]);
-            }
-            kernels_destroy(d, k);
-            test_device_close(d);
+            finish_many_owners(d, k, b, out, MANY);
             fail_msg("BUG: %s (of %u owners)", what, (unsigned)MANY);
         }
     }
     ASSERT_OK(cubec_graph_destroy(d, s, g));
-    for (uint32_t i = 0; i < MANY; i++) {
-        release(d, b[i]);
-        release(d, out[i]);
-    }
-    kernels_destroy(d, k);
-    test_device_close(d);
+    finish_many_owners(d, k, b, out, MANY);
 }
 
 static void test_failed_replay_taints_until_next_success(void **state)
@@ -942,10 +816,7 @@ static void test_failed_replay_taints_until_next_success(void **state)
     expect_replay_computes(d, s, g, x.h, y.h, 3, 1, &rng, "replay after the failed one");
     ASSERT_OK(cubec_check(d, &y.h, 1));
     ASSERT_OK(cubec_graph_destroy(d, s, g));
-    release(d, x);
-    release(d, y);
-    kernels_destroy(d, k);
-    test_device_close(d);
+    FINISH(d, k, x, y);
 }
 
 static void test_replay_reads_indirect_counts_at_replay(void **state)
@@ -961,13 +832,12 @@ static void test_replay_reads_indirect_counts_at_replay(void **state)
     tbuf x = make_buffer(d, s, xs), y = make_buffer(d, s, NULL), c = make_buffer(d, s, counts);
 
     ASSERT_OK(cubec_graph_prepare(d, s));
-    ASSERT_OK(launch_ind(d, s, k.consume, x.h, y.h, N, 3, 1, c.h));
+    ASSERT_OK(uint_launch_indirect(d, s, k.consume, x.h, y.h, N, 3, 1, c.h));
     cpu_consume(xs, want, N, 3, 1);
     expect_words(d, s, y.h, want, "the indirect warm-up (4 groups)");
     ASSERT_OK(cubec_graph_begin(d, s));
-    ASSERT_OK(launch_ind(d, s, k.consume, x.h, y.h, N, 3, 1, c.h));
-    cubec_graph g = {0};
-    ASSERT_OK(cubec_graph_end(d, s, &g));
+    ASSERT_OK(uint_launch_indirect(d, s, k.consume, x.h, y.h, N, 3, 1, c.h));
+    cubec_graph g = end_capture(d, s);
 
     const uint32_t groups[] = {1, 3, 0, 2, 4, 1};
     for (size_t r = 0; r < sizeof groups / sizeof groups[0]; r++) {
@@ -984,11 +854,7 @@ static void test_replay_reads_indirect_counts_at_replay(void **state)
         expect_words(d, s, y.h, want, what);
     }
     ASSERT_OK(cubec_graph_destroy(d, s, g));
-    release(d, x);
-    release(d, y);
-    release(d, c);
-    kernels_destroy(d, k);
-    test_device_close(d);
+    FINISH(d, k, x, y, c);
 }
 
 static void test_replay_skipped_when_input_failed(void **state)
@@ -1005,7 +871,7 @@ static void test_replay_skipped_when_input_failed(void **state)
     cubec_graph g = capture_consume(d, s, &k, x.h, y.h, 3, 1);
     expect_replay_computes(d, s, g, x.h, y.h, 3, 1, &rng, "replay before the input failed");
 
-    taint(d, s, &k, x.h);
+    taint_by_lost_submission(d, s, k.produce, x.h, N, 1, 1);
     ASSERT_OK(cubec_write(d, s, y.h, 0, sentinel, BYTES));
     uint64_t skipped = d->stats.skipped;
     ASSERT_OK(cubec_graph_replay(d, s, g)); /* skipped: not an error of the call */
@@ -1020,10 +886,7 @@ static void test_replay_skipped_when_input_failed(void **state)
 
     expect_replay_computes(d, s, g, x.h, y.h, 3, 1, &rng, "replay after the input was rewritten");
     ASSERT_OK(cubec_graph_destroy(d, s, g));
-    release(d, x);
-    release(d, y);
-    kernels_destroy(d, k);
-    test_device_close(d);
+    FINISH(d, k, x, y);
 }
 
 /* Found by these tests. A binding that a graph's first launch reads and writes (step: v = v*mul +
@@ -1041,18 +904,13 @@ static void test_replay_skipped_when_read_write_input_failed(void **state)
     uint32_t vs[N], want[N];
     cpu_produce(vs, N, 5, 3);
     tbuf v = make_buffer(d, s, vs);
-    ASSERT_OK(cubec_graph_prepare(d, s));
-    ASSERT_OK(launch(d, s, k.step, v.h, NONE, N, 3, 1));
-    ASSERT_OK(cubec_graph_begin(d, s));
-    ASSERT_OK(launch(d, s, k.step, v.h, NONE, N, 3, 1));
-    cubec_graph g = {0};
-    ASSERT_OK(cubec_graph_end(d, s, &g));
+    cubec_graph g = capture_one(d, s, k.step, v.h, NONE, 3, 1);
     ASSERT_OK(cubec_write(d, s, v.h, 0, vs, BYTES));
     ASSERT_OK(cubec_graph_replay(d, s, g));
     cpu_consume(vs, want, N, 3, 1);
     expect_words(d, s, v.h, want, "v after one replay");
 
-    taint(d, s, &k, v.h);
+    taint_by_lost_submission(d, s, k.produce, v.h, N, 1, 1);
     uint64_t skipped = d->stats.skipped;
     ASSERT_OK(cubec_graph_replay(d, s, g));
     char msg[256];
@@ -1063,9 +921,7 @@ static void test_replay_skipped_when_read_write_input_failed(void **state)
     cubec_status st = cubec_check(d, &v.h, 1);
     if (!st) {
         ASSERT_OK(cubec_graph_destroy(d, s, g));
-        release(d, v);
-        kernels_destroy(d, k);
-        test_device_close(d);
+        FINISH(d, k, v);
         fail_msg("BUG: a replay ran on a read-write input that carried a failure and cleared it "
                  "(expected the replay to be skipped: \"%s\")",
                  msg);
@@ -1077,9 +933,7 @@ static void test_replay_skipped_when_read_write_input_failed(void **state)
     ASSERT_OK(cubec_graph_replay(d, s, g));
     expect_words(d, s, v.h, want, "v after it was rewritten and replayed");
     ASSERT_OK(cubec_graph_destroy(d, s, g));
-    release(d, v);
-    kernels_destroy(d, k);
-    test_device_close(d);
+    FINISH(d, k, v);
 }
 
 /* Found by these tests. A graph that writes a buffer and then reads a view of it (here: produce
@@ -1102,16 +956,15 @@ static void test_failed_replay_recovers_when_graph_reads_a_view_it_wrote(void **
     ASSERT_OK(cubec_buffer_view(d, y.h, 0, (uint64_t)half * 4, &yv));
 
     ASSERT_OK(cubec_graph_prepare(d, s));
-    ASSERT_OK(launch(d, s, k.produce, y.h, NONE, N, 3, 7));
-    ASSERT_OK(launch(d, s, k.consume, yv, z.h, half, 5, 1));
+    ASSERT_OK(uint_launch(d, s, k.produce, y.h, NONE, N, 3, 7));
+    ASSERT_OK(uint_launch(d, s, k.consume, yv, z.h, half, 5, 1));
     ASSERT_OK(cubec_graph_begin(d, s));
-    ASSERT_OK(launch(d, s, k.produce, y.h, NONE, N, 3, 7));
-    ASSERT_OK(launch(d, s, k.consume, yv, z.h, half, 5, 1));
-    cubec_graph g = {0};
-    ASSERT_OK(cubec_graph_end(d, s, &g));
+    ASSERT_OK(uint_launch(d, s, k.produce, y.h, NONE, N, 3, 7));
+    ASSERT_OK(uint_launch(d, s, k.consume, yv, z.h, half, 5, 1));
+    cubec_graph g = end_capture(d, s);
     ASSERT_OK(cubec_graph_replay(d, s, g));
     expect_words(d, s, y.h, wy, "y after a replay");
-    expect_range(d, s, z.h, 0, half, wz, "z after a replay");
+    expect_range_in(d, s, z.h, N, 0, half, wz, "z after a replay");
 
     ASSERT_OK(cubec_sync(d, s));
     ASSERT_OK(cubec_fault_inject(d, CUBEC_FAULT_SUBMIT, 1));
@@ -1126,20 +979,14 @@ static void test_failed_replay_recovers_when_graph_reads_a_view_it_wrote(void **
         cubec_status_free(st);
         ASSERT_OK(cubec_graph_destroy(d, s, g));
         ASSERT_OK(cubec_buffer_release(d, yv));
-        release(d, y);
-        release(d, z);
-        kernels_destroy(d, k);
-        test_device_close(d);
+        FINISH(d, k, y, z);
         fail_msg("BUG: the replay after a failed one did not clear its outputs: %s", msg);
     }
     expect_words(d, s, y.h, wy, "y after the replay that followed the failed one");
-    expect_range(d, s, z.h, 0, half, wz, "z after the replay that followed the failed one");
+    expect_range_in(d, s, z.h, N, 0, half, wz, "z after the replay that followed the failed one");
     ASSERT_OK(cubec_graph_destroy(d, s, g));
     ASSERT_OK(cubec_buffer_release(d, yv));
-    release(d, y);
-    release(d, z);
-    kernels_destroy(d, k);
-    test_device_close(d);
+    FINISH(d, k, y, z);
 }
 
 /* A long graph: 600 launches with metadata that does not fit push constants, ping-ponging between
@@ -1163,8 +1010,7 @@ static void test_long_graph(void **state)
             ASSERT_OK(launch_big(d, s, k.big, i % 2 ? b.h : a.h, i % 2 ? a.h : b.h, 2 * i + 1, i));
         if (pass == 0) ASSERT_OK(cubec_sync(d, s));
     }
-    cubec_graph g = {0};
-    ASSERT_OK(cubec_graph_end(d, s, &g));
+    cubec_graph g = end_capture(d, s);
     for (uint32_t r = 0; r < 3; r++) {
         random_words(as, N, &rng);
         ASSERT_OK(cubec_write(d, s, a.h, 0, as, BYTES));
@@ -1175,10 +1021,7 @@ static void test_long_graph(void **state)
         expect_words(d, s, a.h, want, "a after 600 launches"); /* LAUNCHES is even */
     }
     ASSERT_OK(cubec_graph_destroy(d, s, g));
-    release(d, a);
-    release(d, b);
-    kernels_destroy(d, k);
-    test_device_close(d);
+    FINISH(d, k, a, b);
 }
 
 /* Found by these tests. A profile begun before a capture window and ended inside it covers
@@ -1197,11 +1040,11 @@ static void test_profile_spanning_capture_returns_no_time(void **state)
     random_words(xs, N, &rng);
     tbuf x = make_buffer(d, s, xs), y = make_buffer(d, s, NULL);
     ASSERT_OK(cubec_graph_prepare(d, s));
-    ASSERT_OK(launch(d, s, k.consume, x.h, y.h, N, 3, 1));
+    ASSERT_OK(uint_launch(d, s, k.consume, x.h, y.h, N, 3, 1));
     cubec_profile p = {0};
     ASSERT_OK(cubec_profile_begin(d, s, &p)); /* before the window: accepted */
     ASSERT_OK(cubec_graph_begin(d, s));
-    ASSERT_OK(launch(d, s, k.consume, x.h, y.h, N, 3, 1));
+    ASSERT_OK(uint_launch(d, s, k.consume, x.h, y.h, N, 3, 1));
     cubec_profile_result r = {0};
     cubec_status st = cubec_profile_end(d, s, p, &r);
     cubec_code code = cubec_status_code(st);
@@ -1214,10 +1057,7 @@ static void test_profile_spanning_capture_returns_no_time(void **state)
     if (code != CUBEC_GRAPH_STATE && code != CUBEC_PROFILE_INVALID) {
         cubec_status_free(st);
         ASSERT_OK(cubec_graph_destroy(d, s, g));
-        release(d, x);
-        release(d, y);
-        kernels_destroy(d, k);
-        test_device_close(d);
+        FINISH(d, k, x, y);
         fail_msg("BUG: cubec_profile_end inside a capture window gave %s (%s, %" PRIu64
                  " ns) for a launch that was recorded, not run",
                  cubec_code_name(code), msg, r.duration_ns);
@@ -1227,10 +1067,7 @@ static void test_profile_spanning_capture_returns_no_time(void **state)
     ASSERT_OK(st);
     expect_replay_computes(d, s, g, x.h, y.h, 3, 1, &rng, "replay of the profiled capture");
     ASSERT_OK(cubec_graph_destroy(d, s, g));
-    release(d, x);
-    release(d, y);
-    kernels_destroy(d, k);
-    test_device_close(d);
+    FINISH(d, k, x, y);
 }
 
 /* Closing the device frees what graphs hold: a graph never destroyed (with a replay in flight)
@@ -1250,12 +1087,8 @@ static void test_close_with_live_graphs(void **state)
     ASSERT_OK(cubec_graph_replay(d, s, g));
     release(d, x);
     release(d, y);
-    ASSERT_OK(cubec_graph_prepare(d, s2));
-    ASSERT_OK(launch(d, s2, k.produce, z.h, NONE, N, 1, 2));
-    ASSERT_OK(cubec_graph_begin(d, s2));
-    ASSERT_OK(launch(d, s2, k.produce, z.h, NONE, N, 1, 2));
-    kernels_destroy(d, k);
-    test_device_close(d);
+    begin_after_warm_up(d, s2, k.produce, z.h, NONE, 1, 2);
+    finish(d, k, NULL, 0);
 }
 
 /* 9 ------------------------------------------------------------------------------------------- */
@@ -1328,8 +1161,8 @@ static void test_mlp_forward_replayed(void **state)
     cubec_device *d = open_device();
     cubec_stream s = new_stream(d);
     const cubec_define relu_def = {"RELU", NULL};
-    cubec_kernel k1 = make_kernel(d, "dense_relu", dense_src, &relu_def, 1);
-    cubec_kernel k2 = make_kernel(d, "dense", dense_src, NULL, 0);
+    cubec_kernel k1 = make_kernel_defined(d, "dense_relu", dense_src, &relu_def, 1);
+    cubec_kernel k2 = make_kernel(d, "dense", dense_src);
     uint32_t rng = 2024;
     static float w1[D_HID * D_IN], b1[D_HID], w2[D_OUT * D_HID], b2[D_OUT];
     static float x[BATCH * D_IN], hid[BATCH * D_HID], out[BATCH * D_OUT];
@@ -1361,8 +1194,7 @@ static void test_mlp_forward_replayed(void **state)
     ASSERT_OK(cubec_graph_begin(d, s));
     ASSERT_OK(dense(d, s, k1, bx, bw1, bb1, bh, D_IN, D_HID));
     ASSERT_OK(dense(d, s, k2, bh, bw2, bb2, bz, D_HID, D_OUT));
-    cubec_graph g = {0};
-    ASSERT_OK(cubec_graph_end(d, s, &g));
+    cubec_graph g = end_capture(d, s);
 
     uint32_t positive = 0; /* the ReLU must neither pass nor cut everything */
     for (uint32_t r = 1; r <= MLP_REPLAYS; r++) {

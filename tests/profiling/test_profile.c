@@ -10,6 +10,7 @@
  *  - bad tokens and streams are refused by name.
  * The busy kernel's results are checked against the same recurrence computed here, so a profile
  * of work that did not run correctly cannot pass. */
+#include "launch_util.h"
 #include "test_util.h"
 #include "uint_kernels.h"
 
@@ -19,22 +20,12 @@
 #include <string.h>
 #include <time.h>
 
-/* Each word goes through `n` steps of an LCG: cost = words x steps. Lavapipe ends any loop after
- * 65535 iterations, so the work scales with the words. */
-static const char busy_src[] = UINT_KERNEL_HEAD
-    "layout(std430, binding = 0) buffer V { uint v[]; };\n" UINT_KERNEL_INFO "void main() {\n"
-    "  uint i = gl_GlobalInvocationID.x;\n"
-    "  uint s = v[i];\n"
-    "  for (uint k = 0; k < info.n; k++) s = s * info.mul + info.add;\n"
-    "  v[i] = s;\n"
-    "}\n";
-
-#define STEPS 20000u      /* a launch of the nested and overlapping profiles */
-#define SMALL_STEPS 5000u /* the scaling test: 4x the steps is 4x the work on any device (a GPU
-                           * runs the words in parallel; lavapipe ends loops after 65535 steps) */
+/* The busy kernel (uint_kernels.h): cost = words x steps. */
+#define STEPS 20000u /* a launch of the nested and overlapping profiles */
+/* The scaling test: 4x the steps is 4x the work on any device (a GPU runs the words in parallel;
+ * lavapipe ends loops after 65535 steps). */
+#define SMALL_STEPS 5000u
 #define WORDS 1024u
-#define LCG_MUL 1664525u
-#define LCG_ADD 1013904223u
 
 typedef struct fixture {
     cubec_device *d;
@@ -54,10 +45,8 @@ static void fixture_open(fixture *f)
 {
     f->d = test_device_open();
     ASSERT_OK(cubec_stream_new(f->d, &f->s));
-    cubec_kernel_desc kd = {.name = "busy", .glsl = busy_src};
-    ASSERT_OK(cubec_kernel_create(f->d, &kd, &f->busy));
-    cubec_kernel_desc sd = {.name = "step", .glsl = step_src};
-    ASSERT_OK(cubec_kernel_create(f->d, &sd, &f->step));
+    f->busy = make_kernel(f->d, "busy", busy_src);
+    f->step = make_kernel(f->d, "step", step_src);
     ASSERT_OK(cubec_buffer_create(f->d, f->s, 4 * WORDS * 4, &f->v));
     ASSERT_OK(cubec_fill(f->d, f->s, f->v, 0, 4 * WORDS * 4, 7));
 }
@@ -72,14 +61,7 @@ static void fixture_close(fixture *f)
 
 static cubec_status busy(fixture *f, cubec_buffer v, uint32_t words, uint32_t steps)
 {
-    uint32_t info[3] = {steps, LCG_MUL, LCG_ADD};
-    cubec_launch_desc ld = {.kernel = f->busy,
-                            .buffers = &v,
-                            .buffer_count = 1,
-                            .info = info,
-                            .info_size = sizeof info,
-                            .groups = {words / 64, 1, 1}};
-    return cubec_launch(f->d, f->s, &ld);
+    return busy_launch(f->d, f->s, f->busy, v, words, steps);
 }
 
 /* Profiles one busy launch of `steps` steps over WORDS words; the duration must fit in the
@@ -248,23 +230,13 @@ static void test_abandon(void **state)
     fixture_close(&f);
 }
 
-/* A buffer whose contents carry a failure: the submission that should have written it is lost. */
+/* A buffer of 64 words whose contents carry a failure: the submission of the step that should have
+ * written it is lost. */
 static cubec_buffer tainted_buffer(fixture *f)
 {
     cubec_buffer t;
-    ASSERT_OK(cubec_sync(f->d, f->s)); /* only the launch below is lost */
     ASSERT_OK(cubec_buffer_create(f->d, f->s, 64 * 4, &t));
-    uint32_t info[3] = {64, 3, 1};
-    cubec_launch_desc ld = {.kernel = f->step,
-                            .buffers = &t,
-                            .buffer_count = 1,
-                            .info = info,
-                            .info_size = sizeof info,
-                            .groups = {1, 1, 1}};
-    ASSERT_OK(cubec_launch(f->d, f->s, &ld));
-    ASSERT_OK(cubec_fault_inject(f->d, CUBEC_FAULT_SUBMIT, 1));
-    ASSERT_ERROR(cubec_flush(f->d, f->s), CUBEC_INTERNAL, "injected");
-    ASSERT_ERROR(cubec_check(f->d, &t, 1), CUBEC_INTERNAL, "submission");
+    taint_by_lost_submission(f->d, f->s, f->step, t, 64, 3, 1);
     return t;
 }
 

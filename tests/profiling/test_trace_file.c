@@ -5,9 +5,11 @@
  *    accepts with exactly the launches the workload made, on at least two stream rows, each row
  *    named after its stream and slot;
  *  - CUBEC_LOG=profiling=summary: the kernel summary table in the log file counts each kernel's
- *    launches.
+ *    launches;
+ *  - a graph replayed several times: every replayed launch is in the trace, naming its graph.
  * Every kernel's results are read back and compared with the same arithmetic done here, so a
  * trace or a summary of work that did not run correctly cannot pass. */
+#include "launch_util.h"
 #include "test_util.h"
 #include "uint_kernels.h"
 
@@ -58,27 +60,6 @@ static char *read_text(const char *path)
     return text;
 }
 
-static cubec_kernel make_kernel(cubec_device *d, const char *name, const char *src)
-{
-    cubec_kernel k;
-    cubec_kernel_desc desc = {.name = name, .glsl = src};
-    ASSERT_OK(cubec_kernel_create(d, &desc, &k));
-    return k;
-}
-
-static void launch(cubec_device *d, cubec_stream s, cubec_kernel k, cubec_buffer *buffers,
-                   uint32_t count, uint32_t mul, uint32_t add)
-{
-    uint32_t info[3] = {WORDS, mul, add};
-    cubec_launch_desc ld = {.kernel = k,
-                            .buffers = buffers,
-                            .buffer_count = count,
-                            .info = info,
-                            .info_size = sizeof info,
-                            .groups = {WORDS / 64, 1, 1}};
-    ASSERT_OK(cubec_launch(d, s, &ld));
-}
-
 static void expect_words(cubec_device *d, cubec_stream s, cubec_buffer b, const uint32_t *want,
                          const char *what)
 {
@@ -109,7 +90,7 @@ static void test_trace_two_streams(void **state)
     static uint32_t p_want[PRODUCES][WORDS];
     for (uint32_t k = 0; k < PRODUCES; k++) {
         ASSERT_OK(cubec_buffer_create(d, a, WORDS * 4, &p[k]));
-        launch(d, a, produce, &p[k], 1, k + 2, 7 * k);
+        ASSERT_OK(uint_launch(d, a, produce, p[k], NONE, WORDS, k + 2, 7 * k));
         for (uint32_t i = 0; i < WORDS; i++)
             p_want[k][i] = i * (k + 2) + 7 * k;
     }
@@ -128,8 +109,8 @@ static void test_trace_two_streams(void **state)
     for (uint32_t j = 0; j < CONSUMES; j++) {
         ASSERT_OK(cubec_buffer_create(d, b, WORDS * 4, &y[j]));
         const uint32_t *x = j == 0 ? host_in : p_want[j % PRODUCES];
-        cubec_buffer bindings[2] = {j == 0 ? in : p[j % PRODUCES], y[j]};
-        launch(d, b, consume, bindings, 2, j + 3, j);
+        cubec_buffer input = j == 0 ? in : p[j % PRODUCES];
+        ASSERT_OK(uint_launch(d, b, consume, input, y[j], WORDS, j + 3, j));
         for (uint32_t i = 0; i < WORDS; i++)
             y_want[j][i] = x[i] * (j + 3) + j;
     }
@@ -180,6 +161,75 @@ static void test_trace_two_streams(void **state)
  * a sync at most once a second and at close, each table covering the launches since the last).
  * Each table: a header line "kernel count total ms mean us share %", one row per kernel, then a
  * "total" row whose count must be the sum of the rows'. */
+/* How often `needle` occurs in `text`. */
+static unsigned occurrences(const char *text, const char *needle)
+{
+    unsigned n = 0;
+    for (const char *p = strstr(text, needle); p; p = strstr(p + 1, needle))
+        n++;
+    return n;
+}
+
+#define GRAPH_STEPS 6u /* launches of "step" in the graph */
+#define REPLAYS 5u     /* back to back: the two copies of the graph are reused and waited for */
+
+/* A captured graph replayed REPLAYS times: the trace holds the warm-up's launches and every
+ * launch of every replay, each replayed one carrying the graph's number, and a replay event per
+ * replay on the host row. */
+static void test_trace_graph_replays(void **state)
+{
+    (void)state;
+    snprintf(trace_path, sizeof trace_path, "/tmp/cubec_test_trace_graph_%d.json", (int)getpid());
+    unlink(trace_path);
+    assert_int_equal(setenv("CUBEC_TRACE", trace_path, 1), 0);
+    cubec_device *d = test_device_open();
+    cubec_stream s = new_stream(d);
+    cubec_kernel step = make_kernel(d, "step", step_src);
+    cubec_buffer v;
+    ASSERT_OK(cubec_buffer_create(d, s, WORDS * 4, &v));
+    static uint32_t want[WORDS];
+    for (uint32_t i = 0; i < WORDS; i++)
+        want[i] = i;
+    ASSERT_OK(cubec_write(d, s, v, 0, want, sizeof want));
+    ASSERT_OK(cubec_graph_prepare(d, s));
+    for (uint32_t k = 0; k < GRAPH_STEPS; k++) /* the warm-up runs */
+        ASSERT_OK(uint_launch(d, s, step, v, NONE, WORDS, 3, k));
+    ASSERT_OK(cubec_graph_begin(d, s));
+    for (uint32_t k = 0; k < GRAPH_STEPS; k++) /* recorded */
+        ASSERT_OK(uint_launch(d, s, step, v, NONE, WORDS, 3, k));
+    cubec_graph g;
+    ASSERT_OK(cubec_graph_end(d, s, &g));
+    for (uint32_t r = 0; r < REPLAYS; r++)
+        ASSERT_OK(cubec_graph_replay(d, s, g));
+    for (uint32_t r = 0; r < 1 + REPLAYS; r++)
+        for (uint32_t k = 0; k < GRAPH_STEPS; k++)
+            for (uint32_t i = 0; i < WORDS; i++)
+                want[i] = want[i] * 3 + k;
+    expect_words(d, s, v, want, "step");
+    ASSERT_OK(cubec_graph_destroy(d, s, g));
+    ASSERT_OK(cubec_buffer_release(d, v));
+    ASSERT_OK(cubec_kernel_destroy(d, step));
+    test_device_close(d);
+    unsetenv("CUBEC_TRACE");
+
+    char command[1024];
+    snprintf(command, sizeof command,
+             "python3 '%s/tests/profiling/check_trace.py' '%s' --launches %u --min-streams 1 "
+             "--kernel step",
+             CUBEC_SOURCE_DIR, trace_path, GRAPH_STEPS * (1 + REPLAYS));
+    int rc = system(command);
+    if (rc == -1 || !WIFEXITED(rc) || WEXITSTATUS(rc) != 0)
+        fail_msg("check_trace.py refused %s (status %d): %s", trace_path, rc, command);
+    char *text = read_text(trace_path);
+    /* The replayed launches name their graph (#1: the device's first); the replays themselves
+     * are host events that name it too. */
+    unsigned replayed = occurrences(text, "\"cat\":\"launch\"") - GRAPH_STEPS;
+    assert_int_equal(replayed, GRAPH_STEPS * REPLAYS);
+    assert_int_equal(occurrences(text, "\"graph\":1"), GRAPH_STEPS * REPLAYS + REPLAYS);
+    assert_int_equal(occurrences(text, "{\"name\":\"replay\""), REPLAYS);
+    free(text);
+}
+
 static uint64_t summary_count(const char *text, const char *name, int *tables)
 {
     uint64_t sum = 0, table_sum = 0;
@@ -235,12 +285,12 @@ static void test_summary_counts(void **state)
     ASSERT_OK(cubec_buffer_from(d, CUBEC_STREAM_CURRENT, va_want, sizeof va_want, &va));
     ASSERT_OK(cubec_buffer_from(d, CUBEC_STREAM_CURRENT, vb_want, sizeof vb_want, &vb));
     for (uint32_t n = 0; n < 3; n++) {
-        launch(d, CUBEC_STREAM_CURRENT, alpha, &va, 1, 3 + n, n);
+        ASSERT_OK(uint_launch(d, CUBEC_STREAM_CURRENT, alpha, va, NONE, WORDS, 3 + n, n));
         for (uint32_t i = 0; i < WORDS; i++)
             va_want[i] = va_want[i] * (3 + n) + n;
     }
     for (uint32_t n = 0; n < 5; n++) {
-        launch(d, CUBEC_STREAM_CURRENT, beta, &vb, 1, 5 + n, 2 * n);
+        ASSERT_OK(uint_launch(d, CUBEC_STREAM_CURRENT, beta, vb, NONE, WORDS, 5 + n, 2 * n));
         for (uint32_t i = 0; i < WORDS; i++)
             vb_want[i] = vb_want[i] * (5 + n) + 2 * n;
     }
@@ -273,6 +323,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_trace_two_streams, cleanup),
         cmocka_unit_test_teardown(test_summary_counts, cleanup),
+        cmocka_unit_test_teardown(test_trace_graph_replays, cleanup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

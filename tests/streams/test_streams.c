@@ -5,6 +5,7 @@
  * bugs found on the way (metadata arena growth, host ring chunk reuse). Every result is compared
  * with a CPU reference computed here; nothing is synchronised beyond what the stream rules promise
  * (cubec.h, "Streams"). */
+#include "launch_util.h"
 #include "test_util.h"
 #include "uint_kernels.h"
 
@@ -25,48 +26,13 @@ typedef struct kernels {
 static kernels kernels_create(cubec_device *d)
 {
     kernels k;
-    cubec_kernel_desc p = {.name = "produce", .glsl = produce_src};
-    cubec_kernel_desc c = {.name = "consume", .glsl = consume_src};
-    cubec_kernel_desc s = {.name = "step", .glsl = step_src};
-    ASSERT_OK(cubec_kernel_create(d, &p, &k.produce));
-    ASSERT_OK(cubec_kernel_create(d, &c, &k.consume));
-    ASSERT_OK(cubec_kernel_create(d, &s, &k.step));
+    uint_kernels_create(d, &k.produce, &k.consume, &k.step);
     return k;
 }
 
 static void kernels_destroy(cubec_device *d, kernels k)
 {
-    ASSERT_OK(cubec_kernel_destroy(d, k.produce));
-    ASSERT_OK(cubec_kernel_destroy(d, k.consume));
-    ASSERT_OK(cubec_kernel_destroy(d, k.step));
-}
-
-static cubec_status launch(cubec_device *d, cubec_stream s, cubec_kernel k, cubec_buffer a,
-                           cubec_buffer b, uint32_t n, uint32_t mul, uint32_t add)
-{
-    uint32_t info[3] = {n, mul, add};
-    cubec_buffer bufs[2] = {a, b};
-    cubec_launch_desc ld = {.kernel = k,
-                            .buffers = bufs,
-                            .buffer_count = b.id ? 2 : 1,
-                            .info = info,
-                            .info_size = sizeof info,
-                            .groups = {(n + 63) / 64, 1, 1}};
-    return cubec_launch(d, s, &ld);
-}
-
-#define NONE ((cubec_buffer){0})
-
-static void cpu_produce(uint32_t *o, uint32_t n, uint32_t mul, uint32_t add)
-{
-    for (uint32_t i = 0; i < n; i++)
-        o[i] = i * mul + add;
-}
-
-static void cpu_consume(const uint32_t *x, uint32_t *y, uint32_t n, uint32_t mul, uint32_t add)
-{
-    for (uint32_t i = 0; i < n; i++)
-        y[i] = x[i] * mul + add;
+    uint_kernels_destroy(d, k.produce, k.consume, k.step);
 }
 
 static void cpu_step(uint32_t *v, uint32_t n, uint32_t mul, uint32_t add)
@@ -79,24 +45,7 @@ static void cpu_step(uint32_t *v, uint32_t n, uint32_t mul, uint32_t add)
 static void expect_words(cubec_device *d, cubec_stream s, cubec_buffer b, const uint32_t *want,
                          uint32_t n, const char *what)
 {
-    uint32_t *got = malloc((size_t)n * 4);
-    assert_non_null(got);
-    ASSERT_OK(cubec_read(d, s, b, 0, got, (uint64_t)n * 4));
-    for (uint32_t i = 0; i < n; i++)
-        if (got[i] != want[i]) {
-            uint32_t g = got[i], w = want[i];
-            free(got);
-            fail_msg("%s: word %u is %u, expected %u", what, i, g, w);
-        }
-    free(got);
-}
-
-static cubec_stream new_stream(cubec_device *d)
-{
-    cubec_stream s = 0;
-    ASSERT_OK(cubec_stream_new(d, &s));
-    assert_true(s != CUBEC_STREAM_CURRENT);
-    return s;
+    expect_range_in(d, s, b, n, 0, n, want, what);
 }
 
 /* Opens the test device with CUBEC_* variables set only for this open. */
@@ -148,10 +97,10 @@ static void test_producer_consumer(void **state)
         ASSERT_OK(cubec_buffer_create(d, a, N * 4, &x[r]));
         ASSERT_OK(cubec_buffer_create(d, b, N * 4, &y[r]));
         /* A chain on A: produce, then three dependent steps. */
-        ASSERT_OK(launch(d, a, k.produce, x[r], NONE, N, 7 + r, 11));
+        ASSERT_OK(uint_launch(d, a, k.produce, x[r], NONE, N, 7 + r, 11));
         for (uint32_t j = 0; j < 3; j++)
-            ASSERT_OK(launch(d, a, k.step, x[r], NONE, N, 3, r * 100 + j));
-        ASSERT_OK(launch(d, b, k.consume, x[r], y[r], N, 5, r));
+            ASSERT_OK(uint_launch(d, a, k.step, x[r], NONE, N, 3, r * 100 + j));
+        ASSERT_OK(uint_launch(d, b, k.consume, x[r], y[r], N, 5, r));
     }
     for (uint32_t r = 0; r < ROUNDS; r++) {
         cpu_produce(hx, N, 7 + r, 11);
@@ -192,11 +141,11 @@ static void release_and_reuse(int flush)
         ASSERT_OK(cubec_buffer_from(d, a, hx, N * 4, &x));
         /* Half of the rounds also queue a kernel on A that writes X before B reads it. */
         if (r % 2) {
-            ASSERT_OK(launch(d, a, k.step, x, NONE, N, 9, r));
+            ASSERT_OK(uint_launch(d, a, k.step, x, NONE, N, 9, r));
             cpu_step(hx, N, 9, r);
         }
         ASSERT_OK(cubec_buffer_create(d, b, N * 4, &y[r]));
-        ASSERT_OK(launch(d, b, k.consume, x, y[r], N, 3, 1000 + r));
+        ASSERT_OK(uint_launch(d, b, k.consume, x, y[r], N, 3, 1000 + r));
         cpu_consume(hx, want, N, 3, 1000 + r);
         if (flush) ASSERT_OK(cubec_flush(d, b));
         ASSERT_OK(cubec_buffer_release(d, x));
@@ -206,7 +155,7 @@ static void release_and_reuse(int flush)
             ASSERT_OK(cubec_buffer_create(d, a, N * 4, &again[j]));
             if (j % 3 == 0) ASSERT_OK(cubec_write(d, a, again[j], 0, garbage, N * 4));
             if (j % 3 == 1) ASSERT_OK(cubec_fill(d, a, again[j], 0, N * 4, 0xbadbad00u + j));
-            if (j % 3 == 2) ASSERT_OK(launch(d, a, k.produce, again[j], NONE, N, 0, 0xfeedu));
+            if (j % 3 == 2) ASSERT_OK(uint_launch(d, a, k.produce, again[j], NONE, N, 0, 0xfeedu));
         }
         /* The first garbage buffer reads back as garbage (the writes did land somewhere). */
         expect_words(d, a, again[0], garbage, N, "garbage buffer on A");
@@ -252,12 +201,12 @@ static void test_release_all_owner_buffers_while_queued(void **state)
     for (uint32_t c = 0; c < COUNT; c++) {
         cubec_buffer x;
         ASSERT_OK(cubec_buffer_create(d, a, N * 4, &x));
-        ASSERT_OK(launch(d, a, k.produce, x, NONE, N, c + 1, c));
+        ASSERT_OK(uint_launch(d, a, k.produce, x, NONE, N, c + 1, c));
         cpu_produce(tmp, N, c + 1, c);
         ASSERT_OK(cubec_buffer_create(d, b, N * 4, &y[c]));
-        ASSERT_OK(launch(d, b, k.consume, x, y[c], N, 2, c)); /* y = 2x + c */
+        ASSERT_OK(uint_launch(d, b, k.consume, x, y[c], N, 2, c)); /* y = 2x + c */
         cpu_consume(tmp, want + (size_t)c * N, N, 2, c);
-        ASSERT_OK(launch(d, b, k.step, y[c], NONE, N, 5, 1)); /* y = 5y + 1 */
+        ASSERT_OK(uint_launch(d, b, k.step, y[c], NONE, N, 5, 1)); /* y = 5y + 1 */
         cpu_step(want + (size_t)c * N, N, 5, 1);
         ASSERT_OK(cubec_buffer_release(d, x));
         cubec_buffer z;
@@ -296,33 +245,33 @@ static void test_reads_and_writes_across_streams(void **state)
     ASSERT_OK(cubec_buffer_create(d, b, N * 4, &y));
     ASSERT_OK(cubec_buffer_create(d, b, N * 4, &z));
 
-    ASSERT_OK(launch(d, a, k.produce, x, NONE, N, 13, 2));
+    ASSERT_OK(uint_launch(d, a, k.produce, x, NONE, N, 13, 2));
     for (uint32_t j = 0; j < 5; j++)
-        ASSERT_OK(launch(d, a, k.step, x, NONE, N, 3, j));
+        ASSERT_OK(uint_launch(d, a, k.step, x, NONE, N, 3, j));
     cpu_produce(want, N, 13, 2);
     for (uint32_t j = 0; j < 5; j++)
         cpu_step(want, N, 3, j);
     expect_words(d, b, x, want, N, "read on B of A's buffer after A's kernels");
 
     /* A writes B's buffer: the read on B (the owner) must wait for A, the queued writer. */
-    ASSERT_OK(launch(d, a, k.produce, y, NONE, N, 17, 5));
-    ASSERT_OK(launch(d, a, k.step, y, NONE, N, 7, 1));
+    ASSERT_OK(uint_launch(d, a, k.produce, y, NONE, N, 17, 5));
+    ASSERT_OK(uint_launch(d, a, k.step, y, NONE, N, 7, 1));
     uint32_t *wy = malloc(N * 4);
     cpu_produce(wy, N, 17, 5);
     cpu_step(wy, N, 7, 1);
     expect_words(d, b, y, wy, N, "read on B of B's buffer written by a kernel on A");
-    ASSERT_OK(launch(d, a, k.step, y, NONE, N, 3, 3));
+    ASSERT_OK(uint_launch(d, a, k.step, y, NONE, N, 3, 3));
     cpu_step(wy, N, 3, 3);
     expect_words(d, c, y, wy, N, "read on C of B's buffer written by a kernel on A");
 
     /* A queues a kernel on X; B writes part of X from the host, then fills another part. */
-    ASSERT_OK(launch(d, a, k.step, x, NONE, N, 11, 4));
+    ASSERT_OK(uint_launch(d, a, k.step, x, NONE, N, 11, 4));
     cpu_step(want, N, 11, 4);
     for (uint32_t i = 0; i < 100; i++)
         part[i] = 0xc0de0000u + i;
     ASSERT_OK(cubec_write(d, b, x, 400 * 4, part, 100 * 4));
     memcpy(want + 400, part, 100 * 4);
-    ASSERT_OK(launch(d, a, k.step, x, NONE, N, 3, 9));
+    ASSERT_OK(uint_launch(d, a, k.step, x, NONE, N, 3, 9));
     cpu_step(want, N, 3, 9);
     ASSERT_OK(cubec_fill(d, b, x, 1000 * 4, 256 * 4, 0x5a5a5a5au));
     for (uint32_t i = 1000; i < 1256; i++)
@@ -330,13 +279,13 @@ static void test_reads_and_writes_across_streams(void **state)
     expect_words(d, a, x, want, N, "A's buffer after A's kernels and B's write and fill");
 
     /* C copies A's buffer (after another queued kernel on A) into B's buffer Z. */
-    ASSERT_OK(launch(d, a, k.step, x, NONE, N, 5, 5));
+    ASSERT_OK(uint_launch(d, a, k.step, x, NONE, N, 5, 5));
     cpu_step(want, N, 5, 5);
     ASSERT_OK(cubec_copy(d, c, x, 0, z, 0, N * 4));
     expect_words(d, b, z, want, N, "copy on C of A's buffer into B's buffer");
 
     /* read_async on C of A's queued work. */
-    ASSERT_OK(launch(d, a, k.step, x, NONE, N, 3, 1));
+    ASSERT_OK(uint_launch(d, a, k.step, x, NONE, N, 3, 1));
     cpu_step(want, N, 3, 1);
     cubec_event *e = NULL;
     uint32_t *got = calloc(N, 4);
@@ -379,7 +328,7 @@ static uint64_t run_chains(cubec_device *d, uint32_t nstreams, uint32_t rounds)
     for (uint32_t r = 0; r < rounds; r++) {
         for (uint32_t i = 0; i < nstreams; i++) {
             uint32_t mul = 3 + 2 * ((i + r) % 4), add = i * 1000 + r;
-            ASSERT_OK(launch(d, s[i], k.step, b[i], NONE, N, mul, add));
+            ASSERT_OK(uint_launch(d, s[i], k.step, b[i], NONE, N, mul, add));
             cpu_step(model + (size_t)i * N, N, mul, add);
         }
         if (r == rounds / 2)
@@ -393,7 +342,7 @@ static uint64_t run_chains(cubec_device *d, uint32_t nstreams, uint32_t rounds)
     }
     for (uint32_t i = 0; i < nstreams; i++) {
         uint32_t o = (i + 1) % nstreams;
-        ASSERT_OK(launch(d, s[i], k.consume, b[o], c[i], N, 7, i));
+        ASSERT_OK(uint_launch(d, s[i], k.consume, b[o], c[i], N, 7, i));
         cpu_consume(model + (size_t)o * N, cm + (size_t)i * N, N, 7, i);
     }
     uint64_t allocations = 0;
@@ -489,7 +438,7 @@ static void *current_thread(void *p)
     current_arg *a = p;
     a->st = cubec_stream_current(a->d, &a->id);
     /* Queue a step on the current stream and return without waiting for it. */
-    if (!a->st) a->st = launch(a->d, CUBEC_STREAM_CURRENT, a->step, a->v, NONE, a->n, 3, 7);
+    if (!a->st) a->st = uint_launch(a->d, CUBEC_STREAM_CURRENT, a->step, a->v, NONE, a->n, 3, 7);
     return NULL;
 }
 
@@ -523,7 +472,7 @@ static void check_policy(cubec_device *d, int single)
                      (unsigned long long)mine);
     }
     /* The other thread's queued step is seen by this thread's stream (ordered either way). */
-    ASSERT_OK(launch(d, CUBEC_STREAM_CURRENT, k.step, v, NONE, N, 5, 1));
+    ASSERT_OK(uint_launch(d, CUBEC_STREAM_CURRENT, k.step, v, NONE, N, 5, 1));
     cpu_step(want, N, 5, 1);
     expect_words(d, CUBEC_STREAM_CURRENT, v, want, N, "steps from two threads");
     /* The explicit id of the current stream names the same stream. */
@@ -590,14 +539,14 @@ static void test_sync_one_stream(void **state)
     ASSERT_OK(cubec_buffer_create(d, a, N * 4, &x));
     ASSERT_OK(cubec_buffer_create(d, b, N * 4, &y));
     ASSERT_OK(cubec_sync(d, idle));
-    ASSERT_OK(launch(d, a, k.produce, x, NONE, N, 1, 0));
+    ASSERT_OK(uint_launch(d, a, k.produce, x, NONE, N, 1, 0));
     cpu_produce(want, N, 1, 0);
-    ASSERT_OK(launch(d, b, k.produce, y, NONE, N, 2, 0));
+    ASSERT_OK(uint_launch(d, b, k.produce, y, NONE, N, 2, 0));
     cpu_produce(wb, N, 2, 0);
     for (uint32_t j = 0; j < CHAIN; j++) {
-        ASSERT_OK(launch(d, a, k.step, x, NONE, N, 3, j));
+        ASSERT_OK(uint_launch(d, a, k.step, x, NONE, N, 3, j));
         cpu_step(want, N, 3, j);
-        ASSERT_OK(launch(d, b, k.step, y, NONE, N, 5, j));
+        ASSERT_OK(uint_launch(d, b, k.step, y, NONE, N, 5, j));
         cpu_step(wb, N, 5, j);
     }
     ASSERT_OK(cubec_sync(d, a));
@@ -662,9 +611,7 @@ static void test_metadata_arena_recycled_when_drained_by_another_slot(void **sta
     (void)state;
     cubec_device *d = open_with("CUBEC_TASKS_MAX", "2", NULL, NULL);
     kernels k = kernels_create(d);
-    cubec_kernel big;
-    cubec_kernel_desc kd = {.name = "arena_info", .glsl = arena_info_src};
-    ASSERT_OK(cubec_kernel_create(d, &kd, &big));
+    cubec_kernel big = make_kernel(d, "arena_info", arena_info_src);
     enum { N = 64, INFO = 60000, ITER = 1500, WARM = 100 };
     cubec_kernel_info ki;
     ASSERT_OK(cubec_kernel_get_info(d, big, &ki));
@@ -695,7 +642,7 @@ static void test_metadata_arena_recycled_when_drained_by_another_slot(void **sta
             want_b[i] += it + it * 64 + i % 64;
         /* Two launches on A: A is full (tasks_max 2) and drains, with B. */
         for (uint32_t j = 0; j < 2; j++) {
-            ASSERT_OK(launch(d, a, k.step, xa, NONE, N, 3, it));
+            ASSERT_OK(uint_launch(d, a, k.step, xa, NONE, N, 3, it));
             cpu_step(want_a, N, 3, it);
         }
     }
@@ -734,9 +681,7 @@ static void test_large_metadata_chain(void **state)
 {
     (void)state;
     cubec_device *d = test_device_open();
-    cubec_kernel big;
-    cubec_kernel_desc kd = {.name = "big_step", .glsl = big_step_src};
-    ASSERT_OK(cubec_kernel_create(d, &kd, &big));
+    cubec_kernel big = make_kernel(d, "big_step", big_step_src);
     enum { N = 1 << 16, LAUNCHES = 160 };
     uint32_t *want = malloc(N * 4);
     for (uint32_t i = 0; i < N; i++)
@@ -778,17 +723,6 @@ static void test_large_metadata_chain(void **state)
                  first_wrong, g, w);
 }
 
-/* x = x * 1664525 + 1013904223, `iters` times per word: work that keeps the GPU busy. */
-static const char busy_src[] =
-    KERNEL_HEAD "layout(std430, binding = 0) buffer V { uint v[]; };\n"
-                "CUBEC_INFO(uint iters;)\n"
-                "void main() {\n"
-                "  uint i = gl_GlobalInvocationID.x;\n"
-                "  uint x = v[i];\n"
-                "  for (uint k = 0u; k < info.iters; k++) x = x * 1664525u + 1013904223u;\n"
-                "  v[i] = x;\n"
-                "}\n";
-
 /* The same ring logic carries host writes on discrete GPUs (CUBEC_FORCE_STAGING=1 takes that path
  * on lavapipe): six writes of one upload-ring chunk (16 MiB) each, the first four followed by
  * work that keeps the GPU behind. The fifth write wraps to chunk 0 and waits for the first; the
@@ -797,9 +731,7 @@ static void test_staged_writes_lapping_the_upload_ring(void **state)
 {
     (void)state;
     cubec_device *d = open_with("CUBEC_FORCE_STAGING", "1", NULL, NULL);
-    cubec_kernel busy;
-    cubec_kernel_desc kd = {.name = "busy", .glsl = busy_src};
-    ASSERT_OK(cubec_kernel_create(d, &kd, &busy));
+    cubec_kernel busy = make_kernel(d, "busy", busy_src);
     enum { WRITES = 6, SIZE = 16 << 20, BUSY_WORDS = 1 << 16 };
     cubec_stream s = new_stream(d);
     cubec_buffer work, b[WRITES];
@@ -813,13 +745,7 @@ static void test_staged_writes_lapping_the_upload_ring(void **state)
             data[j] = i * 0x01010101u + j;
         ASSERT_OK(cubec_write(d, s, b[i], 0, data, SIZE));
         if (i < 4) {
-            cubec_launch_desc ld = {.kernel = busy,
-                                    .buffers = &work,
-                                    .buffer_count = 1,
-                                    .info = &iters,
-                                    .info_size = 4,
-                                    .groups = {BUSY_WORDS / 64, 1, 1}};
-            ASSERT_OK(cubec_launch(d, s, &ld));
+            ASSERT_OK(busy_launch(d, s, busy, work, BUSY_WORDS, iters)); /* keeps the GPU behind */
             ASSERT_OK(cubec_flush(d, s));
         }
     }
