@@ -15,7 +15,9 @@
  *    would: write a batch, queue both layers, read the logits. Work on one stream runs in order,
  *    and cubec orders each layer after the writes it depends on, so the loop contains no explicit
  *    synchronization at all.
- *  - the same passes queued back to back and waited for once, to show what batching saves. */
+ *  - the same passes queued back to back and waited for once, to show what batching saves;
+ *  - the pass captured into a graph and replayed with fresh inputs (one submission per replay),
+ *    and the GPU time of one replay measured with a profile. */
 #include <cubec/cubec.h>
 
 #include <inttypes.h>
@@ -207,6 +209,7 @@ int main(void)
     cubec_device *device = NULL;
     mlp net;
     memset(&net, 0, sizeof net); /* zero handles: safe to release from any point below */
+    cubec_graph graph = {0};
 
     /* Host data. Weights are uniform in +-1/sqrt(fan_in), which keeps activations of order one
      * through both layers (the usual initialization, and good for a meaningful check). */
@@ -328,6 +331,37 @@ int main(void)
         goto done;
     }
 
+    /* A graph: the forward pass captured once and replayed. The passes above were the warm-up
+     * (pipelines made, buffers placed); prepare drains the stream, the pass between prepare and
+     * begin runs for real, the one between begin and end is recorded. A replay is one
+     * submission whatever the number of launches, ordered with the stream's writes and reads. */
+    if (failed(cubec_graph_prepare(device, stream), "cubec_graph_prepare")) goto done;
+    if (failed(queue_forward(device, stream, &net), "warm-up pass")) goto done;
+    if (failed(cubec_graph_begin(device, stream), "cubec_graph_begin")) goto done;
+    if (failed(queue_forward(device, stream, &net), "captured pass")) goto done;
+    if (failed(cubec_graph_end(device, stream, &graph), "cubec_graph_end")) goto done;
+    double replay_s = 0.0;
+    for (int it = 0; it < ITERATIONS; it++) {
+        if (failed(cubec_write(device, stream, net.x, 0, x, sizeof x), "cubec_write(x)")) goto done;
+        t0 = now_seconds();
+        if (failed(cubec_graph_replay(device, stream, graph), "cubec_graph_replay")) goto done;
+        replay_s += now_seconds() - t0;
+        if (failed(cubec_read(device, stream, net.logits, 0, logits, sizeof logits), "cubec_read"))
+            goto done;
+        if (memcmp(logits, first_logits, sizeof logits) != 0) {
+            fprintf(stderr, "mlp: FAILED: replay %d gave different logits than the first pass\n",
+                    it);
+            goto done;
+        }
+    }
+    /* The GPU time of one replay, from timestamps around it (cubec_profile_*). */
+    cubec_profile profile;
+    cubec_profile_result measured;
+    if (failed(cubec_profile_begin(device, stream, &profile), "cubec_profile_begin")) goto done;
+    if (failed(cubec_graph_replay(device, stream, graph), "cubec_graph_replay")) goto done;
+    if (failed(cubec_profile_end(device, stream, profile, &measured), "cubec_profile_end"))
+        goto done;
+
     /* Check against the CPU. */
     double max_error = 0.0;
     int bad = 0;
@@ -370,6 +404,11 @@ int main(void)
            mean_s * 1e3, best_s * 1e3, ITERATIONS);
     printf("  per queued pass     %8.3f ms (%d passes queued, one sync), %.2f GFLOP/s\n",
            queued_s * 1e3, ITERATIONS, flops / queued_s * 1e-9);
+    printf("  replay of the graph %8.3f ms host time per call (%d replays)\n",
+           replay_s / ITERATIONS * 1e3, ITERATIONS);
+    printf("  one replay          %8.3f ms of %s time (cubec_profile)\n",
+           (double)measured.duration_ns * 1e-6,
+           measured.method == CUBEC_TIMING_DEVICE ? "device" : "host");
     exit_code = EXIT_SUCCESS;
 
 done:
@@ -380,6 +419,8 @@ done:
             if (failed(cubec_buffer_release(device, buffers[i]), "cubec_buffer_release"))
                 exit_code = EXIT_FAILURE;
         }
+        if (failed(cubec_graph_destroy(device, stream, graph), "cubec_graph_destroy"))
+            exit_code = EXIT_FAILURE;
         if (failed(cubec_kernel_destroy(device, net.linear), "cubec_kernel_destroy"))
             exit_code = EXIT_FAILURE;
         if (failed(cubec_kernel_destroy(device, net.linear_relu), "cubec_kernel_destroy"))
