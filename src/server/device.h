@@ -106,7 +106,20 @@ typedef struct bound_range {
     alloc_obj *alloc;
     uint64_t offset; /* in the page */
     uint64_t size;
+    /* Leading bytes that are bound but not accessed: the builtin copy and fill kernels bind from
+     * an aligned offset below the range they write. Hazards, failures and holds use the accessed
+     * bytes only (bound_start/bound_bytes). */
+    uint32_t lead;
 } bound_range;
+
+static inline uint64_t bound_start(const bound_range *r)
+{
+    return r->offset + r->lead;
+}
+static inline uint64_t bound_bytes(const bound_range *r)
+{
+    return r->size - r->lead;
+}
 
 #define TASK_INLINE_INFO 256
 
@@ -189,8 +202,12 @@ typedef struct submitter {
     uint32_t head, count;
     atomic_uint pushed; /* bumped by every push: the thread polls it before sleeping */
     uint64_t submit_ns, submissions;
-    VkResult failed; /* the first failed submission not yet reported */
-    uint64_t failed_graph, failed_value;
+    /* Failed submissions not yet reported to the device (a ring; more than fit are counted). */
+    struct {
+        VkResult result;
+        uint64_t graph, value;
+    } failures[16];
+    uint32_t failure_count, failures_dropped;
 } submitter;
 
 /* A range a graph binds: its replays read or write it (server/graph.c). */
@@ -443,6 +460,7 @@ typedef struct launch_args {
     uint32_t groups[3];
     buffer_obj *indirect;
     uint64_t indirect_offset;
+    const uint32_t *leads; /* per buffer: bytes bound but not accessed (NULL: none) */
 } launch_args;
 /* Queues a launch on `slot` (arguments were checked by api/). */
 cubec_status server_launch(cubec_device *d, uint32_t slot, const launch_args *a);
@@ -551,14 +569,16 @@ void server_graph_doom(cubec_device *d, uint32_t slot, cubec_code code, const ch
 cubec_status submitter_push(cubec_device *d, VkCommandBuffer cmd, uint64_t value, uint64_t graph);
 /* Returns once everything pushed is submitted: call before any other vkQueueSubmit. */
 void submitter_quiesce(cubec_device *d);
-/* The first replay submission that failed since the last call (its graph's number), or NULL. */
-cubec_status submitter_take_failure(cubec_device *d, uint64_t *out_graph);
+/* A replay submission that failed and was not reported yet (its graph's number and timeline
+ * value), or NULL. */
+cubec_status submitter_take_failure(cubec_device *d, uint64_t *out_graph, uint64_t *out_value);
 /* Submits what is left and joins the thread. */
 void submitter_stop(cubec_device *d);
 /* Reads the launch timestamps of finished replays (before the trace is written at close). */
 void server_graphs_read_timing(cubec_device *d);
-/* A replay of graph #number was not submitted: its outputs carry `err`. */
-void server_graph_replay_lost(cubec_device *d, uint64_t number, cubec_status err);
+/* The replay of graph #number that would have signalled `value` was not submitted: its outputs
+ * carry `err`, except what later work wrote again. Consumes `err`. */
+void server_graph_replay_lost(cubec_device *d, uint64_t number, uint64_t value, cubec_status err);
 
 /* server/timeline.c */
 cubec_status timeline_init(cubec_device *d);

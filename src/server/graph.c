@@ -259,30 +259,33 @@ cubec_status server_graph_begin(cubec_device *d, uint32_t slot)
     return NULL;
 }
 
-/* 1 when an earlier launch of the graph wrote all of [offset, +size) of `a`: a read of it then
- * sees the graph's own data, not an input. */
-static int written_before(const graph_obj *g, const alloc_obj *a, uint64_t offset, uint64_t size)
+/* 1 when earlier launches of the graph (the first `limit` uses) wrote all of [offset, +size) of
+ * `a`, in one range or several: a read of it then sees the graph's own data, not an input. */
+static int written_before(const graph_obj *g, uint32_t limit, const alloc_obj *a, uint64_t offset,
+                          uint64_t size)
 {
-    for (uint32_t i = 0; i < g->use_count; i++) {
-        const graph_use *u = &g->uses[i];
-        if (u->alloc == a && u->write && u->offset <= offset &&
-            offset + size <= u->offset + u->size)
-            return 1;
+    uint64_t at = offset, end = offset + size;
+    while (at < end) {
+        uint64_t reach = at;
+        for (uint32_t i = 0; i < limit; i++) {
+            const graph_use *u = &g->uses[i];
+            if (u->alloc == a && u->write && u->offset <= at && u->offset + u->size > reach)
+                reach = u->offset + u->size;
+        }
+        if (reach == at) return 0; /* a byte no earlier write covers */
+        at = reach;
     }
-    return 0;
+    return 1;
 }
 
 static cubec_status add_use(graph_obj *g, alloc_obj *a, uint64_t offset, uint64_t size, int write,
-                            int read)
+                            int input)
 {
-    /* A range is an input when the graph reads it before writing it (a read-write binding reads
-     * first); its failure skips a replay. */
-    int input = read && !written_before(g, a, offset, size);
     /* Launches of one graph bind the same ranges again and again: one entry per range. */
     for (uint32_t i = g->use_count; i-- > 0;) {
         graph_use *u = &g->uses[i];
         if (u->alloc == a && u->offset == offset && u->size == size) {
-            u->input |= input && !u->write;
+            u->input |= input;
             u->write |= write;
             return NULL;
         }
@@ -372,28 +375,39 @@ static cubec_status descriptor_pool(cubec_device *d, graph_obj *g, VkDescriptorP
     return NULL;
 }
 
-/* The ranges a task reads and writes become the graph's. */
+/* The ranges a task reads and writes become the graph's. A range the task reads is an input
+ * when no earlier launch of the graph wrote it (the task's own bindings do not count: a launch
+ * reads its inputs before it writes); a failure on an input skips a replay. */
 static cubec_status note_uses(graph_obj *g, const task *t)
 {
     uint32_t n = t->kind == TASK_TRANSFER_COPY ? 2 : t->count;
-    for (uint32_t i = 0; i < n; i++) {
-        int write = (t->write_mask >> i) & 1;
-        int read =
-            t->kind == TASK_TRANSFER_COPY ? i == 0 : (t->entry->refl.access[i] & CUBEC_ACCESS_READ);
-        RETURN_IF_ERROR(add_use(g, t->b[i].alloc, t->b[i].offset, t->b[i].size, write, read));
+    uint32_t before = g->use_count;
+    int input[33];
+    for (uint32_t i = 0; i <= n; i++) {
+        const bound_range *r = i < n ? &t->b[i] : &t->indirect;
+        int read = i == n ? r->alloc != NULL
+                   : t->kind == TASK_TRANSFER_COPY
+                       ? i == 0
+                       : (t->entry->refl.access[i] & CUBEC_ACCESS_READ) != 0;
+        input[i] = read && r->alloc &&
+                   !written_before(g, before, r->alloc, bound_start(r), bound_bytes(r));
     }
+    for (uint32_t i = 0; i < n; i++)
+        RETURN_IF_ERROR(add_use(g, t->b[i].alloc, bound_start(&t->b[i]), bound_bytes(&t->b[i]),
+                                (t->write_mask >> i) & 1, input[i]));
     if (t->indirect.alloc)
-        RETURN_IF_ERROR(add_use(g, t->indirect.alloc, t->indirect.offset, 12, 0, 1));
+        RETURN_IF_ERROR(add_use(g, t->indirect.alloc, t->indirect.offset, 12, 0, input[n]));
     return NULL;
 }
 
-/* Room for what a timed launch is, for the trace (the queries' index is stamp_count). */
-static cubec_status stamp_launch(graph_obj *g, const task *t)
+/* Room for what a timed launch is, for the trace (the queries' index is stamp_count). Returns 0
+ * when out of memory: the launch then goes untimed. */
+static int stamp_launch(graph_obj *g, const task *t)
 {
     if (g->stamp_count == g->stamp_cap) {
         uint32_t cap = g->stamp_cap ? g->stamp_cap * 2 : 64;
         launch_stamp *n = realloc(g->stamps, cap * sizeof *n);
-        if (!n) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (graph timing)");
+        if (!n) return 0;
         g->stamps = n;
         g->stamp_cap = cap;
     }
@@ -404,7 +418,7 @@ static cubec_status stamp_launch(graph_obj *g, const task *t)
     memcpy(s->groups, t->groups, sizeof s->groups);
     s->indirect = t->indirect.alloc != NULL;
     s->record_ns = 0;
-    return NULL;
+    return 1;
 }
 
 /* The launches of the copy's finished replay go to the trace and the summary. */
@@ -446,8 +460,8 @@ cubec_status server_graph_record(cubec_device *d, uint32_t slot, task *t)
     }
     VkDescriptorPool pool = VK_NULL_HANDLE;
     if (!err) err = descriptor_pool(d, g, &pool);
-    int timed = !err && g->queries[0] && g->stamp_count < GRAPH_TIMED_LAUNCHES &&
-                stamp_launch(g, t) == NULL;
+    int timed =
+        !err && g->queries[0] && g->stamp_count < GRAPH_TIMED_LAUNCHES && stamp_launch(g, t);
     for (int c = 0; c < GRAPH_COPIES && !err; c++) {
         recorder rec = {g->cmd[c], &g->bound[c], pool, &g->hazards[c]};
         if (timed)
@@ -569,6 +583,7 @@ static failure *replay_input_failure(const graph_obj *g, uint64_t stream)
 
 cubec_status server_graph_replay(cubec_device *d, uint32_t slot, uint64_t id)
 {
+    uint64_t stream = d->resolved_stream; /* the waits below may let other threads change it */
     /* Bound how far replays run ahead of the GPU, like batches (max_inflight_tasks). Before the
      * lookup: the wait may let other threads in. */
     if (d->next_value > d->completed_value + d->max_batches) {
@@ -588,7 +603,9 @@ cubec_status server_graph_replay(cubec_device *d, uint32_t slot, uint64_t id)
         RETURN_IF_ERROR(lookup(d, id, "cubec_graph_replay", &g));
         copy = g->next_copy;
     }
-    uint64_t stream = d->resolved_stream;
+    d->resolved_stream = stream;
+    /* A capture may have begun on the slot while this thread waited. */
+    RETURN_IF_ERROR(server_graph_refuse(d, slot, "cubec_graph_replay"));
     uint64_t t0 = d->trace ? server_now_ns() : 0;
     /* Ordered after the stream's queued work and after queued writers of what it binds. */
     uint32_t slots[64] = {slot};
@@ -656,14 +673,18 @@ cubec_status server_graph_replay(cubec_device *d, uint32_t slot, uint64_t id)
     return NULL;
 }
 
-void server_graph_replay_lost(cubec_device *d, uint64_t number, cubec_status err)
+void server_graph_replay_lost(cubec_device *d, uint64_t number, uint64_t value, cubec_status err)
 {
     LOG(LOG_ERROR, LOG_SYS_STREAMS, "graph #%" PRIu64 ": %s", number, cubec_status_message(err));
     failure *f = failure_new(cubec_status_code(err), "replay of graph #%" PRIu64 " failed: %s",
                              number, cubec_status_message(err));
-    for (uint32_t i = 0; i < d->graphs.count; i++) {
+    for (uint32_t i = 0; number && i < d->graphs.count; i++) {
         graph_obj *g = d->graphs.slots[i].object;
-        if (g && g->number == number) taint_writes(g, f);
+        if (!g || g->number != number) continue;
+        /* What later work wrote again (a later replay, a write) is not this replay's loss. */
+        for (uint32_t u = 0; u < g->use_count; u++)
+            if (g->uses[u].write && g->uses[u].alloc->last_write <= value)
+                server_taint(g->uses[u].alloc, g->uses[u].offset, g->uses[u].size, f);
     }
     server_profiles_poison(d, NO_SLOT, f);
     failure_release(f);
@@ -680,7 +701,9 @@ cubec_status server_graph_destroy(cubec_device *d, uint32_t slot, uint64_t id)
      * let other threads in; the graph is no longer reachable by them. */
     cubec_status err = sub_wait(d, g->last_value);
     if (err) {
-        /* The device is lost: nothing runs any more. */
+        /* The device is lost: nothing runs any more. The submission thread must have let go of
+         * the queue and of this graph's command buffers first. */
+        submitter_quiesce(d);
         vkDeviceWaitIdle(d->vk.device);
     } else {
         for (int c = 0; c < GRAPH_COPIES; c++)

@@ -81,6 +81,7 @@ static void hold(bound_range *r, alloc_obj *a, uint64_t offset, uint64_t size)
     r->alloc = a;
     r->offset = offset;
     r->size = size;
+    r->lead = 0;
     a->refs++;
 }
 
@@ -167,6 +168,7 @@ cubec_status server_launch(cubec_device *d, uint32_t slot, const launch_args *a)
     for (uint32_t i = 0; i < a->buffer_count; i++) {
         const buffer_obj *b = a->buffers[i];
         hold(&t->b[i], b->alloc, buffer_device_offset(b), b->size);
+        if (a->leads) t->b[i].lead = a->leads[i];
         if (e->refl.access[i] & CUBEC_ACCESS_WRITE) t->write_mask |= 1u << i;
     }
     t->indirect.alloc = NULL;
@@ -201,7 +203,7 @@ static void taint_outputs(task *t, failure *f)
     uint32_t n = task_bindings(t);
     for (uint32_t i = 0; i < n; i++)
         if ((t->write_mask >> i) & 1) {
-            server_taint(t->b[i].alloc, t->b[i].offset, t->b[i].size, f);
+            server_taint(t->b[i].alloc, bound_start(&t->b[i]), bound_bytes(&t->b[i]), f);
             t->b[i].alloc->queued_writer = NO_SLOT;
         }
 }
@@ -219,7 +221,7 @@ failure *server_task_input_failure(const task *t)
                                  : (t->entry->refl.access[i] & CUBEC_ACCESS_READ) != 0)
                           : r->alloc != NULL;
         if (!input || !r->alloc) continue;
-        failure *cause = server_failure_of(r->alloc, r->offset, r->size);
+        failure *cause = server_failure_of(r->alloc, bound_start(r), bound_bytes(r));
         if (!cause) continue;
         return failure_chain(cause,
                              "launch \"%s\" on stream %" PRIu64
@@ -292,7 +294,8 @@ cubec_status server_emit_task(cubec_device *d, const recorder *rec, const task *
     for (uint32_t i = 0; i < n; i++) {
         vk_page *p = t->b[i].alloc->mem.page;
         infos[i] = (VkDescriptorBufferInfo){p->buffer, t->b[i].offset, t->b[i].size};
-        ranges[i] = (hazard_range){p, t->b[i].offset, t->b[i].size, (t->write_mask >> i) & 1};
+        ranges[i] = (hazard_range){p, bound_start(&t->b[i]), bound_bytes(&t->b[i]),
+                                   (t->write_mask >> i) & 1};
     }
     uint32_t nr = n;
     if (t->indirect.alloc)
@@ -353,9 +356,9 @@ cubec_status server_record_task(cubec_device *d, task *t)
         if (write) {
             r->alloc->last_write = d->next_value;
             r->alloc->queued_writer = NO_SLOT;
-            server_untaint(r->alloc, r->offset, r->size);
+            server_untaint(r->alloc, bound_start(r), bound_bytes(r));
         }
-        if (!err) err = server_hold(d, d->open, r->alloc, r->offset, r->size, write);
+        if (!err) err = server_hold(d, d->open, r->alloc, bound_start(r), bound_bytes(r), write);
     }
     if (t->indirect.alloc) t->indirect.alloc->last_use = d->next_value;
     d->stats.tasks++;
@@ -378,10 +381,12 @@ static cubec_status word_launch(cubec_device *d, uint32_t slot, const pipeline_e
     buffer_obj views[2];
     buffer_obj *bufs[2];
     uint32_t info[3];
+    uint32_t leads[2];
     uint32_t nb = 0;
     uint64_t dst_base = align_down(dst_abs, a);
     if (src) {
         uint64_t src_base = align_down(src_abs, a);
+        leads[nb] = (uint32_t)(src_abs - src_base);
         views[0] = (buffer_obj){src->alloc, src_base - src->alloc->mem.offset,
                                 src_abs - src_base + bytes, 1};
         bufs[nb++] = &views[0];
@@ -395,6 +400,7 @@ static cubec_status word_launch(cubec_device *d, uint32_t slot, const pipeline_e
     }
     views[1] =
         (buffer_obj){dst->alloc, dst_base - dst->alloc->mem.offset, dst_abs - dst_base + bytes, 1};
+    leads[nb] = (uint32_t)(dst_abs - dst_base);
     bufs[nb++] = &views[1];
     uint64_t count = bytes / word;
     uint64_t groups = (count + 255) / 256;
@@ -407,7 +413,8 @@ static cubec_status word_launch(cubec_device *d, uint32_t slot, const pipeline_e
                       .buffers = bufs,
                       .buffer_count = nb,
                       .info = info,
-                      .groups = {(uint32_t)groups, 1, 1}};
+                      .groups = {(uint32_t)groups, 1, 1},
+                      .leads = leads};
     return server_launch(d, slot, &la);
 }
 

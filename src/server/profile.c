@@ -220,8 +220,15 @@ cubec_status server_profile_end(cubec_device *d, uint32_t slot, uint64_t id,
     cubec_status err = NULL;
     cubec_profile_result r = {.method = d->timing};
     if (d->timing == CUBEC_TIMING_SYSTEM) {
+        uint64_t begin_ns = p->begin_ns;
         err = sync_slot(d, slot);
-        r.begin_ns = p->begin_ns;
+        /* The wait may let other threads in (an abandon of this profile among them). */
+        p = handle_table_get(&d->profiles, id);
+        if (!p)
+            return err ? err
+                       : INVALID_ARG("cubec_profile_end: the profile was abandoned by "
+                                     "another thread while it ended");
+        r.begin_ns = begin_ns;
         r.end_ns = server_now_ns();
     } else {
         err = queue_timestamp(d, slot, id, 1);

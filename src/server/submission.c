@@ -64,13 +64,15 @@ void sub_poll(cubec_device *d)
         d->completed_value = v;
     if (d->deferred_count) server_run_deferred_frees(d);
     if (d->submitter.started) {
-        uint64_t graph = 0;
-        cubec_status lost = submitter_take_failure(d, &graph);
-        if (lost) server_graph_replay_lost(d, graph, lost);
+        uint64_t graph = 0, value = 0;
+        cubec_status lost;
+        while ((lost = submitter_take_failure(d, &graph, &value)) != NULL)
+            server_graph_replay_lost(d, graph, value, lost);
     }
     if (d->time_launches)
         for (uint32_t i = 0; i < d->batch_count; i++)
-            if (d->batches[i].stamp_count && d->batches[i].value <= d->completed_value)
+            if (d->batches[i].stamp_count && d->batches[i].value &&
+                d->batches[i].value <= d->completed_value)
                 timeline_harvest(d, &d->batches[i]);
     /* Everything submitted finished and nothing is open: no earlier command can conflict. */
     if (!d->open && d->completed_value + 1 >= d->next_value) hazard_reset(&d->hazards);

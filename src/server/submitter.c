@@ -75,10 +75,14 @@ static void *submitter_main(void *arg)
         s->busy = 0;
         s->submit_ns += spent;
         s->submissions++;
-        if (r != VK_SUCCESS && !s->failed) {
-            s->failed = r;
-            s->failed_graph = item.graph;
-            s->failed_value = item.value;
+        if (r != VK_SUCCESS) {
+            if (s->failure_count < sizeof s->failures / sizeof s->failures[0]) {
+                s->failures[s->failure_count].result = r;
+                s->failures[s->failure_count].graph = item.graph;
+                s->failures[s->failure_count].value = item.value;
+                s->failure_count++;
+            } else
+                s->failures_dropped++;
         }
         pthread_cond_broadcast(&s->idle);
     }
@@ -122,17 +126,37 @@ void submitter_quiesce(cubec_device *d)
     pthread_mutex_unlock(&s->lock);
 }
 
-cubec_status submitter_take_failure(cubec_device *d, uint64_t *out_graph)
+cubec_status submitter_take_failure(cubec_device *d, uint64_t *out_graph, uint64_t *out_value)
 {
     submitter *s = &d->submitter;
     if (!s->started) return NULL;
     pthread_mutex_lock(&s->lock);
-    VkResult r = s->failed;
-    uint64_t graph = s->failed_graph, value = s->failed_value;
-    s->failed = VK_SUCCESS;
+    VkResult r = VK_SUCCESS;
+    uint64_t graph = 0, value = 0;
+    uint32_t dropped = s->failures_dropped;
+    if (s->failure_count) {
+        r = s->failures[0].result;
+        graph = s->failures[0].graph;
+        value = s->failures[0].value;
+        s->failure_count--;
+        memmove(&s->failures[0], &s->failures[1], s->failure_count * sizeof s->failures[0]);
+    } else if (dropped) {
+        s->failures_dropped = 0;
+    }
     pthread_mutex_unlock(&s->lock);
-    if (r == VK_SUCCESS) return NULL;
+    if (r == VK_SUCCESS && !dropped) return NULL;
+    if (r == VK_SUCCESS) {
+        /* More failures than the ring holds: which outputs they leave unwritten is unknown, so
+         * the device is treated as lost (a failing vkQueueSubmit nearly always means that). */
+        *out_graph = 0;
+        *out_value = 0;
+        return status_make(CUBEC_DEVICE_LOST,
+                           "%u replay submissions failed beyond the ones reported; the device is "
+                           "treated as lost",
+                           dropped);
+    }
     *out_graph = graph;
+    *out_value = value;
     return status_annotate(vk_status(r, "vkQueueSubmit(graph replay)"),
                            "the replay signalling timeline value %" PRIu64 " was not submitted",
                            value);
