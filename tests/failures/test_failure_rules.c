@@ -18,7 +18,10 @@
  * Three tests guard what these tests found: test_successful_relaunch_clears_failure (spec 5.3: a
  * launch that runs releases the failure of what it writes), test_page_fault_fails_buffer_creation
  * (a single injected page fault is absorbed by the out-of-memory retry, or fails the creation
- * naming it) and test_fault_environment_refuses_negative_numbers. */
+ * naming it) and test_fault_environment_refuses_negative_numbers. Three guard what a review found
+ * about fills and copies of a range below the storage offset alignment
+ * (test_unaligned_write_keeps_failure_before_it, test_lost_unaligned_write_taints_only_its_bytes,
+ * test_copy_not_skipped_for_failure_before_its_source). */
 #include "launch_util.h"
 #include "test_util.h"
 #include "uint_kernels.h"
@@ -471,6 +474,178 @@ static void test_host_write_clears_only_its_range(void **state)
     expect_words(d, s, y.h, fresh, "y after every range was rewritten");
     ASSERT_OK(cubec_buffer_release(d, y.h));
     kernels_destroy(d, k);
+    test_device_close(d);
+}
+
+/* Found in review: fills and copies of a range that does not start on the storage offset
+ * alignment (bytes [8, 16) here; the alignment is at least 16) bind their builtin kernel from the
+ * aligned offset below the range. Only the bytes they access may be tainted, cleared or checked
+ * (spec 5.3): a write of [8, 16) must not clear the failure of [0, 8), a lost write of [8, 16)
+ * must not taint [0, 8), and a failure on [0, 8) of a copy's source must not skip a copy of
+ * [8, 16). Each is checked for a fill, for cubec_copy, and for the builtin copy kernel: on a CPU
+ * device cubec_copy is a transfer, so OP_COPY_KERNEL presents the device as another type for the
+ * call and takes the path of GPUs. */
+typedef enum range_op { OP_FILL, OP_COPY, OP_COPY_KERNEL, OP_COUNT } range_op;
+static const char *const range_op_names[OP_COUNT] = {"cubec_fill", "cubec_copy",
+                                                     "cubec_copy (builtin kernel)"};
+#define RANGE_AT 8u    /* bytes [RANGE_AT, RANGE_AT + RANGE_BYTES) are written */
+#define RANGE_BYTES 8u /* words 2 and 3 */
+#define RANGE_PATTERN 0x22222222u
+
+/* Writes bytes [RANGE_AT, +RANGE_BYTES) of `dst` with `op`: a fill of RANGE_PATTERN, or a copy
+ * of the same bytes of `src`. */
+static cubec_status write_range(cubec_device *d, cubec_stream s, range_op op, cubec_buffer src,
+                                cubec_buffer dst)
+{
+    if (op == OP_FILL) return cubec_fill(d, s, dst, RANGE_AT, RANGE_BYTES, RANGE_PATTERN);
+    cubec_device_type type = d->info.type;
+    if (op == OP_COPY_KERNEL) d->info.type = CUBEC_DEVICE_TYPE_OTHER;
+    cubec_status st = cubec_copy(d, s, src, RANGE_AT, dst, RANGE_AT, RANGE_BYTES);
+    d->info.type = type;
+    return st;
+}
+
+/* The model of write_range: `ref` (N words) with the range written from `src` (N words). */
+static void model_range(range_op op, const uint32_t *src, uint32_t *ref)
+{
+    for (uint32_t i = RANGE_AT / 4; i < (RANGE_AT + RANGE_BYTES) / 4; i++)
+        ref[i] = op == OP_FILL ? RANGE_PATTERN : src[i];
+}
+
+/* Loses the submission of a fill of bytes [0, RANGE_AT) of `b`, so that they carry a failure;
+ * returns the root of its chain. */
+static void lose_fill_of_head(cubec_device *d, cubec_stream s, cubec_buffer b, char *root,
+                              size_t size)
+{
+    ASSERT_OK(cubec_sync(d, s));
+    uint64_t call = arm_next(d, CUBEC_FAULT_SUBMIT);
+    ASSERT_OK(cubec_fill(d, s, b, 0, RANGE_AT, 0x11111111u));
+    ASSERT_ERROR(cubec_sync(d, s), CUBEC_INTERNAL, "injected fault: submit call #");
+    lost_root(root, size, call);
+    uint32_t got[RANGE_AT / 4];
+    ASSERT_ERROR(cubec_read(d, s, b, 0, got, RANGE_AT), CUBEC_INTERNAL, root);
+}
+
+/* A fill or copy of [8, 16) leaves the failure of [0, 8) where it is. */
+static void test_unaligned_write_keeps_failure_before_it(void **state)
+{
+    (void)state;
+    cubec_device *d = open_device();
+    cubec_stream s = new_stream(d);
+    uint32_t base[N], src_words[N], ref[N], got[N];
+    cpu_produce(base, N, 7, 3);
+    cpu_produce(src_words, N, 5, 11);
+    tbuf src = make_buffer(d, s, src_words);
+    for (int op = 0; op < OP_COUNT; op++) {
+        printf("  %s of bytes [8, 16)\n", range_op_names[op]);
+        tbuf b = make_buffer(d, s, base);
+        char root[256], what[128];
+        lose_fill_of_head(d, s, b.h, root, sizeof root);
+        ASSERT_OK(write_range(d, s, op, src.h, b.h));
+        ASSERT_OK(cubec_sync(d, s));
+        memcpy(ref, base, sizeof ref);
+        model_range(op, src_words, ref);
+        /* Bytes [0, 8) were not written: they still fail, and so does the whole buffer. */
+        char want[512];
+        snprintf(want, sizeof want, "read of buffer #%" PRIu64 ": not written: %s", b.number, root);
+        snprintf(what, sizeof what, "read of bytes [0, 8) after the %s of [8, 16)",
+                 range_op_names[op]);
+        expect_message(cubec_read(d, s, b.h, 0, got, RANGE_AT), CUBEC_INTERNAL, want, what);
+        ASSERT_ERROR(cubec_read(d, s, b.h, 0, got, BYTES), CUBEC_INTERNAL, root);
+        ASSERT_ERROR(cubec_check(d, &b.h, 1), CUBEC_INTERNAL, root);
+        snprintf(what, sizeof what, "bytes [8, %u) after the %s", (unsigned)BYTES,
+                 range_op_names[op]);
+        expect_range_in(d, s, b.h, N, RANGE_AT / 4, N - RANGE_AT / 4, ref + RANGE_AT / 4, what);
+        /* A host write of [0, 8) clears the failure: the buffer is what the model says. */
+        ASSERT_OK(cubec_write(d, s, b.h, 0, base, RANGE_AT));
+        ASSERT_OK(cubec_check(d, &b.h, 1));
+        snprintf(what, sizeof what, "the buffer after the %s and a write of [0, 8)",
+                 range_op_names[op]);
+        expect_words(d, s, b.h, ref, what);
+        ASSERT_OK(cubec_buffer_release(d, b.h));
+    }
+    expect_words(d, s, src.h, src_words, "the copies' source");
+    ASSERT_OK(cubec_buffer_release(d, src.h));
+    test_device_close(d);
+}
+
+/* A fill or copy of [8, 16) that is lost with its submission taints [8, 16) only. */
+static void test_lost_unaligned_write_taints_only_its_bytes(void **state)
+{
+    (void)state;
+    cubec_device *d = open_device();
+    cubec_stream s = new_stream(d);
+    uint32_t base[N], src_words[N], ref[N], got[N];
+    cpu_produce(base, N, 3, 9);
+    cpu_produce(src_words, N, 11, 5);
+    tbuf src = make_buffer(d, s, src_words);
+    for (int op = 0; op < OP_COUNT; op++) {
+        printf("  lost %s of bytes [8, 16)\n", range_op_names[op]);
+        tbuf b = make_buffer(d, s, base);
+        char root[256], what[128];
+        ASSERT_OK(cubec_sync(d, s));
+        uint64_t call = arm_next(d, CUBEC_FAULT_SUBMIT);
+        ASSERT_OK(write_range(d, s, op, src.h, b.h));
+        ASSERT_ERROR(cubec_sync(d, s), CUBEC_INTERNAL, "injected fault: submit call #");
+        lost_root(root, sizeof root, call);
+        char want[512];
+        snprintf(want, sizeof want, "read of buffer #%" PRIu64 ": not written: %s", b.number, root);
+        snprintf(what, sizeof what, "read of bytes [8, 16) after a lost %s", range_op_names[op]);
+        expect_message(cubec_read(d, s, b.h, RANGE_AT, got, RANGE_BYTES), CUBEC_INTERNAL, want,
+                       what);
+        ASSERT_ERROR(cubec_check(d, &b.h, 1), CUBEC_INTERNAL, root);
+        /* The bytes around the lost range keep what they held. */
+        snprintf(what, sizeof what, "bytes [0, 8) before a lost %s", range_op_names[op]);
+        expect_range_in(d, s, b.h, N, 0, RANGE_AT / 4, base, what);
+        const uint32_t after = (RANGE_AT + RANGE_BYTES) / 4;
+        snprintf(what, sizeof what, "bytes after a lost %s", range_op_names[op]);
+        expect_range_in(d, s, b.h, N, after, N - after, base + after, what);
+        /* Done again, it clears the failure. */
+        ASSERT_OK(write_range(d, s, op, src.h, b.h));
+        ASSERT_OK(cubec_sync_check(d, s, &b.h, 1));
+        memcpy(ref, base, sizeof ref);
+        model_range(op, src_words, ref);
+        snprintf(what, sizeof what, "the buffer after the %s was done again", range_op_names[op]);
+        expect_words(d, s, b.h, ref, what);
+        ASSERT_OK(cubec_buffer_release(d, b.h));
+    }
+    expect_words(d, s, src.h, src_words, "the copies' source (only read)");
+    ASSERT_OK(cubec_buffer_release(d, src.h));
+    test_device_close(d);
+}
+
+/* A copy of source bytes [8, 16) runs when the source's bytes [0, 8) carry a failure: its input
+ * is fine. */
+static void test_copy_not_skipped_for_failure_before_its_source(void **state)
+{
+    (void)state;
+    cubec_device *d = open_device();
+    cubec_stream s = new_stream(d);
+    uint32_t base[N], src_words[N], ref[N], got[N];
+    cpu_produce(base, N, 13, 1);
+    cpu_produce(src_words, N, 17, 2);
+    for (int op = OP_COPY; op <= OP_COPY_KERNEL; op++) {
+        printf("  %s of source bytes [8, 16)\n", range_op_names[op]);
+        tbuf src = make_buffer(d, s, src_words);
+        tbuf dst = make_buffer(d, s, base);
+        char root[256], what[128];
+        lose_fill_of_head(d, s, src.h, root, sizeof root);
+        uint64_t skipped = d->stats.skipped;
+        ASSERT_OK(write_range(d, s, op, src.h, dst.h));
+        ASSERT_OK(cubec_sync(d, s));
+        assert_int_equal(d->stats.skipped, skipped);
+        ASSERT_OK(cubec_check(d, &dst.h, 1));
+        memcpy(ref, base, sizeof ref);
+        model_range(op, src_words, ref);
+        snprintf(what, sizeof what, "the destination of the %s", range_op_names[op]);
+        expect_words(d, s, dst.h, ref, what);
+        /* The source keeps its failure before the range, and its words from the range on. */
+        ASSERT_ERROR(cubec_read(d, s, src.h, 0, got, RANGE_AT), CUBEC_INTERNAL, root);
+        expect_range_in(d, s, src.h, N, RANGE_AT / 4, N - RANGE_AT / 4, src_words + RANGE_AT / 4,
+                        "the source from byte 8 on");
+        ASSERT_OK(cubec_buffer_release(d, src.h));
+        ASSERT_OK(cubec_buffer_release(d, dst.h));
+    }
     test_device_close(d);
 }
 
@@ -1007,6 +1182,9 @@ int main(void)
         /* (b) */
         cmocka_unit_test(test_failed_write_taints_destination),
         cmocka_unit_test(test_host_write_clears_only_its_range),
+        cmocka_unit_test(test_unaligned_write_keeps_failure_before_it),
+        cmocka_unit_test(test_lost_unaligned_write_taints_only_its_bytes),
+        cmocka_unit_test(test_copy_not_skipped_for_failure_before_its_source),
         /* (c) */
         cmocka_unit_test(test_errors_name_root_cause_and_chain),
         /* (d) */

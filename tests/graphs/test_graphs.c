@@ -21,9 +21,13 @@
  * Every value read back is compared with a model computed here. Four tests guard what these tests
  * found (test_replay_ordered_after_many_owners, test_replay_skipped_when_read_write_input_failed,
  * test_failed_replay_recovers_when_graph_reads_a_view_it_wrote and
- * test_profile_spanning_capture_returns_no_time); their comments say why.
+ * test_profile_spanning_capture_returns_no_time); their comments say why. Three guard what a
+ * review found (test_failed_replay_recovers_when_graph_writes_a_buffer_in_pieces,
+ * test_replay_skipped_when_aliased_read_binding_failed and
+ * test_destroy_after_failed_wait_with_replays_queued).
  * Failures are made with cubec's fault injection (CUBEC_FAULT_SUBMIT), after a sync, so that only
- * the intended submission is lost. */
+ * the intended submission is lost; the lost device of
+ * test_destroy_after_failed_wait_with_replays_queued with CUBEC_FAULT_WAIT. */
 #include "launch_util.h"
 #include "test_util.h"
 #include "uint_kernels.h"
@@ -989,6 +993,200 @@ static void test_failed_replay_recovers_when_graph_reads_a_view_it_wrote(void **
     FINISH(d, k, y, z);
 }
 
+/* Found in review. A graph that writes a buffer in two views (produce into its first half and into
+ * its second half) and then reads the whole buffer (consume b -> y) wrote every byte of b before
+ * reading it, in two pieces: b is not an input of a replay. After a failed replay taints b and y,
+ * the next replay must run and clear them; it must not take b for an input that carries a failure
+ * and skip itself, and so every later replay. */
+static void test_failed_replay_recovers_when_graph_writes_a_buffer_in_pieces(void **state)
+{
+    (void)state;
+    cubec_device *d = open_device();
+    kernels k = kernels_create(d);
+    cubec_stream s = new_stream(d);
+    const uint32_t half = N / 2;
+    uint32_t wb[N], wy[N];
+    cpu_produce(wb, half, 1, 0);
+    cpu_produce(wb + half, half, 1, 1000);
+    cpu_consume(wb, wy, N, 3, 7);
+    tbuf b = make_buffer(d, s, NULL), y = make_buffer(d, s, NULL);
+    cubec_buffer lo = {0}, hi = {0};
+    ASSERT_OK(cubec_buffer_view(d, b.h, 0, (uint64_t)half * 4, &lo));
+    ASSERT_OK(cubec_buffer_view(d, b.h, (uint64_t)half * 4, (uint64_t)half * 4, &hi));
+
+    ASSERT_OK(cubec_graph_prepare(d, s));
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass == 1) ASSERT_OK(cubec_graph_begin(d, s));
+        ASSERT_OK(uint_launch(d, s, k.produce, lo, NONE, half, 1, 0));
+        ASSERT_OK(uint_launch(d, s, k.produce, hi, NONE, half, 1, 1000));
+        ASSERT_OK(uint_launch(d, s, k.consume, b.h, y.h, N, 3, 7));
+        if (pass == 0) expect_words(d, s, y.h, wy, "the warm-up's y");
+    }
+    cubec_graph g = end_capture(d, s);
+    ASSERT_OK(cubec_graph_replay(d, s, g));
+    expect_words(d, s, b.h, wb, "b after a replay");
+    expect_words(d, s, y.h, wy, "y after a replay");
+
+    ASSERT_OK(cubec_sync(d, s));
+    ASSERT_OK(cubec_fault_inject(d, CUBEC_FAULT_SUBMIT, 1));
+    ASSERT_ERROR(cubec_graph_replay(d, s, g), CUBEC_INTERNAL, "injected fault: submit call #");
+    char failed[128];
+    snprintf(failed, sizeof failed, "replay of graph #1 on stream %" PRIu64 " failed",
+             stream_number(s));
+    ASSERT_ERROR2(cubec_check(d, &b.h, 1), CUBEC_INTERNAL, failed, "injected fault");
+    ASSERT_ERROR2(cubec_check(d, &y.h, 1), CUBEC_INTERNAL, failed, "injected fault");
+
+    for (int r = 0; r < 3; r++) {
+        uint64_t skipped = d->stats.skipped;
+        ASSERT_OK(cubec_graph_replay(d, s, g));
+        cubec_status st = cubec_sync_check(d, s, (cubec_buffer[]){b.h, y.h}, 2);
+        if (st || d->stats.skipped != skipped) {
+            char msg[1024];
+            snprintf(msg, sizeof msg, "%s", st ? cubec_status_message(st) : "no failure");
+            cubec_status_free(st);
+            ASSERT_OK(cubec_graph_destroy(d, s, g));
+            ASSERT_OK(cubec_buffer_release(d, lo));
+            ASSERT_OK(cubec_buffer_release(d, hi));
+            FINISH(d, k, b, y);
+            fail_msg("BUG: replay %d after the failed one was skipped or did not clear its "
+                     "outputs: %s",
+                     r + 1, msg);
+        }
+        expect_words(d, s, b.h, wb, "b after a replay that followed the failed one");
+        expect_words(d, s, y.h, wy, "y after a replay that followed the failed one");
+    }
+    ASSERT_OK(cubec_graph_destroy(d, s, g));
+    ASSERT_OK(cubec_buffer_release(d, lo));
+    ASSERT_OK(cubec_buffer_release(d, hi));
+    FINISH(d, k, b, y);
+}
+
+/* o[i] = x[i] * mul + add with the output at binding 0 (write-only) and the input at binding 1
+ * (read-only): bound to one buffer twice, it steps the buffer. */
+static const char inc_src[] = UINT_KERNEL_HEAD
+    "layout(std430, binding = 0) writeonly buffer O { uint o[]; };\n"
+    "layout(std430, binding = 1) readonly buffer X { uint x[]; };\n" UINT_KERNEL_INFO
+    "void main() {\n"
+    "  uint i = gl_GlobalInvocationID.x;\n"
+    "  if (i < info.n) o[i] = x[i] * info.mul + info.add;\n"
+    "}\n";
+
+/* Found in review. A launch that binds one buffer as write-only (binding 0) and as read-only
+ * (binding 1) reads it: its write binding does not make the read one the graph's own data. When
+ * the buffer carries a failure, the eager launch is skipped, and so must a replay of a graph of
+ * that launch be (cubec.h: a replay whose input carries a failure is skipped "like a launch"),
+ * its output keeping a failure that names the replay; a replay that runs computes from bytes
+ * nobody wrote and clears their failure. */
+static void test_replay_skipped_when_aliased_read_binding_failed(void **state)
+{
+    (void)state;
+    cubec_device *d = open_device();
+    kernels k = kernels_create(d);
+    cubec_kernel inc = make_kernel(d, "inc", inc_src);
+    cubec_stream s = new_stream(d);
+    uint32_t vs[N], want[N];
+    cpu_produce(vs, N, 5, 3);
+    tbuf v = make_buffer(d, s, vs);
+    ASSERT_OK(cubec_graph_prepare(d, s));
+    ASSERT_OK(uint_launch(d, s, inc, v.h, v.h, N, 3, 1));
+    cpu_consume(vs, want, N, 3, 1);
+    expect_words(d, s, v.h, want, "v after the warm-up");
+    ASSERT_OK(cubec_graph_begin(d, s));
+    ASSERT_OK(uint_launch(d, s, inc, v.h, v.h, N, 3, 1));
+    cubec_graph g = end_capture(d, s);
+    ASSERT_OK(cubec_graph_replay(d, s, g));
+    cpu_consume(want, want, N, 3, 1);
+    expect_words(d, s, v.h, want, "v after one replay");
+
+    taint_by_lost_submission(d, s, k.produce, v.h, N, 1, 1);
+    uint64_t skipped = d->stats.skipped;
+    ASSERT_OK(uint_launch(d, s, inc, v.h, v.h, N, 3, 1));
+    char eager[256];
+    snprintf(eager, sizeof eager,
+             "launch \"inc\" on stream %" PRIu64 " was skipped because its input buffer #%" PRIu64
+             " was not written",
+             stream_number(s), v.number);
+    ASSERT_ERROR2(cubec_sync_check(d, s, &v.h, 1), CUBEC_INTERNAL, eager, "injected fault");
+    assert_int_equal(d->stats.skipped, skipped + 1);
+
+    ASSERT_OK(cubec_graph_replay(d, s, g)); /* skipped: not an error of the call */
+    char msg[256];
+    snprintf(msg, sizeof msg,
+             "replay of graph #1 on stream %" PRIu64
+             " was skipped because its input buffer #%" PRIu64 " was not written",
+             stream_number(s), v.number);
+    cubec_status st = cubec_sync_check(d, s, &v.h, 1);
+    if (!st) {
+        ASSERT_OK(cubec_graph_destroy(d, s, g));
+        ASSERT_OK(cubec_kernel_destroy(d, inc));
+        FINISH(d, k, v);
+        fail_msg("BUG: a replay ran on an aliased read-only binding that carried a failure and "
+                 "cleared it (expected the replay to be skipped: \"%s\")",
+                 msg);
+    }
+    ASSERT_ERROR2(st, CUBEC_INTERNAL, msg, "injected fault");
+    assert_int_equal(d->stats.skipped, skipped + 2);
+
+    /* Rewritten by the host, v is an input that is fine again: the replay runs. */
+    ASSERT_OK(cubec_write(d, s, v.h, 0, vs, BYTES));
+    ASSERT_OK(cubec_graph_replay(d, s, g));
+    cpu_consume(vs, want, N, 3, 1);
+    expect_words(d, s, v.h, want, "v after it was rewritten and replayed");
+    ASSERT_OK(cubec_graph_destroy(d, s, g));
+    ASSERT_OK(cubec_kernel_destroy(d, inc));
+    FINISH(d, k, v);
+}
+
+/* Found in review. Destroying a graph waits for its last replay; when that wait fails (the device
+ * is lost) while replays are still queued for the submission thread, the destroy must let that
+ * thread finish with the queue and the graph's command buffers before it waits for the device
+ * and frees them: the call returns CUBEC_DEVICE_LOST, the validation layer says nothing (freeing
+ * command buffers in use or using the queue from two threads at once would), and the device
+ * closes. */
+static void test_destroy_after_failed_wait_with_replays_queued(void **state)
+{
+    (void)state;
+    enum { GRAPHS = 24, LAUNCHES = 300, WORDS = 4096 };
+    cubec_device *d = open_device();
+    kernels k = kernels_create(d);
+    cubec_stream s = new_stream(d);
+    static uint32_t v_words[WORDS];
+    memset(v_words, 0, sizeof v_words);
+    cubec_buffer v = {0};
+    ASSERT_OK(cubec_buffer_from(d, s, v_words, sizeof v_words, &v));
+    cubec_graph g[GRAPHS];
+    for (int i = 0; i < GRAPHS; i++) {
+        ASSERT_OK(cubec_graph_prepare(d, s));
+        for (int pass = 0; pass < 2; pass++) {
+            if (pass == 1) ASSERT_OK(cubec_graph_begin(d, s));
+            for (int j = 0; j < LAUNCHES; j++)
+                ASSERT_OK(uint_launch(d, s, k.step, v, NONE, WORDS, 3, 1));
+        }
+        g[i] = end_capture(d, s);
+    }
+    /* The warm-ups ran: GRAPHS * LAUNCHES steps v = 3v + 1 from 0. */
+    uint32_t want = 0;
+    for (int i = 0; i < GRAPHS * LAUNCHES; i++)
+        want = want * 3 + 1;
+    ASSERT_OK(cubec_read(d, s, v, 0, v_words, sizeof v_words));
+    for (uint32_t i = 0; i < WORDS; i++)
+        if (v_words[i] != want)
+            fail_msg("v after the warm-ups: word %u is %u, expected %u", i, v_words[i], want);
+
+    for (int i = 0; i < GRAPHS; i++)
+        ASSERT_OK(cubec_graph_replay(d, s, g[i]));
+    uint64_t counts[CUBEC_FAULT_KIND_COUNT];
+    ASSERT_OK(cubec_fault_counts(d, counts));
+    char want_msg[96];
+    snprintf(want_msg, sizeof want_msg, "injected fault: wait call #%" PRIu64,
+             counts[CUBEC_FAULT_WAIT] + 1);
+    ASSERT_OK(cubec_fault_inject(d, CUBEC_FAULT_WAIT, 1));
+    ASSERT_ERROR(cubec_graph_destroy(d, s, g[GRAPHS - 1]), CUBEC_DEVICE_LOST, want_msg);
+    ASSERT_ERROR(cubec_sync(d, s), CUBEC_DEVICE_LOST, "lost");
+    ASSERT_ERROR(cubec_graph_replay(d, s, g[0]), CUBEC_DEVICE_LOST, "lost");
+    test_device_close(d); /* frees the other graphs, the buffer and the kernels */
+}
+
 /* A long graph: 600 launches with metadata that does not fit push constants, ping-ponging between
  * two buffers. The graph keeps their metadata in more than one chunk of its own memory and, without
  * push descriptors (CUBEC_PUSH_DESCRIPTORS=0, test_graphs_descriptor_pools), their descriptor sets
@@ -1239,6 +1437,9 @@ int main(void)
         cmocka_unit_test(test_replay_skipped_when_input_failed),
         cmocka_unit_test(test_replay_skipped_when_read_write_input_failed),
         cmocka_unit_test(test_failed_replay_recovers_when_graph_reads_a_view_it_wrote),
+        cmocka_unit_test(test_failed_replay_recovers_when_graph_writes_a_buffer_in_pieces),
+        cmocka_unit_test(test_replay_skipped_when_aliased_read_binding_failed),
+        cmocka_unit_test(test_destroy_after_failed_wait_with_replays_queued),
         cmocka_unit_test(test_long_graph),
         cmocka_unit_test(test_profile_spanning_capture_returns_no_time),
         cmocka_unit_test(test_close_with_live_graphs),

@@ -6,7 +6,8 @@
  *  - a launch that fails (a lost submission) or is skipped (its input carries a failure) while a
  *    profile is open makes cubec_profile_end return CUBEC_PROFILE_INVALID naming the failure,
  *    while a profile of another stream is unaffected;
- *  - System timing (CUBEC_TIMING=system) measures too and says so;
+ *  - System timing (CUBEC_TIMING=system) measures too and says so, and an end that races an
+ *    abandon of its profile from another thread fails or measures, never both, never a crash;
  *  - bad tokens and streams are refused by name.
  * The busy kernel's results are checked against the same recurrence computed here, so a profile
  * of work that did not run correctly cannot pass. */
@@ -15,6 +16,7 @@
 #include "uint_kernels.h"
 
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -319,6 +321,101 @@ static void test_system_timing(void **state)
     fixture_close(&f);
 }
 
+/* Found in review. With System timing, cubec_profile_end waits for the stream's work, and the
+ * wait lets other threads in: one of them may abandon the profile meanwhile. Exactly one of them
+ * must win: the end fails with CUBEC_INVALID_ARGUMENT naming the abandon (and the abandon
+ * succeeds), or, when the end finished first, it measures and the late abandon is refused as a
+ * stale profile. The end must never touch the freed profile (the sanitizer build catches a use
+ * after free; elsewhere a double free aborts). The abandoning thread starts while the end waits
+ * on long work (it sleeps first), which makes the race likely. */
+#define ABANDON_LAUNCHES 8
+#define ABANDON_STEPS 60000u
+#define ABANDON_DELAY_NS 30000000L /* the abandoning thread's head start for the end: 30 ms */
+
+typedef struct abandon_arg {
+    cubec_device *d;
+    cubec_stream s;
+    cubec_profile p;
+    cubec_status st;
+} abandon_arg;
+
+static void *abandon_later(void *arg)
+{
+    abandon_arg *a = arg;
+    struct timespec delay = {0, ABANDON_DELAY_NS};
+    nanosleep(&delay, NULL);
+    a->st = cubec_profile_abandon(a->d, a->s, a->p);
+    return NULL;
+}
+
+static void test_system_end_while_another_thread_abandons(void **state)
+{
+    (void)state;
+    setenv("CUBEC_TIMING", "system", 1);
+    fixture f;
+    fixture_open(&f);
+    unsetenv("CUBEC_TIMING");
+    cubec_timing method;
+    ASSERT_OK(cubec_profile_method(f.d, &method));
+    assert_int_equal(method, CUBEC_TIMING_SYSTEM);
+    ASSERT_OK(cubec_sync(f.d, f.s));
+    cubec_profile p;
+    ASSERT_OK(cubec_profile_begin(f.d, f.s, &p));
+    for (int i = 0; i < ABANDON_LAUNCHES; i++)
+        ASSERT_OK(busy(&f, f.v, WORDS, ABANDON_STEPS));
+    abandon_arg a = {f.d, f.s, p, NULL};
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, abandon_later, &a), 0);
+    cubec_profile_result r = {0};
+    uint64_t t0 = now_ns();
+    cubec_status end = cubec_profile_end(f.d, f.s, p, &r);
+    uint64_t wall = now_ns() - t0;
+    assert_int_equal(pthread_join(t, NULL), 0);
+
+    char end_msg[512], abandon_msg[512];
+    cubec_code end_code = end ? cubec_status_code(end) : CUBEC_OK;
+    cubec_code abandon_code = a.st ? cubec_status_code(a.st) : CUBEC_OK;
+    snprintf(end_msg, sizeof end_msg, "%s", end ? cubec_status_message(end) : "");
+    snprintf(abandon_msg, sizeof abandon_msg, "%s", a.st ? cubec_status_message(a.st) : "");
+    cubec_status_free(end);
+    cubec_status_free(a.st);
+    print_message("end (waited %.3f ms): %s %s; abandon: %s %s\n", wall / 1e6,
+                  cubec_code_name(end_code), end_msg, cubec_code_name(abandon_code), abandon_msg);
+    int abandon_won = end_code == CUBEC_INVALID_ARGUMENT &&
+                      strstr(end_msg, "abandoned by another thread") && abandon_code == CUBEC_OK;
+    int end_won = end_code == CUBEC_OK && abandon_code == CUBEC_INVALID_ARGUMENT &&
+                  strstr(abandon_msg, "cubec_profile_abandon: profile");
+    if (!abandon_won && !end_won)
+        fail_msg("end gave %s (%s) and abandon %s (%s); expected the end to fail naming the "
+                 "abandon and the abandon to succeed, or the end to measure and the abandon to "
+                 "be refused",
+                 cubec_code_name(end_code), end_msg, cubec_code_name(abandon_code), abandon_msg);
+    if (end_won) {
+        assert_int_equal(r.method, CUBEC_TIMING_SYSTEM);
+        assert_true(r.duration_ns > 0);
+        assert_int_equal(r.duration_ns, r.end_ns - r.begin_ns);
+    }
+    /* Either way the profile is gone, and the profiled launches ran. */
+    cubec_profile_result r2;
+    ASSERT_ERROR(cubec_profile_end(f.d, f.s, p, &r2), CUBEC_INVALID_ARGUMENT, "profile");
+    uint32_t want = 7;
+    for (uint32_t k = 0; k < ABANDON_LAUNCHES * ABANDON_STEPS; k++)
+        want = want * LCG_MUL + LCG_ADD;
+    uint32_t *got = malloc(WORDS * 4);
+    assert_non_null(got);
+    ASSERT_OK(cubec_read(f.d, f.s, f.v, 0, got, WORDS * 4));
+    for (uint32_t i = 0; i < WORDS; i++)
+        if (got[i] != want) {
+            uint32_t g = got[i];
+            free(got);
+            fail_msg("word %u: got %u, expected %u", i, g, want);
+        }
+    free(got);
+    /* A new profile on the stream measures. */
+    assert_true(profile_busy(&f, STEPS) > 0);
+    fixture_close(&f);
+}
+
 static void test_bad_arguments(void **state)
 {
     (void)state;
@@ -354,6 +451,7 @@ int main(void)
         cmocka_unit_test(test_poisoned_by_failed_launch),
         cmocka_unit_test(test_poisoned_by_skipped_launch),
         cmocka_unit_test(test_system_timing),
+        cmocka_unit_test(test_system_end_while_another_thread_abandons),
         cmocka_unit_test(test_bad_arguments),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
