@@ -26,6 +26,8 @@ struct cubec_event_s {
     VkDeviceMemory staging_memory;
     int done;
     cubec_status result;
+    /* For the trace: when the read started, on which stream, of which buffer. */
+    uint64_t trace_begin_ns, stream, buffer_number;
 };
 
 static void touch(cubec_device *d, buffer_obj *b, int write)
@@ -237,6 +239,9 @@ static cubec_status read_async_body(cubec_device *d, uint32_t slot, buffer_obj *
     e->device = d;
     e->dst = dst;
     e->size = size;
+    e->trace_begin_ns = d->trace ? server_now_ns() : 0;
+    e->stream = d->resolved_stream;
+    e->buffer_number = b->alloc->number;
     if (size == 0) {
         e->done = 1;
         *out = e;
@@ -318,6 +323,13 @@ cubec_status server_event_progress(cubec_event *e, int block)
         } else {
             if (e->staging_memory) invalidate(d, e->staging_memory);
             memcpy(e->dst, e->src, e->size);
+            if (d->trace && e->trace_begin_ns) {
+                /* From the call to the bytes in host memory, as a blocking read is shown. */
+                char args[96];
+                snprintf(args, sizeof args, "\"bytes\":%" PRIu64 ",\"buffer\":%" PRIu64, e->size,
+                         e->buffer_number);
+                timeline_host(d, "read (async)", "read", e->trace_begin_ns, e->stream, args);
+            }
         }
         e->done = 1;
         if (e->alloc) server_alloc_release(d, e->alloc);

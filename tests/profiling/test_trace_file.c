@@ -206,6 +206,15 @@ static void test_trace_graph_replays(void **state)
             for (uint32_t i = 0; i < WORDS; i++)
                 want[i] = want[i] * 3 + k;
     expect_words(d, s, v, want, "step");
+    /* An asynchronous read shows on the host row from the call to the bytes being there. */
+    static uint32_t got[WORDS];
+    cubec_event *ev = NULL;
+    ASSERT_OK(cubec_read_async(d, s, v, 0, got, sizeof got, &ev));
+    ASSERT_OK(cubec_event_wait(ev));
+    cubec_event_free(ev);
+    for (uint32_t i = 0; i < WORDS; i++)
+        if (got[i] != want[i])
+            fail_msg("async read: word %u is %u, expected %u", i, got[i], want[i]);
     ASSERT_OK(cubec_graph_destroy(d, s, g));
     ASSERT_OK(cubec_buffer_release(d, v));
     ASSERT_OK(cubec_kernel_destroy(d, step));
@@ -227,6 +236,8 @@ static void test_trace_graph_replays(void **state)
     assert_int_equal(replayed, GRAPH_STEPS * REPLAYS);
     assert_int_equal(occurrences(text, "\"graph\":1"), GRAPH_STEPS * REPLAYS + REPLAYS);
     assert_int_equal(occurrences(text, "{\"name\":\"replay\""), REPLAYS);
+    assert_int_equal(occurrences(text, "{\"name\":\"read (async start)\""), 1);
+    assert_int_equal(occurrences(text, "{\"name\":\"read (async)\""), 1);
     free(text);
 }
 
