@@ -189,8 +189,10 @@ typedef struct bind_cache {
 #define SUBMITTER_RING 64
 typedef struct submit_item {
     VkCommandBuffer cmd;
-    uint64_t value; /* the timeline value it signals */
-    uint64_t graph; /* the graph's number, for a failure */
+    uint64_t value;        /* the timeline value it signals */
+    uint64_t graph;        /* the graph's number, for a failure */
+    VkCommandBuffer batch; /* a batch submitted just before it, in the same call (or NULL) */
+    uint64_t batch_value;
 } submit_item;
 
 typedef struct submitter {
@@ -206,6 +208,7 @@ typedef struct submitter {
     struct {
         VkResult result;
         uint64_t graph, value;
+        int had_batch; /* eager work went with it: its outputs are unknown */
     } failures[16];
     uint32_t failure_count, failures_dropped;
 } submitter;
@@ -309,6 +312,7 @@ struct cubec_device_s {
     uint64_t alloc_numbers;   /* counter behind "buffer #n" */
     fault_plan faults;
     int submit_for_host; /* drains end their batch with a host barrier (cubec_sync) */
+    int hold_batch_open; /* drains leave their batch open (a replay submits it) */
     deferred_free *deferred;
     uint32_t deferred_count, deferred_cap;
 
@@ -381,6 +385,14 @@ cubec_status sub_begin(cubec_device *d, VkCommandBuffer *out_cmd);
 /* Submits the open batch (if any). With for_host, ends it with a barrier that makes device
  * writes visible to host reads. */
 cubec_status sub_flush(cubec_device *d, int for_host);
+/* The open batch made ready for the submission thread instead of submitted (its bookkeeping is
+ * done as if it had been): a replay submits it together with the graph, in one vkQueueSubmit,
+ * so the GPU does not idle between them. */
+typedef struct sub_handoff {
+    VkCommandBuffer cmd; /* NULL: nothing was open */
+    uint64_t value;
+} sub_handoff;
+cubec_status sub_flush_to(cubec_device *d, int for_host, sub_handoff *handoff);
 /* Counts one recorded task; submits a command buffer that reached batch_task_cap tasks. */
 cubec_status sub_task_done(cubec_device *d);
 /* Waits until the timeline reaches `value` (submitting first when `value` is the open batch).
@@ -565,8 +577,12 @@ void server_graph_doom(cubec_device *d, uint32_t slot, cubec_code code, const ch
     __attribute__((format(printf, 4, 5)));
 
 /* server/submitter.c */
-/* Hands a replay's command buffer to the submission thread (started on first use). */
-cubec_status submitter_push(cubec_device *d, VkCommandBuffer cmd, uint64_t value, uint64_t graph);
+/* Hands a replay's command buffer to the submission thread (started on first use), after the
+ * handed-off batch `before` when it holds one. */
+cubec_status submitter_push(cubec_device *d, VkCommandBuffer cmd, uint64_t value, uint64_t graph,
+                            const sub_handoff *before);
+/* Starts the thread if it is not running (a replay does it before handing a batch over). */
+cubec_status submitter_start(cubec_device *d);
 /* Returns once everything pushed is submitted: call before any other vkQueueSubmit. */
 void submitter_quiesce(cubec_device *d);
 /* A replay submission that failed and was not reported yet (its graph's number and timeline

@@ -619,10 +619,20 @@ cubec_status server_graph_replay(cubec_device *d, uint32_t slot, uint64_t id)
         }
         n = server_align_slots(d, slot, g->uses[i].alloc, slots, n);
     }
+    /* The last drain leaves its batch open: it goes to the GPU with the graph, in one
+     * submission (a profile's begin timestamp, the stream's last launches). */
+    if (!err) err = submitter_start(d);
+    d->hold_batch_open = 1;
     if (!err) err = server_drain(d, slots, n);
-    if (!err) err = sub_flush(d, 0);
-    if (err) return err;
-    failure *skip = replay_input_failure(g, stream);
+    d->hold_batch_open = 0;
+    failure *skip = err ? NULL : replay_input_failure(g, stream);
+    int fault = !err && !skip && fault_hit(&d->faults, CUBEC_FAULT_SUBMIT);
+    sub_handoff before = {0};
+    if (!err) err = skip || fault ? sub_flush(d, 0) : sub_flush_to(d, 0, &before);
+    if (err) {
+        failure_release(skip);
+        return err;
+    }
     if (skip) {
         taint_writes(g, skip);
         server_profiles_poison(d, slot, skip);
@@ -632,10 +642,10 @@ cubec_status server_graph_replay(cubec_device *d, uint32_t slot, uint64_t id)
     }
     read_copy(d, g, (int)copy); /* before its queries are written again */
     uint64_t value = d->next_value;
-    if (fault_hit(&d->faults, CUBEC_FAULT_SUBMIT))
+    if (fault)
         err = fault_status(&d->faults, CUBEC_FAULT_SUBMIT, CUBEC_INTERNAL);
     else
-        err = submitter_push(d, g->cmd[copy], value, g->number);
+        err = submitter_push(d, g->cmd[copy], value, g->number, before.cmd ? &before : NULL);
     if (err) {
         /* Spec 5.4 rule 8: a failed replay's outputs carry the failure until one succeeds. */
         failure *f = failure_new(cubec_status_code(err),

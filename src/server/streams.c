@@ -75,6 +75,7 @@ static cubec_status backend_submit(void *user)
      * drains every slot with pending work): recycle the metadata arena of every slot it emptied. */
     for (uint32_t i = 0; i < d->max_streams; i++)
         if (d->slots[i].arena_used && !sched_pending(&d->sched, i)) d->slots[i].arena_used = 0;
+    if (d->hold_batch_open) return NULL;
     return sub_flush(d, d->submit_for_host);
 }
 

@@ -191,6 +191,11 @@ cubec_status sub_begin(cubec_device *d, VkCommandBuffer *out_cmd)
 
 cubec_status sub_flush(cubec_device *d, int for_host)
 {
+    return sub_flush_to(d, for_host, NULL);
+}
+
+cubec_status sub_flush_to(cubec_device *d, int for_host, sub_handoff *handoff)
+{
     if (!d->open) {
         if (!for_host || d->host_visible_value + 1 >= d->next_value) return NULL;
         /* Earlier batches wrote without a host barrier: submit one that adds it. */
@@ -229,7 +234,11 @@ cubec_status sub_flush(cubec_device *d, int for_host)
     cubec_status lost = fault_hit(&d->faults, CUBEC_FAULT_SUBMIT)
                             ? fault_status(&d->faults, CUBEC_FAULT_SUBMIT, CUBEC_INTERNAL)
                             : NULL;
-    if (!lost) {
+    if (!lost && handoff) {
+        /* The submission thread submits it, with what the caller hands over next. */
+        handoff->cmd = b->cmd;
+        handoff->value = value;
+    } else if (!lost) {
         submitter_quiesce(d); /* replays handed to the submission thread go first */
         uint64_t t0 = server_now_ns();
         r = vkQueueSubmit(d->vk.queue, 1, &si, VK_NULL_HANDLE);

@@ -49,18 +49,27 @@ static void *submitter_main(void *arg)
         s->busy = 1;
         pthread_mutex_unlock(&s->lock);
 
-        VkTimelineSemaphoreSubmitInfo ts = {.sType =
-                                                VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO,
-                                            .signalSemaphoreValueCount = 1,
-                                            .pSignalSemaphoreValues = &item.value};
-        VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
-                           .pNext = &ts,
-                           .commandBufferCount = 1,
-                           .pCommandBuffers = &item.cmd,
-                           .signalSemaphoreCount = 1,
-                           .pSignalSemaphores = &d->timeline};
+        /* The batch handed over with the replay first, in the same call: the GPU goes from
+         * one to the other without waiting for a second submission. */
+        VkTimelineSemaphoreSubmitInfo ts[2];
+        VkSubmitInfo si[2];
+        uint32_t n = 0;
+        const VkCommandBuffer *cmds[2] = {&item.batch, &item.cmd};
+        const uint64_t *values[2] = {&item.batch_value, &item.value};
+        for (int k = item.batch ? 0 : 1; k < 2; k++, n++) {
+            ts[n] = (VkTimelineSemaphoreSubmitInfo){
+                .sType = VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO,
+                .signalSemaphoreValueCount = 1,
+                .pSignalSemaphoreValues = values[k]};
+            si[n] = (VkSubmitInfo){.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
+                                   .pNext = &ts[n],
+                                   .commandBufferCount = 1,
+                                   .pCommandBuffers = cmds[k],
+                                   .signalSemaphoreCount = 1,
+                                   .pSignalSemaphores = &d->timeline};
+        }
         uint64_t t0 = server_now_ns();
-        VkResult r = vkQueueSubmit(d->vk.queue, 1, &si, VK_NULL_HANDLE);
+        VkResult r = vkQueueSubmit(d->vk.queue, n, si, VK_NULL_HANDLE);
         uint64_t spent = server_now_ns() - t0;
         if (r != VK_SUCCESS) {
             /* Nothing will signal the value: do it once what came before has finished. */
@@ -80,6 +89,7 @@ static void *submitter_main(void *arg)
                 s->failures[s->failure_count].result = r;
                 s->failures[s->failure_count].graph = item.graph;
                 s->failures[s->failure_count].value = item.value;
+                s->failures[s->failure_count].had_batch = item.batch != VK_NULL_HANDLE;
                 s->failure_count++;
             } else
                 s->failures_dropped++;
@@ -90,29 +100,37 @@ static void *submitter_main(void *arg)
     return NULL;
 }
 
-cubec_status submitter_push(cubec_device *d, VkCommandBuffer cmd, uint64_t value, uint64_t graph)
+cubec_status submitter_push(cubec_device *d, VkCommandBuffer cmd, uint64_t value, uint64_t graph,
+                            const sub_handoff *before)
 {
     submitter *s = &d->submitter;
-    if (!s->started) {
-        pthread_mutex_init(&s->lock, NULL);
-        pthread_cond_init(&s->work, NULL);
-        pthread_cond_init(&s->idle, NULL);
-        if (pthread_create(&s->thread, NULL, submitter_main, d) != 0) {
-            pthread_cond_destroy(&s->idle);
-            pthread_cond_destroy(&s->work);
-            pthread_mutex_destroy(&s->lock);
-            return status_make(CUBEC_OUT_OF_MEMORY, "cannot start the replay submission thread");
-        }
-        s->started = 1;
-    }
+    RETURN_IF_ERROR(submitter_start(d));
     pthread_mutex_lock(&s->lock);
     while (s->count == SUBMITTER_RING)
         pthread_cond_wait(&s->idle, &s->lock);
-    s->ring[(s->head + s->count) % SUBMITTER_RING] = (submit_item){cmd, value, graph};
+    s->ring[(s->head + s->count) % SUBMITTER_RING] = (submit_item){
+        cmd, value, graph, before ? before->cmd : VK_NULL_HANDLE, before ? before->value : 0};
     s->count++;
     atomic_fetch_add(&s->pushed, 1);
     pthread_cond_signal(&s->work);
     pthread_mutex_unlock(&s->lock);
+    return NULL;
+}
+
+cubec_status submitter_start(cubec_device *d)
+{
+    submitter *s = &d->submitter;
+    if (s->started) return NULL;
+    pthread_mutex_init(&s->lock, NULL);
+    pthread_cond_init(&s->work, NULL);
+    pthread_cond_init(&s->idle, NULL);
+    if (pthread_create(&s->thread, NULL, submitter_main, d) != 0) {
+        pthread_cond_destroy(&s->idle);
+        pthread_cond_destroy(&s->work);
+        pthread_mutex_destroy(&s->lock);
+        return status_make(CUBEC_OUT_OF_MEMORY, "cannot start the replay submission thread");
+    }
+    s->started = 1;
     return NULL;
 }
 
@@ -134,10 +152,12 @@ cubec_status submitter_take_failure(cubec_device *d, uint64_t *out_graph, uint64
     VkResult r = VK_SUCCESS;
     uint64_t graph = 0, value = 0;
     uint32_t dropped = s->failures_dropped;
+    int had_batch = 0;
     if (s->failure_count) {
         r = s->failures[0].result;
         graph = s->failures[0].graph;
         value = s->failures[0].value;
+        had_batch = s->failures[0].had_batch;
         s->failure_count--;
         memmove(&s->failures[0], &s->failures[1], s->failure_count * sizeof s->failures[0]);
     } else if (dropped) {
@@ -157,6 +177,14 @@ cubec_status submitter_take_failure(cubec_device *d, uint64_t *out_graph, uint64
     }
     *out_graph = graph;
     *out_value = value;
+    if (had_batch)
+        /* Eager work went with the replay and its ranges were released as submitted: what it
+         * wrote is unknown, so nothing of the device can be trusted any more. */
+        return status_make(CUBEC_DEVICE_LOST,
+                           "the replay signalling timeline value %" PRIu64
+                           " and the work submitted with it were not submitted (%s); the "
+                           "device is treated as lost",
+                           value, vk_result_name(r));
     return status_annotate(vk_status(r, "vkQueueSubmit(graph replay)"),
                            "the replay signalling timeline value %" PRIu64 " was not submitted",
                            value);
