@@ -600,6 +600,10 @@ void server_graph_replay_lost(cubec_device *d, uint64_t number, uint64_t value, 
 cubec_status timeline_init(cubec_device *d);
 /* Reads what is left, logs the last summary and writes the trace. */
 void timeline_close(cubec_device *d);
+/* Appends what launch `t` is to a stamp array of `count` entries (grown as needed); NULL when
+ * out of memory (the launch then goes untimed). */
+launch_stamp *timeline_stamp_add(launch_stamp **stamps, uint32_t *cap, uint32_t count,
+                                 const task *t);
 /* Around a recorded launch (only when d->time_launches); end only if begin returned 1. */
 int timeline_launch_begin(cubec_device *d, batch *b, const task *t);
 void timeline_launch_end(cubec_device *d, batch *b);

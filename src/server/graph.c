@@ -89,17 +89,6 @@ void server_graphs_destroy(cubec_device *d)
     handle_table_free(&d->graphs);
 }
 
-static cubec_status graph_state(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static cubec_status graph_state(const char *fmt, ...)
-{
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    return status_make(CUBEC_GRAPH_STATE, "%s", msg);
-}
-
 void server_graph_doom(cubec_device *d, uint32_t slot, cubec_code code, const char *fmt, ...)
 {
     graph_obj *g = d->slots[slot].graph;
@@ -119,7 +108,8 @@ cubec_status server_graph_refuse(cubec_device *d, uint32_t slot, const char *wha
 {
     const slot_state *ss = &d->slots[slot];
     if (ss->capture != CAPTURE_RECORDING) return NULL;
-    return graph_state("%s: refused while stream %" PRIu64
+    return status_make(CUBEC_GRAPH_STATE,
+                       "%s: refused while stream %" PRIu64
                        " records a graph (a capture window records launches only; end the "
                        "capture first)",
                        what, ss->capture_owner);
@@ -150,11 +140,13 @@ cubec_status server_graph_prepare(cubec_device *d, uint32_t slot)
     slot_state *ss = &d->slots[slot];
     uint64_t stream = d->resolved_stream;
     if (ss->capture == CAPTURE_PREPARED)
-        return graph_state("cubec_graph_prepare: stream %" PRIu64
+        return status_make(CUBEC_GRAPH_STATE,
+                           "cubec_graph_prepare: stream %" PRIu64
                            " already prepared a capture on this stream's slot",
                            ss->capture_owner);
     if (ss->capture == CAPTURE_RECORDING)
-        return graph_state("cubec_graph_prepare: stream %" PRIu64 " is already recording a graph",
+        return status_make(CUBEC_GRAPH_STATE,
+                           "cubec_graph_prepare: stream %" PRIu64 " is already recording a graph",
                            ss->capture_owner);
     RETURN_IF_ERROR(server_drain(d, &slot, 1));
     ss->capture = CAPTURE_PREPARED;
@@ -231,11 +223,13 @@ cubec_status server_graph_begin(cubec_device *d, uint32_t slot)
 {
     slot_state *ss = &d->slots[slot];
     if (ss->capture == CAPTURE_NONE)
-        return graph_state("cubec_graph_begin: call cubec_graph_prepare on stream %" PRIu64
+        return status_make(CUBEC_GRAPH_STATE,
+                           "cubec_graph_begin: call cubec_graph_prepare on stream %" PRIu64
                            " before beginning a capture",
                            d->resolved_stream);
     if (ss->capture == CAPTURE_RECORDING)
-        return graph_state("cubec_graph_begin: stream %" PRIu64 " is already recording a graph",
+        return status_make(CUBEC_GRAPH_STATE,
+                           "cubec_graph_begin: stream %" PRIu64 " is already recording a graph",
                            ss->capture_owner);
     /* The warm-up's failures are reported here, before the window opens: they belong to it. */
     cubec_status err = server_drain(d, &slot, 1);
@@ -400,27 +394,6 @@ static cubec_status note_uses(graph_obj *g, const task *t)
     return NULL;
 }
 
-/* Room for what a timed launch is, for the trace (the queries' index is stamp_count). Returns 0
- * when out of memory: the launch then goes untimed. */
-static int stamp_launch(graph_obj *g, const task *t)
-{
-    if (g->stamp_count == g->stamp_cap) {
-        uint32_t cap = g->stamp_cap ? g->stamp_cap * 2 : 64;
-        launch_stamp *n = realloc(g->stamps, cap * sizeof *n);
-        if (!n) return 0;
-        g->stamps = n;
-        g->stamp_cap = cap;
-    }
-    launch_stamp *s = &g->stamps[g->stamp_count];
-    snprintf(s->name, sizeof s->name, "%s", t->kind == TASK_TRANSFER_COPY ? "cubec.copy" : t->name);
-    s->stream = t->stream;
-    s->slot = t->slot;
-    memcpy(s->groups, t->groups, sizeof s->groups);
-    s->indirect = t->indirect.alloc != NULL;
-    s->record_ns = 0;
-    return 1;
-}
-
 /* The launches of the copy's finished replay go to the trace and the summary. */
 static void read_copy(cubec_device *d, graph_obj *g, int c)
 {
@@ -460,8 +433,8 @@ cubec_status server_graph_record(cubec_device *d, uint32_t slot, task *t)
     }
     VkDescriptorPool pool = VK_NULL_HANDLE;
     if (!err) err = descriptor_pool(d, g, &pool);
-    int timed =
-        !err && g->queries[0] && g->stamp_count < GRAPH_TIMED_LAUNCHES && stamp_launch(g, t);
+    int timed = !err && g->queries[0] && g->stamp_count < GRAPH_TIMED_LAUNCHES &&
+                timeline_stamp_add(&g->stamps, &g->stamp_cap, g->stamp_count, t) != NULL;
     for (int c = 0; c < GRAPH_COPIES && !err; c++) {
         recorder rec = {g->cmd[c], &g->bound[c], pool, &g->hazards[c]};
         if (timed)
@@ -497,7 +470,8 @@ cubec_status server_graph_end(cubec_device *d, uint32_t slot, uint64_t *out_id)
     slot_state *ss = &d->slots[slot];
     uint64_t caller = d->resolved_stream;
     if (ss->capture != CAPTURE_RECORDING) {
-        cubec_status err = graph_state("cubec_graph_end: no graph capture is recording on stream "
+        cubec_status err = status_make(CUBEC_GRAPH_STATE,
+                                       "cubec_graph_end: no graph capture is recording on stream "
                                        "%" PRIu64 "%s",
                                        caller,
                                        ss->capture == CAPTURE_PREPARED
@@ -526,7 +500,8 @@ cubec_status server_graph_end(cubec_device *d, uint32_t slot, uint64_t *out_id)
         server_graph_doom(d, slot, CUBEC_INTERNAL, "vkEndCommandBuffer: %s", vk_result_name(vr));
     cubec_status err = NULL;
     if (caller != owner)
-        err = graph_state("cubec_graph_end: the capture belongs to stream %" PRIu64
+        err = status_make(CUBEC_GRAPH_STATE,
+                          "cubec_graph_end: the capture belongs to stream %" PRIu64
                           ", not to stream %" PRIu64 "; it is discarded%s%s",
                           owner, caller, g->doom ? "; it had also failed: " : "",
                           g->doom ? g->doom : "");
@@ -561,7 +536,8 @@ static cubec_status lookup(cubec_device *d, uint64_t id, const char *fn, graph_o
 {
     *out = handle_table_get(&d->graphs, id);
     if (*out) return NULL;
-    return graph_state("%s: graph 0x%016" PRIx64 " is unknown or was destroyed", fn, id);
+    return status_make(CUBEC_GRAPH_STATE, "%s: graph 0x%016" PRIx64 " is unknown or was destroyed",
+                       fn, id);
 }
 
 /* Spec 5.4 rule 3 for a whole graph: an input it reads before writing carries a failure. */

@@ -37,15 +37,15 @@ static cubec_status record_dispatch(cubec_device *d, const recorder *rec, const 
     }
     if (count && d->vk.push_descriptor) {
         /* Pushed descriptors stay bound for later dispatches of the same layout. */
-        VkDescriptorBufferInfo now[33];
-        for (uint32_t i = 0; i < count; i++)
-            now[i] = *w[i].pBufferInfo;
-        if (bc->descriptor_layout != e->layout || bc->descriptor_count != count ||
-            memcmp(bc->descriptors, now, count * sizeof now[0]) != 0) {
+        int bound = bc->descriptor_layout == e->layout && bc->descriptor_count == count;
+        for (uint32_t i = 0; bound && i < count; i++)
+            bound = memcmp(&bc->descriptors[i], w[i].pBufferInfo, sizeof bc->descriptors[i]) == 0;
+        if (!bound) {
             d->vk.push_descriptor(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, e->layout, 0, count, w);
             bc->descriptor_layout = e->layout;
             bc->descriptor_count = count;
-            memcpy(bc->descriptors, now, count * sizeof now[0]);
+            for (uint32_t i = 0; i < count; i++)
+                bc->descriptors[i] = *w[i].pBufferInfo;
         }
     } else if (count) {
         /* No push descriptors: a set from the recorder's pool (a batch resets it when reused,

@@ -135,23 +135,31 @@ void timeline_batch_begin(cubec_device *d, batch *b)
     vkCmdResetQueryPool(b->cmd, b->queries, 0, queries_per_batch(d));
 }
 
-int timeline_launch_begin(cubec_device *d, batch *b, const task *t)
+launch_stamp *timeline_stamp_add(launch_stamp **stamps, uint32_t *cap, uint32_t count,
+                                 const task *t)
 {
-    if (b->stamp_count == b->stamp_cap) {
-        uint32_t cap = b->stamp_cap ? b->stamp_cap * 2 : 64;
-        launch_stamp *n = realloc(b->stamps, cap * sizeof *n);
-        if (!n) return 0; /* this launch goes untimed */
-        b->stamps = n;
-        b->stamp_cap = cap;
+    if (count == *cap) {
+        uint32_t grown = *cap ? *cap * 2 : 64;
+        launch_stamp *n = realloc(*stamps, grown * sizeof *n);
+        if (!n) return NULL; /* this launch goes untimed */
+        *stamps = n;
+        *cap = grown;
     }
-    if (2 * b->stamp_count + 2 > queries_per_batch(d)) return 0;
-    launch_stamp *s = &b->stamps[b->stamp_count];
+    launch_stamp *s = &(*stamps)[count];
     snprintf(s->name, sizeof s->name, "%s", t->kind == TASK_TRANSFER_COPY ? "cubec.copy" : t->name);
     s->stream = t->stream;
     s->slot = t->slot;
     memcpy(s->groups, t->groups, sizeof s->groups);
     s->indirect = t->indirect.alloc != NULL;
     s->record_ns = server_now_ns();
+    return s;
+}
+
+int timeline_launch_begin(cubec_device *d, batch *b, const task *t)
+{
+    if (2 * b->stamp_count + 2 > queries_per_batch(d) ||
+        !timeline_stamp_add(&b->stamps, &b->stamp_cap, b->stamp_count, t))
+        return 0;
     if (b->queries)
         vkCmdWriteTimestamp(b->cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, b->queries,
                             2 * b->stamp_count);

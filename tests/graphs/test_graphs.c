@@ -255,6 +255,36 @@ static void lifecycle_model(const uint32_t *xs, uint32_t *h, uint32_t *y, uint32
         f[i] = FILL_PATTERN;
 }
 
+/* Refused arguments name themselves and change nothing: the stream still captures. */
+static void test_bad_arguments(void **state)
+{
+    (void)state;
+    cubec_device *d = open_device();
+    cubec_stream s = new_stream(d);
+    cubec_graph g = {0};
+    ASSERT_ERROR(cubec_graph_prepare(NULL, s), CUBEC_INVALID_ARGUMENT, "device is NULL");
+    ASSERT_ERROR(cubec_graph_begin(NULL, s), CUBEC_INVALID_ARGUMENT, "device is NULL");
+    ASSERT_ERROR(cubec_graph_end(d, s, NULL), CUBEC_INVALID_ARGUMENT, "out_graph is NULL");
+    ASSERT_ERROR(cubec_graph_replay(NULL, s, g), CUBEC_INVALID_ARGUMENT, "device is NULL");
+    /* A stream id that no cubec_stream_new made, for each call. */
+    const cubec_stream bogus = 0x1234567890abcdefull;
+    ASSERT_ERROR(cubec_graph_prepare(d, bogus), CUBEC_INVALID_ARGUMENT, "cubec_graph_prepare");
+    ASSERT_ERROR(cubec_graph_begin(d, bogus), CUBEC_INVALID_ARGUMENT, "cubec_graph_begin");
+    ASSERT_ERROR(cubec_graph_end(d, bogus, &g), CUBEC_INVALID_ARGUMENT, "cubec_graph_end");
+    ASSERT_ERROR(cubec_graph_replay(d, bogus, g), CUBEC_INVALID_ARGUMENT, "cubec_graph_replay");
+    ASSERT_ERROR(cubec_graph_destroy(d, bogus, (cubec_graph){1}), CUBEC_INVALID_ARGUMENT,
+                 "cubec_graph_destroy");
+    assert_int_equal(g.id, 0);
+    /* Nothing was prepared by the refusals: a capture from here works. */
+    ASSERT_OK(cubec_graph_prepare(d, s));
+    ASSERT_OK(cubec_graph_begin(d, s));
+    ASSERT_OK(cubec_graph_end(d, s, &g));
+    assert_true(g.id != 0);
+    ASSERT_OK(cubec_graph_replay(d, s, g));
+    ASSERT_OK(cubec_graph_destroy(d, s, g));
+    test_device_close(d);
+}
+
 static void test_lifecycle(void **state)
 {
     (void)state;
@@ -1421,6 +1451,7 @@ static void test_mlp_forward_replayed(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_bad_arguments),
         cmocka_unit_test(test_lifecycle),
         cmocka_unit_test(test_wrong_transitions_leave_stream_usable),
         cmocka_unit_test(test_refusals_while_recording),

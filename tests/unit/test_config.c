@@ -140,12 +140,41 @@ static void test_log_subsystems(void **state)
         assert_int_equal(c.log_levels[i], LOG_WARN);
 }
 
+/* [profiling] timing and trace, from the file and the environment, and their refusals. */
+static void test_profiling_keys(void **state)
+{
+    (void)state;
+    unsetenv("CUBEC_TIMING");
+    unsetenv("CUBEC_TRACE");
+    cubec_config c;
+    ASSERT_OK(config_load_from(&c, NULL, 1));
+    assert_int_equal(c.timing_system, 0);
+    assert_string_equal(c.trace_file, "");
+    char *path = write_ini("[profiling]\ntiming = system\ntrace = /tmp/t.json\n");
+    ASSERT_OK(config_load_from(&c, path, 0));
+    assert_int_equal(c.timing_system, 1);
+    assert_string_equal(c.trace_file, "/tmp/t.json");
+    setenv("CUBEC_TIMING", "device", 1);
+    ASSERT_OK(config_load_from(&c, path, 1));
+    assert_int_equal(c.timing_system, 0);
+    setenv("CUBEC_TIMING", "gpu", 1);
+    ASSERT_ERROR(config_load_from(&c, NULL, 1), CUBEC_INVALID_ARGUMENT,
+                 "'gpu' is not device or system");
+    unsetenv("CUBEC_TIMING");
+    char longer[600];
+    memset(longer, 'a', sizeof longer - 1);
+    longer[sizeof longer - 1] = 0;
+    setenv("CUBEC_TRACE", longer, 1);
+    ASSERT_ERROR(config_load_from(&c, NULL, 1), CUBEC_INVALID_ARGUMENT, "[profiling] trace");
+    unsetenv("CUBEC_TRACE");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_defaults),       cmocka_unit_test(test_ini_and_environment),
         cmocka_unit_test(test_refusals),       cmocka_unit_test(test_log_levels),
-        cmocka_unit_test(test_log_subsystems),
+        cmocka_unit_test(test_log_subsystems), cmocka_unit_test(test_profiling_keys),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

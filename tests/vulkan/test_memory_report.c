@@ -156,6 +156,10 @@ static void test_report_matches_allocations(void **state)
     }
 
     char *json = NULL;
+    ASSERT_ERROR(cubec_memory_report_json(d, NULL), CUBEC_INVALID_ARGUMENT, "out_json is NULL");
+    ASSERT_ERROR(cubec_memory_report_table(d, NULL), CUBEC_INVALID_ARGUMENT, "out_text is NULL");
+    ASSERT_ERROR(cubec_memory_report_json(NULL, &json), CUBEC_INVALID_ARGUMENT, "device is NULL");
+    assert_null(json);
     ASSERT_OK(cubec_memory_report_json(d, &json));
     for (int k = 0; k < 2; k++)
         check_slot(json, slot[k], &r[k]);
