@@ -296,16 +296,22 @@ static void test_poisoned_by_skipped_launch(void **state)
     fixture_close(&f);
 }
 
+/* A fixture on a device opened with CUBEC_TIMING=system, which its profiles must report. */
+static void fixture_open_system(fixture *f)
+{
+    setenv("CUBEC_TIMING", "system", 1);
+    fixture_open(f);
+    unsetenv("CUBEC_TIMING");
+    cubec_timing method;
+    ASSERT_OK(cubec_profile_method(f->d, &method));
+    assert_int_equal(method, CUBEC_TIMING_SYSTEM);
+}
+
 static void test_system_timing(void **state)
 {
     (void)state;
-    setenv("CUBEC_TIMING", "system", 1);
     fixture f;
-    fixture_open(&f);
-    unsetenv("CUBEC_TIMING");
-    cubec_timing method;
-    ASSERT_OK(cubec_profile_method(f.d, &method));
-    assert_int_equal(method, CUBEC_TIMING_SYSTEM);
+    fixture_open_system(&f);
     check_scaling(&f);
     cubec_profile p;
     ASSERT_OK(cubec_profile_begin(f.d, f.s, &p));
@@ -351,13 +357,8 @@ static void *abandon_later(void *arg)
 static void test_system_end_while_another_thread_abandons(void **state)
 {
     (void)state;
-    setenv("CUBEC_TIMING", "system", 1);
     fixture f;
-    fixture_open(&f);
-    unsetenv("CUBEC_TIMING");
-    cubec_timing method;
-    ASSERT_OK(cubec_profile_method(f.d, &method));
-    assert_int_equal(method, CUBEC_TIMING_SYSTEM);
+    fixture_open_system(&f);
     ASSERT_OK(cubec_sync(f.d, f.s));
     cubec_profile p;
     ASSERT_OK(cubec_profile_begin(f.d, f.s, &p));
