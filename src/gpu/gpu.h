@@ -1,0 +1,213 @@
+/* The GPU seam: everything the server asks of a GPU, as one table of functions a backend fills.
+ *
+ * The server (src/server/) decides what runs, in which order, with which barriers, and what a
+ * failure taints; a backend only carries it out. Two backends exist: Vulkan (src/gpu/vulkan/), the
+ * only code in src/ that calls Vulkan, and null (src/gpu/null/), which runs no kernels and lets the
+ * server's logic be tested in milliseconds.
+ *
+ * Objects are opaque to the server except for the public fields of gpu_mem (its size and, when it
+ * is host-visible, where it is mapped). Recording functions take no device and return nothing:
+ * they are on the launch path and cannot fail in either backend (Vulkan reports recording errors
+ * at cmd_end). Everything that can fail returns a cubec_status.
+ *
+ * Fault injection counts here: the gpu_* wrappers below count every page allocation, map,
+ * pipeline creation, submission and wait of the plan attached with gpu_set_faults, so a new call
+ * site is covered without remembering a hook. */
+#ifndef CUBEC_GPU_GPU_H
+#define CUBEC_GPU_GPU_H
+
+#include "base/fault.h"
+#include "base/status.h"
+
+#include <stdint.h>
+
+typedef struct gpu gpu;
+typedef struct gpu_pipeline gpu_pipeline;
+typedef struct gpu_cmd gpu_cmd;
+typedef struct gpu_queries gpu_queries;
+
+/* What memory is for; the backend picks the memory type. */
+typedef enum gpu_mem_kind {
+    GPU_MEM_DEVICE,   /* pages of buffers: device-local (host-visible too when unified) */
+    GPU_MEM_UPLOAD,   /* host-visible, coherent: metadata rings and upload staging */
+    GPU_MEM_READBACK, /* host-visible, cached when possible: readback staging */
+} gpu_mem_kind;
+
+/* A buffer with its own memory. */
+typedef struct gpu_mem {
+    uint64_t size;
+    unsigned char *mapped; /* after gpu_mem_map; NULL when not mapped */
+    gpu_mem_kind kind;
+} gpu_mem;
+
+/* Pipeline stages and accesses of the commands cubec records (bits). */
+enum {
+    GPU_STAGE_COMPUTE = 1u << 0,
+    GPU_STAGE_TRANSFER = 1u << 1,
+    GPU_STAGE_INDIRECT = 1u << 2,
+    GPU_STAGE_HOST = 1u << 3,
+    GPU_STAGE_TOP = 1u << 4,
+    GPU_STAGE_BOTTOM = 1u << 5,
+    GPU_STAGE_ALL = 1u << 6,
+};
+#define GPU_STAGES_USED (GPU_STAGE_COMPUTE | GPU_STAGE_TRANSFER | GPU_STAGE_INDIRECT)
+enum {
+    GPU_ACCESS_SHADER_READ = 1u << 0,
+    GPU_ACCESS_SHADER_WRITE = 1u << 1,
+    GPU_ACCESS_TRANSFER_READ = 1u << 2,
+    GPU_ACCESS_TRANSFER_WRITE = 1u << 3,
+    GPU_ACCESS_INDIRECT_READ = 1u << 4,
+    GPU_ACCESS_HOST_READ = 1u << 5,
+    GPU_ACCESS_HOST_WRITE = 1u << 6,
+};
+#define GPU_ACCESS_USED                                                                            \
+    (GPU_ACCESS_SHADER_READ | GPU_ACCESS_SHADER_WRITE | GPU_ACCESS_TRANSFER_READ |                 \
+     GPU_ACCESS_TRANSFER_WRITE | GPU_ACCESS_INDIRECT_READ)
+
+/* A storage-buffer binding. */
+typedef struct gpu_binding {
+    gpu_mem *mem;
+    uint64_t offset, size;
+} gpu_binding;
+
+#define GPU_MAX_BINDINGS 33 /* 32 buffers and the metadata buffer */
+#define GPU_INFO_BINDING 31 /* binding of the metadata buffer (CUBEC_INFO_BINDING) */
+
+typedef struct gpu_pipeline_desc {
+    const uint32_t *spirv;
+    size_t words;
+    const char *entry_point;
+    uint32_t binding_count;   /* storage buffers at bindings 0..n-1 */
+    int info_buffer;          /* and the metadata buffer at GPU_INFO_BINDING */
+    uint32_t push_size;       /* bytes of push constants (0: none) */
+    const char *name;         /* for messages */
+} gpu_pipeline_desc;
+
+typedef enum gpu_cmd_use {
+    GPU_CMD_ONCE,     /* a batch: recorded, submitted once, reset and reused */
+    GPU_CMD_REUSABLE, /* a graph: recorded once, submitted many times */
+} gpu_cmd_use;
+
+/* One command buffer of a submission, and the timeline value it signals. */
+typedef struct gpu_submit_item {
+    gpu_cmd *cmd;
+    uint64_t signal;
+} gpu_submit_item;
+
+/* What a backend can do; read by the server to choose its paths. */
+typedef struct gpu_caps {
+    int unified;           /* device pages are host-visible and coherent: no staging */
+    int push_descriptors;  /* bindings are pushed; otherwise sets come from the command buffer */
+    int timestamps;        /* the queue writes timestamps */
+    uint32_t timestamp_bits;
+    int host_query_reset;  /* queries can be reset from the host */
+    int calibrated_clock;  /* device ticks and CLOCK_MONOTONIC can be sampled together */
+    uint32_t physical_index;
+} gpu_caps;
+
+typedef struct gpu_ops {
+    const char *name;
+    void (*destroy)(gpu *g);
+    /* Memory. mem_map maps the whole buffer once (mem->mapped); invalidate makes device writes
+     * visible to host reads of non-coherent memory. */
+    cubec_status (*mem_create)(gpu *g, gpu_mem_kind kind, uint64_t size, gpu_mem **out);
+    cubec_status (*mem_map)(gpu *g, gpu_mem *m);
+    void (*mem_invalidate)(gpu *g, gpu_mem *m);
+    void (*mem_destroy)(gpu *g, gpu_mem *m);
+    /* Pipelines from SPIR-V. */
+    cubec_status (*pipeline_create)(gpu *g, const gpu_pipeline_desc *desc, gpu_pipeline **out);
+    void (*pipeline_destroy)(gpu *g, gpu_pipeline *p);
+    /* Command buffers. `sets`: launches one recording may bind without push descriptors.
+     * cmd_begin resets what an earlier recording left. */
+    cubec_status (*cmd_create)(gpu *g, gpu_cmd_use use, uint32_t sets, gpu_cmd **out);
+    void (*cmd_destroy)(gpu *g, gpu_cmd *c);
+    cubec_status (*cmd_begin)(gpu *g, gpu_cmd *c);
+    cubec_status (*cmd_end)(gpu *g, gpu_cmd *c);
+    /* Frees what a finished recording holds, ahead of its reuse (optional: NULL). */
+    void (*cmd_recycle)(gpu *g, gpu_cmd *c);
+    /* Recording. */
+    void (*barrier)(gpu_cmd *c, uint32_t src_stages, uint32_t src_access, uint32_t dst_stages,
+                    uint32_t dst_access);
+    void (*bind_pipeline)(gpu_cmd *c, const gpu_pipeline *p);
+    cubec_status (*bind_buffers)(gpu *g, gpu_cmd *c, const gpu_pipeline *p,
+                                 const gpu_binding *b, uint32_t n, const gpu_binding *info);
+    void (*push_constants)(gpu_cmd *c, const gpu_pipeline *p, const void *data, uint32_t size);
+    void (*dispatch)(gpu_cmd *c, uint32_t x, uint32_t y, uint32_t z);
+    void (*dispatch_indirect)(gpu_cmd *c, gpu_mem *m, uint64_t offset);
+    void (*copy)(gpu_cmd *c, gpu_mem *src, uint64_t src_offset, gpu_mem *dst,
+                 uint64_t dst_offset, uint64_t size);
+    void (*fill)(gpu_cmd *c, gpu_mem *dst, uint64_t offset, uint64_t size, uint32_t pattern);
+    void (*timestamp)(gpu_cmd *c, gpu_queries *q, uint32_t query, uint32_t stage);
+    void (*reset_queries)(gpu_cmd *c, gpu_queries *q, uint32_t first, uint32_t count);
+    /* Timestamp queries. */
+    cubec_status (*queries_create)(gpu *g, uint32_t count, gpu_queries **out);
+    void (*queries_destroy)(gpu *g, gpu_queries *q);
+    void (*queries_host_reset)(gpu *g, gpu_queries *q, uint32_t first, uint32_t count);
+    cubec_status (*queries_read)(gpu *g, gpu_queries *q, uint32_t first, uint32_t count,
+                                 uint64_t *out_ticks);
+    /* Submission: each item signals its value of the device's one timeline. */
+    cubec_status (*submit)(gpu *g, const gpu_submit_item *items, uint32_t n);
+    cubec_status (*timeline_value)(gpu *g, uint64_t *out);
+    cubec_status (*timeline_wait)(gpu *g, uint64_t value);
+    cubec_status (*timeline_signal)(gpu *g, uint64_t value); /* from the host */
+    void (*queue_idle)(gpu *g);
+    /* Device ticks and host CLOCK_MONOTONIC ns sampled together; 0 when unsupported. */
+    int (*calibrate)(gpu *g, uint64_t *out_ticks, uint64_t *out_host_ns);
+} gpu_ops;
+
+/* What every backend's device starts with. */
+struct gpu {
+    const gpu_ops *ops;
+    gpu_caps caps;
+    cubec_device_info info;
+    fault_plan *faults; /* counted by the wrappers below; NULL: nothing counted */
+};
+
+/* How to open a backend device (from the config and the public desc). */
+typedef struct gpu_open_desc {
+    int select_by_index;
+    uint32_t index;
+    const char *name; /* substring of the device name */
+    int validation;
+    int force_staging;       /* treat unified memory as discrete (tests the staging paths) */
+    int no_push_descriptors; /* descriptor sets even where push descriptors exist */
+    uint32_t null_delay_us;  /* null backend: submissions complete after this long */
+    void (*on_validation)(void *user, const char *message);
+    void *on_validation_user;
+} gpu_open_desc;
+
+typedef enum gpu_backend {
+    GPU_BACKEND_VULKAN,
+    GPU_BACKEND_NULL,
+} gpu_backend;
+
+/* Opens a device of `backend` (src/gpu/gpu.c dispatches to the backend's open). */
+cubec_status gpu_open(gpu_backend backend, const gpu_open_desc *desc, gpu **out);
+void gpu_close(gpu *g);
+/* Enumeration without opening (cubec info, cubec_device_count / _peek). */
+cubec_status gpu_device_count(gpu_backend backend, uint32_t *out_count);
+cubec_status gpu_device_peek(gpu_backend backend, uint32_t index, cubec_device_info *out);
+/* Parses a backend name ("vulkan", "null"). */
+cubec_status gpu_backend_parse(const char *name, gpu_backend *out);
+
+/* --- Counted calls: each may be failed by the fault plan ---------------------------------- */
+
+static inline cubec_status gpu_fault(gpu *g, cubec_fault_kind kind, cubec_code code)
+{
+    if (g->faults && fault_hit(g->faults, kind)) return fault_status(g->faults, kind, code);
+    return NULL;
+}
+/* A buffer with its memory, mapped when host-visible memory is asked for (or, for pages, when
+ * memory is unified). A device page counts as a page; every map counts as a map. */
+cubec_status gpu_mem_alloc(gpu *g, gpu_mem_kind kind, uint64_t size, gpu_mem **out);
+static inline void gpu_mem_free(gpu *g, gpu_mem *m)
+{
+    if (m) g->ops->mem_destroy(g, m);
+}
+cubec_status gpu_pipeline_create(gpu *g, const gpu_pipeline_desc *desc, gpu_pipeline **out);
+/* Submits; a failure leaves nothing submitted. */
+cubec_status gpu_submit(gpu *g, const gpu_submit_item *items, uint32_t n);
+/* Blocks until the timeline reaches `value`; a failure (or an injected one) is a lost device. */
+cubec_status gpu_wait(gpu *g, uint64_t value);
+
+#endif
