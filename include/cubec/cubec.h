@@ -99,6 +99,12 @@ typedef struct cubec_device_desc {
     void *on_validation_user;
     /* Tasks recorded before a submission; 0 = config / default (32). */
     uint32_t tasks_max;
+    /* The GPU backend: NULL = CUBEC_BACKEND or "vulkan". "null" opens a device that allocates
+     * host memory, performs copies and fills, runs no kernels (their outputs count as written)
+     * and completes submissions after `null_delay_us`: for testing programs' use of cubec
+     * without a GPU, in milliseconds (docs/api.md). */
+    const char *backend;
+    uint32_t null_delay_us; /* null backend: 0 = CUBEC_NULL_DELAY_US or at once */
 } cubec_device_desc;
 
 typedef struct cubec_device_info {

@@ -2,6 +2,7 @@
  * api_memory.c). */
 #include "api/api_common.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 cubec_status cubec_device_open(const cubec_device_desc *desc, cubec_device **out_device)
@@ -30,13 +31,19 @@ cubec_status cubec_device_count(uint32_t *out_count)
 {
     if (!out_count) return INVALID_ARG("cubec_device_count: out_count is NULL");
     *out_count = 0;
-    return vk_physical_count(out_count);
+    gpu_backend backend;
+    RETURN_IF_ERROR(status_annotate(gpu_backend_parse(getenv("CUBEC_BACKEND"), &backend),
+                                    "cubec_device_count: CUBEC_BACKEND"));
+    return gpu_device_count(backend, out_count);
 }
 
 cubec_status cubec_device_peek(uint32_t index, cubec_device_info *out_info)
 {
     if (!out_info) return INVALID_ARG("cubec_device_peek: out_info is NULL");
-    return status_annotate(vk_physical_info(index, out_info, NULL), "cubec_device_peek");
+    gpu_backend backend;
+    RETURN_IF_ERROR(status_annotate(gpu_backend_parse(getenv("CUBEC_BACKEND"), &backend),
+                                    "cubec_device_peek: CUBEC_BACKEND"));
+    return status_annotate(gpu_device_peek(backend, index, out_info), "cubec_device_peek");
 }
 
 cubec_status cubec_flush(cubec_device *device, cubec_stream stream)

@@ -23,7 +23,7 @@ static uint32_t aux_fill(const cubec_device *device, cubec_pool_report *out, uin
                {"readback", &device->readback}};
     uint32_t n = 0;
     for (size_t i = 0; i < sizeof aux / sizeof aux[0]; i++) {
-        if (!aux[i].ring->buffer || n >= room) continue;
+        if (!aux[i].ring->mem || n >= room) continue;
         cubec_pool_report *p = &out[n++];
         memset(p, 0, sizeof *p);
         snprintf(p->kind, sizeof p->kind, "%s", aux[i].kind);

@@ -207,7 +207,7 @@ static inline void gpu_mem_free(gpu *g, gpu_mem *m)
 cubec_status gpu_pipeline_create(gpu *g, const gpu_pipeline_desc *desc, gpu_pipeline **out);
 /* Submits; a failure leaves nothing submitted. */
 cubec_status gpu_submit(gpu *g, const gpu_submit_item *items, uint32_t n);
-/* Blocks until the timeline reaches `value`; a failure (or an injected one) is a lost device. */
-cubec_status gpu_wait(gpu *g, uint64_t value);
+/* Waits are counted by the caller with gpu_fault(g, CUBEC_FAULT_WAIT, ...) under its lock: the
+ * wait itself runs without it (see server/submission.c). */
 
 #endif

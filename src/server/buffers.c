@@ -1,9 +1,8 @@
-/* Buffers: handles over pool allocations. Pages come from Vulkan here (one VkDeviceMemory and one
- * VkBuffer each, mapped once on unified memory); memory/ decides how they are carved. An
+/* Buffers: handles over pool allocations. Pages come from the GPU backend here (one buffer with
+ * its memory each, mapped once on unified memory); memory/ decides how they are carved. An
  * allocation returns to its pool only when its last handle is released and the GPU has finished
  * the last batch that used it, so queued work never sees its memory reused. */
 #include "base/log.h"
-#include "gpu/vulkan/vk_result.h"
 #include "server/device.h"
 
 #include <inttypes.h>
@@ -13,57 +12,15 @@
 static cubec_status page_alloc(void *user, uint64_t size, void **out_page)
 {
     cubec_device *d = user;
-    VkDevice dev = d->vk.device;
     if (d->freeze_pages)
         return status_make(CUBEC_GRAPH_STATE,
                            "a new page of %" PRIu64
                            " bytes is refused while the stream records a graph (create buffers "
                            "during the warm-up, before cubec_graph_begin)",
                            size);
-    if (fault_hit(&d->faults, CUBEC_FAULT_PAGE))
-        return fault_status(&d->faults, CUBEC_FAULT_PAGE, CUBEC_OUT_OF_MEMORY);
-    vk_page *p = calloc(1, sizeof *p);
-    if (!p) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (page record)");
-    p->size = size;
-    VkBufferCreateInfo bci = {
-        .sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
-        .size = size,
-        .usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
-                 VK_BUFFER_USAGE_TRANSFER_DST_BIT | VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT,
-        .sharingMode = VK_SHARING_MODE_EXCLUSIVE};
-    cubec_status err = vk_status(vkCreateBuffer(dev, &bci, NULL, &p->buffer), "vkCreateBuffer");
-    VkMemoryRequirements req = {0};
-    if (!err) {
-        vkGetBufferMemoryRequirements(dev, p->buffer, &req);
-        if (!(req.memoryTypeBits & (1u << d->vk.device_memory_type)))
-            err = status_make(CUBEC_UNSUPPORTED, "page memory type %u not allowed for buffers",
-                              d->vk.device_memory_type);
-    }
-    if (!err) {
-        VkMemoryAllocateInfo mai = {.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
-                                    .allocationSize = req.size,
-                                    .memoryTypeIndex = d->vk.device_memory_type};
-        VkResult r = vkAllocateMemory(dev, &mai, NULL, &p->memory);
-        if (r != VK_SUCCESS)
-            err = status_make(r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY
-                                  ? CUBEC_OUT_OF_MEMORY
-                                  : CUBEC_INTERNAL,
-                              "vkAllocateMemory of a %" PRIu64 "-byte page: %s", size,
-                              vk_result_name(r));
-    }
-    if (!err)
-        err = vk_status(vkBindBufferMemory(dev, p->buffer, p->memory, 0), "vkBindBufferMemory");
-    if (!err && d->vk.unified)
-        err = fault_hit(&d->faults, CUBEC_FAULT_MAP)
-                  ? fault_status(&d->faults, CUBEC_FAULT_MAP, CUBEC_INTERNAL)
-                  : vk_status(vkMapMemory(dev, p->memory, 0, VK_WHOLE_SIZE, 0, (void **)&p->mapped),
-                              "vkMapMemory");
-    if (err) {
-        if (p->buffer) vkDestroyBuffer(dev, p->buffer, NULL);
-        if (p->memory) vkFreeMemory(dev, p->memory, NULL);
-        free(p);
-        return err;
-    }
+    gpu_mem *p = NULL;
+    cubec_status err = gpu_mem_alloc(d->gpu, GPU_MEM_DEVICE, size, &p);
+    if (err) return status_annotate(err, "a page of %" PRIu64 " bytes", size);
     LOG(LOG_INFO, LOG_SYS_MEMORY, "allocated a page of %" PRIu64 " bytes", size);
     *out_page = p;
     return NULL;
@@ -72,12 +29,9 @@ static cubec_status page_alloc(void *user, uint64_t size, void **out_page)
 static void page_free(void *user, void *page)
 {
     cubec_device *d = user;
-    vk_page *p = page;
+    gpu_mem *p = page;
     LOG(LOG_INFO, LOG_SYS_MEMORY, "freed a page of %" PRIu64 " bytes", p->size);
-    vkDestroyBuffer(d->vk.device, p->buffer, NULL);
-    if (p->mapped) vkUnmapMemory(d->vk.device, p->memory);
-    vkFreeMemory(d->vk.device, p->memory, NULL);
-    free(p);
+    gpu_mem_free(d->gpu, p);
 }
 
 cubec_status server_memory_init(cubec_device *d)

@@ -3,7 +3,6 @@
  * validation-clean even when the program forgot to release buffers. */
 #include "server/device.h"
 #include "base/log.h"
-#include "gpu/vulkan/vk_result.h"
 
 #include <inttypes.h>
 #include <stdatomic.h>
@@ -31,7 +30,7 @@ cubec_status server_note_error(cubec_device *d, cubec_status err)
 }
 
 /* CUBEC_DEVICE / [device] select: a number is an index, anything else a name substring. */
-static void apply_selection(const cubec_config *c, vk_context_desc *vd)
+static void apply_selection(const cubec_config *c, gpu_open_desc *vd)
 {
     if (!c->device[0] || vd->select_by_index || vd->name) return;
     char *end;
@@ -65,24 +64,31 @@ cubec_status server_open(const cubec_device_desc *desc, cubec_device **out)
         }
     }
     pthread_mutex_init(&d->lock, NULL);
-    vk_context_desc vd = {.select_by_index = desc->select_by_index,
-                          .index = desc->index,
-                          .name = desc->name,
-                          .validation = desc->validation || d->config.validation,
-                          .force_staging = d->config.force_staging,
-                          .no_push_descriptors = !d->config.push_descriptors,
-                          .on_validation = desc->on_validation,
-                          .on_validation_user = desc->on_validation_user};
-    apply_selection(&d->config, &vd);
-    err = vk_context_create(&vd, &d->vk);
+    gpu_backend backend = GPU_BACKEND_VULKAN;
+    const char *backend_name = getenv("CUBEC_BACKEND");
+    err = gpu_backend_parse(desc->backend ? desc->backend : backend_name, &backend);
+    if (err) err = status_annotate(err, desc->backend ? "cubec_device_desc.backend" : "CUBEC_BACKEND");
+    gpu_open_desc gd = {.select_by_index = desc->select_by_index,
+                        .index = desc->index,
+                        .name = desc->name,
+                        .validation = desc->validation || d->config.validation,
+                        .force_staging = d->config.force_staging,
+                        .no_push_descriptors = !d->config.push_descriptors,
+                        .on_validation = desc->on_validation,
+                        .on_validation_user = desc->on_validation_user};
+    const char *delay = getenv("CUBEC_NULL_DELAY_US");
+    gd.null_delay_us = desc->null_delay_us ? desc->null_delay_us
+                       : delay             ? (uint32_t)strtoul(delay, NULL, 10)
+                                           : 0;
+    apply_selection(&d->config, &gd);
+    if (!err) err = gpu_open(backend, &gd, &d->gpu);
     if (err) {
         pthread_mutex_destroy(&d->lock);
         free(d);
         return err;
     }
-    vk_fill_info(d->vk.physical, &d->info);
-    d->info.push_descriptors = d->vk.push_descriptor != NULL;
-    d->info.unified_memory = d->vk.unified;
+    d->gpu->faults = &d->faults;
+    d->info = d->gpu->info;
     d->tasks_max = desc->tasks_max ? desc->tasks_max : d->config.tasks_max;
     d->info.tasks_max = d->tasks_max;
     d->batch_task_cap = d->tasks_max * 8 < 256 ? 256 : d->tasks_max * 8;
@@ -105,20 +111,10 @@ cubec_status server_open(const cubec_device_desc *desc, cubec_device **out)
     if (!err) err = sub_init(d);
     if (!err) err = server_profiles_init(d);
     if (!err) err = timeline_init(d);
-    if (!err) {
-        VkPipelineCacheCreateInfo pcci = {.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
-        err = vk_status(vkCreatePipelineCache(d->vk.device, &pcci, NULL, &d->pipeline_cache),
-                        "vkCreatePipelineCache");
-    }
-    if (!err)
-        err = host_ring_init(d, &d->info_ring, 4u << 20, 8, d->vk.upload_memory_type,
-                             VK_BUFFER_USAGE_STORAGE_BUFFER_BIT);
-    if (!err && !d->vk.unified) {
-        err = host_ring_init(d, &d->upload, 64u << 20, 4, d->vk.upload_memory_type,
-                             VK_BUFFER_USAGE_TRANSFER_SRC_BIT);
-        if (!err)
-            err = host_ring_init(d, &d->readback, 64u << 20, 4, d->vk.readback_memory_type,
-                                 VK_BUFFER_USAGE_TRANSFER_DST_BIT);
+    if (!err) err = host_ring_init(d, &d->info_ring, 4u << 20, 8, GPU_MEM_UPLOAD);
+    if (!err && !d->gpu->caps.unified) {
+        err = host_ring_init(d, &d->upload, 64u << 20, 4, GPU_MEM_UPLOAD);
+        if (!err) err = host_ring_init(d, &d->readback, 64u << 20, 4, GPU_MEM_READBACK);
     }
     if (err) {
         server_close(d);
@@ -137,12 +133,12 @@ void server_close(cubec_device *d)
             d->stats.tasks, d->stats.barriers, d->stats.submissions,
             d->stats.submissions ? (double)d->stats.submit_ns / 1e3 / (double)d->stats.submissions
                                  : 0.0);
-    if (d->vk.device) {
+    if (d->gpu) {
         /* Queued work still runs: the program may have released the buffers it reads. */
         if (d->slots && !d->lost) cubec_status_free(server_drain_all(d));
         if (d->open && !d->lost) cubec_status_free(sub_flush(d, 0));
         submitter_stop(d);
-        vkDeviceWaitIdle(d->vk.device);
+        d->gpu->ops->queue_idle(d->gpu);
         sub_poll(d);
         server_graphs_read_timing(d);
         timeline_close(d); /* reads the last timestamps: before completed_value is forced */
@@ -159,18 +155,17 @@ void server_close(cubec_device *d)
         free(d->kernels.slots[i].object);
     handle_table_free(&d->buffers);
     handle_table_free(&d->kernels);
-    if (d->vk.device) {
+    if (d->gpu) {
         server_kernels_destroy(d);
         host_ring_destroy(d, &d->info_ring);
         host_ring_destroy(d, &d->upload);
         host_ring_destroy(d, &d->readback);
-        if (d->pipeline_cache) vkDestroyPipelineCache(d->vk.device, d->pipeline_cache, NULL);
         server_streams_destroy(d);
         server_profiles_destroy(d);
         server_memory_destroy(d);
         sub_destroy(d);
     }
-    vk_context_destroy(&d->vk);
+    gpu_close(d->gpu);
     free(d->slots);
     pthread_mutex_destroy(&d->lock);
     free(d);

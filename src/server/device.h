@@ -8,7 +8,7 @@
 #include "base/handle_table.h"
 #include "base/status.h"
 #include "failure/failure.h"
-#include "gpu/vulkan/vk_context.h"
+#include "gpu/gpu.h"
 #include "kernel/glsl_compiler.h"
 #include "kernel/reflect.h"
 #include "memory/memory_manager.h"
@@ -16,15 +16,7 @@
 #include "stream/scheduler.h"
 
 #include <pthread.h>
-#include <vulkan/vulkan.h>
-
-/* One page of device memory: what memory_manager sub-allocates. */
-typedef struct vk_page {
-    VkDeviceMemory memory;
-    VkBuffer buffer;
-    uint64_t size;
-    unsigned char *mapped; /* non-NULL on unified memory */
-} vk_page;
+#include <stdatomic.h>
 
 /* A live allocation shared by a buffer and its views. Freed into the pool only when the last
  * reference is gone and the GPU has passed `last_use`. */
@@ -56,10 +48,7 @@ typedef struct pipeline_entry {
     kernel_reflection refl;
     int info_in_push;
     uint32_t info_size;
-    VkShaderModule module;
-    VkDescriptorSetLayout set_layout;
-    VkPipelineLayout layout;
-    VkPipeline pipeline;
+    gpu_pipeline *pipeline;
     struct pipeline_entry *next; /* hash chain */
 } pipeline_entry;
 
@@ -68,7 +57,6 @@ typedef struct kernel_obj {
     char name[32];         /* this handle's name, for failure messages */
 } kernel_obj;
 
-/* A recorded-but-not-yet-finished command buffer. */
 /* A range a recorded task holds until its batch is submitted: if the submission fails, what it
  * would have written carries the failure. */
 typedef struct held_range {
@@ -77,18 +65,15 @@ typedef struct held_range {
     int write;
 } held_range;
 
+/* A recorded-but-not-yet-finished command buffer. */
 typedef struct batch {
     held_range *held;
     uint32_t held_count, held_cap;
-    VkCommandPool pool;
-    VkCommandBuffer cmd;
-    int recorded; /* the command buffer holds commands: reset the pool before reuse */
-    /* Without VK_KHR_push_descriptor: the batch's descriptor sets, reset when it is reused. */
-    VkDescriptorPool descriptors;
+    gpu_cmd *cmd;
     uint64_t value; /* timeline value signalled when it completes; 0 = free */
     /* Launch timing (server/timeline.c, on while tracing or summarising): two queries per
      * recorded launch, read back when the batch has finished. */
-    VkQueryPool queries;
+    gpu_queries *queries;
     struct launch_stamp *stamps;
     uint32_t stamp_count, stamp_cap;
     uint64_t submit_ns; /* host time of the submission */
@@ -176,11 +161,11 @@ typedef struct launch_stamp {
  * dispatch and nothing else, which makes recording, submitting (drivers walk the command
  * buffer) and the GPU's front end cheaper. Reset when a command buffer begins. */
 typedef struct bind_cache {
-    VkPipeline pipeline;
-    VkPipelineLayout descriptor_layout; /* of the pushed descriptors (NULL: none pushed) */
+    const gpu_pipeline *pipeline;
+    const gpu_pipeline *descriptors_for; /* layout of the pushed descriptors (NULL: none) */
     uint32_t descriptor_count;
-    VkDescriptorBufferInfo descriptors[33];
-    VkPipelineLayout push_layout; /* of the push constants (NULL: none pushed) */
+    gpu_binding descriptors[GPU_MAX_BINDINGS];
+    const gpu_pipeline *push_for; /* layout of the push constants (NULL: none pushed) */
     uint32_t push_size;
     unsigned char push[256];
 } bind_cache;
@@ -188,10 +173,10 @@ typedef struct bind_cache {
 /* The replay submitter (server/submitter.c): a thread that submits graph replays. */
 #define SUBMITTER_RING 64
 typedef struct submit_item {
-    VkCommandBuffer cmd;
-    uint64_t value;        /* the timeline value it signals */
-    uint64_t graph;        /* the graph's number, for a failure */
-    VkCommandBuffer batch; /* a batch submitted just before it, in the same call (or NULL) */
+    gpu_cmd *cmd;
+    uint64_t value; /* the timeline value it signals */
+    uint64_t graph; /* the graph's number, for a failure */
+    gpu_cmd *batch; /* a batch submitted just before it, in the same call (or NULL) */
     uint64_t batch_value;
 } submit_item;
 
@@ -206,7 +191,7 @@ typedef struct submitter {
     uint64_t submit_ns, submissions;
     /* Failed submissions not yet reported to the device (a ring; more than fit are counted). */
     struct {
-        VkResult result;
+        cubec_status result;
         uint64_t graph, value;
         int had_batch; /* eager work went with it: its outputs are unknown */
     } failures[16];
@@ -223,10 +208,8 @@ typedef struct graph_use {
 
 /* Host-visible memory holding recorded launch metadata that does not fit push constants. */
 typedef struct graph_chunk {
-    VkBuffer buffer;
-    VkDeviceMemory memory;
-    unsigned char *mapped;
-    uint64_t size, used;
+    gpu_mem *mem;
+    uint64_t used;
 } graph_chunk;
 
 #define GRAPH_COPIES 2
@@ -236,15 +219,12 @@ typedef struct graph_obj {
     uint64_t number; /* "graph #n" in messages */
     uint32_t slot;
     uint64_t owner; /* number of the stream that captured it */
-    VkCommandPool pool[GRAPH_COPIES];
     /* GRAPH_COPIES identical command buffers, replayed in turn: a command buffer may not be
      * resubmitted while pending without SIMULTANEOUS_USE, which costs an NVIDIA driver ~40 us
      * per submission of 1000 launches. */
-    VkCommandBuffer cmd[GRAPH_COPIES];
+    gpu_cmd *cmd[GRAPH_COPIES];
     uint64_t copy_value[GRAPH_COPIES]; /* timeline value of each copy's latest replay */
     uint32_t next_copy;
-    VkDescriptorPool *descriptor_pools; /* without push descriptors: 256 launches each */
-    uint32_t descriptor_pool_count;
     bind_cache bound[GRAPH_COPIES];
     hazard_tracker hazards[GRAPH_COPIES];
     graph_use *uses;
@@ -255,7 +235,7 @@ typedef struct graph_obj {
     uint64_t last_value; /* timeline value of its latest replay */
     /* Launch timing (only when tracing or summarising at capture, with host query reset): per
      * copy, two queries per launch, read when the copy is replayed again, destroyed or closed. */
-    VkQueryPool queries[GRAPH_COPIES];
+    gpu_queries *queries[GRAPH_COPIES];
     int unread[GRAPH_COPIES]; /* the copy's last replay has not been read yet */
     launch_stamp *stamps;
     uint32_t stamp_count, stamp_cap;
@@ -283,8 +263,7 @@ typedef struct slot_state {
 /* Host-visible buffer used as a ring for metadata that does not fit push constants, and on
  * discrete GPUs for staging. */
 typedef struct host_ring {
-    VkBuffer buffer;
-    VkDeviceMemory memory;
+    gpu_mem *mem;
     unsigned char *mapped;
     uint64_t size, head;
     uint64_t *chunk_use; /* per chunk: last timeline value using it */
@@ -295,7 +274,7 @@ typedef struct host_ring {
 struct cubec_device_s {
     pthread_mutex_t lock;
     cubec_config config;
-    vk_context vk;
+    gpu *gpu; /* the backend: every GPU call goes through it */
     cubec_device_info info;
     uint16_t tag;
     int lost; /* a device-lost error was seen: every later call fails */
@@ -318,11 +297,9 @@ struct cubec_device_s {
 
     glsl_compiler *compiler;
     pipeline_entry *pipelines[256];
-    VkPipelineCache pipeline_cache;
     pipeline_entry *copy_kernel, *copy4_kernel, *fill_kernel;
 
     /* Submission state. */
-    VkSemaphore timeline;
     uint64_t next_value;         /* the value the open batch will signal */
     uint64_t completed_value;    /* last observed counter value */
     uint64_t host_visible_value; /* the latest submitted batch that ended with a host barrier */
@@ -349,7 +326,7 @@ struct cubec_device_s {
     /* Profiles (server/profile.c). */
     handle_table profiles;
     cubec_timing timing;
-    VkQueryPool profile_queries; /* pairs of queries, one pair per open profile */
+    gpu_queries *profile_queries; /* pairs of queries, one pair per open profile */
     uint32_t *free_pairs;
     uint32_t free_pair_count, pair_count;
     uint64_t profile_numbers;
@@ -381,7 +358,7 @@ cubec_status server_note_error(cubec_device *d, cubec_status err);
 
 /* server/submission.c */
 /* The open command buffer, beginning one when needed. */
-cubec_status sub_begin(cubec_device *d, VkCommandBuffer *out_cmd);
+cubec_status sub_begin(cubec_device *d, gpu_cmd **out_cmd);
 /* Submits the open batch (if any). With for_host, ends it with a barrier that makes device
  * writes visible to host reads. */
 cubec_status sub_flush(cubec_device *d, int for_host);
@@ -389,7 +366,7 @@ cubec_status sub_flush(cubec_device *d, int for_host);
  * done as if it had been): a replay submits it together with the graph, in one vkQueueSubmit,
  * so the GPU does not idle between them. */
 typedef struct sub_handoff {
-    VkCommandBuffer cmd; /* NULL: nothing was open */
+    gpu_cmd *cmd; /* NULL: nothing was open */
     uint64_t value;
 } sub_handoff;
 cubec_status sub_flush_to(cubec_device *d, int for_host, sub_handoff *handoff);
@@ -411,10 +388,10 @@ typedef enum sub_command {
 } sub_command;
 /* Records the barrier a command touching these ranges needs (only on a real hazard, and only
  * between the stages involved), then notes the ranges. */
-void sub_hazards(cubec_device *d, VkCommandBuffer cmd, const hazard_range *ranges, uint32_t n,
+void sub_hazards(cubec_device *d, gpu_cmd *cmd, const hazard_range *ranges, uint32_t n,
                  sub_command kind);
 /* The same with another tracker (a graph's command buffer has its own). */
-void sub_hazards_in(cubec_device *d, hazard_tracker *t, VkCommandBuffer cmd,
+void sub_hazards_in(cubec_device *d, hazard_tracker *t, gpu_cmd *cmd,
                     const hazard_range *ranges, uint32_t n, sub_command kind);
 void sub_destroy(cubec_device *d);
 cubec_status sub_init(cubec_device *d);
@@ -429,9 +406,9 @@ void server_alloc_release(cubec_device *d, alloc_obj *a);
 void server_run_deferred_frees(cubec_device *d);
 cubec_status server_memory_init(cubec_device *d);
 void server_memory_destroy(cubec_device *d);
-static inline vk_page *buffer_page(const buffer_obj *b)
+static inline gpu_mem *buffer_page(const buffer_obj *b)
 {
-    return (vk_page *)b->alloc->mem.page;
+    return (gpu_mem *)b->alloc->mem.page;
 }
 static inline uint64_t buffer_device_offset(const buffer_obj *b)
 {
@@ -440,7 +417,7 @@ static inline uint64_t buffer_device_offset(const buffer_obj *b)
 
 /* server/host_ring.c */
 cubec_status host_ring_init(cubec_device *d, host_ring *r, uint64_t size, uint32_t chunks,
-                            uint32_t memory_type, VkBufferUsageFlags usage);
+                            gpu_mem_kind kind);
 void host_ring_destroy(cubec_device *d, host_ring *r);
 /* Reserves `size` bytes (size <= chunk) aligned to `align`; waits if the GPU still uses them. */
 cubec_status host_ring_alloc(cubec_device *d, host_ring *r, uint64_t size, uint64_t align,
@@ -482,15 +459,14 @@ cubec_status server_fill(cubec_device *d, uint32_t slot, buffer_obj *dst, uint64
                          uint64_t size, uint32_t pattern);
 /* Where a task's commands go: the open batch, or a graph being captured. */
 typedef struct recorder {
-    VkCommandBuffer cmd;
-    bind_cache *bound;            /* what is bound already is not bound again */
-    VkDescriptorPool descriptors; /* sets come from here without push descriptors */
+    gpu_cmd *cmd;
+    bind_cache *bound; /* what is bound already is not bound again */
     hazard_tracker *hazards;
 } recorder;
 /* Records a task's barrier, bindings and dispatch (or copy). `info_buffer` holds its metadata
  * when the kernel reads it from a buffer; with `timed_in`, the launch is timed in that batch. */
 cubec_status server_emit_task(cubec_device *d, const recorder *rec, const task *t,
-                              VkDescriptorBufferInfo info_buffer, batch *timed_in);
+                              const gpu_binding *info_buffer, batch *timed_in);
 /* The metadata bytes of a task. */
 const unsigned char *server_task_info(const cubec_device *d, const task *t);
 /* The failure a task's outputs take when one of its inputs carries one (caller releases), or
@@ -579,7 +555,7 @@ void server_graph_doom(cubec_device *d, uint32_t slot, cubec_code code, const ch
 /* server/submitter.c */
 /* Hands a replay's command buffer to the submission thread (started on first use), after the
  * handed-off batch `before` when it holds one. */
-cubec_status submitter_push(cubec_device *d, VkCommandBuffer cmd, uint64_t value, uint64_t graph,
+cubec_status submitter_push(cubec_device *d, gpu_cmd *cmd, uint64_t value, uint64_t graph,
                             const sub_handoff *before);
 /* Starts the thread if it is not running (a replay does it before handing a batch over). */
 cubec_status submitter_start(cubec_device *d);
@@ -609,7 +585,7 @@ int timeline_launch_begin(cubec_device *d, batch *b, const task *t);
 void timeline_launch_end(cubec_device *d, batch *b);
 /* A graph copy's replay finished: its launches (two queries each in `pool`) go to the trace and
  * the summary, and the queries are reset for the next replay. */
-void timeline_graph_harvest(cubec_device *d, VkQueryPool pool, const launch_stamp *stamps,
+void timeline_graph_harvest(cubec_device *d, gpu_queries *pool, const launch_stamp *stamps,
                             uint32_t n, uint64_t graph);
 /* A batch begins recording: its queries are reset. */
 void timeline_batch_begin(cubec_device *d, batch *b);

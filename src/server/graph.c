@@ -19,7 +19,6 @@
  * buffers' lifetime to the caller (unsafe replay); cubec keeps them, so a released buffer cannot
  * have its memory handed to another while a replay still writes it. */
 #include "base/log.h"
-#include "gpu/vulkan/vk_result.h"
 #include "server/device.h"
 
 #include <inttypes.h>
@@ -28,17 +27,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define GRAPH_SETS_PER_POOL 256
+#define GRAPH_SETS_PER_POOL 256 /* without push descriptors: sets per descriptor pool */
 #define GRAPH_TIMED_LAUNCHES 4096 /* launches of a graph timed in traces; later ones are not */
 #define GRAPH_CHUNK_BYTES (64u << 10)
-
-/* The stages and accesses cubec's commands use (as in submission.c). */
-#define GRAPH_STAGES                                                                               \
-    (VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT |                       \
-     VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT)
-#define GRAPH_ACCESS                                                                               \
-    (VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |        \
-     VK_ACCESS_TRANSFER_WRITE_BIT | VK_ACCESS_INDIRECT_COMMAND_READ_BIT)
 
 void server_graphs_init(cubec_device *d)
 {
@@ -50,19 +41,14 @@ static void graph_free(cubec_device *d, graph_obj *g)
     for (uint32_t i = 0; i < g->use_count; i++)
         server_alloc_release(d, g->uses[i].alloc);
     free(g->uses);
-    for (uint32_t i = 0; i < g->chunk_count; i++) {
-        vkDestroyBuffer(d->vk.device, g->chunks[i].buffer, NULL);
-        vkFreeMemory(d->vk.device, g->chunks[i].memory, NULL);
-    }
+    for (uint32_t i = 0; i < g->chunk_count; i++)
+        gpu_mem_free(d->gpu, g->chunks[i].mem);
     free(g->chunks);
-    for (uint32_t i = 0; i < g->descriptor_pool_count; i++)
-        vkDestroyDescriptorPool(d->vk.device, g->descriptor_pools[i], NULL);
-    free(g->descriptor_pools);
     for (int c = 0; c < GRAPH_COPIES; c++)
-        if (g->queries[c]) vkDestroyQueryPool(d->vk.device, g->queries[c], NULL);
+        if (g->queries[c]) d->gpu->ops->queries_destroy(d->gpu, g->queries[c]);
     free(g->stamps);
     for (int c = 0; c < GRAPH_COPIES; c++)
-        if (g->pool[c]) vkDestroyCommandPool(d->vk.device, g->pool[c], NULL);
+        if (g->cmd[c]) d->gpu->ops->cmd_destroy(d->gpu, g->cmd[c]);
     free(g->doom);
     free(g);
 }
@@ -164,57 +150,43 @@ static cubec_status graph_create(cubec_device *d, uint32_t slot, graph_obj **out
     g->slot = slot;
     g->owner = d->slots[slot].capture_owner;
     g->number = ++d->graph_numbers;
-    /* A pool per copy: copies recorded side by side from one pool would interleave their
-     * memory, and a driver walks every chunk of a command buffer when it is submitted. */
+    /* A command buffer (and pool) per copy: copies recorded side by side from one pool would
+     * interleave their memory, and a driver walks every chunk of a command buffer when it is
+     * submitted. */
     cubec_status err = NULL;
+    const gpu_ops *ops = d->gpu->ops;
     for (int c = 0; c < GRAPH_COPIES && !err; c++) {
-        VkCommandPoolCreateInfo pci = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
-                                       .queueFamilyIndex = d->vk.queue_family};
-        err = vk_status(vkCreateCommandPool(d->vk.device, &pci, NULL, &g->pool[c]),
-                        "vkCreateCommandPool(graph)");
-        if (err) break;
-        VkCommandBufferAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
-                                          .commandPool = g->pool[c],
-                                          .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
-                                          .commandBufferCount = 1};
-        err = vk_status(vkAllocateCommandBuffers(d->vk.device, &ai, &g->cmd[c]),
-                        "vkAllocateCommandBuffers(graph)");
-        VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
-        if (!err)
-            err = vk_status(vkBeginCommandBuffer(g->cmd[c], &bi), "vkBeginCommandBuffer(graph)");
+        err = ops->cmd_create(d->gpu, GPU_CMD_REUSABLE, GRAPH_SETS_PER_POOL, &g->cmd[c]);
+        if (!err) err = ops->cmd_begin(d->gpu, g->cmd[c]);
     }
     if (err) {
         graph_free(d, g);
         return err;
     }
     /* Traces and the summary time each launch of a replay, from queries the host resets. */
-    if (d->time_launches && d->vk.timestamps && d->vk.host_query_reset) {
-        VkQueryPoolCreateInfo qci = {.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
-                                     .queryType = VK_QUERY_TYPE_TIMESTAMP,
-                                     .queryCount = 2 * GRAPH_TIMED_LAUNCHES};
+    if (d->time_launches && d->gpu->caps.timestamps && d->gpu->caps.host_query_reset) {
         for (int c = 0; c < GRAPH_COPIES; c++) {
-            if (vkCreateQueryPool(d->vk.device, &qci, NULL, &g->queries[c]) != VK_SUCCESS) {
-                g->queries[c] = VK_NULL_HANDLE;
+            cubec_status qe = ops->queries_create(d->gpu, 2 * GRAPH_TIMED_LAUNCHES, &g->queries[c]);
+            if (qe) {
+                cubec_status_free(qe);
+                g->queries[c] = NULL;
                 LOG(LOG_WARN, LOG_SYS_PROFILING, "no query pool: graph launches go untimed");
                 break;
             }
-            vkResetQueryPool(d->vk.device, g->queries[c], 0, 2 * GRAPH_TIMED_LAUNCHES);
+            ops->queries_host_reset(d->gpu, g->queries[c], 0, 2 * GRAPH_TIMED_LAUNCHES);
         }
         if (!g->queries[GRAPH_COPIES - 1])
             for (int c = 0; c < GRAPH_COPIES; c++)
                 if (g->queries[c]) {
-                    vkDestroyQueryPool(d->vk.device, g->queries[c], NULL);
-                    g->queries[c] = VK_NULL_HANDLE;
+                    ops->queries_destroy(d->gpu, g->queries[c]);
+                    g->queries[c] = NULL;
                 }
     }
     /* After everything submitted before the replay, with its writes visible. */
-    VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
-                          .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT |
-                                           VK_ACCESS_TRANSFER_WRITE_BIT | VK_ACCESS_HOST_WRITE_BIT,
-                          .dstAccessMask = GRAPH_ACCESS};
     for (int c = 0; c < GRAPH_COPIES; c++)
-        vkCmdPipelineBarrier(g->cmd[c], VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, GRAPH_STAGES, 0, 1, &mb,
-                             0, NULL, 0, NULL);
+        ops->barrier(g->cmd[c], GPU_STAGE_ALL,
+                     GPU_ACCESS_SHADER_WRITE | GPU_ACCESS_TRANSFER_WRITE | GPU_ACCESS_HOST_WRITE,
+                     GPU_STAGES_USED, GPU_ACCESS_USED);
     *out = g;
     return NULL;
 }
@@ -297,75 +269,27 @@ static cubec_status add_use(graph_obj *g, alloc_obj *a, uint64_t offset, uint64_
 }
 
 /* Room for `size` bytes of metadata in graph-owned memory, which lives as long as the graph. */
-static cubec_status chunk_alloc(cubec_device *d, graph_obj *g, uint32_t size,
-                                VkDescriptorBufferInfo *out, unsigned char **out_ptr)
+static cubec_status chunk_alloc(cubec_device *d, graph_obj *g, uint32_t size, gpu_binding *out,
+                                unsigned char **out_ptr)
 {
     uint64_t align = d->info.storage_offset_alignment ? d->info.storage_offset_alignment : 16;
     graph_chunk *c = g->chunk_count ? &g->chunks[g->chunk_count - 1] : NULL;
     uint64_t at = c ? (c->used + align - 1) / align * align : 0;
-    if (!c || at + size > c->size) {
+    if (!c || at + size > c->mem->size) {
         graph_chunk *n = realloc(g->chunks, (g->chunk_count + 1) * sizeof *n);
         if (!n) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (graph)");
         g->chunks = n;
         c = &g->chunks[g->chunk_count];
         memset(c, 0, sizeof *c);
-        c->size = size > GRAPH_CHUNK_BYTES ? size : GRAPH_CHUNK_BYTES;
-        VkBufferCreateInfo bci = {.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
-                                  .size = c->size,
-                                  .usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT,
-                                  .sharingMode = VK_SHARING_MODE_EXCLUSIVE};
-        RETURN_IF_ERROR(vk_status(vkCreateBuffer(d->vk.device, &bci, NULL, &c->buffer),
-                                  "vkCreateBuffer(graph metadata)"));
-        VkMemoryRequirements req;
-        vkGetBufferMemoryRequirements(d->vk.device, c->buffer, &req);
-        VkMemoryAllocateInfo mai = {.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
-                                    .allocationSize = req.size,
-                                    .memoryTypeIndex = d->vk.upload_memory_type};
-        cubec_status err = vk_status(vkAllocateMemory(d->vk.device, &mai, NULL, &c->memory),
-                                     "vkAllocateMemory(graph metadata)");
-        if (!err)
-            err = vk_status(vkBindBufferMemory(d->vk.device, c->buffer, c->memory, 0),
-                            "vkBindBufferMemory(graph metadata)");
-        if (!err)
-            err = vk_status(
-                vkMapMemory(d->vk.device, c->memory, 0, VK_WHOLE_SIZE, 0, (void **)&c->mapped),
-                "vkMapMemory(graph metadata)");
-        if (err) {
-            vkDestroyBuffer(d->vk.device, c->buffer, NULL);
-            if (c->memory) vkFreeMemory(d->vk.device, c->memory, NULL);
-            return err;
-        }
+        uint64_t bytes = size > GRAPH_CHUNK_BYTES ? size : GRAPH_CHUNK_BYTES;
+        cubec_status err = gpu_mem_alloc(d->gpu, GPU_MEM_UPLOAD, bytes, &c->mem);
+        if (err) return status_annotate(err, "graph metadata");
         g->chunk_count++;
         at = 0;
     }
     c->used = at + size;
-    *out = (VkDescriptorBufferInfo){c->buffer, at, size};
-    *out_ptr = c->mapped + at;
-    return NULL;
-}
-
-/* Without push descriptors the sets come from graph-owned pools, one per 256 launches. */
-static cubec_status descriptor_pool(cubec_device *d, graph_obj *g, VkDescriptorPool *out)
-{
-    *out = VK_NULL_HANDLE;
-    if (d->vk.push_descriptor) return NULL;
-    if (g->launches % GRAPH_SETS_PER_POOL == 0) {
-        VkDescriptorPool *n =
-            realloc(g->descriptor_pools, (g->descriptor_pool_count + 1) * sizeof *n);
-        if (!n) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (graph)");
-        g->descriptor_pools = n;
-        VkDescriptorPoolSize size = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-                                     GRAPH_COPIES * GRAPH_SETS_PER_POOL * 33u};
-        VkDescriptorPoolCreateInfo dpci = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
-                                           .maxSets = GRAPH_COPIES * GRAPH_SETS_PER_POOL,
-                                           .poolSizeCount = 1,
-                                           .pPoolSizes = &size};
-        RETURN_IF_ERROR(vk_status(
-            vkCreateDescriptorPool(d->vk.device, &dpci, NULL, &n[g->descriptor_pool_count]),
-            "vkCreateDescriptorPool(graph)"));
-        g->descriptor_pool_count++;
-    }
-    *out = g->descriptor_pools[g->descriptor_pool_count - 1];
+    *out = (gpu_binding){c->mem, at, size};
+    *out_ptr = c->mem->mapped + at;
     return NULL;
 }
 
@@ -424,26 +348,23 @@ cubec_status server_graph_record(cubec_device *d, uint32_t slot, task *t)
         return note_uses(g, t);
     }
     if (g->doom) return note_uses(g, t); /* nothing recorded after the capture is doomed */
-    VkDescriptorBufferInfo info_buffer = {0};
+    gpu_binding info_buffer = {0};
     cubec_status err = NULL;
     if (t->kind == TASK_LAUNCH && t->entry->refl.has_info_buffer) {
         unsigned char *dst = NULL;
         err = chunk_alloc(d, g, t->entry->info_size, &info_buffer, &dst);
         if (!err) memcpy(dst, server_task_info(d, t), t->entry->info_size);
     }
-    VkDescriptorPool pool = VK_NULL_HANDLE;
-    if (!err) err = descriptor_pool(d, g, &pool);
     int timed = !err && g->queries[0] && g->stamp_count < GRAPH_TIMED_LAUNCHES &&
                 timeline_stamp_add(&g->stamps, &g->stamp_cap, g->stamp_count, t) != NULL;
     for (int c = 0; c < GRAPH_COPIES && !err; c++) {
-        recorder rec = {g->cmd[c], &g->bound[c], pool, &g->hazards[c]};
+        recorder rec = {g->cmd[c], &g->bound[c], &g->hazards[c]};
         if (timed)
-            vkCmdWriteTimestamp(g->cmd[c], VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, g->queries[c],
-                                2 * g->stamp_count);
-        err = server_emit_task(d, &rec, t, info_buffer, NULL);
+            d->gpu->ops->timestamp(g->cmd[c], g->queries[c], 2 * g->stamp_count, GPU_STAGE_TOP);
+        err = server_emit_task(d, &rec, t, &info_buffer, NULL);
         if (timed)
-            vkCmdWriteTimestamp(g->cmd[c], VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, g->queries[c],
-                                2 * g->stamp_count + 1);
+            d->gpu->ops->timestamp(g->cmd[c], g->queries[c], 2 * g->stamp_count + 1,
+                                   GPU_STAGE_BOTTOM);
     }
     if (timed) g->stamp_count++;
     if (!err) err = note_uses(g, t);
@@ -486,18 +407,20 @@ cubec_status server_graph_end(cubec_device *d, uint32_t slot, uint64_t *out_id)
     uint64_t owner = ss->capture_owner;
     capture_reset(d, slot);
     /* Before everything submitted after a replay, with the graph's writes visible to it. */
-    VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
-                          .srcAccessMask =
-                              VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
-                          .dstAccessMask = GRAPH_ACCESS};
-    VkResult vr = VK_SUCCESS;
+    cubec_status ended = NULL;
     for (int c = 0; c < GRAPH_COPIES; c++) {
-        vkCmdPipelineBarrier(g->cmd[c], GRAPH_STAGES, GRAPH_STAGES, 0, 1, &mb, 0, NULL, 0, NULL);
-        VkResult r = vkEndCommandBuffer(g->cmd[c]);
-        if (r != VK_SUCCESS) vr = r;
+        d->gpu->ops->barrier(g->cmd[c], GPU_STAGES_USED,
+                             GPU_ACCESS_SHADER_WRITE | GPU_ACCESS_TRANSFER_WRITE, GPU_STAGES_USED,
+                             GPU_ACCESS_USED);
+        cubec_status e = d->gpu->ops->cmd_end(d->gpu, g->cmd[c]);
+        if (e && !ended)
+            ended = e;
+        else
+            cubec_status_free(e);
     }
-    if (vr != VK_SUCCESS && !g->doom)
-        server_graph_doom(d, slot, CUBEC_INTERNAL, "vkEndCommandBuffer: %s", vk_result_name(vr));
+    if (ended && !g->doom)
+        server_graph_doom(d, slot, cubec_status_code(ended), "%s", cubec_status_message(ended));
+    cubec_status_free(ended);
     cubec_status err = NULL;
     if (caller != owner)
         err = status_make(CUBEC_GRAPH_STATE,
@@ -643,7 +566,7 @@ cubec_status server_graph_replay(cubec_device *d, uint32_t slot, uint64_t id)
     }
     g->last_value = value;
     g->copy_value[copy] = value;
-    g->unread[copy] = g->queries[copy] != VK_NULL_HANDLE && g->stamp_count > 0;
+    g->unread[copy] = g->queries[copy] != NULL && g->stamp_count > 0;
     g->next_copy = (copy + 1) % GRAPH_COPIES;
     d->next_value++;
     d->stats.tasks += g->launches;
@@ -690,7 +613,7 @@ cubec_status server_graph_destroy(cubec_device *d, uint32_t slot, uint64_t id)
         /* The device is lost: nothing runs any more. The submission thread must have let go of
          * the queue and of this graph's command buffers first. */
         submitter_quiesce(d);
-        vkDeviceWaitIdle(d->vk.device);
+        d->gpu->ops->queue_idle(d->gpu);
     } else {
         for (int c = 0; c < GRAPH_COPIES; c++)
             read_copy(d, g, c);

@@ -1,49 +1,32 @@
 /* A host-visible ring buffer split in chunks. Each chunk remembers the last batch that used it,
  * so moving onto a chunk waits only when the GPU still reads it. Used for metadata that does not
  * fit push constants and for staging on discrete GPUs: no allocation on the launch path. */
-#include "gpu/vulkan/vk_result.h"
 #include "server/device.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
 
 cubec_status host_ring_init(cubec_device *d, host_ring *r, uint64_t size, uint32_t chunks,
-                            uint32_t memory_type, VkBufferUsageFlags usage)
+                            gpu_mem_kind kind)
 {
-    VkDevice dev = d->vk.device;
     r->chunk_use = calloc(chunks, sizeof *r->chunk_use);
     if (!r->chunk_use) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (ring)");
     r->size = size;
     r->chunks = chunks;
     r->chunk_size = size / chunks;
     r->head = 0;
-    VkBufferCreateInfo bci = {.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
-                              .size = size,
-                              .usage = usage,
-                              .sharingMode = VK_SHARING_MODE_EXCLUSIVE};
-    VK_RETURN_IF_ERROR(vkCreateBuffer(dev, &bci, NULL, &r->buffer), "vkCreateBuffer(ring)");
-    VkMemoryRequirements req;
-    vkGetBufferMemoryRequirements(dev, r->buffer, &req);
-    VkMemoryAllocateInfo mai = {.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
-                                .allocationSize = req.size,
-                                .memoryTypeIndex = memory_type};
-    VK_RETURN_IF_ERROR(vkAllocateMemory(dev, &mai, NULL, &r->memory), "vkAllocateMemory(ring)");
-    VK_RETURN_IF_ERROR(vkBindBufferMemory(dev, r->buffer, r->memory, 0), "vkBindBufferMemory");
-    if (fault_hit(&d->faults, CUBEC_FAULT_MAP))
-        return fault_status(&d->faults, CUBEC_FAULT_MAP, CUBEC_INTERNAL);
-    VK_RETURN_IF_ERROR(vkMapMemory(dev, r->memory, 0, VK_WHOLE_SIZE, 0, (void **)&r->mapped),
-                       "vkMapMemory(ring)");
+    RETURN_IF_ERROR(gpu_mem_alloc(d->gpu, kind, size, &r->mem));
+    r->mapped = r->mem->mapped;
     return NULL;
 }
 
 void host_ring_destroy(cubec_device *d, host_ring *r)
 {
-    if (r->buffer) vkDestroyBuffer(d->vk.device, r->buffer, NULL);
-    if (r->memory) vkFreeMemory(d->vk.device, r->memory, NULL);
+    gpu_mem_free(d->gpu, r->mem);
     free(r->chunk_use);
     r->chunk_use = NULL;
-    r->buffer = VK_NULL_HANDLE;
-    r->memory = VK_NULL_HANDLE;
+    r->mem = NULL;
+    r->mapped = NULL;
 }
 
 cubec_status host_ring_alloc(cubec_device *d, host_ring *r, uint64_t size, uint64_t align,

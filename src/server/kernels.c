@@ -5,7 +5,6 @@
  * (the "metadata layout" variant of the pipeline). */
 #include "base/hash.h"
 #include "base/log.h"
-#include "gpu/vulkan/vk_result.h"
 #include "server/device.h"
 
 #include <inttypes.h>
@@ -43,11 +42,7 @@ static uint64_t kernel_identity(const cubec_kernel_desc *desc)
 
 static void destroy_entry(cubec_device *d, pipeline_entry *e)
 {
-    VkDevice dev = d->vk.device;
-    if (e->pipeline) vkDestroyPipeline(dev, e->pipeline, NULL);
-    if (e->layout) vkDestroyPipelineLayout(dev, e->layout, NULL);
-    if (e->set_layout) vkDestroyDescriptorSetLayout(dev, e->set_layout, NULL);
-    if (e->module) vkDestroyShaderModule(dev, e->module, NULL);
+    if (e->pipeline) d->gpu->ops->pipeline_destroy(d->gpu, e->pipeline);
     free(e);
 }
 
@@ -69,52 +64,14 @@ static cubec_status check_limits(cubec_device *d, const char *name, const kernel
 static cubec_status build_pipeline(cubec_device *d, pipeline_entry *e, const uint32_t *words,
                                    size_t word_count, const char *entry_point)
 {
-    VkDevice dev = d->vk.device;
-    VkShaderModuleCreateInfo smci = {.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
-                                     .codeSize = word_count * 4,
-                                     .pCode = words};
-    VK_RETURN_IF_ERROR(vkCreateShaderModule(dev, &smci, NULL, &e->module), "vkCreateShaderModule");
-    VkDescriptorSetLayoutBinding b[33];
-    uint32_t n = 0;
-    for (uint32_t i = 0; i < e->refl.binding_count; i++)
-        b[n++] = (VkDescriptorSetLayoutBinding){.binding = i,
-                                                .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-                                                .descriptorCount = 1,
-                                                .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT};
-    if (e->refl.has_info_buffer)
-        b[n++] = (VkDescriptorSetLayoutBinding){.binding = CUBEC_INFO_BINDING,
-                                                .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-                                                .descriptorCount = 1,
-                                                .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT};
-    VkDescriptorSetLayoutCreateInfo dslci = {
-        .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
-        .flags =
-            d->vk.push_descriptor ? VK_DESCRIPTOR_SET_LAYOUT_CREATE_PUSH_DESCRIPTOR_BIT_KHR : 0,
-        .bindingCount = n,
-        .pBindings = b};
-    VK_RETURN_IF_ERROR(vkCreateDescriptorSetLayout(dev, &dslci, NULL, &e->set_layout),
-                       "vkCreateDescriptorSetLayout");
-    VkPushConstantRange pcr = {VK_SHADER_STAGE_COMPUTE_BIT, 0, e->refl.push_constant_size};
-    VkPipelineLayoutCreateInfo plci = {.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO,
-                                       .setLayoutCount = 1,
-                                       .pSetLayouts = &e->set_layout,
-                                       .pushConstantRangeCount = pcr.size ? 1 : 0,
-                                       .pPushConstantRanges = &pcr};
-    VK_RETURN_IF_ERROR(vkCreatePipelineLayout(dev, &plci, NULL, &e->layout),
-                       "vkCreatePipelineLayout");
-    if (fault_hit(&d->faults, CUBEC_FAULT_PIPELINE))
-        return fault_status(&d->faults, CUBEC_FAULT_PIPELINE, CUBEC_INTERNAL);
-    VkComputePipelineCreateInfo cpci = {
-        .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
-        .stage = {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
-                  .stage = VK_SHADER_STAGE_COMPUTE_BIT,
-                  .module = e->module,
-                  .pName = entry_point},
-        .layout = e->layout};
-    VK_RETURN_IF_ERROR(
-        vkCreateComputePipelines(dev, d->pipeline_cache, 1, &cpci, NULL, &e->pipeline),
-        "vkCreateComputePipelines");
-    return NULL;
+    gpu_pipeline_desc pd = {.spirv = words,
+                            .words = word_count,
+                            .entry_point = entry_point,
+                            .binding_count = e->refl.binding_count,
+                            .info_buffer = e->refl.has_info_buffer,
+                            .push_size = e->refl.push_constant_size,
+                            .name = e->name};
+    return gpu_pipeline_create(d->gpu, &pd, &e->pipeline);
 }
 
 static cubec_status compile_glsl(cubec_device *d, const cubec_kernel_desc *desc, const char *name,

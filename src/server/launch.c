@@ -3,7 +3,6 @@
  * a barrier is recorded only when the hazard tracker sees a conflict, and the command buffer is
  * submitted every tasks_max launches. Arguments were checked by api/. */
 #include "base/log.h"
-#include "gpu/vulkan/vk_result.h"
 #include "server/device.h"
 
 #include <inttypes.h>
@@ -12,64 +11,42 @@
 #include <string.h>
 
 static cubec_status record_dispatch(cubec_device *d, const recorder *rec, const pipeline_entry *e,
-                                    const VkDescriptorBufferInfo *infos, uint32_t n,
-                                    VkDescriptorBufferInfo info_buffer, const void *push_data)
+                                    const gpu_binding *bindings, uint32_t n,
+                                    const gpu_binding *info_buffer, const void *push_data)
 {
-    VkCommandBuffer cmd = rec->cmd;
-    VkWriteDescriptorSet w[33];
-    for (uint32_t i = 0; i < n; i++)
-        w[i] = (VkWriteDescriptorSet){.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
-                                      .dstBinding = i,
-                                      .descriptorCount = 1,
-                                      .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-                                      .pBufferInfo = &infos[i]};
-    uint32_t count = n;
-    if (e->refl.has_info_buffer)
-        w[count++] = (VkWriteDescriptorSet){.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
-                                            .dstBinding = CUBEC_INFO_BINDING,
-                                            .descriptorCount = 1,
-                                            .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-                                            .pBufferInfo = &info_buffer};
+    const gpu_ops *ops = d->gpu->ops;
+    gpu_cmd *cmd = rec->cmd;
     bind_cache *bc = rec->bound;
     if (bc->pipeline != e->pipeline) {
-        vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, e->pipeline);
+        ops->bind_pipeline(cmd, e->pipeline);
         bc->pipeline = e->pipeline;
     }
-    if (count && d->vk.push_descriptor) {
+    const gpu_binding *info = e->refl.has_info_buffer ? info_buffer : NULL;
+    uint32_t count = n + (info ? 1 : 0);
+    if (count && d->gpu->caps.push_descriptors) {
         /* Pushed descriptors stay bound for later dispatches of the same layout. */
-        int bound = bc->descriptor_layout == e->layout && bc->descriptor_count == count;
-        for (uint32_t i = 0; bound && i < count; i++)
-            bound = memcmp(&bc->descriptors[i], w[i].pBufferInfo, sizeof bc->descriptors[i]) == 0;
+        int bound = bc->descriptors_for == e->pipeline && bc->descriptor_count == count &&
+                    memcmp(bc->descriptors, bindings, n * sizeof *bindings) == 0 &&
+                    (!info || memcmp(&bc->descriptors[n], info, sizeof *info) == 0);
         if (!bound) {
-            d->vk.push_descriptor(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, e->layout, 0, count, w);
-            bc->descriptor_layout = e->layout;
+            RETURN_IF_ERROR(ops->bind_buffers(d->gpu, cmd, e->pipeline, bindings, n, info));
+            bc->descriptors_for = e->pipeline;
             bc->descriptor_count = count;
-            for (uint32_t i = 0; i < count; i++)
-                bc->descriptors[i] = *w[i].pBufferInfo;
+            memcpy(bc->descriptors, bindings, n * sizeof *bindings);
+            if (info) bc->descriptors[n] = *info;
         }
     } else if (count) {
-        /* No push descriptors: a set from the recorder's pool (a batch resets it when reused,
-         * so the warm path still allocates nothing from the host heap). */
-        VkDescriptorSetAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
-                                          .descriptorPool = rec->descriptors,
-                                          .descriptorSetCount = 1,
-                                          .pSetLayouts = &e->set_layout};
-        VkDescriptorSet set;
-        VK_RETURN_IF_ERROR(vkAllocateDescriptorSets(d->vk.device, &ai, &set),
-                           "vkAllocateDescriptorSets");
-        for (uint32_t i = 0; i < count; i++)
-            w[i].dstSet = set;
-        vkUpdateDescriptorSets(d->vk.device, count, w, 0, NULL);
-        vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, e->layout, 0, 1, &set, 0,
-                                NULL);
+        /* No push descriptors: a set from the command buffer's pools (reset when it is recorded
+         * again, so the warm path still allocates nothing from the host heap). */
+        RETURN_IF_ERROR(ops->bind_buffers(d->gpu, cmd, e->pipeline, bindings, n, info));
     }
     if (e->info_in_push &&
-        (bc->push_layout != e->layout || bc->push_size != e->info_size ||
+        (bc->push_for != e->pipeline || bc->push_size != e->info_size ||
          e->info_size > sizeof bc->push || memcmp(bc->push, push_data, e->info_size) != 0)) {
-        vkCmdPushConstants(cmd, e->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, e->info_size, push_data);
+        ops->push_constants(cmd, e->pipeline, push_data, e->info_size);
         /* Larger blocks than the cache holds are pushed every time. */
         int cached = e->info_size <= sizeof bc->push;
-        bc->push_layout = cached ? e->layout : VK_NULL_HANDLE;
+        bc->push_for = cached ? e->pipeline : NULL;
         bc->push_size = e->info_size;
         if (cached) memcpy(bc->push, push_data, e->info_size);
     }
@@ -273,27 +250,26 @@ void server_drop_task(cubec_device *d, task *t)
 }
 
 cubec_status server_emit_task(cubec_device *d, const recorder *rec, const task *t,
-                              VkDescriptorBufferInfo info_buffer, batch *timed_in)
+                              const gpu_binding *info_buffer, batch *timed_in)
 {
-    VkCommandBuffer cmd = rec->cmd;
+    gpu_cmd *cmd = rec->cmd;
     hazard_range ranges[33];
     if (t->kind == TASK_TRANSFER_COPY) {
-        vk_page *sp = t->b[0].alloc->mem.page, *tp = t->b[1].alloc->mem.page;
+        gpu_mem *sp = t->b[0].alloc->mem.page, *tp = t->b[1].alloc->mem.page;
         ranges[0] = (hazard_range){sp, t->b[0].offset, t->b[0].size, 0};
         ranges[1] = (hazard_range){tp, t->b[1].offset, t->b[1].size, 1};
         sub_hazards_in(d, rec->hazards, cmd, ranges, 2, SUB_TRANSFER);
-        VkBufferCopy region = {t->b[0].offset, t->b[1].offset, t->b[0].size};
         int timed = timed_in && timeline_launch_begin(d, timed_in, t);
-        vkCmdCopyBuffer(cmd, sp->buffer, tp->buffer, 1, &region);
+        d->gpu->ops->copy(cmd, sp, t->b[0].offset, tp, t->b[1].offset, t->b[0].size);
         if (timed) timeline_launch_end(d, timed_in);
         return NULL;
     }
     const pipeline_entry *e = t->entry;
-    VkDescriptorBufferInfo infos[32];
+    gpu_binding infos[32];
     uint32_t n = t->count;
     for (uint32_t i = 0; i < n; i++) {
-        vk_page *p = t->b[i].alloc->mem.page;
-        infos[i] = (VkDescriptorBufferInfo){p->buffer, t->b[i].offset, t->b[i].size};
+        gpu_mem *p = t->b[i].alloc->mem.page;
+        infos[i] = (gpu_binding){p, t->b[i].offset, t->b[i].size};
         ranges[i] = (hazard_range){p, bound_start(&t->b[i]), bound_bytes(&t->b[i]),
                                    (t->write_mask >> i) & 1};
     }
@@ -305,10 +281,9 @@ cubec_status server_emit_task(cubec_device *d, const recorder *rec, const task *
     RETURN_IF_ERROR(record_dispatch(d, rec, e, infos, n, info_buffer, server_task_info(d, t)));
     int timed = timed_in && timeline_launch_begin(d, timed_in, t);
     if (t->indirect.alloc)
-        vkCmdDispatchIndirect(cmd, ((vk_page *)t->indirect.alloc->mem.page)->buffer,
-                              t->indirect.offset);
+        d->gpu->ops->dispatch_indirect(cmd, t->indirect.alloc->mem.page, t->indirect.offset);
     else
-        vkCmdDispatch(cmd, t->groups[0], t->groups[1], t->groups[2]);
+        d->gpu->ops->dispatch(cmd, t->groups[0], t->groups[1], t->groups[2]);
     if (timed) timeline_launch_end(d, timed_in);
     return NULL;
 }
@@ -321,9 +296,9 @@ cubec_status server_record_task(cubec_device *d, task *t)
         server_discard_task(d, t);
         return NULL;
     }
-    VkCommandBuffer cmd;
+    gpu_cmd *cmd;
     cubec_status err = sub_begin(d, &cmd);
-    VkDescriptorBufferInfo info_buffer = {0};
+    gpu_binding info_buffer = {0};
     if (!err && t->kind == TASK_LAUNCH && t->entry->refl.has_info_buffer) {
         /* Metadata beyond push constants: a slice of the ring, reused once the batch is done. */
         uint64_t at;
@@ -331,12 +306,12 @@ cubec_status server_record_task(cubec_device *d, task *t)
                               d->info.storage_offset_alignment, &at);
         if (!err) {
             memcpy(d->info_ring.mapped + at, server_task_info(d, t), t->entry->info_size);
-            info_buffer = (VkDescriptorBufferInfo){d->info_ring.buffer, at, t->entry->info_size};
+            info_buffer = (gpu_binding){d->info_ring.mem, at, t->entry->info_size};
         }
     }
     if (!err) {
-        recorder rec = {cmd, &d->bound, d->open->descriptors, &d->hazards};
-        err = server_emit_task(d, &rec, t, info_buffer, d->time_launches ? d->open : NULL);
+        recorder rec = {cmd, &d->bound, &d->hazards};
+        err = server_emit_task(d, &rec, t, &info_buffer, d->time_launches ? d->open : NULL);
     }
     if (err) {
         cubec_status_free(record_failed(d, t, status_clone(err)));

@@ -15,7 +15,6 @@
  * returns CUBEC_PROFILE_INVALID naming that failure, so an autotuner never picks a candidate
  * that did not run. */
 #include "base/log.h"
-#include "gpu/vulkan/vk_result.h"
 #include "server/device.h"
 
 #include <inttypes.h>
@@ -39,15 +38,9 @@ uint64_t server_now_ns(void)
  * the extension the offset is set from the first timestamps read back (see below). */
 static void calibrate(cubec_device *d)
 {
-    if (!d->vk.get_calibrated_timestamps) return;
-    VkCalibratedTimestampInfoEXT info[2] = {
-        {.sType = VK_STRUCTURE_TYPE_CALIBRATED_TIMESTAMP_INFO_EXT,
-         .timeDomain = VK_TIME_DOMAIN_DEVICE_EXT},
-        {.sType = VK_STRUCTURE_TYPE_CALIBRATED_TIMESTAMP_INFO_EXT,
-         .timeDomain = VK_TIME_DOMAIN_CLOCK_MONOTONIC_EXT}};
-    uint64_t stamps[2], deviation;
-    if (d->vk.get_calibrated_timestamps(d->vk.device, 2, info, stamps, &deviation) != VK_SUCCESS)
-        return;
+    if (!d->gpu->caps.calibrated_clock) return;
+    uint64_t stamps[2];
+    if (!d->gpu->ops->calibrate(d->gpu, &stamps[0], &stamps[1])) return;
     d->clock_offset_ns = (double)stamps[1] - (double)stamps[0] * d->info.timestamp_period_ns;
     d->clock_known = 1;
     d->clock_checked_ns = server_now_ns();
@@ -56,7 +49,7 @@ static void calibrate(cubec_device *d)
 uint64_t server_device_time_ns(cubec_device *d, uint64_t ticks)
 {
     /* The clocks drift apart by parts per million: re-sample them every second. */
-    if (d->vk.get_calibrated_timestamps && server_now_ns() - d->clock_checked_ns > 1000000000ull)
+    if (d->gpu->caps.calibrated_clock && server_now_ns() - d->clock_checked_ns > 1000000000ull)
         calibrate(d);
     if (!d->clock_known) {
         /* No calibration: the timestamp was just read back after its batch finished, so "now"
@@ -72,7 +65,7 @@ cubec_status server_profiles_init(cubec_device *d)
 {
     handle_table_init(&d->profiles, d->tag, "profile");
     d->timing =
-        d->vk.timestamps && !d->config.timing_system ? CUBEC_TIMING_DEVICE : CUBEC_TIMING_SYSTEM;
+        d->gpu->caps.timestamps && !d->config.timing_system ? CUBEC_TIMING_DEVICE : CUBEC_TIMING_SYSTEM;
     if (d->timing == CUBEC_TIMING_DEVICE) calibrate(d);
     return NULL;
 }
@@ -86,7 +79,7 @@ void server_profiles_destroy(cubec_device *d)
         free(p);
     }
     handle_table_free(&d->profiles);
-    if (d->profile_queries) vkDestroyQueryPool(d->vk.device, d->profile_queries, NULL);
+    if (d->profile_queries) d->gpu->ops->queries_destroy(d->gpu, d->profile_queries);
     free(d->free_pairs);
 }
 
@@ -94,11 +87,8 @@ void server_profiles_destroy(cubec_device *d)
 static cubec_status take_pair(cubec_device *d, uint32_t *out_query)
 {
     if (!d->profile_queries) {
-        VkQueryPoolCreateInfo qci = {.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
-                                     .queryType = VK_QUERY_TYPE_TIMESTAMP,
-                                     .queryCount = 2 * PROFILE_PAIRS};
-        VK_RETURN_IF_ERROR(vkCreateQueryPool(d->vk.device, &qci, NULL, &d->profile_queries),
-                           "vkCreateQueryPool(profiles)");
+        RETURN_IF_ERROR(
+            d->gpu->ops->queries_create(d->gpu, 2 * PROFILE_PAIRS, &d->profile_queries));
         d->free_pairs = malloc(PROFILE_PAIRS * sizeof *d->free_pairs);
         if (!d->free_pairs) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory");
         for (uint32_t i = 0; i < PROFILE_PAIRS; i++)
@@ -246,15 +236,12 @@ cubec_status server_profile_end(cubec_device *d, uint32_t slot, uint64_t id,
                        : INVALID_ARG("cubec_profile_end: the profile was abandoned by "
                                      "another thread while it ended");
         uint64_t ticks[2] = {0, 0};
-        if (!err && !p->poison) {
-            VkResult vr =
-                vkGetQueryPoolResults(d->vk.device, d->profile_queries, query, 2, sizeof ticks,
-                                      ticks, sizeof ticks[0], VK_QUERY_RESULT_64_BIT);
-            if (vr != VK_SUCCESS) err = vk_status(vr, "vkGetQueryPoolResults(profile)");
-        }
+        if (!err && !p->poison)
+            err = d->gpu->ops->queries_read(d->gpu, d->profile_queries, query, 2, ticks);
         if (!err && !p->poison) {
             uint64_t mask =
-                d->vk.timestamp_bits >= 64 ? UINT64_MAX : (1ull << d->vk.timestamp_bits) - 1;
+                d->gpu->caps.timestamp_bits >= 64 ? UINT64_MAX
+                                                  : (1ull << d->gpu->caps.timestamp_bits) - 1;
             uint64_t delta = (ticks[1] - ticks[0]) & mask;
             r.begin_ns = server_device_time_ns(d, ticks[0] & mask);
             r.end_ns = r.begin_ns + (uint64_t)llround((double)delta * d->info.timestamp_period_ns);
@@ -285,22 +272,20 @@ cubec_status server_record_timestamp(cubec_device *d, task *t)
 {
     profile_obj *p = handle_table_get(&d->profiles, t->profile);
     if (!p) return NULL; /* abandoned */
-    VkCommandBuffer cmd;
+    gpu_cmd *cmd;
     RETURN_IF_ERROR(sub_begin(d, &cmd));
+    const gpu_ops *ops = d->gpu->ops;
     if (!t->profile_end) {
-        vkCmdResetQueryPool(cmd, d->profile_queries, p->query, 2);
-        vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, d->profile_queries,
-                            p->query);
+        ops->reset_queries(cmd, d->profile_queries, p->query, 2);
+        ops->timestamp(cmd, d->profile_queries, p->query, GPU_STAGE_BOTTOM);
         /* The profiled work starts after the timestamp, not alongside the work before it. */
-        vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT,
-                             VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, 0, 0, NULL, 0, NULL, 0, NULL);
+        ops->barrier(cmd, GPU_STAGE_ALL, 0, GPU_STAGE_ALL, 0);
         p->opened = 1;
     } else {
         /* A poisoned profile is never read; its begin may have been lost with a submission,
          * leaving the queries unreset. */
         if (!p->poison)
-            vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, d->profile_queries,
-                                p->query + 1);
+            ops->timestamp(cmd, d->profile_queries, p->query + 1, GPU_STAGE_BOTTOM);
         p->closed = 1;
         p->end_value = d->next_value;
     }

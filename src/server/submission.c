@@ -3,7 +3,6 @@
  * timeline semaphore; "is X done" is a comparison with the counter, and waiting polls briefly
  * before blocking (a fence wait costs ~25 us more than a busy poll on an H200). */
 #include "base/log.h"
-#include "gpu/vulkan/vk_result.h"
 #include "server/device.h"
 
 #include <sched.h>
@@ -19,22 +18,8 @@ static uint64_t now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* The stages and accesses cubec's commands use: the destination of every barrier. */
-#define ALL_STAGES                                                                                 \
-    (VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT |                       \
-     VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT)
-#define ALL_ACCESS                                                                                 \
-    (VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |        \
-     VK_ACCESS_TRANSFER_WRITE_BIT | VK_ACCESS_INDIRECT_COMMAND_READ_BIT)
-
 cubec_status sub_init(cubec_device *d)
 {
-    VkSemaphoreTypeCreateInfo tci = {.sType = VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO,
-                                     .semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE,
-                                     .initialValue = 0};
-    VkSemaphoreCreateInfo sci = {.sType = VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO, .pNext = &tci};
-    VK_RETURN_IF_ERROR(vkCreateSemaphore(d->vk.device, &sci, NULL, &d->timeline),
-                       "vkCreateSemaphore(timeline)");
     d->next_value = 1;
     d->completed_value = 0;
     return NULL;
@@ -45,23 +30,20 @@ void sub_destroy(cubec_device *d)
     for (uint32_t i = 0; i < d->batch_count; i++) {
         free(d->batches[i].held);
         free(d->batches[i].stamps);
-        if (d->batches[i].queries) vkDestroyQueryPool(d->vk.device, d->batches[i].queries, NULL);
-        vkDestroyCommandPool(d->vk.device, d->batches[i].pool, NULL);
-        if (d->batches[i].descriptors)
-            vkDestroyDescriptorPool(d->vk.device, d->batches[i].descriptors, NULL);
+        if (d->batches[i].queries) d->gpu->ops->queries_destroy(d->gpu, d->batches[i].queries);
+        d->gpu->ops->cmd_destroy(d->gpu, d->batches[i].cmd);
     }
     free(d->batches);
     d->batches = NULL;
     d->batch_count = 0;
-    if (d->timeline) vkDestroySemaphore(d->vk.device, d->timeline, NULL);
 }
 
 void sub_poll(cubec_device *d)
 {
     uint64_t v = 0;
-    if (vkGetSemaphoreCounterValue(d->vk.device, d->timeline, &v) == VK_SUCCESS &&
-        v > d->completed_value)
-        d->completed_value = v;
+    cubec_status err = d->gpu->ops->timeline_value(d->gpu, &v);
+    if (!err && v > d->completed_value) d->completed_value = v;
+    cubec_status_free(err); /* a broken timeline shows in the next wait */
     if (d->deferred_count) server_run_deferred_frees(d);
     if (d->submitter.started) {
         uint64_t graph = 0, value = 0;
@@ -114,49 +96,15 @@ static cubec_status take_batch(cubec_device *d, batch **out)
         d->batch_cap = cap;
     }
     batch *b = &d->batches[d->batch_count];
-    /* A pool per batch: reusing the batch resets the whole pool at once, which drivers make
-     * cheaper than resetting command buffers one by one. */
-    VkCommandPoolCreateInfo pci = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
-                                   .flags = VK_COMMAND_POOL_CREATE_TRANSIENT_BIT,
-                                   .queueFamilyIndex = d->vk.queue_family};
-    VK_RETURN_IF_ERROR(vkCreateCommandPool(d->vk.device, &pci, NULL, &b->pool),
-                       "vkCreateCommandPool");
-    VkCommandBufferAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
-                                      .commandPool = b->pool,
-                                      .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
-                                      .commandBufferCount = 1};
-    VkResult ar = vkAllocateCommandBuffers(d->vk.device, &ai, &b->cmd);
-    if (ar != VK_SUCCESS) {
-        vkDestroyCommandPool(d->vk.device, b->pool, NULL);
-        return vk_status(ar, "vkAllocateCommandBuffers");
-    }
-    b->value = 0;
-    b->recorded = 0;
-    b->held = NULL;
-    b->held_count = b->held_cap = 0;
-    b->descriptors = VK_NULL_HANDLE;
-    b->queries = VK_NULL_HANDLE;
-    b->stamps = NULL;
-    b->stamp_count = b->stamp_cap = 0;
-    if (!d->vk.push_descriptor) {
-        /* One set per launch, at most batch_task_cap launches per batch. */
-        VkDescriptorPoolSize size = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, d->batch_task_cap * 33u};
-        VkDescriptorPoolCreateInfo dpci = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
-                                           .maxSets = d->batch_task_cap,
-                                           .poolSizeCount = 1,
-                                           .pPoolSizes = &size};
-        VkResult r = vkCreateDescriptorPool(d->vk.device, &dpci, NULL, &b->descriptors);
-        if (r != VK_SUCCESS) {
-            vkDestroyCommandPool(d->vk.device, b->pool, NULL);
-            return vk_status(r, "vkCreateDescriptorPool");
-        }
-    }
+    memset(b, 0, sizeof *b);
+    /* Without push descriptors: one set per launch, at most batch_task_cap launches. */
+    RETURN_IF_ERROR(d->gpu->ops->cmd_create(d->gpu, GPU_CMD_ONCE, d->batch_task_cap, &b->cmd));
     d->batch_count++;
     *out = b;
     return NULL;
 }
 
-cubec_status sub_begin(cubec_device *d, VkCommandBuffer *out_cmd)
+cubec_status sub_begin(cubec_device *d, gpu_cmd **out_cmd)
 {
     if (d->open) {
         *out_cmd = d->open->cmd;
@@ -170,21 +118,15 @@ cubec_status sub_begin(cubec_device *d, VkCommandBuffer *out_cmd)
     d->draining--;
     RETURN_IF_ERROR(err);
     if (b->stamp_count) timeline_harvest(d, b); /* finished, not yet read */
-    VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
-                                   .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
-    if (b->recorded)
-        VK_RETURN_IF_ERROR(vkResetCommandPool(d->vk.device, b->pool, 0), "vkResetCommandPool");
-    b->recorded = 1;
-    VK_RETURN_IF_ERROR(vkBeginCommandBuffer(b->cmd, &bi), "vkBeginCommandBuffer");
-    if (b->descriptors) vkResetDescriptorPool(d->vk.device, b->descriptors, 0);
+    RETURN_IF_ERROR(d->gpu->ops->cmd_begin(d->gpu, b->cmd));
     if (d->time_launches) timeline_batch_begin(d, b);
     b->value = 0;
     d->open = b;
     d->tasks = 0;
     /* Nothing is bound in a new command buffer. */
-    d->bound.pipeline = VK_NULL_HANDLE;
-    d->bound.descriptor_layout = VK_NULL_HANDLE;
-    d->bound.push_layout = VK_NULL_HANDLE;
+    d->bound.pipeline = NULL;
+    d->bound.descriptors_for = NULL;
+    d->bound.push_for = NULL;
     *out_cmd = b->cmd;
     return NULL;
 }
@@ -199,51 +141,40 @@ cubec_status sub_flush_to(cubec_device *d, int for_host, sub_handoff *handoff)
     if (!d->open) {
         if (!for_host || d->host_visible_value + 1 >= d->next_value) return NULL;
         /* Earlier batches wrote without a host barrier: submit one that adds it. */
-        VkCommandBuffer cmd;
+        gpu_cmd *cmd;
         RETURN_IF_ERROR(sub_begin(d, &cmd));
     }
     batch *b = d->open;
-    if (for_host) {
-        VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
-                              .srcAccessMask =
-                                  VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
-                              .dstAccessMask = VK_ACCESS_HOST_READ_BIT};
-        vkCmdPipelineBarrier(b->cmd,
-                             VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
-                             VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0, NULL, 0, NULL);
-    }
+    if (for_host)
+        d->gpu->ops->barrier(b->cmd, GPU_STAGE_COMPUTE | GPU_STAGE_TRANSFER,
+                             GPU_ACCESS_SHADER_WRITE | GPU_ACCESS_TRANSFER_WRITE, GPU_STAGE_HOST,
+                             GPU_ACCESS_HOST_READ);
     d->open = NULL;
-    VkResult r = vkEndCommandBuffer(b->cmd);
-    if (r != VK_SUCCESS) {
-        cubec_status err = server_note_error(d, vk_status(r, "vkEndCommandBuffer"));
+    cubec_status ended = d->gpu->ops->cmd_end(d->gpu, b->cmd);
+    if (ended) {
+        cubec_status err = server_note_error(d, ended);
         server_batch_settled(d, b, err);
         b->value = 0;
         return err;
     }
     uint64_t value = d->next_value;
-    VkTimelineSemaphoreSubmitInfo ts = {.sType = VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO,
-                                        .signalSemaphoreValueCount = 1,
-                                        .pSignalSemaphoreValues = &value};
-    VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
-                       .pNext = &ts,
-                       .commandBufferCount = 1,
-                       .pCommandBuffers = &b->cmd,
-                       .signalSemaphoreCount = 1,
-                       .pSignalSemaphores = &d->timeline};
     uint64_t submit_begin = d->trace ? server_now_ns() : 0;
-    cubec_status lost = fault_hit(&d->faults, CUBEC_FAULT_SUBMIT)
-                            ? fault_status(&d->faults, CUBEC_FAULT_SUBMIT, CUBEC_INTERNAL)
-                            : NULL;
-    if (!lost && handoff) {
-        /* The submission thread submits it, with what the caller hands over next. */
-        handoff->cmd = b->cmd;
-        handoff->value = value;
-    } else if (!lost) {
+    cubec_status lost = NULL;
+    if (handoff) {
+        /* The submission thread submits it, with what the caller hands over next; the fault
+         * plan counts it here, where the device lock orders the count. */
+        lost = gpu_fault(d->gpu, CUBEC_FAULT_SUBMIT, CUBEC_INTERNAL);
+        if (!lost) {
+            handoff->cmd = b->cmd;
+            handoff->value = value;
+        }
+    } else {
         submitter_quiesce(d); /* replays handed to the submission thread go first */
         uint64_t t0 = server_now_ns();
-        r = vkQueueSubmit(d->vk.queue, 1, &si, VK_NULL_HANDLE);
+        gpu_submit_item item = {b->cmd, value};
+        lost = gpu_submit(d->gpu, &item, 1);
         d->stats.submit_ns += server_now_ns() - t0;
-        if (r != VK_SUCCESS) lost = server_note_error(d, vk_status(r, "vkQueueSubmit"));
+        if (lost) lost = server_note_error(d, lost);
     }
     if (lost) {
         /* The buffer was not submitted: make it reusable; its work is lost, and what it would
@@ -282,39 +213,32 @@ cubec_status sub_task_done(cubec_device *d)
  * of a batch). Batches that finish while nobody waits are reset when they are reused. */
 static void recycle_finished(cubec_device *d)
 {
+    if (!d->gpu->ops->cmd_recycle) return;
     for (uint32_t i = 0; i < d->batch_count; i++) {
         batch *b = &d->batches[i];
-        if (b->recorded && b != d->open && b->value && b->value <= d->completed_value &&
-            vkResetCommandPool(d->vk.device, b->pool, 0) == VK_SUCCESS)
-            b->recorded = 0;
+        if (b != d->open && b->value && b->value <= d->completed_value)
+            d->gpu->ops->cmd_recycle(d->gpu, b->cmd);
     }
 }
 
-/* Polls the timeline for up to spin_us, then blocks. Touches only immutable Vulkan handles, so
- * it may run without the device lock. Returns the observed counter value (0 on error). */
-static VkResult wait_timeline(VkDevice dev, VkSemaphore timeline, uint64_t value, int spin_us,
-                              int fail, uint64_t *out_value)
+/* Polls the timeline for up to spin_us, then blocks. Touches only the backend's timeline, which
+ * is safe without the device lock. */
+static cubec_status wait_timeline(gpu *g, uint64_t value, int spin_us, uint64_t *out_value)
 {
-    if (fail) return VK_ERROR_DEVICE_LOST; /* an injected failure of the wait */
     uint64_t v = 0;
     if (spin_us > 0) {
         uint64_t until = now_ns() + (uint64_t)spin_us * 1000u;
         do {
-            VkResult r = vkGetSemaphoreCounterValue(dev, timeline, &v);
-            if (r != VK_SUCCESS) return r;
+            RETURN_IF_ERROR(g->ops->timeline_value(g, &v));
             if (v >= value) {
                 *out_value = v;
-                return VK_SUCCESS;
+                return NULL;
             }
         } while (now_ns() < until);
     }
-    VkSemaphoreWaitInfo wi = {.sType = VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO,
-                              .semaphoreCount = 1,
-                              .pSemaphores = &timeline,
-                              .pValues = &value};
-    VkResult r = vkWaitSemaphores(dev, &wi, UINT64_MAX);
+    RETURN_IF_ERROR(g->ops->timeline_wait(g, value));
     *out_value = value;
-    return r;
+    return NULL;
 }
 
 cubec_status sub_wait(cubec_device *d, uint64_t value)
@@ -326,23 +250,18 @@ cubec_status sub_wait(cubec_device *d, uint64_t value)
     if (value <= d->completed_value) return NULL;
     recycle_finished(d);
     uint64_t seen = 0;
-    VkResult r;
-    int fail = fault_hit(&d->faults, CUBEC_FAULT_WAIT);
+    /* An injected failure of the wait is a lost device, like a real one. */
+    cubec_status err = gpu_fault(d->gpu, CUBEC_FAULT_WAIT, CUBEC_DEVICE_LOST);
+    if (err) return server_note_error(d, status_annotate(err, "the device is treated as lost"));
     if (d->draining) {
-        r = wait_timeline(d->vk.device, d->timeline, value, d->spin_us, fail, &seen);
+        err = wait_timeline(d->gpu, value, d->spin_us, &seen);
     } else {
         /* Other threads queue and record while this one waits for the GPU. */
         pthread_mutex_unlock(&d->lock);
-        r = wait_timeline(d->vk.device, d->timeline, value, d->spin_us, fail, &seen);
+        err = wait_timeline(d->gpu, value, d->spin_us, &seen);
         pthread_mutex_lock(&d->lock);
     }
-    if (r != VK_SUCCESS)
-        return server_note_error(
-            d, fail ? status_make(CUBEC_DEVICE_LOST,
-                                  "injected fault: wait call #%llu: the "
-                                  "device is treated as lost",
-                                  (unsigned long long)d->faults.count[CUBEC_FAULT_WAIT])
-                    : vk_status(r, "vkWaitSemaphores"));
+    if (err) return server_note_error(d, err);
     if (seen > d->completed_value) d->completed_value = seen;
     sub_poll(d);
     recycle_finished(d);
@@ -360,13 +279,13 @@ cubec_status sub_wait_for_host(cubec_device *d, uint64_t value)
     return sub_wait(d, value);
 }
 
-void sub_hazards(cubec_device *d, VkCommandBuffer cmd, const hazard_range *ranges, uint32_t n,
+void sub_hazards(cubec_device *d, gpu_cmd *cmd, const hazard_range *ranges, uint32_t n,
                  sub_command kind)
 {
     sub_hazards_in(d, &d->hazards, cmd, ranges, n, kind);
 }
 
-void sub_hazards_in(cubec_device *d, hazard_tracker *t, VkCommandBuffer cmd,
+void sub_hazards_in(cubec_device *d, hazard_tracker *t, gpu_cmd *cmd,
                     const hazard_range *ranges, uint32_t n, sub_command kind)
 {
     /* Commands before an earlier compute-only barrier are not ordered before this one unless it
@@ -384,15 +303,11 @@ void sub_hazards_in(cubec_device *d, hazard_tracker *t, VkCommandBuffer cmd,
         /* Compute-only barriers chain: each orders everything before the one before it too. */
         uint32_t partial_stages = t->partial_stages | src,
                  partial_access = t->partial_access | access;
-        VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
-                              .srcAccessMask = access,
-                              .dstAccessMask = !access        ? 0
-                                               : compute_only ? VK_ACCESS_SHADER_READ_BIT |
-                                                                    VK_ACCESS_SHADER_WRITE_BIT
-                                                              : ALL_ACCESS};
-        vkCmdPipelineBarrier(cmd, src ? src : VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT,
-                             compute_only ? VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT : ALL_STAGES, 0, 1,
-                             &mb, 0, NULL, 0, NULL);
+        uint32_t dst_access = !access        ? 0
+                              : compute_only ? GPU_ACCESS_SHADER_READ | GPU_ACCESS_SHADER_WRITE
+                                             : GPU_ACCESS_USED;
+        d->gpu->ops->barrier(cmd, src ? src : GPU_STAGE_TOP, access,
+                             compute_only ? GPU_STAGE_COMPUTE : GPU_STAGES_USED, dst_access);
         hazard_reset(t);
         if (compute_only) {
             t->partial_stages = partial_stages;
@@ -401,7 +316,7 @@ void sub_hazards_in(cubec_device *d, hazard_tracker *t, VkCommandBuffer cmd,
         d->stats.barriers++;
     }
     if (kind == SUB_TRANSFER)
-        hazard_note(t, ranges, n, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT);
+        hazard_note(t, ranges, n, GPU_STAGE_TRANSFER, GPU_ACCESS_TRANSFER_WRITE);
     else
-        hazard_note(t, ranges, n, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT);
+        hazard_note(t, ranges, n, GPU_STAGE_COMPUTE, GPU_ACCESS_SHADER_WRITE);
 }

@@ -15,7 +15,6 @@
  * hangs, and records the failure; the device (under its lock, in sub_poll) taints the graph's
  * outputs with it and surfaces a lost device. */
 #include "base/log.h"
-#include "gpu/vulkan/vk_result.h"
 #include "server/device.h"
 
 #include <inttypes.h>
@@ -50,49 +49,35 @@ static void *submitter_main(void *arg)
         pthread_mutex_unlock(&s->lock);
 
         /* The batch handed over with the replay first, in the same call: the GPU goes from
-         * one to the other without waiting for a second submission. */
-        VkTimelineSemaphoreSubmitInfo ts[2];
-        VkSubmitInfo si[2];
+         * one to the other without waiting for a second submission. Counted by the fault plan
+         * when it was handed over (under the device lock). */
+        gpu_submit_item items[2];
         uint32_t n = 0;
-        const VkCommandBuffer *cmds[2] = {&item.batch, &item.cmd};
-        const uint64_t *values[2] = {&item.batch_value, &item.value};
-        for (int k = item.batch ? 0 : 1; k < 2; k++, n++) {
-            ts[n] = (VkTimelineSemaphoreSubmitInfo){
-                .sType = VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO,
-                .signalSemaphoreValueCount = 1,
-                .pSignalSemaphoreValues = values[k]};
-            si[n] = (VkSubmitInfo){.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
-                                   .pNext = &ts[n],
-                                   .commandBufferCount = 1,
-                                   .pCommandBuffers = cmds[k],
-                                   .signalSemaphoreCount = 1,
-                                   .pSignalSemaphores = &d->timeline};
-        }
+        if (item.batch) items[n++] = (gpu_submit_item){item.batch, item.batch_value};
+        items[n++] = (gpu_submit_item){item.cmd, item.value};
         uint64_t t0 = server_now_ns();
-        VkResult r = vkQueueSubmit(d->vk.queue, n, si, VK_NULL_HANDLE);
+        cubec_status r = d->gpu->ops->submit(d->gpu, items, n);
         uint64_t spent = server_now_ns() - t0;
-        if (r != VK_SUCCESS) {
+        if (r) {
             /* Nothing will signal the value: do it once what came before has finished. */
-            vkQueueWaitIdle(d->vk.queue);
-            VkSemaphoreSignalInfo sig = {.sType = VK_STRUCTURE_TYPE_SEMAPHORE_SIGNAL_INFO,
-                                         .semaphore = d->timeline,
-                                         .value = item.value};
-            vkSignalSemaphore(d->vk.device, &sig);
+            d->gpu->ops->queue_idle(d->gpu);
+            cubec_status_free(d->gpu->ops->timeline_signal(d->gpu, item.value));
         }
-
         pthread_mutex_lock(&s->lock);
         s->busy = 0;
         s->submit_ns += spent;
         s->submissions++;
-        if (r != VK_SUCCESS) {
+        if (r) {
             if (s->failure_count < sizeof s->failures / sizeof s->failures[0]) {
                 s->failures[s->failure_count].result = r;
                 s->failures[s->failure_count].graph = item.graph;
                 s->failures[s->failure_count].value = item.value;
-                s->failures[s->failure_count].had_batch = item.batch != VK_NULL_HANDLE;
+                s->failures[s->failure_count].had_batch = item.batch != NULL;
                 s->failure_count++;
-            } else
+            } else {
+                cubec_status_free(r);
                 s->failures_dropped++;
+            }
         }
         pthread_cond_broadcast(&s->idle);
     }
@@ -100,7 +85,7 @@ static void *submitter_main(void *arg)
     return NULL;
 }
 
-cubec_status submitter_push(cubec_device *d, VkCommandBuffer cmd, uint64_t value, uint64_t graph,
+cubec_status submitter_push(cubec_device *d, gpu_cmd *cmd, uint64_t value, uint64_t graph,
                             const sub_handoff *before)
 {
     submitter *s = &d->submitter;
@@ -109,7 +94,7 @@ cubec_status submitter_push(cubec_device *d, VkCommandBuffer cmd, uint64_t value
     while (s->count == SUBMITTER_RING)
         pthread_cond_wait(&s->idle, &s->lock);
     s->ring[(s->head + s->count) % SUBMITTER_RING] = (submit_item){
-        cmd, value, graph, before ? before->cmd : VK_NULL_HANDLE, before ? before->value : 0};
+        cmd, value, graph, before ? before->cmd : NULL, before ? before->value : 0};
     s->count++;
     atomic_fetch_add(&s->pushed, 1);
     pthread_cond_signal(&s->work);
@@ -149,7 +134,7 @@ cubec_status submitter_take_failure(cubec_device *d, uint64_t *out_graph, uint64
     submitter *s = &d->submitter;
     if (!s->started) return NULL;
     pthread_mutex_lock(&s->lock);
-    VkResult r = VK_SUCCESS;
+    cubec_status r = NULL;
     uint64_t graph = 0, value = 0;
     uint32_t dropped = s->failures_dropped;
     int had_batch = 0;
@@ -164,8 +149,8 @@ cubec_status submitter_take_failure(cubec_device *d, uint64_t *out_graph, uint64
         s->failures_dropped = 0;
     }
     pthread_mutex_unlock(&s->lock);
-    if (r == VK_SUCCESS && !dropped) return NULL;
-    if (r == VK_SUCCESS) {
+    if (!r && !dropped) return NULL;
+    if (!r) {
         /* More failures than the ring holds: which outputs they leave unwritten is unknown, so
          * the device is treated as lost (a failing vkQueueSubmit nearly always means that). */
         *out_graph = 0;
@@ -177,16 +162,18 @@ cubec_status submitter_take_failure(cubec_device *d, uint64_t *out_graph, uint64
     }
     *out_graph = graph;
     *out_value = value;
-    if (had_batch)
+    if (had_batch) {
         /* Eager work went with the replay and its ranges were released as submitted: what it
          * wrote is unknown, so nothing of the device can be trusted any more. */
-        return status_make(CUBEC_DEVICE_LOST,
-                           "the replay signalling timeline value %" PRIu64
-                           " and the work submitted with it were not submitted (%s); the "
-                           "device is treated as lost",
-                           value, vk_result_name(r));
-    return status_annotate(vk_status(r, "vkQueueSubmit(graph replay)"),
-                           "the replay signalling timeline value %" PRIu64 " was not submitted",
+        cubec_status lost = status_make(CUBEC_DEVICE_LOST,
+                                        "the replay signalling timeline value %" PRIu64
+                                        " and the work submitted with it were not submitted (%s); "
+                                        "the device is treated as lost",
+                                        value, cubec_status_message(r));
+        cubec_status_free(r);
+        return lost;
+    }
+    return status_annotate(r, "the replay signalling timeline value %" PRIu64 " was not submitted",
                            value);
 }
 
@@ -199,6 +186,9 @@ void submitter_stop(cubec_device *d)
     pthread_cond_signal(&s->work);
     pthread_mutex_unlock(&s->lock);
     pthread_join(s->thread, NULL);
+    for (uint32_t i = 0; i < s->failure_count; i++)
+        cubec_status_free(s->failures[i].result);
+    s->failure_count = 0;
     d->stats.submit_ns += s->submit_ns;
     d->stats.submissions += s->submissions;
     pthread_cond_destroy(&s->idle);

@@ -10,7 +10,6 @@
  * anything but a branch per launch. Host-side work (writes, reads, compilations, submissions,
  * syncs) goes to the host track with host times. */
 #include "base/log.h"
-#include "gpu/vulkan/vk_result.h"
 #include "profiling/kernel_stats.h"
 #include "profiling/trace.h"
 #include "server/device.h"
@@ -80,7 +79,8 @@ cubec_status timeline_init(cubec_device *d)
             return err;
         }
         char name[320];
-        snprintf(name, sizeof name, "cubec: %s (device %u)", d->info.name, d->vk.physical_index);
+        snprintf(name, sizeof name, "cubec: %s (device %u)", d->info.name,
+                 d->gpu->caps.physical_index);
         trace_set_process_name(d->trace, name);
     }
     if (log_enabled(LOG_INFO, LOG_SYS_PROFILING)) {
@@ -121,18 +121,18 @@ static uint32_t queries_per_batch(const cubec_device *d)
 void timeline_batch_begin(cubec_device *d, batch *b)
 {
     b->stamp_count = 0;
-    if (!d->vk.timestamps) return; /* launches keep their host recording time */
+    if (!d->gpu->caps.timestamps) return; /* launches keep their host recording time */
     if (!b->queries) {
-        VkQueryPoolCreateInfo qci = {.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
-                                     .queryType = VK_QUERY_TYPE_TIMESTAMP,
-                                     .queryCount = queries_per_batch(d)};
-        if (vkCreateQueryPool(d->vk.device, &qci, NULL, &b->queries) != VK_SUCCESS) {
-            LOG(LOG_WARN, LOG_SYS_PROFILING, "no query pool for launch timing: host times used");
-            b->queries = VK_NULL_HANDLE;
+        cubec_status err = d->gpu->ops->queries_create(d->gpu, queries_per_batch(d), &b->queries);
+        if (err) {
+            LOG(LOG_WARN, LOG_SYS_PROFILING, "no query pool for launch timing (%s): host times used",
+                cubec_status_message(err));
+            cubec_status_free(err);
+            b->queries = NULL;
             return;
         }
     }
-    vkCmdResetQueryPool(b->cmd, b->queries, 0, queries_per_batch(d));
+    d->gpu->ops->reset_queries(b->cmd, b->queries, 0, queries_per_batch(d));
 }
 
 launch_stamp *timeline_stamp_add(launch_stamp **stamps, uint32_t *cap, uint32_t count,
@@ -160,18 +160,14 @@ int timeline_launch_begin(cubec_device *d, batch *b, const task *t)
     if (2 * b->stamp_count + 2 > queries_per_batch(d) ||
         !timeline_stamp_add(&b->stamps, &b->stamp_cap, b->stamp_count, t))
         return 0;
-    if (b->queries)
-        vkCmdWriteTimestamp(b->cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, b->queries,
-                            2 * b->stamp_count);
+    if (b->queries) d->gpu->ops->timestamp(b->cmd, b->queries, 2 * b->stamp_count, GPU_STAGE_TOP);
     return 1;
 }
 
 void timeline_launch_end(cubec_device *d, batch *b)
 {
-    (void)d;
     if (b->queries)
-        vkCmdWriteTimestamp(b->cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, b->queries,
-                            2 * b->stamp_count + 1);
+        d->gpu->ops->timestamp(b->cmd, b->queries, 2 * b->stamp_count + 1, GPU_STAGE_BOTTOM);
     b->stamp_count++;
 }
 
@@ -180,9 +176,8 @@ void timeline_launch_end(cubec_device *d, batch *b)
 static void emit_launches(cubec_device *d, const launch_stamp *stamps, uint32_t n,
                           const uint64_t *ticks, uint64_t replay)
 {
-    uint64_t mask = d->vk.timestamp_bits >= 64 || !d->vk.timestamp_bits
-                        ? UINT64_MAX
-                        : (1ull << d->vk.timestamp_bits) - 1;
+    uint32_t bits = d->gpu->caps.timestamp_bits;
+    uint64_t mask = bits >= 64 || !bits ? UINT64_MAX : (1ull << bits) - 1;
     for (uint32_t i = 0; i < n; i++) {
         const launch_stamp *s = &stamps[i];
         uint64_t begin = s->record_ns, dur = 0;
@@ -215,12 +210,15 @@ static void emit_launches(cubec_device *d, const launch_stamp *stamps, uint32_t 
 }
 
 /* The timestamps of `n` launches in `pool`, or NULL (logged) when they cannot be read. */
-static uint64_t *read_ticks(cubec_device *d, VkQueryPool pool, uint32_t n)
+static uint64_t *read_ticks(cubec_device *d, gpu_queries *pool, uint32_t n)
 {
     uint64_t *ticks = malloc(2 * (size_t)n * sizeof *ticks);
-    if (!ticks || vkGetQueryPoolResults(d->vk.device, pool, 0, 2 * n, 2 * n * sizeof *ticks, ticks,
-                                        sizeof *ticks, VK_QUERY_RESULT_64_BIT) != VK_SUCCESS) {
-        LOG(LOG_WARN, LOG_SYS_PROFILING, "launch timestamps could not be read");
+    cubec_status err = ticks ? d->gpu->ops->queries_read(d->gpu, pool, 0, 2 * n, ticks)
+                             : status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (ticks)");
+    if (err) {
+        LOG(LOG_WARN, LOG_SYS_PROFILING, "launch timestamps could not be read: %s",
+            cubec_status_message(err));
+        cubec_status_free(err);
         free(ticks);
         return NULL;
     }
@@ -239,7 +237,7 @@ void timeline_harvest(cubec_device *d, batch *b)
     free(ticks);
 }
 
-void timeline_graph_harvest(cubec_device *d, VkQueryPool pool, const launch_stamp *stamps,
+void timeline_graph_harvest(cubec_device *d, gpu_queries *pool, const launch_stamp *stamps,
                             uint32_t n, uint64_t graph)
 {
     if (!n) return;
@@ -247,7 +245,7 @@ void timeline_graph_harvest(cubec_device *d, VkQueryPool pool, const launch_stam
     if (ticks) emit_launches(d, stamps, n, ticks, graph);
     free(ticks);
     /* Ready for the copy's next replay (hostQueryReset: no command needed). */
-    vkResetQueryPool(d->vk.device, pool, 0, 2 * n);
+    d->gpu->ops->queries_host_reset(d->gpu, pool, 0, 2 * n);
 }
 
 void timeline_host(cubec_device *d, const char *name, const char *category, uint64_t begin_ns,

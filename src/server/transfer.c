@@ -7,7 +7,6 @@
  * Discrete GPUs: through persistently mapped staging rings, in chunks, so the host copy of one
  * chunk overlaps the DMA of the previous one. Writes are recorded in stream order and return as
  * soon as the bytes are in staging. */
-#include "gpu/vulkan/vk_result.h"
 #include "server/device.h"
 
 #include <inttypes.h>
@@ -22,8 +21,7 @@ struct cubec_event_s {
     const unsigned char *src; /* mapped bytes to copy from when done */
     unsigned char *dst;
     uint64_t size;
-    VkBuffer staging; /* discrete: a private readback buffer */
-    VkDeviceMemory staging_memory;
+    gpu_mem *staging; /* discrete: a private readback buffer */
     int done;
     cubec_status result;
     /* For the trace: when the read started, on which stream, of which buffer. */
@@ -36,20 +34,9 @@ static void touch(cubec_device *d, buffer_obj *b, int write)
     if (write) b->alloc->last_write = d->next_value;
 }
 
-static int readback_coherent(const cubec_device *d)
+static void invalidate(cubec_device *d, gpu_mem *m)
 {
-    return d->vk.memory.memoryTypes[d->vk.readback_memory_type].propertyFlags &
-           VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
-}
-
-static void invalidate(cubec_device *d, VkDeviceMemory memory)
-{
-    if (readback_coherent(d)) return;
-    VkMappedMemoryRange range = {.sType = VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE,
-                                 .memory = memory,
-                                 .offset = 0,
-                                 .size = VK_WHOLE_SIZE};
-    vkInvalidateMappedMemoryRanges(d->vk.device, 1, &range);
+    d->gpu->ops->mem_invalidate(d->gpu, m);
 }
 
 /* Discrete GPUs: chunk by chunk through the upload ring, each full chunk submitted so that its
@@ -57,7 +44,7 @@ static void invalidate(cubec_device *d, VkDeviceMemory memory)
 static cubec_status write_staged(cubec_device *d, buffer_obj *b, uint64_t at, const void *src,
                                  uint64_t size)
 {
-    vk_page *page = buffer_page(b);
+    gpu_mem *page = buffer_page(b);
     const unsigned char *from = src;
     for (uint64_t done = 0; done < size;) {
         uint64_t n = size - done;
@@ -65,12 +52,11 @@ static cubec_status write_staged(cubec_device *d, buffer_obj *b, uint64_t at, co
         uint64_t ring_at;
         RETURN_IF_ERROR(host_ring_alloc(d, &d->upload, n, 16, &ring_at));
         memcpy(d->upload.mapped + ring_at, from + done, n);
-        VkCommandBuffer cmd;
+        gpu_cmd *cmd;
         RETURN_IF_ERROR(sub_begin(d, &cmd));
         hazard_range r = {page, at + done, n, 1};
         sub_hazards(d, cmd, &r, 1, SUB_TRANSFER);
-        VkBufferCopy region = {ring_at, at + done, n};
-        vkCmdCopyBuffer(cmd, d->upload.buffer, page->buffer, 1, &region);
+        d->gpu->ops->copy(cmd, d->upload.mem, ring_at, page, at + done, n);
         touch(d, b, 1);
         done += n;
         /* Submit each chunk so the DMA starts while the next chunk is copied in. */
@@ -105,7 +91,7 @@ static cubec_status write_body(cubec_device *d, uint32_t slot, buffer_obj *b, ui
                                const void *src, uint64_t size)
 {
     if (size == 0) return NULL;
-    vk_page *page = buffer_page(b);
+    gpu_mem *page = buffer_page(b);
     uint64_t at = buffer_device_offset(b) + offset;
     if (server_graph_refuse_write(d, slot, b->alloc, at, size)) return NULL;
     RETURN_IF_ERROR(server_drain_for_host(d, slot, b->alloc));
@@ -146,7 +132,7 @@ typedef struct pending_chunk {
 static cubec_status read_staged(cubec_device *d, buffer_obj *b, uint64_t at, void *dst,
                                 uint64_t size)
 {
-    vk_page *page = buffer_page(b);
+    gpu_mem *page = buffer_page(b);
     unsigned char *to = dst;
     pending_chunk q[2];
     uint32_t queued = 0;
@@ -156,12 +142,11 @@ static cubec_status read_staged(cubec_device *d, buffer_obj *b, uint64_t at, voi
             if (n > d->readback.chunk_size) n = d->readback.chunk_size;
             uint64_t ring_at;
             RETURN_IF_ERROR(host_ring_alloc(d, &d->readback, n, 16, &ring_at));
-            VkCommandBuffer cmd;
+            gpu_cmd *cmd;
             RETURN_IF_ERROR(sub_begin(d, &cmd));
             hazard_range r = {page, at + done, n, 0};
             sub_hazards(d, cmd, &r, 1, SUB_TRANSFER);
-            VkBufferCopy region = {at + done, ring_at, n};
-            vkCmdCopyBuffer(cmd, page->buffer, d->readback.buffer, 1, &region);
+            d->gpu->ops->copy(cmd, page, at + done, d->readback.mem, ring_at, n);
             touch(d, b, 0);
             q[queued++] = (pending_chunk){d->next_value, ring_at, done, n};
             RETURN_IF_ERROR(sub_flush(d, 1));
@@ -169,7 +154,7 @@ static cubec_status read_staged(cubec_device *d, buffer_obj *b, uint64_t at, voi
             continue;
         }
         RETURN_IF_ERROR(sub_wait(d, q[0].value));
-        invalidate(d, d->readback.memory);
+        invalidate(d, d->readback.mem);
         memcpy(to + q[0].dst_at, d->readback.mapped + q[0].ring_at, q[0].size);
         q[0] = q[1];
         queued--;
@@ -193,7 +178,7 @@ static cubec_status read_body(cubec_device *d, uint32_t slot, buffer_obj *b, uin
                               void *dst, uint64_t size)
 {
     if (size == 0) return NULL;
-    vk_page *page = buffer_page(b);
+    gpu_mem *page = buffer_page(b);
     uint64_t at = buffer_device_offset(b) + offset;
     RETURN_IF_ERROR(server_drain_for_host(d, slot, b->alloc));
     /* Bytes that work failed to write are an error, never stale data. */
@@ -247,7 +232,7 @@ static cubec_status read_async_body(cubec_device *d, uint32_t slot, buffer_obj *
         *out = e;
         return NULL;
     }
-    vk_page *page = buffer_page(b);
+    gpu_mem *page = buffer_page(b);
     uint64_t at = buffer_device_offset(b) + offset;
     cubec_status err = NULL;
     if (page->mapped) {
@@ -258,46 +243,21 @@ static cubec_status read_async_body(cubec_device *d, uint32_t slot, buffer_obj *
             e->value = d->host_visible_value; /* the batch that holds the host barrier */
         }
     } else {
-        VkBufferCreateInfo bci = {.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
-                                  .size = size,
-                                  .usage = VK_BUFFER_USAGE_TRANSFER_DST_BIT,
-                                  .sharingMode = VK_SHARING_MODE_EXCLUSIVE};
-        err = vk_status(vkCreateBuffer(d->vk.device, &bci, NULL, &e->staging), "vkCreateBuffer");
-        VkMemoryRequirements req = {0};
-        if (!err) {
-            vkGetBufferMemoryRequirements(d->vk.device, e->staging, &req);
-            VkMemoryAllocateInfo mai = {.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
-                                        .allocationSize = req.size,
-                                        .memoryTypeIndex = d->vk.readback_memory_type};
-            err = vk_status(vkAllocateMemory(d->vk.device, &mai, NULL, &e->staging_memory),
-                            "vkAllocateMemory(readback)");
-        }
-        if (!err)
-            err = vk_status(vkBindBufferMemory(d->vk.device, e->staging, e->staging_memory, 0),
-                            "vkBindBufferMemory");
-        void *mapped = NULL;
-        if (!err && fault_hit(&d->faults, CUBEC_FAULT_MAP))
-            err = fault_status(&d->faults, CUBEC_FAULT_MAP, CUBEC_INTERNAL);
-        if (!err)
-            err = vk_status(
-                vkMapMemory(d->vk.device, e->staging_memory, 0, VK_WHOLE_SIZE, 0, &mapped),
-                "vkMapMemory");
-        VkCommandBuffer cmd;
+        err = gpu_mem_alloc(d->gpu, GPU_MEM_READBACK, size, &e->staging);
+        gpu_cmd *cmd;
         if (!err) err = sub_begin(d, &cmd);
         if (!err) {
-            e->src = mapped;
+            e->src = e->staging->mapped;
             hazard_range r = {page, at, size, 0};
             sub_hazards(d, cmd, &r, 1, SUB_TRANSFER);
-            VkBufferCopy region = {at, 0, size};
-            vkCmdCopyBuffer(cmd, page->buffer, e->staging, 1, &region);
+            d->gpu->ops->copy(cmd, page, at, e->staging, 0, size);
             touch(d, b, 0);
             e->value = d->next_value;
             err = sub_flush(d, 1);
         }
     }
     if (err) {
-        if (e->staging) vkDestroyBuffer(d->vk.device, e->staging, NULL);
-        if (e->staging_memory) vkFreeMemory(d->vk.device, e->staging_memory, NULL);
+        gpu_mem_free(d->gpu, e->staging);
         free(e);
         return err;
     }
@@ -321,7 +281,7 @@ cubec_status server_event_progress(cubec_event *e, int block)
         if (err) {
             e->result = err;
         } else {
-            if (e->staging_memory) invalidate(d, e->staging_memory);
+            if (e->staging) invalidate(d, e->staging);
             memcpy(e->dst, e->src, e->size);
             if (d->trace && e->trace_begin_ns) {
                 /* From the call to the bytes in host memory, as a blocking read is shown. */
@@ -342,8 +302,7 @@ void server_event_free(cubec_event *e)
 {
     cubec_device *d = e->device;
     if (!e->done) cubec_status_free(server_event_progress(e, 1));
-    if (e->staging) vkDestroyBuffer(d->vk.device, e->staging, NULL);
-    if (e->staging_memory) vkFreeMemory(d->vk.device, e->staging_memory, NULL);
+    gpu_mem_free(d->gpu, e->staging);
     cubec_status_free(e->result);
     free(e);
 }

@@ -2,6 +2,7 @@
  * callback, otherwise "no validation message" in the other tests would prove nothing. */
 #include "test_util.h"
 
+#include "gpu/vulkan/vk_gpu.h"
 #include "server/device.h"
 
 static void test_misuse_is_reported(void **state)
@@ -14,8 +15,8 @@ static void test_misuse_is_reported(void **state)
                               .size = 0,
                               .usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT};
     VkBuffer buf = VK_NULL_HANDLE;
-    VkResult r = vkCreateBuffer(d->vk.device, &bci, NULL, &buf);
-    if (r == VK_SUCCESS && buf) vkDestroyBuffer(d->vk.device, buf, NULL);
+    VkResult r = vkCreateBuffer(vk_gpu_device(d->gpu), &bci, NULL, &buf);
+    if (r == VK_SUCCESS && buf) vkDestroyBuffer(vk_gpu_device(d->gpu), buf, NULL);
     assert_true(test_validation_messages() > before);
     cubec_device_close(d); /* not test_device_close: messages are expected here */
 }

@@ -1,0 +1,471 @@
+/* The Vulkan backend of the GPU seam (gpu/gpu.h): memory, pipelines, command buffers, queries and
+ * submission on one timeline semaphore. Instance and device choice are in vk_context.c, the
+ * recording functions in vk_record.c. This directory is the only place in src/ that calls Vulkan. */
+#include "gpu/vulkan/vk_gpu.h"
+
+#include "base/log.h"
+#include "gpu/vulkan/vk_result.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* --- Memory ------------------------------------------------------------------------------- */
+
+static uint32_t memory_type(const vk_gpu *v, gpu_mem_kind kind)
+{
+    switch (kind) {
+    case GPU_MEM_DEVICE: return v->vk.device_memory_type;
+    case GPU_MEM_UPLOAD: return v->vk.upload_memory_type;
+    case GPU_MEM_READBACK: return v->vk.readback_memory_type;
+    }
+    return v->vk.upload_memory_type;
+}
+
+static cubec_status vk_mem_create(gpu *g, gpu_mem_kind kind, uint64_t size, gpu_mem **out)
+{
+    vk_gpu *v = vk_gpu_of(g);
+    VkDevice dev = v->vk.device;
+    vk_mem *m = calloc(1, sizeof *m);
+    if (!m) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (memory record)");
+    m->base.size = size;
+    m->base.kind = kind;
+    uint32_t type = memory_type(v, kind);
+    m->coherent = (v->vk.memory.memoryTypes[type].propertyFlags &
+                   VK_MEMORY_PROPERTY_HOST_COHERENT_BIT) != 0;
+    VkBufferCreateInfo bci = {
+        .sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
+        .size = size,
+        .usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+                 VK_BUFFER_USAGE_TRANSFER_DST_BIT | VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT,
+        .sharingMode = VK_SHARING_MODE_EXCLUSIVE};
+    cubec_status err = vk_status(vkCreateBuffer(dev, &bci, NULL, &m->buffer), "vkCreateBuffer");
+    VkMemoryRequirements req = {0};
+    if (!err) {
+        vkGetBufferMemoryRequirements(dev, m->buffer, &req);
+        if (!(req.memoryTypeBits & (1u << type)))
+            err = status_make(CUBEC_UNSUPPORTED, "memory type %u not allowed for buffers", type);
+    }
+    if (!err) {
+        VkMemoryAllocateInfo mai = {.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
+                                    .allocationSize = req.size,
+                                    .memoryTypeIndex = type};
+        VkResult r = vkAllocateMemory(dev, &mai, NULL, &m->memory);
+        if (r != VK_SUCCESS)
+            err = status_make(r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY
+                                  ? CUBEC_OUT_OF_MEMORY
+                                  : CUBEC_INTERNAL,
+                              "vkAllocateMemory of %" PRIu64 " bytes: %s", size,
+                              vk_result_name(r));
+    }
+    if (!err)
+        err = vk_status(vkBindBufferMemory(dev, m->buffer, m->memory, 0), "vkBindBufferMemory");
+    if (err) {
+        if (m->buffer) vkDestroyBuffer(dev, m->buffer, NULL);
+        if (m->memory) vkFreeMemory(dev, m->memory, NULL);
+        free(m);
+        return err;
+    }
+    *out = &m->base;
+    return NULL;
+}
+
+static cubec_status vk_mem_map(gpu *g, gpu_mem *gm)
+{
+    vk_mem *m = (vk_mem *)gm;
+    if (gm->mapped) return NULL;
+    void *p = NULL;
+    VK_RETURN_IF_ERROR(vkMapMemory(vk_gpu_of(g)->vk.device, m->memory, 0, VK_WHOLE_SIZE, 0, &p),
+                       "vkMapMemory");
+    gm->mapped = p;
+    return NULL;
+}
+
+static void vk_mem_invalidate(gpu *g, gpu_mem *gm)
+{
+    vk_mem *m = (vk_mem *)gm;
+    if (m->coherent) return;
+    VkMappedMemoryRange range = {.sType = VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE,
+                                 .memory = m->memory,
+                                 .offset = 0,
+                                 .size = VK_WHOLE_SIZE};
+    vkInvalidateMappedMemoryRanges(vk_gpu_of(g)->vk.device, 1, &range);
+}
+
+static void vk_mem_destroy(gpu *g, gpu_mem *gm)
+{
+    vk_mem *m = (vk_mem *)gm;
+    VkDevice dev = vk_gpu_of(g)->vk.device;
+    vkDestroyBuffer(dev, m->buffer, NULL);
+    if (gm->mapped) vkUnmapMemory(dev, m->memory);
+    vkFreeMemory(dev, m->memory, NULL);
+    free(m);
+}
+
+/* --- Pipelines ---------------------------------------------------------------------------- */
+
+static void vk_pipeline_destroy(gpu *g, gpu_pipeline *p)
+{
+    if (!p) return;
+    VkDevice dev = vk_gpu_of(g)->vk.device;
+    if (p->pipeline) vkDestroyPipeline(dev, p->pipeline, NULL);
+    if (p->layout) vkDestroyPipelineLayout(dev, p->layout, NULL);
+    if (p->set_layout) vkDestroyDescriptorSetLayout(dev, p->set_layout, NULL);
+    if (p->module) vkDestroyShaderModule(dev, p->module, NULL);
+    free(p);
+}
+
+static cubec_status build_pipeline(vk_gpu *v, const gpu_pipeline_desc *desc, gpu_pipeline *p)
+{
+    VkDevice dev = v->vk.device;
+    VkShaderModuleCreateInfo smci = {.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
+                                     .codeSize = desc->words * 4,
+                                     .pCode = desc->spirv};
+    VK_RETURN_IF_ERROR(vkCreateShaderModule(dev, &smci, NULL, &p->module), "vkCreateShaderModule");
+    VkDescriptorSetLayoutBinding b[GPU_MAX_BINDINGS];
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < desc->binding_count + (desc->info_buffer ? 1 : 0); i++)
+        b[n++] = (VkDescriptorSetLayoutBinding){
+            .binding = i < desc->binding_count ? i : GPU_INFO_BINDING,
+            .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+            .descriptorCount = 1,
+            .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT};
+    VkDescriptorSetLayoutCreateInfo dslci = {
+        .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
+        .flags = v->base.caps.push_descriptors
+                     ? VK_DESCRIPTOR_SET_LAYOUT_CREATE_PUSH_DESCRIPTOR_BIT_KHR
+                     : 0,
+        .bindingCount = n,
+        .pBindings = b};
+    VK_RETURN_IF_ERROR(vkCreateDescriptorSetLayout(dev, &dslci, NULL, &p->set_layout),
+                       "vkCreateDescriptorSetLayout");
+    VkPushConstantRange pcr = {VK_SHADER_STAGE_COMPUTE_BIT, 0, desc->push_size};
+    VkPipelineLayoutCreateInfo plci = {.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO,
+                                       .setLayoutCount = 1,
+                                       .pSetLayouts = &p->set_layout,
+                                       .pushConstantRangeCount = pcr.size ? 1 : 0,
+                                       .pPushConstantRanges = &pcr};
+    VK_RETURN_IF_ERROR(vkCreatePipelineLayout(dev, &plci, NULL, &p->layout),
+                       "vkCreatePipelineLayout");
+    VkComputePipelineCreateInfo cpci = {
+        .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
+        .stage = {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
+                  .stage = VK_SHADER_STAGE_COMPUTE_BIT,
+                  .module = p->module,
+                  .pName = desc->entry_point},
+        .layout = p->layout};
+    VK_RETURN_IF_ERROR(
+        vkCreateComputePipelines(dev, v->pipeline_cache, 1, &cpci, NULL, &p->pipeline),
+        "vkCreateComputePipelines");
+    return NULL;
+}
+
+static cubec_status vk_pipeline_create(gpu *g, const gpu_pipeline_desc *desc, gpu_pipeline **out)
+{
+    gpu_pipeline *p = calloc(1, sizeof *p);
+    if (!p) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (pipeline)");
+    cubec_status err = build_pipeline(vk_gpu_of(g), desc, p);
+    if (err) {
+        vk_pipeline_destroy(g, p);
+        return err;
+    }
+    *out = p;
+    return NULL;
+}
+
+/* --- Command buffers ---------------------------------------------------------------------- */
+
+static void vk_cmd_destroy(gpu *g, gpu_cmd *c)
+{
+    if (!c) return;
+    VkDevice dev = vk_gpu_of(g)->vk.device;
+    for (uint32_t i = 0; i < c->descriptor_pool_count; i++)
+        vkDestroyDescriptorPool(dev, c->descriptor_pools[i], NULL);
+    free(c->descriptor_pools);
+    if (c->pool) vkDestroyCommandPool(dev, c->pool, NULL);
+    free(c);
+}
+
+static cubec_status vk_cmd_create(gpu *g, gpu_cmd_use use, uint32_t sets, gpu_cmd **out)
+{
+    vk_gpu *v = vk_gpu_of(g);
+    gpu_cmd *c = calloc(1, sizeof *c);
+    if (!c) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (command buffer)");
+    c->g = v;
+    c->sets = sets ? sets : 256;
+    /* A pool per command buffer: reusing a batch resets the whole pool at once, which drivers make
+     * cheaper than resetting command buffers one by one; a graph's copies recorded side by side
+     * from one pool would interleave their memory, and a driver walks every chunk of a command
+     * buffer when it is submitted. */
+    VkCommandPoolCreateInfo pci = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+                                   .flags =
+                                       use == GPU_CMD_ONCE ? VK_COMMAND_POOL_CREATE_TRANSIENT_BIT : 0,
+                                   .queueFamilyIndex = v->vk.queue_family};
+    cubec_status err =
+        vk_status(vkCreateCommandPool(v->vk.device, &pci, NULL, &c->pool), "vkCreateCommandPool");
+    if (!err) {
+        VkCommandBufferAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+                                          .commandPool = c->pool,
+                                          .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+                                          .commandBufferCount = 1};
+        err = vk_status(vkAllocateCommandBuffers(v->vk.device, &ai, &c->cmd),
+                        "vkAllocateCommandBuffers");
+    }
+    if (err) {
+        vk_cmd_destroy(g, c);
+        return err;
+    }
+    c->once = use == GPU_CMD_ONCE;
+    *out = c;
+    return NULL;
+}
+
+static cubec_status vk_cmd_begin(gpu *g, gpu_cmd *c)
+{
+    VkDevice dev = vk_gpu_of(g)->vk.device;
+    if (c->recorded) VK_RETURN_IF_ERROR(vkResetCommandPool(dev, c->pool, 0), "vkResetCommandPool");
+    c->recorded = 1;
+    /* Batches are submitted once; a graph's copies are resubmitted, but never while pending. */
+    VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+                                   .flags = c->once ? VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT
+                                                    : 0};
+    VK_RETURN_IF_ERROR(vkBeginCommandBuffer(c->cmd, &bi), "vkBeginCommandBuffer");
+    for (uint32_t i = 0; i < c->descriptor_pool_count; i++)
+        vkResetDescriptorPool(dev, c->descriptor_pools[i], 0);
+    c->current_pool = 0;
+    return NULL;
+}
+
+static cubec_status vk_cmd_end(gpu *g, gpu_cmd *c)
+{
+    (void)g;
+    VK_RETURN_IF_ERROR(vkEndCommandBuffer(c->cmd), "vkEndCommandBuffer");
+    return NULL;
+}
+
+/* Resets a finished recording's pool while the host waits anyway, so that beginning a batch on
+ * the launch path finds a clean pool (a reset frees every command the driver recorded: 6-8 us
+ * on lavapipe, as much as recording the 32 launches of a batch). */
+static void vk_cmd_recycle(gpu *g, gpu_cmd *c)
+{
+    if (c->recorded && vkResetCommandPool(vk_gpu_of(g)->vk.device, c->pool, 0) == VK_SUCCESS)
+        c->recorded = 0;
+}
+
+/* --- Queries ------------------------------------------------------------------------------ */
+
+static cubec_status vk_queries_create(gpu *g, uint32_t count, gpu_queries **out)
+{
+    gpu_queries *q = calloc(1, sizeof *q);
+    if (!q) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (queries)");
+    VkQueryPoolCreateInfo qci = {.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
+                                 .queryType = VK_QUERY_TYPE_TIMESTAMP,
+                                 .queryCount = count};
+    VkResult r = vkCreateQueryPool(vk_gpu_of(g)->vk.device, &qci, NULL, &q->pool);
+    if (r != VK_SUCCESS) {
+        free(q);
+        return vk_status(r, "vkCreateQueryPool");
+    }
+    *out = q;
+    return NULL;
+}
+
+static void vk_queries_destroy(gpu *g, gpu_queries *q)
+{
+    if (!q) return;
+    vkDestroyQueryPool(vk_gpu_of(g)->vk.device, q->pool, NULL);
+    free(q);
+}
+
+static void vk_queries_host_reset(gpu *g, gpu_queries *q, uint32_t first, uint32_t count)
+{
+    vkResetQueryPool(vk_gpu_of(g)->vk.device, q->pool, first, count);
+}
+
+static cubec_status vk_queries_read(gpu *g, gpu_queries *q, uint32_t first, uint32_t count,
+                                    uint64_t *out_ticks)
+{
+    VK_RETURN_IF_ERROR(vkGetQueryPoolResults(vk_gpu_of(g)->vk.device, q->pool, first, count,
+                                             count * sizeof *out_ticks, out_ticks,
+                                             sizeof *out_ticks, VK_QUERY_RESULT_64_BIT),
+                       "vkGetQueryPoolResults");
+    return NULL;
+}
+
+/* --- Submission and the timeline ---------------------------------------------------------- */
+
+static cubec_status vk_submit(gpu *g, const gpu_submit_item *items, uint32_t n)
+{
+    vk_gpu *v = vk_gpu_of(g);
+    VkTimelineSemaphoreSubmitInfo ts[4];
+    VkSubmitInfo si[4];
+    if (n > 4) return status_make(CUBEC_INTERNAL, "%u command buffers in one submission", n);
+    for (uint32_t i = 0; i < n; i++) {
+        ts[i] = (VkTimelineSemaphoreSubmitInfo){
+            .sType = VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO,
+            .signalSemaphoreValueCount = 1,
+            .pSignalSemaphoreValues = &items[i].signal};
+        si[i] = (VkSubmitInfo){.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
+                               .pNext = &ts[i],
+                               .commandBufferCount = 1,
+                               .pCommandBuffers = &items[i].cmd->cmd,
+                               .signalSemaphoreCount = 1,
+                               .pSignalSemaphores = &v->timeline};
+    }
+    VK_RETURN_IF_ERROR(vkQueueSubmit(v->vk.queue, n, si, VK_NULL_HANDLE), "vkQueueSubmit");
+    return NULL;
+}
+
+static cubec_status vk_timeline_value(gpu *g, uint64_t *out)
+{
+    vk_gpu *v = vk_gpu_of(g);
+    VK_RETURN_IF_ERROR(vkGetSemaphoreCounterValue(v->vk.device, v->timeline, out),
+                       "vkGetSemaphoreCounterValue");
+    return NULL;
+}
+
+static cubec_status vk_timeline_wait(gpu *g, uint64_t value)
+{
+    vk_gpu *v = vk_gpu_of(g);
+    VkSemaphoreWaitInfo wi = {.sType = VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO,
+                              .semaphoreCount = 1,
+                              .pSemaphores = &v->timeline,
+                              .pValues = &value};
+    VK_RETURN_IF_ERROR(vkWaitSemaphores(v->vk.device, &wi, UINT64_MAX), "vkWaitSemaphores");
+    return NULL;
+}
+
+static cubec_status vk_timeline_signal(gpu *g, uint64_t value)
+{
+    vk_gpu *v = vk_gpu_of(g);
+    VkSemaphoreSignalInfo sig = {.sType = VK_STRUCTURE_TYPE_SEMAPHORE_SIGNAL_INFO,
+                                 .semaphore = v->timeline,
+                                 .value = value};
+    VK_RETURN_IF_ERROR(vkSignalSemaphore(v->vk.device, &sig), "vkSignalSemaphore");
+    return NULL;
+}
+
+static void vk_queue_idle(gpu *g)
+{
+    vkQueueWaitIdle(vk_gpu_of(g)->vk.queue);
+}
+
+static int vk_calibrate(gpu *g, uint64_t *out_ticks, uint64_t *out_host_ns)
+{
+    vk_gpu *v = vk_gpu_of(g);
+    if (!v->vk.get_calibrated_timestamps) return 0;
+    VkCalibratedTimestampInfoEXT info[2] = {
+        {.sType = VK_STRUCTURE_TYPE_CALIBRATED_TIMESTAMP_INFO_EXT,
+         .timeDomain = VK_TIME_DOMAIN_DEVICE_EXT},
+        {.sType = VK_STRUCTURE_TYPE_CALIBRATED_TIMESTAMP_INFO_EXT,
+         .timeDomain = VK_TIME_DOMAIN_CLOCK_MONOTONIC_EXT}};
+    uint64_t stamps[2], deviation;
+    if (v->vk.get_calibrated_timestamps(v->vk.device, 2, info, stamps, &deviation) != VK_SUCCESS)
+        return 0;
+    *out_ticks = stamps[0];
+    *out_host_ns = stamps[1];
+    return 1;
+}
+
+/* --- The device --------------------------------------------------------------------------- */
+
+static void vk_gpu_destroy(gpu *g)
+{
+    vk_gpu *v = vk_gpu_of(g);
+    if (v->vk.device) {
+        vkDeviceWaitIdle(v->vk.device);
+        if (v->pipeline_cache) vkDestroyPipelineCache(v->vk.device, v->pipeline_cache, NULL);
+        if (v->timeline) vkDestroySemaphore(v->vk.device, v->timeline, NULL);
+    }
+    vk_context_destroy(&v->vk);
+    free(v);
+}
+
+static const gpu_ops *vk_ops(void)
+{
+    static gpu_ops ops;
+    static int filled;
+    if (!filled) {
+        gpu_ops o = {.name = "vulkan",
+                     .destroy = vk_gpu_destroy,
+                     .mem_create = vk_mem_create,
+                     .mem_map = vk_mem_map,
+                     .mem_invalidate = vk_mem_invalidate,
+                     .mem_destroy = vk_mem_destroy,
+                     .pipeline_create = vk_pipeline_create,
+                     .pipeline_destroy = vk_pipeline_destroy,
+                     .cmd_create = vk_cmd_create,
+                     .cmd_destroy = vk_cmd_destroy,
+                     .cmd_begin = vk_cmd_begin,
+                     .cmd_end = vk_cmd_end,
+                     .cmd_recycle = vk_cmd_recycle,
+                     .queries_create = vk_queries_create,
+                     .queries_destroy = vk_queries_destroy,
+                     .queries_host_reset = vk_queries_host_reset,
+                     .queries_read = vk_queries_read,
+                     .submit = vk_submit,
+                     .timeline_value = vk_timeline_value,
+                     .timeline_wait = vk_timeline_wait,
+                     .timeline_signal = vk_timeline_signal,
+                     .queue_idle = vk_queue_idle,
+                     .calibrate = vk_calibrate};
+        vk_record_fill_ops(&o);
+        ops = o;
+        filled = 1;
+    }
+    return &ops;
+}
+
+cubec_status vk_gpu_open(const gpu_open_desc *desc, gpu **out)
+{
+    vk_gpu *v = calloc(1, sizeof *v);
+    if (!v) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (device)");
+    vk_context_desc vd = {.select_by_index = desc->select_by_index,
+                          .index = desc->index,
+                          .name = desc->name,
+                          .validation = desc->validation,
+                          .force_staging = desc->force_staging,
+                          .no_push_descriptors = desc->no_push_descriptors,
+                          .on_validation = desc->on_validation,
+                          .on_validation_user = desc->on_validation_user};
+    cubec_status err = vk_context_create(&vd, &v->vk);
+    if (err) {
+        free(v);
+        return err;
+    }
+    gpu *g = &v->base;
+    g->ops = vk_ops();
+    vk_fill_info(v->vk.physical, &g->info);
+    g->info.push_descriptors = v->vk.push_descriptor != NULL;
+    g->info.unified_memory = v->vk.unified;
+    g->caps = (gpu_caps){.unified = v->vk.unified,
+                         .push_descriptors = v->vk.push_descriptor != NULL,
+                         .timestamps = v->vk.timestamps,
+                         .timestamp_bits = v->vk.timestamp_bits,
+                         .host_query_reset = v->vk.host_query_reset,
+                         .calibrated_clock = v->vk.get_calibrated_timestamps != NULL,
+                         .physical_index = v->vk.physical_index};
+    VkSemaphoreTypeCreateInfo tci = {.sType = VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO,
+                                     .semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE,
+                                     .initialValue = 0};
+    VkSemaphoreCreateInfo sci = {.sType = VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO, .pNext = &tci};
+    err = vk_status(vkCreateSemaphore(v->vk.device, &sci, NULL, &v->timeline),
+                    "vkCreateSemaphore(timeline)");
+    if (!err) {
+        VkPipelineCacheCreateInfo pcci = {.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
+        err = vk_status(vkCreatePipelineCache(v->vk.device, &pcci, NULL, &v->pipeline_cache),
+                        "vkCreatePipelineCache");
+    }
+    if (err) {
+        vk_gpu_destroy(g);
+        return err;
+    }
+    *out = g;
+    return NULL;
+}
+
+VkDevice vk_gpu_device(gpu *g)
+{
+    return vk_gpu_of(g)->vk.device;
+}

@@ -1,0 +1,162 @@
+/* Recording into a Vulkan command buffer: the launch path. Nothing here allocates from the host
+ * heap once warm: bindings are pushed (VK_KHR_push_descriptor) or taken from the command buffer's
+ * descriptor pools, which are reset when it is recorded again. */
+#include "gpu/vulkan/vk_gpu.h"
+#include "gpu/vulkan/vk_result.h"
+
+#include <stdlib.h>
+
+static VkPipelineStageFlags stages_of(uint32_t s)
+{
+    VkPipelineStageFlags v = 0;
+    if (s & GPU_STAGE_COMPUTE) v |= VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT;
+    if (s & GPU_STAGE_TRANSFER) v |= VK_PIPELINE_STAGE_TRANSFER_BIT;
+    if (s & GPU_STAGE_INDIRECT) v |= VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT;
+    if (s & GPU_STAGE_HOST) v |= VK_PIPELINE_STAGE_HOST_BIT;
+    if (s & GPU_STAGE_TOP) v |= VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT;
+    if (s & GPU_STAGE_BOTTOM) v |= VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT;
+    if (s & GPU_STAGE_ALL) v |= VK_PIPELINE_STAGE_ALL_COMMANDS_BIT;
+    return v;
+}
+
+static VkAccessFlags access_of(uint32_t a)
+{
+    VkAccessFlags v = 0;
+    if (a & GPU_ACCESS_SHADER_READ) v |= VK_ACCESS_SHADER_READ_BIT;
+    if (a & GPU_ACCESS_SHADER_WRITE) v |= VK_ACCESS_SHADER_WRITE_BIT;
+    if (a & GPU_ACCESS_TRANSFER_READ) v |= VK_ACCESS_TRANSFER_READ_BIT;
+    if (a & GPU_ACCESS_TRANSFER_WRITE) v |= VK_ACCESS_TRANSFER_WRITE_BIT;
+    if (a & GPU_ACCESS_INDIRECT_READ) v |= VK_ACCESS_INDIRECT_COMMAND_READ_BIT;
+    if (a & GPU_ACCESS_HOST_READ) v |= VK_ACCESS_HOST_READ_BIT;
+    if (a & GPU_ACCESS_HOST_WRITE) v |= VK_ACCESS_HOST_WRITE_BIT;
+    return v;
+}
+
+static void vk_barrier(gpu_cmd *c, uint32_t src_stages, uint32_t src_access, uint32_t dst_stages,
+                       uint32_t dst_access)
+{
+    VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+                          .srcAccessMask = access_of(src_access),
+                          .dstAccessMask = access_of(dst_access)};
+    VkPipelineStageFlags src = stages_of(src_stages);
+    vkCmdPipelineBarrier(c->cmd, src ? src : VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT,
+                         stages_of(dst_stages), 0, (src_access || dst_access) ? 1 : 0, &mb, 0,
+                         NULL, 0, NULL);
+}
+
+static void vk_bind_pipeline(gpu_cmd *c, const gpu_pipeline *p)
+{
+    vkCmdBindPipeline(c->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p->pipeline);
+}
+
+/* A set from the command buffer's pools, adding a pool when the current one is full. */
+static cubec_status allocate_set(gpu_cmd *c, const gpu_pipeline *p, VkDescriptorSet *out)
+{
+    VkDevice dev = c->g->vk.device;
+    while (c->current_pool < c->descriptor_pool_count) {
+        VkDescriptorSetAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
+                                          .descriptorPool = c->descriptor_pools[c->current_pool],
+                                          .descriptorSetCount = 1,
+                                          .pSetLayouts = &p->set_layout};
+        VkResult r = vkAllocateDescriptorSets(dev, &ai, out);
+        if (r == VK_SUCCESS) return NULL;
+        if (r != VK_ERROR_OUT_OF_POOL_MEMORY && r != VK_ERROR_FRAGMENTED_POOL)
+            return vk_status(r, "vkAllocateDescriptorSets");
+        c->current_pool++;
+    }
+    VkDescriptorPool *n =
+        realloc(c->descriptor_pools, (c->descriptor_pool_count + 1) * sizeof *n);
+    if (!n) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (descriptor pools)");
+    c->descriptor_pools = n;
+    VkDescriptorPoolSize size = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, c->sets * GPU_MAX_BINDINGS};
+    VkDescriptorPoolCreateInfo dpci = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
+                                       .maxSets = c->sets,
+                                       .poolSizeCount = 1,
+                                       .pPoolSizes = &size};
+    VK_RETURN_IF_ERROR(vkCreateDescriptorPool(dev, &dpci, NULL, &n[c->descriptor_pool_count]),
+                       "vkCreateDescriptorPool");
+    c->current_pool = c->descriptor_pool_count++;
+    return allocate_set(c, p, out);
+}
+
+static cubec_status vk_bind_buffers(gpu *g, gpu_cmd *c, const gpu_pipeline *p,
+                                    const gpu_binding *b, uint32_t n, const gpu_binding *info)
+{
+    VkDescriptorBufferInfo infos[GPU_MAX_BINDINGS];
+    VkWriteDescriptorSet w[GPU_MAX_BINDINGS];
+    uint32_t count = 0;
+    for (uint32_t i = 0; i < n + (info ? 1 : 0); i++) {
+        const gpu_binding *x = i < n ? &b[i] : info;
+        infos[count] = (VkDescriptorBufferInfo){vk_buffer_of(x->mem), x->offset, x->size};
+        w[count] = (VkWriteDescriptorSet){.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
+                                          .dstBinding = i < n ? i : GPU_INFO_BINDING,
+                                          .descriptorCount = 1,
+                                          .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                                          .pBufferInfo = &infos[count]};
+        count++;
+    }
+    if (!count) return NULL;
+    vk_gpu *v = vk_gpu_of(g);
+    if (v->base.caps.push_descriptors) {
+        v->vk.push_descriptor(c->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p->layout, 0, count, w);
+        return NULL;
+    }
+    VkDescriptorSet set;
+    RETURN_IF_ERROR(allocate_set(c, p, &set));
+    for (uint32_t i = 0; i < count; i++)
+        w[i].dstSet = set;
+    vkUpdateDescriptorSets(v->vk.device, count, w, 0, NULL);
+    vkCmdBindDescriptorSets(c->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p->layout, 0, 1, &set, 0, NULL);
+    return NULL;
+}
+
+static void vk_push_constants(gpu_cmd *c, const gpu_pipeline *p, const void *data, uint32_t size)
+{
+    vkCmdPushConstants(c->cmd, p->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, size, data);
+}
+
+static void vk_dispatch(gpu_cmd *c, uint32_t x, uint32_t y, uint32_t z)
+{
+    vkCmdDispatch(c->cmd, x, y, z);
+}
+
+static void vk_dispatch_indirect(gpu_cmd *c, gpu_mem *m, uint64_t offset)
+{
+    vkCmdDispatchIndirect(c->cmd, vk_buffer_of(m), offset);
+}
+
+static void vk_copy(gpu_cmd *c, gpu_mem *src, uint64_t src_offset, gpu_mem *dst,
+                    uint64_t dst_offset, uint64_t size)
+{
+    VkBufferCopy region = {src_offset, dst_offset, size};
+    vkCmdCopyBuffer(c->cmd, vk_buffer_of(src), vk_buffer_of(dst), 1, &region);
+}
+
+static void vk_fill(gpu_cmd *c, gpu_mem *dst, uint64_t offset, uint64_t size, uint32_t pattern)
+{
+    vkCmdFillBuffer(c->cmd, vk_buffer_of(dst), offset, size, pattern);
+}
+
+static void vk_timestamp(gpu_cmd *c, gpu_queries *q, uint32_t query, uint32_t stage)
+{
+    vkCmdWriteTimestamp(c->cmd, stages_of(stage), q->pool, query);
+}
+
+static void vk_reset_queries(gpu_cmd *c, gpu_queries *q, uint32_t first, uint32_t count)
+{
+    vkCmdResetQueryPool(c->cmd, q->pool, first, count);
+}
+
+void vk_record_fill_ops(gpu_ops *ops)
+{
+    ops->barrier = vk_barrier;
+    ops->bind_pipeline = vk_bind_pipeline;
+    ops->bind_buffers = vk_bind_buffers;
+    ops->push_constants = vk_push_constants;
+    ops->dispatch = vk_dispatch;
+    ops->dispatch_indirect = vk_dispatch_indirect;
+    ops->copy = vk_copy;
+    ops->fill = vk_fill;
+    ops->timestamp = vk_timestamp;
+    ops->reset_queries = vk_reset_queries;
+}
