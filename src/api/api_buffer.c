@@ -7,9 +7,9 @@ cubec_status cubec_buffer_create(cubec_device *device, cubec_stream stream, uint
     if (!out_buffer) return INVALID_ARG("cubec_buffer_create: out_buffer is NULL");
     out_buffer->id = 0;
     RETURN_IF_ERROR(api_lock(device, "cubec_buffer_create"));
-    uint32_t slot;
-    cubec_status err = api_slot(device, stream, "cubec_buffer_create", &slot);
-    if (!err) err = server_buffer_create(device, slot, size, out_buffer);
+    stream_ref s;
+    cubec_status err = api_slot(device, stream, "cubec_buffer_create", &s);
+    if (!err) err = server_buffer_create(device, s, size, out_buffer);
     return api_unlock(device, err);
 }
 
@@ -22,13 +22,13 @@ cubec_status cubec_buffer_from(cubec_device *device, cubec_stream stream, const 
         return INVALID_ARG("cubec_buffer_from: data is NULL with size %" PRIu64, size);
     RETURN_IF_ERROR(api_lock(device, "cubec_buffer_from"));
     cubec_buffer b;
-    uint32_t slot;
-    cubec_status err = api_slot(device, stream, "cubec_buffer_from", &slot);
-    if (!err) err = server_buffer_create(device, slot, size, &b);
+    stream_ref s;
+    cubec_status err = api_slot(device, stream, "cubec_buffer_from", &s);
+    if (!err) err = server_buffer_create(device, s, size, &b);
     if (!err && size) {
         buffer_obj *o = handle_table_get(&device->buffers, b.id);
         o->refs++; /* the write may release the lock: keep the handle alive */
-        err = server_write(device, slot, o, 0, data, size);
+        err = server_write(device, s, o, 0, data, size);
         server_buffer_release(device, b.id, o);
         if (err) server_buffer_release(device, b.id, o);
     }

@@ -29,9 +29,9 @@ static inline cubec_status api_unlock(cubec_device *d, cubec_status result)
 
 /* Resolves the stream argument of `fn` to its slot. */
 static inline cubec_status api_slot(cubec_device *d, cubec_stream stream, const char *fn,
-                                    uint32_t *out_slot)
+                                    stream_ref *out)
 {
-    return server_stream_resolve(d, stream, fn, out_slot);
+    return server_stream_resolve(d, stream, fn, out);
 }
 
 static inline cubec_status api_buffer(cubec_device *d, cubec_buffer h, const char *arg,

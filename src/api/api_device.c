@@ -49,30 +49,18 @@ cubec_status cubec_device_peek(uint32_t index, cubec_device_info *out_info)
 cubec_status cubec_flush(cubec_device *device, cubec_stream stream)
 {
     RETURN_IF_ERROR(api_lock(device, "cubec_flush"));
-    uint32_t slot;
-    cubec_status err = api_slot(device, stream, "cubec_flush", &slot);
-    if (!err) err = server_drain(device, &slot, 1);
-    if (!err) err = sub_flush(device, 0); /* transfers recorded outside the queues */
+    stream_ref s;
+    cubec_status err = api_slot(device, stream, "cubec_flush", &s);
+    if (!err) err = server_flush(device, s);
     return api_unlock(device, err);
 }
 
 cubec_status cubec_sync(cubec_device *device, cubec_stream stream)
 {
     RETURN_IF_ERROR(api_lock(device, "cubec_sync"));
-    uint32_t slot;
-    cubec_status err = api_slot(device, stream, "cubec_sync", &slot);
-    if (!err) err = server_graph_refuse(device, slot, "cubec_sync");
-    /* After a sync the host may read what the stream wrote (mapped memory, events): the batch
-     * that carries the stream's last work ends with a host barrier. */
-    uint64_t t0 = device->trace ? server_now_ns() : 0, stream_number = device->resolved_stream;
-    device->submit_for_host = 1;
-    if (!err) err = server_drain(device, &slot, 1);
-    device->submit_for_host = 0;
-    if (!err) err = sub_wait_for_host(device, device->slots[slot].last_value);
-    if (!err) {
-        timeline_host(device, "sync", "sync", t0, stream_number, NULL);
-        timeline_summary_tick(device, 0);
-    }
+    stream_ref s;
+    cubec_status err = api_slot(device, stream, "cubec_sync", &s);
+    if (!err) err = server_sync(device, s);
     return api_unlock(device, err);
 }
 
@@ -126,16 +114,11 @@ cubec_status cubec_sync_check(cubec_device *device, cubec_stream stream,
                               const cubec_buffer *buffers, uint32_t count)
 {
     RETURN_IF_ERROR(api_lock(device, "cubec_sync_check"));
-    uint32_t slot;
-    cubec_status err = api_slot(device, stream, "cubec_sync_check", &slot);
-    if (!err) err = server_graph_refuse(device, slot, "cubec_sync_check");
+    stream_ref s;
+    cubec_status err = api_slot(device, stream, "cubec_sync_check", &s);
+    if (!err) err = server_graph_refuse(device, s.slot, "cubec_sync_check");
     if (!err) err = check_buffers(device, "cubec_sync_check", buffers, count);
-    if (!err) {
-        device->submit_for_host = 1;
-        err = server_drain(device, &slot, 1);
-        device->submit_for_host = 0;
-    }
-    if (!err) err = sub_wait_for_host(device, device->slots[slot].last_value);
+    if (!err) err = server_sync(device, s);
     return api_unlock(device, err);
 }
 

@@ -144,9 +144,9 @@ cubec_status cubec_launch(cubec_device *device, cubec_stream stream, const cubec
     RETURN_IF_ERROR(api_lock(device, "cubec_launch"));
     buffer_obj *bufs[32];
     launch_args a = {0};
-    uint32_t slot;
-    cubec_status err = api_slot(device, stream, "cubec_launch", &slot);
+    stream_ref s;
+    cubec_status err = api_slot(device, stream, "cubec_launch", &s);
     if (!err) err = check_launch(device, desc, &a, bufs);
-    if (!err) err = server_launch(device, slot, &a);
+    if (!err) err = server_launch(device, s, &a);
     return api_unlock(device, err);
 }

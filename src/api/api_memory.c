@@ -41,12 +41,12 @@ cubec_status cubec_memory_report_get(cubec_device *device, cubec_stream stream,
     if (!out_report) return INVALID_ARG("cubec_memory_report_get: out_report is NULL");
     memset(out_report, 0, sizeof *out_report);
     RETURN_IF_ERROR(api_lock(device, "cubec_memory_report_get"));
-    uint32_t slot;
-    cubec_status err = api_slot(device, stream, "cubec_memory_report_get", &slot);
+    stream_ref s;
+    cubec_status err = api_slot(device, stream, "cubec_memory_report_get", &s);
     if (err) return api_unlock(device, err);
     sub_poll(device);
     /* The stream's own pools (spec 3.8: a report is per stream). */
-    if (device->slots[slot].memory) memory_report_fill(device->slots[slot].memory, out_report);
+    if (device->slots[s.slot].memory) memory_report_fill(device->slots[s.slot].memory, out_report);
     out_report->pool_count += aux_fill(device, &out_report->pools[out_report->pool_count],
                                        CUBEC_MAX_POOLS - out_report->pool_count);
     return api_unlock(device, NULL);
@@ -55,18 +55,9 @@ cubec_status cubec_memory_report_get(cubec_device *device, cubec_stream stream,
 cubec_status cubec_memory_cleanup(cubec_device *device, cubec_stream stream)
 {
     RETURN_IF_ERROR(api_lock(device, "cubec_memory_cleanup"));
-    uint32_t slot;
-    cubec_status err = api_slot(device, stream, "cubec_memory_cleanup", &slot);
-    for (uint32_t i = 0; !err && device->captures && i < device->max_streams; i++)
-        err = server_graph_refuse(device, i, "cubec_memory_cleanup");
-    /* Frees that wait on the GPU are part of what the caller wants returned: submit the queued
-     * work that pins memory, wait for it, then return every empty page of the stream's pools. */
-    if (!err) err = server_drain_all(device);
-    if (!err && device->deferred_count) err = sub_wait(device, device->next_value - 1);
-    if (!err) {
-        server_run_deferred_frees(device);
-        if (device->slots[slot].memory) memory_cleanup(device->slots[slot].memory, 1);
-    }
+    stream_ref s;
+    cubec_status err = api_slot(device, stream, "cubec_memory_cleanup", &s);
+    if (!err) err = server_memory_cleanup(device, s);
     return api_unlock(device, err);
 }
 

@@ -9,10 +9,10 @@ cubec_status cubec_profile_begin(cubec_device *device, cubec_stream stream,
     if (!out_profile) return INVALID_ARG("cubec_profile_begin: out_profile is NULL");
     out_profile->id = 0;
     RETURN_IF_ERROR(api_lock(device, "cubec_profile_begin"));
-    uint32_t slot;
-    cubec_status err = api_slot(device, stream, "cubec_profile_begin", &slot);
-    if (!err) err = server_graph_refuse(device, slot, "cubec_profile_begin");
-    if (!err) err = server_profile_begin(device, slot, &out_profile->id);
+    stream_ref s;
+    cubec_status err = api_slot(device, stream, "cubec_profile_begin", &s);
+    if (!err) err = server_graph_refuse(device, s.slot, "cubec_profile_begin");
+    if (!err) err = server_profile_begin(device, s, &out_profile->id);
     return api_unlock(device, err);
 }
 
@@ -22,10 +22,10 @@ cubec_status cubec_profile_end(cubec_device *device, cubec_stream stream, cubec_
     if (!out_result) return INVALID_ARG("cubec_profile_end: out_result is NULL");
     memset(out_result, 0, sizeof *out_result);
     RETURN_IF_ERROR(api_lock(device, "cubec_profile_end"));
-    uint32_t slot;
-    cubec_status err = api_slot(device, stream, "cubec_profile_end", &slot);
+    stream_ref s;
+    cubec_status err = api_slot(device, stream, "cubec_profile_end", &s);
     cubec_profile_result r;
-    if (!err) err = server_profile_end(device, slot, profile.id, &r);
+    if (!err) err = server_profile_end(device, s, profile.id, &r);
     if (!err) *out_result = r;
     return api_unlock(device, err);
 }
@@ -33,9 +33,9 @@ cubec_status cubec_profile_end(cubec_device *device, cubec_stream stream, cubec_
 cubec_status cubec_profile_abandon(cubec_device *device, cubec_stream stream, cubec_profile profile)
 {
     RETURN_IF_ERROR(api_lock(device, "cubec_profile_abandon"));
-    uint32_t slot;
-    cubec_status err = api_slot(device, stream, "cubec_profile_abandon", &slot);
-    if (!err) err = server_profile_abandon(device, slot, profile.id);
+    stream_ref s;
+    cubec_status err = api_slot(device, stream, "cubec_profile_abandon", &s);
+    if (!err) err = server_profile_abandon(device, s, profile.id);
     return api_unlock(device, err);
 }
 

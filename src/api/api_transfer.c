@@ -20,10 +20,10 @@ cubec_status cubec_write(cubec_device *device, cubec_stream stream, cubec_buffer
     if (!src && size) return INVALID_ARG("cubec_write: src is NULL with size %" PRIu64, size);
     RETURN_IF_ERROR(api_lock(device, "cubec_write"));
     buffer_obj *b;
-    uint32_t slot;
-    cubec_status err = api_slot(device, stream, "cubec_write", &slot);
+    stream_ref s;
+    cubec_status err = api_slot(device, stream, "cubec_write", &s);
     if (!err) err = transfer_target(device, "cubec_write", "dst", dst, offset, size, &b);
-    if (!err) err = server_write(device, slot, b, offset, src, size);
+    if (!err) err = server_write(device, s, b, offset, src, size);
     return api_unlock(device, err);
 }
 
@@ -33,11 +33,11 @@ cubec_status cubec_read(cubec_device *device, cubec_stream stream, cubec_buffer 
     if (!dst && size) return INVALID_ARG("cubec_read: dst is NULL with size %" PRIu64, size);
     RETURN_IF_ERROR(api_lock(device, "cubec_read"));
     buffer_obj *b;
-    uint32_t slot;
-    cubec_status err = api_slot(device, stream, "cubec_read", &slot);
-    if (!err) err = server_graph_refuse(device, slot, "cubec_read");
+    stream_ref s;
+    cubec_status err = api_slot(device, stream, "cubec_read", &s);
+    if (!err) err = server_graph_refuse(device, s.slot, "cubec_read");
     if (!err) err = transfer_target(device, "cubec_read", "src", src, offset, size, &b);
-    if (!err) err = server_read(device, slot, b, offset, dst, size);
+    if (!err) err = server_read(device, s, b, offset, dst, size);
     return api_unlock(device, err);
 }
 
@@ -49,11 +49,11 @@ cubec_status cubec_read_async(cubec_device *device, cubec_stream stream, cubec_b
     if (!dst && size) return INVALID_ARG("cubec_read_async: dst is NULL with size %" PRIu64, size);
     RETURN_IF_ERROR(api_lock(device, "cubec_read_async"));
     buffer_obj *b;
-    uint32_t slot;
-    cubec_status err = api_slot(device, stream, "cubec_read_async", &slot);
-    if (!err) err = server_graph_refuse(device, slot, "cubec_read_async");
+    stream_ref s;
+    cubec_status err = api_slot(device, stream, "cubec_read_async", &s);
+    if (!err) err = server_graph_refuse(device, s.slot, "cubec_read_async");
     if (!err) err = transfer_target(device, "cubec_read_async", "src", src, offset, size, &b);
-    if (!err) err = server_read_async(device, slot, b, offset, dst, size, out_event);
+    if (!err) err = server_read_async(device, s, b, offset, dst, size, out_event);
     return api_unlock(device, err);
 }
 
@@ -101,20 +101,20 @@ cubec_status cubec_copy(cubec_device *device, cubec_stream stream, cubec_buffer 
     RETURN_IF_ERROR(check_words(fn, "dst_offset", dst_offset));
     RETURN_IF_ERROR(check_words(fn, "size", size));
     RETURN_IF_ERROR(api_lock(device, fn));
-    buffer_obj *s, *t;
-    uint32_t slot;
-    cubec_status err = api_slot(device, stream, fn, &slot);
-    if (!err) err = transfer_target(device, fn, "src", src, src_offset, size, &s);
+    buffer_obj *from, *t;
+    stream_ref s;
+    cubec_status err = api_slot(device, stream, fn, &s);
+    if (!err) err = transfer_target(device, fn, "src", src, src_offset, size, &from);
     if (!err) err = transfer_target(device, fn, "dst", dst, dst_offset, size, &t);
-    if (!err && s->alloc == t->alloc && size) {
-        uint64_t a = s->offset + src_offset, b = t->offset + dst_offset;
+    if (!err && from->alloc == t->alloc && size) {
+        uint64_t a = from->offset + src_offset, b = t->offset + dst_offset;
         if (a < b + size && b < a + size)
             err = INVALID_ARG("cubec_copy: source [%" PRIu64 ", +%" PRIu64
                               ") and destination [%" PRIu64 ", +%" PRIu64
                               ") overlap in the same memory",
                               a, size, b, size);
     }
-    if (!err) err = server_copy(device, slot, s, src_offset, t, dst_offset, size);
+    if (!err) err = server_copy(device, s, from, src_offset, t, dst_offset, size);
     return api_unlock(device, err);
 }
 
@@ -126,9 +126,9 @@ cubec_status cubec_fill(cubec_device *device, cubec_stream stream, cubec_buffer 
     RETURN_IF_ERROR(check_words(fn, "size", size));
     RETURN_IF_ERROR(api_lock(device, fn));
     buffer_obj *t;
-    uint32_t slot;
-    cubec_status err = api_slot(device, stream, fn, &slot);
+    stream_ref s;
+    cubec_status err = api_slot(device, stream, fn, &s);
     if (!err) err = transfer_target(device, fn, "dst", dst, offset, size, &t);
-    if (!err) err = server_fill(device, slot, t, offset, size, pattern);
+    if (!err) err = server_fill(device, s, t, offset, size, pattern);
     return api_unlock(device, err);
 }

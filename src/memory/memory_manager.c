@@ -213,6 +213,11 @@ static void fill_out(mem_alloc *out, const pool_slice *slice, uint64_t size, uin
 
 cubec_status memory_alloc(memory_manager *m, uint64_t size, mem_alloc *out)
 {
+    return memory_alloc_flags(m, size, 0, out);
+}
+
+cubec_status memory_alloc_flags(memory_manager *m, uint64_t size, uint32_t flags, mem_alloc *out)
+{
     if (out) memset(out, 0, sizeof *out);
     if (!m || !out) return INVALID_ARG("memory_alloc: manager and out are required");
     if (size == 0) return INVALID_ARG("memory_alloc: size 0 holds no memory");
@@ -244,6 +249,11 @@ cubec_status memory_alloc(memory_manager *m, uint64_t size, mem_alloc *out)
             return NULL;
         }
     }
+    if (flags & MEMORY_NO_NEW_PAGE)
+        return status_make(CUBEC_OUT_OF_MEMORY,
+                           "no room for %llu bytes in the pages already allocated, and no new "
+                           "page may be added",
+                           (unsigned long long)size);
     /* The exclusive pool takes anything up to max_alloc_size, so `first` is set. */
 
     uint64_t page_bytes = 0;

@@ -12,12 +12,6 @@
 static cubec_status page_alloc(void *user, uint64_t size, void **out_page)
 {
     cubec_device *d = user;
-    if (d->freeze_pages)
-        return status_make(CUBEC_GRAPH_STATE,
-                           "a new page of %" PRIu64
-                           " bytes is refused while the stream records a graph (create buffers "
-                           "during the warm-up, before cubec_graph_begin)",
-                           size);
     gpu_mem *p = NULL;
     cubec_status err = gpu_mem_alloc(d->gpu, GPU_MEM_DEVICE, size, &p);
     if (err) return status_annotate(err, "a page of %" PRIu64 " bytes", size);
@@ -86,6 +80,19 @@ void server_memory_cleanup_all(cubec_device *d, int explicit_cleanup)
         if (d->slots[i].memory) memory_cleanup(d->slots[i].memory, explicit_cleanup);
 }
 
+cubec_status server_memory_cleanup(cubec_device *d, stream_ref s)
+{
+    for (uint32_t i = 0; d->captures && i < d->max_streams; i++)
+        RETURN_IF_ERROR(server_graph_refuse(d, i, "cubec_memory_cleanup"));
+    /* Frees that wait on the GPU are part of what the caller wants returned: submit the queued
+     * work that pins memory, wait for it, then return every empty page of the stream's pools. */
+    RETURN_IF_ERROR(server_drain_all(d, 0));
+    if (d->deferred_count) RETURN_IF_ERROR(sub_wait(d, d->next_value - 1));
+    server_run_deferred_frees(d);
+    if (d->slots[s.slot].memory) memory_cleanup(d->slots[s.slot].memory, 1);
+    return NULL;
+}
+
 void server_run_deferred_frees(cubec_device *d)
 {
     uint32_t keep = 0;
@@ -129,8 +136,9 @@ void server_alloc_release(cubec_device *d, alloc_obj *a)
     free(a);
 }
 
-cubec_status server_buffer_create(cubec_device *d, uint32_t slot, uint64_t size, cubec_buffer *out)
+cubec_status server_buffer_create(cubec_device *d, stream_ref s, uint64_t size, cubec_buffer *out)
 {
+    uint32_t slot = s.slot;
     alloc_obj *a = calloc(1, sizeof *a);
     buffer_obj *b = calloc(1, sizeof *b);
     if (!a || !b) {
@@ -147,15 +155,22 @@ cubec_status server_buffer_create(cubec_device *d, uint32_t slot, uint64_t size,
         /* Memory freed by finished work can be reused now. */
         if (!err && d->deferred_count) sub_poll(d);
         /* Spec 3.9: pages may not change while the slot records a graph. */
-        d->freeze_pages = d->slots[slot].capture == CAPTURE_RECORDING;
-        if (!err) err = memory_alloc(m, size, &a->mem);
-        d->freeze_pages = 0;
-        /* The capture's owner allocating is a hole in its window; a neighbour on the slot is
-         * refused but not charged with the owner's window (as for writes). */
-        if (err && cubec_status_code(err) == CUBEC_GRAPH_STATE &&
-            d->resolved_stream == d->slots[slot].capture_owner)
-            server_graph_doom(d, slot, CUBEC_GRAPH_STATE,
-                              "creating a buffer of %" PRIu64 " bytes needed a new page", size);
+        int frozen = d->slots[slot].capture == CAPTURE_RECORDING;
+        if (!err) err = memory_alloc_flags(m, size, frozen ? MEMORY_NO_NEW_PAGE : 0, &a->mem);
+        if (err && frozen) {
+            cubec_status_free(err);
+            err = status_make(CUBEC_GRAPH_STATE,
+                              "a new page for %" PRIu64
+                              " bytes is refused while the stream records a graph (create "
+                              "buffers during the warm-up, before cubec_graph_begin)",
+                              size);
+            /* The capture's owner allocating is a hole in its window; a neighbour on the slot
+             * is refused but not charged with the owner's window (as for writes). */
+            if (s.number == d->slots[slot].capture_owner)
+                server_graph_doom(d, slot, CUBEC_GRAPH_STATE,
+                                  "creating a buffer of %" PRIu64 " bytes needed a new page",
+                                  size);
+        }
         if (err && cubec_status_code(err) == CUBEC_OUT_OF_MEMORY &&
             (d->deferred_count || d->next_value > d->completed_value + 1)) {
             /* Frees still waiting on the GPU may make room: wait for them and retry. */

@@ -135,7 +135,7 @@ void server_close(cubec_device *d)
                                  : 0.0);
     if (d->gpu) {
         /* Queued work still runs: the program may have released the buffers it reads. */
-        if (d->slots && !d->lost) cubec_status_free(server_drain_all(d));
+        if (d->slots && !d->lost) cubec_status_free(server_drain_all(d, 0));
         if (d->open && !d->lost) cubec_status_free(sub_flush(d, 0));
         submitter_stop(d);
         d->gpu->ops->queue_idle(d->gpu);

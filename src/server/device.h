@@ -33,6 +33,18 @@ typedef struct alloc_obj {
 
 #define NO_SLOT UINT32_MAX
 
+/* The stream a call acts for: its slot, and its number for messages and ownership. Passed as an
+ * argument to every server call that needs it, so that a wait that lets other threads in cannot
+ * change it underneath. */
+typedef struct stream_ref {
+    uint32_t slot;
+    uint64_t number;
+} stream_ref;
+
+/* How a drain submits what it recorded. */
+#define DRAIN_FOR_HOST 1u  /* the batch ends with a barrier that makes writes visible to the host */
+#define DRAIN_KEEP_OPEN 2u /* the batch stays open: a replay submits it together with the graph */
+
 typedef struct buffer_obj {
     alloc_obj *alloc;
     uint64_t offset; /* within the allocation */
@@ -286,12 +298,9 @@ struct cubec_device_s {
     uint32_t max_streams;
     int single_stream; /* policy `single`: every thread's current stream is the same */
     scheduler sched;
-    int draining;             /* a drain is recording: waits must keep the lock */
-    uint64_t resolved_stream; /* number of the stream the current call resolved */
-    uint64_t alloc_numbers;   /* counter behind "buffer #n" */
+    int draining;           /* a drain is recording: waits must keep the lock */
+    uint64_t alloc_numbers; /* counter behind "buffer #n" */
     fault_plan faults;
-    int submit_for_host; /* drains end their batch with a host barrier (cubec_sync) */
-    int hold_batch_open; /* drains leave their batch open (a replay submits it) */
     deferred_free *deferred;
     uint32_t deferred_count, deferred_cap;
 
@@ -340,7 +349,6 @@ struct cubec_device_s {
     submitter submitter;
     uint32_t captures; /* slots preparing or recording a capture */
     uint64_t graph_numbers;
-    int freeze_pages; /* an allocation for a recording slot may not add a page */
 
     /* Timeline (server/timeline.c): launch timestamps feed the trace and the summary. */
     int time_launches;
@@ -397,7 +405,9 @@ void sub_destroy(cubec_device *d);
 cubec_status sub_init(cubec_device *d);
 
 /* server/buffers.c */
-cubec_status server_buffer_create(cubec_device *d, uint32_t slot, uint64_t size, cubec_buffer *out);
+cubec_status server_buffer_create(cubec_device *d, stream_ref s, uint64_t size, cubec_buffer *out);
+/* cubec_memory_cleanup: frees waiting on the GPU first, then the stream's empty pages. */
+cubec_status server_memory_cleanup(cubec_device *d, stream_ref s);
 void server_memory_cleanup_all(cubec_device *d, int explicit_cleanup);
 cubec_status server_buffer_view(cubec_device *d, buffer_obj *parent, uint64_t offset, uint64_t size,
                                 cubec_buffer *out);
@@ -426,11 +436,11 @@ cubec_status host_ring_alloc(cubec_device *d, host_ring *r, uint64_t size, uint6
 /* server/transfer.c */
 /* Host transfers on `slot`: they first submit the caller's queue and the queues whose work on
  * the buffer must come first. */
-cubec_status server_write(cubec_device *d, uint32_t slot, buffer_obj *b, uint64_t offset,
+cubec_status server_write(cubec_device *d, stream_ref s, buffer_obj *b, uint64_t offset,
                           const void *src, uint64_t size);
-cubec_status server_read(cubec_device *d, uint32_t slot, buffer_obj *b, uint64_t offset, void *dst,
+cubec_status server_read(cubec_device *d, stream_ref s, buffer_obj *b, uint64_t offset, void *dst,
                          uint64_t size);
-cubec_status server_read_async(cubec_device *d, uint32_t slot, buffer_obj *b, uint64_t offset,
+cubec_status server_read_async(cubec_device *d, stream_ref s, buffer_obj *b, uint64_t offset,
                                void *dst, uint64_t size, cubec_event **out);
 
 /* server/kernels.c */
@@ -452,10 +462,10 @@ typedef struct launch_args {
     const uint32_t *leads; /* per buffer: bytes bound but not accessed (NULL: none) */
 } launch_args;
 /* Queues a launch on `slot` (arguments were checked by api/). */
-cubec_status server_launch(cubec_device *d, uint32_t slot, const launch_args *a);
-cubec_status server_copy(cubec_device *d, uint32_t slot, buffer_obj *src, uint64_t src_offset,
+cubec_status server_launch(cubec_device *d, stream_ref s, const launch_args *a);
+cubec_status server_copy(cubec_device *d, stream_ref s, buffer_obj *src, uint64_t src_offset,
                          buffer_obj *dst, uint64_t dst_offset, uint64_t size);
-cubec_status server_fill(cubec_device *d, uint32_t slot, buffer_obj *dst, uint64_t offset,
+cubec_status server_fill(cubec_device *d, stream_ref s, buffer_obj *dst, uint64_t offset,
                          uint64_t size, uint32_t pattern);
 /* Where a task's commands go: the open batch, or a graph being captured. */
 typedef struct recorder {
@@ -483,11 +493,16 @@ cubec_status server_streams_init(cubec_device *d);
 void server_streams_destroy(cubec_device *d);
 /* The slot of a stream id (0: the calling thread's stream); refuses ids of other devices. */
 cubec_status server_stream_resolve(cubec_device *d, cubec_stream stream, const char *fn,
-                                   uint32_t *out_slot);
+                                   stream_ref *out);
 cubec_stream server_stream_current(cubec_device *d);
 cubec_stream server_stream_new(cubec_device *d);
-cubec_status server_drain(cubec_device *d, const uint32_t *slots, uint32_t n);
-cubec_status server_drain_all(cubec_device *d);
+/* Records and submits the queues of `slots`; `mode`: DRAIN_* flags. */
+cubec_status server_drain(cubec_device *d, const uint32_t *slots, uint32_t n, uint32_t mode);
+cubec_status server_drain_all(cubec_device *d, uint32_t mode);
+/* cubec_flush: the stream's queue and whatever transfers recorded, submitted. */
+cubec_status server_flush(cubec_device *d, stream_ref s);
+/* cubec_sync: the stream's work submitted and finished, its writes visible to the host. */
+cubec_status server_sync(cubec_device *d, stream_ref s);
 cubec_status server_commit_task(cubec_device *d, uint32_t slot);
 uint32_t server_align_slots(cubec_device *d, uint32_t slot, const alloc_obj *a, uint32_t *slots,
                             uint32_t n);
@@ -516,10 +531,10 @@ void server_batch_settled(cubec_device *d, batch *b, cubec_status err);
 /* server/profile.c */
 cubec_status server_profiles_init(cubec_device *d);
 void server_profiles_destroy(cubec_device *d);
-cubec_status server_profile_begin(cubec_device *d, uint32_t slot, uint64_t *out_id);
-cubec_status server_profile_end(cubec_device *d, uint32_t slot, uint64_t id,
+cubec_status server_profile_begin(cubec_device *d, stream_ref s, uint64_t *out_id);
+cubec_status server_profile_end(cubec_device *d, stream_ref s, uint64_t id,
                                 cubec_profile_result *out);
-cubec_status server_profile_abandon(cubec_device *d, uint32_t slot, uint64_t id);
+cubec_status server_profile_abandon(cubec_device *d, stream_ref s, uint64_t id);
 /* Records a profile's timestamp task. */
 cubec_status server_record_timestamp(cubec_device *d, task *t);
 /* A failure on `slot` (a launch skipped or failed): every profile open there is invalid. With
@@ -533,11 +548,11 @@ uint64_t server_now_ns(void);
 void server_graphs_init(cubec_device *d);
 /* Aborts captures and destroys every graph (device close; the GPU is idle). */
 void server_graphs_destroy(cubec_device *d);
-cubec_status server_graph_prepare(cubec_device *d, uint32_t slot);
-cubec_status server_graph_begin(cubec_device *d, uint32_t slot);
-cubec_status server_graph_end(cubec_device *d, uint32_t slot, uint64_t *out_id);
-cubec_status server_graph_replay(cubec_device *d, uint32_t slot, uint64_t id);
-cubec_status server_graph_destroy(cubec_device *d, uint32_t slot, uint64_t id);
+cubec_status server_graph_prepare(cubec_device *d, stream_ref s);
+cubec_status server_graph_begin(cubec_device *d, stream_ref s);
+cubec_status server_graph_end(cubec_device *d, stream_ref s, uint64_t *out_id);
+cubec_status server_graph_replay(cubec_device *d, stream_ref s, uint64_t id);
+cubec_status server_graph_destroy(cubec_device *d, stream_ref s, uint64_t id);
 /* Records a launch of the capturing slot into its graph (the task's references stay the
  * caller's). */
 cubec_status server_graph_record(cubec_device *d, uint32_t slot, task *t);
@@ -546,7 +561,7 @@ cubec_status server_graph_refuse(cubec_device *d, uint32_t slot, const char *wha
 /* A host write of [offset, +size) of `a` from `slot` while it records: refused lazily, the
  * range carries the refusal and, from the capture's owner, the capture is doomed. Returns 1
  * when the write was refused. */
-int server_graph_refuse_write(cubec_device *d, uint32_t slot, alloc_obj *a, uint64_t offset,
+int server_graph_refuse_write(cubec_device *d, stream_ref s, alloc_obj *a, uint64_t offset,
                               uint64_t size);
 /* Dooms the capture of `slot` (the first reason wins). */
 void server_graph_doom(cubec_device *d, uint32_t slot, cubec_code code, const char *fmt, ...)

@@ -101,30 +101,31 @@ cubec_status server_graph_refuse(cubec_device *d, uint32_t slot, const char *wha
                        what, ss->capture_owner);
 }
 
-int server_graph_refuse_write(cubec_device *d, uint32_t slot, alloc_obj *a, uint64_t offset,
+int server_graph_refuse_write(cubec_device *d, stream_ref s, alloc_obj *a, uint64_t offset,
                               uint64_t size)
 {
-    const slot_state *ss = &d->slots[slot];
+    const slot_state *ss = &d->slots[s.slot];
     if (ss->capture != CAPTURE_RECORDING) return 0;
     failure *f = failure_new(CUBEC_GRAPH_STATE,
                              "a write from stream %" PRIu64 " was refused: stream %" PRIu64
                              " records a graph on its slot",
-                             d->resolved_stream, ss->capture_owner);
+                             s.number, ss->capture_owner);
     server_taint(a, offset, size, f);
     failure_release(f);
     /* Only the owner's own write is a hole in the capture; a neighbour on the slot is not
      * charged with the owner's window. */
-    if (d->resolved_stream == ss->capture_owner)
-        server_graph_doom(d, slot, CUBEC_GRAPH_STATE,
+    if (s.number == ss->capture_owner)
+        server_graph_doom(d, s.slot, CUBEC_GRAPH_STATE,
                           "a write of buffer #%" PRIu64 " inside the capture window was refused",
                           a->number);
     return 1;
 }
 
-cubec_status server_graph_prepare(cubec_device *d, uint32_t slot)
+cubec_status server_graph_prepare(cubec_device *d, stream_ref s)
 {
+    uint32_t slot = s.slot;
     slot_state *ss = &d->slots[slot];
-    uint64_t stream = d->resolved_stream;
+    uint64_t stream = s.number;
     if (ss->capture == CAPTURE_PREPARED)
         return status_make(CUBEC_GRAPH_STATE,
                            "cubec_graph_prepare: stream %" PRIu64
@@ -134,7 +135,7 @@ cubec_status server_graph_prepare(cubec_device *d, uint32_t slot)
         return status_make(CUBEC_GRAPH_STATE,
                            "cubec_graph_prepare: stream %" PRIu64 " is already recording a graph",
                            ss->capture_owner);
-    RETURN_IF_ERROR(server_drain(d, &slot, 1));
+    RETURN_IF_ERROR(server_drain(d, &slot, 1, 0));
     ss->capture = CAPTURE_PREPARED;
     ss->capture_owner = stream;
     d->captures++;
@@ -191,20 +192,21 @@ static cubec_status graph_create(cubec_device *d, uint32_t slot, graph_obj **out
     return NULL;
 }
 
-cubec_status server_graph_begin(cubec_device *d, uint32_t slot)
+cubec_status server_graph_begin(cubec_device *d, stream_ref s)
 {
+    uint32_t slot = s.slot;
     slot_state *ss = &d->slots[slot];
     if (ss->capture == CAPTURE_NONE)
         return status_make(CUBEC_GRAPH_STATE,
                            "cubec_graph_begin: call cubec_graph_prepare on stream %" PRIu64
                            " before beginning a capture",
-                           d->resolved_stream);
+                           s.number);
     if (ss->capture == CAPTURE_RECORDING)
         return status_make(CUBEC_GRAPH_STATE,
                            "cubec_graph_begin: stream %" PRIu64 " is already recording a graph",
                            ss->capture_owner);
     /* The warm-up's failures are reported here, before the window opens: they belong to it. */
-    cubec_status err = server_drain(d, &slot, 1);
+    cubec_status err = server_drain(d, &slot, 1, 0);
     if (!err) err = sub_flush(d, 0);
     graph_obj *g = NULL;
     if (!err) err = graph_create(d, slot, &g);
@@ -386,10 +388,11 @@ static void taint_writes(graph_obj *g, failure *f)
         if (g->uses[i].write) server_taint(g->uses[i].alloc, g->uses[i].offset, g->uses[i].size, f);
 }
 
-cubec_status server_graph_end(cubec_device *d, uint32_t slot, uint64_t *out_id)
+cubec_status server_graph_end(cubec_device *d, stream_ref s, uint64_t *out_id)
 {
+    uint32_t slot = s.slot;
     slot_state *ss = &d->slots[slot];
-    uint64_t caller = d->resolved_stream;
+    uint64_t caller = s.number;
     if (ss->capture != CAPTURE_RECORDING) {
         cubec_status err = status_make(CUBEC_GRAPH_STATE,
                                        "cubec_graph_end: no graph capture is recording on stream "
@@ -480,9 +483,10 @@ static failure *replay_input_failure(const graph_obj *g, uint64_t stream)
     return NULL;
 }
 
-cubec_status server_graph_replay(cubec_device *d, uint32_t slot, uint64_t id)
+cubec_status server_graph_replay(cubec_device *d, stream_ref s, uint64_t id)
 {
-    uint64_t stream = d->resolved_stream; /* the waits below may let other threads change it */
+    uint32_t slot = s.slot;
+    uint64_t stream = s.number;
     /* Bound how far replays run ahead of the GPU, like batches (max_inflight_tasks). Before the
      * lookup: the wait may let other threads in. */
     if (d->next_value > d->completed_value + d->max_batches) {
@@ -502,7 +506,6 @@ cubec_status server_graph_replay(cubec_device *d, uint32_t slot, uint64_t id)
         RETURN_IF_ERROR(lookup(d, id, "cubec_graph_replay", &g));
         copy = g->next_copy;
     }
-    d->resolved_stream = stream;
     /* A capture may have begun on the slot while this thread waited. */
     RETURN_IF_ERROR(server_graph_refuse(d, slot, "cubec_graph_replay"));
     uint64_t t0 = d->trace ? server_now_ns() : 0;
@@ -513,7 +516,7 @@ cubec_status server_graph_replay(cubec_device *d, uint32_t slot, uint64_t id)
     for (uint32_t i = 0; i < g->use_count && !err; i++) {
         if (n + 2 > 64) {
             /* More slots than fit: drain these, then go on collecting. */
-            err = server_drain(d, slots, n);
+            err = server_drain(d, slots, n, 0);
             n = 1;
         }
         n = server_align_slots(d, slot, g->uses[i].alloc, slots, n);
@@ -521,9 +524,7 @@ cubec_status server_graph_replay(cubec_device *d, uint32_t slot, uint64_t id)
     /* The last drain leaves its batch open: it goes to the GPU with the graph, in one
      * submission (a profile's begin timestamp, the stream's last launches). */
     if (!err) err = submitter_start(d);
-    d->hold_batch_open = 1;
-    if (!err) err = server_drain(d, slots, n);
-    d->hold_batch_open = 0;
+    if (!err) err = server_drain(d, slots, n, DRAIN_KEEP_OPEN);
     failure *skip = err ? NULL : replay_input_failure(g, stream);
     int fault = !err && !skip && fault_hit(&d->faults, CUBEC_FAULT_SUBMIT);
     sub_handoff before = {0};
@@ -600,9 +601,9 @@ void server_graph_replay_lost(cubec_device *d, uint64_t number, uint64_t value, 
     cubec_status_free(server_note_error(d, err));
 }
 
-cubec_status server_graph_destroy(cubec_device *d, uint32_t slot, uint64_t id)
+cubec_status server_graph_destroy(cubec_device *d, stream_ref s, uint64_t id)
 {
-    (void)slot;
+    (void)s;
     graph_obj *g = handle_table_get(&d->graphs, id);
     if (!g) return NULL; /* destroying twice is harmless (spec 6.2) */
     handle_table_remove(&d->graphs, id);

@@ -109,11 +109,12 @@ static cubec_status align(cubec_device *d, uint32_t slot, buffer_obj *const *buf
     if (!count) return NULL;
     LOG(LOG_DEBUG, LOG_SYS_STREAMS,
         "slot %u uses buffers of %u other slot(s): submitting them first", slot, count);
-    return server_drain(d, slots, count);
+    return server_drain(d, slots, count, 0);
 }
 
-cubec_status server_launch(cubec_device *d, uint32_t slot, const launch_args *a)
+cubec_status server_launch(cubec_device *d, stream_ref s, const launch_args *a)
 {
+    uint32_t slot = s.slot;
     const pipeline_entry *e = a->entry;
     if (!a->indirect && (a->groups[0] == 0 || a->groups[1] == 0 || a->groups[2] == 0))
         return NULL; /* an empty grid launches nothing, like a zero cube count in CubeCL */
@@ -137,7 +138,7 @@ cubec_status server_launch(cubec_device *d, uint32_t slot, const launch_args *a)
     RETURN_IF_ERROR(sched_reserve(&d->sched, slot, (void **)&t));
     t->kind = TASK_LAUNCH;
     t->slot = slot;
-    t->stream = d->resolved_stream;
+    t->stream = s.number;
     snprintf(t->name, sizeof t->name, "%.31s", a->name ? a->name : e->name);
     t->entry = e;
     t->count = a->buffer_count;
@@ -348,7 +349,7 @@ static uint64_t align_down(uint64_t x, uint64_t a)
 }
 
 /* One launch of a builtin word kernel over [at, at+bytes) of `dst` (and of `src` for copies). */
-static cubec_status word_launch(cubec_device *d, uint32_t slot, const pipeline_entry *k,
+static cubec_status word_launch(cubec_device *d, stream_ref s, const pipeline_entry *k,
                                 buffer_obj *src, uint64_t src_abs, buffer_obj *dst,
                                 uint64_t dst_abs, uint64_t bytes, uint32_t word, uint32_t pattern)
 {
@@ -390,7 +391,7 @@ static cubec_status word_launch(cubec_device *d, uint32_t slot, const pipeline_e
                       .info = info,
                       .groups = {(uint32_t)groups, 1, 1},
                       .leads = leads};
-    return server_launch(d, slot, &la);
+    return server_launch(d, s, &la);
 }
 
 /* Largest chunk one binding can cover: the storage range less the alignment slack. */
@@ -402,17 +403,18 @@ static uint64_t max_chunk(const cubec_device *d)
 }
 
 /* On a CPU driver the copy engine is memcpy, four times faster than a copy kernel there. */
-static cubec_status copy_with_transfer(cubec_device *d, uint32_t slot, buffer_obj *src,
+static cubec_status copy_with_transfer(cubec_device *d, stream_ref s, buffer_obj *src,
                                        uint64_t src_offset, buffer_obj *dst, uint64_t dst_offset,
                                        uint64_t size)
 {
+    uint32_t slot = s.slot;
     buffer_obj *both[2] = {src, dst};
     RETURN_IF_ERROR(align(d, slot, both, 2, NULL));
     task *t;
     RETURN_IF_ERROR(sched_reserve(&d->sched, slot, (void **)&t));
     t->kind = TASK_TRANSFER_COPY;
     t->slot = slot;
-    t->stream = d->resolved_stream;
+    t->stream = s.number;
     t->count = 2;
     t->entry = NULL;
     t->indirect.alloc = NULL;
@@ -423,12 +425,12 @@ static cubec_status copy_with_transfer(cubec_device *d, uint32_t slot, buffer_ob
     return queue_task(d, slot, t);
 }
 
-cubec_status server_copy(cubec_device *d, uint32_t slot, buffer_obj *src, uint64_t src_offset,
+cubec_status server_copy(cubec_device *d, stream_ref st, buffer_obj *src, uint64_t src_offset,
                          buffer_obj *dst, uint64_t dst_offset, uint64_t size)
 {
     if (size == 0) return NULL;
     if (d->info.type == CUBEC_DEVICE_TYPE_CPU)
-        return copy_with_transfer(d, slot, src, src_offset, dst, dst_offset, size);
+        return copy_with_transfer(d, st, src, src_offset, dst, dst_offset, size);
     RETURN_IF_ERROR(server_builtin_kernels(d));
     uint64_t s = buffer_device_offset(src) + src_offset, t = buffer_device_offset(dst) + dst_offset;
     uint64_t chunk = max_chunk(d);
@@ -437,16 +439,16 @@ cubec_status server_copy(cubec_device *d, uint32_t slot, buffer_obj *src, uint64
         uint64_t body = ((s + pos) % 16 == 0 && (t + pos) % 16 == 0) ? n / 16 * 16 : 0;
         if (body)
             RETURN_IF_ERROR(
-                word_launch(d, slot, d->copy4_kernel, src, s + pos, dst, t + pos, body, 16, 0));
+                word_launch(d, st, d->copy4_kernel, src, s + pos, dst, t + pos, body, 16, 0));
         if (n > body)
-            RETURN_IF_ERROR(word_launch(d, slot, d->copy_kernel, src, s + pos + body, dst,
+            RETURN_IF_ERROR(word_launch(d, st, d->copy_kernel, src, s + pos + body, dst,
                                         t + pos + body, n - body, 4, 0));
         pos += n;
     }
     return NULL;
 }
 
-cubec_status server_fill(cubec_device *d, uint32_t slot, buffer_obj *dst, uint64_t offset,
+cubec_status server_fill(cubec_device *d, stream_ref s, buffer_obj *dst, uint64_t offset,
                          uint64_t size, uint32_t pattern)
 {
     if (size == 0) return NULL;
@@ -455,7 +457,7 @@ cubec_status server_fill(cubec_device *d, uint32_t slot, buffer_obj *dst, uint64
     uint64_t chunk = max_chunk(d);
     for (uint64_t pos = 0; pos < size; pos += chunk) {
         uint64_t n = size - pos < chunk ? size - pos : chunk;
-        RETURN_IF_ERROR(word_launch(d, slot, d->fill_kernel, NULL, 0, dst, t + pos, n, 4, pattern));
+        RETURN_IF_ERROR(word_launch(d, s, d->fill_kernel, NULL, 0, dst, t + pos, n, 4, pattern));
     }
     return NULL;
 }

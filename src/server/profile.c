@@ -117,27 +117,29 @@ static void drop_profile(cubec_device *d, uint64_t id, profile_obj *p)
 /* Work of the slot is submitted and finished: System timing's sync. */
 static cubec_status sync_slot(cubec_device *d, uint32_t slot)
 {
-    RETURN_IF_ERROR(server_drain(d, &slot, 1));
+    RETURN_IF_ERROR(server_drain(d, &slot, 1, 0));
     RETURN_IF_ERROR(sub_flush(d, 0));
     return sub_wait(d, d->slots[slot].last_value);
 }
 
-static cubec_status queue_timestamp(cubec_device *d, uint32_t slot, uint64_t id, int end)
+static cubec_status queue_timestamp(cubec_device *d, stream_ref s, uint64_t id, int end)
 {
+    uint32_t slot = s.slot;
     task *t;
     RETURN_IF_ERROR(sched_reserve(&d->sched, slot, (void **)&t));
     memset(t, 0, offsetof(task, b));
     t->kind = TASK_TIMESTAMP;
     t->slot = slot;
-    t->stream = d->resolved_stream;
+    t->stream = s.number;
     t->profile = id;
     t->profile_end = end;
     return server_commit_task(d, slot);
 }
 
-cubec_status server_profile_begin(cubec_device *d, uint32_t slot, uint64_t *out_id)
+cubec_status server_profile_begin(cubec_device *d, stream_ref s, uint64_t *out_id)
 {
-    uint64_t stream = d->resolved_stream;
+    uint32_t slot = s.slot;
+    uint64_t stream = s.number;
     profile_obj *p = calloc(1, sizeof *p);
     if (!p) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (profile)");
     p->stream = stream;
@@ -157,7 +159,7 @@ cubec_status server_profile_begin(cubec_device *d, uint32_t slot, uint64_t *out_
         return err;
     }
     if (d->timing == CUBEC_TIMING_DEVICE) {
-        err = queue_timestamp(d, slot, id, 0);
+        err = queue_timestamp(d, s, id, 0);
     } else {
         /* Open before the sync: a failure recorded by it belongs to earlier work, but the
          * profile must not miss one recorded after begin returns either; earlier work was
@@ -167,7 +169,6 @@ cubec_status server_profile_begin(cubec_device *d, uint32_t slot, uint64_t *out_
         p->opened = 1;
         p->begin_ns = server_now_ns();
     }
-    d->resolved_stream = stream;
     if (err) {
         drop_profile(d, id, p);
         return err;
@@ -178,7 +179,7 @@ cubec_status server_profile_begin(cubec_device *d, uint32_t slot, uint64_t *out_
     return NULL;
 }
 
-static cubec_status lookup(cubec_device *d, uint32_t slot, uint64_t id, const char *fn,
+static cubec_status lookup(cubec_device *d, stream_ref s, uint64_t id, const char *fn,
                            profile_obj **out)
 {
     char arg[64];
@@ -186,10 +187,10 @@ static cubec_status lookup(cubec_device *d, uint32_t slot, uint64_t id, const ch
     void *o;
     RETURN_IF_ERROR(handle_table_lookup(&d->profiles, id, arg, &o));
     profile_obj *p = o;
-    if (p->slot != slot || p->stream != d->resolved_stream)
+    if (p->slot != s.slot || p->stream != s.number)
         return INVALID_ARG("%s: profile #%" PRIu64 " began on stream %" PRIu64
                            ", not on stream %" PRIu64,
-                           fn, p->number, p->stream, d->resolved_stream);
+                           fn, p->number, p->stream, s.number);
     *out = p;
     return NULL;
 }
@@ -202,11 +203,12 @@ static cubec_status poisoned(const profile_obj *p)
                        p->number, p->stream, p->poison->message);
 }
 
-cubec_status server_profile_end(cubec_device *d, uint32_t slot, uint64_t id,
+cubec_status server_profile_end(cubec_device *d, stream_ref s, uint64_t id,
                                 cubec_profile_result *out)
 {
+    uint32_t slot = s.slot;
     profile_obj *p = NULL;
-    RETURN_IF_ERROR(lookup(d, slot, id, "cubec_profile_end", &p));
+    RETURN_IF_ERROR(lookup(d, s, id, "cubec_profile_end", &p));
     cubec_status err = NULL;
     cubec_profile_result r = {.method = d->timing};
     if (d->timing == CUBEC_TIMING_SYSTEM) {
@@ -221,8 +223,8 @@ cubec_status server_profile_end(cubec_device *d, uint32_t slot, uint64_t id,
         r.begin_ns = begin_ns;
         r.end_ns = server_now_ns();
     } else {
-        err = queue_timestamp(d, slot, id, 1);
-        if (!err) err = server_drain(d, &slot, 1);
+        err = queue_timestamp(d, s, id, 1);
+        if (!err) err = server_drain(d, &slot, 1, 0);
         if (!err && !p->closed)
             err = status_make(CUBEC_INTERNAL, "profile #%" PRIu64 ": its end was not recorded",
                               p->number);
@@ -259,10 +261,10 @@ cubec_status server_profile_end(cubec_device *d, uint32_t slot, uint64_t id,
     return err;
 }
 
-cubec_status server_profile_abandon(cubec_device *d, uint32_t slot, uint64_t id)
+cubec_status server_profile_abandon(cubec_device *d, stream_ref s, uint64_t id)
 {
     profile_obj *p = NULL;
-    RETURN_IF_ERROR(lookup(d, slot, id, "cubec_profile_abandon", &p));
+    RETURN_IF_ERROR(lookup(d, s, id, "cubec_profile_abandon", &p));
     /* A begin still queued finds no profile when it is recorded and writes nothing. */
     drop_profile(d, id, p);
     return NULL;

@@ -25,7 +25,7 @@ static cubec_stream make_id(const cubec_device *d, uint64_t number)
 }
 
 cubec_status server_stream_resolve(cubec_device *d, cubec_stream stream, const char *fn,
-                                   uint32_t *out_slot)
+                                   stream_ref *out)
 {
     uint64_t number;
     if (stream == CUBEC_STREAM_CURRENT) {
@@ -42,8 +42,8 @@ cubec_status server_stream_resolve(cubec_device *d, cubec_stream stream, const c
                                fn, stream);
         number = stream & 0xffffffffffffull;
     }
-    *out_slot = (uint32_t)(number % d->max_streams);
-    d->resolved_stream = number;
+    out->slot = (uint32_t)(number % d->max_streams);
+    out->number = number;
     return NULL;
 }
 
@@ -68,15 +68,15 @@ static cubec_status backend_record(void *user, uint32_t slot, void *t)
     return server_record_task(d, t);
 }
 
-static cubec_status backend_submit(void *user)
+static cubec_status backend_submit(void *user, uint32_t mode)
 {
     cubec_device *d = user;
     /* A drain may have recorded the tasks of slots other than the ones asked for (Interleave
      * drains every slot with pending work): recycle the metadata arena of every slot it emptied. */
     for (uint32_t i = 0; i < d->max_streams; i++)
         if (d->slots[i].arena_used && !sched_pending(&d->sched, i)) d->slots[i].arena_used = 0;
-    if (d->hold_batch_open) return NULL;
-    return sub_flush(d, d->submit_for_host);
+    if (mode & DRAIN_KEEP_OPEN) return NULL;
+    return sub_flush(d, (mode & DRAIN_FOR_HOST) != 0);
 }
 
 static void backend_discard(void *user, void *t)
@@ -107,20 +107,20 @@ void server_streams_destroy(cubec_device *d)
 
 /* Drains (records and submits) the queues of `slots`. Waits inside keep the lock: the
  * scheduler holds tasks it has taken off the queues. */
-cubec_status server_drain(cubec_device *d, const uint32_t *slots, uint32_t n)
+cubec_status server_drain(cubec_device *d, const uint32_t *slots, uint32_t n, uint32_t mode)
 {
     d->draining++;
-    cubec_status err = sched_execute(&d->sched, slots, n);
+    cubec_status err = sched_execute_mode(&d->sched, slots, n, mode);
     d->draining--;
     for (uint32_t i = 0; i < n; i++)
         if (!sched_pending(&d->sched, slots[i])) d->slots[slots[i]].arena_used = 0;
     return server_note_error(d, err);
 }
 
-cubec_status server_drain_all(cubec_device *d)
+cubec_status server_drain_all(cubec_device *d, uint32_t mode)
 {
     d->draining++;
-    cubec_status err = sched_execute_all(&d->sched);
+    cubec_status err = sched_execute_all_mode(&d->sched, mode);
     d->draining--;
     for (uint32_t i = 0; i < d->max_streams; i++)
         d->slots[i].arena_used = 0;
@@ -162,5 +162,24 @@ cubec_status server_drain_for_host(cubec_device *d, uint32_t slot, const alloc_o
     if (n > 1)
         LOG(LOG_DEBUG, LOG_SYS_STREAMS, "slot %u reads or writes memory of slot %u: draining both",
             slot, slots[1]);
-    return server_drain(d, slots, n);
+    return server_drain(d, slots, n, 0);
+}
+
+cubec_status server_flush(cubec_device *d, stream_ref s)
+{
+    RETURN_IF_ERROR(server_drain(d, &s.slot, 1, 0));
+    return sub_flush(d, 0); /* transfers recorded outside the queues */
+}
+
+cubec_status server_sync(cubec_device *d, stream_ref s)
+{
+    RETURN_IF_ERROR(server_graph_refuse(d, s.slot, "cubec_sync"));
+    /* After a sync the host may read what the stream wrote (mapped memory, events): the batch
+     * that carries the stream's last work ends with a host barrier. */
+    uint64_t t0 = d->trace ? server_now_ns() : 0;
+    RETURN_IF_ERROR(server_drain(d, &s.slot, 1, DRAIN_FOR_HOST));
+    RETURN_IF_ERROR(sub_wait_for_host(d, d->slots[s.slot].last_value));
+    timeline_host(d, "sync", "sync", t0, s.number, NULL);
+    timeline_summary_tick(d, 0);
+    return NULL;
 }

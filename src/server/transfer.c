@@ -75,25 +75,26 @@ static void trace_transfer(cubec_device *d, const char *what, const char *catego
     timeline_host(d, what, category, t0, stream, args);
 }
 
-static cubec_status write_body(cubec_device *d, uint32_t slot, buffer_obj *b, uint64_t offset,
+static cubec_status write_body(cubec_device *d, stream_ref s, buffer_obj *b, uint64_t offset,
                                const void *src, uint64_t size);
 
-cubec_status server_write(cubec_device *d, uint32_t slot, buffer_obj *b, uint64_t offset,
+cubec_status server_write(cubec_device *d, stream_ref s, buffer_obj *b, uint64_t offset,
                           const void *src, uint64_t size)
 {
-    uint64_t t0 = d->trace ? server_now_ns() : 0, stream = d->resolved_stream;
-    cubec_status err = write_body(d, slot, b, offset, src, size);
-    if (!err && d->trace) trace_transfer(d, "write", "write", t0, stream, b, size);
+    uint64_t t0 = d->trace ? server_now_ns() : 0;
+    cubec_status err = write_body(d, s, b, offset, src, size);
+    if (!err && d->trace) trace_transfer(d, "write", "write", t0, s.number, b, size);
     return err;
 }
 
-static cubec_status write_body(cubec_device *d, uint32_t slot, buffer_obj *b, uint64_t offset,
+static cubec_status write_body(cubec_device *d, stream_ref s, buffer_obj *b, uint64_t offset,
                                const void *src, uint64_t size)
 {
+    uint32_t slot = s.slot;
     if (size == 0) return NULL;
     gpu_mem *page = buffer_page(b);
     uint64_t at = buffer_device_offset(b) + offset;
-    if (server_graph_refuse_write(d, slot, b->alloc, at, size)) return NULL;
+    if (server_graph_refuse_write(d, s, b->alloc, at, size)) return NULL;
     RETURN_IF_ERROR(server_drain_for_host(d, slot, b->alloc));
     if (page->mapped) {
         /* The wait may release the device lock: the reference keeps the memory. */
@@ -165,12 +166,12 @@ static cubec_status read_staged(cubec_device *d, buffer_obj *b, uint64_t at, voi
 static cubec_status read_body(cubec_device *d, uint32_t slot, buffer_obj *b, uint64_t offset,
                               void *dst, uint64_t size);
 
-cubec_status server_read(cubec_device *d, uint32_t slot, buffer_obj *b, uint64_t offset, void *dst,
+cubec_status server_read(cubec_device *d, stream_ref s, buffer_obj *b, uint64_t offset, void *dst,
                          uint64_t size)
 {
-    uint64_t t0 = d->trace ? server_now_ns() : 0, stream = d->resolved_stream;
-    cubec_status err = read_body(d, slot, b, offset, dst, size);
-    if (!err && d->trace) trace_transfer(d, "read", "read", t0, stream, b, size);
+    uint64_t t0 = d->trace ? server_now_ns() : 0;
+    cubec_status err = read_body(d, s.slot, b, offset, dst, size);
+    if (!err && d->trace) trace_transfer(d, "read", "read", t0, s.number, b, size);
     return err;
 }
 
@@ -199,21 +200,22 @@ static cubec_status read_body(cubec_device *d, uint32_t slot, buffer_obj *b, uin
     return err;
 }
 
-static cubec_status read_async_body(cubec_device *d, uint32_t slot, buffer_obj *b, uint64_t offset,
+static cubec_status read_async_body(cubec_device *d, stream_ref s, buffer_obj *b, uint64_t offset,
                                     void *dst, uint64_t size, cubec_event **out);
 
-cubec_status server_read_async(cubec_device *d, uint32_t slot, buffer_obj *b, uint64_t offset,
+cubec_status server_read_async(cubec_device *d, stream_ref s, buffer_obj *b, uint64_t offset,
                                void *dst, uint64_t size, cubec_event **out)
 {
-    uint64_t t0 = d->trace ? server_now_ns() : 0, stream = d->resolved_stream;
-    cubec_status err = read_async_body(d, slot, b, offset, dst, size, out);
-    if (!err && d->trace) trace_transfer(d, "read (async start)", "read", t0, stream, b, size);
+    uint64_t t0 = d->trace ? server_now_ns() : 0;
+    cubec_status err = read_async_body(d, s, b, offset, dst, size, out);
+    if (!err && d->trace) trace_transfer(d, "read (async start)", "read", t0, s.number, b, size);
     return err;
 }
 
-static cubec_status read_async_body(cubec_device *d, uint32_t slot, buffer_obj *b, uint64_t offset,
+static cubec_status read_async_body(cubec_device *d, stream_ref s, buffer_obj *b, uint64_t offset,
                                     void *dst, uint64_t size, cubec_event **out)
 {
+    uint32_t slot = s.slot;
     if (size) RETURN_IF_ERROR(server_drain_for_host(d, slot, b->alloc));
     if (size) {
         failure *f = server_failure_of(b->alloc, buffer_device_offset(b) + offset, size);
@@ -225,7 +227,7 @@ static cubec_status read_async_body(cubec_device *d, uint32_t slot, buffer_obj *
     e->dst = dst;
     e->size = size;
     e->trace_begin_ns = d->trace ? server_now_ns() : 0;
-    e->stream = d->resolved_stream;
+    e->stream = s.number;
     e->buffer_number = b->alloc->number;
     if (size == 0) {
         e->done = 1;

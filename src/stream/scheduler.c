@@ -96,7 +96,8 @@ cubec_status sched_commit(scheduler *s, uint32_t slot)
 }
 
 /* Records every task of the listed queues, round-robin or one queue after the other. */
-static cubec_status drain(scheduler *s, const uint32_t *order, uint32_t n, int interleave)
+static cubec_status drain(scheduler *s, const uint32_t *order, uint32_t n, int interleave,
+                          uint32_t mode)
 {
     cubec_status err = NULL;
     uint32_t recorded = 0;
@@ -111,7 +112,7 @@ static cubec_status drain(scheduler *s, const uint32_t *order, uint32_t n, int i
                 recorded++;
             }
         }
-        if (!err && recorded) err = s->backend.submit(s->backend.user);
+        if (!err && recorded) err = s->backend.submit(s->backend.user, mode);
     } else {
         for (uint32_t i = 0; i < n && !err; i++) {
             sched_queue *q = &s->queues[order[i]];
@@ -120,7 +121,7 @@ static cubec_status drain(scheduler *s, const uint32_t *order, uint32_t n, int i
                 err = s->backend.record(s->backend.user, order[i], pop(s, q));
                 here++;
             }
-            if (!err && here) err = s->backend.submit(s->backend.user);
+            if (!err && here) err = s->backend.submit(s->backend.user, mode);
         }
     }
     if (err)
@@ -130,6 +131,11 @@ static cubec_status drain(scheduler *s, const uint32_t *order, uint32_t n, int i
 }
 
 cubec_status sched_execute(scheduler *s, const uint32_t *slots, uint32_t count)
+{
+    return sched_execute_mode(s, slots, count, 0);
+}
+
+cubec_status sched_execute_mode(scheduler *s, const uint32_t *slots, uint32_t count, uint32_t mode)
 {
     uint32_t order[64];
     uint32_t n = 0;
@@ -142,7 +148,8 @@ cubec_status sched_execute(scheduler *s, const uint32_t *slots, uint32_t count)
         if (seen || !s->queues[slot].count) continue;
         if (n == sizeof order / sizeof order[0]) {
             /* More distinct slots than fit: drain what is collected, then go on. */
-            RETURN_IF_ERROR(drain(s, order, n, s->strategy == SCHED_INTERLEAVE && !isolation));
+            RETURN_IF_ERROR(
+                drain(s, order, n, s->strategy == SCHED_INTERLEAVE && !isolation, mode));
             n = 0;
             isolation = 0;
         }
@@ -161,16 +168,21 @@ cubec_status sched_execute(scheduler *s, const uint32_t *slots, uint32_t count)
         LOG(LOG_DEBUG, LOG_SYS_STREAMS, "%s slots [%s] (slot(tasks))",
             interleave ? "interleaving" : "draining one by one", list);
     }
-    return drain(s, order, n, interleave);
+    return drain(s, order, n, interleave, mode);
 }
 
 cubec_status sched_execute_all(scheduler *s)
+{
+    return sched_execute_all_mode(s, 0);
+}
+
+cubec_status sched_execute_all_mode(scheduler *s, uint32_t mode)
 {
     for (uint32_t first = 0; first < s->slots; first += 64) {
         uint32_t ids[64], n = 0;
         for (uint32_t i = first; i < s->slots && n < 64; i++)
             if (s->queues[i].count) ids[n++] = i;
-        RETURN_IF_ERROR(sched_execute(s, ids, n));
+        RETURN_IF_ERROR(sched_execute_mode(s, ids, n, mode));
     }
     return NULL;
 }

@@ -29,8 +29,9 @@ typedef struct sched_backend {
     void *user;
     /* Records one task of `slot`. An error stops the drain; the remaining tasks are discarded. */
     cubec_status (*record)(void *user, uint32_t slot, void *task);
-    /* Submits what was recorded. */
-    cubec_status (*submit)(void *user);
+    /* Submits what was recorded; `mode` is the caller's, passed through (the server's drain
+     * mode: whether the host reads the results, whether the batch stays open). */
+    cubec_status (*submit)(void *user, uint32_t mode);
     /* Releases what a task holds without recording it. */
     void (*discard)(void *user, void *task);
 } sched_backend;
@@ -66,8 +67,11 @@ cubec_status sched_commit(scheduler *s, uint32_t slot);
 /* Drains the queues of `slots` (duplicates allowed, first-seen order kept) into the backend and
  * submits. Slots with empty queues cost nothing; if nothing was recorded, nothing is submitted. */
 cubec_status sched_execute(scheduler *s, const uint32_t *slots, uint32_t count);
+/* The same, with `mode` handed to the backend's submit (sched_execute passes 0). */
+cubec_status sched_execute_mode(scheduler *s, const uint32_t *slots, uint32_t count, uint32_t mode);
 /* Drains every slot. */
 cubec_status sched_execute_all(scheduler *s);
+cubec_status sched_execute_all_mode(scheduler *s, uint32_t mode);
 static inline uint32_t sched_pending(const scheduler *s, uint32_t slot)
 {
     return s->queues[slot].count;

@@ -36,6 +36,7 @@ typedef struct fake_backend {
     uint32_t fail_record_at;
     uint32_t fail_submit_at; /* the same for submits */
     uint32_t bad_bodies;     /* records or discards whose body did not match the id */
+    uint32_t last_mode;      /* the mode the last submit was handed */
 } fake_backend;
 
 static void body_for(uint32_t id, uint32_t body[6])
@@ -69,10 +70,11 @@ static cubec_status fake_record(void *user, uint32_t slot, void *task)
     return NULL;
 }
 
-static cubec_status fake_submit(void *user)
+static cubec_status fake_submit(void *user, uint32_t mode)
 {
     fake_backend *f = user;
     f->submits++;
+    f->last_mode = mode;
     if (f->fail_submit_at && f->submits == f->fail_submit_at)
         return status_make(CUBEC_DEVICE_LOST, "fake submit failure");
     log_event(f, EV_SUBMIT, 0, 0);
@@ -210,9 +212,16 @@ static void test_fifo_per_slot(void **state)
     /* The slot keeps working after a drain: order still holds. */
     push_ok(&s, 0, 14);
     push_ok(&s, 0, 15);
-    ASSERT_OK(sched_execute(&s, &zero, 1));
+    ASSERT_OK(sched_execute_mode(&s, &zero, 1, 7));
     EXPECT(f, R(0, 14), R(0, 15), S);
-    assert_int_equal(s.drains, 3);
+    assert_int_equal(f->last_mode, 7); /* the caller's drain mode reaches the submit */
+    push_ok(&s, 2, 22);
+    ASSERT_OK(sched_execute_all_mode(&s, 3));
+    EXPECT(f, R(2, 22), S);
+    assert_int_equal(f->last_mode, 3);
+    ASSERT_OK(sched_execute(&s, &zero, 1)); /* nothing queued: nothing submitted */
+    expect_nothing(f);
+    assert_int_equal(s.drains, 4);
     sched_destroy(&s);
     expect_nothing(f);
     free(f);
