@@ -1,19 +1,1134 @@
-/* Placeholder until the null backend lands: refuses to open. */
+/* The null backend (see null_gpu.h): gpu.h carried out on host memory, with no kernels.
+ *
+ * Owns: the device (null_gpu, whose first member is the struct gpu the server sees), its memory
+ * (null_mem), pipelines (null_pipeline: only what the checks need), command buffers (null_cmd:
+ * a growable list of recorded commands) and query pools (null_queries: host ticks).
+ *
+ * Execution: submit carries out every command of its items in order before it returns, even
+ * when the completion is delayed: the contents of memory then never depend on timing, and a
+ * test that reads memory early sees the result rather than a race. Only the timeline (and so
+ * whatever the server does once it sees a value) waits for the delay. Timestamps are the host's
+ * CLOCK_MONOTONIC in ns at execution, so ticks and host time are the same clock (period 1 ns,
+ * calibration exact).
+ *
+ * Checks: the recording functions cannot fail (gpu.h), so what Vulkan's validation layer would
+ * refuse in them is remembered and returned by cmd_end, like a Vulkan recording error; submit
+ * refuses a command buffer that did not end well, a one-time one submitted twice, and signal
+ * values that do not increase, before it carries out anything ("a failure leaves nothing
+ * submitted"). These are server bugs: CUBEC_INTERNAL.
+ *
+ * Threads: submit may run on the submitter thread while the device thread reads, waits on or
+ * signals the timeline. `lock` guards the timeline (value, pending completions, each command
+ * buffer's last signal); `queue_lock` keeps submissions whole and in order, like a VkQueue's
+ * external synchronisation, without holding `lock` while memory is copied. Everything else is
+ * used by one thread at a time, as the server guarantees for the Vulkan objects. */
 #include "gpu/null/null_gpu.h"
+
+#include "base/log.h"
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define NULL_DEVICE_NAME "cubec null device"
+#define NULL_ALIGNMENT 64u /* host memory alignment: a cache line, like a GPU page's start */
+#define NULL_SPIRV_MAGIC 0x07230203u
+#define NULL_SPIRV_HEADER_WORDS 5u
+#define NULL_INITIAL_COMMANDS 64u /* most recordings fit: no allocation once created */
+#define NULL_INITIAL_BYTES 1024u
+#define NULL_INITIAL_BINDINGS 64u
+#define NULL_INITIAL_PENDING 16u
+
+/* --- Objects ------------------------------------------------------------------------------ */
+
+/* A completion not yet visible: `value` is reached at `due` (CLOCK_MONOTONIC ns). */
+typedef struct null_pending {
+    uint64_t value;
+    uint64_t due;
+} null_pending;
+
+typedef struct null_gpu {
+    gpu base; /* first: the server's gpu * is a null_gpu * */
+    uint64_t delay_ns;
+    pthread_mutex_t queue_lock; /* one submission at a time, carried out whole */
+    pthread_mutex_t lock;       /* the timeline below, and null_cmd.last_signal */
+    pthread_cond_t changed;     /* on CLOCK_MONOTONIC: a value reached or a completion queued */
+    uint64_t value;             /* reached */
+    uint64_t submitted;         /* highest value submitted or signalled from the host */
+    uint64_t last_due;          /* completions become visible in submission order */
+    null_pending *pending;      /* ring of delayed completions, oldest at pending_head */
+    uint32_t pending_head, pending_count, pending_cap;
+} null_gpu;
+
+typedef struct null_mem {
+    gpu_mem base; /* first: the public fields */
+    unsigned char *host;
+} null_mem;
+
+typedef struct null_pipeline {
+    uint32_t binding_count;
+    int info_buffer;
+    uint32_t push_size;
+    char name[64];
+} null_pipeline;
+
+typedef struct null_queries {
+    uint32_t count;
+    uint64_t *ticks;
+    unsigned char *written; /* 1 once a timestamp was written since the last reset */
+} null_queries;
+
+typedef enum null_command_kind {
+    NC_BARRIER,
+    NC_BIND_PIPELINE,
+    NC_BIND_BUFFERS,
+    NC_PUSH_CONSTANTS,
+    NC_DISPATCH,
+    NC_DISPATCH_INDIRECT,
+    NC_COPY,
+    NC_FILL,
+    NC_TIMESTAMP,
+    NC_RESET_QUERIES,
+} null_command_kind;
+
+/* One recorded command. Push-constant bytes and bindings live in the command buffer's arrays
+ * (bytes, bindings), referred to by index, so that a command stays small and fixed-size. */
+typedef struct null_command {
+    null_command_kind kind;
+    union {
+        struct {
+            uint32_t src_stages, src_access, dst_stages, dst_access;
+        } barrier;
+        const null_pipeline *pipeline;
+        struct {
+            uint32_t first, count; /* in bindings; the info binding follows when has_info */
+            int has_info;
+        } bind;
+        struct {
+            uint32_t offset, size; /* in bytes */
+        } push;
+        struct {
+            uint32_t x, y, z;
+        } dispatch;
+        struct {
+            null_mem *mem;
+            uint64_t offset;
+        } indirect;
+        struct {
+            null_mem *src, *dst;
+            uint64_t src_offset, dst_offset, size;
+        } copy;
+        struct {
+            null_mem *dst;
+            uint64_t offset, size;
+            uint32_t pattern;
+        } fill;
+        struct {
+            null_queries *q;
+            uint32_t query;
+        } timestamp;
+        struct {
+            null_queries *q;
+            uint32_t first, count;
+        } reset;
+    } u;
+} null_command;
+
+typedef enum null_cmd_state {
+    CMD_INITIAL,    /* created, or its recording failed: not submittable */
+    CMD_RECORDING,  /* between cmd_begin and cmd_end */
+    CMD_EXECUTABLE, /* ended without error */
+} null_cmd_state;
+
+typedef struct null_cmd {
+    null_gpu *g;
+    gpu_cmd_use use;
+    null_cmd_state state;
+    int submitted;        /* GPU_CMD_ONCE: this recording was submitted (a second time is a bug) */
+    uint64_t last_signal; /* under g->lock: in flight until the timeline reaches it */
+    cubec_status error;   /* the first recording error, returned by cmd_end */
+    const null_pipeline *pipeline; /* bound: push constants and dispatches are checked against it */
+    /* The recording. Capacities are kept across cmd_begin, and grow geometrically, so a warm
+     * command buffer records without allocating. */
+    null_command *cmds;
+    uint32_t count, cap;
+    unsigned char *bytes;
+    uint32_t bytes_used, bytes_cap;
+    gpu_binding *bindings;
+    uint32_t bindings_used, bindings_cap;
+} null_cmd;
+
+/* --- Helpers ------------------------------------------------------------------------------ */
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static struct timespec to_timespec(uint64_t ns)
+{
+    struct timespec ts = {.tv_sec = (time_t)(ns / 1000000000u),
+                          .tv_nsec = (long)(ns % 1000000000u)};
+    return ts;
+}
+
+/* `data` with room for `need` elements: the same pointer when it fits, a larger block (capacity
+ * doubled until it fits) otherwise, NULL when the host is out of memory (`data` then unchanged). */
+static void *grow(void *data, uint32_t *cap, uint64_t need, size_t elem, uint32_t initial)
+{
+    if (need <= *cap) return data;
+    uint64_t n = *cap ? *cap : initial;
+    while (n < need)
+        n *= 2;
+    if (n > UINT32_MAX || n > SIZE_MAX / elem) return NULL;
+    void *p = realloc(data, (size_t)n * elem);
+    if (!p) return NULL;
+    *cap = (uint32_t)n;
+    return p;
+}
+
+/* 1 when [offset, offset+size) lies in a buffer of `limit` bytes (without overflowing). */
+static int in_range(uint64_t offset, uint64_t size, uint64_t limit)
+{
+    return offset <= limit && size <= limit - offset;
+}
+
+static void fill_info(cubec_device_info *out)
+{
+    memset(out, 0, sizeof *out);
+    snprintf(out->name, sizeof out->name, "%s", NULL_DEVICE_NAME);
+    snprintf(out->driver, sizeof out->driver, "cubec null backend (host memory, no kernels)");
+    out->vendor_id = 0;
+    out->device_id = 0;
+    out->api_version = (1u << 22) | (3u << 12); /* 1.3.0 (VK_MAKE_API_VERSION): lavapipe's level */
+    /* CPU: the server then copies with transfer commands (which this backend carries out) rather
+     * than kernels (which it does not), and does not busy-poll. */
+    out->type = CUBEC_DEVICE_TYPE_CPU;
+    out->unified_memory = 1;
+    /* Limits as lavapipe reports them, so that the server's chunking and alignment paths run as
+     * they do on the CPU driver the tests use. */
+    out->max_storage_buffer_range = 128u << 20;
+    out->max_allocation_size = 1u << 30;
+    out->max_push_constants_size = 256;
+    for (int i = 0; i < 3; i++)
+        out->max_workgroup_count[i] = 65535;
+    out->max_workgroup_size[0] = 1024;
+    out->max_workgroup_size[1] = 1024;
+    out->max_workgroup_size[2] = 64;
+    out->max_workgroup_invocations = 1024;
+    out->max_shared_memory_size = 32768;
+    out->storage_offset_alignment = 16;
+    out->subgroup_size = 8;
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    out->device_local_heap_size =
+        pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : (uint64_t)4 << 30;
+    out->timestamp_period_ns = 1.0;
+    out->push_descriptors = 1;
+    out->tasks_max = 0; /* the server's, not the device's */
+}
+
+/* --- Timeline (callers hold g->lock) --------------------------------------------------------- */
+
+/* Makes the completions whose time has come visible. */
+static void advance_locked(null_gpu *g, uint64_t now)
+{
+    while (g->pending_count && g->pending[g->pending_head].due <= now) {
+        uint64_t v = g->pending[g->pending_head].value;
+        if (v > g->value) g->value = v;
+        g->pending_head = (g->pending_head + 1) % g->pending_cap;
+        g->pending_count--;
+    }
+}
+
+/* Blocks until the timeline reaches `value`. As with vkWaitSemaphores(UINT64_MAX), a value that
+ * nothing will signal waits forever: a later submit or host signal from another thread may
+ * still reach it. */
+static void wait_locked(null_gpu *g, uint64_t value)
+{
+    for (;;) {
+        advance_locked(g, now_ns());
+        if (g->value >= value) return;
+        if (g->pending_count) {
+            struct timespec due = to_timespec(g->pending[g->pending_head].due);
+            /* ETIMEDOUT or a wake-up: the loop looks again either way. */
+            (void)pthread_cond_timedwait(&g->changed, &g->lock, &due);
+        } else {
+            pthread_cond_wait(&g->changed, &g->lock);
+        }
+    }
+}
+
+/* Room for `n` more pending completions, kept in order (the ring is unrolled into the new
+ * block). */
+static int reserve_pending_locked(null_gpu *g, uint32_t n)
+{
+    uint64_t need = (uint64_t)g->pending_count + n;
+    if (need <= g->pending_cap) return 1;
+    uint64_t cap = g->pending_cap ? g->pending_cap : NULL_INITIAL_PENDING;
+    while (cap < need)
+        cap *= 2;
+    if (cap > UINT32_MAX || cap > SIZE_MAX / sizeof(null_pending)) return 0;
+    null_pending *p = malloc((size_t)cap * sizeof *p);
+    if (!p) return 0;
+    for (uint32_t i = 0; i < g->pending_count; i++)
+        p[i] = g->pending[(g->pending_head + i) % g->pending_cap];
+    free(g->pending);
+    g->pending = p;
+    g->pending_head = 0;
+    g->pending_cap = (uint32_t)cap;
+    return 1;
+}
+
+/* --- Device ------------------------------------------------------------------------------- */
+
+static void null_destroy(gpu *base)
+{
+    null_gpu *g = (null_gpu *)base;
+    if (!g) return;
+    pthread_cond_destroy(&g->changed);
+    pthread_mutex_destroy(&g->lock);
+    pthread_mutex_destroy(&g->queue_lock);
+    free(g->pending);
+    free(g);
+}
+
+/* --- Memory ------------------------------------------------------------------------------- */
+
+static cubec_status null_mem_create(gpu *base, gpu_mem_kind kind, uint64_t size, gpu_mem **out)
+{
+    if (!out) return INVALID_ARG("null gpu mem_create: out is NULL");
+    *out = NULL;
+    if (kind != GPU_MEM_DEVICE && kind != GPU_MEM_UPLOAD && kind != GPU_MEM_READBACK)
+        return INVALID_ARG("null gpu mem_create: kind %d is not a gpu_mem_kind", (int)kind);
+    if (size == 0) return INVALID_ARG("null gpu mem_create: size 0 (Vulkan needs at least 1 byte)");
+    /* Like a driver's allocation limit: the server's paths for huge buffers see the same error. */
+    if (size > base->info.max_allocation_size)
+        return status_make(CUBEC_OUT_OF_MEMORY,
+                           "null gpu: %" PRIu64 " bytes exceed max_allocation_size %" PRIu64, size,
+                           base->info.max_allocation_size);
+    null_mem *m = calloc(1, sizeof *m);
+    /* aligned_alloc wants a multiple of the alignment; the size is below 1 GiB here. */
+    size_t bytes = (size_t)((size + NULL_ALIGNMENT - 1) / NULL_ALIGNMENT * NULL_ALIGNMENT);
+    unsigned char *host = m ? aligned_alloc(NULL_ALIGNMENT, bytes) : NULL;
+    if (!host) {
+        free(m);
+        return status_make(CUBEC_OUT_OF_MEMORY,
+                           "null gpu: host out of memory allocating %" PRIu64 " bytes", size);
+    }
+    memset(host, 0, bytes); /* deterministic contents: tests never depend on leftovers */
+    m->base.size = size;
+    m->base.mapped = NULL;
+    m->base.kind = kind;
+    m->host = host;
+    *out = &m->base;
+    return NULL;
+}
+
+static cubec_status null_mem_map(gpu *base, gpu_mem *mem)
+{
+    if (!mem) return INVALID_ARG("null gpu mem_map: mem is NULL");
+    /* With force_staging the device is discrete: device memory is not host-visible, as on a
+     * discrete Vulkan device, so a server path that maps it anyway fails here too. */
+    if (mem->kind == GPU_MEM_DEVICE && !base->caps.unified)
+        return status_make(CUBEC_UNSUPPORTED,
+                           "null gpu: device memory is not host-visible (force_staging)");
+    mem->mapped = ((null_mem *)mem)->host;
+    return NULL;
+}
+
+static void null_mem_invalidate(gpu *base, gpu_mem *mem)
+{
+    (void)base; /* host memory is coherent: nothing to make visible */
+    (void)mem;
+}
+
+static void null_mem_destroy(gpu *base, gpu_mem *mem)
+{
+    (void)base;
+    if (!mem) return;
+    null_mem *m = (null_mem *)mem;
+    free(m->host);
+    free(m);
+}
+
+/* --- Pipelines ---------------------------------------------------------------------------- */
+
+static cubec_status null_pipeline_create(gpu *base, const gpu_pipeline_desc *desc,
+                                         gpu_pipeline **out)
+{
+    if (!out) return INVALID_ARG("null gpu pipeline_create: out is NULL");
+    *out = NULL;
+    if (!desc) return INVALID_ARG("null gpu pipeline_create: desc is NULL");
+    const char *name = desc->name ? desc->name : "(unnamed)";
+    /* What vkCreateShaderModule needs at least: the header, starting with the magic number (in
+     * the host's byte order: the word of the other order is not accepted either). */
+    if (!desc->spirv || desc->words < NULL_SPIRV_HEADER_WORDS)
+        return status_make(CUBEC_INVALID_SPIRV,
+                           "kernel '%s': SPIR-V of %zu words is shorter than its %u-word header",
+                           name, desc->spirv ? desc->words : (size_t)0, NULL_SPIRV_HEADER_WORDS);
+    if (desc->spirv[0] != NULL_SPIRV_MAGIC)
+        return status_make(CUBEC_INVALID_SPIRV,
+                           "kernel '%s': first word 0x%08" PRIx32 " is not the SPIR-V magic number "
+                           "0x%08x",
+                           name, desc->spirv[0], NULL_SPIRV_MAGIC);
+    uint32_t max_buffers = desc->info_buffer ? GPU_INFO_BINDING : GPU_MAX_BINDINGS - 1;
+    if (desc->binding_count > max_buffers)
+        return INVALID_ARG("kernel '%s': binding_count %" PRIu32 " exceeds %" PRIu32, name,
+                           desc->binding_count, max_buffers);
+    if (desc->push_size > base->info.max_push_constants_size || desc->push_size % 4)
+        return INVALID_ARG("kernel '%s': push_size %" PRIu32
+                           " is not a multiple of 4 up to max_push_constants_size %" PRIu32,
+                           name, desc->push_size, base->info.max_push_constants_size);
+    null_pipeline *p = calloc(1, sizeof *p);
+    if (!p) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory");
+    p->binding_count = desc->binding_count;
+    p->info_buffer = desc->info_buffer;
+    p->push_size = desc->push_size;
+    snprintf(p->name, sizeof p->name, "%s", name);
+    *out = (gpu_pipeline *)p;
+    return NULL;
+}
+
+static void null_pipeline_destroy(gpu *base, gpu_pipeline *p)
+{
+    (void)base;
+    free(p);
+}
+
+/* --- Command buffers ---------------------------------------------------------------------- */
+
+/* Keeps the first recording error for cmd_end; later ones add nothing. */
+static void note(null_cmd *c, cubec_status err)
+{
+    if (!c->error)
+        c->error = err;
+    else
+        cubec_status_free(err);
+}
+
+/* 1 when the timeline has not reached the command buffer's last submission yet. */
+static int in_flight(null_cmd *c, uint64_t *out_signal, uint64_t *out_value)
+{
+    null_gpu *g = c->g;
+    pthread_mutex_lock(&g->lock);
+    advance_locked(g, now_ns());
+    *out_signal = c->last_signal;
+    *out_value = g->value;
+    int busy = c->last_signal > g->value;
+    pthread_mutex_unlock(&g->lock);
+    return busy;
+}
+
+static cubec_status null_cmd_create(gpu *base, gpu_cmd_use use, uint32_t sets, gpu_cmd **out)
+{
+    (void)sets; /* bindings are recorded, never allocated from a pool */
+    if (!out) return INVALID_ARG("null gpu cmd_create: out is NULL");
+    *out = NULL;
+    if (use != GPU_CMD_ONCE && use != GPU_CMD_REUSABLE)
+        return INVALID_ARG("null gpu cmd_create: use %d is not a gpu_cmd_use", (int)use);
+    null_cmd *c = calloc(1, sizeof *c);
+    if (c) {
+        c->cmds = malloc(NULL_INITIAL_COMMANDS * sizeof *c->cmds);
+        c->bytes = malloc(NULL_INITIAL_BYTES);
+        c->bindings = malloc(NULL_INITIAL_BINDINGS * sizeof *c->bindings);
+    }
+    if (!c || !c->cmds || !c->bytes || !c->bindings) {
+        if (c) {
+            free(c->cmds);
+            free(c->bytes);
+            free(c->bindings);
+        }
+        free(c);
+        return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory");
+    }
+    c->g = (null_gpu *)base;
+    c->use = use;
+    c->state = CMD_INITIAL;
+    c->cap = NULL_INITIAL_COMMANDS;
+    c->bytes_cap = NULL_INITIAL_BYTES;
+    c->bindings_cap = NULL_INITIAL_BINDINGS;
+    *out = (gpu_cmd *)c;
+    return NULL;
+}
+
+static void null_cmd_destroy(gpu *base, gpu_cmd *cmd)
+{
+    (void)base;
+    if (!cmd) return;
+    null_cmd *c = (null_cmd *)cmd;
+    uint64_t signal, value;
+    /* Void, so it cannot refuse; the log names the bug Vulkan's validation would report. */
+    if (in_flight(c, &signal, &value))
+        LOG(LOG_ERROR, LOG_SYS_DEVICE,
+            "null gpu: command buffer destroyed in flight (signals %" PRIu64
+            ", timeline at %" PRIu64 ")",
+            signal, value);
+    cubec_status_free(c->error);
+    free(c->cmds);
+    free(c->bytes);
+    free(c->bindings);
+    free(c);
+}
+
+static cubec_status null_cmd_begin(gpu *base, gpu_cmd *cmd)
+{
+    (void)base;
+    if (!cmd) return INVALID_ARG("null gpu cmd_begin: cmd is NULL");
+    null_cmd *c = (null_cmd *)cmd;
+    if (c->state == CMD_RECORDING)
+        return status_make(CUBEC_INTERNAL, "null gpu: cmd_begin on a command buffer already "
+                                           "recording");
+    uint64_t signal, value;
+    /* Resetting what the queue may still read is the bug delays exist to catch. */
+    if (in_flight(c, &signal, &value))
+        return status_make(CUBEC_INTERNAL,
+                           "null gpu: cmd_begin on a command buffer in flight (signals %" PRIu64
+                           ", timeline at %" PRIu64 ")",
+                           signal, value);
+    cubec_status_free(c->error);
+    c->error = NULL;
+    c->count = 0;
+    c->bytes_used = 0;
+    c->bindings_used = 0;
+    c->pipeline = NULL;
+    c->submitted = 0;
+    c->state = CMD_RECORDING;
+    return NULL;
+}
+
+static cubec_status null_cmd_end(gpu *base, gpu_cmd *cmd)
+{
+    (void)base;
+    if (!cmd) return INVALID_ARG("null gpu cmd_end: cmd is NULL");
+    null_cmd *c = (null_cmd *)cmd;
+    if (c->state != CMD_RECORDING)
+        return status_make(CUBEC_INTERNAL, "null gpu: cmd_end on a command buffer not recording");
+    cubec_status err = c->error;
+    c->error = NULL;
+    /* A failed recording is unusable until the next cmd_begin, as in Vulkan. */
+    c->state = err ? CMD_INITIAL : CMD_EXECUTABLE;
+    return err;
+}
+
+/* The next command slot of a recording, or NULL (the error noted) when the command buffer is
+ * not recording or the host is out of memory. */
+static null_command *add_command(null_cmd *c, null_command_kind kind, const char *what)
+{
+    if (c->state != CMD_RECORDING) {
+        note(c,
+             status_make(CUBEC_INTERNAL, "null gpu: %s recorded outside cmd_begin/cmd_end", what));
+        return NULL;
+    }
+    null_command *p =
+        grow(c->cmds, &c->cap, (uint64_t)c->count + 1, sizeof *c->cmds, NULL_INITIAL_COMMANDS);
+    if (!p) {
+        note(c, status_make(CUBEC_OUT_OF_MEMORY,
+                            "null gpu: host out of memory recording command %" PRIu32 " (%s)",
+                            c->count, what));
+        return NULL;
+    }
+    c->cmds = p;
+    null_command *nc = &c->cmds[c->count++];
+    nc->kind = kind;
+    return nc;
+}
+
+/* --- Recording ---------------------------------------------------------------------------- */
+
+static void null_barrier(gpu_cmd *cmd, uint32_t src_stages, uint32_t src_access,
+                         uint32_t dst_stages, uint32_t dst_access)
+{
+    null_command *nc = add_command((null_cmd *)cmd, NC_BARRIER, "barrier");
+    if (!nc) return;
+    nc->u.barrier.src_stages = src_stages;
+    nc->u.barrier.src_access = src_access;
+    nc->u.barrier.dst_stages = dst_stages;
+    nc->u.barrier.dst_access = dst_access;
+}
+
+static void null_bind_pipeline(gpu_cmd *cmd, const gpu_pipeline *p)
+{
+    null_cmd *c = (null_cmd *)cmd;
+    if (!p) {
+        note(c, status_make(CUBEC_INTERNAL, "null gpu: bind_pipeline of NULL"));
+        return;
+    }
+    null_command *nc = add_command(c, NC_BIND_PIPELINE, "bind_pipeline");
+    if (!nc) return;
+    nc->u.pipeline = (const null_pipeline *)p;
+    c->pipeline = nc->u.pipeline;
+}
+
+/* Checks one binding as vkCmdPushDescriptorSetKHR's validation would. */
+static cubec_status check_binding(const null_gpu *g, const null_pipeline *p, const gpu_binding *b,
+                                  const char *which, uint32_t i)
+{
+    const cubec_device_info *info = &g->base.info;
+    if (!b->mem)
+        return INVALID_ARG("null gpu bind_buffers: kernel '%s': %s %" PRIu32 " has no memory",
+                           p->name, which, i);
+    if (b->size == 0 || !in_range(b->offset, b->size, b->mem->size))
+        return INVALID_ARG("null gpu bind_buffers: kernel '%s': %s %" PRIu32 " range [%" PRIu64
+                           ", +%" PRIu64 ") is empty or outside its memory of %" PRIu64 " bytes",
+                           p->name, which, i, b->offset, b->size, b->mem->size);
+    if (b->offset % info->storage_offset_alignment)
+        return INVALID_ARG("null gpu bind_buffers: kernel '%s': %s %" PRIu32 " offset %" PRIu64
+                           " is not a multiple of storage_offset_alignment %" PRIu64,
+                           p->name, which, i, b->offset, info->storage_offset_alignment);
+    if (b->size > info->max_storage_buffer_range)
+        return INVALID_ARG("null gpu bind_buffers: kernel '%s': %s %" PRIu32 " size %" PRIu64
+                           " exceeds max_storage_buffer_range %" PRIu64,
+                           p->name, which, i, b->size, info->max_storage_buffer_range);
+    return NULL;
+}
+
+static cubec_status null_bind_buffers(gpu *base, gpu_cmd *cmd, const gpu_pipeline *pipeline,
+                                      const gpu_binding *b, uint32_t n, const gpu_binding *info)
+{
+    null_gpu *g = (null_gpu *)base;
+    null_cmd *c = (null_cmd *)cmd;
+    const null_pipeline *p = (const null_pipeline *)pipeline;
+    if (!c || !p) return INVALID_ARG("null gpu bind_buffers: cmd or pipeline is NULL");
+    if (n > GPU_MAX_BINDINGS)
+        return INVALID_ARG("null gpu bind_buffers: kernel '%s': n %" PRIu32
+                           " exceeds GPU_MAX_BINDINGS %d",
+                           p->name, n, GPU_MAX_BINDINGS);
+    if (n > p->binding_count)
+        return INVALID_ARG("null gpu bind_buffers: kernel '%s': n %" PRIu32
+                           " exceeds the pipeline's binding_count %" PRIu32,
+                           p->name, n, p->binding_count);
+    if (n && !b) return INVALID_ARG("null gpu bind_buffers: kernel '%s': b is NULL", p->name);
+    if (info && !p->info_buffer)
+        return INVALID_ARG("null gpu bind_buffers: kernel '%s': an info buffer for a pipeline "
+                           "without one",
+                           p->name);
+    for (uint32_t i = 0; i < n; i++)
+        RETURN_IF_ERROR(check_binding(g, p, &b[i], "binding", i));
+    if (info) RETURN_IF_ERROR(check_binding(g, p, info, "info binding", GPU_INFO_BINDING));
+    /* Kept with the recording (not needed to run it: dispatches do nothing) so that the
+     * recording is complete for a debugger, and failing here like a pool that ran dry. */
+    uint64_t need = (uint64_t)c->bindings_used + n + (info ? 1 : 0);
+    gpu_binding *kept =
+        grow(c->bindings, &c->bindings_cap, need, sizeof *c->bindings, NULL_INITIAL_BINDINGS);
+    if (!kept)
+        return status_make(CUBEC_OUT_OF_MEMORY,
+                           "null gpu: host out of memory recording %" PRIu64 " bindings", need);
+    c->bindings = kept;
+    null_command *nc = add_command(c, NC_BIND_BUFFERS, "bind_buffers");
+    if (!nc) return NULL; /* noted for cmd_end */
+    nc->u.bind.first = c->bindings_used;
+    nc->u.bind.count = n;
+    nc->u.bind.has_info = info != NULL;
+    if (n) memcpy(&c->bindings[c->bindings_used], b, n * sizeof *b);
+    if (info) c->bindings[c->bindings_used + n] = *info;
+    c->bindings_used = (uint32_t)need;
+    return NULL;
+}
+
+static void null_push_constants(gpu_cmd *cmd, const gpu_pipeline *pipeline, const void *data,
+                                uint32_t size)
+{
+    null_cmd *c = (null_cmd *)cmd;
+    const null_pipeline *p = (const null_pipeline *)pipeline;
+    if (!p || !data || size == 0 || size % 4 || size > p->push_size) {
+        note(c, status_make(CUBEC_INTERNAL,
+                            "null gpu: push_constants of %" PRIu32
+                            " bytes for kernel '%s' (push_size %" PRIu32 ", data %s)",
+                            size, p ? p->name : "(NULL pipeline)", p ? p->push_size : 0,
+                            data ? "set" : "NULL"));
+        return;
+    }
+    unsigned char *bytes =
+        grow(c->bytes, &c->bytes_cap, (uint64_t)c->bytes_used + size, 1, NULL_INITIAL_BYTES);
+    if (!bytes) {
+        note(c, status_make(CUBEC_OUT_OF_MEMORY,
+                            "null gpu: host out of memory recording push constants"));
+        return;
+    }
+    c->bytes = bytes;
+    null_command *nc = add_command(c, NC_PUSH_CONSTANTS, "push_constants");
+    if (!nc) return;
+    nc->u.push.offset = c->bytes_used;
+    nc->u.push.size = size;
+    memcpy(c->bytes + c->bytes_used, data, size);
+    c->bytes_used += size;
+}
+
+static void null_dispatch(gpu_cmd *cmd, uint32_t x, uint32_t y, uint32_t z)
+{
+    null_cmd *c = (null_cmd *)cmd;
+    const uint32_t *max = c->g->base.info.max_workgroup_count;
+    if (!c->pipeline || x > max[0] || y > max[1] || z > max[2]) {
+        note(c, status_make(CUBEC_INTERNAL,
+                            "null gpu: dispatch %" PRIu32 "x%" PRIu32 "x%" PRIu32
+                            " %s (max_workgroup_count %" PRIu32 "x%" PRIu32 "x%" PRIu32 ")",
+                            x, y, z, c->pipeline ? "too large" : "with no pipeline bound", max[0],
+                            max[1], max[2]));
+        return;
+    }
+    null_command *nc = add_command(c, NC_DISPATCH, "dispatch");
+    if (!nc) return;
+    nc->u.dispatch.x = x;
+    nc->u.dispatch.y = y;
+    nc->u.dispatch.z = z;
+}
+
+static void null_dispatch_indirect(gpu_cmd *cmd, gpu_mem *m, uint64_t offset)
+{
+    null_cmd *c = (null_cmd *)cmd;
+    /* VkDispatchIndirectCommand: three uint32 at a multiple of 4. */
+    if (!c->pipeline || !m || offset % 4 || !in_range(offset, 12, m->size)) {
+        note(c,
+             status_make(CUBEC_INTERNAL,
+                         "null gpu: dispatch_indirect at offset %" PRIu64 " of %" PRIu64 " bytes%s",
+                         offset, m ? m->size : 0, c->pipeline ? "" : " with no pipeline bound"));
+        return;
+    }
+    null_command *nc = add_command(c, NC_DISPATCH_INDIRECT, "dispatch_indirect");
+    if (!nc) return;
+    nc->u.indirect.mem = (null_mem *)m;
+    nc->u.indirect.offset = offset;
+}
+
+static void null_copy(gpu_cmd *cmd, gpu_mem *src, uint64_t src_offset, gpu_mem *dst,
+                      uint64_t dst_offset, uint64_t size)
+{
+    null_cmd *c = (null_cmd *)cmd;
+    /* vkCmdCopyBuffer: a non-empty region inside both buffers, not overlapping in one buffer. */
+    int ok = src && dst && size && in_range(src_offset, size, src->size) &&
+             in_range(dst_offset, size, dst->size);
+    if (ok && src == dst) ok = src_offset + size <= dst_offset || dst_offset + size <= src_offset;
+    if (!ok) {
+        note(c,
+             status_make(CUBEC_INTERNAL,
+                         "null gpu: copy of %" PRIu64 " bytes from [%" PRIu64 "] of %" PRIu64
+                         " bytes to [%" PRIu64 "] of %" PRIu64
+                         " bytes is empty, out of range or overlapping",
+                         size, src_offset, src ? src->size : 0, dst_offset, dst ? dst->size : 0));
+        return;
+    }
+    null_command *nc = add_command(c, NC_COPY, "copy");
+    if (!nc) return;
+    nc->u.copy.src = (null_mem *)src;
+    nc->u.copy.dst = (null_mem *)dst;
+    nc->u.copy.src_offset = src_offset;
+    nc->u.copy.dst_offset = dst_offset;
+    nc->u.copy.size = size;
+}
+
+static void null_fill(gpu_cmd *cmd, gpu_mem *dst, uint64_t offset, uint64_t size, uint32_t pattern)
+{
+    null_cmd *c = (null_cmd *)cmd;
+    /* vkCmdFillBuffer: offset and size multiples of 4 (no VK_WHOLE_SIZE at this seam). */
+    if (!dst || size == 0 || offset % 4 || size % 4 || !in_range(offset, size, dst->size)) {
+        note(c, status_make(CUBEC_INTERNAL,
+                            "null gpu: fill of [%" PRIu64 ", +%" PRIu64 ") in %" PRIu64
+                            " bytes is empty, unaligned (4) or out of range",
+                            offset, size, dst ? dst->size : 0));
+        return;
+    }
+    null_command *nc = add_command(c, NC_FILL, "fill");
+    if (!nc) return;
+    nc->u.fill.dst = (null_mem *)dst;
+    nc->u.fill.offset = offset;
+    nc->u.fill.size = size;
+    nc->u.fill.pattern = pattern;
+}
+
+static void null_timestamp(gpu_cmd *cmd, gpu_queries *queries, uint32_t query, uint32_t stage)
+{
+    (void)stage; /* everything before has been carried out when the stamp is taken */
+    null_cmd *c = (null_cmd *)cmd;
+    null_queries *q = (null_queries *)queries;
+    if (!q || query >= q->count) {
+        note(c,
+             status_make(CUBEC_INTERNAL, "null gpu: timestamp into query %" PRIu32 " of %" PRIu32,
+                         query, q ? q->count : 0));
+        return;
+    }
+    null_command *nc = add_command(c, NC_TIMESTAMP, "timestamp");
+    if (!nc) return;
+    nc->u.timestamp.q = q;
+    nc->u.timestamp.query = query;
+}
+
+static void null_reset_queries(gpu_cmd *cmd, gpu_queries *queries, uint32_t first, uint32_t count)
+{
+    null_cmd *c = (null_cmd *)cmd;
+    null_queries *q = (null_queries *)queries;
+    if (!q || !in_range(first, count, q->count)) {
+        note(c, status_make(CUBEC_INTERNAL,
+                            "null gpu: reset_queries [%" PRIu32 ", +%" PRIu32 ") of %" PRIu32,
+                            first, count, q ? q->count : 0));
+        return;
+    }
+    null_command *nc = add_command(c, NC_RESET_QUERIES, "reset_queries");
+    if (!nc) return;
+    nc->u.reset.q = q;
+    nc->u.reset.first = first;
+    nc->u.reset.count = count;
+}
+
+/* --- Queries ------------------------------------------------------------------------------ */
+
+static cubec_status null_queries_create(gpu *base, uint32_t count, gpu_queries **out)
+{
+    (void)base;
+    if (!out) return INVALID_ARG("null gpu queries_create: out is NULL");
+    *out = NULL;
+    if (count == 0) return INVALID_ARG("null gpu queries_create: count 0");
+    null_queries *q = calloc(1, sizeof *q);
+    if (q) {
+        q->ticks = calloc(count, sizeof *q->ticks);
+        q->written = calloc(count, 1);
+    }
+    if (!q || !q->ticks || !q->written) {
+        if (q) {
+            free(q->ticks);
+            free(q->written);
+        }
+        free(q);
+        return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (%" PRIu32 " queries)", count);
+    }
+    q->count = count;
+    *out = (gpu_queries *)q;
+    return NULL;
+}
+
+static void null_queries_destroy(gpu *base, gpu_queries *queries)
+{
+    (void)base;
+    null_queries *q = (null_queries *)queries;
+    if (!q) return;
+    free(q->ticks);
+    free(q->written);
+    free(q);
+}
+
+static void reset_range(null_queries *q, uint32_t first, uint32_t count)
+{
+    memset(q->ticks + first, 0, count * sizeof *q->ticks);
+    memset(q->written + first, 0, count);
+}
+
+static void null_queries_host_reset(gpu *base, gpu_queries *queries, uint32_t first, uint32_t count)
+{
+    (void)base;
+    null_queries *q = (null_queries *)queries;
+    if (!q || !in_range(first, count, q->count)) {
+        LOG(LOG_ERROR, LOG_SYS_DEVICE,
+            "null gpu: queries_host_reset [%" PRIu32 ", +%" PRIu32 ") of %" PRIu32 " ignored",
+            first, count, q ? q->count : 0);
+        return;
+    }
+    reset_range(q, first, count);
+}
+
+static cubec_status null_queries_read(gpu *base, gpu_queries *queries, uint32_t first,
+                                      uint32_t count, uint64_t *out_ticks)
+{
+    (void)base;
+    null_queries *q = (null_queries *)queries;
+    if (!q || (count && !out_ticks) || !in_range(first, count, q->count))
+        return INVALID_ARG("null gpu queries_read: [%" PRIu32 ", +%" PRIu32 ") of %" PRIu32
+                           " queries (out_ticks %s)",
+                           first, count, q ? q->count : 0, out_ticks ? "set" : "NULL");
+    /* Like vkGetQueryPoolResults without the WAIT bit: a query with no timestamp yet. */
+    for (uint32_t i = first; i < first + count; i++)
+        if (!q->written[i])
+            return status_make(CUBEC_NOT_READY, "null gpu: query %" PRIu32 " has no timestamp", i);
+    memcpy(out_ticks, q->ticks + first, count * sizeof *out_ticks);
+    return NULL;
+}
+
+/* --- Submission --------------------------------------------------------------------------- */
+
+static void fill_bytes(unsigned char *dst, uint64_t size, uint32_t pattern)
+{
+    /* The pattern in host byte order, as vkCmdFillBuffer writes it; then the filled part is
+     * copied onto the rest, doubling, so a large fill costs a few memcpy calls. */
+    memcpy(dst, &pattern, 4);
+    for (uint64_t done = 4; done < size;) {
+        uint64_t n = done < size - done ? done : size - done;
+        memcpy(dst + done, dst, (size_t)n);
+        done += n;
+    }
+}
+
+static void execute(const null_cmd *c)
+{
+    for (uint32_t i = 0; i < c->count; i++) {
+        const null_command *nc = &c->cmds[i];
+        switch (nc->kind) {
+        case NC_COPY:
+            memmove(nc->u.copy.dst->host + nc->u.copy.dst_offset,
+                    nc->u.copy.src->host + nc->u.copy.src_offset, (size_t)nc->u.copy.size);
+            break;
+        case NC_FILL:
+            fill_bytes(nc->u.fill.dst->host + nc->u.fill.offset, nc->u.fill.size,
+                       nc->u.fill.pattern);
+            break;
+        case NC_TIMESTAMP:
+            nc->u.timestamp.q->ticks[nc->u.timestamp.query] = now_ns();
+            nc->u.timestamp.q->written[nc->u.timestamp.query] = 1;
+            break;
+        case NC_RESET_QUERIES:
+            reset_range(nc->u.reset.q, nc->u.reset.first, nc->u.reset.count);
+            break;
+        /* No kernels run: the server marks their outputs written. Barriers order nothing here:
+         * commands are carried out one after the other. */
+        case NC_BARRIER:
+        case NC_BIND_PIPELINE:
+        case NC_BIND_BUFFERS:
+        case NC_PUSH_CONSTANTS:
+        case NC_DISPATCH:
+        case NC_DISPATCH_INDIRECT: break;
+        }
+    }
+}
+
+/* Refuses, before anything runs, a submission Vulkan would refuse. Called with g->lock held. */
+static cubec_status check_items_locked(const null_gpu *g, const gpu_submit_item *items, uint32_t n)
+{
+    uint64_t prev = g->submitted;
+    for (uint32_t i = 0; i < n; i++) {
+        const null_cmd *c = (const null_cmd *)items[i].cmd;
+        if (!c) return INVALID_ARG("null gpu submit: item %" PRIu32 " has no command buffer", i);
+        if (c->state != CMD_EXECUTABLE)
+            return status_make(
+                CUBEC_INTERNAL, "null gpu submit: item %" PRIu32 ": the command buffer %s", i,
+                c->state == CMD_RECORDING ? "is still recording" : "has no good recording");
+        /* Recorded into after cmd_end: what was meant to run is not what would run. */
+        if (c->error)
+            return status_make(CUBEC_INTERNAL, "null gpu submit: item %" PRIu32 ": %s", i,
+                               cubec_status_message(c->error));
+        if (c->use == GPU_CMD_ONCE && c->submitted)
+            return status_make(CUBEC_INTERNAL,
+                               "null gpu submit: item %" PRIu32
+                               ": a one-time command buffer submitted again without cmd_begin",
+                               i);
+        for (uint32_t j = 0; j < i && c->use == GPU_CMD_ONCE; j++)
+            if (items[j].cmd == items[i].cmd)
+                return status_make(CUBEC_INTERNAL,
+                                   "null gpu submit: items %" PRIu32 " and %" PRIu32
+                                   " are one one-time command buffer",
+                                   j, i);
+        if (items[i].signal <= prev)
+            return status_make(CUBEC_INTERNAL,
+                               "null gpu submit: item %" PRIu32 " signals %" PRIu64
+                               ", not above %" PRIu64 " (already submitted or signalled)",
+                               i, items[i].signal, prev);
+        prev = items[i].signal;
+    }
+    return NULL;
+}
+
+static cubec_status null_submit(gpu *base, const gpu_submit_item *items, uint32_t n)
+{
+    null_gpu *g = (null_gpu *)base;
+    if (n && !items) return INVALID_ARG("null gpu submit: items is NULL");
+    pthread_mutex_lock(&g->queue_lock);
+    uint64_t submit_ns = now_ns();
+    pthread_mutex_lock(&g->lock);
+    advance_locked(g, submit_ns);
+    cubec_status err = check_items_locked(g, items, n);
+    /* Room for every completion first: nothing may fail once the first item has run. */
+    if (!err && g->delay_ns && !reserve_pending_locked(g, n))
+        err = status_make(CUBEC_OUT_OF_MEMORY, "null gpu submit: host out of memory");
+    pthread_mutex_unlock(&g->lock);
+    if (err) {
+        pthread_mutex_unlock(&g->queue_lock);
+        return err;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        null_cmd *c = (null_cmd *)items[i].cmd;
+        uint64_t signal = items[i].signal;
+        execute(c);
+        if (c->use == GPU_CMD_ONCE) c->submitted = 1;
+        pthread_mutex_lock(&g->lock);
+        if (signal > c->last_signal) c->last_signal = signal;
+        if (signal > g->submitted) g->submitted = signal;
+        if (!g->delay_ns) {
+            if (signal > g->value) g->value = signal;
+        } else {
+            /* Due null_delay_us after the submission, and never before an earlier one. */
+            uint64_t due = submit_ns + g->delay_ns;
+            if (due < g->last_due) due = g->last_due;
+            g->last_due = due;
+            uint32_t at = (g->pending_head + g->pending_count) % g->pending_cap;
+            g->pending[at] = (null_pending){signal, due};
+            g->pending_count++;
+        }
+        /* Waiters look again: at the value, or at a new earliest due time. */
+        pthread_cond_broadcast(&g->changed);
+        pthread_mutex_unlock(&g->lock);
+    }
+    pthread_mutex_unlock(&g->queue_lock);
+    return NULL;
+}
+
+static cubec_status null_timeline_value(gpu *base, uint64_t *out)
+{
+    null_gpu *g = (null_gpu *)base;
+    if (!out) return INVALID_ARG("null gpu timeline_value: out is NULL");
+    pthread_mutex_lock(&g->lock);
+    advance_locked(g, now_ns());
+    *out = g->value;
+    pthread_mutex_unlock(&g->lock);
+    return NULL;
+}
+
+static cubec_status null_timeline_wait(gpu *base, uint64_t value)
+{
+    null_gpu *g = (null_gpu *)base;
+    pthread_mutex_lock(&g->lock);
+    wait_locked(g, value);
+    pthread_mutex_unlock(&g->lock);
+    return NULL;
+}
+
+static cubec_status null_timeline_signal(gpu *base, uint64_t value)
+{
+    null_gpu *g = (null_gpu *)base;
+    pthread_mutex_lock(&g->lock);
+    advance_locked(g, now_ns());
+    /* Monotonic: a lower value changes nothing. Pending completions at or below it are simply
+     * reached early; advance_locked drops them when their time comes. */
+    if (value > g->value) g->value = value;
+    if (value > g->submitted) g->submitted = value;
+    pthread_cond_broadcast(&g->changed);
+    pthread_mutex_unlock(&g->lock);
+    return NULL;
+}
+
+static void null_queue_idle(gpu *base)
+{
+    null_gpu *g = (null_gpu *)base;
+    /* Every submission so far: later ones (another thread's) are not waited for. */
+    pthread_mutex_lock(&g->queue_lock);
+    pthread_mutex_lock(&g->lock);
+    uint64_t target = g->submitted;
+    pthread_mutex_unlock(&g->queue_lock);
+    wait_locked(g, target);
+    pthread_mutex_unlock(&g->lock);
+}
+
+static int null_calibrate(gpu *base, uint64_t *out_ticks, uint64_t *out_host_ns)
+{
+    (void)base;
+    /* Ticks are CLOCK_MONOTONIC ns: one sample is both. */
+    uint64_t t = now_ns();
+    if (out_ticks) *out_ticks = t;
+    if (out_host_ns) *out_host_ns = t;
+    return 1;
+}
+
+static const gpu_ops null_ops = {
+    .name = "null",
+    .destroy = null_destroy,
+    .mem_create = null_mem_create,
+    .mem_map = null_mem_map,
+    .mem_invalidate = null_mem_invalidate,
+    .mem_destroy = null_mem_destroy,
+    .pipeline_create = null_pipeline_create,
+    .pipeline_destroy = null_pipeline_destroy,
+    .cmd_create = null_cmd_create,
+    .cmd_destroy = null_cmd_destroy,
+    .cmd_begin = null_cmd_begin,
+    .cmd_end = null_cmd_end,
+    .cmd_recycle = NULL, /* a recording holds nothing to free early: cmd_begin reuses it all */
+    .barrier = null_barrier,
+    .bind_pipeline = null_bind_pipeline,
+    .bind_buffers = null_bind_buffers,
+    .push_constants = null_push_constants,
+    .dispatch = null_dispatch,
+    .dispatch_indirect = null_dispatch_indirect,
+    .copy = null_copy,
+    .fill = null_fill,
+    .timestamp = null_timestamp,
+    .reset_queries = null_reset_queries,
+    .queries_create = null_queries_create,
+    .queries_destroy = null_queries_destroy,
+    .queries_host_reset = null_queries_host_reset,
+    .queries_read = null_queries_read,
+    .submit = null_submit,
+    .timeline_value = null_timeline_value,
+    .timeline_wait = null_timeline_wait,
+    .timeline_signal = null_timeline_signal,
+    .queue_idle = null_queue_idle,
+    .calibrate = null_calibrate,
+};
+
+/* --- Opening and enumeration -------------------------------------------------------------- */
 
 cubec_status null_gpu_open(const gpu_open_desc *desc, gpu **out)
 {
-    (void)desc;
-    (void)out;
-    return status_make(CUBEC_UNSUPPORTED, "the null backend is not built yet");
-}
-cubec_status null_gpu_count(uint32_t *out_count)
-{
-    *out_count = 0;
+    if (!out) return INVALID_ARG("null_gpu_open: out is NULL");
+    *out = NULL;
+    gpu_open_desc defaults = {0};
+    if (!desc) desc = &defaults;
+    /* Selection as in the Vulkan backend, over a list of one. */
+    if (desc->select_by_index && desc->index != 0)
+        return status_make(CUBEC_NOT_FOUND, "device index %" PRIu32 ": only 1 device(s) present",
+                           desc->index);
+    if (!desc->select_by_index && desc->name && *desc->name &&
+        !strstr(NULL_DEVICE_NAME, desc->name))
+        return status_make(CUBEC_NOT_FOUND,
+                           "no device name contains '%s' (the null backend has "
+                           "'" NULL_DEVICE_NAME "')",
+                           desc->name);
+    null_gpu *g = calloc(1, sizeof *g);
+    if (!g) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory");
+    pthread_condattr_t attr;
+    int attr_ok = pthread_condattr_init(&attr) == 0;
+    /* Due times are CLOCK_MONOTONIC: timed waits must count on the same clock. */
+    int cond = attr_ok && pthread_condattr_setclock(&attr, CLOCK_MONOTONIC) == 0 &&
+               pthread_cond_init(&g->changed, &attr) == 0;
+    if (attr_ok) pthread_condattr_destroy(&attr);
+    int lock = cond && pthread_mutex_init(&g->lock, NULL) == 0;
+    int queue = lock && pthread_mutex_init(&g->queue_lock, NULL) == 0;
+    if (!queue) {
+        if (lock) pthread_mutex_destroy(&g->lock);
+        if (cond) pthread_cond_destroy(&g->changed);
+        free(g);
+        return status_make(CUBEC_INTERNAL, "null gpu: the timeline's lock could not be made");
+    }
+    g->base.ops = &null_ops;
+    g->base.faults = NULL; /* attached by gpu_set_faults */
+    fill_info(&g->base.info);
+    g->base.caps.unified = !desc->force_staging;
+    g->base.caps.push_descriptors = !desc->no_push_descriptors;
+    g->base.caps.timestamps = 1;
+    g->base.caps.timestamp_bits = 64;
+    g->base.caps.host_query_reset = 1;
+    g->base.caps.calibrated_clock = 1;
+    g->base.caps.physical_index = 0;
+    /* The info describes the device as opened, like the Vulkan backend's. */
+    g->base.info.unified_memory = g->base.caps.unified;
+    g->base.info.push_descriptors = g->base.caps.push_descriptors;
+    g->delay_ns = (uint64_t)desc->null_delay_us * 1000u;
+    *out = &g->base;
     return NULL;
 }
+
+cubec_status null_gpu_count(uint32_t *out_count)
+{
+    if (!out_count) return INVALID_ARG("null_gpu_count: out_count is NULL");
+    *out_count = 1;
+    return NULL;
+}
+
 cubec_status null_gpu_peek(uint32_t index, cubec_device_info *out)
 {
-    (void)out;
-    return status_make(CUBEC_NOT_FOUND, "no null device %u", index);
+    if (!out) return INVALID_ARG("null_gpu_peek: out is NULL");
+    if (index != 0)
+        return INVALID_ARG("index: %" PRIu32 " is out of range, 1 device(s) present", index);
+    fill_info(out);
+    return NULL;
 }
