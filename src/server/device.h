@@ -122,9 +122,21 @@ static inline uint64_t bound_bytes(const bound_range *r)
 
 typedef enum task_kind {
     TASK_LAUNCH,        /* a dispatch */
-    TASK_TRANSFER_COPY, /* vkCmdCopyBuffer b[0] -> b[1] (CPU devices) */
+    TASK_TRANSFER_COPY, /* a copy command b[0] -> b[1] (CPU devices; server/copy_fill.c) */
+    TASK_TRANSFER_FILL, /* a fill command of b[0] with `pattern` (CPU devices; copy_fill.c) */
     TASK_TIMESTAMP,     /* a profile's begin or end timestamp (server/profile.c) */
+    TASK_KIND_COUNT
 } task_kind;
+
+/* What the server needs to know of a task kind, in one table (server/launch.c): code that
+ * handles every task (skipping, tainting, graphs, the trace) asks it instead of branching on
+ * the kind, so a new kind is one row. */
+typedef struct task_kind_info {
+    const char *name;   /* its name in messages and traces; NULL: the kernel's */
+    uint32_t bindings;  /* ranges it holds; 0: t->count (a launch) */
+    uint32_t read_mask; /* binding i is read when bit i is set; 0 with bindings 0: reflection */
+} task_kind_info;
+extern const task_kind_info task_kinds[TASK_KIND_COUNT];
 
 /* A queued unit of work: filled in place in the slot's queue by the launch path, recorded into a
  * command buffer when the scheduler drains the slot. */
@@ -143,6 +155,7 @@ typedef struct task {
     bound_range b[32];
     uint64_t profile; /* TASK_TIMESTAMP: the profile's id */
     int profile_end;  /* TASK_TIMESTAMP: 1 for the end timestamp */
+    uint32_t pattern; /* TASK_TRANSFER_FILL: the 32-bit word written */
     unsigned char info[TASK_INLINE_INFO];
 } task;
 
@@ -446,7 +459,6 @@ cubec_status server_read_async(cubec_device *d, stream_ref s, buffer_obj *b, uin
 /* server/kernels.c */
 cubec_status server_kernel_create(cubec_device *d, const cubec_kernel_desc *desc,
                                   pipeline_entry **out);
-cubec_status server_builtin_kernels(cubec_device *d);
 void server_kernels_destroy(cubec_device *d);
 
 /* server/launch.c */
@@ -463,10 +475,13 @@ typedef struct launch_args {
 } launch_args;
 /* Queues a launch on `slot` (arguments were checked by api/). */
 cubec_status server_launch(cubec_device *d, stream_ref s, const launch_args *a);
+/* server/copy_fill.c */
 cubec_status server_copy(cubec_device *d, stream_ref s, buffer_obj *src, uint64_t src_offset,
                          buffer_obj *dst, uint64_t dst_offset, uint64_t size);
 cubec_status server_fill(cubec_device *d, stream_ref s, buffer_obj *dst, uint64_t offset,
                          uint64_t size, uint32_t pattern);
+/* The built-in copy and fill pipelines, compiled on first use. */
+cubec_status server_builtin_kernels(cubec_device *d);
 /* Where a task's commands go: the open batch, or a graph being captured. */
 typedef struct recorder {
     gpu_cmd *cmd;
@@ -482,6 +497,15 @@ const unsigned char *server_task_info(const cubec_device *d, const task *t);
 /* The failure a task's outputs take when one of its inputs carries one (caller releases), or
  * NULL. */
 failure *server_task_input_failure(const task *t);
+/* The task kind table's answers: a task's name, its bindings, whether binding i is read. */
+const char *task_name(const task *t);
+uint32_t task_bindings(const task *t);
+int task_reads(const task *t, uint32_t i);
+/* Queues a filled task on its slot, or records it into the graph the slot is capturing. */
+cubec_status server_queue_task(cubec_device *d, uint32_t slot, task *t);
+/* Submits the queues of other slots whose work on these buffers must come first. */
+cubec_status server_align(cubec_device *d, uint32_t slot, buffer_obj *const *bufs, uint32_t n,
+                          const buffer_obj *indirect);
 /* The scheduler's side: record a queued task, or drop what it holds. */
 cubec_status server_record_task(cubec_device *d, task *t);
 void server_discard_task(cubec_device *d, task *t);

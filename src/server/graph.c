@@ -300,15 +300,12 @@ static cubec_status chunk_alloc(cubec_device *d, graph_obj *g, uint32_t size, gp
  * reads its inputs before it writes); a failure on an input skips a replay. */
 static cubec_status note_uses(graph_obj *g, const task *t)
 {
-    uint32_t n = t->kind == TASK_TRANSFER_COPY ? 2 : t->count;
+    uint32_t n = task_bindings(t);
     uint32_t before = g->use_count;
     int input[33];
     for (uint32_t i = 0; i <= n; i++) {
         const bound_range *r = i < n ? &t->b[i] : &t->indirect;
-        int read = i == n ? r->alloc != NULL
-                   : t->kind == TASK_TRANSFER_COPY
-                       ? i == 0
-                       : (t->entry->refl.access[i] & CUBEC_ACCESS_READ) != 0;
+        int read = i == n ? r->alloc != NULL : task_reads(t, i);
         input[i] = read && r->alloc &&
                    !written_before(g, before, r->alloc, bound_start(r), bound_bytes(r));
     }
@@ -373,7 +370,7 @@ cubec_status server_graph_record(cubec_device *d, uint32_t slot, task *t)
     if (err) {
         server_graph_doom(d, slot, cubec_status_code(err),
                           "launch \"%s\" on stream %" PRIu64 " could not be recorded: %s",
-                          t->kind == TASK_TRANSFER_COPY ? "cubec.copy" : t->name, t->stream,
+                          task_name(t), t->stream,
                           cubec_status_message(err));
         return err;
     }

@@ -62,10 +62,29 @@ static void hold(bound_range *r, alloc_obj *a, uint64_t offset, uint64_t size)
     a->refs++;
 }
 
-/* Bindings a task holds: a transfer copy has its source and destination. */
-static uint32_t task_bindings(const task *t)
+const task_kind_info task_kinds[TASK_KIND_COUNT] = {
+    [TASK_LAUNCH] = {NULL, 0, 0},
+    [TASK_TRANSFER_COPY] = {"cubec.copy", 2, 1u << 0},
+    [TASK_TRANSFER_FILL] = {"cubec.fill", 1, 0},
+    [TASK_TIMESTAMP] = {"cubec.timestamp", 0, 0},
+};
+
+const char *task_name(const task *t)
 {
-    return t->kind == TASK_TRANSFER_COPY ? 2 : t->count;
+    const char *n = task_kinds[t->kind].name;
+    return n ? n : t->name;
+}
+
+uint32_t task_bindings(const task *t)
+{
+    uint32_t n = task_kinds[t->kind].bindings;
+    return n || t->kind != TASK_LAUNCH ? n : t->count;
+}
+
+int task_reads(const task *t, uint32_t i)
+{
+    if (t->kind == TASK_LAUNCH) return (t->entry->refl.access[i] & CUBEC_ACCESS_READ) != 0;
+    return (task_kinds[t->kind].read_mask >> i) & 1;
 }
 
 void server_discard_task(cubec_device *d, task *t)
@@ -84,8 +103,7 @@ static void note_queued_writes(task *t, uint32_t slot)
         if (t->write_mask & (1u << i)) t->b[i].alloc->queued_writer = slot;
 }
 
-/* Queues a filled task on its slot, or records it into the graph the slot is capturing. */
-static cubec_status queue_task(cubec_device *d, uint32_t slot, task *t)
+cubec_status server_queue_task(cubec_device *d, uint32_t slot, task *t)
 {
     if (d->slots[slot].capture == CAPTURE_RECORDING) {
         /* The reserved record is not committed: the slot's queue stays as it was. */
@@ -97,8 +115,7 @@ static cubec_status queue_task(cubec_device *d, uint32_t slot, task *t)
     return server_commit_task(d, slot);
 }
 
-/* Submits the queues of other slots whose work on these buffers must come first. */
-static cubec_status align(cubec_device *d, uint32_t slot, buffer_obj *const *bufs, uint32_t n,
+cubec_status server_align(cubec_device *d, uint32_t slot, buffer_obj *const *bufs, uint32_t n,
                           const buffer_obj *indirect)
 {
     uint32_t slots[66];
@@ -118,7 +135,7 @@ cubec_status server_launch(cubec_device *d, stream_ref s, const launch_args *a)
     const pipeline_entry *e = a->entry;
     if (!a->indirect && (a->groups[0] == 0 || a->groups[1] == 0 || a->groups[2] == 0))
         return NULL; /* an empty grid launches nothing, like a zero cube count in CubeCL */
-    RETURN_IF_ERROR(align(d, slot, a->buffers, a->buffer_count, a->indirect));
+    RETURN_IF_ERROR(server_align(d, slot, a->buffers, a->buffer_count, a->indirect));
     slot_state *ss = &d->slots[slot];
     unsigned char *big_info = NULL;
     if (e->info_size > TASK_INLINE_INFO) {
@@ -162,17 +179,12 @@ cubec_status server_launch(cubec_device *d, stream_ref s, const launch_args *a)
     } else if (e->info_size) {
         memcpy(t->info, a->info, e->info_size);
     }
-    return queue_task(d, slot, t);
+    return server_queue_task(d, slot, t);
 }
 
 const unsigned char *server_task_info(const cubec_device *d, const task *t)
 {
     return t->info_size > TASK_INLINE_INFO ? d->slots[t->slot].arena + t->info_at : t->info;
-}
-
-static const char *task_name(const task *t)
-{
-    return t->kind == TASK_TRANSFER_COPY ? "cubec.copy" : t->name;
 }
 
 /* Taints what the task would have written with `f` (the task did not run). */
@@ -194,10 +206,7 @@ failure *server_task_input_failure(const task *t)
     uint32_t n = task_bindings(t);
     for (uint32_t i = 0; i <= n; i++) {
         const bound_range *r = i < n ? &t->b[i] : &t->indirect;
-        int input = i < n ? (t->kind == TASK_TRANSFER_COPY
-                                 ? i == 0
-                                 : (t->entry->refl.access[i] & CUBEC_ACCESS_READ) != 0)
-                          : r->alloc != NULL;
+        int input = i < n ? task_reads(t, i) : r->alloc != NULL;
         if (!input || !r->alloc) continue;
         failure *cause = server_failure_of(r->alloc, bound_start(r), bound_bytes(r));
         if (!cause) continue;
@@ -262,6 +271,15 @@ cubec_status server_emit_task(cubec_device *d, const recorder *rec, const task *
         sub_hazards_in(d, rec->hazards, cmd, ranges, 2, SUB_TRANSFER);
         int timed = timed_in && timeline_launch_begin(d, timed_in, t);
         d->gpu->ops->copy(cmd, sp, t->b[0].offset, tp, t->b[1].offset, t->b[0].size);
+        if (timed) timeline_launch_end(d, timed_in);
+        return NULL;
+    }
+    if (t->kind == TASK_TRANSFER_FILL) {
+        gpu_mem *tp = t->b[0].alloc->mem.page;
+        ranges[0] = (hazard_range){tp, t->b[0].offset, t->b[0].size, 1};
+        sub_hazards_in(d, rec->hazards, cmd, ranges, 1, SUB_TRANSFER);
+        int timed = timed_in && timeline_launch_begin(d, timed_in, t);
+        d->gpu->ops->fill(cmd, tp, t->b[0].offset, t->b[0].size, t->pattern);
         if (timed) timeline_launch_end(d, timed_in);
         return NULL;
     }
@@ -341,123 +359,4 @@ cubec_status server_record_task(cubec_device *d, task *t)
     server_discard_task(d, t); /* the task's references: the holds and last_use keep the memory */
     if (err) return err;
     return sub_task_done(d);
-}
-
-static uint64_t align_down(uint64_t x, uint64_t a)
-{
-    return x / a * a;
-}
-
-/* One launch of a builtin word kernel over [at, at+bytes) of `dst` (and of `src` for copies). */
-static cubec_status word_launch(cubec_device *d, stream_ref s, const pipeline_entry *k,
-                                buffer_obj *src, uint64_t src_abs, buffer_obj *dst,
-                                uint64_t dst_abs, uint64_t bytes, uint32_t word, uint32_t pattern)
-{
-    uint64_t a = d->info.storage_offset_alignment > 16 ? d->info.storage_offset_alignment : 16;
-    buffer_obj views[2];
-    buffer_obj *bufs[2];
-    uint32_t info[3];
-    uint32_t leads[2];
-    uint32_t nb = 0;
-    uint64_t dst_base = align_down(dst_abs, a);
-    if (src) {
-        uint64_t src_base = align_down(src_abs, a);
-        leads[nb] = (uint32_t)(src_abs - src_base);
-        views[0] = (buffer_obj){src->alloc, src_base - src->alloc->mem.offset,
-                                src_abs - src_base + bytes, 1};
-        bufs[nb++] = &views[0];
-        info[0] = (uint32_t)((src_abs - src_base) / word);
-        info[1] = (uint32_t)((dst_abs - dst_base) / word);
-        info[2] = (uint32_t)(bytes / word);
-    } else {
-        info[0] = (uint32_t)((dst_abs - dst_base) / word);
-        info[1] = (uint32_t)(bytes / word);
-        info[2] = pattern;
-    }
-    views[1] =
-        (buffer_obj){dst->alloc, dst_base - dst->alloc->mem.offset, dst_abs - dst_base + bytes, 1};
-    leads[nb] = (uint32_t)(dst_abs - dst_base);
-    bufs[nb++] = &views[1];
-    uint64_t count = bytes / word;
-    uint64_t groups = (count + 255) / 256;
-    /* A grid-stride loop over at most 2^17 groups of 256: on an H200, 64-128 K groups run a
-     * streaming kernel at 4.2+ TB/s where 2^20 groups fall to 2.6 TB/s. */
-    uint64_t cap = d->info.max_workgroup_count[0];
-    if (cap > (1u << 17)) cap = 1u << 17;
-    if (groups > cap) groups = cap;
-    launch_args la = {.entry = k,
-                      .buffers = bufs,
-                      .buffer_count = nb,
-                      .info = info,
-                      .groups = {(uint32_t)groups, 1, 1},
-                      .leads = leads};
-    return server_launch(d, s, &la);
-}
-
-/* Largest chunk one binding can cover: the storage range less the alignment slack. */
-static uint64_t max_chunk(const cubec_device *d)
-{
-    uint64_t a = d->info.storage_offset_alignment > 16 ? d->info.storage_offset_alignment : 16;
-    uint64_t m = align_down(d->info.max_storage_buffer_range - a, 16);
-    return m > (1ull << 34) ? (1ull << 34) : m;
-}
-
-/* On a CPU driver the copy engine is memcpy, four times faster than a copy kernel there. */
-static cubec_status copy_with_transfer(cubec_device *d, stream_ref s, buffer_obj *src,
-                                       uint64_t src_offset, buffer_obj *dst, uint64_t dst_offset,
-                                       uint64_t size)
-{
-    uint32_t slot = s.slot;
-    buffer_obj *both[2] = {src, dst};
-    RETURN_IF_ERROR(align(d, slot, both, 2, NULL));
-    task *t;
-    RETURN_IF_ERROR(sched_reserve(&d->sched, slot, (void **)&t));
-    t->kind = TASK_TRANSFER_COPY;
-    t->slot = slot;
-    t->stream = s.number;
-    t->count = 2;
-    t->entry = NULL;
-    t->indirect.alloc = NULL;
-    t->info_size = 0;
-    t->write_mask = 2;
-    hold(&t->b[0], src->alloc, buffer_device_offset(src) + src_offset, size);
-    hold(&t->b[1], dst->alloc, buffer_device_offset(dst) + dst_offset, size);
-    return queue_task(d, slot, t);
-}
-
-cubec_status server_copy(cubec_device *d, stream_ref st, buffer_obj *src, uint64_t src_offset,
-                         buffer_obj *dst, uint64_t dst_offset, uint64_t size)
-{
-    if (size == 0) return NULL;
-    if (d->info.type == CUBEC_DEVICE_TYPE_CPU)
-        return copy_with_transfer(d, st, src, src_offset, dst, dst_offset, size);
-    RETURN_IF_ERROR(server_builtin_kernels(d));
-    uint64_t s = buffer_device_offset(src) + src_offset, t = buffer_device_offset(dst) + dst_offset;
-    uint64_t chunk = max_chunk(d);
-    for (uint64_t pos = 0; pos < size;) {
-        uint64_t n = size - pos < chunk ? size - pos : chunk;
-        uint64_t body = ((s + pos) % 16 == 0 && (t + pos) % 16 == 0) ? n / 16 * 16 : 0;
-        if (body)
-            RETURN_IF_ERROR(
-                word_launch(d, st, d->copy4_kernel, src, s + pos, dst, t + pos, body, 16, 0));
-        if (n > body)
-            RETURN_IF_ERROR(word_launch(d, st, d->copy_kernel, src, s + pos + body, dst,
-                                        t + pos + body, n - body, 4, 0));
-        pos += n;
-    }
-    return NULL;
-}
-
-cubec_status server_fill(cubec_device *d, stream_ref s, buffer_obj *dst, uint64_t offset,
-                         uint64_t size, uint32_t pattern)
-{
-    if (size == 0) return NULL;
-    RETURN_IF_ERROR(server_builtin_kernels(d));
-    uint64_t t = buffer_device_offset(dst) + offset;
-    uint64_t chunk = max_chunk(d);
-    for (uint64_t pos = 0; pos < size; pos += chunk) {
-        uint64_t n = size - pos < chunk ? size - pos : chunk;
-        RETURN_IF_ERROR(word_launch(d, s, d->fill_kernel, NULL, 0, dst, t + pos, n, 4, pattern));
-    }
-    return NULL;
 }

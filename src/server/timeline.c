@@ -146,7 +146,7 @@ launch_stamp *timeline_stamp_add(launch_stamp **stamps, uint32_t *cap, uint32_t 
         *cap = grown;
     }
     launch_stamp *s = &(*stamps)[count];
-    snprintf(s->name, sizeof s->name, "%s", t->kind == TASK_TRANSFER_COPY ? "cubec.copy" : t->name);
+    snprintf(s->name, sizeof s->name, "%s", task_name(t));
     s->stream = t->stream;
     s->slot = t->slot;
     memcpy(s->groups, t->groups, sizeof s->groups);
