@@ -123,7 +123,7 @@ static cubec_status copy_with_transfer(cubec_device *d, stream_ref s, buffer_obj
 {
     uint32_t slot = s.slot;
     buffer_obj *both[2] = {src, dst};
-    RETURN_IF_ERROR(server_align(d, slot, both, 2, NULL));
+    RETURN_IF_ERROR(server_align(d, slot, both, 2, 2u, NULL));
     task *t;
     RETURN_IF_ERROR(sched_reserve(&d->sched, slot, (void **)&t));
     memset(t, 0, offsetof(task, b));
@@ -170,7 +170,7 @@ static cubec_status fill_with_transfer(cubec_device *d, stream_ref s, buffer_obj
                                        uint64_t offset, uint64_t size, uint32_t pattern)
 {
     uint32_t slot = s.slot;
-    RETURN_IF_ERROR(server_align(d, slot, &dst, 1, NULL));
+    RETURN_IF_ERROR(server_align(d, slot, &dst, 1, 1u, NULL));
     task *t;
     RETURN_IF_ERROR(sched_reserve(&d->sched, slot, (void **)&t));
     memset(t, 0, offsetof(task, b));

@@ -25,6 +25,10 @@ typedef struct alloc_obj {
     uint32_t refs;          /* handles, views, queued tasks and events that use it */
     uint32_t slot;          /* owner: the slot of the stream that created it (its pools hold it) */
     uint32_t queued_writer; /* slot of the last queued task that writes it, or NO_SLOT */
+    /* Slots (bit slot % 64) that queued a task reading it: a later writer on another slot submits
+     * them first, so a write never overtakes a read issued before it (write-after-read). A bit
+     * may outlive its task: draining a slot with nothing queued costs nothing. */
+    uint64_t queued_readers;
     uint64_t last_use;      /* timeline value of the last batch that reads or writes it */
     uint64_t last_write;
     uint64_t number; /* "buffer #n" in failure messages */
@@ -505,7 +509,7 @@ int task_reads(const task *t, uint32_t i);
 cubec_status server_queue_task(cubec_device *d, uint32_t slot, task *t);
 /* Submits the queues of other slots whose work on these buffers must come first. */
 cubec_status server_align(cubec_device *d, uint32_t slot, buffer_obj *const *bufs, uint32_t n,
-                          const buffer_obj *indirect);
+                          uint32_t write_mask, const buffer_obj *indirect);
 /* The scheduler's side: record a queued task, or drop what it holds. */
 cubec_status server_record_task(cubec_device *d, task *t);
 void server_discard_task(cubec_device *d, task *t);
@@ -528,9 +532,13 @@ cubec_status server_flush(cubec_device *d, stream_ref s);
 /* cubec_sync: the stream's work submitted and finished, its writes visible to the host. */
 cubec_status server_sync(cubec_device *d, stream_ref s);
 cubec_status server_commit_task(cubec_device *d, uint32_t slot);
-uint32_t server_align_slots(cubec_device *d, uint32_t slot, const alloc_obj *a, uint32_t *slots,
-                            uint32_t n);
-cubec_status server_drain_for_host(cubec_device *d, uint32_t slot, const alloc_obj *a);
+/* Adds to `slots` the slots whose queued work on `a` must be submitted before `slot` uses it:
+ * its owner's, its last queued writer's, and, when this use writes it, its queued readers'.
+ * `slots` has room for n + 2 + (write ? max_streams : 0) entries at most; returns the count. */
+uint32_t server_align_slots(cubec_device *d, uint32_t slot, const alloc_obj *a, int write,
+                            uint32_t *slots, uint32_t n, uint32_t room);
+/* Everything a host access (a write when `write`) of `a` from `slot` must come after. */
+cubec_status server_drain_for_host(cubec_device *d, uint32_t slot, const alloc_obj *a, int write);
 
 /* server/failures.c */
 /* Offset of a buffer range within its allocation, for the taint map. */

@@ -507,25 +507,36 @@ cubec_status server_graph_replay(cubec_device *d, stream_ref s, uint64_t id)
     RETURN_IF_ERROR(server_graph_refuse(d, slot, "cubec_graph_replay"));
     uint64_t t0 = d->trace ? server_now_ns() : 0;
     /* Ordered after the stream's queued work and after queued writers of what it binds. */
-    uint32_t slots[64] = {slot};
+    uint32_t slots[128] = {slot};
     uint32_t n = 1;
     cubec_status err = NULL;
+    uint32_t need = 2 + d->max_streams;
     for (uint32_t i = 0; i < g->use_count && !err; i++) {
-        if (n + 2 > 64) {
+        if (n + need > 128) {
             /* More slots than fit: drain these, then go on collecting. */
             err = server_drain(d, slots, n, 0);
             n = 1;
         }
-        n = server_align_slots(d, slot, g->uses[i].alloc, slots, n);
+        n = server_align_slots(d, slot, g->uses[i].alloc, g->uses[i].write, slots, n, 128);
     }
     /* The last drain leaves its batch open: it goes to the GPU with the graph, in one
      * submission (a profile's begin timestamp, the stream's last launches). */
     if (!err) err = submitter_start(d);
     if (!err) err = server_drain(d, slots, n, DRAIN_KEEP_OPEN);
     failure *skip = err ? NULL : replay_input_failure(g, stream);
-    int fault = !err && !skip && fault_hit(&d->faults, CUBEC_FAULT_SUBMIT);
     sub_handoff before = {0};
-    if (!err) err = skip || fault ? sub_flush(d, 0) : sub_flush_to(d, 0, &before);
+    cubec_status lost = NULL; /* the replay's submission failed: it will not run */
+    if (!err && skip) {
+        err = sub_flush(d, 0);
+    } else if (!err) {
+        /* The open batch and the replay go to the GPU in one submission, counted once by the
+         * fault plan here, under the device lock (the submission thread submits without it): in
+         * sub_flush_to when a batch is handed over, else for the replay alone. If that
+         * submission fails, the batch's outputs carry the failure (sub_flush_to) and so do the
+         * replay's (below): neither ran. */
+        lost = sub_flush_to(d, 0, &before);
+        if (!lost && !before.cmd) lost = gpu_fault(d->gpu, CUBEC_FAULT_SUBMIT, CUBEC_INTERNAL);
+    }
     if (err) {
         failure_release(skip);
         return err;
@@ -539,10 +550,8 @@ cubec_status server_graph_replay(cubec_device *d, stream_ref s, uint64_t id)
     }
     read_copy(d, g, (int)copy); /* before its queries are written again */
     uint64_t value = d->next_value;
-    if (fault)
-        err = fault_status(&d->faults, CUBEC_FAULT_SUBMIT, CUBEC_INTERNAL);
-    else
-        err = submitter_push(d, g->cmd[copy], value, g->number, before.cmd ? &before : NULL);
+    err = lost ? lost
+               : submitter_push(d, g->cmd[copy], value, g->number, before.cmd ? &before : NULL);
     if (err) {
         /* Spec 5.4 rule 8: a failed replay's outputs carry the failure until one succeeds. */
         failure *f = failure_new(cubec_status_code(err),

@@ -95,12 +95,16 @@ void server_discard_task(cubec_device *d, task *t)
     if (t->indirect.alloc) server_alloc_release(d, t->indirect.alloc);
 }
 
-/* Marks what a queued task will write, for the alignment of later users on other slots. */
-static void note_queued_writes(task *t, uint32_t slot)
+/* Marks what a queued task will write and read, for the alignment of later users on other
+ * slots. */
+static void note_queued_uses(task *t, uint32_t slot)
 {
     uint32_t n = task_bindings(t);
-    for (uint32_t i = 0; i < n; i++)
+    for (uint32_t i = 0; i < n; i++) {
         if (t->write_mask & (1u << i)) t->b[i].alloc->queued_writer = slot;
+        if (task_reads(t, i)) t->b[i].alloc->queued_readers |= 1ull << (slot % 64);
+    }
+    if (t->indirect.alloc) t->indirect.alloc->queued_readers |= 1ull << (slot % 64);
 }
 
 cubec_status server_queue_task(cubec_device *d, uint32_t slot, task *t)
@@ -111,18 +115,26 @@ cubec_status server_queue_task(cubec_device *d, uint32_t slot, task *t)
         server_discard_task(d, t);
         return err;
     }
-    note_queued_writes(t, slot);
+    note_queued_uses(t, slot);
     return server_commit_task(d, slot);
 }
 
 cubec_status server_align(cubec_device *d, uint32_t slot, buffer_obj *const *bufs, uint32_t n,
-                          const buffer_obj *indirect)
+                          uint32_t write_mask, const buffer_obj *indirect)
 {
-    uint32_t slots[66];
+    uint32_t slots[128];
     uint32_t count = 0;
-    for (uint32_t i = 0; i < n; i++)
-        count = server_align_slots(d, slot, bufs[i]->alloc, slots, count);
-    if (indirect) count = server_align_slots(d, slot, indirect->alloc, slots, count);
+    uint32_t need = 2 + d->max_streams;
+    for (uint32_t i = 0; i < n; i++) {
+        if (count + need > 128) {
+            /* More slots than fit: submit these first, then go on collecting. */
+            RETURN_IF_ERROR(server_drain(d, slots, count, 0));
+            count = 0;
+        }
+        count = server_align_slots(d, slot, bufs[i]->alloc, (write_mask >> i) & 1, slots, count,
+                                   128);
+    }
+    if (indirect) count = server_align_slots(d, slot, indirect->alloc, 0, slots, count, 128);
     if (!count) return NULL;
     LOG(LOG_DEBUG, LOG_SYS_STREAMS,
         "slot %u uses buffers of %u other slot(s): submitting them first", slot, count);
@@ -135,7 +147,10 @@ cubec_status server_launch(cubec_device *d, stream_ref s, const launch_args *a)
     const pipeline_entry *e = a->entry;
     if (!a->indirect && (a->groups[0] == 0 || a->groups[1] == 0 || a->groups[2] == 0))
         return NULL; /* an empty grid launches nothing, like a zero cube count in CubeCL */
-    RETURN_IF_ERROR(server_align(d, slot, a->buffers, a->buffer_count, a->indirect));
+    uint32_t writes = 0;
+    for (uint32_t i = 0; i < a->buffer_count; i++)
+        if (e->refl.access[i] & CUBEC_ACCESS_WRITE) writes |= 1u << i;
+    RETURN_IF_ERROR(server_align(d, slot, a->buffers, a->buffer_count, writes, a->indirect));
     slot_state *ss = &d->slots[slot];
     unsigned char *big_info = NULL;
     if (e->info_size > TASK_INLINE_INFO) {

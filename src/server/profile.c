@@ -224,7 +224,18 @@ cubec_status server_profile_end(cubec_device *d, stream_ref s, uint64_t id,
         r.end_ns = server_now_ns();
     } else {
         err = queue_timestamp(d, s, id, 1);
-        if (!err) err = server_drain(d, &slot, 1, 0);
+        if (!err) {
+            /* A lost submission of the profiled work is a failure inside the profile. */
+            err = server_drain(d, &slot, 1, 0);
+            if (err && cubec_status_code(err) != CUBEC_DEVICE_LOST) {
+                cubec_status invalid = status_make(CUBEC_PROFILE_INVALID,
+                                                   "profile #%" PRIu64 " on stream %" PRIu64
+                                                   " measured work that did not all run: %s",
+                                                   p->number, p->stream, cubec_status_message(err));
+                cubec_status_free(err);
+                err = invalid;
+            }
+        }
         if (!err && !p->closed)
             err = status_make(CUBEC_INTERNAL, "profile #%" PRIu64 ": its end was not recorded",
                               p->number);

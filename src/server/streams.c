@@ -138,27 +138,33 @@ cubec_status server_commit_task(cubec_device *d, uint32_t slot)
 
 /* Before `slot` uses `a`: the work queued on its owner's slot, and on the slot of the last queued
  * task that writes it, must be submitted first (spec 2.3 "align"). Collects those slots. */
-uint32_t server_align_slots(cubec_device *d, uint32_t slot, const alloc_obj *a, uint32_t *slots,
-                            uint32_t n)
+static uint32_t add_slot(cubec_device *d, uint32_t slot, uint32_t s, uint32_t *slots, uint32_t n,
+                         uint32_t room)
 {
-    uint32_t cand[2] = {a->slot, a->queued_writer};
-    for (int i = 0; i < 2; i++) {
-        uint32_t s = cand[i];
-        if (s == NO_SLOT || s == slot || !sched_pending(&d->sched, s)) continue;
-        int seen = 0;
-        for (uint32_t j = 0; j < n; j++)
-            seen |= slots[j] == s;
-        if (!seen) slots[n++] = s;
-    }
+    if (s == NO_SLOT || s == slot || n >= room || !sched_pending(&d->sched, s)) return n;
+    for (uint32_t j = 0; j < n; j++)
+        if (slots[j] == s) return n;
+    slots[n++] = s;
+    return n;
+}
+
+uint32_t server_align_slots(cubec_device *d, uint32_t slot, const alloc_obj *a, int write,
+                            uint32_t *slots, uint32_t n, uint32_t room)
+{
+    n = add_slot(d, slot, a->slot, slots, n, room);
+    n = add_slot(d, slot, a->queued_writer, slots, n, room);
+    if (write && a->queued_readers)
+        for (uint32_t s = 0; s < d->max_streams; s++)
+            if ((a->queued_readers >> (s % 64)) & 1) n = add_slot(d, slot, s, slots, n, room);
     return n;
 }
 
 /* Everything a host access of `a` from `slot` must see: the caller's own queue and the aligned
  * slots, recorded and submitted. */
-cubec_status server_drain_for_host(cubec_device *d, uint32_t slot, const alloc_obj *a)
+cubec_status server_drain_for_host(cubec_device *d, uint32_t slot, const alloc_obj *a, int write)
 {
-    uint32_t slots[3] = {slot};
-    uint32_t n = server_align_slots(d, slot, a, slots, 1);
+    uint32_t slots[66] = {slot};
+    uint32_t n = server_align_slots(d, slot, a, write, slots, 1, 66);
     if (n > 1)
         LOG(LOG_DEBUG, LOG_SYS_STREAMS, "slot %u reads or writes memory of slot %u: draining both",
             slot, slots[1]);

@@ -95,7 +95,7 @@ static cubec_status write_body(cubec_device *d, stream_ref s, buffer_obj *b, uin
     gpu_mem *page = buffer_page(b);
     uint64_t at = buffer_device_offset(b) + offset;
     if (server_graph_refuse_write(d, s, b->alloc, at, size)) return NULL;
-    RETURN_IF_ERROR(server_drain_for_host(d, slot, b->alloc));
+    RETURN_IF_ERROR(server_drain_for_host(d, slot, b->alloc, 1));
     if (page->mapped) {
         /* The wait may release the device lock: the reference keeps the memory. */
         alloc_obj *a = b->alloc;
@@ -181,7 +181,7 @@ static cubec_status read_body(cubec_device *d, uint32_t slot, buffer_obj *b, uin
     if (size == 0) return NULL;
     gpu_mem *page = buffer_page(b);
     uint64_t at = buffer_device_offset(b) + offset;
-    RETURN_IF_ERROR(server_drain_for_host(d, slot, b->alloc));
+    RETURN_IF_ERROR(server_drain_for_host(d, slot, b->alloc, 0));
     /* Bytes that work failed to write are an error, never stale data. */
     failure *f = server_failure_of(b->alloc, at, size);
     if (f) return server_failure_status(b->alloc, f, "read");
@@ -216,7 +216,7 @@ static cubec_status read_async_body(cubec_device *d, stream_ref s, buffer_obj *b
                                     void *dst, uint64_t size, cubec_event **out)
 {
     uint32_t slot = s.slot;
-    if (size) RETURN_IF_ERROR(server_drain_for_host(d, slot, b->alloc));
+    if (size) RETURN_IF_ERROR(server_drain_for_host(d, slot, b->alloc, 0));
     if (size) {
         failure *f = server_failure_of(b->alloc, buffer_device_offset(b) + offset, size);
         if (f) return server_failure_status(b->alloc, f, "read");
