@@ -5,6 +5,7 @@
 #include "gpu/vulkan/vk_context.h"
 
 #include "base/log.h"
+#include "gpu/vulkan/vk_features.h"
 #include "gpu/vulkan/vk_result.h"
 
 #include <pthread.h>
@@ -194,6 +195,8 @@ void vk_fill_info(VkPhysicalDevice pd, cubec_device_info *out)
     out->subgroup_size = sub.subgroupSize;
     out->timestamp_period_ns = l->timestampPeriod;
     out->push_descriptors = has_device_extension(pd, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
+    vk_feature_chain have;
+    out->features = vk_features_query(pd, &have);
     VkPhysicalDeviceMemoryProperties mp;
     vkGetPhysicalDeviceMemoryProperties(pd, &mp);
     for (uint32_t i = 0; i < mp.memoryHeapCount; i++)
@@ -305,27 +308,19 @@ static cubec_status create_device(vk_context *ctx, int allow_push)
     ctx->timestamps = qf[family].timestampValidBits > 0;
     ctx->timestamp_bits = qf[family].timestampValidBits;
 
-    VkPhysicalDeviceVulkan12Features f12 = {
-        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
-    VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2,
-                                    .pNext = &f12};
-    vkGetPhysicalDeviceFeatures2(ctx->physical, &f2);
-    if (!f12.timelineSemaphore)
+    /* The optional features: every one the device has, and nothing it lacks (a kernel that
+     * needs more is refused at creation). Enabling them is what lets kernels use 8- and 16-bit
+     * types in buffers and push constants without the validation layer objecting. */
+    vk_feature_chain have, want;
+    uint32_t supported = vk_features_query(ctx->physical, &have);
+    if (!have.v12.timelineSemaphore)
         return status_make(CUBEC_UNSUPPORTED, "device '%s' lacks timeline semaphores",
                            ctx->props.deviceName);
-    VkPhysicalDeviceVulkan12Features want12 = {
-        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
-        .timelineSemaphore = VK_TRUE,
-        .hostQueryReset = f12.hostQueryReset,
-        .shaderInt8 = f12.shaderInt8,
-        .shaderFloat16 = f12.shaderFloat16,
-        .storageBuffer8BitAccess = f12.storageBuffer8BitAccess,
-        .scalarBlockLayout = f12.scalarBlockLayout};
-    VkPhysicalDeviceFeatures2 want = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2,
-                                      .pNext = &want12};
-    want.features.shaderInt64 = f2.features.shaderInt64;
-    want.features.shaderFloat64 = f2.features.shaderFloat64;
-    want.features.shaderInt16 = f2.features.shaderInt16;
+    ctx->features.enabled = supported;
+    vk_features_want(ctx->features.enabled, &want);
+    want.v12.timelineSemaphore = VK_TRUE;
+    want.v12.hostQueryReset = have.v12.hostQueryReset;
+    want.v12.scalarBlockLayout = have.v12.scalarBlockLayout;
 
     const char *exts[4];
     uint32_t next = 0;
@@ -340,13 +335,13 @@ static cubec_status create_device(vk_context *ctx, int allow_push)
                                    .queueCount = 1,
                                    .pQueuePriorities = &prio};
     VkDeviceCreateInfo dci = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
-                              .pNext = &want,
+                              .pNext = &want.core,
                               .queueCreateInfoCount = 1,
                               .pQueueCreateInfos = &qci,
                               .enabledExtensionCount = next,
                               .ppEnabledExtensionNames = exts};
     VK_RETURN_IF_ERROR(vkCreateDevice(ctx->physical, &dci, NULL, &ctx->device), "vkCreateDevice");
-    ctx->host_query_reset = f12.hostQueryReset;
+    ctx->host_query_reset = have.v12.hostQueryReset;
     vkGetDeviceQueue(ctx->device, family, 0, &ctx->queue);
     if (push)
         ctx->push_descriptor = (PFN_vkCmdPushDescriptorSetKHR)vkGetDeviceProcAddr(
