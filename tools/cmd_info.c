@@ -212,6 +212,8 @@ int cli_info_main(int argc, char **argv)
         default_marked |= is_default;
         printf("\n");
         print_device(i, &info, is_default);
+        if (is_default && default_info.features != info.features)
+            print_features("features off by config", info.features & ~default_info.features);
     }
     if (have_default && !default_marked) {
         printf("\ndefault device: %s (not in the list above?)\n", default_info.name);

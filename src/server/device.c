@@ -71,6 +71,7 @@ cubec_status server_open(const cubec_device_desc *desc, cubec_device **out)
                           .validation = desc->validation || d->config.validation,
                           .force_staging = d->config.force_staging,
                           .no_push_descriptors = !d->config.push_descriptors,
+                          .disabled_features = d->config.disabled_features,
                           .on_validation = desc->on_validation,
                           .on_validation_user = desc->on_validation_user};
     apply_selection(&d->config, &vd);
@@ -81,6 +82,7 @@ cubec_status server_open(const cubec_device_desc *desc, cubec_device **out)
         return err;
     }
     vk_fill_info(d->vk.physical, &d->info);
+    d->info.features = d->vk.features.enabled; /* what the device has, less what was disabled */
     d->info.push_descriptors = d->vk.push_descriptor != NULL;
     d->info.unified_memory = d->vk.unified;
     d->tasks_max = desc->tasks_max ? desc->tasks_max : d->config.tasks_max;

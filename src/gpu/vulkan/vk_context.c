@@ -290,7 +290,7 @@ static int monotonic_calibration(const vk_context *ctx)
     return device && monotonic;
 }
 
-static cubec_status create_device(vk_context *ctx, int allow_push)
+static cubec_status create_device(vk_context *ctx, int allow_push, uint32_t disabled_features)
 {
     uint32_t nq = 0;
     vkGetPhysicalDeviceQueueFamilyProperties(ctx->physical, &nq, NULL);
@@ -308,15 +308,17 @@ static cubec_status create_device(vk_context *ctx, int allow_push)
     ctx->timestamps = qf[family].timestampValidBits > 0;
     ctx->timestamp_bits = qf[family].timestampValidBits;
 
-    /* The optional features: every one the device has, and nothing it lacks (a kernel that
-     * needs more is refused at creation). Enabling them is what lets kernels use 8- and 16-bit
-     * types in buffers and push constants without the validation layer objecting. */
+    /* The optional features: every one the device has (less those the configuration turns
+     * off), and nothing it lacks (a kernel that needs more is refused at creation). Enabling them
+     * is what lets kernels use 8- and 16-bit types in buffers and push constants without the
+     * validation layer objecting. */
     vk_feature_chain have, want;
     uint32_t supported = vk_features_query(ctx->physical, &have);
     if (!have.v12.timelineSemaphore)
         return status_make(CUBEC_UNSUPPORTED, "device '%s' lacks timeline semaphores",
                            ctx->props.deviceName);
-    ctx->features.enabled = supported;
+    ctx->features.enabled = vk_features_mask(supported, disabled_features);
+    ctx->features.disabled = supported & ~ctx->features.enabled;
     vk_features_want(ctx->features.enabled, &want);
     want.v12.timelineSemaphore = VK_TRUE;
     want.v12.hostQueryReset = have.v12.hostQueryReset;
@@ -369,7 +371,7 @@ cubec_status vk_context_create(const vk_context_desc *desc, vk_context *ctx)
         ctx->device_local_heap_size = info.device_local_heap_size;
         ctx->subgroup_size = info.subgroup_size;
         ctx->unified = info.unified_memory && !desc->force_staging;
-        err = create_device(ctx, !desc->no_push_descriptors);
+        err = create_device(ctx, !desc->no_push_descriptors, desc->disabled_features);
     }
     if (!err) {
         VkMemoryPropertyFlags dl = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;

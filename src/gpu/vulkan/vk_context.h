@@ -19,6 +19,7 @@ typedef struct vk_context_desc {
     /* use descriptor pools even when push descriptors exist */ /* treat unified memory as
                                                                    discrete (tests the staging
                                                                    paths) */
+    uint32_t disabled_features; /* cubec_feature bits not to enable even when present */
     void (*on_validation)(void *user, const char *message);
     void *on_validation_user;
 } vk_context_desc;

@@ -96,6 +96,18 @@ uint32_t vk_features_query(VkPhysicalDevice physical, vk_feature_chain *have)
     return bits;
 }
 
+uint32_t vk_features_mask(uint32_t bits, uint32_t disabled)
+{
+    bits &= ~disabled;
+    if (!(bits & CUBEC_FEATURE_STORAGE_BUFFER_8BIT))
+        bits &= ~(uint32_t)CUBEC_FEATURE_UNIFORM_AND_STORAGE_BUFFER_8BIT;
+    if (!(bits & CUBEC_FEATURE_STORAGE_BUFFER_16BIT))
+        bits &= ~(uint32_t)CUBEC_FEATURE_UNIFORM_AND_STORAGE_BUFFER_16BIT;
+    if (!(bits & CUBEC_FEATURE_VULKAN_MEMORY_MODEL))
+        bits &= ~(uint32_t)CUBEC_FEATURE_VULKAN_MEMORY_MODEL_DEVICE_SCOPE;
+    return bits;
+}
+
 void vk_features_want(uint32_t bits, vk_feature_chain *want)
 {
     chain_init(want);

@@ -19,6 +19,9 @@ typedef struct vk_feature_chain {
 
 /* Fills `have` with every feature the device reports and returns its cubec_feature bits. */
 uint32_t vk_features_query(VkPhysicalDevice physical, vk_feature_chain *have);
+/* `bits` less `disabled` and less what needs a disabled feature (the "uniform and storage"
+ * variants need the storage-buffer one, device-scope memory model needs the memory model). */
+uint32_t vk_features_mask(uint32_t bits, uint32_t disabled);
 /* Fills `want` with the Vulkan features behind `bits` (which the device must have) and nothing
  * else; the caller adds the features cubec always needs. */
 void vk_features_want(uint32_t bits, vk_feature_chain *want);
