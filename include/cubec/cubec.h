@@ -6,9 +6,10 @@
  *    the value that were refused, or the root cause of a fault.
  *  - A returned error means nothing was queued and nothing already written was changed.
  *  - Out-parameters come last, are named out_*, are cleared on entry and written only on success.
- *  - Handles are opaque. Buffers and kernels are generation-counted ids: a released or stale id,
- *    or one from another device, is detected and refused with CUBEC_INVALID_ARGUMENT, never
- *    dereferenced. Release/destroy functions accept a zero handle.
+ *  - Handles are opaque. Buffers, kernels, graphs and profiles are generation-counted ids: a
+ *    released or stale id, one from another device, or a made-up one is detected and refused
+ *    with CUBEC_INVALID_ARGUMENT (graphs: CUBEC_GRAPH_STATE), never dereferenced; the message
+ *    says which it was. Release/destroy functions accept a zero handle.
  *  - Desc structs are read only during the call; a zeroed field means "the default".
  *  - Every function is thread-safe: one device lock orders the calls of all threads.
  */

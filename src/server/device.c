@@ -6,12 +6,9 @@
 #include "gpu/vulkan/vk_result.h"
 
 #include <inttypes.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static atomic_uint device_tags = 1;
 
 cubec_status server_check_alive(cubec_device *d)
 {
@@ -97,8 +94,7 @@ cubec_status server_open(const cubec_device_desc *desc, cubec_device **out)
     d->spin_us = d->config.poll_spin_us >= 0             ? d->config.poll_spin_us
                  : d->info.type == CUBEC_DEVICE_TYPE_CPU ? 0
                                                          : 200;
-    d->tag = (uint16_t)(atomic_fetch_add(&device_tags, 1) & 0xffff);
-    if (d->tag == 0) d->tag = (uint16_t)atomic_fetch_add(&device_tags, 1);
+    d->tag = handle_tag_acquire(); /* released in server_close */
     handle_table_init(&d->buffers, d->tag, "buffer");
     handle_table_init(&d->kernels, d->tag, "kernel");
     server_graphs_init(d);
@@ -174,6 +170,7 @@ void server_close(cubec_device *d)
     }
     vk_context_destroy(&d->vk);
     free(d->slots);
+    handle_tag_release(d->tag); /* its handles now read as issued by no open device */
     pthread_mutex_destroy(&d->lock);
     free(d);
 }
