@@ -18,7 +18,8 @@ void cli_info_usage(FILE *out)
             "usage: cubec info [--memory [--json]]\n"
             "\n"
             "Lists every Vulkan device with its name, type, vendor and device id, driver, API\n"
-            "version and compute limits, and marks the one cubec_device_open(NULL) picks\n"
+            "version, compute limits and the optional shader features cubec enables on it\n"
+            "(cubec_feature), and marks the one cubec_device_open(NULL) picks\n"
             "(CUBEC_DEVICE=<index or part of the name> changes it).\n"
             "\n"
             "  --memory   open the default device and print its memory report as a table (per\n"
@@ -69,6 +70,26 @@ static int same_device(const cubec_device_info *a, const cubec_device_info *b)
            strcmp(a->name, b->name) == 0 && strcmp(a->driver, b->driver) == 0;
 }
 
+/* The names of the cubec_feature bits in `bits`, wrapped under the value column. */
+static void print_features(const char *label, uint32_t bits)
+{
+    printf("  %-28s", label);
+    int column = 31, any = 0;
+    for (uint32_t bit = 1; bit; bit <<= 1) {
+        if (!(bits & bit)) continue;
+        const char *name = cubec_feature_name((cubec_feature)bit);
+        int width = (int)strlen(name) + 1;
+        if (any && column + width > 100) {
+            printf("\n  %-28s", "");
+            column = 31;
+        }
+        printf(" %s", name);
+        column += width;
+        any = 1;
+    }
+    printf("%s\n", any ? "" : " none");
+}
+
 static void print_device(uint32_t index, const cubec_device_info *d, int is_default)
 {
     char b1[64];
@@ -100,6 +121,7 @@ static void print_device(uint32_t index, const cubec_device_info *d, int is_defa
            cli_format_bytes(d->max_shared_memory_size, b1, sizeof b1));
     printf("  %-28s %" PRIu32 "\n", "subgroup size", d->subgroup_size);
     printf("  %-28s %g ns\n", "timestamp period", d->timestamp_period_ns);
+    print_features("shader features", d->features);
     if (d->tasks_max != 0) printf("  %-28s %" PRIu32 "\n", "tasks per submission", d->tasks_max);
 }
 
@@ -190,6 +212,8 @@ int cli_info_main(int argc, char **argv)
         default_marked |= is_default;
         printf("\n");
         print_device(i, &info, is_default);
+        if (is_default && default_info.features != info.features)
+            print_features("features off by config", info.features & ~default_info.features);
     }
     if (have_default && !default_marked) {
         printf("\ndefault device: %s (not in the list above?)\n", default_info.name);

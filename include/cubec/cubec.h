@@ -6,9 +6,10 @@
  *    the value that were refused, or the root cause of a fault.
  *  - A returned error means nothing was queued and nothing already written was changed.
  *  - Out-parameters come last, are named out_*, are cleared on entry and written only on success.
- *  - Handles are opaque. Buffers and kernels are generation-counted ids: a released or stale id,
- *    or one from another device, is detected and refused with CUBEC_INVALID_ARGUMENT, never
- *    dereferenced. Release/destroy functions accept a zero handle.
+ *  - Handles are opaque. Buffers, kernels, graphs and profiles are generation-counted ids: a
+ *    released or stale id, one from another device, or a made-up one is detected and refused
+ *    with CUBEC_INVALID_ARGUMENT (graphs: CUBEC_GRAPH_STATE), never dereferenced; the message
+ *    says which it was. Release/destroy functions accept a zero handle.
  *  - Desc structs are read only during the call; a zeroed field means "the default".
  *  - Every function is thread-safe: one device lock orders the calls of all threads.
  */
@@ -86,6 +87,41 @@ typedef enum cubec_device_type {
     CUBEC_DEVICE_TYPE_CPU = 4,
 } cubec_device_type;
 
+/* Optional shader features. cubec_device_open enables every one the device has (less those
+ * `[device] disable_features` / CUBEC_DISABLE_FEATURES turns off, docs/configuration.md);
+ * cubec_device_info.features holds a bit for each enabled one. A kernel whose SPIR-V declares a
+ * capability that needs a feature not enabled is refused by cubec_kernel_create with
+ * CUBEC_UNSUPPORTED naming the capability. Each comment names the Vulkan feature (or, for
+ * subgroups, the VkSubgroupFeatureFlagBits of compute shaders) behind the bit. */
+typedef enum cubec_feature {
+    CUBEC_FEATURE_INT8 = 1 << 0,                            /* shaderInt8                      */
+    CUBEC_FEATURE_INT16 = 1 << 1,                           /* shaderInt16                     */
+    CUBEC_FEATURE_INT64 = 1 << 2,                           /* shaderInt64                     */
+    CUBEC_FEATURE_FLOAT16 = 1 << 3,                         /* shaderFloat16 (arithmetic)      */
+    CUBEC_FEATURE_FLOAT64 = 1 << 4,                         /* shaderFloat64                   */
+    CUBEC_FEATURE_STORAGE_BUFFER_8BIT = 1 << 5,             /* storageBuffer8BitAccess         */
+    CUBEC_FEATURE_UNIFORM_AND_STORAGE_BUFFER_8BIT = 1 << 6, /* uniformAndStorageBuffer8BitAccess */
+    CUBEC_FEATURE_PUSH_CONSTANT_8BIT = 1 << 7,              /* storagePushConstant8            */
+    CUBEC_FEATURE_STORAGE_BUFFER_16BIT = 1 << 8,            /* storageBuffer16BitAccess        */
+    CUBEC_FEATURE_UNIFORM_AND_STORAGE_BUFFER_16BIT = 1
+                                                     << 9, /* uniformAndStorageBuffer16BitAccess */
+    CUBEC_FEATURE_PUSH_CONSTANT_16BIT = 1 << 10,           /* storagePushConstant16           */
+    CUBEC_FEATURE_INT64_ATOMICS = 1 << 11,                 /* shaderBufferInt64Atomics        */
+    CUBEC_FEATURE_VULKAN_MEMORY_MODEL = 1 << 12,           /* vulkanMemoryModel               */
+    CUBEC_FEATURE_VULKAN_MEMORY_MODEL_DEVICE_SCOPE = 1 << 13, /* vulkanMemoryModelDeviceScope */
+    CUBEC_FEATURE_SUBGROUP_VOTE = 1 << 14,                    /* SUBGROUP_FEATURE_VOTE           */
+    CUBEC_FEATURE_SUBGROUP_ARITHMETIC = 1 << 15,              /* SUBGROUP_FEATURE_ARITHMETIC     */
+    CUBEC_FEATURE_SUBGROUP_BALLOT = 1 << 16,                  /* SUBGROUP_FEATURE_BALLOT         */
+    CUBEC_FEATURE_SUBGROUP_SHUFFLE = 1 << 17,                 /* SUBGROUP_FEATURE_SHUFFLE        */
+    CUBEC_FEATURE_SUBGROUP_SHUFFLE_RELATIVE = 1 << 18, /* SUBGROUP_FEATURE_SHUFFLE_RELATIVE */
+    CUBEC_FEATURE_SUBGROUP_CLUSTERED = 1 << 19,        /* SUBGROUP_FEATURE_CLUSTERED      */
+    CUBEC_FEATURE_SUBGROUP_QUAD = 1 << 20,             /* SUBGROUP_FEATURE_QUAD           */
+} cubec_feature;
+
+/* The short name of one feature, as `cubec info` and CUBEC_DISABLE_FEATURES spell it ("float16",
+ * "storage_buffer_16bit"); "unknown" for a value that is not exactly one cubec_feature. */
+const char *cubec_feature_name(cubec_feature feature);
+
 typedef struct cubec_device_desc {
     /* Which device: -1 or unset (0 with `select_by_index` false) means "the best one"
      * (discrete > integrated > virtual > CPU), unless CUBEC_DEVICE says otherwise. */
@@ -128,6 +164,11 @@ typedef struct cubec_device_info {
     double timestamp_period_ns;
     int push_descriptors; /* VK_KHR_push_descriptor is in use                          */
     uint32_t tasks_max;
+    /* cubec_feature bits: enabled on this device (cubec_device_get_info), or that the device has
+     * and cubec_device_open would enable, the configuration aside (cubec_device_peek). Added last
+     * (docs/api.md, "Struct growth"): a program built against a header without it must be
+     * rebuilt, as the library writes the whole struct. */
+    uint32_t features;
 } cubec_device_info;
 
 /* Opens a device. `desc` may be NULL (defaults). */

@@ -2,6 +2,8 @@
  * going; the error is returned after parsing so the message can name the file and line. */
 #include "base/config.h"
 
+#include "base/features.h"
+
 #include <errno.h>
 #include <ini.h>
 #include <stdio.h>
@@ -94,6 +96,39 @@ static int parse_log_subsystems(const char *v, int *levels, char *entry, size_t 
     }
 }
 
+/* Parses "float64, storage_buffer_16bit" (cubec_feature short names; empty: none) into bits. On
+ * a bad entry returns 0 with the entry in `entry`. */
+static int parse_features(const char *v, uint32_t *out, char *entry, size_t entry_cap)
+{
+    uint32_t bits = 0;
+    const char *p = v;
+    while (*p == ' ' || *p == '\t')
+        p++;
+    /* A blank value names nothing; otherwise every entry, the last one too, must be a name. */
+    while (*p) {
+        const char *end = strchr(p, ',');
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+        while (n && (*p == ' ' || *p == '\t'))
+            p++, n--;
+        while (n && (p[n - 1] == ' ' || p[n - 1] == '\t'))
+            n--;
+        uint32_t bit = feature_from_name(p, n);
+        if (!bit) {
+            snprintf(entry, entry_cap, "%.*s", (int)n, p);
+            return 0;
+        }
+        bits |= bit;
+        if (!end) break;
+        p = end + 1;
+        if (!*p) { /* "float64," ends on an empty entry */
+            entry[0] = 0;
+            return 0;
+        }
+    }
+    *out = bits;
+    return 1;
+}
+
 /* Applies one key; returns NULL or an error naming it. */
 static cubec_status apply(cubec_config *c, const char *section, const char *key, const char *value,
                           const char *origin)
@@ -125,6 +160,13 @@ static cubec_status apply(cubec_config *c, const char *section, const char *key,
     } else if (!strcmp(section, "device") && !strcmp(key, "push_descriptors")) {
         if (!parse_bool(value, &c->push_descriptors))
             return BAD("a boolean (0/1/true/false/on/off)");
+    } else if (!strcmp(section, "device") && !strcmp(key, "disable_features")) {
+        char entry[64];
+        if (!parse_features(value, &c->disabled_features, entry, sizeof entry))
+            return INVALID_ARG(
+                "config %s: [%s] %s = '%s': entry '%s' is not a feature name "
+                "(int8, float16, storage_buffer_16bit... as `cubec info` lists them)",
+                origin, section, key, value, entry);
     } else if (!strcmp(section, "streaming") && !strcmp(key, "max_streams")) {
         if (!parse_uint(value, 1, 4096, &x)) return BAD("an integer in 1..4096");
         c->max_streams = (uint32_t)x;
@@ -189,6 +231,7 @@ static const struct {
     {"CUBEC_FORCE_STAGING", "device", "force_staging"},
     {"CUBEC_MAX_INFLIGHT_TASKS", "device", "max_inflight_tasks"},
     {"CUBEC_PUSH_DESCRIPTORS", "device", "push_descriptors"},
+    {"CUBEC_DISABLE_FEATURES", "device", "disable_features"},
     {"CUBEC_MAX_STREAMS", "streaming", "max_streams"},
     {"CUBEC_STREAM_POLICY", "streaming", "policy"},
     {"CUBEC_STREAM_STRATEGY", "streaming", "strategy"},

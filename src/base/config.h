@@ -26,6 +26,8 @@ typedef struct cubec_config {
     int timing_system;      /* [profiling] timing CUBEC_TIMING: device | system (host clock) */
     char trace_file[512];   /* [profiling] trace CUBEC_TRACE: Chrome trace JSON written at close */
     char source[600];       /* the ini file that was read, or "" */
+    /* [device] disable_features CUBEC_DISABLE_FEATURES: cubec_feature bits not to enable */
+    uint32_t disabled_features;
 } cubec_config;
 /* After loading, log_levels has every subsystem set: those [log] subsystems does not name have
  * log_level, the default, whichever source set it. */

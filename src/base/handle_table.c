@@ -1,12 +1,45 @@
-/* Generation-counted handle table (see handle_table.h). Generation 0 is never issued so that a
- * zeroed handle is always invalid. */
+/* Generation-counted handle table and the device tag registry (see handle_table.h). Generation 0
+ * is never issued so that a zeroed handle is always invalid. */
 #include "base/handle_table.h"
 
 #include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define NO_FREE UINT32_MAX
+
+/* One bit per tag: set while an open device holds it. Acquiring takes the lock (device opens are
+ * rare); explaining a refusal reads a bit without it. */
+static pthread_mutex_t tags_lock = PTHREAD_MUTEX_INITIALIZER;
+static atomic_uint live_tags[65536 / 32];
+static uint16_t last_tag;
+
+static int tag_is_live(uint16_t tag)
+{
+    return (atomic_load(&live_tags[tag / 32]) >> (tag % 32)) & 1u;
+}
+
+uint16_t handle_tag_acquire(void)
+{
+    pthread_mutex_lock(&tags_lock);
+    uint16_t tag = 0;
+    for (uint32_t tries = 0; tries < 65535 && !tag; tries++) {
+        last_tag = (uint16_t)(last_tag == 65535 ? 1 : last_tag + 1);
+        if (!tag_is_live(last_tag)) tag = last_tag;
+    }
+    if (!tag) tag = last_tag; /* every tag is held: share one (see the header) */
+    atomic_fetch_or(&live_tags[tag / 32], 1u << (tag % 32));
+    pthread_mutex_unlock(&tags_lock);
+    return tag;
+}
+
+void handle_tag_release(uint16_t tag)
+{
+    if (tag) atomic_fetch_and(&live_tags[tag / 32], ~(1u << (tag % 32)));
+}
 
 void handle_table_init(handle_table *t, uint16_t tag, const char *kind)
 {
@@ -49,6 +82,7 @@ cubec_status handle_table_insert(handle_table *t, void *object, uint64_t *out_id
         }
         index = t->count++;
         t->slots[index].generation = 1;
+        t->slots[index].wrapped = 0;
     }
     t->slots[index].object = object;
     t->slots[index].next_free = NO_FREE;
@@ -66,6 +100,45 @@ void *handle_table_get(const handle_table *t, uint64_t id)
     return s->object;
 }
 
+/* What it means for an object of this kind to be gone, as the API says it. */
+static const char *gone(const char *kind)
+{
+    if (!strcmp(kind, "kernel") || !strcmp(kind, "graph")) return "destroyed";
+    if (!strcmp(kind, "profile")) return "ended or abandoned";
+    return "released";
+}
+
+const char *handle_table_explain(const handle_table *t, uint64_t id, char *buf, size_t cap)
+{
+    uint16_t tag = (uint16_t)(id >> 48), generation = (uint16_t)(id >> 32);
+    uint32_t index = (uint32_t)id;
+    if (id == 0) {
+        snprintf(buf, cap, "the %s handle is zero (not created)", t->kind);
+    } else if (tag == t->tag) {
+        /* A slot has issued generations 1 .. its current one, or all of them once its generation
+         * wrapped; the current one is not live here (get failed), so it was never issued. */
+        const handle_slot *s = index < t->count ? &t->slots[index] : NULL;
+        int issued = s && generation != 0 && (s->wrapped || generation < s->generation);
+        if (issued)
+            snprintf(buf, cap, "%s handle 0x%016" PRIx64 " is stale: that %s was %s", t->kind, id,
+                     t->kind, gone(t->kind));
+        else
+            snprintf(buf, cap, "%s handle 0x%016" PRIx64 " is unknown: this device never issued it",
+                     t->kind, id);
+    } else if (tag != 0 && tag_is_live(tag)) {
+        snprintf(buf, cap,
+                 "%s handle 0x%016" PRIx64 " belongs to another device (tag %u; this device's tag "
+                 "is %u)",
+                 t->kind, id, tag, t->tag);
+    } else {
+        snprintf(buf, cap,
+                 "%s handle 0x%016" PRIx64 " is unknown: no open device issued it (a made-up "
+                 "value, or a handle of a device that was closed)",
+                 t->kind, id);
+    }
+    return buf;
+}
+
 cubec_status handle_table_lookup(const handle_table *t, uint64_t id, const char *arg, void **out)
 {
     void *o = handle_table_get(t, id);
@@ -73,12 +146,8 @@ cubec_status handle_table_lookup(const handle_table *t, uint64_t id, const char 
         *out = o;
         return NULL;
     }
-    if (id == 0) return INVALID_ARG("%s: the %s handle is zero (not created)", arg, t->kind);
-    if ((uint16_t)(id >> 48) != t->tag)
-        return INVALID_ARG("%s: %s handle 0x%016" PRIx64 " belongs to another device", arg, t->kind,
-                           id);
-    return INVALID_ARG("%s: %s handle 0x%016" PRIx64 " was released or never existed", arg, t->kind,
-                       id);
+    char why[192];
+    return INVALID_ARG("%s: %s", arg, handle_table_explain(t, id, why, sizeof why));
 }
 
 void handle_table_remove(handle_table *t, uint64_t id)
@@ -87,8 +156,11 @@ void handle_table_remove(handle_table *t, uint64_t id)
     if (!handle_table_get(t, id)) return;
     handle_slot *s = &t->slots[index];
     s->object = NULL;
-    s->generation = (uint16_t)(s->generation + 1 ? s->generation + 1 : 1);
-    if (s->generation == 0) s->generation = 1;
+    s->generation = (uint16_t)(s->generation + 1);
+    if (s->generation == 0) {
+        s->generation = 1;
+        s->wrapped = 1;
+    }
     s->next_free = t->free_head;
     t->free_head = index;
     t->live--;

@@ -17,6 +17,7 @@
 #define CUBEC_GPU_GPU_H
 
 #include "base/fault.h"
+#include "base/features.h"
 #include "base/status.h"
 
 #include <stdint.h>
@@ -159,8 +160,9 @@ typedef struct gpu_ops {
 struct gpu {
     const gpu_ops *ops;
     gpu_caps caps;
-    cubec_device_info info;
-    fault_plan *faults; /* counted by the wrappers below; NULL: nothing counted */
+    cubec_device_info info; /* info.features: what was enabled */
+    feature_set features;   /* the optional shader features enabled, and those turned off */
+    fault_plan *faults;     /* counted by the wrappers below; NULL: nothing counted */
 };
 
 /* How to open a backend device (from the config and the public desc). */
@@ -171,6 +173,7 @@ typedef struct gpu_open_desc {
     int validation;
     int force_staging;       /* treat unified memory as discrete (tests the staging paths) */
     int no_push_descriptors; /* descriptor sets even where push descriptors exist */
+    uint32_t disabled_features; /* cubec_feature bits not to enable even when present */
     uint32_t null_delay_us;  /* null backend: submissions complete after this long */
     void (*on_validation)(void *user, const char *message);
     void *on_validation_user;

@@ -370,9 +370,27 @@ static cubec_status reflect_workgroup_size(reflector *rf, kernel_reflection *out
     return NULL;
 }
 
+/* What the module declares, whatever the entry point uses: the driver gets the whole module. */
+static cubec_status reflect_capabilities(reflector *rf, kernel_reflection *out)
+{
+    const SpvCapability *caps = NULL;
+    size_t n = 0;
+    spvc_result r = spvc_compiler_get_declared_capabilities(rf->compiler, &caps, &n);
+    if (r != SPVC_SUCCESS) return spvc_failure(rf, "listing capabilities", r);
+    if (n > KERNEL_MAX_CAPABILITIES)
+        return status_make(CUBEC_UNSUPPORTED,
+                           "SPIR-V module declares %zu capabilities: cubec checks at most %u", n,
+                           KERNEL_MAX_CAPABILITIES);
+    for (size_t i = 0; i < n; i++)
+        out->capabilities[i] = (uint32_t)caps[i];
+    out->capability_count = (uint32_t)n;
+    return NULL;
+}
+
 static cubec_status reflect_module(reflector *rf, const char *entry_point, kernel_reflection *out)
 {
     RETURN_IF_ERROR(select_entry_point(rf, entry_point));
+    RETURN_IF_ERROR(reflect_capabilities(rf, out));
     spvc_result r = spvc_compiler_create_shader_resources(rf->compiler, &rf->resources);
     if (r != SPVC_SUCCESS) return spvc_failure(rf, "collecting resources", r);
     RETURN_IF_ERROR(reject_other_resources(rf));

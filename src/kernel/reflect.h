@@ -18,6 +18,8 @@
 
 /* The binding of the info block when it is a storage buffer; user buffers use 0..30. */
 #define CUBEC_INFO_BINDING 31
+/* The most SPIR-V capabilities a module may declare (real kernels declare a handful). */
+#define KERNEL_MAX_CAPABILITIES 64
 
 typedef struct kernel_reflection {
     uint32_t binding_count;      /* storage buffers at set 0 bindings 0..binding_count-1 */
@@ -27,6 +29,9 @@ typedef struct kernel_reflection {
     int has_info_buffer;         /* a storage buffer at binding CUBEC_INFO_BINDING */
     uint32_t info_buffer_size;   /* its declared size */
     uint32_t workgroup_size[3];  /* LocalSize of the entry point */
+    uint32_t capability_count;   /* OpCapability declarations, as SpvCapability values, */
+    uint32_t capabilities[KERNEL_MAX_CAPABILITIES]; /* checked against the device by
+                                                       kernel/capabilities.h */
 } kernel_reflection;
 
 /* Validates `words` (SPIRV-Tools, Vulkan 1.2 environment) and reflects the GLCompute entry point
@@ -39,7 +44,8 @@ typedef struct kernel_reflection {
  * storage buffers and one push-constant block, a set other than 0, arrays of buffers, bindings
  * not contiguous from 0 (the missing binding is named), a binding above CUBEC_INFO_BINDING, a
  * runtime-sized or writable info buffer, both an info buffer and push constants, and a workgroup
- * size given by specialization constants. */
+ * size given by specialization constants. CUBEC_UNSUPPORTED for a module declaring more than
+ * KERNEL_MAX_CAPABILITIES capabilities. */
 cubec_status kernel_reflect(const uint32_t *words, size_t word_count, const char *entry_point,
                             kernel_reflection *out);
 

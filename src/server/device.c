@@ -5,12 +5,9 @@
 #include "base/log.h"
 
 #include <inttypes.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static atomic_uint device_tags = 1;
 
 cubec_status server_check_alive(cubec_device *d)
 {
@@ -74,6 +71,7 @@ cubec_status server_open(const cubec_device_desc *desc, cubec_device **out)
                         .validation = desc->validation || d->config.validation,
                         .force_staging = d->config.force_staging,
                         .no_push_descriptors = !d->config.push_descriptors,
+                        .disabled_features = d->config.disabled_features,
                         .on_validation = desc->on_validation,
                         .on_validation_user = desc->on_validation_user};
     const char *delay = getenv("CUBEC_NULL_DELAY_US");
@@ -101,8 +99,7 @@ cubec_status server_open(const cubec_device_desc *desc, cubec_device **out)
     d->spin_us = d->config.poll_spin_us >= 0             ? d->config.poll_spin_us
                  : d->info.type == CUBEC_DEVICE_TYPE_CPU ? 0
                                                          : 200;
-    d->tag = (uint16_t)(atomic_fetch_add(&device_tags, 1) & 0xffff);
-    if (d->tag == 0) d->tag = (uint16_t)atomic_fetch_add(&device_tags, 1);
+    d->tag = handle_tag_acquire(); /* released in server_close */
     handle_table_init(&d->buffers, d->tag, "buffer");
     handle_table_init(&d->kernels, d->tag, "kernel");
     server_graphs_init(d);
@@ -167,6 +164,7 @@ void server_close(cubec_device *d)
     }
     gpu_close(d->gpu);
     free(d->slots);
+    handle_tag_release(d->tag); /* its handles now read as issued by no open device */
     pthread_mutex_destroy(&d->lock);
     free(d);
 }

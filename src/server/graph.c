@@ -459,8 +459,9 @@ static cubec_status lookup(cubec_device *d, uint64_t id, const char *fn, graph_o
 {
     *out = handle_table_get(&d->graphs, id);
     if (*out) return NULL;
-    return status_make(CUBEC_GRAPH_STATE, "%s: graph 0x%016" PRIx64 " is unknown or was destroyed",
-                       fn, id);
+    char why[192];
+    return status_make(CUBEC_GRAPH_STATE, "%s: %s", fn,
+                       handle_table_explain(&d->graphs, id, why, sizeof why));
 }
 
 /* Spec 5.4 rule 3 for a whole graph: an input it reads before writing carries a failure. */

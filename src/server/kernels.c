@@ -5,6 +5,7 @@
  * (the "metadata layout" variant of the pipeline). */
 #include "base/hash.h"
 #include "base/log.h"
+#include "kernel/capabilities.h"
 #include "server/device.h"
 
 #include <inttypes.h>
@@ -126,6 +127,9 @@ cubec_status server_kernel_create(cubec_device *d, const cubec_kernel_desc *desc
                               "let cubec move it to a buffer)",
                               name, e->refl.push_constant_size, d->info.max_push_constants_size);
     }
+    if (!err)
+        err = capabilities_check(name, d->info.name, e->refl.capabilities, e->refl.capability_count,
+                                 &d->gpu->features);
     if (!err) err = check_limits(d, name, &e->refl);
     if (!err) {
         e->info_in_push = e->refl.push_constant_size > 0;

@@ -112,9 +112,9 @@ static void test_released_handles(void **state)
                             .info_size = 4,
                             .groups = {1, 1, 1}};
     ASSERT_ERROR(cubec_launch(f->d, 0, &ld), CUBEC_INVALID_ARGUMENT, "desc->kernel");
-    /* A made-up id. */
+    /* A made-up id: unknown, not "another device" (tests/badinput/test_unknown_handles.c). */
     ASSERT_ERROR(cubec_buffer_retain(f->d, (cubec_buffer){0x1234567}), CUBEC_INVALID_ARGUMENT,
-                 "another device");
+                 "is unknown: no open device issued it");
 }
 
 static void test_other_device(void **state)

@@ -353,14 +353,16 @@ static void test_lifecycle(void **state)
     ASSERT_OK(cubec_graph_destroy(d, s, g));
     ASSERT_OK(cubec_graph_destroy(d, s, g)); /* twice: accepted, nothing happens */
     ASSERT_OK(cubec_graph_destroy(d, s, (cubec_graph){0}));
-    ASSERT_ERROR(cubec_graph_replay(d, s, g), CUBEC_GRAPH_STATE, "unknown or was destroyed");
+    ASSERT_ERROR(cubec_graph_replay(d, s, g), CUBEC_GRAPH_STATE,
+                 "is stale: that graph was destroyed");
     ASSERT_ERROR(cubec_graph_replay(d, s, (cubec_graph){0}), CUBEC_GRAPH_STATE,
-                 "unknown or was destroyed");
+                 "the graph handle is zero");
     ASSERT_ERROR(cubec_graph_replay(d, s, (cubec_graph){0x123456789abcull}), CUBEC_GRAPH_STATE,
-                 "unknown or was destroyed");
+                 "is unknown: no open device issued it");
     /* This device's tag, an index no graph ever had. */
     cubec_graph forged = {(g.id & 0xffff000000000000ull) | 77};
-    ASSERT_ERROR(cubec_graph_replay(d, s, forged), CUBEC_GRAPH_STATE, "unknown or was destroyed");
+    ASSERT_ERROR(cubec_graph_replay(d, s, forged), CUBEC_GRAPH_STATE,
+                 "is unknown: this device never issued it");
     /* The refused replays wrote nothing. */
     expect_words(d, s, y.h, wy, "y after refused replays");
     expect_eager_works(d, s, &k, x.h, y.h, &rng, "after the graph was destroyed");

@@ -2,6 +2,7 @@
 #include "test_util.h"
 
 #include "base/config.h"
+#include "base/features.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -169,12 +170,43 @@ static void test_profiling_keys(void **state)
     unsetenv("CUBEC_TRACE");
 }
 
+/* [device] disable_features: a comma list of cubec_feature names, case-insensitive, with spaces;
+ * empty names nothing; an unknown name or an empty entry is refused naming it. */
+static void test_disable_features(void **state)
+{
+    (void)state;
+    unsetenv("CUBEC_DISABLE_FEATURES");
+    cubec_config c;
+    ASSERT_OK(config_load_from(&c, NULL, 1));
+    assert_int_equal(c.disabled_features, 0);
+    char *path = write_ini("[device]\ndisable_features = float64, Storage_Buffer_16bit ,int8\n");
+    ASSERT_OK(config_load_from(&c, path, 0));
+    assert_int_equal(c.disabled_features, CUBEC_FEATURE_FLOAT64 |
+                                              CUBEC_FEATURE_STORAGE_BUFFER_16BIT |
+                                              CUBEC_FEATURE_INT8);
+    setenv("CUBEC_DISABLE_FEATURES", "subgroup_clustered", 1);
+    ASSERT_OK(config_load_from(&c, path, 1)); /* the environment replaces the file's list */
+    assert_int_equal(c.disabled_features, CUBEC_FEATURE_SUBGROUP_CLUSTERED);
+    setenv("CUBEC_DISABLE_FEATURES", "", 1);
+    ASSERT_OK(config_load_from(&c, path, 1));
+    assert_int_equal(c.disabled_features, 0);
+    setenv("CUBEC_DISABLE_FEATURES", "float64,double", 1);
+    ASSERT_ERROR(config_load_from(&c, NULL, 1), CUBEC_INVALID_ARGUMENT,
+                 "environment CUBEC_DISABLE_FEATURES: [device] disable_features = "
+                 "'float64,double': entry 'double' is not a feature name");
+    setenv("CUBEC_DISABLE_FEATURES", "float64,,int8", 1);
+    ASSERT_ERROR(config_load_from(&c, NULL, 1), CUBEC_INVALID_ARGUMENT, "entry ''");
+    unsetenv("CUBEC_DISABLE_FEATURES");
+    unlink(path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_defaults),       cmocka_unit_test(test_ini_and_environment),
-        cmocka_unit_test(test_refusals),       cmocka_unit_test(test_log_levels),
-        cmocka_unit_test(test_log_subsystems), cmocka_unit_test(test_profiling_keys),
+        cmocka_unit_test(test_defaults),         cmocka_unit_test(test_ini_and_environment),
+        cmocka_unit_test(test_refusals),         cmocka_unit_test(test_log_levels),
+        cmocka_unit_test(test_log_subsystems),   cmocka_unit_test(test_profiling_keys),
+        cmocka_unit_test(test_disable_features),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -12,8 +12,10 @@ static void test_handles(void **state)
 {
     (void)state;
     handle_table t, other;
-    handle_table_init(&t, 3, "buffer");
-    handle_table_init(&other, 4, "buffer");
+    uint16_t tag = handle_tag_acquire(), other_tag = handle_tag_acquire();
+    assert_true(tag != 0 && other_tag != 0 && tag != other_tag);
+    handle_table_init(&t, tag, "buffer");
+    handle_table_init(&other, other_tag, "buffer");
     int objs[200];
     uint64_t ids[200];
     for (int i = 0; i < 200; i++)
@@ -36,6 +38,86 @@ static void test_handles(void **state)
     assert_int_equal(t.live, 200);
     handle_table_free(&t);
     handle_table_free(&other);
+    handle_tag_release(tag);
+    handle_tag_release(other_tag);
+}
+
+/* Why a lookup failed, from what the table and the tag registry know: a made-up id is "unknown",
+ * never "another device", unless its tag is a live one of another table. */
+static void test_handle_explanations(void **state)
+{
+    (void)state;
+    handle_table t, other;
+    uint16_t tag = handle_tag_acquire(), other_tag = handle_tag_acquire();
+    handle_table_init(&t, tag, "kernel");
+    handle_table_init(&other, other_tag, "kernel");
+    int objs[3];
+    uint64_t a, b, c;
+    ASSERT_OK(handle_table_insert(&t, &objs[0], &a));
+    ASSERT_OK(handle_table_insert(&t, &objs[1], &b));
+    ASSERT_OK(handle_table_insert(&other, &objs[2], &c));
+    void *o;
+    const uint64_t tag_bits = (uint64_t)tag << 48;
+    /* This table's tag; a slot never used, a generation the slot never had, generation 0. */
+    ASSERT_ERROR(handle_table_lookup(&t, tag_bits | (1ull << 32) | 77, "k", &o),
+                 CUBEC_INVALID_ARGUMENT, "k: kernel handle 0x");
+    ASSERT_ERROR(handle_table_lookup(&t, tag_bits | (1ull << 32) | 77, "k", &o),
+                 CUBEC_INVALID_ARGUMENT, "is unknown: this device never issued it");
+    ASSERT_ERROR(handle_table_lookup(&t, tag_bits | (9ull << 32) | (uint32_t)b, "k", &o),
+                 CUBEC_INVALID_ARGUMENT, "is unknown: this device never issued it");
+    ASSERT_ERROR(handle_table_lookup(&t, tag_bits | (uint32_t)b, "k", &o), CUBEC_INVALID_ARGUMENT,
+                 "is unknown: this device never issued it");
+    /* Removed: stale. The slot's next generation, not issued yet while the slot is free: unknown.
+     */
+    handle_table_remove(&t, a);
+    ASSERT_ERROR(handle_table_lookup(&t, a, "k", &o), CUBEC_INVALID_ARGUMENT,
+                 "is stale: that kernel was destroyed");
+    ASSERT_ERROR(handle_table_lookup(&t, a + (1ull << 32), "k", &o), CUBEC_INVALID_ARGUMENT,
+                 "never issued");
+    /* Another live table's tag; a tag nobody holds; tag 0. */
+    ASSERT_ERROR(handle_table_lookup(&t, c, "k", &o), CUBEC_INVALID_ARGUMENT,
+                 "belongs to another device");
+    uint16_t free_tag = (uint16_t)(other_tag + 1000); /* far from the few tags a test holds */
+    ASSERT_ERROR(handle_table_lookup(&t, ((uint64_t)free_tag << 48) | (1ull << 32), "k", &o),
+                 CUBEC_INVALID_ARGUMENT, "is unknown: no open device issued it");
+    ASSERT_ERROR(handle_table_lookup(&t, 0x1234567, "k", &o), CUBEC_INVALID_ARGUMENT,
+                 "is unknown: no open device issued it");
+    /* Once the other table's tag is released, its handles are nobody's. */
+    handle_tag_release(other_tag);
+    ASSERT_ERROR(handle_table_lookup(&t, c, "k", &o), CUBEC_INVALID_ARGUMENT,
+                 "is unknown: no open device issued it");
+    /* A slot whose generation wrapped may have issued any generation: stale. */
+    for (int i = 0; i < 65535; i++) {
+        uint64_t id;
+        ASSERT_OK(handle_table_insert(&t, &objs[0], &id));
+        assert_int_equal((uint32_t)id, (uint32_t)a);
+        handle_table_remove(&t, id);
+    }
+    ASSERT_ERROR(handle_table_lookup(&t, tag_bits | (40000ull << 32) | (uint32_t)a, "k", &o),
+                 CUBEC_INVALID_ARGUMENT, "is stale");
+    handle_table_free(&t);
+    handle_table_free(&other);
+    handle_tag_release(tag);
+}
+
+/* Tags are distinct while held, and not handed out again at once when released. */
+static void test_tags(void **state)
+{
+    (void)state;
+    uint16_t tags[8];
+    for (int i = 0; i < 8; i++) {
+        tags[i] = handle_tag_acquire();
+        assert_true(tags[i] != 0);
+        for (int j = 0; j < i; j++)
+            assert_true(tags[i] != tags[j]);
+    }
+    handle_tag_release(tags[3]);
+    uint16_t next = handle_tag_acquire();
+    assert_true(next != tags[3]);
+    handle_tag_release(next);
+    for (int i = 0; i < 8; i++)
+        handle_tag_release(tags[i]);
+    handle_tag_release(0); /* ignored */
 }
 
 static void test_hash(void **state)
@@ -96,8 +178,8 @@ static void test_hazards(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_handles),
-        cmocka_unit_test(test_hash),
+        cmocka_unit_test(test_handles), cmocka_unit_test(test_handle_explanations),
+        cmocka_unit_test(test_tags),    cmocka_unit_test(test_hash),
         cmocka_unit_test(test_hazards),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -106,6 +106,28 @@ static void test_simple_kernel(void **state)
     free(m.words);
 }
 
+/* The module's OpCapability declarations are reported, in order, for kernel/capabilities. */
+static void test_capabilities(void **state)
+{
+    static const char src16[] = "#version 450\n"
+                                "#extension GL_EXT_shader_16bit_storage : require\n"
+                                "layout(local_size_x = 1) in;\n"
+                                "layout(std430, binding = 0) buffer A { float16_t a[]; };\n"
+                                "void main() { a[0] = float16_t(float(a[1]) + 1.0); }\n";
+    module m = compile(state, src16, 1);
+    kernel_reflection r;
+    expect_ok(kernel_reflect(m.words, m.count, "main", &r));
+    assert_int_equal(r.capability_count, 2);
+    assert_int_equal(r.capabilities[0], 1);    /* Shader */
+    assert_int_equal(r.capabilities[1], 4433); /* StorageBuffer16BitAccess */
+    free(m.words);
+    m = compile(state, simple_src, 1);
+    expect_ok(kernel_reflect(m.words, m.count, "main", &r));
+    assert_int_equal(r.capability_count, 1);
+    assert_int_equal(r.capabilities[0], 1);
+    free(m.words);
+}
+
 static void test_bad_arguments(void **state)
 {
     module m = compile(state, simple_src, 1);
@@ -430,6 +452,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_simple_kernel),
+        cmocka_unit_test(test_capabilities),
         cmocka_unit_test(test_bad_arguments),
         cmocka_unit_test(test_garbage_words),
         cmocka_unit_test(test_no_magic),

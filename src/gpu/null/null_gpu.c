@@ -202,6 +202,7 @@ static int in_range(uint64_t offset, uint64_t size, uint64_t limit)
 static void fill_info(cubec_device_info *out)
 {
     memset(out, 0, sizeof *out);
+    out->features = UINT32_MAX; /* it runs no kernels: every feature is accepted */
     snprintf(out->name, sizeof out->name, "%s", NULL_DEVICE_NAME);
     snprintf(out->driver, sizeof out->driver, "cubec null backend (host memory, no kernels)");
     out->vendor_id = 0;
@@ -1105,6 +1106,10 @@ cubec_status null_gpu_open(const gpu_open_desc *desc, gpu **out)
     g->base.caps.unified = !desc->force_staging;
     g->base.caps.push_descriptors = !desc->no_push_descriptors;
     g->base.caps.timestamps = 1;
+    /* It runs no kernels, so it accepts kernels of any feature (less what was turned off). */
+    g->base.features.enabled = UINT32_MAX & ~desc->disabled_features;
+    g->base.features.disabled = desc->disabled_features;
+    g->base.info.features = g->base.features.enabled;
     g->base.caps.timestamp_bits = 64;
     g->base.caps.host_query_reset = 1;
     g->base.caps.calibrated_clock = 1;

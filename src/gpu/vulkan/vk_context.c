@@ -5,6 +5,7 @@
 #include "gpu/vulkan/vk_context.h"
 
 #include "base/log.h"
+#include "gpu/vulkan/vk_features.h"
 #include "gpu/vulkan/vk_result.h"
 
 #include <pthread.h>
@@ -194,6 +195,8 @@ void vk_fill_info(VkPhysicalDevice pd, cubec_device_info *out)
     out->subgroup_size = sub.subgroupSize;
     out->timestamp_period_ns = l->timestampPeriod;
     out->push_descriptors = has_device_extension(pd, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
+    vk_feature_chain have;
+    out->features = vk_features_query(pd, &have);
     VkPhysicalDeviceMemoryProperties mp;
     vkGetPhysicalDeviceMemoryProperties(pd, &mp);
     for (uint32_t i = 0; i < mp.memoryHeapCount; i++)
@@ -287,7 +290,7 @@ static int monotonic_calibration(const vk_context *ctx)
     return device && monotonic;
 }
 
-static cubec_status create_device(vk_context *ctx, int allow_push)
+static cubec_status create_device(vk_context *ctx, int allow_push, uint32_t disabled_features)
 {
     uint32_t nq = 0;
     vkGetPhysicalDeviceQueueFamilyProperties(ctx->physical, &nq, NULL);
@@ -305,27 +308,21 @@ static cubec_status create_device(vk_context *ctx, int allow_push)
     ctx->timestamps = qf[family].timestampValidBits > 0;
     ctx->timestamp_bits = qf[family].timestampValidBits;
 
-    VkPhysicalDeviceVulkan12Features f12 = {
-        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
-    VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2,
-                                    .pNext = &f12};
-    vkGetPhysicalDeviceFeatures2(ctx->physical, &f2);
-    if (!f12.timelineSemaphore)
+    /* The optional features: every one the device has (less those the configuration turns
+     * off), and nothing it lacks (a kernel that needs more is refused at creation). Enabling them
+     * is what lets kernels use 8- and 16-bit types in buffers and push constants without the
+     * validation layer objecting. */
+    vk_feature_chain have, want;
+    uint32_t supported = vk_features_query(ctx->physical, &have);
+    if (!have.v12.timelineSemaphore)
         return status_make(CUBEC_UNSUPPORTED, "device '%s' lacks timeline semaphores",
                            ctx->props.deviceName);
-    VkPhysicalDeviceVulkan12Features want12 = {
-        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
-        .timelineSemaphore = VK_TRUE,
-        .hostQueryReset = f12.hostQueryReset,
-        .shaderInt8 = f12.shaderInt8,
-        .shaderFloat16 = f12.shaderFloat16,
-        .storageBuffer8BitAccess = f12.storageBuffer8BitAccess,
-        .scalarBlockLayout = f12.scalarBlockLayout};
-    VkPhysicalDeviceFeatures2 want = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2,
-                                      .pNext = &want12};
-    want.features.shaderInt64 = f2.features.shaderInt64;
-    want.features.shaderFloat64 = f2.features.shaderFloat64;
-    want.features.shaderInt16 = f2.features.shaderInt16;
+    ctx->features.enabled = vk_features_mask(supported, disabled_features);
+    ctx->features.disabled = supported & ~ctx->features.enabled;
+    vk_features_want(ctx->features.enabled, &want);
+    want.v12.timelineSemaphore = VK_TRUE;
+    want.v12.hostQueryReset = have.v12.hostQueryReset;
+    want.v12.scalarBlockLayout = have.v12.scalarBlockLayout;
 
     const char *exts[4];
     uint32_t next = 0;
@@ -340,13 +337,13 @@ static cubec_status create_device(vk_context *ctx, int allow_push)
                                    .queueCount = 1,
                                    .pQueuePriorities = &prio};
     VkDeviceCreateInfo dci = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
-                              .pNext = &want,
+                              .pNext = &want.core,
                               .queueCreateInfoCount = 1,
                               .pQueueCreateInfos = &qci,
                               .enabledExtensionCount = next,
                               .ppEnabledExtensionNames = exts};
     VK_RETURN_IF_ERROR(vkCreateDevice(ctx->physical, &dci, NULL, &ctx->device), "vkCreateDevice");
-    ctx->host_query_reset = f12.hostQueryReset;
+    ctx->host_query_reset = have.v12.hostQueryReset;
     vkGetDeviceQueue(ctx->device, family, 0, &ctx->queue);
     if (push)
         ctx->push_descriptor = (PFN_vkCmdPushDescriptorSetKHR)vkGetDeviceProcAddr(
@@ -374,7 +371,7 @@ cubec_status vk_context_create(const vk_context_desc *desc, vk_context *ctx)
         ctx->device_local_heap_size = info.device_local_heap_size;
         ctx->subgroup_size = info.subgroup_size;
         ctx->unified = info.unified_memory && !desc->force_staging;
-        err = create_device(ctx, !desc->no_push_descriptors);
+        err = create_device(ctx, !desc->no_push_descriptors, desc->disabled_features);
     }
     if (!err) {
         VkMemoryPropertyFlags dl = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;

@@ -3,6 +3,7 @@
 #ifndef CUBEC_GPU_VK_CONTEXT_H
 #define CUBEC_GPU_VK_CONTEXT_H
 
+#include "base/features.h"
 #include "base/status.h"
 
 #include <stdatomic.h>
@@ -18,6 +19,7 @@ typedef struct vk_context_desc {
     /* use descriptor pools even when push descriptors exist */ /* treat unified memory as
                                                                    discrete (tests the staging
                                                                    paths) */
+    uint32_t disabled_features; /* cubec_feature bits not to enable even when present */
     void (*on_validation)(void *user, const char *message);
     void *on_validation_user;
 } vk_context_desc;
@@ -43,6 +45,7 @@ typedef struct vk_context {
     int timestamps;          /* the queue writes timestamps                             */
     uint32_t timestamp_bits; /* valid bits of a timestamp (the counter wraps there)   */
     int host_query_reset;    /* vkResetQueryPool from the host (Vulkan 1.2 feature)    */
+    feature_set features;    /* the optional shader features enabled at vkCreateDevice  */
     /* VK_EXT_calibrated_timestamps with CLOCK_MONOTONIC: maps device ticks to host time
      * exactly. NULL without it (traces then align the clocks around a submission). */
     PFN_vkGetCalibratedTimestampsEXT get_calibrated_timestamps;
@@ -61,7 +64,7 @@ uint32_t vk_find_memory_type(const vk_context *ctx, uint32_t type_bits,
 /* Enumeration without opening a device (for `cubec info`). */
 cubec_status vk_physical_count(uint32_t *out_count);
 cubec_status vk_physical_info(uint32_t index, cubec_device_info *out, uint32_t *out_default_index);
-/* Fills the public info struct from a physical device. */
+/* Fills the public info struct from a physical device (features: what the device has). */
 void vk_fill_info(VkPhysicalDevice physical, cubec_device_info *out);
 
 #endif

@@ -427,6 +427,7 @@ cubec_status vk_gpu_open(const gpu_open_desc *desc, gpu **out)
                           .validation = desc->validation,
                           .force_staging = desc->force_staging,
                           .no_push_descriptors = desc->no_push_descriptors,
+                          .disabled_features = desc->disabled_features,
                           .on_validation = desc->on_validation,
                           .on_validation_user = desc->on_validation_user};
     cubec_status err = vk_context_create(&vd, &v->vk);
@@ -437,6 +438,8 @@ cubec_status vk_gpu_open(const gpu_open_desc *desc, gpu **out)
     gpu *g = &v->base;
     g->ops = vk_ops();
     vk_fill_info(v->vk.physical, &g->info);
+    g->features = v->vk.features;
+    g->info.features = v->vk.features.enabled; /* what the device has, less what was disabled */
     g->info.push_descriptors = v->vk.push_descriptor != NULL;
     g->info.unified_memory = v->vk.unified;
     g->caps = (gpu_caps){.unified = v->vk.unified,

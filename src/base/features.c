@@ -1,0 +1,43 @@
+/* Names of the optional device features (see features.h). */
+#include "base/features.h"
+
+#include <string.h>
+#include <strings.h>
+
+typedef struct feature_entry {
+    uint32_t bit;
+    const char *name, *vulkan;
+} feature_entry;
+
+static const feature_entry features[] = {
+#define FEATURE_ENTRY(bit, name, vulkan) {(uint32_t)(bit), name, vulkan},
+    FEATURE_LIST(FEATURE_ENTRY)
+#undef FEATURE_ENTRY
+};
+
+static const feature_entry *find_bit(uint32_t bit)
+{
+    for (size_t i = 0; i < sizeof features / sizeof features[0]; i++)
+        if (features[i].bit == bit) return &features[i];
+    return NULL;
+}
+
+const char *cubec_feature_name(cubec_feature feature)
+{
+    const feature_entry *e = find_bit((uint32_t)feature);
+    return e ? e->name : "unknown";
+}
+
+const char *feature_vulkan_name(uint32_t bit)
+{
+    const feature_entry *e = find_bit(bit);
+    return e ? e->vulkan : NULL;
+}
+
+uint32_t feature_from_name(const char *name, size_t len)
+{
+    for (size_t i = 0; i < sizeof features / sizeof features[0]; i++)
+        if (strlen(features[i].name) == len && strncasecmp(features[i].name, name, len) == 0)
+            return features[i].bit;
+    return 0;
+}
