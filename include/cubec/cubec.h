@@ -34,32 +34,49 @@ extern "C" {
  * Status
  * ------------------------------------------------------------------------------------------- */
 
+/* Every status code, one row each: X(name, value, what it means). The list generates the enum and
+ * cubec_code_name; a program may expand it too (X is a macro of three arguments). */
+#define CUBEC_CODES(X)                                                                             \
+    X(CUBEC_OK, 0, "success (a NULL status)")                                                      \
+    X(CUBEC_INVALID_ARGUMENT, 1, "a bad argument: the message names it and its value")             \
+    X(CUBEC_OUT_OF_MEMORY, 2, "device or host memory exhausted, with sizes in the message")        \
+    X(CUBEC_COMPILE_FAILED, 3, "GLSL did not compile: shaderc's diagnostics follow")               \
+    X(CUBEC_INVALID_SPIRV, 4, "SPIR-V that cannot be reflected or does not fit the rules")         \
+    X(CUBEC_UNSUPPORTED, 5, "the device lacks something the call needs")                           \
+    X(CUBEC_DEVICE_LOST, 6, "the device is gone; every later call fails the same way")             \
+    X(CUBEC_NOT_FOUND, 7, "no device matches CUBEC_DEVICE / the desc")                             \
+    X(CUBEC_INTERNAL, 8, "a Vulkan call failed unexpectedly (the VkResult is named)")              \
+    X(CUBEC_NOT_READY, 9, "cubec_event_query: the work has not finished yet")                      \
+    X(CUBEC_PROFILE_INVALID, 10,                                                                   \
+      "a profile saw a launch fail or be skipped: the message says which")                         \
+    X(CUBEC_GRAPH_STATE, 11, "a graph call in the wrong state, or an operation a capture refuses")
+
 typedef enum cubec_code {
-    CUBEC_OK = 0,
-    CUBEC_INVALID_ARGUMENT = 1, /* a bad argument: the message names it and its value       */
-    CUBEC_OUT_OF_MEMORY = 2,    /* device or host memory exhausted, with sizes in the message */
-    CUBEC_COMPILE_FAILED = 3,   /* GLSL did not compile: shaderc's diagnostics follow        */
-    CUBEC_INVALID_SPIRV = 4,    /* SPIR-V that cannot be reflected or does not fit the rules */
-    CUBEC_UNSUPPORTED = 5,      /* the device lacks something the call needs                 */
-    CUBEC_DEVICE_LOST = 6,      /* the device is gone; every later call fails the same way   */
-    CUBEC_NOT_FOUND = 7,        /* no device matches CUBEC_DEVICE / the desc                 */
-    CUBEC_INTERNAL = 8,         /* a Vulkan call failed unexpectedly (the VkResult is named) */
-    CUBEC_NOT_READY = 9,        /* cubec_event_query: the work has not finished yet          */
-    CUBEC_PROFILE_INVALID =
-        10,                 /* a profile saw a launch fail or be skipped: the message says which */
-    CUBEC_GRAPH_STATE = 11, /* a graph call in the wrong state, or an operation a capture refuses */
+#define CUBEC_CODE_ENUMERATOR_(name, value, description) name = value,
+    CUBEC_CODES(CUBEC_CODE_ENUMERATOR_)
+#undef CUBEC_CODE_ENUMERATOR_
 } cubec_code;
 
-/* Fault injection (docs/errors.md): the kinds of fallible calls cubec counts. */
+/* Fault injection (docs/errors.md): the kinds of fallible calls cubec counts, one row each:
+ * X(enumerator, name in CUBEC_FAULT and cubec_fault_kind_name, the call counted). The enumerators
+ * are numbered from 0 in this order. */
+#define CUBEC_FAULT_KINDS(X)                                                                       \
+    X(CUBEC_FAULT_PAGE, "page", "allocating a page of device memory")                              \
+    X(CUBEC_FAULT_COMPILE, "compile", "compiling GLSL to SPIR-V")                                  \
+    X(CUBEC_FAULT_PIPELINE, "pipeline", "creating a compute pipeline")                             \
+    X(CUBEC_FAULT_SUBMIT, "submit", "submitting a command buffer")                                 \
+    X(CUBEC_FAULT_MAP, "map", "mapping host-visible memory (staging)")                             \
+    X(CUBEC_FAULT_WAIT, "wait", "waiting on the timeline (a failure is a lost device)")
+
+/* Left as written: clang-format would indent the count as if it continued the list. */
+/* clang-format off */
 typedef enum cubec_fault_kind {
-    CUBEC_FAULT_PAGE = 0,     /* allocating a page of device memory                         */
-    CUBEC_FAULT_COMPILE = 1,  /* compiling GLSL to SPIR-V                                   */
-    CUBEC_FAULT_PIPELINE = 2, /* creating a compute pipeline                                */
-    CUBEC_FAULT_SUBMIT = 3,   /* submitting a command buffer                                */
-    CUBEC_FAULT_MAP = 4,      /* mapping host-visible memory (staging)                      */
-    CUBEC_FAULT_WAIT = 5,     /* waiting on the timeline (a failure is a lost device)       */
-    CUBEC_FAULT_KIND_COUNT = 6,
+#define CUBEC_FAULT_KIND_ENUMERATOR_(name, text, description) name,
+    CUBEC_FAULT_KINDS(CUBEC_FAULT_KIND_ENUMERATOR_)
+#undef CUBEC_FAULT_KIND_ENUMERATOR_
+    CUBEC_FAULT_KIND_COUNT /* the number of kinds, not a kind */
 } cubec_fault_kind;
+/* clang-format on */
 
 typedef struct cubec_status_s *cubec_status;
 
@@ -67,7 +84,8 @@ typedef struct cubec_status_s *cubec_status;
 cubec_code cubec_status_code(cubec_status status);
 /* The message; "ok" for NULL. Valid until the status is freed. */
 const char *cubec_status_message(cubec_status status);
-/* The name of a code, e.g. "CUBEC_OUT_OF_MEMORY". */
+/* The name of a code, e.g. "CUBEC_OUT_OF_MEMORY"; "CUBEC_UNKNOWN_CODE" for a value not in
+ * CUBEC_CODES. */
 const char *cubec_code_name(cubec_code code);
 /* Frees a status; NULL is accepted. */
 void cubec_status_free(cubec_status status);
@@ -327,11 +345,13 @@ cubec_status cubec_sync_check(cubec_device *device, cubec_stream stream,
                               const cubec_buffer *buffers, uint32_t count);
 
 /* Fails the `nth` next fallible call of `kind` (1 = the next one); 0 disarms. Also set by the
- * environment: CUBEC_FAULT=kind:n[,kind:n...] with kinds page, compile, pipeline, submit, map,
- * wait. */
+ * environment: CUBEC_FAULT=kind:n[,kind:n...] with the kinds' names (cubec_fault_kind_name). */
 cubec_status cubec_fault_inject(cubec_device *device, cubec_fault_kind kind, uint64_t nth);
 /* How many fallible calls of each kind the device made so far. */
 cubec_status cubec_fault_counts(cubec_device *device, uint64_t out_counts[CUBEC_FAULT_KIND_COUNT]);
+/* The name of a kind as CUBEC_FAULT spells it, e.g. "page" for CUBEC_FAULT_PAGE; "unknown" for a
+ * value that is not a kind. */
+const char *cubec_fault_kind_name(cubec_fault_kind kind);
 
 /* ---------------------------------------------------------------------------------------------
  * Graphs (docs/graphs.md)

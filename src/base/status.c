@@ -76,21 +76,14 @@ void cubec_status_free(cubec_status status)
     free(status);
 }
 
+/* A switch rather than a table: a value listed twice in CUBEC_CODES does not compile. */
 const char *cubec_code_name(cubec_code code)
 {
     switch (code) {
-    case CUBEC_OK: return "CUBEC_OK";
-    case CUBEC_INVALID_ARGUMENT: return "CUBEC_INVALID_ARGUMENT";
-    case CUBEC_OUT_OF_MEMORY: return "CUBEC_OUT_OF_MEMORY";
-    case CUBEC_COMPILE_FAILED: return "CUBEC_COMPILE_FAILED";
-    case CUBEC_INVALID_SPIRV: return "CUBEC_INVALID_SPIRV";
-    case CUBEC_UNSUPPORTED: return "CUBEC_UNSUPPORTED";
-    case CUBEC_DEVICE_LOST: return "CUBEC_DEVICE_LOST";
-    case CUBEC_NOT_FOUND: return "CUBEC_NOT_FOUND";
-    case CUBEC_INTERNAL: return "CUBEC_INTERNAL";
-    case CUBEC_NOT_READY: return "CUBEC_NOT_READY";
-    case CUBEC_PROFILE_INVALID: return "CUBEC_PROFILE_INVALID";
-    case CUBEC_GRAPH_STATE: return "CUBEC_GRAPH_STATE";
+#define CODE_NAME(name, value, description)                                                        \
+    case name: return #name;
+        CUBEC_CODES(CODE_NAME)
+#undef CODE_NAME
     }
     return "CUBEC_UNKNOWN_CODE";
 }
