@@ -26,11 +26,12 @@ typedef struct handle_table {
 
 void handle_table_init(handle_table *t, uint16_t tag, const char *kind);
 void handle_table_free(handle_table *t);
-cubec_status handle_table_insert(handle_table *t, void *object, uint64_t *out_id);
+MUST_USE cubec_status handle_table_insert(handle_table *t, void *object, uint64_t *out_id);
 /* The object of a live id, or NULL. */
 void *handle_table_get(const handle_table *t, uint64_t id);
 /* Like get, but explains a refusal: argument name, value and why (zero, other device, stale). */
-cubec_status handle_table_lookup(const handle_table *t, uint64_t id, const char *arg, void **out);
+MUST_USE cubec_status handle_table_lookup(const handle_table *t, uint64_t id, const char *arg,
+                                          void **out);
 void handle_table_remove(handle_table *t, uint64_t id);
 
 #endif

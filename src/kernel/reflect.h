@@ -40,7 +40,7 @@ typedef struct kernel_reflection {
  * not contiguous from 0 (the missing binding is named), a binding above CUBEC_INFO_BINDING, a
  * runtime-sized or writable info buffer, both an info buffer and push constants, and a workgroup
  * size given by specialization constants. */
-cubec_status kernel_reflect(const uint32_t *words, size_t word_count, const char *entry_point,
-                            kernel_reflection *out);
+MUST_USE cubec_status kernel_reflect(const uint32_t *words, size_t word_count,
+                                     const char *entry_point, kernel_reflection *out);
 
 #endif
