@@ -2,6 +2,8 @@
  * arrays: ranges never overlap, and setting or clearing a range splits the ranges it cuts. */
 #include "failure/failure.h"
 
+#include "base/array.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -101,13 +103,8 @@ failure *taint_find(const taint_map *m, uint64_t offset, uint64_t size)
 static int push(taint_map *m, uint64_t offset, uint64_t size, failure *f)
 {
     if (size == 0) return 1;
-    if (m->count == m->cap) {
-        uint32_t cap = m->cap ? m->cap * 2 : 4;
-        taint_range *n = realloc(m->ranges, cap * sizeof *n);
-        if (!n) return 0;
-        m->ranges = n;
-        m->cap = cap;
-    }
+    if (array_grow((void **)&m->ranges, &m->cap, (uint64_t)m->count + 1, sizeof *m->ranges))
+        return 0;
     m->ranges[m->count++] = (taint_range){offset, size, failure_retain(f)};
     return 1;
 }

@@ -1,6 +1,7 @@
 /* Exclusive pool (see exclusive_pool.h for the policy). */
 #include "memory/exclusive_pool.h"
 
+#include "base/array.h"
 #include "base/status.h"
 
 #include <stdlib.h>
@@ -82,18 +83,10 @@ uint64_t exclusive_pool_page_size(const exclusive_pool *p, uint64_t size)
     return page < size ? size : page;
 }
 
+/* Grows a table of slot numbers; EXCLUSIVE_NIL is not a slot number. */
 static int grow_u32(void **array, uint32_t *cap, uint64_t want, size_t elem)
 {
-    if (want <= *cap) return 1;
-    uint64_t new_cap = *cap ? (uint64_t)*cap * 2 : 16;
-    if (new_cap < want) new_cap = want;
-    if (new_cap > EXCLUSIVE_NIL - 1) new_cap = EXCLUSIVE_NIL - 1;
-    if (new_cap < want || new_cap > SIZE_MAX / elem) return 0;
-    void *grown = realloc(*array, (size_t)new_cap * elem);
-    if (!grown) return 0;
-    *array = grown;
-    *cap = (uint32_t)new_cap;
-    return 1;
+    return array_grow_ex(array, cap, want, elem, 16, EXCLUSIVE_NIL - 1, realloc);
 }
 
 cubec_status exclusive_pool_add_page(exclusive_pool *p, const page_source *source, uint64_t size,
@@ -105,9 +98,9 @@ cubec_status exclusive_pool_add_page(exclusive_pool *p, const page_source *sourc
                            (unsigned long long)size, (unsigned long long)page_bytes);
     /* The free list gets room for every page now, so that freeing never has to allocate. */
     uint64_t slot_need = p->unused_count ? p->page_count : (uint64_t)p->page_count + 1;
-    if (!grow_u32((void **)&p->pages, &p->page_cap, slot_need, sizeof *p->pages) ||
-        !grow_u32((void **)&p->free_list, &p->free_cap, (uint64_t)p->pages_live + 1,
-                  sizeof *p->free_list))
+    if (grow_u32((void **)&p->pages, &p->page_cap, slot_need, sizeof *p->pages) ||
+        grow_u32((void **)&p->free_list, &p->free_cap, (uint64_t)p->pages_live + 1,
+                 sizeof *p->free_list))
         return status_make(CUBEC_OUT_OF_MEMORY,
                            "host out of memory growing the page table of the exclusive pool");
     void *handle = NULL;

@@ -1,6 +1,7 @@
 /* Sliced pool (see sliced_pool.h for the design). */
 #include "memory/sliced_pool.h"
 
+#include "base/array.h"
 #include "base/status.h"
 
 #include <stdlib.h>
@@ -68,30 +69,21 @@ static uint32_t bin_find_from(const sliced_pool *p, uint32_t start)
 /* ---- slot arrays -------------------------------------------------------------------------- */
 
 /* Grows a slot array so that `need` more slots can be taken without failing. Done before any
- * change, so that a host allocation failure leaves the pool as it was. */
+ * change, so that a host allocation failure leaves the pool as it was. Returns 0 on success. */
 static int grow(void **array, uint32_t *cap, uint32_t count, uint32_t unused, uint32_t need,
                 size_t elem)
 {
-    if ((uint64_t)unused + (*cap - count) >= need) return 1;
-    uint64_t want = (uint64_t)count + need;
-    uint64_t new_cap = *cap ? (uint64_t)*cap * 2 : 64;
-    if (new_cap < want) new_cap = want;
+    if ((uint64_t)unused + (*cap - count) >= need) return 0;
     /* SLICED_NIL is not a slot number. */
-    if (new_cap > SLICED_NIL - 1) new_cap = SLICED_NIL - 1;
-    if (new_cap < want || new_cap > SIZE_MAX / elem) return 0;
-    void *grown = realloc(*array, (size_t)new_cap * elem);
-    if (!grown) return 0;
-    *array = grown;
-    *cap = (uint32_t)new_cap;
-    return 1;
+    return array_grow_ex(array, cap, (uint64_t)count + need, elem, 64, SLICED_NIL - 1, realloc);
 }
 
 static cubec_status reserve_slots(sliced_pool *p, uint32_t slices, uint32_t pages)
 {
-    if (!grow((void **)&p->slices, &p->slice_cap, p->slice_count, p->slice_unused_count, slices,
-              sizeof *p->slices) ||
-        !grow((void **)&p->pages, &p->page_cap, p->page_count, p->page_unused_count, pages,
-              sizeof *p->pages))
+    if (grow((void **)&p->slices, &p->slice_cap, p->slice_count, p->slice_unused_count, slices,
+             sizeof *p->slices) ||
+        grow((void **)&p->pages, &p->page_cap, p->page_count, p->page_unused_count, pages,
+             sizeof *p->pages))
         return status_make(CUBEC_OUT_OF_MEMORY,
                            "host out of memory growing the slice table of the %llu-byte-page pool",
                            (unsigned long long)p->page_size);
