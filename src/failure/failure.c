@@ -3,9 +3,9 @@
 #include "failure/failure.h"
 
 #include "base/array.h"
+#include "base/strfmt.h"
 
 #include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,23 +31,11 @@ static failure *make(cubec_code code, char *message)
     return f;
 }
 
-static char *vformat(const char *fmt, va_list ap)
-{
-    va_list ap2;
-    va_copy(ap2, ap);
-    int n = vsnprintf(NULL, 0, fmt, ap2);
-    va_end(ap2);
-    if (n < 0) return NULL;
-    char *s = malloc((size_t)n + 1);
-    if (s) vsnprintf(s, (size_t)n + 1, fmt, ap);
-    return s;
-}
-
 failure *failure_new(cubec_code code, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    char *m = vformat(fmt, ap);
+    char *m = strfmtv(fmt, ap);
     va_end(ap);
     return make(code, m);
 }
@@ -59,7 +47,7 @@ failure *failure_chain(const failure *cause, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    char *prefix = vformat(fmt, ap);
+    char *prefix = strfmtv(fmt, ap);
     va_end(ap);
     if (!prefix) return failure_oom();
     const char *rest = cause->message;
@@ -70,9 +58,7 @@ failure *failure_chain(const failure *cause, const char *fmt, ...)
         rest += len - CHAIN_LIMIT;
         elide = "...";
     }
-    size_t n = strlen(prefix) + 2 + strlen(elide) + strlen(rest) + 1;
-    char *m = malloc(n);
-    if (m) snprintf(m, n, "%s: %s%s", prefix, elide, rest);
+    char *m = strfmt("%s: %s%s", prefix, elide, rest);
     free(prefix);
     return make(cause->code, m);
 }

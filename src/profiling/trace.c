@@ -13,6 +13,7 @@
 #include "profiling/trace.h"
 
 #include "base/array.h"
+#include "base/strfmt.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -76,10 +77,7 @@ struct trace {
 /* "cannot <action> trace file '<path>': <reason>", malloc'd (NULL when out of memory). */
 static char *format_error(const char *action, const char *path, int err)
 {
-    char *message = NULL;
-    if (asprintf(&message, "cannot %s trace file '%s': %s", action, path, strerror(err)) < 0)
-        return NULL;
-    return message;
+    return strfmt("cannot %s trace file '%s': %s", action, path, strerror(err));
 }
 
 static void set_error(char **out_error, char *message)
