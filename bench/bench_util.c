@@ -1,6 +1,7 @@
 /* Helpers shared by both sides of every figure (see bench_util.h). */
 #include "bench_util.h"
 
+#include "base/clock.h"
 #include "base/strfmt.h"
 
 #include <math.h>
@@ -8,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 /* Returned when formatting an error itself runs out of memory: an error must never read as
@@ -59,9 +59,7 @@ bench_err bench_from_status(cubec_status status, const char *call)
 
 double bench_now(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+    return (double)clock_now_ns() * 1e-9;
 }
 
 static int compare_double(const void *a, const void *b)

@@ -32,12 +32,13 @@
  * the sum of the clean run's counts. CUBEC_SWEEP_TRACE=1 prints every call. */
 #include "test_util.h"
 
+#include "base/clock.h"
+
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 /* ---------------------------------------------------------------------------------------------
  * Kernels and their CPU references
@@ -188,9 +189,7 @@ typedef struct run {
 
 static double now_s(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+    return (double)clock_now_ns() * 1e-9;
 }
 
 static const char *run_name(const run *r)
