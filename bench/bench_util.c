@@ -1,12 +1,14 @@
 /* Helpers shared by both sides of every figure (see bench_util.h). */
 #include "bench_util.h"
 
+#include "base/clock.h"
+#include "base/strfmt.h"
+
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 /* Returned when formatting an error itself runs out of memory: an error must never read as
@@ -15,15 +17,8 @@ static char bench_oom_message[] = "out of host memory while reporting an error";
 
 static bench_err vformat(const char *fmt, va_list args)
 {
-    va_list copy;
-    va_copy(copy, args);
-    int len = vsnprintf(NULL, 0, fmt, copy);
-    va_end(copy);
-    if (len < 0) return bench_oom_message;
-    char *text = malloc((size_t)len + 1);
-    if (!text) return bench_oom_message;
-    vsnprintf(text, (size_t)len + 1, fmt, args);
-    return text;
+    char *text = strfmtv(fmt, args);
+    return text ? text : bench_oom_message;
 }
 
 bench_err bench_errorf(const char *fmt, ...)
@@ -64,9 +59,7 @@ bench_err bench_from_status(cubec_status status, const char *call)
 
 double bench_now(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+    return (double)clock_now_ns() * 1e-9;
 }
 
 static int compare_double(const void *a, const void *b)

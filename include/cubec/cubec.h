@@ -31,36 +31,62 @@ extern "C" {
 #define CUBEC_VERSION_MINOR 1
 #define CUBEC_VERSION_PATCH 0
 
+/* Marks a function whose result must not be dropped: every function that returns a cubec_status
+ * carries it, since a dropped status is both a missed error and a leak. The compiler then warns
+ * about a call that ignores the result (GCC even through a cast to void). */
+#if defined(__GNUC__) || defined(__clang__)
+#define CUBEC_MUST_USE __attribute__((warn_unused_result))
+#else
+#define CUBEC_MUST_USE
+#endif
+
 /* ---------------------------------------------------------------------------------------------
  * Status
  * ------------------------------------------------------------------------------------------- */
 
+/* Every status code, one row each: X(name, value, what it means). The list generates the enum and
+ * cubec_code_name; a program may expand it too (X is a macro of three arguments). */
+#define CUBEC_CODES(X)                                                                             \
+    X(CUBEC_OK, 0, "success (a NULL status)")                                                      \
+    X(CUBEC_INVALID_ARGUMENT, 1, "a bad argument: the message names it and its value")             \
+    X(CUBEC_OUT_OF_MEMORY, 2, "device or host memory exhausted, with sizes in the message")        \
+    X(CUBEC_COMPILE_FAILED, 3, "GLSL did not compile: shaderc's diagnostics follow")               \
+    X(CUBEC_INVALID_SPIRV, 4, "SPIR-V that cannot be reflected or does not fit the rules")         \
+    X(CUBEC_UNSUPPORTED, 5, "the device lacks something the call needs")                           \
+    X(CUBEC_DEVICE_LOST, 6, "the device is gone; every later call fails the same way")             \
+    X(CUBEC_NOT_FOUND, 7, "no device matches CUBEC_DEVICE / the desc")                             \
+    X(CUBEC_INTERNAL, 8, "a Vulkan call failed unexpectedly (the VkResult is named)")              \
+    X(CUBEC_NOT_READY, 9, "cubec_event_query: the work has not finished yet")                      \
+    X(CUBEC_PROFILE_INVALID, 10,                                                                   \
+      "a profile saw a launch fail or be skipped: the message says which")                         \
+    X(CUBEC_GRAPH_STATE, 11, "a graph call in the wrong state, or an operation a capture refuses")
+
 typedef enum cubec_code {
-    CUBEC_OK = 0,
-    CUBEC_INVALID_ARGUMENT = 1, /* a bad argument: the message names it and its value       */
-    CUBEC_OUT_OF_MEMORY = 2,    /* device or host memory exhausted, with sizes in the message */
-    CUBEC_COMPILE_FAILED = 3,   /* GLSL did not compile: shaderc's diagnostics follow        */
-    CUBEC_INVALID_SPIRV = 4,    /* SPIR-V that cannot be reflected or does not fit the rules */
-    CUBEC_UNSUPPORTED = 5,      /* the device lacks something the call needs                 */
-    CUBEC_DEVICE_LOST = 6,      /* the device is gone; every later call fails the same way   */
-    CUBEC_NOT_FOUND = 7,        /* no device matches CUBEC_DEVICE / the desc                 */
-    CUBEC_INTERNAL = 8,         /* a Vulkan call failed unexpectedly (the VkResult is named) */
-    CUBEC_NOT_READY = 9,        /* cubec_event_query: the work has not finished yet          */
-    CUBEC_PROFILE_INVALID =
-        10,                 /* a profile saw a launch fail or be skipped: the message says which */
-    CUBEC_GRAPH_STATE = 11, /* a graph call in the wrong state, or an operation a capture refuses */
+#define CUBEC_CODE_ENUMERATOR_(name, value, description) name = value,
+    CUBEC_CODES(CUBEC_CODE_ENUMERATOR_)
+#undef CUBEC_CODE_ENUMERATOR_
 } cubec_code;
 
-/* Fault injection (docs/errors.md): the kinds of fallible calls cubec counts. */
+/* Fault injection (docs/errors.md): the kinds of fallible calls cubec counts, one row each:
+ * X(enumerator, name in CUBEC_FAULT and cubec_fault_kind_name, the call counted). The enumerators
+ * are numbered from 0 in this order. */
+#define CUBEC_FAULT_KINDS(X)                                                                       \
+    X(CUBEC_FAULT_PAGE, "page", "allocating a page of device memory")                              \
+    X(CUBEC_FAULT_COMPILE, "compile", "compiling GLSL to SPIR-V")                                  \
+    X(CUBEC_FAULT_PIPELINE, "pipeline", "creating a compute pipeline")                             \
+    X(CUBEC_FAULT_SUBMIT, "submit", "submitting a command buffer")                                 \
+    X(CUBEC_FAULT_MAP, "map", "mapping host-visible memory (staging)")                             \
+    X(CUBEC_FAULT_WAIT, "wait", "waiting on the timeline (a failure is a lost device)")
+
+/* Left as written: clang-format would indent the count as if it continued the list. */
+/* clang-format off */
 typedef enum cubec_fault_kind {
-    CUBEC_FAULT_PAGE = 0,     /* allocating a page of device memory                         */
-    CUBEC_FAULT_COMPILE = 1,  /* compiling GLSL to SPIR-V                                   */
-    CUBEC_FAULT_PIPELINE = 2, /* creating a compute pipeline                                */
-    CUBEC_FAULT_SUBMIT = 3,   /* submitting a command buffer                                */
-    CUBEC_FAULT_MAP = 4,      /* mapping host-visible memory (staging)                      */
-    CUBEC_FAULT_WAIT = 5,     /* waiting on the timeline (a failure is a lost device)       */
-    CUBEC_FAULT_KIND_COUNT = 6,
+#define CUBEC_FAULT_KIND_ENUMERATOR_(name, text, description) name,
+    CUBEC_FAULT_KINDS(CUBEC_FAULT_KIND_ENUMERATOR_)
+#undef CUBEC_FAULT_KIND_ENUMERATOR_
+    CUBEC_FAULT_KIND_COUNT /* the number of kinds, not a kind */
 } cubec_fault_kind;
+/* clang-format on */
 
 typedef struct cubec_status_s *cubec_status;
 
@@ -68,7 +94,8 @@ typedef struct cubec_status_s *cubec_status;
 cubec_code cubec_status_code(cubec_status status);
 /* The message; "ok" for NULL. Valid until the status is freed. */
 const char *cubec_status_message(cubec_status status);
-/* The name of a code, e.g. "CUBEC_OUT_OF_MEMORY". */
+/* The name of a code, e.g. "CUBEC_OUT_OF_MEMORY"; "CUBEC_UNKNOWN_CODE" for a value not in
+ * CUBEC_CODES. */
 const char *cubec_code_name(cubec_code code);
 /* Frees a status; NULL is accepted. */
 void cubec_status_free(cubec_status status);
@@ -172,13 +199,15 @@ typedef struct cubec_device_info {
 } cubec_device_info;
 
 /* Opens a device. `desc` may be NULL (defaults). */
-cubec_status cubec_device_open(const cubec_device_desc *desc, cubec_device **out_device);
+CUBEC_MUST_USE cubec_status cubec_device_open(const cubec_device_desc *desc,
+                                              cubec_device **out_device);
 /* Waits for all queued work, frees every buffer, kernel and Vulkan object. NULL is accepted. */
 void cubec_device_close(cubec_device *device);
-cubec_status cubec_device_get_info(cubec_device *device, cubec_device_info *out_info);
+CUBEC_MUST_USE cubec_status cubec_device_get_info(cubec_device *device,
+                                                  cubec_device_info *out_info);
 /* Number of Vulkan devices present, and the info of one of them without opening it. */
-cubec_status cubec_device_count(uint32_t *out_count);
-cubec_status cubec_device_peek(uint32_t index, cubec_device_info *out_info);
+CUBEC_MUST_USE cubec_status cubec_device_count(uint32_t *out_count);
+CUBEC_MUST_USE cubec_status cubec_device_peek(uint32_t index, cubec_device_info *out_info);
 
 /* ---------------------------------------------------------------------------------------------
  * Streams
@@ -205,9 +234,9 @@ typedef uint64_t cubec_stream;
 #define CUBEC_STREAM_CURRENT ((cubec_stream)0)
 
 /* A new stream of this device, distinct from every other stream. */
-cubec_status cubec_stream_new(cubec_device *device, cubec_stream *out_stream);
+CUBEC_MUST_USE cubec_status cubec_stream_new(cubec_device *device, cubec_stream *out_stream);
 /* The id the calling thread's current stream resolves to (for logs and comparisons). */
-cubec_status cubec_stream_current(cubec_device *device, cubec_stream *out_stream);
+CUBEC_MUST_USE cubec_status cubec_stream_current(cubec_device *device, cubec_stream *out_stream);
 
 /* ---------------------------------------------------------------------------------------------
  * Buffers
@@ -225,20 +254,23 @@ typedef struct cubec_buffer {
 } cubec_buffer;
 
 /* Creates a buffer of `size` bytes from the pools of `stream`, which owns it. */
-cubec_status cubec_buffer_create(cubec_device *device, cubec_stream stream, uint64_t size,
-                                 cubec_buffer *out_buffer);
+CUBEC_MUST_USE cubec_status cubec_buffer_create(cubec_device *device, cubec_stream stream,
+                                                uint64_t size, cubec_buffer *out_buffer);
 /* Creates a buffer of `size` bytes holding a copy of `data`. */
-cubec_status cubec_buffer_from(cubec_device *device, cubec_stream stream, const void *data,
-                               uint64_t size, cubec_buffer *out_buffer);
+CUBEC_MUST_USE cubec_status cubec_buffer_from(cubec_device *device, cubec_stream stream,
+                                              const void *data, uint64_t size,
+                                              cubec_buffer *out_buffer);
 /* A view of bytes [offset, offset+size) of `buffer` (or of a view: offsets add up). The offset
  * must be a multiple of the device's storage_offset_alignment (cubec_device_info), so that the
  * view can be bound to kernels. */
-cubec_status cubec_buffer_view(cubec_device *device, cubec_buffer buffer, uint64_t offset,
-                               uint64_t size, cubec_buffer *out_view);
-cubec_status cubec_buffer_size(cubec_device *device, cubec_buffer buffer, uint64_t *out_size);
-cubec_status cubec_buffer_retain(cubec_device *device, cubec_buffer buffer);
+CUBEC_MUST_USE cubec_status cubec_buffer_view(cubec_device *device, cubec_buffer buffer,
+                                              uint64_t offset, uint64_t size,
+                                              cubec_buffer *out_view);
+CUBEC_MUST_USE cubec_status cubec_buffer_size(cubec_device *device, cubec_buffer buffer,
+                                              uint64_t *out_size);
+CUBEC_MUST_USE cubec_status cubec_buffer_retain(cubec_device *device, cubec_buffer buffer);
 /* Drops one reference; a zero handle is accepted. Returns an error for a stale handle. */
-cubec_status cubec_buffer_release(cubec_device *device, cubec_buffer buffer);
+CUBEC_MUST_USE cubec_status cubec_buffer_release(cubec_device *device, cubec_buffer buffer);
 
 /* ---------------------------------------------------------------------------------------------
  * Transfers. Offsets and sizes are in bytes within the buffer; offset+size must fit.
@@ -246,32 +278,34 @@ cubec_status cubec_buffer_release(cubec_device *device, cubec_buffer buffer);
 
 /* Copies host memory into the buffer, after all earlier work on the stream that uses it. The
  * host memory may be reused as soon as the call returns. */
-cubec_status cubec_write(cubec_device *device, cubec_stream stream, cubec_buffer dst,
-                         uint64_t offset, const void *src, uint64_t size);
+CUBEC_MUST_USE cubec_status cubec_write(cubec_device *device, cubec_stream stream, cubec_buffer dst,
+                                        uint64_t offset, const void *src, uint64_t size);
 /* Copies buffer bytes to host memory after all earlier work on the stream; blocks. */
-cubec_status cubec_read(cubec_device *device, cubec_stream stream, cubec_buffer src,
-                        uint64_t offset, void *dst, uint64_t size);
+CUBEC_MUST_USE cubec_status cubec_read(cubec_device *device, cubec_stream stream, cubec_buffer src,
+                                       uint64_t offset, void *dst, uint64_t size);
 
 /* A wait object for asynchronous work. */
 typedef struct cubec_event_s cubec_event;
 /* Starts a read; the bytes land in `dst` when cubec_event_wait returns success. `dst` must stay
  * valid until then. The source buffer is kept alive by the event. */
-cubec_status cubec_read_async(cubec_device *device, cubec_stream stream, cubec_buffer src,
-                              uint64_t offset, void *dst, uint64_t size, cubec_event **out_event);
+CUBEC_MUST_USE cubec_status cubec_read_async(cubec_device *device, cubec_stream stream,
+                                             cubec_buffer src, uint64_t offset, void *dst,
+                                             uint64_t size, cubec_event **out_event);
 /* Blocks until the event's work is done and returns its outcome. */
-cubec_status cubec_event_wait(cubec_event *event);
+CUBEC_MUST_USE cubec_status cubec_event_wait(cubec_event *event);
 /* NULL when done (and successful), CUBEC_NOT_READY while pending, or the failure. */
-cubec_status cubec_event_query(cubec_event *event);
+CUBEC_MUST_USE cubec_status cubec_event_query(cubec_event *event);
 /* Frees an event, waiting for its work first if needed. NULL is accepted. */
 void cubec_event_free(cubec_event *event);
 
 /* Device-to-device copy of `size` bytes (run as a compute kernel: faster than the copy engine).
  * Source and destination ranges must not overlap when they are the same memory. */
-cubec_status cubec_copy(cubec_device *device, cubec_stream stream, cubec_buffer src,
-                        uint64_t src_offset, cubec_buffer dst, uint64_t dst_offset, uint64_t size);
+CUBEC_MUST_USE cubec_status cubec_copy(cubec_device *device, cubec_stream stream, cubec_buffer src,
+                                       uint64_t src_offset, cubec_buffer dst, uint64_t dst_offset,
+                                       uint64_t size);
 /* Fills `size` bytes (a multiple of 4) with a repeated 32-bit pattern. */
-cubec_status cubec_fill(cubec_device *device, cubec_stream stream, cubec_buffer dst,
-                        uint64_t offset, uint64_t size, uint32_t pattern);
+CUBEC_MUST_USE cubec_status cubec_fill(cubec_device *device, cubec_stream stream, cubec_buffer dst,
+                                       uint64_t offset, uint64_t size, uint32_t pattern);
 
 /* ---------------------------------------------------------------------------------------------
  * Kernels
@@ -323,12 +357,12 @@ typedef struct cubec_kernel_info {
     uint32_t workgroup_size[3];
 } cubec_kernel_info;
 
-cubec_status cubec_kernel_create(cubec_device *device, const cubec_kernel_desc *desc,
-                                 cubec_kernel *out_kernel);
-cubec_status cubec_kernel_get_info(cubec_device *device, cubec_kernel kernel,
-                                   cubec_kernel_info *out_info);
+CUBEC_MUST_USE cubec_status cubec_kernel_create(cubec_device *device, const cubec_kernel_desc *desc,
+                                                cubec_kernel *out_kernel);
+CUBEC_MUST_USE cubec_status cubec_kernel_get_info(cubec_device *device, cubec_kernel kernel,
+                                                  cubec_kernel_info *out_info);
 /* Destroys a kernel; launches already queued still run. A zero handle is accepted. */
-cubec_status cubec_kernel_destroy(cubec_device *device, cubec_kernel kernel);
+CUBEC_MUST_USE cubec_status cubec_kernel_destroy(cubec_device *device, cubec_kernel kernel);
 
 /* ---------------------------------------------------------------------------------------------
  * Launches
@@ -349,11 +383,12 @@ typedef struct cubec_launch_desc {
 } cubec_launch_desc;
 
 /* Queues a launch on the stream. Never blocks on the GPU; allocates nothing when warm. */
-cubec_status cubec_launch(cubec_device *device, cubec_stream stream, const cubec_launch_desc *desc);
+CUBEC_MUST_USE cubec_status cubec_launch(cubec_device *device, cubec_stream stream,
+                                         const cubec_launch_desc *desc);
 /* Submits the stream's recorded work to the GPU without waiting. */
-cubec_status cubec_flush(cubec_device *device, cubec_stream stream);
+CUBEC_MUST_USE cubec_status cubec_flush(cubec_device *device, cubec_stream stream);
 /* Submits and waits for all work on the stream. */
-cubec_status cubec_sync(cubec_device *device, cubec_stream stream);
+CUBEC_MUST_USE cubec_status cubec_sync(cubec_device *device, cubec_stream stream);
 
 /* ---------------------------------------------------------------------------------------------
  * Failures on memory (docs/errors.md)
@@ -368,17 +403,22 @@ cubec_status cubec_sync(cubec_device *device, cubec_stream stream);
 /* NULL when every byte of every buffer was written by the work queued for it (after submitting
  * what is queued for them); otherwise the failure of the first buffer that carries one. Does not
  * wait for the GPU. */
-cubec_status cubec_check(cubec_device *device, const cubec_buffer *buffers, uint32_t count);
+CUBEC_MUST_USE cubec_status cubec_check(cubec_device *device, const cubec_buffer *buffers,
+                                        uint32_t count);
 /* cubec_sync of the stream, then cubec_check of the buffers. */
-cubec_status cubec_sync_check(cubec_device *device, cubec_stream stream,
-                              const cubec_buffer *buffers, uint32_t count);
+CUBEC_MUST_USE cubec_status cubec_sync_check(cubec_device *device, cubec_stream stream,
+                                             const cubec_buffer *buffers, uint32_t count);
 
 /* Fails the `nth` next fallible call of `kind` (1 = the next one); 0 disarms. Also set by the
- * environment: CUBEC_FAULT=kind:n[,kind:n...] with kinds page, compile, pipeline, submit, map,
- * wait. */
-cubec_status cubec_fault_inject(cubec_device *device, cubec_fault_kind kind, uint64_t nth);
+ * environment: CUBEC_FAULT=kind:n[,kind:n...] with the kinds' names (cubec_fault_kind_name). */
+CUBEC_MUST_USE cubec_status cubec_fault_inject(cubec_device *device, cubec_fault_kind kind,
+                                               uint64_t nth);
 /* How many fallible calls of each kind the device made so far. */
-cubec_status cubec_fault_counts(cubec_device *device, uint64_t out_counts[CUBEC_FAULT_KIND_COUNT]);
+CUBEC_MUST_USE cubec_status cubec_fault_counts(cubec_device *device,
+                                               uint64_t out_counts[CUBEC_FAULT_KIND_COUNT]);
+/* The name of a kind as CUBEC_FAULT spells it, e.g. "page" for CUBEC_FAULT_PAGE; "unknown" for a
+ * value that is not a kind. */
+const char *cubec_fault_kind_name(cubec_fault_kind kind);
 
 /* ---------------------------------------------------------------------------------------------
  * Graphs (docs/graphs.md)
@@ -421,18 +461,21 @@ typedef struct cubec_graph {
 } cubec_graph;
 
 /* Drains the stream and reserves its slot for a capture. Run the warm-up after it. */
-cubec_status cubec_graph_prepare(cubec_device *device, cubec_stream stream);
+CUBEC_MUST_USE cubec_status cubec_graph_prepare(cubec_device *device, cubec_stream stream);
 /* Submits the warm-up (its failure is returned here, the preparation dropped: prepare again) and
  * starts recording the stream's launches. */
-cubec_status cubec_graph_begin(cubec_device *device, cubec_stream stream);
+CUBEC_MUST_USE cubec_status cubec_graph_begin(cubec_device *device, cubec_stream stream);
 /* Stops recording and returns the graph. Fails when the capture was doomed or belongs to
  * another stream; the stream is usable again either way. */
-cubec_status cubec_graph_end(cubec_device *device, cubec_stream stream, cubec_graph *out_graph);
+CUBEC_MUST_USE cubec_status cubec_graph_end(cubec_device *device, cubec_stream stream,
+                                            cubec_graph *out_graph);
 /* Submits the graph's launches once, after the work queued on `stream`. Does not wait. */
-cubec_status cubec_graph_replay(cubec_device *device, cubec_stream stream, cubec_graph graph);
+CUBEC_MUST_USE cubec_status cubec_graph_replay(cubec_device *device, cubec_stream stream,
+                                               cubec_graph graph);
 /* Waits for the graph's running replays, then frees it and what it holds. A destroyed or zero
  * graph is accepted (nothing happens). */
-cubec_status cubec_graph_destroy(cubec_device *device, cubec_stream stream, cubec_graph graph);
+CUBEC_MUST_USE cubec_status cubec_graph_destroy(cubec_device *device, cubec_stream stream,
+                                                cubec_graph graph);
 
 /* ---------------------------------------------------------------------------------------------
  * Profiling (docs/profiling.md)
@@ -464,17 +507,18 @@ typedef struct cubec_profile_result {
 
 /* Starts a profile of the work queued on `stream` from now on. Does not wait for the GPU with
  * Device timing (System timing syncs the stream). */
-cubec_status cubec_profile_begin(cubec_device *device, cubec_stream stream,
-                                 cubec_profile *out_profile);
+CUBEC_MUST_USE cubec_status cubec_profile_begin(cubec_device *device, cubec_stream stream,
+                                                cubec_profile *out_profile);
 /* Ends it: submits the stream's work, waits for it, and returns the time between begin and end.
  * The token is consumed, also on error. `stream` must be the one the profile began on. */
-cubec_status cubec_profile_end(cubec_device *device, cubec_stream stream, cubec_profile profile,
-                               cubec_profile_result *out_result);
+CUBEC_MUST_USE cubec_status cubec_profile_end(cubec_device *device, cubec_stream stream,
+                                              cubec_profile profile,
+                                              cubec_profile_result *out_result);
 /* Drops a profile without measuring, waiting or submitting anything. */
-cubec_status cubec_profile_abandon(cubec_device *device, cubec_stream stream,
-                                   cubec_profile profile);
+CUBEC_MUST_USE cubec_status cubec_profile_abandon(cubec_device *device, cubec_stream stream,
+                                                  cubec_profile profile);
 /* The method profiles of this device use. */
-cubec_status cubec_profile_method(cubec_device *device, cubec_timing *out_method);
+CUBEC_MUST_USE cubec_status cubec_profile_method(cubec_device *device, cubec_timing *out_method);
 
 /* ---------------------------------------------------------------------------------------------
  * Memory
@@ -507,19 +551,19 @@ typedef struct cubec_memory_report {
     uint32_t pages;
 } cubec_memory_report;
 
-cubec_status cubec_memory_report_get(cubec_device *device, cubec_stream stream,
-                                     cubec_memory_report *out_report);
+CUBEC_MUST_USE cubec_status cubec_memory_report_get(cubec_device *device, cubec_stream stream,
+                                                    cubec_memory_report *out_report);
 /* Returns every page that holds no live allocation to the driver (waits for queued work that
  * still uses freed memory first). */
-cubec_status cubec_memory_cleanup(cubec_device *device, cubec_stream stream);
+CUBEC_MUST_USE cubec_status cubec_memory_cleanup(cubec_device *device, cubec_stream stream);
 
 /* The whole device's memory as JSON: one entry per stream slot that has allocated memory (its
  * slot number, its pools with the fields of cubec_pool_report, and the slot's totals), then the
  * runtime's own rings ("metadata", "upload", "readback") once, then the device's totals.
  * docs/api.md shows the layout. *out_json is a new string for cubec_string_free; NULL on error. */
-cubec_status cubec_memory_report_json(cubec_device *device, char **out_json);
+CUBEC_MUST_USE cubec_status cubec_memory_report_json(cubec_device *device, char **out_json);
 /* The same report as an aligned text table, for people. */
-cubec_status cubec_memory_report_table(cubec_device *device, char **out_text);
+CUBEC_MUST_USE cubec_status cubec_memory_report_table(cubec_device *device, char **out_text);
 /* Frees a string the library returned. NULL is accepted. */
 void cubec_string_free(char *s);
 

@@ -34,8 +34,9 @@ typedef struct cubec_config {
 
 /* Fills `out` from defaults, the first ini file found (CUBEC_CONFIG, ./cubec.ini,
  * $XDG_CONFIG_HOME/cubec/cubec.ini or ~/.config/cubec/cubec.ini) and the environment. */
-cubec_status config_load(cubec_config *out);
+MUST_USE cubec_status config_load(cubec_config *out);
 /* Same, from an explicit ini path (NULL: none) and without the environment: for tests. */
-cubec_status config_load_from(cubec_config *out, const char *ini_path, int use_environment);
+MUST_USE cubec_status config_load_from(cubec_config *out, const char *ini_path,
+                                       int use_environment);
 
 #endif

@@ -5,10 +5,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const names[CUBEC_FAULT_KIND_COUNT] = {"page",   "compile", "pipeline",
-                                                          "submit", "map",     "wait"};
+/* The kinds' names in enum order, and ", page, compile, ..." for messages (read from +2). Both
+ * come from CUBEC_FAULT_KINDS, so a new kind is one row there. */
+#define KIND_NAME(name, text, description) text,
+static const char *const names[CUBEC_FAULT_KIND_COUNT] = {CUBEC_FAULT_KINDS(KIND_NAME)};
+#undef KIND_NAME
+#define KIND_IN_LIST(name, text, description) ", " text
+static const char kind_list[] = "" CUBEC_FAULT_KINDS(KIND_IN_LIST);
+#undef KIND_IN_LIST
+#define KINDS (kind_list + 2)
 
-const char *fault_kind_name(cubec_fault_kind kind)
+const char *cubec_fault_kind_name(cubec_fault_kind kind)
 {
     return (unsigned)kind < CUBEC_FAULT_KIND_COUNT ? names[kind] : "unknown";
 }
@@ -18,22 +25,17 @@ cubec_status fault_parse(fault_plan *p, const char *spec)
     const char *s = spec;
     while (s && *s) {
         const char *colon = strchr(s, ':');
-        if (!colon)
-            return INVALID_ARG("CUBEC_FAULT: '%s' is not kind:n (kinds: page, compile, pipeline, "
-                               "submit, map, wait)",
-                               s);
+        if (!colon) return INVALID_ARG("CUBEC_FAULT: '%s' is not kind:n (kinds: %s)", s, KINDS);
         int kind = -1;
         for (int k = 0; k < CUBEC_FAULT_KIND_COUNT; k++)
             if (strlen(names[k]) == (size_t)(colon - s) && !strncmp(names[k], s, colon - s))
                 kind = k;
         if (kind < 0)
-            return INVALID_ARG("CUBEC_FAULT: unknown kind '%.*s' (kinds: page, compile, "
-                               "pipeline, submit, map, wait)",
-                               (int)(colon - s), s);
+            return INVALID_ARG("CUBEC_FAULT: unknown kind '%.*s' (kinds: %s)", (int)(colon - s), s,
+                               KINDS);
         char *end;
         unsigned long long n = strtoull(colon + 1, &end, 10);
-        if (colon[1] < '0' || colon[1] > '9' || end == colon + 1 || n == 0 ||
-            (*end && *end != ','))
+        if (colon[1] < '0' || colon[1] > '9' || end == colon + 1 || n == 0 || (*end && *end != ','))
             return INVALID_ARG("CUBEC_FAULT: '%s' needs a call number >= 1 after '%s:'", s,
                                names[kind]);
         p->fail_at[kind] = p->count[kind] + n;
@@ -44,6 +46,6 @@ cubec_status fault_parse(fault_plan *p, const char *spec)
 
 cubec_status fault_status(const fault_plan *p, cubec_fault_kind kind, cubec_code code)
 {
-    return status_make(code, "injected fault: %s call #%" PRIu64, fault_kind_name(kind),
+    return status_make(code, "injected fault: %s call #%" PRIu64, cubec_fault_kind_name(kind),
                        p->count[kind]);
 }

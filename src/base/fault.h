@@ -21,10 +21,9 @@ static inline int fault_hit(fault_plan *p, cubec_fault_kind kind)
     return p->fail_at[kind] && n == p->fail_at[kind];
 }
 
-const char *fault_kind_name(cubec_fault_kind kind);
 /* Parses "page:3,submit:1" (counted from now) into the plan. */
-cubec_status fault_parse(fault_plan *p, const char *spec);
+MUST_USE cubec_status fault_parse(fault_plan *p, const char *spec);
 /* "injected fault: <kind> #n" */
-cubec_status fault_status(const fault_plan *p, cubec_fault_kind kind, cubec_code code);
+MUST_USE cubec_status fault_status(const fault_plan *p, cubec_fault_kind kind, cubec_code code);
 
 #endif

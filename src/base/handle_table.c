@@ -2,6 +2,9 @@
  * is never issued so that a zeroed handle is always invalid. */
 #include "base/handle_table.h"
 
+#include "base/array.h"
+#include "base/assert.h"
+
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -69,17 +72,12 @@ cubec_status handle_table_insert(handle_table *t, void *object, uint64_t *out_id
         index = t->free_head;
         t->free_head = t->slots[index].next_free;
     } else {
-        if (t->count == t->capacity) {
-            uint32_t cap = t->capacity ? t->capacity * 2 : 64;
-            if (cap <= t->capacity)
-                return status_make(CUBEC_OUT_OF_MEMORY, "too many %ss", t->kind);
-            handle_slot *s = realloc(t->slots, (size_t)cap * sizeof *s);
-            if (!s)
-                return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory growing the %s table",
-                                   t->kind);
-            t->slots = s;
-            t->capacity = cap;
-        }
+        /* NO_FREE is not an index. */
+        if (t->count == NO_FREE) return status_make(CUBEC_OUT_OF_MEMORY, "too many %ss", t->kind);
+        if (array_grow_ex((void **)&t->slots, &t->capacity, (uint64_t)t->count + 1,
+                          sizeof *t->slots, 64, NO_FREE, realloc))
+            return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory growing the %s table",
+                               t->kind);
         index = t->count++;
         t->slots[index].generation = 1;
         t->slots[index].wrapped = 0;
@@ -163,5 +161,6 @@ void handle_table_remove(handle_table *t, uint64_t id)
     }
     s->next_free = t->free_head;
     t->free_head = index;
+    CUBEC_ASSERT(t->live > 0); /* the id was live */
     t->live--;
 }

@@ -40,11 +40,12 @@ void handle_tag_release(uint16_t tag);
 
 void handle_table_init(handle_table *t, uint16_t tag, const char *kind);
 void handle_table_free(handle_table *t);
-cubec_status handle_table_insert(handle_table *t, void *object, uint64_t *out_id);
+MUST_USE cubec_status handle_table_insert(handle_table *t, void *object, uint64_t *out_id);
 /* The object of a live id, or NULL. */
 void *handle_table_get(const handle_table *t, uint64_t id);
 /* Like get, but explains a refusal: CUBEC_INVALID_ARGUMENT "<arg>: <handle_table_explain>". */
-cubec_status handle_table_lookup(const handle_table *t, uint64_t id, const char *arg, void **out);
+MUST_USE cubec_status handle_table_lookup(const handle_table *t, uint64_t id, const char *arg,
+                                          void **out);
 /* Why `id` names no live object of `t`, into buf (returned): the handle is zero; stale (its object
  * was released); unknown, never issued by this device (its tag is this device's); belongs to
  * another device (its tag is another open device's); or unknown, issued by no open device. */

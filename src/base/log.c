@@ -3,6 +3,8 @@
  * disabled logging costs one load on hot paths. */
 #include "base/log.h"
 
+#include "base/clock.h"
+
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -10,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <time.h>
 
 static atomic_int current_level[LOG_SYS_COUNT] = {LOG_WARN, LOG_WARN, LOG_WARN,
                                                   LOG_WARN, LOG_WARN, LOG_WARN};
@@ -76,11 +77,11 @@ static const char *level_name(log_level level)
 
 void log_msg(log_level level, log_subsystem subsystem, const char *fmt, ...)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t now = clock_wall_ns();
     pthread_mutex_lock(&sink_lock);
     FILE *out = sink ? sink : stderr;
-    fprintf(out, "[cubec %ld.%06ld %s %s] ", (long)ts.tv_sec, ts.tv_nsec / 1000, level_name(level),
+    fprintf(out, "[cubec %ld.%06ld %s %s] ", (long)(now / 1000000000u),
+            (long)(now % 1000000000u / 1000), level_name(level),
             log_subsystem_name(subsystem) ? log_subsystem_name(subsystem) : "?");
     va_list ap;
     va_start(ap, fmt);

@@ -2,9 +2,9 @@
  * from turning into a crash; cubec_status_free knows not to free it. */
 #include "base/status.h"
 
-#include <stdio.h>
+#include "base/strfmt.h"
+
 #include <stdlib.h>
-#include <string.h>
 
 static struct cubec_status_s oom_status = {CUBEC_OUT_OF_MEMORY,
                                            (char *)"host out of memory while reporting an error"};
@@ -13,17 +13,12 @@ cubec_status status_makev(cubec_code code, const char *fmt, va_list ap)
 {
     cubec_status s = malloc(sizeof *s);
     if (!s) return &oom_status;
-    va_list ap2;
-    va_copy(ap2, ap);
-    int n = vsnprintf(NULL, 0, fmt, ap2);
-    va_end(ap2);
     s->code = code;
-    s->message = malloc(n > 0 ? (size_t)n + 1 : 1);
+    s->message = strfmtv(fmt, ap);
     if (!s->message) {
         free(s);
         return &oom_status;
     }
-    vsnprintf(s->message, (size_t)n + 1, fmt, ap);
     return s;
 }
 
@@ -39,15 +34,14 @@ cubec_status status_make(cubec_code code, const char *fmt, ...)
 cubec_status status_annotate(cubec_status status, const char *fmt, ...)
 {
     if (!status || status == &oom_status) return status;
-    char prefix[512];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(prefix, sizeof prefix, fmt, ap);
+    char *prefix = strfmtv(fmt, ap);
     va_end(ap);
-    size_t n = strlen(prefix) + 2 + strlen(status->message) + 1;
-    char *m = malloc(n);
+    /* Out of memory: the message stays without the context, which is better than losing it. */
+    char *m = prefix ? strfmt("%s: %s", prefix, status->message) : NULL;
+    free(prefix);
     if (!m) return status;
-    snprintf(m, n, "%s: %s", prefix, status->message);
     free(status->message);
     status->message = m;
     return status;
@@ -76,21 +70,14 @@ void cubec_status_free(cubec_status status)
     free(status);
 }
 
+/* A switch rather than a table: a value listed twice in CUBEC_CODES does not compile. */
 const char *cubec_code_name(cubec_code code)
 {
     switch (code) {
-    case CUBEC_OK: return "CUBEC_OK";
-    case CUBEC_INVALID_ARGUMENT: return "CUBEC_INVALID_ARGUMENT";
-    case CUBEC_OUT_OF_MEMORY: return "CUBEC_OUT_OF_MEMORY";
-    case CUBEC_COMPILE_FAILED: return "CUBEC_COMPILE_FAILED";
-    case CUBEC_INVALID_SPIRV: return "CUBEC_INVALID_SPIRV";
-    case CUBEC_UNSUPPORTED: return "CUBEC_UNSUPPORTED";
-    case CUBEC_DEVICE_LOST: return "CUBEC_DEVICE_LOST";
-    case CUBEC_NOT_FOUND: return "CUBEC_NOT_FOUND";
-    case CUBEC_INTERNAL: return "CUBEC_INTERNAL";
-    case CUBEC_NOT_READY: return "CUBEC_NOT_READY";
-    case CUBEC_PROFILE_INVALID: return "CUBEC_PROFILE_INVALID";
-    case CUBEC_GRAPH_STATE: return "CUBEC_GRAPH_STATE";
+#define CODE_NAME(name, value, description)                                                        \
+    case name: return #name;
+        CUBEC_CODES(CODE_NAME)
+#undef CODE_NAME
     }
     return "CUBEC_UNKNOWN_CODE";
 }

@@ -8,20 +8,24 @@
 
 #include <stdarg.h>
 
+/* CUBEC_MUST_USE for internal functions: every function declared in a header that returns a
+ * cubec_status carries it. */
+#define MUST_USE CUBEC_MUST_USE
+
 struct cubec_status_s {
     cubec_code code;
     char *message;
 };
 
 /* Makes an error. Never returns NULL: if the host is out of memory a static status is used. */
-cubec_status status_make(cubec_code code, const char *fmt, ...)
+MUST_USE cubec_status status_make(cubec_code code, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-cubec_status status_makev(cubec_code code, const char *fmt, va_list ap);
+MUST_USE cubec_status status_makev(cubec_code code, const char *fmt, va_list ap);
 /* Prefixes context to an error: "<context>: <old message>". NULL passes through. */
-cubec_status status_annotate(cubec_status status, const char *fmt, ...)
+MUST_USE cubec_status status_annotate(cubec_status status, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* A deep copy (for errors handed to several waiters). NULL passes through. */
-cubec_status status_clone(cubec_status status);
+MUST_USE cubec_status status_clone(cubec_status status);
 
 #define RETURN_IF_ERROR(expr)                                                                      \
     do {                                                                                           \

@@ -19,7 +19,7 @@
 /* Wraps one shaderc_compiler_t; the caller serializes its use. */
 typedef struct glsl_compiler glsl_compiler;
 
-cubec_status glsl_compiler_create(glsl_compiler **out_compiler);
+MUST_USE cubec_status glsl_compiler_create(glsl_compiler **out_compiler);
 /* NULL is accepted. */
 void glsl_compiler_destroy(glsl_compiler *compiler);
 
@@ -34,9 +34,10 @@ void glsl_compiler_destroy(glsl_compiler *compiler);
  * Errors: CUBEC_INVALID_ARGUMENT naming a bad argument; CUBEC_COMPILE_FAILED with
  * "kernel '<name>': GLSL compilation failed:\n<shaderc's line-numbered diagnostics>".
  * On success *out_words is malloc'ed (free() it) and holds *out_word_count words. */
-cubec_status glsl_compile(glsl_compiler *compiler, const char *name, const char *source,
-                          const cubec_define *defines, uint32_t define_count,
-                          const char *entry_point, int optimize, int info_in_push_constants,
-                          uint32_t **out_words, size_t *out_word_count);
+MUST_USE cubec_status glsl_compile(glsl_compiler *compiler, const char *name, const char *source,
+                                   const cubec_define *defines, uint32_t define_count,
+                                   const char *entry_point, int optimize,
+                                   int info_in_push_constants, uint32_t **out_words,
+                                   size_t *out_word_count);
 
 #endif

@@ -46,7 +46,7 @@ typedef struct kernel_reflection {
  * runtime-sized or writable info buffer, both an info buffer and push constants, and a workgroup
  * size given by specialization constants. CUBEC_UNSUPPORTED for a module declaring more than
  * KERNEL_MAX_CAPABILITIES capabilities. */
-cubec_status kernel_reflect(const uint32_t *words, size_t word_count, const char *entry_point,
-                            kernel_reflection *out);
+MUST_USE cubec_status kernel_reflect(const uint32_t *words, size_t word_count,
+                                     const char *entry_point, kernel_reflection *out);
 
 #endif

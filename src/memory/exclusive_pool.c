@@ -1,6 +1,8 @@
 /* Exclusive pool (see exclusive_pool.h for the policy). */
 #include "memory/exclusive_pool.h"
 
+#include "base/array.h"
+#include "base/assert.h"
 #include "base/status.h"
 
 #include <stdlib.h>
@@ -82,18 +84,10 @@ uint64_t exclusive_pool_page_size(const exclusive_pool *p, uint64_t size)
     return page < size ? size : page;
 }
 
+/* Grows a table of slot numbers; EXCLUSIVE_NIL is not a slot number. */
 static int grow_u32(void **array, uint32_t *cap, uint64_t want, size_t elem)
 {
-    if (want <= *cap) return 1;
-    uint64_t new_cap = *cap ? (uint64_t)*cap * 2 : 16;
-    if (new_cap < want) new_cap = want;
-    if (new_cap > EXCLUSIVE_NIL - 1) new_cap = EXCLUSIVE_NIL - 1;
-    if (new_cap < want || new_cap > SIZE_MAX / elem) return 0;
-    void *grown = realloc(*array, (size_t)new_cap * elem);
-    if (!grown) return 0;
-    *array = grown;
-    *cap = (uint32_t)new_cap;
-    return 1;
+    return array_grow_ex(array, cap, want, elem, 16, EXCLUSIVE_NIL - 1, realloc);
 }
 
 cubec_status exclusive_pool_add_page(exclusive_pool *p, const page_source *source, uint64_t size,
@@ -105,9 +99,9 @@ cubec_status exclusive_pool_add_page(exclusive_pool *p, const page_source *sourc
                            (unsigned long long)size, (unsigned long long)page_bytes);
     /* The free list gets room for every page now, so that freeing never has to allocate. */
     uint64_t slot_need = p->unused_count ? p->page_count : (uint64_t)p->page_count + 1;
-    if (!grow_u32((void **)&p->pages, &p->page_cap, slot_need, sizeof *p->pages) ||
-        !grow_u32((void **)&p->free_list, &p->free_cap, (uint64_t)p->pages_live + 1,
-                  sizeof *p->free_list))
+    if (grow_u32((void **)&p->pages, &p->page_cap, slot_need, sizeof *p->pages) ||
+        grow_u32((void **)&p->free_list, &p->free_cap, (uint64_t)p->pages_live + 1,
+                 sizeof *p->free_list))
         return status_make(CUBEC_OUT_OF_MEMORY,
                            "host out of memory growing the page table of the exclusive pool");
     void *handle = NULL;
@@ -136,6 +130,8 @@ int exclusive_pool_free(exclusive_pool *p, uint32_t slot, const void *page, uint
     exclusive_page *pg = &p->pages[slot];
     if (pg->state != EXCLUSIVE_SLOT_LIVE || pg->handle != page || pg->requested != size) return 0;
     uint64_t eff = padded(p, size);
+    /* A live page is counted in the pool's totals, and the free list has room for every page. */
+    CUBEC_ASSERT(p->allocations > 0 && p->bytes_in_use >= size && p->free_len < p->free_cap);
     p->allocations--;
     p->bytes_in_use -= size;
     p->bytes_padding -= (eff < pg->size ? eff : pg->size) - size;
@@ -163,6 +159,8 @@ uint32_t exclusive_pool_cleanup(exclusive_pool *p, const page_source *source, ui
         }
         /* The last entry moves into position i, which is looked at next. */
         unlist_free(p, slot);
+        CUBEC_ASSERT(pg->state == EXCLUSIVE_SLOT_FREE && p->pages_live > 0 &&
+                     p->bytes_reserved >= pg->size);
         source->free(source->user, pg->handle);
         p->bytes_reserved -= pg->size;
         p->pages_live--;

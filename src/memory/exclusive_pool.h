@@ -75,8 +75,8 @@ int exclusive_pool_try_reserve(exclusive_pool *p, uint64_t size, pool_slice *out
 uint64_t exclusive_pool_page_size(const exclusive_pool *p, uint64_t size);
 /* Adds a page of `page_bytes` (>= size, e.g. from exclusive_pool_page_size) holding `size`
  * bytes. On error nothing changed. */
-cubec_status exclusive_pool_add_page(exclusive_pool *p, const page_source *source, uint64_t size,
-                                     uint64_t page_bytes, pool_slice *out);
+MUST_USE cubec_status exclusive_pool_add_page(exclusive_pool *p, const page_source *source,
+                                              uint64_t size, uint64_t page_bytes, pool_slice *out);
 /* Frees the page's allocation; it stays held for reuse. Returns 0 (changing nothing) for a stale
  * or double free. */
 int exclusive_pool_free(exclusive_pool *p, uint32_t slot, const void *page, uint64_t size);

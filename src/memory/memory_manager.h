@@ -58,8 +58,8 @@ typedef struct memory_manager memory_manager;
 /* Fails with CUBEC_INVALID_ARGUMENT for a NULL config/out/source callback, an alignment that is
  * not a power of two, or a zero max_page_size / max_alloc_size; CUBEC_OUT_OF_MEMORY when the
  * host is. Allocates no page. */
-cubec_status memory_manager_create(const memory_config *config, page_source source,
-                                   memory_manager **out);
+MUST_USE cubec_status memory_manager_create(const memory_config *config, page_source source,
+                                            memory_manager **out);
 /* Frees every page through the source, live allocations or not. NULL is accepted. */
 void memory_manager_destroy(memory_manager *m);
 
@@ -70,12 +70,13 @@ void memory_manager_destroy(memory_manager *m);
  * with context. On error nothing is reserved.
  * Each call also runs the periodic cleanup's cheap check (spec 3.6: a reservation may return idle
  * exclusive pages), so page_source.free may be called from here. */
-cubec_status memory_alloc(memory_manager *m, uint64_t size, mem_alloc *out);
+MUST_USE cubec_status memory_alloc(memory_manager *m, uint64_t size, mem_alloc *out);
 /* memory_alloc with flags. MEMORY_NO_NEW_PAGE: only pages already allocated may serve the request
  * (a stream recording a graph may not change its pages, spec 3.9); without room the result is
  * CUBEC_OUT_OF_MEMORY and the caller names the rule. */
 #define MEMORY_NO_NEW_PAGE 1u
-cubec_status memory_alloc_flags(memory_manager *m, uint64_t size, uint32_t flags, mem_alloc *out);
+MUST_USE cubec_status memory_alloc_flags(memory_manager *m, uint64_t size, uint32_t flags,
+                                         mem_alloc *out);
 /* The range becomes reusable at once. A stale or repeated free (the slot no longer holds this
  * page/offset/size) is ignored. */
 void memory_free(memory_manager *m, const mem_alloc *a);

@@ -4,7 +4,7 @@
 #ifndef CUBEC_MEMORY_PAGE_SOURCE_H
 #define CUBEC_MEMORY_PAGE_SOURCE_H
 
-#include "cubec/cubec.h"
+#include "base/status.h"
 
 #include <stdint.h>
 

@@ -1,6 +1,8 @@
 /* Sliced pool (see sliced_pool.h for the design). */
 #include "memory/sliced_pool.h"
 
+#include "base/array.h"
+#include "base/assert.h"
 #include "base/status.h"
 
 #include <stdlib.h>
@@ -68,30 +70,21 @@ static uint32_t bin_find_from(const sliced_pool *p, uint32_t start)
 /* ---- slot arrays -------------------------------------------------------------------------- */
 
 /* Grows a slot array so that `need` more slots can be taken without failing. Done before any
- * change, so that a host allocation failure leaves the pool as it was. */
+ * change, so that a host allocation failure leaves the pool as it was. Returns 0 on success. */
 static int grow(void **array, uint32_t *cap, uint32_t count, uint32_t unused, uint32_t need,
                 size_t elem)
 {
-    if ((uint64_t)unused + (*cap - count) >= need) return 1;
-    uint64_t want = (uint64_t)count + need;
-    uint64_t new_cap = *cap ? (uint64_t)*cap * 2 : 64;
-    if (new_cap < want) new_cap = want;
+    if ((uint64_t)unused + (*cap - count) >= need) return 0;
     /* SLICED_NIL is not a slot number. */
-    if (new_cap > SLICED_NIL - 1) new_cap = SLICED_NIL - 1;
-    if (new_cap < want || new_cap > SIZE_MAX / elem) return 0;
-    void *grown = realloc(*array, (size_t)new_cap * elem);
-    if (!grown) return 0;
-    *array = grown;
-    *cap = (uint32_t)new_cap;
-    return 1;
+    return array_grow_ex(array, cap, (uint64_t)count + need, elem, 64, SLICED_NIL - 1, realloc);
 }
 
 static cubec_status reserve_slots(sliced_pool *p, uint32_t slices, uint32_t pages)
 {
-    if (!grow((void **)&p->slices, &p->slice_cap, p->slice_count, p->slice_unused_count, slices,
-              sizeof *p->slices) ||
-        !grow((void **)&p->pages, &p->page_cap, p->page_count, p->page_unused_count, pages,
-              sizeof *p->pages))
+    if (grow((void **)&p->slices, &p->slice_cap, p->slice_count, p->slice_unused_count, slices,
+             sizeof *p->slices) ||
+        grow((void **)&p->pages, &p->page_cap, p->page_count, p->page_unused_count, pages,
+             sizeof *p->pages))
         return status_make(CUBEC_OUT_OF_MEMORY,
                            "host out of memory growing the slice table of the %llu-byte-page pool",
                            (unsigned long long)p->page_size);
@@ -195,6 +188,7 @@ static void carve(sliced_pool *p, uint32_t slot, uint64_t size, uint64_t eff, po
         bin_insert(p, rest);
     }
     sliced_slice *s = &p->slices[slot];
+    CUBEC_ASSERT(s->state == SLICED_SLOT_FREE && s->size >= eff && eff >= size);
     s->state = SLICED_SLOT_LIVE;
     s->requested = size;
     sliced_page *pg = &p->pages[s->page];
@@ -273,6 +267,9 @@ int sliced_pool_free(sliced_pool *p, uint32_t slot, const void *page, uint64_t o
         p->pages[s->page].handle != page)
         return 0;
 
+    /* A live slice is counted in its page and in the pool's totals. */
+    CUBEC_ASSERT(p->pages[s->page].live > 0 && p->allocations > 0 && p->bytes_in_use >= size &&
+                 p->bytes_padding >= s->size - size);
     p->pages[s->page].live--;
     p->allocations--;
     p->bytes_in_use -= size;
@@ -312,7 +309,10 @@ uint32_t sliced_pool_release_empty(sliced_pool *p, const page_source *source)
         if (!pg->in_use || pg->live != 0) continue;
         uint32_t slot = pg->first;
         /* With no live slice the merges leave a single free slice covering the page. */
+        CUBEC_ASSERT(p->slices[slot].size == p->page_size &&
+                     p->slices[slot].state == SLICED_SLOT_FREE);
         if (p->slices[slot].size != p->page_size) continue;
+        CUBEC_ASSERT(p->pages_live > 0);
         bin_remove(p, slot);
         put_slice(p, slot);
         source->free(source->user, pg->handle);

@@ -85,11 +85,11 @@ int sliced_pool_accepts(const sliced_pool *p, uint64_t size);
 /* Reserves `size` bytes (0 < size <= page_size) in a page already held. Sets *out_found to 1 and
  * fills *out when there was room, to 0 when there was none. Fails only when the host is out of
  * memory. */
-cubec_status sliced_pool_try_reserve(sliced_pool *p, uint64_t size, int *out_found,
-                                     pool_slice *out);
+MUST_USE cubec_status sliced_pool_try_reserve(sliced_pool *p, uint64_t size, int *out_found,
+                                              pool_slice *out);
 /* Adds a page from the source and reserves `size` bytes at its start. On error nothing changed. */
-cubec_status sliced_pool_add_page(sliced_pool *p, const page_source *source, uint64_t size,
-                                  pool_slice *out);
+MUST_USE cubec_status sliced_pool_add_page(sliced_pool *p, const page_source *source, uint64_t size,
+                                           pool_slice *out);
 /* Frees a live slice. Returns 0 (and changes nothing) when `slot` does not name a live slice of
  * `page` at `offset` holding `size` bytes: a stale or double free. */
 int sliced_pool_free(sliced_pool *p, uint32_t slot, const void *page, uint64_t offset,

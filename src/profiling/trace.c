@@ -12,6 +12,9 @@
  * the same order as if they had all been added before the first. */
 #include "profiling/trace.h"
 
+#include "base/array.h"
+#include "base/strfmt.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -53,13 +56,13 @@ struct trace {
 
     trace_event *events;
     size_t count;
-    size_t cap;
+    uint32_t cap; /* at most the limit, which fits 32 bits */
     size_t limit;
     uint64_t dropped;
 
     char *text;
     size_t text_len;
-    size_t text_cap;
+    uint32_t text_cap; /* at most TRACE_MAX_TEXT_BYTES */
 
     char *categories[TRACE_MAX_CATEGORIES];
     uint32_t category_count;
@@ -74,10 +77,7 @@ struct trace {
 /* "cannot <action> trace file '<path>': <reason>", malloc'd (NULL when out of memory). */
 static char *format_error(const char *action, const char *path, int err)
 {
-    char *message = NULL;
-    if (asprintf(&message, "cannot %s trace file '%s': %s", action, path, strerror(err)) < 0)
-        return NULL;
-    return message;
+    return strfmt("cannot %s trace file '%s': %s", action, path, strerror(err));
 }
 
 static void set_error(char **out_error, char *message)
@@ -226,29 +226,15 @@ static int category_index(trace *t, const char *category)
 
 static int reserve_events(trace *t)
 {
-    if (t->count < t->cap) return 0;
-    size_t cap = t->cap ? t->cap * 2 : 1024;
-    if (cap > t->limit) cap = t->limit;
-    trace_event *events = realloc(t->events, cap * sizeof *events);
-    if (!events) return -1;
-    t->events = events;
-    t->cap = cap;
-    return 0;
+    return array_grow_ex((void **)&t->events, &t->cap, (uint64_t)t->count + 1, sizeof *t->events,
+                         1024, (uint32_t)t->limit, realloc);
 }
 
 static int reserve_text(trace *t, size_t need)
 {
     if (need > TRACE_MAX_TEXT_BYTES - t->text_len) return -1;
-    if (t->text_len + need <= t->text_cap) return 0;
-    size_t cap = t->text_cap ? t->text_cap : 64 * 1024;
-    while (cap < t->text_len + need)
-        cap *= 2;
-    if (cap > TRACE_MAX_TEXT_BYTES) cap = TRACE_MAX_TEXT_BYTES;
-    char *text = realloc(t->text, cap);
-    if (!text) return -1;
-    t->text = text;
-    t->text_cap = cap;
-    return 0;
+    return array_grow_ex((void **)&t->text, &t->text_cap, (uint64_t)t->text_len + need, 1,
+                         64 * 1024, (uint32_t)TRACE_MAX_TEXT_BYTES, realloc);
 }
 
 static void add_event(trace *t, char ph, uint64_t track, const char *name, const char *category,

@@ -1,10 +1,11 @@
 /* The multi-stream scheduler (see scheduler.h). */
 #include "stream/scheduler.h"
 
+#include "base/array.h"
+#include "base/assert.h"
 #include "base/log.h"
 
 #include <stdio.h>
-
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,6 +34,7 @@ static void *task_at(const scheduler *s, const sched_queue *q, uint32_t i)
 /* Takes the first task of a queue (valid until the next reserve on that slot). */
 static void *pop(scheduler *s, sched_queue *q)
 {
+    CUBEC_ASSERT(q->count > 0 && q->count <= q->cap);
     void *t = task_at(s, q, 0);
     q->head = (q->head + 1) % q->cap;
     q->count--;
@@ -56,18 +58,21 @@ void sched_destroy(scheduler *s)
     memset(s, 0, sizeof *s);
 }
 
+/* Grows a full ring. The records from `head` to the old end move to the new end, so the ring
+ * stays in order without copying the rest. */
 static cubec_status grow(scheduler *s, sched_queue *q)
 {
-    uint32_t cap = q->cap ? q->cap * 2 : (s->max_tasks < 8 ? s->max_tasks + 1 : 8);
-    unsigned char *t = malloc((size_t)cap * s->task_size);
-    if (!t) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (task queue)");
-    /* Unwrap the ring into the new storage. */
-    for (uint32_t i = 0; i < q->count; i++)
-        memcpy(t + (size_t)i * s->task_size, task_at(s, q, i), s->task_size);
-    free(q->tasks);
-    q->tasks = t;
-    q->cap = cap;
-    q->head = 0;
+    uint32_t old_cap = q->cap;
+    uint32_t first = s->max_tasks < 8 ? s->max_tasks + 1 : 8;
+    if (array_grow_ex((void **)&q->tasks, &q->cap, (uint64_t)q->count + 1, s->task_size, first,
+                      UINT32_MAX, realloc))
+        return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (task queue)");
+    if (q->head) {
+        uint32_t tail = old_cap - q->head; /* records from head to the old end */
+        memmove(q->tasks + (size_t)(q->cap - tail) * s->task_size,
+                q->tasks + (size_t)q->head * s->task_size, (size_t)tail * s->task_size);
+        q->head = q->cap - tail;
+    }
     return NULL;
 }
 

@@ -52,26 +52,27 @@ typedef struct scheduler {
     uint64_t drains; /* statistics, for tests and logs */
 } scheduler;
 
-cubec_status sched_init(scheduler *s, uint32_t slots, size_t task_size, uint32_t max_tasks,
-                        sched_strategy strategy, sched_backend backend);
+MUST_USE cubec_status sched_init(scheduler *s, uint32_t slots, size_t task_size, uint32_t max_tasks,
+                                 sched_strategy strategy, sched_backend backend);
 /* Discards every queued task and frees the queues. */
 void sched_destroy(scheduler *s);
 /* Room for one more task at the end of `slot`'s queue (the ring grows when full: only until it
  * has reached max_tasks records, after which drains keep it from filling). The caller fills the
  * record, then calls sched_commit. */
-cubec_status sched_reserve(scheduler *s, uint32_t slot, void **out_task);
+MUST_USE cubec_status sched_reserve(scheduler *s, uint32_t slot, void **out_task);
 /* Makes the reserved task part of the queue. When the slot then holds max_tasks tasks it is
  * drained: alone under Sequential; under Interleave together with every slot that has pending
  * work (first), so that concurrent streams share command buffers and barriers. */
-cubec_status sched_commit(scheduler *s, uint32_t slot);
+MUST_USE cubec_status sched_commit(scheduler *s, uint32_t slot);
 /* Drains the queues of `slots` (duplicates allowed, first-seen order kept) into the backend and
  * submits. Slots with empty queues cost nothing; if nothing was recorded, nothing is submitted. */
-cubec_status sched_execute(scheduler *s, const uint32_t *slots, uint32_t count);
+MUST_USE cubec_status sched_execute(scheduler *s, const uint32_t *slots, uint32_t count);
 /* The same, with `mode` handed to the backend's submit (sched_execute passes 0). */
-cubec_status sched_execute_mode(scheduler *s, const uint32_t *slots, uint32_t count, uint32_t mode);
+MUST_USE cubec_status sched_execute_mode(scheduler *s, const uint32_t *slots, uint32_t count,
+                                         uint32_t mode);
 /* Drains every slot. */
-cubec_status sched_execute_all(scheduler *s);
-cubec_status sched_execute_all_mode(scheduler *s, uint32_t mode);
+MUST_USE cubec_status sched_execute_all(scheduler *s);
+MUST_USE cubec_status sched_execute_all_mode(scheduler *s, uint32_t mode);
 static inline uint32_t sched_pending(const scheduler *s, uint32_t slot)
 {
     return s->queues[slot].count;

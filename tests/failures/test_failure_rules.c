@@ -26,13 +26,13 @@
 #include "test_util.h"
 #include "uint_kernels.h"
 
+#include "base/clock.h"
 #include "server/device.h"
 
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define KERNEL_HEAD UINT_KERNEL_HEAD
 #define KERNEL_INFO UINT_KERNEL_INFO
@@ -149,9 +149,7 @@ static void expect_message(cubec_status st, cubec_code code, const char *want, c
 
 static double now_s(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+    return (double)clock_now_ns() * 1e-9;
 }
 
 /* The link of the chain a lost submission starts. */

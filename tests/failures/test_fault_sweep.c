@@ -32,12 +32,13 @@
  * the sum of the clean run's counts. CUBEC_SWEEP_TRACE=1 prints every call. */
 #include "test_util.h"
 
+#include "base/clock.h"
+
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 /* ---------------------------------------------------------------------------------------------
  * Kernels and their CPU references
@@ -186,21 +187,16 @@ typedef struct run {
     uint64_t reads; /* reads whose outcome was checked */
 } run;
 
-static const char *const kind_names[CUBEC_FAULT_KIND_COUNT] = {"page",   "compile", "pipeline",
-                                                               "submit", "map",     "wait"};
-
 static double now_s(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+    return (double)clock_now_ns() * 1e-9;
 }
 
 static const char *run_name(const run *r)
 {
     static char name[64];
     if (r->clean) return "clean run";
-    snprintf(name, sizeof name, "run with %s:%" PRIu64, kind_names[r->kind], r->n);
+    snprintf(name, sizeof name, "run with %s:%" PRIu64, cubec_fault_kind_name(r->kind), r->n);
     return name;
 }
 
@@ -319,7 +315,7 @@ static int after_call(run *r, cubec_status st, const char *what)
             /* An injected page fault may be absorbed: memory_alloc answers an out-of-memory
              * error by returning empty pages and allocating again. Nothing else may be. */
             RUN_FAIL(r, "%s made the failing call (%s #%" PRIu64 ") but succeeded", what,
-                     kind_names[r->kind], r->n);
+                     cubec_fault_kind_name(r->kind), r->n);
         }
         return 0;
     }
@@ -1007,8 +1003,8 @@ static void test_fault_sweep(void **state)
     uint64_t total = 0;
     printf("clean run: %" PRIu64 " reads;", clean_reads);
     for (int k = 0; k < CUBEC_FAULT_KIND_COUNT; k++) {
-        printf(" %s %" PRIu64 " (%" PRIu64 " while opening)", kind_names[k], counts[k],
-               open_counts[k]);
+        printf(" %s %" PRIu64 " (%" PRIu64 " while opening)",
+               cubec_fault_kind_name((cubec_fault_kind)k), counts[k], open_counts[k]);
         total += counts[k];
     }
     printf("\n");
@@ -1020,16 +1016,17 @@ static void test_fault_sweep(void **state)
     double t0 = now_s();
     uint64_t runs = 0, faults = 0, reads = clean_reads;
     for (int k = 0; k < CUBEC_FAULT_KIND_COUNT; k++) {
+        const char *kind = cubec_fault_kind_name((cubec_fault_kind)k);
         for (uint64_t n = 1; n <= counts[k]; n++) {
             runs++;
             memset(&r, 0, sizeof r);
             r.kind = (cubec_fault_kind)k;
             r.n = n;
-            snprintf(r.root, sizeof r.root, "injected fault: %s call #%" PRIu64, kind_names[k], n);
+            snprintf(r.root, sizeof r.root, "injected fault: %s call #%" PRIu64, kind, n);
             if (n <= open_counts[k]) {
                 /* A call made while opening: the open fails, naming the fault. */
                 char spec[64];
-                snprintf(spec, sizeof spec, "%s:%" PRIu64, kind_names[k], n);
+                snprintf(spec, sizeof spec, "%s:%" PRIu64, kind, n);
                 setenv("CUBEC_FAULT", spec, 1);
                 cubec_device_desc desc = {.validation = 1, .on_validation = count_message};
                 const char *v = getenv("CUBEC_TEST_VALIDATION");
@@ -1066,8 +1063,7 @@ static void test_fault_sweep(void **state)
                        n);
             } else {
                 /* Only waits depend on timing (a wait for work already done is not made). */
-                fail_msg("run with %s:%" PRIu64 ": the failing call was never made", kind_names[k],
-                         n);
+                fail_msg("run with %s:%" PRIu64 ": the failing call was never made", kind, n);
             }
         }
     }

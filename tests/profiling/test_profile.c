@@ -15,6 +15,8 @@
 #include "test_util.h"
 #include "uint_kernels.h"
 
+#include "base/clock.h"
+
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -35,13 +37,6 @@ typedef struct fixture {
     cubec_kernel busy, step;
     cubec_buffer v; /* 4 * WORDS words */
 } fixture;
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static void fixture_open(fixture *f)
 {
@@ -71,13 +66,13 @@ static cubec_status busy(fixture *f, cubec_buffer v, uint32_t words, uint32_t st
 static uint64_t profile_busy(fixture *f, uint32_t steps)
 {
     ASSERT_OK(cubec_sync(f->d, f->s));
-    uint64_t t0 = now_ns();
+    uint64_t t0 = clock_now_ns();
     cubec_profile p;
     ASSERT_OK(cubec_profile_begin(f->d, f->s, &p));
     ASSERT_OK(busy(f, f->v, WORDS, steps));
     cubec_profile_result r;
     ASSERT_OK(cubec_profile_end(f->d, f->s, p, &r));
-    uint64_t wall = now_ns() - t0;
+    uint64_t wall = clock_now_ns() - t0;
     assert_true(r.duration_ns > 0);
     assert_int_equal(r.duration_ns, r.end_ns - r.begin_ns);
     if (r.duration_ns > wall)
@@ -368,9 +363,9 @@ static void test_system_end_while_another_thread_abandons(void **state)
     pthread_t t;
     assert_int_equal(pthread_create(&t, NULL, abandon_later, &a), 0);
     cubec_profile_result r = {0};
-    uint64_t t0 = now_ns();
+    uint64_t t0 = clock_now_ns();
     cubec_status end = cubec_profile_end(f.d, f.s, p, &r);
-    uint64_t wall = now_ns() - t0;
+    uint64_t wall = clock_now_ns() - t0;
     assert_int_equal(pthread_join(t, NULL), 0);
 
     char end_msg[512], abandon_msg[512];

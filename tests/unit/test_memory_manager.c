@@ -7,10 +7,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <cmocka.h>
 
+#include "base/clock.h"
 #include "base/status.h"
 #include "fake_page_source.h"
 #include "memory/memory_manager.h"
@@ -617,13 +617,6 @@ static void test_destroy_frees_live_pages(void **state)
 
 /* ---- warm path ---------------------------------------------------------------------------- */
 
-static double now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
-}
-
 /* Sizes cycling 256 B .. 16 MiB: once warm, no page is added, whether each allocation is freed
  * at once or a window of 32 stays live. Prints the cost per alloc+free pair. */
 static void warm_run(const char *name, const memory_config *c, uint32_t window)
@@ -639,7 +632,7 @@ static void warm_run(const char *name, const memory_config *c, uint32_t window)
     for (int i = 0; i < warm + pairs; i++) {
         if (i == warm) {
             calls = f.alloc_calls;
-            t0 = now_ns();
+            t0 = (double)clock_now_ns();
         }
         uint64_t size = 256ull << (i % SIZES);
         if (live == window) {
@@ -654,7 +647,7 @@ static void warm_run(const char *name, const memory_config *c, uint32_t window)
             live = 0;
         }
     }
-    double ns = (now_ns() - t0) / pairs;
+    double ns = ((double)clock_now_ns() - t0) / pairs;
     assert_int_equal(f.alloc_calls, calls);
     print_message("%s, window %u: %.1f ns per alloc+free, %u pages\n", name, window, ns,
                   f.live_pages);
