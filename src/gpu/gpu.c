@@ -1,5 +1,6 @@
 /* The backend registry and the counted calls of the GPU seam (gpu.h). A new backend adds one case
- * to each switch below; a new fallible call gets one wrapper here, and fault injection covers it. */
+ * to each switch below; a new fallible call gets one wrapper here, and fault injection covers it.
+ */
 #include "gpu/gpu.h"
 
 #include "gpu/null/null_gpu.h"
@@ -49,7 +50,8 @@ cubec_status gpu_device_peek(gpu_backend backend, uint32_t index, cubec_device_i
 
 cubec_status gpu_mem_alloc(gpu *g, gpu_mem_kind kind, uint64_t size, gpu_mem **out)
 {
-    if (kind == GPU_MEM_DEVICE) RETURN_IF_ERROR(gpu_fault(g, CUBEC_FAULT_PAGE, CUBEC_OUT_OF_MEMORY));
+    if (kind == GPU_MEM_DEVICE)
+        RETURN_IF_ERROR(gpu_fault(g, CUBEC_FAULT_PAGE, CUBEC_OUT_OF_MEMORY));
     gpu_mem *m = NULL;
     RETURN_IF_ERROR(g->ops->mem_create(g, kind, size, &m));
     if (kind != GPU_MEM_DEVICE || g->caps.unified) {

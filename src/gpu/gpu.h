@@ -78,10 +78,10 @@ typedef struct gpu_pipeline_desc {
     const uint32_t *spirv;
     size_t words;
     const char *entry_point;
-    uint32_t binding_count;   /* storage buffers at bindings 0..n-1 */
-    int info_buffer;          /* and the metadata buffer at GPU_INFO_BINDING */
-    uint32_t push_size;       /* bytes of push constants (0: none) */
-    const char *name;         /* for messages */
+    uint32_t binding_count; /* storage buffers at bindings 0..n-1 */
+    int info_buffer;        /* and the metadata buffer at GPU_INFO_BINDING */
+    uint32_t push_size;     /* bytes of push constants (0: none) */
+    const char *name;       /* for messages */
 } gpu_pipeline_desc;
 
 typedef enum gpu_cmd_use {
@@ -97,12 +97,12 @@ typedef struct gpu_submit_item {
 
 /* What a backend can do; read by the server to choose its paths. */
 typedef struct gpu_caps {
-    int unified;           /* device pages are host-visible and coherent: no staging */
-    int push_descriptors;  /* bindings are pushed; otherwise sets come from the command buffer */
-    int timestamps;        /* the queue writes timestamps */
+    int unified;          /* device pages are host-visible and coherent: no staging */
+    int push_descriptors; /* bindings are pushed; otherwise sets come from the command buffer */
+    int timestamps;       /* the queue writes timestamps */
     uint32_t timestamp_bits;
-    int host_query_reset;  /* queries can be reset from the host */
-    int calibrated_clock;  /* device ticks and CLOCK_MONOTONIC can be sampled together */
+    int host_query_reset; /* queries can be reset from the host */
+    int calibrated_clock; /* device ticks and CLOCK_MONOTONIC can be sampled together */
     uint32_t physical_index;
 } gpu_caps;
 
@@ -130,13 +130,13 @@ typedef struct gpu_ops {
     void (*barrier)(gpu_cmd *c, uint32_t src_stages, uint32_t src_access, uint32_t dst_stages,
                     uint32_t dst_access);
     void (*bind_pipeline)(gpu_cmd *c, const gpu_pipeline *p);
-    cubec_status (*bind_buffers)(gpu *g, gpu_cmd *c, const gpu_pipeline *p,
-                                 const gpu_binding *b, uint32_t n, const gpu_binding *info);
+    cubec_status (*bind_buffers)(gpu *g, gpu_cmd *c, const gpu_pipeline *p, const gpu_binding *b,
+                                 uint32_t n, const gpu_binding *info);
     void (*push_constants)(gpu_cmd *c, const gpu_pipeline *p, const void *data, uint32_t size);
     void (*dispatch)(gpu_cmd *c, uint32_t x, uint32_t y, uint32_t z);
     void (*dispatch_indirect)(gpu_cmd *c, gpu_mem *m, uint64_t offset);
-    void (*copy)(gpu_cmd *c, gpu_mem *src, uint64_t src_offset, gpu_mem *dst,
-                 uint64_t dst_offset, uint64_t size);
+    void (*copy)(gpu_cmd *c, gpu_mem *src, uint64_t src_offset, gpu_mem *dst, uint64_t dst_offset,
+                 uint64_t size);
     void (*fill)(gpu_cmd *c, gpu_mem *dst, uint64_t offset, uint64_t size, uint32_t pattern);
     void (*timestamp)(gpu_cmd *c, gpu_queries *q, uint32_t query, uint32_t stage);
     void (*reset_queries)(gpu_cmd *c, gpu_queries *q, uint32_t first, uint32_t count);
@@ -171,10 +171,10 @@ typedef struct gpu_open_desc {
     uint32_t index;
     const char *name; /* substring of the device name */
     int validation;
-    int force_staging;       /* treat unified memory as discrete (tests the staging paths) */
-    int no_push_descriptors; /* descriptor sets even where push descriptors exist */
+    int force_staging;          /* treat unified memory as discrete (tests the staging paths) */
+    int no_push_descriptors;    /* descriptor sets even where push descriptors exist */
     uint32_t disabled_features; /* cubec_feature bits not to enable even when present */
-    uint32_t null_delay_us;  /* null backend: submissions complete after this long */
+    uint32_t null_delay_us;     /* null backend: submissions complete after this long */
     void (*on_validation)(void *user, const char *message);
     void *on_validation_user;
 } gpu_open_desc;

@@ -168,8 +168,7 @@ cubec_status server_buffer_create(cubec_device *d, stream_ref s, uint64_t size, 
              * is refused but not charged with the owner's window (as for writes). */
             if (s.number == d->slots[slot].capture_owner)
                 server_graph_doom(d, slot, CUBEC_GRAPH_STATE,
-                                  "creating a buffer of %" PRIu64 " bytes needed a new page",
-                                  size);
+                                  "creating a buffer of %" PRIu64 " bytes needed a new page", size);
         }
         if (err && cubec_status_code(err) == CUBEC_OUT_OF_MEMORY &&
             (d->deferred_count || d->next_value > d->completed_value + 1)) {

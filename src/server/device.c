@@ -64,7 +64,8 @@ cubec_status server_open(const cubec_device_desc *desc, cubec_device **out)
     gpu_backend backend = GPU_BACKEND_VULKAN;
     const char *backend_name = getenv("CUBEC_BACKEND");
     err = gpu_backend_parse(desc->backend ? desc->backend : backend_name, &backend);
-    if (err) err = status_annotate(err, desc->backend ? "cubec_device_desc.backend" : "CUBEC_BACKEND");
+    if (err)
+        err = status_annotate(err, desc->backend ? "cubec_device_desc.backend" : "CUBEC_BACKEND");
     gpu_open_desc gd = {.select_by_index = desc->select_by_index,
                         .index = desc->index,
                         .name = desc->name,

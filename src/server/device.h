@@ -29,7 +29,7 @@ typedef struct alloc_obj {
      * them first, so a write never overtakes a read issued before it (write-after-read). A bit
      * may outlive its task: draining a slot with nothing queued costs nothing. */
     uint64_t queued_readers;
-    uint64_t last_use;      /* timeline value of the last batch that reads or writes it */
+    uint64_t last_use; /* timeline value of the last batch that reads or writes it */
     uint64_t last_write;
     uint64_t number; /* "buffer #n" in failure messages */
     taint_map taint; /* byte ranges that carry a failure (offsets within the allocation) */
@@ -46,7 +46,8 @@ typedef struct stream_ref {
 } stream_ref;
 
 /* How a drain submits what it recorded. */
-#define DRAIN_FOR_HOST 1u  /* the batch ends with a barrier that makes writes visible to the host */
+#define DRAIN_FOR_HOST 1u  /* the batch ends with a barrier that makes writes visible to the host  \
+                            */
 #define DRAIN_KEEP_OPEN 2u /* the batch stays open: a replay submits it together with the graph */
 
 typedef struct buffer_obj {
@@ -416,8 +417,8 @@ typedef enum sub_command {
 void sub_hazards(cubec_device *d, gpu_cmd *cmd, const hazard_range *ranges, uint32_t n,
                  sub_command kind);
 /* The same with another tracker (a graph's command buffer has its own). */
-void sub_hazards_in(cubec_device *d, hazard_tracker *t, gpu_cmd *cmd,
-                    const hazard_range *ranges, uint32_t n, sub_command kind);
+void sub_hazards_in(cubec_device *d, hazard_tracker *t, gpu_cmd *cmd, const hazard_range *ranges,
+                    uint32_t n, sub_command kind);
 void sub_destroy(cubec_device *d);
 cubec_status sub_init(cubec_device *d);
 

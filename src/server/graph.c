@@ -27,7 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define GRAPH_SETS_PER_POOL 256 /* without push descriptors: sets per descriptor pool */
+#define GRAPH_SETS_PER_POOL 256   /* without push descriptors: sets per descriptor pool */
 #define GRAPH_TIMED_LAUNCHES 4096 /* launches of a graph timed in traces; later ones are not */
 #define GRAPH_CHUNK_BYTES (64u << 10)
 
@@ -370,8 +370,7 @@ cubec_status server_graph_record(cubec_device *d, uint32_t slot, task *t)
     if (err) {
         server_graph_doom(d, slot, cubec_status_code(err),
                           "launch \"%s\" on stream %" PRIu64 " could not be recorded: %s",
-                          task_name(t), t->stream,
-                          cubec_status_message(err));
+                          task_name(t), t->stream, cubec_status_message(err));
         return err;
     }
     g->launches++;

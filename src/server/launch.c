@@ -131,8 +131,8 @@ cubec_status server_align(cubec_device *d, uint32_t slot, buffer_obj *const *buf
             RETURN_IF_ERROR(server_drain(d, slots, count, 0));
             count = 0;
         }
-        count = server_align_slots(d, slot, bufs[i]->alloc, (write_mask >> i) & 1, slots, count,
-                                   128);
+        count =
+            server_align_slots(d, slot, bufs[i]->alloc, (write_mask >> i) & 1, slots, count, 128);
     }
     if (indirect) count = server_align_slots(d, slot, indirect->alloc, 0, slots, count, 128);
     if (!count) return NULL;

@@ -64,8 +64,8 @@ uint64_t server_device_time_ns(cubec_device *d, uint64_t ticks)
 cubec_status server_profiles_init(cubec_device *d)
 {
     handle_table_init(&d->profiles, d->tag, "profile");
-    d->timing =
-        d->gpu->caps.timestamps && !d->config.timing_system ? CUBEC_TIMING_DEVICE : CUBEC_TIMING_SYSTEM;
+    d->timing = d->gpu->caps.timestamps && !d->config.timing_system ? CUBEC_TIMING_DEVICE
+                                                                    : CUBEC_TIMING_SYSTEM;
     if (d->timing == CUBEC_TIMING_DEVICE) calibrate(d);
     return NULL;
 }
@@ -252,9 +252,9 @@ cubec_status server_profile_end(cubec_device *d, stream_ref s, uint64_t id,
         if (!err && !p->poison)
             err = d->gpu->ops->queries_read(d->gpu, d->profile_queries, query, 2, ticks);
         if (!err && !p->poison) {
-            uint64_t mask =
-                d->gpu->caps.timestamp_bits >= 64 ? UINT64_MAX
-                                                  : (1ull << d->gpu->caps.timestamp_bits) - 1;
+            uint64_t mask = d->gpu->caps.timestamp_bits >= 64
+                                ? UINT64_MAX
+                                : (1ull << d->gpu->caps.timestamp_bits) - 1;
             uint64_t delta = (ticks[1] - ticks[0]) & mask;
             r.begin_ns = server_device_time_ns(d, ticks[0] & mask);
             r.end_ns = r.begin_ns + (uint64_t)llround((double)delta * d->info.timestamp_period_ns);
@@ -297,8 +297,7 @@ cubec_status server_record_timestamp(cubec_device *d, task *t)
     } else {
         /* A poisoned profile is never read; its begin may have been lost with a submission,
          * leaving the queries unreset. */
-        if (!p->poison)
-            ops->timestamp(cmd, d->profile_queries, p->query + 1, GPU_STAGE_BOTTOM);
+        if (!p->poison) ops->timestamp(cmd, d->profile_queries, p->query + 1, GPU_STAGE_BOTTOM);
         p->closed = 1;
         p->end_value = d->next_value;
     }

@@ -285,8 +285,8 @@ void sub_hazards(cubec_device *d, gpu_cmd *cmd, const hazard_range *ranges, uint
     sub_hazards_in(d, &d->hazards, cmd, ranges, n, kind);
 }
 
-void sub_hazards_in(cubec_device *d, hazard_tracker *t, gpu_cmd *cmd,
-                    const hazard_range *ranges, uint32_t n, sub_command kind)
+void sub_hazards_in(cubec_device *d, hazard_tracker *t, gpu_cmd *cmd, const hazard_range *ranges,
+                    uint32_t n, sub_command kind)
 {
     /* Commands before an earlier compute-only barrier are not ordered before this one unless it
      * is a plain dispatch. */

@@ -93,8 +93,8 @@ cubec_status submitter_push(cubec_device *d, gpu_cmd *cmd, uint64_t value, uint6
     pthread_mutex_lock(&s->lock);
     while (s->count == SUBMITTER_RING)
         pthread_cond_wait(&s->idle, &s->lock);
-    s->ring[(s->head + s->count) % SUBMITTER_RING] = (submit_item){
-        cmd, value, graph, before ? before->cmd : NULL, before ? before->value : 0};
+    s->ring[(s->head + s->count) % SUBMITTER_RING] =
+        (submit_item){cmd, value, graph, before ? before->cmd : NULL, before ? before->value : 0};
     s->count++;
     atomic_fetch_add(&s->pushed, 1);
     pthread_cond_signal(&s->work);

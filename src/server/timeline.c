@@ -125,8 +125,8 @@ void timeline_batch_begin(cubec_device *d, batch *b)
     if (!b->queries) {
         cubec_status err = d->gpu->ops->queries_create(d->gpu, queries_per_batch(d), &b->queries);
         if (err) {
-            LOG(LOG_WARN, LOG_SYS_PROFILING, "no query pool for launch timing (%s): host times used",
-                cubec_status_message(err));
+            LOG(LOG_WARN, LOG_SYS_PROFILING,
+                "no query pool for launch timing (%s): host times used", cubec_status_message(err));
             cubec_status_free(err);
             b->queries = NULL;
             return;

@@ -1,6 +1,7 @@
 /* The Vulkan backend of the GPU seam (gpu/gpu.h): memory, pipelines, command buffers, queries and
  * submission on one timeline semaphore. Instance and device choice are in vk_context.c, the
- * recording functions in vk_record.c. This directory is the only place in src/ that calls Vulkan. */
+ * recording functions in vk_record.c. This directory is the only place in src/ that calls Vulkan.
+ */
 #include "gpu/vulkan/vk_gpu.h"
 
 #include "base/log.h"
@@ -32,8 +33,8 @@ static cubec_status vk_mem_create(gpu *g, gpu_mem_kind kind, uint64_t size, gpu_
     m->base.size = size;
     m->base.kind = kind;
     uint32_t type = memory_type(v, kind);
-    m->coherent = (v->vk.memory.memoryTypes[type].propertyFlags &
-                   VK_MEMORY_PROPERTY_HOST_COHERENT_BIT) != 0;
+    m->coherent =
+        (v->vk.memory.memoryTypes[type].propertyFlags & VK_MEMORY_PROPERTY_HOST_COHERENT_BIT) != 0;
     VkBufferCreateInfo bci = {
         .sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
         .size = size,
@@ -56,8 +57,7 @@ static cubec_status vk_mem_create(gpu *g, gpu_mem_kind kind, uint64_t size, gpu_
             err = status_make(r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY
                                   ? CUBEC_OUT_OF_MEMORY
                                   : CUBEC_INTERNAL,
-                              "vkAllocateMemory of %" PRIu64 " bytes: %s", size,
-                              vk_result_name(r));
+                              "vkAllocateMemory of %" PRIu64 " bytes: %s", size, vk_result_name(r));
     }
     if (!err)
         err = vk_status(vkBindBufferMemory(dev, m->buffer, m->memory, 0), "vkBindBufferMemory");
@@ -126,11 +126,11 @@ static cubec_status build_pipeline(vk_gpu *v, const gpu_pipeline_desc *desc, gpu
     VkDescriptorSetLayoutBinding b[GPU_MAX_BINDINGS];
     uint32_t n = 0;
     for (uint32_t i = 0; i < desc->binding_count + (desc->info_buffer ? 1 : 0); i++)
-        b[n++] = (VkDescriptorSetLayoutBinding){
-            .binding = i < desc->binding_count ? i : GPU_INFO_BINDING,
-            .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-            .descriptorCount = 1,
-            .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT};
+        b[n++] = (VkDescriptorSetLayoutBinding){.binding =
+                                                    i < desc->binding_count ? i : GPU_INFO_BINDING,
+                                                .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                                                .descriptorCount = 1,
+                                                .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT};
     VkDescriptorSetLayoutCreateInfo dslci = {
         .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
         .flags = v->base.caps.push_descriptors
@@ -198,10 +198,10 @@ static cubec_status vk_cmd_create(gpu *g, gpu_cmd_use use, uint32_t sets, gpu_cm
      * cheaper than resetting command buffers one by one; a graph's copies recorded side by side
      * from one pool would interleave their memory, and a driver walks every chunk of a command
      * buffer when it is submitted. */
-    VkCommandPoolCreateInfo pci = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
-                                   .flags =
-                                       use == GPU_CMD_ONCE ? VK_COMMAND_POOL_CREATE_TRANSIENT_BIT : 0,
-                                   .queueFamilyIndex = v->vk.queue_family};
+    VkCommandPoolCreateInfo pci = {
+        .sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+        .flags = use == GPU_CMD_ONCE ? VK_COMMAND_POOL_CREATE_TRANSIENT_BIT : 0,
+        .queueFamilyIndex = v->vk.queue_family};
     cubec_status err =
         vk_status(vkCreateCommandPool(v->vk.device, &pci, NULL, &c->pool), "vkCreateCommandPool");
     if (!err) {
@@ -228,8 +228,8 @@ static cubec_status vk_cmd_begin(gpu *g, gpu_cmd *c)
     c->recorded = 1;
     /* Batches are submitted once; a graph's copies are resubmitted, but never while pending. */
     VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
-                                   .flags = c->once ? VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT
-                                                    : 0};
+                                   .flags =
+                                       c->once ? VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT : 0};
     VK_RETURN_IF_ERROR(vkBeginCommandBuffer(c->cmd, &bi), "vkBeginCommandBuffer");
     for (uint32_t i = 0; i < c->descriptor_pool_count; i++)
         vkResetDescriptorPool(dev, c->descriptor_pools[i], 0);
@@ -339,9 +339,8 @@ static cubec_status vk_timeline_wait(gpu *g, uint64_t value)
 static cubec_status vk_timeline_signal(gpu *g, uint64_t value)
 {
     vk_gpu *v = vk_gpu_of(g);
-    VkSemaphoreSignalInfo sig = {.sType = VK_STRUCTURE_TYPE_SEMAPHORE_SIGNAL_INFO,
-                                 .semaphore = v->timeline,
-                                 .value = value};
+    VkSemaphoreSignalInfo sig = {
+        .sType = VK_STRUCTURE_TYPE_SEMAPHORE_SIGNAL_INFO, .semaphore = v->timeline, .value = value};
     VK_RETURN_IF_ERROR(vkSignalSemaphore(v->vk.device, &sig), "vkSignalSemaphore");
     return NULL;
 }

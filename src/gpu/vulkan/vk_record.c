@@ -40,8 +40,8 @@ static void vk_barrier(gpu_cmd *c, uint32_t src_stages, uint32_t src_access, uin
                           .dstAccessMask = access_of(dst_access)};
     VkPipelineStageFlags src = stages_of(src_stages);
     vkCmdPipelineBarrier(c->cmd, src ? src : VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT,
-                         stages_of(dst_stages), 0, (src_access || dst_access) ? 1 : 0, &mb, 0,
-                         NULL, 0, NULL);
+                         stages_of(dst_stages), 0, (src_access || dst_access) ? 1 : 0, &mb, 0, NULL,
+                         0, NULL);
 }
 
 static void vk_bind_pipeline(gpu_cmd *c, const gpu_pipeline *p)
@@ -64,8 +64,7 @@ static cubec_status allocate_set(gpu_cmd *c, const gpu_pipeline *p, VkDescriptor
             return vk_status(r, "vkAllocateDescriptorSets");
         c->current_pool++;
     }
-    VkDescriptorPool *n =
-        realloc(c->descriptor_pools, (c->descriptor_pool_count + 1) * sizeof *n);
+    VkDescriptorPool *n = realloc(c->descriptor_pools, (c->descriptor_pool_count + 1) * sizeof *n);
     if (!n) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (descriptor pools)");
     c->descriptor_pools = n;
     VkDescriptorPoolSize size = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, c->sets * GPU_MAX_BINDINGS};
@@ -79,8 +78,8 @@ static cubec_status allocate_set(gpu_cmd *c, const gpu_pipeline *p, VkDescriptor
     return allocate_set(c, p, out);
 }
 
-static cubec_status vk_bind_buffers(gpu *g, gpu_cmd *c, const gpu_pipeline *p,
-                                    const gpu_binding *b, uint32_t n, const gpu_binding *info)
+static cubec_status vk_bind_buffers(gpu *g, gpu_cmd *c, const gpu_pipeline *p, const gpu_binding *b,
+                                    uint32_t n, const gpu_binding *info)
 {
     VkDescriptorBufferInfo infos[GPU_MAX_BINDINGS];
     VkWriteDescriptorSet w[GPU_MAX_BINDINGS];
