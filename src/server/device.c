@@ -165,6 +165,7 @@ void server_close(cubec_device *d)
     }
     gpu_close(d->gpu);
     free(d->slots);
+    free(d->align_slots);
     handle_tag_release(d->tag); /* its handles now read as issued by no open device */
     pthread_mutex_destroy(&d->lock);
     free(d);

@@ -313,6 +313,10 @@ struct cubec_device_s {
     handle_table kernels;
     memory_config memory_cfg;
     slot_state *slots; /* max_streams of them */
+    /* Scratch for the slots a use must wait for (max_streams entries: a slot appears once), so
+     * aligning allocates nothing; used by one call at a time under the lock, never across a
+     * wait. */
+    uint32_t *align_slots;
     uint32_t max_streams;
     int single_stream; /* policy `single`: every thread's current stream is the same */
     scheduler sched;

@@ -507,18 +507,13 @@ cubec_status server_graph_replay(cubec_device *d, stream_ref s, uint64_t id)
     RETURN_IF_ERROR(server_graph_refuse(d, slot, "cubec_graph_replay"));
     uint64_t t0 = d->trace ? server_now_ns() : 0;
     /* Ordered after the stream's queued work and after queued writers of what it binds. */
-    uint32_t slots[128] = {slot};
+    uint32_t *slots = d->align_slots;
+    slots[0] = slot;
     uint32_t n = 1;
     cubec_status err = NULL;
-    uint32_t need = 2 + d->max_streams;
-    for (uint32_t i = 0; i < g->use_count && !err; i++) {
-        if (n + need > 128) {
-            /* More slots than fit: drain these, then go on collecting. */
-            err = server_drain(d, slots, n, 0);
-            n = 1;
-        }
-        n = server_align_slots(d, slot, g->uses[i].alloc, g->uses[i].write, slots, n, 128);
-    }
+    for (uint32_t i = 0; i < g->use_count; i++)
+        n = server_align_slots(d, slot, g->uses[i].alloc, g->uses[i].write, slots, n,
+                               d->max_streams);
     /* The last drain leaves its batch open: it goes to the GPU with the graph, in one
      * submission (a profile's begin timestamp, the stream's last launches). */
     if (!err) err = submitter_start(d);

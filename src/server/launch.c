@@ -122,19 +122,13 @@ cubec_status server_queue_task(cubec_device *d, uint32_t slot, task *t)
 cubec_status server_align(cubec_device *d, uint32_t slot, buffer_obj *const *bufs, uint32_t n,
                           uint32_t write_mask, const buffer_obj *indirect)
 {
-    uint32_t slots[128];
+    uint32_t *slots = d->align_slots;
     uint32_t count = 0;
-    uint32_t need = 2 + d->max_streams;
-    for (uint32_t i = 0; i < n; i++) {
-        if (count + need > 128) {
-            /* More slots than fit: submit these first, then go on collecting. */
-            RETURN_IF_ERROR(server_drain(d, slots, count, 0));
-            count = 0;
-        }
-        count =
-            server_align_slots(d, slot, bufs[i]->alloc, (write_mask >> i) & 1, slots, count, 128);
-    }
-    if (indirect) count = server_align_slots(d, slot, indirect->alloc, 0, slots, count, 128);
+    for (uint32_t k = 0; k < n; k++)
+        count = server_align_slots(d, slot, bufs[k]->alloc, (write_mask >> k) & 1, slots, count,
+                                   d->max_streams);
+    if (indirect)
+        count = server_align_slots(d, slot, indirect->alloc, 0, slots, count, d->max_streams);
     if (!count) return NULL;
     LOG(LOG_DEBUG, LOG_SYS_STREAMS,
         "slot %u uses buffers of %u other slot(s): submitting them first", slot, count);

@@ -87,7 +87,9 @@ static void backend_discard(void *user, void *t)
 cubec_status server_streams_init(cubec_device *d)
 {
     d->slots = calloc(d->max_streams, sizeof *d->slots);
-    if (!d->slots) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (stream slots)");
+    d->align_slots = calloc(d->max_streams, sizeof *d->align_slots);
+    if (!d->slots || !d->align_slots)
+        return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (stream slots)");
     sched_backend be = {
         .user = d, .record = backend_record, .submit = backend_submit, .discard = backend_discard};
     sched_strategy strategy = d->config.sequential_streams ? SCHED_SEQUENTIAL : SCHED_INTERLEAVE;
@@ -153,9 +155,11 @@ uint32_t server_align_slots(cubec_device *d, uint32_t slot, const alloc_obj *a, 
 {
     n = add_slot(d, slot, a->slot, slots, n, room);
     n = add_slot(d, slot, a->queued_writer, slots, n, room);
-    if (write && a->queued_readers)
-        for (uint32_t s = 0; s < d->max_streams; s++)
-            if ((a->queued_readers >> (s % 64)) & 1) n = add_slot(d, slot, s, slots, n, room);
+    /* Only the set bits: this runs for every written binding of every launch. */
+    uint64_t readers = write ? a->queued_readers : 0;
+    for (; readers; readers &= readers - 1)
+        for (uint32_t s = (uint32_t)__builtin_ctzll(readers); s < d->max_streams; s += 64)
+            n = add_slot(d, slot, s, slots, n, room);
     return n;
 }
 
@@ -163,8 +167,9 @@ uint32_t server_align_slots(cubec_device *d, uint32_t slot, const alloc_obj *a, 
  * slots, recorded and submitted. */
 cubec_status server_drain_for_host(cubec_device *d, uint32_t slot, const alloc_obj *a, int write)
 {
-    uint32_t slots[66] = {slot};
-    uint32_t n = server_align_slots(d, slot, a, write, slots, 1, 66);
+    uint32_t *slots = d->align_slots;
+    slots[0] = slot;
+    uint32_t n = server_align_slots(d, slot, a, write, slots, 1, d->max_streams);
     if (n > 1)
         LOG(LOG_DEBUG, LOG_SYS_STREAMS, "slot %u reads or writes memory of slot %u: draining both",
             slot, slots[1]);
