@@ -32,8 +32,8 @@ cubec_status cubec_kernel_create(cubec_device *device, const cubec_kernel_desc *
     }
     if (!err) {
         k->entry = e;
-        snprintf(k->name, sizeof k->name, "%.31s", desc->name ? desc->name : e->name);
-        err = handle_table_insert(&device->kernels, k, &out_kernel->id);
+        err = server_kernel_name(e, desc->name, &k->name);
+        if (!err) err = handle_table_insert(&device->kernels, k, &out_kernel->id);
         if (err) free(k);
     }
     return api_unlock(device, err);

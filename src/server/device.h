@@ -46,7 +46,8 @@ typedef struct stream_ref {
 } stream_ref;
 
 /* How a drain submits what it recorded. */
-#define DRAIN_FOR_HOST 1u  /* the batch ends with a barrier that makes writes visible to the host  \
+#define DRAIN_FOR_HOST                                                                             \
+    1u                     /* the batch ends with a barrier that makes writes visible to the host  \
                             */
 #define DRAIN_KEEP_OPEN 2u /* the batch stays open: a replay submits it together with the graph */
 
@@ -66,12 +67,16 @@ typedef struct pipeline_entry {
     int info_in_push;
     uint32_t info_size;
     gpu_pipeline *pipeline;
+    /* The names kernel handles of this definition go by (at most 31 characters each): they
+     * live as long as the entry, so a queued task points at its name instead of copying it. */
+    char **names;
+    uint32_t name_count;
     struct pipeline_entry *next; /* hash chain */
 } pipeline_entry;
 
 typedef struct kernel_obj {
     pipeline_entry *entry; /* shared by kernels with the same definition */
-    char name[32];         /* this handle's name, for failure messages */
+    const char *name;      /* this handle's name, for failure messages (in entry->names) */
 } kernel_obj;
 
 /* A range a recorded task holds until its batch is submitted: if the submission fails, what it
@@ -123,7 +128,10 @@ static inline uint64_t bound_bytes(const bound_range *r)
     return r->size - r->lead;
 }
 
-#define TASK_INLINE_INFO 256
+/* A task keeps this much metadata and this many bindings in its own record; more go to its
+ * slot's arena. Small records keep the slot's queue in a few cache lines (1.4 KB each before). */
+#define TASK_INLINE_INFO 128
+#define TASK_INLINE_BINDINGS 4
 
 typedef enum task_kind {
     TASK_LAUNCH,        /* a dispatch */
@@ -147,17 +155,18 @@ extern const task_kind_info task_kinds[TASK_KIND_COUNT];
  * command buffer when the scheduler drains the slot. */
 typedef struct task {
     task_kind kind;
-    uint32_t slot;   /* whose queue (and metadata arena) it came from */
-    uint64_t stream; /* the stream's number, for failure messages */
-    char name[32];   /* the kernel's name, for failure messages */
-    uint32_t count;  /* bindings */
+    uint32_t slot;    /* whose queue (and metadata arena) it came from */
+    uint64_t stream;  /* the stream's number, for failure messages */
+    const char *name; /* the kernel's name, for failure messages (lives until close) */
+    uint32_t count;   /* bindings */
     const struct pipeline_entry *entry;
     uint32_t groups[3];
     uint32_t info_size;
     uint32_t info_at;     /* offset in the slot's info arena when info_size > TASK_INLINE_INFO */
     bound_range indirect; /* alloc NULL when the counts are static */
     uint32_t write_mask;  /* bit i: binding i is written */
-    bound_range b[32];
+    uint32_t bind_at;     /* offset in the slot's arena when count > TASK_INLINE_BINDINGS */
+    bound_range b[TASK_INLINE_BINDINGS];
     uint64_t profile; /* TASK_TIMESTAMP: the profile's id */
     int profile_end;  /* TASK_TIMESTAMP: 1 for the end timestamp */
     uint32_t pattern; /* TASK_TRANSFER_FILL: the 32-bit word written */
@@ -379,6 +388,13 @@ struct cubec_device_s {
     uint64_t summary_ns; /* when the last profiling summary was logged */
 };
 
+/* Binding i of a task: in the record, or in its slot's arena when it has more than fit. */
+static inline bound_range *task_b(const cubec_device *d, const task *t, uint32_t i)
+{
+    if (t->count <= TASK_INLINE_BINDINGS || t->kind != TASK_LAUNCH) return (bound_range *)&t->b[i];
+    return (bound_range *)(void *)(d->slots[t->slot].arena + t->bind_at) + i;
+}
+
 /* server/device.c */
 cubec_status server_open(const cubec_device_desc *desc, cubec_device **out);
 void server_close(cubec_device *d);
@@ -469,6 +485,8 @@ cubec_status server_read_async(cubec_device *d, stream_ref s, buffer_obj *b, uin
 cubec_status server_kernel_create(cubec_device *d, const cubec_kernel_desc *desc,
                                   pipeline_entry **out);
 void server_kernels_destroy(cubec_device *d);
+/* A kernel handle's name, kept with its pipeline until the device closes. */
+cubec_status server_kernel_name(pipeline_entry *e, const char *name, const char **out);
 
 /* server/launch.c */
 typedef struct launch_args {
@@ -505,7 +523,7 @@ cubec_status server_emit_task(cubec_device *d, const recorder *rec, const task *
 const unsigned char *server_task_info(const cubec_device *d, const task *t);
 /* The failure a task's outputs take when one of its inputs carries one (caller releases), or
  * NULL. */
-failure *server_task_input_failure(const task *t);
+failure *server_task_input_failure(const cubec_device *d, const task *t);
 /* The task kind table's answers: a task's name, its bindings, whether binding i is read. */
 const char *task_name(const task *t);
 uint32_t task_bindings(const task *t);

@@ -298,20 +298,20 @@ static cubec_status chunk_alloc(cubec_device *d, graph_obj *g, uint32_t size, gp
 /* The ranges a task reads and writes become the graph's. A range the task reads is an input
  * when no earlier launch of the graph wrote it (the task's own bindings do not count: a launch
  * reads its inputs before it writes); a failure on an input skips a replay. */
-static cubec_status note_uses(graph_obj *g, const task *t)
+static cubec_status note_uses(const cubec_device *d, graph_obj *g, const task *t)
 {
     uint32_t n = task_bindings(t);
     uint32_t before = g->use_count;
     int input[33];
     for (uint32_t i = 0; i <= n; i++) {
-        const bound_range *r = i < n ? &t->b[i] : &t->indirect;
+        const bound_range *r = i < n ? task_b(d, t, i) : &t->indirect;
         int read = i == n ? r->alloc != NULL : task_reads(t, i);
         input[i] = read && r->alloc &&
                    !written_before(g, before, r->alloc, bound_start(r), bound_bytes(r));
     }
     for (uint32_t i = 0; i < n; i++)
-        RETURN_IF_ERROR(add_use(g, t->b[i].alloc, bound_start(&t->b[i]), bound_bytes(&t->b[i]),
-                                (t->write_mask >> i) & 1, input[i]));
+        RETURN_IF_ERROR(add_use(g, task_b(d, t, i)->alloc, bound_start(task_b(d, t, i)),
+                                bound_bytes(task_b(d, t, i)), (t->write_mask >> i) & 1, input[i]));
     if (t->indirect.alloc)
         RETURN_IF_ERROR(add_use(g, t->indirect.alloc, t->indirect.offset, 12, 0, input[n]));
     return NULL;
@@ -340,13 +340,13 @@ cubec_status server_graph_record(cubec_device *d, uint32_t slot, task *t)
     /* Spec 5.4 rule 4: a launch that would be skipped dooms the capture rather than sealing a
      * graph with a hole; what it would have written is part of the graph's outputs, so it
      * carries the failure when end discards the capture. */
-    failure *cause = server_task_input_failure(t);
+    failure *cause = server_task_input_failure(d, t);
     if (cause) {
         server_graph_doom(d, slot, cause->code, "%s", cause->message);
         failure_release(cause);
-        return note_uses(g, t);
+        return note_uses(d, g, t);
     }
-    if (g->doom) return note_uses(g, t); /* nothing recorded after the capture is doomed */
+    if (g->doom) return note_uses(d, g, t); /* nothing recorded after the capture is doomed */
     gpu_binding info_buffer = {0};
     cubec_status err = NULL;
     if (t->kind == TASK_LAUNCH && t->entry->refl.has_info_buffer) {
@@ -366,7 +366,7 @@ cubec_status server_graph_record(cubec_device *d, uint32_t slot, task *t)
                                    GPU_STAGE_BOTTOM);
     }
     if (timed) g->stamp_count++;
-    if (!err) err = note_uses(g, t);
+    if (!err) err = note_uses(d, g, t);
     if (err) {
         server_graph_doom(d, slot, cubec_status_code(err),
                           "launch \"%s\" on stream %" PRIu64 " could not be recorded: %s",

@@ -43,6 +43,9 @@ static uint64_t kernel_identity(const cubec_kernel_desc *desc)
 
 static void destroy_entry(cubec_device *d, pipeline_entry *e)
 {
+    for (uint32_t i = 0; i < e->name_count; i++)
+        free(e->names[i]);
+    free(e->names);
     if (e->pipeline) d->gpu->ops->pipeline_destroy(d->gpu, e->pipeline);
     free(e);
 }
@@ -157,6 +160,24 @@ cubec_status server_kernel_create(cubec_device *d, const cubec_kernel_desc *desc
         timeline_host(d, name, "compile", trace_t0, 0, args);
     }
     *out = e;
+    return NULL;
+}
+
+cubec_status server_kernel_name(pipeline_entry *e, const char *name, const char **out)
+{
+    char cut[32];
+    snprintf(cut, sizeof cut, "%.31s", name ? name : e->name);
+    for (uint32_t i = 0; i < e->name_count; i++)
+        if (!strcmp(e->names[i], cut)) {
+            *out = e->names[i];
+            return NULL;
+        }
+    char **grown = realloc(e->names, (e->name_count + 1) * sizeof *grown);
+    if (!grown) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (kernel name)");
+    e->names = grown;
+    if (!(grown[e->name_count] = strdup(cut)))
+        return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (kernel name)");
+    *out = grown[e->name_count++];
     return NULL;
 }
 

@@ -91,18 +91,19 @@ void server_discard_task(cubec_device *d, task *t)
 {
     uint32_t n = task_bindings(t);
     for (uint32_t i = 0; i < n; i++)
-        server_alloc_release(d, t->b[i].alloc);
+        server_alloc_release(d, task_b(d, t, i)->alloc);
     if (t->indirect.alloc) server_alloc_release(d, t->indirect.alloc);
 }
 
 /* Marks what a queued task will write and read, for the alignment of later users on other
  * slots. */
-static void note_queued_uses(task *t, uint32_t slot)
+static void note_queued_uses(const cubec_device *d, task *t, uint32_t slot)
 {
     uint32_t n = task_bindings(t);
     for (uint32_t i = 0; i < n; i++) {
-        if (t->write_mask & (1u << i)) t->b[i].alloc->queued_writer = slot;
-        if (task_reads(t, i)) t->b[i].alloc->queued_readers |= 1ull << (slot % 64);
+        alloc_obj *a = task_b(d, t, i)->alloc;
+        if (t->write_mask & (1u << i)) a->queued_writer = slot;
+        if (task_reads(t, i)) a->queued_readers |= 1ull << (slot % 64);
     }
     if (t->indirect.alloc) t->indirect.alloc->queued_readers |= 1ull << (slot % 64);
 }
@@ -115,7 +116,7 @@ cubec_status server_queue_task(cubec_device *d, uint32_t slot, task *t)
         server_discard_task(d, t);
         return err;
     }
-    note_queued_uses(t, slot);
+    note_queued_uses(d, t, slot);
     return server_commit_task(d, slot);
 }
 
@@ -146,34 +147,40 @@ cubec_status server_launch(cubec_device *d, stream_ref s, const launch_args *a)
         if (e->refl.access[i] & CUBEC_ACCESS_WRITE) writes |= 1u << i;
     RETURN_IF_ERROR(server_align(d, slot, a->buffers, a->buffer_count, writes, a->indirect));
     slot_state *ss = &d->slots[slot];
-    unsigned char *big_info = NULL;
-    if (e->info_size > TASK_INLINE_INFO) {
-        /* Metadata too large to sit in the task: the slot's arena keeps it until recording. */
-        if (ss->arena_used + e->info_size > ss->arena_cap) {
+    /* What does not fit the task record goes to the slot's arena until recording: metadata
+     * beyond TASK_INLINE_INFO bytes, bindings beyond TASK_INLINE_BINDINGS (8-byte aligned). */
+    uint32_t info_bytes = e->info_size > TASK_INLINE_INFO ? e->info_size : 0;
+    uint32_t bind_bytes = a->buffer_count > TASK_INLINE_BINDINGS
+                              ? a->buffer_count * (uint32_t)sizeof(bound_range)
+                              : 0;
+    uint32_t info_at = ss->arena_used, bind_at = (info_at + info_bytes + 7u) & ~7u;
+    if (info_bytes + bind_bytes) {
+        uint32_t need = bind_at + bind_bytes;
+        if (need > ss->arena_cap) {
             uint32_t cap = ss->arena_cap ? ss->arena_cap * 2 : 64u << 10;
-            while (cap < ss->arena_used + e->info_size)
+            while (cap < need)
                 cap *= 2;
             unsigned char *na = realloc(ss->arena, cap);
             if (!na) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (metadata)");
             ss->arena = na;
             ss->arena_cap = cap;
         }
-        big_info = ss->arena + ss->arena_used;
     }
     task *t;
     RETURN_IF_ERROR(sched_reserve(&d->sched, slot, (void **)&t));
     t->kind = TASK_LAUNCH;
     t->slot = slot;
     t->stream = s.number;
-    snprintf(t->name, sizeof t->name, "%.31s", a->name ? a->name : e->name);
+    t->name = a->name ? a->name : e->name;
     t->entry = e;
     t->count = a->buffer_count;
-    t->write_mask = 0;
+    t->write_mask = writes;
+    t->bind_at = bind_at;
     for (uint32_t i = 0; i < a->buffer_count; i++) {
         const buffer_obj *b = a->buffers[i];
-        hold(&t->b[i], b->alloc, buffer_device_offset(b), b->size);
-        if (a->leads) t->b[i].lead = a->leads[i];
-        if (e->refl.access[i] & CUBEC_ACCESS_WRITE) t->write_mask |= 1u << i;
+        bound_range *r = task_b(d, t, i);
+        hold(r, b->alloc, buffer_device_offset(b), b->size);
+        if (a->leads) r->lead = a->leads[i];
     }
     t->indirect.alloc = NULL;
     if (a->indirect)
@@ -181,13 +188,13 @@ cubec_status server_launch(cubec_device *d, stream_ref s, const launch_args *a)
              buffer_device_offset(a->indirect) + a->indirect_offset, 12);
     memcpy(t->groups, a->groups, sizeof t->groups);
     t->info_size = e->info_size;
-    if (big_info) {
-        memcpy(big_info, a->info, e->info_size);
-        t->info_at = ss->arena_used;
-        ss->arena_used += e->info_size;
+    if (info_bytes) {
+        memcpy(ss->arena + info_at, a->info, e->info_size);
+        t->info_at = info_at;
     } else if (e->info_size) {
         memcpy(t->info, a->info, e->info_size);
     }
+    if (info_bytes + bind_bytes) ss->arena_used = bind_at + bind_bytes;
     return server_queue_task(d, slot, t);
 }
 
@@ -197,24 +204,25 @@ const unsigned char *server_task_info(const cubec_device *d, const task *t)
 }
 
 /* Taints what the task would have written with `f` (the task did not run). */
-static void taint_outputs(task *t, failure *f)
+static void taint_outputs(const cubec_device *d, task *t, failure *f)
 {
     uint32_t n = task_bindings(t);
     for (uint32_t i = 0; i < n; i++)
         if ((t->write_mask >> i) & 1) {
-            server_taint(t->b[i].alloc, bound_start(&t->b[i]), bound_bytes(&t->b[i]), f);
-            t->b[i].alloc->queued_writer = NO_SLOT;
+            bound_range *r = task_b(d, t, i);
+            server_taint(r->alloc, bound_start(r), bound_bytes(r), f);
+            r->alloc->queued_writer = NO_SLOT;
         }
 }
 
 /* Spec 5.4 rule 3, skip don't taint: a task whose input (the indirect count included) carries a
  * failure must not run. Returns the failure its outputs take (a link of the chain naming the task
  * and the input; the caller releases it), or NULL when every input is good. */
-failure *server_task_input_failure(const task *t)
+failure *server_task_input_failure(const cubec_device *d, const task *t)
 {
     uint32_t n = task_bindings(t);
     for (uint32_t i = 0; i <= n; i++) {
-        const bound_range *r = i < n ? &t->b[i] : &t->indirect;
+        const bound_range *r = i < n ? task_b(d, t, i) : &t->indirect;
         int input = i < n ? task_reads(t, i) : r->alloc != NULL;
         if (!input || !r->alloc) continue;
         failure *cause = server_failure_of(r->alloc, bound_start(r), bound_bytes(r));
@@ -232,9 +240,9 @@ failure *server_task_input_failure(const task *t)
  * failure. Returns 1 when skipped. */
 static int skip_if_input_failed(cubec_device *d, task *t)
 {
-    failure *f = server_task_input_failure(t);
+    failure *f = server_task_input_failure(d, t);
     if (!f) return 0;
-    taint_outputs(t, f);
+    taint_outputs(d, t, f);
     server_profiles_poison(d, t->slot, f);
     failure_release(f);
     d->stats.skipped++;
@@ -248,7 +256,7 @@ static cubec_status record_failed(cubec_device *d, task *t, cubec_status err)
     failure *f =
         failure_new(cubec_status_code(err), "launch \"%s\" on stream %" PRIu64 " failed: %s",
                     task_name(t), t->stream, cubec_status_message(err));
-    taint_outputs(t, f);
+    taint_outputs(d, t, f);
     server_profiles_poison(d, t->slot, f);
     failure_release(f);
     return err;
@@ -262,7 +270,7 @@ void server_drop_task(cubec_device *d, task *t)
                              "launch \"%s\" on stream %" PRIu64
                              " was dropped: an earlier task of the same submission failed",
                              task_name(t), t->stream);
-    taint_outputs(t, f);
+    taint_outputs(d, t, f);
     server_profiles_poison(d, t->slot, f);
     failure_release(f);
     server_discard_task(d, t);
@@ -296,10 +304,10 @@ cubec_status server_emit_task(cubec_device *d, const recorder *rec, const task *
     gpu_binding infos[32];
     uint32_t n = t->count;
     for (uint32_t i = 0; i < n; i++) {
-        gpu_mem *p = t->b[i].alloc->mem.page;
-        infos[i] = (gpu_binding){p, t->b[i].offset, t->b[i].size};
-        ranges[i] = (hazard_range){p, bound_start(&t->b[i]), bound_bytes(&t->b[i]),
-                                   (t->write_mask >> i) & 1};
+        const bound_range *r = task_b(d, t, i);
+        gpu_mem *p = r->alloc->mem.page;
+        infos[i] = (gpu_binding){p, r->offset, r->size};
+        ranges[i] = (hazard_range){p, bound_start(r), bound_bytes(r), (t->write_mask >> i) & 1};
     }
     uint32_t nr = n;
     if (t->indirect.alloc)
@@ -353,7 +361,7 @@ cubec_status server_record_task(cubec_device *d, task *t)
      * keeps the memory until then). */
     uint32_t n = task_bindings(t);
     for (uint32_t i = 0; i < n; i++) {
-        bound_range *r = &t->b[i];
+        bound_range *r = task_b(d, t, i);
         int write = (t->write_mask >> i) & 1;
         r->alloc->last_use = d->next_value;
         if (write) {
