@@ -93,6 +93,13 @@ cubec_status server_memory_cleanup(cubec_device *d, stream_ref s)
     return NULL;
 }
 
+static void on_progress(cubec_device *d)
+{
+    if (d->deferred_count) server_run_deferred_frees(d);
+}
+
+const sub_listener buffers_listener = {.name = "buffers", .progress = on_progress};
+
 void server_run_deferred_frees(cubec_device *d)
 {
     uint32_t keep = 0;

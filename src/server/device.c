@@ -107,6 +107,14 @@ cubec_status server_open(const cubec_device_desc *desc, cubec_device **out)
     err = server_memory_init(d);
     if (!err) err = server_streams_init(d);
     if (!err) err = sub_init(d);
+    /* The chain (docs/ARCHITECTURE.md): submission reports to these, in this order. Failures
+     * first, so that a lost batch's outputs carry the failure before profiles and timing hear
+     * of it; buffers before graphs, so memory freed by finished work is reusable first. */
+    static const sub_listener *const chain[] = {&failures_listener, &profiles_listener,
+                                                &timing_listener, &buffers_listener,
+                                                &graphs_listener};
+    for (size_t i = 0; !err && i < sizeof chain / sizeof chain[0]; i++)
+        sub_listen(d, chain[i]);
     if (!err) err = server_profiles_init(d);
     if (!err) err = timeline_init(d);
     if (!err) err = host_ring_init(d, &d->info_ring, 4u << 20, 8, GPU_MEM_UPLOAD);

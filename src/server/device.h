@@ -209,6 +209,23 @@ typedef struct bind_cache {
     unsigned char push[256];
 } bind_cache;
 
+/* What submission reports to the components above it, through a table registered at open
+ * (server/device.c) and called in registration order, so that submission.c calls none of them
+ * (docs/ARCHITECTURE.md, "The chain"). Any entry may be NULL. */
+typedef struct sub_listener {
+    const char *name;
+    /* A batch begins recording (its command buffer is open). */
+    void (*begun)(struct cubec_device_s *d, batch *b);
+    /* The batch was submitted (err NULL) or lost (err): what it holds is released; `submit_ns`
+     * is the host time the submission began. */
+    void (*settled)(struct cubec_device_s *d, batch *b, cubec_status err, uint64_t submit_ns);
+    /* The GPU finished a batch (called before it is reused, and from polls). */
+    void (*finished)(struct cubec_device_s *d, batch *b);
+    /* The completed timeline value was refreshed. */
+    void (*progress)(struct cubec_device_s *d);
+} sub_listener;
+#define SUB_MAX_LISTENERS 8
+
 /* The replay submitter (server/submitter.c): a thread that submits graph replays. */
 #define SUBMITTER_RING 64
 typedef struct submit_item {
@@ -353,6 +370,8 @@ struct cubec_device_s {
     bind_cache bound;        /* what the open command buffer has bound */
     int spin_us;
     hazard_tracker hazards;
+    const sub_listener *listeners[SUB_MAX_LISTENERS]; /* immutable after open */
+    uint32_t listener_count;
 
     struct {
         uint64_t barriers, submissions, tasks, skipped;
@@ -441,6 +460,11 @@ void sub_hazards_in(cubec_device *d, hazard_tracker *t, gpu_cmd *cmd, const haza
                     uint32_t n, sub_command kind);
 void sub_destroy(cubec_device *d);
 cubec_status sub_init(cubec_device *d);
+/* Adds a listener (at open, before any batch). */
+void sub_listen(cubec_device *d, const sub_listener *l);
+/* The listeners of the components, in the order device.c registers them. */
+extern const sub_listener failures_listener, profiles_listener, timing_listener, buffers_listener,
+    graphs_listener;
 
 /* server/buffers.c */
 cubec_status server_buffer_create(cubec_device *d, stream_ref s, uint64_t size, cubec_buffer *out);
@@ -579,9 +603,6 @@ cubec_status server_failure_status(const alloc_obj *a, const failure *f, const c
 /* Holds a recorded task's range in the open batch until it is submitted. */
 cubec_status server_hold(cubec_device *d, batch *b, alloc_obj *a, uint64_t offset, uint64_t size,
                          int write);
-/* The batch was submitted (err NULL) or lost (err): release the holds; on error, what the batch
- * would have written carries `err`. */
-void server_batch_settled(cubec_device *d, batch *b, cubec_status err);
 
 /* server/profile.c */
 cubec_status server_profiles_init(cubec_device *d);

@@ -44,14 +44,14 @@ cubec_status server_hold(cubec_device *d, batch *b, alloc_obj *a, uint64_t offse
     return NULL;
 }
 
-void server_batch_settled(cubec_device *d, batch *b, cubec_status err)
+/* A batch settled: release its holds; on error, what it would have written carries it. */
+static void batch_settled(cubec_device *d, batch *b, cubec_status err, uint64_t submit_ns)
 {
+    (void)submit_ns;
     failure *f = NULL;
-    if (err) {
+    if (err)
         f = failure_new(cubec_status_code(err), "the submission of its work failed: %s",
                         cubec_status_message(err));
-        if (f) server_profiles_poison(d, NO_SLOT, f);
-    }
     for (uint32_t i = 0; i < b->held_count; i++) {
         held_range *h = &b->held[i];
         if (f && h->write) server_taint(h->alloc, h->offset, h->size, f);
@@ -60,3 +60,5 @@ void server_batch_settled(cubec_device *d, batch *b, cubec_status err)
     b->held_count = 0;
     failure_release(f);
 }
+
+const sub_listener failures_listener = {.name = "failures", .settled = batch_settled};

@@ -584,6 +584,18 @@ cubec_status server_graph_replay(cubec_device *d, stream_ref s, uint64_t id)
     return NULL;
 }
 
+/* Replays whose submission failed on the submission thread are reported here. */
+static void on_progress(cubec_device *d)
+{
+    if (!d->submitter.started) return;
+    uint64_t graph = 0, value = 0;
+    cubec_status lost;
+    while ((lost = submitter_take_failure(d, &graph, &value)) != NULL)
+        server_graph_replay_lost(d, graph, value, lost);
+}
+
+const sub_listener graphs_listener = {.name = "graphs", .progress = on_progress};
+
 void server_graph_replay_lost(cubec_device *d, uint64_t number, uint64_t value, cubec_status err)
 {
     LOG(LOG_ERROR, LOG_SYS_STREAMS, "graph #%" PRIu64 ": %s", number, cubec_status_message(err));

@@ -304,6 +304,20 @@ cubec_status server_record_timestamp(cubec_device *d, task *t)
     return NULL;
 }
 
+/* A lost submission may hold any stream's work: every open profile is invalid. */
+static void batch_settled(cubec_device *d, batch *b, cubec_status err, uint64_t submit_ns)
+{
+    (void)b;
+    (void)submit_ns;
+    if (!err || !d->profiles.live) return;
+    failure *f = failure_new(cubec_status_code(err), "the submission of its work failed: %s",
+                             cubec_status_message(err));
+    if (f) server_profiles_poison(d, NO_SLOT, f);
+    failure_release(f);
+}
+
+const sub_listener profiles_listener = {.name = "profiles", .settled = batch_settled};
+
 void server_profiles_poison(cubec_device *d, uint32_t slot, failure *f)
 {
     if (!d->profiles.live) return;

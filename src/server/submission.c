@@ -38,24 +38,34 @@ void sub_destroy(cubec_device *d)
     d->batch_count = 0;
 }
 
+void sub_listen(cubec_device *d, const sub_listener *l)
+{
+    if (d->listener_count < SUB_MAX_LISTENERS) d->listeners[d->listener_count++] = l;
+}
+
+/* Each listener's `event`, in registration order. */
+#define NOTIFY(d, event, ...)                                                                      \
+    do {                                                                                           \
+        for (uint32_t li_ = 0; li_ < (d)->listener_count; li_++)                                   \
+            if ((d)->listeners[li_]->event) (d)->listeners[li_]->event((d), __VA_ARGS__);          \
+    } while (0)
+#define NOTIFY0(d, event)                                                                          \
+    do {                                                                                           \
+        for (uint32_t li_ = 0; li_ < (d)->listener_count; li_++)                                   \
+            if ((d)->listeners[li_]->event) (d)->listeners[li_]->event(d);                         \
+    } while (0)
+
 void sub_poll(cubec_device *d)
 {
     uint64_t v = 0;
     cubec_status err = d->gpu->ops->timeline_value(d->gpu, &v);
     if (!err && v > d->completed_value) d->completed_value = v;
     cubec_status_free(err); /* a broken timeline shows in the next wait */
-    if (d->deferred_count) server_run_deferred_frees(d);
-    if (d->submitter.started) {
-        uint64_t graph = 0, value = 0;
-        cubec_status lost;
-        while ((lost = submitter_take_failure(d, &graph, &value)) != NULL)
-            server_graph_replay_lost(d, graph, value, lost);
-    }
-    if (d->time_launches)
-        for (uint32_t i = 0; i < d->batch_count; i++)
-            if (d->batches[i].stamp_count && d->batches[i].value &&
-                d->batches[i].value <= d->completed_value)
-                timeline_harvest(d, &d->batches[i]);
+    NOTIFY0(d, progress);
+    for (uint32_t i = 0; i < d->batch_count; i++)
+        if (d->batches[i].stamp_count && d->batches[i].value &&
+            d->batches[i].value <= d->completed_value)
+            NOTIFY(d, finished, &d->batches[i]);
     /* Everything submitted finished and nothing is open: no earlier command can conflict. */
     if (!d->open && d->completed_value + 1 >= d->next_value) hazard_reset(&d->hazards);
 }
@@ -117,9 +127,9 @@ cubec_status sub_begin(cubec_device *d, gpu_cmd **out_cmd)
     cubec_status err = take_batch(d, &b);
     d->draining--;
     RETURN_IF_ERROR(err);
-    if (b->stamp_count) timeline_harvest(d, b); /* finished, not yet read */
+    if (b->stamp_count) NOTIFY(d, finished, b); /* finished, not yet harvested */
     RETURN_IF_ERROR(d->gpu->ops->cmd_begin(d->gpu, b->cmd));
-    if (d->time_launches) timeline_batch_begin(d, b);
+    NOTIFY(d, begun, b);
     b->value = 0;
     d->open = b;
     d->tasks = 0;
@@ -153,12 +163,12 @@ cubec_status sub_flush_to(cubec_device *d, int for_host, sub_handoff *handoff)
     cubec_status ended = d->gpu->ops->cmd_end(d->gpu, b->cmd);
     if (ended) {
         cubec_status err = server_note_error(d, ended);
-        server_batch_settled(d, b, err);
+        NOTIFY(d, settled, b, err, 0);
         b->value = 0;
         return err;
     }
     uint64_t value = d->next_value;
-    uint64_t submit_begin = d->trace ? server_now_ns() : 0;
+    uint64_t submit_begin = now_ns();
     cubec_status lost = NULL;
     if (handoff) {
         /* The submission thread submits it, with what the caller hands over next; the fault
@@ -170,31 +180,23 @@ cubec_status sub_flush_to(cubec_device *d, int for_host, sub_handoff *handoff)
         }
     } else {
         submitter_quiesce(d); /* replays handed to the submission thread go first */
-        uint64_t t0 = server_now_ns();
         gpu_submit_item item = {b->cmd, value};
         lost = gpu_submit(d->gpu, &item, 1);
-        d->stats.submit_ns += server_now_ns() - t0;
+        d->stats.submit_ns += now_ns() - submit_begin;
         if (lost) lost = server_note_error(d, lost);
     }
     if (lost) {
         /* The buffer was not submitted: make it reusable; its work is lost, and what it would
          * have written carries the error. */
-        server_batch_settled(d, b, lost);
+        NOTIFY(d, settled, b, lost, submit_begin);
         b->value = 0;
-        b->stamp_count = 0; /* its timestamps will never be written */
         return lost;
     }
-    server_batch_settled(d, b, NULL);
     b->value = value;
+    NOTIFY(d, settled, b, NULL, submit_begin);
     d->next_value++;
     d->stats.submissions++;
     if (for_host) d->host_visible_value = value;
-    if (d->trace) {
-        char args[96];
-        snprintf(args, sizeof args, "\"tasks\":%u,\"timeline_value\":%llu", d->tasks,
-                 (unsigned long long)value);
-        timeline_host(d, "submit", "submit", submit_begin, 0, args);
-    }
     d->tasks = 0;
     return NULL;
 }

@@ -248,6 +248,35 @@ void timeline_graph_harvest(cubec_device *d, gpu_queries *pool, const launch_sta
     d->gpu->ops->queries_host_reset(d->gpu, pool, 0, 2 * n);
 }
 
+/* --- Submission's listener ------------------------------------------------------------------ */
+
+static void on_begun(cubec_device *d, batch *b)
+{
+    if (d->time_launches) timeline_batch_begin(d, b);
+}
+
+static void on_settled(cubec_device *d, batch *b, cubec_status err, uint64_t submit_ns)
+{
+    if (err) {
+        b->stamp_count = 0; /* its timestamps will never be written */
+        return;
+    }
+    if (d->trace) {
+        char args[96];
+        snprintf(args, sizeof args, "\"tasks\":%u,\"timeline_value\":%llu", d->tasks,
+                 (unsigned long long)b->value);
+        timeline_host(d, "submit", "submit", submit_ns, 0, args);
+    }
+}
+
+static void on_finished(cubec_device *d, batch *b)
+{
+    timeline_harvest(d, b);
+}
+
+const sub_listener timing_listener = {
+    .name = "launch timing", .begun = on_begun, .settled = on_settled, .finished = on_finished};
+
 void timeline_host(cubec_device *d, const char *name, const char *category, uint64_t begin_ns,
                    uint64_t stream, const char *args_json)
 {
