@@ -1,5 +1,7 @@
-/* Failure objects and per-allocation taint maps (see failure.h). The maps are small sorted-free
- * arrays: ranges never overlap, and setting or clearing a range splits the ranges it cuts. */
+/* Failure objects and per-allocation taint maps (see failure.h). The maps are small unsorted
+ * arrays: ranges never overlap, and setting or clearing a range trims, drops or splits the ranges
+ * it cuts. Only a split takes a slot, and the slot is reserved before anything changes: when the
+ * host is out of memory the map degrades by tainting too much, never by losing a failure. */
 #include "failure/failure.h"
 
 #include "base/array.h"
@@ -77,54 +79,177 @@ void failure_release(failure *f)
     free(f);
 }
 
+/* ---- taint maps -------------------------------------------------------------------------- */
+
+/* The reallocation the maps grow with; tests replace it (taint_set_realloc_hook). */
+static array_realloc_fn taint_realloc = realloc;
+
+void taint_set_realloc_hook(void *(*reallocate)(void *ptr, size_t size))
+{
+    taint_realloc = reallocate ? reallocate : realloc;
+}
+
+static taint_range *range_at(taint_map *m, uint32_t i)
+{
+    return i ? &m->more[i - 1] : &m->first;
+}
+
+static const taint_range *const_range_at(const taint_map *m, uint32_t i)
+{
+    return i ? &m->more[i - 1] : &m->first;
+}
+
+static uint32_t slots(const taint_map *m)
+{
+    return m->cap + 1;
+}
+
+/* Room for `need` ranges in all. Returns 0, or -1 (nothing changed) when the host is out of
+ * memory. */
+static int reserve(taint_map *m, uint64_t need)
+{
+    if (need <= slots(m)) return 0;
+    return array_grow_ex((void **)&m->more, &m->cap, need - 1, sizeof *m->more,
+                         ARRAY_FIRST_CAPACITY, UINT32_MAX - 1, taint_realloc);
+}
+
+/* Appends a range; the caller made room. */
+static void append(taint_map *m, uint64_t offset, uint64_t size, failure *f)
+{
+    *range_at(m, m->count++) = (taint_range){offset, size, failure_retain(f)};
+}
+
+/* Drops range i: the last range takes its place. */
+static void remove_at(taint_map *m, uint32_t i)
+{
+    failure_release(range_at(m, i)->failure);
+    *range_at(m, i) = *range_at(m, m->count - 1);
+    m->count--;
+}
+
 failure *taint_find(const taint_map *m, uint64_t offset, uint64_t size)
 {
     for (uint32_t i = 0; i < m->count; i++) {
-        const taint_range *r = &m->ranges[i];
+        const taint_range *r = const_range_at(m, i);
         if (r->offset < offset + size && offset < r->offset + r->size) return r->failure;
     }
     return NULL;
 }
 
-static int push(taint_map *m, uint64_t offset, uint64_t size, failure *f)
+/* Cuts [offset, end) out of every range: a range inside it goes, a range across one of its
+ * edges is trimmed, both in place. A range across both edges is split in two, which takes one
+ * more slot while `keep` slots stay free for the caller; without it the range is left whole and
+ * its index is returned through *out_whole (ranges do not overlap, so there is at most one).
+ * Returns 0 when every cut was made, -1 otherwise. */
+static int cut(taint_map *m, uint64_t offset, uint64_t end, uint32_t keep, uint32_t *out_whole)
 {
-    if (size == 0) return 1;
-    if (array_grow((void **)&m->ranges, &m->cap, (uint64_t)m->count + 1, sizeof *m->ranges))
-        return 0;
-    m->ranges[m->count++] = (taint_range){offset, size, failure_retain(f)};
-    return 1;
-}
-
-void taint_clear(taint_map *m, uint64_t offset, uint64_t size)
-{
-    uint64_t end = offset + size;
+    int rc = 0;
+    *out_whole = UINT32_MAX;
     for (uint32_t i = 0; i < m->count;) {
-        taint_range r = m->ranges[i];
-        if (!(r.offset < end && offset < r.offset + r.size)) {
+        taint_range *r = range_at(m, i);
+        uint64_t r_end = r->offset + r->size;
+        if (!(r->offset < end && offset < r_end)) {
             i++;
             continue;
         }
-        /* Remove r, then put back the parts outside [offset, end). */
-        m->ranges[i] = m->ranges[--m->count];
-        if (r.offset < offset) push(m, r.offset, offset - r.offset, r.failure);
-        if (r.offset + r.size > end) push(m, end, r.offset + r.size - end, r.failure);
-        failure_release(r.failure);
-        /* Pieces pushed at the end are outside the range: the scan does not revisit them. */
+        int before = r->offset < offset; /* part of r lies before the cut */
+        int after = r_end > end;         /* and part after it */
+        if (before && after) {
+            if (reserve(m, (uint64_t)m->count + 1 + keep)) {
+                /* Not split: the range keeps its failure on the bytes being cut too. */
+                *out_whole = i;
+                rc = -1;
+                i++;
+                continue;
+            }
+            r = range_at(m, i); /* the reservation may have moved `more` */
+            append(m, end, r_end - end, r->failure);
+            r = range_at(m, i);
+            r->size = offset - r->offset;
+        } else if (before) {
+            r->size = offset - r->offset;
+        } else if (after) {
+            r->size = r_end - end;
+            r->offset = end;
+        } else {
+            remove_at(m, i);
+            continue; /* the last range moved to i */
+        }
+        i++;
     }
-    if (m->count == 0) taint_free(m);
+    return rc;
 }
 
-void taint_set(taint_map *m, uint64_t offset, uint64_t size, failure *f)
+int taint_clear(taint_map *m, uint64_t offset, uint64_t size)
 {
-    taint_clear(m, offset, size);
-    push(m, offset, size, f);
+    if (size == 0 || m->count == 0) return 0;
+    uint32_t whole;
+    int rc = cut(m, offset, offset + size, 0, &whole);
+    if (m->count == 0) taint_free(m);
+    return rc;
+}
+
+/* No slot is free and none can be had: the bytes [offset, end), which no range covers now, join
+ * the nearest range, with its failure. The bytes between them join too; no range lies there,
+ * since that one would be nearer. */
+static void merge_into_nearest(taint_map *m, uint64_t offset, uint64_t end)
+{
+    uint32_t best = 0;
+    uint64_t best_gap = UINT64_MAX;
+    for (uint32_t i = 0; i < m->count; i++) {
+        const taint_range *r = range_at(m, i);
+        uint64_t gap = r->offset >= end ? r->offset - end : offset - (r->offset + r->size);
+        if (gap < best_gap) {
+            best_gap = gap;
+            best = i;
+        }
+    }
+    taint_range *r = range_at(m, best);
+    if (r->offset >= end) {
+        r->size = r->offset + r->size - offset;
+        r->offset = offset;
+    } else {
+        r->size = end - r->offset;
+    }
+}
+
+int taint_set(taint_map *m, uint64_t offset, uint64_t size, failure *f)
+{
+    if (size == 0) return 0;
+    uint64_t end = offset + size;
+    /* A slot for the new range first, so that the cuts cannot take it. */
+    int have_slot = reserve(m, (uint64_t)m->count + 1) == 0;
+    uint32_t whole;
+    int rc = cut(m, offset, end, have_slot, &whole);
+    /* Cutting out ranges inside [offset, end) may have freed a slot. */
+    have_slot = m->count < slots(m);
+    if (whole != UINT32_MAX) {
+        /* A range across both edges could not be split: its bytes before `offset` stay its own.
+         * With a slot, the new range takes over from `offset` to the range's end (the tail past
+         * `end` carries the new failure too); without one, the range stays whole and its failure
+         * covers the new bytes. */
+        if (have_slot) {
+            taint_range *r = range_at(m, whole);
+            uint64_t r_end = r->offset + r->size;
+            r->size = offset - r->offset;
+            append(m, offset, r_end - offset, f);
+        }
+        return -1;
+    }
+    if (have_slot) {
+        append(m, offset, size, f);
+        return rc;
+    }
+    /* No slot (so the map is not empty: the inline slot is taken). */
+    merge_into_nearest(m, offset, end);
+    return -1;
 }
 
 void taint_free(taint_map *m)
 {
     for (uint32_t i = 0; i < m->count; i++)
-        failure_release(m->ranges[i].failure);
-    free(m->ranges);
-    m->ranges = NULL;
+        failure_release(range_at(m, i)->failure);
+    free(m->more);
+    m->more = NULL;
     m->count = m->cap = 0;
 }

@@ -13,6 +13,7 @@
 
 #include "base/status.h"
 
+#include <stddef.h>
 #include <stdint.h>
 
 typedef struct failure {
@@ -37,18 +38,32 @@ typedef struct taint_range {
     failure *failure;
 } taint_range;
 
-/* The tainted ranges of one allocation (usually empty: then no memory is used). */
+/* The tainted ranges of one allocation, which never overlap. The first range is kept inline, so
+ * a map can always record a failure without allocating, and the usual map (empty, or one range)
+ * uses no heap memory; the others are in `more`. */
 typedef struct taint_map {
-    taint_range *ranges;
-    uint32_t count, cap;
+    uint32_t count; /* ranges, the inline one included */
+    uint32_t cap;   /* ranges `more` has room for */
+    taint_range first;
+    taint_range *more;
 } taint_map;
 
 /* The failure of the first tainted range overlapping [offset, offset+size), or NULL. */
 failure *taint_find(const taint_map *m, uint64_t offset, uint64_t size);
-/* Marks [offset, offset+size) as carrying `f` (replacing what those bytes carried). */
-void taint_set(taint_map *m, uint64_t offset, uint64_t size, failure *f);
-/* Those bytes were written: they carry nothing any more (the rest of the map is unchanged). */
-void taint_clear(taint_map *m, uint64_t offset, uint64_t size);
+/* Marks [offset, offset+size) as carrying `f` (replacing what those bytes carried). Returns 0;
+ * -1 when the host was out of memory and the map recorded it conservatively instead: then every
+ * byte that carried a failure still carries one, but some bytes carry a failure they should not
+ * (a range that could not be split stays whole), or the new bytes carry the failure of the range
+ * they were merged into. A failure is never dropped. */
+int taint_set(taint_map *m, uint64_t offset, uint64_t size, failure *f);
+/* Those bytes were written: they carry nothing any more (the rest of the map is unchanged).
+ * Returns 0; -1 when the host was out of memory for splitting a range around them: that range
+ * then stays whole, tainting the written bytes too. */
+int taint_clear(taint_map *m, uint64_t offset, uint64_t size);
 void taint_free(taint_map *m);
+
+/* For tests: the function the maps reallocate with, to make the host run out of memory on
+ * purpose (NULL restores realloc). Global and unsynchronized: set it only while no map changes. */
+void taint_set_realloc_hook(void *(*reallocate)(void *ptr, size_t size));
 
 #endif
