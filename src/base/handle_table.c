@@ -3,6 +3,7 @@
 #include "base/handle_table.h"
 
 #include "base/array.h"
+#include "base/assert.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -88,5 +89,6 @@ void handle_table_remove(handle_table *t, uint64_t id)
     if (s->generation == 0) s->generation = 1;
     s->next_free = t->free_head;
     t->free_head = index;
+    CUBEC_ASSERT(t->live > 0); /* the id was live */
     t->live--;
 }

@@ -5,6 +5,7 @@
 #include "failure/failure.h"
 
 #include "base/array.h"
+#include "base/assert.h"
 #include "base/strfmt.h"
 
 #include <stdarg.h>
@@ -67,6 +68,8 @@ failure *failure_chain(const failure *cause, const char *fmt, ...)
 
 failure *failure_retain(failure *f)
 {
+    /* A failure with no reference left was freed: retaining it is a use after free. */
+    CUBEC_ASSERT(f->refs > 0);
     f->refs++;
     return f;
 }
@@ -74,6 +77,7 @@ failure *failure_retain(failure *f)
 void failure_release(failure *f)
 {
     if (!f || f == &oom_failure) return;
+    CUBEC_ASSERT(f->refs > 0); /* released more often than retained */
     if (--f->refs) return;
     free(f->message);
     free(f);
@@ -180,12 +184,29 @@ static int cut(taint_map *m, uint64_t offset, uint64_t end, uint32_t keep, uint3
     return rc;
 }
 
+/* The map's invariant: no empty range, no two ranges overlapping. Quadratic, so only checked in
+ * debug builds (CUBEC_ASSERT): maps hold a few ranges. */
+static int taint_valid(const taint_map *m)
+{
+    if (m->count > slots(m)) return 0;
+    for (uint32_t i = 0; i < m->count; i++) {
+        const taint_range *a = const_range_at(m, i);
+        if (a->size == 0 || a->offset + a->size < a->offset || !a->failure) return 0;
+        for (uint32_t j = i + 1; j < m->count; j++) {
+            const taint_range *b = const_range_at(m, j);
+            if (a->offset < b->offset + b->size && b->offset < a->offset + a->size) return 0;
+        }
+    }
+    return 1;
+}
+
 int taint_clear(taint_map *m, uint64_t offset, uint64_t size)
 {
     if (size == 0 || m->count == 0) return 0;
     uint32_t whole;
     int rc = cut(m, offset, offset + size, 0, &whole);
     if (m->count == 0) taint_free(m);
+    CUBEC_ASSERT(taint_valid(m));
     return rc;
 }
 
@@ -234,14 +255,18 @@ int taint_set(taint_map *m, uint64_t offset, uint64_t size, failure *f)
             r->size = offset - r->offset;
             append(m, offset, r_end - offset, f);
         }
+        CUBEC_ASSERT(taint_valid(m));
         return -1;
     }
     if (have_slot) {
         append(m, offset, size, f);
+        CUBEC_ASSERT(taint_valid(m));
         return rc;
     }
     /* No slot (so the map is not empty: the inline slot is taken). */
+    CUBEC_ASSERT(m->count > 0);
     merge_into_nearest(m, offset, end);
+    CUBEC_ASSERT(taint_valid(m));
     return -1;
 }
 

@@ -2,6 +2,7 @@
 #include "memory/exclusive_pool.h"
 
 #include "base/array.h"
+#include "base/assert.h"
 #include "base/status.h"
 
 #include <stdlib.h>
@@ -129,6 +130,8 @@ int exclusive_pool_free(exclusive_pool *p, uint32_t slot, const void *page, uint
     exclusive_page *pg = &p->pages[slot];
     if (pg->state != EXCLUSIVE_SLOT_LIVE || pg->handle != page || pg->requested != size) return 0;
     uint64_t eff = padded(p, size);
+    /* A live page is counted in the pool's totals, and the free list has room for every page. */
+    CUBEC_ASSERT(p->allocations > 0 && p->bytes_in_use >= size && p->free_len < p->free_cap);
     p->allocations--;
     p->bytes_in_use -= size;
     p->bytes_padding -= (eff < pg->size ? eff : pg->size) - size;
@@ -156,6 +159,8 @@ uint32_t exclusive_pool_cleanup(exclusive_pool *p, const page_source *source, ui
         }
         /* The last entry moves into position i, which is looked at next. */
         unlist_free(p, slot);
+        CUBEC_ASSERT(pg->state == EXCLUSIVE_SLOT_FREE && p->pages_live > 0 &&
+                     p->bytes_reserved >= pg->size);
         source->free(source->user, pg->handle);
         p->bytes_reserved -= pg->size;
         p->pages_live--;

@@ -2,6 +2,7 @@
 #include "memory/sliced_pool.h"
 
 #include "base/array.h"
+#include "base/assert.h"
 #include "base/status.h"
 
 #include <stdlib.h>
@@ -187,6 +188,7 @@ static void carve(sliced_pool *p, uint32_t slot, uint64_t size, uint64_t eff, po
         bin_insert(p, rest);
     }
     sliced_slice *s = &p->slices[slot];
+    CUBEC_ASSERT(s->state == SLICED_SLOT_FREE && s->size >= eff && eff >= size);
     s->state = SLICED_SLOT_LIVE;
     s->requested = size;
     sliced_page *pg = &p->pages[s->page];
@@ -265,6 +267,9 @@ int sliced_pool_free(sliced_pool *p, uint32_t slot, const void *page, uint64_t o
         p->pages[s->page].handle != page)
         return 0;
 
+    /* A live slice is counted in its page and in the pool's totals. */
+    CUBEC_ASSERT(p->pages[s->page].live > 0 && p->allocations > 0 && p->bytes_in_use >= size &&
+                 p->bytes_padding >= s->size - size);
     p->pages[s->page].live--;
     p->allocations--;
     p->bytes_in_use -= size;
@@ -304,7 +309,10 @@ uint32_t sliced_pool_release_empty(sliced_pool *p, const page_source *source)
         if (!pg->in_use || pg->live != 0) continue;
         uint32_t slot = pg->first;
         /* With no live slice the merges leave a single free slice covering the page. */
+        CUBEC_ASSERT(p->slices[slot].size == p->page_size &&
+                     p->slices[slot].state == SLICED_SLOT_FREE);
         if (p->slices[slot].size != p->page_size) continue;
+        CUBEC_ASSERT(p->pages_live > 0);
         bin_remove(p, slot);
         put_slice(p, slot);
         source->free(source->user, pg->handle);

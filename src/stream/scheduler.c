@@ -2,6 +2,7 @@
 #include "stream/scheduler.h"
 
 #include "base/array.h"
+#include "base/assert.h"
 #include "base/log.h"
 
 #include <stdio.h>
@@ -33,6 +34,7 @@ static void *task_at(const scheduler *s, const sched_queue *q, uint32_t i)
 /* Takes the first task of a queue (valid until the next reserve on that slot). */
 static void *pop(scheduler *s, sched_queue *q)
 {
+    CUBEC_ASSERT(q->count > 0 && q->count <= q->cap);
     void *t = task_at(s, q, 0);
     q->head = (q->head + 1) % q->cap;
     q->count--;
