@@ -1,7 +1,8 @@
 # cubec: the two commands of the README.
 #   make demo   installs what is missing (Debian 12, as root), builds, runs the examples
-#   make test   builds and runs every test (ctest), then the ASan+UBSan build's tests
-# Other targets: build, bench, install-deps, format, clean.
+#   make test   checks the formatting, builds, lints, runs every test (ctest), then the ASan+UBSan
+#               build's tests and the ThreadSanitizer build's concurrency tests
+# Other targets: build, bench, install-deps, format, format-check, lint, clean.
 
 BUILD      ?= build
 BUILD_SAN  ?= build-san
@@ -11,9 +12,9 @@ CMAKE_ARGS ?=
 
 DEB_PACKAGES = build-essential cmake pkg-config git libvulkan-dev mesa-vulkan-drivers \
                vulkan-validationlayers vulkan-tools libshaderc-dev glslc glslang-dev spirv-tools \
-               libspirv-cross-c-shared-dev libinih-dev libcmocka-dev python3
+               libspirv-cross-c-shared-dev libinih-dev libcmocka-dev python3 clang-format clang-tidy
 
-.PHONY: demo test build build-san build-tsan bench install-deps format clean
+.PHONY: demo test build build-san build-tsan bench install-deps format format-check lint clean
 
 install-deps:
 	@missing=""; for p in $(DEB_PACKAGES); do \
@@ -47,7 +48,7 @@ demo: build
 	@for ex in vector_add reduction mlp; do \
 	  echo "== $$ex"; $(BUILD)/bin/example_$$ex || exit 1; done
 
-test: build build-san build-tsan
+test: format-check build lint build-san build-tsan
 	cd $(BUILD) && ctest --output-on-failure -j 2
 	cd $(BUILD_SAN) && ctest --output-on-failure -j 2 -LE smoke -E install_consumer
 	cd $(BUILD_TSAN) && ctest --output-on-failure -R "test_threads|test_stream_stress|test_graph_threads"
@@ -57,6 +58,21 @@ bench: build
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
+
+# The tracked C files as .clang-format lays them out; `make format` fixes what this reports.
+format-check: install-deps
+	clang-format --dry-run --Werror $$(git ls-files '*.c' '*.h')
+
+# clang-tidy (.clang-tidy) over the library's C files, with the Release build's compile commands.
+# LINT_PENDING: files with findings not fixed yet. server/, api/ and gpu/ are being rewritten; each
+# file leaves the list once it passes. Every other file under src/, new ones included, must pass.
+LINT_PENDING = src/api/api_kernel.c src/api/api_memory.c src/gpu/vulkan/vk_context.c \
+               src/server/graph.c src/server/kernels.c src/server/launch.c src/server/profile.c \
+               src/server/submission.c src/server/timeline.c src/server/transfer.c
+LINT_FILES = $(filter-out $(LINT_PENDING),$(shell git ls-files 'src/*.c'))
+
+lint: build
+	run-clang-tidy -quiet -p $(BUILD) -j $(JOBS) $(addprefix '^$(CURDIR)/,$(addsuffix $$',$(LINT_FILES)))
 
 clean:
 	rm -rf $(BUILD) $(BUILD_SAN) $(BUILD_TSAN)

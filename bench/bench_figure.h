@@ -38,11 +38,11 @@ typedef struct bench_params {
     uint32_t vector_groups;    /* its workgroups (grid-stride loop over the vec4s)        */
     uint64_t alloc_min_bytes;  /* alloc.pair: sizes double from min to max                */
     uint64_t alloc_max_bytes;
-    uint32_t alloc_cycles;    /* passes over all sizes per repetition                    */
-    uint32_t salt_base;       /* compile.cold: start of the unique kernel salts          */
-    uint32_t threads;         /* streams.independent: threads (and streams) of this side  */
-    uint32_t thread_launches; /* streams.independent: launches per thread per repetition  */
-    uint32_t cross_launches;  /* streams.cross: launches in the chain per repetition      */
+    uint32_t alloc_cycles;      /* passes over all sizes per repetition                    */
+    uint32_t salt_base;         /* compile.cold: start of the unique kernel salts          */
+    uint32_t threads;           /* streams.independent: threads (and streams) of this side  */
+    uint32_t thread_launches;   /* streams.independent: launches per thread per repetition  */
+    uint32_t cross_launches;    /* streams.cross: launches in the chain per repetition      */
     uint32_t interleave_rounds; /* streams.interleave: rounds of one launch per stream     */
 } bench_params;
 

@@ -17,10 +17,12 @@ struct cubec_status_s {
     char *message;
 };
 
-/* Makes an error. Never returns NULL: if the host is out of memory a static status is used. */
+/* Makes an error. Never returns NULL: if the host is out of memory a static status is used
+ * (returns_nonnull tells the compiler and the analyzer so). */
 MUST_USE cubec_status status_make(cubec_code code, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-MUST_USE cubec_status status_makev(cubec_code code, const char *fmt, va_list ap);
+    __attribute__((format(printf, 2, 3), returns_nonnull));
+MUST_USE cubec_status status_makev(cubec_code code, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0), returns_nonnull));
 /* Prefixes context to an error: "<context>: <old message>". NULL passes through. */
 MUST_USE cubec_status status_annotate(cubec_status status, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

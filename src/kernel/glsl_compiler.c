@@ -264,7 +264,7 @@ static cubec_status compile_once(glsl_compiler *compiler, const char *name, cons
     size_t bytes = shaderc_result_get_length(result);
     if (shaderc_result_get_compilation_status(result) != shaderc_compilation_status_success) {
         status = compile_failure(name, entry_point, result);
-    } else if (bytes < 4 * SPIRV_HEADER_WORDS || bytes % 4 != 0) {
+    } else if (bytes < sizeof(uint32_t) * SPIRV_HEADER_WORDS || bytes % 4 != 0) {
         status = status_make(CUBEC_INTERNAL,
                              "kernel '%s': shaderc returned %zu bytes of SPIR-V, not a whole "
                              "module",
@@ -297,6 +297,7 @@ typedef struct resource_signature {
 static int scan_resources(const uint32_t *words, size_t word_count, resource_signature *out)
 {
     memset(out, 0, sizeof *out);
+    if (!words || word_count < SPIRV_HEADER_WORDS) return 0;
     uint32_t bound = words[3];
     if (bound == 0 || bound > (1u << 22)) return 0;
     /* Decorations precede variables in a module, so one pass can resolve each variable. */
@@ -364,7 +365,8 @@ static cubec_status rename_entry_point(const char *name, const char *entry_point
             out[i] = (uint32_t)(new_n << 16) | SPIRV_OP_ENTRY_POINT;
             out[i + 1] = words[i + 1];
             out[i + 2] = words[i + 2];
-            memcpy(&out[i + 3], entry_point, strlen(entry_point)); /* calloc pads with NULs */
+            /* The name and its NUL fit new_name_words; calloc pads the rest with NULs. */
+            memcpy(&out[i + 3], entry_point, strlen(entry_point) + 1);
             memcpy(&out[i + 3 + new_name_words], &words[i + 3 + old_name_words],
                    (n - 3 - old_name_words) * sizeof *out);
             memcpy(&out[i + new_n], &words[i + n], (count - i - n) * sizeof *out);

@@ -149,7 +149,8 @@ size_t kernel_stats_format(const kernel_stats *stats, char *buf, size_t cap)
     if (buf && cap) buf[0] = 0;
     if (!buf) cap = 0;
     if (kernel_stats_empty(stats)) return 0;
-    const entry **rows = malloc((stats->used ? stats->used : 1) * sizeof *rows);
+    /* sizeof of the type: clang-tidy 14 reads `sizeof *rows` as a mistaken sizeof of a pointer. */
+    const entry **rows = malloc((stats->used ? stats->used : 1) * sizeof(const entry *));
     if (!rows) {
         append(buf, cap, &len, "kernel statistics: host out of memory\n");
         return len;
@@ -165,7 +166,7 @@ size_t kernel_stats_format(const kernel_stats *stats, char *buf, size_t cap)
         total += e->stat.total_ns;
         if ((int)strlen(e->name) > width) width = (int)strlen(e->name);
     }
-    qsort(rows, n, sizeof *rows, by_total_desc);
+    qsort(rows, n, sizeof(const entry *), by_total_desc);
     append(buf, cap, &len, "%-*s %10s %12s %12s %8s\n", width, "kernel", "count", "total ms",
            "mean us", "share %");
     for (size_t i = 0; i < n; i++) {

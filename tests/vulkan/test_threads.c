@@ -31,16 +31,22 @@ static void *run(void *arg)
 {
     worker *w = arg;
     uint32_t *host = malloc(WORDS * 4), *ref = malloc(WORDS * 4);
-    for (uint32_t i = 0; i < WORDS; i++) host[i] = ref[i] = i * (w->id + 1);
+    for (uint32_t i = 0; i < WORDS; i++)
+        host[i] = ref[i] = i * (w->id + 1);
     cubec_buffer b = {0}, c = {0};
     cubec_status st = cubec_buffer_from(w->d, 0, host, WORDS * 4, &b);
     if (!st) st = cubec_buffer_create(w->d, 0, WORDS * 4, &c);
     for (uint32_t r = 0; r < ROUNDS && !st; r++) {
         uint32_t info[2] = {WORDS, w->id + r};
-        cubec_launch_desc ld = {.kernel = w->k, .buffers = &b, .buffer_count = 1, .info = info,
-                                .info_size = sizeof info, .groups = {WORDS / 64, 1, 1}};
+        cubec_launch_desc ld = {.kernel = w->k,
+                                .buffers = &b,
+                                .buffer_count = 1,
+                                .info = info,
+                                .info_size = sizeof info,
+                                .groups = {WORDS / 64, 1, 1}};
         st = cubec_launch(w->d, 0, &ld);
-        for (uint32_t i = 0; i < WORDS; i++) ref[i] += w->id + r;
+        for (uint32_t i = 0; i < WORDS; i++)
+            ref[i] += w->id + r;
         if (!st && r % 8 == 7) st = cubec_read(w->d, 0, b, 0, host, WORDS * 4);
     }
     if (!st) st = cubec_copy(w->d, 0, b, 0, c, 0, WORDS * 4);
@@ -73,7 +79,8 @@ static void test_threads_share_a_device(void **state)
         w[i] = (worker){.d = d, .k = k, .id = i};
         assert_int_equal(pthread_create(&t[i], NULL, run, &w[i]), 0);
     }
-    for (uint32_t i = 0; i < THREADS; i++) pthread_join(t[i], NULL);
+    for (uint32_t i = 0; i < THREADS; i++)
+        pthread_join(t[i], NULL);
     for (uint32_t i = 0; i < THREADS; i++)
         if (w[i].failed) fail_msg("worker %u: %s", i, w[i].why);
     cubec_memory_report r;
