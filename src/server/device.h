@@ -616,6 +616,8 @@ cubec_status server_record_timestamp(cubec_device *d, task *t);
 /* A failure on `slot` (a launch skipped or failed): every profile open there is invalid. With
  * slot NO_SLOT, every open profile (a lost submission). */
 void server_profiles_poison(cubec_device *d, uint32_t slot, failure *f);
+/* A profile's timestamp task was dropped unrecorded: the profile carries `f`. */
+void server_profile_timestamp_dropped(cubec_device *d, const task *t, failure *f);
 /* Host CLOCK_MONOTONIC ns of a device timestamp. */
 uint64_t server_device_time_ns(cubec_device *d, uint64_t ticks);
 uint64_t server_now_ns(void);

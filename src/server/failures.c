@@ -8,7 +8,8 @@
 
 failure *server_failure_of(const alloc_obj *a, uint64_t page_offset, uint64_t size)
 {
-    if (!a->taint.count) return NULL;
+    /* No byte, no failure: an empty range inside a failed one holds nothing unwritten. */
+    if (!a->taint.count || size == 0) return NULL;
     return taint_find(&a->taint, alloc_offset(a, page_offset), size);
 }
 

@@ -272,6 +272,7 @@ void server_drop_task(cubec_device *d, task *t)
                              task_name(t), t->stream);
     taint_outputs(d, t, f);
     server_profiles_poison(d, t->slot, f);
+    if (t->kind == TASK_TIMESTAMP) server_profile_timestamp_dropped(d, t, f);
     failure_release(f);
     server_discard_task(d, t);
 }

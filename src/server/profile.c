@@ -195,6 +195,28 @@ static cubec_status lookup(cubec_device *d, stream_ref s, uint64_t id, const cha
     return NULL;
 }
 
+/* An error of the profile's own flush or sync: the profiled work did not all run, which is a
+ * failure inside the profile (CUBEC_PROFILE_INVALID), unless the device is lost. */
+static cubec_status invalid_after(const profile_obj *p, cubec_status err)
+{
+    if (cubec_status_code(err) == CUBEC_DEVICE_LOST) return err;
+    cubec_status invalid = status_make(CUBEC_PROFILE_INVALID,
+                                       "profile #%" PRIu64 " on stream %" PRIu64
+                                       " measured work that did not all run: %s",
+                                       p->number, p->stream, cubec_status_message(err));
+    cubec_status_free(err);
+    return invalid;
+}
+
+void server_profile_timestamp_dropped(cubec_device *d, const task *t, failure *f)
+{
+    profile_obj *p = handle_table_get(&d->profiles, t->profile);
+    if (!p || p->poison) return;
+    /* A dropped begin leaves the profile's queries unwritten: it can never be read. */
+    p->poison = failure_retain(f);
+    p->opened = 1;
+}
+
 static cubec_status poisoned(const profile_obj *p)
 {
     return status_make(CUBEC_PROFILE_INVALID,
@@ -220,6 +242,7 @@ cubec_status server_profile_end(cubec_device *d, stream_ref s, uint64_t id,
             return err ? err
                        : INVALID_ARG("cubec_profile_end: the profile was abandoned by "
                                      "another thread while it ended");
+        if (err) err = invalid_after(p, err);
         r.begin_ns = begin_ns;
         r.end_ns = server_now_ns();
     } else {
@@ -227,14 +250,7 @@ cubec_status server_profile_end(cubec_device *d, stream_ref s, uint64_t id,
         if (!err) {
             /* A lost submission of the profiled work is a failure inside the profile. */
             err = server_drain(d, &slot, 1, 0);
-            if (err && cubec_status_code(err) != CUBEC_DEVICE_LOST) {
-                cubec_status invalid = status_make(CUBEC_PROFILE_INVALID,
-                                                   "profile #%" PRIu64 " on stream %" PRIu64
-                                                   " measured work that did not all run: %s",
-                                                   p->number, p->stream, cubec_status_message(err));
-                cubec_status_free(err);
-                err = invalid;
-            }
+            if (err) err = invalid_after(p, err);
         }
         if (!err && !p->closed)
             err = status_make(CUBEC_INTERNAL, "profile #%" PRIu64 ": its end was not recorded",
