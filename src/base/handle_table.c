@@ -22,7 +22,7 @@ static uint16_t last_tag;
 
 static int tag_is_live(uint16_t tag)
 {
-    return (atomic_load(&live_tags[tag / 32]) >> (tag % 32)) & 1u;
+    return (int)((atomic_load(&live_tags[tag / 32]) >> (tag % 32)) & 1u);
 }
 
 uint16_t handle_tag_acquire(void)

@@ -12,14 +12,14 @@
 #define NEVER UINT32_MAX
 
 typedef struct capability_rule {
-    uint32_t capability;
     const char *name;
+    uint32_t capability;
     uint32_t needs;
 } capability_rule;
 
 #define CAP(name, needs)                                                                           \
     {                                                                                              \
-        (uint32_t) SpvCapability##name, #name, needs                                               \
+#name, (uint32_t)SpvCapability##name, needs                                                \
     }
 
 static const capability_rule rules[] = {

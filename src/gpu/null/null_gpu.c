@@ -277,8 +277,8 @@ static int reserve_pending_locked(null_gpu *g, uint32_t n)
     if (cap > UINT32_MAX || cap > SIZE_MAX / sizeof(null_pending)) return 0;
     null_pending *p = malloc((size_t)cap * sizeof *p);
     if (!p) return 0;
-    for (uint32_t i = 0; i < g->pending_count; i++)
-        p[i] = g->pending[(g->pending_head + i) % g->pending_cap];
+    for (uint32_t i = 0; i < g->pending_count; i++) /* pending_count > 0: pending_cap > 0 */
+        p[i] = g->pending[(g->pending_head + i) % (g->pending_cap ? g->pending_cap : 1)];
     free(g->pending);
     g->pending = p;
     g->pending_head = 0;

@@ -64,7 +64,8 @@ static cubec_status allocate_set(gpu_cmd *c, const gpu_pipeline *p, VkDescriptor
             return vk_status(r, "vkAllocateDescriptorSets");
         c->current_pool++;
     }
-    VkDescriptorPool *n = realloc(c->descriptor_pools, (c->descriptor_pool_count + 1) * sizeof *n);
+    VkDescriptorPool *n =
+        realloc(c->descriptor_pools, (c->descriptor_pool_count + 1) * sizeof(VkDescriptorPool));
     if (!n) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (descriptor pools)");
     c->descriptor_pools = n;
     VkDescriptorPoolSize size = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, c->sets * GPU_MAX_BINDINGS};
@@ -100,7 +101,7 @@ static cubec_status vk_bind_buffers(gpu *g, gpu_cmd *c, const gpu_pipeline *p, c
         v->vk.push_descriptor(c->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p->layout, 0, count, w);
         return NULL;
     }
-    VkDescriptorSet set;
+    VkDescriptorSet set = VK_NULL_HANDLE;
     RETURN_IF_ERROR(allocate_set(c, p, &set));
     for (uint32_t i = 0; i < count; i++)
         w[i].dstSet = set;
