@@ -26,7 +26,7 @@ cubec_status cubec_buffer_from(cubec_device *device, cubec_stream stream, const 
     cubec_status err = api_slot(device, stream, "cubec_buffer_from", &s);
     if (!err) err = server_buffer_create(device, s, size, &b);
     if (!err && size) {
-        buffer_obj *o = handle_table_get(&device->buffers, b.id);
+        buffer_obj *o = handle_table_get(&device->buffers.handles, b.id);
         o->refs++; /* the write may release the lock: keep the handle alive */
         err = server_write(device, s, o, 0, data, size);
         server_buffer_release(device, b.id, o);

@@ -38,7 +38,7 @@ static inline cubec_status api_buffer(cubec_device *d, cubec_buffer h, const cha
                                       buffer_obj **out)
 {
     void *o;
-    RETURN_IF_ERROR(handle_table_lookup(&d->buffers, h.id, arg, &o));
+    RETURN_IF_ERROR(handle_table_lookup(&d->buffers.handles, h.id, arg, &o));
     *out = o;
     return NULL;
 }

@@ -33,7 +33,7 @@ cubec_status cubec_kernel_create(cubec_device *device, const cubec_kernel_desc *
     if (!err) {
         k->entry = e;
         err = server_kernel_name(e, desc->name, &k->name);
-        if (!err) err = handle_table_insert(&device->kernels, k, &out_kernel->id);
+        if (!err) err = handle_table_insert(&device->kernels.handles, k, &out_kernel->id);
         if (err) free(k);
     }
     return api_unlock(device, err);
@@ -47,7 +47,7 @@ cubec_status cubec_kernel_get_info(cubec_device *device, cubec_kernel kernel,
     RETURN_IF_ERROR(api_lock(device, "cubec_kernel_get_info"));
     void *o;
     cubec_status err =
-        handle_table_lookup(&device->kernels, kernel.id, "cubec_kernel_get_info: kernel", &o);
+        handle_table_lookup(&device->kernels.handles, kernel.id, "cubec_kernel_get_info: kernel", &o);
     if (!err) {
         const pipeline_entry *e = ((kernel_obj *)o)->entry;
         out_info->hash = e->key;
@@ -66,10 +66,10 @@ cubec_status cubec_kernel_destroy(cubec_device *device, cubec_kernel kernel)
     RETURN_IF_ERROR(api_lock(device, "cubec_kernel_destroy"));
     void *o;
     cubec_status err =
-        handle_table_lookup(&device->kernels, kernel.id, "cubec_kernel_destroy: kernel", &o);
+        handle_table_lookup(&device->kernels.handles, kernel.id, "cubec_kernel_destroy: kernel", &o);
     if (!err) {
         /* The pipeline stays cached (queued launches may still use it) until the device closes. */
-        handle_table_remove(&device->kernels, kernel.id);
+        handle_table_remove(&device->kernels.handles, kernel.id);
         free(o);
     }
     return api_unlock(device, err);
@@ -81,7 +81,7 @@ static cubec_status check_launch(cubec_device *d, const cubec_launch_desc *desc,
     static const char fn[] = "cubec_launch";
     void *o;
     RETURN_IF_ERROR(
-        handle_table_lookup(&d->kernels, desc->kernel.id, "cubec_launch: desc->kernel", &o));
+        handle_table_lookup(&d->kernels.handles, desc->kernel.id, "cubec_launch: desc->kernel", &o));
     const pipeline_entry *e = ((kernel_obj *)o)->entry;
     a->entry = e;
     a->name = ((kernel_obj *)o)->name;
@@ -98,7 +98,7 @@ static cubec_status check_launch(cubec_device *d, const cubec_launch_desc *desc,
     if (desc->info_size && !desc->info)
         return INVALID_ARG("%s: desc->info is NULL with info_size %u", fn, desc->info_size);
     for (uint32_t i = 0; i < desc->buffer_count; i++) {
-        bufs[i] = handle_table_get(&d->buffers, desc->buffers[i].id);
+        bufs[i] = handle_table_get(&d->buffers.handles, desc->buffers[i].id);
         if (!bufs[i]) { /* only now spend time on the message */
             char arg[64];
             snprintf(arg, sizeof arg, "cubec_launch: desc->buffers[%u]", i);

@@ -18,9 +18,9 @@ static uint32_t aux_fill(const cubec_device *device, cubec_pool_report *out, uin
     const struct {
         const char *kind;
         const host_ring *ring;
-    } aux[] = {{"metadata", &device->info_ring},
-               {"upload", &device->upload},
-               {"readback", &device->readback}};
+    } aux[] = {{"metadata", &device->rings.info},
+               {"upload", &device->rings.upload},
+               {"readback", &device->rings.readback}};
     uint32_t n = 0;
     for (size_t i = 0; i < sizeof aux / sizeof aux[0]; i++) {
         if (!aux[i].ring->mem || n >= room) continue;
@@ -46,7 +46,7 @@ cubec_status cubec_memory_report_get(cubec_device *device, cubec_stream stream,
     if (err) return api_unlock(device, err);
     sub_poll(device);
     /* The stream's own pools (spec 3.8: a report is per stream). */
-    if (device->slots[s.slot].memory) memory_report_fill(device->slots[s.slot].memory, out_report);
+    if (device->streams.slots[s.slot].memory) memory_report_fill(device->streams.slots[s.slot].memory, out_report);
     out_report->pool_count += aux_fill(device, &out_report->pools[out_report->pool_count],
                                        CUBEC_MAX_POOLS - out_report->pool_count);
     return api_unlock(device, NULL);
@@ -105,8 +105,8 @@ static cubec_status take_snapshot(cubec_device *device, const char *fn, snapshot
      * report does not count memory that is only waiting for a poll. */
     sub_poll(device);
     uint32_t n = 0;
-    for (uint32_t i = 0; i < device->max_streams; i++)
-        n += device->slots[i].memory != NULL;
+    for (uint32_t i = 0; i < device->streams.max_streams; i++)
+        n += device->streams.slots[i].memory != NULL;
     if (n) {
         out->slots = calloc(n, sizeof *out->slots);
         if (!out->slots)
@@ -114,11 +114,11 @@ static cubec_status take_snapshot(cubec_device *device, const char *fn, snapshot
                               status_make(CUBEC_OUT_OF_MEMORY,
                                           "%s: host out of memory (report of %u slots)", fn, n));
     }
-    for (uint32_t i = 0; i < device->max_streams; i++) {
-        if (!device->slots[i].memory) continue;
+    for (uint32_t i = 0; i < device->streams.max_streams; i++) {
+        if (!device->streams.slots[i].memory) continue;
         slot_memory *s = &out->slots[out->slot_count++];
         s->slot = i;
-        memory_report_fill(device->slots[i].memory, &s->report);
+        memory_report_fill(device->streams.slots[i].memory, &s->report);
         for (uint32_t p = 0; p < s->report.pool_count; p++)
             add_pool(&s->sum, &s->report.pools[p]);
         add_pool(&out->buffers, &(cubec_pool_report){.allocations = s->sum.allocations,

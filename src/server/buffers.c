@@ -39,7 +39,7 @@ cubec_status server_memory_init(cubec_device *d)
         p2 *= 2;
     uint64_t align = d->info.storage_offset_alignment;
     if (align < 16) align = 16; /* room for uvec4 copies at any allocation start */
-    d->memory_cfg =
+    d->buffers.memory_cfg =
         (memory_config){.max_page_size = p2, .max_alloc_size = max_alloc, .alignment = align};
     return NULL;
 }
@@ -47,10 +47,10 @@ cubec_status server_memory_init(cubec_device *d)
 /* The pools of a slot, created on its first allocation. */
 static cubec_status slot_memory(cubec_device *d, uint32_t slot, memory_manager **out)
 {
-    slot_state *s = &d->slots[slot];
+    slot_state *s = &d->streams.slots[slot];
     if (!s->memory) {
         page_source src = {.user = d, .alloc = page_alloc, .free = page_free};
-        RETURN_IF_ERROR(memory_manager_create(&d->memory_cfg, src, &s->memory));
+        RETURN_IF_ERROR(memory_manager_create(&d->buffers.memory_cfg, src, &s->memory));
     }
     *out = s->memory;
     return NULL;
@@ -58,44 +58,44 @@ static cubec_status slot_memory(cubec_device *d, uint32_t slot, memory_manager *
 
 static void free_into_slot(cubec_device *d, uint32_t slot, const mem_alloc *m)
 {
-    memory_free(d->slots[slot].memory, m);
+    memory_free(d->streams.slots[slot].memory, m);
 }
 
 void server_memory_destroy(cubec_device *d)
 {
-    for (uint32_t i = 0; i < d->deferred_count; i++)
-        free_into_slot(d, d->deferred[i].slot, &d->deferred[i].mem);
-    d->deferred_count = 0;
-    free(d->deferred);
-    d->deferred = NULL;
-    for (uint32_t i = 0; d->slots && i < d->max_streams; i++) {
-        if (d->slots[i].memory) memory_manager_destroy(d->slots[i].memory);
-        d->slots[i].memory = NULL;
+    for (uint32_t i = 0; i < d->buffers.deferred_count; i++)
+        free_into_slot(d, d->buffers.deferred[i].slot, &d->buffers.deferred[i].mem);
+    d->buffers.deferred_count = 0;
+    free(d->buffers.deferred);
+    d->buffers.deferred = NULL;
+    for (uint32_t i = 0; d->streams.slots && i < d->streams.max_streams; i++) {
+        if (d->streams.slots[i].memory) memory_manager_destroy(d->streams.slots[i].memory);
+        d->streams.slots[i].memory = NULL;
     }
 }
 
 void server_memory_cleanup_all(cubec_device *d, int explicit_cleanup)
 {
-    for (uint32_t i = 0; i < d->max_streams; i++)
-        if (d->slots[i].memory) memory_cleanup(d->slots[i].memory, explicit_cleanup);
+    for (uint32_t i = 0; i < d->streams.max_streams; i++)
+        if (d->streams.slots[i].memory) memory_cleanup(d->streams.slots[i].memory, explicit_cleanup);
 }
 
 cubec_status server_memory_cleanup(cubec_device *d, stream_ref s)
 {
-    for (uint32_t i = 0; d->captures && i < d->max_streams; i++)
+    for (uint32_t i = 0; d->graphs.captures && i < d->streams.max_streams; i++)
         RETURN_IF_ERROR(server_graph_refuse(d, i, "cubec_memory_cleanup"));
     /* Frees that wait on the GPU are part of what the caller wants returned: submit the queued
      * work that pins memory, wait for it, then return every empty page of the stream's pools. */
     RETURN_IF_ERROR(server_drain_all(d, 0));
-    if (d->deferred_count) RETURN_IF_ERROR(sub_wait(d, d->next_value - 1));
+    if (d->buffers.deferred_count) RETURN_IF_ERROR(sub_wait(d, d->sub.next_value - 1));
     server_run_deferred_frees(d);
-    if (d->slots[s.slot].memory) memory_cleanup(d->slots[s.slot].memory, 1);
+    if (d->streams.slots[s.slot].memory) memory_cleanup(d->streams.slots[s.slot].memory, 1);
     return NULL;
 }
 
 static void on_progress(cubec_device *d)
 {
-    if (d->deferred_count) server_run_deferred_frees(d);
+    if (d->buffers.deferred_count) server_run_deferred_frees(d);
 }
 
 const sub_listener buffers_listener = {.name = "buffers", .progress = on_progress};
@@ -103,13 +103,13 @@ const sub_listener buffers_listener = {.name = "buffers", .progress = on_progres
 void server_run_deferred_frees(cubec_device *d)
 {
     uint32_t keep = 0;
-    for (uint32_t i = 0; i < d->deferred_count; i++) {
-        if (d->deferred[i].after <= d->completed_value)
-            free_into_slot(d, d->deferred[i].slot, &d->deferred[i].mem);
+    for (uint32_t i = 0; i < d->buffers.deferred_count; i++) {
+        if (d->buffers.deferred[i].after <= d->sub.completed_value)
+            free_into_slot(d, d->buffers.deferred[i].slot, &d->buffers.deferred[i].mem);
         else
-            d->deferred[keep++] = d->deferred[i];
+            d->buffers.deferred[keep++] = d->buffers.deferred[i];
     }
-    d->deferred_count = keep;
+    d->buffers.deferred_count = keep;
 }
 
 void server_alloc_release(cubec_device *d, alloc_obj *a)
@@ -117,25 +117,25 @@ void server_alloc_release(cubec_device *d, alloc_obj *a)
     if (--a->refs) return;
     taint_free(&a->taint);
     if (a->mem.size) {
-        if (a->last_use > d->completed_value) {
-            if (d->deferred_count == d->deferred_cap) {
-                uint32_t cap = d->deferred_cap ? d->deferred_cap * 2 : 64;
-                deferred_free *n = realloc(d->deferred, cap * sizeof *n);
+        if (a->last_use > d->sub.completed_value) {
+            if (d->buffers.deferred_count == d->buffers.deferred_cap) {
+                uint32_t cap = d->buffers.deferred_cap ? d->buffers.deferred_cap * 2 : 64;
+                deferred_free *n = realloc(d->buffers.deferred, cap * sizeof *n);
                 if (!n) {
                     /* Cannot defer: wait for the GPU (keeping the lock) instead of leaking or
                      * racing it. */
-                    d->draining++;
+                    d->streams.draining++;
                     cubec_status e = sub_wait(d, a->last_use);
-                    d->draining--;
+                    d->streams.draining--;
                     cubec_status_free(e);
                     free_into_slot(d, a->slot, &a->mem);
                     free(a);
                     return;
                 }
-                d->deferred = n;
-                d->deferred_cap = cap;
+                d->buffers.deferred = n;
+                d->buffers.deferred_cap = cap;
             }
-            d->deferred[d->deferred_count++] = (deferred_free){a->mem, a->slot, a->last_use};
+            d->buffers.deferred[d->buffers.deferred_count++] = (deferred_free){a->mem, a->slot, a->last_use};
         } else {
             free_into_slot(d, a->slot, &a->mem);
         }
@@ -155,14 +155,14 @@ cubec_status server_buffer_create(cubec_device *d, stream_ref s, uint64_t size, 
     }
     a->slot = slot;
     a->queued_writer = NO_SLOT;
-    a->number = ++d->alloc_numbers;
+    a->number = ++d->buffers.numbers;
     if (size) {
         memory_manager *m = NULL;
         cubec_status err = slot_memory(d, slot, &m);
         /* Memory freed by finished work can be reused now. */
-        if (!err && d->deferred_count) sub_poll(d);
+        if (!err && d->buffers.deferred_count) sub_poll(d);
         /* Spec 3.9: pages may not change while the slot records a graph. */
-        int frozen = d->slots[slot].capture == CAPTURE_RECORDING;
+        int frozen = d->streams.slots[slot].capture == CAPTURE_RECORDING;
         if (!err) err = memory_alloc_flags(m, size, frozen ? MEMORY_NO_NEW_PAGE : 0, &a->mem);
         if (err && frozen) {
             cubec_status_free(err);
@@ -173,15 +173,15 @@ cubec_status server_buffer_create(cubec_device *d, stream_ref s, uint64_t size, 
                               size);
             /* The capture's owner allocating is a hole in its window; a neighbour on the slot
              * is refused but not charged with the owner's window (as for writes). */
-            if (s.number == d->slots[slot].capture_owner)
+            if (s.number == d->streams.slots[slot].capture_owner)
                 server_graph_doom(d, slot, CUBEC_GRAPH_STATE,
                                   "creating a buffer of %" PRIu64 " bytes needed a new page", size);
         }
         if (err && cubec_status_code(err) == CUBEC_OUT_OF_MEMORY &&
-            (d->deferred_count || d->next_value > d->completed_value + 1)) {
+            (d->buffers.deferred_count || d->sub.next_value > d->sub.completed_value + 1)) {
             /* Frees still waiting on the GPU may make room: wait for them and retry. */
             cubec_status_free(err);
-            err = sub_wait(d, d->next_value - 1);
+            err = sub_wait(d, d->sub.next_value - 1);
             if (!err) {
                 server_run_deferred_frees(d);
                 server_memory_cleanup_all(d, 1);
@@ -198,7 +198,7 @@ cubec_status server_buffer_create(cubec_device *d, stream_ref s, uint64_t size, 
     b->alloc = a;
     b->size = size;
     b->refs = 1;
-    cubec_status err = handle_table_insert(&d->buffers, b, &out->id);
+    cubec_status err = handle_table_insert(&d->buffers.handles, b, &out->id);
     if (err) {
         if (size) free_into_slot(d, slot, &a->mem);
         free(a);
@@ -215,7 +215,7 @@ cubec_status server_buffer_view(cubec_device *d, buffer_obj *parent, uint64_t of
     b->offset = parent->offset + offset;
     b->size = size;
     b->refs = 1;
-    cubec_status err = handle_table_insert(&d->buffers, b, &out->id);
+    cubec_status err = handle_table_insert(&d->buffers.handles, b, &out->id);
     if (err) {
         free(b);
         return err;
@@ -227,7 +227,7 @@ cubec_status server_buffer_view(cubec_device *d, buffer_obj *parent, uint64_t of
 void server_buffer_release(cubec_device *d, uint64_t id, buffer_obj *b)
 {
     if (--b->refs) return;
-    handle_table_remove(&d->buffers, id);
+    handle_table_remove(&d->buffers.handles, id);
     server_alloc_release(d, b->alloc);
     free(b);
 }

@@ -34,7 +34,7 @@ static const char fill_src[] =
 
 cubec_status server_builtin_kernels(cubec_device *d)
 {
-    if (d->copy_kernel) return NULL;
+    if (d->kernels.copy) return NULL;
     cubec_define word1 = {"WORD", "uint"}, word4 = {"WORD", "uvec4"};
     cubec_kernel_desc c1 = {.name = "cubec.copy",
                             .glsl = copy_src,
@@ -51,9 +51,9 @@ cubec_status server_builtin_kernels(cubec_device *d)
     RETURN_IF_ERROR(server_kernel_create(d, &c1, &a));
     RETURN_IF_ERROR(server_kernel_create(d, &c4, &b));
     RETURN_IF_ERROR(server_kernel_create(d, &f, &c));
-    d->copy_kernel = a;
-    d->copy4_kernel = b;
-    d->fill_kernel = c;
+    d->kernels.copy = a;
+    d->kernels.copy4 = b;
+    d->kernels.fill = c;
     return NULL;
 }
 
@@ -125,7 +125,7 @@ static cubec_status copy_with_transfer(cubec_device *d, stream_ref s, buffer_obj
     buffer_obj *both[2] = {src, dst};
     RETURN_IF_ERROR(server_align(d, slot, both, 2, 2u, NULL));
     task *t;
-    RETURN_IF_ERROR(sched_reserve(&d->sched, slot, (void **)&t));
+    RETURN_IF_ERROR(sched_reserve(&d->streams.sched, slot, (void **)&t));
     memset(t, 0, offsetof(task, b));
     t->kind = TASK_TRANSFER_COPY;
     t->slot = slot;
@@ -156,9 +156,9 @@ cubec_status server_copy(cubec_device *d, stream_ref st, buffer_obj *src, uint64
         uint64_t body = ((s + pos) % 16 == 0 && (t + pos) % 16 == 0) ? n / 16 * 16 : 0;
         if (body)
             RETURN_IF_ERROR(
-                word_launch(d, st, d->copy4_kernel, src, s + pos, dst, t + pos, body, 16, 0));
+                word_launch(d, st, d->kernels.copy4, src, s + pos, dst, t + pos, body, 16, 0));
         if (n > body)
-            RETURN_IF_ERROR(word_launch(d, st, d->copy_kernel, src, s + pos + body, dst,
+            RETURN_IF_ERROR(word_launch(d, st, d->kernels.copy, src, s + pos + body, dst,
                                         t + pos + body, n - body, 4, 0));
         pos += n;
     }
@@ -172,7 +172,7 @@ static cubec_status fill_with_transfer(cubec_device *d, stream_ref s, buffer_obj
     uint32_t slot = s.slot;
     RETURN_IF_ERROR(server_align(d, slot, &dst, 1, 1u, NULL));
     task *t;
-    RETURN_IF_ERROR(sched_reserve(&d->sched, slot, (void **)&t));
+    RETURN_IF_ERROR(sched_reserve(&d->streams.sched, slot, (void **)&t));
     memset(t, 0, offsetof(task, b));
     t->kind = TASK_TRANSFER_FILL;
     t->slot = slot;
@@ -196,7 +196,7 @@ cubec_status server_fill(cubec_device *d, stream_ref s, buffer_obj *dst, uint64_
     uint64_t chunk = max_chunk(d);
     for (uint64_t pos = 0; pos < size; pos += chunk) {
         uint64_t n = size - pos < chunk ? size - pos : chunk;
-        RETURN_IF_ERROR(word_launch(d, s, d->fill_kernel, NULL, 0, dst, t + pos, n, 4, pattern));
+        RETURN_IF_ERROR(word_launch(d, s, d->kernels.fill, NULL, 0, dst, t + pos, n, 4, pattern));
     }
     return NULL;
 }

@@ -88,21 +88,21 @@ cubec_status server_open(const cubec_device_desc *desc, cubec_device **out)
     }
     d->gpu->faults = &d->faults;
     d->info = d->gpu->info;
-    d->tasks_max = desc->tasks_max ? desc->tasks_max : d->config.tasks_max;
-    d->info.tasks_max = d->tasks_max;
-    d->batch_task_cap = d->tasks_max * 8 < 256 ? 256 : d->tasks_max * 8;
-    d->max_streams = d->config.max_streams;
-    d->single_stream = d->config.single_stream;
-    d->max_batches = d->config.max_inflight_tasks / d->tasks_max;
-    if (d->max_batches < 4) d->max_batches = 4;
+    d->sub.tasks_max = desc->tasks_max ? desc->tasks_max : d->config.tasks_max;
+    d->info.tasks_max = d->sub.tasks_max;
+    d->sub.batch_task_cap = d->sub.tasks_max * 8 < 256 ? 256 : d->sub.tasks_max * 8;
+    d->streams.max_streams = d->config.max_streams;
+    d->streams.single = d->config.single_stream;
+    d->sub.max_batches = d->config.max_inflight_tasks / d->sub.tasks_max;
+    if (d->sub.max_batches < 4) d->sub.max_batches = 4;
     /* Busy-polling helps a GPU (a blocking wait costs 25-35 us more on an H200; 200 us covers a
      * round trip even when the GPU is clocked down) but steals a core from a CPU driver. */
-    d->spin_us = d->config.poll_spin_us >= 0             ? d->config.poll_spin_us
+    d->sub.spin_us = d->config.poll_spin_us >= 0             ? d->config.poll_spin_us
                  : d->info.type == CUBEC_DEVICE_TYPE_CPU ? 0
                                                          : 200;
     d->tag = handle_tag_acquire(); /* released in server_close */
-    handle_table_init(&d->buffers, d->tag, "buffer");
-    handle_table_init(&d->kernels, d->tag, "kernel");
+    handle_table_init(&d->buffers.handles, d->tag, "buffer");
+    handle_table_init(&d->kernels.handles, d->tag, "kernel");
     server_graphs_init(d);
     err = server_memory_init(d);
     if (!err) err = server_streams_init(d);
@@ -117,10 +117,10 @@ cubec_status server_open(const cubec_device_desc *desc, cubec_device **out)
         sub_listen(d, chain[i]);
     if (!err) err = server_profiles_init(d);
     if (!err) err = timeline_init(d);
-    if (!err) err = host_ring_init(d, &d->info_ring, 4u << 20, 8, GPU_MEM_UPLOAD);
+    if (!err) err = host_ring_init(d, &d->rings.info, 4u << 20, 8, GPU_MEM_UPLOAD);
     if (!err && !d->gpu->caps.unified) {
-        err = host_ring_init(d, &d->upload, 64u << 20, 4, GPU_MEM_UPLOAD);
-        if (!err) err = host_ring_init(d, &d->readback, 64u << 20, 4, GPU_MEM_READBACK);
+        err = host_ring_init(d, &d->rings.upload, 64u << 20, 4, GPU_MEM_UPLOAD);
+        if (!err) err = host_ring_init(d, &d->rings.readback, 64u << 20, 4, GPU_MEM_READBACK);
     }
     if (err) {
         server_close(d);
@@ -132,48 +132,48 @@ cubec_status server_open(const cubec_device_desc *desc, cubec_device **out)
 
 void server_close(cubec_device *d)
 {
-    if (d->stats.tasks)
+    if (d->sub.stats.tasks)
         LOG(LOG_INFO, LOG_SYS_DEVICE,
             "closing: %" PRIu64 " tasks recorded, %" PRIu64 " barriers, %" PRIu64
             " submissions (%.3f us each in vkQueueSubmit)",
-            d->stats.tasks, d->stats.barriers, d->stats.submissions,
-            d->stats.submissions ? (double)d->stats.submit_ns / 1e3 / (double)d->stats.submissions
+            d->sub.stats.tasks, d->sub.stats.barriers, d->sub.stats.submissions,
+            d->sub.stats.submissions ? (double)d->sub.stats.submit_ns / 1e3 / (double)d->sub.stats.submissions
                                  : 0.0);
     if (d->gpu) {
         /* Queued work still runs: the program may have released the buffers it reads. */
-        if (d->slots && !d->lost) cubec_status_free(server_drain_all(d, 0));
-        if (d->open && !d->lost) cubec_status_free(sub_flush(d, 0));
+        if (d->streams.slots && !d->lost) cubec_status_free(server_drain_all(d, 0));
+        if (d->sub.open && !d->lost) cubec_status_free(sub_flush(d, 0));
         submitter_stop(d);
         d->gpu->ops->queue_idle(d->gpu);
         sub_poll(d);
         server_graphs_read_timing(d);
         timeline_close(d); /* reads the last timestamps: before completed_value is forced */
-        d->completed_value = UINT64_MAX; /* everything finished: deferred frees can run */
+        d->sub.completed_value = UINT64_MAX; /* everything finished: deferred frees can run */
         server_graphs_destroy(d);
     }
-    for (uint32_t i = 0; i < d->buffers.count; i++) {
-        buffer_obj *b = d->buffers.slots[i].object;
+    for (uint32_t i = 0; i < d->buffers.handles.count; i++) {
+        buffer_obj *b = d->buffers.handles.slots[i].object;
         if (!b) continue;
         server_alloc_release(d, b->alloc); /* the GPU is idle: frees at once */
         free(b);
     }
-    for (uint32_t i = 0; i < d->kernels.count; i++)
-        free(d->kernels.slots[i].object);
-    handle_table_free(&d->buffers);
-    handle_table_free(&d->kernels);
+    for (uint32_t i = 0; i < d->kernels.handles.count; i++)
+        free(d->kernels.handles.slots[i].object);
+    handle_table_free(&d->buffers.handles);
+    handle_table_free(&d->kernels.handles);
     if (d->gpu) {
         server_kernels_destroy(d);
-        host_ring_destroy(d, &d->info_ring);
-        host_ring_destroy(d, &d->upload);
-        host_ring_destroy(d, &d->readback);
+        host_ring_destroy(d, &d->rings.info);
+        host_ring_destroy(d, &d->rings.upload);
+        host_ring_destroy(d, &d->rings.readback);
         server_streams_destroy(d);
         server_profiles_destroy(d);
         server_memory_destroy(d);
         sub_destroy(d);
     }
     gpu_close(d->gpu);
-    free(d->slots);
-    free(d->align_slots);
+    free(d->streams.slots);
+    free(d->streams.align_slots);
     handle_tag_release(d->tag); /* its handles now read as issued by no open device */
     pthread_mutex_destroy(&d->lock);
     free(d);

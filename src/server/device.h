@@ -327,36 +327,39 @@ typedef struct host_ring {
     uint32_t chunks;
 } host_ring;
 
-struct cubec_device_s {
-    pthread_mutex_t lock;
-    cubec_config config;
-    gpu *gpu; /* the backend: every GPU call goes through it */
-    cubec_device_info info;
-    uint16_t tag;
-    int lost; /* a device-lost error was seen: every later call fails */
-
-    handle_table buffers;
-    handle_table kernels;
+/* Buffers and their memory (server/buffers.c). Guarded by the device lock. */
+typedef struct buffer_store {
+    handle_table handles; /* buffer_obj per live handle or view */
     memory_config memory_cfg;
+    uint64_t numbers;        /* counter behind "buffer #n" */
+    deferred_free *deferred; /* frees waiting for the GPU to pass their last use */
+    uint32_t deferred_count, deferred_cap;
+} buffer_store;
+
+/* Kernels and pipelines (server/kernels.c, built-ins in copy_fill.c). Device lock. */
+typedef struct kernel_cache {
+    handle_table handles;                /* kernel_obj per handle */
+    glsl_compiler *compiler;             /* created on the first GLSL kernel */
+    pipeline_entry *pipelines[256];      /* by identity hash; entries live until close */
+    pipeline_entry *copy, *copy4, *fill; /* the built-in kernels, compiled on first use */
+} kernel_cache;
+
+/* Logical streams folded onto slots, and the scheduler of their queues (server/streams.c).
+ * Device lock. */
+typedef struct stream_slots {
     slot_state *slots; /* max_streams of them */
     /* Scratch for the slots a use must wait for (max_streams entries: a slot appears once), so
-     * aligning allocates nothing; used by one call at a time under the lock, never across a
-     * wait. */
+     * aligning allocates nothing; used by one call at a time, never across a wait. */
     uint32_t *align_slots;
     uint32_t max_streams;
-    int single_stream; /* policy `single`: every thread's current stream is the same */
+    int single; /* policy `single`: every thread's current stream is the same */
     scheduler sched;
-    int draining;           /* a drain is recording: waits must keep the lock */
-    uint64_t alloc_numbers; /* counter behind "buffer #n" */
-    fault_plan faults;
-    deferred_free *deferred;
-    uint32_t deferred_count, deferred_cap;
+    int draining; /* a drain is recording: waits must keep the lock */
+} stream_slots;
 
-    glsl_compiler *compiler;
-    pipeline_entry *pipelines[256];
-    pipeline_entry *copy_kernel, *copy4_kernel, *fill_kernel;
-
-    /* Submission state. */
+/* Batching, the timeline and waits (server/submission.c). Device lock; waits drop it only
+ * around the backend's timeline wait, which touches none of this. */
+typedef struct submission {
     uint64_t next_value;         /* the value the open batch will signal */
     uint64_t completed_value;    /* last observed counter value */
     uint64_t host_visible_value; /* the latest submitted batch that ended with a host barrier */
@@ -372,46 +375,75 @@ struct cubec_device_s {
     hazard_tracker hazards;
     const sub_listener *listeners[SUB_MAX_LISTENERS]; /* immutable after open */
     uint32_t listener_count;
-
     struct {
         uint64_t barriers, submissions, tasks, skipped;
-        uint64_t submit_ns; /* host time spent in vkQueueSubmit */
+        uint64_t submit_ns; /* host time spent submitting */
     } stats; /* logged at close (info level): how well batching and barrier sharing work */
+} submission;
 
-    host_ring info_ring;
+/* Host-visible rings (server/host_ring.c). Device lock. */
+typedef struct host_rings {
+    host_ring info;     /* metadata beyond push constants */
     host_ring upload;   /* discrete only */
     host_ring readback; /* discrete only */
+} host_rings;
 
-    /* Profiles (server/profile.c). */
-    handle_table profiles;
+/* Profile tokens (server/profile.c). Device lock. */
+typedef struct profile_table {
+    handle_table handles; /* profile_obj per open profile */
     cubec_timing timing;
-    gpu_queries *profile_queries; /* pairs of queries, one pair per open profile */
+    gpu_queries *queries; /* pairs of queries, one pair per open profile */
     uint32_t *free_pairs;
     uint32_t free_pair_count, pair_count;
-    uint64_t profile_numbers;
+    uint64_t numbers; /* counter behind "profile #n" */
     /* Device ticks to host CLOCK_MONOTONIC ns: host = ticks * period + clock_offset_ns. */
     double clock_offset_ns;
     int clock_known;
     uint64_t clock_checked_ns;
+} profile_table;
 
-    /* Graphs (server/graph.c). */
-    handle_table graphs;
-    submitter submitter;
-    uint32_t captures; /* slots preparing or recording a capture */
-    uint64_t graph_numbers;
+/* Graphs (server/graph.c). Device lock. */
+typedef struct graph_table {
+    handle_table handles; /* graph_obj per captured graph */
+    uint32_t captures;    /* slots preparing or recording a capture */
+    uint64_t numbers;     /* counter behind "graph #n" */
+} graph_table;
 
-    /* Timeline (server/timeline.c): launch timestamps feed the trace and the summary. */
-    int time_launches;
+/* Launch timing (server/launch_timing.c): timestamps feed the trace and the summary. Device
+ * lock (the trace has its own for the process-wide copy). */
+typedef struct launch_timing {
+    int on; /* tracing or summarising: launches are timed */
     struct trace *trace;
     struct kernel_stats *kernel_stats;
     uint64_t summary_ns; /* when the last profiling summary was logged */
+} launch_timing;
+
+/* A device composes its components; the comment says which lock guards each member. */
+struct cubec_device_s {
+    pthread_mutex_t lock;   /* orders every public call (api/ takes it) */
+    cubec_config config;    /* immutable after open */
+    gpu *gpu;               /* the backend; immutable after open (its objects: device lock) */
+    cubec_device_info info; /* device lock (get_info copies it under it) */
+    uint16_t tag;           /* immutable: the high bits of every handle of this device */
+    int lost;               /* device lock: a device-lost error was seen; every later call fails */
+    fault_plan faults;      /* device lock: counted by the gpu seam */
+
+    buffer_store buffers;   /* device lock */
+    kernel_cache kernels;   /* device lock */
+    stream_slots streams;   /* device lock */
+    submission sub;         /* device lock (waits drop it, see submission) */
+    host_rings rings;       /* device lock */
+    profile_table profiles; /* device lock */
+    graph_table graphs;     /* device lock */
+    submitter submitter;    /* its own lock (submitter.lock), shared with its thread */
+    launch_timing timing;   /* device lock */
 };
 
 /* Binding i of a task: in the record, or in its slot's arena when it has more than fit. */
 static inline bound_range *task_b(const cubec_device *d, const task *t, uint32_t i)
 {
     if (t->count <= TASK_INLINE_BINDINGS || t->kind != TASK_LAUNCH) return (bound_range *)&t->b[i];
-    return (bound_range *)(void *)(d->slots[t->slot].arena + t->bind_at) + i;
+    return (bound_range *)(void *)(d->streams.slots[t->slot].arena + t->bind_at) + i;
 }
 
 /* server/device.c */

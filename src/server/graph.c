@@ -33,7 +33,7 @@
 
 void server_graphs_init(cubec_device *d)
 {
-    handle_table_init(&d->graphs, d->tag, "graph");
+    handle_table_init(&d->graphs.handles, d->tag, "graph");
 }
 
 static void graph_free(cubec_device *d, graph_obj *g)
@@ -56,28 +56,28 @@ static void graph_free(cubec_device *d, graph_obj *g)
 /* The slot goes back to normal: no capture, no isolation. */
 static void capture_reset(cubec_device *d, uint32_t slot)
 {
-    slot_state *ss = &d->slots[slot];
-    if (ss->capture != CAPTURE_NONE) d->captures--;
+    slot_state *ss = &d->streams.slots[slot];
+    if (ss->capture != CAPTURE_NONE) d->graphs.captures--;
     ss->capture = CAPTURE_NONE;
     ss->graph = NULL;
-    d->sched.queues[slot].requires_isolation = 0;
+    d->streams.sched.queues[slot].requires_isolation = 0;
 }
 
 void server_graphs_destroy(cubec_device *d)
 {
-    for (uint32_t i = 0; d->slots && i < d->max_streams; i++)
-        if (d->slots[i].graph) {
-            graph_free(d, d->slots[i].graph);
+    for (uint32_t i = 0; d->streams.slots && i < d->streams.max_streams; i++)
+        if (d->streams.slots[i].graph) {
+            graph_free(d, d->streams.slots[i].graph);
             capture_reset(d, i);
         }
-    for (uint32_t i = 0; i < d->graphs.count; i++)
-        if (d->graphs.slots[i].object) graph_free(d, d->graphs.slots[i].object);
-    handle_table_free(&d->graphs);
+    for (uint32_t i = 0; i < d->graphs.handles.count; i++)
+        if (d->graphs.handles.slots[i].object) graph_free(d, d->graphs.handles.slots[i].object);
+    handle_table_free(&d->graphs.handles);
 }
 
 void server_graph_doom(cubec_device *d, uint32_t slot, cubec_code code, const char *fmt, ...)
 {
-    graph_obj *g = d->slots[slot].graph;
+    graph_obj *g = d->streams.slots[slot].graph;
     if (!g || g->doom) return;
     char msg[1024];
     va_list ap;
@@ -92,7 +92,7 @@ void server_graph_doom(cubec_device *d, uint32_t slot, cubec_code code, const ch
 
 cubec_status server_graph_refuse(cubec_device *d, uint32_t slot, const char *what)
 {
-    const slot_state *ss = &d->slots[slot];
+    const slot_state *ss = &d->streams.slots[slot];
     if (ss->capture != CAPTURE_RECORDING) return NULL;
     return status_make(CUBEC_GRAPH_STATE,
                        "%s: refused while stream %" PRIu64
@@ -104,7 +104,7 @@ cubec_status server_graph_refuse(cubec_device *d, uint32_t slot, const char *wha
 int server_graph_refuse_write(cubec_device *d, stream_ref s, alloc_obj *a, uint64_t offset,
                               uint64_t size)
 {
-    const slot_state *ss = &d->slots[s.slot];
+    const slot_state *ss = &d->streams.slots[s.slot];
     if (ss->capture != CAPTURE_RECORDING) return 0;
     failure *f = failure_new(CUBEC_GRAPH_STATE,
                              "a write from stream %" PRIu64 " was refused: stream %" PRIu64
@@ -124,7 +124,7 @@ int server_graph_refuse_write(cubec_device *d, stream_ref s, alloc_obj *a, uint6
 cubec_status server_graph_prepare(cubec_device *d, stream_ref s)
 {
     uint32_t slot = s.slot;
-    slot_state *ss = &d->slots[slot];
+    slot_state *ss = &d->streams.slots[slot];
     uint64_t stream = s.number;
     if (ss->capture == CAPTURE_PREPARED)
         return status_make(CUBEC_GRAPH_STATE,
@@ -138,9 +138,9 @@ cubec_status server_graph_prepare(cubec_device *d, stream_ref s)
     RETURN_IF_ERROR(server_drain(d, &slot, 1, 0));
     ss->capture = CAPTURE_PREPARED;
     ss->capture_owner = stream;
-    d->captures++;
+    d->graphs.captures++;
     /* No interleaving onto or off the slot while it prepares and records (spec 6.5). */
-    d->sched.queues[slot].requires_isolation = 1;
+    d->streams.sched.queues[slot].requires_isolation = 1;
     return NULL;
 }
 
@@ -149,8 +149,8 @@ static cubec_status graph_create(cubec_device *d, uint32_t slot, graph_obj **out
     graph_obj *g = calloc(1, sizeof *g);
     if (!g) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (graph)");
     g->slot = slot;
-    g->owner = d->slots[slot].capture_owner;
-    g->number = ++d->graph_numbers;
+    g->owner = d->streams.slots[slot].capture_owner;
+    g->number = ++d->graphs.numbers;
     /* A command buffer (and pool) per copy: copies recorded side by side from one pool would
      * interleave their memory, and a driver walks every chunk of a command buffer when it is
      * submitted. */
@@ -165,7 +165,7 @@ static cubec_status graph_create(cubec_device *d, uint32_t slot, graph_obj **out
         return err;
     }
     /* Traces and the summary time each launch of a replay, from queries the host resets. */
-    if (d->time_launches && d->gpu->caps.timestamps && d->gpu->caps.host_query_reset) {
+    if (d->timing.on && d->gpu->caps.timestamps && d->gpu->caps.host_query_reset) {
         for (int c = 0; c < GRAPH_COPIES; c++) {
             cubec_status qe = ops->queries_create(d->gpu, 2 * GRAPH_TIMED_LAUNCHES, &g->queries[c]);
             if (qe) {
@@ -195,7 +195,7 @@ static cubec_status graph_create(cubec_device *d, uint32_t slot, graph_obj **out
 cubec_status server_graph_begin(cubec_device *d, stream_ref s)
 {
     uint32_t slot = s.slot;
-    slot_state *ss = &d->slots[slot];
+    slot_state *ss = &d->streams.slots[slot];
     if (ss->capture == CAPTURE_NONE)
         return status_make(CUBEC_GRAPH_STATE,
                            "cubec_graph_begin: call cubec_graph_prepare on stream %" PRIu64
@@ -320,15 +320,15 @@ static cubec_status note_uses(const cubec_device *d, graph_obj *g, const task *t
 /* The launches of the copy's finished replay go to the trace and the summary. */
 static void read_copy(cubec_device *d, graph_obj *g, int c)
 {
-    if (!g->unread[c] || g->copy_value[c] > d->completed_value) return;
+    if (!g->unread[c] || g->copy_value[c] > d->sub.completed_value) return;
     g->unread[c] = 0;
     timeline_graph_harvest(d, g->queries[c], g->stamps, g->stamp_count, g->number);
 }
 
 void server_graphs_read_timing(cubec_device *d)
 {
-    for (uint32_t i = 0; i < d->graphs.count; i++) {
-        graph_obj *g = d->graphs.slots[i].object;
+    for (uint32_t i = 0; i < d->graphs.handles.count; i++) {
+        graph_obj *g = d->graphs.handles.slots[i].object;
         for (int c = 0; g && c < GRAPH_COPIES; c++)
             read_copy(d, g, c);
     }
@@ -336,7 +336,7 @@ void server_graphs_read_timing(cubec_device *d)
 
 cubec_status server_graph_record(cubec_device *d, uint32_t slot, task *t)
 {
-    graph_obj *g = d->slots[slot].graph;
+    graph_obj *g = d->streams.slots[slot].graph;
     /* Spec 5.4 rule 4: a launch that would be skipped dooms the capture rather than sealing a
      * graph with a hole; what it would have written is part of the graph's outputs, so it
      * carries the failure when end discards the capture. */
@@ -387,7 +387,7 @@ static void taint_writes(graph_obj *g, failure *f)
 cubec_status server_graph_end(cubec_device *d, stream_ref s, uint64_t *out_id)
 {
     uint32_t slot = s.slot;
-    slot_state *ss = &d->slots[slot];
+    slot_state *ss = &d->streams.slots[slot];
     uint64_t caller = s.number;
     if (ss->capture != CAPTURE_RECORDING) {
         cubec_status err = status_make(CUBEC_GRAPH_STATE,
@@ -442,7 +442,7 @@ cubec_status server_graph_end(cubec_device *d, stream_ref s, uint64_t *out_id)
         return err;
     }
     uint64_t id;
-    err = handle_table_insert(&d->graphs, g, &id);
+    err = handle_table_insert(&d->graphs.handles, g, &id);
     if (err) {
         graph_free(d, g);
         return err;
@@ -456,11 +456,11 @@ cubec_status server_graph_end(cubec_device *d, stream_ref s, uint64_t *out_id)
 
 static cubec_status lookup(cubec_device *d, uint64_t id, const char *fn, graph_obj **out)
 {
-    *out = handle_table_get(&d->graphs, id);
+    *out = handle_table_get(&d->graphs.handles, id);
     if (*out) return NULL;
     char why[192];
     return status_make(CUBEC_GRAPH_STATE, "%s: %s", fn,
-                       handle_table_explain(&d->graphs, id, why, sizeof why));
+                       handle_table_explain(&d->graphs.handles, id, why, sizeof why));
 }
 
 /* Spec 5.4 rule 3 for a whole graph: an input it reads before writing carries a failure. */
@@ -486,17 +486,17 @@ cubec_status server_graph_replay(cubec_device *d, stream_ref s, uint64_t id)
     uint64_t stream = s.number;
     /* Bound how far replays run ahead of the GPU, like batches (max_inflight_tasks). Before the
      * lookup: the wait may let other threads in. */
-    if (d->next_value > d->completed_value + d->max_batches) {
+    if (d->sub.next_value > d->sub.completed_value + d->sub.max_batches) {
         sub_poll(d);
-        if (d->next_value > d->completed_value + d->max_batches)
-            RETURN_IF_ERROR(sub_wait(d, d->next_value - d->max_batches));
+        if (d->sub.next_value > d->sub.completed_value + d->sub.max_batches)
+            RETURN_IF_ERROR(sub_wait(d, d->sub.next_value - d->sub.max_batches));
     }
     graph_obj *g;
     RETURN_IF_ERROR(lookup(d, id, "cubec_graph_replay", &g));
     RETURN_IF_ERROR(server_graph_refuse(d, slot, "cubec_graph_replay"));
     uint32_t copy = g->next_copy;
-    if (g->copy_value[copy] > d->completed_value) sub_poll(d);
-    while (g->copy_value[copy] > d->completed_value) {
+    if (g->copy_value[copy] > d->sub.completed_value) sub_poll(d);
+    while (g->copy_value[copy] > d->sub.completed_value) {
         /* Every copy is still running (replays queued back to back): wait for this one. The
          * wait may let other threads in: look the graph up again after it. */
         RETURN_IF_ERROR(sub_wait(d, g->copy_value[copy]));
@@ -505,15 +505,15 @@ cubec_status server_graph_replay(cubec_device *d, stream_ref s, uint64_t id)
     }
     /* A capture may have begun on the slot while this thread waited. */
     RETURN_IF_ERROR(server_graph_refuse(d, slot, "cubec_graph_replay"));
-    uint64_t t0 = d->trace ? server_now_ns() : 0;
+    uint64_t t0 = d->timing.trace ? server_now_ns() : 0;
     /* Ordered after the stream's queued work and after queued writers of what it binds. */
-    uint32_t *slots = d->align_slots;
+    uint32_t *slots = d->streams.align_slots;
     slots[0] = slot;
     uint32_t n = 1;
     cubec_status err = NULL;
     for (uint32_t i = 0; i < g->use_count; i++)
         n = server_align_slots(d, slot, g->uses[i].alloc, g->uses[i].write, slots, n,
-                               d->max_streams);
+                               d->streams.max_streams);
     /* The last drain leaves its batch open: it goes to the GPU with the graph, in one
      * submission (a profile's begin timestamp, the stream's last launches). */
     if (!err) err = submitter_start(d);
@@ -540,11 +540,11 @@ cubec_status server_graph_replay(cubec_device *d, stream_ref s, uint64_t id)
         taint_writes(g, skip);
         server_profiles_poison(d, slot, skip);
         failure_release(skip);
-        d->stats.skipped++;
+        d->sub.stats.skipped++;
         return NULL;
     }
     read_copy(d, g, (int)copy); /* before its queries are written again */
-    uint64_t value = d->next_value;
+    uint64_t value = d->sub.next_value;
     err = lost ? lost
                : submitter_push(d, g->cmd[copy], value, g->number, before.cmd ? &before : NULL);
     if (err) {
@@ -570,12 +570,12 @@ cubec_status server_graph_replay(cubec_device *d, stream_ref s, uint64_t id)
     g->copy_value[copy] = value;
     g->unread[copy] = g->queries[copy] != NULL && g->stamp_count > 0;
     g->next_copy = (copy + 1) % GRAPH_COPIES;
-    d->next_value++;
-    d->stats.tasks += g->launches;
-    d->slots[slot].last_value = value;
+    d->sub.next_value++;
+    d->sub.stats.tasks += g->launches;
+    d->streams.slots[slot].last_value = value;
     /* The graph ends with a full barrier: nothing recorded later conflicts with earlier work. */
-    hazard_reset(&d->hazards);
-    if (d->trace) {
+    hazard_reset(&d->sub.hazards);
+    if (d->timing.trace) {
         char args[96];
         snprintf(args, sizeof args, "\"graph\":%" PRIu64 ",\"launches\":%u", g->number,
                  g->launches);
@@ -601,8 +601,8 @@ void server_graph_replay_lost(cubec_device *d, uint64_t number, uint64_t value, 
     LOG(LOG_ERROR, LOG_SYS_STREAMS, "graph #%" PRIu64 ": %s", number, cubec_status_message(err));
     failure *f = failure_new(cubec_status_code(err), "replay of graph #%" PRIu64 " failed: %s",
                              number, cubec_status_message(err));
-    for (uint32_t i = 0; number && i < d->graphs.count; i++) {
-        graph_obj *g = d->graphs.slots[i].object;
+    for (uint32_t i = 0; number && i < d->graphs.handles.count; i++) {
+        graph_obj *g = d->graphs.handles.slots[i].object;
         if (!g || g->number != number) continue;
         /* What later work wrote again (a later replay, a write) is not this replay's loss. */
         for (uint32_t u = 0; u < g->use_count; u++)
@@ -617,9 +617,9 @@ void server_graph_replay_lost(cubec_device *d, uint64_t number, uint64_t value, 
 cubec_status server_graph_destroy(cubec_device *d, stream_ref s, uint64_t id)
 {
     (void)s;
-    graph_obj *g = handle_table_get(&d->graphs, id);
+    graph_obj *g = handle_table_get(&d->graphs.handles, id);
     if (!g) return NULL; /* destroying twice is harmless (spec 6.2) */
-    handle_table_remove(&d->graphs, id);
+    handle_table_remove(&d->graphs.handles, id);
     /* The command buffer and its metadata must outlive the replays still running. The wait may
      * let other threads in; the graph is no longer reachable by them. */
     cubec_status err = sub_wait(d, g->last_value);

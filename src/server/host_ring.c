@@ -46,12 +46,12 @@ cubec_status host_ring_alloc(cubec_device *d, host_ring *r, uint64_t size, uint6
         entering = 1;
     }
     if (entering) {
-        if (r->chunk_use[chunk] > d->completed_value) sub_poll(d);
-        if (r->chunk_use[chunk] > d->completed_value)
+        if (r->chunk_use[chunk] > d->sub.completed_value) sub_poll(d);
+        if (r->chunk_use[chunk] > d->sub.completed_value)
             RETURN_IF_ERROR(sub_wait(d, r->chunk_use[chunk]));
         at = (uint64_t)chunk * r->chunk_size;
     }
-    r->chunk_use[chunk] = d->next_value;
+    r->chunk_use[chunk] = d->sub.next_value;
     r->head = at + size;
     if (r->head >= r->size) r->head = 0;
     *out_offset = at;

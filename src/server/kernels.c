@@ -81,10 +81,10 @@ static cubec_status build_pipeline(cubec_device *d, pipeline_entry *e, const uin
 static cubec_status compile_glsl(cubec_device *d, const cubec_kernel_desc *desc, const char *name,
                                  int push, uint32_t **words, size_t *count)
 {
-    if (!d->compiler) RETURN_IF_ERROR(glsl_compiler_create(&d->compiler));
+    if (!d->kernels.compiler) RETURN_IF_ERROR(glsl_compiler_create(&d->kernels.compiler));
     if (fault_hit(&d->faults, CUBEC_FAULT_COMPILE))
         return fault_status(&d->faults, CUBEC_FAULT_COMPILE, CUBEC_COMPILE_FAILED);
-    return glsl_compile(d->compiler, name, desc->glsl, desc->defines, desc->define_count,
+    return glsl_compile(d->kernels.compiler, name, desc->glsl, desc->defines, desc->define_count,
                         desc->entry_point, desc->optimize, push, words, count);
 }
 
@@ -92,7 +92,7 @@ cubec_status server_kernel_create(cubec_device *d, const cubec_kernel_desc *desc
                                   pipeline_entry **out)
 {
     uint64_t key = kernel_identity(desc);
-    pipeline_entry **bucket = &d->pipelines[key & 255];
+    pipeline_entry **bucket = &d->kernels.pipelines[key & 255];
     for (pipeline_entry *e = *bucket; e; e = e->next)
         if (e->key == key) {
             *out = e;
@@ -153,7 +153,7 @@ cubec_status server_kernel_create(cubec_device *d, const cubec_kernel_desc *desc
         key, e->refl.binding_count, e->info_size,
         e->info_in_push ? "push constants" : (e->info_size ? "a buffer" : "nothing"),
         now_ms() - t0);
-    if (d->trace) {
+    if (d->timing.trace) {
         char args[96];
         snprintf(args, sizeof args, "\"identity\":\"%016" PRIx64 "\",\"source\":\"%s\"", key,
                  desc->glsl ? "glsl" : "spirv");
@@ -184,14 +184,14 @@ cubec_status server_kernel_name(pipeline_entry *e, const char *name, const char 
 void server_kernels_destroy(cubec_device *d)
 {
     for (int i = 0; i < 256; i++) {
-        pipeline_entry *e = d->pipelines[i];
+        pipeline_entry *e = d->kernels.pipelines[i];
         while (e) {
             pipeline_entry *next = e->next;
             destroy_entry(d, e);
             e = next;
         }
-        d->pipelines[i] = NULL;
+        d->kernels.pipelines[i] = NULL;
     }
-    glsl_compiler_destroy(d->compiler);
-    d->compiler = NULL;
+    glsl_compiler_destroy(d->kernels.compiler);
+    d->kernels.compiler = NULL;
 }

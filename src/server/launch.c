@@ -110,7 +110,7 @@ static void note_queued_uses(const cubec_device *d, task *t, uint32_t slot)
 
 cubec_status server_queue_task(cubec_device *d, uint32_t slot, task *t)
 {
-    if (d->slots[slot].capture == CAPTURE_RECORDING) {
+    if (d->streams.slots[slot].capture == CAPTURE_RECORDING) {
         /* The reserved record is not committed: the slot's queue stays as it was. */
         cubec_status err = server_graph_record(d, slot, t);
         server_discard_task(d, t);
@@ -123,13 +123,13 @@ cubec_status server_queue_task(cubec_device *d, uint32_t slot, task *t)
 cubec_status server_align(cubec_device *d, uint32_t slot, buffer_obj *const *bufs, uint32_t n,
                           uint32_t write_mask, const buffer_obj *indirect)
 {
-    uint32_t *slots = d->align_slots;
+    uint32_t *slots = d->streams.align_slots;
     uint32_t count = 0;
     for (uint32_t k = 0; k < n; k++)
         count = server_align_slots(d, slot, bufs[k]->alloc, (write_mask >> k) & 1, slots, count,
-                                   d->max_streams);
+                                   d->streams.max_streams);
     if (indirect)
-        count = server_align_slots(d, slot, indirect->alloc, 0, slots, count, d->max_streams);
+        count = server_align_slots(d, slot, indirect->alloc, 0, slots, count, d->streams.max_streams);
     if (!count) return NULL;
     LOG(LOG_DEBUG, LOG_SYS_STREAMS,
         "slot %u uses buffers of %u other slot(s): submitting them first", slot, count);
@@ -146,7 +146,7 @@ cubec_status server_launch(cubec_device *d, stream_ref s, const launch_args *a)
     for (uint32_t i = 0; i < a->buffer_count; i++)
         if (e->refl.access[i] & CUBEC_ACCESS_WRITE) writes |= 1u << i;
     RETURN_IF_ERROR(server_align(d, slot, a->buffers, a->buffer_count, writes, a->indirect));
-    slot_state *ss = &d->slots[slot];
+    slot_state *ss = &d->streams.slots[slot];
     /* What does not fit the task record goes to the slot's arena until recording: metadata
      * beyond TASK_INLINE_INFO bytes, bindings beyond TASK_INLINE_BINDINGS (8-byte aligned). */
     uint32_t info_bytes = e->info_size > TASK_INLINE_INFO ? e->info_size : 0;
@@ -167,7 +167,7 @@ cubec_status server_launch(cubec_device *d, stream_ref s, const launch_args *a)
         }
     }
     task *t;
-    RETURN_IF_ERROR(sched_reserve(&d->sched, slot, (void **)&t));
+    RETURN_IF_ERROR(sched_reserve(&d->streams.sched, slot, (void **)&t));
     t->kind = TASK_LAUNCH;
     t->slot = slot;
     t->stream = s.number;
@@ -200,7 +200,7 @@ cubec_status server_launch(cubec_device *d, stream_ref s, const launch_args *a)
 
 const unsigned char *server_task_info(const cubec_device *d, const task *t)
 {
-    return t->info_size > TASK_INLINE_INFO ? d->slots[t->slot].arena + t->info_at : t->info;
+    return t->info_size > TASK_INLINE_INFO ? d->streams.slots[t->slot].arena + t->info_at : t->info;
 }
 
 /* Taints what the task would have written with `f` (the task did not run). */
@@ -245,7 +245,7 @@ static int skip_if_input_failed(cubec_device *d, task *t)
     taint_outputs(d, t, f);
     server_profiles_poison(d, t->slot, f);
     failure_release(f);
-    d->stats.skipped++;
+    d->sub.stats.skipped++;
     return 1;
 }
 
@@ -339,16 +339,16 @@ cubec_status server_record_task(cubec_device *d, task *t)
     if (!err && t->kind == TASK_LAUNCH && t->entry->refl.has_info_buffer) {
         /* Metadata beyond push constants: a slice of the ring, reused once the batch is done. */
         uint64_t at;
-        err = host_ring_alloc(d, &d->info_ring, t->entry->info_size,
+        err = host_ring_alloc(d, &d->rings.info, t->entry->info_size,
                               d->info.storage_offset_alignment, &at);
         if (!err) {
-            memcpy(d->info_ring.mapped + at, server_task_info(d, t), t->entry->info_size);
-            info_buffer = (gpu_binding){d->info_ring.mem, at, t->entry->info_size};
+            memcpy(d->rings.info.mapped + at, server_task_info(d, t), t->entry->info_size);
+            info_buffer = (gpu_binding){d->rings.info.mem, at, t->entry->info_size};
         }
     }
     if (!err) {
-        recorder rec = {cmd, &d->bound, &d->hazards};
-        err = server_emit_task(d, &rec, t, &info_buffer, d->time_launches ? d->open : NULL);
+        recorder rec = {cmd, &d->sub.bound, &d->sub.hazards};
+        err = server_emit_task(d, &rec, t, &info_buffer, d->timing.on ? d->sub.open : NULL);
     }
     if (err) {
         cubec_status_free(record_failed(d, t, status_clone(err)));
@@ -364,16 +364,16 @@ cubec_status server_record_task(cubec_device *d, task *t)
     for (uint32_t i = 0; i < n; i++) {
         bound_range *r = task_b(d, t, i);
         int write = (t->write_mask >> i) & 1;
-        r->alloc->last_use = d->next_value;
+        r->alloc->last_use = d->sub.next_value;
         if (write) {
-            r->alloc->last_write = d->next_value;
+            r->alloc->last_write = d->sub.next_value;
             r->alloc->queued_writer = NO_SLOT;
             server_untaint(r->alloc, bound_start(r), bound_bytes(r));
         }
-        if (!err) err = server_hold(d, d->open, r->alloc, bound_start(r), bound_bytes(r), write);
+        if (!err) err = server_hold(d, d->sub.open, r->alloc, bound_start(r), bound_bytes(r), write);
     }
-    if (t->indirect.alloc) t->indirect.alloc->last_use = d->next_value;
-    d->stats.tasks++;
+    if (t->indirect.alloc) t->indirect.alloc->last_use = d->sub.next_value;
+    d->sub.stats.tasks++;
     server_discard_task(d, t); /* the task's references: the holds and last_use keep the memory */
     if (err) return err;
     return sub_task_done(d);

@@ -29,7 +29,7 @@ cubec_status server_stream_resolve(cubec_device *d, cubec_stream stream, const c
 {
     uint64_t number;
     if (stream == CUBEC_STREAM_CURRENT) {
-        if (d->single_stream) {
+        if (d->streams.single) {
             number = 0;
         } else {
             if (!thread_stream_number) thread_stream_number = next_number();
@@ -42,14 +42,14 @@ cubec_status server_stream_resolve(cubec_device *d, cubec_stream stream, const c
                                fn, stream);
         number = stream & 0xffffffffffffull;
     }
-    out->slot = (uint32_t)(number % d->max_streams);
+    out->slot = (uint32_t)(number % d->streams.max_streams);
     out->number = number;
     return NULL;
 }
 
 cubec_stream server_stream_current(cubec_device *d)
 {
-    if (d->single_stream) return make_id(d, 0);
+    if (d->streams.single) return make_id(d, 0);
     if (!thread_stream_number) thread_stream_number = next_number();
     return make_id(d, thread_stream_number);
 }
@@ -64,7 +64,7 @@ cubec_stream server_stream_new(cubec_device *d)
 static cubec_status backend_record(void *user, uint32_t slot, void *t)
 {
     cubec_device *d = user;
-    d->slots[slot].last_value = d->next_value;
+    d->streams.slots[slot].last_value = d->sub.next_value;
     return server_record_task(d, t);
 }
 
@@ -73,8 +73,8 @@ static cubec_status backend_submit(void *user, uint32_t mode)
     cubec_device *d = user;
     /* A drain may have recorded the tasks of slots other than the ones asked for (Interleave
      * drains every slot with pending work): recycle the metadata arena of every slot it emptied. */
-    for (uint32_t i = 0; i < d->max_streams; i++)
-        if (d->slots[i].arena_used && !sched_pending(&d->sched, i)) d->slots[i].arena_used = 0;
+    for (uint32_t i = 0; i < d->streams.max_streams; i++)
+        if (d->streams.slots[i].arena_used && !sched_pending(&d->streams.sched, i)) d->streams.slots[i].arena_used = 0;
     if (mode & DRAIN_KEEP_OPEN) return NULL;
     return sub_flush(d, (mode & DRAIN_FOR_HOST) != 0);
 }
@@ -86,24 +86,24 @@ static void backend_discard(void *user, void *t)
 
 cubec_status server_streams_init(cubec_device *d)
 {
-    d->slots = calloc(d->max_streams, sizeof *d->slots);
-    d->align_slots = calloc(d->max_streams, sizeof *d->align_slots);
-    if (!d->slots || !d->align_slots)
+    d->streams.slots = calloc(d->streams.max_streams, sizeof *d->streams.slots);
+    d->streams.align_slots = calloc(d->streams.max_streams, sizeof *d->streams.align_slots);
+    if (!d->streams.slots || !d->streams.align_slots)
         return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (stream slots)");
     sched_backend be = {
         .user = d, .record = backend_record, .submit = backend_submit, .discard = backend_discard};
     sched_strategy strategy = d->config.sequential_streams ? SCHED_SEQUENTIAL : SCHED_INTERLEAVE;
-    return sched_init(&d->sched, d->max_streams, sizeof(task), d->tasks_max, strategy, be);
+    return sched_init(&d->streams.sched, d->streams.max_streams, sizeof(task), d->sub.tasks_max, strategy, be);
 }
 
 /* Drops whatever is still queued (their references go back first) and the arenas. The slot array
  * stays: the memory pools in it are destroyed after this. */
 void server_streams_destroy(cubec_device *d)
 {
-    if (d->sched.queues) sched_destroy(&d->sched);
-    for (uint32_t i = 0; d->slots && i < d->max_streams; i++) {
-        free(d->slots[i].arena);
-        d->slots[i].arena = NULL;
+    if (d->streams.sched.queues) sched_destroy(&d->streams.sched);
+    for (uint32_t i = 0; d->streams.slots && i < d->streams.max_streams; i++) {
+        free(d->streams.slots[i].arena);
+        d->streams.slots[i].arena = NULL;
     }
 }
 
@@ -111,30 +111,30 @@ void server_streams_destroy(cubec_device *d)
  * scheduler holds tasks it has taken off the queues. */
 cubec_status server_drain(cubec_device *d, const uint32_t *slots, uint32_t n, uint32_t mode)
 {
-    d->draining++;
-    cubec_status err = sched_execute_mode(&d->sched, slots, n, mode);
-    d->draining--;
+    d->streams.draining++;
+    cubec_status err = sched_execute_mode(&d->streams.sched, slots, n, mode);
+    d->streams.draining--;
     for (uint32_t i = 0; i < n; i++)
-        if (!sched_pending(&d->sched, slots[i])) d->slots[slots[i]].arena_used = 0;
+        if (!sched_pending(&d->streams.sched, slots[i])) d->streams.slots[slots[i]].arena_used = 0;
     return server_note_error(d, err);
 }
 
 cubec_status server_drain_all(cubec_device *d, uint32_t mode)
 {
-    d->draining++;
-    cubec_status err = sched_execute_all_mode(&d->sched, mode);
-    d->draining--;
-    for (uint32_t i = 0; i < d->max_streams; i++)
-        d->slots[i].arena_used = 0;
+    d->streams.draining++;
+    cubec_status err = sched_execute_all_mode(&d->streams.sched, mode);
+    d->streams.draining--;
+    for (uint32_t i = 0; i < d->streams.max_streams; i++)
+        d->streams.slots[i].arena_used = 0;
     return server_note_error(d, err);
 }
 
 cubec_status server_commit_task(cubec_device *d, uint32_t slot)
 {
-    d->draining++;
-    cubec_status err = sched_commit(&d->sched, slot);
-    d->draining--;
-    if (!sched_pending(&d->sched, slot)) d->slots[slot].arena_used = 0;
+    d->streams.draining++;
+    cubec_status err = sched_commit(&d->streams.sched, slot);
+    d->streams.draining--;
+    if (!sched_pending(&d->streams.sched, slot)) d->streams.slots[slot].arena_used = 0;
     return server_note_error(d, err);
 }
 
@@ -143,7 +143,7 @@ cubec_status server_commit_task(cubec_device *d, uint32_t slot)
 static uint32_t add_slot(cubec_device *d, uint32_t slot, uint32_t s, uint32_t *slots, uint32_t n,
                          uint32_t room)
 {
-    if (s == NO_SLOT || s == slot || n >= room || !sched_pending(&d->sched, s)) return n;
+    if (s == NO_SLOT || s == slot || n >= room || !sched_pending(&d->streams.sched, s)) return n;
     for (uint32_t j = 0; j < n; j++)
         if (slots[j] == s) return n;
     slots[n++] = s;
@@ -158,7 +158,7 @@ uint32_t server_align_slots(cubec_device *d, uint32_t slot, const alloc_obj *a, 
     /* Only the set bits: this runs for every written binding of every launch. */
     uint64_t readers = write ? a->queued_readers : 0;
     for (; readers; readers &= readers - 1)
-        for (uint32_t s = (uint32_t)__builtin_ctzll(readers); s < d->max_streams; s += 64)
+        for (uint32_t s = (uint32_t)__builtin_ctzll(readers); s < d->streams.max_streams; s += 64)
             n = add_slot(d, slot, s, slots, n, room);
     return n;
 }
@@ -167,9 +167,9 @@ uint32_t server_align_slots(cubec_device *d, uint32_t slot, const alloc_obj *a, 
  * slots, recorded and submitted. */
 cubec_status server_drain_for_host(cubec_device *d, uint32_t slot, const alloc_obj *a, int write)
 {
-    uint32_t *slots = d->align_slots;
+    uint32_t *slots = d->streams.align_slots;
     slots[0] = slot;
-    uint32_t n = server_align_slots(d, slot, a, write, slots, 1, d->max_streams);
+    uint32_t n = server_align_slots(d, slot, a, write, slots, 1, d->streams.max_streams);
     if (n > 1)
         LOG(LOG_DEBUG, LOG_SYS_STREAMS, "slot %u reads or writes memory of slot %u: draining both",
             slot, slots[1]);
@@ -187,9 +187,9 @@ cubec_status server_sync(cubec_device *d, stream_ref s)
     RETURN_IF_ERROR(server_graph_refuse(d, s.slot, "cubec_sync"));
     /* After a sync the host may read what the stream wrote (mapped memory, events): the batch
      * that carries the stream's last work ends with a host barrier. */
-    uint64_t t0 = d->trace ? server_now_ns() : 0;
+    uint64_t t0 = d->timing.trace ? server_now_ns() : 0;
     RETURN_IF_ERROR(server_drain(d, &s.slot, 1, DRAIN_FOR_HOST));
-    RETURN_IF_ERROR(sub_wait_for_host(d, d->slots[s.slot].last_value));
+    RETURN_IF_ERROR(sub_wait_for_host(d, d->streams.slots[s.slot].last_value));
     timeline_host(d, "sync", "sync", t0, s.number, NULL);
     timeline_summary_tick(d, 0);
     return NULL;

@@ -20,123 +20,123 @@ static uint64_t now_ns(void)
 
 cubec_status sub_init(cubec_device *d)
 {
-    d->next_value = 1;
-    d->completed_value = 0;
+    d->sub.next_value = 1;
+    d->sub.completed_value = 0;
     return NULL;
 }
 
 void sub_destroy(cubec_device *d)
 {
-    for (uint32_t i = 0; i < d->batch_count; i++) {
-        free(d->batches[i].held);
-        free(d->batches[i].stamps);
-        if (d->batches[i].queries) d->gpu->ops->queries_destroy(d->gpu, d->batches[i].queries);
-        d->gpu->ops->cmd_destroy(d->gpu, d->batches[i].cmd);
+    for (uint32_t i = 0; i < d->sub.batch_count; i++) {
+        free(d->sub.batches[i].held);
+        free(d->sub.batches[i].stamps);
+        if (d->sub.batches[i].queries) d->gpu->ops->queries_destroy(d->gpu, d->sub.batches[i].queries);
+        d->gpu->ops->cmd_destroy(d->gpu, d->sub.batches[i].cmd);
     }
-    free(d->batches);
-    d->batches = NULL;
-    d->batch_count = 0;
+    free(d->sub.batches);
+    d->sub.batches = NULL;
+    d->sub.batch_count = 0;
 }
 
 void sub_listen(cubec_device *d, const sub_listener *l)
 {
-    if (d->listener_count < SUB_MAX_LISTENERS) d->listeners[d->listener_count++] = l;
+    if (d->sub.listener_count < SUB_MAX_LISTENERS) d->sub.listeners[d->sub.listener_count++] = l;
 }
 
 /* Each listener's `event`, in registration order. */
 #define NOTIFY(d, event, ...)                                                                      \
     do {                                                                                           \
-        for (uint32_t li_ = 0; li_ < (d)->listener_count; li_++)                                   \
-            if ((d)->listeners[li_]->event) (d)->listeners[li_]->event((d), __VA_ARGS__);          \
+        for (uint32_t li_ = 0; li_ < (d)->sub.listener_count; li_++)                                   \
+            if ((d)->sub.listeners[li_]->event) (d)->sub.listeners[li_]->event((d), __VA_ARGS__);          \
     } while (0)
 #define NOTIFY0(d, event)                                                                          \
     do {                                                                                           \
-        for (uint32_t li_ = 0; li_ < (d)->listener_count; li_++)                                   \
-            if ((d)->listeners[li_]->event) (d)->listeners[li_]->event(d);                         \
+        for (uint32_t li_ = 0; li_ < (d)->sub.listener_count; li_++)                                   \
+            if ((d)->sub.listeners[li_]->event) (d)->sub.listeners[li_]->event(d);                         \
     } while (0)
 
 void sub_poll(cubec_device *d)
 {
     uint64_t v = 0;
     cubec_status err = d->gpu->ops->timeline_value(d->gpu, &v);
-    if (!err && v > d->completed_value) d->completed_value = v;
+    if (!err && v > d->sub.completed_value) d->sub.completed_value = v;
     cubec_status_free(err); /* a broken timeline shows in the next wait */
     NOTIFY0(d, progress);
-    for (uint32_t i = 0; i < d->batch_count; i++)
-        if (d->batches[i].stamp_count && d->batches[i].value &&
-            d->batches[i].value <= d->completed_value)
-            NOTIFY(d, finished, &d->batches[i]);
+    for (uint32_t i = 0; i < d->sub.batch_count; i++)
+        if (d->sub.batches[i].stamp_count && d->sub.batches[i].value &&
+            d->sub.batches[i].value <= d->sub.completed_value)
+            NOTIFY(d, finished, &d->sub.batches[i]);
     /* Everything submitted finished and nothing is open: no earlier command can conflict. */
-    if (!d->open && d->completed_value + 1 >= d->next_value) hazard_reset(&d->hazards);
+    if (!d->sub.open && d->sub.completed_value + 1 >= d->sub.next_value) hazard_reset(&d->sub.hazards);
 }
 
 /* A finished batch to record into, or a new one. */
 static cubec_status take_batch(cubec_device *d, batch **out)
 {
-    for (uint32_t i = 0; i < d->batch_count; i++) {
-        batch *b = &d->batches[i];
-        if (b->value == 0 || b->value <= d->completed_value) {
+    for (uint32_t i = 0; i < d->sub.batch_count; i++) {
+        batch *b = &d->sub.batches[i];
+        if (b->value == 0 || b->value <= d->sub.completed_value) {
             *out = b;
             return NULL;
         }
     }
     sub_poll(d);
-    for (uint32_t i = 0; i < d->batch_count; i++) {
-        batch *b = &d->batches[i];
-        if (b->value <= d->completed_value) {
+    for (uint32_t i = 0; i < d->sub.batch_count; i++) {
+        batch *b = &d->sub.batches[i];
+        if (b->value <= d->sub.completed_value) {
             *out = b;
             return NULL;
         }
     }
-    if (d->batch_count == d->batch_cap) {
+    if (d->sub.batch_count == d->sub.batch_cap) {
         /* Bound how far the host runs ahead (max_inflight_tasks, 16384 by default: more than
          * CUDA's ~1000 pending launches): wait for the oldest batch rather than grow forever. */
-        if (d->batch_cap >= d->max_batches) {
+        if (d->sub.batch_cap >= d->sub.max_batches) {
             uint64_t oldest = UINT64_MAX;
-            for (uint32_t i = 0; i < d->batch_count; i++)
-                if (d->batches[i].value < oldest) oldest = d->batches[i].value;
+            for (uint32_t i = 0; i < d->sub.batch_count; i++)
+                if (d->sub.batches[i].value < oldest) oldest = d->sub.batches[i].value;
             RETURN_IF_ERROR(sub_wait(d, oldest));
             return take_batch(d, out);
         }
-        uint32_t cap = d->batch_cap ? d->batch_cap * 2 : 8;
-        if (cap > d->max_batches) cap = d->max_batches;
-        batch *nb = realloc(d->batches, cap * sizeof *nb);
+        uint32_t cap = d->sub.batch_cap ? d->sub.batch_cap * 2 : 8;
+        if (cap > d->sub.max_batches) cap = d->sub.max_batches;
+        batch *nb = realloc(d->sub.batches, cap * sizeof *nb);
         if (!nb) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (command buffers)");
-        d->batches = nb;
-        d->batch_cap = cap;
+        d->sub.batches = nb;
+        d->sub.batch_cap = cap;
     }
-    batch *b = &d->batches[d->batch_count];
+    batch *b = &d->sub.batches[d->sub.batch_count];
     memset(b, 0, sizeof *b);
     /* Without push descriptors: one set per launch, at most batch_task_cap launches. */
-    RETURN_IF_ERROR(d->gpu->ops->cmd_create(d->gpu, GPU_CMD_ONCE, d->batch_task_cap, &b->cmd));
-    d->batch_count++;
+    RETURN_IF_ERROR(d->gpu->ops->cmd_create(d->gpu, GPU_CMD_ONCE, d->sub.batch_task_cap, &b->cmd));
+    d->sub.batch_count++;
     *out = b;
     return NULL;
 }
 
 cubec_status sub_begin(cubec_device *d, gpu_cmd **out_cmd)
 {
-    if (d->open) {
-        *out_cmd = d->open->cmd;
+    if (d->sub.open) {
+        *out_cmd = d->sub.open->cmd;
         return NULL;
     }
     batch *b = NULL;
     /* take_batch may wait for the oldest batch: keep the lock, or another thread could open a
      * batch meanwhile. */
-    d->draining++;
+    d->streams.draining++;
     cubec_status err = take_batch(d, &b);
-    d->draining--;
+    d->streams.draining--;
     RETURN_IF_ERROR(err);
     if (b->stamp_count) NOTIFY(d, finished, b); /* finished, not yet harvested */
     RETURN_IF_ERROR(d->gpu->ops->cmd_begin(d->gpu, b->cmd));
     NOTIFY(d, begun, b);
     b->value = 0;
-    d->open = b;
-    d->tasks = 0;
+    d->sub.open = b;
+    d->sub.tasks = 0;
     /* Nothing is bound in a new command buffer. */
-    d->bound.pipeline = NULL;
-    d->bound.descriptors_for = NULL;
-    d->bound.push_for = NULL;
+    d->sub.bound.pipeline = NULL;
+    d->sub.bound.descriptors_for = NULL;
+    d->sub.bound.push_for = NULL;
     *out_cmd = b->cmd;
     return NULL;
 }
@@ -148,18 +148,18 @@ cubec_status sub_flush(cubec_device *d, int for_host)
 
 cubec_status sub_flush_to(cubec_device *d, int for_host, sub_handoff *handoff)
 {
-    if (!d->open) {
-        if (!for_host || d->host_visible_value + 1 >= d->next_value) return NULL;
+    if (!d->sub.open) {
+        if (!for_host || d->sub.host_visible_value + 1 >= d->sub.next_value) return NULL;
         /* Earlier batches wrote without a host barrier: submit one that adds it. */
         gpu_cmd *cmd;
         RETURN_IF_ERROR(sub_begin(d, &cmd));
     }
-    batch *b = d->open;
+    batch *b = d->sub.open;
     if (for_host)
         d->gpu->ops->barrier(b->cmd, GPU_STAGE_COMPUTE | GPU_STAGE_TRANSFER,
                              GPU_ACCESS_SHADER_WRITE | GPU_ACCESS_TRANSFER_WRITE, GPU_STAGE_HOST,
                              GPU_ACCESS_HOST_READ);
-    d->open = NULL;
+    d->sub.open = NULL;
     cubec_status ended = d->gpu->ops->cmd_end(d->gpu, b->cmd);
     if (ended) {
         cubec_status err = server_note_error(d, ended);
@@ -167,7 +167,7 @@ cubec_status sub_flush_to(cubec_device *d, int for_host, sub_handoff *handoff)
         b->value = 0;
         return err;
     }
-    uint64_t value = d->next_value;
+    uint64_t value = d->sub.next_value;
     uint64_t submit_begin = now_ns();
     cubec_status lost = NULL;
     if (handoff) {
@@ -182,7 +182,7 @@ cubec_status sub_flush_to(cubec_device *d, int for_host, sub_handoff *handoff)
         submitter_quiesce(d); /* replays handed to the submission thread go first */
         gpu_submit_item item = {b->cmd, value};
         lost = gpu_submit(d->gpu, &item, 1);
-        d->stats.submit_ns += now_ns() - submit_begin;
+        d->sub.stats.submit_ns += now_ns() - submit_begin;
         if (lost) lost = server_note_error(d, lost);
     }
     if (lost) {
@@ -194,10 +194,10 @@ cubec_status sub_flush_to(cubec_device *d, int for_host, sub_handoff *handoff)
     }
     b->value = value;
     NOTIFY(d, settled, b, NULL, submit_begin);
-    d->next_value++;
-    d->stats.submissions++;
-    if (for_host) d->host_visible_value = value;
-    d->tasks = 0;
+    d->sub.next_value++;
+    d->sub.stats.submissions++;
+    if (for_host) d->sub.host_visible_value = value;
+    d->sub.tasks = 0;
     return NULL;
 }
 
@@ -205,7 +205,7 @@ cubec_status sub_task_done(cubec_device *d)
 {
     /* The scheduler decides when to submit; this only bounds one command buffer (its descriptor
      * pool, without push descriptors, and the work lost if a submission fails). */
-    if (++d->tasks >= d->batch_task_cap) return sub_flush(d, 0);
+    if (++d->sub.tasks >= d->sub.batch_task_cap) return sub_flush(d, 0);
     return NULL;
 }
 
@@ -216,9 +216,9 @@ cubec_status sub_task_done(cubec_device *d)
 static void recycle_finished(cubec_device *d)
 {
     if (!d->gpu->ops->cmd_recycle) return;
-    for (uint32_t i = 0; i < d->batch_count; i++) {
-        batch *b = &d->batches[i];
-        if (b != d->open && b->value && b->value <= d->completed_value)
+    for (uint32_t i = 0; i < d->sub.batch_count; i++) {
+        batch *b = &d->sub.batches[i];
+        if (b != d->sub.open && b->value && b->value <= d->sub.completed_value)
             d->gpu->ops->cmd_recycle(d->gpu, b->cmd);
     }
 }
@@ -245,26 +245,26 @@ static cubec_status wait_timeline(gpu *g, uint64_t value, int spin_us, uint64_t 
 
 cubec_status sub_wait(cubec_device *d, uint64_t value)
 {
-    if (value == 0 || value <= d->completed_value) return NULL;
-    if (d->open && value >= d->next_value) RETURN_IF_ERROR(sub_flush(d, 0));
-    if (value >= d->next_value) value = d->next_value - 1;
+    if (value == 0 || value <= d->sub.completed_value) return NULL;
+    if (d->sub.open && value >= d->sub.next_value) RETURN_IF_ERROR(sub_flush(d, 0));
+    if (value >= d->sub.next_value) value = d->sub.next_value - 1;
     sub_poll(d);
-    if (value <= d->completed_value) return NULL;
+    if (value <= d->sub.completed_value) return NULL;
     recycle_finished(d);
     uint64_t seen = 0;
     /* An injected failure of the wait is a lost device, like a real one. */
     cubec_status err = gpu_fault(d->gpu, CUBEC_FAULT_WAIT, CUBEC_DEVICE_LOST);
     if (err) return server_note_error(d, status_annotate(err, "the device is treated as lost"));
-    if (d->draining) {
-        err = wait_timeline(d->gpu, value, d->spin_us, &seen);
+    if (d->streams.draining) {
+        err = wait_timeline(d->gpu, value, d->sub.spin_us, &seen);
     } else {
         /* Other threads queue and record while this one waits for the GPU. */
         pthread_mutex_unlock(&d->lock);
-        err = wait_timeline(d->gpu, value, d->spin_us, &seen);
+        err = wait_timeline(d->gpu, value, d->sub.spin_us, &seen);
         pthread_mutex_lock(&d->lock);
     }
     if (err) return server_note_error(d, err);
-    if (seen > d->completed_value) d->completed_value = seen;
+    if (seen > d->sub.completed_value) d->sub.completed_value = seen;
     sub_poll(d);
     recycle_finished(d);
     return NULL;
@@ -273,10 +273,10 @@ cubec_status sub_wait(cubec_device *d, uint64_t value)
 cubec_status sub_wait_for_host(cubec_device *d, uint64_t value)
 {
     if (value == 0) return NULL;
-    if (value > d->host_visible_value) {
+    if (value > d->sub.host_visible_value) {
         RETURN_IF_ERROR(sub_flush(d, 1));
         /* The host barrier is in the batch just submitted: wait for that one. */
-        value = d->host_visible_value;
+        value = d->sub.host_visible_value;
     }
     return sub_wait(d, value);
 }
@@ -284,7 +284,7 @@ cubec_status sub_wait_for_host(cubec_device *d, uint64_t value)
 void sub_hazards(cubec_device *d, gpu_cmd *cmd, const hazard_range *ranges, uint32_t n,
                  sub_command kind)
 {
-    sub_hazards_in(d, &d->hazards, cmd, ranges, n, kind);
+    sub_hazards_in(d, &d->sub.hazards, cmd, ranges, n, kind);
 }
 
 void sub_hazards_in(cubec_device *d, hazard_tracker *t, gpu_cmd *cmd, const hazard_range *ranges,
@@ -315,7 +315,7 @@ void sub_hazards_in(cubec_device *d, hazard_tracker *t, gpu_cmd *cmd, const haza
             t->partial_stages = partial_stages;
             t->partial_access = partial_access;
         }
-        d->stats.barriers++;
+        d->sub.stats.barriers++;
     }
     if (kind == SUB_TRANSFER)
         hazard_note(t, ranges, n, GPU_STAGE_TRANSFER, GPU_ACCESS_TRANSFER_WRITE);

@@ -28,13 +28,13 @@ static void *submitter_main(void *arg)
     submitter *s = &d->submitter;
     pthread_mutex_lock(&s->lock);
     for (;;) {
-        if (!s->count && !s->stop && d->spin_us > 0) {
+        if (!s->count && !s->stop && d->sub.spin_us > 0) {
             /* On a GPU, poll for a while before sleeping: waking a sleeping thread takes tens of
              * microseconds, during which the GPU would idle between a replay and the work
              * before it. Not on CPU devices, where the core polling is the GPU. */
             unsigned seen = atomic_load(&s->pushed);
             pthread_mutex_unlock(&s->lock);
-            uint64_t until = server_now_ns() + (uint64_t)d->spin_us * 1000u;
+            uint64_t until = server_now_ns() + (uint64_t)d->sub.spin_us * 1000u;
             while (atomic_load(&s->pushed) == seen && server_now_ns() < until)
                 sched_yield();
             pthread_mutex_lock(&s->lock);
@@ -189,8 +189,8 @@ void submitter_stop(cubec_device *d)
     for (uint32_t i = 0; i < s->failure_count; i++)
         cubec_status_free(s->failures[i].result);
     s->failure_count = 0;
-    d->stats.submit_ns += s->submit_ns;
-    d->stats.submissions += s->submissions;
+    d->sub.stats.submit_ns += s->submit_ns;
+    d->sub.stats.submissions += s->submissions;
     pthread_cond_destroy(&s->idle);
     pthread_cond_destroy(&s->work);
     pthread_mutex_destroy(&s->lock);

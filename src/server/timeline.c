@@ -71,8 +71,8 @@ cubec_status timeline_init(cubec_device *d)
 {
     if (d->config.trace_file[0]) {
         char *why = NULL;
-        d->trace = trace_for(d->config.trace_file, &why);
-        if (!d->trace) {
+        d->timing.trace = trace_for(d->config.trace_file, &why);
+        if (!d->timing.trace) {
             cubec_status err = INVALID_ARG("CUBEC_TRACE / [profiling] trace: %s",
                                            why ? why : d->config.trace_file);
             free(why);
@@ -81,41 +81,41 @@ cubec_status timeline_init(cubec_device *d)
         char name[320];
         snprintf(name, sizeof name, "cubec: %s (device %u)", d->info.name,
                  d->gpu->caps.physical_index);
-        trace_set_process_name(d->trace, name);
+        trace_set_process_name(d->timing.trace, name);
     }
     if (log_enabled(LOG_INFO, LOG_SYS_PROFILING)) {
-        d->kernel_stats = kernel_stats_new();
-        if (!d->kernel_stats)
+        d->timing.kernel_stats = kernel_stats_new();
+        if (!d->timing.kernel_stats)
             return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (kernel statistics)");
     }
-    d->time_launches = d->trace || d->kernel_stats;
-    d->summary_ns = server_now_ns();
+    d->timing.on = d->timing.trace || d->timing.kernel_stats;
+    d->timing.summary_ns = server_now_ns();
     return NULL;
 }
 
 void timeline_close(cubec_device *d)
 {
-    for (uint32_t i = 0; i < d->batch_count; i++)
-        timeline_harvest(d, &d->batches[i]);
+    for (uint32_t i = 0; i < d->sub.batch_count; i++)
+        timeline_harvest(d, &d->sub.batches[i]);
     timeline_summary_tick(d, 1);
-    kernel_stats_free(d->kernel_stats);
-    d->kernel_stats = NULL;
-    if (d->trace) {
+    kernel_stats_free(d->timing.kernel_stats);
+    d->timing.kernel_stats = NULL;
+    if (d->timing.trace) {
         char *why = NULL;
-        if (trace_done(d->trace, &why) != 0)
+        if (trace_done(d->timing.trace, &why) != 0)
             LOG(LOG_ERROR, LOG_SYS_PROFILING, "the trace was not written: %s",
                 why ? why : d->config.trace_file);
         else
             LOG(LOG_INFO, LOG_SYS_PROFILING, "trace written to %s", d->config.trace_file);
         free(why);
-        d->trace = NULL;
+        d->timing.trace = NULL;
     }
-    d->time_launches = 0;
+    d->timing.on = 0;
 }
 
 static uint32_t queries_per_batch(const cubec_device *d)
 {
-    return 2 * d->batch_task_cap;
+    return 2 * d->sub.batch_task_cap;
 }
 
 void timeline_batch_begin(cubec_device *d, batch *b)
@@ -189,7 +189,7 @@ static void emit_launches(cubec_device *d, const launch_stamp *stamps, uint32_t 
             if (delta > (mask >> 1)) delta = 0;
             dur = (uint64_t)((double)delta * d->info.timestamp_period_ns);
         }
-        if (d->trace) {
+        if (d->timing.trace) {
             char grid[64], from[48] = "";
             if (s->indirect)
                 snprintf(grid, sizeof grid, "\"indirect\"");
@@ -200,10 +200,10 @@ static void emit_launches(cubec_device *d, const launch_stamp *stamps, uint32_t 
             snprintf(args, sizeof args, "\"stream\":%" PRIu64 ",\"slot\":%u,\"grid\":%s%s%s",
                      s->stream, s->slot, grid, from,
                      ticks ? "" : ",\"time\":\"host, at recording\"");
-            trace_track(d->trace, s->stream, s->slot);
-            trace_complete(d->trace, s->stream, s->name, "launch", begin, dur, args);
+            trace_track(d->timing.trace, s->stream, s->slot);
+            trace_complete(d->timing.trace, s->stream, s->name, "launch", begin, dur, args);
         }
-        if (d->kernel_stats) kernel_stats_add(d->kernel_stats, s->name, dur);
+        if (d->timing.kernel_stats) kernel_stats_add(d->timing.kernel_stats, s->name, dur);
         LOG(LOG_DEBUG, LOG_SYS_PROFILING, "| %10.3f us | %s (stream %" PRIu64 ")",
             (double)dur / 1e3, s->name, s->stream);
     }
@@ -230,7 +230,7 @@ void timeline_harvest(cubec_device *d, batch *b)
     uint32_t n = b->stamp_count;
     b->stamp_count = 0;
     /* A batch whose submission was lost never wrote its queries. */
-    if (!n || !b->value || b->value > d->completed_value) return;
+    if (!n || !b->value || b->value > d->sub.completed_value) return;
     uint64_t *ticks = NULL;
     if (b->queries && !(ticks = read_ticks(d, b->queries, n))) return;
     emit_launches(d, b->stamps, n, ticks, 0);
@@ -252,7 +252,7 @@ void timeline_graph_harvest(cubec_device *d, gpu_queries *pool, const launch_sta
 
 static void on_begun(cubec_device *d, batch *b)
 {
-    if (d->time_launches) timeline_batch_begin(d, b);
+    if (d->timing.on) timeline_batch_begin(d, b);
 }
 
 static void on_settled(cubec_device *d, batch *b, cubec_status err, uint64_t submit_ns)
@@ -261,9 +261,9 @@ static void on_settled(cubec_device *d, batch *b, cubec_status err, uint64_t sub
         b->stamp_count = 0; /* its timestamps will never be written */
         return;
     }
-    if (d->trace) {
+    if (d->timing.trace) {
         char args[96];
-        snprintf(args, sizeof args, "\"tasks\":%u,\"timeline_value\":%llu", d->tasks,
+        snprintf(args, sizeof args, "\"tasks\":%u,\"timeline_value\":%llu", d->sub.tasks,
                  (unsigned long long)b->value);
         timeline_host(d, "submit", "submit", submit_ns, 0, args);
     }
@@ -280,22 +280,22 @@ const sub_listener timing_listener = {
 void timeline_host(cubec_device *d, const char *name, const char *category, uint64_t begin_ns,
                    uint64_t stream, const char *args_json)
 {
-    if (!d->trace) return;
+    if (!d->timing.trace) return;
     char args[256];
     snprintf(args, sizeof args, "\"stream\":%" PRIu64 "%s%s", stream, args_json ? "," : "",
              args_json ? args_json : "");
     uint64_t now = server_now_ns();
-    trace_complete(d->trace, TRACE_HOST, name, category, begin_ns, now - begin_ns, args);
+    trace_complete(d->timing.trace, TRACE_HOST, name, category, begin_ns, now - begin_ns, args);
 }
 
 void timeline_summary_tick(cubec_device *d, int force)
 {
-    if (!d->kernel_stats || kernel_stats_empty(d->kernel_stats)) return;
+    if (!d->timing.kernel_stats || kernel_stats_empty(d->timing.kernel_stats)) return;
     uint64_t now = server_now_ns();
-    if (!force && now - d->summary_ns < 1000000000ull) return;
+    if (!force && now - d->timing.summary_ns < 1000000000ull) return;
     char text[8192];
-    kernel_stats_format(d->kernel_stats, text, sizeof text);
+    kernel_stats_format(d->timing.kernel_stats, text, sizeof text);
     LOG(LOG_INFO, LOG_SYS_PROFILING, "kernel summary (device time per launch):\n%s", text);
-    kernel_stats_reset(d->kernel_stats);
-    d->summary_ns = now;
+    kernel_stats_reset(d->timing.kernel_stats);
+    d->timing.summary_ns = now;
 }

@@ -30,8 +30,8 @@ struct cubec_event_s {
 
 static void touch(cubec_device *d, buffer_obj *b, int write)
 {
-    b->alloc->last_use = d->next_value;
-    if (write) b->alloc->last_write = d->next_value;
+    b->alloc->last_use = d->sub.next_value;
+    if (write) b->alloc->last_write = d->sub.next_value;
 }
 
 static void invalidate(cubec_device *d, gpu_mem *m)
@@ -48,15 +48,15 @@ static cubec_status write_staged(cubec_device *d, buffer_obj *b, uint64_t at, co
     const unsigned char *from = src;
     for (uint64_t done = 0; done < size;) {
         uint64_t n = size - done;
-        if (n > d->upload.chunk_size) n = d->upload.chunk_size;
+        if (n > d->rings.upload.chunk_size) n = d->rings.upload.chunk_size;
         uint64_t ring_at;
-        RETURN_IF_ERROR(host_ring_alloc(d, &d->upload, n, 16, &ring_at));
-        memcpy(d->upload.mapped + ring_at, from + done, n);
+        RETURN_IF_ERROR(host_ring_alloc(d, &d->rings.upload, n, 16, &ring_at));
+        memcpy(d->rings.upload.mapped + ring_at, from + done, n);
         gpu_cmd *cmd;
         RETURN_IF_ERROR(sub_begin(d, &cmd));
         hazard_range r = {page, at + done, n, 1};
         sub_hazards(d, cmd, &r, 1, SUB_TRANSFER);
-        d->gpu->ops->copy(cmd, d->upload.mem, ring_at, page, at + done, n);
+        d->gpu->ops->copy(cmd, d->rings.upload.mem, ring_at, page, at + done, n);
         touch(d, b, 1);
         done += n;
         /* Submit each chunk so the DMA starts while the next chunk is copied in. */
@@ -81,9 +81,9 @@ static cubec_status write_body(cubec_device *d, stream_ref s, buffer_obj *b, uin
 cubec_status server_write(cubec_device *d, stream_ref s, buffer_obj *b, uint64_t offset,
                           const void *src, uint64_t size)
 {
-    uint64_t t0 = d->trace ? server_now_ns() : 0;
+    uint64_t t0 = d->timing.trace ? server_now_ns() : 0;
     cubec_status err = write_body(d, s, b, offset, src, size);
-    if (!err && d->trace) trace_transfer(d, "write", "write", t0, s.number, b, size);
+    if (!err && d->timing.trace) trace_transfer(d, "write", "write", t0, s.number, b, size);
     return err;
 }
 
@@ -109,9 +109,9 @@ static cubec_status write_body(cubec_device *d, stream_ref s, buffer_obj *b, uin
         return err;
     }
     /* The staging rings are shared: keep the lock while they hold this transfer's bytes. */
-    d->draining++;
+    d->streams.draining++;
     cubec_status err = write_staged(d, b, at, src, size);
-    d->draining--;
+    d->streams.draining--;
     if (err) {
         /* Part of the bytes may have been written: the range carries the error. */
         failure *f =
@@ -121,7 +121,7 @@ static cubec_status write_body(cubec_device *d, stream_ref s, buffer_obj *b, uin
     } else {
         server_untaint(b->alloc, at, size);
     }
-    if (!err) d->slots[slot].last_value = d->next_value - 1; /* cubec_sync(stream) waits for it */
+    if (!err) d->streams.slots[slot].last_value = d->sub.next_value - 1; /* cubec_sync(stream) waits for it */
     return err;
 }
 
@@ -140,23 +140,23 @@ static cubec_status read_staged(cubec_device *d, buffer_obj *b, uint64_t at, voi
     for (uint64_t done = 0; done < size || queued;) {
         if (done < size && queued < 2) {
             uint64_t n = size - done;
-            if (n > d->readback.chunk_size) n = d->readback.chunk_size;
+            if (n > d->rings.readback.chunk_size) n = d->rings.readback.chunk_size;
             uint64_t ring_at;
-            RETURN_IF_ERROR(host_ring_alloc(d, &d->readback, n, 16, &ring_at));
+            RETURN_IF_ERROR(host_ring_alloc(d, &d->rings.readback, n, 16, &ring_at));
             gpu_cmd *cmd;
             RETURN_IF_ERROR(sub_begin(d, &cmd));
             hazard_range r = {page, at + done, n, 0};
             sub_hazards(d, cmd, &r, 1, SUB_TRANSFER);
-            d->gpu->ops->copy(cmd, page, at + done, d->readback.mem, ring_at, n);
+            d->gpu->ops->copy(cmd, page, at + done, d->rings.readback.mem, ring_at, n);
             touch(d, b, 0);
-            q[queued++] = (pending_chunk){d->next_value, ring_at, done, n};
+            q[queued++] = (pending_chunk){d->sub.next_value, ring_at, done, n};
             RETURN_IF_ERROR(sub_flush(d, 1));
             done += n;
             continue;
         }
         RETURN_IF_ERROR(sub_wait(d, q[0].value));
-        invalidate(d, d->readback.mem);
-        memcpy(to + q[0].dst_at, d->readback.mapped + q[0].ring_at, q[0].size);
+        invalidate(d, d->rings.readback.mem);
+        memcpy(to + q[0].dst_at, d->rings.readback.mapped + q[0].ring_at, q[0].size);
         q[0] = q[1];
         queued--;
     }
@@ -169,9 +169,9 @@ static cubec_status read_body(cubec_device *d, uint32_t slot, buffer_obj *b, uin
 cubec_status server_read(cubec_device *d, stream_ref s, buffer_obj *b, uint64_t offset, void *dst,
                          uint64_t size)
 {
-    uint64_t t0 = d->trace ? server_now_ns() : 0;
+    uint64_t t0 = d->timing.trace ? server_now_ns() : 0;
     cubec_status err = read_body(d, s.slot, b, offset, dst, size);
-    if (!err && d->trace) trace_transfer(d, "read", "read", t0, s.number, b, size);
+    if (!err && d->timing.trace) trace_transfer(d, "read", "read", t0, s.number, b, size);
     return err;
 }
 
@@ -194,9 +194,9 @@ static cubec_status read_body(cubec_device *d, uint32_t slot, buffer_obj *b, uin
         server_alloc_release(d, a);
         return err;
     }
-    d->draining++;
+    d->streams.draining++;
     cubec_status err = read_staged(d, b, at, dst, size);
-    d->draining--;
+    d->streams.draining--;
     return err;
 }
 
@@ -206,9 +206,9 @@ static cubec_status read_async_body(cubec_device *d, stream_ref s, buffer_obj *b
 cubec_status server_read_async(cubec_device *d, stream_ref s, buffer_obj *b, uint64_t offset,
                                void *dst, uint64_t size, cubec_event **out)
 {
-    uint64_t t0 = d->trace ? server_now_ns() : 0;
+    uint64_t t0 = d->timing.trace ? server_now_ns() : 0;
     cubec_status err = read_async_body(d, s, b, offset, dst, size, out);
-    if (!err && d->trace) trace_transfer(d, "read (async start)", "read", t0, s.number, b, size);
+    if (!err && d->timing.trace) trace_transfer(d, "read (async start)", "read", t0, s.number, b, size);
     return err;
 }
 
@@ -226,7 +226,7 @@ static cubec_status read_async_body(cubec_device *d, stream_ref s, buffer_obj *b
     e->device = d;
     e->dst = dst;
     e->size = size;
-    e->trace_begin_ns = d->trace ? server_now_ns() : 0;
+    e->trace_begin_ns = d->timing.trace ? server_now_ns() : 0;
     e->stream = s.number;
     e->buffer_number = b->alloc->number;
     if (size == 0) {
@@ -240,9 +240,9 @@ static cubec_status read_async_body(cubec_device *d, stream_ref s, buffer_obj *b
     if (page->mapped) {
         e->src = page->mapped + at;
         e->value = b->alloc->last_write;
-        if (e->value && e->value > d->host_visible_value) {
+        if (e->value && e->value > d->sub.host_visible_value) {
             err = sub_flush(d, 1);
-            e->value = d->host_visible_value; /* the batch that holds the host barrier */
+            e->value = d->sub.host_visible_value; /* the batch that holds the host barrier */
         }
     } else {
         err = gpu_mem_alloc(d->gpu, GPU_MEM_READBACK, size, &e->staging);
@@ -254,7 +254,7 @@ static cubec_status read_async_body(cubec_device *d, stream_ref s, buffer_obj *b
             sub_hazards(d, cmd, &r, 1, SUB_TRANSFER);
             d->gpu->ops->copy(cmd, page, at, e->staging, 0, size);
             touch(d, b, 0);
-            e->value = d->next_value;
+            e->value = d->sub.next_value;
             err = sub_flush(d, 1);
         }
     }
@@ -276,7 +276,7 @@ cubec_status server_event_progress(cubec_event *e, int block)
     if (!e->done) {
         if (!block) {
             sub_poll(d);
-            if (e->value > d->completed_value)
+            if (e->value > d->sub.completed_value)
                 return status_make(CUBEC_NOT_READY, "the read has not finished yet");
         }
         cubec_status err = sub_wait(d, e->value);
@@ -285,7 +285,7 @@ cubec_status server_event_progress(cubec_event *e, int block)
         } else {
             if (e->staging) invalidate(d, e->staging);
             memcpy(e->dst, e->src, e->size);
-            if (d->trace && e->trace_begin_ns) {
+            if (d->timing.trace && e->trace_begin_ns) {
                 /* From the call to the bytes in host memory, as a blocking read is shown. */
                 char args[96];
                 snprintf(args, sizeof args, "\"bytes\":%" PRIu64 ",\"buffer\":%" PRIu64, e->size,
