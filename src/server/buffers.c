@@ -77,7 +77,8 @@ void server_memory_destroy(cubec_device *d)
 void server_memory_cleanup_all(cubec_device *d, int explicit_cleanup)
 {
     for (uint32_t i = 0; i < d->streams.max_streams; i++)
-        if (d->streams.slots[i].memory) memory_cleanup(d->streams.slots[i].memory, explicit_cleanup);
+        if (d->streams.slots[i].memory)
+            memory_cleanup(d->streams.slots[i].memory, explicit_cleanup);
 }
 
 cubec_status server_memory_cleanup(cubec_device *d, stream_ref s)
@@ -135,7 +136,8 @@ void server_alloc_release(cubec_device *d, alloc_obj *a)
                 d->buffers.deferred = n;
                 d->buffers.deferred_cap = cap;
             }
-            d->buffers.deferred[d->buffers.deferred_count++] = (deferred_free){a->mem, a->slot, a->last_use};
+            d->buffers.deferred[d->buffers.deferred_count++] =
+                (deferred_free){a->mem, a->slot, a->last_use};
         } else {
             free_into_slot(d, a->slot, &a->mem);
         }

@@ -98,8 +98,8 @@ cubec_status server_open(const cubec_device_desc *desc, cubec_device **out)
     /* Busy-polling helps a GPU (a blocking wait costs 25-35 us more on an H200; 200 us covers a
      * round trip even when the GPU is clocked down) but steals a core from a CPU driver. */
     d->sub.spin_us = d->config.poll_spin_us >= 0             ? d->config.poll_spin_us
-                 : d->info.type == CUBEC_DEVICE_TYPE_CPU ? 0
-                                                         : 200;
+                     : d->info.type == CUBEC_DEVICE_TYPE_CPU ? 0
+                                                             : 200;
     d->tag = handle_tag_acquire(); /* released in server_close */
     handle_table_init(&d->buffers.handles, d->tag, "buffer");
     handle_table_init(&d->kernels.handles, d->tag, "kernel");
@@ -116,7 +116,7 @@ cubec_status server_open(const cubec_device_desc *desc, cubec_device **out)
     for (size_t i = 0; !err && i < sizeof chain / sizeof chain[0]; i++)
         sub_listen(d, chain[i]);
     if (!err) err = server_profiles_init(d);
-    if (!err) err = timeline_init(d);
+    if (!err) err = timing_init(d);
     if (!err) err = host_ring_init(d, &d->rings.info, 4u << 20, 8, GPU_MEM_UPLOAD);
     if (!err && !d->gpu->caps.unified) {
         err = host_ring_init(d, &d->rings.upload, 64u << 20, 4, GPU_MEM_UPLOAD);
@@ -137,8 +137,9 @@ void server_close(cubec_device *d)
             "closing: %" PRIu64 " tasks recorded, %" PRIu64 " barriers, %" PRIu64
             " submissions (%.3f us each in vkQueueSubmit)",
             d->sub.stats.tasks, d->sub.stats.barriers, d->sub.stats.submissions,
-            d->sub.stats.submissions ? (double)d->sub.stats.submit_ns / 1e3 / (double)d->sub.stats.submissions
-                                 : 0.0);
+            d->sub.stats.submissions
+                ? (double)d->sub.stats.submit_ns / 1e3 / (double)d->sub.stats.submissions
+                : 0.0);
     if (d->gpu) {
         /* Queued work still runs: the program may have released the buffers it reads. */
         if (d->streams.slots && !d->lost) cubec_status_free(server_drain_all(d, 0));
@@ -147,7 +148,7 @@ void server_close(cubec_device *d)
         d->gpu->ops->queue_idle(d->gpu);
         sub_poll(d);
         server_graphs_read_timing(d);
-        timeline_close(d); /* reads the last timestamps: before completed_value is forced */
+        timing_close(d); /* reads the last timestamps: before completed_value is forced */
         d->sub.completed_value = UINT64_MAX; /* everything finished: deferred frees can run */
         server_graphs_destroy(d);
     }

@@ -304,14 +304,15 @@ static cubec_status note_uses(const cubec_device *d, graph_obj *g, const task *t
     uint32_t before = g->use_count;
     int input[33];
     for (uint32_t i = 0; i <= n; i++) {
-        const bound_range *r = i < n ? task_b(d, t, i) : &t->indirect;
+        const bound_range *r = i < n ? task_b(d->streams.slots, t, i) : &t->indirect;
         int read = i == n ? r->alloc != NULL : task_reads(t, i);
         input[i] = read && r->alloc &&
                    !written_before(g, before, r->alloc, bound_start(r), bound_bytes(r));
     }
     for (uint32_t i = 0; i < n; i++)
-        RETURN_IF_ERROR(add_use(g, task_b(d, t, i)->alloc, bound_start(task_b(d, t, i)),
-                                bound_bytes(task_b(d, t, i)), (t->write_mask >> i) & 1, input[i]));
+        RETURN_IF_ERROR(add_use(
+            g, task_b(d->streams.slots, t, i)->alloc, bound_start(task_b(d->streams.slots, t, i)),
+            bound_bytes(task_b(d->streams.slots, t, i)), (t->write_mask >> i) & 1, input[i]));
     if (t->indirect.alloc)
         RETURN_IF_ERROR(add_use(g, t->indirect.alloc, t->indirect.offset, 12, 0, input[n]));
     return NULL;
@@ -322,7 +323,7 @@ static void read_copy(cubec_device *d, graph_obj *g, int c)
 {
     if (!g->unread[c] || g->copy_value[c] > d->sub.completed_value) return;
     g->unread[c] = 0;
-    timeline_graph_harvest(d, g->queries[c], g->stamps, g->stamp_count, g->number);
+    timing_graph_harvest(d, g->queries[c], g->stamps, g->stamp_count, g->number);
 }
 
 void server_graphs_read_timing(cubec_device *d)
@@ -355,7 +356,7 @@ cubec_status server_graph_record(cubec_device *d, uint32_t slot, task *t)
         if (!err) memcpy(dst, server_task_info(d, t), t->entry->info_size);
     }
     int timed = !err && g->queries[0] && g->stamp_count < GRAPH_TIMED_LAUNCHES &&
-                timeline_stamp_add(&g->stamps, &g->stamp_cap, g->stamp_count, t) != NULL;
+                timing_stamp_add(&g->stamps, &g->stamp_cap, g->stamp_count, t) != NULL;
     for (int c = 0; c < GRAPH_COPIES && !err; c++) {
         recorder rec = {g->cmd[c], &g->bound[c], &g->hazards[c]};
         if (timed)
@@ -579,7 +580,7 @@ cubec_status server_graph_replay(cubec_device *d, stream_ref s, uint64_t id)
         char args[96];
         snprintf(args, sizeof args, "\"graph\":%" PRIu64 ",\"launches\":%u", g->number,
                  g->launches);
-        timeline_host(d, "replay", "submit", t0, stream, args);
+        timing_host(d, "replay", "submit", t0, stream, args);
     }
     return NULL;
 }

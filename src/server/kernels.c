@@ -157,7 +157,7 @@ cubec_status server_kernel_create(cubec_device *d, const cubec_kernel_desc *desc
         char args[96];
         snprintf(args, sizeof args, "\"identity\":\"%016" PRIx64 "\",\"source\":\"%s\"", key,
                  desc->glsl ? "glsl" : "spirv");
-        timeline_host(d, name, "compile", trace_t0, 0, args);
+        timing_host(d, name, "compile", trace_t0, 0, args);
     }
     *out = e;
     return NULL;

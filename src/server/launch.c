@@ -91,7 +91,7 @@ void server_discard_task(cubec_device *d, task *t)
 {
     uint32_t n = task_bindings(t);
     for (uint32_t i = 0; i < n; i++)
-        server_alloc_release(d, task_b(d, t, i)->alloc);
+        server_alloc_release(d, task_b(d->streams.slots, t, i)->alloc);
     if (t->indirect.alloc) server_alloc_release(d, t->indirect.alloc);
 }
 
@@ -101,7 +101,7 @@ static void note_queued_uses(const cubec_device *d, task *t, uint32_t slot)
 {
     uint32_t n = task_bindings(t);
     for (uint32_t i = 0; i < n; i++) {
-        alloc_obj *a = task_b(d, t, i)->alloc;
+        alloc_obj *a = task_b(d->streams.slots, t, i)->alloc;
         if (t->write_mask & (1u << i)) a->queued_writer = slot;
         if (task_reads(t, i)) a->queued_readers |= 1ull << (slot % 64);
     }
@@ -129,7 +129,8 @@ cubec_status server_align(cubec_device *d, uint32_t slot, buffer_obj *const *buf
         count = server_align_slots(d, slot, bufs[k]->alloc, (write_mask >> k) & 1, slots, count,
                                    d->streams.max_streams);
     if (indirect)
-        count = server_align_slots(d, slot, indirect->alloc, 0, slots, count, d->streams.max_streams);
+        count =
+            server_align_slots(d, slot, indirect->alloc, 0, slots, count, d->streams.max_streams);
     if (!count) return NULL;
     LOG(LOG_DEBUG, LOG_SYS_STREAMS,
         "slot %u uses buffers of %u other slot(s): submitting them first", slot, count);
@@ -178,7 +179,7 @@ cubec_status server_launch(cubec_device *d, stream_ref s, const launch_args *a)
     t->bind_at = bind_at;
     for (uint32_t i = 0; i < a->buffer_count; i++) {
         const buffer_obj *b = a->buffers[i];
-        bound_range *r = task_b(d, t, i);
+        bound_range *r = task_b(d->streams.slots, t, i);
         hold(r, b->alloc, buffer_device_offset(b), b->size);
         if (a->leads) r->lead = a->leads[i];
     }
@@ -209,7 +210,7 @@ static void taint_outputs(const cubec_device *d, task *t, failure *f)
     uint32_t n = task_bindings(t);
     for (uint32_t i = 0; i < n; i++)
         if ((t->write_mask >> i) & 1) {
-            bound_range *r = task_b(d, t, i);
+            bound_range *r = task_b(d->streams.slots, t, i);
             server_taint(r->alloc, bound_start(r), bound_bytes(r), f);
             r->alloc->queued_writer = NO_SLOT;
         }
@@ -222,7 +223,7 @@ failure *server_task_input_failure(const cubec_device *d, const task *t)
 {
     uint32_t n = task_bindings(t);
     for (uint32_t i = 0; i <= n; i++) {
-        const bound_range *r = i < n ? task_b(d, t, i) : &t->indirect;
+        const bound_range *r = i < n ? task_b(d->streams.slots, t, i) : &t->indirect;
         int input = i < n ? task_reads(t, i) : r->alloc != NULL;
         if (!input || !r->alloc) continue;
         failure *cause = server_failure_of(r->alloc, bound_start(r), bound_bytes(r));
@@ -287,25 +288,25 @@ cubec_status server_emit_task(cubec_device *d, const recorder *rec, const task *
         ranges[0] = (hazard_range){sp, t->b[0].offset, t->b[0].size, 0};
         ranges[1] = (hazard_range){tp, t->b[1].offset, t->b[1].size, 1};
         sub_hazards_in(d, rec->hazards, cmd, ranges, 2, SUB_TRANSFER);
-        int timed = timed_in && timeline_launch_begin(d, timed_in, t);
+        int timed = timed_in && timing_launch_begin(d, timed_in, t);
         d->gpu->ops->copy(cmd, sp, t->b[0].offset, tp, t->b[1].offset, t->b[0].size);
-        if (timed) timeline_launch_end(d, timed_in);
+        if (timed) timing_launch_end(d, timed_in);
         return NULL;
     }
     if (t->kind == TASK_TRANSFER_FILL) {
         gpu_mem *tp = t->b[0].alloc->mem.page;
         ranges[0] = (hazard_range){tp, t->b[0].offset, t->b[0].size, 1};
         sub_hazards_in(d, rec->hazards, cmd, ranges, 1, SUB_TRANSFER);
-        int timed = timed_in && timeline_launch_begin(d, timed_in, t);
+        int timed = timed_in && timing_launch_begin(d, timed_in, t);
         d->gpu->ops->fill(cmd, tp, t->b[0].offset, t->b[0].size, t->pattern);
-        if (timed) timeline_launch_end(d, timed_in);
+        if (timed) timing_launch_end(d, timed_in);
         return NULL;
     }
     const pipeline_entry *e = t->entry;
     gpu_binding infos[32];
     uint32_t n = t->count;
     for (uint32_t i = 0; i < n; i++) {
-        const bound_range *r = task_b(d, t, i);
+        const bound_range *r = task_b(d->streams.slots, t, i);
         gpu_mem *p = r->alloc->mem.page;
         infos[i] = (gpu_binding){p, r->offset, r->size};
         ranges[i] = (hazard_range){p, bound_start(r), bound_bytes(r), (t->write_mask >> i) & 1};
@@ -316,12 +317,12 @@ cubec_status server_emit_task(cubec_device *d, const recorder *rec, const task *
     sub_hazards_in(d, rec->hazards, cmd, ranges, nr,
                    t->indirect.alloc ? SUB_COMPUTE_INDIRECT : SUB_COMPUTE);
     RETURN_IF_ERROR(record_dispatch(d, rec, e, infos, n, info_buffer, server_task_info(d, t)));
-    int timed = timed_in && timeline_launch_begin(d, timed_in, t);
+    int timed = timed_in && timing_launch_begin(d, timed_in, t);
     if (t->indirect.alloc)
         d->gpu->ops->dispatch_indirect(cmd, t->indirect.alloc->mem.page, t->indirect.offset);
     else
         d->gpu->ops->dispatch(cmd, t->groups[0], t->groups[1], t->groups[2]);
-    if (timed) timeline_launch_end(d, timed_in);
+    if (timed) timing_launch_end(d, timed_in);
     return NULL;
 }
 
@@ -362,7 +363,7 @@ cubec_status server_record_task(cubec_device *d, task *t)
      * keeps the memory until then). */
     uint32_t n = task_bindings(t);
     for (uint32_t i = 0; i < n; i++) {
-        bound_range *r = task_b(d, t, i);
+        bound_range *r = task_b(d->streams.slots, t, i);
         int write = (t->write_mask >> i) & 1;
         r->alloc->last_use = d->sub.next_value;
         if (write) {
@@ -370,7 +371,8 @@ cubec_status server_record_task(cubec_device *d, task *t)
             r->alloc->queued_writer = NO_SLOT;
             server_untaint(r->alloc, bound_start(r), bound_bytes(r));
         }
-        if (!err) err = server_hold(d, d->sub.open, r->alloc, bound_start(r), bound_bytes(r), write);
+        if (!err)
+            err = server_hold(d, d->sub.open, r->alloc, bound_start(r), bound_bytes(r), write);
     }
     if (t->indirect.alloc) t->indirect.alloc->last_use = d->sub.next_value;
     d->sub.stats.tasks++;

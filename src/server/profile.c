@@ -41,7 +41,8 @@ static void calibrate(cubec_device *d)
     if (!d->gpu->caps.calibrated_clock) return;
     uint64_t stamps[2];
     if (!d->gpu->ops->calibrate(d->gpu, &stamps[0], &stamps[1])) return;
-    d->profiles.clock_offset_ns = (double)stamps[1] - (double)stamps[0] * d->info.timestamp_period_ns;
+    d->profiles.clock_offset_ns =
+        (double)stamps[1] - (double)stamps[0] * d->info.timestamp_period_ns;
     d->profiles.clock_known = 1;
     d->profiles.clock_checked_ns = server_now_ns();
 }
@@ -49,12 +50,14 @@ static void calibrate(cubec_device *d)
 uint64_t server_device_time_ns(cubec_device *d, uint64_t ticks)
 {
     /* The clocks drift apart by parts per million: re-sample them every second. */
-    if (d->gpu->caps.calibrated_clock && server_now_ns() - d->profiles.clock_checked_ns > 1000000000ull)
+    if (d->gpu->caps.calibrated_clock &&
+        server_now_ns() - d->profiles.clock_checked_ns > 1000000000ull)
         calibrate(d);
     if (!d->profiles.clock_known) {
         /* No calibration: the timestamp was just read back after its batch finished, so "now"
          * bounds it from above; traces are shifted by at most the completion latency. */
-        d->profiles.clock_offset_ns = (double)server_now_ns() - (double)ticks * d->info.timestamp_period_ns;
+        d->profiles.clock_offset_ns =
+            (double)server_now_ns() - (double)ticks * d->info.timestamp_period_ns;
         d->profiles.clock_known = 1;
     }
     double ns = (double)ticks * d->info.timestamp_period_ns + d->profiles.clock_offset_ns;
@@ -65,7 +68,7 @@ cubec_status server_profiles_init(cubec_device *d)
 {
     handle_table_init(&d->profiles.handles, d->tag, "profile");
     d->profiles.timing = d->gpu->caps.timestamps && !d->config.timing_system ? CUBEC_TIMING_DEVICE
-                                                                    : CUBEC_TIMING_SYSTEM;
+                                                                             : CUBEC_TIMING_SYSTEM;
     if (d->profiles.timing == CUBEC_TIMING_DEVICE) calibrate(d);
     return NULL;
 }
@@ -108,7 +111,8 @@ static cubec_status take_pair(cubec_device *d, uint32_t *out_query)
  * submission order, so a later user's reset and writes come after these. */
 static void drop_profile(cubec_device *d, uint64_t id, profile_obj *p)
 {
-    if (d->profiles.timing == CUBEC_TIMING_DEVICE) d->profiles.free_pairs[d->profiles.free_pair_count++] = p->query / 2;
+    if (d->profiles.timing == CUBEC_TIMING_DEVICE)
+        d->profiles.free_pairs[d->profiles.free_pair_count++] = p->query / 2;
     failure_release(p->poison);
     free(p);
     handle_table_remove(&d->profiles.handles, id);
@@ -154,7 +158,8 @@ cubec_status server_profile_begin(cubec_device *d, stream_ref s, uint64_t *out_i
     uint64_t id = 0;
     err = handle_table_insert(&d->profiles.handles, p, &id);
     if (err) {
-        if (d->profiles.timing == CUBEC_TIMING_DEVICE) d->profiles.free_pairs[d->profiles.free_pair_count++] = p->query / 2;
+        if (d->profiles.timing == CUBEC_TIMING_DEVICE)
+            d->profiles.free_pairs[d->profiles.free_pair_count++] = p->query / 2;
         free(p);
         return err;
     }
@@ -282,7 +287,8 @@ cubec_status server_profile_end(cubec_device *d, stream_ref s, uint64_t id,
         *out = r;
         LOG(LOG_DEBUG, LOG_SYS_PROFILING,
             "profile #%" PRIu64 " on stream %" PRIu64 ": %.3f us (%s timing)", p->number, p->stream,
-            (double)r.duration_ns / 1e3, d->profiles.timing == CUBEC_TIMING_DEVICE ? "device" : "system");
+            (double)r.duration_ns / 1e3,
+            d->profiles.timing == CUBEC_TIMING_DEVICE ? "device" : "system");
     }
     drop_profile(d, id, p);
     return err;

@@ -74,7 +74,8 @@ static cubec_status backend_submit(void *user, uint32_t mode)
     /* A drain may have recorded the tasks of slots other than the ones asked for (Interleave
      * drains every slot with pending work): recycle the metadata arena of every slot it emptied. */
     for (uint32_t i = 0; i < d->streams.max_streams; i++)
-        if (d->streams.slots[i].arena_used && !sched_pending(&d->streams.sched, i)) d->streams.slots[i].arena_used = 0;
+        if (d->streams.slots[i].arena_used && !sched_pending(&d->streams.sched, i))
+            d->streams.slots[i].arena_used = 0;
     if (mode & DRAIN_KEEP_OPEN) return NULL;
     return sub_flush(d, (mode & DRAIN_FOR_HOST) != 0);
 }
@@ -93,7 +94,8 @@ cubec_status server_streams_init(cubec_device *d)
     sched_backend be = {
         .user = d, .record = backend_record, .submit = backend_submit, .discard = backend_discard};
     sched_strategy strategy = d->config.sequential_streams ? SCHED_SEQUENTIAL : SCHED_INTERLEAVE;
-    return sched_init(&d->streams.sched, d->streams.max_streams, sizeof(task), d->sub.tasks_max, strategy, be);
+    return sched_init(&d->streams.sched, d->streams.max_streams, sizeof(task), d->sub.tasks_max,
+                      strategy, be);
 }
 
 /* Drops whatever is still queued (their references go back first) and the arenas. The slot array
@@ -190,7 +192,7 @@ cubec_status server_sync(cubec_device *d, stream_ref s)
     uint64_t t0 = d->timing.trace ? server_now_ns() : 0;
     RETURN_IF_ERROR(server_drain(d, &s.slot, 1, DRAIN_FOR_HOST));
     RETURN_IF_ERROR(sub_wait_for_host(d, d->streams.slots[s.slot].last_value));
-    timeline_host(d, "sync", "sync", t0, s.number, NULL);
-    timeline_summary_tick(d, 0);
+    timing_host(d, "sync", "sync", t0, s.number, NULL);
+    timing_summary_tick(d, 0);
     return NULL;
 }

@@ -30,7 +30,8 @@ void sub_destroy(cubec_device *d)
     for (uint32_t i = 0; i < d->sub.batch_count; i++) {
         free(d->sub.batches[i].held);
         free(d->sub.batches[i].stamps);
-        if (d->sub.batches[i].queries) d->gpu->ops->queries_destroy(d->gpu, d->sub.batches[i].queries);
+        if (d->sub.batches[i].queries)
+            d->gpu->ops->queries_destroy(d->gpu, d->sub.batches[i].queries);
         d->gpu->ops->cmd_destroy(d->gpu, d->sub.batches[i].cmd);
     }
     free(d->sub.batches);
@@ -46,13 +47,13 @@ void sub_listen(cubec_device *d, const sub_listener *l)
 /* Each listener's `event`, in registration order. */
 #define NOTIFY(d, event, ...)                                                                      \
     do {                                                                                           \
-        for (uint32_t li_ = 0; li_ < (d)->sub.listener_count; li_++)                                   \
-            if ((d)->sub.listeners[li_]->event) (d)->sub.listeners[li_]->event((d), __VA_ARGS__);          \
+        for (uint32_t li_ = 0; li_ < (d)->sub.listener_count; li_++)                               \
+            if ((d)->sub.listeners[li_]->event) (d)->sub.listeners[li_]->event((d), __VA_ARGS__);  \
     } while (0)
 #define NOTIFY0(d, event)                                                                          \
     do {                                                                                           \
-        for (uint32_t li_ = 0; li_ < (d)->sub.listener_count; li_++)                                   \
-            if ((d)->sub.listeners[li_]->event) (d)->sub.listeners[li_]->event(d);                         \
+        for (uint32_t li_ = 0; li_ < (d)->sub.listener_count; li_++)                               \
+            if ((d)->sub.listeners[li_]->event) (d)->sub.listeners[li_]->event(d);                 \
     } while (0)
 
 void sub_poll(cubec_device *d)
@@ -67,7 +68,8 @@ void sub_poll(cubec_device *d)
             d->sub.batches[i].value <= d->sub.completed_value)
             NOTIFY(d, finished, &d->sub.batches[i]);
     /* Everything submitted finished and nothing is open: no earlier command can conflict. */
-    if (!d->sub.open && d->sub.completed_value + 1 >= d->sub.next_value) hazard_reset(&d->sub.hazards);
+    if (!d->sub.open && d->sub.completed_value + 1 >= d->sub.next_value)
+        hazard_reset(&d->sub.hazards);
 }
 
 /* A finished batch to record into, or a new one. */

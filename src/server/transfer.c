@@ -72,7 +72,7 @@ static void trace_transfer(cubec_device *d, const char *what, const char *catego
     char args[96];
     snprintf(args, sizeof args, "\"bytes\":%" PRIu64 ",\"buffer\":%" PRIu64, size,
              b->alloc->number);
-    timeline_host(d, what, category, t0, stream, args);
+    timing_host(d, what, category, t0, stream, args);
 }
 
 static cubec_status write_body(cubec_device *d, stream_ref s, buffer_obj *b, uint64_t offset,
@@ -121,7 +121,9 @@ static cubec_status write_body(cubec_device *d, stream_ref s, buffer_obj *b, uin
     } else {
         server_untaint(b->alloc, at, size);
     }
-    if (!err) d->streams.slots[slot].last_value = d->sub.next_value - 1; /* cubec_sync(stream) waits for it */
+    if (!err)
+        d->streams.slots[slot].last_value =
+            d->sub.next_value - 1; /* cubec_sync(stream) waits for it */
     return err;
 }
 
@@ -208,7 +210,8 @@ cubec_status server_read_async(cubec_device *d, stream_ref s, buffer_obj *b, uin
 {
     uint64_t t0 = d->timing.trace ? server_now_ns() : 0;
     cubec_status err = read_async_body(d, s, b, offset, dst, size, out);
-    if (!err && d->timing.trace) trace_transfer(d, "read (async start)", "read", t0, s.number, b, size);
+    if (!err && d->timing.trace)
+        trace_transfer(d, "read (async start)", "read", t0, s.number, b, size);
     return err;
 }
 
@@ -290,7 +293,7 @@ cubec_status server_event_progress(cubec_event *e, int block)
                 char args[96];
                 snprintf(args, sizeof args, "\"bytes\":%" PRIu64 ",\"buffer\":%" PRIu64, e->size,
                          e->buffer_number);
-                timeline_host(d, "read (async)", "read", e->trace_begin_ns, e->stream, args);
+                timing_host(d, "read (async)", "read", e->trace_begin_ns, e->stream, args);
             }
         }
         e->done = 1;

@@ -67,7 +67,7 @@ static int trace_done(trace *t, char **why)
     return shared ? trace_write(t, why) : trace_close(t, why);
 }
 
-cubec_status timeline_init(cubec_device *d)
+cubec_status timing_init(cubec_device *d)
 {
     if (d->config.trace_file[0]) {
         char *why = NULL;
@@ -93,11 +93,11 @@ cubec_status timeline_init(cubec_device *d)
     return NULL;
 }
 
-void timeline_close(cubec_device *d)
+void timing_close(cubec_device *d)
 {
     for (uint32_t i = 0; i < d->sub.batch_count; i++)
-        timeline_harvest(d, &d->sub.batches[i]);
-    timeline_summary_tick(d, 1);
+        timing_harvest(d, &d->sub.batches[i]);
+    timing_summary_tick(d, 1);
     kernel_stats_free(d->timing.kernel_stats);
     d->timing.kernel_stats = NULL;
     if (d->timing.trace) {
@@ -118,7 +118,7 @@ static uint32_t queries_per_batch(const cubec_device *d)
     return 2 * d->sub.batch_task_cap;
 }
 
-void timeline_batch_begin(cubec_device *d, batch *b)
+void timing_batch_begin(cubec_device *d, batch *b)
 {
     b->stamp_count = 0;
     if (!d->gpu->caps.timestamps) return; /* launches keep their host recording time */
@@ -135,8 +135,7 @@ void timeline_batch_begin(cubec_device *d, batch *b)
     d->gpu->ops->reset_queries(b->cmd, b->queries, 0, queries_per_batch(d));
 }
 
-launch_stamp *timeline_stamp_add(launch_stamp **stamps, uint32_t *cap, uint32_t count,
-                                 const task *t)
+launch_stamp *timing_stamp_add(launch_stamp **stamps, uint32_t *cap, uint32_t count, const task *t)
 {
     if (count == *cap) {
         uint32_t grown = *cap ? *cap * 2 : 64;
@@ -155,16 +154,16 @@ launch_stamp *timeline_stamp_add(launch_stamp **stamps, uint32_t *cap, uint32_t 
     return s;
 }
 
-int timeline_launch_begin(cubec_device *d, batch *b, const task *t)
+int timing_launch_begin(cubec_device *d, batch *b, const task *t)
 {
     if (2 * b->stamp_count + 2 > queries_per_batch(d) ||
-        !timeline_stamp_add(&b->stamps, &b->stamp_cap, b->stamp_count, t))
+        !timing_stamp_add(&b->stamps, &b->stamp_cap, b->stamp_count, t))
         return 0;
     if (b->queries) d->gpu->ops->timestamp(b->cmd, b->queries, 2 * b->stamp_count, GPU_STAGE_TOP);
     return 1;
 }
 
-void timeline_launch_end(cubec_device *d, batch *b)
+void timing_launch_end(cubec_device *d, batch *b)
 {
     if (b->queries)
         d->gpu->ops->timestamp(b->cmd, b->queries, 2 * b->stamp_count + 1, GPU_STAGE_BOTTOM);
@@ -225,7 +224,7 @@ static uint64_t *read_ticks(cubec_device *d, gpu_queries *pool, uint32_t n)
     return ticks;
 }
 
-void timeline_harvest(cubec_device *d, batch *b)
+void timing_harvest(cubec_device *d, batch *b)
 {
     uint32_t n = b->stamp_count;
     b->stamp_count = 0;
@@ -237,8 +236,8 @@ void timeline_harvest(cubec_device *d, batch *b)
     free(ticks);
 }
 
-void timeline_graph_harvest(cubec_device *d, gpu_queries *pool, const launch_stamp *stamps,
-                            uint32_t n, uint64_t graph)
+void timing_graph_harvest(cubec_device *d, gpu_queries *pool, const launch_stamp *stamps,
+                          uint32_t n, uint64_t graph)
 {
     if (!n) return;
     uint64_t *ticks = read_ticks(d, pool, n);
@@ -252,7 +251,7 @@ void timeline_graph_harvest(cubec_device *d, gpu_queries *pool, const launch_sta
 
 static void on_begun(cubec_device *d, batch *b)
 {
-    if (d->timing.on) timeline_batch_begin(d, b);
+    if (d->timing.on) timing_batch_begin(d, b);
 }
 
 static void on_settled(cubec_device *d, batch *b, cubec_status err, uint64_t submit_ns)
@@ -265,20 +264,20 @@ static void on_settled(cubec_device *d, batch *b, cubec_status err, uint64_t sub
         char args[96];
         snprintf(args, sizeof args, "\"tasks\":%u,\"timeline_value\":%llu", d->sub.tasks,
                  (unsigned long long)b->value);
-        timeline_host(d, "submit", "submit", submit_ns, 0, args);
+        timing_host(d, "submit", "submit", submit_ns, 0, args);
     }
 }
 
 static void on_finished(cubec_device *d, batch *b)
 {
-    timeline_harvest(d, b);
+    timing_harvest(d, b);
 }
 
 const sub_listener timing_listener = {
     .name = "launch timing", .begun = on_begun, .settled = on_settled, .finished = on_finished};
 
-void timeline_host(cubec_device *d, const char *name, const char *category, uint64_t begin_ns,
-                   uint64_t stream, const char *args_json)
+void timing_host(cubec_device *d, const char *name, const char *category, uint64_t begin_ns,
+                 uint64_t stream, const char *args_json)
 {
     if (!d->timing.trace) return;
     char args[256];
@@ -288,7 +287,7 @@ void timeline_host(cubec_device *d, const char *name, const char *category, uint
     trace_complete(d->timing.trace, TRACE_HOST, name, category, begin_ns, now - begin_ns, args);
 }
 
-void timeline_summary_tick(cubec_device *d, int force)
+void timing_summary_tick(cubec_device *d, int force)
 {
     if (!d->timing.kernel_stats || kernel_stats_empty(d->timing.kernel_stats)) return;
     uint64_t now = server_now_ns();

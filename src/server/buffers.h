@@ -1,0 +1,73 @@
+/* Buffers: handles over pool allocations, their reference counts and the frees that wait for
+ * the GPU (server/buffers.c). The allocation is the unit failures and hazards are tracked on. */
+#ifndef CUBEC_SERVER_BUFFERS_H
+#define CUBEC_SERVER_BUFFERS_H
+
+#include "base/handle_table.h"
+#include "failure/failure.h"
+#include "gpu/gpu.h"
+#include "memory/memory_manager.h"
+#include "server/streams.h"
+
+/* A live allocation shared by a buffer and its views. Freed into the pool only when the last
+ * reference is gone and the GPU has passed `last_use`. */
+typedef struct alloc_obj {
+    mem_alloc mem;          /* page, offset, size; size 0 = no memory */
+    uint32_t refs;          /* handles, views, queued tasks and events that use it */
+    uint32_t slot;          /* owner: the slot of the stream that created it (its pools hold it) */
+    uint32_t queued_writer; /* slot of the last queued task that writes it, or NO_SLOT */
+    /* Slots (bit slot % 64) that queued a task reading it: a later writer on another slot submits
+     * them first, so a write never overtakes a read issued before it (write-after-read). A bit
+     * may outlive its task: draining a slot with nothing queued costs nothing. */
+    uint64_t queued_readers;
+    uint64_t last_use; /* timeline value of the last batch that reads or writes it */
+    uint64_t last_write;
+    uint64_t number; /* "buffer #n" in failure messages */
+    taint_map taint; /* byte ranges that carry a failure (offsets within the allocation) */
+} alloc_obj;
+
+#define NO_SLOT UINT32_MAX
+
+typedef struct buffer_obj {
+    alloc_obj *alloc;
+    uint64_t offset; /* within the allocation */
+    uint64_t size;
+    uint32_t refs;
+} buffer_obj;
+
+typedef struct deferred_free {
+    mem_alloc mem;
+    uint32_t slot;  /* whose pools get it back */
+    uint64_t after; /* free once the timeline reaches this */
+} deferred_free;
+
+/* Buffers and their memory (server/buffers.c). Guarded by the device lock. */
+typedef struct buffer_store {
+    handle_table handles; /* buffer_obj per live handle or view */
+    memory_config memory_cfg;
+    uint64_t numbers;        /* counter behind "buffer #n" */
+    deferred_free *deferred; /* frees waiting for the GPU to pass their last use */
+    uint32_t deferred_count, deferred_cap;
+} buffer_store;
+
+cubec_status server_buffer_create(cubec_device *d, stream_ref s, uint64_t size, cubec_buffer *out);
+/* cubec_memory_cleanup: frees waiting on the GPU first, then the stream's empty pages. */
+cubec_status server_memory_cleanup(cubec_device *d, stream_ref s);
+void server_memory_cleanup_all(cubec_device *d, int explicit_cleanup);
+cubec_status server_buffer_view(cubec_device *d, buffer_obj *parent, uint64_t offset, uint64_t size,
+                                cubec_buffer *out);
+void server_buffer_release(cubec_device *d, uint64_t id, buffer_obj *b);
+void server_alloc_release(cubec_device *d, alloc_obj *a);
+void server_run_deferred_frees(cubec_device *d);
+cubec_status server_memory_init(cubec_device *d);
+void server_memory_destroy(cubec_device *d);
+static inline gpu_mem *buffer_page(const buffer_obj *b)
+{
+    return (gpu_mem *)b->alloc->mem.page;
+}
+static inline uint64_t buffer_device_offset(const buffer_obj *b)
+{
+    return b->alloc->mem.offset + b->offset;
+}
+
+#endif

@@ -1,0 +1,54 @@
+/* Profile tokens (server/profile.c). */
+#ifndef CUBEC_SERVER_PROFILE_H
+#define CUBEC_SERVER_PROFILE_H
+
+#include "base/handle_table.h"
+#include "failure/failure.h"
+#include "gpu/gpu.h"
+#include "server/launch.h"
+#include "server/streams.h"
+
+/* A profile token (server/profile.c). */
+typedef struct profile_obj {
+    uint64_t stream; /* number of the stream it measures */
+    uint32_t slot;
+    uint64_t number;    /* "profile #n" in messages */
+    int opened, closed; /* its begin / end timestamp is recorded (System: begin / end synced) */
+    uint32_t query;     /* first of its two queries (Device timing) */
+    uint64_t end_value; /* batch that carries the end timestamp */
+    uint64_t begin_ns;  /* System timing: host time after the begin sync */
+    failure *poison;    /* the first failure on its stream while it was open */
+} profile_obj;
+
+/* Profile tokens (server/profile.c). Device lock. */
+typedef struct profile_table {
+    handle_table handles; /* profile_obj per open profile */
+    cubec_timing timing;
+    gpu_queries *queries; /* pairs of queries, one pair per open profile */
+    uint32_t *free_pairs;
+    uint32_t free_pair_count, pair_count;
+    uint64_t numbers; /* counter behind "profile #n" */
+    /* Device ticks to host CLOCK_MONOTONIC ns: host = ticks * period + clock_offset_ns. */
+    double clock_offset_ns;
+    int clock_known;
+    uint64_t clock_checked_ns;
+} profile_table;
+
+cubec_status server_profiles_init(cubec_device *d);
+void server_profiles_destroy(cubec_device *d);
+cubec_status server_profile_begin(cubec_device *d, stream_ref s, uint64_t *out_id);
+cubec_status server_profile_end(cubec_device *d, stream_ref s, uint64_t id,
+                                cubec_profile_result *out);
+cubec_status server_profile_abandon(cubec_device *d, stream_ref s, uint64_t id);
+/* Records a profile's timestamp task. */
+cubec_status server_record_timestamp(cubec_device *d, task *t);
+/* A failure on `slot` (a launch skipped or failed): every profile open there is invalid. With
+ * slot NO_SLOT, every open profile (a lost submission). */
+void server_profiles_poison(cubec_device *d, uint32_t slot, failure *f);
+/* A profile's timestamp task was dropped unrecorded: the profile carries `f`. */
+void server_profile_timestamp_dropped(cubec_device *d, const task *t, failure *f);
+/* Host CLOCK_MONOTONIC ns of a device timestamp. */
+uint64_t server_device_time_ns(cubec_device *d, uint64_t ticks);
+uint64_t server_now_ns(void);
+
+#endif

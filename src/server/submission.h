@@ -1,0 +1,133 @@
+/* Submission (server/submission.c): batches recorded into command buffers, the timeline they
+ * signal, waits, hazards between commands, and the listener table through which submission
+ * reports batches begun, settled and finished to the components above it. */
+#ifndef CUBEC_SERVER_SUBMISSION_H
+#define CUBEC_SERVER_SUBMISSION_H
+
+#include "gpu/gpu.h"
+#include "server/buffers.h"
+#include "server/hazards.h"
+
+/* A range a recorded task holds until its batch is submitted: if the submission fails, what it
+ * would have written carries the failure. */
+typedef struct held_range {
+    struct alloc_obj *alloc;
+    uint64_t offset, size; /* in the page */
+    int write;
+} held_range;
+
+/* A recorded-but-not-yet-finished command buffer. */
+typedef struct batch {
+    held_range *held;
+    uint32_t held_count, held_cap;
+    gpu_cmd *cmd;
+    uint64_t value; /* timeline value signalled when it completes; 0 = free */
+    /* Launch timing (server/launch_timing.c, on while tracing or summarising): two queries per
+     * recorded launch, read back when the batch has finished. */
+    gpu_queries *queries;
+    struct launch_stamp *stamps;
+    uint32_t stamp_count, stamp_cap;
+    uint64_t submit_ns; /* host time of the submission */
+} batch;
+
+/* What a command buffer has bound so far: a launch skips what is already there. Launches of one
+ * kernel on the same buffers with the same metadata (a loop, a graph of steps) then record a
+ * dispatch and nothing else, which makes recording, submitting (drivers walk the command
+ * buffer) and the GPU's front end cheaper. Reset when a command buffer begins. */
+typedef struct bind_cache {
+    const gpu_pipeline *pipeline;
+    const gpu_pipeline *descriptors_for; /* layout of the pushed descriptors (NULL: none) */
+    uint32_t descriptor_count;
+    gpu_binding descriptors[GPU_MAX_BINDINGS];
+    const gpu_pipeline *push_for; /* layout of the push constants (NULL: none pushed) */
+    uint32_t push_size;
+    unsigned char push[256];
+} bind_cache;
+
+/* What submission reports to the components above it, through a table registered at open
+ * (server/device.c) and called in registration order, so that submission.c calls none of them
+ * (docs/ARCHITECTURE.md, "The chain"). Any entry may be NULL. */
+typedef struct sub_listener {
+    const char *name;
+    /* A batch begins recording (its command buffer is open). */
+    void (*begun)(struct cubec_device_s *d, batch *b);
+    /* The batch was submitted (err NULL) or lost (err): what it holds is released; `submit_ns`
+     * is the host time the submission began. */
+    void (*settled)(struct cubec_device_s *d, batch *b, cubec_status err, uint64_t submit_ns);
+    /* The GPU finished a batch (called before it is reused, and from polls). */
+    void (*finished)(struct cubec_device_s *d, batch *b);
+    /* The completed timeline value was refreshed. */
+    void (*progress)(struct cubec_device_s *d);
+} sub_listener;
+
+#define SUB_MAX_LISTENERS 8
+
+/* Batching, the timeline and waits (server/submission.c). Device lock; waits drop it only
+ * around the backend's timeline wait, which touches none of this. */
+typedef struct submission {
+    uint64_t next_value;         /* the value the open batch will signal */
+    uint64_t completed_value;    /* last observed counter value */
+    uint64_t host_visible_value; /* the latest submitted batch that ended with a host barrier */
+    batch *batches;
+    uint32_t batch_count, batch_cap;
+    batch *open; /* NULL when nothing is recorded */
+    uint32_t tasks;
+    uint32_t tasks_max;      /* a slot's queue is drained at this many tasks */
+    uint32_t batch_task_cap; /* tasks one command buffer may hold (drains interleave slots) */
+    uint32_t max_batches;    /* in flight; beyond it the host waits for the oldest */
+    bind_cache bound;        /* what the open command buffer has bound */
+    int spin_us;
+    hazard_tracker hazards;
+    const sub_listener *listeners[SUB_MAX_LISTENERS]; /* immutable after open */
+    uint32_t listener_count;
+    struct {
+        uint64_t barriers, submissions, tasks, skipped;
+        uint64_t submit_ns; /* host time spent submitting */
+    } stats; /* logged at close (info level): how well batching and barrier sharing work */
+} submission;
+
+/* The open command buffer, beginning one when needed. */
+cubec_status sub_begin(cubec_device *d, gpu_cmd **out_cmd);
+/* Submits the open batch (if any). With for_host, ends it with a barrier that makes device
+ * writes visible to host reads. */
+cubec_status sub_flush(cubec_device *d, int for_host);
+/* The open batch made ready for the submission thread instead of submitted (its bookkeeping is
+ * done as if it had been): a replay submits it together with the graph, in one vkQueueSubmit,
+ * so the GPU does not idle between them. */
+typedef struct sub_handoff {
+    gpu_cmd *cmd; /* NULL: nothing was open */
+    uint64_t value;
+} sub_handoff;
+cubec_status sub_flush_to(cubec_device *d, int for_host, sub_handoff *handoff);
+/* Counts one recorded task; submits a command buffer that reached batch_task_cap tasks. */
+cubec_status sub_task_done(cubec_device *d);
+/* Waits until the timeline reaches `value` (submitting first when `value` is the open batch).
+ * Releases the device lock while blocked unless a drain is recording (d->draining): callers
+ * must not rely on state that another thread may change meanwhile (hold references). */
+cubec_status sub_wait(cubec_device *d, uint64_t value);
+/* Waits until work up to `value` finished and device writes are visible to the host. */
+cubec_status sub_wait_for_host(cubec_device *d, uint64_t value);
+/* Refreshes completed_value, runs deferred frees, recycles batches. */
+void sub_poll(cubec_device *d);
+/* What a command is, for the barrier in front of it. */
+typedef enum sub_command {
+    SUB_COMPUTE,          /* a dispatch */
+    SUB_COMPUTE_INDIRECT, /* a dispatch whose counts come from a buffer */
+    SUB_TRANSFER,         /* vkCmdCopyBuffer */
+} sub_command;
+/* Records the barrier a command touching these ranges needs (only on a real hazard, and only
+ * between the stages involved), then notes the ranges. */
+void sub_hazards(cubec_device *d, gpu_cmd *cmd, const hazard_range *ranges, uint32_t n,
+                 sub_command kind);
+/* The same with another tracker (a graph's command buffer has its own). */
+void sub_hazards_in(cubec_device *d, hazard_tracker *t, gpu_cmd *cmd, const hazard_range *ranges,
+                    uint32_t n, sub_command kind);
+void sub_destroy(cubec_device *d);
+cubec_status sub_init(cubec_device *d);
+/* Adds a listener (at open, before any batch). */
+void sub_listen(cubec_device *d, const sub_listener *l);
+/* The listeners of the components, in the order device.c registers them. */
+extern const sub_listener failures_listener, profiles_listener, timing_listener, buffers_listener,
+    graphs_listener;
+
+#endif

@@ -1,0 +1,53 @@
+/* The replay submitter (server/submitter.c): a thread that submits graph replays. */
+#ifndef CUBEC_SERVER_SUBMITTER_H
+#define CUBEC_SERVER_SUBMITTER_H
+
+#include "gpu/gpu.h"
+#include "server/submission.h"
+#include <pthread.h>
+#include <stdatomic.h>
+
+/* The replay submitter (server/submitter.c): a thread that submits graph replays. */
+#define SUBMITTER_RING 64
+
+typedef struct submit_item {
+    gpu_cmd *cmd;
+    uint64_t value; /* the timeline value it signals */
+    uint64_t graph; /* the graph's number, for a failure */
+    gpu_cmd *batch; /* a batch submitted just before it, in the same call (or NULL) */
+    uint64_t batch_value;
+} submit_item;
+
+typedef struct submitter {
+    int started, stop, busy;
+    pthread_t thread;
+    pthread_mutex_t lock;
+    pthread_cond_t work, idle;
+    submit_item ring[SUBMITTER_RING];
+    uint32_t head, count;
+    atomic_uint pushed; /* bumped by every push: the thread polls it before sleeping */
+    uint64_t submit_ns, submissions;
+    /* Failed submissions not yet reported to the device (a ring; more than fit are counted). */
+    struct {
+        cubec_status result;
+        uint64_t graph, value;
+        int had_batch; /* eager work went with it: its outputs are unknown */
+    } failures[16];
+    uint32_t failure_count, failures_dropped;
+} submitter;
+
+/* Hands a replay's command buffer to the submission thread (started on first use), after the
+ * handed-off batch `before` when it holds one. */
+cubec_status submitter_push(cubec_device *d, gpu_cmd *cmd, uint64_t value, uint64_t graph,
+                            const sub_handoff *before);
+/* Starts the thread if it is not running (a replay does it before handing a batch over). */
+cubec_status submitter_start(cubec_device *d);
+/* Returns once everything pushed is submitted: call before any other vkQueueSubmit. */
+void submitter_quiesce(cubec_device *d);
+/* A replay submission that failed and was not reported yet (its graph's number and timeline
+ * value), or NULL. */
+cubec_status submitter_take_failure(cubec_device *d, uint64_t *out_graph, uint64_t *out_value);
+/* Submits what is left and joins the thread. */
+void submitter_stop(cubec_device *d);
+
+#endif
