@@ -1,4 +1,4 @@
-/* The timeline: what the device did and when, for the Chrome trace (CUBEC_TRACE) and the kernel
+/* Launch timing: what the device did and when, for the Chrome trace (CUBEC_TRACE) and the kernel
  * summary of the profiling logger (CUBEC_LOG=profiling=summary).
  *
  * While either is on, every recorded launch is bracketed by two timestamps in its batch's own
