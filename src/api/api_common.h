@@ -9,7 +9,7 @@
 #include <stdio.h>
 
 /* Locks the device; on error nothing is locked. */
-static inline cubec_status api_lock(cubec_device *d, const char *fn)
+MUST_USE static inline cubec_status api_lock(cubec_device *d, const char *fn)
 {
     if (!d) return INVALID_ARG("%s: device is NULL", fn);
     pthread_mutex_lock(&d->lock);
@@ -21,21 +21,21 @@ static inline cubec_status api_lock(cubec_device *d, const char *fn)
     return NULL;
 }
 
-static inline cubec_status api_unlock(cubec_device *d, cubec_status result)
+MUST_USE static inline cubec_status api_unlock(cubec_device *d, cubec_status result)
 {
     pthread_mutex_unlock(&d->lock);
     return result;
 }
 
 /* Resolves the stream argument of `fn` to its slot. */
-static inline cubec_status api_slot(cubec_device *d, cubec_stream stream, const char *fn,
-                                    stream_ref *out)
+MUST_USE static inline cubec_status api_slot(cubec_device *d, cubec_stream stream, const char *fn,
+                                             stream_ref *out)
 {
     return server_stream_resolve(d, stream, fn, out);
 }
 
-static inline cubec_status api_buffer(cubec_device *d, cubec_buffer h, const char *arg,
-                                      buffer_obj **out)
+MUST_USE static inline cubec_status api_buffer(cubec_device *d, cubec_buffer h, const char *arg,
+                                               buffer_obj **out)
 {
     void *o;
     RETURN_IF_ERROR(handle_table_lookup(&d->buffers.handles, h.id, arg, &o));
@@ -44,8 +44,8 @@ static inline cubec_status api_buffer(cubec_device *d, cubec_buffer h, const cha
 }
 
 /* offset + size must lie within a buffer of `buffer_size` bytes (overflow-safe). */
-static inline cubec_status api_range(const char *fn, const char *arg, uint64_t offset,
-                                     uint64_t size, uint64_t buffer_size)
+MUST_USE static inline cubec_status api_range(const char *fn, const char *arg, uint64_t offset,
+                                              uint64_t size, uint64_t buffer_size)
 {
     if (offset > buffer_size || size > buffer_size - offset)
         return INVALID_ARG("%s: %s range offset %" PRIu64 " + size %" PRIu64

@@ -185,31 +185,32 @@ typedef enum gpu_backend {
 } gpu_backend;
 
 /* Opens a device of `backend` (src/gpu/gpu.c dispatches to the backend's open). */
-cubec_status gpu_open(gpu_backend backend, const gpu_open_desc *desc, gpu **out);
+MUST_USE cubec_status gpu_open(gpu_backend backend, const gpu_open_desc *desc, gpu **out);
 void gpu_close(gpu *g);
 /* Enumeration without opening (cubec info, cubec_device_count / _peek). */
-cubec_status gpu_device_count(gpu_backend backend, uint32_t *out_count);
-cubec_status gpu_device_peek(gpu_backend backend, uint32_t index, cubec_device_info *out);
+MUST_USE cubec_status gpu_device_count(gpu_backend backend, uint32_t *out_count);
+MUST_USE cubec_status gpu_device_peek(gpu_backend backend, uint32_t index, cubec_device_info *out);
 /* Parses a backend name ("vulkan", "null"). */
-cubec_status gpu_backend_parse(const char *name, gpu_backend *out);
+MUST_USE cubec_status gpu_backend_parse(const char *name, gpu_backend *out);
 
 /* --- Counted calls: each may be failed by the fault plan ---------------------------------- */
 
-static inline cubec_status gpu_fault(gpu *g, cubec_fault_kind kind, cubec_code code)
+MUST_USE static inline cubec_status gpu_fault(gpu *g, cubec_fault_kind kind, cubec_code code)
 {
     if (g->faults && fault_hit(g->faults, kind)) return fault_status(g->faults, kind, code);
     return NULL;
 }
 /* A buffer with its memory, mapped when host-visible memory is asked for (or, for pages, when
  * memory is unified). A device page counts as a page; every map counts as a map. */
-cubec_status gpu_mem_alloc(gpu *g, gpu_mem_kind kind, uint64_t size, gpu_mem **out);
+MUST_USE cubec_status gpu_mem_alloc(gpu *g, gpu_mem_kind kind, uint64_t size, gpu_mem **out);
 static inline void gpu_mem_free(gpu *g, gpu_mem *m)
 {
     if (m) g->ops->mem_destroy(g, m);
 }
-cubec_status gpu_pipeline_create(gpu *g, const gpu_pipeline_desc *desc, gpu_pipeline **out);
+MUST_USE cubec_status gpu_pipeline_create(gpu *g, const gpu_pipeline_desc *desc,
+                                          gpu_pipeline **out);
 /* Submits; a failure leaves nothing submitted. */
-cubec_status gpu_submit(gpu *g, const gpu_submit_item *items, uint32_t n);
+MUST_USE cubec_status gpu_submit(gpu *g, const gpu_submit_item *items, uint32_t n);
 /* Waits are counted by the caller with gpu_fault(g, CUBEC_FAULT_WAIT, ...) under its lock: the
  * wait itself runs without it (see server/submission.c). */
 

@@ -2,6 +2,7 @@
  * its memory each, mapped once on unified memory); memory/ decides how they are carved. An
  * allocation returns to its pool only when its last handle is released and the GPU has finished
  * the last batch that used it, so queued work never sees its memory reused. */
+#include "base/assert.h"
 #include "base/log.h"
 #include "server/device.h"
 
@@ -115,6 +116,7 @@ void server_run_deferred_frees(cubec_device *d)
 
 void server_alloc_release(cubec_device *d, alloc_obj *a)
 {
+    CUBEC_ASSERT(a->refs > 0); /* every release matches a reference: handles, tasks, holds */
     if (--a->refs) return;
     taint_free(&a->taint);
     if (a->mem.size) {
@@ -128,6 +130,7 @@ void server_alloc_release(cubec_device *d, alloc_obj *a)
                     d->streams.draining++;
                     cubec_status e = sub_wait(d, a->last_use);
                     d->streams.draining--;
+                    CUBEC_ASSERT(d->streams.draining >= 0); /* drains nest and unwind */
                     cubec_status_free(e);
                     free_into_slot(d, a->slot, &a->mem);
                     free(a);
@@ -228,6 +231,7 @@ cubec_status server_buffer_view(cubec_device *d, buffer_obj *parent, uint64_t of
 
 void server_buffer_release(cubec_device *d, uint64_t id, buffer_obj *b)
 {
+    CUBEC_ASSERT(b->refs > 0);
     if (--b->refs) return;
     handle_table_remove(&d->buffers.handles, id);
     server_alloc_release(d, b->alloc);

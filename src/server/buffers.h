@@ -50,16 +50,17 @@ typedef struct buffer_store {
     uint32_t deferred_count, deferred_cap;
 } buffer_store;
 
-cubec_status server_buffer_create(cubec_device *d, stream_ref s, uint64_t size, cubec_buffer *out);
+MUST_USE cubec_status server_buffer_create(cubec_device *d, stream_ref s, uint64_t size,
+                                           cubec_buffer *out);
 /* cubec_memory_cleanup: frees waiting on the GPU first, then the stream's empty pages. */
-cubec_status server_memory_cleanup(cubec_device *d, stream_ref s);
+MUST_USE cubec_status server_memory_cleanup(cubec_device *d, stream_ref s);
 void server_memory_cleanup_all(cubec_device *d, int explicit_cleanup);
-cubec_status server_buffer_view(cubec_device *d, buffer_obj *parent, uint64_t offset, uint64_t size,
-                                cubec_buffer *out);
+MUST_USE cubec_status server_buffer_view(cubec_device *d, buffer_obj *parent, uint64_t offset,
+                                         uint64_t size, cubec_buffer *out);
 void server_buffer_release(cubec_device *d, uint64_t id, buffer_obj *b);
 void server_alloc_release(cubec_device *d, alloc_obj *a);
 void server_run_deferred_frees(cubec_device *d);
-cubec_status server_memory_init(cubec_device *d);
+MUST_USE cubec_status server_memory_init(cubec_device *d);
 void server_memory_destroy(cubec_device *d);
 static inline gpu_mem *buffer_page(const buffer_obj *b)
 {

@@ -5,11 +5,12 @@
 #include "server/buffers.h"
 #include "server/streams.h"
 
-cubec_status server_copy(cubec_device *d, stream_ref s, buffer_obj *src, uint64_t src_offset,
-                         buffer_obj *dst, uint64_t dst_offset, uint64_t size);
-cubec_status server_fill(cubec_device *d, stream_ref s, buffer_obj *dst, uint64_t offset,
-                         uint64_t size, uint32_t pattern);
+MUST_USE cubec_status server_copy(cubec_device *d, stream_ref s, buffer_obj *src,
+                                  uint64_t src_offset, buffer_obj *dst, uint64_t dst_offset,
+                                  uint64_t size);
+MUST_USE cubec_status server_fill(cubec_device *d, stream_ref s, buffer_obj *dst, uint64_t offset,
+                                  uint64_t size, uint32_t pattern);
 /* The built-in copy and fill pipelines, compiled on first use. */
-cubec_status server_builtin_kernels(cubec_device *d);
+MUST_USE cubec_status server_builtin_kernels(cubec_device *d);
 
 #endif

@@ -44,10 +44,10 @@ struct cubec_device_s {
     launch_timing timing;   /* device lock */
 };
 
-cubec_status server_open(const cubec_device_desc *desc, cubec_device **out);
+MUST_USE cubec_status server_open(const cubec_device_desc *desc, cubec_device **out);
 void server_close(cubec_device *d);
-cubec_status server_check_alive(cubec_device *d);
+MUST_USE cubec_status server_check_alive(cubec_device *d);
 /* Marks the device lost when `err` says so; returns err. */
-cubec_status server_note_error(cubec_device *d, cubec_status err);
+MUST_USE cubec_status server_note_error(cubec_device *d, cubec_status err);
 
 #endif

@@ -1,6 +1,7 @@
 /* Failures on memory, the server's side (spec 5): tainting ranges, skipped launches, submissions
  * that are lost, and the errors host accesses return. The failure objects and maps are in
  * failure/. */
+#include "base/assert.h"
 #include "server/device.h"
 
 #include <inttypes.h>
@@ -55,6 +56,7 @@ static void batch_settled(cubec_device *d, batch *b, cubec_status err, uint64_t 
                         cubec_status_message(err));
     for (uint32_t i = 0; i < b->held_count; i++) {
         held_range *h = &b->held[i];
+        CUBEC_ASSERT(h->alloc->refs > 0); /* a hold is released exactly once, here */
         if (f && h->write) server_taint(h->alloc, h->offset, h->size, f);
         server_alloc_release(d, h->alloc);
     }

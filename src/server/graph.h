@@ -66,16 +66,16 @@ typedef struct graph_table {
 void server_graphs_init(cubec_device *d);
 /* Aborts captures and destroys every graph (device close; the GPU is idle). */
 void server_graphs_destroy(cubec_device *d);
-cubec_status server_graph_prepare(cubec_device *d, stream_ref s);
-cubec_status server_graph_begin(cubec_device *d, stream_ref s);
-cubec_status server_graph_end(cubec_device *d, stream_ref s, uint64_t *out_id);
-cubec_status server_graph_replay(cubec_device *d, stream_ref s, uint64_t id);
-cubec_status server_graph_destroy(cubec_device *d, stream_ref s, uint64_t id);
+MUST_USE cubec_status server_graph_prepare(cubec_device *d, stream_ref s);
+MUST_USE cubec_status server_graph_begin(cubec_device *d, stream_ref s);
+MUST_USE cubec_status server_graph_end(cubec_device *d, stream_ref s, uint64_t *out_id);
+MUST_USE cubec_status server_graph_replay(cubec_device *d, stream_ref s, uint64_t id);
+MUST_USE cubec_status server_graph_destroy(cubec_device *d, stream_ref s, uint64_t id);
 /* Records a launch of the capturing slot into its graph (the task's references stay the
  * caller's). */
-cubec_status server_graph_record(cubec_device *d, uint32_t slot, task *t);
+MUST_USE cubec_status server_graph_record(cubec_device *d, uint32_t slot, task *t);
 /* An error naming `what` when `slot` is recording a graph (reads, syncs, profiles...). */
-cubec_status server_graph_refuse(cubec_device *d, uint32_t slot, const char *what);
+MUST_USE cubec_status server_graph_refuse(cubec_device *d, uint32_t slot, const char *what);
 /* A host write of [offset, +size) of `a` from `slot` while it records: refused lazily, the
  * range carries the refusal and, from the capture's owner, the capture is doomed. Returns 1
  * when the write was refused. */

@@ -23,11 +23,11 @@ typedef struct host_rings {
     host_ring readback; /* discrete only */
 } host_rings;
 
-cubec_status host_ring_init(cubec_device *d, host_ring *r, uint64_t size, uint32_t chunks,
-                            gpu_mem_kind kind);
+MUST_USE cubec_status host_ring_init(cubec_device *d, host_ring *r, uint64_t size, uint32_t chunks,
+                                     gpu_mem_kind kind);
 void host_ring_destroy(cubec_device *d, host_ring *r);
 /* Reserves `size` bytes (size <= chunk) aligned to `align`; waits if the GPU still uses them. */
-cubec_status host_ring_alloc(cubec_device *d, host_ring *r, uint64_t size, uint64_t align,
-                             uint64_t *out_offset);
+MUST_USE cubec_status host_ring_alloc(cubec_device *d, host_ring *r, uint64_t size, uint64_t align,
+                                      uint64_t *out_offset);
 
 #endif

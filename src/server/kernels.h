@@ -37,10 +37,10 @@ typedef struct kernel_cache {
     pipeline_entry *copy, *copy4, *fill; /* the built-in kernels, compiled on first use */
 } kernel_cache;
 
-cubec_status server_kernel_create(cubec_device *d, const cubec_kernel_desc *desc,
-                                  pipeline_entry **out);
+MUST_USE cubec_status server_kernel_create(cubec_device *d, const cubec_kernel_desc *desc,
+                                           pipeline_entry **out);
 void server_kernels_destroy(cubec_device *d);
 /* A kernel handle's name, kept with its pipeline until the device closes. */
-cubec_status server_kernel_name(pipeline_entry *e, const char *name, const char **out);
+MUST_USE cubec_status server_kernel_name(pipeline_entry *e, const char *name, const char **out);
 
 #endif

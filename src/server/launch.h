@@ -97,7 +97,7 @@ typedef struct launch_args {
     const uint32_t *leads; /* per buffer: bytes bound but not accessed (NULL: none) */
 } launch_args;
 /* Queues a launch on `slot` (arguments were checked by api/). */
-cubec_status server_launch(cubec_device *d, stream_ref s, const launch_args *a);
+MUST_USE cubec_status server_launch(cubec_device *d, stream_ref s, const launch_args *a);
 
 /* Where a task's commands go: the open batch, or a graph being captured. */
 typedef struct recorder {
@@ -107,8 +107,8 @@ typedef struct recorder {
 } recorder;
 /* Records a task's barrier, bindings and dispatch (or copy). `info_buffer` holds its metadata
  * when the kernel reads it from a buffer; with `timed_in`, the launch is timed in that batch. */
-cubec_status server_emit_task(cubec_device *d, const recorder *rec, const task *t,
-                              const gpu_binding *info_buffer, batch *timed_in);
+MUST_USE cubec_status server_emit_task(cubec_device *d, const recorder *rec, const task *t,
+                                       const gpu_binding *info_buffer, batch *timed_in);
 /* The metadata bytes of a task. */
 const unsigned char *server_task_info(const cubec_device *d, const task *t);
 /* The failure a task's outputs take when one of its inputs carries one (caller releases), or
@@ -119,12 +119,12 @@ const char *task_name(const task *t);
 uint32_t task_bindings(const task *t);
 int task_reads(const task *t, uint32_t i);
 /* Queues a filled task on its slot, or records it into the graph the slot is capturing. */
-cubec_status server_queue_task(cubec_device *d, uint32_t slot, task *t);
+MUST_USE cubec_status server_queue_task(cubec_device *d, uint32_t slot, task *t);
 /* Submits the queues of other slots whose work on these buffers must come first. */
-cubec_status server_align(cubec_device *d, uint32_t slot, buffer_obj *const *bufs, uint32_t n,
-                          uint32_t write_mask, const buffer_obj *indirect);
+MUST_USE cubec_status server_align(cubec_device *d, uint32_t slot, buffer_obj *const *bufs,
+                                   uint32_t n, uint32_t write_mask, const buffer_obj *indirect);
 /* The scheduler's side: record a queued task, or drop what it holds. */
-cubec_status server_record_task(cubec_device *d, task *t);
+MUST_USE cubec_status server_record_task(cubec_device *d, task *t);
 void server_discard_task(cubec_device *d, task *t);
 /* Drops a queued task without recording it: what it would have written carries a failure. */
 void server_drop_task(cubec_device *d, task *t);

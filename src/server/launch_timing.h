@@ -26,7 +26,7 @@ typedef struct launch_timing {
     uint64_t summary_ns; /* when the last profiling summary was logged */
 } launch_timing;
 
-cubec_status timing_init(cubec_device *d);
+MUST_USE cubec_status timing_init(cubec_device *d);
 /* Reads what is left, logs the last summary and writes the trace. */
 void timing_close(cubec_device *d);
 /* Appends what launch `t` is to a stamp array of `count` entries (grown as needed); NULL when

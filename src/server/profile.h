@@ -34,14 +34,14 @@ typedef struct profile_table {
     uint64_t clock_checked_ns;
 } profile_table;
 
-cubec_status server_profiles_init(cubec_device *d);
+MUST_USE cubec_status server_profiles_init(cubec_device *d);
 void server_profiles_destroy(cubec_device *d);
-cubec_status server_profile_begin(cubec_device *d, stream_ref s, uint64_t *out_id);
-cubec_status server_profile_end(cubec_device *d, stream_ref s, uint64_t id,
-                                cubec_profile_result *out);
-cubec_status server_profile_abandon(cubec_device *d, stream_ref s, uint64_t id);
+MUST_USE cubec_status server_profile_begin(cubec_device *d, stream_ref s, uint64_t *out_id);
+MUST_USE cubec_status server_profile_end(cubec_device *d, stream_ref s, uint64_t id,
+                                         cubec_profile_result *out);
+MUST_USE cubec_status server_profile_abandon(cubec_device *d, stream_ref s, uint64_t id);
 /* Records a profile's timestamp task. */
-cubec_status server_record_timestamp(cubec_device *d, task *t);
+MUST_USE cubec_status server_record_timestamp(cubec_device *d, task *t);
 /* A failure on `slot` (a launch skipped or failed): every profile open there is invalid. With
  * slot NO_SLOT, every open profile (a lost submission). */
 void server_profiles_poison(cubec_device *d, uint32_t slot, failure *f);

@@ -4,6 +4,7 @@
  * A stream id packs the device tag (16 bits) over a 48-bit number. Numbers come from one
  * process-wide counter, so every thread's default stream and every cubec_stream_new stream is
  * distinct; the tag makes an id of another device detectable. The slot is number % max_streams. */
+#include "base/assert.h"
 #include "base/log.h"
 #include "server/device.h"
 
@@ -116,6 +117,7 @@ cubec_status server_drain(cubec_device *d, const uint32_t *slots, uint32_t n, ui
     d->streams.draining++;
     cubec_status err = sched_execute_mode(&d->streams.sched, slots, n, mode);
     d->streams.draining--;
+    CUBEC_ASSERT(d->streams.draining >= 0); /* drains nest and unwind */
     for (uint32_t i = 0; i < n; i++)
         if (!sched_pending(&d->streams.sched, slots[i])) d->streams.slots[slots[i]].arena_used = 0;
     return server_note_error(d, err);
@@ -126,6 +128,7 @@ cubec_status server_drain_all(cubec_device *d, uint32_t mode)
     d->streams.draining++;
     cubec_status err = sched_execute_all_mode(&d->streams.sched, mode);
     d->streams.draining--;
+    CUBEC_ASSERT(d->streams.draining >= 0); /* drains nest and unwind */
     for (uint32_t i = 0; i < d->streams.max_streams; i++)
         d->streams.slots[i].arena_used = 0;
     return server_note_error(d, err);
@@ -136,6 +139,7 @@ cubec_status server_commit_task(cubec_device *d, uint32_t slot)
     d->streams.draining++;
     cubec_status err = sched_commit(&d->streams.sched, slot);
     d->streams.draining--;
+    CUBEC_ASSERT(d->streams.draining >= 0); /* drains nest and unwind */
     if (!sched_pending(&d->streams.sched, slot)) d->streams.slots[slot].arena_used = 0;
     return server_note_error(d, err);
 }

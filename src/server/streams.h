@@ -56,27 +56,29 @@ typedef struct stream_slots {
     int draining; /* a drain is recording: waits must keep the lock */
 } stream_slots;
 
-cubec_status server_streams_init(cubec_device *d);
+MUST_USE cubec_status server_streams_init(cubec_device *d);
 void server_streams_destroy(cubec_device *d);
 /* The slot of a stream id (0: the calling thread's stream); refuses ids of other devices. */
-cubec_status server_stream_resolve(cubec_device *d, cubec_stream stream, const char *fn,
-                                   stream_ref *out);
+MUST_USE cubec_status server_stream_resolve(cubec_device *d, cubec_stream stream, const char *fn,
+                                            stream_ref *out);
 cubec_stream server_stream_current(cubec_device *d);
 cubec_stream server_stream_new(cubec_device *d);
 /* Records and submits the queues of `slots`; `mode`: DRAIN_* flags. */
-cubec_status server_drain(cubec_device *d, const uint32_t *slots, uint32_t n, uint32_t mode);
-cubec_status server_drain_all(cubec_device *d, uint32_t mode);
+MUST_USE cubec_status server_drain(cubec_device *d, const uint32_t *slots, uint32_t n,
+                                   uint32_t mode);
+MUST_USE cubec_status server_drain_all(cubec_device *d, uint32_t mode);
 /* cubec_flush: the stream's queue and whatever transfers recorded, submitted. */
-cubec_status server_flush(cubec_device *d, stream_ref s);
+MUST_USE cubec_status server_flush(cubec_device *d, stream_ref s);
 /* cubec_sync: the stream's work submitted and finished, its writes visible to the host. */
-cubec_status server_sync(cubec_device *d, stream_ref s);
-cubec_status server_commit_task(cubec_device *d, uint32_t slot);
+MUST_USE cubec_status server_sync(cubec_device *d, stream_ref s);
+MUST_USE cubec_status server_commit_task(cubec_device *d, uint32_t slot);
 /* Adds to `slots` the slots whose queued work on `a` must be submitted before `slot` uses it:
  * its owner's, its last queued writer's, and, when this use writes it, its queued readers'.
  * `slots` has room for n + 2 + (write ? max_streams : 0) entries at most; returns the count. */
 uint32_t server_align_slots(cubec_device *d, uint32_t slot, const alloc_obj *a, int write,
                             uint32_t *slots, uint32_t n, uint32_t room);
 /* Everything a host access (a write when `write`) of `a` from `slot` must come after. */
-cubec_status server_drain_for_host(cubec_device *d, uint32_t slot, const alloc_obj *a, int write);
+MUST_USE cubec_status server_drain_for_host(cubec_device *d, uint32_t slot, const alloc_obj *a,
+                                            int write);
 
 #endif

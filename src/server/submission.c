@@ -2,6 +2,7 @@
  * tasks_max tasks, or when the host needs results. Each submission signals the next value of one
  * timeline semaphore; "is X done" is a comparison with the counter, and waiting polls briefly
  * before blocking (a fence wait costs ~25 us more than a busy poll on an H200). */
+#include "base/assert.h"
 #include "base/log.h"
 #include "server/device.h"
 
@@ -128,6 +129,7 @@ cubec_status sub_begin(cubec_device *d, gpu_cmd **out_cmd)
     d->streams.draining++;
     cubec_status err = take_batch(d, &b);
     d->streams.draining--;
+    CUBEC_ASSERT(d->streams.draining >= 0); /* drains nest and unwind */
     RETURN_IF_ERROR(err);
     if (b->stamp_count) NOTIFY(d, finished, b); /* finished, not yet harvested */
     RETURN_IF_ERROR(d->gpu->ops->cmd_begin(d->gpu, b->cmd));

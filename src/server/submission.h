@@ -87,10 +87,10 @@ typedef struct submission {
 } submission;
 
 /* The open command buffer, beginning one when needed. */
-cubec_status sub_begin(cubec_device *d, gpu_cmd **out_cmd);
+MUST_USE cubec_status sub_begin(cubec_device *d, gpu_cmd **out_cmd);
 /* Submits the open batch (if any). With for_host, ends it with a barrier that makes device
  * writes visible to host reads. */
-cubec_status sub_flush(cubec_device *d, int for_host);
+MUST_USE cubec_status sub_flush(cubec_device *d, int for_host);
 /* The open batch made ready for the submission thread instead of submitted (its bookkeeping is
  * done as if it had been): a replay submits it together with the graph, in one vkQueueSubmit,
  * so the GPU does not idle between them. */
@@ -98,15 +98,15 @@ typedef struct sub_handoff {
     gpu_cmd *cmd; /* NULL: nothing was open */
     uint64_t value;
 } sub_handoff;
-cubec_status sub_flush_to(cubec_device *d, int for_host, sub_handoff *handoff);
+MUST_USE cubec_status sub_flush_to(cubec_device *d, int for_host, sub_handoff *handoff);
 /* Counts one recorded task; submits a command buffer that reached batch_task_cap tasks. */
-cubec_status sub_task_done(cubec_device *d);
+MUST_USE cubec_status sub_task_done(cubec_device *d);
 /* Waits until the timeline reaches `value` (submitting first when `value` is the open batch).
  * Releases the device lock while blocked unless a drain is recording (d->draining): callers
  * must not rely on state that another thread may change meanwhile (hold references). */
-cubec_status sub_wait(cubec_device *d, uint64_t value);
+MUST_USE cubec_status sub_wait(cubec_device *d, uint64_t value);
 /* Waits until work up to `value` finished and device writes are visible to the host. */
-cubec_status sub_wait_for_host(cubec_device *d, uint64_t value);
+MUST_USE cubec_status sub_wait_for_host(cubec_device *d, uint64_t value);
 /* Refreshes completed_value, runs deferred frees, recycles batches. */
 void sub_poll(cubec_device *d);
 /* What a command is, for the barrier in front of it. */
@@ -123,7 +123,7 @@ void sub_hazards(cubec_device *d, gpu_cmd *cmd, const hazard_range *ranges, uint
 void sub_hazards_in(cubec_device *d, hazard_tracker *t, gpu_cmd *cmd, const hazard_range *ranges,
                     uint32_t n, sub_command kind);
 void sub_destroy(cubec_device *d);
-cubec_status sub_init(cubec_device *d);
+MUST_USE cubec_status sub_init(cubec_device *d);
 /* Adds a listener (at open, before any batch). */
 void sub_listen(cubec_device *d, const sub_listener *l);
 /* The listeners of the components, in the order device.c registers them. */

@@ -38,15 +38,16 @@ typedef struct submitter {
 
 /* Hands a replay's command buffer to the submission thread (started on first use), after the
  * handed-off batch `before` when it holds one. */
-cubec_status submitter_push(cubec_device *d, gpu_cmd *cmd, uint64_t value, uint64_t graph,
-                            const sub_handoff *before);
+MUST_USE cubec_status submitter_push(cubec_device *d, gpu_cmd *cmd, uint64_t value, uint64_t graph,
+                                     const sub_handoff *before);
 /* Starts the thread if it is not running (a replay does it before handing a batch over). */
-cubec_status submitter_start(cubec_device *d);
+MUST_USE cubec_status submitter_start(cubec_device *d);
 /* Returns once everything pushed is submitted: call before any other vkQueueSubmit. */
 void submitter_quiesce(cubec_device *d);
 /* A replay submission that failed and was not reported yet (its graph's number and timeline
  * value), or NULL. */
-cubec_status submitter_take_failure(cubec_device *d, uint64_t *out_graph, uint64_t *out_value);
+MUST_USE cubec_status submitter_take_failure(cubec_device *d, uint64_t *out_graph,
+                                             uint64_t *out_value);
 /* Submits what is left and joins the thread. */
 void submitter_stop(cubec_device *d);
 

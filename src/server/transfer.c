@@ -7,6 +7,7 @@
  * Discrete GPUs: through persistently mapped staging rings, in chunks, so the host copy of one
  * chunk overlaps the DMA of the previous one. Writes are recorded in stream order and return as
  * soon as the bytes are in staging. */
+#include "base/assert.h"
 #include "server/device.h"
 
 #include <inttypes.h>
@@ -112,6 +113,7 @@ static cubec_status write_body(cubec_device *d, stream_ref s, buffer_obj *b, uin
     d->streams.draining++;
     cubec_status err = write_staged(d, b, at, src, size);
     d->streams.draining--;
+    CUBEC_ASSERT(d->streams.draining >= 0); /* drains nest and unwind */
     if (err) {
         /* Part of the bytes may have been written: the range carries the error. */
         failure *f =
@@ -199,6 +201,7 @@ static cubec_status read_body(cubec_device *d, uint32_t slot, buffer_obj *b, uin
     d->streams.draining++;
     cubec_status err = read_staged(d, b, at, dst, size);
     d->streams.draining--;
+    CUBEC_ASSERT(d->streams.draining >= 0); /* drains nest and unwind */
     return err;
 }
 

@@ -7,14 +7,15 @@
 
 /* Host transfers on `slot`: they first submit the caller's queue and the queues whose work on
  * the buffer must come first. */
-cubec_status server_write(cubec_device *d, stream_ref s, buffer_obj *b, uint64_t offset,
-                          const void *src, uint64_t size);
-cubec_status server_read(cubec_device *d, stream_ref s, buffer_obj *b, uint64_t offset, void *dst,
-                         uint64_t size);
-cubec_status server_read_async(cubec_device *d, stream_ref s, buffer_obj *b, uint64_t offset,
-                               void *dst, uint64_t size, cubec_event **out);
+MUST_USE cubec_status server_write(cubec_device *d, stream_ref s, buffer_obj *b, uint64_t offset,
+                                   const void *src, uint64_t size);
+MUST_USE cubec_status server_read(cubec_device *d, stream_ref s, buffer_obj *b, uint64_t offset,
+                                  void *dst, uint64_t size);
+MUST_USE cubec_status server_read_async(cubec_device *d, stream_ref s, buffer_obj *b,
+                                        uint64_t offset, void *dst, uint64_t size,
+                                        cubec_event **out);
 
-cubec_status server_event_progress(cubec_event *e, int block);
+MUST_USE cubec_status server_event_progress(cubec_event *e, int block);
 void server_event_free(cubec_event *e);
 cubec_device *server_event_device(cubec_event *e);
 

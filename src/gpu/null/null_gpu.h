@@ -22,10 +22,10 @@
 /* Opens the null device; `desc` may be NULL (defaults: no delay, unified memory, push
  * descriptors). select_by_index and name select like the Vulkan backend (only index 0 and
  * substrings of "cubec null device" match); validation and on_validation are ignored. */
-cubec_status null_gpu_open(const gpu_open_desc *desc, gpu **out);
+MUST_USE cubec_status null_gpu_open(const gpu_open_desc *desc, gpu **out);
 /* Always 1. */
-cubec_status null_gpu_count(uint32_t *out_count);
+MUST_USE cubec_status null_gpu_count(uint32_t *out_count);
 /* The info of device 0 as null_gpu_open reports it with the default desc. */
-cubec_status null_gpu_peek(uint32_t index, cubec_device_info *out);
+MUST_USE cubec_status null_gpu_peek(uint32_t index, cubec_device_info *out);
 
 #endif

@@ -53,7 +53,7 @@ static inline VkBuffer vk_buffer_of(const gpu_mem *m)
 }
 
 /* gpu/vulkan/vk_gpu.c */
-cubec_status vk_gpu_open(const gpu_open_desc *desc, gpu **out);
+MUST_USE cubec_status vk_gpu_open(const gpu_open_desc *desc, gpu **out);
 /* gpu/vulkan/vk_record.c: the recording functions of the table. */
 void vk_record_fill_ops(gpu_ops *ops);
 /* Test hook: the Vulkan device under a gpu (tests that provoke a validation message). */
