@@ -108,6 +108,18 @@ static void note_queued_uses(const cubec_device *d, task *t, uint32_t slot)
     if (t->indirect.alloc) t->indirect.alloc->queued_readers |= 1ull << (slot % 64);
 }
 
+cubec_status server_reserve_task(cubec_device *d, stream_ref s, task_kind kind, task **out)
+{
+    task *t;
+    RETURN_IF_ERROR(sched_reserve(&d->streams.sched, s.slot, (void **)&t));
+    memset(t, 0, offsetof(task, b));
+    t->kind = kind;
+    t->slot = s.slot;
+    t->stream = s.number;
+    *out = t;
+    return NULL;
+}
+
 cubec_status server_queue_task(cubec_device *d, uint32_t slot, task *t)
 {
     if (d->streams.slots[slot].capture == CAPTURE_RECORDING) {
@@ -168,10 +180,7 @@ cubec_status server_launch(cubec_device *d, stream_ref s, const launch_args *a)
         }
     }
     task *t;
-    RETURN_IF_ERROR(sched_reserve(&d->streams.sched, slot, (void **)&t));
-    t->kind = TASK_LAUNCH;
-    t->slot = slot;
-    t->stream = s.number;
+    RETURN_IF_ERROR(server_reserve_task(d, s, TASK_LAUNCH, &t));
     t->name = a->name ? a->name : e->name;
     t->entry = e;
     t->count = a->buffer_count;

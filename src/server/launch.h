@@ -119,6 +119,10 @@ const char *task_name(const task *t);
 uint32_t task_bindings(const task *t);
 int task_reads(const task *t, uint32_t i);
 /* Queues a filled task on its slot, or records it into the graph the slot is capturing. */
+/* Room for a task of `kind` at the end of the stream's slot queue, its header cleared and its
+ * kind, slot and stream set; the caller fills the rest, then queues it (server_queue_task). */
+MUST_USE cubec_status server_reserve_task(cubec_device *d, stream_ref s, task_kind kind,
+                                          task **out);
 MUST_USE cubec_status server_queue_task(cubec_device *d, uint32_t slot, task *t);
 /* Submits the queues of other slots whose work on these buffers must come first. */
 MUST_USE cubec_status server_align(cubec_device *d, uint32_t slot, buffer_obj *const *bufs,

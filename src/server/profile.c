@@ -130,11 +130,7 @@ static cubec_status queue_timestamp(cubec_device *d, stream_ref s, uint64_t id, 
 {
     uint32_t slot = s.slot;
     task *t;
-    RETURN_IF_ERROR(sched_reserve(&d->streams.sched, slot, (void **)&t));
-    memset(t, 0, offsetof(task, b));
-    t->kind = TASK_TIMESTAMP;
-    t->slot = slot;
-    t->stream = s.number;
+    RETURN_IF_ERROR(server_reserve_task(d, s, TASK_TIMESTAMP, &t));
     t->profile = id;
     t->profile_end = end;
     return server_commit_task(d, slot);
