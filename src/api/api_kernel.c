@@ -46,8 +46,8 @@ cubec_status cubec_kernel_get_info(cubec_device *device, cubec_kernel kernel,
     memset(out_info, 0, sizeof *out_info);
     RETURN_IF_ERROR(api_lock(device, "cubec_kernel_get_info"));
     void *o;
-    cubec_status err =
-        handle_table_lookup(&device->kernels.handles, kernel.id, "cubec_kernel_get_info: kernel", &o);
+    cubec_status err = handle_table_lookup(&device->kernels.handles, kernel.id,
+                                           "cubec_kernel_get_info: kernel", &o);
     if (!err) {
         const pipeline_entry *e = ((kernel_obj *)o)->entry;
         out_info->hash = e->key;
@@ -65,8 +65,8 @@ cubec_status cubec_kernel_destroy(cubec_device *device, cubec_kernel kernel)
     if (kernel.id == 0) return NULL;
     RETURN_IF_ERROR(api_lock(device, "cubec_kernel_destroy"));
     void *o;
-    cubec_status err =
-        handle_table_lookup(&device->kernels.handles, kernel.id, "cubec_kernel_destroy: kernel", &o);
+    cubec_status err = handle_table_lookup(&device->kernels.handles, kernel.id,
+                                           "cubec_kernel_destroy: kernel", &o);
     if (!err) {
         /* The pipeline stays cached (queued launches may still use it) until the device closes. */
         handle_table_remove(&device->kernels.handles, kernel.id);
@@ -80,8 +80,8 @@ static cubec_status check_launch(cubec_device *d, const cubec_launch_desc *desc,
 {
     static const char fn[] = "cubec_launch";
     void *o;
-    RETURN_IF_ERROR(
-        handle_table_lookup(&d->kernels.handles, desc->kernel.id, "cubec_launch: desc->kernel", &o));
+    RETURN_IF_ERROR(handle_table_lookup(&d->kernels.handles, desc->kernel.id,
+                                        "cubec_launch: desc->kernel", &o));
     const pipeline_entry *e = ((kernel_obj *)o)->entry;
     a->entry = e;
     a->name = ((kernel_obj *)o)->name;

@@ -46,7 +46,8 @@ cubec_status cubec_memory_report_get(cubec_device *device, cubec_stream stream,
     if (err) return api_unlock(device, err);
     sub_poll(device);
     /* The stream's own pools (spec 3.8: a report is per stream). */
-    if (device->streams.slots[s.slot].memory) memory_report_fill(device->streams.slots[s.slot].memory, out_report);
+    if (device->streams.slots[s.slot].memory)
+        memory_report_fill(device->streams.slots[s.slot].memory, out_report);
     out_report->pool_count += aux_fill(device, &out_report->pools[out_report->pool_count],
                                        CUBEC_MAX_POOLS - out_report->pool_count);
     return api_unlock(device, NULL);
@@ -236,7 +237,7 @@ cubec_status cubec_memory_report_json(cubec_device *device, char **out_json)
     json_totals(&b, "  ", &s.buffers);
     sb_printf(&b, ", \"auxiliary_bytes_reserved\": %llu, \"all_bytes_reserved\": %llu}\n}\n",
               (unsigned long long)s.aux_reserved,
-              (unsigned long long)(s.buffers.bytes_reserved + s.aux_reserved));
+              (unsigned long long)s.buffers.bytes_reserved + (unsigned long long)s.aux_reserved);
     free(s.slots);
     return sb_finish(&b, fn, out_json);
 }

@@ -3,6 +3,7 @@
  * lookup. GLSL kernels are compiled with their metadata in push constants first; when the block
  * is larger than the device allows they are compiled again with the metadata in a storage buffer
  * (the "metadata layout" variant of the pipeline). */
+#include "base/clock.h"
 #include "base/hash.h"
 #include "base/log.h"
 #include "kernel/capabilities.h"
@@ -16,9 +17,7 @@
 
 static double now_ms(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+    return (double)clock_now_ns() / 1e6;
 }
 
 static uint64_t kernel_identity(const cubec_kernel_desc *desc)

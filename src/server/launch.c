@@ -84,7 +84,7 @@ uint32_t task_bindings(const task *t)
 int task_reads(const task *t, uint32_t i)
 {
     if (t->kind == TASK_LAUNCH) return (t->entry->refl.access[i] & CUBEC_ACCESS_READ) != 0;
-    return (task_kinds[t->kind].read_mask >> i) & 1;
+    return (int)((task_kinds[t->kind].read_mask >> i) & 1);
 }
 
 void server_discard_task(cubec_device *d, task *t)
@@ -138,8 +138,8 @@ cubec_status server_align(cubec_device *d, uint32_t slot, buffer_obj *const *buf
     uint32_t *slots = d->streams.align_slots;
     uint32_t count = 0;
     for (uint32_t k = 0; k < n; k++)
-        count = server_align_slots(d, slot, bufs[k]->alloc, (write_mask >> k) & 1, slots, count,
-                                   d->streams.max_streams);
+        count = server_align_slots(d, slot, bufs[k]->alloc, (int)((write_mask >> k) & 1), slots,
+                                   count, d->streams.max_streams);
     if (indirect)
         count =
             server_align_slots(d, slot, indirect->alloc, 0, slots, count, d->streams.max_streams);
@@ -318,7 +318,8 @@ cubec_status server_emit_task(cubec_device *d, const recorder *rec, const task *
         const bound_range *r = task_b(d->streams.slots, t, i);
         gpu_mem *p = r->alloc->mem.page;
         infos[i] = (gpu_binding){p, r->offset, r->size};
-        ranges[i] = (hazard_range){p, bound_start(r), bound_bytes(r), (t->write_mask >> i) & 1};
+        ranges[i] =
+            (hazard_range){p, bound_start(r), bound_bytes(r), (int)((t->write_mask >> i) & 1)};
     }
     uint32_t nr = n;
     if (t->indirect.alloc)
@@ -373,7 +374,7 @@ cubec_status server_record_task(cubec_device *d, task *t)
     uint32_t n = task_bindings(t);
     for (uint32_t i = 0; i < n; i++) {
         bound_range *r = task_b(d->streams.slots, t, i);
-        int write = (t->write_mask >> i) & 1;
+        int write = (int)((t->write_mask >> i) & 1);
         r->alloc->last_use = d->sub.next_value;
         if (write) {
             r->alloc->last_write = d->sub.next_value;

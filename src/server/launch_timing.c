@@ -181,8 +181,8 @@ static void emit_launches(cubec_device *d, const launch_stamp *stamps, uint32_t 
         const launch_stamp *s = &stamps[i];
         uint64_t begin = s->record_ns, dur = 0;
         if (ticks) {
-            begin = server_device_time_ns(d, ticks[2 * i] & mask);
-            uint64_t delta = ((ticks[2 * i + 1] - ticks[2 * i]) & mask);
+            begin = server_device_time_ns(d, ticks[2 * (size_t)i] & mask);
+            uint64_t delta = ((ticks[2 * (size_t)i + 1] - ticks[2 * (size_t)i]) & mask);
             /* A counter that wrapped, or a bottom stamp latched before the top one on drivers
              * that write both at once, reads as a huge delta: show it as instantaneous. */
             if (delta > (mask >> 1)) delta = 0;

@@ -14,12 +14,13 @@
  * Failures are made with cubec's fault injection. Every expected value and every expected message
  * is computed here (buffer numbers follow the order of creation on a fresh device, stream numbers
  * are the low 48 bits of the stream ids); every error checked is printed (docs/errors.md quotes
- * them). The device's internal counters (d->sub.stats) prove that a skipped launch was not recorded.
- * Three tests guard what these tests found: test_successful_relaunch_clears_failure (spec 5.3: a
- * launch that runs releases the failure of what it writes), test_page_fault_fails_buffer_creation
- * (a single injected page fault is absorbed by the out-of-memory retry, or fails the creation
- * naming it) and test_fault_environment_refuses_negative_numbers. Three guard what a review found
- * about fills and copies of a range below the storage offset alignment
+ * them). The device's internal counters (d->sub.stats) prove that a skipped launch was not
+ * recorded. Three tests guard what these tests found: test_successful_relaunch_clears_failure
+ * (spec 5.3: a launch that runs releases the failure of what it writes),
+ * test_page_fault_fails_buffer_creation (a single injected page fault is absorbed by the
+ * out-of-memory retry, or fails the creation naming it) and
+ * test_fault_environment_refuses_negative_numbers. Three guard what a review found about fills and
+ * copies of a range below the storage offset alignment
  * (test_unaligned_write_keeps_failure_before_it, test_lost_unaligned_write_taints_only_its_bytes,
  * test_copy_not_skipped_for_failure_before_its_source). */
 #include "launch_util.h"

@@ -240,7 +240,7 @@ static cubec_status choose_physical(vk_context *ctx, const vk_context_desc *desc
     if (n == 0)
         return status_make(CUBEC_NOT_FOUND, "no Vulkan device found (on Debian: apt-get install "
                                             "mesa-vulkan-drivers for the CPU driver lavapipe)");
-    VkPhysicalDevice *list = calloc(n, sizeof *list);
+    VkPhysicalDevice *list = calloc(n, sizeof(VkPhysicalDevice));
     if (!list) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory");
     vkEnumeratePhysicalDevices(ctx->instance, &n, list);
     uint32_t pick = UINT32_MAX;
@@ -343,7 +343,7 @@ static cubec_status create_device(vk_context *ctx, int allow_push, uint32_t disa
                               .enabledExtensionCount = next,
                               .ppEnabledExtensionNames = exts};
     VK_RETURN_IF_ERROR(vkCreateDevice(ctx->physical, &dci, NULL, &ctx->device), "vkCreateDevice");
-    ctx->host_query_reset = have.v12.hostQueryReset;
+    ctx->host_query_reset = have.v12.hostQueryReset == VK_TRUE;
     vkGetDeviceQueue(ctx->device, family, 0, &ctx->queue);
     if (push)
         ctx->push_descriptor = (PFN_vkCmdPushDescriptorSetKHR)vkGetDeviceProcAddr(
@@ -434,7 +434,7 @@ static cubec_status with_devices(VkInstance *inst, VkPhysicalDevice **list, uint
     RETURN_IF_ERROR(shared_instance(0, inst));
     *n = 0;
     vkEnumeratePhysicalDevices(*inst, n, NULL);
-    *list = calloc(*n ? *n : 1, sizeof **list);
+    *list = calloc(*n ? *n : 1, sizeof(VkPhysicalDevice));
     if (!*list) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory");
     vkEnumeratePhysicalDevices(*inst, n, *list);
     return NULL;
