@@ -30,7 +30,7 @@ cubec_status cubec_kernel_create(cubec_device *device, const cubec_kernel_desc *
         k = malloc(sizeof *k);
         if (!k) err = status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (kernel)");
     }
-    if (!err) {
+    if (!err && k) {
         k->entry = e;
         err = server_kernel_name(e, desc->name, &k->name);
         if (!err) err = handle_table_insert(&device->kernels.handles, k, &out_kernel->id);

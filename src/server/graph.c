@@ -265,6 +265,7 @@ static cubec_status add_use(graph_obj *g, alloc_obj *a, uint64_t offset, uint64_
         g->uses = n;
         g->use_cap = cap;
     }
+    if (!a) return status_make(CUBEC_INTERNAL, "a graph use without memory");
     a->refs++;
     g->uses[g->use_count++] = (graph_use){a, offset, size, write, input};
     return NULL;
@@ -353,7 +354,7 @@ cubec_status server_graph_record(cubec_device *d, uint32_t slot, task *t)
     if (t->kind == TASK_LAUNCH && t->entry->refl.has_info_buffer) {
         unsigned char *dst = NULL;
         err = chunk_alloc(d, g, t->entry->info_size, &info_buffer, &dst);
-        if (!err) memcpy(dst, server_task_info(d, t), t->entry->info_size);
+        if (!err && dst) memcpy(dst, server_task_info(d, t), t->entry->info_size);
     }
     int timed = !err && g->queries[0] && g->stamp_count < GRAPH_TIMED_LAUNCHES &&
                 timing_stamp_add(&g->stamps, &g->stamp_cap, g->stamp_count, t) != NULL;

@@ -111,6 +111,7 @@ static cubec_status take_pair(cubec_device *d, uint32_t *out_query)
  * submission order, so a later user's reset and writes come after these. */
 static void drop_profile(cubec_device *d, uint64_t id, profile_obj *p)
 {
+    if (!p) return;
     if (d->profiles.timing == CUBEC_TIMING_DEVICE)
         d->profiles.free_pairs[d->profiles.free_pair_count++] = p->query / 2;
     failure_release(p->poison);
@@ -188,6 +189,7 @@ static cubec_status lookup(cubec_device *d, stream_ref s, uint64_t id, const cha
     void *o;
     RETURN_IF_ERROR(handle_table_lookup(&d->profiles.handles, id, arg, &o));
     profile_obj *p = o;
+    if (!p) return status_make(CUBEC_INTERNAL, "%s: the profile table holds no object", fn);
     if (p->slot != s.slot || p->stream != s.number)
         return INVALID_ARG("%s: profile #%" PRIu64 " began on stream %" PRIu64
                            ", not on stream %" PRIu64,
@@ -200,7 +202,7 @@ static cubec_status lookup(cubec_device *d, stream_ref s, uint64_t id, const cha
  * failure inside the profile (CUBEC_PROFILE_INVALID), unless the device is lost. */
 static cubec_status invalid_after(const profile_obj *p, cubec_status err)
 {
-    if (cubec_status_code(err) == CUBEC_DEVICE_LOST) return err;
+    if (!p || cubec_status_code(err) == CUBEC_DEVICE_LOST) return err;
     cubec_status invalid = status_make(CUBEC_PROFILE_INVALID,
                                        "profile #%" PRIu64 " on stream %" PRIu64
                                        " measured work that did not all run: %s",
@@ -232,6 +234,7 @@ cubec_status server_profile_end(cubec_device *d, stream_ref s, uint64_t id,
     uint32_t slot = s.slot;
     profile_obj *p = NULL;
     RETURN_IF_ERROR(lookup(d, s, id, "cubec_profile_end", &p));
+    if (!p) return status_make(CUBEC_INTERNAL, "cubec_profile_end: no profile object");
     cubec_status err = NULL;
     cubec_profile_result r = {.method = d->profiles.timing};
     if (d->profiles.timing == CUBEC_TIMING_SYSTEM) {

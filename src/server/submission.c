@@ -131,6 +131,7 @@ cubec_status sub_begin(cubec_device *d, gpu_cmd **out_cmd)
     d->streams.draining--;
     CUBEC_ASSERT(d->streams.draining >= 0); /* drains nest and unwind */
     RETURN_IF_ERROR(err);
+    if (!b) return status_make(CUBEC_INTERNAL, "no command buffer to record into");
     if (b->stamp_count) NOTIFY(d, finished, b); /* finished, not yet harvested */
     RETURN_IF_ERROR(d->gpu->ops->cmd_begin(d->gpu, b->cmd));
     NOTIFY(d, begun, b);
@@ -159,6 +160,7 @@ cubec_status sub_flush_to(cubec_device *d, int for_host, sub_handoff *handoff)
         RETURN_IF_ERROR(sub_begin(d, &cmd));
     }
     batch *b = d->sub.open;
+    if (!b) return status_make(CUBEC_INTERNAL, "no open command buffer to submit");
     if (for_host)
         d->gpu->ops->barrier(b->cmd, GPU_STAGE_COMPUTE | GPU_STAGE_TRANSFER,
                              GPU_ACCESS_SHADER_WRITE | GPU_ACCESS_TRANSFER_WRITE, GPU_STAGE_HOST,
