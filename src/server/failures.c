@@ -54,9 +54,15 @@ static void batch_settled(cubec_device *d, batch *b, cubec_status err, uint64_t 
     if (err)
         f = failure_new(cubec_status_code(err), "the submission of its work failed: %s",
                         cubec_status_message(err));
+    /* A lost batch never runs: the value it would have signalled goes to the next batch, so a
+     * use it recorded must not keep memory (a deferred free, a host access) waiting for that. */
+    uint64_t lost_value = err ? d->sub.next_value : 0;
     for (uint32_t i = 0; i < b->held_count; i++) {
         held_range *h = &b->held[i];
         CUBEC_ASSERT(h->alloc->refs > 0); /* a hold is released exactly once, here */
+        if (lost_value && h->alloc->last_use >= lost_value) h->alloc->last_use = lost_value - 1;
+        if (lost_value && h->alloc->last_write >= lost_value)
+            h->alloc->last_write = lost_value - 1;
         if (f && h->write) server_taint(h->alloc, h->offset, h->size, f);
         server_alloc_release(d, h->alloc);
     }
