@@ -97,9 +97,7 @@ static cubec_status check_buffers(cubec_device *d, const char *fn, const cubec_b
         buffer_obj *b = handle_table_get(&d->buffers.handles, buffers[i].id);
         if (!b) return INVALID_ARG("%s: buffers[%u] was released meanwhile", fn, i);
         /* Whatever is queued for it must have been recorded (and so judged) first. */
-        RETURN_IF_ERROR(server_drain_for_host(d, b->alloc->slot, b->alloc, 0));
-        failure *f = server_failure_of(b->alloc, buffer_device_offset(b), b->size);
-        if (f) return server_failure_status(b->alloc, f, "check");
+        RETURN_IF_ERROR(server_check_buffer(d, b));
     }
     return NULL;
 }

@@ -10,31 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The rings the server keeps for itself (spec 3.8's auxiliary memory), as pool entries; returns
- * how many were written, at most `room`. Rings a device does not have (staging on unified
- * memory) are left out. */
-static uint32_t aux_fill(const cubec_device *device, cubec_pool_report *out, uint32_t room)
-{
-    const struct {
-        const char *kind;
-        const host_ring *ring;
-    } aux[] = {{"metadata", &device->rings.info},
-               {"upload", &device->rings.upload},
-               {"readback", &device->rings.readback}};
-    uint32_t n = 0;
-    for (size_t i = 0; i < sizeof aux / sizeof aux[0]; i++) {
-        if (!aux[i].ring->mem || n >= room) continue;
-        cubec_pool_report *p = &out[n++];
-        memset(p, 0, sizeof *p);
-        snprintf(p->kind, sizeof p->kind, "%s", aux[i].kind);
-        p->page_size = aux[i].ring->size;
-        p->max_slice_size = aux[i].ring->chunk_size;
-        p->pages = p->pages_peak = 1;
-        p->bytes_reserved = aux[i].ring->size;
-    }
-    return n;
-}
-
 cubec_status cubec_memory_report_get(cubec_device *device, cubec_stream stream,
                                      cubec_memory_report *out_report)
 {
@@ -43,14 +18,8 @@ cubec_status cubec_memory_report_get(cubec_device *device, cubec_stream stream,
     RETURN_IF_ERROR(api_lock(device, "cubec_memory_report_get"));
     stream_ref s;
     cubec_status err = api_slot(device, stream, "cubec_memory_report_get", &s);
-    if (err) return api_unlock(device, err);
-    sub_poll(device);
-    /* The stream's own pools (spec 3.8: a report is per stream). */
-    if (device->streams.slots[s.slot].memory)
-        memory_report_fill(device->streams.slots[s.slot].memory, out_report);
-    out_report->pool_count += aux_fill(device, &out_report->pools[out_report->pool_count],
-                                       CUBEC_MAX_POOLS - out_report->pool_count);
-    return api_unlock(device, NULL);
+    if (!err) server_memory_report(device, s, out_report);
+    return api_unlock(device, err);
 }
 
 cubec_status cubec_memory_cleanup(cubec_device *device, cubec_stream stream)
@@ -98,37 +67,38 @@ static void add_pool(totals *t, const cubec_pool_report *p)
     t->pages += p->pages;
 }
 
+static cubec_status add_slot_report(void *user, uint32_t slot, const cubec_memory_report *r)
+{
+    snapshot *out = user;
+    slot_memory *grown = realloc(out->slots, (out->slot_count + 1) * sizeof(slot_memory));
+    if (!grown) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (memory report)");
+    out->slots = grown;
+    slot_memory *s = &out->slots[out->slot_count++];
+    memset(s, 0, sizeof *s);
+    s->slot = slot;
+    s->report = *r;
+    for (uint32_t p = 0; p < s->report.pool_count; p++)
+        add_pool(&s->sum, &s->report.pools[p]);
+    add_pool(&out->buffers, &(cubec_pool_report){.allocations = s->sum.allocations,
+                                                 .bytes_in_use = s->sum.bytes_in_use,
+                                                 .bytes_padding = s->sum.bytes_padding,
+                                                 .bytes_reserved = s->sum.bytes_reserved,
+                                                 .pages = s->sum.pages});
+    return NULL;
+}
+
+/* The numbers, copied under the device lock; formatted after it is released. */
 static cubec_status take_snapshot(cubec_device *device, const char *fn, snapshot *out)
 {
     memset(out, 0, sizeof *out);
     RETURN_IF_ERROR(api_lock(device, fn));
-    /* Frees whose GPU work has finished are run first, as cubec_memory_report_get does, so the
-     * report does not count memory that is only waiting for a poll. */
-    sub_poll(device);
-    uint32_t n = 0;
-    for (uint32_t i = 0; i < device->streams.max_streams; i++)
-        n += device->streams.slots[i].memory != NULL;
-    if (n) {
-        out->slots = calloc(n, sizeof *out->slots);
-        if (!out->slots)
-            return api_unlock(device,
-                              status_make(CUBEC_OUT_OF_MEMORY,
-                                          "%s: host out of memory (report of %u slots)", fn, n));
+    cubec_status err = server_memory_each_slot(device, add_slot_report, out);
+    if (err) {
+        free(out->slots);
+        out->slots = NULL;
+        return api_unlock(device, status_annotate(err, "%s", fn));
     }
-    for (uint32_t i = 0; i < device->streams.max_streams; i++) {
-        if (!device->streams.slots[i].memory) continue;
-        slot_memory *s = &out->slots[out->slot_count++];
-        s->slot = i;
-        memory_report_fill(device->streams.slots[i].memory, &s->report);
-        for (uint32_t p = 0; p < s->report.pool_count; p++)
-            add_pool(&s->sum, &s->report.pools[p]);
-        add_pool(&out->buffers, &(cubec_pool_report){.allocations = s->sum.allocations,
-                                                     .bytes_in_use = s->sum.bytes_in_use,
-                                                     .bytes_padding = s->sum.bytes_padding,
-                                                     .bytes_reserved = s->sum.bytes_reserved,
-                                                     .pages = s->sum.pages});
-    }
-    out->aux_count = aux_fill(device, out->aux, 3);
+    out->aux_count = server_rings_report(device, out->aux, 3);
     for (uint32_t i = 0; i < out->aux_count; i++)
         out->aux_reserved += out->aux[i].bytes_reserved;
     return api_unlock(device, NULL);

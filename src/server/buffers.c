@@ -7,6 +7,7 @@
 #include "server/device.h"
 
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -80,6 +81,56 @@ void server_memory_cleanup_all(cubec_device *d, int explicit_cleanup)
     for (uint32_t i = 0; i < d->streams.max_streams; i++)
         if (d->streams.slots[i].memory)
             memory_cleanup(d->streams.slots[i].memory, explicit_cleanup);
+}
+
+/* The rings the server keeps for itself (spec 3.8's auxiliary memory), as pool entries; returns
+ * how many were written, at most `room`. Rings a device does not have (staging on unified
+ * memory) are left out. */
+uint32_t server_rings_report(const cubec_device *device, cubec_pool_report *out, uint32_t room)
+{
+    const struct {
+        const char *kind;
+        const host_ring *ring;
+    } aux[] = {{"metadata", &device->rings.info},
+               {"upload", &device->rings.upload},
+               {"readback", &device->rings.readback}};
+    uint32_t n = 0;
+    for (size_t i = 0; i < sizeof aux / sizeof aux[0]; i++) {
+        if (!aux[i].ring->mem || n >= room) continue;
+        cubec_pool_report *p = &out[n++];
+        memset(p, 0, sizeof *p);
+        snprintf(p->kind, sizeof p->kind, "%s", aux[i].kind);
+        p->page_size = aux[i].ring->size;
+        p->max_slice_size = aux[i].ring->chunk_size;
+        p->pages = p->pages_peak = 1;
+        p->bytes_reserved = aux[i].ring->size;
+    }
+    return n;
+}
+
+void server_memory_report(cubec_device *d, stream_ref s, cubec_memory_report *out)
+{
+    sub_poll(d); /* frees whose GPU work finished are not counted as in use */
+    /* The stream's own pools (spec 3.8: a report is per stream), then the device's rings. */
+    if (d->streams.slots[s.slot].memory) memory_report_fill(d->streams.slots[s.slot].memory, out);
+    out->pool_count +=
+        server_rings_report(d, &out->pools[out->pool_count], CUBEC_MAX_POOLS - out->pool_count);
+}
+
+cubec_status server_memory_each_slot(cubec_device *d,
+                                     cubec_status (*each)(void *user, uint32_t slot,
+                                                          const cubec_memory_report *r),
+                                     void *user)
+{
+    sub_poll(d);
+    cubec_memory_report r;
+    for (uint32_t i = 0; i < d->streams.max_streams; i++) {
+        if (!d->streams.slots[i].memory) continue;
+        memset(&r, 0, sizeof r);
+        memory_report_fill(d->streams.slots[i].memory, &r);
+        RETURN_IF_ERROR(each(user, i, &r));
+    }
+    return NULL;
 }
 
 cubec_status server_memory_cleanup(cubec_device *d, stream_ref s)

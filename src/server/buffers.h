@@ -53,6 +53,16 @@ typedef struct buffer_store {
 MUST_USE cubec_status server_buffer_create(cubec_device *d, stream_ref s, uint64_t size,
                                            cubec_buffer *out);
 /* cubec_memory_cleanup: frees waiting on the GPU first, then the stream's empty pages. */
+/* cubec_memory_report_get: the pools of `s`'s slot and the device's rings. */
+void server_memory_report(cubec_device *d, stream_ref s, cubec_memory_report *out);
+/* The device's rings as pool entries (at most `room`; rings it lacks are left out). */
+uint32_t server_rings_report(const cubec_device *d, cubec_pool_report *out, uint32_t room);
+/* Calls `each` with the report of every slot that has allocated memory (after running the frees
+ * whose GPU work finished); stops at the first error. */
+MUST_USE cubec_status server_memory_each_slot(cubec_device *d,
+                                              cubec_status (*each)(void *user, uint32_t slot,
+                                                                   const cubec_memory_report *r),
+                                              void *user);
 MUST_USE cubec_status server_memory_cleanup(cubec_device *d, stream_ref s);
 void server_memory_cleanup_all(cubec_device *d, int explicit_cleanup);
 MUST_USE cubec_status server_buffer_view(cubec_device *d, buffer_obj *parent, uint64_t offset,
