@@ -189,7 +189,7 @@ cubec_status cubec_memory_report_json(cubec_device *device, char **out_json)
     RETURN_IF_ERROR(take_snapshot(device, fn, &s));
     strbuf b = {0};
     sb_printf(&b, "{\n  \"slots\": [\n");
-    for (uint32_t i = 0; i < s.slot_count; i++) {
+    for (uint32_t i = 0; s.slots && i < s.slot_count; i++) {
         const slot_memory *m = &s.slots[i];
         sb_printf(&b, "    {\n      \"slot\": %u,\n      \"pools\": [\n", m->slot);
         for (uint32_t p = 0; p < m->report.pool_count; p++)
@@ -264,7 +264,7 @@ cubec_status cubec_memory_report_table(cubec_device *device, char **out_text)
     sb_printf(&b, TABLE_HEADER, "slot", "pool", "page size", "max slice", "pages", "peak", "allocs",
               "in use", "padding", "reserved");
     if (!s.slot_count) sb_printf(&b, "(no stream has allocated memory)\n");
-    for (uint32_t i = 0; i < s.slot_count; i++) {
+    for (uint32_t i = 0; s.slots && i < s.slot_count; i++) {
         const slot_memory *m = &s.slots[i];
         char slot[16];
         snprintf(slot, sizeof slot, "%u", m->slot);
