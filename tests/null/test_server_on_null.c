@@ -144,6 +144,11 @@ static uint64_t now_ns(void)
  * fix). */
 static int known_bug_fails(const char *id)
 {
+    /* Fixed in cubec: always checked, so a regression fails. */
+    static const char *const fixed[] = {"read-async-late", "empty-check", "profile-begin-dropped",
+                                        "lost-batch-holds-memory"};
+    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
+        if (!strcmp(id, fixed[i])) return 1;
     const char *v = getenv("CUBEC_KNOWN_BUGS");
     if (!v || !*v) return 0;
     if (!strcmp(v, "fail")) return 1;
