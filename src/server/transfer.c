@@ -95,8 +95,10 @@ static cubec_status write_body(cubec_device *d, stream_ref s, buffer_obj *b, uin
     if (size == 0) return NULL;
     gpu_mem *page = buffer_page(b);
     uint64_t at = buffer_device_offset(b) + offset;
-    if (server_graph_refuse_write(d, s, b->alloc, at, size)) return NULL;
+    /* Work queued earlier on the bytes is recorded first, refused write or not: the refusal's
+     * failure must land after what earlier work reads and writes there. */
     RETURN_IF_ERROR(server_drain_for_host(d, slot, b->alloc, 1));
+    if (server_graph_refuse_write(d, s, b->alloc, at, size)) return NULL;
     if (page->mapped) {
         /* The wait may release the device lock: the reference keeps the memory. */
         alloc_obj *a = b->alloc;
