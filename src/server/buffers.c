@@ -2,6 +2,7 @@
  * its memory each, mapped once on unified memory); memory/ decides how they are carved. An
  * allocation returns to its pool only when its last handle is released and the GPU has finished
  * the last batch that used it, so queued work never sees its memory reused. */
+#include "base/array.h"
 #include "base/assert.h"
 #include "base/log.h"
 #include "server/device.h"
@@ -172,23 +173,18 @@ void server_alloc_release(cubec_device *d, alloc_obj *a)
     taint_free(&a->taint);
     if (a->mem.size) {
         if (a->last_use > d->sub.completed_value) {
-            if (d->buffers.deferred_count == d->buffers.deferred_cap) {
-                uint32_t cap = d->buffers.deferred_cap ? d->buffers.deferred_cap * 2 : 64;
-                deferred_free *n = realloc(d->buffers.deferred, cap * sizeof *n);
-                if (!n) {
-                    /* Cannot defer: wait for the GPU (keeping the lock) instead of leaking or
-                     * racing it. */
-                    d->streams.draining++;
-                    cubec_status e = sub_wait(d, a->last_use);
-                    d->streams.draining--;
-                    CUBEC_ASSERT(d->streams.draining >= 0); /* drains nest and unwind */
-                    cubec_status_free(e);
-                    free_into_slot(d, a->slot, &a->mem);
-                    free(a);
-                    return;
-                }
-                d->buffers.deferred = n;
-                d->buffers.deferred_cap = cap;
+            if (array_grow((void **)&d->buffers.deferred, &d->buffers.deferred_cap,
+                           (uint64_t)d->buffers.deferred_count + 1, sizeof(deferred_free)) != 0) {
+                /* Cannot defer: wait for the GPU (keeping the lock) instead of leaking or
+                 * racing it. */
+                d->streams.draining++;
+                cubec_status e = sub_wait(d, a->last_use);
+                d->streams.draining--;
+                CUBEC_ASSERT(d->streams.draining >= 0); /* drains nest and unwind */
+                cubec_status_free(e);
+                free_into_slot(d, a->slot, &a->mem);
+                free(a);
+                return;
             }
             d->buffers.deferred[d->buffers.deferred_count++] =
                 (deferred_free){a->mem, a->slot, a->last_use};

@@ -1,6 +1,7 @@
 /* Failures on memory, the server's side (spec 5): tainting ranges, skipped launches, submissions
  * that are lost, and the errors host accesses return. The failure objects and maps are in
  * failure/. */
+#include "base/array.h"
 #include "base/assert.h"
 #include "server/device.h"
 
@@ -42,13 +43,9 @@ cubec_status server_hold(cubec_device *d, batch *b, alloc_obj *a, uint64_t offse
                          int write)
 {
     (void)d;
-    if (b->held_count == b->held_cap) {
-        uint32_t cap = b->held_cap ? b->held_cap * 2 : 64;
-        held_range *n = realloc(b->held, cap * sizeof *n);
-        if (!n) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (batch ranges)");
-        b->held = n;
-        b->held_cap = cap;
-    }
+    if (array_grow((void **)&b->held, &b->held_cap, (uint64_t)b->held_count + 1,
+                   sizeof(held_range)) != 0)
+        return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (batch ranges)");
     a->refs++;
     b->held[b->held_count++] = (held_range){a, offset, size, write};
     return NULL;

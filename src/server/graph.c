@@ -18,6 +18,7 @@
  * reference is the page guard of spec 3.9. Deviation from the seed: the seed leaves captured
  * buffers' lifetime to the caller (unsafe replay); cubec keeps them, so a released buffer cannot
  * have its memory handed to another while a replay still writes it. */
+#include "base/array.h"
 #include "base/log.h"
 #include "server/device.h"
 
@@ -258,13 +259,9 @@ static cubec_status add_use(graph_obj *g, alloc_obj *a, uint64_t offset, uint64_
             return NULL;
         }
     }
-    if (g->use_count == g->use_cap) {
-        uint32_t cap = g->use_cap ? g->use_cap * 2 : 16;
-        graph_use *n = realloc(g->uses, cap * sizeof *n);
-        if (!n) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (graph)");
-        g->uses = n;
-        g->use_cap = cap;
-    }
+    if (array_grow((void **)&g->uses, &g->use_cap, (uint64_t)g->use_count + 1, sizeof(graph_use)) !=
+        0)
+        return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (graph)");
     if (!a) return status_make(CUBEC_INTERNAL, "a graph use without memory");
     a->refs++;
     g->uses[g->use_count++] = (graph_use){a, offset, size, write, input};

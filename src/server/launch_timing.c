@@ -9,6 +9,7 @@
  * batch is reused) and turned into trace events and summary entries. Off, none of this costs
  * anything but a branch per launch. Host-side work (writes, reads, compilations, submissions,
  * syncs) goes to the host track with host times. */
+#include "base/array.h"
 #include "base/log.h"
 #include "profiling/kernel_stats.h"
 #include "profiling/trace.h"
@@ -137,13 +138,8 @@ void timing_batch_begin(cubec_device *d, batch *b)
 
 launch_stamp *timing_stamp_add(launch_stamp **stamps, uint32_t *cap, uint32_t count, const task *t)
 {
-    if (count == *cap) {
-        uint32_t grown = *cap ? *cap * 2 : 64;
-        launch_stamp *n = realloc(*stamps, grown * sizeof *n);
-        if (!n) return NULL; /* this launch goes untimed */
-        *stamps = n;
-        *cap = grown;
-    }
+    if (array_grow((void **)stamps, cap, (uint64_t)count + 1, sizeof(launch_stamp)) != 0)
+        return NULL; /* this launch goes untimed */
     launch_stamp *s = &(*stamps)[count];
     snprintf(s->name, sizeof s->name, "%s", task_name(t));
     s->stream = t->stream;

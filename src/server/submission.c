@@ -2,6 +2,7 @@
  * tasks_max tasks, or when the host needs results. Each submission signals the next value of one
  * timeline semaphore; "is X done" is a comparison with the counter, and waiting polls briefly
  * before blocking (a fence wait costs ~25 us more than a busy poll on an H200). */
+#include "base/array.h"
 #include "base/assert.h"
 #include "base/log.h"
 #include "server/device.h"
@@ -101,12 +102,10 @@ static cubec_status take_batch(cubec_device *d, batch **out)
             RETURN_IF_ERROR(sub_wait(d, oldest));
             return take_batch(d, out);
         }
-        uint32_t cap = d->sub.batch_cap ? d->sub.batch_cap * 2 : 8;
-        if (cap > d->sub.max_batches) cap = d->sub.max_batches;
-        batch *nb = realloc(d->sub.batches, cap * sizeof *nb);
-        if (!nb) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (command buffers)");
-        d->sub.batches = nb;
-        d->sub.batch_cap = cap;
+        if (array_grow_ex((void **)&d->sub.batches, &d->sub.batch_cap,
+                          (uint64_t)d->sub.batch_count + 1, sizeof(batch), 8, d->sub.max_batches,
+                          realloc) != 0)
+            return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (command buffers)");
     }
     batch *b = &d->sub.batches[d->sub.batch_count];
     memset(b, 0, sizeof *b);
