@@ -19,6 +19,7 @@
  * buffers' lifetime to the caller (unsafe replay); cubec keeps them, so a released buffer cannot
  * have its memory handed to another while a replay still writes it. */
 #include "base/array.h"
+#include "base/clock.h"
 #include "base/log.h"
 #include "server/device.h"
 
@@ -504,7 +505,7 @@ cubec_status server_graph_replay(cubec_device *d, stream_ref s, uint64_t id)
     }
     /* A capture may have begun on the slot while this thread waited. */
     RETURN_IF_ERROR(server_graph_refuse(d, slot, "cubec_graph_replay"));
-    uint64_t t0 = d->timing.trace ? server_now_ns() : 0;
+    uint64_t t0 = d->timing.trace ? clock_now_ns() : 0;
     /* Ordered after the stream's queued work and after queued writers of what it binds. */
     uint32_t *slots = d->streams.align_slots;
     slots[0] = slot;

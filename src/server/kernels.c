@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 static double now_ms(void)
 {
@@ -101,7 +100,7 @@ cubec_status server_kernel_create(cubec_device *d, const cubec_kernel_desc *desc
     const char *entry_point =
         desc->entry_point && desc->entry_point[0] ? desc->entry_point : "main";
     double t0 = now_ms();
-    uint64_t trace_t0 = server_now_ns();
+    uint64_t trace_t0 = clock_now_ns();
     pipeline_entry *e = calloc(1, sizeof *e);
     if (!e) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (kernel)");
     e->key = key;

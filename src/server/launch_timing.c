@@ -10,6 +10,7 @@
  * anything but a branch per launch. Host-side work (writes, reads, compilations, submissions,
  * syncs) goes to the host track with host times. */
 #include "base/array.h"
+#include "base/clock.h"
 #include "base/log.h"
 #include "profiling/kernel_stats.h"
 #include "profiling/trace.h"
@@ -90,7 +91,7 @@ cubec_status timing_init(cubec_device *d)
             return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (kernel statistics)");
     }
     d->timing.on = d->timing.trace || d->timing.kernel_stats;
-    d->timing.summary_ns = server_now_ns();
+    d->timing.summary_ns = clock_now_ns();
     return NULL;
 }
 
@@ -146,7 +147,7 @@ launch_stamp *timing_stamp_add(launch_stamp **stamps, uint32_t *cap, uint32_t co
     s->slot = t->slot;
     memcpy(s->groups, t->groups, sizeof s->groups);
     s->indirect = t->indirect.alloc != NULL;
-    s->record_ns = server_now_ns();
+    s->record_ns = clock_now_ns();
     return s;
 }
 
@@ -279,14 +280,14 @@ void timing_host(cubec_device *d, const char *name, const char *category, uint64
     char args[256];
     snprintf(args, sizeof args, "\"stream\":%" PRIu64 "%s%s", stream, args_json ? "," : "",
              args_json ? args_json : "");
-    uint64_t now = server_now_ns();
+    uint64_t now = clock_now_ns();
     trace_complete(d->timing.trace, TRACE_HOST, name, category, begin_ns, now - begin_ns, args);
 }
 
 void timing_summary_tick(cubec_device *d, int force)
 {
     if (!d->timing.kernel_stats || kernel_stats_empty(d->timing.kernel_stats)) return;
-    uint64_t now = server_now_ns();
+    uint64_t now = clock_now_ns();
     if (!force && now - d->timing.summary_ns < 1000000000ull) return;
     char text[8192];
     kernel_stats_format(d->timing.kernel_stats, text, sizeof text);

@@ -14,6 +14,7 @@
  * its slot that fails or is skipped meanwhile poisons it (seed: profile_failure): end then
  * returns CUBEC_PROFILE_INVALID naming that failure, so an autotuner never picks a candidate
  * that did not run. */
+#include "base/clock.h"
 #include "base/log.h"
 #include "server/device.h"
 
@@ -22,17 +23,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 /* Open profiles at once with Device timing (a query pair each). */
 #define PROFILE_PAIRS 1024
-
-uint64_t server_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* Samples the device counter and the host clock together (VK_EXT_calibrated_timestamps). Without
  * the extension the offset is set from the first timestamps read back (see below). */
@@ -44,20 +37,20 @@ static void calibrate(cubec_device *d)
     d->profiles.clock_offset_ns =
         (double)stamps[1] - (double)stamps[0] * d->info.timestamp_period_ns;
     d->profiles.clock_known = 1;
-    d->profiles.clock_checked_ns = server_now_ns();
+    d->profiles.clock_checked_ns = clock_now_ns();
 }
 
 uint64_t server_device_time_ns(cubec_device *d, uint64_t ticks)
 {
     /* The clocks drift apart by parts per million: re-sample them every second. */
     if (d->gpu->caps.calibrated_clock &&
-        server_now_ns() - d->profiles.clock_checked_ns > 1000000000ull)
+        clock_now_ns() - d->profiles.clock_checked_ns > 1000000000ull)
         calibrate(d);
     if (!d->profiles.clock_known) {
         /* No calibration: the timestamp was just read back after its batch finished, so "now"
          * bounds it from above; traces are shifted by at most the completion latency. */
         d->profiles.clock_offset_ns =
-            (double)server_now_ns() - (double)ticks * d->info.timestamp_period_ns;
+            (double)clock_now_ns() - (double)ticks * d->info.timestamp_period_ns;
         d->profiles.clock_known = 1;
     }
     double ns = (double)ticks * d->info.timestamp_period_ns + d->profiles.clock_offset_ns;
@@ -169,7 +162,7 @@ cubec_status server_profile_begin(cubec_device *d, stream_ref s, uint64_t *out_i
          * it would make the measurement meaningless anyway. */
         err = sync_slot(d, slot);
         p->opened = 1;
-        p->begin_ns = server_now_ns();
+        p->begin_ns = clock_now_ns();
     }
     if (err) {
         drop_profile(d, id, p);
@@ -248,7 +241,7 @@ cubec_status server_profile_end(cubec_device *d, stream_ref s, uint64_t id,
                                      "another thread while it ended");
         if (err) err = invalid_after(p, err);
         r.begin_ns = begin_ns;
-        r.end_ns = server_now_ns();
+        r.end_ns = clock_now_ns();
     } else {
         err = queue_timestamp(d, s, id, 1);
         if (!err) {

@@ -49,6 +49,5 @@ void server_profiles_poison(cubec_device *d, uint32_t slot, failure *f);
 void server_profile_timestamp_dropped(cubec_device *d, const task *t, failure *f);
 /* Host CLOCK_MONOTONIC ns of a device timestamp. */
 uint64_t server_device_time_ns(cubec_device *d, uint64_t ticks);
-uint64_t server_now_ns(void);
 
 #endif

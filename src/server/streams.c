@@ -5,6 +5,7 @@
  * process-wide counter, so every thread's default stream and every cubec_stream_new stream is
  * distinct; the tag makes an id of another device detectable. The slot is number % max_streams. */
 #include "base/assert.h"
+#include "base/clock.h"
 #include "base/log.h"
 #include "server/device.h"
 
@@ -193,7 +194,7 @@ cubec_status server_sync(cubec_device *d, stream_ref s)
     RETURN_IF_ERROR(server_graph_refuse(d, s.slot, "cubec_sync"));
     /* After a sync the host may read what the stream wrote (mapped memory, events): the batch
      * that carries the stream's last work ends with a host barrier. */
-    uint64_t t0 = d->timing.trace ? server_now_ns() : 0;
+    uint64_t t0 = d->timing.trace ? clock_now_ns() : 0;
     RETURN_IF_ERROR(server_drain(d, &s.slot, 1, DRAIN_FOR_HOST));
     RETURN_IF_ERROR(sub_wait_for_host(d, d->streams.slots[s.slot].last_value));
     timing_host(d, "sync", "sync", t0, s.number, NULL);

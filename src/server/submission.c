@@ -4,6 +4,7 @@
  * before blocking (a fence wait costs ~25 us more than a busy poll on an H200). */
 #include "base/array.h"
 #include "base/assert.h"
+#include "base/clock.h"
 #include "base/log.h"
 #include "server/device.h"
 
@@ -11,14 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 cubec_status sub_init(cubec_device *d)
 {
@@ -173,7 +166,7 @@ cubec_status sub_flush_to(cubec_device *d, int for_host, sub_handoff *handoff)
         return err;
     }
     uint64_t value = d->sub.next_value;
-    uint64_t submit_begin = now_ns();
+    uint64_t submit_begin = clock_now_ns();
     cubec_status lost = NULL;
     if (handoff) {
         /* The submission thread submits it, with what the caller hands over next; the fault
@@ -187,7 +180,7 @@ cubec_status sub_flush_to(cubec_device *d, int for_host, sub_handoff *handoff)
         submitter_quiesce(d); /* replays handed to the submission thread go first */
         gpu_submit_item item = {b->cmd, value};
         lost = gpu_submit(d->gpu, &item, 1);
-        d->sub.stats.submit_ns += now_ns() - submit_begin;
+        d->sub.stats.submit_ns += clock_now_ns() - submit_begin;
         if (lost) lost = server_note_error(d, lost);
     }
     if (lost) {
@@ -234,14 +227,14 @@ static cubec_status wait_timeline(gpu *g, uint64_t value, int spin_us, uint64_t 
 {
     uint64_t v = 0;
     if (spin_us > 0) {
-        uint64_t until = now_ns() + (uint64_t)spin_us * 1000u;
+        uint64_t until = clock_now_ns() + (uint64_t)spin_us * 1000u;
         do {
             RETURN_IF_ERROR(g->ops->timeline_value(g, &v));
             if (v >= value) {
                 *out_value = v;
                 return NULL;
             }
-        } while (now_ns() < until);
+        } while (clock_now_ns() < until);
     }
     RETURN_IF_ERROR(g->ops->timeline_wait(g, value));
     *out_value = value;

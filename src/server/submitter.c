@@ -14,6 +14,7 @@
  * the queue to finish what came before and signals the value from the host, so that no waiter
  * hangs, and records the failure; the device (under its lock, in sub_poll) taints the graph's
  * outputs with it and surfaces a lost device. */
+#include "base/clock.h"
 #include "base/log.h"
 #include "server/device.h"
 
@@ -34,8 +35,8 @@ static void *submitter_main(void *arg)
              * before it. Not on CPU devices, where the core polling is the GPU. */
             unsigned seen = atomic_load(&s->pushed);
             pthread_mutex_unlock(&s->lock);
-            uint64_t until = server_now_ns() + (uint64_t)d->sub.spin_us * 1000u;
-            while (atomic_load(&s->pushed) == seen && server_now_ns() < until)
+            uint64_t until = clock_now_ns() + (uint64_t)d->sub.spin_us * 1000u;
+            while (atomic_load(&s->pushed) == seen && clock_now_ns() < until)
                 sched_yield();
             pthread_mutex_lock(&s->lock);
         }
@@ -55,9 +56,9 @@ static void *submitter_main(void *arg)
         uint32_t n = 0;
         if (item.batch) items[n++] = (gpu_submit_item){item.batch, item.batch_value};
         items[n++] = (gpu_submit_item){item.cmd, item.value};
-        uint64_t t0 = server_now_ns();
+        uint64_t t0 = clock_now_ns();
         cubec_status r = d->gpu->ops->submit(d->gpu, items, n);
-        uint64_t spent = server_now_ns() - t0;
+        uint64_t spent = clock_now_ns() - t0;
         if (r) {
             /* Nothing will signal the value: do it once what came before has finished. */
             d->gpu->ops->queue_idle(d->gpu);

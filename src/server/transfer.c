@@ -8,6 +8,7 @@
  * chunk overlaps the DMA of the previous one. Writes are recorded in stream order and return as
  * soon as the bytes are in staging. */
 #include "base/assert.h"
+#include "base/clock.h"
 #include "server/device.h"
 
 #include <inttypes.h>
@@ -82,7 +83,7 @@ static cubec_status write_body(cubec_device *d, stream_ref s, buffer_obj *b, uin
 cubec_status server_write(cubec_device *d, stream_ref s, buffer_obj *b, uint64_t offset,
                           const void *src, uint64_t size)
 {
-    uint64_t t0 = d->timing.trace ? server_now_ns() : 0;
+    uint64_t t0 = d->timing.trace ? clock_now_ns() : 0;
     cubec_status err = write_body(d, s, b, offset, src, size);
     if (!err && d->timing.trace) trace_transfer(d, "write", "write", t0, s.number, b, size);
     return err;
@@ -175,7 +176,7 @@ static cubec_status read_body(cubec_device *d, uint32_t slot, buffer_obj *b, uin
 cubec_status server_read(cubec_device *d, stream_ref s, buffer_obj *b, uint64_t offset, void *dst,
                          uint64_t size)
 {
-    uint64_t t0 = d->timing.trace ? server_now_ns() : 0;
+    uint64_t t0 = d->timing.trace ? clock_now_ns() : 0;
     cubec_status err = read_body(d, s.slot, b, offset, dst, size);
     if (!err && d->timing.trace) trace_transfer(d, "read", "read", t0, s.number, b, size);
     return err;
@@ -213,7 +214,7 @@ static cubec_status read_async_body(cubec_device *d, stream_ref s, buffer_obj *b
 cubec_status server_read_async(cubec_device *d, stream_ref s, buffer_obj *b, uint64_t offset,
                                void *dst, uint64_t size, cubec_event **out)
 {
-    uint64_t t0 = d->timing.trace ? server_now_ns() : 0;
+    uint64_t t0 = d->timing.trace ? clock_now_ns() : 0;
     cubec_status err = read_async_body(d, s, b, offset, dst, size, out);
     if (!err && d->timing.trace)
         trace_transfer(d, "read (async start)", "read", t0, s.number, b, size);
@@ -234,7 +235,7 @@ static cubec_status read_async_body(cubec_device *d, stream_ref s, buffer_obj *b
     e->device = d;
     e->dst = dst;
     e->size = size;
-    e->trace_begin_ns = d->timing.trace ? server_now_ns() : 0;
+    e->trace_begin_ns = d->timing.trace ? clock_now_ns() : 0;
     e->stream = s.number;
     e->buffer_number = b->alloc->number;
     if (size == 0) {
