@@ -9,6 +9,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+server_stats server_stats_get(cubec_device *d)
+{
+    pthread_mutex_lock(&d->lock);
+    server_stats s = {.tasks = d->sub.stats.tasks,
+                      .skipped = d->sub.stats.skipped,
+                      .barriers = d->sub.stats.barriers,
+                      .submissions = d->sub.stats.submissions,
+                      .max_streams = d->streams.max_streams};
+    pthread_mutex_unlock(&d->lock);
+    return s;
+}
+
 cubec_status server_check_alive(cubec_device *d)
 {
     if (d->lost)

@@ -44,6 +44,16 @@ struct cubec_device_s {
     launch_timing timing;   /* device lock */
 };
 
+/* What tests and logs read of a device's work, copied under its lock. */
+typedef struct server_stats {
+    uint64_t tasks;    /* recorded tasks (launches, copies, fills, timestamps, replayed launches) */
+    uint64_t skipped;  /* tasks and replays skipped because an input carried a failure */
+    uint64_t barriers; /* barriers recorded between commands */
+    uint64_t submissions; /* command buffers submitted */
+    uint32_t max_streams; /* slots stream ids fold onto */
+} server_stats;
+server_stats server_stats_get(cubec_device *d);
+
 MUST_USE cubec_status server_open(const cubec_device_desc *desc, cubec_device **out);
 void server_close(cubec_device *d);
 MUST_USE cubec_status server_check_alive(cubec_device *d);

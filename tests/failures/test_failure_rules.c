@@ -14,7 +14,7 @@
  * Failures are made with cubec's fault injection. Every expected value and every expected message
  * is computed here (buffer numbers follow the order of creation on a fresh device, stream numbers
  * are the low 48 bits of the stream ids); every error checked is printed (docs/errors.md quotes
- * them). The device's internal counters (d->sub.stats) prove that a skipped launch was not
+ * them). The device's internal counters (server_stats_get) prove that a skipped launch was not
  * recorded. Three tests guard what these tests found: test_successful_relaunch_clears_failure
  * (spec 5.3: a launch that runs releases the failure of what it writes),
  * test_page_fault_fails_buffer_creation (a single injected page fault is absorbed by the
@@ -184,12 +184,12 @@ static void test_launch_skipped_when_input_failed(void **state)
     uint64_t call = arm_next(d, CUBEC_FAULT_SUBMIT);
     ASSERT_ERROR(cubec_flush(d, s), CUBEC_INTERNAL, "injected fault: submit call #");
 
-    uint64_t tasks = d->sub.stats.tasks, skipped = d->sub.stats.skipped;
+    uint64_t tasks = server_stats_get(d).tasks, skipped = server_stats_get(d).skipped;
     ASSERT_OK(uint_launch(d, s, k.consume, h.h, y.h, N, 7, 1));
     ASSERT_OK(uint_launch(d, s, k.consume, x.h, z.h, N, 5, 2)); /* good input: runs */
     ASSERT_OK(cubec_sync(d, s));
-    assert_int_equal(d->sub.stats.skipped, skipped + 1);
-    assert_int_equal(d->sub.stats.tasks, tasks + 1); /* only the launch on x was recorded */
+    assert_int_equal(server_stats_get(d).skipped, skipped + 1);
+    assert_int_equal(server_stats_get(d).tasks, tasks + 1); /* only the launch on x was recorded */
 
     char root[256], want_msg[1024];
     lost_root(root, sizeof root, call);
@@ -204,10 +204,10 @@ static void test_launch_skipped_when_input_failed(void **state)
     expect_words(d, s, x.h, xs, "x (only read by the launch)");
 
     /* A read-write binding that carries a failure is an input too. */
-    skipped = d->sub.stats.skipped;
+    skipped = server_stats_get(d).skipped;
     ASSERT_OK(uint_launch(d, s, k.step, h.h, NONE, N, 3, 3));
     ASSERT_ERROR(cubec_check(d, &h.h, 1), CUBEC_INTERNAL, "launch \"step\" on stream");
-    assert_int_equal(d->sub.stats.skipped, skipped + 1);
+    assert_int_equal(server_stats_get(d).skipped, skipped + 1);
 
     ASSERT_OK(cubec_buffer_release(d, x.h));
     ASSERT_OK(cubec_buffer_release(d, h.h));
@@ -238,11 +238,11 @@ static void test_launch_skipped_when_indirect_count_failed(void **state)
     uint64_t call = arm_next(d, CUBEC_FAULT_SUBMIT);
     ASSERT_ERROR(cubec_flush(d, s), CUBEC_INTERNAL, "injected fault: submit call #");
 
-    uint64_t tasks = d->sub.stats.tasks, skipped = d->sub.stats.skipped;
+    uint64_t tasks = server_stats_get(d).tasks, skipped = server_stats_get(d).skipped;
     ASSERT_OK(uint_launch_indirect(d, s, k.consume, x.h, y.h, N, 2, 1, counts.h));
     ASSERT_OK(cubec_sync(d, s));
-    assert_int_equal(d->sub.stats.skipped, skipped + 1);
-    assert_int_equal(d->sub.stats.tasks, tasks);
+    assert_int_equal(server_stats_get(d).skipped, skipped + 1);
+    assert_int_equal(server_stats_get(d).tasks, tasks);
 
     char root[256], want_msg[1024];
     lost_root(root, sizeof root, call);
@@ -322,11 +322,11 @@ static void test_failed_output_is_not_an_input(void **state)
     ASSERT_OK(uint_launch(d, s, k.produce, y.h, NONE, N, 1, 1));
     arm_next(d, CUBEC_FAULT_SUBMIT);
     ASSERT_ERROR(cubec_sync(d, s), CUBEC_INTERNAL, "injected fault: submit call #");
-    uint64_t tasks = d->sub.stats.tasks, skipped = d->sub.stats.skipped;
+    uint64_t tasks = server_stats_get(d).tasks, skipped = server_stats_get(d).skipped;
     ASSERT_OK(uint_launch(d, s, k.consume, x.h, y.h, N, 3, 4));
     ASSERT_OK(cubec_sync(d, s));
-    assert_int_equal(d->sub.stats.skipped, skipped);
-    assert_int_equal(d->sub.stats.tasks, tasks + 1);
+    assert_int_equal(server_stats_get(d).skipped, skipped);
+    assert_int_equal(server_stats_get(d).tasks, tasks + 1);
     ASSERT_OK(cubec_buffer_release(d, x.h));
     ASSERT_OK(cubec_buffer_release(d, y.h));
     kernels_destroy(d, k);
@@ -629,10 +629,10 @@ static void test_copy_not_skipped_for_failure_before_its_source(void **state)
         tbuf dst = make_buffer(d, s, base);
         char root[256], what[128];
         lose_fill_of_head(d, s, src.h, root, sizeof root);
-        uint64_t skipped = d->sub.stats.skipped;
+        uint64_t skipped = server_stats_get(d).skipped;
         ASSERT_OK(write_range(d, s, op, src.h, dst.h));
         ASSERT_OK(cubec_sync(d, s));
-        assert_int_equal(d->sub.stats.skipped, skipped);
+        assert_int_equal(server_stats_get(d).skipped, skipped);
         ASSERT_OK(cubec_check(d, &dst.h, 1));
         memcpy(ref, base, sizeof ref);
         model_range(op, src_words, ref);

@@ -91,7 +91,7 @@ static cubec_status launch_big(cubec_device *d, cubec_stream s, cubec_kernel k, 
 /* A new stream that shares `s`'s slot (stream number modulo max_streams). */
 static cubec_stream neighbour_of(cubec_device *d, cubec_stream s)
 {
-    uint32_t slots = d->streams.max_streams;
+    uint32_t slots = server_stats_get(d).max_streams;
     for (uint32_t i = 0; i <= slots; i++) {
         cubec_stream n = new_stream(d);
         if (stream_number(n) % slots == stream_number(s) % slots) return n;
@@ -909,9 +909,9 @@ static void test_replay_skipped_when_input_failed(void **state)
 
     taint_by_lost_submission(d, s, k.produce, x.h, N, 1, 1);
     ASSERT_OK(cubec_write(d, s, y.h, 0, sentinel, BYTES));
-    uint64_t skipped = d->sub.stats.skipped;
+    uint64_t skipped = server_stats_get(d).skipped;
     ASSERT_OK(cubec_graph_replay(d, s, g)); /* skipped: not an error of the call */
-    assert_int_equal(d->sub.stats.skipped, skipped + 1);
+    assert_int_equal(server_stats_get(d).skipped, skipped + 1);
     char want[256];
     snprintf(want, sizeof want,
              "replay of graph #1 on stream %" PRIu64
@@ -947,7 +947,7 @@ static void test_replay_skipped_when_read_write_input_failed(void **state)
     expect_words(d, s, v.h, want, "v after one replay");
 
     taint_by_lost_submission(d, s, k.produce, v.h, N, 1, 1);
-    uint64_t skipped = d->sub.stats.skipped;
+    uint64_t skipped = server_stats_get(d).skipped;
     ASSERT_OK(cubec_graph_replay(d, s, g));
     char msg[256];
     snprintf(msg, sizeof msg,
@@ -963,7 +963,7 @@ static void test_replay_skipped_when_read_write_input_failed(void **state)
                  msg);
     }
     ASSERT_ERROR2(st, CUBEC_INTERNAL, msg, "injected fault");
-    assert_int_equal(d->sub.stats.skipped, skipped + 1);
+    assert_int_equal(server_stats_get(d).skipped, skipped + 1);
 
     ASSERT_OK(cubec_write(d, s, v.h, 0, vs, BYTES));
     ASSERT_OK(cubec_graph_replay(d, s, g));
@@ -1069,10 +1069,10 @@ static void test_failed_replay_recovers_when_graph_writes_a_buffer_in_pieces(voi
     ASSERT_ERROR2(cubec_check(d, &y.h, 1), CUBEC_INTERNAL, failed, "injected fault");
 
     for (int r = 0; r < 3; r++) {
-        uint64_t skipped = d->sub.stats.skipped;
+        uint64_t skipped = server_stats_get(d).skipped;
         ASSERT_OK(cubec_graph_replay(d, s, g));
         cubec_status st = cubec_sync_check(d, s, (cubec_buffer[]){b.h, y.h}, 2);
-        if (st || d->sub.stats.skipped != skipped) {
+        if (st || server_stats_get(d).skipped != skipped) {
             char msg[1024];
             snprintf(msg, sizeof msg, "%s", st ? cubec_status_message(st) : "no failure");
             cubec_status_free(st);
@@ -1131,7 +1131,7 @@ static void test_replay_skipped_when_aliased_read_binding_failed(void **state)
     expect_words(d, s, v.h, want, "v after one replay");
 
     taint_by_lost_submission(d, s, k.produce, v.h, N, 1, 1);
-    uint64_t skipped = d->sub.stats.skipped;
+    uint64_t skipped = server_stats_get(d).skipped;
     ASSERT_OK(uint_launch(d, s, inc, v.h, v.h, N, 3, 1));
     char eager[256];
     snprintf(eager, sizeof eager,
@@ -1139,7 +1139,7 @@ static void test_replay_skipped_when_aliased_read_binding_failed(void **state)
              " was not written",
              stream_number(s), v.number);
     ASSERT_ERROR2(cubec_sync_check(d, s, &v.h, 1), CUBEC_INTERNAL, eager, "injected fault");
-    assert_int_equal(d->sub.stats.skipped, skipped + 1);
+    assert_int_equal(server_stats_get(d).skipped, skipped + 1);
 
     ASSERT_OK(cubec_graph_replay(d, s, g)); /* skipped: not an error of the call */
     char msg[256];
@@ -1157,7 +1157,7 @@ static void test_replay_skipped_when_aliased_read_binding_failed(void **state)
                  msg);
     }
     ASSERT_ERROR2(st, CUBEC_INTERNAL, msg, "injected fault");
-    assert_int_equal(d->sub.stats.skipped, skipped + 2);
+    assert_int_equal(server_stats_get(d).skipped, skipped + 2);
 
     /* Rewritten by the host, v is an input that is fine again: the replay runs. */
     ASSERT_OK(cubec_write(d, s, v.h, 0, vs, BYTES));
