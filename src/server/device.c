@@ -175,11 +175,13 @@ void server_close(cubec_device *d)
     handle_table_free(&d->buffers.handles);
     handle_table_free(&d->kernels.handles);
     if (d->gpu) {
+        /* Tasks still queued (the device was lost) name their kernel when they are dropped: the
+         * queues go before the kernels, whose entries keep those names. */
+        server_streams_destroy(d);
         server_kernels_destroy(d);
         host_ring_destroy(d, &d->rings.info);
         host_ring_destroy(d, &d->rings.upload);
         host_ring_destroy(d, &d->rings.readback);
-        server_streams_destroy(d);
         server_profiles_destroy(d);
         server_memory_destroy(d);
         sub_destroy(d);

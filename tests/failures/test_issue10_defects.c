@@ -667,6 +667,37 @@ static void test_made_up_buffer_handle_is_unknown(void **state)
     fail_if_found(&fs, "made-up buffer handles");
 }
 
+/* Closing a device lost with launches still queued drops them, and a dropped task names its kernel
+ * in the failure it leaves: the kernels' names must outlive the queues (found by the API fuzzer
+ * under ASan as a use after free at close; this test reads freed memory without the fix, which
+ * the sanitizer build reports). */
+static void test_close_after_loss_with_queued_launches(void **state)
+{
+    (void)state;
+    cubec_device *d = open_device();
+    cubec_kernel produce, consume, step;
+    uint_kernels_create(d, &produce, &consume, &step);
+    cubec_stream s = new_stream(d), t = new_stream(d);
+    uint32_t xs[N], rng = 5;
+    random_words(xs, N, &rng);
+    tbuf x = make_numbered_buffer(d, s, xs, BYTES);
+    tbuf y = make_numbered_buffer(d, t, NULL, BYTES);
+    tbuf z = make_numbered_buffer(d, s, NULL, BYTES);
+    ASSERT_OK(cubec_sync(d, s));
+    ASSERT_OK(cubec_sync(d, t));
+    ASSERT_OK(uint_launch(d, t, consume, x.h, y.h, N, 3, 1));  /* queued on t, never drained */
+    ASSERT_OK(uint_launch(d, s, produce, z.h, NONE, N, 1, 0)); /* s's own work to wait for */
+    ASSERT_OK(cubec_fault_inject(d, CUBEC_FAULT_WAIT, 1));
+    cubec_status st = cubec_sync(d, s);
+    assert_int_equal(cubec_status_code(st), CUBEC_DEVICE_LOST);
+    cubec_status_free(st);
+    uint32_t got[N];
+    st = cubec_read(d, t, y.h, 0, got, BYTES);
+    assert_int_equal(cubec_status_code(st), CUBEC_DEVICE_LOST); /* every later call fails */
+    cubec_status_free(st);
+    cubec_device_close(d); /* drops t's launch: its failure names kernel "consume" */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -678,6 +709,7 @@ int main(void)
         cmocka_unit_test(test_cross_stream_write_after_write),
         cmocka_unit_test(test_made_up_kernel_handle_is_unknown),
         cmocka_unit_test(test_made_up_buffer_handle_is_unknown),
+        cmocka_unit_test(test_close_after_loss_with_queued_launches),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
