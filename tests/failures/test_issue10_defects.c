@@ -682,13 +682,21 @@ static void test_close_after_loss_with_queued_launches(void **state)
     random_words(xs, N, &rng);
     tbuf x = make_numbered_buffer(d, s, xs, BYTES);
     tbuf y = make_numbered_buffer(d, t, NULL, BYTES);
-    tbuf z = make_numbered_buffer(d, s, NULL, BYTES);
+    tbuf z = make_numbered_buffer(d, s, NULL, 4096 * 4);
+    cubec_kernel busy;
+    cubec_kernel_desc bd = {.name = "busy", .glsl = busy_src};
+    ASSERT_OK(cubec_kernel_create(d, &bd, &busy));
     ASSERT_OK(cubec_sync(d, s));
     ASSERT_OK(cubec_sync(d, t));
-    ASSERT_OK(uint_launch(d, t, consume, x.h, y.h, N, 3, 1));  /* queued on t, never drained */
-    ASSERT_OK(uint_launch(d, s, produce, z.h, NONE, N, 1, 0)); /* s's own work to wait for */
+    ASSERT_OK(uint_launch(d, t, consume, x.h, y.h, N, 3, 1)); /* queued on t, never drained */
+    /* The next wait fails, which loses the device; a sync whose work finished before it looked
+     * does not wait, so give s work until one does. */
     ASSERT_OK(cubec_fault_inject(d, CUBEC_FAULT_WAIT, 1));
-    cubec_status st = cubec_sync(d, s);
+    cubec_status st = NULL;
+    for (int i = 0; i < 100 && !st; i++) {
+        ASSERT_OK(busy_launch(d, s, busy, z.h, 4096, 2000));
+        st = cubec_sync(d, s);
+    }
     assert_int_equal(cubec_status_code(st), CUBEC_DEVICE_LOST);
     cubec_status_free(st);
     uint32_t got[N];
