@@ -381,40 +381,41 @@ static void vk_gpu_destroy(gpu *g)
     free(v);
 }
 
-static const gpu_ops *vk_ops(void)
-{
-    static gpu_ops ops;
-    static int filled;
-    if (!filled) {
-        gpu_ops o = {.name = "vulkan",
-                     .destroy = vk_gpu_destroy,
-                     .mem_create = vk_mem_create,
-                     .mem_map = vk_mem_map,
-                     .mem_invalidate = vk_mem_invalidate,
-                     .mem_destroy = vk_mem_destroy,
-                     .pipeline_create = vk_pipeline_create,
-                     .pipeline_destroy = vk_pipeline_destroy,
-                     .cmd_create = vk_cmd_create,
-                     .cmd_destroy = vk_cmd_destroy,
-                     .cmd_begin = vk_cmd_begin,
-                     .cmd_end = vk_cmd_end,
-                     .cmd_recycle = vk_cmd_recycle,
-                     .queries_create = vk_queries_create,
-                     .queries_destroy = vk_queries_destroy,
-                     .queries_host_reset = vk_queries_host_reset,
-                     .queries_read = vk_queries_read,
-                     .submit = vk_submit,
-                     .timeline_value = vk_timeline_value,
-                     .timeline_wait = vk_timeline_wait,
-                     .timeline_signal = vk_timeline_signal,
-                     .queue_idle = vk_queue_idle,
-                     .calibrate = vk_calibrate};
-        vk_record_fill_ops(&o);
-        ops = o;
-        filled = 1;
-    }
-    return &ops;
-}
+/* One table for every device: constant, so opening devices from several threads shares it safely.
+ */
+static const gpu_ops vk_ops = {.name = "vulkan",
+                               .destroy = vk_gpu_destroy,
+                               .mem_create = vk_mem_create,
+                               .mem_map = vk_mem_map,
+                               .mem_invalidate = vk_mem_invalidate,
+                               .mem_destroy = vk_mem_destroy,
+                               .pipeline_create = vk_pipeline_create,
+                               .pipeline_destroy = vk_pipeline_destroy,
+                               .cmd_create = vk_cmd_create,
+                               .cmd_destroy = vk_cmd_destroy,
+                               .cmd_begin = vk_cmd_begin,
+                               .cmd_end = vk_cmd_end,
+                               .cmd_recycle = vk_cmd_recycle,
+                               .barrier = vk_record_barrier,
+                               .bind_pipeline = vk_record_bind_pipeline,
+                               .bind_buffers = vk_record_bind_buffers,
+                               .push_constants = vk_record_push_constants,
+                               .dispatch = vk_record_dispatch,
+                               .dispatch_indirect = vk_record_dispatch_indirect,
+                               .copy = vk_record_copy,
+                               .fill = vk_record_fill,
+                               .timestamp = vk_record_timestamp,
+                               .reset_queries = vk_record_reset_queries,
+                               .queries_create = vk_queries_create,
+                               .queries_destroy = vk_queries_destroy,
+                               .queries_host_reset = vk_queries_host_reset,
+                               .queries_read = vk_queries_read,
+                               .submit = vk_submit,
+                               .timeline_value = vk_timeline_value,
+                               .timeline_wait = vk_timeline_wait,
+                               .timeline_signal = vk_timeline_signal,
+                               .queue_idle = vk_queue_idle,
+                               .calibrate = vk_calibrate};
 
 cubec_status vk_gpu_open(const gpu_open_desc *desc, gpu **out)
 {
@@ -435,7 +436,7 @@ cubec_status vk_gpu_open(const gpu_open_desc *desc, gpu **out)
         return err;
     }
     gpu *g = &v->base;
-    g->ops = vk_ops();
+    g->ops = &vk_ops;
     vk_fill_info(v->vk.physical, &g->info);
     g->features = v->vk.features;
     g->info.features = v->vk.features.enabled; /* what the device has, less what was disabled */

@@ -55,7 +55,19 @@ static inline VkBuffer vk_buffer_of(const gpu_mem *m)
 /* gpu/vulkan/vk_gpu.c */
 MUST_USE cubec_status vk_gpu_open(const gpu_open_desc *desc, gpu **out);
 /* gpu/vulkan/vk_record.c: the recording functions of the table. */
-void vk_record_fill_ops(gpu_ops *ops);
+void vk_record_barrier(gpu_cmd *c, uint32_t src_stages, uint32_t src_access, uint32_t dst_stages,
+                       uint32_t dst_access);
+void vk_record_bind_pipeline(gpu_cmd *c, const gpu_pipeline *p);
+cubec_status vk_record_bind_buffers(gpu *g, gpu_cmd *c, const gpu_pipeline *p, const gpu_binding *b,
+                                    uint32_t n, const gpu_binding *info);
+void vk_record_push_constants(gpu_cmd *c, const gpu_pipeline *p, const void *data, uint32_t size);
+void vk_record_dispatch(gpu_cmd *c, uint32_t x, uint32_t y, uint32_t z);
+void vk_record_dispatch_indirect(gpu_cmd *c, gpu_mem *m, uint64_t offset);
+void vk_record_copy(gpu_cmd *c, gpu_mem *src, uint64_t src_offset, gpu_mem *dst,
+                    uint64_t dst_offset, uint64_t size);
+void vk_record_fill(gpu_cmd *c, gpu_mem *dst, uint64_t offset, uint64_t size, uint32_t pattern);
+void vk_record_timestamp(gpu_cmd *c, gpu_queries *q, uint32_t query, uint32_t stage);
+void vk_record_reset_queries(gpu_cmd *c, gpu_queries *q, uint32_t first, uint32_t count);
 /* Test hook: the Vulkan device under a gpu (tests that provoke a validation message). */
 VkDevice vk_gpu_device(gpu *g);
 

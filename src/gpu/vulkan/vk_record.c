@@ -32,7 +32,7 @@ static VkAccessFlags access_of(uint32_t a)
     return v;
 }
 
-static void vk_barrier(gpu_cmd *c, uint32_t src_stages, uint32_t src_access, uint32_t dst_stages,
+void vk_record_barrier(gpu_cmd *c, uint32_t src_stages, uint32_t src_access, uint32_t dst_stages,
                        uint32_t dst_access)
 {
     VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
@@ -44,7 +44,7 @@ static void vk_barrier(gpu_cmd *c, uint32_t src_stages, uint32_t src_access, uin
                          0, NULL);
 }
 
-static void vk_bind_pipeline(gpu_cmd *c, const gpu_pipeline *p)
+void vk_record_bind_pipeline(gpu_cmd *c, const gpu_pipeline *p)
 {
     vkCmdBindPipeline(c->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p->pipeline);
 }
@@ -79,7 +79,7 @@ static cubec_status allocate_set(gpu_cmd *c, const gpu_pipeline *p, VkDescriptor
     return allocate_set(c, p, out);
 }
 
-static cubec_status vk_bind_buffers(gpu *g, gpu_cmd *c, const gpu_pipeline *p, const gpu_binding *b,
+cubec_status vk_record_bind_buffers(gpu *g, gpu_cmd *c, const gpu_pipeline *p, const gpu_binding *b,
                                     uint32_t n, const gpu_binding *info)
 {
     VkDescriptorBufferInfo infos[GPU_MAX_BINDINGS];
@@ -110,53 +110,39 @@ static cubec_status vk_bind_buffers(gpu *g, gpu_cmd *c, const gpu_pipeline *p, c
     return NULL;
 }
 
-static void vk_push_constants(gpu_cmd *c, const gpu_pipeline *p, const void *data, uint32_t size)
+void vk_record_push_constants(gpu_cmd *c, const gpu_pipeline *p, const void *data, uint32_t size)
 {
     vkCmdPushConstants(c->cmd, p->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, size, data);
 }
 
-static void vk_dispatch(gpu_cmd *c, uint32_t x, uint32_t y, uint32_t z)
+void vk_record_dispatch(gpu_cmd *c, uint32_t x, uint32_t y, uint32_t z)
 {
     vkCmdDispatch(c->cmd, x, y, z);
 }
 
-static void vk_dispatch_indirect(gpu_cmd *c, gpu_mem *m, uint64_t offset)
+void vk_record_dispatch_indirect(gpu_cmd *c, gpu_mem *m, uint64_t offset)
 {
     vkCmdDispatchIndirect(c->cmd, vk_buffer_of(m), offset);
 }
 
-static void vk_copy(gpu_cmd *c, gpu_mem *src, uint64_t src_offset, gpu_mem *dst,
+void vk_record_copy(gpu_cmd *c, gpu_mem *src, uint64_t src_offset, gpu_mem *dst,
                     uint64_t dst_offset, uint64_t size)
 {
     VkBufferCopy region = {src_offset, dst_offset, size};
     vkCmdCopyBuffer(c->cmd, vk_buffer_of(src), vk_buffer_of(dst), 1, &region);
 }
 
-static void vk_fill(gpu_cmd *c, gpu_mem *dst, uint64_t offset, uint64_t size, uint32_t pattern)
+void vk_record_fill(gpu_cmd *c, gpu_mem *dst, uint64_t offset, uint64_t size, uint32_t pattern)
 {
     vkCmdFillBuffer(c->cmd, vk_buffer_of(dst), offset, size, pattern);
 }
 
-static void vk_timestamp(gpu_cmd *c, gpu_queries *q, uint32_t query, uint32_t stage)
+void vk_record_timestamp(gpu_cmd *c, gpu_queries *q, uint32_t query, uint32_t stage)
 {
     vkCmdWriteTimestamp(c->cmd, stages_of(stage), q->pool, query);
 }
 
-static void vk_reset_queries(gpu_cmd *c, gpu_queries *q, uint32_t first, uint32_t count)
+void vk_record_reset_queries(gpu_cmd *c, gpu_queries *q, uint32_t first, uint32_t count)
 {
     vkCmdResetQueryPool(c->cmd, q->pool, first, count);
-}
-
-void vk_record_fill_ops(gpu_ops *ops)
-{
-    ops->barrier = vk_barrier;
-    ops->bind_pipeline = vk_bind_pipeline;
-    ops->bind_buffers = vk_bind_buffers;
-    ops->push_constants = vk_push_constants;
-    ops->dispatch = vk_dispatch;
-    ops->dispatch_indirect = vk_dispatch_indirect;
-    ops->copy = vk_copy;
-    ops->fill = vk_fill;
-    ops->timestamp = vk_timestamp;
-    ops->reset_queries = vk_reset_queries;
 }
