@@ -249,24 +249,6 @@ static cubec_code take(cubec_status st, char *msg, size_t cap)
 
 static void check_faults(void);
 
-/* CUBEC_KNOWN_BUGS=fail exposes every known bug (no workaround); a comma-separated list of ids
- * exposes those. */
-static int bug_exposed(const char *id)
-{
-    /* Fixed in cubec: always checked, so a regression fails. */
-    static const char *const fixed[] = {"read-async-late", "empty-check", "profile-begin-dropped",
-                                        "lost-batch-holds-memory", "lazy-write-war"};
-    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
-        if (!strcmp(id, fixed[i])) return 1;
-    const char *v = getenv("CUBEC_KNOWN_BUGS");
-    if (!v || !*v) return 0;
-    if (!strcmp(v, "fail")) return 1;
-    size_t n = strlen(id);
-    for (const char *p = strstr(v, id); p; p = strstr(p + 1, id))
-        if ((p == v || p[-1] == ',') && (p[n] == ',' || p[n] == 0)) return 1;
-    return 0;
-}
-
 /* Checks a call's outcome: its code must be in `allowed`; an injected fault's error (the message
  * names it) is allowed too when a fault fired during this step. Returns the code. */
 static cubec_code verdict(cubec_status st, uint32_t allowed, char *msg, size_t cap)
@@ -488,7 +470,7 @@ static void event_finish(event *e, int free_only)
  * before anything writes it. */
 static void before_write_events(int si)
 {
-    if (bug_exposed("read-async-late")) return;
+    if (known_bug_exposed("read-async-late")) return;
     for (int i = 0; i < MAX_EVENTS; i++)
         if (F.events[i].live && !F.events[i].done && F.events[i].store == si)
             event_finish(&F.events[i], 0);
@@ -510,10 +492,10 @@ static void before_write(int s, int si, int how)
 {
     store *t = &F.stores[si];
     before_write_events(si);
-    uint32_t others = how == W_DEVICE                 ? t->readers | t->writers
-                      : how == W_HOST                 ? 0
-                      : bug_exposed("lazy-write-war") ? 0
-                                                      : t->readers | t->writers;
+    uint32_t others = how == W_DEVICE                       ? t->readers | t->writers
+                      : how == W_HOST                       ? 0
+                      : known_bug_exposed("lazy-write-war") ? 0
+                                                            : t->readers | t->writers;
     others &= ~(1u << s);
     for (int o = 0; o < NSTREAMS; o++)
         if (others & (1u << o)) sync_stream(o, "ordering");
@@ -867,7 +849,7 @@ static void op_check(void)
         if (idx[i] < 0) return;
         /* Known bug empty-check: a check of an empty view inside a failed range returns the
          * failure. Default mode leaves empty buffers out of checks. */
-        if (!bug_exposed("empty-check") && !F.handles[idx[i]].size) return;
+        if (!known_bug_exposed("empty-check") && !F.handles[idx[i]].size) return;
         list[i] = F.handles[idx[i]].h;
     }
     int s = (int)below(NSTREAMS);
@@ -1227,7 +1209,7 @@ static void op_profile_end(void)
     /* Known bug profile-begin-dropped: a begin timestamp dropped with a lost submission leaves
      * the profile unopened, never invalidated: its end returns CUBEC_NOT_READY, or a time
      * measured from a stale timestamp. Default mode accepts those after a fault. */
-    int lenient = p->fault_seen && !bug_exposed("profile-begin-dropped");
+    int lenient = p->fault_seen && !known_bug_exposed("profile-begin-dropped");
     if (lenient) allowed |= OK_BIT | CODE_BIT(CUBEC_NOT_READY) | CODE_BIT(CUBEC_PROFILE_INVALID);
     char msg[4096];
     cubec_code c = verdict(cubec_profile_end(F.d, sid(s), p->p, &r), allowed, msg, sizeof msg);
@@ -1567,7 +1549,7 @@ static void op_memory(void)
     if (how == 1 && F.cap != CAP_RECORDING) {
         /* quiesced: every stream synced, the report is exact */
         if (!sync_all("quiesce")) return;
-        if (F.unsettled && !bug_exposed("lost-batch-holds-memory")) {
+        if (F.unsettled && !known_bug_exposed("lost-batch-holds-memory")) {
             /* Known bug lost-batch-holds-memory: what a lost submission used is let go only when
              * a later submission completes. A fill of the scratch buffer is one. */
             note("cubec_fill + cubec_sync of the scratch buffer (settles lost submissions)");

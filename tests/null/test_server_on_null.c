@@ -138,30 +138,12 @@ static uint64_t now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* Known bugs of cubec that these tests found (reported; src/ is not changed here). A check that
- * meets one prints "KNOWN BUG <id>" and lets the test go on, or skips a reproduction, unless
- * CUBEC_KNOWN_BUGS is "fail" or a comma-separated list that names it: then it fails (to check a
- * fix). */
-static int known_bug_fails(const char *id)
-{
-    /* Fixed in cubec: always checked, so a regression fails. */
-    static const char *const fixed[] = {"read-async-late", "empty-check", "profile-begin-dropped",
-                                        "lost-batch-holds-memory", "lazy-write-war"};
-    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
-        if (!strcmp(id, fixed[i])) return 1;
-    const char *v = getenv("CUBEC_KNOWN_BUGS");
-    if (!v || !*v) return 0;
-    if (!strcmp(v, "fail")) return 1;
-    size_t n = strlen(id);
-    for (const char *p = strstr(v, id); p; p = strstr(p + 1, id))
-        if ((p == v || p[-1] == ',') && (p[n] == ',' || p[n] == 0)) return 1;
-    return 0;
-}
-
+/* Known bugs of cubec that these tests found: a check that meets one prints "KNOWN BUG <id>"
+ * and goes on, unless known_bug_exposed(id) (tests/common/test_util.c): then it fails. */
 static void known_bug(const char *id, const char *what)
 {
     printf("KNOWN BUG %s: %s\n", id, what);
-    if (known_bug_fails(id)) fail_msg("known bug %s: %s", id, what);
+    if (known_bug_exposed(id)) fail_msg("known bug %s: %s", id, what);
 }
 
 static uint64_t fault_count(cubec_device *d, cubec_fault_kind kind)
