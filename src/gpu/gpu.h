@@ -7,8 +7,9 @@
  *
  * Objects are opaque to the server except for the public fields of gpu_mem (its size and, when it
  * is host-visible, where it is mapped). Recording functions take no device and return nothing:
- * they are on the launch path and cannot fail in either backend (Vulkan reports recording errors
- * at cmd_end). Everything that can fail returns a cubec_status.
+ * they are on the launch path and cannot fail in either backend (Vulkan notes them in a list and
+ * reports errors at cmd_end, or at submit for a batch, which it encodes there). Everything that can
+ * fail returns a cubec_status.
  *
  * Fault injection counts here: the gpu_* wrappers below count every page allocation, map,
  * pipeline creation, submission and wait of the plan attached with gpu_set_faults, so a new call
@@ -104,6 +105,9 @@ typedef struct gpu_caps {
     int host_query_reset; /* queries can be reset from the host */
     int calibrated_clock; /* device ticks and CLOCK_MONOTONIC can be sampled together */
     uint32_t physical_index;
+    /* Recording only notes commands: the driver's work happens when a batch is submitted, so
+     * handing batches to the submission thread takes it off the caller's thread. */
+    int deferred_recording;
 } gpu_caps;
 
 typedef struct gpu_ops {

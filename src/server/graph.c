@@ -623,10 +623,10 @@ cubec_status server_graph_destroy(cubec_device *d, stream_ref s, uint64_t id)
     /* The command buffer and its metadata must outlive the replays still running. The wait may
      * let other threads in; the graph is no longer reachable by them. */
     cubec_status err = sub_wait(d, g->last_value);
+    /* The submission thread must have let go of this graph's command buffers (and, when the
+     * device is lost and nothing runs any more, of the queue). */
+    submitter_quiesce(d);
     if (err) {
-        /* The device is lost: nothing runs any more. The submission thread must have let go of
-         * the queue and of this graph's command buffers first. */
-        submitter_quiesce(d);
         d->gpu->ops->queue_idle(d->gpu);
     } else {
         for (int c = 0; c < GRAPH_COPIES; c++)

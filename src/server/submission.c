@@ -67,38 +67,43 @@ void sub_poll(cubec_device *d)
         hazard_reset(&d->sub.hazards);
 }
 
+/* A batch the GPU finished, whose command buffer the submission thread no longer uses. */
+static int batch_reusable(cubec_device *d, const batch *b)
+{
+    return b->value == 0 || (b->value <= d->sub.completed_value && submitter_released(d, b->value));
+}
+
 /* A finished batch to record into, or a new one. */
 static cubec_status take_batch(cubec_device *d, batch **out)
 {
-    for (uint32_t i = 0; i < d->sub.batch_count; i++) {
-        batch *b = &d->sub.batches[i];
-        if (b->value == 0 || b->value <= d->sub.completed_value) {
-            *out = b;
-            return NULL;
+    for (int polled = 0;; polled = 1) {
+        for (uint32_t i = 0; i < d->sub.batch_count; i++) {
+            if (batch_reusable(d, &d->sub.batches[i])) {
+                *out = &d->sub.batches[i];
+                return NULL;
+            }
         }
-    }
-    sub_poll(d);
-    for (uint32_t i = 0; i < d->sub.batch_count; i++) {
-        batch *b = &d->sub.batches[i];
-        if (b->value <= d->sub.completed_value) {
-            *out = b;
-            return NULL;
+        if (!polled) {
+            sub_poll(d);
+            continue;
         }
-    }
-    if (d->sub.batch_count == d->sub.batch_cap) {
+        if (d->sub.batch_count < d->sub.batch_cap) break;
+        if (d->sub.batch_cap < d->sub.max_batches) {
+            if (array_grow_ex((void **)&d->sub.batches, &d->sub.batch_cap,
+                              (uint64_t)d->sub.batch_count + 1, sizeof(batch), 8,
+                              d->sub.max_batches, realloc) != 0)
+                return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (command buffers)");
+            break;
+        }
         /* Bound how far the host runs ahead (max_inflight_tasks, 16384 by default: more than
          * CUDA's ~1000 pending launches): wait for the oldest batch rather than grow forever. */
-        if (d->sub.batch_cap >= d->sub.max_batches) {
-            uint64_t oldest = UINT64_MAX;
-            for (uint32_t i = 0; i < d->sub.batch_count; i++)
-                if (d->sub.batches[i].value < oldest) oldest = d->sub.batches[i].value;
+        uint64_t oldest = UINT64_MAX;
+        for (uint32_t i = 0; i < d->sub.batch_count; i++)
+            if (d->sub.batches[i].value < oldest) oldest = d->sub.batches[i].value;
+        if (oldest <= d->sub.completed_value)
+            sched_yield(); /* finished; the submission thread is about to let go of it */
+        else
             RETURN_IF_ERROR(sub_wait(d, oldest));
-            return take_batch(d, out);
-        }
-        if (array_grow_ex((void **)&d->sub.batches, &d->sub.batch_cap,
-                          (uint64_t)d->sub.batch_count + 1, sizeof(batch), 8, d->sub.max_batches,
-                          realloc) != 0)
-            return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (command buffers)");
     }
     batch *b = &d->sub.batches[d->sub.batch_count];
     memset(b, 0, sizeof *b);
@@ -176,12 +181,22 @@ cubec_status sub_flush_to(cubec_device *d, int for_host, sub_handoff *handoff)
             handoff->cmd = b->cmd;
             handoff->value = value;
         }
+    } else if (!for_host && d->gpu->caps.deferred_recording) {
+        /* Encoded and submitted by the submission thread while the caller goes on; counted by
+         * the fault plan here, where the device lock orders the count. */
+        lost = gpu_fault(d->gpu, CUBEC_FAULT_SUBMIT, CUBEC_INTERNAL);
+        if (!lost) lost = submitter_push_batch(d, b->cmd, value);
+        if (lost) lost = server_note_error(d, lost);
     } else {
-        submitter_quiesce(d); /* replays handed to the submission thread go first */
+        /* The host waits for this one: submitting here spares waking the thread. */
+        submitter_quiesce(d); /* what was handed to the submission thread goes first */
         gpu_submit_item item = {b->cmd, value};
         lost = gpu_submit(d->gpu, &item, 1);
         d->sub.stats.submit_ns += clock_now_ns() - submit_begin;
-        if (lost) lost = server_note_error(d, lost);
+        if (lost)
+            lost = server_note_error(d, lost);
+        else
+            submitter_note_submitted(d, value);
     }
     if (lost) {
         /* The buffer was not submitted: make it reusable; its work is lost, and what it would
@@ -216,7 +231,7 @@ static void recycle_finished(cubec_device *d)
     if (!d->gpu->ops->cmd_recycle) return;
     for (uint32_t i = 0; i < d->sub.batch_count; i++) {
         batch *b = &d->sub.batches[i];
-        if (b != d->sub.open && b->value && b->value <= d->sub.completed_value)
+        if (b != d->sub.open && b->value && batch_reusable(d, b))
             d->gpu->ops->cmd_recycle(d->gpu, b->cmd);
     }
 }

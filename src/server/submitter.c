@@ -1,19 +1,23 @@
-/* The replay submitter: a thread that makes the vkQueueSubmit of graph replays.
+/* The submission thread: it makes the vkQueueSubmit of graph replays and of eager batches, and
+ * encodes those batches first.
  *
- * A driver walks a whole command buffer when it is submitted: an H200 takes 9-20 us for one of
- * 1000 launches, whoever records it (raw Vulkan measures the same in cubec bench). A replay hands
- * its command buffer and timeline value to this thread and returns; the GPU starts a few
- * microseconds later, as after a CUDA graph launch.
+ * Why: a driver walks a whole command buffer when it is submitted (an H200 takes 9-20 us for one
+ * of 1000 launches), and on backends that defer recording (gpu_caps.deferred_recording) encoding a
+ * batch is most of a launch's host cost (~0.7 us a launch on an H200). A replay or a full batch is
+ * handed to this thread with its timeline value and the caller returns, as after a CUDA launch.
+ * Work the host waits for (sub_flush for the host) is still submitted on the caller's thread,
+ * which then needs no wake-up of this one.
  *
- * Order: the queue sees submissions in timeline order. Replays are pushed under the device lock
- * in value order and submitted in FIFO order; every other submission (sub_flush) first waits
- * until the thread has submitted everything pushed, and it holds the device lock, so nothing new
- * is pushed meanwhile: the VkQueue is never used by two threads at once.
+ * Order: the queue sees submissions in timeline order. Items are pushed under the device lock in
+ * value order and submitted in FIFO order; every other submission (sub_flush) first waits until
+ * the thread has submitted everything pushed, and it holds the device lock, so nothing new is
+ * pushed meanwhile: the VkQueue is never used by two threads at once.
  *
- * Failure: a replay whose vkQueueSubmit fails never signals its value. The thread then waits for
- * the queue to finish what came before and signals the value from the host, so that no waiter
- * hangs, and records the failure; the device (under its lock, in sub_poll) taints the graph's
- * outputs with it and surfaces a lost device. */
+ * Failure: an item whose encoding or vkQueueSubmit fails never signals its value. The thread then
+ * waits for the queue to finish what came before and signals the value from the host, so that no
+ * waiter hangs, and records the failure; the device (under its lock, in sub_poll) taints a
+ * graph's outputs with it and surfaces a lost device. An eager batch's ranges were released when
+ * it was handed over, so what it would have written is unknown: the device is treated as lost. */
 #include "base/clock.h"
 #include "base/log.h"
 #include "server/device.h"
@@ -21,6 +25,7 @@
 #include <inttypes.h>
 #include <sched.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static void *submitter_main(void *arg)
@@ -44,7 +49,7 @@ static void *submitter_main(void *arg)
             pthread_cond_wait(&s->work, &s->lock);
         if (!s->count) break; /* stopping, nothing left */
         submit_item item = s->ring[s->head];
-        s->head = (s->head + 1) % SUBMITTER_RING;
+        s->head = (s->head + 1) % s->ring_cap;
         s->count--;
         s->busy = 1;
         pthread_mutex_unlock(&s->lock);
@@ -64,6 +69,7 @@ static void *submitter_main(void *arg)
             d->gpu->ops->queue_idle(d->gpu);
             cubec_status_free(d->gpu->ops->timeline_signal(d->gpu, item.value));
         }
+        atomic_store_explicit(&s->through, item.value, memory_order_release);
         pthread_mutex_lock(&s->lock);
         s->busy = 0;
         s->submit_ns += spent;
@@ -73,7 +79,7 @@ static void *submitter_main(void *arg)
                 s->failures[s->failure_count].result = r;
                 s->failures[s->failure_count].graph = item.graph;
                 s->failures[s->failure_count].value = item.value;
-                s->failures[s->failure_count].had_batch = item.batch != NULL;
+                s->failures[s->failure_count].had_batch = item.batch != NULL || item.graph == 0;
                 s->failure_count++;
             } else {
                 cubec_status_free(r);
@@ -92,9 +98,9 @@ cubec_status submitter_push(cubec_device *d, gpu_cmd *cmd, uint64_t value, uint6
     submitter *s = &d->submitter;
     RETURN_IF_ERROR(submitter_start(d));
     pthread_mutex_lock(&s->lock);
-    while (s->count == SUBMITTER_RING)
+    while (s->count == s->ring_cap)
         pthread_cond_wait(&s->idle, &s->lock);
-    s->ring[(s->head + s->count) % SUBMITTER_RING] =
+    s->ring[(s->head + s->count) % s->ring_cap] =
         (submit_item){cmd, value, graph, before ? before->cmd : NULL, before ? before->value : 0};
     s->count++;
     atomic_fetch_add(&s->pushed, 1);
@@ -103,10 +109,31 @@ cubec_status submitter_push(cubec_device *d, gpu_cmd *cmd, uint64_t value, uint6
     return NULL;
 }
 
+cubec_status submitter_push_batch(cubec_device *d, gpu_cmd *cmd, uint64_t value)
+{
+    return submitter_push(d, cmd, value, 0, NULL);
+}
+
+void submitter_note_submitted(cubec_device *d, uint64_t value)
+{
+    atomic_store_explicit(&d->submitter.through, value, memory_order_release);
+}
+
+int submitter_released(cubec_device *d, uint64_t value)
+{
+    return value <= atomic_load_explicit(&d->submitter.through, memory_order_acquire);
+}
+
 cubec_status submitter_start(cubec_device *d)
 {
     submitter *s = &d->submitter;
     if (s->started) return NULL;
+    uint32_t cap = d->sub.max_batches + 64;
+    free(s->ring);
+    s->ring = calloc(cap, sizeof *s->ring);
+    if (!s->ring) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (submission ring)");
+    s->ring_cap = cap;
+    s->head = s->count = 0;
     pthread_mutex_init(&s->lock, NULL);
     pthread_cond_init(&s->work, NULL);
     pthread_cond_init(&s->idle, NULL);
@@ -114,7 +141,7 @@ cubec_status submitter_start(cubec_device *d)
         pthread_cond_destroy(&s->idle);
         pthread_cond_destroy(&s->work);
         pthread_mutex_destroy(&s->lock);
-        return status_make(CUBEC_OUT_OF_MEMORY, "cannot start the replay submission thread");
+        return status_make(CUBEC_OUT_OF_MEMORY, "cannot start the submission thread");
     }
     s->started = 1;
     return NULL;
@@ -157,20 +184,21 @@ cubec_status submitter_take_failure(cubec_device *d, uint64_t *out_graph, uint64
         *out_graph = 0;
         *out_value = 0;
         return status_make(CUBEC_DEVICE_LOST,
-                           "%u replay submissions failed beyond the ones reported; the device is "
+                           "%u submissions failed beyond the ones reported; the device is "
                            "treated as lost",
                            dropped);
     }
     *out_graph = graph;
     *out_value = value;
     if (had_batch) {
-        /* Eager work went with the replay and its ranges were released as submitted: what it
-         * wrote is unknown, so nothing of the device can be trusted any more. */
-        cubec_status lost = status_make(CUBEC_DEVICE_LOST,
-                                        "the replay signalling timeline value %" PRIu64
-                                        " and the work submitted with it were not submitted (%s); "
-                                        "the device is treated as lost",
-                                        value, cubec_status_message(r));
+        /* Eager work was in it and its ranges were released as submitted: what it wrote is
+         * unknown, so nothing of the device can be trusted any more. */
+        cubec_status lost = status_make(
+            CUBEC_DEVICE_LOST,
+            "the %s signalling timeline value %" PRIu64 "%s was not submitted (%s); the device is "
+            "treated as lost",
+            graph ? "replay" : "batch of eager work", value,
+            graph ? " and the work submitted with it" : "", cubec_status_message(r));
         cubec_status_free(r);
         return lost;
     }
@@ -195,5 +223,7 @@ void submitter_stop(cubec_device *d)
     pthread_cond_destroy(&s->idle);
     pthread_cond_destroy(&s->work);
     pthread_mutex_destroy(&s->lock);
+    free(s->ring);
+    s->ring = NULL;
     s->started = 0;
 }

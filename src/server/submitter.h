@@ -1,4 +1,5 @@
-/* The replay submitter (server/submitter.c): a thread that submits graph replays. */
+/* The submission thread (server/submitter.c): encodes and submits eager batches and graph
+ * replays while the caller goes on. */
 #ifndef CUBEC_SERVER_SUBMITTER_H
 #define CUBEC_SERVER_SUBMITTER_H
 
@@ -7,13 +8,10 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-/* The replay submitter (server/submitter.c): a thread that submits graph replays. */
-#define SUBMITTER_RING 64
-
 typedef struct submit_item {
     gpu_cmd *cmd;
     uint64_t value; /* the timeline value it signals */
-    uint64_t graph; /* the graph's number, for a failure */
+    uint64_t graph; /* the graph's number, for a failure (0: an eager batch) */
     gpu_cmd *batch; /* a batch submitted just before it, in the same call (or NULL) */
     uint64_t batch_value;
 } submit_item;
@@ -23,9 +21,15 @@ typedef struct submitter {
     pthread_t thread;
     pthread_mutex_t lock;
     pthread_cond_t work, idle;
-    submit_item ring[SUBMITTER_RING];
-    uint32_t head, count;
+    /* Items pushed and not yet taken: room for every batch the device may have in flight, so
+     * that the caller is held back by max_inflight_tasks rather than by the ring. */
+    submit_item *ring;
+    uint32_t ring_cap, head, count;
     atomic_uint pushed; /* bumped by every push: the thread polls it before sleeping */
+    /* The highest timeline value submitted (or given up on), by either thread; stored after the
+     * thread's last use of what it submitted, so that a command buffer it handled is reused
+     * only after this says so (the GPU finishing it is not a synchronisation the host sees). */
+    _Atomic uint64_t through;
     uint64_t submit_ns, submissions;
     /* Failed submissions not yet reported to the device (a ring; more than fit are counted). */
     struct {
@@ -40,6 +44,12 @@ typedef struct submitter {
  * handed-off batch `before` when it holds one. */
 MUST_USE cubec_status submitter_push(cubec_device *d, gpu_cmd *cmd, uint64_t value, uint64_t graph,
                                      const sub_handoff *before);
+/* Hands an eager batch to the submission thread, which encodes and submits it. */
+MUST_USE cubec_status submitter_push_batch(cubec_device *d, gpu_cmd *cmd, uint64_t value);
+/* Notes a submission made on the caller's thread (after submitter_quiesce). */
+void submitter_note_submitted(cubec_device *d, uint64_t value);
+/* Whether the submission of `value` is made and the thread is done with its command buffer. */
+int submitter_released(cubec_device *d, uint64_t value);
 /* Starts the thread if it is not running (a replay does it before handing a batch over). */
 MUST_USE cubec_status submitter_start(cubec_device *d);
 /* Returns once everything pushed is submitted: call before any other vkQueueSubmit. */

@@ -183,6 +183,7 @@ static void vk_cmd_destroy(gpu *g, gpu_cmd *c)
     for (uint32_t i = 0; i < c->descriptor_pool_count; i++)
         vkDestroyDescriptorPool(dev, c->descriptor_pools[i], NULL);
     free(c->descriptor_pools);
+    free(c->list);
     if (c->pool) vkDestroyCommandPool(dev, c->pool, NULL);
     free(c);
 }
@@ -221,32 +222,26 @@ static cubec_status vk_cmd_create(gpu *g, gpu_cmd_use use, uint32_t sets, gpu_cm
     return NULL;
 }
 
+/* Beginning and ending record nothing into Vulkan: the list is encoded when a batch is submitted
+ * (vk_submit) or when a graph's recording ends. */
 static cubec_status vk_cmd_begin(gpu *g, gpu_cmd *c)
 {
-    VkDevice dev = vk_gpu_of(g)->vk.device;
-    if (c->recorded) VK_RETURN_IF_ERROR(vkResetCommandPool(dev, c->pool, 0), "vkResetCommandPool");
-    c->recorded = 1;
-    /* Batches are submitted once; a graph's copies are resubmitted, but never while pending. */
-    VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
-                                   .flags =
-                                       c->once ? VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT : 0};
-    VK_RETURN_IF_ERROR(vkBeginCommandBuffer(c->cmd, &bi), "vkBeginCommandBuffer");
-    for (uint32_t i = 0; i < c->descriptor_pool_count; i++)
-        vkResetDescriptorPool(dev, c->descriptor_pools[i], 0);
-    c->current_pool = 0;
+    (void)g;
+    vk_list_reset(c);
     return NULL;
 }
 
 static cubec_status vk_cmd_end(gpu *g, gpu_cmd *c)
 {
     (void)g;
-    VK_RETURN_IF_ERROR(vkEndCommandBuffer(c->cmd), "vkEndCommandBuffer");
-    return NULL;
+    if (c->list_failed)
+        return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (command list)");
+    return c->once ? NULL : vk_list_encode(c);
 }
 
-/* Resets a finished recording's pool while the host waits anyway, so that beginning a batch on
- * the launch path finds a clean pool (a reset frees every command the driver recorded: 6-8 us
- * on lavapipe, as much as recording the 32 launches of a batch). */
+/* Resets a finished recording's pool while the host waits anyway, so that encoding the next batch
+ * finds a clean pool (a reset frees every command the driver recorded: 6-8 us on lavapipe, as
+ * much as recording the 32 launches of a batch). */
 static void vk_cmd_recycle(gpu *g, gpu_cmd *c)
 {
     if (c->recorded && vkResetCommandPool(vk_gpu_of(g)->vk.device, c->pool, 0) == VK_SUCCESS)
@@ -301,6 +296,9 @@ static cubec_status vk_submit(gpu *g, const gpu_submit_item *items, uint32_t n)
     VkTimelineSemaphoreSubmitInfo ts[4];
     VkSubmitInfo si[4];
     if (n > 4) return status_make(CUBEC_INTERNAL, "%u command buffers in one submission", n);
+    /* A batch is encoded here, on the thread that submits it; nothing is submitted if one fails. */
+    for (uint32_t i = 0; i < n; i++)
+        RETURN_IF_ERROR(vk_list_encode(items[i].cmd));
     for (uint32_t i = 0; i < n; i++) {
         ts[i] = (VkTimelineSemaphoreSubmitInfo){
             .sType = VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO,
@@ -448,7 +446,8 @@ cubec_status vk_gpu_open(const gpu_open_desc *desc, gpu **out)
                          .timestamp_bits = v->vk.timestamp_bits,
                          .host_query_reset = v->vk.host_query_reset,
                          .calibrated_clock = v->vk.get_calibrated_timestamps != NULL,
-                         .physical_index = v->vk.physical_index};
+                         .physical_index = v->vk.physical_index,
+                         .deferred_recording = 1};
     VkSemaphoreTypeCreateInfo tci = {.sType = VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO,
                                      .semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE,
                                      .initialValue = 0};

@@ -1,6 +1,7 @@
-/* Recording into a Vulkan command buffer: the launch path. Nothing here allocates from the host
- * heap once warm: bindings are pushed (VK_KHR_push_descriptor) or taken from the command buffer's
- * descriptor pools, which are reset when it is recorded again. */
+/* Recording into a Vulkan command buffer, from the entries of a command list when it is encoded
+ * (vk_command_list.c). Nothing here allocates from the host heap once warm: bindings are pushed
+ * (VK_KHR_push_descriptor) or taken from the command buffer's descriptor pools, which are reset
+ * when it is encoded again. */
 #include "gpu/vulkan/vk_gpu.h"
 #include "gpu/vulkan/vk_result.h"
 
@@ -32,8 +33,8 @@ static VkAccessFlags access_of(uint32_t a)
     return v;
 }
 
-void vk_record_barrier(gpu_cmd *c, uint32_t src_stages, uint32_t src_access, uint32_t dst_stages,
-                       uint32_t dst_access)
+void vk_emit_barrier(gpu_cmd *c, uint32_t src_stages, uint32_t src_access, uint32_t dst_stages,
+                     uint32_t dst_access)
 {
     VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
                           .srcAccessMask = access_of(src_access),
@@ -44,7 +45,7 @@ void vk_record_barrier(gpu_cmd *c, uint32_t src_stages, uint32_t src_access, uin
                          0, NULL);
 }
 
-void vk_record_bind_pipeline(gpu_cmd *c, const gpu_pipeline *p)
+void vk_emit_bind_pipeline(gpu_cmd *c, const gpu_pipeline *p)
 {
     vkCmdBindPipeline(c->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p->pipeline);
 }
@@ -79,8 +80,8 @@ static cubec_status allocate_set(gpu_cmd *c, const gpu_pipeline *p, VkDescriptor
     return allocate_set(c, p, out);
 }
 
-cubec_status vk_record_bind_buffers(gpu *g, gpu_cmd *c, const gpu_pipeline *p, const gpu_binding *b,
-                                    uint32_t n, const gpu_binding *info)
+cubec_status vk_emit_bind_buffers(gpu_cmd *c, const gpu_pipeline *p, const gpu_binding *b,
+                                  uint32_t n, const gpu_binding *info)
 {
     VkDescriptorBufferInfo infos[GPU_MAX_BINDINGS];
     VkWriteDescriptorSet w[GPU_MAX_BINDINGS];
@@ -96,7 +97,7 @@ cubec_status vk_record_bind_buffers(gpu *g, gpu_cmd *c, const gpu_pipeline *p, c
         count++;
     }
     if (!count) return NULL;
-    vk_gpu *v = vk_gpu_of(g);
+    vk_gpu *v = c->g;
     if (v->base.caps.push_descriptors) {
         v->vk.push_descriptor(c->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p->layout, 0, count, w);
         return NULL;
@@ -110,39 +111,39 @@ cubec_status vk_record_bind_buffers(gpu *g, gpu_cmd *c, const gpu_pipeline *p, c
     return NULL;
 }
 
-void vk_record_push_constants(gpu_cmd *c, const gpu_pipeline *p, const void *data, uint32_t size)
+void vk_emit_push_constants(gpu_cmd *c, const gpu_pipeline *p, const void *data, uint32_t size)
 {
     vkCmdPushConstants(c->cmd, p->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, size, data);
 }
 
-void vk_record_dispatch(gpu_cmd *c, uint32_t x, uint32_t y, uint32_t z)
+void vk_emit_dispatch(gpu_cmd *c, uint32_t x, uint32_t y, uint32_t z)
 {
     vkCmdDispatch(c->cmd, x, y, z);
 }
 
-void vk_record_dispatch_indirect(gpu_cmd *c, gpu_mem *m, uint64_t offset)
+void vk_emit_dispatch_indirect(gpu_cmd *c, gpu_mem *m, uint64_t offset)
 {
     vkCmdDispatchIndirect(c->cmd, vk_buffer_of(m), offset);
 }
 
-void vk_record_copy(gpu_cmd *c, gpu_mem *src, uint64_t src_offset, gpu_mem *dst,
-                    uint64_t dst_offset, uint64_t size)
+void vk_emit_copy(gpu_cmd *c, gpu_mem *src, uint64_t src_offset, gpu_mem *dst, uint64_t dst_offset,
+                  uint64_t size)
 {
     VkBufferCopy region = {src_offset, dst_offset, size};
     vkCmdCopyBuffer(c->cmd, vk_buffer_of(src), vk_buffer_of(dst), 1, &region);
 }
 
-void vk_record_fill(gpu_cmd *c, gpu_mem *dst, uint64_t offset, uint64_t size, uint32_t pattern)
+void vk_emit_fill(gpu_cmd *c, gpu_mem *dst, uint64_t offset, uint64_t size, uint32_t pattern)
 {
     vkCmdFillBuffer(c->cmd, vk_buffer_of(dst), offset, size, pattern);
 }
 
-void vk_record_timestamp(gpu_cmd *c, gpu_queries *q, uint32_t query, uint32_t stage)
+void vk_emit_timestamp(gpu_cmd *c, gpu_queries *q, uint32_t query, uint32_t stage)
 {
     vkCmdWriteTimestamp(c->cmd, stages_of(stage), q->pool, query);
 }
 
-void vk_record_reset_queries(gpu_cmd *c, gpu_queries *q, uint32_t first, uint32_t count)
+void vk_emit_reset_queries(gpu_cmd *c, gpu_queries *q, uint32_t first, uint32_t count)
 {
     vkCmdResetQueryPool(c->cmd, q->pool, first, count);
 }
