@@ -76,7 +76,9 @@ typedef enum cubec_code {
     X(CUBEC_FAULT_PIPELINE, "pipeline", "creating a compute pipeline")                             \
     X(CUBEC_FAULT_SUBMIT, "submit", "submitting a command buffer")                                 \
     X(CUBEC_FAULT_MAP, "map", "mapping host-visible memory (staging)")                             \
-    X(CUBEC_FAULT_WAIT, "wait", "waiting on the timeline (a failure is a lost device)")
+    X(CUBEC_FAULT_WAIT, "wait", "waiting on the timeline (a failure is a lost device)")            \
+    X(CUBEC_FAULT_ENCODE, "encode",                                                                \
+      "encoding a batch on the submission thread (a failure is a lost device)")
 
 /* Left as written: clang-format would indent the count as if it continued the list. */
 /* clang-format off */

@@ -25,7 +25,8 @@ cubec_status server_check_alive(cubec_device *d)
 {
     if (d->lost)
         return status_make(CUBEC_DEVICE_LOST,
-                           "the device was lost earlier; close it and open a new one");
+                           "the device was lost earlier (%s); close it and open a new one",
+                           d->lost_reason);
     return NULL;
 }
 
@@ -33,6 +34,8 @@ cubec_status server_note_error(cubec_device *d, cubec_status err)
 {
     if (cubec_status_code(err) == CUBEC_DEVICE_LOST && !d->lost) {
         d->lost = 1;
+        /* Later calls name the root cause, which may have struck on the submission thread. */
+        snprintf(d->lost_reason, sizeof d->lost_reason, "%s", cubec_status_message(err));
         LOG(LOG_ERROR, LOG_SYS_DEVICE, "device lost: %s", cubec_status_message(err));
     }
     return err;

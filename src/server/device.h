@@ -31,6 +31,7 @@ struct cubec_device_s {
     cubec_device_info info; /* device lock (get_info copies it under it) */
     uint16_t tag;           /* immutable: the high bits of every handle of this device */
     int lost;               /* device lock: a device-lost error was seen; every later call fails */
+    char lost_reason[256];  /* device lock: the message of that error */
     fault_plan faults;      /* device lock: counted by the gpu seam */
 
     buffer_store buffers;   /* device lock */

@@ -598,9 +598,14 @@ const sub_listener graphs_listener = {.name = "graphs", .progress = on_progress}
 
 void server_graph_replay_lost(cubec_device *d, uint64_t number, uint64_t value, cubec_status err)
 {
-    LOG(LOG_ERROR, LOG_SYS_STREAMS, "graph #%" PRIu64 ": %s", number, cubec_status_message(err));
-    failure *f = failure_new(cubec_status_code(err), "replay of graph #%" PRIu64 " failed: %s",
-                             number, cubec_status_message(err));
+    /* Number 0: an eager batch failed on the submission thread (the device is lost). */
+    if (number)
+        LOG(LOG_ERROR, LOG_SYS_STREAMS, "graph #%" PRIu64 ": %s", number,
+            cubec_status_message(err));
+    failure *f =
+        number ? failure_new(cubec_status_code(err), "replay of graph #%" PRIu64 " failed: %s",
+                             number, cubec_status_message(err))
+               : failure_new(cubec_status_code(err), "%s", cubec_status_message(err));
     for (uint32_t i = 0; number && i < d->graphs.handles.count; i++) {
         graph_obj *g = d->graphs.handles.slots[i].object;
         if (!g || g->number != number) continue;

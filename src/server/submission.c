@@ -185,7 +185,12 @@ cubec_status sub_flush_to(cubec_device *d, int for_host, sub_handoff *handoff)
         /* Encoded and submitted by the submission thread while the caller goes on; counted by
          * the fault plan here, where the device lock orders the count. */
         lost = gpu_fault(d->gpu, CUBEC_FAULT_SUBMIT, CUBEC_INTERNAL);
-        if (!lost) lost = submitter_push_batch(d, b->cmd, value);
+        if (!lost) {
+            /* An encode fault is counted here too but strikes on the thread, as a real
+             * encoding or submission failure there would. */
+            cubec_status encode = gpu_fault(d->gpu, CUBEC_FAULT_ENCODE, CUBEC_DEVICE_LOST);
+            lost = submitter_push_batch(d, b->cmd, value, encode);
+        }
         if (lost) lost = server_note_error(d, lost);
     } else {
         /* The host waits for this one: submitting here spares waking the thread. */
@@ -279,6 +284,9 @@ cubec_status sub_wait(cubec_device *d, uint64_t value)
     if (err) return server_note_error(d, err);
     if (seen > d->sub.completed_value) d->sub.completed_value = seen;
     sub_poll(d);
+    /* The value may have been signalled for work that never ran (the submission thread gives
+     * up on a batch that failed there, and the poll reported it): nothing waited for is valid. */
+    RETURN_IF_ERROR(server_check_alive(d));
     recycle_finished(d);
     return NULL;
 }

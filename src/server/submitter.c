@@ -62,7 +62,7 @@ static void *submitter_main(void *arg)
         if (item.batch) items[n++] = (gpu_submit_item){item.batch, item.batch_value};
         items[n++] = (gpu_submit_item){item.cmd, item.value};
         uint64_t t0 = clock_now_ns();
-        cubec_status r = d->gpu->ops->submit(d->gpu, items, n);
+        cubec_status r = item.fault ? item.fault : d->gpu->ops->submit(d->gpu, items, n);
         uint64_t spent = clock_now_ns() - t0;
         if (r) {
             /* Nothing will signal the value: do it once what came before has finished. */
@@ -92,16 +92,18 @@ static void *submitter_main(void *arg)
     return NULL;
 }
 
-cubec_status submitter_push(cubec_device *d, gpu_cmd *cmd, uint64_t value, uint64_t graph,
-                            const sub_handoff *before)
+static cubec_status push(cubec_device *d, submit_item item)
 {
     submitter *s = &d->submitter;
-    RETURN_IF_ERROR(submitter_start(d));
+    cubec_status err = submitter_start(d);
+    if (err) {
+        cubec_status_free(item.fault);
+        return err;
+    }
     pthread_mutex_lock(&s->lock);
     while (s->count == s->ring_cap)
         pthread_cond_wait(&s->idle, &s->lock);
-    s->ring[(s->head + s->count) % s->ring_cap] =
-        (submit_item){cmd, value, graph, before ? before->cmd : NULL, before ? before->value : 0};
+    s->ring[(s->head + s->count) % s->ring_cap] = item;
     s->count++;
     atomic_fetch_add(&s->pushed, 1);
     pthread_cond_signal(&s->work);
@@ -109,9 +111,16 @@ cubec_status submitter_push(cubec_device *d, gpu_cmd *cmd, uint64_t value, uint6
     return NULL;
 }
 
-cubec_status submitter_push_batch(cubec_device *d, gpu_cmd *cmd, uint64_t value)
+cubec_status submitter_push(cubec_device *d, gpu_cmd *cmd, uint64_t value, uint64_t graph,
+                            const sub_handoff *before)
 {
-    return submitter_push(d, cmd, value, 0, NULL);
+    return push(d, (submit_item){cmd, value, graph, before ? before->cmd : NULL,
+                                 before ? before->value : 0, NULL});
+}
+
+cubec_status submitter_push_batch(cubec_device *d, gpu_cmd *cmd, uint64_t value, cubec_status fault)
+{
+    return push(d, (submit_item){cmd, value, 0, NULL, 0, fault});
 }
 
 void submitter_note_submitted(cubec_device *d, uint64_t value)

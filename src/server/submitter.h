@@ -14,6 +14,7 @@ typedef struct submit_item {
     uint64_t graph; /* the graph's number, for a failure (0: an eager batch) */
     gpu_cmd *batch; /* a batch submitted just before it, in the same call (or NULL) */
     uint64_t batch_value;
+    cubec_status fault; /* an injected encode fault: the thread fails the item with it */
 } submit_item;
 
 typedef struct submitter {
@@ -44,8 +45,10 @@ typedef struct submitter {
  * handed-off batch `before` when it holds one. */
 MUST_USE cubec_status submitter_push(cubec_device *d, gpu_cmd *cmd, uint64_t value, uint64_t graph,
                                      const sub_handoff *before);
-/* Hands an eager batch to the submission thread, which encodes and submits it. */
-MUST_USE cubec_status submitter_push_batch(cubec_device *d, gpu_cmd *cmd, uint64_t value);
+/* Hands an eager batch to the submission thread, which encodes and submits it (or, with
+ * `fault`, which it takes, fails it as if encoding had failed). */
+MUST_USE cubec_status submitter_push_batch(cubec_device *d, gpu_cmd *cmd, uint64_t value,
+                                           cubec_status fault);
 /* Notes a submission made on the caller's thread (after submitter_quiesce). */
 void submitter_note_submitted(cubec_device *d, uint64_t value);
 /* Whether the submission of `value` is made and the thread is done with its command buffer. */

@@ -54,6 +54,7 @@ static void test_fault_kind_names_and_values(void **state)
         {CUBEC_FAULT_PAGE, 0, "page"},         {CUBEC_FAULT_COMPILE, 1, "compile"},
         {CUBEC_FAULT_PIPELINE, 2, "pipeline"}, {CUBEC_FAULT_SUBMIT, 3, "submit"},
         {CUBEC_FAULT_MAP, 4, "map"},           {CUBEC_FAULT_WAIT, 5, "wait"},
+        {CUBEC_FAULT_ENCODE, 6, "encode"},
     };
     assert_int_equal(CUBEC_FAULT_KIND_COUNT, sizeof ref / sizeof ref[0]);
     for (size_t i = 0; i < sizeof ref / sizeof ref[0]; i++) {
@@ -84,7 +85,7 @@ static void test_fault_parse_uses_the_names(void **state)
         assert_string_equal(cubec_status_message(st), want);
         cubec_status_free(st);
     }
-    const char *kinds = "(kinds: page, compile, pipeline, submit, map, wait)";
+    const char *kinds = "(kinds: page, compile, pipeline, submit, map, wait, encode)";
     fault_plan p;
     memset(&p, 0, sizeof p);
     ASSERT_ERROR(fault_parse(&p, "bogus:1"), CUBEC_INVALID_ARGUMENT, kinds);
