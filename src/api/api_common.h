@@ -23,9 +23,6 @@ MUST_USE static inline cubec_status api_lock(cubec_device *d, const char *fn)
 
 MUST_USE static inline cubec_status api_unlock(cubec_device *d, cubec_status result)
 {
-    /* The device was alive when the call began (api_lock). If it was found lost meanwhile (a
-     * batch that failed on the submission thread), the call's success cannot be trusted. */
-    if (!result && d->lost) result = server_check_alive(d);
     pthread_mutex_unlock(&d->lock);
     return result;
 }

@@ -261,7 +261,7 @@ static cubec_status wait_timeline(gpu *g, uint64_t value, int spin_us, uint64_t 
     return NULL;
 }
 
-cubec_status sub_wait(cubec_device *d, uint64_t value)
+static cubec_status wait_value(cubec_device *d, uint64_t value)
 {
     if (value == 0 || value <= d->sub.completed_value) return NULL;
     if (d->sub.open && value >= d->sub.next_value) RETURN_IF_ERROR(sub_flush(d, 0));
@@ -284,11 +284,17 @@ cubec_status sub_wait(cubec_device *d, uint64_t value)
     if (err) return server_note_error(d, err);
     if (seen > d->sub.completed_value) d->sub.completed_value = seen;
     sub_poll(d);
-    /* The value may have been signalled for work that never ran (the submission thread gives
-     * up on a batch that failed there, and the poll reported it): nothing waited for is valid. */
-    RETURN_IF_ERROR(server_check_alive(d));
     recycle_finished(d);
     return NULL;
+}
+
+cubec_status sub_wait(cubec_device *d, uint64_t value)
+{
+    RETURN_IF_ERROR(wait_value(d, value));
+    /* A value may have been signalled for work that never ran: the submission thread signals
+     * the value of a batch that failed there, after recording the failure that the poll which
+     * saw the value reported (the device is then lost). Nothing waited for is valid. */
+    return server_check_alive(d);
 }
 
 cubec_status sub_wait_for_host(cubec_device *d, uint64_t value)

@@ -64,14 +64,7 @@ static void *submitter_main(void *arg)
         uint64_t t0 = clock_now_ns();
         cubec_status r = item.fault ? item.fault : d->gpu->ops->submit(d->gpu, items, n);
         uint64_t spent = clock_now_ns() - t0;
-        if (r) {
-            /* Nothing will signal the value: do it once what came before has finished. */
-            d->gpu->ops->queue_idle(d->gpu);
-            cubec_status_free(d->gpu->ops->timeline_signal(d->gpu, item.value));
-        }
-        atomic_store_explicit(&s->through, item.value, memory_order_release);
         pthread_mutex_lock(&s->lock);
-        s->busy = 0;
         s->submit_ns += spent;
         s->submissions++;
         if (r) {
@@ -86,6 +79,16 @@ static void *submitter_main(void *arg)
                 s->failures_dropped++;
             }
         }
+        pthread_mutex_unlock(&s->lock);
+        if (r) {
+            /* Nothing will signal the value: do it once what came before has finished. The
+             * failure is recorded first, so a poll that sees the value also finds it. */
+            d->gpu->ops->queue_idle(d->gpu);
+            cubec_status_free(d->gpu->ops->timeline_signal(d->gpu, item.value));
+        }
+        atomic_store_explicit(&s->through, item.value, memory_order_release);
+        pthread_mutex_lock(&s->lock);
+        s->busy = 0;
         pthread_cond_broadcast(&s->idle);
     }
     pthread_mutex_unlock(&s->lock);

@@ -304,6 +304,17 @@ static int after_call(run *r, cubec_status st, const char *what)
     }
     uint64_t counts[CUBEC_FAULT_KIND_COUNT];
     cubec_status cs = cubec_fault_counts(r->d, counts);
+    if (cs && r->kind == CUBEC_FAULT_ENCODE && cubec_status_code(cs) == CUBEC_DEVICE_LOST &&
+        strstr(cubec_status_message(cs), r->root)) {
+        /* The call polled the GPU's progress and found the batch that failed on the
+         * submission thread; what it returned was checked above (a read against the
+         * reference): the loss shows from the next call on. */
+        cubec_status_free(cs);
+        if (!r->fault_seen) mark_unsettled(r);
+        r->fault_seen = r->fault_errored = 1;
+        r->lost = 1;
+        return 1;
+    }
     if (cs)
         fail_msg("%s: cubec_fault_counts after %s: %s", run_name(r), what,
                  cubec_status_message(cs));
