@@ -196,7 +196,14 @@ cubec_status sub_flush_to(cubec_device *d, int for_host, sub_handoff *handoff)
         /* The host waits for this one: submitting here spares waking the thread. */
         submitter_quiesce(d); /* what was handed to the submission thread goes first */
         gpu_submit_item item = {b->cmd, value};
-        lost = gpu_submit(d->gpu, &item, 1);
+        if (submitter_broken(d)) {
+            /* Something handed over failed there: this batch may read what it did not write. */
+            sub_poll(d); /* reports the failure: the device is lost */
+            lost = server_check_alive(d);
+            if (!lost) lost = status_make(CUBEC_DEVICE_LOST, "an earlier submission failed");
+        } else {
+            lost = gpu_submit(d->gpu, &item, 1);
+        }
         d->sub.stats.submit_ns += clock_now_ns() - submit_begin;
         if (lost)
             lost = server_note_error(d, lost);

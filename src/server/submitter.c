@@ -62,25 +62,39 @@ static void *submitter_main(void *arg)
         if (item.batch) items[n++] = (gpu_submit_item){item.batch, item.batch_value};
         items[n++] = (gpu_submit_item){item.cmd, item.value};
         uint64_t t0 = clock_now_ns();
-        cubec_status r = item.fault ? item.fault : d->gpu->ops->submit(d->gpu, items, n);
+        cubec_status r = NULL;
+        int first_failure = 0;
+        if (atomic_load(&s->broken)) {
+            /* Work after a failed submission may read what it did not write: nothing more
+             * runs (the device is lost), but its value is signalled so that no waiter hangs. */
+            cubec_status_free(item.fault);
+            r = status_make(CUBEC_DEVICE_LOST, "an earlier submission failed");
+        } else {
+            r = item.fault ? item.fault : d->gpu->ops->submit(d->gpu, items, n);
+            first_failure = r != NULL;
+            if (r) atomic_store(&s->broken, 1);
+        }
         uint64_t spent = clock_now_ns() - t0;
         pthread_mutex_lock(&s->lock);
         s->submit_ns += spent;
         s->submissions++;
-        if (r) {
+        if (first_failure) {
             if (s->failure_count < sizeof s->failures / sizeof s->failures[0]) {
                 s->failures[s->failure_count].result = r;
                 s->failures[s->failure_count].graph = item.graph;
                 s->failures[s->failure_count].value = item.value;
-                s->failures[s->failure_count].had_batch = item.batch != NULL || item.graph == 0;
                 s->failure_count++;
             } else {
                 cubec_status_free(r);
                 s->failures_dropped++;
             }
+            r = NULL; /* kept in the ring */
         }
         pthread_mutex_unlock(&s->lock);
-        if (r) {
+        int failed = r != NULL || first_failure;
+        cubec_status_free(r);
+        r = NULL;
+        if (failed) {
             /* Nothing will signal the value: do it once what came before has finished. The
              * failure is recorded first, so a poll that sees the value also finds it. */
             d->gpu->ops->queue_idle(d->gpu);
@@ -89,6 +103,7 @@ static void *submitter_main(void *arg)
         atomic_store_explicit(&s->through, item.value, memory_order_release);
         pthread_mutex_lock(&s->lock);
         s->busy = 0;
+        atomic_fetch_add(&s->done, 1);
         pthread_cond_broadcast(&s->idle);
     }
     pthread_mutex_unlock(&s->lock);
@@ -131,6 +146,11 @@ void submitter_note_submitted(cubec_device *d, uint64_t value)
     atomic_store_explicit(&d->submitter.through, value, memory_order_release);
 }
 
+int submitter_broken(cubec_device *d)
+{
+    return atomic_load(&d->submitter.broken);
+}
+
 int submitter_released(cubec_device *d, uint64_t value)
 {
     return value <= atomic_load_explicit(&d->submitter.through, memory_order_acquire);
@@ -163,6 +183,13 @@ void submitter_quiesce(cubec_device *d)
 {
     submitter *s = &d->submitter;
     if (!s->started) return;
+    if (d->sub.spin_us > 0) {
+        /* On a GPU, poll before sleeping: being woken takes tens of microseconds, which a
+         * sync that waits here for the last batches would add to its latency. */
+        uint64_t until = clock_now_ns() + (uint64_t)d->sub.spin_us * 1000u;
+        while (atomic_load(&s->done) != atomic_load(&s->pushed) && clock_now_ns() < until)
+            sched_yield();
+    }
     pthread_mutex_lock(&s->lock);
     while (s->count || s->busy)
         pthread_cond_wait(&s->idle, &s->lock);
@@ -177,12 +204,10 @@ cubec_status submitter_take_failure(cubec_device *d, uint64_t *out_graph, uint64
     cubec_status r = NULL;
     uint64_t graph = 0, value = 0;
     uint32_t dropped = s->failures_dropped;
-    int had_batch = 0;
     if (s->failure_count) {
         r = s->failures[0].result;
         graph = s->failures[0].graph;
         value = s->failures[0].value;
-        had_batch = s->failures[0].had_batch;
         s->failure_count--;
         memmove(&s->failures[0], &s->failures[1], s->failure_count * sizeof s->failures[0]);
     } else if (dropped) {
@@ -202,20 +227,15 @@ cubec_status submitter_take_failure(cubec_device *d, uint64_t *out_graph, uint64
     }
     *out_graph = graph;
     *out_value = value;
-    if (had_batch) {
-        /* Eager work was in it and its ranges were released as submitted: what it wrote is
-         * unknown, so nothing of the device can be trusted any more. */
-        cubec_status lost = status_make(
-            CUBEC_DEVICE_LOST,
-            "the %s signalling timeline value %" PRIu64 "%s was not submitted (%s); the device is "
-            "treated as lost",
-            graph ? "replay" : "batch of eager work", value,
-            graph ? " and the work submitted with it" : "", cubec_status_message(r));
-        cubec_status_free(r);
-        return lost;
-    }
-    return status_annotate(r, "the replay signalling timeline value %" PRIu64 " was not submitted",
-                           value);
+    /* Work submitted after it may have read what it did not write, and nothing more is
+     * submitted: nothing of the device can be trusted any more. */
+    cubec_status lost =
+        status_make(CUBEC_DEVICE_LOST,
+                    "the %s signalling timeline value %" PRIu64
+                    " was not submitted (%s); the device is treated as lost",
+                    graph ? "replay" : "batch of eager work", value, cubec_status_message(r));
+    cubec_status_free(r);
+    return lost;
 }
 
 void submitter_stop(cubec_device *d)

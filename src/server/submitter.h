@@ -27,6 +27,8 @@ typedef struct submitter {
     submit_item *ring;
     uint32_t ring_cap, head, count;
     atomic_uint pushed; /* bumped by every push: the thread polls it before sleeping */
+    atomic_uint done;   /* bumped after every item: quiesce polls it before sleeping */
+    atomic_int broken;  /* a submission failed: nothing more is submitted (the device is lost) */
     /* The highest timeline value submitted (or given up on), by either thread; stored after the
      * thread's last use of what it submitted, so that a command buffer it handled is reused
      * only after this says so (the GPU finishing it is not a synchronisation the host sees). */
@@ -36,7 +38,6 @@ typedef struct submitter {
     struct {
         cubec_status result;
         uint64_t graph, value;
-        int had_batch; /* eager work went with it: its outputs are unknown */
     } failures[16];
     uint32_t failure_count, failures_dropped;
 } submitter;
@@ -51,6 +52,9 @@ MUST_USE cubec_status submitter_push_batch(cubec_device *d, gpu_cmd *cmd, uint64
                                            cubec_status fault);
 /* Notes a submission made on the caller's thread (after submitter_quiesce). */
 void submitter_note_submitted(cubec_device *d, uint64_t value);
+/* Whether a submission failed on the thread (the device is then lost: nothing more may be
+ * submitted, by the thread or by the caller). */
+int submitter_broken(cubec_device *d);
 /* Whether the submission of `value` is made and the thread is done with its command buffer. */
 int submitter_released(cubec_device *d, uint64_t value);
 /* Starts the thread if it is not running (a replay does it before handing a batch over). */
