@@ -37,7 +37,7 @@ static void *submitter_main(void *arg)
         if (!s->count && !s->stop && d->sub.spin_us > 0) {
             /* On a GPU, poll for a while before sleeping: waking a sleeping thread takes tens of
              * microseconds, during which the GPU would idle between a replay and the work
-             * before it. Not on CPU devices, where the core polling is the GPU. */
+             * before it. */
             unsigned seen = atomic_load(&s->pushed);
             pthread_mutex_unlock(&s->lock);
             uint64_t until = clock_now_ns() + (uint64_t)d->sub.spin_us * 1000u;
