@@ -67,13 +67,14 @@ static cubec_status write_staged(cubec_device *d, buffer_obj *b, uint64_t at, co
     return NULL;
 }
 
-/* A host transfer on the host track of the trace: its name, bytes and buffer. */
+/* A host transfer on the host track of the trace: its name, bytes and buffer number. The number
+ * is taken before the transfer: a wait inside it drops the device lock, and another thread may
+ * release the buffer meanwhile, freeing its record. */
 static void trace_transfer(cubec_device *d, const char *what, const char *category, uint64_t t0,
-                           uint64_t stream, const buffer_obj *b, uint64_t size)
+                           uint64_t stream, uint64_t buffer_number, uint64_t size)
 {
     char args[96];
-    snprintf(args, sizeof args, "\"bytes\":%" PRIu64 ",\"buffer\":%" PRIu64, size,
-             b->alloc->number);
+    snprintf(args, sizeof args, "\"bytes\":%" PRIu64 ",\"buffer\":%" PRIu64, size, buffer_number);
     timing_host(d, what, category, t0, stream, args);
 }
 
@@ -83,9 +84,9 @@ static cubec_status write_body(cubec_device *d, stream_ref s, buffer_obj *b, uin
 cubec_status server_write(cubec_device *d, stream_ref s, buffer_obj *b, uint64_t offset,
                           const void *src, uint64_t size)
 {
-    uint64_t t0 = d->timing.trace ? clock_now_ns() : 0;
+    uint64_t t0 = d->timing.trace ? clock_now_ns() : 0, number = b->alloc->number;
     cubec_status err = write_body(d, s, b, offset, src, size);
-    if (!err && d->timing.trace) trace_transfer(d, "write", "write", t0, s.number, b, size);
+    if (!err && d->timing.trace) trace_transfer(d, "write", "write", t0, s.number, number, size);
     return err;
 }
 
@@ -176,9 +177,9 @@ static cubec_status read_body(cubec_device *d, uint32_t slot, buffer_obj *b, uin
 cubec_status server_read(cubec_device *d, stream_ref s, buffer_obj *b, uint64_t offset, void *dst,
                          uint64_t size)
 {
-    uint64_t t0 = d->timing.trace ? clock_now_ns() : 0;
+    uint64_t t0 = d->timing.trace ? clock_now_ns() : 0, number = b->alloc->number;
     cubec_status err = read_body(d, s.slot, b, offset, dst, size);
-    if (!err && d->timing.trace) trace_transfer(d, "read", "read", t0, s.number, b, size);
+    if (!err && d->timing.trace) trace_transfer(d, "read", "read", t0, s.number, number, size);
     return err;
 }
 
@@ -214,10 +215,10 @@ static cubec_status read_async_body(cubec_device *d, stream_ref s, buffer_obj *b
 cubec_status server_read_async(cubec_device *d, stream_ref s, buffer_obj *b, uint64_t offset,
                                void *dst, uint64_t size, cubec_event **out)
 {
-    uint64_t t0 = d->timing.trace ? clock_now_ns() : 0;
+    uint64_t t0 = d->timing.trace ? clock_now_ns() : 0, number = b->alloc->number;
     cubec_status err = read_async_body(d, s, b, offset, dst, size, out);
     if (!err && d->timing.trace)
-        trace_transfer(d, "read (async start)", "read", t0, s.number, b, size);
+        trace_transfer(d, "read (async start)", "read", t0, s.number, number, size);
     return err;
 }
 

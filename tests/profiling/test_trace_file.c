@@ -6,7 +6,10 @@
  *    named after its stream and slot;
  *  - CUBEC_LOG=profiling=summary: the kernel summary table in the log file counts each kernel's
  *    launches;
- *  - a graph replayed several times: every replayed launch is in the trace, naming its graph.
+ *  - a graph replayed several times: every replayed launch is in the trace, naming its graph;
+ *  - a read that waits for the GPU while another thread releases the buffer: the read returns
+ *    the right bytes and the trace records it without touching the released buffer's record
+ *    (a heap use after free under ASan before the fix).
  * Every kernel's results are read back and compared with the same arithmetic done here, so a
  * trace or a summary of work that did not run correctly cannot pass. */
 #include "launch_util.h"
@@ -14,10 +17,14 @@
 #include "uint_kernels.h"
 
 #include <inttypes.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifndef CUBEC_SOURCE_DIR
@@ -329,12 +336,75 @@ static void test_summary_counts(void **state)
     free(text);
 }
 
+typedef struct releaser {
+    cubec_device *d;
+    cubec_buffer v;
+    atomic_int reading; /* the main thread is about to wait in cubec_read */
+    cubec_status result;
+} releaser;
+
+static void *release_during_read(void *arg)
+{
+    releaser *r = arg;
+    while (!atomic_load(&r->reading))
+        sched_yield();
+    /* Give the read time to drop the device lock in its wait (the GPU runs for much longer). */
+    struct timespec pause = {0, 20 * 1000 * 1000};
+    nanosleep(&pause, NULL);
+    r->result = cubec_buffer_release(r->d, r->v);
+    return NULL;
+}
+
+/* With the trace on, a read waits for a long kernel (the device lock is dropped in the wait)
+ * while another thread releases the buffer: the read keeps the memory alive and returns the
+ * kernel's results, and its trace event is written from what was known before the wait. */
+static void test_trace_read_while_buffer_released(void **state)
+{
+    (void)state;
+    snprintf(trace_path, sizeof trace_path, "/tmp/cubec-test-trace-release-%d.json", (int)getpid());
+    setenv("CUBEC_TRACE", trace_path, 1);
+    cubec_device *d = test_device_open();
+    cubec_kernel busy;
+    const cubec_kernel_desc kd = {.name = "busy", .glsl = busy_src};
+    ASSERT_OK(cubec_kernel_create(d, &kd, &busy));
+    enum { BUSY_WORDS = 64u * 1024u, STEPS = 2000u };
+    uint32_t *init = malloc(BUSY_WORDS * sizeof *init), *got = malloc(BUSY_WORDS * sizeof *got);
+    assert_non_null(init);
+    assert_non_null(got);
+    for (uint32_t i = 0; i < BUSY_WORDS; i++)
+        init[i] = i * 7u + 3u;
+    releaser r = {.d = d};
+    ASSERT_OK(cubec_buffer_create(d, CUBEC_STREAM_CURRENT, BUSY_WORDS * 4u, &r.v));
+    ASSERT_OK(cubec_write(d, CUBEC_STREAM_CURRENT, r.v, 0, init, BUSY_WORDS * 4u));
+    ASSERT_OK(busy_launch(d, CUBEC_STREAM_CURRENT, busy, r.v, BUSY_WORDS, STEPS));
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, release_during_read, &r), 0);
+    atomic_store(&r.reading, 1);
+    ASSERT_OK(cubec_read(d, CUBEC_STREAM_CURRENT, r.v, 0, got, BUSY_WORDS * 4u));
+    pthread_join(t, NULL);
+    ASSERT_OK(r.result);
+    for (uint32_t i = 0; i < BUSY_WORDS; i++) {
+        uint32_t want = init[i];
+        for (uint32_t k = 0; k < STEPS; k++)
+            want = want * LCG_MUL + LCG_ADD;
+        if (got[i] != want) fail_msg("word %u is %u, expected %u", i, got[i], want);
+    }
+    free(init);
+    free(got);
+    ASSERT_OK(cubec_kernel_destroy(d, busy));
+    test_device_close(d);
+    char *trace = read_text(trace_path);
+    assert_non_null(strstr(trace, "\"read\""));
+    free(trace);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_trace_two_streams, cleanup),
         cmocka_unit_test_teardown(test_summary_counts, cleanup),
         cmocka_unit_test_teardown(test_trace_graph_replays, cleanup),
+        cmocka_unit_test_teardown(test_trace_read_while_buffer_released, cleanup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
