@@ -66,6 +66,12 @@ static void free_into_slot(cubec_device *d, uint32_t slot, const mem_alloc *m)
 
 void server_memory_destroy(cubec_device *d)
 {
+    /* Called after the queue went idle (or the device was abandoned). */
+    for (uint32_t i = 0; i < d->buffers.retired_count; i++)
+        gpu_mem_free(d->gpu, d->buffers.retired[i].mem);
+    d->buffers.retired_count = 0;
+    free(d->buffers.retired);
+    d->buffers.retired = NULL;
     for (uint32_t i = 0; i < d->buffers.deferred_count; i++)
         free_into_slot(d, d->buffers.deferred[i].slot, &d->buffers.deferred[i].mem);
     d->buffers.deferred_count = 0;
@@ -149,7 +155,7 @@ cubec_status server_memory_cleanup(cubec_device *d, stream_ref s)
 
 static void on_progress(cubec_device *d)
 {
-    if (d->buffers.deferred_count) server_run_deferred_frees(d);
+    if (d->buffers.deferred_count || d->buffers.retired_count) server_run_deferred_frees(d);
 }
 
 const sub_listener buffers_listener = {.name = "buffers", .progress = on_progress};
@@ -164,6 +170,32 @@ void server_run_deferred_frees(cubec_device *d)
             d->buffers.deferred[keep++] = d->buffers.deferred[i];
     }
     d->buffers.deferred_count = keep;
+    keep = 0;
+    for (uint32_t i = 0; i < d->buffers.retired_count; i++) {
+        if (d->buffers.retired[i].after <= d->sub.completed_value)
+            gpu_mem_free(d->gpu, d->buffers.retired[i].mem);
+        else
+            d->buffers.retired[keep++] = d->buffers.retired[i];
+    }
+    d->buffers.retired_count = keep;
+}
+
+void server_retire_mem(cubec_device *d, gpu_mem *m, uint64_t after)
+{
+    if (!m) return;
+    if (after <= d->sub.completed_value) {
+        gpu_mem_free(d->gpu, m);
+        return;
+    }
+    if (array_grow((void **)&d->buffers.retired, &d->buffers.retired_cap,
+                   (uint64_t)d->buffers.retired_count + 1, sizeof(retired_mem)) != 0) {
+        /* Freeing it under the GPU could crash the driver: keep it until close instead. */
+        LOG(LOG_WARN, LOG_SYS_MEMORY,
+            "host out of memory: %" PRIu64 " bytes of staging are kept until the device closes",
+            m->size);
+        return;
+    }
+    d->buffers.retired[d->buffers.retired_count++] = (retired_mem){m, after};
 }
 
 void server_alloc_release(cubec_device *d, alloc_obj *a)

@@ -41,6 +41,12 @@ typedef struct deferred_free {
     uint64_t after; /* free once the timeline reaches this */
 } deferred_free;
 
+/* Backend memory of its own (an async read's staging) that the GPU may still use. */
+typedef struct retired_mem {
+    gpu_mem *mem;
+    uint64_t after; /* free once the timeline reaches this, or at close after the queue idles */
+} retired_mem;
+
 /* Buffers and their memory (server/buffers.c). Guarded by the device lock. */
 typedef struct buffer_store {
     handle_table handles; /* buffer_obj per live handle or view */
@@ -48,6 +54,8 @@ typedef struct buffer_store {
     uint64_t numbers;        /* counter behind "buffer #n" */
     deferred_free *deferred; /* frees waiting for the GPU to pass their last use */
     uint32_t deferred_count, deferred_cap;
+    retired_mem *retired; /* the same for backend memory outside the pools */
+    uint32_t retired_count, retired_cap;
 } buffer_store;
 
 MUST_USE cubec_status server_buffer_create(cubec_device *d, stream_ref s, uint64_t size,
@@ -70,6 +78,9 @@ MUST_USE cubec_status server_buffer_view(cubec_device *d, buffer_obj *parent, ui
 void server_buffer_release(cubec_device *d, uint64_t id, buffer_obj *b);
 void server_alloc_release(cubec_device *d, alloc_obj *a);
 void server_run_deferred_frees(cubec_device *d);
+/* Frees `m` once the timeline reaches `after` (at once if it has): memory the GPU may still write
+ * must never be freed under it, even after a failed wait (the device may still be running). */
+void server_retire_mem(cubec_device *d, gpu_mem *m, uint64_t after);
 MUST_USE cubec_status server_memory_init(cubec_device *d);
 void server_memory_destroy(cubec_device *d);
 static inline gpu_mem *buffer_page(const buffer_obj *b)

@@ -319,7 +319,8 @@ void server_event_free(cubec_event *e)
 {
     cubec_device *d = e->device;
     if (!e->done) cubec_status_free(server_event_progress(e, 1));
-    gpu_mem_free(d->gpu, e->staging);
+    /* After a failed wait the GPU may still be copying into the staging. */
+    server_retire_mem(d, e->staging, e->value);
     cubec_status_free(e->result);
     free(e);
 }

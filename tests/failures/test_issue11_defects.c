@@ -1,0 +1,110 @@
+/* Regression tests for defects of issue 11 (what an adversarial trial broke), on the default
+ * device with the validation layer on (any message fails the test), through the public API.
+ *
+ *  (a) test_event_free_after_failed_wait_keeps_staging: with staging forced (the discrete path on
+ *      any device), an asynchronous read is queued behind a long kernel and its wait is made to
+ *      fail (an injected wait fault: the device is treated as lost, but the GPU is still running).
+ *      cubec_event_free must not destroy the staging buffer the queue is still copying into (the
+ *      driver crashed, and the validation layer reports a buffer destroyed while in use); the
+ *      memory is retired until the GPU is known to be done, here at close.
+ *  (b) test_event_after_success_returns_results: the same read waited for successfully returns
+ *      the kernel's results (a CPU model here) through the staging, which the event then frees.
+ */
+#include "test_util.h"
+#include "uint_kernels.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BUSY_WORDS (64u * 1024u)
+#define STEPS 2000u
+
+static void expected_busy(const uint32_t *init, uint32_t *want)
+{
+    for (uint32_t i = 0; i < BUSY_WORDS; i++) {
+        uint32_t x = init[i];
+        for (uint32_t k = 0; k < STEPS; k++)
+            x = x * LCG_MUL + LCG_ADD;
+        want[i] = x;
+    }
+}
+
+typedef struct staged {
+    cubec_device *d;
+    cubec_kernel busy;
+    cubec_buffer v;
+    uint32_t *init, *got;
+} staged;
+
+/* A device with staging forced, a buffer of BUSY_WORDS known words and a long kernel queued on
+ * it (tens of milliseconds on lavapipe), so that a read queued next waits for the GPU. */
+static staged staged_open(void)
+{
+    setenv("CUBEC_FORCE_STAGING", "1", 1);
+    staged s = {.d = test_device_open()};
+    unsetenv("CUBEC_FORCE_STAGING");
+    const cubec_kernel_desc kd = {.name = "busy", .glsl = busy_src};
+    ASSERT_OK(cubec_kernel_create(s.d, &kd, &s.busy));
+    s.init = malloc(BUSY_WORDS * sizeof *s.init);
+    s.got = calloc(BUSY_WORDS, sizeof *s.got);
+    assert_non_null(s.init);
+    assert_non_null(s.got);
+    for (uint32_t i = 0; i < BUSY_WORDS; i++)
+        s.init[i] = i * 2654435761u + 1u;
+    ASSERT_OK(cubec_buffer_create(s.d, CUBEC_STREAM_CURRENT, BUSY_WORDS * 4u, &s.v));
+    ASSERT_OK(cubec_write(s.d, CUBEC_STREAM_CURRENT, s.v, 0, s.init, BUSY_WORDS * 4u));
+    ASSERT_OK(cubec_sync(s.d, CUBEC_STREAM_CURRENT));
+    ASSERT_OK(busy_launch(s.d, CUBEC_STREAM_CURRENT, s.busy, s.v, BUSY_WORDS, STEPS));
+    return s;
+}
+
+static void staged_free(staged *s)
+{
+    free(s->init);
+    free(s->got);
+}
+
+static void test_event_free_after_failed_wait_keeps_staging(void **state)
+{
+    (void)state;
+    staged s = staged_open();
+    cubec_event *e = NULL;
+    ASSERT_OK(cubec_read_async(s.d, CUBEC_STREAM_CURRENT, s.v, 0, s.got, BUSY_WORDS * 4u, &e));
+    ASSERT_OK(cubec_fault_inject(s.d, CUBEC_FAULT_WAIT, 1));
+    ASSERT_ERROR(cubec_event_wait(e), CUBEC_DEVICE_LOST, "injected fault: wait call");
+    cubec_event_free(e); /* the queue may still be copying into the event's staging */
+    /* Every later call fails at once; closing waits for the queue and then frees the staging. */
+    ASSERT_ERROR(cubec_sync(s.d, CUBEC_STREAM_CURRENT), CUBEC_DEVICE_LOST, "injected fault");
+    test_device_close(s.d);
+    staged_free(&s);
+}
+
+static void test_event_after_success_returns_results(void **state)
+{
+    (void)state;
+    staged s = staged_open();
+    cubec_event *e = NULL;
+    ASSERT_OK(cubec_read_async(s.d, CUBEC_STREAM_CURRENT, s.v, 0, s.got, BUSY_WORDS * 4u, &e));
+    ASSERT_OK(cubec_event_wait(e));
+    cubec_event_free(e);
+    uint32_t *want = malloc(BUSY_WORDS * sizeof *want);
+    assert_non_null(want);
+    expected_busy(s.init, want);
+    for (uint32_t i = 0; i < BUSY_WORDS; i++)
+        if (s.got[i] != want[i]) fail_msg("word %u is %u, expected %u", i, s.got[i], want[i]);
+    free(want);
+    ASSERT_OK(cubec_kernel_destroy(s.d, s.busy));
+    ASSERT_OK(cubec_buffer_release(s.d, s.v));
+    test_device_close(s.d);
+    staged_free(&s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_event_free_after_failed_wait_keeps_staging),
+        cmocka_unit_test(test_event_after_success_returns_results),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
