@@ -9,6 +9,12 @@
  *      memory is retired until the GPU is known to be done, here at close.
  *  (b) test_event_after_success_returns_results: the same read waited for successfully returns
  *      the kernel's results (a CPU model here) through the staging, which the event then frees.
+ *  (c) test_launch_clears_its_whole_output_range / test_view_narrows_what_a_launch_clears: the rule
+ *      docs/errors.md states (a launch is taken to write the whole range of each binding it may
+ *      write): after a lost submission taints a buffer, a launch that stores to its first half
+ *      only, given the whole buffer, clears the failure of all of it (the second half reads back
+ *      the bytes from before the lost work); given a view of the first half, the second half keeps
+ *      the failure.
  */
 #include "test_util.h"
 #include "uint_kernels.h"
@@ -100,11 +106,73 @@ static void test_event_after_success_returns_results(void **state)
     staged_free(&s);
 }
 
+#define WORDS 1024u
+#define HALF (WORDS / 2u)
+
+/* X holds produce(3, 5) everywhere; then a produce(7, 11) of all of X is lost (an injected
+ * submit fault), so X carries the failure. Returns the device, the produce kernel and X. */
+static cubec_device *tainted_buffer(cubec_kernel *produce, cubec_buffer *x)
+{
+    cubec_device *d = test_device_open();
+    const cubec_kernel_desc kd = {.name = "produce", .glsl = produce_src};
+    ASSERT_OK(cubec_kernel_create(d, &kd, produce));
+    ASSERT_OK(cubec_buffer_create(d, CUBEC_STREAM_CURRENT, WORDS * 4u, x));
+    ASSERT_OK(uint_launch(d, CUBEC_STREAM_CURRENT, *produce, *x, NONE, WORDS, 3, 5));
+    ASSERT_OK(cubec_sync(d, CUBEC_STREAM_CURRENT));
+    ASSERT_OK(uint_launch(d, CUBEC_STREAM_CURRENT, *produce, *x, NONE, WORDS, 7, 11));
+    ASSERT_OK(cubec_fault_inject(d, CUBEC_FAULT_SUBMIT, 1));
+    ASSERT_ERROR(cubec_flush(d, CUBEC_STREAM_CURRENT), CUBEC_INTERNAL, "injected fault");
+    ASSERT_ERROR(cubec_check(d, x, 1), CUBEC_INTERNAL, "injected fault: submit call");
+    return d;
+}
+
+static void test_launch_clears_its_whole_output_range(void **state)
+{
+    (void)state;
+    cubec_kernel produce;
+    cubec_buffer x;
+    cubec_device *d = tainted_buffer(&produce, &x);
+    /* Stores to the first half only (n = HALF), bound to the whole of X. */
+    ASSERT_OK(uint_launch(d, CUBEC_STREAM_CURRENT, produce, x, NONE, HALF, 13, 17));
+    uint32_t got[WORDS], want[WORDS];
+    ASSERT_OK(cubec_read(d, CUBEC_STREAM_CURRENT, x, 0, got, sizeof got));
+    cpu_produce(want, WORDS, 3, 5);  /* what X held before the lost launch */
+    cpu_produce(want, HALF, 13, 17); /* the relaunch's half */
+    for (uint32_t i = 0; i < WORDS; i++)
+        if (got[i] != want[i]) fail_msg("word %u is %u, expected %u", i, got[i], want[i]);
+    ASSERT_OK(cubec_kernel_destroy(d, produce));
+    ASSERT_OK(cubec_buffer_release(d, x));
+    test_device_close(d);
+}
+
+static void test_view_narrows_what_a_launch_clears(void **state)
+{
+    (void)state;
+    cubec_kernel produce;
+    cubec_buffer x, first;
+    cubec_device *d = tainted_buffer(&produce, &x);
+    ASSERT_OK(cubec_buffer_view(d, x, 0, HALF * 4u, &first));
+    ASSERT_OK(uint_launch(d, CUBEC_STREAM_CURRENT, produce, first, NONE, HALF, 13, 17));
+    uint32_t got[HALF], want[HALF];
+    ASSERT_OK(cubec_read(d, CUBEC_STREAM_CURRENT, x, 0, got, sizeof got));
+    cpu_produce(want, HALF, 13, 17);
+    for (uint32_t i = 0; i < HALF; i++)
+        if (got[i] != want[i]) fail_msg("word %u is %u, expected %u", i, got[i], want[i]);
+    ASSERT_ERROR(cubec_read(d, CUBEC_STREAM_CURRENT, x, HALF * 4u, got, sizeof got), CUBEC_INTERNAL,
+                 "injected fault: submit call");
+    ASSERT_OK(cubec_buffer_release(d, first));
+    ASSERT_OK(cubec_kernel_destroy(d, produce));
+    ASSERT_OK(cubec_buffer_release(d, x));
+    test_device_close(d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_event_free_after_failed_wait_keeps_staging),
         cmocka_unit_test(test_event_after_success_returns_results),
+        cmocka_unit_test(test_launch_clears_its_whole_output_range),
+        cmocka_unit_test(test_view_narrows_what_a_launch_clears),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
