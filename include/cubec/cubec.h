@@ -59,7 +59,9 @@ extern "C" {
     X(CUBEC_NOT_READY, 9, "cubec_event_query: the work has not finished yet")                      \
     X(CUBEC_PROFILE_INVALID, 10,                                                                   \
       "a profile saw a launch fail or be skipped: the message says which")                         \
-    X(CUBEC_GRAPH_STATE, 11, "a graph call in the wrong state, or an operation a capture refuses")
+    X(CUBEC_GRAPH_STATE, 11, "a graph call in the wrong state, or an operation a capture refuses") \
+    X(CUBEC_TIMEOUT, 12,                                                                           \
+      "a wait for the GPU passed [device] wait_timeout: the device is treated as lost")
 
 typedef enum cubec_code {
 #define CUBEC_CODE_ENUMERATOR_(name, value, description) name = value,

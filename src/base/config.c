@@ -192,6 +192,13 @@ static cubec_status apply(cubec_config *c, const char *section, const char *key,
     } else if (!strcmp(section, "device") && !strcmp(key, "poll_spin_us")) {
         if (!parse_uint(value, -1, 1000000, &x)) return BAD("an integer in -1..1000000");
         c->poll_spin_us = (int)x;
+    } else if (!strcmp(section, "device") && !strcmp(key, "wait_timeout")) {
+        char *end;
+        errno = 0;
+        double t = strtod(value, &end);
+        if (end == value || *end || errno || !(t >= 0 && t <= 86400))
+            return BAD("seconds in 0..86400 (0: no limit), e.g. 60 or 0.5");
+        c->wait_timeout_s = t;
     } else if (!strcmp(section, "profiling") && !strcmp(key, "timing")) {
         if (!strcmp(value, "device"))
             c->timing_system = 0;
@@ -228,6 +235,7 @@ static const struct {
     {"CUBEC_VALIDATION", "device", "validation"},
     {"CUBEC_TASKS_MAX", "device", "tasks_max"},
     {"CUBEC_POLL_SPIN_US", "device", "poll_spin_us"},
+    {"CUBEC_WAIT_TIMEOUT", "device", "wait_timeout"},
     {"CUBEC_FORCE_STAGING", "device", "force_staging"},
     {"CUBEC_MAX_INFLIGHT_TASKS", "device", "max_inflight_tasks"},
     {"CUBEC_PUSH_DESCRIPTORS", "device", "push_descriptors"},
@@ -247,6 +255,7 @@ static void config_defaults(cubec_config *c)
         c->log_levels[i] = -1;
     c->tasks_max = 32;
     c->poll_spin_us = -1;
+    c->wait_timeout_s = 60;
     c->max_inflight_tasks = 16384;
     c->push_descriptors = 1;
     c->max_streams = 128;

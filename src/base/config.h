@@ -13,10 +13,11 @@ typedef struct cubec_config {
     int log_level;                 /* [log] level        CUBEC_LOG_LEVEL   default warn  */
     int log_levels[LOG_SYS_COUNT]; /* [log] subsystems CUBEC_LOG   memory=debug,compile=info */
     char log_file[512];            /* [log] file         CUBEC_LOG_FILE    default stderr */
-    char device[256];            /* [device] select    CUBEC_DEVICE      index or name substring */
-    int validation;              /* [device] validation CUBEC_VALIDATION 0/1 */
-    uint32_t tasks_max;          /* [device] tasks_max CUBEC_TASKS_MAX   default 32 */
-    int poll_spin_us;            /* [device] poll_spin_us CUBEC_POLL_SPIN_US; -1 = by device type */
+    char device[256];      /* [device] select    CUBEC_DEVICE      index or name substring */
+    int validation;        /* [device] validation CUBEC_VALIDATION 0/1 */
+    uint32_t tasks_max;    /* [device] tasks_max CUBEC_TASKS_MAX   default 32 */
+    int poll_spin_us;      /* [device] poll_spin_us CUBEC_POLL_SPIN_US; -1 = by device type */
+    double wait_timeout_s; /* [device] wait_timeout CUBEC_WAIT_TIMEOUT: seconds, 0 = none; 60 */
     uint32_t max_inflight_tasks; /* [device] max_inflight_tasks CUBEC_MAX_INFLIGHT_TASKS */
     uint32_t max_streams;        /* [streaming] max_streams CUBEC_MAX_STREAMS      default 128 */
     int single_stream;           /* [streaming] policy CUBEC_STREAM_POLICY: per-thread | single */

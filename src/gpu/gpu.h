@@ -153,9 +153,13 @@ typedef struct gpu_ops {
     /* Submission: each item signals its value of the device's one timeline. */
     cubec_status (*submit)(gpu *g, const gpu_submit_item *items, uint32_t n);
     cubec_status (*timeline_value)(gpu *g, uint64_t *out);
-    cubec_status (*timeline_wait)(gpu *g, uint64_t value);
+    /* Waits at most timeout_ns (0: without a limit); past it, a CUBEC_TIMEOUT status. */
+    cubec_status (*timeline_wait)(gpu *g, uint64_t value, uint64_t timeout_ns);
     cubec_status (*timeline_signal)(gpu *g, uint64_t value); /* from the host */
     void (*queue_idle)(gpu *g);
+    /* Closing a device whose GPU may never finish (a wait timed out): let go of the host side
+     * without waiting for the GPU or destroying what it may still use. */
+    void (*abandon)(gpu *g);
     /* Device ticks and host CLOCK_MONOTONIC ns sampled together; 0 when unsupported. */
     int (*calibrate)(gpu *g, uint64_t *out_ticks, uint64_t *out_host_ns);
 } gpu_ops;

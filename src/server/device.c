@@ -32,7 +32,9 @@ cubec_status server_check_alive(cubec_device *d)
 
 cubec_status server_note_error(cubec_device *d, cubec_status err)
 {
-    if (cubec_status_code(err) == CUBEC_DEVICE_LOST && !d->lost) {
+    cubec_code code = cubec_status_code(err);
+    if (code == CUBEC_TIMEOUT) d->hung = 1;
+    if ((code == CUBEC_DEVICE_LOST || code == CUBEC_TIMEOUT) && !d->lost) {
         d->lost = 1;
         /* Later calls name the root cause, which may have struck on the submission thread. */
         snprintf(d->lost_reason, sizeof d->lost_reason, "%s", cubec_status_message(err));
@@ -115,6 +117,7 @@ cubec_status server_open(const cubec_device_desc *desc, cubec_device **out)
      * down. On lavapipe with 2 cores it halves the round trip too (50-73 us against 113-136 us
      * blocking; raw Vulkan's fence wait 100-140 us): the poll yields to the driver's threads. */
     d->sub.spin_us = d->config.poll_spin_us >= 0 ? d->config.poll_spin_us : 200;
+    d->sub.wait_timeout_ns = (uint64_t)(d->config.wait_timeout_s * 1e9);
     d->tag = handle_tag_acquire(); /* released in server_close */
     handle_table_init(&d->buffers.handles, d->tag, "buffer");
     handle_table_init(&d->kernels.handles, d->tag, "kernel");
@@ -155,6 +158,14 @@ void server_close(cubec_device *d)
             d->sub.stats.submissions
                 ? (double)d->sub.stats.submit_ns / 1e3 / (double)d->sub.stats.submissions
                 : 0.0);
+    if (d->gpu && d->hung) {
+        /* A wait timed out: the GPU may never finish. Nothing below may wait for it, and what
+         * it may still use must not be destroyed under it; host memory is freed. */
+        LOG(LOG_WARN, LOG_SYS_DEVICE,
+            "closing a device whose GPU did not finish (%s): its driver objects are abandoned",
+            d->lost_reason);
+        d->gpu->ops->abandon(d->gpu);
+    }
     if (d->gpu) {
         /* Queued work still runs: the program may have released the buffers it reads. */
         if (d->streams.slots && !d->lost) cubec_status_free(server_drain_all(d, 0));

@@ -32,6 +32,7 @@ struct cubec_device_s {
     uint16_t tag;           /* immutable: the high bits of every handle of this device */
     int lost;               /* device lock: a device-lost error was seen; every later call fails */
     char lost_reason[256];  /* device lock: the message of that error */
+    int hung;               /* device lock: a wait timed out; close abandons the GPU's objects */
     fault_plan faults;      /* device lock: counted by the gpu seam */
 
     buffer_store buffers;   /* device lock */

@@ -358,6 +358,8 @@ cubec_status server_record_task(cubec_device *d, task *t)
         }
     }
     if (!err) {
+        d->sub.open->last_task = task_name(t);
+        d->sub.open->last_stream = t->stream;
         recorder rec = {cmd, &d->sub.bound, &d->sub.hazards};
         err = server_emit_task(d, &rec, t, &info_buffer, d->timing.on ? d->sub.open : NULL);
     }

@@ -8,6 +8,7 @@
 #include "base/log.h"
 #include "server/device.h"
 
+#include <inttypes.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -133,6 +134,7 @@ cubec_status sub_begin(cubec_device *d, gpu_cmd **out_cmd)
     RETURN_IF_ERROR(d->gpu->ops->cmd_begin(d->gpu, b->cmd));
     NOTIFY(d, begun, b);
     b->value = 0;
+    b->last_task = NULL;
     d->sub.open = b;
     d->sub.tasks = 0;
     /* Nothing is bound in a new command buffer. */
@@ -248,13 +250,14 @@ static void recycle_finished(cubec_device *d)
     }
 }
 
-/* Polls the timeline for up to spin_us, then blocks. Touches only the backend's timeline, which
- * is safe without the device lock. */
-static cubec_status wait_timeline(gpu *g, uint64_t value, int spin_us, uint64_t *out_value)
+/* Polls the timeline for up to spin_us, then blocks, all within timeout_ns (0: no limit).
+ * Touches only the backend's timeline, which is safe without the device lock. */
+static cubec_status wait_timeline(gpu *g, uint64_t value, int spin_us, uint64_t timeout_ns,
+                                  uint64_t *out_value)
 {
-    uint64_t v = 0;
+    uint64_t v = 0, start = clock_now_ns();
     if (spin_us > 0) {
-        uint64_t until = clock_now_ns() + (uint64_t)spin_us * 1000u;
+        uint64_t until = start + (uint64_t)spin_us * 1000u;
         do {
             RETURN_IF_ERROR(g->ops->timeline_value(g, &v));
             if (v >= value) {
@@ -263,9 +266,34 @@ static cubec_status wait_timeline(gpu *g, uint64_t value, int spin_us, uint64_t 
             }
         } while (clock_now_ns() < until);
     }
-    RETURN_IF_ERROR(g->ops->timeline_wait(g, value));
+    uint64_t left = 0;
+    if (timeout_ns) {
+        uint64_t spent = clock_now_ns() - start;
+        left = spent < timeout_ns ? timeout_ns - spent : 1;
+    }
+    RETURN_IF_ERROR(g->ops->timeline_wait(g, value, left));
     *out_value = value;
     return NULL;
+}
+
+/* A wait that passed the limit: names the work that did not finish. The device is then lost
+ * (server_note_error), and close abandons what the GPU may still use. */
+static cubec_status timed_out(cubec_device *d, uint64_t value, cubec_status err)
+{
+    const batch *late = NULL;
+    for (uint32_t i = 0; i < d->sub.batch_count; i++)
+        if (d->sub.batches[i].value == value) late = &d->sub.batches[i];
+    char work[160] = "";
+    if (late && late->last_task)
+        snprintf(work, sizeof work, " (its last task: \"%s\" on stream %" PRIu64 ")",
+                 late->last_task, late->last_stream);
+    cubec_status t = status_make(
+        CUBEC_TIMEOUT,
+        "the work submitted as timeline value %" PRIu64 "%s did not finish within %.3g s "
+        "([device] wait_timeout, CUBEC_WAIT_TIMEOUT; %s): the device is treated as lost",
+        value, work, (double)d->sub.wait_timeout_ns / 1e9, cubec_status_message(err));
+    cubec_status_free(err);
+    return server_note_error(d, t);
 }
 
 static cubec_status wait_value(cubec_device *d, uint64_t value)
@@ -280,14 +308,16 @@ static cubec_status wait_value(cubec_device *d, uint64_t value)
     /* An injected failure of the wait is a lost device, like a real one. */
     cubec_status err = gpu_fault(d->gpu, CUBEC_FAULT_WAIT, CUBEC_DEVICE_LOST);
     if (err) return server_note_error(d, status_annotate(err, "the device is treated as lost"));
+    uint64_t limit = d->sub.wait_timeout_ns;
     if (d->streams.draining) {
-        err = wait_timeline(d->gpu, value, d->sub.spin_us, &seen);
+        err = wait_timeline(d->gpu, value, d->sub.spin_us, limit, &seen);
     } else {
         /* Other threads queue and record while this one waits for the GPU. */
         pthread_mutex_unlock(&d->lock);
-        err = wait_timeline(d->gpu, value, d->sub.spin_us, &seen);
+        err = wait_timeline(d->gpu, value, d->sub.spin_us, limit, &seen);
         pthread_mutex_lock(&d->lock);
     }
+    if (err && cubec_status_code(err) == CUBEC_TIMEOUT) return timed_out(d, value, err);
     if (err) return server_note_error(d, err);
     if (seen > d->sub.completed_value) d->sub.completed_value = seen;
     sub_poll(d);

@@ -28,6 +28,10 @@ typedef struct batch {
     struct launch_stamp *stamps;
     uint32_t stamp_count, stamp_cap;
     uint64_t submit_ns; /* host time of the submission */
+    /* The last task recorded into it (an interned name) and its stream: what a wait that
+     * times out names. */
+    const char *last_task;
+    uint64_t last_stream;
 } batch;
 
 /* What a command buffer has bound so far: a launch skips what is already there. Launches of one
@@ -77,6 +81,7 @@ typedef struct submission {
     uint32_t max_batches;    /* in flight; beyond it the host waits for the oldest */
     bind_cache bound;        /* what the open command buffer has bound */
     int spin_us;
+    uint64_t wait_timeout_ns; /* a wait longer than this loses the device (0: no limit) */
     hazard_tracker hazards;
     const sub_listener *listeners[SUB_MAX_LISTENERS]; /* immutable after open */
     uint32_t listener_count;

@@ -15,6 +15,10 @@
  *      only, given the whole buffer, clears the failure of all of it (the second half reads back
  *      the bytes from before the lost work); given a view of the first half, the second half keeps
  *      the failure.
+ *  (d) test_long_kernel_wait_times_out: a kernel that runs far longer than the wait limit
+ *      (CUBEC_WAIT_TIMEOUT=0.2): cubec_sync returns CUBEC_TIMEOUT naming the kernel and the limit
+ *      instead of blocking, later calls fail at once, and close returns without waiting for the
+ *      GPU (the ctest timeout would catch a hang) and without a validation message.
  */
 #include "test_util.h"
 #include "uint_kernels.h"
@@ -166,6 +170,34 @@ static void test_view_narrows_what_a_launch_clears(void **state)
     test_device_close(d);
 }
 
+static void test_long_kernel_wait_times_out(void **state)
+{
+    (void)state;
+    setenv("CUBEC_WAIT_TIMEOUT", "0.2", 1);
+    cubec_device *d = test_device_open();
+    unsetenv("CUBEC_WAIT_TIMEOUT");
+    cubec_kernel busy;
+    const cubec_kernel_desc kd = {.name = "busy", .glsl = busy_src};
+    ASSERT_OK(cubec_kernel_create(d, &kd, &busy));
+    const uint32_t words = BUSY_WORDS * 16u;
+    cubec_buffer v;
+    ASSERT_OK(cubec_buffer_create(d, CUBEC_STREAM_CURRENT, words * 4u, &v));
+    ASSERT_OK(cubec_fill(d, CUBEC_STREAM_CURRENT, v, 0, words * 4u, 1));
+    ASSERT_OK(cubec_sync(d, CUBEC_STREAM_CURRENT));
+    /* About 16x the kernel of (a): seconds on lavapipe, far over 0.2 s. */
+    ASSERT_OK(busy_launch(d, CUBEC_STREAM_CURRENT, busy, v, words, STEPS));
+    cubec_status st = cubec_sync(d, CUBEC_STREAM_CURRENT);
+    assert_int_equal(cubec_status_code(st), CUBEC_TIMEOUT);
+    const char *msg = cubec_status_message(st);
+    if (!strstr(msg, "\"busy\"") || !strstr(msg, "within 0.2 s"))
+        fail_msg("the timeout does not name the kernel and the limit: %s", msg);
+    cubec_status_free(st);
+    uint32_t word;
+    ASSERT_ERROR(cubec_read(d, CUBEC_STREAM_CURRENT, v, 0, &word, 4), CUBEC_DEVICE_LOST,
+                 "did not finish");
+    test_device_close(d); /* abandons the driver objects the kernel still uses */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -173,6 +205,7 @@ int main(void)
         cmocka_unit_test(test_event_after_success_returns_results),
         cmocka_unit_test(test_launch_clears_its_whole_output_range),
         cmocka_unit_test(test_view_narrows_what_a_launch_clears),
+        cmocka_unit_test(test_long_kernel_wait_times_out),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

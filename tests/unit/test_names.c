@@ -28,6 +28,7 @@ static void test_code_names_and_values(void **state)
         {CUBEC_NOT_READY, 9, "CUBEC_NOT_READY"},
         {CUBEC_PROFILE_INVALID, 10, "CUBEC_PROFILE_INVALID"},
         {CUBEC_GRAPH_STATE, 11, "CUBEC_GRAPH_STATE"},
+        {CUBEC_TIMEOUT, 12, "CUBEC_TIMEOUT"},
     };
     for (size_t i = 0; i < sizeof ref / sizeof ref[0]; i++) {
         assert_int_equal(ref[i].code, ref[i].value);
@@ -39,7 +40,7 @@ static void test_code_names_and_values(void **state)
     CUBEC_CODES(COUNT_ROW)
 #undef COUNT_ROW
     assert_int_equal(rows, sizeof ref / sizeof ref[0]);
-    assert_string_equal(cubec_code_name((cubec_code)12), "CUBEC_UNKNOWN_CODE");
+    assert_string_equal(cubec_code_name((cubec_code)13), "CUBEC_UNKNOWN_CODE");
     assert_string_equal(cubec_code_name((cubec_code)-1), "CUBEC_UNKNOWN_CODE");
 }
 

@@ -284,7 +284,7 @@ static void test_fill_and_copy(void **state)
     assert_memory_equal(a->mapped, before, SA);
 
     submit_one(g, c, 1);
-    ASSERT_OK(o->timeline_wait(g, 1));
+    ASSERT_OK(o->timeline_wait(g, 1, 0));
     assert_int_equal(timeline(g), 1);
     o->mem_invalidate(g, a);
     o->mem_invalidate(g, b);
@@ -321,7 +321,7 @@ static void test_timestamps(void **state)
     o->timestamp(c, q, 1, GPU_STAGE_BOTTOM);
     ASSERT_OK(o->cmd_end(g, c));
     submit_one(g, c, 1);
-    ASSERT_OK(o->timeline_wait(g, 1));
+    ASSERT_OK(o->timeline_wait(g, 1, 0));
     ASSERT_OK(o->queries_read(g, q, 0, 2, ticks));
     assert_true(ticks[0] >= host_before);
     assert_true(ticks[1] >= ticks[0]);
@@ -341,7 +341,7 @@ static void test_timestamps(void **state)
     o->timestamp(c, q, 3, GPU_STAGE_BOTTOM);
     ASSERT_OK(o->cmd_end(g, c));
     submit_one(g, c, 2);
-    ASSERT_OK(o->timeline_wait(g, 2));
+    ASSERT_OK(o->timeline_wait(g, 2, 0));
     ASSERT_OK(o->queries_read(g, q, 0, 4, ticks));
     assert_true(ticks[2] > ticks[1] + 500000u);
     assert_true(ticks[3] >= ticks[2]);
@@ -389,7 +389,7 @@ static void test_delayed_completion(void **state)
         uint32_t word;
         memcpy(&word, m->mapped + 252, 4);
         assert_int_equal(word, (uint32_t)value);
-        ASSERT_OK(o->timeline_wait(g, value));
+        ASSERT_OK(o->timeline_wait(g, value, 0));
         assert_true(now_ns() - t0 >= delay_ns);
         assert_true(timeline(g) >= value);
     }
@@ -427,7 +427,7 @@ static void test_in_flight_and_host_signal(void **state)
 
     ASSERT_OK(o->timeline_signal(g, 1));
     assert_int_equal(timeline(g), 1);
-    ASSERT_OK(o->timeline_wait(g, 1));
+    ASSERT_OK(o->timeline_wait(g, 1, 0));
     ASSERT_OK(o->timeline_signal(g, 0)); /* lower: nothing changes */
     assert_int_equal(timeline(g), 1);
     ASSERT_OK(o->cmd_begin(g, c));
@@ -468,7 +468,7 @@ static void test_reusable_and_once(void **state)
     for (uint64_t replay = 1; replay <= 2; replay++) {
         memset(a->mapped, (int)replay, 256);
         submit_one(g, graph, replay);
-        ASSERT_OK(o->timeline_wait(g, replay));
+        ASSERT_OK(o->timeline_wait(g, replay, 0));
         memset(expect, (int)replay, 256);
         assert_memory_equal(b->mapped, expect, 256);
     }
@@ -479,7 +479,7 @@ static void test_reusable_and_once(void **state)
     o->fill(batch, b, 0, 256, 0x07070707u);
     ASSERT_OK(o->cmd_end(g, batch));
     submit_one(g, batch, 3);
-    ASSERT_OK(o->timeline_wait(g, 3));
+    ASSERT_OK(o->timeline_wait(g, 3, 0));
     memset(b->mapped, 9, 256);
     gpu_submit_item again = {batch, 4};
     ASSERT_ERROR(o->submit(g, &again, 1), CUBEC_INTERNAL, "one-time");
@@ -495,7 +495,7 @@ static void test_reusable_and_once(void **state)
     ASSERT_OK(o->cmd_end(g, batch));
     /* Both in one submission, in order: the graph's copy, then the fill. */
     ASSERT_OK(o->submit(g, two, 2));
-    ASSERT_OK(o->timeline_wait(g, 5));
+    ASSERT_OK(o->timeline_wait(g, 5, 0));
     memset(expect, 7, 256);
     assert_memory_equal(b->mapped, expect, 256);
     assert_int_equal(timeline(g), 5);
@@ -574,7 +574,7 @@ static void test_recording(void **state)
     o->dispatch_indirect(c, m, 16);
     ASSERT_OK(o->cmd_end(g, c));
     submit_one(g, c, 1);
-    ASSERT_OK(o->timeline_wait(g, 1));
+    ASSERT_OK(o->timeline_wait(g, 1, 0));
     assert_memory_equal(m->mapped, before, sizeof before); /* no kernel ran */
 
     /* Each mistake is reported by cmd_end, and such a recording cannot be submitted. */
@@ -668,7 +668,7 @@ static void test_growth(void **state)
         }
         ASSERT_OK(o->cmd_end(g, c));
         submit_one(g, c, (uint64_t)round);
-        ASSERT_OK(o->timeline_wait(g, (uint64_t)round));
+        ASSERT_OK(o->timeline_wait(g, (uint64_t)round, 0));
         assert_memory_equal(m->mapped, ref, sizeof ref);
     }
     o->cmd_destroy(g, c);
@@ -696,7 +696,7 @@ static void *submitter(void *p)
     gpu_cmd *c = NULL;
     cubec_status err = o->cmd_create(a->g, GPU_CMD_ONCE, 0, &c);
     for (uint32_t i = 1; i <= a->submissions && !err; i++) {
-        if (i > 1) err = o->timeline_wait(a->g, i - 1); /* the recording is free again */
+        if (i > 1) err = o->timeline_wait(a->g, i - 1, 0); /* the recording is free again */
         if (!err) err = o->cmd_begin(a->g, c);
         if (err) break;
         o->fill(c, a->m, 0, 64, i);
@@ -719,13 +719,13 @@ static void wait_while_another_thread_submits(uint32_t delay_us)
     submitter_arg arg = {g, m, 100, 20000, 150};
     pthread_t t;
     assert_int_equal(pthread_create(&t, NULL, submitter, &arg), 0);
-    ASSERT_OK(g->ops->timeline_wait(g, 1)); /* before the first submission */
-    ASSERT_OK(g->ops->timeline_wait(g, 100));
+    ASSERT_OK(g->ops->timeline_wait(g, 1, 0)); /* before the first submission */
+    ASSERT_OK(g->ops->timeline_wait(g, 100, 0));
     /* The last fill: no submission writes the memory after it. */
     uint32_t word;
     memcpy(&word, m->mapped, 4);
     assert_int_equal(word, 100);
-    ASSERT_OK(g->ops->timeline_wait(g, 150)); /* reached by the host signal */
+    ASSERT_OK(g->ops->timeline_wait(g, 150, 0)); /* reached by the host signal */
     void *result = NULL;
     assert_int_equal(pthread_join(t, &result), 0);
     ASSERT_OK((cubec_status)result);

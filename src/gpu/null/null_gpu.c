@@ -54,6 +54,7 @@ typedef struct null_pending {
 typedef struct null_gpu {
     gpu base; /* first: the server's gpu * is a null_gpu * */
     uint64_t delay_ns;
+    int abandoned; /* queue_idle no longer waits (its device was given up on, see gpu.h) */
     pthread_mutex_t queue_lock; /* one submission at a time, carried out whole */
     pthread_mutex_t lock;       /* the timeline below, and null_cmd.last_signal */
     pthread_cond_t changed;     /* on CLOCK_MONOTONIC: a value reached or a completion queued */
@@ -250,19 +251,30 @@ static void advance_locked(null_gpu *g, uint64_t now)
 /* Blocks until the timeline reaches `value`. As with vkWaitSemaphores(UINT64_MAX), a value that
  * nothing will signal waits forever: a later submit or host signal from another thread may
  * still reach it. */
-static void wait_locked(null_gpu *g, uint64_t value)
+/* Waits until the timeline reaches `value`, or until `deadline` (CLOCK ns, 0: none); returns
+ * whether it was reached. */
+static int wait_locked_until(null_gpu *g, uint64_t value, uint64_t deadline)
 {
     for (;;) {
-        advance_locked(g, now_ns());
-        if (g->value >= value) return;
-        if (g->pending_count) {
-            struct timespec due = to_timespec(g->pending[g->pending_head].due);
+        uint64_t now = now_ns();
+        advance_locked(g, now);
+        if (g->value >= value) return 1;
+        if (deadline && now >= deadline) return 0;
+        uint64_t until = g->pending_count ? g->pending[g->pending_head].due : 0;
+        if (deadline && (!until || deadline < until)) until = deadline;
+        if (until) {
+            struct timespec due = to_timespec(until);
             /* ETIMEDOUT or a wake-up: the loop looks again either way. */
             (void)pthread_cond_timedwait(&g->changed, &g->lock, &due);
         } else {
             pthread_cond_wait(&g->changed, &g->lock);
         }
     }
+}
+
+static void wait_locked(null_gpu *g, uint64_t value)
+{
+    (void)wait_locked_until(g, value, 0);
 }
 
 /* Room for `n` more pending completions, kept in order (the ring is unrolled into the new
@@ -985,12 +997,14 @@ static cubec_status null_timeline_value(gpu *base, uint64_t *out)
     return NULL;
 }
 
-static cubec_status null_timeline_wait(gpu *base, uint64_t value)
+static cubec_status null_timeline_wait(gpu *base, uint64_t value, uint64_t timeout_ns)
 {
     null_gpu *g = (null_gpu *)base;
     pthread_mutex_lock(&g->lock);
-    wait_locked(g, value);
+    int reached = wait_locked_until(g, value, timeout_ns ? now_ns() + timeout_ns : 0);
     pthread_mutex_unlock(&g->lock);
+    if (!reached)
+        return status_make(CUBEC_TIMEOUT, "null gpu: value %" PRIu64 " not reached", value);
     return NULL;
 }
 
@@ -1008,9 +1022,16 @@ static cubec_status null_timeline_signal(gpu *base, uint64_t value)
     return NULL;
 }
 
+/* Host memory is freed as usual: nothing runs on it after the submission returned. */
+static void null_abandon(gpu *base)
+{
+    ((null_gpu *)base)->abandoned = 1;
+}
+
 static void null_queue_idle(gpu *base)
 {
     null_gpu *g = (null_gpu *)base;
+    if (g->abandoned) return;
     /* Every submission so far: later ones (another thread's) are not waited for. */
     pthread_mutex_lock(&g->queue_lock);
     pthread_mutex_lock(&g->lock);
@@ -1063,6 +1084,7 @@ static const gpu_ops null_ops = {
     .timeline_wait = null_timeline_wait,
     .timeline_signal = null_timeline_signal,
     .queue_idle = null_queue_idle,
+    .abandon = null_abandon,
     .calibrate = null_calibrate,
 };
 

@@ -97,6 +97,10 @@ static void vk_mem_destroy(gpu *g, gpu_mem *gm)
 {
     vk_mem *m = (vk_mem *)gm;
     VkDevice dev = vk_gpu_of(g)->vk.device;
+    if (vk_gpu_of(g)->abandoned) {
+        free(m);
+        return;
+    }
     vkDestroyBuffer(dev, m->buffer, NULL);
     if (gm->mapped) vkUnmapMemory(dev, m->memory);
     vkFreeMemory(dev, m->memory, NULL);
@@ -109,6 +113,10 @@ static void vk_pipeline_destroy(gpu *g, gpu_pipeline *p)
 {
     if (!p) return;
     VkDevice dev = vk_gpu_of(g)->vk.device;
+    if (vk_gpu_of(g)->abandoned) {
+        free(p);
+        return;
+    }
     if (p->pipeline) vkDestroyPipeline(dev, p->pipeline, NULL);
     if (p->layout) vkDestroyPipelineLayout(dev, p->layout, NULL);
     if (p->set_layout) vkDestroyDescriptorSetLayout(dev, p->set_layout, NULL);
@@ -180,11 +188,12 @@ static void vk_cmd_destroy(gpu *g, gpu_cmd *c)
 {
     if (!c) return;
     VkDevice dev = vk_gpu_of(g)->vk.device;
-    for (uint32_t i = 0; i < c->descriptor_pool_count; i++)
+    int keep = vk_gpu_of(g)->abandoned;
+    for (uint32_t i = 0; !keep && i < c->descriptor_pool_count; i++)
         vkDestroyDescriptorPool(dev, c->descriptor_pools[i], NULL);
     free(c->descriptor_pools);
     free(c->list);
-    if (c->pool) vkDestroyCommandPool(dev, c->pool, NULL);
+    if (c->pool && !keep) vkDestroyCommandPool(dev, c->pool, NULL);
     free(c);
 }
 
@@ -269,7 +278,7 @@ static cubec_status vk_queries_create(gpu *g, uint32_t count, gpu_queries **out)
 static void vk_queries_destroy(gpu *g, gpu_queries *q)
 {
     if (!q) return;
-    vkDestroyQueryPool(vk_gpu_of(g)->vk.device, q->pool, NULL);
+    if (!vk_gpu_of(g)->abandoned) vkDestroyQueryPool(vk_gpu_of(g)->vk.device, q->pool, NULL);
     free(q);
 }
 
@@ -323,14 +332,17 @@ static cubec_status vk_timeline_value(gpu *g, uint64_t *out)
     return NULL;
 }
 
-static cubec_status vk_timeline_wait(gpu *g, uint64_t value)
+static cubec_status vk_timeline_wait(gpu *g, uint64_t value, uint64_t timeout_ns)
 {
     vk_gpu *v = vk_gpu_of(g);
     VkSemaphoreWaitInfo wi = {.sType = VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO,
                               .semaphoreCount = 1,
                               .pSemaphores = &v->timeline,
                               .pValues = &value};
-    VK_RETURN_IF_ERROR(vkWaitSemaphores(v->vk.device, &wi, UINT64_MAX), "vkWaitSemaphores");
+    VkResult r = vkWaitSemaphores(v->vk.device, &wi, timeout_ns ? timeout_ns : UINT64_MAX);
+    if (r == VK_TIMEOUT)
+        return status_make(CUBEC_TIMEOUT, "vkWaitSemaphores: value %" PRIu64 " not reached", value);
+    VK_RETURN_IF_ERROR(r, "vkWaitSemaphores");
     return NULL;
 }
 
@@ -345,7 +357,12 @@ static cubec_status vk_timeline_signal(gpu *g, uint64_t value)
 
 static void vk_queue_idle(gpu *g)
 {
-    vkQueueWaitIdle(vk_gpu_of(g)->vk.queue);
+    if (!vk_gpu_of(g)->abandoned) vkQueueWaitIdle(vk_gpu_of(g)->vk.queue);
+}
+
+static void vk_abandon(gpu *g)
+{
+    vk_gpu_of(g)->abandoned = 1;
 }
 
 static int vk_calibrate(gpu *g, uint64_t *out_ticks, uint64_t *out_host_ns)
@@ -370,6 +387,11 @@ static int vk_calibrate(gpu *g, uint64_t *out_ticks, uint64_t *out_host_ns)
 static void vk_gpu_destroy(gpu *g)
 {
     vk_gpu *v = vk_gpu_of(g);
+    if (v->abandoned) {
+        /* The device, its queue and the instance stay alive for the GPU that may still run. */
+        free(v);
+        return;
+    }
     if (v->vk.device) {
         vkDeviceWaitIdle(v->vk.device);
         if (v->pipeline_cache) vkDestroyPipelineCache(v->vk.device, v->pipeline_cache, NULL);
@@ -413,6 +435,7 @@ static const gpu_ops vk_ops = {.name = "vulkan",
                                .timeline_wait = vk_timeline_wait,
                                .timeline_signal = vk_timeline_signal,
                                .queue_idle = vk_queue_idle,
+                               .abandon = vk_abandon,
                                .calibrate = vk_calibrate};
 
 cubec_status vk_gpu_open(const gpu_open_desc *desc, gpu **out)

@@ -11,6 +11,9 @@ typedef struct vk_gpu {
     vk_context vk;
     VkSemaphore timeline; /* one per device: every submission signals its next value */
     VkPipelineCache pipeline_cache;
+    /* The GPU may never finish (a wait timed out): Vulkan objects are left alive, since
+     * destroying them would wait for it or pull memory from under it; host memory is freed. */
+    int abandoned;
 } vk_gpu;
 
 typedef struct vk_mem {
