@@ -7,6 +7,7 @@
  * figure's failure or leftovers (a lost device, pool pages, queued work) can colour another. */
 #include "bench.h"
 
+#include "base/file.h"
 #include "bench_figure.h"
 #include "bench_report.h"
 #include "raw_vulkan.h"
@@ -461,6 +462,13 @@ static void run_figure(const figure_def *def, size_t first, const bench_params *
  * or -1 after printing why. */
 static int trace_begin(const char *path)
 {
+    /* Only a regular file is replaced: a FIFO, a device or a directory is refused, not removed. */
+    cubec_status refused = file_check_output(path, 0);
+    if (refused) {
+        fprintf(stderr, "cubec bench: --trace: %s\n", cubec_status_message(refused));
+        cubec_status_free(refused);
+        return -1;
+    }
     if (unlink(path) != 0 && errno != ENOENT) {
         fprintf(stderr, "cubec bench: --trace '%s': cannot replace the file: %s\n", path,
                 strerror(errno));

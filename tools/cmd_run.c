@@ -10,6 +10,8 @@
  * answered with exit code 2 and a message naming the flag and the value. */
 #include "cli.h"
 
+#include "base/file.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -23,6 +25,9 @@
 
 #define CMD "run"
 #define SPIRV_MAGIC 0x07230203u
+/* A kernel file larger than this is refused unread: GLSL and SPIR-V of real kernels are far
+ * smaller. Buffer files are bounded by their size when opened. */
+#define KERNEL_MAX_BYTES ((size_t)64 << 20)
 
 void cli_run_usage(FILE *out)
 {
@@ -37,7 +42,8 @@ void cli_run_usage(FILE *out)
         "options:\n"
         "  --groups X[,Y,Z]        workgroup counts (Y and Z default to 1)\n"
         "  --buf SPEC              one storage binding, repeated in binding order:\n"
-        "      file:PATH             the contents of a file\n"
+        "      file:PATH             the contents of a regular file (FIFOs, devices such as\n"
+        "                            /dev/zero and directories are refused)\n"
         "      fill:SIZE:f32:VALUE   SIZE bytes of a repeated float (also u32, i32)\n"
         "      iota:COUNT:f32        COUNT floats 0, 1, 2, ... (also u32)\n"
         "      zero:SIZE             SIZE bytes of zeros\n"
@@ -51,12 +57,14 @@ void cli_run_usage(FILE *out)
         "  --device INDEX          the device to use (see `cubec info`; default: the best)\n"
         "  --print N               how many values to print per output binding (default 8)\n"
         "  --print-u32             print the values as uint32 instead of float32\n"
-        "  --out-dir DIR           save each output binding to DIR/binding<i>.bin\n"
+        "  --out-dir DIR           save each output binding to DIR/binding<i>.bin (replaced if\n"
+        "                          a regular file is there; anything else is refused)\n"
         "  --trace FILE            write a Chrome trace of the run to FILE (sets CUBEC_TRACE;\n"
         "                          open it in ui.perfetto.dev or chrome://tracing)\n"
         "  --help, -h              this text\n"
         "\n"
         "Flags take their value as the next argument or after '=' (--groups=4).\n"
+        "KERNEL is a regular file of at most 64 MiB.\n"
         "Example:\n"
         "  cubec run add.comp --groups 4 --info-u32 256 --buf iota:256:f32 --buf zero:1K\n"
         "Exit codes: 0 success, 1 runtime error, 2 usage error.\n");
@@ -418,49 +426,28 @@ static int parse_args(int argc, char **argv, run_args *a, int *help)
  * Files
  * ------------------------------------------------------------------------------------------- */
 
-/* Reads a whole file into a malloc'ed buffer with a NUL after the end (for GLSL). Prints the
- * reason and returns -1 on failure. */
-static int read_file(const char *path, const char *what, char **out_data, size_t *out_size)
+/* Reads a whole regular file (base/file.h: a FIFO or a device is refused without blocking, and
+ * nothing past the file's size or `limit` is read) into a malloc'ed buffer with a NUL after the
+ * end (for GLSL). Prints the reason, naming `what` (the flag and its value), and returns -1 on
+ * failure. */
+static int read_file(const char *path, size_t limit, const char *what, char **out_data,
+                     size_t *out_size)
 {
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) {
-        fprintf(stderr, "cubec run: cannot open %s '%s': %s\n", what, path, strerror(errno));
-        return -1;
-    }
-    size_t cap = 1 << 16, size = 0;
-    char *data = malloc(cap + 1);
-    while (data != NULL) {
-        size += fread(data + size, 1, cap - size, f);
-        if (size < cap) break;
-        char *grown = realloc(data, cap * 2 + 1);
-        if (grown == NULL) {
-            free(data);
-            data = NULL;
-            break;
-        }
-        data = grown;
-        cap *= 2;
-    }
-    const int bad = data == NULL || ferror(f);
-    const int saved_errno = errno;
-    fclose(f);
-    if (bad) {
-        fprintf(stderr, "cubec run: cannot read %s '%s': %s\n", what, path,
-                data == NULL ? "out of host memory" : strerror(saved_errno));
-        free(data);
-        return -1;
-    }
-    data[size] = '\0';
-    *out_data = data;
-    *out_size = size;
-    return 0;
+    cubec_status status = file_read_regular(path, limit, out_data, out_size);
+    if (status == NULL) return 0;
+    fprintf(stderr, "cubec run: %s: %s\n", what, cubec_status_message(status));
+    cubec_status_free(status);
+    return -1;
 }
 
+/* Writes `data` to `path`, a regular file (created or replaced; a FIFO or device is refused). */
 static int write_file(const char *path, const void *data, size_t size)
 {
-    FILE *f = fopen(path, "wb");
-    if (f == NULL) {
-        fprintf(stderr, "cubec run: cannot create '%s': %s\n", path, strerror(errno));
+    FILE *f = NULL;
+    cubec_status status = file_open_output(path, FILE_OUTPUT_TRUNCATE, 0, &f);
+    if (status != NULL) {
+        fprintf(stderr, "cubec run: --out-dir: %s\n", cubec_status_message(status));
+        cubec_status_free(status);
         return -1;
     }
     const size_t written = fwrite(data, 1, size, f);
@@ -502,28 +489,19 @@ static double now_seconds(void)
  * Running
  * ------------------------------------------------------------------------------------------- */
 
-/* Creates the buffer of one --buf spec. Returns CLI_EXIT_OK or the exit code after reporting. */
+/* Creates the buffer of one --buf spec; a file's bytes were read already (`file_data`,
+ * `file_size`). Returns CLI_EXIT_OK or the exit code after reporting. */
 static int create_buffer(cubec_device *device, const buf_spec *spec, uint32_t binding,
-                         cubec_buffer *out)
+                         const char *file_data, size_t file_size, cubec_buffer *out)
 {
     char what[600];
     snprintf(what, sizeof what, "creating binding %" PRIu32 " from --buf '%s'", binding,
              spec->text);
     cubec_status status = NULL;
     switch (spec->kind) {
-    case BUF_FILE: {
-        char *data = NULL;
-        size_t size = 0;
-        if (read_file(spec->path, "--buf file", &data, &size) != 0) return CLI_EXIT_RUNTIME;
-        if (size == 0) {
-            free(data);
-            /* A buffer of 0 bytes cannot be bound to a kernel: say so in terms of the flag. */
-            return cli_usage_error(CMD, "--buf '%s': the file is empty", spec->text);
-        }
-        status = cubec_buffer_from(device, CUBEC_STREAM_CURRENT, data, size, out);
-        free(data);
+    case BUF_FILE:
+        status = cubec_buffer_from(device, CUBEC_STREAM_CURRENT, file_data, file_size, out);
         break;
-    }
     case BUF_IOTA_F32:
     case BUF_IOTA_U32: {
         if (spec->size > SIZE_MAX) return cli_usage_error(CMD, "--buf '%s': too big", spec->text);
@@ -636,12 +614,17 @@ static int run(const run_args *a)
     cubec_device *device = NULL;
     cubec_kernel kernel = {0};
     cubec_buffer buffers[32] = {{0}};
+    char *file_data[32] = {NULL}; /* --buf file: contents, by binding */
+    size_t file_size[32] = {0};
     char *source = NULL;
     size_t source_size = 0;
 
     /* The kernel: SPIR-V by extension, GLSL otherwise. */
     const int is_spirv = ends_with(a->kernel_path, ".spv");
-    if (read_file(a->kernel_path, "kernel", &source, &source_size) != 0) goto done;
+    char kernel_what[600];
+    snprintf(kernel_what, sizeof kernel_what, "kernel '%s'", a->kernel_path);
+    if (read_file(a->kernel_path, KERNEL_MAX_BYTES, kernel_what, &source, &source_size) != 0)
+        goto done;
     if (is_spirv) {
         uint32_t magic = 0;
         if (source_size >= 4) memcpy(&magic, source, 4);
@@ -650,6 +633,19 @@ static int run(const run_args *a)
                     "cubec run: kernel '%s' is not SPIR-V (%zu bytes, first word 0x%08" PRIx32
                     "; SPIR-V starts with 0x%08x and is a whole number of 32-bit words)\n",
                     a->kernel_path, source_size, magic, SPIRV_MAGIC);
+            goto done;
+        }
+    }
+    /* Buffer files are read before the device opens: a file that cannot be used costs nothing. */
+    for (uint32_t i = 0; i < a->buf_count; i++) {
+        if (a->bufs[i].kind != BUF_FILE) continue;
+        char what[600];
+        snprintf(what, sizeof what, "--buf '%s'", a->bufs[i].text);
+        if (read_file(a->bufs[i].path, SIZE_MAX, what, &file_data[i], &file_size[i]) != 0)
+            goto done;
+        if (file_size[i] == 0) {
+            /* A buffer of 0 bytes cannot be bound to a kernel: say so in terms of the flag. */
+            exit_code = cli_usage_error(CMD, "--buf '%s': the file is empty", a->bufs[i].text);
             goto done;
         }
     }
@@ -710,7 +706,8 @@ static int run(const run_args *a)
     }
 
     for (uint32_t i = 0; i < a->buf_count; i++) {
-        const int rc = create_buffer(device, &a->bufs[i], i, &buffers[i]);
+        const int rc =
+            create_buffer(device, &a->bufs[i], i, file_data[i], file_size[i], &buffers[i]);
         if (rc != CLI_EXIT_OK) {
             exit_code = rc;
             goto done;
@@ -770,6 +767,8 @@ done:
             exit_code = CLI_EXIT_RUNTIME;
         cubec_device_close(device);
     }
+    for (uint32_t i = 0; i < a->buf_count; i++)
+        free(file_data[i]);
     free(source);
     return exit_code;
 }
@@ -778,6 +777,14 @@ done:
  * closes, from CUBEC_TRACE, which must be set before the device opens. */
 static int run_traced(const run_args *a)
 {
+    /* Only a regular file is replaced: a FIFO, a device (`--trace /dev/null`, as root) or a
+     * directory at the path is refused, never removed. */
+    cubec_status refused = file_check_output(a->trace_path, 0);
+    if (refused != NULL) {
+        fprintf(stderr, "cubec run: --trace: %s\n", cubec_status_message(refused));
+        cubec_status_free(refused);
+        return CLI_EXIT_RUNTIME;
+    }
     /* A file left by an earlier run must not pass for this run's trace. */
     if (unlink(a->trace_path) != 0 && errno != ENOENT) {
         fprintf(stderr, "cubec run: --trace '%s': cannot replace the file: %s\n", a->trace_path,

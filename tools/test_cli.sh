@@ -180,6 +180,45 @@ run_expect 1 missing_file "$CUBEC" run "$TMP/nonexistent.comp" --groups 1 --buf 
 run_expect 1 bad_device "$CUBEC" run "$K" --groups 1 --device 999 --info-u32 1 --info-f32 0 \
     --buf zero:4 --buf zero:4 && expect_in bad_device "opening the device"
 
+# --- Files that are not regular files: refused at once, naming the argument (exit 1) ------------
+# Before, /dev/zero as a source was read until the host ran out of memory, and a FIFO blocked
+# the run until something wrote to it (the ctest timeout catches a hang; nothing here is timed).
+mkfifo "$TMP/fifo" || fail "mkfifo failed"
+mkdir -p "$TMP/a_dir"
+run_expect 1 buf_dev_zero "$CUBEC" run "$K" --groups 1 --info-u32 1 --info-f32 0 \
+    --buf file:/dev/zero --buf zero:4 &&
+    expect_in buf_dev_zero "--buf 'file:/dev/zero'" "is a character device, not a regular file"
+run_expect 1 buf_fifo "$CUBEC" run "$K" --groups 1 --info-u32 1 --info-f32 0 \
+    --buf "file:$TMP/fifo" --buf zero:4 && expect_in buf_fifo "--buf 'file:$TMP/fifo'" "is a FIFO"
+run_expect 1 buf_dir "$CUBEC" run "$K" --groups 1 --info-u32 1 --info-f32 0 \
+    --buf "file:$TMP/a_dir" --buf zero:4 && expect_in buf_dir "file:$TMP/a_dir" "is a directory"
+run_expect 1 kernel_dev_zero "$CUBEC" run /dev/zero --groups 1 --buf zero:4 &&
+    expect_in kernel_dev_zero "kernel '/dev/zero'" "is a character device"
+run_expect 1 kernel_fifo "$CUBEC" run "$TMP/fifo" --groups 1 --buf zero:4 &&
+    expect_in kernel_fifo "kernel '$TMP/fifo'" "is a FIFO"
+# A kernel file over the documented 64 MiB is refused unread (a sparse file: no disk used).
+truncate -s $((64 * 1024 * 1024 + 1)) "$TMP/huge.comp"
+run_expect 1 kernel_huge "$CUBEC" run "$TMP/huge.comp" --groups 1 --buf zero:4 &&
+    expect_in kernel_huge "kernel '$TMP/huge.comp'" "67108865 bytes" "limit of 67108864"
+# --trace at a FIFO or a directory: refused, and left in place (before, the FIFO was removed).
+run_expect 1 trace_fifo "$CUBEC" run "$K" --groups 1 --info-u32 1 --info-f32 0 --buf zero:4 \
+    --buf zero:4 --trace "$TMP/fifo" && expect_in trace_fifo "--trace" "$TMP/fifo" "is a FIFO"
+[ -p "$TMP/fifo" ] || fail "trace_fifo: the FIFO was removed"
+run_expect 1 trace_dir "$CUBEC" run "$K" --groups 1 --info-u32 1 --info-f32 0 --buf zero:4 \
+    --buf zero:4 --trace "$TMP/a_dir" && expect_in trace_dir "--trace" "is a directory"
+# CUBEC_TRACE and CUBEC_CONFIG at a FIFO: the device refuses to open, naming the variable.
+CUBEC_TRACE="$TMP/fifo" run_expect 1 env_trace_fifo "$CUBEC" run "$K" --groups 1 --info-u32 1 \
+    --info-f32 0 --buf zero:4 --buf zero:4 &&
+    expect_in env_trace_fifo "CUBEC_TRACE" "$TMP/fifo" "is a FIFO"
+CUBEC_CONFIG="$TMP/fifo" run_expect 1 env_config_fifo "$CUBEC" info --memory &&
+    expect_in env_config_fifo "CUBEC_CONFIG" "$TMP/fifo" "is a FIFO"
+# An output file that is a FIFO: refused, naming it (the run itself succeeded).
+mkdir -p "$TMP/out_fifo"
+mkfifo "$TMP/out_fifo/binding1.bin"
+run_expect 1 out_fifo "$CUBEC" run "$K" --groups 4 --info-u32 256 --info-f32 0.5 \
+    --buf iota:256:f32 --buf zero:1K --out-dir "$TMP/out_fifo" &&
+    expect_in out_fifo "--out-dir" "$TMP/out_fifo/binding1.bin" "is a FIFO"
+
 # --- The other commands ------------------------------------------------------------------------
 run_expect 0 help "$CUBEC" --help && expect_in help "info" "run" "bench" "version"
 run_expect 0 run_help "$CUBEC" run --help &&

@@ -1,8 +1,14 @@
-/* Configuration loading (see config.h). The ini handler records the first bad value and inih keeps
- * going; the error is returned after parsing so the message can name the file and line. */
+/* Configuration loading (see config.h). Every option is a row of `options` below; applying a value
+ * from the ini file or the environment goes through apply(), which parses and range-checks it by
+ * the row's kind, so no option has a path of its own that could skip a check.
+ *
+ * The ini file is read whole (bounded, non-blocking: base/file.h) and handed to inih as a string;
+ * the handler records the first bad value and inih keeps going; the error is returned after
+ * parsing so the message can name the file and line. */
 #include "base/config.h"
 
 #include "base/features.h"
+#include "base/file.h"
 
 #include <errno.h>
 #include <ini.h>
@@ -33,12 +39,18 @@ static int parse_bool(const char *v, int *out)
     return 0;
 }
 
-static int parse_uint(const char *v, long min, long max, long *out)
+/* A decimal integer in [min, max]: an optional '-' and digits, nothing else (no spaces, no '+',
+ * no exponent, no hex), so that "4e9" or " 32" is refused rather than read as a prefix. */
+static int parse_int(const char *v, int64_t min, int64_t max, int64_t *out)
 {
+    const char *digits = v[0] == '-' ? v + 1 : v;
+    if (!*digits) return 0;
+    for (const char *p = digits; *p; p++)
+        if (*p < '0' || *p > '9') return 0;
     char *end;
     errno = 0;
-    long x = strtol(v, &end, 10);
-    if (errno || end == v || *end || x < min || x > max) return 0;
+    long long x = strtoll(v, &end, 10);
+    if (errno || *end || x < min || x > max) return 0;
     *out = x;
     return 1;
 }
@@ -129,91 +141,219 @@ static int parse_features(const char *v, uint32_t *out, char *entry, size_t entr
     return 1;
 }
 
-/* Applies one key; returns NULL or an error naming it. */
-static cubec_status apply(cubec_config *c, const char *section, const char *key, const char *value,
+#define FIELD(f) .offset = offsetof(cubec_config, f), .size = sizeof(((cubec_config *)0)->f)
+
+/* Every option, in the order of docs/configuration.md's table. The ranges and choices here are
+ * what the refusals quote and what tests/badinput/test_bad_config.c holds the document to. */
+static const config_option options[] = {
+    {"log", "level", "CUBEC_LOG_LEVEL", CONFIG_LEVEL, .fallback = LOG_WARN, FIELD(log_level)},
+    {"log", "subsystems", "CUBEC_LOG", CONFIG_LOG_LIST, FIELD(log_levels)},
+    {"log", "file", "CUBEC_LOG_FILE", CONFIG_PATH, .char_device_ok = 1, FIELD(log_file)},
+    {"device", "select", "CUBEC_DEVICE", CONFIG_DEVICE, FIELD(device)},
+    {"device", "validation", "CUBEC_VALIDATION", CONFIG_BOOL, FIELD(validation)},
+    {"device", "tasks_max", "CUBEC_TASKS_MAX", CONFIG_INT, 1, CONFIG_TASKS_MAX_LIMIT, 32,
+     FIELD(tasks_max)},
+    {"device", "poll_spin_us", "CUBEC_POLL_SPIN_US", CONFIG_INT, -1, 1000000, -1,
+     FIELD(poll_spin_us)},
+    {"device", "wait_timeout", "CUBEC_WAIT_TIMEOUT", CONFIG_SECONDS, 0, 86400, 60,
+     FIELD(wait_timeout_s)},
+    {"device", "push_descriptors", "CUBEC_PUSH_DESCRIPTORS", CONFIG_BOOL, .fallback = 1,
+     FIELD(push_descriptors)},
+    {"device", "max_inflight_tasks", "CUBEC_MAX_INFLIGHT_TASKS", CONFIG_INT, 1, 1 << 24, 16384,
+     FIELD(max_inflight_tasks)},
+    {"device", "disable_features", "CUBEC_DISABLE_FEATURES", CONFIG_FEATURES,
+     FIELD(disabled_features)},
+    {NULL, "backend", "CUBEC_BACKEND", CONFIG_CHOICE, .choices = "vulkan|null", .empty_ok = 1,
+     FIELD(backend_null)},
+    {NULL, "null_delay_us", "CUBEC_NULL_DELAY_US", CONFIG_INT, 0, CONFIG_NULL_DELAY_US_LIMIT, 0,
+     FIELD(null_delay_us)},
+    {"device", "force_staging", "CUBEC_FORCE_STAGING", CONFIG_BOOL, FIELD(force_staging)},
+    {"streaming", "policy", "CUBEC_STREAM_POLICY", CONFIG_CHOICE, .choices = "per-thread|single",
+     FIELD(single_stream)},
+    {"streaming", "max_streams", "CUBEC_MAX_STREAMS", CONFIG_INT, 1, 4096, 128, FIELD(max_streams)},
+    {"profiling", "timing", "CUBEC_TIMING", CONFIG_CHOICE, .choices = "device|system",
+     FIELD(timing_system)},
+    {"profiling", "trace", "CUBEC_TRACE", CONFIG_PATH, FIELD(trace_file)},
+    {"streaming", "strategy", "CUBEC_STREAM_STRATEGY", CONFIG_CHOICE,
+     .choices = "interleave|sequential", FIELD(sequential_streams)},
+    {NULL, "fault", "CUBEC_FAULT", CONFIG_FAULTS, FIELD(faults)},
+};
+#define OPTION_COUNT (sizeof options / sizeof options[0])
+_Static_assert(OPTION_COUNT <= CONFIG_MAX_OPTIONS, "cubec_config.sources has a slot per option");
+
+enum { SOURCE_DEFAULT, SOURCE_FILE, SOURCE_ENVIRONMENT };
+
+const config_option *config_options(size_t *count)
+{
+    *count = OPTION_COUNT;
+    return options;
+}
+
+static void *field_of(cubec_config *c, const config_option *o)
+{
+    return (char *)c + o->offset;
+}
+
+/* Stores an integer into the option's field, which is an int64_t (CONFIG_INT) or an int (the
+ * others): the field's size says which, so a row cannot write past its field. */
+static void set_int(cubec_config *c, const config_option *o, int64_t v)
+{
+    if (o->size == sizeof v) {
+        memcpy(field_of(c, o), &v, sizeof v);
+    } else {
+        int x = (int)v;
+        memcpy(field_of(c, o), &x, o->size < sizeof x ? o->size : sizeof x);
+    }
+}
+
+/* The index of `value` among the '|'-separated `choices`, or -1. */
+static int choice_index(const char *choices, const char *value)
+{
+    size_t n = strlen(value);
+    int i = 0;
+    for (const char *p = choices;; i++) {
+        const char *bar = strchr(p, '|');
+        size_t len = bar ? (size_t)(bar - p) : strlen(p);
+        if (len == n && !strncmp(p, value, n)) return i;
+        if (!bar) return -1;
+        p = bar + 1;
+    }
+}
+
+/* "a, b or c" from "a|b|c", into buf. */
+static const char *choice_list(const char *choices, char *buf, size_t cap)
+{
+    size_t used = 0;
+    buf[0] = 0;
+    for (const char *p = choices; *p;) {
+        const char *bar = strchr(p, '|');
+        size_t len = bar ? (size_t)(bar - p) : strlen(p);
+        const char *sep = used == 0 ? "" : strchr(p, '|') ? ", " : " or ";
+        int w = snprintf(buf + used, cap - used, "%s%.*s", sep, (int)len, p);
+        if (w < 0 || (size_t)w >= cap - used) break;
+        used += (size_t)w;
+        p = bar ? bar + 1 : p + len;
+    }
+    return buf;
+}
+
+/* "config <origin>: [section] key" or, for an option of the environment only, "config <origin>"
+ * (the origin names the variable). */
+static void describe_key(const config_option *o, const char *origin, char *buf, size_t cap)
+{
+    if (o->section)
+        snprintf(buf, cap, "config %s: [%s] %s", origin, o->section, o->key);
+    else
+        snprintf(buf, cap, "config %s", origin);
+}
+
+/* Applies one value of option `o`; returns NULL or an error naming the option, the value and
+ * `origin` ("environment CUBEC_X" or the ini file's path). */
+static cubec_status apply(cubec_config *c, const config_option *o, const char *value,
                           const char *origin)
 {
-    long x;
-#define BAD(what)                                                                                  \
-    INVALID_ARG("config %s: [%s] %s = '%s' is not %s", origin, section, key, value, what)
-    if (!strcmp(section, "log") && !strcmp(key, "level")) {
-        int l = log_level_parse(value);
-        if (l < 0) return BAD("one of off|error|warn|info|summary|debug");
-        c->log_level = l;
-    } else if (!strcmp(section, "log") && !strcmp(key, "subsystems")) {
-        char entry[64];
-        const char *why = "";
-        if (!parse_log_subsystems(value, c->log_levels, entry, sizeof entry, &why))
-            return INVALID_ARG("config %s: [%s] %s = '%s': entry '%s' is not %s", origin, section,
-                               key, value, entry, why);
-    } else if (!strcmp(section, "log") && !strcmp(key, "file")) {
-        if (strlen(value) >= sizeof c->log_file) return BAD("a path shorter than 512 bytes");
-        snprintf(c->log_file, sizeof c->log_file, "%s", value);
-    } else if (!strcmp(section, "device") && !strcmp(key, "select")) {
-        if (strlen(value) >= sizeof c->device) return BAD("shorter than 256 bytes");
-        snprintf(c->device, sizeof c->device, "%s", value);
-    } else if (!strcmp(section, "device") && !strcmp(key, "validation")) {
-        if (!parse_bool(value, &c->validation)) return BAD("a boolean (0/1/true/false/on/off)");
-    } else if (!strcmp(section, "device") && !strcmp(key, "max_inflight_tasks")) {
-        if (!parse_uint(value, 1, 1 << 24, &x)) return BAD("an integer in 1..16777216");
-        c->max_inflight_tasks = (uint32_t)x;
-    } else if (!strcmp(section, "device") && !strcmp(key, "push_descriptors")) {
-        if (!parse_bool(value, &c->push_descriptors))
-            return BAD("a boolean (0/1/true/false/on/off)");
-    } else if (!strcmp(section, "device") && !strcmp(key, "disable_features")) {
-        char entry[64];
-        if (!parse_features(value, &c->disabled_features, entry, sizeof entry))
-            return INVALID_ARG(
-                "config %s: [%s] %s = '%s': entry '%s' is not a feature name "
-                "(int8, float16, storage_buffer_16bit... as `cubec info` lists them)",
-                origin, section, key, value, entry);
-    } else if (!strcmp(section, "streaming") && !strcmp(key, "max_streams")) {
-        if (!parse_uint(value, 1, 4096, &x)) return BAD("an integer in 1..4096");
-        c->max_streams = (uint32_t)x;
-    } else if (!strcmp(section, "streaming") && !strcmp(key, "policy")) {
-        if (!strcmp(value, "per-thread"))
-            c->single_stream = 0;
-        else if (!strcmp(value, "single"))
-            c->single_stream = 1;
-        else
-            return BAD("per-thread or single");
-    } else if (!strcmp(section, "streaming") && !strcmp(key, "strategy")) {
-        if (!strcmp(value, "interleave"))
-            c->sequential_streams = 0;
-        else if (!strcmp(value, "sequential"))
-            c->sequential_streams = 1;
-        else
-            return BAD("interleave or sequential");
-    } else if (!strcmp(section, "device") && !strcmp(key, "force_staging")) {
-        if (!parse_bool(value, &c->force_staging)) return BAD("a boolean (0/1/true/false/on/off)");
-    } else if (!strcmp(section, "device") && !strcmp(key, "tasks_max")) {
-        if (!parse_uint(value, 1, 65536, &x)) return BAD("an integer in 1..65536");
-        c->tasks_max = (uint32_t)x;
-    } else if (!strcmp(section, "device") && !strcmp(key, "poll_spin_us")) {
-        if (!parse_uint(value, -1, 1000000, &x)) return BAD("an integer in -1..1000000");
-        c->poll_spin_us = (int)x;
-    } else if (!strcmp(section, "device") && !strcmp(key, "wait_timeout")) {
+    char what[700];
+    describe_key(o, origin, what, sizeof what);
+    switch (o->kind) {
+    case CONFIG_BOOL: {
+        int b;
+        if (!parse_bool(value, &b))
+            return INVALID_ARG("%s = '%s' is not a boolean (0/1/true/false/on/off/yes/no)", what,
+                               value);
+        set_int(c, o, b);
+        break;
+    }
+    case CONFIG_INT: {
+        int64_t x;
+        if (!parse_int(value, o->min, o->max, &x))
+            return INVALID_ARG("%s = '%s' is not an integer in %lld..%lld", what, value,
+                               (long long)o->min, (long long)o->max);
+        set_int(c, o, x);
+        break;
+    }
+    case CONFIG_SECONDS: {
+        /* Decimal seconds ("60", "0.5"): no sign, spaces, exponent or hex. */
+        int ok = *value != 0;
+        for (const char *p = value; *p; p++)
+            if (!((*p >= '0' && *p <= '9') || *p == '.')) ok = 0;
         char *end;
         errno = 0;
-        double t = strtod(value, &end);
-        if (end == value || *end || errno || !(t >= 0 && t <= 86400))
-            return BAD("seconds in 0..86400 (0: no limit), e.g. 60 or 0.5");
-        c->wait_timeout_s = t;
-    } else if (!strcmp(section, "profiling") && !strcmp(key, "timing")) {
-        if (!strcmp(value, "device"))
-            c->timing_system = 0;
-        else if (!strcmp(value, "system"))
-            c->timing_system = 1;
-        else
-            return BAD("device or system");
-    } else if (!strcmp(section, "profiling") && !strcmp(key, "trace")) {
-        if (strlen(value) >= sizeof c->trace_file) return BAD("a path shorter than 512 bytes");
-        snprintf(c->trace_file, sizeof c->trace_file, "%s", value);
-    } else {
-        return INVALID_ARG("config %s: unknown key [%s] %s (see docs/configuration.md)", origin,
-                           section, key);
+        double t = ok ? strtod(value, &end) : -1;
+        if (!ok || errno || *end || !(t >= (double)o->min && t <= (double)o->max))
+            return INVALID_ARG("%s = '%s' is not a number of seconds in %lld..%lld "
+                               "(decimals allowed; 0: no limit)",
+                               what, value, (long long)o->min, (long long)o->max);
+        memcpy(field_of(c, o), &t, sizeof t);
+        break;
     }
-#undef BAD
+    case CONFIG_CHOICE: {
+        int i = *value || !o->empty_ok ? choice_index(o->choices, value) : (int)o->fallback;
+        if (i < 0) {
+            char list[128];
+            return INVALID_ARG("%s = '%s' is not %s", what, value,
+                               choice_list(o->choices, list, sizeof list));
+        }
+        set_int(c, o, i);
+        break;
+    }
+    case CONFIG_LEVEL: {
+        int l = log_level_parse(value);
+        if (l < 0)
+            return INVALID_ARG("%s = '%s' is not one of off|error|warn|info|summary|debug", what,
+                               value);
+        set_int(c, o, l);
+        break;
+    }
+    case CONFIG_LOG_LIST: {
+        char entry[64];
+        const char *why = "";
+        if (!parse_log_subsystems(value, field_of(c, o), entry, sizeof entry, &why))
+            return INVALID_ARG("%s = '%s': entry '%s' is not %s", what, value, entry, why);
+        break;
+    }
+    case CONFIG_FEATURES: {
+        char entry[64];
+        if (!parse_features(value, field_of(c, o), entry, sizeof entry))
+            return INVALID_ARG(
+                "%s = '%s': entry '%s' is not a feature name "
+                "(int8, float16, storage_buffer_16bit... as `cubec info` lists them)",
+                what, value, entry);
+        break;
+    }
+    case CONFIG_DEVICE: {
+        if (strlen(value) >= o->size)
+            return INVALID_ARG("%s = '%s' is not shorter than %zu bytes", what, value, o->size);
+        /* All digits is an index, and must be one: 4294967296 does not wrap to device 0. */
+        int64_t index = 0;
+        int digits = *value && strspn(value, "0123456789") == strlen(value);
+        if (digits && !parse_int(value, 0, UINT32_MAX, &index))
+            return INVALID_ARG("%s = '%s' is not a device index in 0..4294967295 (or a part of a "
+                               "device name, which is not all digits)",
+                               what, value);
+        snprintf(field_of(c, o), o->size, "%s", value);
+        c->device_by_index = digits;
+        c->device_index = (uint32_t)index;
+        break;
+    }
+    case CONFIG_PATH: {
+        if (strlen(value) >= o->size)
+            return INVALID_ARG("%s = '%s' is not a path shorter than %zu bytes", what, value,
+                               o->size);
+        /* Only what exists is looked at here: the file is opened (and created) by the device. */
+        if (*value)
+            RETURN_IF_ERROR(status_annotate(file_check_output(value, o->char_device_ok),
+                                            "%s = '%s'", what, value));
+        snprintf(field_of(c, o), o->size, "%s", value);
+        break;
+    }
+    case CONFIG_FAULTS: {
+        /* fault_parse's messages name CUBEC_FAULT and the entry (docs/errors.md). */
+        fault_plan plan = {{0}, {0}};
+        if (*value) RETURN_IF_ERROR(fault_parse(&plan, value));
+        memcpy(field_of(c, o), &plan, sizeof plan);
+        break;
+    }
+    }
     return NULL;
 }
 
@@ -221,65 +361,93 @@ static int config_ini_handler(void *user, const char *section, const char *key, 
 {
     parse_state *st = user;
     if (st->error) return 1;
-    st->error = apply(st->config, section, key, value, st->origin);
+    for (size_t i = 0; i < OPTION_COUNT; i++) {
+        const config_option *o = &options[i];
+        if (o->section && !strcmp(section, o->section) && !strcmp(key, o->key)) {
+            st->error = apply(st->config, o, value, st->origin);
+            st->config->sources[i] = SOURCE_FILE;
+            return 1;
+        }
+    }
+    st->error = INVALID_ARG("config %s: unknown key [%s] %s (see docs/configuration.md)",
+                            st->origin, section, key);
     return 1;
 }
-
-static const struct {
-    const char *env, *section, *key;
-} env_keys[] = {
-    {"CUBEC_LOG_LEVEL", "log", "level"},
-    {"CUBEC_LOG", "log", "subsystems"},
-    {"CUBEC_LOG_FILE", "log", "file"},
-    {"CUBEC_DEVICE", "device", "select"},
-    {"CUBEC_VALIDATION", "device", "validation"},
-    {"CUBEC_TASKS_MAX", "device", "tasks_max"},
-    {"CUBEC_POLL_SPIN_US", "device", "poll_spin_us"},
-    {"CUBEC_WAIT_TIMEOUT", "device", "wait_timeout"},
-    {"CUBEC_FORCE_STAGING", "device", "force_staging"},
-    {"CUBEC_MAX_INFLIGHT_TASKS", "device", "max_inflight_tasks"},
-    {"CUBEC_PUSH_DESCRIPTORS", "device", "push_descriptors"},
-    {"CUBEC_DISABLE_FEATURES", "device", "disable_features"},
-    {"CUBEC_MAX_STREAMS", "streaming", "max_streams"},
-    {"CUBEC_STREAM_POLICY", "streaming", "policy"},
-    {"CUBEC_STREAM_STRATEGY", "streaming", "strategy"},
-    {"CUBEC_TIMING", "profiling", "timing"},
-    {"CUBEC_TRACE", "profiling", "trace"},
-};
 
 static void config_defaults(cubec_config *c)
 {
     memset(c, 0, sizeof *c);
-    c->log_level = LOG_WARN;
+    for (size_t i = 0; i < OPTION_COUNT; i++) {
+        const config_option *o = &options[i];
+        if (o->kind == CONFIG_INT || o->kind == CONFIG_BOOL || o->kind == CONFIG_CHOICE ||
+            o->kind == CONFIG_LEVEL)
+            set_int(c, o, o->fallback);
+        if (o->kind == CONFIG_SECONDS) {
+            double t = (double)o->fallback;
+            memcpy(field_of(c, o), &t, sizeof t);
+        }
+    }
     for (int i = 0; i < LOG_SYS_COUNT; i++)
         c->log_levels[i] = -1;
-    c->tasks_max = 32;
-    c->poll_spin_us = -1;
-    c->wait_timeout_s = 60;
-    c->max_inflight_tasks = 16384;
-    c->push_descriptors = 1;
-    c->max_streams = 128;
 }
 
-cubec_status config_load_from(cubec_config *out, const char *ini_path, int use_environment)
+/* The longest line inih reads whole: a longer one would be split, and its tail read as a line of
+ * its own (a value cut short, then a confusing error or a key that was never written). */
+#define INI_LINE_MAX (INI_MAX_LINE - 2)
+
+/* Reads and parses the ini file at `path` into `c`; `named_by` says where the path came from in
+ * the messages of a file that cannot be read ("config file", "CUBEC_CONFIG"). */
+static cubec_status parse_file(cubec_config *c, const char *path, const char *named_by)
+{
+    char *text = NULL;
+    size_t size = 0;
+    RETURN_IF_ERROR(status_annotate(file_read_regular(path, CONFIG_FILE_MAX_BYTES, &text, &size),
+                                    "%s", named_by));
+    cubec_status err = NULL;
+    const char *nul = memchr(text, 0, size);
+    if (nul)
+        err = INVALID_ARG("%s '%s' holds a NUL byte at offset %zu: it is not a text file", named_by,
+                          path, (size_t)(nul - text));
+    int line = 1;
+    for (const char *p = text; !err && p < text + size; line++) {
+        const char *eol = memchr(p, '\n', (size_t)(text + size - p));
+        size_t len = eol ? (size_t)(eol - p) : (size_t)(text + size - p);
+        if (len > INI_LINE_MAX)
+            err = INVALID_ARG("%s '%s': line %d is %zu bytes, longer than the limit of %d",
+                              named_by, path, line, len, INI_LINE_MAX);
+        p += len + 1;
+    }
+    if (!err) {
+        parse_state st = {c, path, NULL};
+        int rc = ini_parse_string(text, config_ini_handler, &st);
+        err = st.error;
+        if (!err && rc > 0)
+            err = INVALID_ARG("%s '%s': syntax error on line %d", named_by, path, rc);
+        else if (!err && rc < 0)
+            err = status_make(CUBEC_OUT_OF_MEMORY, "%s '%s': host out of memory", named_by, path);
+    }
+    free(text);
+    return err;
+}
+
+/* config_load_from, with what named the ini file for its messages. */
+static cubec_status load(cubec_config *out, const char *ini_path, const char *named_by,
+                         int use_environment)
 {
     cubec_config c;
     config_defaults(&c);
     if (ini_path) {
-        parse_state st = {&c, ini_path, NULL};
-        int rc = ini_parse(ini_path, config_ini_handler, &st);
-        if (st.error) return st.error;
-        if (rc < 0) return INVALID_ARG("config file '%s' cannot be opened", ini_path);
-        if (rc > 0) return INVALID_ARG("config file '%s': syntax error on line %d", ini_path, rc);
+        RETURN_IF_ERROR(parse_file(&c, ini_path, named_by));
         snprintf(c.source, sizeof c.source, "%s", ini_path);
     }
     if (use_environment) {
-        for (size_t i = 0; i < sizeof env_keys / sizeof env_keys[0]; i++) {
-            const char *v = getenv(env_keys[i].env);
+        for (size_t i = 0; i < OPTION_COUNT; i++) {
+            const char *v = getenv(options[i].env);
             if (!v) continue;
             char origin[64];
-            snprintf(origin, sizeof origin, "environment %s", env_keys[i].env);
-            RETURN_IF_ERROR(apply(&c, env_keys[i].section, env_keys[i].key, v, origin));
+            snprintf(origin, sizeof origin, "environment %s", options[i].env);
+            RETURN_IF_ERROR(apply(&c, &options[i], v, origin));
+            c.sources[i] = SOURCE_ENVIRONMENT;
         }
     }
     /* Resolved only now so that the default level, from whichever source, fills in what the
@@ -288,6 +456,34 @@ cubec_status config_load_from(cubec_config *out, const char *ini_path, int use_e
         if (c.log_levels[i] < 0) c.log_levels[i] = c.log_level;
     *out = c;
     return NULL;
+}
+
+cubec_status config_load_from(cubec_config *out, const char *ini_path, int use_environment)
+{
+    return load(out, ini_path, "config file", use_environment);
+}
+
+const char *config_describe(const cubec_config *c, const char *env, char *buf, size_t cap)
+{
+    for (size_t i = 0; i < OPTION_COUNT; i++) {
+        const config_option *o = &options[i];
+        if (strcmp(o->env, env) != 0) continue;
+        char origin[640];
+        if (c->sources[i] == SOURCE_FILE)
+            snprintf(origin, sizeof origin, "%s", c->source);
+        else if (c->sources[i] == SOURCE_ENVIRONMENT)
+            snprintf(origin, sizeof origin, "environment %s", env);
+        else
+            snprintf(origin, sizeof origin, "default");
+        char key[700];
+        describe_key(o, origin, key, sizeof key);
+        const char *value =
+            o->kind == CONFIG_PATH || o->kind == CONFIG_DEVICE ? (const char *)c + o->offset : "";
+        snprintf(buf, cap, "%s = '%s'", key, value);
+        return buf;
+    }
+    snprintf(buf, cap, "%s", env);
+    return buf;
 }
 
 static int readable(const char *path)
@@ -299,7 +495,8 @@ cubec_status config_load(cubec_config *out)
 {
     char path[600];
     const char *explicit_path = getenv("CUBEC_CONFIG");
-    if (explicit_path && *explicit_path) return config_load_from(out, explicit_path, 1);
+    if (explicit_path && *explicit_path)
+        return load(out, explicit_path, "CUBEC_CONFIG: config file", 1);
     if (readable("cubec.ini")) return config_load_from(out, "cubec.ini", 1);
     const char *xdg = getenv("XDG_CONFIG_HOME");
     const char *home = getenv("HOME");

@@ -1,43 +1,101 @@
 /* Configuration: defaults, overridden by an ini file (libinih), overridden by CUBEC_* environment
- * variables. Every key is listed in docs/configuration.md. A value that does not parse is an
- * error naming the key, the value and where it came from; it is never silently ignored. */
+ * variables. Every option is a row of one table in config.c, which says its ini key, its
+ * environment variable, what values it takes (ranges included) and its default; the loader, the
+ * refusals and the test that holds docs/configuration.md to the same values all read that table.
+ * A value that does not parse or is out of range is an error naming the key, the value and where
+ * it came from; it is never silently ignored. */
 #ifndef CUBEC_BASE_CONFIG_H
 #define CUBEC_BASE_CONFIG_H
 
+#include "base/fault.h"
 #include "base/log.h"
 #include "base/status.h"
 
+#include <stddef.h>
 #include <stdint.h>
+
+/* The ini file: a regular file of at most this many bytes (docs/configuration.md). */
+#define CONFIG_FILE_MAX_BYTES ((size_t)1 << 20)
+/* Ranges that cubec_device_desc's fields share with their options. */
+#define CONFIG_TASKS_MAX_LIMIT 65536
+#define CONFIG_NULL_DELAY_US_LIMIT 10000000
+/* Room for the table's rows in cubec_config.sources. */
+#define CONFIG_MAX_OPTIONS 32
 
 typedef struct cubec_config {
     int log_level;                 /* [log] level        CUBEC_LOG_LEVEL   default warn  */
     int log_levels[LOG_SYS_COUNT]; /* [log] subsystems CUBEC_LOG   memory=debug,compile=info */
     char log_file[512];            /* [log] file         CUBEC_LOG_FILE    default stderr */
-    char device[256];      /* [device] select    CUBEC_DEVICE      index or name substring */
-    int validation;        /* [device] validation CUBEC_VALIDATION 0/1 */
-    uint32_t tasks_max;    /* [device] tasks_max CUBEC_TASKS_MAX   default 32 */
-    int poll_spin_us;      /* [device] poll_spin_us CUBEC_POLL_SPIN_US; -1 = by device type */
+    char device[256];           /* [device] select    CUBEC_DEVICE      index or name substring */
+    int device_by_index;        /* `device` is all digits: the index below */
+    uint32_t device_index;      /*   ... which fits 32 bits (a longer number is refused) */
+    int validation;             /* [device] validation CUBEC_VALIDATION 0/1 */
+    int64_t tasks_max;          /* [device] tasks_max CUBEC_TASKS_MAX   default 32 */
+    int64_t poll_spin_us;       /* [device] poll_spin_us CUBEC_POLL_SPIN_US; -1 = by device type */
     double wait_timeout_s; /* [device] wait_timeout CUBEC_WAIT_TIMEOUT: seconds, 0 = none; 60 */
-    uint32_t max_inflight_tasks; /* [device] max_inflight_tasks CUBEC_MAX_INFLIGHT_TASKS */
-    uint32_t max_streams;        /* [streaming] max_streams CUBEC_MAX_STREAMS      default 128 */
-    int single_stream;           /* [streaming] policy CUBEC_STREAM_POLICY: per-thread | single */
+    int64_t max_inflight_tasks; /* [device] max_inflight_tasks CUBEC_MAX_INFLIGHT_TASKS */
+    int64_t max_streams;        /* [streaming] max_streams CUBEC_MAX_STREAMS      default 128 */
+    int single_stream;          /* [streaming] policy CUBEC_STREAM_POLICY: per-thread | single */
     int sequential_streams; /* [streaming] strategy CUBEC_STREAM_STRATEGY interleave|sequential */
     int force_staging;      /* [device] force_staging CUBEC_FORCE_STAGING: discrete paths */
     int push_descriptors;   /* [device] push_descriptors CUBEC_PUSH_DESCRIPTORS: 0 = pools */
     int timing_system;      /* [profiling] timing CUBEC_TIMING: device | system (host clock) */
     char trace_file[512];   /* [profiling] trace CUBEC_TRACE: Chrome trace JSON written at close */
-    char source[600];       /* the ini file that was read, or "" */
     /* [device] disable_features CUBEC_DISABLE_FEATURES: cubec_feature bits not to enable */
     uint32_t disabled_features;
+    int backend_null;      /* CUBEC_BACKEND (environment only): 0 vulkan, 1 null */
+    int64_t null_delay_us; /* CUBEC_NULL_DELAY_US (environment only) */
+    fault_plan faults;     /* CUBEC_FAULT (environment only), counted from zero */
+    char source[600];      /* the ini file that was read, or "" */
+    /* Where each option's value came from, by table row: 0 default, 1 the ini file, 2 the
+     * environment (for config_describe). */
+    unsigned char sources[CONFIG_MAX_OPTIONS];
 } cubec_config;
 /* After loading, log_levels has every subsystem set: those [log] subsystems does not name have
  * log_level, the default, whichever source set it. */
 
 /* Fills `out` from defaults, the first ini file found (CUBEC_CONFIG, ./cubec.ini,
- * $XDG_CONFIG_HOME/cubec/cubec.ini or ~/.config/cubec/cubec.ini) and the environment. */
+ * $XDG_CONFIG_HOME/cubec/cubec.ini or ~/.config/cubec/cubec.ini) and the environment. The ini
+ * file must be a regular file of at most CONFIG_FILE_MAX_BYTES; CUBEC_CONFIG naming anything else
+ * (a directory, a FIFO, /dev/zero) is refused naming the variable and the path. */
 MUST_USE cubec_status config_load(cubec_config *out);
 /* Same, from an explicit ini path (NULL: none) and without the environment: for tests. */
 MUST_USE cubec_status config_load_from(cubec_config *out, const char *ini_path,
                                        int use_environment);
+
+/* "config <origin>: [section] key = '<value>'" for the option read from environment variable
+ * `env` (its origin being "environment <env>", the ini file's path, or "default"), into `buf`;
+ * returns `buf`. For errors found after loading, such as a trace file that cannot be created. */
+const char *config_describe(const cubec_config *c, const char *env, char *buf, size_t cap);
+
+/* The table, for the test that checks docs/configuration.md against it. */
+typedef enum config_kind {
+    CONFIG_BOOL,     /* int: 0/1, true/false, on/off, yes/no */
+    CONFIG_INT,      /* int64_t in [min, max] */
+    CONFIG_SECONDS,  /* double: seconds in [min, max], decimals allowed */
+    CONFIG_CHOICE,   /* int: the index of the value in `choices` ("a|b|c") */
+    CONFIG_LEVEL,    /* int: a log_level */
+    CONFIG_LOG_LIST, /* int[LOG_SYS_COUNT]: subsystem=level,... */
+    CONFIG_FEATURES, /* uint32_t: cubec_feature bits */
+    CONFIG_DEVICE,   /* char[]: an index or a name substring; also device_by_index/_index */
+    CONFIG_PATH,     /* char[]: an output file (regular; or a character device if allowed) */
+    CONFIG_FAULTS,   /* fault_plan: kind:n,... */
+} config_kind;
+
+typedef struct config_option {
+    const char *section; /* NULL: environment only */
+    const char *key;
+    const char *env;
+    config_kind kind;
+    int64_t min, max;    /* CONFIG_INT, CONFIG_SECONDS */
+    int64_t fallback;    /* the default of CONFIG_INT, CONFIG_SECONDS (whole seconds), CONFIG_BOOL,
+                            CONFIG_CHOICE, CONFIG_LEVEL */
+    const char *choices; /* CONFIG_CHOICE */
+    int empty_ok;        /* CONFIG_CHOICE: an empty value is the default */
+    int char_device_ok;  /* CONFIG_PATH */
+    size_t offset, size; /* the field of cubec_config */
+} config_option;
+
+const config_option *config_options(size_t *count);
 
 #endif

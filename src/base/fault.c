@@ -1,6 +1,7 @@
 /* Fault injection (see fault.h). */
 #include "base/fault.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,11 +35,18 @@ cubec_status fault_parse(fault_plan *p, const char *spec)
             return INVALID_ARG("CUBEC_FAULT: unknown kind '%.*s' (kinds: %s)", (int)(colon - s), s,
                                KINDS);
         char *end;
+        errno = 0;
         unsigned long long n = strtoull(colon + 1, &end, 10);
         if (colon[1] < '0' || colon[1] > '9' || end == colon + 1 || n == 0 || (*end && *end != ','))
             return INVALID_ARG("CUBEC_FAULT: '%s' needs a call number >= 1 after '%s:'", s,
                                names[kind]);
+        /* Past 2^64-1 strtoull saturates: that would be a fault that never fires. */
+        if (errno == ERANGE || n > UINT64_MAX - p->count[kind])
+            return INVALID_ARG("CUBEC_FAULT: '%s': the call number is larger than %" PRIu64, s,
+                               UINT64_MAX - p->count[kind]);
         p->fail_at[kind] = p->count[kind] + n;
+        if (*end && !end[1])
+            return INVALID_ARG("CUBEC_FAULT: '%s' ends with an empty entry after ','", spec);
         s = *end ? end + 1 : end;
     }
     return NULL;

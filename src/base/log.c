@@ -4,6 +4,7 @@
 #include "base/log.h"
 
 #include "base/clock.h"
+#include "base/file.h"
 
 #include <pthread.h>
 #include <stdarg.h>
@@ -23,26 +24,26 @@ static const char *const subsystem_names[LOG_SYS_COUNT] = {
 static FILE *sink;
 static pthread_mutex_t sink_lock = PTHREAD_MUTEX_INITIALIZER;
 
-void log_configure(log_level level, const char *path)
+cubec_status log_configure(log_level level, const char *path)
 {
     int levels[LOG_SYS_COUNT];
     for (int i = 0; i < LOG_SYS_COUNT; i++)
         levels[i] = (int)level;
-    log_configure_levels(levels, path);
+    return log_configure_levels(levels, path);
 }
 
-void log_configure_levels(const int *levels, const char *path)
+cubec_status log_configure_levels(const int *levels, const char *path)
 {
+    /* Opened before anything changes, so that a refused path leaves the logger as it was. */
+    FILE *opened = NULL;
+    if (path && *path) RETURN_IF_ERROR(file_open_output(path, FILE_OUTPUT_APPEND, 1, &opened));
     pthread_mutex_lock(&sink_lock);
     if (sink && sink != stderr) fclose(sink);
-    sink = NULL;
-    if (path && *path) {
-        sink = fopen(path, "a");
-        if (!sink) fprintf(stderr, "cubec: cannot open log file '%s'; logging to stderr\n", path);
-    }
+    sink = opened;
     for (int i = 0; i < LOG_SYS_COUNT; i++)
         atomic_store(&current_level[i], levels[i]);
     pthread_mutex_unlock(&sink_lock);
+    return NULL;
 }
 
 int log_enabled(log_level level, log_subsystem subsystem)

@@ -4,6 +4,8 @@
 #ifndef CUBEC_BASE_LOG_H
 #define CUBEC_BASE_LOG_H
 
+#include "base/status.h"
+
 typedef enum log_level {
     LOG_OFF = 0,
     LOG_ERROR = 1,
@@ -23,10 +25,12 @@ typedef enum log_subsystem {
 } log_subsystem;
 
 /* Sets every subsystem to `level` and the sink; path NULL or "" means stderr. Safe to call
- * again. */
-void log_configure(log_level level, const char *path);
+ * again. The file is appended to; a path that cannot be opened, or names something other than a
+ * regular file or a character device (a FIFO, a directory), is refused (base/file.h) and leaves
+ * the logger as it was. */
+MUST_USE cubec_status log_configure(log_level level, const char *path);
 /* Same with one level per subsystem (levels[LOG_SYS_COUNT], each a log_level). */
-void log_configure_levels(const int *levels, const char *path);
+MUST_USE cubec_status log_configure_levels(const int *levels, const char *path);
 int log_enabled(log_level level, log_subsystem subsystem);
 void log_msg(log_level level, log_subsystem subsystem, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

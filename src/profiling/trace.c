@@ -13,6 +13,7 @@
 #include "profiling/trace.h"
 
 #include "base/array.h"
+#include "base/file.h"
 #include "base/strfmt.h"
 
 #include <errno.h>
@@ -80,6 +81,20 @@ static char *format_error(const char *action, const char *path, int err)
     return strfmt("cannot %s trace file '%s': %s", action, path, strerror(err));
 }
 
+/* Opens the trace file for a whole write: a regular file, created or truncated, never a FIFO or
+ * a device (base/file.h). Returns NULL with *err_message set (malloc'd, or NULL when out of
+ * memory) when refused. */
+static FILE *open_trace_file(const char *path, char **err_message)
+{
+    FILE *f = NULL;
+    cubec_status st = file_open_output(path, FILE_OUTPUT_TRUNCATE, 0, &f);
+    if (st) {
+        *err_message = strfmt("trace file %s", cubec_status_message(st));
+        cubec_status_free(st);
+    }
+    return f;
+}
+
 static void set_error(char **out_error, char *message)
 {
     if (out_error)
@@ -105,14 +120,14 @@ trace *trace_open(const char *path, char **out_error)
         set_error(out_error, format_error("open", path, ENOMEM));
         return NULL;
     }
-    /* "e": a child process started while tracing must not inherit the descriptor. */
-    FILE *file = fopen(path, "we");
+    /* Close-on-exec: a child process started while tracing must not inherit the descriptor. */
+    char *why = NULL;
+    FILE *file = open_trace_file(path, &why);
     if (!file) {
-        int err = errno;
         free(t);
         free(path_copy);
         free(name);
-        set_error(out_error, format_error("create", path, err));
+        set_error(out_error, why);
         return NULL;
     }
     /* Resolved once the file exists, so that a later chdir does not move the trace. Without an
@@ -487,8 +502,9 @@ static void trace_free(trace *t)
 }
 
 /* Writes the whole file; the caller holds the lock. Returns 0, or an errno value with *action
- * ("create" or "write") saying what failed. */
-static int write_locked(trace *t, const char **action)
+ * ("create" or "write") saying what failed, or with the whole message in *message where the file
+ * was refused. */
+static int write_locked(trace *t, const char **action, char **message)
 {
     *action = "write";
     qsort(t->events, t->count, sizeof *t->events, event_order);
@@ -504,13 +520,14 @@ static int write_locked(trace *t, const char **action)
     FILE *f = t->file;
     t->file = NULL;
     if (!f) {
-        /* "e": a child process started while tracing must not inherit the descriptor. */
-        f = fopen(t->resolved ? t->resolved : t->path, "we");
+        /* Something else may have been put at the path since: it is checked again. */
+        char *why = NULL;
+        f = open_trace_file(t->resolved ? t->resolved : t->path, &why);
         if (!f) {
-            int err = errno;
             free(rows);
             *action = "create";
-            return err;
+            *message = why;
+            return EINVAL;
         }
     }
 
@@ -544,10 +561,11 @@ int trace_write(trace *t, char **out_error)
     if (out_error) *out_error = NULL;
     if (!t) return 0;
     const char *action = "write";
+    char *message = NULL;
     pthread_mutex_lock(&t->lock);
-    int err = write_locked(t, &action);
+    int err = write_locked(t, &action, &message);
     pthread_mutex_unlock(&t->lock);
-    if (err) set_error(out_error, format_error(action, t->path, err));
+    if (err) set_error(out_error, message ? message : format_error(action, t->path, err));
     return err ? -1 : 0;
 }
 

@@ -30,7 +30,9 @@ typedef struct trace trace;
 
 /* Opens a trace that will be written to `path` by trace_write and trace_close. The file is
  * created (or truncated) now, so an unwritable path fails here rather than after the work was
- * traced. A relative path is resolved now: a later chdir does not move the file.
+ * traced. A relative path is resolved now: a later chdir does not move the file. The path must be
+ * a regular file or not exist: a FIFO, a device or a directory is refused without blocking
+ * (base/file.h), here and at every later write.
  * Returns NULL and sets *out_error (when non-NULL) to a malloc'd message naming the path. */
 trace *trace_open(const char *path, char **out_error);
 

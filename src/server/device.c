@@ -43,46 +43,56 @@ cubec_status server_note_error(cubec_device *d, cubec_status err)
     return err;
 }
 
-/* CUBEC_DEVICE / [device] select: a number is an index, anything else a name substring. */
+/* CUBEC_DEVICE / [device] select: a number is an index, anything else a name substring. The
+ * config refused numbers that do not fit an index. */
 static void apply_selection(const cubec_config *c, gpu_open_desc *vd)
 {
     if (!c->device[0] || vd->select_by_index || vd->name) return;
-    char *end;
-    unsigned long idx = strtoul(c->device, &end, 10);
-    if (*end == 0 && end != c->device) {
+    if (c->device_by_index) {
         vd->select_by_index = 1;
-        vd->index = (uint32_t)idx;
+        vd->index = c->device_index;
     } else {
         vd->name = c->device;
     }
+}
+
+/* The fields of the desc that have ranges, with the ranges of the options they override. */
+static cubec_status check_desc(const cubec_device_desc *desc)
+{
+    if (desc->tasks_max > CONFIG_TASKS_MAX_LIMIT)
+        return INVALID_ARG("cubec_device_open: desc->tasks_max = %" PRIu32
+                           " is not in 1..%d (0: [device] tasks_max / CUBEC_TASKS_MAX)",
+                           desc->tasks_max, CONFIG_TASKS_MAX_LIMIT);
+    if (desc->null_delay_us > CONFIG_NULL_DELAY_US_LIMIT)
+        return INVALID_ARG("cubec_device_open: desc->null_delay_us = %" PRIu32
+                           " is not in 0..%d (0: CUBEC_NULL_DELAY_US or at once)",
+                           desc->null_delay_us, CONFIG_NULL_DELAY_US_LIMIT);
+    return NULL;
 }
 
 cubec_status server_open(const cubec_device_desc *desc, cubec_device **out)
 {
     cubec_device_desc zero = {0};
     if (!desc) desc = &zero;
+    RETURN_IF_ERROR(check_desc(desc));
     cubec_device *d = calloc(1, sizeof *d);
     if (!d) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (device)");
     cubec_status err = config_load(&d->config);
+    if (!err) {
+        char what[1400];
+        err = status_annotate(log_configure_levels(d->config.log_levels, d->config.log_file), "%s",
+                              config_describe(&d->config, "CUBEC_LOG_FILE", what, sizeof what));
+    }
     if (err) {
         free(d);
         return err;
     }
-    log_configure_levels(d->config.log_levels, d->config.log_file);
-    const char *faults = getenv("CUBEC_FAULT");
-    if (faults && *faults) {
-        err = fault_parse(&d->faults, faults);
-        if (err) {
-            free(d);
-            return err;
-        }
-    }
+    d->faults = d->config.faults; /* CUBEC_FAULT, counted from this opening */
     pthread_mutex_init(&d->lock, NULL);
-    gpu_backend backend = GPU_BACKEND_VULKAN;
-    const char *backend_name = getenv("CUBEC_BACKEND");
-    err = gpu_backend_parse(desc->backend ? desc->backend : backend_name, &backend);
-    if (err)
-        err = status_annotate(err, desc->backend ? "cubec_device_desc.backend" : "CUBEC_BACKEND");
+    gpu_backend backend = d->config.backend_null ? GPU_BACKEND_NULL : GPU_BACKEND_VULKAN;
+    if (desc->backend)
+        err = status_annotate(gpu_backend_parse(desc->backend, &backend),
+                              "cubec_device_desc.backend");
     gpu_open_desc gd = {.select_by_index = desc->select_by_index,
                         .index = desc->index,
                         .name = desc->name,
@@ -92,10 +102,8 @@ cubec_status server_open(const cubec_device_desc *desc, cubec_device **out)
                         .disabled_features = d->config.disabled_features,
                         .on_validation = desc->on_validation,
                         .on_validation_user = desc->on_validation_user};
-    const char *delay = getenv("CUBEC_NULL_DELAY_US");
-    gd.null_delay_us = desc->null_delay_us ? desc->null_delay_us
-                       : delay             ? (uint32_t)strtoul(delay, NULL, 10)
-                                           : 0;
+    gd.null_delay_us =
+        desc->null_delay_us ? desc->null_delay_us : (uint32_t)d->config.null_delay_us;
     apply_selection(&d->config, &gd);
     if (!err) err = gpu_open(backend, &gd, &d->gpu);
     if (err) {
@@ -105,18 +113,18 @@ cubec_status server_open(const cubec_device_desc *desc, cubec_device **out)
     }
     d->gpu->faults = &d->faults;
     d->info = d->gpu->info;
-    d->sub.tasks_max = desc->tasks_max ? desc->tasks_max : d->config.tasks_max;
+    d->sub.tasks_max = desc->tasks_max ? desc->tasks_max : (uint32_t)d->config.tasks_max;
     d->info.tasks_max = d->sub.tasks_max;
     d->sub.batch_task_cap = d->sub.tasks_max * 8 < 256 ? 256 : d->sub.tasks_max * 8;
-    d->streams.max_streams = d->config.max_streams;
+    d->streams.max_streams = (uint32_t)d->config.max_streams;
     d->streams.single = d->config.single_stream;
-    d->sub.max_batches = d->config.max_inflight_tasks / d->sub.tasks_max;
+    d->sub.max_batches = (uint32_t)d->config.max_inflight_tasks / d->sub.tasks_max;
     if (d->sub.max_batches < 4) d->sub.max_batches = 4;
     /* Busy-polling (yielding the core between polls) before blocking: a blocking wait costs
      * 25-35 us more on an H200, and 200 us covers a round trip even when the GPU is clocked
      * down. On lavapipe with 2 cores it halves the round trip too (50-73 us against 113-136 us
      * blocking; raw Vulkan's fence wait 100-140 us): the poll yields to the driver's threads. */
-    d->sub.spin_us = d->config.poll_spin_us >= 0 ? d->config.poll_spin_us : 200;
+    d->sub.spin_us = d->config.poll_spin_us >= 0 ? (int)d->config.poll_spin_us : 200;
     d->sub.wait_timeout_ns = (uint64_t)(d->config.wait_timeout_s * 1e9);
     d->tag = handle_tag_acquire(); /* released in server_close */
     handle_table_init(&d->buffers.handles, d->tag, "buffer");

@@ -75,8 +75,10 @@ cubec_status timing_init(cubec_device *d)
         char *why = NULL;
         d->timing.trace = trace_for(d->config.trace_file, &why);
         if (!d->timing.trace) {
-            cubec_status err = INVALID_ARG("CUBEC_TRACE / [profiling] trace: %s",
-                                           why ? why : d->config.trace_file);
+            char what[1400];
+            cubec_status err =
+                INVALID_ARG("%s: %s", config_describe(&d->config, "CUBEC_TRACE", what, sizeof what),
+                            why ? why : "cannot open the trace file");
             free(why);
             return err;
         }

@@ -8,9 +8,11 @@
 
 #include <math.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -689,26 +691,70 @@ static void test_open_failure(void **state)
     free(error);
 }
 
-/* A device that takes no bytes: the failure surfaces at each write and at close, naming the
- * path. */
+/* A file that takes no more bytes (a file-size limit, so that the trace is a regular file as
+ * trace_open requires): the failure surfaces at each write and at close, naming the path. */
 static void test_write_failure(void **state)
 {
     (void)state;
-    assert_int_equal(access("/dev/full", W_OK), 0); /* Linux always has it */
-    trace *t = trace_open("/dev/full", NULL);
+    const char *path = temp_path("full");
+    trace *t = trace_open(path, NULL);
     assert_non_null(t);
     for (int i = 0; i < 1000; i++)
         trace_complete(t, 1, "k", "launch", (uint64_t)i, 1, NULL);
+    /* Writes past 4 KiB fail with EFBIG instead of raising SIGXFSZ. */
+    struct rlimit saved;
+    assert_int_equal(getrlimit(RLIMIT_FSIZE, &saved), 0);
+    void (*saved_handler)(int) = signal(SIGXFSZ, SIG_IGN);
+    struct rlimit small = {4096, saved.rlim_max};
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &small), 0);
     char *error = NULL;
-    assert_int_equal(trace_write(t, &error), -1); /* the file opened by trace_open */
+    int first = trace_write(t, &error); /* the file opened by trace_open */
+    char *error2 = NULL;
+    int second = trace_close(t, &error2); /* the path opened again */
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &saved), 0);
+    signal(SIGXFSZ, saved_handler);
+    assert_int_equal(first, -1);
     assert_non_null(error);
-    assert_non_null(strstr(error, "/dev/full"));
+    assert_non_null(strstr(error, path));
     free(error);
-    error = NULL;
-    assert_int_equal(trace_close(t, &error), -1); /* the path opened again */
-    assert_non_null(error);
-    assert_non_null(strstr(error, "/dev/full"));
-    free(error);
+    assert_int_equal(second, -1);
+    assert_non_null(error2);
+    assert_non_null(strstr(error2, path));
+    free(error2);
+    unlink(path);
+}
+
+/* What is not a regular file is refused at once, naming the path and what it is, and nothing is
+ * written to it: a FIFO (opening it for writing would wait for a reader), a character device, a
+ * directory. */
+static void test_open_refuses_what_is_not_a_file(void **state)
+{
+    (void)state;
+    char fifo[128];
+    snprintf(fifo, sizeof fifo, "%s", temp_path("fifo")); /* temp_path reuses its buffer */
+    unlink(fifo);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    char dir[128];
+    snprintf(dir, sizeof dir, "%s", temp_path("dir"));
+    rmdir(dir);
+    assert_int_equal(mkdir(dir, 0700), 0);
+    const struct {
+        const char *path, *kind;
+    } cases[] = {
+        {fifo, "is a FIFO"}, {"/dev/null", "is a character device"}, {dir, "is a directory"}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *error = NULL;
+        assert_null(trace_open(cases[i].path, &error));
+        assert_non_null(error);
+        if (!strstr(error, cases[i].path) || !strstr(error, cases[i].kind))
+            fail_msg("trace_open(%s): '%s' does not say '%s'", cases[i].path, error, cases[i].kind);
+        free(error);
+    }
+    struct stat st;
+    assert_int_equal(stat(fifo, &st), 0);
+    assert_true(S_ISFIFO(st.st_mode)); /* left as it was */
+    assert_int_equal(unlink(fifo), 0);
+    assert_int_equal(rmdir(dir), 0);
 }
 
 static void test_null_trace(void **state)
@@ -780,6 +826,7 @@ int main(void)
         cmocka_unit_test(test_write_failure_keeps_events),
         cmocka_unit_test(test_open_failure),
         cmocka_unit_test(test_write_failure),
+        cmocka_unit_test(test_open_refuses_what_is_not_a_file),
         cmocka_unit_test(test_null_trace),
         cmocka_unit_test(test_threads),
     };
