@@ -230,6 +230,10 @@ CUBEC_MUST_USE cubec_status cubec_device_peek(uint32_t index, cubec_device_info 
  * max_streams); two streams on one slot share its
  * ordering and memory pools. A buffer belongs to the stream that created it and is allocated
  * from that stream's pools. Streams need no destruction.
+ *
+ * A stream id other than CUBEC_STREAM_CURRENT must be one the device handed out
+ * (cubec_stream_new, cubec_stream_current); any other value is refused with
+ * CUBEC_INVALID_ARGUMENT naming the function and the id.
  * ------------------------------------------------------------------------------------------- */
 
 typedef uint64_t cubec_stream;
