@@ -112,7 +112,7 @@ cubec_status cubec_sync_check(cubec_device *device, cubec_stream stream,
     RETURN_IF_ERROR(api_lock(device, "cubec_sync_check"));
     stream_ref s;
     cubec_status err = api_slot(device, stream, "cubec_sync_check", &s);
-    if (!err) err = server_graph_refuse(device, s.slot, "cubec_sync_check");
+    if (!err) err = server_graph_refuse(device, s, "cubec_sync_check");
     if (!err) err = check_buffers(device, "cubec_sync_check", buffers, count);
     if (!err) err = server_sync(device, s);
     return api_unlock(device, err);

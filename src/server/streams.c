@@ -212,7 +212,7 @@ cubec_status server_flush(cubec_device *d, stream_ref s)
 
 cubec_status server_sync(cubec_device *d, stream_ref s)
 {
-    RETURN_IF_ERROR(server_graph_refuse(d, s.slot, "cubec_sync"));
+    RETURN_IF_ERROR(server_graph_refuse(d, s, "cubec_sync"));
     /* After a sync the host may read what the stream wrote (mapped memory, events): the batch
      * that carries the stream's last work ends with a host barrier. */
     uint64_t t0 = d->timing.trace ? clock_now_ns() : 0;

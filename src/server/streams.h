@@ -30,7 +30,7 @@ typedef struct stream_ref {
 typedef enum capture_state {
     CAPTURE_NONE = 0,
     CAPTURE_PREPARED = 1,  /* cubec_graph_prepare: warm-up runs, the slot is isolated */
-    CAPTURE_RECORDING = 2, /* cubec_graph_begin: launches are recorded into `graph` */
+    CAPTURE_RECORDING = 2, /* cubec_graph_begin: the owner's launches are recorded into `graph` */
 } capture_state;
 
 /* What a slot owns besides its queue (which the scheduler keeps). */
