@@ -232,6 +232,10 @@ CUBEC_MUST_USE cubec_status cubec_device_peek(uint32_t index, cubec_device_info 
  * max_streams); two streams on one slot share its
  * ordering and memory pools. A buffer belongs to the stream that created it and is allocated
  * from that stream's pools. Streams need no destruction.
+ *
+ * A stream id other than CUBEC_STREAM_CURRENT must be one the device handed out
+ * (cubec_stream_new, cubec_stream_current); any other value is refused with
+ * CUBEC_INVALID_ARGUMENT naming the function and the id.
  * ------------------------------------------------------------------------------------------- */
 
 typedef uint64_t cubec_stream;
@@ -439,19 +443,23 @@ const char *cubec_fault_kind_name(cubec_fault_kind kind);
  *     for (...) { cubec_write(inputs); cubec_graph_replay(dev, s, g); cubec_read(outputs); }
  *     cubec_graph_destroy(dev, s, g);
  *
- * Between begin and end, on the capturing stream (and any stream sharing its slot): launches,
- * copies and fills are recorded; cubec_read, cubec_read_async, cubec_sync, cubec_sync_check,
- * cubec_profile_begin and cubec_graph_replay are refused with CUBEC_GRAPH_STATE naming the
- * operation; cubec_memory_cleanup is refused while any stream captures; a cubec_write is refused
- * lazily: the call succeeds, the bytes are not written and carry a CUBEC_GRAPH_STATE failure, and
- * when the capturing stream itself wrote, the capture is doomed. A creation of a buffer that
- * needs a new page of memory is refused (CUBEC_GRAPH_STATE) and, made by the capturing stream,
- * dooms the capture: allocate during the warm-up. Any failure inside the window (that, a launch
- * that fails or would be skipped) makes cubec_graph_end fail naming the first one, and what the
- * recorded launches would have written carries it. A capture ended by another stream sharing its
- * slot is abandoned the same way (from a stream of another slot, cubec_graph_end finds no capture
- * and changes nothing). A profile open on the stream when the capture begins is invalid
- * (CUBEC_PROFILE_INVALID).
+ * Between begin and end, on the capturing stream: launches, copies and fills are recorded;
+ * cubec_read, cubec_read_async, cubec_sync, cubec_sync_check, cubec_profile_begin and
+ * cubec_graph_replay are refused with CUBEC_GRAPH_STATE naming the operation; cubec_memory_cleanup
+ * is refused while any stream captures; a cubec_write is refused lazily: the call succeeds, the
+ * bytes are not written and carry a CUBEC_GRAPH_STATE failure, and when the capturing stream itself
+ * wrote, the capture is doomed. A creation of a buffer that needs a new page of memory is refused
+ * (CUBEC_GRAPH_STATE) and, made by the capturing stream, dooms the capture: allocate during the
+ * warm-up. Any failure inside the window (that, a launch that fails or would be skipped) makes
+ * cubec_graph_end fail naming the first one, and what the recorded launches would have written
+ * carries it. A profile open on the stream (or on a stream sharing its slot) when the capture
+ * begins is invalid (CUBEC_PROFILE_INVALID).
+ *
+ * The window is the capturing stream's alone. Every other stream, also one that shares its slot,
+ * runs its work as usual meanwhile (as an unrelated CUDA stream does during a capture), and its
+ * cubec_graph_end finds no capture of its own and changes nothing. Only cubec_graph_prepare and
+ * cubec_graph_begin on a stream whose slot holds another stream's capture are refused
+ * (CUBEC_GRAPH_STATE): a slot holds one capture at a time.
  *
  * A graph keeps the memory of every buffer it binds alive until it is destroyed; the buffers'
  * contents are read when a replay runs (write fresh inputs between replays; indirect counts are

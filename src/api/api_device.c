@@ -69,8 +69,7 @@ cubec_status cubec_stream_new(cubec_device *device, cubec_stream *out_stream)
     if (!out_stream) return INVALID_ARG("cubec_stream_new: out_stream is NULL");
     *out_stream = 0;
     RETURN_IF_ERROR(api_lock(device, "cubec_stream_new"));
-    *out_stream = server_stream_new(device);
-    return api_unlock(device, NULL);
+    return api_unlock(device, server_stream_new(device, out_stream));
 }
 
 cubec_status cubec_stream_current(cubec_device *device, cubec_stream *out_stream)
@@ -78,8 +77,7 @@ cubec_status cubec_stream_current(cubec_device *device, cubec_stream *out_stream
     if (!out_stream) return INVALID_ARG("cubec_stream_current: out_stream is NULL");
     *out_stream = 0;
     RETURN_IF_ERROR(api_lock(device, "cubec_stream_current"));
-    *out_stream = server_stream_current(device);
-    return api_unlock(device, NULL);
+    return api_unlock(device, server_stream_current(device, out_stream));
 }
 
 /* The failure of the first listed buffer that carries one (after submitting its queued work). */
@@ -114,7 +112,7 @@ cubec_status cubec_sync_check(cubec_device *device, cubec_stream stream,
     RETURN_IF_ERROR(api_lock(device, "cubec_sync_check"));
     stream_ref s;
     cubec_status err = api_slot(device, stream, "cubec_sync_check", &s);
-    if (!err) err = server_graph_refuse(device, s.slot, "cubec_sync_check");
+    if (!err) err = server_graph_refuse(device, s, "cubec_sync_check");
     if (!err) err = check_buffers(device, "cubec_sync_check", buffers, count);
     if (!err) err = server_sync(device, s);
     return api_unlock(device, err);

@@ -11,7 +11,7 @@ cubec_status cubec_profile_begin(cubec_device *device, cubec_stream stream,
     RETURN_IF_ERROR(api_lock(device, "cubec_profile_begin"));
     stream_ref s;
     cubec_status err = api_slot(device, stream, "cubec_profile_begin", &s);
-    if (!err) err = server_graph_refuse(device, s.slot, "cubec_profile_begin");
+    if (!err) err = server_graph_refuse(device, s, "cubec_profile_begin");
     if (!err) err = server_profile_begin(device, s, &out_profile->id);
     return api_unlock(device, err);
 }

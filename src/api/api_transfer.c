@@ -35,7 +35,7 @@ cubec_status cubec_read(cubec_device *device, cubec_stream stream, cubec_buffer 
     buffer_obj *b;
     stream_ref s;
     cubec_status err = api_slot(device, stream, "cubec_read", &s);
-    if (!err) err = server_graph_refuse(device, s.slot, "cubec_read");
+    if (!err) err = server_graph_refuse(device, s, "cubec_read");
     if (!err) err = transfer_target(device, "cubec_read", "src", src, offset, size, &b);
     if (!err) err = server_read(device, s, b, offset, dst, size);
     return api_unlock(device, err);
@@ -51,7 +51,7 @@ cubec_status cubec_read_async(cubec_device *device, cubec_stream stream, cubec_b
     buffer_obj *b;
     stream_ref s;
     cubec_status err = api_slot(device, stream, "cubec_read_async", &s);
-    if (!err) err = server_graph_refuse(device, s.slot, "cubec_read_async");
+    if (!err) err = server_graph_refuse(device, s, "cubec_read_async");
     if (!err) err = transfer_target(device, "cubec_read_async", "src", src, offset, size, &b);
     if (!err) err = server_read_async(device, s, b, offset, dst, size, out_event);
     return api_unlock(device, err);

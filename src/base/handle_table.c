@@ -1,5 +1,7 @@
 /* Generation-counted handle table and the device tag registry (see handle_table.h). Generation 0
- * is never issued so that a zeroed handle is always invalid. */
+ * is never issued so that a zeroed handle is always invalid. A slot has issued generations 1 ..
+ * generation - 1 (and, while live, its current one); generations only grow, and a slot that
+ * reaches generation_limit is retired rather than wrapped, so an id is issued at most once. */
 #include "base/handle_table.h"
 
 #include "base/array.h"
@@ -48,6 +50,8 @@ void handle_table_init(handle_table *t, uint16_t tag, const char *kind)
 {
     memset(t, 0, sizeof *t);
     t->free_head = NO_FREE;
+    t->index_limit = HANDLE_INDEX_LIMIT;
+    t->generation_limit = HANDLE_GENERATION_LIMIT;
     t->tag = tag;
     t->kind = kind;
 }
@@ -56,13 +60,23 @@ void handle_table_free(handle_table *t)
 {
     free(t->slots);
     t->slots = NULL;
-    t->count = t->capacity = t->live = 0;
+    t->count = t->capacity = t->live = t->retired = 0;
     t->free_head = NO_FREE;
 }
 
-static uint64_t make_id(uint16_t tag, uint16_t gen, uint32_t index)
+static uint32_t id_index(uint64_t id)
 {
-    return ((uint64_t)tag << 48) | ((uint64_t)gen << 32) | index;
+    return (uint32_t)id & HANDLE_INDEX_MASK;
+}
+
+static uint32_t id_generation(uint64_t id)
+{
+    return (uint32_t)(id >> HANDLE_GENERATION_SHIFT) & HANDLE_GENERATION_MASK;
+}
+
+static uint16_t id_tag(uint64_t id)
+{
+    return (uint16_t)(id >> HANDLE_TAG_SHIFT);
 }
 
 cubec_status handle_table_insert(handle_table *t, void *object, uint64_t *out_id)
@@ -72,29 +86,39 @@ cubec_status handle_table_insert(handle_table *t, void *object, uint64_t *out_id
         index = t->free_head;
         t->free_head = t->slots[index].next_free;
     } else {
-        /* NO_FREE is not an index. */
-        if (t->count == NO_FREE) return status_make(CUBEC_OUT_OF_MEMORY, "too many %ss", t->kind);
+        if (t->count >= t->index_limit) {
+            if (t->retired)
+                return status_make(CUBEC_OUT_OF_MEMORY,
+                                   "too many %ss: %u are live and %u %s handle slots were retired "
+                                   "after issuing %u handles each; a device holds at most %u %s "
+                                   "handles",
+                                   t->kind, t->live, t->retired, t->kind, t->generation_limit - 1,
+                                   t->index_limit, t->kind);
+            return status_make(CUBEC_OUT_OF_MEMORY,
+                               "too many %ss: a device holds at most %u live %s handles (release "
+                               "some first)",
+                               t->kind, t->index_limit, t->kind);
+        }
         if (array_grow_ex((void **)&t->slots, &t->capacity, (uint64_t)t->count + 1,
-                          sizeof *t->slots, 64, NO_FREE, realloc))
+                          sizeof *t->slots, 64, t->index_limit, realloc))
             return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory growing the %s table",
                                t->kind);
         index = t->count++;
         t->slots[index].generation = 1;
-        t->slots[index].wrapped = 0;
     }
     t->slots[index].object = object;
     t->slots[index].next_free = NO_FREE;
     t->live++;
-    *out_id = make_id(t->tag, t->slots[index].generation, index);
+    *out_id = handle_id_make(t->tag, t->slots[index].generation, index);
     return NULL;
 }
 
 void *handle_table_get(const handle_table *t, uint64_t id)
 {
-    uint32_t index = (uint32_t)id;
-    if ((uint16_t)(id >> 48) != t->tag || index >= t->count) return NULL;
+    uint32_t index = id_index(id);
+    if (id_tag(id) != t->tag || index >= t->count) return NULL;
     const handle_slot *s = &t->slots[index];
-    if (s->generation != (uint16_t)(id >> 32)) return NULL;
+    if (s->generation != id_generation(id)) return NULL;
     return s->object;
 }
 
@@ -108,15 +132,15 @@ static const char *gone(const char *kind)
 
 const char *handle_table_explain(const handle_table *t, uint64_t id, char *buf, size_t cap)
 {
-    uint16_t tag = (uint16_t)(id >> 48), generation = (uint16_t)(id >> 32);
-    uint32_t index = (uint32_t)id;
+    uint16_t tag = id_tag(id);
+    uint32_t generation = id_generation(id), index = id_index(id);
     if (id == 0) {
         snprintf(buf, cap, "the %s handle is zero (not created)", t->kind);
     } else if (tag == t->tag) {
-        /* A slot has issued generations 1 .. its current one, or all of them once its generation
-         * wrapped; the current one is not live here (get failed), so it was never issued. */
+        /* A slot has issued generations 1 .. its current one; the current one is not live here
+         * (get failed), so it was never issued. */
         const handle_slot *s = index < t->count ? &t->slots[index] : NULL;
-        int issued = s && generation != 0 && (s->wrapped || generation < s->generation);
+        int issued = s && generation != 0 && generation < s->generation;
         if (issued)
             snprintf(buf, cap, "%s handle 0x%016" PRIx64 " is stale: that %s was %s", t->kind, id,
                      t->kind, gone(t->kind));
@@ -150,17 +174,19 @@ cubec_status handle_table_lookup(const handle_table *t, uint64_t id, const char 
 
 void handle_table_remove(handle_table *t, uint64_t id)
 {
-    uint32_t index = (uint32_t)id;
+    uint32_t index = id_index(id);
     if (!handle_table_get(t, id)) return;
     handle_slot *s = &t->slots[index];
     s->object = NULL;
-    s->generation = (uint16_t)(s->generation + 1);
-    if (s->generation == 0) {
-        s->generation = 1;
-        s->wrapped = 1;
+    CUBEC_ASSERT(t->live > 0); /* the id was live */
+    t->live--;
+    /* Wrapping would issue generation 1 again while its old handles may still be held: the slot
+     * is retired instead (it keeps generation_limit, which no id can carry). */
+    if (++s->generation >= t->generation_limit) {
+        s->generation = t->generation_limit;
+        t->retired++;
+        return;
     }
     s->next_free = t->free_head;
     t->free_head = index;
-    CUBEC_ASSERT(t->live > 0); /* the id was live */
-    t->live--;
 }

@@ -142,8 +142,7 @@ cubec_status server_memory_each_slot(cubec_device *d,
 
 cubec_status server_memory_cleanup(cubec_device *d, stream_ref s)
 {
-    for (uint32_t i = 0; d->graphs.captures && i < d->streams.max_streams; i++)
-        RETURN_IF_ERROR(server_graph_refuse(d, i, "cubec_memory_cleanup"));
+    RETURN_IF_ERROR(server_graph_refuse_any(d, "cubec_memory_cleanup"));
     /* Frees that wait on the GPU are part of what the caller wants returned: submit the queued
      * work that pins memory, wait for it, then return every empty page of the stream's pools. */
     RETURN_IF_ERROR(server_drain_all(d, 0));
@@ -245,8 +244,9 @@ cubec_status server_buffer_create(cubec_device *d, stream_ref s, uint64_t size, 
         cubec_status err = slot_memory(d, slot, &m);
         /* Memory freed by finished work can be reused now. */
         if (!err && d->buffers.deferred_count) sub_poll(d);
-        /* Spec 3.9: pages may not change while the slot records a graph. */
-        int frozen = d->streams.slots[slot].capture == CAPTURE_RECORDING;
+        /* Spec 3.9: pages may not change while the stream records a graph (the capture window
+         * is the stream's: other streams of its slot allocate as usual). */
+        int frozen = server_graph_recording(d, s);
         if (!err) err = memory_alloc_flags(m, size, frozen ? MEMORY_NO_NEW_PAGE : 0, &a->mem);
         if (err && frozen) {
             cubec_status_free(err);
@@ -255,11 +255,9 @@ cubec_status server_buffer_create(cubec_device *d, stream_ref s, uint64_t size, 
                               " bytes is refused while the stream records a graph (create "
                               "buffers during the warm-up, before cubec_graph_begin)",
                               size);
-            /* The capture's owner allocating is a hole in its window; a neighbour on the slot
-             * is refused but not charged with the owner's window (as for writes). */
-            if (s.number == d->streams.slots[slot].capture_owner)
-                server_graph_doom(d, slot, CUBEC_GRAPH_STATE,
-                                  "creating a buffer of %" PRIu64 " bytes needed a new page", size);
+            /* Allocating is a hole in the window: the capture is doomed. */
+            server_graph_doom(d, slot, CUBEC_GRAPH_STATE,
+                              "creating a buffer of %" PRIu64 " bytes needed a new page", size);
         }
         if (err && cubec_status_code(err) == CUBEC_OUT_OF_MEMORY &&
             (d->buffers.deferred_count || d->sub.next_value > d->sub.completed_value + 1)) {

@@ -9,7 +9,11 @@
  * own launches need barriers only where they depend on each other.
  *
  * Per slot: NONE -> prepare -> PREPARED (warm-up runs normally; the scheduler isolates the slot)
- * -> begin -> RECORDING (launches of the slot are recorded, not queued) -> end -> NONE.
+ * -> begin -> RECORDING (launches of the capturing stream are recorded, not queued) -> end ->
+ * NONE. The window belongs to the stream that prepared it (capture_owner), not to its slot: work
+ * of other streams that share the slot is queued and runs as usual, and their graph calls find
+ * no capture of their own (the spec shares the window between them; a made-up or unrelated
+ * stream's launch then landed in the graph, issue 11). One slot holds one capture at a time.
  * A failure inside the window dooms the capture: end then fails naming the first reason, and
  * what the recorded launches would have written carries that failure (they never ran).
  *
@@ -92,35 +96,64 @@ void server_graph_doom(cubec_device *d, uint32_t slot, cubec_code code, const ch
         msg);
 }
 
-cubec_status server_graph_refuse(cubec_device *d, uint32_t slot, const char *what)
+int server_graph_recording(const cubec_device *d, stream_ref s)
 {
-    const slot_state *ss = &d->streams.slots[slot];
-    if (ss->capture != CAPTURE_RECORDING) return NULL;
+    const slot_state *ss = &d->streams.slots[s.slot];
+    return ss->capture == CAPTURE_RECORDING && ss->capture_owner == s.number;
+}
+
+static cubec_status refused(const char *what, uint64_t owner)
+{
     return status_make(CUBEC_GRAPH_STATE,
                        "%s: refused while stream %" PRIu64
                        " records a graph (a capture window records launches only; end the "
                        "capture first)",
-                       what, ss->capture_owner);
+                       what, owner);
+}
+
+cubec_status server_graph_refuse(cubec_device *d, stream_ref s, const char *what)
+{
+    return server_graph_recording(d, s) ? refused(what, s.number) : NULL;
+}
+
+cubec_status server_graph_refuse_any(cubec_device *d, const char *what)
+{
+    for (uint32_t i = 0; d->graphs.captures && i < d->streams.max_streams; i++) {
+        const slot_state *ss = &d->streams.slots[i];
+        if (ss->capture == CAPTURE_RECORDING) return refused(what, ss->capture_owner);
+    }
+    return NULL;
 }
 
 int server_graph_refuse_write(cubec_device *d, stream_ref s, alloc_obj *a, uint64_t offset,
                               uint64_t size)
 {
-    const slot_state *ss = &d->streams.slots[s.slot];
-    if (ss->capture != CAPTURE_RECORDING) return 0;
+    if (!server_graph_recording(d, s)) return 0;
     failure *f = failure_new(CUBEC_GRAPH_STATE,
                              "a write from stream %" PRIu64 " was refused: stream %" PRIu64
-                             " records a graph on its slot",
-                             s.number, ss->capture_owner);
+                             " records a graph",
+                             s.number, s.number);
     server_taint(a, offset, size, f);
     failure_release(f);
-    /* Only the owner's own write is a hole in the capture; a neighbour on the slot is not
-     * charged with the owner's window. */
-    if (s.number == ss->capture_owner)
-        server_graph_doom(d, s.slot, CUBEC_GRAPH_STATE,
-                          "a write of buffer #%" PRIu64 " inside the capture window was refused",
-                          a->number);
+    server_graph_doom(d, s.slot, CUBEC_GRAPH_STATE,
+                      "a write of buffer #%" PRIu64 " inside the capture window was refused",
+                      a->number);
     return 1;
+}
+
+/* Refuses a capture call of `s` when its slot holds another stream's capture: one slot holds
+ * one capture at a time. */
+static cubec_status refuse_neighbour(cubec_device *d, stream_ref s, const char *fn)
+{
+    const slot_state *ss = &d->streams.slots[s.slot];
+    if (ss->capture == CAPTURE_NONE || ss->capture_owner == s.number) return NULL;
+    return status_make(CUBEC_GRAPH_STATE,
+                       "%s: stream %" PRIu64 " shares its slot (%u: stream numbers modulo "
+                       "streaming.max_streams = %u) with stream %" PRIu64
+                       ", which %s a graph, and a slot holds one capture at a time; capture on "
+                       "a stream of another slot (cubec_stream_new) or end that capture first",
+                       fn, s.number, s.slot, d->streams.max_streams, ss->capture_owner,
+                       ss->capture == CAPTURE_PREPARED ? "prepared" : "records");
 }
 
 cubec_status server_graph_prepare(cubec_device *d, stream_ref s)
@@ -128,10 +161,10 @@ cubec_status server_graph_prepare(cubec_device *d, stream_ref s)
     uint32_t slot = s.slot;
     slot_state *ss = &d->streams.slots[slot];
     uint64_t stream = s.number;
+    RETURN_IF_ERROR(refuse_neighbour(d, s, "cubec_graph_prepare"));
     if (ss->capture == CAPTURE_PREPARED)
         return status_make(CUBEC_GRAPH_STATE,
-                           "cubec_graph_prepare: stream %" PRIu64
-                           " already prepared a capture on this stream's slot",
+                           "cubec_graph_prepare: stream %" PRIu64 " already prepared a capture",
                            ss->capture_owner);
     if (ss->capture == CAPTURE_RECORDING)
         return status_make(CUBEC_GRAPH_STATE,
@@ -203,6 +236,7 @@ cubec_status server_graph_begin(cubec_device *d, stream_ref s)
                            "cubec_graph_begin: call cubec_graph_prepare on stream %" PRIu64
                            " before beginning a capture",
                            s.number);
+    RETURN_IF_ERROR(refuse_neighbour(d, s, "cubec_graph_begin"));
     if (ss->capture == CAPTURE_RECORDING)
         return status_make(CUBEC_GRAPH_STATE,
                            "cubec_graph_begin: stream %" PRIu64 " is already recording a graph",
@@ -389,21 +423,29 @@ cubec_status server_graph_end(cubec_device *d, stream_ref s, uint64_t *out_id)
     uint32_t slot = s.slot;
     slot_state *ss = &d->streams.slots[slot];
     uint64_t caller = s.number;
-    if (ss->capture != CAPTURE_RECORDING) {
-        cubec_status err = status_make(CUBEC_GRAPH_STATE,
-                                       "cubec_graph_end: no graph capture is recording on stream "
-                                       "%" PRIu64 "%s",
-                                       caller,
-                                       ss->capture == CAPTURE_PREPARED
-                                           ? " (it was prepared, never begun: the preparation is "
-                                             "dropped)"
-                                           : "");
+    if (ss->capture == CAPTURE_NONE || ss->capture_owner != caller) {
+        /* Another stream's capture on the slot is its own: this stream has none to end. */
+        if (ss->capture != CAPTURE_NONE)
+            return status_make(CUBEC_GRAPH_STATE,
+                               "cubec_graph_end: no graph capture is recording on stream %" PRIu64
+                               " (stream %" PRIu64
+                               ", which shares its slot, %s one; only that stream ends it)",
+                               caller, ss->capture_owner,
+                               ss->capture == CAPTURE_PREPARED ? "prepared" : "records");
+        return status_make(CUBEC_GRAPH_STATE,
+                           "cubec_graph_end: no graph capture is recording on stream %" PRIu64,
+                           caller);
+    }
+    if (ss->capture == CAPTURE_PREPARED) {
         /* A prepared capture that never began would hold the slot isolated forever. */
-        if (ss->capture == CAPTURE_PREPARED) capture_reset(d, slot);
-        return err;
+        capture_reset(d, slot);
+        return status_make(CUBEC_GRAPH_STATE,
+                           "cubec_graph_end: no graph capture is recording on stream %" PRIu64
+                           " (it was prepared, never begun: the preparation is dropped)",
+                           caller);
     }
     graph_obj *g = ss->graph;
-    uint64_t owner = ss->capture_owner;
+    uint64_t owner = caller;
     capture_reset(d, slot);
     /* Before everything submitted after a replay, with the graph's writes visible to it. */
     cubec_status ended = NULL;
@@ -421,21 +463,14 @@ cubec_status server_graph_end(cubec_device *d, stream_ref s, uint64_t *out_id)
         server_graph_doom(d, slot, cubec_status_code(ended), "%s", cubec_status_message(ended));
     cubec_status_free(ended);
     cubec_status err = NULL;
-    if (caller != owner)
-        err = status_make(CUBEC_GRAPH_STATE,
-                          "cubec_graph_end: the capture belongs to stream %" PRIu64
-                          ", not to stream %" PRIu64 "; it is discarded%s%s",
-                          owner, caller, g->doom ? "; it had also failed: " : "",
-                          g->doom ? g->doom : "");
-    else if (g->doom)
+    if (g->doom)
         err = status_make(CUBEC_GRAPH_STATE,
                           "cubec_graph_end: an operation inside the capture window of stream "
                           "%" PRIu64 " failed, so the graph would miss it: %s",
                           owner, g->doom);
     if (err) {
-        failure *f = failure_new(g->doom ? g->doom_code : CUBEC_GRAPH_STATE,
-                                 "graph capture on stream %" PRIu64 " was discarded: %s", owner,
-                                 g->doom ? g->doom : "ended by another stream");
+        failure *f = failure_new(
+            g->doom_code, "graph capture on stream %" PRIu64 " was discarded: %s", owner, g->doom);
         taint_writes(g, f);
         failure_release(f);
         graph_free(d, g);
@@ -493,7 +528,7 @@ cubec_status server_graph_replay(cubec_device *d, stream_ref s, uint64_t id)
     }
     graph_obj *g;
     RETURN_IF_ERROR(lookup(d, id, "cubec_graph_replay", &g));
-    RETURN_IF_ERROR(server_graph_refuse(d, slot, "cubec_graph_replay"));
+    RETURN_IF_ERROR(server_graph_refuse(d, s, "cubec_graph_replay"));
     uint32_t copy = g->next_copy;
     if (g->copy_value[copy] > d->sub.completed_value) sub_poll(d);
     while (g->copy_value[copy] > d->sub.completed_value) {
@@ -504,7 +539,7 @@ cubec_status server_graph_replay(cubec_device *d, stream_ref s, uint64_t id)
         copy = g->next_copy;
     }
     /* A capture may have begun on the slot while this thread waited. */
-    RETURN_IF_ERROR(server_graph_refuse(d, slot, "cubec_graph_replay"));
+    RETURN_IF_ERROR(server_graph_refuse(d, s, "cubec_graph_replay"));
     uint64_t t0 = d->timing.trace ? clock_now_ns() : 0;
     /* Ordered after the stream's queued work and after queued writers of what it binds. */
     uint32_t *slots = d->streams.align_slots;

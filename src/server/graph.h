@@ -71,14 +71,18 @@ MUST_USE cubec_status server_graph_begin(cubec_device *d, stream_ref s);
 MUST_USE cubec_status server_graph_end(cubec_device *d, stream_ref s, uint64_t *out_id);
 MUST_USE cubec_status server_graph_replay(cubec_device *d, stream_ref s, uint64_t id);
 MUST_USE cubec_status server_graph_destroy(cubec_device *d, stream_ref s, uint64_t id);
-/* Records a launch of the capturing slot into its graph (the task's references stay the
+/* Records a launch of the capturing stream into its graph (the task's references stay the
  * caller's). */
 MUST_USE cubec_status server_graph_record(cubec_device *d, uint32_t slot, task *t);
-/* An error naming `what` when `slot` is recording a graph (reads, syncs, profiles...). */
-MUST_USE cubec_status server_graph_refuse(cubec_device *d, uint32_t slot, const char *what);
-/* A host write of [offset, +size) of `a` from `slot` while it records: refused lazily, the
- * range carries the refusal and, from the capture's owner, the capture is doomed. Returns 1
- * when the write was refused. */
+/* 1 when `s` is the stream recording a graph on its slot. A capture window belongs to the stream
+ * that began it: other streams sharing its slot are outside it (their work runs). */
+int server_graph_recording(const cubec_device *d, stream_ref s);
+/* An error naming `what` when `s` is recording a graph (reads, syncs, profiles...). */
+MUST_USE cubec_status server_graph_refuse(cubec_device *d, stream_ref s, const char *what);
+/* The same when any stream of the device records one (memory cleanup). */
+MUST_USE cubec_status server_graph_refuse_any(cubec_device *d, const char *what);
+/* A host write of [offset, +size) of `a` from `s` while it records: refused lazily, the range
+ * carries the refusal and the capture is doomed. Returns 1 when the write was refused. */
 int server_graph_refuse_write(cubec_device *d, stream_ref s, alloc_obj *a, uint64_t offset,
                               uint64_t size);
 /* Dooms the capture of `slot` (the first reason wins). */

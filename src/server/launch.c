@@ -122,8 +122,9 @@ cubec_status server_reserve_task(cubec_device *d, stream_ref s, task_kind kind, 
 
 cubec_status server_queue_task(cubec_device *d, uint32_t slot, task *t)
 {
-    if (d->streams.slots[slot].capture == CAPTURE_RECORDING) {
-        /* The reserved record is not committed: the slot's queue stays as it was. */
+    if (server_graph_recording(d, (stream_ref){slot, t->stream})) {
+        /* The reserved record is not committed: the slot's queue stays as it was. Work of
+         * other streams on the slot is queued and runs: the window is the capturing stream's. */
         cubec_status err = server_graph_record(d, slot, t);
         server_discard_task(d, t);
         return err;

@@ -3,7 +3,11 @@
  *
  * A stream id packs the device tag (16 bits) over a 48-bit number. Numbers come from one
  * process-wide counter, so every thread's default stream and every cubec_stream_new stream is
- * distinct; the tag makes an id of another device detectable. The slot is number % max_streams. */
+ * distinct; the tag makes an id of another device detectable. The slot is number % max_streams.
+ * A device remembers the numbers of the ids it handed out (cubec_stream_new, cubec_stream_current)
+ * as ranges, a few bytes for a run of streams made one after another, and accepts an explicit id
+ * only when it names one of them: a made-up number under the device's tag would otherwise fold
+ * onto some slot, possibly one that records another stream's graph. */
 #include "base/assert.h"
 #include "base/clock.h"
 #include "base/log.h"
@@ -26,39 +30,55 @@ static cubec_stream make_id(const cubec_device *d, uint64_t number)
     return ((uint64_t)d->tag << 48) | (number & 0xffffffffffffull);
 }
 
+/* The number the calling thread's current stream resolves to. */
+static uint64_t current_number(const cubec_device *d)
+{
+    if (d->streams.single) return 0;
+    if (!thread_stream_number) thread_stream_number = next_number();
+    return thread_stream_number;
+}
+
 cubec_status server_stream_resolve(cubec_device *d, cubec_stream stream, const char *fn,
                                    stream_ref *out)
 {
     uint64_t number;
     if (stream == CUBEC_STREAM_CURRENT) {
-        if (d->streams.single) {
-            number = 0;
-        } else {
-            if (!thread_stream_number) thread_stream_number = next_number();
-            number = thread_stream_number;
-        }
+        number = current_number(d);
     } else {
         if ((uint16_t)(stream >> 48) != d->tag)
             return INVALID_ARG("%s: stream 0x%016" PRIx64
                                " belongs to another device or was not made by cubec_stream_new",
                                fn, stream);
         number = stream & 0xffffffffffffull;
+        if (!range_set_has(&d->streams.issued, number))
+            return INVALID_ARG("%s: stream 0x%016" PRIx64
+                               " was not created by cubec_stream_new on this device (nor returned "
+                               "by cubec_stream_current): its number %" PRIu64
+                               " names no stream of this device",
+                               fn, stream, number);
     }
     out->slot = (uint32_t)(number % d->streams.max_streams);
     out->number = number;
     return NULL;
 }
 
-cubec_stream server_stream_current(cubec_device *d)
+/* The id of `number`, remembered as handed out by this device. */
+static cubec_status hand_out(cubec_device *d, uint64_t number, cubec_stream *out)
 {
-    if (d->streams.single) return make_id(d, 0);
-    if (!thread_stream_number) thread_stream_number = next_number();
-    return make_id(d, thread_stream_number);
+    if (range_set_add(&d->streams.issued, number))
+        return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (the device's stream ids)");
+    *out = make_id(d, number);
+    return NULL;
 }
 
-cubec_stream server_stream_new(cubec_device *d)
+cubec_status server_stream_current(cubec_device *d, cubec_stream *out)
 {
-    return make_id(d, next_number());
+    return hand_out(d, current_number(d), out);
+}
+
+cubec_status server_stream_new(cubec_device *d, cubec_stream *out)
+{
+    return hand_out(d, next_number(), out);
 }
 
 /* --- The scheduler's backend ------------------------------------------------------------- */
@@ -104,6 +124,7 @@ cubec_status server_streams_init(cubec_device *d)
  * stays: the memory pools in it are destroyed after this. */
 void server_streams_destroy(cubec_device *d)
 {
+    range_set_free(&d->streams.issued);
     if (d->streams.sched.queues) sched_destroy(&d->streams.sched);
     for (uint32_t i = 0; d->streams.slots && i < d->streams.max_streams; i++) {
         free(d->streams.slots[i].arena);
@@ -191,7 +212,7 @@ cubec_status server_flush(cubec_device *d, stream_ref s)
 
 cubec_status server_sync(cubec_device *d, stream_ref s)
 {
-    RETURN_IF_ERROR(server_graph_refuse(d, s.slot, "cubec_sync"));
+    RETURN_IF_ERROR(server_graph_refuse(d, s, "cubec_sync"));
     /* After a sync the host may read what the stream wrote (mapped memory, events): the batch
      * that carries the stream's last work ends with a host barrier. */
     uint64_t t0 = d->timing.trace ? clock_now_ns() : 0;

@@ -3,6 +3,7 @@
 #ifndef CUBEC_SERVER_STREAMS_H
 #define CUBEC_SERVER_STREAMS_H
 
+#include "base/range_set.h"
 #include "base/status.h"
 #include "memory/memory_manager.h"
 #include "stream/scheduler.h"
@@ -29,7 +30,7 @@ typedef struct stream_ref {
 typedef enum capture_state {
     CAPTURE_NONE = 0,
     CAPTURE_PREPARED = 1,  /* cubec_graph_prepare: warm-up runs, the slot is isolated */
-    CAPTURE_RECORDING = 2, /* cubec_graph_begin: launches are recorded into `graph` */
+    CAPTURE_RECORDING = 2, /* cubec_graph_begin: the owner's launches are recorded into `graph` */
 } capture_state;
 
 /* What a slot owns besides its queue (which the scheduler keeps). */
@@ -52,17 +53,24 @@ typedef struct stream_slots {
     uint32_t *align_slots;
     uint32_t max_streams;
     int single; /* policy `single`: every thread's current stream is the same */
+    /* The numbers of the stream ids this device handed out (cubec_stream_new,
+     * cubec_stream_current): an explicit id must name one of them. */
+    range_set issued;
     scheduler sched;
     int draining; /* a drain is recording: waits must keep the lock */
 } stream_slots;
 
 MUST_USE cubec_status server_streams_init(cubec_device *d);
 void server_streams_destroy(cubec_device *d);
-/* The slot of a stream id (0: the calling thread's stream); refuses ids of other devices. */
+/* The slot of a stream id (0: the calling thread's stream). An explicit id must be one this
+ * device handed out: ids of other devices and made-up numbers under this device's tag are
+ * refused (CUBEC_INVALID_ARGUMENT naming `fn` and the id). */
 MUST_USE cubec_status server_stream_resolve(cubec_device *d, cubec_stream stream, const char *fn,
                                             stream_ref *out);
-cubec_stream server_stream_current(cubec_device *d);
-cubec_stream server_stream_new(cubec_device *d);
+/* The id of the calling thread's current stream, remembered as handed out. */
+MUST_USE cubec_status server_stream_current(cubec_device *d, cubec_stream *out);
+/* A new stream's id, remembered as handed out. */
+MUST_USE cubec_status server_stream_new(cubec_device *d, cubec_stream *out);
 /* Records and submits the queues of `slots`; `mode`: DRAIN_* flags. */
 MUST_USE cubec_status server_drain(cubec_device *d, const uint32_t *slots, uint32_t n,
                                    uint32_t mode);

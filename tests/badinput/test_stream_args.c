@@ -6,6 +6,7 @@
 #include "test_util.h"
 
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -121,19 +122,20 @@ static int teardown(void **state)
     return 0;
 }
 
-/* Every call that takes a stream, given `s` on f->d, is refused naming the function and `s`. */
-static void expect_stream_refused(fixture *f, cubec_stream s)
+/* Every call that takes a stream, given `s` on f->d, is refused naming the function and `s`,
+ * followed by `why` when it is not NULL. */
+static void expect_stream_refused_why(fixture *f, cubec_stream s, const char *why)
 {
     char id[32];
     snprintf(id, sizeof id, "0x%016" PRIx64, s);
-    char needle[96];
+    char needle[160];
     uint32_t host[WORDS];
     memset(host, 0xab, sizeof host);
     uint32_t add = 1000;
     cubec_launch_desc ld = step_desc(f, &f->x, &add);
 #define REFUSED(call, fn)                                                                          \
     do {                                                                                           \
-        snprintf(needle, sizeof needle, "%s: stream %s", fn, id);                                  \
+        snprintf(needle, sizeof needle, "%s: stream %s%s", fn, id, why ? why : "");                \
         ASSERT_ERROR(call, CUBEC_INVALID_ARGUMENT, needle);                                        \
     } while (0)
     REFUSED(cubec_launch(f->d, s, &ld), "cubec_launch");
@@ -160,6 +162,11 @@ static void expect_stream_refused(fixture *f, cubec_stream s)
     for (uint32_t i = 0; i < WORDS; i++)
         assert_int_equal(host[i], 0xabababab);
     assert_intact(f);
+}
+
+static void expect_stream_refused(fixture *f, cubec_stream s)
+{
+    expect_stream_refused_why(f, s, NULL);
 }
 
 static void test_stream_of_another_device(void **state)
@@ -197,8 +204,54 @@ static void test_made_up_stream(void **state)
     expect_stream_refused(f, UINT64_MAX);
     /* A real id with its device tag changed. */
     expect_stream_refused(f, f->a ^ (1ull << 60));
+    /* Issue 11: this device's tag over numbers it never handed out: they used to fold onto a slot
+     * and be accepted. A number far beyond any stream made yet, one that folds onto a's slot, the
+     * number of the other device's stream, and the largest number. */
+    const char *not_made = " was not created by cubec_stream_new on this device";
+    const uint64_t tag = f->a & 0xffff000000000000ull, numbers = 0xffffffffffffull;
+    expect_stream_refused_why(f, tag | ((f->b & numbers) + 100000), not_made);
+    expect_stream_refused_why(f, tag | ((f->a & numbers) + 128ull * 1000), not_made);
+    expect_stream_refused_why(f, tag | (f->foreign & numbers), not_made);
+    expect_stream_refused_why(f, tag | numbers, not_made);
     queue_work(f, 3);
     assert_intact(f);
+}
+
+typedef struct current_of_thread {
+    cubec_device *d;
+    cubec_stream id;
+    cubec_status st;
+} current_of_thread;
+
+static void *ask_current(void *arg)
+{
+    current_of_thread *c = arg;
+    c->st = cubec_stream_current(c->d, &c->id);
+    return NULL;
+}
+
+/* The ids cubec hands out stay accepted: a stream of cubec_stream_new, the calling thread's
+ * current stream by its id, and another thread's current stream by the id that thread got. */
+static void test_streams_handed_out_are_accepted(void **state)
+{
+    fixture *f = *state;
+    current_of_thread c = {.d = f->d};
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, ask_current, &c), 0);
+    pthread_join(t, NULL);
+    ASSERT_OK(c.st);
+    cubec_stream mine;
+    ASSERT_OK(cubec_stream_current(f->d, &mine));
+    assert_true(mine != c.id);
+    cubec_stream on[] = {f->a, f->b, mine, c.id};
+    for (uint32_t i = 0; i < 4; i++) {
+        uint32_t add = 10 + i;
+        cubec_launch_desc ld = step_desc(f, &f->x, &add);
+        ASSERT_OK(cubec_launch(f->d, on[i], &ld));
+        cpu_step(f->want_x, add);
+        ASSERT_OK(cubec_sync(f->d, on[i]));
+        assert_intact(f);
+    }
 }
 
 /* A buffer created on stream a and released there is refused on stream b, even while queued
@@ -272,6 +325,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_stream_of_another_device, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stream_of_a_closed_device, setup, teardown),
         cmocka_unit_test_setup_teardown(test_made_up_stream, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_streams_handed_out_are_accepted, setup, teardown),
         cmocka_unit_test_setup_teardown(test_released_buffer_on_another_stream, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -7,6 +7,8 @@
 #include "test_util.h"
 #include "uint_kernels.h"
 
+#include "base/handle_table.h"
+
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -32,7 +34,7 @@ static uint64_t made_up(void)
 /* This device's tag over an index and generation it never issued. */
 static uint64_t never_issued(uint64_t a_real_id)
 {
-    return (a_real_id & TAG_BITS) | (7ull << 32) | 4242u;
+    return (a_real_id & TAG_BITS) | handle_id_make(0, 7, 4242);
 }
 
 static void expect_intact(fixture *f)
@@ -114,8 +116,9 @@ static void test_buffers(void **state)
     expect_unknown(cubec_write(f->d, f->s, tmp, 0, got, 64), CUBEC_INVALID_ARGUMENT,
                    "is stale: that buffer was released");
     /* The same slot's next generation, not issued yet: unknown, not stale. */
-    expect_unknown(cubec_buffer_retain(f->d, (cubec_buffer){tmp.id + (1ull << 32)}),
-                   CUBEC_INVALID_ARGUMENT, "is unknown: this device never issued it");
+    expect_unknown(
+        cubec_buffer_retain(f->d, (cubec_buffer){tmp.id + (1ull << HANDLE_GENERATION_SHIFT)}),
+        CUBEC_INVALID_ARGUMENT, "is unknown: this device never issued it");
     expect_intact(f);
 }
 
@@ -204,6 +207,65 @@ static void test_other_device_open_and_closed(void **state)
     expect_intact(f);
 }
 
+/* Issue 11: a released buffer handle and a destroyed kernel handle, then 70 000 create/release
+ * cycles of each handle's slot on the null backend: past the 65 535 generations a handle id used
+ * to have. Neither id is ever issued again, and afterwards both are still refused as released
+ * while new objects hold their slots: a read of the stale buffer never returns the live buffer's
+ * bytes. */
+static void test_released_handles_never_alias(void **state)
+{
+    (void)state;
+    cubec_device *d = NULL;
+    ASSERT_OK(cubec_device_open(&(cubec_device_desc){.backend = "null"}, &d));
+    cubec_stream s = new_stream(d);
+    uint32_t old_words[N], new_words[N], got[N];
+    for (uint32_t i = 0; i < N; i++) {
+        old_words[i] = 0xdead0000u + i;
+        new_words[i] = 0x0b0b0000u + i * 3;
+    }
+    cubec_buffer stale;
+    ASSERT_OK(cubec_buffer_from(d, s, old_words, sizeof old_words, &stale));
+    ASSERT_OK(cubec_buffer_release(d, stale));
+    cubec_kernel stale_k = make_kernel(d, "step", step_src);
+    ASSERT_OK(cubec_kernel_destroy(d, stale_k));
+    enum { CYCLES = 70000 };
+    for (uint32_t i = 0; i < CYCLES; i++) {
+        cubec_buffer b;
+        ASSERT_OK(cubec_buffer_create(d, s, sizeof got, &b));
+        cubec_kernel k = make_kernel(d, "step", step_src);
+        if (b.id == stale.id || k.id == stale_k.id)
+            fail_msg("cycle %u: a released handle was issued again (buffer 0x%016llx, kernel "
+                     "0x%016llx)",
+                     i, (unsigned long long)b.id, (unsigned long long)k.id);
+        ASSERT_OK(cubec_buffer_release(d, b));
+        ASSERT_OK(cubec_kernel_destroy(d, k));
+    }
+    /* New objects hold the slots now. */
+    cubec_buffer live;
+    ASSERT_OK(cubec_buffer_from(d, s, new_words, sizeof new_words, &live));
+    cubec_kernel live_k = make_kernel(d, "step", step_src);
+    memset(got, 0xab, sizeof got);
+    char needle[128];
+    snprintf(needle, sizeof needle,
+             "cubec_read: src: buffer handle 0x%016llx is stale: that buffer was released",
+             (unsigned long long)stale.id);
+    expect_unknown(cubec_read(d, s, stale, 0, got, sizeof got), CUBEC_INVALID_ARGUMENT, needle);
+    for (uint32_t i = 0; i < N; i++)
+        assert_int_equal(got[i], 0xababababu); /* nothing was read */
+    cubec_kernel_info ki;
+    expect_unknown(cubec_kernel_get_info(d, stale_k, &ki), CUBEC_INVALID_ARGUMENT,
+                   "is stale: that kernel was destroyed");
+    expect_unknown(cubec_buffer_release(d, stale), CUBEC_INVALID_ARGUMENT,
+                   "is stale: that buffer was released");
+    /* The live objects are untouched by the refusals. */
+    ASSERT_OK(cubec_read(d, s, live, 0, got, sizeof got));
+    assert_memory_equal(got, new_words, sizeof got);
+    ASSERT_OK(cubec_kernel_get_info(d, live_k, &ki));
+    ASSERT_OK(cubec_buffer_release(d, live));
+    ASSERT_OK(cubec_kernel_destroy(d, live_k));
+    cubec_device_close(d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -213,6 +275,7 @@ int main(void)
         cmocka_unit_test(test_graphs),
         cmocka_unit_test(test_profiles),
         cmocka_unit_test(test_other_device_open_and_closed),
+        cmocka_unit_test(test_released_handles_never_alias),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1376,8 +1376,8 @@ static void op_kernel(fuzz *f)
 /* ------------------------------------------------------------------------------------------ */
 /* Streams, flushes, syncs, checks. */
 
-/* Streams fold onto max_streams slots (cubec.h "Streams"): streams of one slot share captures and
- * the profiles a capture makes invalid. */
+/* Streams fold onto max_streams slots (cubec.h "Streams"): streams of one slot share the profiles
+ * a capture makes invalid (the capture window itself is its stream's). */
 static void add_stream(fuzz *f, cubec_stream s)
 {
     f->slots[f->nstreams] = (s & 0xffffffffffffull) % f->max_streams;

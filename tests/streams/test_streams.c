@@ -9,6 +9,9 @@
 #include "test_util.h"
 #include "uint_kernels.h"
 
+#include "server/device.h"
+
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -772,6 +775,103 @@ static void test_staged_writes_lapping_the_upload_ring(void **state)
                  wrong, wrong_word0, wrong * 0x01010101u, wrong_word0, wrong_word0 & 0xff, wrong);
 }
 
+/* Issue 11: stream ids that cubec did not hand out, and streams that share the slot of a stream
+ * recording a graph. With the default 128 slots, the stream made 128 cubec_stream_new calls after
+ * `s` shares its slot. While s records: a made-up id of this device that folds onto that slot is
+ * refused (it used to be accepted and its launch recorded into s's graph); the neighbour's write,
+ * launch, sync and read run at once and compute what the CPU model computes (they used to be
+ * recorded or refused), and so does its replay of a graph it captured before; its graph calls
+ * find no capture of its own and leave s's alone. The
+ * graph holds s's launch only: its replays compute y from fresh inputs and never touch the
+ * neighbour's buffer. */
+static void test_neighbour_of_a_capture_runs_eagerly(void **state)
+{
+    (void)state;
+    enum { N = 256 };
+    cubec_device *d = test_device_open();
+    kernels k = kernels_create(d);
+    const uint32_t slots = server_stats_get(d).max_streams;
+    cubec_stream s = new_stream(d), nb = 0;
+    for (uint32_t i = 0; i < slots && !nb; i++) {
+        cubec_stream c = new_stream(d);
+        if (stream_number(c) % slots == stream_number(s) % slots) nb = c;
+    }
+    assert_true(nb != 0);
+    const cubec_stream made_up = (s & 0xffff000000000000ull) | (stream_number(s) + slots * 4096ull);
+    uint32_t rng = 1111;
+    uint32_t xs[N], us[N], sentinel[N], want[N];
+    for (uint32_t i = 0; i < N; i++) {
+        xs[i] = test_rand(&rng);
+        us[i] = test_rand(&rng);
+        sentinel[i] = 0x5e5e0000u + i;
+    }
+    cubec_buffer x, y, u, w, v;
+    ASSERT_OK(cubec_buffer_from(d, s, xs, sizeof xs, &x));
+    ASSERT_OK(cubec_buffer_create(d, s, sizeof xs, &y));
+    ASSERT_OK(cubec_buffer_create(d, nb, sizeof xs, &u));
+    ASSERT_OK(cubec_buffer_from(d, nb, sentinel, sizeof sentinel, &w));
+    ASSERT_OK(cubec_buffer_create(d, nb, sizeof xs, &v));
+
+    /* The neighbour's own graph, captured before s's: v = u * 2 + 3. */
+    cubec_graph gn;
+    ASSERT_OK(cubec_write(d, nb, u, 0, sentinel, sizeof sentinel));
+    ASSERT_OK(cubec_graph_prepare(d, nb));
+    ASSERT_OK(uint_launch(d, nb, k.consume, u, v, N, 2, 3));
+    ASSERT_OK(cubec_graph_begin(d, nb));
+    ASSERT_OK(uint_launch(d, nb, k.consume, u, v, N, 2, 3));
+    ASSERT_OK(cubec_graph_end(d, nb, &gn));
+
+    ASSERT_OK(cubec_graph_prepare(d, s));
+    ASSERT_OK(uint_launch(d, s, k.consume, x, y, N, 3, 1)); /* the warm-up */
+    ASSERT_OK(cubec_graph_begin(d, s));
+    ASSERT_OK(uint_launch(d, s, k.consume, x, y, N, 3, 1)); /* recorded */
+
+    char needle[160];
+    snprintf(needle, sizeof needle,
+             "cubec_launch: stream 0x%016" PRIx64
+             " was not created by cubec_stream_new on this device",
+             made_up);
+    ASSERT_ERROR(uint_launch(d, made_up, k.consume, u, w, N, 9, 9), CUBEC_INVALID_ARGUMENT, needle);
+
+    /* The neighbour works as if no capture were open. */
+    ASSERT_OK(cubec_write(d, nb, u, 0, us, sizeof us));
+    ASSERT_OK(uint_launch(d, nb, k.consume, u, w, N, 5, 7));
+    ASSERT_OK(cubec_sync(d, nb));
+    cpu_consume(us, want, N, 5, 7);
+    expect_words(d, nb, w, want, N, "the neighbour's launch inside s's capture window");
+    ASSERT_OK(cubec_graph_replay(d, nb, gn));
+    cpu_consume(us, want, N, 2, 3);
+    expect_words(d, nb, v, want, N, "the neighbour's replay inside s's capture window");
+    /* Its graph calls: it has no capture of its own, and s's goes on. */
+    snprintf(needle, sizeof needle, "no graph capture is recording on stream %" PRIu64,
+             stream_number(nb));
+    cubec_graph g = {0};
+    ASSERT_ERROR(cubec_graph_end(d, nb, &g), CUBEC_GRAPH_STATE, needle);
+    ASSERT_ERROR(cubec_graph_begin(d, nb), CUBEC_GRAPH_STATE, "shares its slot");
+    ASSERT_ERROR(cubec_graph_prepare(d, nb), CUBEC_GRAPH_STATE, "shares its slot");
+
+    ASSERT_OK(cubec_graph_end(d, s, &g));
+    ASSERT_OK(cubec_write(d, nb, w, 0, sentinel, sizeof sentinel));
+    for (uint32_t r = 0; r < 3; r++) {
+        for (uint32_t i = 0; i < N; i++)
+            xs[i] = test_rand(&rng);
+        ASSERT_OK(cubec_write(d, s, x, 0, xs, sizeof xs));
+        ASSERT_OK(cubec_graph_replay(d, s, g));
+        cpu_consume(xs, want, N, 3, 1);
+        expect_words(d, s, y, want, N, "y after a replay");
+        expect_words(d, nb, w, sentinel, N, "the neighbour's buffer after a replay");
+    }
+    ASSERT_OK(cubec_graph_destroy(d, s, g));
+    ASSERT_OK(cubec_graph_destroy(d, nb, gn));
+    ASSERT_OK(cubec_buffer_release(d, v));
+    ASSERT_OK(cubec_buffer_release(d, x));
+    ASSERT_OK(cubec_buffer_release(d, y));
+    ASSERT_OK(cubec_buffer_release(d, u));
+    ASSERT_OK(cubec_buffer_release(d, w));
+    kernels_destroy(d, k);
+    test_device_close(d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -790,6 +890,7 @@ int main(void)
         cmocka_unit_test(test_metadata_arena_recycled_when_drained_by_another_slot),
         cmocka_unit_test(test_large_metadata_chain),
         cmocka_unit_test(test_staged_writes_lapping_the_upload_ring),
+        cmocka_unit_test(test_neighbour_of_a_capture_runs_eagerly),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
