@@ -63,6 +63,17 @@ static cubec_status check_limits(cubec_device *d, const char *name, const kernel
     return NULL;
 }
 
+/* What cubec validates SPIR-V for: the Vulkan version it uses on this device, the lower of the
+ * instance's and the device's (encoded versions order as the versions do). */
+static uint32_t vulkan_version(const cubec_device *d)
+{
+    _Static_assert(GPU_VULKAN_API_VERSION == KERNEL_VULKAN_DEFAULT,
+                   "reflect.h's default environment is the instance's version");
+    return d->info.api_version != 0 && d->info.api_version < GPU_VULKAN_API_VERSION
+               ? d->info.api_version
+               : GPU_VULKAN_API_VERSION;
+}
+
 static cubec_status build_pipeline(cubec_device *d, pipeline_entry *e, const uint32_t *words,
                                    size_t word_count, const char *entry_point)
 {
@@ -108,18 +119,19 @@ cubec_status server_kernel_create(cubec_device *d, const cubec_kernel_desc *desc
     uint32_t *words = NULL;
     size_t count = 0;
     cubec_status err = NULL;
+    uint32_t version = vulkan_version(d);
     if (desc->glsl) {
         err = compile_glsl(d, desc, name, 1, &words, &count);
-        if (!err) err = kernel_reflect(words, count, entry_point, &e->refl);
+        if (!err) err = kernel_reflect(words, count, entry_point, version, &e->refl);
         if (!err && e->refl.push_constant_size > d->info.max_push_constants_size) {
             /* The metadata does not fit push constants here: move it to a storage buffer. */
             free(words);
             words = NULL;
             err = compile_glsl(d, desc, name, 0, &words, &count);
-            if (!err) err = kernel_reflect(words, count, entry_point, &e->refl);
+            if (!err) err = kernel_reflect(words, count, entry_point, version, &e->refl);
         }
     } else {
-        err = kernel_reflect(desc->spirv, desc->spirv_words, entry_point, &e->refl);
+        err = kernel_reflect(desc->spirv, desc->spirv_words, entry_point, version, &e->refl);
         if (err) err = status_annotate(err, "kernel '%s'", name);
         if (!err && e->refl.push_constant_size > d->info.max_push_constants_size)
             err = status_make(CUBEC_UNSUPPORTED,

@@ -59,7 +59,7 @@ static void compile_reflect(glsl_compiler *c, const char *src, const cubec_defin
     assert_non_null(words);
     assert_true(count > 5);
     assert_int_equal(words[0], 0x07230203u);
-    expect_ok(kernel_reflect(words, count, entry_point, out));
+    expect_ok(kernel_reflect(words, count, entry_point, 0, out));
     free(words);
 }
 
@@ -260,8 +260,8 @@ static void test_optimize_used_when_safe(void **state)
         glsl_compile(*state, "k", three_buffers_src, NULL, 0, "main", 1, 1, &opt, &opt_count));
     assert_true(plain_count != opt_count || memcmp(plain, opt, plain_count * sizeof *plain) != 0);
     kernel_reflection a, b;
-    expect_ok(kernel_reflect(plain, plain_count, "main", &a));
-    expect_ok(kernel_reflect(opt, opt_count, "main", &b));
+    expect_ok(kernel_reflect(plain, plain_count, "main", 0, &a));
+    expect_ok(kernel_reflect(opt, opt_count, "main", 0, &b));
     assert_memory_equal(&a, &b, sizeof a);
     free(plain);
     free(opt);
@@ -280,11 +280,11 @@ static void test_entry_point_selects_function(void **state)
     size_t count = 0;
     expect_ok(glsl_compile(*state, "two", src, NULL, 0, "add", 1, 1, &words, &count));
     kernel_reflection r;
-    expect_ok(kernel_reflect(words, count, "add", &r));
+    expect_ok(kernel_reflect(words, count, "add", 0, &r));
     assert_int_equal(r.binding_count, 2);
     assert_int_equal(r.workgroup_size[0], 16);
     /* The entry point is "add" now, not "main". */
-    assert_int_equal(take_code(kernel_reflect(words, count, "main", &r)), CUBEC_INVALID_SPIRV);
+    assert_int_equal(take_code(kernel_reflect(words, count, "main", 0, &r)), CUBEC_INVALID_SPIRV);
     free(words);
 
     words = NULL;
