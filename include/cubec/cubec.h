@@ -324,6 +324,11 @@ CUBEC_MUST_USE cubec_status cubec_fill(cubec_device *device, cubec_stream stream
  * same way in both cases. SPIR-V kernels may declare a push-constant block directly.
  * ------------------------------------------------------------------------------------------- */
 
+/* A limit of cubec itself on kernels, checked by cubec_kernel_create (docs/errors.md, "Shader
+ * input"): the bytes of a metadata block (the kernel's info_size: the chunk of the ring that
+ * carries metadata too large for push constants). */
+#define CUBEC_KERNEL_MAX_INFO_BYTES 524288u /* 512 KiB */
+
 typedef struct cubec_kernel {
     uint64_t id;
 } cubec_kernel;

@@ -6,6 +6,8 @@
  * happens not to touch still occupies its slot in the buffer list. */
 #include "kernel/reflect.h"
 
+#include "kernel/workgroup_memory.h"
+
 /* libspirv.h defines (not declares) a const kDefaultMaxIdBound at file scope, which in C is an
  * external definition: two C files including it would clash at link time. A per-file name
  * avoids that. */
@@ -437,9 +439,13 @@ cubec_status kernel_reflect(const uint32_t *words, size_t word_count, const char
     if (vulkan_version == 0) vulkan_version = KERNEL_VULKAN_DEFAULT;
     RETURN_IF_ERROR(validate(words, word_count, vulkan_version));
 
+    workgroup_memory shared;
+    RETURN_IF_ERROR(workgroup_memory_scan(words, word_count, &shared));
     reflector rf = {0};
     kernel_reflection result;
     memset(&result, 0, sizeof result);
+    result.shared_memory_size = shared.bytes;
+    result.shared_int64_atomics = shared.int64_atomics;
     cubec_status status = open_reflector(&rf, words, word_count);
     if (!status) status = reflect_module(&rf, entry_point, &result);
     if (rf.ctx) spvc_context_destroy(rf.ctx);

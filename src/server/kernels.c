@@ -7,6 +7,7 @@
 #include "base/hash.h"
 #include "base/log.h"
 #include "kernel/capabilities.h"
+#include "kernel/limits.h"
 #include "server/device.h"
 
 #include <inttypes.h>
@@ -46,21 +47,6 @@ static void destroy_entry(cubec_device *d, pipeline_entry *e)
     free(e->names);
     if (e->pipeline) d->gpu->ops->pipeline_destroy(d->gpu, e->pipeline);
     free(e);
-}
-
-static cubec_status check_limits(cubec_device *d, const char *name, const kernel_reflection *r)
-{
-    const cubec_device_info *in = &d->info;
-    uint64_t total = (uint64_t)r->workgroup_size[0] * r->workgroup_size[1] * r->workgroup_size[2];
-    for (int i = 0; i < 3; i++)
-        if (r->workgroup_size[i] > in->max_workgroup_size[i])
-            return INVALID_ARG("kernel '%s': workgroup size %c = %u exceeds the device limit %u",
-                               name, "xyz"[i], r -> workgroup_size[i], in -> max_workgroup_size[i]);
-    if (total > in->max_workgroup_invocations)
-        return INVALID_ARG("kernel '%s': workgroup of %" PRIu64
-                           " invocations exceeds the device limit %u",
-                           name, total, in->max_workgroup_invocations);
-    return NULL;
 }
 
 /* What cubec validates SPIR-V for: the Vulkan version it uses on this device, the lower of the
@@ -124,26 +110,27 @@ cubec_status server_kernel_create(cubec_device *d, const cubec_kernel_desc *desc
         err = compile_glsl(d, desc, name, 1, &words, &count);
         if (!err) err = kernel_reflect(words, count, entry_point, version, &e->refl);
         if (!err && e->refl.push_constant_size > d->info.max_push_constants_size) {
-            /* The metadata does not fit push constants here: move it to a storage buffer. */
+            /* The metadata does not fit push constants here: move it to a storage buffer. A
+             * push-constant block of the source's own stays, and the limits refuse it below. */
             free(words);
             words = NULL;
             err = compile_glsl(d, desc, name, 0, &words, &count);
             if (!err) err = kernel_reflect(words, count, entry_point, version, &e->refl);
         }
+        /* Compilation errors name the kernel already; reflection's do not. */
+        if (err && cubec_status_code(err) != CUBEC_COMPILE_FAILED)
+            err = status_annotate(err, "kernel '%s'", name);
     } else {
         err = kernel_reflect(desc->spirv, desc->spirv_words, entry_point, version, &e->refl);
         if (err) err = status_annotate(err, "kernel '%s'", name);
-        if (!err && e->refl.push_constant_size > d->info.max_push_constants_size)
-            err = status_make(CUBEC_UNSUPPORTED,
-                              "kernel '%s': push-constant block of %u bytes exceeds the device "
-                              "limit of %u bytes (declare metadata with CUBEC_INFO in GLSL to "
-                              "let cubec move it to a buffer)",
-                              name, e->refl.push_constant_size, d->info.max_push_constants_size);
     }
     if (!err)
         err = capabilities_check(name, d->info.name, e->refl.capabilities, e->refl.capability_count,
                                  &d->gpu->features);
-    if (!err) err = check_limits(d, name, &e->refl);
+    if (!err) {
+        kernel_limits limits = kernel_limits_of(&d->info);
+        err = kernel_limits_check(name, &e->refl, &limits);
+    }
     if (!err) {
         e->info_in_push = e->refl.push_constant_size > 0;
         e->info_size = e->info_in_push ? e->refl.push_constant_size : e->refl.info_buffer_size;

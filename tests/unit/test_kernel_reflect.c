@@ -477,6 +477,27 @@ static void test_vulkan_version(void **state)
     free(m.words);
 }
 
+/* The shared memory a kernel declares is reported (kernel/workgroup_memory.c counts it). */
+static void test_shared_memory(void **state)
+{
+    static const char src[] = "#version 450\n"
+                              "layout(local_size_x = 64) in;\n"
+                              "layout(std430, binding = 0) buffer A { uint a[]; };\n"
+                              "shared uint tile[100];\n"
+                              "shared vec3 v[2];\n"
+                              "void main() {\n"
+                              "  uint i = gl_LocalInvocationID.x;\n"
+                              "  tile[i] = a[i]; v[i % 2u] = vec3(1.0); barrier();\n"
+                              "  a[i] = tile[63u - i] + uint(v[0].x);\n"
+                              "}\n";
+    module m = compile(state, src, 1);
+    kernel_reflection r;
+    expect_ok(kernel_reflect(m.words, m.count, "main", 0, &r));
+    assert_int_equal(r.shared_memory_size, 400 + 24);
+    assert_int_equal(r.shared_int64_atomics, 0);
+    free(m.words);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -496,6 +517,7 @@ int main(void)
         cmocka_unit_test(test_access_decoration_placement),
         cmocka_unit_test(test_not_compute),
         cmocka_unit_test(test_vulkan_version),
+        cmocka_unit_test(test_shared_memory),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
