@@ -295,6 +295,73 @@ static void test_entry_point_selects_function(void **state)
     assert_null(words);
 }
 
+/* An entry_point must name a function `void name()` with a body, as the compiler sees the source
+ * (after the preprocessor). A source that defines main but not that function used to compile
+ * main silently; it is refused now, naming the entry point. */
+static void test_entry_point_must_name_a_function(void **state)
+{
+    static const struct {
+        const char *what;
+        const char *body; /* after the buffer declaration */
+        const char *entry_point;
+        const char *refusal; /* NULL: compiles */
+    } cases[] = {
+        {"only main", "void main() { a[0] = 1.0; }\n", "nothere",
+         "kernel 'k': entry_point 'nothere' names no function of the GLSL source (no definition "
+         "of void nothere() after preprocessing)"},
+        {"a declaration, no body", "void other();\nvoid main() { a[0] = 1.0; }\n", "other",
+         "'other' names no function"},
+        {"a variable of that name", "float other = 1.0;\nvoid main() { a[0] = other; }\n", "other",
+         "(entry_point 'other' is compiled as main: 'main' in these messages is the entry "
+         "point)"},
+        {"in a comment", "// void other() {}\nvoid main() { a[0] = 1.0; }\n", "other",
+         "'other' names no function"},
+        {"left out by #ifdef",
+         "#ifdef WITH_OTHER\nvoid other() { a[0] = 2.0; }\n#endif\n"
+         "void main() { a[0] = 1.0; }\n",
+         "other", "'other' names no function"},
+        {"(void) parameter list", "void other(void) { a[0] = 2.0; }\n", "other", NULL},
+        {"defined through a macro", "#define KERNEL(n) void n()\nKERNEL(other) { a[0] = 2.0; }\n",
+         "other", NULL},
+        {"with main too", "void other() { a[0] = 2.0; }\nvoid main() { a[0] = 1.0; }\n", "other",
+         "(entry_point 'other' is compiled as main, so the source may not define main too)"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        print_message("case: %s\n", cases[i].what);
+        char src[1024];
+        snprintf(src, sizeof src,
+                 "#version 450\nlayout(local_size_x = 1) in;\n"
+                 "layout(std430, binding = 0) buffer A { float a[]; };\n%s",
+                 cases[i].body);
+        uint32_t *words = NULL;
+        size_t count = 0;
+        cubec_status s =
+            glsl_compile(*state, "k", src, NULL, 0, cases[i].entry_point, 0, 1, &words, &count);
+        if (!cases[i].refusal) {
+            expect_ok(s);
+            kernel_reflection r;
+            expect_ok(kernel_reflect(words, count, cases[i].entry_point, 0, &r));
+            assert_int_equal(r.binding_count, 1);
+            free(words);
+            continue;
+        }
+        assert_int_equal(cubec_status_code(s), CUBEC_COMPILE_FAILED);
+        expect_contains(cubec_status_message(s), cases[i].refusal);
+        cubec_status_free(s);
+        assert_null(words);
+        assert_int_equal(count, 0);
+    }
+    /* The defines count: the function exists when WITH_OTHER is defined. */
+    static const char guarded[] = "#version 450\nlayout(local_size_x = 1) in;\n"
+                                  "layout(std430, binding = 0) buffer A { float a[]; };\n"
+                                  "#ifdef WITH_OTHER\nvoid other() { a[0] = 2.0; }\n#endif\n";
+    const cubec_define with = {"WITH_OTHER", NULL};
+    uint32_t *words = NULL;
+    size_t count = 0;
+    expect_ok(glsl_compile(*state, "k", guarded, &with, 1, "other", 0, 1, &words, &count));
+    free(words);
+}
+
 static void test_invalid_arguments(void **state)
 {
     glsl_compiler *c = *state;
@@ -358,6 +425,7 @@ int main(void)
         cmocka_unit_test(test_optimize_keeps_bindings),
         cmocka_unit_test(test_optimize_used_when_safe),
         cmocka_unit_test(test_entry_point_selects_function),
+        cmocka_unit_test(test_entry_point_must_name_a_function),
         cmocka_unit_test(test_invalid_arguments),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
