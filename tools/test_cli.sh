@@ -174,6 +174,9 @@ printf '#version 450\nlayout(local_size_x = 1) in;\nvoid main() { this is not gl
     >"$TMP/broken.comp"
 run_expect 1 compile_error "$CUBEC" run "$TMP/broken.comp" --groups 1 --buf zero:4 &&
     expect_in compile_error "CUBEC_COMPILE_FAILED"
+# An entry point that names no function of the source is refused, not replaced by main.
+run_expect 1 no_entry "$CUBEC" run "$K" --entry nothere --groups 1 --info-u32 1 --info-f32 0 \
+    --buf zero:4 --buf zero:4 && expect_in no_entry "CUBEC_COMPILE_FAILED" "entry_point 'nothere'"
 run_expect 1 missing_file "$CUBEC" run "$TMP/nonexistent.comp" --groups 1 --buf zero:4 &&
     expect_in missing_file "nonexistent.comp"
 

@@ -23,6 +23,11 @@
 
 #include <stdint.h>
 
+/* The Vulkan version cubec's instance asks for (VK_MAKE_API_VERSION(0, 1, 2, 0)). What cubec
+ * uses on a device is the lower of this and the device's cubec_device_info.api_version: SPIR-V is
+ * validated for that version (kernel/reflect.h). */
+#define GPU_VULKAN_API_VERSION ((1u << 22) | (2u << 12))
+
 typedef struct gpu gpu;
 typedef struct gpu_pipeline gpu_pipeline;
 typedef struct gpu_cmd gpu_cmd;

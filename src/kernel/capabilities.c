@@ -49,6 +49,9 @@ static const capability_rule rules[] = {
     CAP(StorageBuffer16BitAccess, CUBEC_FEATURE_STORAGE_BUFFER_16BIT),
     CAP(UniformAndStorageBuffer16BitAccess, CUBEC_FEATURE_UNIFORM_AND_STORAGE_BUFFER_16BIT),
     CAP(StoragePushConstant16, CUBEC_FEATURE_PUSH_CONSTANT_16BIT),
+    /* On buffers (shaderBufferInt64Atomics). On shared memory it needs shaderSharedInt64Atomics,
+     * which cubec does not enable: kernel/limits.c refuses those uses, which the declared
+     * capability alone cannot tell apart. */
     CAP(Int64Atomics, CUBEC_FEATURE_INT64_ATOMICS),
     CAP(VulkanMemoryModel, CUBEC_FEATURE_VULKAN_MEMORY_MODEL),
     CAP(VulkanMemoryModelDeviceScope, CUBEC_FEATURE_VULKAN_MEMORY_MODEL_DEVICE_SCOPE),
@@ -67,7 +70,14 @@ static const capability_rule rules[] = {
     CAP(AtomicFloat16MinMaxEXT, NEVER),
     CAP(AtomicFloat32MinMaxEXT, NEVER),
     CAP(AtomicFloat64MinMaxEXT, NEVER),
-    CAP(PhysicalStorageBufferAddresses, NEVER),
+    CAP(PhysicalStorageBufferAddresses, NEVER), /* buffer device address */
+    CAP(WorkgroupMemoryExplicitLayoutKHR, NEVER),
+    CAP(WorkgroupMemoryExplicitLayout8BitAccessKHR, NEVER),
+    CAP(WorkgroupMemoryExplicitLayout16BitAccessKHR, NEVER),
+    CAP(GroupNonUniformRotateKHR, NEVER),
+    CAP(GroupNonUniformPartitionedNV, NEVER),
+    CAP(ShaderSMBuiltinsNV, NEVER),
+    CAP(IntegerFunctions2INTEL, NEVER),
     CAP(VariablePointers, NEVER),
     CAP(VariablePointersStorageBuffer, NEVER),
     CAP(SubgroupBallotKHR, NEVER),

@@ -179,13 +179,23 @@ static cubec_status compile_failure(const char *name, const char *entry_point,
                            "diagnostics",
                            name, (int)st);
     /* glslang reports a missing entry function without naming it; for a non-main entry point
-     * (renamed to main by a macro, see below) say which function was looked for. */
-    const char *hint = strcmp(entry_point, "main") != 0 && strstr(diag, "Missing entry point")
-                           ? "\n(no function named by entry_point '"
-                           : NULL;
+     * (renamed to main by a macro, see below) say which function was looked for. A source that
+     * also defines main then has two: say why. */
+    const char *hint = NULL, *hint_end = NULL;
+    if (strcmp(entry_point, "main") != 0 && strstr(diag, "Missing entry point")) {
+        hint = "\n(no function named by entry_point '";
+        hint_end = "' was found)";
+    } else if (strcmp(entry_point, "main") != 0 &&
+               strstr(diag, "'main' : function already has a body")) {
+        hint = "\n(entry_point '";
+        hint_end = "' is compiled as main, so the source may not define main too)";
+    } else if (strcmp(entry_point, "main") != 0 && strstr(diag, "'main'")) {
+        hint = "\n(entry_point '";
+        hint_end = "' is compiled as main: 'main' in these messages is the entry point)";
+    }
     return status_make(CUBEC_COMPILE_FAILED, "kernel '%s': GLSL compilation failed:\n%.*s%s%s%s",
                        name, trimmed_length(diag), diag, hint ? hint : "", hint ? entry_point : "",
-                       hint ? "' was found)" : "");
+                       hint ? hint_end : "");
 }
 
 /* glslang compiles a source without #version as version 110, and for versions below 150 its
@@ -338,6 +348,105 @@ static int optimization_kept_resources(const uint32_t *plain, size_t plain_count
     return (a.set0_bindings & ~b.set0_bindings) == 0 && (!a.push_constants || b.push_constants);
 }
 
+/* One token of preprocessed GLSL from *p (before `end`): an identifier or number, or a single
+ * punctuation character. White space and directive lines (#version, #extension, #line) are
+ * skipped. Returns the token's length, 0 at the end. */
+static size_t next_token(const char **p, const char *end, const char **out_start)
+{
+    const char *q = *p;
+    for (;;) {
+        while (q < end && (*q == ' ' || *q == '\t' || *q == '\r' || *q == '\n'))
+            q++;
+        if (q < end && *q == '#') {
+            while (q < end && *q != '\n')
+                q++;
+            continue;
+        }
+        break;
+    }
+    *out_start = q;
+    if (q >= end) {
+        *p = q;
+        return 0;
+    }
+    const char *t = q;
+    if (is_ident_char(*q))
+        while (t < end && is_ident_char(*t))
+            t++;
+    else
+        t++;
+    *p = t;
+    return (size_t)(t - q);
+}
+
+static int token_is(const char *start, size_t len, const char *text)
+{
+    return len == strlen(text) && memcmp(start, text, len) == 0;
+}
+
+/* Whether preprocessed GLSL defines the function `void <name>()` (or `void <name>(void)`) with a
+ * body: the shape an entry point must have. A declaration without a body, a call or a variable of
+ * that name does not count. */
+static int defines_entry_function(const char *text, size_t length, const char *name)
+{
+    enum { KEEP = 6 };
+    const char *start[KEEP] = {0};
+    size_t len[KEEP] = {0};
+    const char *p = text, *end = text + length;
+    for (;;) {
+        const char *t;
+        size_t n = next_token(&p, end, &t);
+        if (n == 0) return 0;
+        memmove(start, start + 1, (KEEP - 1) * sizeof start[0]);
+        memmove(len, len + 1, (KEEP - 1) * sizeof len[0]);
+        start[KEEP - 1] = t;
+        len[KEEP - 1] = n;
+        if (!token_is(t, n, "{") || !token_is(start[4], len[4], ")")) continue;
+        /* void name ( ) {   or   void name ( void ) { */
+        if (token_is(start[3], len[3], "(") && token_is(start[2], len[2], name) &&
+            token_is(start[1], len[1], "void"))
+            return 1;
+        if (token_is(start[3], len[3], "void") && token_is(start[2], len[2], "(") &&
+            token_is(start[1], len[1], name) && token_is(start[0], len[0], "void"))
+            return 1;
+    }
+}
+
+/* glslang compiles the function named main; another entry point's function is made main by a
+ * macro (make_options). When the source has no function of that name but has a main, the macro
+ * changes nothing and main would silently run as the kernel. So for such an entry point the
+ * source is preprocessed without that macro (with the user's defines, so #ifdef'd code counts
+ * as the compiler sees it) and must define the function. */
+static cubec_status check_entry_function(glsl_compiler *compiler, const char *name,
+                                         const char *source, const cubec_define *defines,
+                                         uint32_t define_count, const char *entry_point,
+                                         int info_in_push_constants)
+{
+    shaderc_compile_options_t options =
+        make_options(defines, define_count, "main", 0, info_in_push_constants);
+    if (!options)
+        return status_make(CUBEC_OUT_OF_MEMORY,
+                           "kernel '%s': host out of memory creating shaderc options", name);
+    shaderc_compilation_result_t result = shaderc_compile_into_preprocessed_text(
+        compiler->shaderc, source, strlen(source), shaderc_compute_shader, name, "main", options);
+    shaderc_compile_options_release(options);
+    if (!result)
+        return status_make(CUBEC_OUT_OF_MEMORY,
+                           "kernel '%s': host out of memory preprocessing the source", name);
+    cubec_status status = NULL;
+    /* The source compiled, so it preprocesses; should it not, the compilation's verdict stands. */
+    if (shaderc_result_get_compilation_status(result) == shaderc_compilation_status_success &&
+        !defines_entry_function(shaderc_result_get_bytes(result), shaderc_result_get_length(result),
+                                entry_point))
+        status = status_make(CUBEC_COMPILE_FAILED,
+                             "kernel '%s': entry_point '%s' names no function of the GLSL source "
+                             "(no definition of void %s() after preprocessing); the source's main "
+                             "is not run in its place",
+                             name, entry_point, entry_point);
+    shaderc_result_release(result);
+    return status;
+}
+
 /* glslang always names a GLSL entry point "main" in SPIR-V. For another entry_point the source's
  * function of that name became main through a macro; here the OpEntryPoint is renamed back, so
  * reflection and pipeline creation find the name the user gave. */
@@ -409,6 +518,14 @@ cubec_status glsl_compile(glsl_compiler *compiler, const char *name, const char 
     size_t count = 0;
     RETURN_IF_ERROR(compile_once(compiler, name, source, defines, define_count, entry_point, 0,
                                  info_in_push_constants, &words, &count));
+    if (strcmp(entry_point, "main") != 0) {
+        cubec_status s = check_entry_function(compiler, name, source, defines, define_count,
+                                              entry_point, info_in_push_constants);
+        if (s) {
+            free(words);
+            return s;
+        }
+    }
     if (optimize) {
         uint32_t *opt = NULL;
         size_t opt_count = 0;

@@ -32,7 +32,10 @@ void glsl_compiler_destroy(glsl_compiler *compiler);
  * (the GLSL function is always main). optimize != 0 selects shaderc's performance level.
  *
  * Errors: CUBEC_INVALID_ARGUMENT naming a bad argument; CUBEC_COMPILE_FAILED with
- * "kernel '<name>': GLSL compilation failed:\n<shaderc's line-numbered diagnostics>".
+ * "kernel '<name>': GLSL compilation failed:\n<shaderc's line-numbered diagnostics>", or, for an
+ * entry_point other than main that the preprocessed source defines no `void <entry_point>()` for
+ * (a source with a main would otherwise compile that main), "kernel '<name>': entry_point 'X'
+ * names no function of the GLSL source ...".
  * On success *out_words is malloc'ed (free() it) and holds *out_word_count words. */
 MUST_USE cubec_status glsl_compile(glsl_compiler *compiler, const char *name, const char *source,
                                    const cubec_define *defines, uint32_t define_count,

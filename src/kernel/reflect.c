@@ -6,6 +6,8 @@
  * happens not to touch still occupies its slot in the buffer list. */
 #include "kernel/reflect.h"
 
+#include "kernel/workgroup_memory.h"
+
 /* libspirv.h defines (not declares) a const kDefaultMaxIdBound at file scope, which in C is an
  * external definition: two C files including it would clash at link time. A per-file name
  * avoids that. */
@@ -47,9 +49,28 @@ static cubec_status check_header(const uint32_t *words, size_t word_count)
     return NULL;
 }
 
-static cubec_status validate(const uint32_t *words, size_t word_count)
+/* The validator's environment for a Vulkan version: the SPIR-V versions and the rules that a
+ * driver of that version accepts. Versions past 1.3 are checked as 1.3, the newest this
+ * SPIRV-Tools knows. */
+static spv_target_env target_env(uint32_t vulkan_version, unsigned *out_minor)
 {
-    spv_context ctx = spvContextCreate(SPV_ENV_VULKAN_1_2);
+    unsigned major = vulkan_version >> 22, minor = (vulkan_version >> 12) & 0x3ffu;
+    if (major > 1 || minor >= 3) {
+        *out_minor = 3;
+        return SPV_ENV_VULKAN_1_3;
+    }
+    *out_minor = minor;
+    switch (minor) {
+    case 0: return SPV_ENV_VULKAN_1_0;
+    case 1: return SPV_ENV_VULKAN_1_1;
+    default: return SPV_ENV_VULKAN_1_2;
+    }
+}
+
+static cubec_status validate(const uint32_t *words, size_t word_count, uint32_t vulkan_version)
+{
+    unsigned minor = 0;
+    spv_context ctx = spvContextCreate(target_env(vulkan_version, &minor));
     if (!ctx) return status_make(CUBEC_OUT_OF_MEMORY, "SPIR-V validation: spvContextCreate failed");
     spv_diagnostic diag = NULL;
     spv_result_t r = spvValidateBinary(ctx, words, word_count, &diag);
@@ -57,14 +78,15 @@ static cubec_status validate(const uint32_t *words, size_t word_count)
     if (r != SPV_SUCCESS) {
         if (diag && diag->error && diag->position.index > 0)
             status = status_make(CUBEC_INVALID_SPIRV,
-                                 "SPIR-V validation failed (Vulkan 1.2, at word %zu): %s",
-                                 diag->position.index, diag->error);
+                                 "SPIR-V validation failed (Vulkan 1.%u, at instruction %zu): %s",
+                                 minor, diag->position.index, diag->error);
         else if (diag && diag->error)
-            status = status_make(CUBEC_INVALID_SPIRV, "SPIR-V validation failed (Vulkan 1.2): %s",
-                                 diag->error);
+            status = status_make(CUBEC_INVALID_SPIRV, "SPIR-V validation failed (Vulkan 1.%u): %s",
+                                 minor, diag->error);
         else
             status = status_make(CUBEC_INVALID_SPIRV,
-                                 "SPIR-V validation failed (Vulkan 1.2): spv_result_t %d", (int)r);
+                                 "SPIR-V validation failed (Vulkan 1.%u): spv_result_t %d", minor,
+                                 (int)r);
     }
     spvDiagnosticDestroy(diag);
     spvContextDestroy(ctx);
@@ -336,9 +358,9 @@ static cubec_status reflect_push_constants(reflector *rf, kernel_reflection *out
 
 /* The WorkgroupSize built-in overrides LocalSize when present; it is read explicitly rather than
  * relying on SPIRV-Cross to mirror it into LocalSize. (LocalSizeId needs Vulkan 1.3's
- * maintenance4, and the Vulkan 1.2 validator has already refused it.) A size that comes from
- * specialization constants is refused: cubec never specializes, so the driver would use the
- * defaults while launches might assume otherwise. */
+ * maintenance4, which cubec does not enable: the validator, run without allowing it, has already
+ * refused it.) A size that comes from specialization constants is refused: cubec never
+ * specializes, so the driver would use the defaults while launches might assume otherwise. */
 static cubec_status reflect_workgroup_size(reflector *rf, kernel_reflection *out)
 {
     spvc_specialization_constant sc[3];
@@ -406,7 +428,7 @@ static cubec_status reflect_module(reflector *rf, const char *entry_point, kerne
 }
 
 cubec_status kernel_reflect(const uint32_t *words, size_t word_count, const char *entry_point,
-                            kernel_reflection *out)
+                            uint32_t vulkan_version, kernel_reflection *out)
 {
     if (!out) return INVALID_ARG("kernel_reflect: out is NULL");
     memset(out, 0, sizeof *out);
@@ -414,11 +436,16 @@ cubec_status kernel_reflect(const uint32_t *words, size_t word_count, const char
         return INVALID_ARG("kernel_reflect: words is NULL but word_count is %zu", word_count);
     if (!entry_point || !entry_point[0]) entry_point = "main";
     RETURN_IF_ERROR(check_header(words, word_count));
-    RETURN_IF_ERROR(validate(words, word_count));
+    if (vulkan_version == 0) vulkan_version = KERNEL_VULKAN_DEFAULT;
+    RETURN_IF_ERROR(validate(words, word_count, vulkan_version));
 
+    workgroup_memory shared;
+    RETURN_IF_ERROR(workgroup_memory_scan(words, word_count, &shared));
     reflector rf = {0};
     kernel_reflection result;
     memset(&result, 0, sizeof result);
+    result.shared_memory_size = shared.bytes;
+    result.shared_int64_atomics = shared.int64_atomics;
     cubec_status status = open_reflector(&rf, words, word_count);
     if (!status) status = reflect_module(&rf, entry_point, &result);
     if (rf.ctx) spvc_context_destroy(rf.ctx);

@@ -29,14 +29,22 @@ typedef struct kernel_reflection {
     int has_info_buffer;         /* a storage buffer at binding CUBEC_INFO_BINDING */
     uint32_t info_buffer_size;   /* its declared size */
     uint32_t workgroup_size[3];  /* LocalSize of the entry point */
+    uint64_t shared_memory_size; /* bytes of Workgroup variables (kernel/workgroup_memory.h) */
+    int shared_int64_atomics;    /* a 64-bit integer atomic on Workgroup memory */
     uint32_t capability_count;   /* OpCapability declarations, as SpvCapability values, */
     uint32_t capabilities[KERNEL_MAX_CAPABILITIES]; /* checked against the device by
                                                        kernel/capabilities.h */
 } kernel_reflection;
 
-/* Validates `words` (SPIRV-Tools, Vulkan 1.2 environment) and reflects the GLCompute entry point
- * named `entry_point` (NULL: "main") with SPIRV-Cross. *out is cleared on entry and filled on
- * success.
+/* The Vulkan version kernel_reflect validates for when it is given 0: the version cubec's
+ * instance asks for (gpu.h GPU_VULKAN_API_VERSION), in VK_MAKE_API_VERSION's encoding. */
+#define KERNEL_VULKAN_DEFAULT ((1u << 22) | (2u << 12))
+
+/* Validates `words` with SPIRV-Tools for the environment of `vulkan_version` (the Vulkan version
+ * cubec uses on the device, VK_MAKE_API_VERSION-encoded: 1.0, 1.1, 1.2, or 1.3 and later; 0 means
+ * KERNEL_VULKAN_DEFAULT), measures its Workgroup memory (kernel/workgroup_memory.h) and reflects
+ * the GLCompute entry point named `entry_point` (NULL: "main") with SPIRV-Cross. *out is cleared
+ * on entry and filled on success.
  *
  * Errors: CUBEC_INVALID_ARGUMENT for NULL `out` (or NULL `words` with a non-zero count);
  * CUBEC_INVALID_SPIRV for an empty module or one without the SPIR-V magic, a module the validator
@@ -45,8 +53,11 @@ typedef struct kernel_reflection {
  * not contiguous from 0 (the missing binding is named), a binding above CUBEC_INFO_BINDING, a
  * runtime-sized or writable info buffer, both an info buffer and push constants, and a workgroup
  * size given by specialization constants. CUBEC_UNSUPPORTED for a module declaring more than
- * KERNEL_MAX_CAPABILITIES capabilities. */
+ * KERNEL_MAX_CAPABILITIES capabilities, or a Workgroup variable sized by a specialization-constant
+ * expression. Validation messages read "SPIR-V validation failed (Vulkan 1.2, at instruction N):
+ * <the validator's message>". */
 MUST_USE cubec_status kernel_reflect(const uint32_t *words, size_t word_count,
-                                     const char *entry_point, kernel_reflection *out);
+                                     const char *entry_point, uint32_t vulkan_version,
+                                     kernel_reflection *out);
 
 #endif

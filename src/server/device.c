@@ -143,7 +143,11 @@ cubec_status server_open(const cubec_device_desc *desc, cubec_device **out)
         sub_listen(d, chain[i]);
     if (!err) err = server_profiles_init(d);
     if (!err) err = timing_init(d);
-    if (!err) err = host_ring_init(d, &d->rings.info, 4u << 20, 8, GPU_MEM_UPLOAD);
+    /* Metadata rings: a launch's block takes at most one chunk, so a chunk is the largest block
+     * a kernel may declare (cubec_kernel_create refuses larger ones). */
+    if (!err)
+        err = host_ring_init(d, &d->rings.info, 8 * (uint64_t)CUBEC_KERNEL_MAX_INFO_BYTES, 8,
+                             GPU_MEM_UPLOAD);
     if (!err && !d->gpu->caps.unified) {
         err = host_ring_init(d, &d->rings.upload, 64u << 20, 4, GPU_MEM_UPLOAD);
         if (!err) err = host_ring_init(d, &d->rings.readback, 64u << 20, 4, GPU_MEM_READBACK);

@@ -7,6 +7,7 @@
 #include "base/hash.h"
 #include "base/log.h"
 #include "kernel/capabilities.h"
+#include "kernel/limits.h"
 #include "server/device.h"
 
 #include <inttypes.h>
@@ -48,19 +49,15 @@ static void destroy_entry(cubec_device *d, pipeline_entry *e)
     free(e);
 }
 
-static cubec_status check_limits(cubec_device *d, const char *name, const kernel_reflection *r)
+/* What cubec validates SPIR-V for: the Vulkan version it uses on this device, the lower of the
+ * instance's and the device's (encoded versions order as the versions do). */
+static uint32_t vulkan_version(const cubec_device *d)
 {
-    const cubec_device_info *in = &d->info;
-    uint64_t total = (uint64_t)r->workgroup_size[0] * r->workgroup_size[1] * r->workgroup_size[2];
-    for (int i = 0; i < 3; i++)
-        if (r->workgroup_size[i] > in->max_workgroup_size[i])
-            return INVALID_ARG("kernel '%s': workgroup size %c = %u exceeds the device limit %u",
-                               name, "xyz"[i], r -> workgroup_size[i], in -> max_workgroup_size[i]);
-    if (total > in->max_workgroup_invocations)
-        return INVALID_ARG("kernel '%s': workgroup of %" PRIu64
-                           " invocations exceeds the device limit %u",
-                           name, total, in->max_workgroup_invocations);
-    return NULL;
+    _Static_assert(GPU_VULKAN_API_VERSION == KERNEL_VULKAN_DEFAULT,
+                   "reflect.h's default environment is the instance's version");
+    return d->info.api_version != 0 && d->info.api_version < GPU_VULKAN_API_VERSION
+               ? d->info.api_version
+               : GPU_VULKAN_API_VERSION;
 }
 
 static cubec_status build_pipeline(cubec_device *d, pipeline_entry *e, const uint32_t *words,
@@ -108,30 +105,32 @@ cubec_status server_kernel_create(cubec_device *d, const cubec_kernel_desc *desc
     uint32_t *words = NULL;
     size_t count = 0;
     cubec_status err = NULL;
+    uint32_t version = vulkan_version(d);
     if (desc->glsl) {
         err = compile_glsl(d, desc, name, 1, &words, &count);
-        if (!err) err = kernel_reflect(words, count, entry_point, &e->refl);
+        if (!err) err = kernel_reflect(words, count, entry_point, version, &e->refl);
         if (!err && e->refl.push_constant_size > d->info.max_push_constants_size) {
-            /* The metadata does not fit push constants here: move it to a storage buffer. */
+            /* The metadata does not fit push constants here: move it to a storage buffer. A
+             * push-constant block of the source's own stays, and the limits refuse it below. */
             free(words);
             words = NULL;
             err = compile_glsl(d, desc, name, 0, &words, &count);
-            if (!err) err = kernel_reflect(words, count, entry_point, &e->refl);
+            if (!err) err = kernel_reflect(words, count, entry_point, version, &e->refl);
         }
+        /* Compilation errors name the kernel already; reflection's do not. */
+        if (err && cubec_status_code(err) != CUBEC_COMPILE_FAILED)
+            err = status_annotate(err, "kernel '%s'", name);
     } else {
-        err = kernel_reflect(desc->spirv, desc->spirv_words, entry_point, &e->refl);
+        err = kernel_reflect(desc->spirv, desc->spirv_words, entry_point, version, &e->refl);
         if (err) err = status_annotate(err, "kernel '%s'", name);
-        if (!err && e->refl.push_constant_size > d->info.max_push_constants_size)
-            err = status_make(CUBEC_UNSUPPORTED,
-                              "kernel '%s': push-constant block of %u bytes exceeds the device "
-                              "limit of %u bytes (declare metadata with CUBEC_INFO in GLSL to "
-                              "let cubec move it to a buffer)",
-                              name, e->refl.push_constant_size, d->info.max_push_constants_size);
     }
     if (!err)
         err = capabilities_check(name, d->info.name, e->refl.capabilities, e->refl.capability_count,
                                  &d->gpu->features);
-    if (!err) err = check_limits(d, name, &e->refl);
+    if (!err) {
+        kernel_limits limits = kernel_limits_of(&d->info);
+        err = kernel_limits_check(name, &e->refl, &limits);
+    }
     if (!err) {
         e->info_in_push = e->refl.push_constant_size > 0;
         e->info_size = e->info_in_push ? e->refl.push_constant_size : e->refl.info_buffer_size;

@@ -345,11 +345,13 @@ cubec_status server_record_task(cubec_device *d, task *t)
         server_discard_task(d, t);
         return NULL;
     }
-    gpu_cmd *cmd;
-    cubec_status err = sub_begin(d, &cmd);
+    cubec_status err = NULL;
     gpu_binding info_buffer = {0};
-    if (!err && t->kind == TASK_LAUNCH && t->entry->refl.has_info_buffer) {
-        /* Metadata beyond push constants: a slice of the ring, reused once the batch is done. */
+    if (t->kind == TASK_LAUNCH && t->entry->refl.has_info_buffer) {
+        /* Metadata beyond push constants: a slice of the ring, reused once the batch is done.
+         * Taken before the batch is opened: entering a chunk that the open batch itself still
+         * uses (its launches filled the ring) submits that batch and waits for it, and the
+         * launch must then record into the next one, not into the batch just submitted. */
         uint64_t at;
         err = host_ring_alloc(d, &d->rings.info, t->entry->info_size,
                               d->info.storage_offset_alignment, &at);
@@ -358,6 +360,8 @@ cubec_status server_record_task(cubec_device *d, task *t)
             info_buffer = (gpu_binding){d->rings.info.mem, at, t->entry->info_size};
         }
     }
+    gpu_cmd *cmd = NULL;
+    if (!err) err = sub_begin(d, &cmd);
     if (!err) {
         d->sub.open->last_task = task_name(t);
         d->sub.open->last_stream = t->stream;

@@ -59,7 +59,7 @@ static void compile_reflect(glsl_compiler *c, const char *src, const cubec_defin
     assert_non_null(words);
     assert_true(count > 5);
     assert_int_equal(words[0], 0x07230203u);
-    expect_ok(kernel_reflect(words, count, entry_point, out));
+    expect_ok(kernel_reflect(words, count, entry_point, 0, out));
     free(words);
 }
 
@@ -260,8 +260,8 @@ static void test_optimize_used_when_safe(void **state)
         glsl_compile(*state, "k", three_buffers_src, NULL, 0, "main", 1, 1, &opt, &opt_count));
     assert_true(plain_count != opt_count || memcmp(plain, opt, plain_count * sizeof *plain) != 0);
     kernel_reflection a, b;
-    expect_ok(kernel_reflect(plain, plain_count, "main", &a));
-    expect_ok(kernel_reflect(opt, opt_count, "main", &b));
+    expect_ok(kernel_reflect(plain, plain_count, "main", 0, &a));
+    expect_ok(kernel_reflect(opt, opt_count, "main", 0, &b));
     assert_memory_equal(&a, &b, sizeof a);
     free(plain);
     free(opt);
@@ -280,11 +280,11 @@ static void test_entry_point_selects_function(void **state)
     size_t count = 0;
     expect_ok(glsl_compile(*state, "two", src, NULL, 0, "add", 1, 1, &words, &count));
     kernel_reflection r;
-    expect_ok(kernel_reflect(words, count, "add", &r));
+    expect_ok(kernel_reflect(words, count, "add", 0, &r));
     assert_int_equal(r.binding_count, 2);
     assert_int_equal(r.workgroup_size[0], 16);
     /* The entry point is "add" now, not "main". */
-    assert_int_equal(take_code(kernel_reflect(words, count, "main", &r)), CUBEC_INVALID_SPIRV);
+    assert_int_equal(take_code(kernel_reflect(words, count, "main", 0, &r)), CUBEC_INVALID_SPIRV);
     free(words);
 
     words = NULL;
@@ -293,6 +293,73 @@ static void test_entry_point_selects_function(void **state)
     expect_contains(cubec_status_message(s), "'missing'");
     cubec_status_free(s);
     assert_null(words);
+}
+
+/* An entry_point must name a function `void name()` with a body, as the compiler sees the source
+ * (after the preprocessor). A source that defines main but not that function used to compile
+ * main silently; it is refused now, naming the entry point. */
+static void test_entry_point_must_name_a_function(void **state)
+{
+    static const struct {
+        const char *what;
+        const char *body; /* after the buffer declaration */
+        const char *entry_point;
+        const char *refusal; /* NULL: compiles */
+    } cases[] = {
+        {"only main", "void main() { a[0] = 1.0; }\n", "nothere",
+         "kernel 'k': entry_point 'nothere' names no function of the GLSL source (no definition "
+         "of void nothere() after preprocessing)"},
+        {"a declaration, no body", "void other();\nvoid main() { a[0] = 1.0; }\n", "other",
+         "'other' names no function"},
+        {"a variable of that name", "float other = 1.0;\nvoid main() { a[0] = other; }\n", "other",
+         "(entry_point 'other' is compiled as main: 'main' in these messages is the entry "
+         "point)"},
+        {"in a comment", "// void other() {}\nvoid main() { a[0] = 1.0; }\n", "other",
+         "'other' names no function"},
+        {"left out by #ifdef",
+         "#ifdef WITH_OTHER\nvoid other() { a[0] = 2.0; }\n#endif\n"
+         "void main() { a[0] = 1.0; }\n",
+         "other", "'other' names no function"},
+        {"(void) parameter list", "void other(void) { a[0] = 2.0; }\n", "other", NULL},
+        {"defined through a macro", "#define KERNEL(n) void n()\nKERNEL(other) { a[0] = 2.0; }\n",
+         "other", NULL},
+        {"with main too", "void other() { a[0] = 2.0; }\nvoid main() { a[0] = 1.0; }\n", "other",
+         "(entry_point 'other' is compiled as main, so the source may not define main too)"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        print_message("case: %s\n", cases[i].what);
+        char src[1024];
+        snprintf(src, sizeof src,
+                 "#version 450\nlayout(local_size_x = 1) in;\n"
+                 "layout(std430, binding = 0) buffer A { float a[]; };\n%s",
+                 cases[i].body);
+        uint32_t *words = NULL;
+        size_t count = 0;
+        cubec_status s =
+            glsl_compile(*state, "k", src, NULL, 0, cases[i].entry_point, 0, 1, &words, &count);
+        if (!cases[i].refusal) {
+            expect_ok(s);
+            kernel_reflection r;
+            expect_ok(kernel_reflect(words, count, cases[i].entry_point, 0, &r));
+            assert_int_equal(r.binding_count, 1);
+            free(words);
+            continue;
+        }
+        assert_int_equal(cubec_status_code(s), CUBEC_COMPILE_FAILED);
+        expect_contains(cubec_status_message(s), cases[i].refusal);
+        cubec_status_free(s);
+        assert_null(words);
+        assert_int_equal(count, 0);
+    }
+    /* The defines count: the function exists when WITH_OTHER is defined. */
+    static const char guarded[] = "#version 450\nlayout(local_size_x = 1) in;\n"
+                                  "layout(std430, binding = 0) buffer A { float a[]; };\n"
+                                  "#ifdef WITH_OTHER\nvoid other() { a[0] = 2.0; }\n#endif\n";
+    const cubec_define with = {"WITH_OTHER", NULL};
+    uint32_t *words = NULL;
+    size_t count = 0;
+    expect_ok(glsl_compile(*state, "k", guarded, &with, 1, "other", 0, 1, &words, &count));
+    free(words);
 }
 
 static void test_invalid_arguments(void **state)
@@ -358,6 +425,7 @@ int main(void)
         cmocka_unit_test(test_optimize_keeps_bindings),
         cmocka_unit_test(test_optimize_used_when_safe),
         cmocka_unit_test(test_entry_point_selects_function),
+        cmocka_unit_test(test_entry_point_must_name_a_function),
         cmocka_unit_test(test_invalid_arguments),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -27,12 +27,12 @@
 
 /* Asserts that reflecting fails with `code` and a message containing `needle`, and that the
  * out-parameter is left cleared. */
-static void expect_refused(const uint32_t *words, size_t count, const char *entry_point,
-                           cubec_code code, const char *needle)
+static void expect_refused_for(const uint32_t *words, size_t count, const char *entry_point,
+                               uint32_t vulkan_version, cubec_code code, const char *needle)
 {
     kernel_reflection r;
     memset(&r, 0xa5, sizeof r);
-    cubec_status s = kernel_reflect(words, count, entry_point, &r);
+    cubec_status s = kernel_reflect(words, count, entry_point, vulkan_version, &r);
     if (cubec_status_code(s) != code) {
         print_error("expected %s, got %s: %s\n", cubec_code_name(code),
                     cubec_code_name(cubec_status_code(s)), cubec_status_message(s));
@@ -44,6 +44,13 @@ static void expect_refused(const uint32_t *words, size_t count, const char *entr
     kernel_reflection zero;
     memset(&zero, 0, sizeof zero);
     assert_memory_equal(&r, &zero, sizeof r);
+}
+
+/* The same, validating for Vulkan 1.2 (what cubec uses today). */
+static void expect_refused(const uint32_t *words, size_t count, const char *entry_point,
+                           cubec_code code, const char *needle)
+{
+    expect_refused_for(words, count, entry_point, 0, code, needle);
 }
 
 typedef struct module {
@@ -91,7 +98,7 @@ static void test_simple_kernel(void **state)
 {
     module m = compile(state, simple_src, 1);
     kernel_reflection r;
-    expect_ok(kernel_reflect(m.words, m.count, "main", &r));
+    expect_ok(kernel_reflect(m.words, m.count, "main", 0, &r));
     assert_int_equal(r.binding_count, 2);
     assert_int_equal(r.access[0], CUBEC_ACCESS_READ);
     assert_int_equal(r.access[1], CUBEC_ACCESS_WRITE);
@@ -101,7 +108,7 @@ static void test_simple_kernel(void **state)
     assert_int_equal(r.workgroup_size[2], 2);
     /* A NULL entry point means "main". */
     kernel_reflection r2;
-    expect_ok(kernel_reflect(m.words, m.count, NULL, &r2));
+    expect_ok(kernel_reflect(m.words, m.count, NULL, 0, &r2));
     assert_memory_equal(&r, &r2, sizeof r);
     free(m.words);
 }
@@ -116,13 +123,13 @@ static void test_capabilities(void **state)
                                 "void main() { a[0] = float16_t(float(a[1]) + 1.0); }\n";
     module m = compile(state, src16, 1);
     kernel_reflection r;
-    expect_ok(kernel_reflect(m.words, m.count, "main", &r));
+    expect_ok(kernel_reflect(m.words, m.count, "main", 0, &r));
     assert_int_equal(r.capability_count, 2);
     assert_int_equal(r.capabilities[0], 1);    /* Shader */
     assert_int_equal(r.capabilities[1], 4433); /* StorageBuffer16BitAccess */
     free(m.words);
     m = compile(state, simple_src, 1);
-    expect_ok(kernel_reflect(m.words, m.count, "main", &r));
+    expect_ok(kernel_reflect(m.words, m.count, "main", 0, &r));
     assert_int_equal(r.capability_count, 1);
     assert_int_equal(r.capabilities[0], 1);
     free(m.words);
@@ -131,7 +138,7 @@ static void test_capabilities(void **state)
 static void test_bad_arguments(void **state)
 {
     module m = compile(state, simple_src, 1);
-    cubec_status s = kernel_reflect(m.words, m.count, "main", NULL);
+    cubec_status s = kernel_reflect(m.words, m.count, "main", 0, NULL);
     assert_int_equal(cubec_status_code(s), CUBEC_INVALID_ARGUMENT);
     expect_contains(cubec_status_message(s), "out");
     cubec_status_free(s);
@@ -273,7 +280,7 @@ static void test_max_bindings(void **state)
     snprintf(src + n, sizeof src - n, "void main() { v1[0] = v0[0] + info.n; }\n");
     module m = compile(state, src, 0);
     kernel_reflection r;
-    expect_ok(kernel_reflect(m.words, m.count, "main", &r));
+    expect_ok(kernel_reflect(m.words, m.count, "main", 0, &r));
     assert_int_equal(r.binding_count, count);
     for (uint32_t b = 0; b < count; b++) {
         cubec_access want = b % 3 == 0   ? CUBEC_ACCESS_READ
@@ -293,7 +300,7 @@ static void test_no_resources(void **state)
                        "local_size_z = 5) in;\nshared uint s;\nvoid main() { s = 1u; }\n",
                        1);
     kernel_reflection r;
-    expect_ok(kernel_reflect(m.words, m.count, "main", &r));
+    expect_ok(kernel_reflect(m.words, m.count, "main", 0, &r));
     assert_int_equal(r.binding_count, 0);
     assert_int_equal(r.push_constant_size, 0);
     assert_int_equal(r.has_info_buffer, 0);
@@ -312,7 +319,7 @@ static void test_push_constant_size(void **state)
                        1);
     const uint32_t vec4_offset = 16, tail_offset = vec4_offset + 16;
     kernel_reflection r;
-    expect_ok(kernel_reflect(m.words, m.count, "main", &r));
+    expect_ok(kernel_reflect(m.words, m.count, "main", 0, &r));
     assert_int_equal(r.push_constant_size, tail_offset + 4);
     free(m.words);
 }
@@ -327,7 +334,7 @@ static void test_workgroup_size_builtin(void **state)
                        "void main() { a[0] = gl_WorkGroupSize.x * gl_WorkGroupSize.y; }\n",
                        1);
     kernel_reflection r;
-    expect_ok(kernel_reflect(m.words, m.count, "main", &r));
+    expect_ok(kernel_reflect(m.words, m.count, "main", 0, &r));
     assert_int_equal(r.workgroup_size[0], 32);
     assert_int_equal(r.workgroup_size[1], 2);
     assert_int_equal(r.workgroup_size[2], 1);
@@ -361,7 +368,7 @@ static void test_workgroup_size_builtin_overrides(void **state)
              want[0], want[1], want[2]);
     module m = assemble(text);
     kernel_reflection r;
-    expect_ok(kernel_reflect(m.words, m.count, "main", &r));
+    expect_ok(kernel_reflect(m.words, m.count, "main", 0, &r));
     assert_memory_equal(r.workgroup_size, want, sizeof want);
     free(m.words);
 }
@@ -423,7 +430,7 @@ static void test_access_decoration_placement(void **state)
                  cases[i].decorations);
         module m = assemble(text);
         kernel_reflection r;
-        expect_ok(kernel_reflect(m.words, m.count, "main", &r));
+        expect_ok(kernel_reflect(m.words, m.count, "main", 0, &r));
         assert_int_equal(r.binding_count, cases[i].var2_binding + 1);
         assert_int_equal(r.access[0], cases[i].want0);
         assert_int_equal(r.workgroup_size[0], 4);
@@ -448,6 +455,49 @@ static void test_not_compute(void **state)
     free(m.words);
 }
 
+/* The validator's environment follows the Vulkan version cubec uses on the device: SPIR-V 1.6
+ * is Vulkan 1.3's, so it is refused for 1.2 (what cubec uses today, 0) and accepted for 1.3;
+ * SPIR-V 1.5 is refused for 1.1. The message says which version it was checked for and quotes
+ * the validator. */
+static void test_vulkan_version(void **state)
+{
+    const uint32_t v1_1 = (1u << 22) | (1u << 12), v1_3 = (1u << 22) | (3u << 12);
+    module m = compile(state, simple_src, 1);
+    kernel_reflection r;
+    expect_refused_for(m.words, m.count, "main", v1_1, CUBEC_INVALID_SPIRV,
+                       "SPIR-V validation failed (Vulkan 1.1): Invalid SPIR-V binary version 1.5");
+    expect_ok(kernel_reflect(m.words, m.count, "main", KERNEL_VULKAN_DEFAULT, &r));
+    m.words[1] = 0x00010600u; /* SPIR-V 1.6 */
+    expect_refused_for(m.words, m.count, "main", 0, CUBEC_INVALID_SPIRV,
+                       "SPIR-V validation failed (Vulkan 1.2): Invalid SPIR-V binary version 1.6");
+    expect_ok(kernel_reflect(m.words, m.count, "main", v1_3, &r));
+    assert_int_equal(r.binding_count, 2);
+    /* A later Vulkan version is validated as 1.3, the newest the validator knows here. */
+    expect_ok(kernel_reflect(m.words, m.count, "main", (1u << 22) | (4u << 12), &r));
+    free(m.words);
+}
+
+/* The shared memory a kernel declares is reported (kernel/workgroup_memory.c counts it). */
+static void test_shared_memory(void **state)
+{
+    static const char src[] = "#version 450\n"
+                              "layout(local_size_x = 64) in;\n"
+                              "layout(std430, binding = 0) buffer A { uint a[]; };\n"
+                              "shared uint tile[100];\n"
+                              "shared vec3 v[2];\n"
+                              "void main() {\n"
+                              "  uint i = gl_LocalInvocationID.x;\n"
+                              "  tile[i] = a[i]; v[i % 2u] = vec3(1.0); barrier();\n"
+                              "  a[i] = tile[63u - i] + uint(v[0].x);\n"
+                              "}\n";
+    module m = compile(state, src, 1);
+    kernel_reflection r;
+    expect_ok(kernel_reflect(m.words, m.count, "main", 0, &r));
+    assert_int_equal(r.shared_memory_size, 400 + 24);
+    assert_int_equal(r.shared_int64_atomics, 0);
+    free(m.words);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -466,6 +516,8 @@ int main(void)
         cmocka_unit_test(test_workgroup_size_builtin_overrides),
         cmocka_unit_test(test_access_decoration_placement),
         cmocka_unit_test(test_not_compute),
+        cmocka_unit_test(test_vulkan_version),
+        cmocka_unit_test(test_shared_memory),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

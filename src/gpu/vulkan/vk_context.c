@@ -5,6 +5,7 @@
 #include "gpu/vulkan/vk_context.h"
 
 #include "base/log.h"
+#include "gpu/gpu.h"
 #include "gpu/vulkan/vk_features.h"
 #include "gpu/vulkan/vk_result.h"
 
@@ -68,7 +69,7 @@ static cubec_status shared_instance(int validation, VkInstance *out)
     VkApplicationInfo app = {.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
                              .pApplicationName = "cubec",
                              .pEngineName = "cubec",
-                             .apiVersion = VK_API_VERSION_1_2};
+                             .apiVersion = GPU_VULKAN_API_VERSION};
     const char *layers[] = {"VK_LAYER_KHRONOS_validation"};
     const char *exts[] = {VK_EXT_DEBUG_UTILS_EXTENSION_NAME};
     VkInstanceCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,

@@ -1,0 +1,366 @@
+/* kernel/workgroup_memory (the shared memory a SPIR-V module declares, and 64-bit atomics on it)
+ * and kernel/limits (a reflected kernel against device limits), without a device. Modules are
+ * SPIR-V assembly assembled by SPIRV-Tools in the test; each expected size is worked out by hand
+ * in the comment above it, as the Khronos validation layer counts (no padding, bool 4 bytes). */
+#include "test_util.h"
+
+#include "kernel/limits.h"
+#include "kernel/workgroup_memory.h"
+
+/* libspirv.h defines (not declares) a const kDefaultMaxIdBound at file scope; a per-file name
+ * keeps two C files that include it from clashing at link time. */
+#define kDefaultMaxIdBound test_workgroup_spirv_tools_max_id_bound_
+#include <spirv-tools/libspirv.h>
+#undef kDefaultMaxIdBound
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct module {
+    uint32_t *words;
+    size_t count;
+} module;
+
+static module assemble(const char *text)
+{
+    spv_context ctx = spvContextCreate(SPV_ENV_VULKAN_1_2);
+    assert_non_null(ctx);
+    spv_binary binary = NULL;
+    spv_diagnostic diag = NULL;
+    if (spvTextToBinary(ctx, text, strlen(text), &binary, &diag) != SPV_SUCCESS)
+        fail_msg("assembly failed: %s", diag && diag->error ? diag->error : "?");
+    module m = {malloc(binary->wordCount * sizeof(uint32_t)), binary->wordCount};
+    assert_non_null(m.words);
+    memcpy(m.words, binary->code, m.count * sizeof(uint32_t));
+    spvBinaryDestroy(binary);
+    spvDiagnosticDestroy(diag);
+    spvContextDestroy(ctx);
+    return m;
+}
+
+/* A compute module: the header below, then `types` (types, constants and global variables),
+ * then a main whose body is `body`. */
+static module compute_module(const char *types, const char *body)
+{
+    static const char head[] = "OpCapability Shader\n"
+                               "OpCapability Int64\n"
+                               "OpCapability Int64Atomics\n"
+                               "OpMemoryModel Logical GLSL450\n"
+                               "OpEntryPoint GLCompute %main \"main\"\n"
+                               "OpExecutionMode %main LocalSize 1 1 1\n"
+                               "OpName %tile \"tile\"\n"
+                               "%void = OpTypeVoid\n"
+                               "%fn = OpTypeFunction %void\n"
+                               "%bool = OpTypeBool\n"
+                               "%uint = OpTypeInt 32 0\n"
+                               "%ulong = OpTypeInt 64 0\n"
+                               "%float = OpTypeFloat 32\n"
+                               "%double = OpTypeFloat 64\n"
+                               "%v3 = OpTypeVector %float 3\n"
+                               "%c0 = OpConstant %uint 0\n"
+                               "%c1 = OpConstant %uint 1\n"
+                               "%c2 = OpConstant %uint 2\n"
+                               "%c10 = OpConstant %uint 10\n"
+                               "%scope = OpConstant %uint 2\n"
+                               "%sem = OpConstant %uint 0\n"
+                               "%one64 = OpConstant %ulong 1\n";
+    char text[4096];
+    snprintf(text, sizeof text,
+             "%s%s%%main = OpFunction %%void None %%fn\n%%entry = OpLabel\n%sOpReturn\n"
+             "OpFunctionEnd\n",
+             head, types, body);
+    return assemble(text);
+}
+
+static workgroup_memory scan_ok(const char *types, const char *body)
+{
+    module m = compute_module(types, body);
+    workgroup_memory wm;
+    memset(&wm, 0xa5, sizeof wm);
+    ASSERT_OK(workgroup_memory_scan(m.words, m.count, &wm));
+    free(m.words);
+    return wm;
+}
+
+/* Every kind of type a Workgroup variable can have, summed without padding. */
+static void test_sizes(void **state)
+{
+    (void)state;
+    /* No Workgroup variable: nothing, and a private variable does not count. */
+    workgroup_memory wm = scan_ok("%pf = OpTypePointer Private %float\n"
+                                  "%tile = OpVariable %pf Private\n",
+                                  "");
+    assert_int_equal(wm.bytes, 0);
+    assert_int_equal(wm.variables, 0);
+    assert_int_equal(wm.int64_atomics, 0);
+    /* struct { bool; vec3; vec3[10]; } = 4 + 12 + 120 = 136, and a double = 8: 144. */
+    wm = scan_ok("%arr = OpTypeArray %v3 %c10\n"
+                 "%S = OpTypeStruct %bool %v3 %arr\n"
+                 "%pS = OpTypePointer Workgroup %S\n"
+                 "%pd = OpTypePointer Workgroup %double\n"
+                 "%tile = OpVariable %pS Workgroup\n"
+                 "%d = OpVariable %pd Workgroup\n",
+                 "");
+    assert_int_equal(wm.bytes, 144);
+    assert_int_equal(wm.variables, 2);
+    /* mat2x3 (2 columns of vec3) [10][2] = 24 * 20 = 480; a 64-bit length constant works too. */
+    wm = scan_ok("%m = OpTypeMatrix %v3 2\n"
+                 "%c10l = OpConstant %ulong 10\n"
+                 "%a1 = OpTypeArray %m %c10l\n"
+                 "%a2 = OpTypeArray %a1 %c2\n"
+                 "%pa = OpTypePointer Workgroup %a2\n"
+                 "%tile = OpVariable %pa Workgroup\n",
+                 "");
+    assert_int_equal(wm.bytes, 480);
+    /* A specialization constant's default gives the length: uint[300] = 1200. */
+    wm = scan_ok("%n = OpSpecConstant %uint 300\n"
+                 "%a = OpTypeArray %uint %n\n"
+                 "%pa = OpTypePointer Workgroup %a\n"
+                 "%tile = OpVariable %pa Workgroup\n",
+                 "");
+    assert_int_equal(wm.bytes, 1200);
+}
+
+/* Sizes that overflow 64 bits saturate instead of wrapping to something small. */
+static void test_overflow_saturates(void **state)
+{
+    (void)state;
+    workgroup_memory wm = scan_ok("%big = OpConstant %uint 4294967295\n"
+                                  "%a1 = OpTypeArray %double %big\n"
+                                  "%a2 = OpTypeArray %a1 %big\n"
+                                  "%a3 = OpTypeArray %a2 %big\n"
+                                  "%pa = OpTypePointer Workgroup %a3\n"
+                                  "%tile = OpVariable %pa Workgroup\n"
+                                  "%tile2 = OpVariable %pa Workgroup\n",
+                                  "");
+    assert_true(wm.bytes == UINT64_MAX);
+    assert_int_equal(wm.variables, 2);
+}
+
+/* A length only specialization could fix is refused, naming the variable. */
+static void test_spec_constant_expression(void **state)
+{
+    (void)state;
+    module m = compute_module("%n = OpSpecConstant %uint 16\n"
+                              "%n2 = OpSpecConstantOp %uint IMul %n %c2\n"
+                              "%a = OpTypeArray %uint %n2\n"
+                              "%pa = OpTypePointer Workgroup %a\n"
+                              "%tile = OpVariable %pa Workgroup\n",
+                              "");
+    workgroup_memory wm;
+    ASSERT_ERROR(workgroup_memory_scan(m.words, m.count, &wm), CUBEC_UNSUPPORTED,
+                 "Workgroup (shared) variable 'tile' has an array length given by a "
+                 "specialization-constant expression");
+    assert_int_equal(wm.bytes, 0);
+    free(m.words);
+}
+
+/* 64-bit atomics are found on Workgroup memory only, through variables and access chains, for
+ * read-modify-write atomics and stores alike. */
+static void test_int64_atomics(void **state)
+{
+    (void)state;
+    static const char types[] = "%pl = OpTypePointer Workgroup %ulong\n"
+                                "%pu = OpTypePointer Workgroup %uint\n"
+                                "%a = OpTypeArray %ulong %c10\n"
+                                "%pa = OpTypePointer Workgroup %a\n"
+                                "%rt = OpTypeRuntimeArray %ulong\n"
+                                "%B = OpTypeStruct %rt\n"
+                                "%pB = OpTypePointer StorageBuffer %B\n"
+                                "%psl = OpTypePointer StorageBuffer %ulong\n"
+                                "%tile = OpVariable %pl Workgroup\n"
+                                "%small = OpVariable %pu Workgroup\n"
+                                "%arr = OpVariable %pa Workgroup\n"
+                                "%buf = OpVariable %pB StorageBuffer\n";
+    workgroup_memory wm = scan_ok(types, "%r = OpAtomicIAdd %ulong %tile %scope %sem %one64\n");
+    assert_int_equal(wm.int64_atomics, 1);
+    assert_int_equal(wm.bytes, 8 + 4 + 80);
+    wm = scan_ok(types, "%p = OpAccessChain %pl %arr %c1\n"
+                        "%r = OpAtomicUMax %ulong %p %scope %sem %one64\n");
+    assert_int_equal(wm.int64_atomics, 1);
+    wm = scan_ok(types, "OpAtomicStore %tile %scope %sem %one64\n");
+    assert_int_equal(wm.int64_atomics, 1);
+    /* 32-bit atomics on shared memory and 64-bit ones on a buffer need no shared int64 feature. */
+    wm = scan_ok(types, "%r = OpAtomicIAdd %uint %small %scope %sem %c1\n"
+                        "%p = OpAccessChain %psl %buf %c0 %c1\n"
+                        "%r2 = OpAtomicIAdd %ulong %p %scope %sem %one64\n"
+                        "%r3 = OpLoad %ulong %tile\n");
+    assert_int_equal(wm.int64_atomics, 0);
+}
+
+static void test_malformed(void **state)
+{
+    (void)state;
+    module m = compute_module("", "");
+    workgroup_memory wm;
+    ASSERT_ERROR(workgroup_memory_scan(NULL, 5, &wm), CUBEC_INVALID_ARGUMENT, "words");
+    ASSERT_ERROR(workgroup_memory_scan(m.words, m.count, NULL), CUBEC_INVALID_ARGUMENT, "out");
+    ASSERT_ERROR(workgroup_memory_scan(m.words, 3, &wm), CUBEC_INVALID_SPIRV, "header");
+    /* An instruction that claims more words than the module has. */
+    m.words[5] |= 0xffffu << 16;
+    ASSERT_ERROR(workgroup_memory_scan(m.words, m.count, &wm), CUBEC_INVALID_SPIRV, "word 5");
+    /* An id bound past the validator's. */
+    m.words[3] = 0x7fffffffu;
+    ASSERT_ERROR(workgroup_memory_scan(m.words, m.count, &wm), CUBEC_INVALID_SPIRV, "id bound");
+    free(m.words);
+}
+
+static const kernel_limits lavapipe_like = {
+    .max_workgroup_size = {1024, 512, 64},
+    .max_workgroup_invocations = 1024,
+    .max_shared_memory_size = 32768,
+    .max_push_constants_size = 128,
+    .max_info_size = CUBEC_KERNEL_MAX_INFO_BYTES,
+};
+
+static kernel_reflection at_every_limit(void)
+{
+    kernel_reflection r;
+    memset(&r, 0, sizeof r);
+    r.workgroup_size[0] = 16;
+    r.workgroup_size[1] = 4;
+    r.workgroup_size[2] = 16; /* 1024 invocations */
+    r.shared_memory_size = 32768;
+    r.push_constant_size = 128;
+    return r;
+}
+
+/* Each limit: exactly at it passes, one past it is refused naming the value and the limit. */
+static void test_limits(void **state)
+{
+    (void)state;
+    kernel_reflection r = at_every_limit();
+    ASSERT_OK(kernel_limits_check("k", &r, &lavapipe_like));
+    r.info_buffer_size = CUBEC_KERNEL_MAX_INFO_BYTES;
+    r.push_constant_size = 0;
+    ASSERT_OK(kernel_limits_check("k", &r, &lavapipe_like));
+
+    static const struct {
+        const char *what;
+        uint32_t wg[3];
+        uint64_t shared;
+        uint32_t push, info;
+        int atomics;
+        const char *message;
+    } past[] = {
+        {"x",
+         {1025, 1, 1},
+         0,
+         0,
+         0,
+         0,
+         "kernel 'k': workgroup size x = 1025 exceeds the device limit of 1024 "
+         "(maxComputeWorkGroupSize[0])"},
+        {"y",
+         {1, 513, 1},
+         0,
+         0,
+         0,
+         0,
+         "kernel 'k': workgroup size y = 513 exceeds the device limit of 512 "
+         "(maxComputeWorkGroupSize[1])"},
+        {"z",
+         {1, 1, 65},
+         0,
+         0,
+         0,
+         0,
+         "kernel 'k': workgroup size z = 65 exceeds the device limit of 64 "
+         "(maxComputeWorkGroupSize[2])"},
+        {"invocations",
+         {1024, 2, 1},
+         0,
+         0,
+         0,
+         0,
+         "kernel 'k': a workgroup of 1024 x 2 x 1 = 2048 invocations exceeds the device limit "
+         "of 1024 (maxComputeWorkGroupInvocations)"},
+        {"shared",
+         {1, 1, 1},
+         32769,
+         0,
+         0,
+         0,
+         "kernel 'k': 32769 bytes of shared (Workgroup) memory exceed the device limit of 32768 "
+         "bytes (maxComputeSharedMemorySize)"},
+        {"shared, huge",
+         {1, 1, 1},
+         UINT64_MAX,
+         0,
+         0,
+         0,
+         "kernel 'k': 18446744073709551615 bytes of shared (Workgroup) memory exceed"},
+        {"push",
+         {1, 1, 1},
+         0,
+         132,
+         0,
+         0,
+         "kernel 'k': push-constant block of 132 bytes exceeds the device limit of 128 bytes "
+         "(maxPushConstantsSize)"},
+        {"info",
+         {1, 1, 1},
+         0,
+         0,
+         CUBEC_KERNEL_MAX_INFO_BYTES + 4,
+         0,
+         "kernel 'k': metadata (info) block of 524292 bytes exceeds cubec's limit of 524288 "
+         "bytes (CUBEC_KERNEL_MAX_INFO_BYTES)"},
+        {"shared int64 atomics",
+         {1, 1, 1},
+         8,
+         0,
+         0,
+         1,
+         "kernel 'k' needs SPIR-V capability Int64Atomics on shared (Workgroup) memory, which "
+         "needs the Vulkan feature shaderSharedInt64Atomics"},
+    };
+    for (size_t i = 0; i < sizeof past / sizeof past[0]; i++) {
+        memset(&r, 0, sizeof r);
+        memcpy(r.workgroup_size, past[i].wg, sizeof r.workgroup_size);
+        r.shared_memory_size = past[i].shared;
+        r.push_constant_size = past[i].push;
+        r.info_buffer_size = past[i].info;
+        r.shared_int64_atomics = past[i].atomics;
+        print_message("%s\n", past[i].what);
+        ASSERT_ERROR(kernel_limits_check("k", &r, &lavapipe_like), CUBEC_UNSUPPORTED,
+                     past[i].message);
+    }
+}
+
+/* The limits of a device info are its own, with cubec's metadata limit. */
+static void test_limits_of_info(void **state)
+{
+    (void)state;
+    cubec_device_info info;
+    memset(&info, 0, sizeof info);
+    info.max_workgroup_size[0] = 1;
+    info.max_workgroup_size[1] = 2;
+    info.max_workgroup_size[2] = 3;
+    info.max_workgroup_invocations = 4;
+    info.max_shared_memory_size = 5;
+    info.max_push_constants_size = 6;
+    kernel_limits l = kernel_limits_of(&info);
+    assert_int_equal(l.max_workgroup_size[0], 1);
+    assert_int_equal(l.max_workgroup_size[1], 2);
+    assert_int_equal(l.max_workgroup_size[2], 3);
+    assert_int_equal(l.max_workgroup_invocations, 4);
+    assert_int_equal(l.max_shared_memory_size, 5);
+    assert_int_equal(l.max_push_constants_size, 6);
+    assert_int_equal(l.max_info_size, 512 * 1024);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_sizes),
+        cmocka_unit_test(test_overflow_saturates),
+        cmocka_unit_test(test_spec_constant_expression),
+        cmocka_unit_test(test_int64_atomics),
+        cmocka_unit_test(test_malformed),
+        cmocka_unit_test(test_limits),
+        cmocka_unit_test(test_limits_of_info),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
