@@ -1,20 +1,26 @@
 # cubec: the two commands of the README.
 #   make demo   installs what is missing (Debian 12, as root), builds, runs the examples
 #   make test   checks the formatting, builds, lints, runs every test (ctest), then the ASan+UBSan
-#               build's tests and the ThreadSanitizer build's concurrency tests
-# Other targets: build, bench, install-deps, format, format-check, lint, clean.
+#               build's tests, the ThreadSanitizer build's concurrency tests and each libFuzzer
+#               harness for FUZZ_TEST_SECONDS
+# Other targets: build, bench, install-deps, format, format-check, lint, clean, fuzz (each
+# harness for FUZZ_SECONDS; docs/reliability.md, "Fuzzing").
 
 BUILD      ?= build
 BUILD_SAN  ?= build-san
 BUILD_TSAN ?= build-tsan
+BUILD_FUZZ ?= build-fuzz
+FUZZ_SECONDS      ?= 60
+FUZZ_TEST_SECONDS ?= 30
 JOBS       ?= $(shell nproc)
 CMAKE_ARGS ?=
 
 DEB_PACKAGES = build-essential cmake pkg-config git libvulkan-dev mesa-vulkan-drivers \
                vulkan-validationlayers vulkan-tools libshaderc-dev glslc glslang-dev spirv-tools \
-               libspirv-cross-c-shared-dev libinih-dev libcmocka-dev python3 clang-format clang-tidy
+               libspirv-cross-c-shared-dev libinih-dev libcmocka-dev python3 clang-format clang-tidy \
+               clang libclang-rt-14-dev
 
-.PHONY: demo test build build-san build-tsan bench install-deps format format-check lint clean
+.PHONY: demo test build build-san build-tsan build-fuzz fuzz fuzz-test bench install-deps format format-check lint clean
 
 install-deps:
 	@missing=""; for p in $(DEB_PACKAGES); do \
@@ -44,14 +50,44 @@ build-tsan: install-deps
 	cmake -S . -B $(BUILD_TSAN) -DCMAKE_BUILD_TYPE=Debug -DCUBEC_TSAN=ON $(CMAKE_ARGS)
 	cmake --build $(BUILD_TSAN) -j $(JOBS) --target test_threads test_stream_stress test_graph_threads
 
+# libFuzzer harnesses (fuzz/): clang, every object instrumented, ASan+UBSan; no tests built.
+build-fuzz: install-deps
+	cmake -S . -B $(BUILD_FUZZ) -DCMAKE_BUILD_TYPE=Debug -DCUBEC_FUZZ=ON -DCUBEC_TESTS=OFF \
+	  -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ $(CMAKE_ARGS)
+	cmake --build $(BUILD_FUZZ) -j $(JOBS) --target fuzz_api fuzz_shader
+
+# Runs each harness for $(1) seconds on fuzz/corpus/<name> (read only) plus what earlier runs
+# found ($(BUILD_FUZZ)/corpus/<name>, where new inputs go). A crash leaves its input in
+# $(BUILD_FUZZ)/artifacts/ and prints the whole log; a clean run prints its last lines.
+define run_fuzzers
+	@for f in api shader; do \
+	  mkdir -p $(BUILD_FUZZ)/corpus/$$f $(BUILD_FUZZ)/artifacts; \
+	  echo "== fuzz_$$f for $(1) s"; \
+	  CUBEC_LOG_LEVEL=error $(BUILD_FUZZ)/bin/fuzz_$$f -max_total_time=$(1) -timeout=60 \
+	    -print_final_stats=1 -artifact_prefix=$(BUILD_FUZZ)/artifacts/fuzz_$$f- \
+	    $(BUILD_FUZZ)/corpus/$$f fuzz/corpus/$$f > $(BUILD_FUZZ)/fuzz_$$f.log 2>&1; \
+	  rc=$$?; \
+	  if [ $$rc != 0 ]; then cat $(BUILD_FUZZ)/fuzz_$$f.log; exit $$rc; fi; \
+	  grep -E '^(Done|stat::number_of_executed_units|stat::average_exec_per_sec|stat::peak_rss)' \
+	    $(BUILD_FUZZ)/fuzz_$$f.log; \
+	done
+endef
+
+fuzz: build-fuzz
+	$(call run_fuzzers,$(FUZZ_SECONDS))
+
+fuzz-test: build-fuzz
+	$(call run_fuzzers,$(FUZZ_TEST_SECONDS))
+
 demo: build
 	@for ex in vector_add reduction mlp; do \
 	  echo "== $$ex"; $(BUILD)/bin/example_$$ex || exit 1; done
 
-test: format-check build lint build-san build-tsan
+test: format-check build lint build-san build-tsan build-fuzz
 	cd $(BUILD) && ctest --output-on-failure -j 2
 	cd $(BUILD_SAN) && ctest --output-on-failure -j 2 -LE smoke -E install_consumer
 	cd $(BUILD_TSAN) && ctest --output-on-failure -R "test_threads|test_stream_stress|test_graph_threads"
+	$(call run_fuzzers,$(FUZZ_TEST_SECONDS))
 
 bench: build
 	$(BUILD)/bin/cubec bench
@@ -73,4 +109,4 @@ lint: build
 	run-clang-tidy -quiet -p $(BUILD) -j $(JOBS) $(addprefix '^$(CURDIR)/,$(addsuffix $$',$(LINT_FILES)))
 
 clean:
-	rm -rf $(BUILD) $(BUILD_SAN) $(BUILD_TSAN)
+	rm -rf $(BUILD) $(BUILD_SAN) $(BUILD_TSAN) $(BUILD_FUZZ)
