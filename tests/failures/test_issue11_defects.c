@@ -15,10 +15,11 @@
  *      only, given the whole buffer, clears the failure of all of it (the second half reads back
  *      the bytes from before the lost work); given a view of the first half, the second half keeps
  *      the failure.
- *  (d) test_long_kernel_wait_times_out: a kernel that runs far longer than the wait limit
- *      (CUBEC_WAIT_TIMEOUT=0.2): cubec_sync returns CUBEC_TIMEOUT naming the kernel and the limit
- *      instead of blocking, later calls fail at once, and close returns without waiting for the
- *      GPU (the ctest timeout would catch a hang) and without a validation message.
+ *  (d) test_long_kernel_wait_times_out: a kernel that never ends on a GPU and runs for seconds
+ *      on lavapipe, against a wait limit of 0.2 s (CUBEC_WAIT_TIMEOUT): cubec_sync returns
+ * CUBEC_TIMEOUT naming the kernel and the limit instead of blocking, later calls fail at once, and
+ * close returns without waiting for the GPU (the ctest timeout would catch a hang) and without a
+ * validation message.
  */
 #include "test_util.h"
 #include "uint_kernels.h"
@@ -170,26 +171,38 @@ static void test_view_narrows_what_a_launch_clears(void **state)
     test_device_close(d);
 }
 
+/* Spins until word 0 holds 12345, which nothing writes: endless on a GPU (the atomic keeps the
+ * loop from being optimised away); lavapipe ends any loop after 65535 iterations, so there it
+ * takes seconds (each invocation spins that long), still far over the test's limit. */
+static const char spin_src[] = "#version 450\n"
+                               "layout(local_size_x = 64) in;\n"
+                               "layout(std430, binding = 0) buffer V { uint v[]; };\n"
+                               "CUBEC_INFO(uint n; uint mul; uint add;)\n"
+                               "void main() {\n"
+                               "  uint i = gl_GlobalInvocationID.x;\n"
+                               "  while (atomicAdd(v[0], 0u) != 12345u) {}\n"
+                               "  v[i + 1u] = i * info.mul + info.add;\n"
+                               "}\n";
+
 static void test_long_kernel_wait_times_out(void **state)
 {
     (void)state;
     setenv("CUBEC_WAIT_TIMEOUT", "0.2", 1);
     cubec_device *d = test_device_open();
     unsetenv("CUBEC_WAIT_TIMEOUT");
-    cubec_kernel busy;
-    const cubec_kernel_desc kd = {.name = "busy", .glsl = busy_src};
-    ASSERT_OK(cubec_kernel_create(d, &kd, &busy));
-    const uint32_t words = BUSY_WORDS * 16u;
+    cubec_kernel spin;
+    const cubec_kernel_desc kd = {.name = "spin", .glsl = spin_src};
+    ASSERT_OK(cubec_kernel_create(d, &kd, &spin));
+    const uint32_t words = 64u * 64u;
     cubec_buffer v;
-    ASSERT_OK(cubec_buffer_create(d, CUBEC_STREAM_CURRENT, words * 4u, &v));
-    ASSERT_OK(cubec_fill(d, CUBEC_STREAM_CURRENT, v, 0, words * 4u, 1));
+    ASSERT_OK(cubec_buffer_create(d, CUBEC_STREAM_CURRENT, (words + 1u) * 4u, &v));
+    ASSERT_OK(cubec_fill(d, CUBEC_STREAM_CURRENT, v, 0, (words + 1u) * 4u, 0));
     ASSERT_OK(cubec_sync(d, CUBEC_STREAM_CURRENT));
-    /* About 16x the kernel of (a): seconds on lavapipe, far over 0.2 s. */
-    ASSERT_OK(busy_launch(d, CUBEC_STREAM_CURRENT, busy, v, words, STEPS));
+    ASSERT_OK(busy_launch(d, CUBEC_STREAM_CURRENT, spin, v, words, 1));
     cubec_status st = cubec_sync(d, CUBEC_STREAM_CURRENT);
     assert_int_equal(cubec_status_code(st), CUBEC_TIMEOUT);
     const char *msg = cubec_status_message(st);
-    if (!strstr(msg, "\"busy\"") || !strstr(msg, "within 0.2 s"))
+    if (!strstr(msg, "\"spin\"") || !strstr(msg, "within 0.2 s"))
         fail_msg("the timeout does not name the kernel and the limit: %s", msg);
     cubec_status_free(st);
     uint32_t word;
