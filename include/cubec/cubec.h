@@ -11,7 +11,8 @@
  *    with CUBEC_INVALID_ARGUMENT (graphs: CUBEC_GRAPH_STATE), never dereferenced; the message
  *    says which it was. Release/destroy functions accept a zero handle.
  *  - Desc structs are read only during the call; a zeroed field means "the default".
- *  - Every function is thread-safe: one device lock orders the calls of all threads.
+ *  - Every function is thread-safe: one device lock orders the calls of all threads (GPU waits
+ *    and kernel compilation release it).
  */
 #ifndef CUBEC_CUBEC_H
 #define CUBEC_CUBEC_H
@@ -379,7 +380,9 @@ typedef struct cubec_kernel_info {
  * without a GLCompute entry point of that name (CUBEC_INVALID_SPIRV), and a kernel past the
  * device's workgroup, shared-memory or push-constant limits, a metadata block over
  * CUBEC_KERNEL_MAX_INFO_BYTES, or a capability the device has not enabled (CUBEC_UNSUPPORTED);
- * each message names the kernel and the value (docs/errors.md, "Shader input"). */
+ * each message names the kernel and the value (docs/errors.md, "Shader input").
+ * The compilation runs without the device lock: other threads' calls on the device go on
+ * meanwhile, and threads creating the same kernel at once share one compilation. */
 CUBEC_MUST_USE cubec_status cubec_kernel_create(cubec_device *device, const cubec_kernel_desc *desc,
                                                 cubec_kernel *out_kernel);
 CUBEC_MUST_USE cubec_status cubec_kernel_get_info(cubec_device *device, cubec_kernel kernel,

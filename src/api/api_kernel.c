@@ -35,9 +35,12 @@ cubec_status cubec_kernel_create(cubec_device *device, const cubec_kernel_desc *
     for (uint32_t i = 0; i < desc->define_count; i++)
         if (!desc->defines[i].name || !desc->defines[i].name[0])
             return INVALID_ARG("%s: desc->defines[%u].name is empty", fn, i);
+    /* The identity is hashed before the lock, and the build releases it (server/kernels.h):
+     * nothing is resolved before the build, so nothing can change underneath. */
+    uint64_t key = server_kernel_identity(desc);
     RETURN_IF_ERROR(api_lock(device, fn));
     pipeline_entry *e;
-    cubec_status err = server_kernel_create(device, desc, &e);
+    cubec_status err = server_kernel_create(device, desc, key, &e);
     kernel_obj *k = NULL;
     if (!err) {
         k = malloc(sizeof *k);

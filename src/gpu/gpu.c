@@ -68,7 +68,6 @@ cubec_status gpu_mem_alloc(gpu *g, gpu_mem_kind kind, uint64_t size, gpu_mem **o
 
 cubec_status gpu_pipeline_create(gpu *g, const gpu_pipeline_desc *desc, gpu_pipeline **out)
 {
-    RETURN_IF_ERROR(gpu_fault(g, CUBEC_FAULT_PIPELINE, CUBEC_INTERNAL));
     return g->ops->pipeline_create(g, desc, out);
 }
 

@@ -11,9 +11,10 @@
  * reports errors at cmd_end, or at submit for a batch, which it encodes there). Everything that can
  * fail returns a cubec_status.
  *
- * Fault injection counts here: the gpu_* wrappers below count every page allocation, map,
- * pipeline creation, submission and wait of the plan attached with gpu_set_faults, so a new call
- * site is covered without remembering a hook. */
+ * Fault injection counts here: the gpu_* wrappers below count every page allocation, map and
+ * submission of the plan attached with gpu_set_faults, so a new call site is covered without
+ * remembering a hook. Waits and pipeline creations run without the caller's lock, so the caller
+ * counts them under it (see below). */
 #ifndef CUBEC_GPU_GPU_H
 #define CUBEC_GPU_GPU_H
 
@@ -220,6 +221,9 @@ static inline void gpu_mem_free(gpu *g, gpu_mem *m)
 {
     if (m) g->ops->mem_destroy(g, m);
 }
+/* Pipeline creations are counted by the caller with gpu_fault(g, CUBEC_FAULT_PIPELINE, ...) under
+ * its lock: the creation itself runs without it (see server/kernels.c). Backends keep no state of
+ * their own across creations, so several may run at once. */
 MUST_USE cubec_status gpu_pipeline_create(gpu *g, const gpu_pipeline_desc *desc,
                                           gpu_pipeline **out);
 /* Submits; a failure leaves nothing submitted. */

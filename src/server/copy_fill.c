@@ -48,9 +48,9 @@ cubec_status server_builtin_kernels(cubec_device *d)
                             .optimize = 1};
     cubec_kernel_desc f = {.name = "cubec.fill", .glsl = fill_src, .optimize = 1};
     pipeline_entry *a, *b, *c;
-    RETURN_IF_ERROR(server_kernel_create(d, &c1, &a));
-    RETURN_IF_ERROR(server_kernel_create(d, &c4, &b));
-    RETURN_IF_ERROR(server_kernel_create(d, &f, &c));
+    RETURN_IF_ERROR(server_kernel_create_locked(d, &c1, &a));
+    RETURN_IF_ERROR(server_kernel_create_locked(d, &c4, &b));
+    RETURN_IF_ERROR(server_kernel_create_locked(d, &f, &c));
     d->kernels.copy = a;
     d->kernels.copy4 = b;
     d->kernels.fill = c;

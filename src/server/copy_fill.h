@@ -10,7 +10,9 @@ MUST_USE cubec_status server_copy(cubec_device *d, stream_ref s, buffer_obj *src
                                   uint64_t size);
 MUST_USE cubec_status server_fill(cubec_device *d, stream_ref s, buffer_obj *dst, uint64_t offset,
                                   uint64_t size, uint32_t pattern);
-/* The built-in copy and fill pipelines, compiled on first use. */
+/* The built-in copy and fill pipelines, compiled on first use, under the device lock: the copy
+ * and fill paths that need them hold resolved buffers, which another thread could release while
+ * the lock was dropped. They are three small fixed sources, compiled once per device. */
 MUST_USE cubec_status server_builtin_kernels(cubec_device *d);
 
 #endif

@@ -16,7 +16,9 @@ server_stats server_stats_get(cubec_device *d)
                       .skipped = d->sub.stats.skipped,
                       .barriers = d->sub.stats.barriers,
                       .submissions = d->sub.stats.submissions,
-                      .max_streams = d->streams.max_streams};
+                      .max_streams = d->streams.max_streams,
+                      .compiles = d->kernels.compiles,
+                      .build_waits = d->kernels.build_waits};
     pthread_mutex_unlock(&d->lock);
     return s;
 }
@@ -89,6 +91,7 @@ cubec_status server_open(const cubec_device_desc *desc, cubec_device **out)
     }
     d->faults = d->config.faults; /* CUBEC_FAULT, counted from this opening */
     pthread_mutex_init(&d->lock, NULL);
+    pthread_cond_init(&d->kernels.built, NULL);
     gpu_backend backend = d->config.backend_null ? GPU_BACKEND_NULL : GPU_BACKEND_VULKAN;
     if (desc->backend)
         err = status_annotate(gpu_backend_parse(desc->backend, &backend),
@@ -107,6 +110,7 @@ cubec_status server_open(const cubec_device_desc *desc, cubec_device **out)
     apply_selection(&d->config, &gd);
     if (!err) err = gpu_open(backend, &gd, &d->gpu);
     if (err) {
+        pthread_cond_destroy(&d->kernels.built);
         pthread_mutex_destroy(&d->lock);
         free(d);
         return err;
@@ -216,6 +220,7 @@ void server_close(cubec_device *d)
     free(d->streams.slots);
     free(d->streams.align_slots);
     handle_tag_release(d->tag); /* its handles now read as issued by no open device */
+    pthread_cond_destroy(&d->kernels.built);
     pthread_mutex_destroy(&d->lock);
     free(d);
 }

@@ -53,6 +53,8 @@ typedef struct server_stats {
     uint64_t barriers; /* barriers recorded between commands */
     uint64_t submissions; /* command buffers submitted */
     uint32_t max_streams; /* slots stream ids fold onto */
+    uint64_t compiles;    /* kernel pipelines built and published (built-in kernels included) */
+    uint64_t build_waits; /* kernel creations that waited for the same kernel's build */
 } server_stats;
 server_stats server_stats_get(cubec_device *d);
 

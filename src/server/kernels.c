@@ -1,8 +1,10 @@
 /* Kernels and their pipelines. A kernel's identity is a hash of what defines it (source or SPIR-V
  * words, defines, entry point, optimization); creating the same kernel twice costs one hash and a
- * lookup. GLSL kernels are compiled with their metadata in push constants first; when the block
- * is larger than the device allows they are compiled again with the metadata in a storage buffer
- * (the "metadata layout" variant of the pipeline). */
+ * lookup. Building a pipeline runs without the device lock, which is held only to look the
+ * identity up and to publish the result (docs/ARCHITECTURE.md, "Locking model"). GLSL kernels are
+ * compiled with their metadata in push constants first; when the block is larger than the device
+ * allows they are compiled again with the metadata in a storage buffer (the "metadata layout"
+ * variant of the pipeline). */
 #include "base/clock.h"
 #include "base/hash.h"
 #include "base/log.h"
@@ -20,7 +22,7 @@ static double now_ms(void)
     return (double)clock_now_ns() / 1e6;
 }
 
-static uint64_t kernel_identity(const cubec_kernel_desc *desc)
+uint64_t server_kernel_identity(const cubec_kernel_desc *desc)
 {
     uint64_t h = HASH_SEED;
     if (desc->glsl) {
@@ -42,6 +44,7 @@ static uint64_t kernel_identity(const cubec_kernel_desc *desc)
 
 static void destroy_entry(cubec_device *d, pipeline_entry *e)
 {
+    if (!e) return;
     for (uint32_t i = 0; i < e->name_count; i++)
         free(e->names[i]);
     free(e->names);
@@ -49,20 +52,48 @@ static void destroy_entry(cubec_device *d, pipeline_entry *e)
     free(e);
 }
 
+/* What a build reads of the device, copied under the device lock so that the build itself needs
+ * none. The compiler is shared: shaderc documents compilation on one compiler object from several
+ * threads at once as safe (it takes the compiler as const), and it is created under the lock. */
+typedef struct build_ctx {
+    cubec_device *d;
+    int locked; /* the caller keeps the device lock throughout (built-in kernels) */
+    cubec_device_info info;
+    feature_set features;
+    glsl_compiler *compiler;
+    server_compile_hook hook;
+    void *hook_user;
+    double t0;
+    uint64_t trace_t0;
+} build_ctx;
+
+/* Counts a fallible call in the device's fault plan, which the device lock guards: a build that
+ * runs without the lock takes it for the count alone, so injected faults keep their order. */
+static cubec_status count_fault(const build_ctx *b, cubec_fault_kind kind, cubec_code code)
+{
+    if (!b->locked) pthread_mutex_lock(&b->d->lock);
+    cubec_status err = gpu_fault(b->d->gpu, kind, code);
+    if (!b->locked) pthread_mutex_unlock(&b->d->lock);
+    return err;
+}
+
 /* What cubec validates SPIR-V for: the Vulkan version it uses on this device, the lower of the
  * instance's and the device's (encoded versions order as the versions do). */
-static uint32_t vulkan_version(const cubec_device *d)
+static uint32_t vulkan_version(const cubec_device_info *info)
 {
     _Static_assert(GPU_VULKAN_API_VERSION == KERNEL_VULKAN_DEFAULT,
                    "reflect.h's default environment is the instance's version");
-    return d->info.api_version != 0 && d->info.api_version < GPU_VULKAN_API_VERSION
-               ? d->info.api_version
+    return info->api_version != 0 && info->api_version < GPU_VULKAN_API_VERSION
+               ? info->api_version
                : GPU_VULKAN_API_VERSION;
 }
 
-static cubec_status build_pipeline(cubec_device *d, pipeline_entry *e, const uint32_t *words,
+/* The driver's pipeline. The backends keep no state of their own across pipeline creations (the
+ * Vulkan VkPipelineCache is internally synchronized), so this runs without the device lock. */
+static cubec_status build_pipeline(const build_ctx *b, pipeline_entry *e, const uint32_t *words,
                                    size_t word_count, const char *entry_point)
 {
+    RETURN_IF_ERROR(count_fault(b, CUBEC_FAULT_PIPELINE, CUBEC_INTERNAL));
     gpu_pipeline_desc pd = {.spirv = words,
                             .words = word_count,
                             .entry_point = entry_point,
@@ -70,34 +101,28 @@ static cubec_status build_pipeline(cubec_device *d, pipeline_entry *e, const uin
                             .info_buffer = e->refl.has_info_buffer,
                             .push_size = e->refl.push_constant_size,
                             .name = e->name};
-    return gpu_pipeline_create(d->gpu, &pd, &e->pipeline);
+    return gpu_pipeline_create(b->d->gpu, &pd, &e->pipeline);
 }
 
-static cubec_status compile_glsl(cubec_device *d, const cubec_kernel_desc *desc, const char *name,
-                                 int push, uint32_t **words, size_t *count)
+static cubec_status compile_glsl(const build_ctx *b, const cubec_kernel_desc *desc,
+                                 const char *name, int push, uint32_t **words, size_t *count)
 {
-    if (!d->kernels.compiler) RETURN_IF_ERROR(glsl_compiler_create(&d->kernels.compiler));
-    if (fault_hit(&d->faults, CUBEC_FAULT_COMPILE))
-        return fault_status(&d->faults, CUBEC_FAULT_COMPILE, CUBEC_COMPILE_FAILED);
-    return glsl_compile(d->kernels.compiler, name, desc->glsl, desc->defines, desc->define_count,
+    RETURN_IF_ERROR(count_fault(b, CUBEC_FAULT_COMPILE, CUBEC_COMPILE_FAILED));
+    return glsl_compile(b->compiler, name, desc->glsl, desc->defines, desc->define_count,
                         desc->entry_point, desc->optimize, push, words, count);
 }
 
-cubec_status server_kernel_create(cubec_device *d, const cubec_kernel_desc *desc,
-                                  pipeline_entry **out)
+/* Compiles, reflects, checks and creates the pipeline of `desc` into a new entry that only this
+ * thread sees until it is published. Errors come back unannotated by the device (publish notes
+ * them). */
+static cubec_status build_entry(const build_ctx *b, const cubec_kernel_desc *desc, uint64_t key,
+                                pipeline_entry **out)
 {
-    uint64_t key = kernel_identity(desc);
-    pipeline_entry **bucket = &d->kernels.pipelines[key & 255];
-    for (pipeline_entry *e = *bucket; e; e = e->next)
-        if (e->key == key) {
-            *out = e;
-            return NULL;
-        }
+    *out = NULL;
     const char *name = desc->name ? desc->name : "kernel";
     const char *entry_point =
         desc->entry_point && desc->entry_point[0] ? desc->entry_point : "main";
-    double t0 = now_ms();
-    uint64_t trace_t0 = clock_now_ns();
+    if (b->hook) b->hook(b->hook_user, SERVER_HOOK_BUILD, name);
     pipeline_entry *e = calloc(1, sizeof *e);
     if (!e) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (kernel)");
     e->key = key;
@@ -105,16 +130,16 @@ cubec_status server_kernel_create(cubec_device *d, const cubec_kernel_desc *desc
     uint32_t *words = NULL;
     size_t count = 0;
     cubec_status err = NULL;
-    uint32_t version = vulkan_version(d);
+    uint32_t version = vulkan_version(&b->info);
     if (desc->glsl) {
-        err = compile_glsl(d, desc, name, 1, &words, &count);
+        err = compile_glsl(b, desc, name, 1, &words, &count);
         if (!err) err = kernel_reflect(words, count, entry_point, version, &e->refl);
-        if (!err && e->refl.push_constant_size > d->info.max_push_constants_size) {
+        if (!err && e->refl.push_constant_size > b->info.max_push_constants_size) {
             /* The metadata does not fit push constants here: move it to a storage buffer. A
              * push-constant block of the source's own stays, and the limits refuse it below. */
             free(words);
             words = NULL;
-            err = compile_glsl(d, desc, name, 0, &words, &count);
+            err = compile_glsl(b, desc, name, 0, &words, &count);
             if (!err) err = kernel_reflect(words, count, entry_point, version, &e->refl);
         }
         /* Compilation errors name the kernel already; reflection's do not. */
@@ -125,39 +150,171 @@ cubec_status server_kernel_create(cubec_device *d, const cubec_kernel_desc *desc
         if (err) err = status_annotate(err, "kernel '%s'", name);
     }
     if (!err)
-        err = capabilities_check(name, d->info.name, e->refl.capabilities, e->refl.capability_count,
-                                 &d->gpu->features);
+        err = capabilities_check(name, b->info.name, e->refl.capabilities, e->refl.capability_count,
+                                 &b->features);
     if (!err) {
-        kernel_limits limits = kernel_limits_of(&d->info);
+        kernel_limits limits = kernel_limits_of(&b->info);
         err = kernel_limits_check(name, &e->refl, &limits);
     }
     if (!err) {
         e->info_in_push = e->refl.push_constant_size > 0;
         e->info_size = e->info_in_push ? e->refl.push_constant_size : e->refl.info_buffer_size;
-        err = build_pipeline(d, e, desc->glsl ? words : desc->spirv,
+        err = build_pipeline(b, e, desc->glsl ? words : desc->spirv,
                              desc->glsl ? count : desc->spirv_words, entry_point);
         if (err) err = status_annotate(err, "kernel '%s'", name);
     }
     free(words);
     if (err) {
-        destroy_entry(d, e);
-        return server_note_error(d, err);
+        destroy_entry(b->d, e);
+        return err;
     }
+    *out = e;
+    return NULL;
+}
+
+static pipeline_entry *lookup(cubec_device *d, uint64_t key)
+{
+    for (pipeline_entry *e = d->kernels.pipelines[key & 255]; e; e = e->next)
+        if (e->key == key) return e;
+    return NULL;
+}
+
+static int in_flight(const cubec_device *d, uint64_t key)
+{
+    for (const kernel_build *b = d->kernels.building; b; b = b->next)
+        if (b->key == key) return 1;
+    return 0;
+}
+
+/* Under the device lock: what the build needs of the device. */
+static cubec_status build_begin(cubec_device *d, const cubec_kernel_desc *desc, int locked,
+                                build_ctx *out)
+{
+    if (desc->glsl && !d->kernels.compiler)
+        RETURN_IF_ERROR(glsl_compiler_create(&d->kernels.compiler));
+    *out = (build_ctx){.d = d,
+                       .locked = locked,
+                       .info = d->info,
+                       .features = d->gpu->features,
+                       .compiler = d->kernels.compiler,
+                       .hook = d->kernels.hook,
+                       .hook_user = d->kernels.hook_user,
+                       .t0 = now_ms(),
+                       .trace_t0 = clock_now_ns()};
+    return NULL;
+}
+
+/* An entry built but not published keeps its driver objects until the device closes: on a lost
+ * device, close decides whether the driver may still be called (a GPU that never finished is
+ * abandoned, not called), and a driver may hand an object's destruction to its queue's thread. */
+static void drop_entry(cubec_device *d, pipeline_entry *e)
+{
+    if (!e) return;
+    e->next = d->kernels.dropped;
+    d->kernels.dropped = e;
+}
+
+/* Under the device lock again: the build's result goes into the table, unless the device was lost
+ * meanwhile (on another thread: the entry is dropped and the call fails as any later call does)
+ * or another build of the same identity was published first (a built-in kernel's, which cannot
+ * wait for builds in flight: the first entry stays and this one is dropped). */
+static cubec_status publish(cubec_device *d, const build_ctx *b, const cubec_kernel_desc *desc,
+                            uint64_t key, pipeline_entry *e, cubec_status err, pipeline_entry **out)
+{
+    cubec_status lost = server_check_alive(d);
+    if (lost) {
+        drop_entry(d, e);
+        cubec_status_free(err);
+        return lost;
+    }
+    /* build_entry's success always has an entry; the analyzer cannot tell. */
+    if (!err && !e) err = status_make(CUBEC_INTERNAL, "kernel build returned no entry");
+    if (err || !e) return server_note_error(d, err);
+    pipeline_entry *first = lookup(d, key);
+    if (first) {
+        drop_entry(d, e);
+        *out = first;
+        return NULL;
+    }
+    pipeline_entry **bucket = &d->kernels.pipelines[key & 255];
     e->next = *bucket;
     *bucket = e;
+    d->kernels.compiles++;
     LOG(LOG_INFO, LOG_SYS_COMPILE,
-        "compiled kernel '%s' (%016" PRIx64 ", %u buffers, %u info bytes in %s) in %.2f ms", name,
-        key, e->refl.binding_count, e->info_size,
+        "compiled kernel '%s' (%016" PRIx64 ", %u buffers, %u info bytes in %s) in %.2f ms",
+        e->name, key, e->refl.binding_count, e->info_size,
         e->info_in_push ? "push constants" : (e->info_size ? "a buffer" : "nothing"),
-        now_ms() - t0);
+        now_ms() - b->t0);
     if (d->timing.trace) {
         char args[96];
         snprintf(args, sizeof args, "\"identity\":\"%016" PRIx64 "\",\"source\":\"%s\"", key,
                  desc->glsl ? "glsl" : "spirv");
-        timing_host(d, name, "compile", trace_t0, 0, args);
+        timing_host(d, e->name, "compile", b->trace_t0, 0, args);
     }
     *out = e;
     return NULL;
+}
+
+cubec_status server_kernel_create(cubec_device *d, const cubec_kernel_desc *desc, uint64_t key,
+                                  pipeline_entry **out)
+{
+    for (;;) {
+        pipeline_entry *e = lookup(d, key);
+        if (e) {
+            *out = e;
+            return NULL;
+        }
+        if (!in_flight(d, key)) break;
+        /* Another thread is building this kernel: one build per identity. Should it fail, the
+         * waiters find no entry and build it themselves (a fault or a lost device may have been
+         * that build's alone). */
+        d->kernels.build_waits++;
+        if (d->kernels.hook)
+            d->kernels.hook(d->kernels.hook_user, SERVER_HOOK_WAIT,
+                            desc->name ? desc->name : "kernel");
+        pthread_cond_wait(&d->kernels.built, &d->lock);
+        RETURN_IF_ERROR(server_check_alive(d));
+    }
+    build_ctx b;
+    RETURN_IF_ERROR(build_begin(d, desc, 0, &b));
+    kernel_build mark = {.key = key, .next = d->kernels.building};
+    d->kernels.building = &mark;
+    /* Compiling may take minutes (a macro bomb within the source limit does): other threads'
+     * launches, reads and syncs go on meanwhile. */
+    pthread_mutex_unlock(&d->lock);
+    pipeline_entry *e = NULL;
+    cubec_status err = build_entry(&b, desc, key, &e);
+    pthread_mutex_lock(&d->lock);
+    for (kernel_build **p = &d->kernels.building; *p; p = &(*p)->next)
+        if (*p == &mark) {
+            *p = mark.next;
+            break;
+        }
+    pthread_cond_broadcast(&d->kernels.built);
+    return publish(d, &b, desc, key, e, err, out);
+}
+
+cubec_status server_kernel_create_locked(cubec_device *d, const cubec_kernel_desc *desc,
+                                         pipeline_entry **out)
+{
+    uint64_t key = server_kernel_identity(desc);
+    pipeline_entry *e = lookup(d, key);
+    if (e) {
+        *out = e;
+        return NULL;
+    }
+    build_ctx b;
+    RETURN_IF_ERROR(build_begin(d, desc, 1, &b));
+    cubec_status err = build_entry(&b, desc, key, &e);
+    return publish(d, &b, desc, key, e, err, out);
+}
+
+void server_kernel_set_compile_hook(cubec_device *d, server_compile_hook hook, void *user)
+{
+    pthread_mutex_lock(&d->lock);
+    d->kernels.hook = hook;
+    d->kernels.hook_user = user;
+    pthread_mutex_unlock(&d->lock);
 }
 
 cubec_status server_kernel_name(pipeline_entry *e, const char *name, const char **out)
@@ -188,6 +345,11 @@ void server_kernels_destroy(cubec_device *d)
             e = next;
         }
         d->kernels.pipelines[i] = NULL;
+    }
+    while (d->kernels.dropped) {
+        pipeline_entry *next = d->kernels.dropped->next;
+        destroy_entry(d, d->kernels.dropped);
+        d->kernels.dropped = next;
     }
     glsl_compiler_destroy(d->kernels.compiler);
     d->kernels.compiler = NULL;

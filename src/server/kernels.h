@@ -8,6 +8,8 @@
 #include "kernel/glsl_compiler.h"
 #include "kernel/reflect.h"
 
+#include <pthread.h>
+
 /* A compiled pipeline for one (kernel identity, metadata layout). Shared by every kernel handle
  * created from the same definition; lives until the device closes. */
 typedef struct pipeline_entry {
@@ -29,18 +31,54 @@ typedef struct kernel_obj {
     const char *name;      /* this handle's name, for failure messages (in entry->names) */
 } kernel_obj;
 
+/* A test's hook into kernel creation, reached only through server_kernel_set_compile_hook, which
+ * no public function calls: tests use it to hold a build while other threads work, and to see a
+ * creation wait for another thread's build. It must not call cubec. */
+typedef enum server_hook_event {
+    SERVER_HOOK_BUILD, /* a build starts (without the device lock, except for built-in kernels) */
+    SERVER_HOOK_WAIT,  /* a creation waits for another thread's build (under the device lock) */
+} server_hook_event;
+typedef void (*server_compile_hook)(void *user, server_hook_event event, const char *name);
+
+/* A build in flight: its identity, listed while its thread compiles without the device lock, so
+ * that a second creation of the same kernel waits for it instead of compiling it again. */
+typedef struct kernel_build {
+    uint64_t key;
+    struct kernel_build *next;
+} kernel_build;
+
 /* Kernels and pipelines (server/kernels.c, built-ins in copy_fill.c). Device lock. */
 typedef struct kernel_cache {
     handle_table handles;                /* kernel_obj per handle */
-    glsl_compiler *compiler;             /* created on the first GLSL kernel */
+    glsl_compiler *compiler;             /* created on the first GLSL kernel; used unlocked */
     pipeline_entry *pipelines[256];      /* by identity hash; entries live until close */
     pipeline_entry *copy, *copy4, *fill; /* the built-in kernels, compiled on first use */
+    kernel_build *building;              /* builds in flight (compiling without the lock) */
+    pipeline_entry *dropped;             /* built but not published; destroyed at close */
+    pthread_cond_t built;                /* broadcast when a build in flight ends */
+    uint64_t compiles;                   /* pipelines built and published */
+    uint64_t build_waits;                /* creations that waited for another thread's build */
+    server_compile_hook hook;            /* tests only (server_kernel_set_compile_hook) */
+    void *hook_user;
 } kernel_cache;
 
+/* The identity of a kernel: a hash of what defines it. Needs no lock. */
+uint64_t server_kernel_identity(const cubec_kernel_desc *desc);
+/* The pipeline of `desc` (identity `key`), built when the device has none. Called with the device
+ * lock held and returns with it held, but releases it while compiling, reflecting, checking and
+ * creating the driver's pipeline, so other threads keep working: everything the caller resolved
+ * before may have changed meanwhile (api_kernel.c resolves nothing before). A build of the same
+ * identity already in flight on another thread is waited for. */
 MUST_USE cubec_status server_kernel_create(cubec_device *d, const cubec_kernel_desc *desc,
-                                           pipeline_entry **out);
+                                           uint64_t key, pipeline_entry **out);
+/* The same, keeping the device lock throughout: for cubec's built-in kernels, compiled from the
+ * copy and fill paths, which hold resolved buffers. */
+MUST_USE cubec_status server_kernel_create_locked(cubec_device *d, const cubec_kernel_desc *desc,
+                                                  pipeline_entry **out);
 void server_kernels_destroy(cubec_device *d);
 /* A kernel handle's name, kept with its pipeline until the device closes. */
 MUST_USE cubec_status server_kernel_name(pipeline_entry *e, const char *name, const char **out);
+/* Tests only: sets (NULL: clears) the compile hook; takes the device lock. */
+void server_kernel_set_compile_hook(cubec_device *d, server_compile_hook hook, void *user);
 
 #endif
