@@ -899,6 +899,65 @@ static void test_graph_lazy_write_dooms_capture(void **state)
     cubec_device_close(d);
 }
 
+/* A capture doomed by an input whose failure has come a long way (here twenty skipped copies,
+ * each adding a link to the chain) still names the root cause: the doom keeps the whole chain,
+ * and what the discarded capture would have written carries it. Found by test_random_null (seed
+ * 0xbcf98482da490dc2, episode 16): the doom message was cut at 1024 bytes, root cause and all. */
+static void test_doom_keeps_the_root_cause(void **state)
+{
+    (void)state;
+    nulldev n = open_null(0, 0);
+    cubec_device *d = n.d;
+    cubec_stream s = new_stream(d), other = new_stream(d);
+    uint32_t xs[FW], got[FW];
+    pattern_words(xs, FW, 13);
+    cubec_buffer src = make(&n, s, xs, sizeof xs, NULL);
+    enum { HOPS = 20 };
+    cubec_buffer hop[HOPS + 1];
+    for (int i = 0; i <= HOPS; i++)
+        hop[i] = make(&n, s, xs, sizeof xs, NULL);
+    ASSERT_OK(cubec_sync(d, s));
+
+    /* hop[0] loses the submission of the copy that writes it; each copy passes it on. */
+    uint64_t call = fault_count(d, CUBEC_FAULT_SUBMIT) + 1;
+    ASSERT_OK(cubec_copy(d, s, src, 0, hop[0], 0, sizeof xs));
+    ASSERT_OK(cubec_fault_inject(d, CUBEC_FAULT_SUBMIT, 1));
+    char msg[16384], want[256];
+    assert_int_equal(take_error(cubec_flush(d, s), msg, sizeof msg, "flush"), CUBEC_INTERNAL);
+    snprintf(want, sizeof want, "injected fault: submit call #%" PRIu64, call);
+    for (int i = 0; i < HOPS; i++)
+        ASSERT_OK(cubec_copy(d, s, hop[i], 0, hop[i + 1], 0, sizeof xs));
+    cubec_code c = take_error(cubec_read(d, s, hop[HOPS], 0, got, sizeof got), msg, sizeof msg,
+                              "read of the last hop");
+    assert_int_equal(c, CUBEC_INTERNAL);
+    if (strlen(msg) < 1100) fail_msg("the chain is only %zu bytes: \"%s\"", strlen(msg), msg);
+    assert_non_null(strstr(msg, want));
+
+    /* A captured copy from the last hop dooms the capture. */
+    uint64_t ny;
+    cubec_buffer y = make(&n, s, xs, sizeof xs, &ny);
+    ASSERT_OK(cubec_sync(d, s));
+    ASSERT_OK(cubec_graph_prepare(d, s));
+    ASSERT_OK(cubec_graph_begin(d, s));
+    ASSERT_OK(cubec_copy(d, s, hop[HOPS], 0, y, 0, sizeof xs));
+    cubec_graph g = {0};
+    c = take_error(cubec_graph_end(d, s, &g), msg, sizeof msg, "end of a doomed capture");
+    assert_int_equal(c, CUBEC_GRAPH_STATE);
+    if (!strstr(msg, want)) fail_msg("graph end: \"%s\" lacks \"%s\"", msg, want);
+    c = take_error(cubec_read(d, other, y, 0, got, sizeof got), msg, sizeof msg, "read of y");
+    assert_int_equal(c, CUBEC_INTERNAL); /* the root cause's code */
+    char head[128];
+    snprintf(head, sizeof head, "read of buffer #%" PRIu64 ": not written: graph capture on", ny);
+    if (strncmp(msg, head, strlen(head))) fail_msg("read of y: \"%.300s\" lacks \"%s\"", msg, head);
+    if (!strstr(msg, want)) fail_msg("read of y: \"%s\" lacks \"%s\"", msg, want);
+
+    ASSERT_OK(cubec_buffer_release(d, src));
+    ASSERT_OK(cubec_buffer_release(d, y));
+    for (int i = 0; i <= HOPS; i++)
+        ASSERT_OK(cubec_buffer_release(d, hop[i]));
+    cubec_device_close(d);
+}
+
 /* ---- 5. profiles --------------------------------------------------------------------------- */
 
 static void test_profiles(void **state)
@@ -1189,6 +1248,7 @@ int main(void)
         cmocka_unit_test(test_skipped_launch_names_its_input),
         cmocka_unit_test(test_graph_state_machine),
         cmocka_unit_test(test_graph_lazy_write_dooms_capture),
+        cmocka_unit_test(test_doom_keeps_the_root_cause),
         cmocka_unit_test(test_profiles),
         cmocka_unit_test(test_memory_report_follows_allocations),
         cmocka_unit_test(test_delayed_device_async_read),
