@@ -37,8 +37,6 @@
  *    also succeed with any time or return CUBEC_NOT_READY;
  *  - lost-batch-holds-memory: before the exact memory check, a fill and sync of a scratch buffer
  *    lets go of what lost submissions held;
- *  - error-but-ran: a copy or fill that returned an error leaves its destination unknown (old or
- *    new bytes), not only "may fail" (this one is modelled, not avoided).
  *
  * Environment: CUBEC_FUZZ_SECONDS (default 3) bounds the run; CUBEC_FUZZ_SEED sets the seed
  * (printed at the start, and with any failure); CUBEC_FUZZ_EPISODE=n runs only episode n of that
@@ -304,9 +302,7 @@ static void mark(store *s, uint64_t off, uint64_t size, unsigned char bits)
 }
 
 /* The bytes may or may not have been written by a call that returned an error: their value is
- * unknown, and they may carry a failure. (A copy or fill whose drain lost another slot's
- * submission returns that error, though its own work may have run: see test_server_on_null.c,
- * "error-but-ran".) */
+ * unknown, and they may carry a failure. */
 static void unknown(store *s, uint64_t off, uint64_t size, unsigned char bits)
 {
     for (uint64_t i = 0; i < size; i++)
@@ -698,12 +694,12 @@ static int pick_range(const handle *h, uint64_t word, uint64_t *off, uint64_t *s
 /* ---- checking reads ----------------------------------------------------------------------- */
 
 /* Whether an error of code c with message msg may come from bytes with flags f. A task dropped
- * behind one whose submission failed names no cause (docs/errors.md). */
+ * with a failed drain names what stopped it (docs/errors.md). */
 static int failure_fits(cubec_code c, const char *msg, unsigned char f)
 {
-    int from_fault = c == CUBEC_INTERNAL &&
-                     (strstr(msg, "injected fault") ||
-                      strstr(msg, "was dropped: an earlier task of the same submission failed"));
+    int from_fault =
+        c == CUBEC_INTERNAL && (strstr(msg, "injected fault") ||
+                                strstr(msg, "was dropped: the drain it was queued in failed"));
     return (from_fault && (f & F_MFAULT)) || (c == CUBEC_GRAPH_STATE && (f & F_MGRAPH));
 }
 
@@ -729,10 +725,10 @@ static void judge_read(const char *verb, store *s, uint64_t off, uint64_t size, 
     }
     F.failures_seen++;
     /* Only a failure on memory, or the fault that fired in this step, may fail a good read. A
-     * task dropped behind one whose submission failed names no cause (docs/errors.md). */
-    int from_fault = c == CUBEC_INTERNAL &&
-                     (strstr(msg, "injected fault") ||
-                      strstr(msg, "was dropped: an earlier task of the same submission failed"));
+     * task dropped with a failed drain names what stopped it (docs/errors.md). */
+    int from_fault =
+        c == CUBEC_INTERNAL && (strstr(msg, "injected fault") ||
+                                strstr(msg, "was dropped: the drain it was queued in failed"));
     if (from_fault && F.fired) return; /* the drain of this very call lost a submission */
     if (!(f & F_KINDS))
         fuzz_fail("%s of buffer #%" PRIu64 " [%" PRIu64 ", +%" PRIu64
