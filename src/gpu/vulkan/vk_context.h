@@ -50,6 +50,8 @@ typedef struct vk_context {
      * exactly. NULL without it (traces then align the clocks around a submission). */
     PFN_vkGetCalibratedTimestampsEXT get_calibrated_timestamps;
     PFN_vkCmdPushDescriptorSetKHR push_descriptor; /* NULL when the extension is missing */
+    /* VK_EXT_device_fault: the driver's report of a lost device. NULL without it. */
+    PFN_vkGetDeviceFaultInfoEXT get_device_fault_info;
     void (*on_validation)(void *user, const char *message);
     void *on_validation_user;
     atomic_uint validation_messages;

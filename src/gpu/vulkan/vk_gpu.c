@@ -5,6 +5,7 @@
 #include "gpu/vulkan/vk_gpu.h"
 
 #include "base/log.h"
+#include "gpu/vulkan/vk_device_fault.h"
 #include "gpu/vulkan/vk_result.h"
 
 #include <inttypes.h>
@@ -299,6 +300,12 @@ static cubec_status vk_queries_read(gpu *g, gpu_queries *q, uint32_t first, uint
 
 /* --- Submission and the timeline ---------------------------------------------------------- */
 
+/* The status of a submit or wait: a lost device's carries the driver's fault report. */
+static cubec_status lost_or(vk_gpu *v, VkResult r, const char *what)
+{
+    return vk_device_fault_annotate(v->vk.device, v->vk.get_device_fault_info, vk_status(r, what));
+}
+
 static cubec_status vk_submit(gpu *g, const gpu_submit_item *items, uint32_t n)
 {
     vk_gpu *v = vk_gpu_of(g);
@@ -320,16 +327,14 @@ static cubec_status vk_submit(gpu *g, const gpu_submit_item *items, uint32_t n)
                                .signalSemaphoreCount = 1,
                                .pSignalSemaphores = &v->timeline};
     }
-    VK_RETURN_IF_ERROR(vkQueueSubmit(v->vk.queue, n, si, VK_NULL_HANDLE), "vkQueueSubmit");
-    return NULL;
+    return lost_or(v, vkQueueSubmit(v->vk.queue, n, si, VK_NULL_HANDLE), "vkQueueSubmit");
 }
 
 static cubec_status vk_timeline_value(gpu *g, uint64_t *out)
 {
     vk_gpu *v = vk_gpu_of(g);
-    VK_RETURN_IF_ERROR(vkGetSemaphoreCounterValue(v->vk.device, v->timeline, out),
-                       "vkGetSemaphoreCounterValue");
-    return NULL;
+    return lost_or(v, vkGetSemaphoreCounterValue(v->vk.device, v->timeline, out),
+                   "vkGetSemaphoreCounterValue");
 }
 
 static cubec_status vk_timeline_wait(gpu *g, uint64_t value, uint64_t timeout_ns)
@@ -342,8 +347,7 @@ static cubec_status vk_timeline_wait(gpu *g, uint64_t value, uint64_t timeout_ns
     VkResult r = vkWaitSemaphores(v->vk.device, &wi, timeout_ns ? timeout_ns : UINT64_MAX);
     if (r == VK_TIMEOUT)
         return status_make(CUBEC_TIMEOUT, "vkWaitSemaphores: value %" PRIu64 " not reached", value);
-    VK_RETURN_IF_ERROR(r, "vkWaitSemaphores");
-    return NULL;
+    return lost_or(v, r, "vkWaitSemaphores");
 }
 
 static cubec_status vk_timeline_signal(gpu *g, uint64_t value)
