@@ -16,7 +16,9 @@ server_stats server_stats_get(cubec_device *d)
                       .skipped = d->sub.stats.skipped,
                       .barriers = d->sub.stats.barriers,
                       .submissions = d->sub.stats.submissions,
-                      .max_streams = d->streams.max_streams};
+                      .max_streams = d->streams.max_streams,
+                      .host_dma_transfers = d->host.dma_transfers,
+                      .host_dma_bytes = d->host.dma_bytes};
     pthread_mutex_unlock(&d->lock);
     return s;
 }
@@ -130,6 +132,8 @@ cubec_status server_open(const cubec_device_desc *desc, cubec_device **out)
     handle_table_init(&d->buffers.handles, d->tag, "buffer");
     handle_table_init(&d->kernels.handles, d->tag, "kernel");
     server_graphs_init(d);
+    server_host_memory_init(d);
+    d->info.host_register_alignment = d->host.alignment;
     err = server_memory_init(d);
     if (!err) err = server_streams_init(d);
     if (!err) err = sub_init(d);
@@ -208,6 +212,7 @@ void server_close(cubec_device *d)
         host_ring_destroy(d, &d->rings.info);
         host_ring_destroy(d, &d->rings.upload);
         host_ring_destroy(d, &d->rings.readback);
+        server_host_memory_destroy(d); /* the GPU is idle: it copies to or from none of them */
         server_profiles_destroy(d);
         server_memory_destroy(d);
         sub_destroy(d);

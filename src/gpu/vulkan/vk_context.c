@@ -326,7 +326,7 @@ static cubec_status create_device(vk_context *ctx, int allow_push, uint32_t disa
     want.v12.hostQueryReset = have.v12.hostQueryReset;
     want.v12.scalarBlockLayout = have.v12.scalarBlockLayout;
 
-    const char *exts[5];
+    const char *exts[6];
     uint32_t next = 0;
     int push =
         allow_push && has_device_extension(ctx->physical, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
@@ -342,6 +342,11 @@ static cubec_status create_device(vk_context *ctx, int allow_push, uint32_t disa
         fault.pNext = want.v12.pNext;
         want.v12.pNext = &fault;
     }
+    /* Registered host memory is copied by DMA straight from the program's pages (cubec.h,
+     * "Host memory"). */
+    int host_import =
+        has_device_extension(ctx->physical, VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME);
+    if (host_import) exts[next++] = VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME;
     float prio = 1.0f;
     VkDeviceQueueCreateInfo qci = {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
                                    .queueFamilyIndex = family,
@@ -359,6 +364,18 @@ static cubec_status create_device(vk_context *ctx, int allow_push, uint32_t disa
     if (push)
         ctx->push_descriptor = (PFN_vkCmdPushDescriptorSetKHR)vkGetDeviceProcAddr(
             ctx->device, "vkCmdPushDescriptorSetKHR");
+    if (host_import) {
+        VkPhysicalDeviceExternalMemoryHostPropertiesEXT hp = {
+            .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_MEMORY_HOST_PROPERTIES_EXT};
+        VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2,
+                                          .pNext = &hp};
+        vkGetPhysicalDeviceProperties2(ctx->physical, &p2);
+        ctx->host_import_alignment = hp.minImportedHostPointerAlignment;
+        ctx->get_host_pointer_properties =
+            (PFN_vkGetMemoryHostPointerPropertiesEXT)vkGetDeviceProcAddr(
+                ctx->device, "vkGetMemoryHostPointerPropertiesEXT");
+        if (!ctx->get_host_pointer_properties) ctx->host_import_alignment = 0;
+    }
     if (fault_report)
         ctx->get_device_fault_info = (PFN_vkGetDeviceFaultInfoEXT)vkGetDeviceProcAddr(
             ctx->device, "vkGetDeviceFaultInfoEXT");
@@ -414,6 +431,8 @@ cubec_status vk_context_create(const vk_context_desc *desc, vk_context *ctx)
         ctx->readback_memory_type = vk_find_memory_type(
             ctx, ~0u, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT,
             VK_MEMORY_PROPERTY_HOST_CACHED_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
+        ctx->host_memory_type =
+            vk_find_memory_type(ctx, ~0u, hv, VK_MEMORY_PROPERTY_HOST_CACHED_BIT);
         if (ctx->device_memory_type == UINT32_MAX || ctx->upload_memory_type == UINT32_MAX ||
             ctx->readback_memory_type == UINT32_MAX)
             err = status_make(CUBEC_UNSUPPORTED, "device '%s' lacks a usable memory type",
