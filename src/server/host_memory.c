@@ -124,8 +124,7 @@ cubec_status server_host_register(cubec_device *d, void *ptr, uint64_t size)
 
 /* Waits until no submitted transfer uses the range at `ptr` any more; the wait drops the device
  * lock, so the range is looked up again after it. NULL with *out the range, or an error. */
-static cubec_status settle(cubec_device *d, void *ptr, const char *fn, int pinned,
-                           host_range **out)
+static cubec_status settle(cubec_device *d, void *ptr, const char *fn, int pinned, host_range **out)
 {
     for (;;) {
         host_range *r = at_base(&d->host, ptr);

@@ -20,8 +20,8 @@ typedef struct host_range {
 typedef struct host_memory {
     host_range *ranges;
     uint32_t count, cap;
-    uint64_t alignment;   /* of registered addresses and sizes (cubec_device_info) */
-    int warned_no_import; /* the "registered, but staged" notice was logged */
+    uint64_t alignment;                /* of registered addresses and sizes (cubec_device_info) */
+    int warned_no_import;              /* the "registered, but staged" notice was logged */
     uint64_t dma_transfers, dma_bytes; /* transfers that went straight through a range */
 } host_memory;
 
