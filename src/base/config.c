@@ -168,6 +168,7 @@ static const config_option options[] = {
     {NULL, "null_delay_us", "CUBEC_NULL_DELAY_US", CONFIG_INT, 0, CONFIG_NULL_DELAY_US_LIMIT, 0,
      FIELD(null_delay_us)},
     {"device", "force_staging", "CUBEC_FORCE_STAGING", CONFIG_BOOL, FIELD(force_staging)},
+    {"transfer", "copy_threads", "CUBEC_COPY_THREADS", CONFIG_INT, -1, 64, -1, FIELD(copy_threads)},
     {"streaming", "policy", "CUBEC_STREAM_POLICY", CONFIG_CHOICE, .choices = "per-thread|single",
      FIELD(single_stream)},
     {"streaming", "max_streams", "CUBEC_MAX_STREAMS", CONFIG_INT, 1, 4096, 128, FIELD(max_streams)},

@@ -54,7 +54,7 @@ static cubec_status write_staged(cubec_device *d, buffer_obj *b, uint64_t at, co
         if (n > d->rings.upload.chunk_size) n = d->rings.upload.chunk_size;
         uint64_t ring_at;
         RETURN_IF_ERROR(host_ring_alloc(d, &d->rings.upload, n, 16, &ring_at));
-        memcpy(d->rings.upload.mapped + ring_at, from + done, n);
+        copy_pool_memcpy(d->rings.copies, d->rings.upload.mapped + ring_at, from + done, n);
         gpu_cmd *cmd;
         RETURN_IF_ERROR(sub_begin(d, &cmd));
         hazard_range r = {page, at + done, n, 1};
@@ -217,7 +217,8 @@ static cubec_status read_staged(cubec_device *d, buffer_obj *b, uint64_t at, voi
         }
         RETURN_IF_ERROR(sub_wait(d, q[0].value));
         invalidate(d, d->rings.readback.mem);
-        memcpy(to + q[0].dst_at, d->rings.readback.mapped + q[0].ring_at, q[0].size);
+        copy_pool_memcpy(d->rings.copies, to + q[0].dst_at, d->rings.readback.mapped + q[0].ring_at,
+                         q[0].size);
         q[0] = q[1];
         queued--;
     }
