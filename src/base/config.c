@@ -169,6 +169,8 @@ static const config_option options[] = {
      FIELD(null_delay_us)},
     {"device", "force_staging", "CUBEC_FORCE_STAGING", CONFIG_BOOL, FIELD(force_staging)},
     {"transfer", "copy_threads", "CUBEC_COPY_THREADS", CONFIG_INT, -1, 64, -1, FIELD(copy_threads)},
+    {"kernel", "metadata", "CUBEC_KERNEL_METADATA", CONFIG_CHOICE, .choices = "push|buffer",
+     FIELD(info_in_buffer)},
     {"streaming", "policy", "CUBEC_STREAM_POLICY", CONFIG_CHOICE, .choices = "per-thread|single",
      FIELD(single_stream)},
     {"streaming", "max_streams", "CUBEC_MAX_STREAMS", CONFIG_INT, 1, 4096, 128, FIELD(max_streams)},

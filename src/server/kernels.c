@@ -107,9 +107,11 @@ cubec_status server_kernel_create(cubec_device *d, const cubec_kernel_desc *desc
     cubec_status err = NULL;
     uint32_t version = vulkan_version(d);
     if (desc->glsl) {
-        err = compile_glsl(d, desc, name, 1, &words, &count);
+        /* Metadata in push constants unless configured otherwise ([kernel] metadata). */
+        int push = !d->config.info_in_buffer;
+        err = compile_glsl(d, desc, name, push, &words, &count);
         if (!err) err = kernel_reflect(words, count, entry_point, version, &e->refl);
-        if (!err && e->refl.push_constant_size > d->info.max_push_constants_size) {
+        if (!err && push && e->refl.push_constant_size > d->info.max_push_constants_size) {
             /* The metadata does not fit push constants here: move it to a storage buffer. A
              * push-constant block of the source's own stays, and the limits refuse it below. */
             free(words);

@@ -15,8 +15,14 @@ static void check_copies(uint32_t helpers)
     copy_pool *p = NULL;
     ASSERT_OK(copy_pool_create(helpers, &p));
     assert_int_equal(copy_pool_helpers(p), helpers);
-    static const size_t sizes[] = {0, 1, 63, 4096, COPY_POOL_MIN_SPLIT - 1, COPY_POOL_MIN_SPLIT,
-                                   COPY_POOL_MIN_SPLIT + 1, 3 * COPY_POOL_MIN_SPLIT + 17,
+    static const size_t sizes[] = {0,
+                                   1,
+                                   63,
+                                   4096,
+                                   COPY_POOL_MIN_SPLIT - 1,
+                                   COPY_POOL_MIN_SPLIT,
+                                   COPY_POOL_MIN_SPLIT + 1,
+                                   3 * COPY_POOL_MIN_SPLIT + 17,
                                    16u << 20};
     size_t max = 16u << 20;
     unsigned char *src = malloc(max + 8), *dst = malloc(max + 2 * GUARD + 8);
