@@ -424,6 +424,7 @@ static void run_figure(const figure_def *def, size_t first, const bench_params *
                                 .reps = reps,
                                 .value = NAN,
                                 .baseline_value = NAN,
+                                .device_value = NAN,
                                 .baseline_device_value = NAN};
     }
     progress_show(pr, def->name, NULL, 0, reps);
@@ -447,6 +448,8 @@ static void run_figure(const figure_def *def, size_t first, const bench_params *
         /* Device values are all there or all NaN (timestamps are per device; raw side only). */
         res->baseline_device_value =
             isfinite(sides[1].device_values[0]) ? bench_median(sides[1].device_values, reps) : NAN;
+        res->device_value =
+            isfinite(sides[0].device_values[0]) ? bench_median(sides[0].device_values, reps) : NAN;
     }
     for (uint32_t s = 0; s < n; s++) {
         free(sides[s].values);
