@@ -75,6 +75,10 @@ static const figure_def figures[] = {
     {"graph.replay_device_vs_eager", "us", 1, "device", 3, 21, 3, "cubec_eager", NULL, 0},
     {"write.h2d", "GB/s", 0, "wall", 1, 11, 3},
     {"read.d2h", "GB/s", 0, "wall", 1, 11, 3},
+    {"write.h2d_registered", "GB/s", 0, "wall", 1, 11, 3},
+    {"read.d2h_registered", "GB/s", 0, "wall", 1, 11, 3},
+    {"write.h2d_pinned", "GB/s", 0, "wall", 1, 11, 3},
+    {"read.d2h_pinned", "GB/s", 0, "wall", 1, 11, 3},
     {"copy.d2d", "GB/s", 0, "wall", 1, 7, 3},
     {"kernel.vector_add", "GB/s", 0, "wall", 1, 11, 3},
     {"alloc.pair", "ns", 1, "host", 1, 11, 3},
@@ -420,6 +424,7 @@ static void run_figure(const figure_def *def, size_t first, const bench_params *
                                 .reps = reps,
                                 .value = NAN,
                                 .baseline_value = NAN,
+                                .device_value = NAN,
                                 .baseline_device_value = NAN};
     }
     progress_show(pr, def->name, NULL, 0, reps);
@@ -443,6 +448,8 @@ static void run_figure(const figure_def *def, size_t first, const bench_params *
         /* Device values are all there or all NaN (timestamps are per device; raw side only). */
         res->baseline_device_value =
             isfinite(sides[1].device_values[0]) ? bench_median(sides[1].device_values, reps) : NAN;
+        res->device_value =
+            isfinite(sides[0].device_values[0]) ? bench_median(sides[0].device_values, reps) : NAN;
     }
     for (uint32_t s = 0; s < n; s++) {
         free(sides[s].values);

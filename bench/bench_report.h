@@ -18,6 +18,7 @@ typedef struct bench_result {
     int lower_is_better;
     uint32_t reps;
     double value;                 /* cubec, median */
+    double device_value;          /* cubec by timestamps (profiles), median; NaN if none */
     double baseline_value;        /* the baseline, median */
     double baseline_device_value; /* raw_vulkan by timestamps, median; NaN if none */
     bench_err error;              /* set: the figure failed and the numbers mean nothing */

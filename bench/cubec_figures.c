@@ -23,6 +23,8 @@
 typedef struct cu_fig {
     cubec_device *dev;
     bench_params p;
+    void *registered; /* *_registered: aligned memory registered with the device */
+    void *pinned;     /* *_pinned: from cubec_host_alloc */
     cubec_kernel kernel;
     cubec_buffer buf[3];
     cubec_buffer *many; /* launch.device_independent: one buffer per launch */
@@ -76,6 +78,18 @@ static void fig_teardown(void *state)
         release(f->dev, f->many[i]);
     free(f->many);
     bench_host_free(f->host);
+    if (f->registered) {
+        bench_err e = bench_from_status(cubec_host_unregister(f->dev, f->registered),
+                                        "cubec_host_unregister");
+        if (e) fprintf(stderr, "cubec bench: teardown: %s\n", e);
+        bench_err_free(e);
+        free(f->registered);
+    }
+    if (f->pinned) {
+        bench_err e = bench_from_status(cubec_host_free(f->dev, f->pinned), "cubec_host_free");
+        if (e) fprintf(stderr, "cubec bench: teardown: %s\n", e);
+        bench_err_free(e);
+    }
     free(f);
 }
 
@@ -320,6 +334,85 @@ static bench_err d2h_verify(void *state)
 static const bench_impl h2d_impl = {transfer_setup, h2d_run, h2d_verify, fig_teardown};
 static const bench_impl d2h_impl = {transfer_setup, d2h_run, d2h_verify, fig_teardown};
 
+/* ---- *_registered / *_pinned: the same 64 MiB from memory the GPU copies directly. -------- */
+
+/* The transfer figures' buffer, with f->host pointing at registered (or pinned) memory. */
+static bench_err direct_setup(void *dev, const bench_params *params, void **out_state, int pinned)
+{
+    cu_fig *f = fig_new(dev, params, out_state);
+    if (!f) return bench_errorf("out of host memory");
+    const uint64_t bytes = f->p.transfer_bytes;
+    if (pinned) {
+        CU_TRY(cubec_host_alloc(f->dev, bytes, &f->pinned));
+    } else {
+        cubec_device_info info;
+        CU_TRY(cubec_device_get_info(f->dev, &info));
+        uint64_t a = info.host_register_alignment;
+        f->registered = aligned_alloc(a, (bytes + a - 1) / a * a);
+        if (!f->registered)
+            return bench_errorf("out of host memory (%llu bytes)", (unsigned long long)bytes);
+        CU_TRY(cubec_host_register(f->dev, f->registered, (bytes + a - 1) / a * a));
+    }
+    unsigned char *host = pinned ? f->pinned : f->registered;
+    bench_content_fill(BENCH_CONTENT_PATTERN, BENCH_TRANSFER_SEED, 0, host, bytes / 4);
+    CU_TRY(cubec_buffer_create(f->dev, STREAM, bytes, &f->buf[0]));
+    CU_TRY(cubec_write(f->dev, STREAM, f->buf[0], 0, host, bytes));
+    CU_TRY(cubec_sync(f->dev, STREAM));
+    return NULL;
+}
+
+static bench_err registered_setup(void *dev, const bench_params *params, void **out_state)
+{
+    return direct_setup(dev, params, out_state, 0);
+}
+
+static bench_err pinned_setup(void *dev, const bench_params *params, void **out_state)
+{
+    return direct_setup(dev, params, out_state, 1);
+}
+
+static void *direct_host(cu_fig *f)
+{
+    return f->pinned ? f->pinned : f->registered;
+}
+
+static bench_err h2d_direct_run(void *state, bench_sample *out)
+{
+    cu_fig *f = state;
+    double t0 = bench_now();
+    CU_TRY(cubec_write(f->dev, STREAM, f->buf[0], 0, direct_host(f), f->p.transfer_bytes));
+    CU_TRY(cubec_sync(f->dev, STREAM));
+    double t1 = bench_now();
+    out->value = (double)f->p.transfer_bytes / (t1 - t0) * 1e-9;
+    return NULL;
+}
+
+static bench_err d2h_direct_run(void *state, bench_sample *out)
+{
+    cu_fig *f = state;
+    memset(direct_host(f), 0, f->p.transfer_bytes);
+    double t0 = bench_now();
+    CU_TRY(cubec_read(f->dev, STREAM, f->buf[0], 0, direct_host(f), f->p.transfer_bytes));
+    double t1 = bench_now();
+    out->value = (double)f->p.transfer_bytes / (t1 - t0) * 1e-9;
+    return NULL;
+}
+
+static bench_err d2h_direct_verify(void *state)
+{
+    cu_fig *f = state;
+    return bench_content_check(BENCH_CONTENT_PATTERN, BENCH_TRANSFER_SEED, 0, direct_host(f),
+                               f->p.transfer_bytes / 4);
+}
+
+static const bench_impl h2d_registered_impl = {registered_setup, h2d_direct_run, h2d_verify,
+                                               fig_teardown};
+static const bench_impl d2h_registered_impl = {registered_setup, d2h_direct_run, d2h_direct_verify,
+                                               fig_teardown};
+static const bench_impl h2d_pinned_impl = {pinned_setup, h2d_direct_run, h2d_verify, fig_teardown};
+static const bench_impl d2h_pinned_impl = {pinned_setup, d2h_direct_run, d2h_direct_verify,
+                                           fig_teardown};
+
 /* ---- copy.d2d: cubec_copy of the whole buffer, then a sync. ------------------------------- */
 
 /* Fills a buffer of `size` bytes with `what`, or checks it, a chunk at a time, so that a 1 GiB
@@ -364,15 +457,30 @@ static bench_err copy_setup(void *dev, const bench_params *params, void **out_st
     return fill_buffer(f, f->buf[0], f->p.copy_bytes, BENCH_CONTENT_PATTERN, BENCH_COPY_SEED);
 }
 
+/* Device time of one figure's work: a profile around it, ended after the wall clock stopped.
+ * NaN where the device has no timestamps (the profile then measures host time). */
+static bench_err profile_close(cu_fig *f, cubec_profile prof, double bytes, bench_sample *out)
+{
+    cubec_profile_result r;
+    CU_TRY(cubec_profile_end(f->dev, STREAM, prof, &r));
+    out->device_value = r.method == CUBEC_TIMING_DEVICE && r.duration_ns
+                            ? bytes / ((double)r.duration_ns * 1e-9) * 1e-9
+                            : NAN;
+    return NULL;
+}
+
 static bench_err copy_run(void *state, bench_sample *out)
 {
     cu_fig *f = state;
+    double bytes = 2.0 * (double)f->p.copy_bytes; /* read + written */
+    cubec_profile prof;
+    CU_TRY(cubec_profile_begin(f->dev, STREAM, &prof));
     double t0 = bench_now();
     CU_TRY(cubec_copy(f->dev, STREAM, f->buf[0], 0, f->buf[1], 0, f->p.copy_bytes));
     CU_TRY(cubec_sync(f->dev, STREAM));
     double t1 = bench_now();
-    out->value = 2.0 * (double)f->p.copy_bytes / (t1 - t0) * 1e-9; /* read + written */
-    return NULL;
+    out->value = bytes / (t1 - t0) * 1e-9;
+    return profile_close(f, prof, bytes, out);
 }
 
 static bench_err copy_verify(void *state)
@@ -410,12 +518,15 @@ static bench_err vector_run(void *state, bench_sample *out)
         .info_size = sizeof info,
         .groups = {f->p.vector_groups, 1, 1},
     };
+    cubec_profile prof;
+    CU_TRY(cubec_profile_begin(f->dev, STREAM, &prof));
     double t0 = bench_now();
     CU_TRY(cubec_launch(f->dev, STREAM, &desc));
     CU_TRY(cubec_sync(f->dev, STREAM));
     double t1 = bench_now();
-    out->value = 12.0 * (double)f->p.vector_n / (t1 - t0) * 1e-9;
-    return NULL;
+    double bytes = 12.0 * (double)f->p.vector_n;
+    out->value = bytes / (t1 - t0) * 1e-9;
+    return profile_close(f, prof, bytes, out);
 }
 
 static bench_err vector_verify(void *state)
@@ -819,6 +930,10 @@ const bench_impl_entry bench_cubec_impls[] = {
     {"launch.device_independent", &independent_impl},
     {"write.h2d", &h2d_impl},
     {"read.d2h", &d2h_impl},
+    {"write.h2d_registered", &h2d_registered_impl},
+    {"read.d2h_registered", &d2h_registered_impl},
+    {"write.h2d_pinned", &h2d_pinned_impl},
+    {"read.d2h_pinned", &d2h_pinned_impl},
     {"copy.d2d", &copy_impl},
     {"kernel.vector_add", &vector_impl},
     {"alloc.pair", &alloc_impl},

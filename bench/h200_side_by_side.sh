@@ -10,7 +10,9 @@
 # between processes: a process started within ~3 s after the wgpu peer exited was seen running the
 # tiny round trip 3x slower (reviews/h200-side-by-side.md), raw Vulkan included.
 #
-# Outputs: $OUT/<name>-<round>.json (cubec), $OUT/cuda_c-<round>.txt, $OUT/wgpu-<round>.txt, and
+# Outputs: $OUT/<name>-<round>.json (cubec), $OUT/cuda_c-<round>.txt, $OUT/wgpu-<round>.txt,
+# $OUT/torch-<round>.txt (PEERS/cuda_peer.py, where PyTorch is installed), the merged table of all
+# of them $OUT/side_by_side.md and .json (bench/side_by_side.py, beside this script), and
 # $OUT/run.log (versions, exit codes, stderr, timings, SM clock before each process). The device
 # machine returns at most 8 files from $OUT: when more would be there (PACK=auto, the default), all
 # of them go into $OUT/side_by_side.tgz instead; PACK=1 always packs, PACK=0 never does.
@@ -95,6 +97,8 @@ for r in $(seq 1 "$ROUNDS"); do
   done
   [ -x "$PEERS/cuda_c_peer" ] && run "cuda_c-$r" "$OUT/cuda_c-$r.txt" "$PEERS/cuda_c_peer"
   [ -x "$PEERS/wgpu_peer" ] && run "wgpu-$r" "$OUT/wgpu-$r.txt" "$PEERS/wgpu_peer"
+  [ -f "$PEERS/cuda_peer.py" ] && python3 -c "import torch" 2>/dev/null &&
+    run "torch-$r" "$OUT/torch-$r.txt" python3 "$PEERS/cuda_peer.py"
 done
 
 if [ "$PERF" = 1 ]; then
@@ -111,6 +115,15 @@ if [ "$PERF" = 1 ]; then
   fi
 fi
 note "done"
+
+# One table (and JSON) of every build and peer: bench/side_by_side.py beside this script.
+merge=$(dirname "$0")/side_by_side.py
+if [ -f "$merge" ] && command -v python3 >/dev/null 2>&1; then
+  python3 "$merge" "$OUT" --json "$OUT/side_by_side.json" --markdown "$OUT/side_by_side.md" \
+    >/dev/null 2>>"$log" || note "side_by_side.py failed"
+else
+  note "no $merge or python3: no merged table"
+fi
 
 n=$(find "$OUT" -maxdepth 1 -type f | wc -l)
 if [ "$PACK" = 1 ] || { [ "$PACK" = auto ] && [ "$n" -gt 8 ]; }; then

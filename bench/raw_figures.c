@@ -337,6 +337,69 @@ static bench_err d2h_verify(void *state)
 static const bench_impl h2d_impl = {transfer_setup, h2d_run, h2d_verify, fig_teardown};
 static const bench_impl d2h_impl = {transfer_setup, d2h_run, d2h_verify, fig_teardown};
 
+/* ---- *_registered / *_pinned: one vkCmdCopyBuffer between host-visible memory and the buffer
+ * (what a Vulkan program does with pinned memory; importing the program's pages gives the same
+ * kind of buffer), then a fence wait. buf[1] is the host-visible side. ---------------------- */
+
+static bench_err direct_setup(void *ctx, const bench_params *params, void **out_state)
+{
+    raw_fig *f = fig_new(ctx, params, out_state);
+    if (!f) return bench_errorf("out of host memory");
+    const uint64_t bytes = f->p.transfer_bytes;
+    BENCH_TRY(raw_buffer_create(f->ctx, bytes, RAW_MEMORY_DEVICE, &f->buf[0]));
+    BENCH_TRY(raw_buffer_create(f->ctx, bytes, RAW_MEMORY_READBACK, &f->buf[1]));
+    if (!f->buf[1].mapped || !f->buf[1].coherent)
+        return bench_errorf("no host-visible coherent memory for the pinned side");
+    bench_content_fill(BENCH_CONTENT_PATTERN, BENCH_TRANSFER_SEED, 0, f->buf[1].mapped, bytes / 4);
+    return raw_upload(f->ctx, &f->buf[0], 0, f->buf[1].mapped, bytes);
+}
+
+static bench_err direct_copy(raw_fig *f, raw_buffer *from, raw_buffer *to)
+{
+    VkCommandBuffer cmd = f->ctx->cmd;
+    BENCH_TRY(raw_begin(cmd));
+    VkBufferCopy region = {0, 0, f->p.transfer_bytes};
+    vkCmdCopyBuffer(cmd, from->buffer, to->buffer, 1, &region);
+    VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+                          .srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT,
+                          .dstAccessMask = VK_ACCESS_HOST_READ_BIT};
+    vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb,
+                         0, NULL, 0, NULL);
+    return raw_submit_wait(f->ctx, cmd);
+}
+
+static bench_err h2d_direct_run(void *state, bench_sample *out)
+{
+    raw_fig *f = state;
+    double t0 = bench_now();
+    BENCH_TRY(direct_copy(f, &f->buf[1], &f->buf[0]));
+    double t1 = bench_now();
+    out->value = (double)f->p.transfer_bytes / (t1 - t0) * 1e-9;
+    return NULL;
+}
+
+static bench_err d2h_direct_run(void *state, bench_sample *out)
+{
+    raw_fig *f = state;
+    memset(f->buf[1].mapped, 0, f->p.transfer_bytes);
+    double t0 = bench_now();
+    BENCH_TRY(direct_copy(f, &f->buf[0], &f->buf[1]));
+    double t1 = bench_now();
+    out->value = (double)f->p.transfer_bytes / (t1 - t0) * 1e-9;
+    return NULL;
+}
+
+static bench_err d2h_direct_verify(void *state)
+{
+    raw_fig *f = state;
+    return bench_content_check(BENCH_CONTENT_PATTERN, BENCH_TRANSFER_SEED, 0, f->buf[1].mapped,
+                               f->p.transfer_bytes / 4);
+}
+
+static const bench_impl h2d_direct_impl = {direct_setup, h2d_direct_run, h2d_verify, fig_teardown};
+static const bench_impl d2h_direct_impl = {direct_setup, d2h_direct_run, d2h_direct_verify,
+                                           fig_teardown};
+
 /* ---- copy.d2d: vkCmdCopyBuffer, the straightforward device-to-device copy. ----------------- */
 
 /* Fills `b` with `what`, or checks it, a chunk at a time, so that a 1 GiB buffer needs no 1 GiB
@@ -628,6 +691,10 @@ const bench_impl_entry bench_raw_impls[] = {
     {"launch.device_independent", &independent_impl},
     {"write.h2d", &h2d_impl},
     {"read.d2h", &d2h_impl},
+    {"write.h2d_registered", &h2d_direct_impl},
+    {"read.d2h_registered", &d2h_direct_impl},
+    {"write.h2d_pinned", &h2d_direct_impl},
+    {"read.d2h_pinned", &d2h_direct_impl},
     {"copy.d2d", &copy_impl},
     {"kernel.vector_add", &vector_impl},
     {"alloc.pair", &alloc_impl},

@@ -201,6 +201,10 @@ typedef struct cubec_device_info {
      * (docs/api.md, "Struct growth"): a program built against a header without it must be
      * rebuilt, as the library writes the whole struct. */
     uint32_t features;
+    /* cubec_host_register takes addresses and sizes that are multiples of this (the device's
+     * minImportedHostPointerAlignment, or the host page size where it cannot import). Added
+     * after `features` (docs/api.md, "Struct growth"). */
+    uint64_t host_register_alignment;
 } cubec_device_info;
 
 /* Opens a device. `desc` may be NULL (defaults). */
@@ -294,6 +298,32 @@ CUBEC_MUST_USE cubec_status cubec_read(cubec_device *device, cubec_stream stream
                                        uint64_t offset, void *dst, uint64_t size);
 
 /* A wait object for asynchronous work. */
+/* ---------------------------------------------------------------------------------------------
+ * Host memory (docs/api.md, "Host memory")
+ *
+ * Transfers copy through staging memory on discrete GPUs: the host copies the bytes into (or out
+ * of) a mapped ring while the GPU's DMA moves the ring. Registered and pinned memory skip that
+ * copy: the GPU reads and writes those pages directly, at the bus's speed, when the whole host
+ * range of a cubec_write, cubec_read or cubec_read_async lies within one registered range. A
+ * cubec_write still returns only when the bytes have been taken, so the memory may be reused at
+ * once as always; a cubec_read_async into such memory copies nothing at completion.
+ * ------------------------------------------------------------------------------------------- */
+
+/* Registers [ptr, +size) of the program's memory (both multiples of
+ * cubec_device_info.host_register_alignment; not overlapping another registered or pinned range).
+ * Where the device cannot import host memory (no VK_EXT_external_memory_host) the range is
+ * accepted and transfers through it go through staging (a warning says so once). The memory
+ * must stay allocated until cubec_host_unregister. */
+CUBEC_MUST_USE cubec_status cubec_host_register(cubec_device *device, void *ptr, uint64_t size);
+/* Unregisters the range that starts at `ptr`, after the transfers that use it have finished. */
+CUBEC_MUST_USE cubec_status cubec_host_unregister(cubec_device *device, void *ptr);
+/* Allocates `size` bytes of pinned host memory (host-visible, coherent, cached where the device
+ * has such memory), registered for fast transfers on this device. Freed with cubec_host_free or
+ * when the device closes. */
+CUBEC_MUST_USE cubec_status cubec_host_alloc(cubec_device *device, uint64_t size, void **out_ptr);
+/* Frees memory from cubec_host_alloc, after the transfers that use it have finished. */
+CUBEC_MUST_USE cubec_status cubec_host_free(cubec_device *device, void *ptr);
+
 typedef struct cubec_event_s cubec_event;
 /* Starts a read; the bytes land in `dst` when cubec_event_wait returns success. `dst` must stay
  * valid until then. The source buffer is kept alive by the event. */

@@ -38,6 +38,8 @@ typedef struct cubec_config {
     int single_stream;          /* [streaming] policy CUBEC_STREAM_POLICY: per-thread | single */
     int sequential_streams; /* [streaming] strategy CUBEC_STREAM_STRATEGY interleave|sequential */
     int force_staging;      /* [device] force_staging CUBEC_FORCE_STAGING: discrete paths */
+    int64_t copy_threads;   /* [transfer] copy_threads CUBEC_COPY_THREADS; -1 = auto */
+    int info_in_buffer;     /* [kernel] metadata CUBEC_KERNEL_METADATA: push | buffer */
     int push_descriptors;   /* [device] push_descriptors CUBEC_PUSH_DESCRIPTORS: 0 = pools */
     int timing_system;      /* [profiling] timing CUBEC_TIMING: device | system (host clock) */
     char trace_file[512];   /* [profiling] trace CUBEC_TRACE: Chrome trace JSON written at close */

@@ -34,13 +34,18 @@ static failure *make(cubec_code code, char *message)
     return f;
 }
 
+failure *failure_newv(cubec_code code, const char *fmt, va_list ap)
+{
+    return make(code, strfmtv(fmt, ap));
+}
+
 failure *failure_new(cubec_code code, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    char *m = strfmtv(fmt, ap);
+    failure *f = failure_newv(code, fmt, ap);
     va_end(ap);
-    return make(code, m);
+    return f;
 }
 
 /* Chains longer than this keep their newest links and the root cause. */

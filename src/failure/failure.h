@@ -13,6 +13,7 @@
 
 #include "base/status.h"
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -25,6 +26,8 @@ typedef struct failure {
 /* A failure from an error (the status is not consumed). NULL when the host is out of memory:
  * callers then fall back to a static failure (failure_oom). */
 failure *failure_new(cubec_code code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+failure *failure_newv(cubec_code code, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
 /* "<prefix>: <cause's message>" with the cause's code: the chain of a skipped launch. */
 failure *failure_chain(const failure *cause, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

@@ -66,6 +66,14 @@ cubec_status gpu_mem_alloc(gpu *g, gpu_mem_kind kind, uint64_t size, gpu_mem **o
     return NULL;
 }
 
+cubec_status gpu_mem_import(gpu *g, void *ptr, uint64_t size, gpu_mem **out)
+{
+    if (!g->caps.host_import_alignment || !g->ops->mem_import_host)
+        return status_make(CUBEC_UNSUPPORTED, "the device cannot import host memory");
+    RETURN_IF_ERROR(gpu_fault(g, CUBEC_FAULT_MAP, CUBEC_INTERNAL));
+    return g->ops->mem_import_host(g, ptr, size, out);
+}
+
 cubec_status gpu_pipeline_create(gpu *g, const gpu_pipeline_desc *desc, gpu_pipeline **out)
 {
     return g->ops->pipeline_create(g, desc, out);

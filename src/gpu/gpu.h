@@ -39,6 +39,10 @@ typedef enum gpu_mem_kind {
     GPU_MEM_DEVICE,   /* pages of buffers: device-local (host-visible too when unified) */
     GPU_MEM_UPLOAD,   /* host-visible, coherent: metadata rings and upload staging */
     GPU_MEM_READBACK, /* host-visible, cached when possible: readback staging */
+    GPU_MEM_HOST,     /* host-visible and coherent, cached when possible: pinned host memory a
+                         program reads and writes itself (cubec_host_alloc) */
+    GPU_MEM_IMPORTED, /* the program's own memory, imported (mem_import_host): never mapped or
+                         allocated by the backend */
 } gpu_mem_kind;
 
 /* A buffer with its own memory. */
@@ -114,6 +118,9 @@ typedef struct gpu_caps {
     /* Recording only notes commands: the driver's work happens when a batch is submitted, so
      * handing batches to the submission thread takes it off the caller's thread. */
     int deferred_recording;
+    /* Host memory can be imported (mem_import_host) at this alignment of address and size;
+     * 0 when it cannot (Vulkan: VK_EXT_external_memory_host). */
+    uint64_t host_import_alignment;
 } gpu_caps;
 
 typedef struct gpu_ops {
@@ -125,6 +132,9 @@ typedef struct gpu_ops {
     cubec_status (*mem_map)(gpu *g, gpu_mem *m);
     void (*mem_invalidate)(gpu *g, gpu_mem *m);
     void (*mem_destroy)(gpu *g, gpu_mem *m);
+    /* The program's memory [ptr, +size) as a buffer the GPU copies to and from (mapped = ptr);
+     * both aligned to caps.host_import_alignment. NULL when the backend cannot import. */
+    cubec_status (*mem_import_host)(gpu *g, void *ptr, uint64_t size, gpu_mem **out);
     /* Pipelines from SPIR-V. */
     cubec_status (*pipeline_create)(gpu *g, const gpu_pipeline_desc *desc, gpu_pipeline **out);
     void (*pipeline_destroy)(gpu *g, gpu_pipeline *p);
@@ -224,6 +234,9 @@ static inline void gpu_mem_free(gpu *g, gpu_mem *m)
 /* Pipeline creations are counted by the caller with gpu_fault(g, CUBEC_FAULT_PIPELINE, ...) under
  * its lock: the creation itself runs without it (see server/kernels.c). Backends keep no state of
  * their own across creations, so several may run at once. */
+/* The program's memory as a transfer buffer (counted as a map); CUBEC_UNSUPPORTED when the
+ * backend cannot import (caps.host_import_alignment 0). */
+MUST_USE cubec_status gpu_mem_import(gpu *g, void *ptr, uint64_t size, gpu_mem **out);
 MUST_USE cubec_status gpu_pipeline_create(gpu *g, const gpu_pipeline_desc *desc,
                                           gpu_pipeline **out);
 /* Submits; a failure leaves nothing submitted. */

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 server_stats server_stats_get(cubec_device *d)
 {
@@ -18,9 +19,21 @@ server_stats server_stats_get(cubec_device *d)
                       .submissions = d->sub.stats.submissions,
                       .max_streams = d->streams.max_streams,
                       .compiles = d->kernels.compiles,
-                      .build_waits = d->kernels.build_waits};
+                      .build_waits = d->kernels.build_waits,
+                      .host_dma_transfers = d->host.dma_transfers,
+                      .host_dma_bytes = d->host.dma_bytes};
     pthread_mutex_unlock(&d->lock);
     return s;
+}
+
+/* Helper threads for staging copies: the configured count, or half the online cores (the
+ * caller is one more), at most 7. */
+static uint32_t copy_helpers(const cubec_config *c)
+{
+    if (c->copy_threads >= 0) return (uint32_t)c->copy_threads;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    long helpers = cores > 1 ? cores / 2 : 0;
+    return (uint32_t)(helpers > 7 ? 7 : helpers);
 }
 
 cubec_status server_check_alive(cubec_device *d)
@@ -134,6 +147,8 @@ cubec_status server_open(const cubec_device_desc *desc, cubec_device **out)
     handle_table_init(&d->buffers.handles, d->tag, "buffer");
     handle_table_init(&d->kernels.handles, d->tag, "kernel");
     server_graphs_init(d);
+    server_host_memory_init(d);
+    d->info.host_register_alignment = d->host.alignment;
     err = server_memory_init(d);
     if (!err) err = server_streams_init(d);
     if (!err) err = sub_init(d);
@@ -155,6 +170,7 @@ cubec_status server_open(const cubec_device_desc *desc, cubec_device **out)
     if (!err && !d->gpu->caps.unified) {
         err = host_ring_init(d, &d->rings.upload, 64u << 20, 4, GPU_MEM_UPLOAD);
         if (!err) err = host_ring_init(d, &d->rings.readback, 64u << 20, 4, GPU_MEM_READBACK);
+        if (!err) err = copy_pool_create(copy_helpers(&d->config), &d->rings.copies);
     }
     if (err) {
         server_close(d);
@@ -212,6 +228,8 @@ void server_close(cubec_device *d)
         host_ring_destroy(d, &d->rings.info);
         host_ring_destroy(d, &d->rings.upload);
         host_ring_destroy(d, &d->rings.readback);
+        copy_pool_destroy(d->rings.copies);
+        server_host_memory_destroy(d); /* the GPU is idle: it copies to or from none of them */
         server_profiles_destroy(d);
         server_memory_destroy(d);
         sub_destroy(d);

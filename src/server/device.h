@@ -11,6 +11,7 @@
 #include "server/copy_fill.h"
 #include "server/failures.h"
 #include "server/graph.h"
+#include "server/host_memory.h"
 #include "server/host_ring.h"
 #include "server/kernels.h"
 #include "server/launch.h"
@@ -40,6 +41,7 @@ struct cubec_device_s {
     stream_slots streams;   /* device lock */
     submission sub;         /* device lock (waits drop it, see submission) */
     host_rings rings;       /* device lock */
+    host_memory host;       /* device lock: registered and pinned host ranges */
     profile_table profiles; /* device lock */
     graph_table graphs;     /* device lock */
     submitter submitter;    /* its own lock (submitter.lock), shared with its thread */
@@ -55,6 +57,7 @@ typedef struct server_stats {
     uint32_t max_streams; /* slots stream ids fold onto */
     uint64_t compiles;    /* kernel pipelines built and published (built-in kernels included) */
     uint64_t build_waits; /* kernel creations that waited for the same kernel's build */
+    uint64_t host_dma_transfers, host_dma_bytes; /* transfers straight from or to host ranges */
 } server_stats;
 server_stats server_stats_get(cubec_device *d);
 

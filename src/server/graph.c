@@ -55,7 +55,7 @@ static void graph_free(cubec_device *d, graph_obj *g)
     free(g->stamps);
     for (int c = 0; c < GRAPH_COPIES; c++)
         if (g->cmd[c]) d->gpu->ops->cmd_destroy(d->gpu, g->cmd[c]);
-    free(g->doom);
+    failure_release(g->doom);
     free(g);
 }
 
@@ -85,15 +85,12 @@ void server_graph_doom(cubec_device *d, uint32_t slot, cubec_code code, const ch
 {
     graph_obj *g = d->streams.slots[slot].graph;
     if (!g || g->doom) return;
-    char msg[1024];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    g->doom = failure_newv(code, fmt, ap);
     va_end(ap);
-    g->doom = strdup(msg);
-    g->doom_code = code;
     LOG(LOG_INFO, LOG_SYS_STREAMS, "the capture of graph #%" PRIu64 " is doomed: %s", g->number,
-        msg);
+        g->doom->message);
 }
 
 int server_graph_recording(const cubec_device *d, stream_ref s)
@@ -467,10 +464,10 @@ cubec_status server_graph_end(cubec_device *d, stream_ref s, uint64_t *out_id)
         err = status_make(CUBEC_GRAPH_STATE,
                           "cubec_graph_end: an operation inside the capture window of stream "
                           "%" PRIu64 " failed, so the graph would miss it: %s",
-                          owner, g->doom);
+                          owner, g->doom->message);
     if (err) {
-        failure *f = failure_new(
-            g->doom_code, "graph capture on stream %" PRIu64 " was discarded: %s", owner, g->doom);
+        failure *f =
+            failure_chain(g->doom, "graph capture on stream %" PRIu64 " was discarded", owner);
         taint_writes(g, f);
         failure_release(f);
         graph_free(d, g);

@@ -52,8 +52,9 @@ typedef struct graph_obj {
     int unread[GRAPH_COPIES]; /* the copy's last replay has not been read yet */
     launch_stamp *stamps;
     uint32_t stamp_count, stamp_cap;
-    cubec_code doom_code; /* the first failure inside the capture window (0: none) */
-    char *doom;
+    /* The first failure inside the capture window (NULL: none), kept whole: its message ends
+     * with the root cause, which a fixed-size copy would cut off. */
+    failure *doom;
 } graph_obj;
 
 /* Graphs (server/graph.c). Device lock. */

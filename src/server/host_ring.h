@@ -3,6 +3,7 @@
 #ifndef CUBEC_SERVER_HOST_RING_H
 #define CUBEC_SERVER_HOST_RING_H
 
+#include "base/copy_pool.h"
 #include "gpu/gpu.h"
 
 /* Host-visible buffer used as a ring for metadata that does not fit push constants, and on
@@ -21,6 +22,7 @@ typedef struct host_rings {
     host_ring info;     /* metadata beyond push constants */
     host_ring upload;   /* discrete only */
     host_ring readback; /* discrete only */
+    copy_pool *copies;  /* discrete only: threads sharing the staging memcpys */
 } host_rings;
 
 MUST_USE cubec_status host_ring_init(cubec_device *d, host_ring *r, uint64_t size, uint32_t chunks,

@@ -132,9 +132,12 @@ static cubec_status build_entry(const build_ctx *b, const cubec_kernel_desc *des
     cubec_status err = NULL;
     uint32_t version = vulkan_version(&b->info);
     if (desc->glsl) {
-        err = compile_glsl(b, desc, name, 1, &words, &count);
+        /* Metadata in push constants unless configured otherwise ([kernel] metadata; the
+         * configuration is immutable after open, so it is read without the lock). */
+        int push = !b->d->config.info_in_buffer;
+        err = compile_glsl(b, desc, name, push, &words, &count);
         if (!err) err = kernel_reflect(words, count, entry_point, version, &e->refl);
-        if (!err && e->refl.push_constant_size > b->info.max_push_constants_size) {
+        if (!err && push && e->refl.push_constant_size > b->info.max_push_constants_size) {
             /* The metadata does not fit push constants here: move it to a storage buffer. A
              * push-constant block of the source's own stays, and the limits refuse it below. */
             free(words);

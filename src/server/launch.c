@@ -273,14 +273,19 @@ static cubec_status record_failed(cubec_device *d, task *t, cubec_status err)
     return err;
 }
 
-void server_drop_task(cubec_device *d, task *t)
+void server_drop_task(cubec_device *d, task *t, cubec_status cause)
 {
-    /* The scheduler dropped it without recording (an earlier task of the same drain failed, or
-     * the device closed): its outputs must not read back as if written. */
-    failure *f = failure_new(CUBEC_INTERNAL,
-                             "launch \"%s\" on stream %" PRIu64
-                             " was dropped: an earlier task of the same submission failed",
-                             task_name(t), t->stream);
+    /* The scheduler dropped it without recording (something earlier in the same drain failed,
+     * or the device closed): its outputs must not read back as if written, and they name what
+     * stopped the drain. */
+    failure *f = cause ? failure_new(cubec_status_code(cause),
+                                     "launch \"%s\" on stream %" PRIu64
+                                     " was dropped: the drain it was queued in failed: %s",
+                                     task_name(t), t->stream, cubec_status_message(cause))
+                       : failure_new(CUBEC_INTERNAL,
+                                     "launch \"%s\" on stream %" PRIu64
+                                     " was dropped: the device closed before it was submitted",
+                                     task_name(t), t->stream);
     taint_outputs(d, t, f);
     server_profiles_poison(d, t->slot, f);
     if (t->kind == TASK_TIMESTAMP) server_profile_timestamp_dropped(d, t, f);

@@ -131,6 +131,6 @@ MUST_USE cubec_status server_align(cubec_device *d, uint32_t slot, buffer_obj *c
 MUST_USE cubec_status server_record_task(cubec_device *d, task *t);
 void server_discard_task(cubec_device *d, task *t);
 /* Drops a queued task without recording it: what it would have written carries a failure. */
-void server_drop_task(cubec_device *d, task *t);
+void server_drop_task(cubec_device *d, task *t, cubec_status cause);
 
 #endif

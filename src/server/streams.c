@@ -102,9 +102,9 @@ static cubec_status backend_submit(void *user, uint32_t mode)
     return sub_flush(d, (mode & DRAIN_FOR_HOST) != 0);
 }
 
-static void backend_discard(void *user, void *t)
+static void backend_discard(void *user, void *t, cubec_status cause)
 {
-    server_drop_task(user, t);
+    server_drop_task(user, t, cause);
 }
 
 cubec_status server_streams_init(cubec_device *d)

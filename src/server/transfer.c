@@ -6,7 +6,8 @@
  *
  * Discrete GPUs: through persistently mapped staging rings, in chunks, so the host copy of one
  * chunk overlaps the DMA of the previous one. Writes are recorded in stream order and return as
- * soon as the bytes are in staging. */
+ * soon as the bytes are in staging. When the host side lies within registered or pinned memory
+ * (server/host_memory.c) the GPU copies it directly instead: one DMA, no memcpy. */
 #include "base/assert.h"
 #include "base/clock.h"
 #include "server/device.h"
@@ -53,7 +54,7 @@ static cubec_status write_staged(cubec_device *d, buffer_obj *b, uint64_t at, co
         if (n > d->rings.upload.chunk_size) n = d->rings.upload.chunk_size;
         uint64_t ring_at;
         RETURN_IF_ERROR(host_ring_alloc(d, &d->rings.upload, n, 16, &ring_at));
-        memcpy(d->rings.upload.mapped + ring_at, from + done, n);
+        copy_pool_memcpy(d->rings.copies, d->rings.upload.mapped + ring_at, from + done, n);
         gpu_cmd *cmd;
         RETURN_IF_ERROR(sub_begin(d, &cmd));
         hazard_range r = {page, at + done, n, 1};
@@ -80,6 +81,36 @@ static void trace_transfer(cubec_device *d, const char *what, const char *catego
 
 static cubec_status write_body(cubec_device *d, stream_ref s, buffer_obj *b, uint64_t offset,
                                const void *src, uint64_t size);
+
+/* Below this a write from registered memory still goes through staging: copying a few
+ * kilobytes into the ring costs less than waiting for a DMA, which a write must (the program
+ * may reuse its memory when cubec_write returns). */
+#define REGISTERED_WRITE_MIN (256u << 10)
+
+/* A DMA between registered host memory and a buffer, in stream order; waits for it when
+ * `wait` (the device lock is dropped meanwhile: the caller holds a reference on the buffer). */
+static cubec_status transfer_registered(cubec_device *d, buffer_obj *b, uint64_t at, host_range *r,
+                                        const void *host, uint64_t size, int to_device,
+                                        uint64_t *out_value)
+{
+    gpu_mem *page = buffer_page(b);
+    uint64_t host_at = (uint64_t)((const unsigned char *)host - r->base);
+    gpu_cmd *cmd;
+    RETURN_IF_ERROR(sub_begin(d, &cmd));
+    hazard_range hr = {page, at, size, to_device};
+    sub_hazards(d, cmd, &hr, 1, SUB_TRANSFER);
+    if (to_device)
+        d->gpu->ops->copy(cmd, r->mem, host_at, page, at, size);
+    else
+        d->gpu->ops->copy(cmd, page, at, r->mem, host_at, size);
+    touch(d, b, to_device);
+    uint64_t value = d->sub.next_value;
+    r->last_use = value;
+    d->host.dma_transfers++;
+    d->host.dma_bytes += size;
+    *out_value = value;
+    return sub_flush(d, !to_device);
+}
 
 cubec_status server_write(cubec_device *d, stream_ref s, buffer_obj *b, uint64_t offset,
                           const void *src, uint64_t size)
@@ -113,9 +144,31 @@ static cubec_status write_body(cubec_device *d, stream_ref s, buffer_obj *b, uin
         server_alloc_release(d, a);
         return err;
     }
+    host_range *r = size >= REGISTERED_WRITE_MIN ? server_host_find(&d->host, src, size) : NULL;
+    cubec_status err;
+    if (r) {
+        /* Taken when the DMA is done: the wait may drop the lock, the reference keeps the
+         * memory (and unregistering waits for the range's last use). */
+        alloc_obj *a = b->alloc;
+        a->refs++;
+        uint64_t value = 0;
+        err = transfer_registered(d, b, at, r, src, size, 1, &value);
+        if (!err) err = sub_wait(d, value);
+        if (err) {
+            failure *f = failure_new(cubec_status_code(err), "a write failed: %s",
+                                     cubec_status_message(err));
+            server_taint(a, at, size, f);
+            failure_release(f);
+        } else {
+            server_untaint(a, at, size);
+            d->streams.slots[slot].last_value = value;
+        }
+        server_alloc_release(d, a);
+        return err;
+    }
     /* The staging rings are shared: keep the lock while they hold this transfer's bytes. */
     d->streams.draining++;
-    cubec_status err = write_staged(d, b, at, src, size);
+    err = write_staged(d, b, at, src, size);
     d->streams.draining--;
     CUBEC_ASSERT(d->streams.draining >= 0); /* drains nest and unwind */
     if (err) {
@@ -164,7 +217,8 @@ static cubec_status read_staged(cubec_device *d, buffer_obj *b, uint64_t at, voi
         }
         RETURN_IF_ERROR(sub_wait(d, q[0].value));
         invalidate(d, d->rings.readback.mem);
-        memcpy(to + q[0].dst_at, d->rings.readback.mapped + q[0].ring_at, q[0].size);
+        copy_pool_memcpy(d->rings.copies, to + q[0].dst_at, d->rings.readback.mapped + q[0].ring_at,
+                         q[0].size);
         q[0] = q[1];
         queued--;
     }
@@ -199,6 +253,16 @@ static cubec_status read_body(cubec_device *d, uint32_t slot, buffer_obj *b, uin
         a->refs++;
         cubec_status err = sub_wait_for_host(d, a->last_write);
         if (!err) memcpy(dst, page->mapped + at, size);
+        server_alloc_release(d, a);
+        return err;
+    }
+    host_range *r = server_host_find(&d->host, dst, size);
+    if (r) {
+        alloc_obj *a = b->alloc;
+        a->refs++;
+        uint64_t value = 0;
+        cubec_status err = transfer_registered(d, b, at, r, dst, size, 0, &value);
+        if (!err) err = sub_wait(d, value);
         server_alloc_release(d, a);
         return err;
     }
@@ -254,11 +318,16 @@ static cubec_status read_async_body(cubec_device *d, stream_ref s, buffer_obj *b
     sub_poll(d);
     uint64_t written = b->alloc->last_write, visible = d->sub.host_visible_value;
     int ready = !written || (written <= visible && visible <= d->sub.completed_value);
+    host_range *reg = page->mapped ? NULL : server_host_find(&d->host, dst, size);
     if (page->mapped && ready) {
         /* Complete already: the event keeps its reference and reports like any other. */
         memcpy(dst, page->mapped + at, size);
         e->src = NULL;
         e->value = 0;
+    } else if (reg) {
+        /* Straight into the program's registered memory: nothing to copy at completion. */
+        e->src = NULL;
+        err = transfer_registered(d, b, at, reg, dst, size, 0, &e->value);
     } else {
         err = gpu_mem_alloc(d->gpu, GPU_MEM_READBACK, size, &e->staging);
         gpu_cmd *cmd;

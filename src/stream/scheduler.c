@@ -41,17 +41,17 @@ static void *pop(scheduler *s, sched_queue *q)
     return t;
 }
 
-static void discard_queue(scheduler *s, sched_queue *q)
+static void discard_queue(scheduler *s, sched_queue *q, cubec_status cause)
 {
     while (q->count)
-        s->backend.discard(s->backend.user, pop(s, q));
+        s->backend.discard(s->backend.user, pop(s, q), cause);
     q->head = 0;
 }
 
 void sched_destroy(scheduler *s)
 {
     for (uint32_t i = 0; i < s->slots && s->queues; i++) {
-        if (s->queues[i].tasks) discard_queue(s, &s->queues[i]);
+        if (s->queues[i].tasks) discard_queue(s, &s->queues[i], NULL);
         free(s->queues[i].tasks);
     }
     free(s->queues);
@@ -91,12 +91,23 @@ cubec_status sched_commit(scheduler *s, uint32_t slot)
     if (q->count < s->max_tasks) return NULL;
     if (s->strategy == SCHED_SEQUENTIAL) return sched_execute(s, &slot, 1);
     /* Interleave: the full slot goes first, with every slot that has work pending, so that the
-     * chains of concurrent streams share barriers in one command buffer. */
+     * chains of concurrent streams share barriers in one command buffer. When one of them needs
+     * isolation the slots are drained one by one, and the full slot goes last instead: the
+     * caller's own work is then in the last submission, so an error this returns is always one
+     * that lost (or dropped) the caller's work too, never only another slot's. */
     uint32_t ids[64];
     uint32_t n = 0;
+    int isolation = q->requires_isolation;
     ids[n++] = slot;
-    for (uint32_t i = 0; i < s->slots && n < 64; i++)
-        if (i != slot && s->queues[i].count) ids[n++] = i;
+    for (uint32_t i = 0; i < s->slots && n < 63; i++)
+        if (i != slot && s->queues[i].count) {
+            ids[n++] = i;
+            isolation |= s->queues[i].requires_isolation;
+        }
+    if (isolation) {
+        memmove(ids, ids + 1, (n - 1) * sizeof ids[0]);
+        ids[n - 1] = slot;
+    }
     return sched_execute(s, ids, n);
 }
 
@@ -131,7 +142,7 @@ static cubec_status drain(scheduler *s, const uint32_t *order, uint32_t n, int i
     }
     if (err)
         for (uint32_t i = 0; i < n; i++)
-            discard_queue(s, &s->queues[order[i]]);
+            discard_queue(s, &s->queues[order[i]], err);
     return err;
 }
 
@@ -152,9 +163,15 @@ cubec_status sched_execute_mode(scheduler *s, const uint32_t *slots, uint32_t co
             seen |= order[j] == slot;
         if (seen || !s->queues[slot].count) continue;
         if (n == sizeof order / sizeof order[0]) {
-            /* More distinct slots than fit: drain what is collected, then go on. */
-            RETURN_IF_ERROR(
-                drain(s, order, n, s->strategy == SCHED_INTERLEAVE && !isolation, mode));
+            /* More distinct slots than fit: drain what is collected, then go on. A failure
+             * drops the rest of the listed slots' work too, as within one drain. */
+            cubec_status err =
+                drain(s, order, n, s->strategy == SCHED_INTERLEAVE && !isolation, mode);
+            if (err) {
+                for (uint32_t j = i; j < count; j++)
+                    discard_queue(s, &s->queues[slots[j]], err);
+                return err;
+            }
             n = 0;
             isolation = 0;
         }

@@ -32,8 +32,9 @@ typedef struct sched_backend {
     /* Submits what was recorded; `mode` is the caller's, passed through (the server's drain
      * mode: whether the host reads the results, whether the batch stays open). */
     cubec_status (*submit)(void *user, uint32_t mode);
-    /* Releases what a task holds without recording it. */
-    void (*discard)(void *user, void *task);
+    /* Releases what a task holds without recording it: `cause` is the error that stopped its
+     * drain, or NULL when the scheduler is destroyed. */
+    void (*discard)(void *user, void *task, cubec_status cause);
 } sched_backend;
 
 typedef struct sched_queue {

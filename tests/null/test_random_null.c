@@ -37,11 +37,6 @@
  *    also succeed with any time or return CUBEC_NOT_READY;
  *  - lost-batch-holds-memory: before the exact memory check, a fill and sync of a scratch buffer
  *    lets go of what lost submissions held;
- *  - error-but-ran: a copy or fill that returned an error leaves its destination unknown (old or
- *    new bytes), not only "may fail" (this one is modelled, not avoided).
- *  - discarded-capture-taint (open, found by this test): a discarded capture's failure reaches
- *    buffers the model says no capture-related work wrote; the episode ends with a KNOWN BUG
- *    line (see discarded_capture_bug; CUBEC_KNOWN_BUGS=discarded-capture-taint makes it fail).
  *
  * Environment: CUBEC_FUZZ_SECONDS (default 3) bounds the run; CUBEC_FUZZ_SEED sets the seed
  * (printed at the start, and with any failure); CUBEC_FUZZ_EPISODE=n runs only episode n of that
@@ -164,8 +159,7 @@ typedef struct fuzz {
     risk at_risk[MAX_AT_RISK];
     uint32_t risk_count;
     int risk_overflow;
-    int fired;         /* a fault fired during the current step */
-    int known_bug_hit; /* the model met known bug discarded-capture-taint: the episode ends */
+    int fired; /* a fault fired during the current step */
     cubec_timing method;
     /* statistics */
     uint64_t reads_checked, failures_seen, faults_fired, replays, refusals;
@@ -308,9 +302,7 @@ static void mark(store *s, uint64_t off, uint64_t size, unsigned char bits)
 }
 
 /* The bytes may or may not have been written by a call that returned an error: their value is
- * unknown, and they may carry a failure. (A copy or fill whose drain lost another slot's
- * submission returns that error, though its own work may have run: see test_server_on_null.c,
- * "error-but-ran".) */
+ * unknown, and they may carry a failure. */
 static void unknown(store *s, uint64_t off, uint64_t size, unsigned char bits)
 {
     for (uint64_t i = 0; i < size; i++)
@@ -702,29 +694,13 @@ static int pick_range(const handle *h, uint64_t word, uint64_t *off, uint64_t *s
 /* ---- checking reads ----------------------------------------------------------------------- */
 
 /* Whether an error of code c with message msg may come from bytes with flags f. A task dropped
- * behind one whose submission failed names no cause (docs/errors.md). */
+ * with a failed drain names what stopped it (docs/errors.md). */
 static int failure_fits(cubec_code c, const char *msg, unsigned char f)
 {
-    int from_fault = c == CUBEC_INTERNAL &&
-                     (strstr(msg, "injected fault") ||
-                      strstr(msg, "was dropped: an earlier task of the same submission failed"));
+    int from_fault =
+        c == CUBEC_INTERNAL && (strstr(msg, "injected fault") ||
+                                strstr(msg, "was dropped: the drain it was queued in failed"));
     return (from_fault && (f & F_MFAULT)) || (c == CUBEC_GRAPH_STATE && (f & F_MGRAPH));
-}
-
-/* Known bug discarded-capture-taint (reproduced by CUBEC_FUZZ_SEED=0xbcf98482da490dc2, episode
- * 16, on main since before this test's last change): a discarded capture's failure reaches a
- * buffer the model says no capture-related work wrote, and from there spreads by copies. Until
- * it is fixed, a failure naming a discarded capture that the model cannot place ends the
- * episode (the model no longer knows the bytes) with a KNOWN BUG line, unless
- * CUBEC_KNOWN_BUGS names it. Returns 1 when it does. */
-static int discarded_capture_bug(const char *msg)
-{
-    if (!strstr(msg, "was discarded") || known_bug_exposed("discarded-capture-taint")) return 0;
-    printf("KNOWN BUG discarded-capture-taint (seed 0x%016" PRIx64 " episode %u step %" PRIu64
-           "): %.160s\n",
-           F.seed, F.episode, F.step, msg);
-    F.known_bug_hit = 1;
-    return 1;
 }
 
 /* A read (or check) of [off, +size) of store s returned `c` / `msg` / `got`. */
@@ -749,19 +725,16 @@ static void judge_read(const char *verb, store *s, uint64_t off, uint64_t size, 
     }
     F.failures_seen++;
     /* Only a failure on memory, or the fault that fired in this step, may fail a good read. A
-     * task dropped behind one whose submission failed names no cause (docs/errors.md). */
-    int from_fault = c == CUBEC_INTERNAL &&
-                     (strstr(msg, "injected fault") ||
-                      strstr(msg, "was dropped: an earlier task of the same submission failed"));
+     * task dropped with a failed drain names what stopped it (docs/errors.md). */
+    int from_fault =
+        c == CUBEC_INTERNAL && (strstr(msg, "injected fault") ||
+                                strstr(msg, "was dropped: the drain it was queued in failed"));
     if (from_fault && F.fired) return; /* the drain of this very call lost a submission */
-    if (!(f & F_KINDS) && discarded_capture_bug(msg)) return;
     if (!(f & F_KINDS))
         fuzz_fail("%s of buffer #%" PRIu64 " [%" PRIu64 ", +%" PRIu64
                   ") failed with %s (%s); its bytes carry no failure",
                   verb, s->number, off, size, cubec_code_name(c), msg);
     int code_ok = (from_fault && (f & F_MFAULT)) || (c == CUBEC_GRAPH_STATE && (f & F_MGRAPH));
-    /* A failure that took the code of an injected fault through a graph capture names it too. */
-    if (!code_ok && discarded_capture_bug(msg)) return;
     if (!code_ok)
         fuzz_fail("%s of buffer #%" PRIu64 " failed with %s (%s); the model allows %s%s", verb,
                   s->number, cubec_code_name(c), msg, f & F_MFAULT ? "an injected fault " : "",
@@ -910,7 +883,6 @@ static void op_check(void)
         snprintf(head, sizeof head, "check of buffer #%" PRIu64 ": not written: ", t->number);
         unsigned char f = range_flags(t, h->off, h->size);
         if (!strncmp(msg, head, strlen(head)) && failure_fits(c, msg, f)) return;
-        if (!strncmp(msg, head, strlen(head)) && discarded_capture_bug(msg)) return;
         if (f & F_SURE)
             fuzz_fail("check returned \"%s\", not the failure of buffers[%d] (#%" PRIu64 ")", msg,
                       i, t->number);
@@ -1865,8 +1837,7 @@ static void run_episode(uint64_t steps)
     unsigned total = 0;
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
         total += ops[i].weight;
-    F.known_bug_hit = 0;
-    for (F.step = 1; F.step <= steps && !F.known_bug_hit; F.step++) {
+    for (F.step = 1; F.step <= steps; F.step++) {
         F.fired = 0;
         unsigned r = (unsigned)below(total);
         size_t i = 0;

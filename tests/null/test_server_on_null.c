@@ -32,7 +32,7 @@
  * prints "KNOWN BUG <id>" and skips while the bug is there, and passes once it is fixed.
  * CUBEC_KNOWN_BUGS=fail (or a comma-separated list of ids) makes them fail instead, to check a
  * fix: lazy-write-war, read-async-late, empty-check, profile-begin-dropped,
- * lost-batch-holds-memory, error-but-ran. */
+ * lost-batch-holds-memory. error-but-ran is fixed: test_error_means_own_work_lost. */
 #include "launch_util.h"
 #include "test_util.h"
 #include "uint_kernels.h"
@@ -591,41 +591,57 @@ static void test_known_bug_lost_submission_holds_memory(void **state)
     skip();
 }
 
-/* KNOWN BUG error-but-ran: tasks_max 2, a capture prepared on A (its slot drains alone). A fill
- * that fills stream S's queue drains S, then A; S's submission succeeds, A's is lost, and the
- * fill returns the loss: yet its own work ran and its bytes read back. cubec.h says a returned
- * error means nothing was queued; docs/errors.md (e) that the call's own work was part of the lost
- * submission and its outputs carry the failure. Neither holds. */
-static void test_known_bug_error_but_own_work_ran(void **state)
+/* error-but-ran (was a known bug): tasks_max 2, a capture prepared on A (its slot drains alone).
+ * A fill that fills stream S's queue drains A and S one by one; A's submission is lost. The fill
+ * returned that loss while its own work ran and read back. Now the full slot drains last, so a
+ * returned error always lost the caller's work too: the fill's bytes carry the failure, naming
+ * the lost submission. Both drain orders are checked: the fault on A's submission (the first),
+ * and on S's (the second). */
+static void test_error_means_own_work_lost(void **state)
 {
     (void)state;
-    nulldev n = open_null(2, 0);
-    cubec_device *d = n.d;
-    cubec_stream a = new_stream(d), s = new_stream(d);
-    uint32_t zero[16] = {0}, got[16];
-    cubec_buffer xa = make(&n, a, zero, sizeof zero, NULL);
-    cubec_buffer ya = make(&n, a, zero, sizeof zero, NULL);
-    cubec_buffer xs = make(&n, s, zero, sizeof zero, NULL);
-    cubec_buffer ys = make(&n, s, zero, sizeof zero, NULL);
-    ASSERT_OK(cubec_sync(d, a));
-    ASSERT_OK(cubec_sync(d, s));
-    ASSERT_OK(cubec_graph_prepare(d, a));
-    ASSERT_OK(cubec_copy(d, a, xa, 0, ya, 0, sizeof zero));  /* queued on A */
-    ASSERT_OK(cubec_copy(d, s, xs, 0, ys, 0, sizeof zero));  /* queued on S */
-    ASSERT_OK(cubec_fault_inject(d, CUBEC_FAULT_SUBMIT, 2)); /* the second submission */
-    cubec_status fill = cubec_fill(d, s, ys, 0, sizeof zero, 0x01010101u);
-    int fill_failed = fill != NULL;
-    cubec_status_free(fill);
-    cubec_status rd = cubec_read(d, s, ys, 0, got, sizeof got);
-    int bug = fill_failed && rd == NULL && got[0] == 0x01010101u;
-    cubec_status_free(rd);
-    cubec_graph g;
-    cubec_status_free(cubec_graph_end(d, a, &g));
-    cubec_device_close(d);
-    if (!bug) return;
-    known_bug("error-but-ran", "cubec_fill returned an injected submit fault of another slot's "
-                               "work, but its own bytes were written and read back");
-    skip();
+    for (uint64_t nth = 1; nth <= 2; nth++) {
+        nulldev n = open_null(2, 0);
+        cubec_device *d = n.d;
+        cubec_stream a = new_stream(d), s = new_stream(d);
+        uint32_t zero[16] = {0}, ones[16], got[16];
+        for (int i = 0; i < 16; i++)
+            ones[i] = 0x01010101u;
+        cubec_buffer xa = make(&n, a, zero, sizeof zero, NULL);
+        cubec_buffer ya = make(&n, a, zero, sizeof zero, NULL);
+        cubec_buffer xs = make(&n, s, zero, sizeof zero, NULL);
+        uint64_t nys;
+        cubec_buffer ys = make(&n, s, zero, sizeof zero, &nys);
+        ASSERT_OK(cubec_sync(d, a));
+        ASSERT_OK(cubec_sync(d, s));
+        ASSERT_OK(cubec_graph_prepare(d, a));
+        ASSERT_OK(cubec_copy(d, a, xa, 0, ya, 0, sizeof zero)); /* queued on A */
+        ASSERT_OK(cubec_copy(d, s, xs, 0, ys, 0, sizeof zero)); /* queued on S */
+        uint64_t call = fault_count(d, CUBEC_FAULT_SUBMIT) + nth;
+        ASSERT_OK(cubec_fault_inject(d, CUBEC_FAULT_SUBMIT, nth));
+        char msg[2048], want[128];
+        snprintf(want, sizeof want, "injected fault: submit call #%" PRIu64, call);
+        cubec_code c = take_error(cubec_fill(d, s, ys, 0, sizeof zero, 0x01010101u), msg,
+                                  sizeof msg, "the fill that drains A and S");
+        assert_int_equal(c, CUBEC_INTERNAL);
+        if (!strstr(msg, want)) fail_msg("fill: \"%s\" lacks \"%s\"", msg, want);
+        /* The fill's destination carries the loss; it was not written. */
+        c = take_error(cubec_read(d, s, ys, 0, got, sizeof got), msg, sizeof msg, "read of ys");
+        assert_int_equal(c, CUBEC_INTERNAL);
+        char head[96];
+        snprintf(head, sizeof head, "read of buffer #%" PRIu64 ": not written: ", nys);
+        if (strncmp(msg, head, strlen(head)) || !strstr(msg, want))
+            fail_msg("read of ys: \"%s\" lacks \"%s\" or \"%s\"", msg, head, want);
+        /* Writing it again makes it good. */
+        ASSERT_OK(cubec_fill(d, s, ys, 0, sizeof zero, 0x01010101u));
+        expect_bytes(d, s, ys, 0, ones, sizeof ones, "ys filled again");
+        cubec_graph g;
+        cubec_status_free(cubec_graph_end(d, a, &g));
+        cubec_buffer all[] = {xa, ya, xs, ys};
+        for (int i = 0; i < 4; i++)
+            ASSERT_OK(cubec_buffer_release(d, all[i]));
+        cubec_device_close(d);
+    }
 }
 
 /* ---- 3. failures on memory ----------------------------------------------------------------- */
@@ -896,6 +912,65 @@ static void test_graph_lazy_write_dooms_capture(void **state)
     expect_bytes(d, s, y, 0, zs, sizeof zs, "y after the capture");
     ASSERT_OK(cubec_buffer_release(d, x));
     ASSERT_OK(cubec_buffer_release(d, y));
+    cubec_device_close(d);
+}
+
+/* A capture doomed by an input whose failure has come a long way (here twenty skipped copies,
+ * each adding a link to the chain) still names the root cause: the doom keeps the whole chain,
+ * and what the discarded capture would have written carries it. Found by test_random_null (seed
+ * 0xbcf98482da490dc2, episode 16): the doom message was cut at 1024 bytes, root cause and all. */
+static void test_doom_keeps_the_root_cause(void **state)
+{
+    (void)state;
+    nulldev n = open_null(0, 0);
+    cubec_device *d = n.d;
+    cubec_stream s = new_stream(d), other = new_stream(d);
+    uint32_t xs[FW], got[FW];
+    pattern_words(xs, FW, 13);
+    cubec_buffer src = make(&n, s, xs, sizeof xs, NULL);
+    enum { HOPS = 20 };
+    cubec_buffer hop[HOPS + 1];
+    for (int i = 0; i <= HOPS; i++)
+        hop[i] = make(&n, s, xs, sizeof xs, NULL);
+    ASSERT_OK(cubec_sync(d, s));
+
+    /* hop[0] loses the submission of the copy that writes it; each copy passes it on. */
+    uint64_t call = fault_count(d, CUBEC_FAULT_SUBMIT) + 1;
+    ASSERT_OK(cubec_copy(d, s, src, 0, hop[0], 0, sizeof xs));
+    ASSERT_OK(cubec_fault_inject(d, CUBEC_FAULT_SUBMIT, 1));
+    char msg[16384], want[256];
+    assert_int_equal(take_error(cubec_flush(d, s), msg, sizeof msg, "flush"), CUBEC_INTERNAL);
+    snprintf(want, sizeof want, "injected fault: submit call #%" PRIu64, call);
+    for (int i = 0; i < HOPS; i++)
+        ASSERT_OK(cubec_copy(d, s, hop[i], 0, hop[i + 1], 0, sizeof xs));
+    cubec_code c = take_error(cubec_read(d, s, hop[HOPS], 0, got, sizeof got), msg, sizeof msg,
+                              "read of the last hop");
+    assert_int_equal(c, CUBEC_INTERNAL);
+    if (strlen(msg) < 1100) fail_msg("the chain is only %zu bytes: \"%s\"", strlen(msg), msg);
+    assert_non_null(strstr(msg, want));
+
+    /* A captured copy from the last hop dooms the capture. */
+    uint64_t ny;
+    cubec_buffer y = make(&n, s, xs, sizeof xs, &ny);
+    ASSERT_OK(cubec_sync(d, s));
+    ASSERT_OK(cubec_graph_prepare(d, s));
+    ASSERT_OK(cubec_graph_begin(d, s));
+    ASSERT_OK(cubec_copy(d, s, hop[HOPS], 0, y, 0, sizeof xs));
+    cubec_graph g = {0};
+    c = take_error(cubec_graph_end(d, s, &g), msg, sizeof msg, "end of a doomed capture");
+    assert_int_equal(c, CUBEC_GRAPH_STATE);
+    if (!strstr(msg, want)) fail_msg("graph end: \"%s\" lacks \"%s\"", msg, want);
+    c = take_error(cubec_read(d, other, y, 0, got, sizeof got), msg, sizeof msg, "read of y");
+    assert_int_equal(c, CUBEC_INTERNAL); /* the root cause's code */
+    char head[128];
+    snprintf(head, sizeof head, "read of buffer #%" PRIu64 ": not written: graph capture on", ny);
+    if (strncmp(msg, head, strlen(head))) fail_msg("read of y: \"%.300s\" lacks \"%s\"", msg, head);
+    if (!strstr(msg, want)) fail_msg("read of y: \"%s\" lacks \"%s\"", msg, want);
+
+    ASSERT_OK(cubec_buffer_release(d, src));
+    ASSERT_OK(cubec_buffer_release(d, y));
+    for (int i = 0; i <= HOPS; i++)
+        ASSERT_OK(cubec_buffer_release(d, hop[i]));
     cubec_device_close(d);
 }
 
@@ -1184,11 +1259,12 @@ int main(void)
         cmocka_unit_test(test_known_bug_check_of_empty_view),
         cmocka_unit_test(test_known_bug_profile_begin_dropped_with_lost_drain),
         cmocka_unit_test(test_known_bug_lost_submission_holds_memory),
-        cmocka_unit_test(test_known_bug_error_but_own_work_ran),
+        cmocka_unit_test(test_error_means_own_work_lost),
         cmocka_unit_test(test_lost_submission_taints_only_its_copies),
         cmocka_unit_test(test_skipped_launch_names_its_input),
         cmocka_unit_test(test_graph_state_machine),
         cmocka_unit_test(test_graph_lazy_write_dooms_capture),
+        cmocka_unit_test(test_doom_keeps_the_root_cause),
         cmocka_unit_test(test_profiles),
         cmocka_unit_test(test_memory_report_follows_allocations),
         cmocka_unit_test(test_delayed_device_async_read),

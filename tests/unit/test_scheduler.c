@@ -31,6 +31,7 @@ typedef struct fake_backend {
     event events[MAX_EVENTS];
     uint32_t count;
     uint32_t records, submits, discards;
+    uint32_t discards_with_cause; /* discards handed the error that stopped their drain */
     /* Fail the record call with this 1-based index (0: never); the failing task is consumed by
      * the backend, as the real one does (it releases what the task holds itself). */
     uint32_t fail_record_at;
@@ -81,12 +82,13 @@ static cubec_status fake_submit(void *user, uint32_t mode)
     return NULL;
 }
 
-static void fake_discard(void *user, void *task)
+static void fake_discard(void *user, void *task, cubec_status cause)
 {
     fake_backend *f = user;
     fake_task *t = task;
     if (!body_ok(t)) f->bad_bodies++;
     f->discards++;
+    if (cause) f->discards_with_cause++;
     log_event(f, EV_DISCARD, t->slot, t->id);
 }
 
@@ -427,6 +429,33 @@ static void test_isolation_forces_sequential(void **state)
     free(f);
 }
 
+/* A slot that fills up while an isolated slot has work drains one by one with the full slot
+ * last: an error the commit returns then always lost or dropped the caller's own work too (a
+ * fill must not return another slot's lost submission while its own bytes were written). */
+static void test_full_slot_drains_last_beside_isolation(void **state)
+{
+    (void)state;
+    fake_backend *f = fake_new();
+    scheduler s;
+    init(&s, f, 3, 2, SCHED_INTERLEAVE);
+    s.queues[1].requires_isolation = 1;
+    push_ok(&s, 1, 11);
+    push_ok(&s, 0, 1);
+    push_ok(&s, 0, 2); /* slot 0 is full: drains with slot 1, slot 0 last */
+    EXPECT(f, R(1, 11), S, R(0, 1), R(0, 2), S);
+    /* The isolated slot's submission fails: the full slot's tasks are dropped with its error. */
+    push_ok(&s, 1, 12);
+    push_ok(&s, 0, 3);
+    f->fail_submit_at = f->submits + 1;
+    ASSERT_ERROR(push(&s, 0, 4), CUBEC_DEVICE_LOST, "fake submit failure");
+    EXPECT(f, R(1, 12), D(0, 3), D(0, 4));
+    assert_int_equal(f->discards_with_cause, 2);
+    assert_int_equal(sched_pending(&s, 0), 0);
+    sched_destroy(&s);
+    expect_nothing(f);
+    free(f);
+}
+
 /* Duplicate slot ids are drained once, in first-seen order. */
 static void test_duplicates_first_seen(void **state)
 {
@@ -719,6 +748,7 @@ static void test_destroy_discards_queued(void **state)
     push_ok(&s, 0, 3);
     sched_destroy(&s);
     EXPECT(f, D(0, 1), D(0, 2), D(0, 3), D(2, 21), D(2, 22));
+    assert_int_equal(f->discards_with_cause, 0); /* no drain failed: the device closed */
     assert_int_equal(f->records, 0);
     assert_int_equal(f->submits, 0);
     free(f);
@@ -798,6 +828,7 @@ int main(void)
         cmocka_unit_test(test_record_error_in_auto_drain),
         cmocka_unit_test(test_record_error_in_interleaved_auto_drain),
         cmocka_unit_test(test_submit_error),
+        cmocka_unit_test(test_full_slot_drains_last_beside_isolation),
         cmocka_unit_test(test_destroy_discards_queued),
         cmocka_unit_test(test_many_slots_in_one_execute),
     };

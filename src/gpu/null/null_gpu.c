@@ -68,6 +68,7 @@ typedef struct null_gpu {
 typedef struct null_mem {
     gpu_mem base; /* first: the public fields */
     unsigned char *host;
+    int imported; /* host is the program's memory: not freed here */
 } null_mem;
 
 typedef struct null_pipeline {
@@ -317,7 +318,8 @@ static cubec_status null_mem_create(gpu *base, gpu_mem_kind kind, uint64_t size,
 {
     if (!out) return INVALID_ARG("null gpu mem_create: out is NULL");
     *out = NULL;
-    if (kind != GPU_MEM_DEVICE && kind != GPU_MEM_UPLOAD && kind != GPU_MEM_READBACK)
+    if (kind != GPU_MEM_DEVICE && kind != GPU_MEM_UPLOAD && kind != GPU_MEM_READBACK &&
+        kind != GPU_MEM_HOST)
         return INVALID_ARG("null gpu mem_create: kind %d is not a gpu_mem_kind", (int)kind);
     if (size == 0) return INVALID_ARG("null gpu mem_create: size 0 (Vulkan needs at least 1 byte)");
     /* Like a driver's allocation limit: the server's paths for huge buffers see the same error. */
@@ -366,8 +368,26 @@ static void null_mem_destroy(gpu *base, gpu_mem *mem)
     (void)base;
     if (!mem) return;
     null_mem *m = (null_mem *)mem;
-    free(m->host);
+    if (!m->imported) free(m->host);
     free(m);
+}
+
+/* Like VK_EXT_external_memory_host at a 4 KiB alignment: the program's bytes are the buffer. */
+static cubec_status null_mem_import_host(gpu *base, void *ptr, uint64_t size, gpu_mem **out)
+{
+    uint64_t align = base->caps.host_import_alignment;
+    if (!ptr || !size || (uintptr_t)ptr % align || size % align)
+        return INVALID_ARG("null gpu mem_import_host: %p +%" PRIu64 " is not aligned to %" PRIu64,
+                           ptr, size, align);
+    null_mem *m = calloc(1, sizeof *m);
+    if (!m) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (memory record)");
+    m->base.size = size;
+    m->base.kind = GPU_MEM_IMPORTED;
+    m->base.mapped = ptr;
+    m->host = ptr;
+    m->imported = 1;
+    *out = &m->base;
+    return NULL;
 }
 
 /* --- Pipelines ---------------------------------------------------------------------------- */
@@ -1058,6 +1078,7 @@ static const gpu_ops null_ops = {
     .mem_map = null_mem_map,
     .mem_invalidate = null_mem_invalidate,
     .mem_destroy = null_mem_destroy,
+    .mem_import_host = null_mem_import_host,
     .pipeline_create = null_pipeline_create,
     .pipeline_destroy = null_pipeline_destroy,
     .cmd_create = null_cmd_create,
@@ -1135,6 +1156,7 @@ cubec_status null_gpu_open(const gpu_open_desc *desc, gpu **out)
     g->base.caps.timestamp_bits = 64;
     g->base.caps.host_query_reset = 1;
     g->base.caps.calibrated_clock = 1;
+    g->base.caps.host_import_alignment = 4096;
     g->base.caps.physical_index = 0;
     /* The info describes the device as opened, like the Vulkan backend's. */
     g->base.info.unified_memory = g->base.caps.unified;

@@ -6,6 +6,7 @@
 
 #include "base/log.h"
 #include "gpu/gpu.h"
+#include "gpu/vulkan/vk_device_fault.h"
 #include "gpu/vulkan/vk_features.h"
 #include "gpu/vulkan/vk_result.h"
 
@@ -325,13 +326,27 @@ static cubec_status create_device(vk_context *ctx, int allow_push, uint32_t disa
     want.v12.hostQueryReset = have.v12.hostQueryReset;
     want.v12.scalarBlockLayout = have.v12.scalarBlockLayout;
 
-    const char *exts[4];
+    const char *exts[6];
     uint32_t next = 0;
     int push =
         allow_push && has_device_extension(ctx->physical, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
     if (push) exts[next++] = VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME;
     int calibrated = ctx->timestamps && monotonic_calibration(ctx);
     if (calibrated) exts[next++] = VK_EXT_CALIBRATED_TIMESTAMPS_EXTENSION_NAME;
+    /* A lost device's error then carries the driver's report of the fault (docs/errors.md). */
+    int fault_report = vk_device_fault_supported(ctx->physical);
+    VkPhysicalDeviceFaultFeaturesEXT fault = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FAULT_FEATURES_EXT, .deviceFault = VK_TRUE};
+    if (fault_report) {
+        exts[next++] = VK_EXT_DEVICE_FAULT_EXTENSION_NAME;
+        fault.pNext = want.v12.pNext;
+        want.v12.pNext = &fault;
+    }
+    /* Registered host memory is copied by DMA straight from the program's pages (cubec.h,
+     * "Host memory"). */
+    int host_import =
+        has_device_extension(ctx->physical, VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME);
+    if (host_import) exts[next++] = VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME;
     float prio = 1.0f;
     VkDeviceQueueCreateInfo qci = {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
                                    .queueFamilyIndex = family,
@@ -349,6 +364,21 @@ static cubec_status create_device(vk_context *ctx, int allow_push, uint32_t disa
     if (push)
         ctx->push_descriptor = (PFN_vkCmdPushDescriptorSetKHR)vkGetDeviceProcAddr(
             ctx->device, "vkCmdPushDescriptorSetKHR");
+    if (host_import) {
+        VkPhysicalDeviceExternalMemoryHostPropertiesEXT hp = {
+            .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_MEMORY_HOST_PROPERTIES_EXT};
+        VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2,
+                                          .pNext = &hp};
+        vkGetPhysicalDeviceProperties2(ctx->physical, &p2);
+        ctx->host_import_alignment = hp.minImportedHostPointerAlignment;
+        ctx->get_host_pointer_properties =
+            (PFN_vkGetMemoryHostPointerPropertiesEXT)vkGetDeviceProcAddr(
+                ctx->device, "vkGetMemoryHostPointerPropertiesEXT");
+        if (!ctx->get_host_pointer_properties) ctx->host_import_alignment = 0;
+    }
+    if (fault_report)
+        ctx->get_device_fault_info = (PFN_vkGetDeviceFaultInfoEXT)vkGetDeviceProcAddr(
+            ctx->device, "vkGetDeviceFaultInfoEXT");
     if (calibrated)
         ctx->get_calibrated_timestamps = (PFN_vkGetCalibratedTimestampsEXT)vkGetDeviceProcAddr(
             ctx->device, "vkGetCalibratedTimestampsEXT");
@@ -401,6 +431,8 @@ cubec_status vk_context_create(const vk_context_desc *desc, vk_context *ctx)
         ctx->readback_memory_type = vk_find_memory_type(
             ctx, ~0u, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT,
             VK_MEMORY_PROPERTY_HOST_CACHED_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
+        ctx->host_memory_type =
+            vk_find_memory_type(ctx, ~0u, hv, VK_MEMORY_PROPERTY_HOST_CACHED_BIT);
         if (ctx->device_memory_type == UINT32_MAX || ctx->upload_memory_type == UINT32_MAX ||
             ctx->readback_memory_type == UINT32_MAX)
             err = status_make(CUBEC_UNSUPPORTED, "device '%s' lacks a usable memory type",
@@ -410,9 +442,11 @@ cubec_status vk_context_create(const vk_context_desc *desc, vk_context *ctx)
         vk_context_destroy(ctx);
         return err;
     }
-    LOG(LOG_INFO, LOG_SYS_DEVICE, "selected device %u '%s' (%s), %s memory, push descriptors %s",
+    LOG(LOG_INFO, LOG_SYS_DEVICE,
+        "selected device %u '%s' (%s), %s memory, push descriptors %s, fault reports %s",
         ctx->physical_index, ctx->props.deviceName, ctx->driver_name,
-        ctx->unified ? "unified" : "discrete", ctx->push_descriptor ? "on" : "off");
+        ctx->unified ? "unified" : "discrete", ctx->push_descriptor ? "on" : "off",
+        ctx->get_device_fault_info ? "on" : "off");
     return NULL;
 }
 

@@ -39,6 +39,11 @@ typedef struct vk_context {
     int unified;                   /* pages are host-visible and coherent: no staging        */
     uint32_t upload_memory_type;   /* HOST_VISIBLE|COHERENT for staging writes (discrete)    */
     uint32_t readback_memory_type; /* HOST_VISIBLE, HOST_CACHED preferred, for reads       */
+    uint32_t host_memory_type;     /* HOST_VISIBLE|COHERENT, CACHED preferred: pinned memory */
+    /* VK_EXT_external_memory_host: the program's memory imported as buffers. 0 / NULL
+     * without it. */
+    uint64_t host_import_alignment;
+    PFN_vkGetMemoryHostPointerPropertiesEXT get_host_pointer_properties;
     uint64_t max_allocation_size;
     uint64_t device_local_heap_size;
     uint32_t subgroup_size;
@@ -50,6 +55,8 @@ typedef struct vk_context {
      * exactly. NULL without it (traces then align the clocks around a submission). */
     PFN_vkGetCalibratedTimestampsEXT get_calibrated_timestamps;
     PFN_vkCmdPushDescriptorSetKHR push_descriptor; /* NULL when the extension is missing */
+    /* VK_EXT_device_fault: the driver's report of a lost device. NULL without it. */
+    PFN_vkGetDeviceFaultInfoEXT get_device_fault_info;
     void (*on_validation)(void *user, const char *message);
     void *on_validation_user;
     atomic_uint validation_messages;

@@ -5,6 +5,7 @@
 #include "gpu/vulkan/vk_gpu.h"
 
 #include "base/log.h"
+#include "gpu/vulkan/vk_device_fault.h"
 #include "gpu/vulkan/vk_result.h"
 
 #include <inttypes.h>
@@ -20,6 +21,8 @@ static uint32_t memory_type(const vk_gpu *v, gpu_mem_kind kind)
     case GPU_MEM_DEVICE: return v->vk.device_memory_type;
     case GPU_MEM_UPLOAD: return v->vk.upload_memory_type;
     case GPU_MEM_READBACK: return v->vk.readback_memory_type;
+    case GPU_MEM_HOST: return v->vk.host_memory_type;
+    case GPU_MEM_IMPORTED: break; /* chosen per pointer (vk_mem_import_host) */
     }
     return v->vk.upload_memory_type;
 }
@@ -102,9 +105,76 @@ static void vk_mem_destroy(gpu *g, gpu_mem *gm)
         return;
     }
     vkDestroyBuffer(dev, m->buffer, NULL);
-    if (gm->mapped) vkUnmapMemory(dev, m->memory);
+    if (gm->mapped && !m->imported) vkUnmapMemory(dev, m->memory);
     vkFreeMemory(dev, m->memory, NULL);
     free(m);
+}
+
+/* The program's memory as a transfer buffer (VK_EXT_external_memory_host). The memory type must
+ * be host-coherent: the program reads and writes those bytes through its own pointer, with no
+ * flush or invalidate cubec could issue. */
+static cubec_status vk_mem_import_host(gpu *g, void *ptr, uint64_t size, gpu_mem **out)
+{
+    vk_gpu *v = vk_gpu_of(g);
+    VkDevice dev = v->vk.device;
+    const VkExternalMemoryHandleTypeFlagBits handle =
+        VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT;
+    VkMemoryHostPointerPropertiesEXT hp = {
+        .sType = VK_STRUCTURE_TYPE_MEMORY_HOST_POINTER_PROPERTIES_EXT};
+    VK_RETURN_IF_ERROR(v->vk.get_host_pointer_properties(dev, handle, ptr, &hp),
+                       "vkGetMemoryHostPointerPropertiesEXT");
+    vk_mem *m = calloc(1, sizeof *m);
+    if (!m) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (memory record)");
+    m->base.size = size;
+    m->base.kind = GPU_MEM_IMPORTED;
+    m->imported = 1;
+    m->coherent = 1;
+    VkExternalMemoryBufferCreateInfo ebci = {
+        .sType = VK_STRUCTURE_TYPE_EXTERNAL_MEMORY_BUFFER_CREATE_INFO, .handleTypes = handle};
+    VkBufferCreateInfo bci = {.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
+                              .pNext = &ebci,
+                              .size = size,
+                              .usage = VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+                                       VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+                              .sharingMode = VK_SHARING_MODE_EXCLUSIVE};
+    cubec_status err = vk_status(vkCreateBuffer(dev, &bci, NULL, &m->buffer), "vkCreateBuffer");
+    uint32_t type = UINT32_MAX;
+    if (!err) {
+        VkMemoryRequirements req;
+        vkGetBufferMemoryRequirements(dev, m->buffer, &req);
+        type = vk_find_memory_type(&v->vk, hp.memoryTypeBits & req.memoryTypeBits,
+                                   VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
+                                       VK_MEMORY_PROPERTY_HOST_COHERENT_BIT,
+                                   VK_MEMORY_PROPERTY_HOST_CACHED_BIT);
+        if (type == UINT32_MAX)
+            err = status_make(CUBEC_UNSUPPORTED,
+                              "the device imports host memory only as non-coherent memory "
+                              "(memory type bits 0x%x)",
+                              hp.memoryTypeBits);
+    }
+    if (!err) {
+        VkImportMemoryHostPointerInfoEXT import = {
+            .sType = VK_STRUCTURE_TYPE_IMPORT_MEMORY_HOST_POINTER_INFO_EXT,
+            .handleType = handle,
+            .pHostPointer = ptr};
+        VkMemoryAllocateInfo mai = {.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
+                                    .pNext = &import,
+                                    .allocationSize = size,
+                                    .memoryTypeIndex = type};
+        err = vk_status(vkAllocateMemory(dev, &mai, NULL, &m->memory),
+                        "vkAllocateMemory (importing host memory)");
+    }
+    if (!err)
+        err = vk_status(vkBindBufferMemory(dev, m->buffer, m->memory, 0), "vkBindBufferMemory");
+    if (err) {
+        if (m->buffer) vkDestroyBuffer(dev, m->buffer, NULL);
+        if (m->memory) vkFreeMemory(dev, m->memory, NULL);
+        free(m);
+        return err;
+    }
+    m->base.mapped = ptr;
+    *out = &m->base;
+    return NULL;
 }
 
 /* --- Pipelines ---------------------------------------------------------------------------- */
@@ -299,6 +369,12 @@ static cubec_status vk_queries_read(gpu *g, gpu_queries *q, uint32_t first, uint
 
 /* --- Submission and the timeline ---------------------------------------------------------- */
 
+/* The status of a submit or wait: a lost device's carries the driver's fault report. */
+static cubec_status lost_or(vk_gpu *v, VkResult r, const char *what)
+{
+    return vk_device_fault_annotate(v->vk.device, v->vk.get_device_fault_info, vk_status(r, what));
+}
+
 static cubec_status vk_submit(gpu *g, const gpu_submit_item *items, uint32_t n)
 {
     vk_gpu *v = vk_gpu_of(g);
@@ -320,16 +396,14 @@ static cubec_status vk_submit(gpu *g, const gpu_submit_item *items, uint32_t n)
                                .signalSemaphoreCount = 1,
                                .pSignalSemaphores = &v->timeline};
     }
-    VK_RETURN_IF_ERROR(vkQueueSubmit(v->vk.queue, n, si, VK_NULL_HANDLE), "vkQueueSubmit");
-    return NULL;
+    return lost_or(v, vkQueueSubmit(v->vk.queue, n, si, VK_NULL_HANDLE), "vkQueueSubmit");
 }
 
 static cubec_status vk_timeline_value(gpu *g, uint64_t *out)
 {
     vk_gpu *v = vk_gpu_of(g);
-    VK_RETURN_IF_ERROR(vkGetSemaphoreCounterValue(v->vk.device, v->timeline, out),
-                       "vkGetSemaphoreCounterValue");
-    return NULL;
+    return lost_or(v, vkGetSemaphoreCounterValue(v->vk.device, v->timeline, out),
+                   "vkGetSemaphoreCounterValue");
 }
 
 static cubec_status vk_timeline_wait(gpu *g, uint64_t value, uint64_t timeout_ns)
@@ -342,8 +416,7 @@ static cubec_status vk_timeline_wait(gpu *g, uint64_t value, uint64_t timeout_ns
     VkResult r = vkWaitSemaphores(v->vk.device, &wi, timeout_ns ? timeout_ns : UINT64_MAX);
     if (r == VK_TIMEOUT)
         return status_make(CUBEC_TIMEOUT, "vkWaitSemaphores: value %" PRIu64 " not reached", value);
-    VK_RETURN_IF_ERROR(r, "vkWaitSemaphores");
-    return NULL;
+    return lost_or(v, r, "vkWaitSemaphores");
 }
 
 static cubec_status vk_timeline_signal(gpu *g, uint64_t value)
@@ -409,6 +482,7 @@ static const gpu_ops vk_ops = {.name = "vulkan",
                                .mem_map = vk_mem_map,
                                .mem_invalidate = vk_mem_invalidate,
                                .mem_destroy = vk_mem_destroy,
+                               .mem_import_host = vk_mem_import_host,
                                .pipeline_create = vk_pipeline_create,
                                .pipeline_destroy = vk_pipeline_destroy,
                                .cmd_create = vk_cmd_create,
@@ -470,7 +544,8 @@ cubec_status vk_gpu_open(const gpu_open_desc *desc, gpu **out)
                          .host_query_reset = v->vk.host_query_reset,
                          .calibrated_clock = v->vk.get_calibrated_timestamps != NULL,
                          .physical_index = v->vk.physical_index,
-                         .deferred_recording = 1};
+                         .deferred_recording = 1,
+                         .host_import_alignment = v->vk.host_import_alignment};
     VkSemaphoreTypeCreateInfo tci = {.sType = VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO,
                                      .semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE,
                                      .initialValue = 0};

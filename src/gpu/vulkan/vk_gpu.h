@@ -21,6 +21,7 @@ typedef struct vk_mem {
     VkBuffer buffer;
     VkDeviceMemory memory;
     int coherent;
+    int imported; /* the program's memory: never mapped through Vulkan */
 } vk_mem;
 
 struct gpu_pipeline {

@@ -1,0 +1,200 @@
+#!/usr/bin/env python3
+"""One side-by-side table of cubec and its peers from the files of one run.
+
+    bench/side_by_side.py DIR [--json OUT.json] [--markdown OUT.md]
+
+DIR holds what bench/h200_side_by_side.sh leaves there: <name>-<round>.json from `cubec bench
+--json`, and the peers' outputs cuda_c-<round>.txt (../shared/peers/cuda_c_peer), wgpu-<round>.txt
+(wgpu_peer) and torch-<round>.txt (cuda_peer.py), any of which may be missing. For every cubec
+figure the table shows each cubec build's value, raw Vulkan's, and each peer's counterpart (the
+median over rounds of the peer's own medians; the range over rounds in parentheses when it has
+more than one). Peers measure their own way: the mapping below names the peer line each figure is
+compared with, and says "device" where the peer's number is device time (timestamps or events)
+while cubec's is wall time. The JSON carries the same numbers.
+"""
+import glob
+import json
+import os
+import re
+import statistics
+import sys
+
+# cubec figure -> [(peer, peer figure or regex over its text, note)]
+PEERS = {
+    "launch.enqueue": [("cuda_c", "cuda.enqueue_per_launch_10000", ""),
+                       ("wgpu", "wgpu.enqueue_one_pass_one_submit", ""),
+                       ("torch", r"b\. torch enqueue per launch us: ([\d.]+)", "")],
+    "launch.roundtrip": [("cuda_c", "cuda.roundtrip_launch_sync", ""),
+                         ("wgpu", "wgpu.roundtrip_poll", ""),
+                         ("torch", r"a\. tiny launch round trip \(launch\+sync\) us: ([\d.]+)", "")],
+    "launch.device_dependent": [("cuda_c", "cuda.dependent_device_per_launch_queued", "device"),
+                                ("wgpu", "wgpu.dependent_device_ts", "device"),
+                                ("torch", r"b\. device time per launch \(events\) us: ([\d.]+)",
+                                 "device")],
+    "launch.device_independent": [("cuda_c", "cuda.independent_device_per_launch_queued", "device"),
+                                  ("wgpu", "wgpu.independent_device_ts", "device")],
+    "graph.replay_host": [("cuda_c", "cuda.graph1000_replay_host", ""),
+                          ("torch", r"c\. graph\(1000\) replay CPU cost us: ([\d.]+)", "")],
+    "graph.replay_device": [("cuda_c", "cuda.graph1000_device_per_node", ""),
+                            ("torch", r"c\. graph\(1000\) device time per node us: ([\d.]+)", "")],
+    "graph.replay_device_independent": [("cuda_c", "cuda.graph1000_indep_device_per_node", "")],
+    "write.h2d": [("cuda_c", "cuda.h2d_64MiB_pageable", ""),
+                  ("wgpu", "wgpu.h2d_writeBuffer_64MiB", ""),
+                  ("torch", r"d\. H2D pageable GB/s: ([\d.]+)", "")],
+    "read.d2h": [("cuda_c", "cuda.d2h_64MiB_pageable", ""),
+                 ("wgpu", "wgpu.d2h_mapread_64MiB", ""),
+                 ("torch", r"d\. D2H pageable GB/s: ([\d.]+)", "")],
+    "write.h2d_registered": [("cuda_c", "cuda.h2d_64MiB_registered", "")],
+    "read.d2h_registered": [("cuda_c", "cuda.d2h_64MiB_registered", "")],
+    "write.h2d_pinned": [("cuda_c", "cuda.h2d_64MiB_pinned", ""),
+                         ("torch", r"d\. H2D pinned GB/s: ([\d.]+)", "")],
+    "read.d2h_pinned": [("cuda_c", "cuda.d2h_64MiB_pinned", ""),
+                        ("torch", r"d\. D2H pinned GB/s: ([\d.]+)", "")],
+    "copy.d2d": [("cuda_c", "cuda.d2d_cuMemcpyDtoD_1GiB_device", "device"),
+                 ("wgpu", "wgpu.copy_kernel_1024MiB_device_ts", "device"),
+                 ("torch", r"e\. d2d copy 1 GiB: ([\d.]+) GB/s", "device")],
+    "kernel.vector_add": [("wgpu", "wgpu.vector_add_2^28_device_ts", "device"),
+                          ("torch", r"e\. vector add n=2\^28 device us [\d.]+ -> ([\d.]+) GB/s",
+                           "device")],
+    "alloc.pair": [("cuda_c", "cuda.alloc_pair_cuMemAllocAsync_pool", ""),
+                   ("wgpu", "wgpu.alloc_pair_256B-16MiB", "")],
+    "compile.cold": [("cuda_c", "cuda.compile_cold_ptx_jit+load+launch", ""),
+                     ("wgpu", "wgpu.compile_cold_module+pipeline+launch", "")],
+    "compile.warm_memory": [("cuda_c", "cuda.compile_same_ptx_again_jit_cache", ""),
+                            ("wgpu", "wgpu.compile_same_source_again", "")],
+}
+PEER_FILES = {"cuda_c": "cuda_c", "wgpu": "wgpu", "torch": "torch"}
+
+
+def peer_value(text, key):
+    """The median a peer printed for `key`: a figure name (first number after it) or a regex."""
+    if key.startswith(("cuda.", "wgpu.")):
+        for line in text.splitlines():
+            parts = line.split()
+            if parts and parts[0] == key and len(parts) > 1:
+                try:
+                    return float(parts[1])
+                except ValueError:
+                    return None
+        return None
+    m = re.search(key, text)
+    return float(m.group(1)) if m else None
+
+
+def spread(values):
+    values = [v for v in values if v is not None]
+    if not values:
+        return None
+    return {"median": statistics.median(values), "min": min(values), "max": max(values),
+            "rounds": len(values)}
+
+
+def fmt(s):
+    if not s:
+        return "-"
+    text = "%.4g" % s["median"]
+    if s["rounds"] > 1 and s["min"] != s["max"]:
+        text += " (%.4g-%.4g)" % (s["min"], s["max"])
+    return text
+
+
+def main(argv):
+    if len(argv) < 2 or argv[1] in ("-h", "--help"):
+        print(__doc__.strip())
+        return 2
+    folder = argv[1]
+    out_json = out_md = None
+    if "--json" in argv:
+        out_json = argv[argv.index("--json") + 1]
+    if "--markdown" in argv:
+        out_md = argv[argv.index("--markdown") + 1]
+
+    builds = {}  # name -> figure -> list of (value, baseline, cubec ts, raw ts)
+    device = commit = None
+    for path in sorted(glob.glob(os.path.join(folder, "*-*.json"))):
+        name = os.path.basename(path).rsplit("-", 1)[0]
+        try:
+            with open(path) as f:
+                run = json.load(f)
+        except (OSError, ValueError):
+            continue
+        if "results" not in run:
+            continue
+        device = device or run.get("device", {}).get("name")
+        commit = commit or run.get("commit")
+        for r in run["results"]:
+            if "error" in r:
+                continue
+            builds.setdefault(name, {}).setdefault(r["name"], []).append(r)
+    peers = {}
+    for peer, stem in PEER_FILES.items():
+        texts = []
+        for path in sorted(glob.glob(os.path.join(folder, stem + "-*.txt"))):
+            with open(path, errors="replace") as f:
+                texts.append(f.read())
+        if texts:
+            peers[peer] = texts
+
+    figures = []
+    for build in builds.values():
+        for fig in build:
+            if fig not in figures:
+                figures.append(fig)
+    rows = []
+    for fig in figures:
+        row = {"figure": fig, "cubec": {}, "peers": {}}
+        for name, build in builds.items():
+            rs = build.get(fig, [])
+            if not rs:
+                continue
+            row["unit"] = rs[0]["unit"]
+            row["lower_is_better"] = rs[0]["lower_is_better"]
+            row["baseline"] = rs[0]["baseline"]
+            row["cubec"][name] = {
+                "value": spread([r["value"] for r in rs]),
+                "timestamp_value": spread([r.get("timestamp_value") for r in rs]),
+                "baseline_value": spread([r["baseline_value"] for r in rs]),
+                "baseline_timestamp_value": spread([r.get("baseline_timestamp_value") for r in rs]),
+            }
+        for peer, key, note in PEERS.get(fig, []):
+            if peer in peers:
+                s = spread([peer_value(t, key) for t in peers[peer]])
+                if s:
+                    row["peers"][peer] = dict(s, source=key, note=note)
+        rows.append(row)
+
+    names = list(builds)
+    peer_names = [p for p in PEER_FILES if p in peers]
+    head = ["figure", "unit"]
+    for n in names:
+        head += [n, n + " (ts)"]
+    head += ["raw Vulkan"] + peer_names
+    lines = ["cubec and its peers on %s, commit %s (median over rounds; range in parentheses)" %
+             (device or "?", commit or "?"), "",
+             "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for row in rows:
+        cells = [row["figure"], row.get("unit", "")]
+        raw = None
+        for n in names:
+            c = row["cubec"].get(n, {})
+            cells += [fmt(c.get("value")), fmt(c.get("timestamp_value"))]
+            raw = raw or (c.get("baseline_value") if row.get("baseline") == "raw_vulkan" else None)
+        cells.append(fmt(raw))
+        for p in peer_names:
+            s = row["peers"].get(p)
+            cells.append(fmt(s) + (" (device)" if s and s["note"] == "device" else ""))
+        lines.append("| " + " | ".join(cells) + " |")
+    text = "\n".join(lines) + "\n"
+    sys.stdout.write(text)
+    if out_md:
+        with open(out_md, "w") as f:
+            f.write(text)
+    if out_json:
+        with open(out_json, "w") as f:
+            json.dump({"device": device, "commit": commit, "builds": names, "peers": peer_names,
+                       "rows": rows}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,61 @@
+#!/usr/bin/env python3
+"""Checks bench/side_by_side.py on files made here: every number of the merged JSON is the median
+(and range) of the inputs, computed here, and a missing peer or figure leaves its cell empty."""
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def cubec_run(commit, roundtrip, copy, copy_ts):
+    return {"device": {"name": "Test GPU"}, "commit": commit, "results": [
+        {"name": "launch.roundtrip", "unit": "us", "value": roundtrip, "baseline": "raw_vulkan",
+         "baseline_value": 40.0, "lower_is_better": True},
+        {"name": "copy.d2d", "unit": "GB/s", "value": copy, "timestamp_value": copy_ts,
+         "baseline": "raw_vulkan", "baseline_value": 800.0, "baseline_timestamp_value": 850.0,
+         "lower_is_better": False},
+        {"name": "alloc.pair", "unit": "ns", "error": "failed"}]}
+
+
+def main():
+    with tempfile.TemporaryDirectory() as d:
+        rts, copies, ts = [15.5, 17.0], [3000.0, 3400.0], [4100.0, 4300.0]
+        for i in range(2):
+            with open(os.path.join(d, "after-%d.json" % (i + 1)), "w") as f:
+                json.dump(cubec_run("abc123", rts[i], copies[i], ts[i]), f)
+        cuda = [9.5, 10.5]
+        for i in range(2):
+            with open(os.path.join(d, "cuda_c-%d.txt" % (i + 1)), "w") as f:
+                f.write("# figure median min max n unit\n")
+                f.write("cuda.roundtrip_launch_sync %g 1 2 201 us\n" % cuda[i])
+        with open(os.path.join(d, "torch-1.txt"), "w") as f:
+            f.write("a. tiny launch round trip (launch+sync) us: 12.25 (best 11.9)\n")
+        out = os.path.join(d, "t.json")
+        subprocess.run([sys.executable, os.path.join(HERE, "side_by_side.py"), d, "--json", out],
+                       check=True, stdout=subprocess.DEVNULL)
+        with open(out) as f:
+            merged = json.load(f)
+        rows = {r["figure"]: r for r in merged["rows"]}
+        assert merged["commit"] == "abc123" and merged["builds"] == ["after"], merged
+        rt = rows["launch.roundtrip"]
+        v = rt["cubec"]["after"]["value"]
+        assert v["median"] == statistics.median(rts) and (v["min"], v["max"]) == (15.5, 17.0), v
+        c = rt["peers"]["cuda_c"]
+        assert c["median"] == statistics.median(cuda) and c["rounds"] == 2, c
+        assert rt["peers"]["torch"]["median"] == 12.25, rt["peers"]
+        assert "wgpu" not in rt["peers"]
+        cp = rows["copy.d2d"]["cubec"]["after"]
+        assert cp["timestamp_value"]["median"] == statistics.median(ts), cp
+        assert cp["baseline_timestamp_value"]["median"] == 850.0, cp
+        assert rows["copy.d2d"]["peers"] == {}, rows["copy.d2d"]  # no peer printed it
+        assert "alloc.pair" not in rows  # only an error: nothing to show
+    print("test_side_by_side: ok")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
