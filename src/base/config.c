@@ -167,6 +167,8 @@ static const config_option options[] = {
      FIELD(backend_null)},
     {NULL, "null_delay_us", "CUBEC_NULL_DELAY_US", CONFIG_INT, 0, CONFIG_NULL_DELAY_US_LIMIT, 0,
      FIELD(null_delay_us)},
+    {NULL, "null_heap_bytes", "CUBEC_NULL_HEAP_BYTES", CONFIG_INT, 0, CONFIG_NULL_HEAP_BYTES_LIMIT,
+     0, FIELD(null_heap_bytes)},
     {"device", "force_staging", "CUBEC_FORCE_STAGING", CONFIG_BOOL, FIELD(force_staging)},
     {"streaming", "policy", "CUBEC_STREAM_POLICY", CONFIG_CHOICE, .choices = "per-thread|single",
      FIELD(single_stream)},
