@@ -167,6 +167,8 @@ static const config_option options[] = {
      FIELD(backend_null)},
     {NULL, "null_delay_us", "CUBEC_NULL_DELAY_US", CONFIG_INT, 0, CONFIG_NULL_DELAY_US_LIMIT, 0,
      FIELD(null_delay_us)},
+    {NULL, "null_heap_bytes", "CUBEC_NULL_HEAP_BYTES", CONFIG_INT, 0, CONFIG_NULL_HEAP_BYTES_LIMIT,
+     0, FIELD(null_heap_bytes)},
     {"device", "force_staging", "CUBEC_FORCE_STAGING", CONFIG_BOOL, FIELD(force_staging)},
     {"transfer", "copy_threads", "CUBEC_COPY_THREADS", CONFIG_INT, -1, 64, -1, FIELD(copy_threads)},
     {"kernel", "metadata", "CUBEC_KERNEL_METADATA", CONFIG_CHOICE, .choices = "push|buffer",

@@ -19,6 +19,7 @@
 /* Ranges that cubec_device_desc's fields share with their options. */
 #define CONFIG_TASKS_MAX_LIMIT 65536
 #define CONFIG_NULL_DELAY_US_LIMIT 10000000
+#define CONFIG_NULL_HEAP_BYTES_LIMIT (1ll << 40)
 /* Room for the table's rows in cubec_config.sources. */
 #define CONFIG_MAX_OPTIONS 32
 
@@ -45,10 +46,11 @@ typedef struct cubec_config {
     char trace_file[512];   /* [profiling] trace CUBEC_TRACE: Chrome trace JSON written at close */
     /* [device] disable_features CUBEC_DISABLE_FEATURES: cubec_feature bits not to enable */
     uint32_t disabled_features;
-    int backend_null;      /* CUBEC_BACKEND (environment only): 0 vulkan, 1 null */
-    int64_t null_delay_us; /* CUBEC_NULL_DELAY_US (environment only) */
-    fault_plan faults;     /* CUBEC_FAULT (environment only), counted from zero */
-    char source[600];      /* the ini file that was read, or "" */
+    int backend_null;        /* CUBEC_BACKEND (environment only): 0 vulkan, 1 null */
+    int64_t null_delay_us;   /* CUBEC_NULL_DELAY_US (environment only) */
+    int64_t null_heap_bytes; /* CUBEC_NULL_HEAP_BYTES (environment only), 0 = no cap */
+    fault_plan faults;       /* CUBEC_FAULT (environment only), counted from zero */
+    char source[600];        /* the ini file that was read, or "" */
     /* Where each option's value came from, by table row: 0 default, 1 the ini file, 2 the
      * environment (for config_describe). */
     unsigned char sources[CONFIG_MAX_OPTIONS];

@@ -193,7 +193,7 @@ static cubec_status oom_error(const memory_manager *m, uint64_t size, uint32_t i
         CUBEC_OUT_OF_MEMORY,
         "out of device memory: requested %llu bytes; the driver refused a %llu-byte page for "
         "%s pool %u even after %u empty pages were returned%s; %llu bytes reserved, %llu bytes in "
-        "use in %llu allocations: %s",
+        "use in %llu allocations in these pools: %s",
         (unsigned long long)size, (unsigned long long)page_bytes,
         m->pools[index].kind == POOL_SLICED ? "sliced" : "exclusive", index, released, also,
         (unsigned long long)reserved, (unsigned long long)in_use, (unsigned long long)count,
@@ -266,9 +266,12 @@ cubec_status memory_alloc_flags(memory_manager *m, uint64_t size, uint32_t flags
         return status_annotate(s, "while allocating a %llu-byte page for a %llu-byte buffer",
                                (unsigned long long)page_bytes, (unsigned long long)size);
 
-    /* The driver is out of memory: give back every empty page and try once more. */
+    /* The driver is out of memory: give back every empty page, here and wherever the source's
+     * owner has some (the heap is shared), and try once more. The owner goes first: what it
+     * frees into this manager empties pages that the cleanup here then returns. */
     cubec_status_free(s);
-    uint32_t released = cleanup(m, 1);
+    uint32_t released = m->source.reclaim ? m->source.reclaim(m->source.user) : 0;
+    released += cleanup(m, 1);
     s = add_page(m, first, size, 1, &slice, &page_bytes);
     if (!s) {
         fill_out(out, &slice, size, first);
@@ -312,6 +315,11 @@ void memory_free(memory_manager *m, const mem_alloc *a)
 void memory_cleanup(memory_manager *m, int explicit_cleanup)
 {
     if (m) cleanup(m, explicit_cleanup);
+}
+
+uint32_t memory_release_empty(memory_manager *m)
+{
+    return m ? cleanup(m, 1) : 0;
 }
 
 void memory_report_fill(const memory_manager *m, cubec_memory_report *out)

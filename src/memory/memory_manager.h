@@ -21,7 +21,8 @@
  * (exclusive pages are reused only when no sliced pool accepts the size: a large free exclusive
  * page would otherwise be pinned by a small buffer); else a new page in the first accepting
  * pool. If the source refuses that page with CUBEC_OUT_OF_MEMORY, every empty page is returned
- * and the page is tried once more; if it still fails and the exclusive pool also accepts the
+ * (the source's reclaim hook first, for pages held outside this manager) and the page is tried
+ * once more; if it still fails and the exclusive pool also accepts the
  * size, an exclusive page of just the (padded) size is tried. */
 #ifndef CUBEC_MEMORY_MEMORY_MANAGER_H
 #define CUBEC_MEMORY_MEMORY_MANAGER_H
@@ -84,6 +85,8 @@ void memory_free(memory_manager *m, const mem_alloc *a);
  * once per flush): each pool's own policy — the exclusive pool ages its free pages every
  * dealloc_period/5 reservations and returns those idle for 5 checks; sliced pools keep theirs. */
 void memory_cleanup(memory_manager *m, int explicit_cleanup);
+/* memory_cleanup(m, 1) that says how many pages it returned. */
+uint32_t memory_release_empty(memory_manager *m);
 /* Overwrites *out: one entry per pool ("sliced" / "exclusive", page size (exclusive: largest
  * allocation), max slice, pages, pages_peak, live allocations, bytes in use / padding / reserved)
  * and the totals over those entries. A caller adding pools adds to pool_count and the totals. */

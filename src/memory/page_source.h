@@ -14,6 +14,11 @@ typedef struct page_source {
        (CUBEC_OUT_OF_MEMORY means "the driver refused"). */
     cubec_status (*alloc)(void *user, uint64_t size, void **out_page);
     void (*free)(void *user, void *page);
+    /* Optional (NULL: none). Called when `alloc` refused a page with CUBEC_OUT_OF_MEMORY, before
+       the one retry: the owner returns the empty pages it may return elsewhere (other pools that
+       share the driver's heap, e.g. other streams' pools) and says how many. It may free into
+       the calling pool's manager (memory_free) but must not allocate from it. */
+    uint32_t (*reclaim)(void *user);
 } page_source;
 
 /* One reserved range, as a pool hands it to the memory manager. `slot` is the pool's own index

@@ -31,6 +31,35 @@ static void page_free(void *user, void *page)
     gpu_mem_free(d->gpu, p);
 }
 
+/* Returns every empty page of every slot's pools. A page with no live allocation holds nothing
+ * the GPU still uses: an allocation goes back to its pool only once the timeline passed its last
+ * use (deferred frees), and a graph, recording or recorded, holds a reference on every
+ * allocation it binds. So a slot that records a graph is included: its empty pages are none of
+ * the capture's. Returns how many pages went back. */
+static uint32_t reclaim_every_slot(cubec_device *d)
+{
+    uint32_t released = 0;
+    for (uint32_t i = 0; i < d->streams.max_streams; i++)
+        if (d->streams.slots[i].memory)
+            released += memory_release_empty(d->streams.slots[i].memory);
+    return released;
+}
+
+/* The page source's reclaim hook: a slot's page was refused for lack of device memory, and the
+ * heap is shared by every slot. Frees whose GPU work is known to be done go back first (no wait
+ * here: server_buffer_create waits for work in flight if this was not enough). */
+static uint32_t page_reclaim(void *user)
+{
+    cubec_device *d = user;
+    if (d->buffers.deferred_count) server_run_deferred_frees(d);
+    uint32_t released = reclaim_every_slot(d);
+    if (released)
+        LOG(LOG_INFO, LOG_SYS_MEMORY,
+            "out of device memory: returned %u empty pages of every stream's pools to retry",
+            released);
+    return released;
+}
+
 cubec_status server_memory_init(cubec_device *d)
 {
     uint64_t range = d->info.max_storage_buffer_range;
@@ -52,7 +81,8 @@ static cubec_status slot_memory(cubec_device *d, uint32_t slot, memory_manager *
 {
     slot_state *s = &d->streams.slots[slot];
     if (!s->memory) {
-        page_source src = {.user = d, .alloc = page_alloc, .free = page_free};
+        page_source src = {
+            .user = d, .alloc = page_alloc, .free = page_free, .reclaim = page_reclaim};
         RETURN_IF_ERROR(memory_manager_create(&d->buffers.memory_cfg, src, &s->memory));
     }
     *out = s->memory;
@@ -81,13 +111,6 @@ void server_memory_destroy(cubec_device *d)
         if (d->streams.slots[i].memory) memory_manager_destroy(d->streams.slots[i].memory);
         d->streams.slots[i].memory = NULL;
     }
-}
-
-void server_memory_cleanup_all(cubec_device *d, int explicit_cleanup)
-{
-    for (uint32_t i = 0; i < d->streams.max_streams; i++)
-        if (d->streams.slots[i].memory)
-            memory_cleanup(d->streams.slots[i].memory, explicit_cleanup);
 }
 
 /* The rings the server keeps for itself (spec 3.8's auxiliary memory), as pool entries; returns
@@ -226,6 +249,18 @@ void server_alloc_release(cubec_device *d, alloc_obj *a)
     free(a);
 }
 
+/* Bytes reserved and in use in the pools of every slot. */
+static void device_memory_totals(const cubec_device *d, uint64_t *reserved, uint64_t *in_use)
+{
+    cubec_memory_report r;
+    for (uint32_t i = 0; i < d->streams.max_streams; i++) {
+        if (!d->streams.slots[i].memory) continue;
+        memory_report_fill(d->streams.slots[i].memory, &r);
+        *reserved += r.bytes_reserved;
+        *in_use += r.bytes_in_use;
+    }
+}
+
 cubec_status server_buffer_create(cubec_device *d, stream_ref s, uint64_t size, cubec_buffer *out)
 {
     uint32_t slot = s.slot;
@@ -266,14 +301,24 @@ cubec_status server_buffer_create(cubec_device *d, stream_ref s, uint64_t size, 
             err = sub_wait(d, d->sub.next_value - 1);
             if (!err) {
                 server_run_deferred_frees(d);
-                server_memory_cleanup_all(d, 1);
+                reclaim_every_slot(d);
                 err = memory_alloc(m, size, &a->mem);
             }
         }
         if (err) {
             free(a);
             free(b);
-            return status_annotate(err, "creating a buffer of %" PRIu64 " bytes", size);
+            if (cubec_status_code(err) != CUBEC_OUT_OF_MEMORY)
+                return status_annotate(err, "creating a buffer of %" PRIu64 " bytes", size);
+            /* The pools' message counts the slot's own pages; the heap is every slot's. */
+            uint64_t reserved = 0, in_use = 0;
+            device_memory_totals(d, &reserved, &in_use);
+            return status_annotate(err,
+                                   "creating a buffer of %" PRIu64 " bytes (stream %" PRIu64
+                                   "; the pools of every stream hold %" PRIu64
+                                   " bytes reserved, %" PRIu64
+                                   " bytes in use, after returning their empty pages)",
+                                   size, s.number, reserved, in_use);
         }
     }
     a->refs = 1;

@@ -72,7 +72,6 @@ MUST_USE cubec_status server_memory_each_slot(cubec_device *d,
                                                                    const cubec_memory_report *r),
                                               void *user);
 MUST_USE cubec_status server_memory_cleanup(cubec_device *d, stream_ref s);
-void server_memory_cleanup_all(cubec_device *d, int explicit_cleanup);
 MUST_USE cubec_status server_buffer_view(cubec_device *d, buffer_obj *parent, uint64_t offset,
                                          uint64_t size, cubec_buffer *out);
 void server_buffer_release(cubec_device *d, uint64_t id, buffer_obj *b);

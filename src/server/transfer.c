@@ -129,9 +129,18 @@ static cubec_status write_body(cubec_device *d, stream_ref s, buffer_obj *b, uin
     gpu_mem *page = buffer_page(b);
     uint64_t at = buffer_device_offset(b) + offset;
     /* Work queued earlier on the bytes is recorded first, refused write or not: the refusal's
-     * failure must land after what earlier work reads and writes there. */
-    RETURN_IF_ERROR(server_drain_for_host(d, slot, b->alloc, 1));
-    if (server_graph_refuse_write(d, s, b->alloc, at, size)) return NULL;
+     * failure must land after what earlier work reads and writes there. That holds when the
+     * earlier work fails too: its submission failing in this drain taints what it would have
+     * written (and a lost device stays lost for every later call), and the refusal, which comes
+     * after it, still replaces that failure on the refused range and dooms the capture. The
+     * refused write itself succeeds, as it always does: an error would say that nothing
+     * changed. */
+    cubec_status drained = server_drain_for_host(d, slot, b->alloc, 1);
+    if (server_graph_refuse_write(d, s, b->alloc, at, size)) {
+        cubec_status_free(drained);
+        return NULL;
+    }
+    RETURN_IF_ERROR(drained);
     if (page->mapped) {
         /* The wait may release the device lock: the reference keeps the memory. */
         alloc_obj *a = b->alloc;

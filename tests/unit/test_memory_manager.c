@@ -288,6 +288,58 @@ static void test_oom_cleanup_then_retry(void **state)
     fake_destroy(&f);
 }
 
+/* Two managers on one heap, as two stream slots are: the hook returns the other's empty pages. */
+typedef struct shared_heap {
+    memory_manager *other;
+    uint32_t calls;
+} shared_heap;
+
+static shared_heap *heap_of_hook;
+
+static uint32_t reclaim_other(void *user)
+{
+    (void)user;
+    heap_of_hook->calls++;
+    cubec_memory_report r;
+    uint32_t released = memory_release_empty(heap_of_hook->other);
+    memory_report_fill(heap_of_hook->other, &r);
+    assert_int_equal(r.pages, 0);
+    return released;
+}
+
+/* A page refused for lack of memory calls the source's reclaim hook, once, before the retry: the
+ * empty pages another manager holds on the same heap go back, and the retry fits. The error
+ * after a hook that returns nothing counts the pages it returned (none) and names the size. */
+static void test_oom_reclaim_hook_frees_elsewhere(void **state)
+{
+    (void)state;
+    fake_source f = {0};
+    f.capacity = 40 * MiB;
+    page_source src = fake_page_source(&f);
+    memory_manager *first = make(&LAVAPIPE, &f);
+    mem_alloc x = alloc_ok(first, 3 * MiB); /* a 32 MiB page */
+    memory_free(first, &x);                 /* kept: the sliced pools keep empty pages */
+    shared_heap h = {.other = first};
+    heap_of_hook = &h;
+    src.reclaim = reclaim_other;
+    memory_manager *second = NULL;
+    ok(memory_manager_create(&LAVAPIPE, src, &second));
+    /* 32 + 20 MiB exceed the heap: only the first manager's empty page makes room. */
+    mem_alloc y = alloc_ok(second, 20 * MiB);
+    assert_int_equal(h.calls, 1);
+    assert_int_equal(f.free_calls, 1);
+    assert_int_equal(f.live_bytes, 20 * MiB);
+    /* Nothing left to return: the retry fails as well, and the error says so. */
+    mem_alloc z;
+    expect_error(memory_alloc(second, 30 * MiB, &z), CUBEC_OUT_OF_MEMORY,
+                 (const char *const[]){"requested 31457280 bytes", "after 0 empty pages", NULL});
+    assert_int_equal(h.calls, 2);
+    memory_free(second, &y);
+    memory_manager_destroy(second);
+    memory_manager_destroy(first);
+    fake_destroy(&f);
+}
+
 static void test_oom_once_then_retry_succeeds(void **state)
 {
     (void)state;
@@ -674,6 +726,7 @@ int main(void)
         cmocka_unit_test(test_room_before_new_page),
         cmocka_unit_test(test_too_big_and_bad_sizes),
         cmocka_unit_test(test_oom_cleanup_then_retry),
+        cmocka_unit_test(test_oom_reclaim_hook_frees_elsewhere),
         cmocka_unit_test(test_oom_once_then_retry_succeeds),
         cmocka_unit_test(test_oom_persistent_error),
         cmocka_unit_test(test_oom_falls_back_to_exact_page),

@@ -688,6 +688,34 @@ typedef struct submitter_arg {
 } submitter_arg;
 
 /* Submits from a second thread, as the server's submitter does, with its own command buffer. */
+/* null_heap_bytes caps device memory like a full driver heap: a page that would pass the cap is
+ * refused with CUBEC_OUT_OF_MEMORY naming the sizes, staging memory is not counted, and memory
+ * freed goes back under the cap. */
+static void test_heap_cap(void **state)
+{
+    (void)state;
+    const uint64_t cap = 10000;
+    gpu_open_desc desc = {.null_heap_bytes = cap};
+    gpu *g = NULL;
+    ASSERT_OK(null_gpu_open(&desc, &g));
+    assert_int_equal(g->info.device_local_heap_size, cap);
+    gpu_mem *a = mem_new(g, GPU_MEM_DEVICE, 6000);
+    gpu_mem *b = mem_new(g, GPU_MEM_DEVICE, cap - 6000); /* exactly the cap */
+    gpu_mem *up = mem_new(g, GPU_MEM_UPLOAD, 2 * cap);   /* not device memory */
+    gpu_mem *m = NULL;
+    ASSERT_ERROR(g->ops->mem_create(g, GPU_MEM_DEVICE, 1, &m), CUBEC_OUT_OF_MEMORY,
+                 "1 bytes of device memory would pass the heap cap of 10000 bytes");
+    assert_null(m);
+    g->ops->mem_destroy(g, a);
+    ASSERT_ERROR(g->ops->mem_create(g, GPU_MEM_DEVICE, 6001, &m), CUBEC_OUT_OF_MEMORY,
+                 "(CUBEC_NULL_HEAP_BYTES; 4000 bytes granted)");
+    a = mem_new(g, GPU_MEM_DEVICE, 6000);
+    g->ops->mem_destroy(g, a);
+    g->ops->mem_destroy(g, b);
+    g->ops->mem_destroy(g, up);
+    g->ops->destroy(g);
+}
+
 static void *submitter(void *p)
 {
     submitter_arg *a = p;
@@ -754,6 +782,7 @@ int main(void)
         cmocka_unit_test(test_bad_spirv),
         cmocka_unit_test(test_recording),
         cmocka_unit_test(test_growth),
+        cmocka_unit_test(test_heap_cap),
         cmocka_unit_test(test_submit_from_another_thread),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

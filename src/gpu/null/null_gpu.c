@@ -63,6 +63,8 @@ typedef struct null_gpu {
     uint64_t last_due;          /* completions become visible in submission order */
     null_pending *pending;      /* ring of delayed completions, oldest at pending_head */
     uint32_t pending_head, pending_count, pending_cap;
+    uint64_t heap_cap;  /* device memory granted at most (desc->null_heap_bytes; 0: no cap) */
+    uint64_t heap_used; /* device memory granted now; under `lock` */
 } null_gpu;
 
 typedef struct null_mem {
@@ -314,6 +316,15 @@ static void null_destroy(gpu *base)
 
 /* --- Memory ------------------------------------------------------------------------------- */
 
+/* Device memory that goes back to the capped heap. */
+static void heap_give_back(null_gpu *g, gpu_mem_kind kind, uint64_t size)
+{
+    if (kind != GPU_MEM_DEVICE || !g->heap_cap) return;
+    pthread_mutex_lock(&g->lock);
+    g->heap_used -= size;
+    pthread_mutex_unlock(&g->lock);
+}
+
 static cubec_status null_mem_create(gpu *base, gpu_mem_kind kind, uint64_t size, gpu_mem **out)
 {
     if (!out) return INVALID_ARG("null gpu mem_create: out is NULL");
@@ -327,12 +338,28 @@ static cubec_status null_mem_create(gpu *base, gpu_mem_kind kind, uint64_t size,
         return status_make(CUBEC_OUT_OF_MEMORY,
                            "null gpu: %" PRIu64 " bytes exceed max_allocation_size %" PRIu64, size,
                            base->info.max_allocation_size);
+    null_gpu *g = (null_gpu *)base;
+    if (kind == GPU_MEM_DEVICE && g->heap_cap) {
+        /* A driver's heap runs out: the server's out-of-memory paths can then be tested. */
+        pthread_mutex_lock(&g->lock);
+        uint64_t used = g->heap_used;
+        int fits = size <= g->heap_cap - used;
+        if (fits) g->heap_used += size;
+        pthread_mutex_unlock(&g->lock);
+        if (!fits)
+            return status_make(CUBEC_OUT_OF_MEMORY,
+                               "null gpu: %" PRIu64 " bytes of device memory would pass the heap "
+                               "cap of %" PRIu64 " bytes (CUBEC_NULL_HEAP_BYTES; %" PRIu64
+                               " bytes granted)",
+                               size, g->heap_cap, used);
+    }
     null_mem *m = calloc(1, sizeof *m);
     /* aligned_alloc wants a multiple of the alignment; the size is below 1 GiB here. */
     size_t bytes = (size_t)((size + NULL_ALIGNMENT - 1) / NULL_ALIGNMENT * NULL_ALIGNMENT);
     unsigned char *host = m ? aligned_alloc(NULL_ALIGNMENT, bytes) : NULL;
     if (!host) {
         free(m);
+        heap_give_back(g, kind, size);
         return status_make(CUBEC_OUT_OF_MEMORY,
                            "null gpu: host out of memory allocating %" PRIu64 " bytes", size);
     }
@@ -365,8 +392,8 @@ static void null_mem_invalidate(gpu *base, gpu_mem *mem)
 
 static void null_mem_destroy(gpu *base, gpu_mem *mem)
 {
-    (void)base;
     if (!mem) return;
+    heap_give_back((null_gpu *)base, mem->kind, mem->size);
     null_mem *m = (null_mem *)mem;
     if (!m->imported) free(m->host);
     free(m);
@@ -1162,6 +1189,8 @@ cubec_status null_gpu_open(const gpu_open_desc *desc, gpu **out)
     g->base.info.unified_memory = g->base.caps.unified;
     g->base.info.push_descriptors = g->base.caps.push_descriptors;
     g->delay_ns = (uint64_t)desc->null_delay_us * 1000u;
+    g->heap_cap = desc->null_heap_bytes;
+    if (g->heap_cap) g->base.info.device_local_heap_size = g->heap_cap;
     *out = &g->base;
     return NULL;
 }

@@ -6,7 +6,10 @@
  * unless desc->force_staging asks for the discrete paths); copies, fills, timestamps and query
  * resets are carried out exactly, in recording order, when the command buffer is submitted;
  * dispatches do nothing (the server marks their outputs written); the timeline reaches a
- * submission's value at once, or desc->null_delay_us after the submission. What Vulkan's
+ * submission's value at once, or desc->null_delay_us after the submission; with
+ * desc->null_heap_bytes set, device memory beyond that many bytes in all is refused with
+ * CUBEC_OUT_OF_MEMORY, as a full driver heap would be (the info's device_local_heap_size is then
+ * the cap). What Vulkan's
  * validation layer would refuse (out-of-range copies, unaligned fills or bindings, a command
  * buffer reset while in flight, signal values that do not increase) is refused with a status,
  * so a server bug shows up as an error in the null backend's tests too.
