@@ -119,14 +119,25 @@ static cubec_status drain(scheduler *s, const uint32_t *order, uint32_t n, int i
         }
         if (!err && recorded) err = s->backend.submit(s->backend.user, mode);
     } else {
-        for (uint32_t i = 0; i < n && !err; i++) {
+        /* One submission per queue. A failed submission is charged to the work in it (the
+         * backend taints its outputs); the queues after it hold unrelated work, which is still
+         * submitted rather than dropped as if it had been part of the failed one. A record
+         * error stops the drain as above. */
+        for (uint32_t i = 0; i < n; i++) {
             sched_queue *q = &s->queues[order[i]];
             uint32_t here = 0;
-            while (q->count && !err) {
-                err = s->backend.record(s->backend.user, order[i], pop(s, q));
+            cubec_status e = NULL;
+            while (q->count && !e) {
+                e = s->backend.record(s->backend.user, order[i], pop(s, q));
                 here++;
             }
-            if (!err && here) err = s->backend.submit(s->backend.user, mode);
+            int recorded_all = !e;
+            if (!e && here) e = s->backend.submit(s->backend.user, mode);
+            if (e && !err)
+                err = e;
+            else
+                cubec_status_free(e);
+            if (!recorded_all) break;
         }
     }
     if (err)
