@@ -25,6 +25,7 @@
 #include "base/array.h"
 #include "base/clock.h"
 #include "base/log.h"
+#include "base/strfmt.h"
 #include "server/device.h"
 
 #include <inttypes.h>
@@ -85,15 +86,17 @@ void server_graph_doom(cubec_device *d, uint32_t slot, cubec_code code, const ch
 {
     graph_obj *g = d->streams.slots[slot].graph;
     if (!g || g->doom) return;
-    char msg[1024];
+    /* Not cut to a fixed size: a reason is often a failure's chain, whose root cause is at its
+     * end (chains are already bounded by failure_chain). A 1024-byte buffer cut it off once a
+     * capture had been discarded a few times in a row (found by test_fault_random_threads). */
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    char *msg = strfmtv(fmt, ap);
     va_end(ap);
-    g->doom = strdup(msg);
+    g->doom = msg ? msg : strdup("host out of memory (formatting why the capture failed)");
     g->doom_code = code;
     LOG(LOG_INFO, LOG_SYS_STREAMS, "the capture of graph #%" PRIu64 " is doomed: %s", g->number,
-        msg);
+        g->doom ? g->doom : "");
 }
 
 int server_graph_recording(const cubec_device *d, stream_ref s)

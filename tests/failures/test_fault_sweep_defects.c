@@ -18,6 +18,12 @@
  * "Fault sweep"); waits now let the thread get through the value first. The end must return the
  * loss naming the fault, with no validation message. Before the fix the test failed in about one
  * run of three (a race), after 10 s or more.
+ *  (c) test_repeated_discarded_captures_name_the_cause (random threads test): a capture whose
+ *      launch reads a buffer carrying a failure is discarded, and what it would have written
+ *      takes "graph capture ... was discarded: <reason>"; captured again without writing the
+ *      input first, the reason grows by a link each time. cubec_graph_end cut the reason to 1024
+ *      bytes, so from the fifth capture on its message no longer reached the root cause. Every
+ *      end must name it.
  */
 #include "launch_util.h"
 #include "test_util.h"
@@ -103,11 +109,49 @@ static void test_wait_behind_failed_batch_is_quiet(void **state)
         wait_behind_failed_batch();
 }
 
+static void test_repeated_discarded_captures_name_the_cause(void **state)
+{
+    (void)state;
+    cubec_device *d = test_device_open();
+    cubec_kernel step = make_kernel(d, "step", step_src);
+    cubec_stream s = new_stream(d);
+    cubec_buffer acc;
+    ASSERT_OK(cubec_buffer_create(d, s, WORDS * 4u, &acc));
+    taint_by_lost_submission(d, s, step, acc, WORDS, 1, 1);
+    for (int i = 0; i < 8; i++) {
+        ASSERT_OK(cubec_graph_prepare(d, s));
+        ASSERT_OK(uint_launch(d, s, step, acc, NONE, WORDS, 1, 1)); /* warm-up: skipped */
+        ASSERT_OK(cubec_graph_begin(d, s));
+        ASSERT_OK(uint_launch(d, s, step, acc, NONE, WORDS, 1, 1));
+        cubec_graph g = {0};
+        cubec_status st = cubec_graph_end(d, s, &g);
+        /* The whole message (ASSERT_ERROR looks at its first 1024 bytes only). */
+        if (cubec_status_code(st) != CUBEC_GRAPH_STATE ||
+            !strstr(cubec_status_message(st), "injected fault: submit call #"))
+            fail_msg("capture %d: cubec_graph_end gave %s, %zu bytes ending \"%s\"", i,
+                     cubec_code_name(cubec_status_code(st)), strlen(cubec_status_message(st)),
+                     cubec_status_message(st) + strlen(cubec_status_message(st)) -
+                         (strlen(cubec_status_message(st)) > 160 ? 160 : 0));
+        cubec_status_free(st);
+    }
+    uint32_t got[WORDS];
+    cubec_status st = cubec_read(d, s, acc, 0, got, sizeof got);
+    if (cubec_status_code(st) != CUBEC_INTERNAL ||
+        !strstr(cubec_status_message(st), "injected fault: submit call #"))
+        fail_msg("the read of the input gave %s: %s", cubec_code_name(cubec_status_code(st)),
+                 cubec_status_message(st));
+    cubec_status_free(st);
+    ASSERT_OK(cubec_buffer_release(d, acc));
+    ASSERT_OK(cubec_kernel_destroy(d, step));
+    test_device_close(d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_failed_submission_spares_other_streams),
         cmocka_unit_test(test_wait_behind_failed_batch_is_quiet),
+        cmocka_unit_test(test_repeated_discarded_captures_name_the_cause),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
