@@ -437,7 +437,12 @@ static void *grapher(void *arg)
         graph_body(t, c);
         memcpy(t->b, saved, sizeof saved);
         cubec_graph g = {0};
-        if (outcome(t, cubec_graph_end(d, t->s, &g), "cubec_graph_end")) continue;
+        if (outcome(t, cubec_graph_end(d, t->s, &g), "cubec_graph_end")) {
+            /* As a program would: read what the capture touched, writing again what fails. */
+            for (int i = 0; i < BUFS; i++)
+                do_read(t, &t->b[i]);
+            continue;
+        }
         for (int r = 0; r < REPLAYS && !t->lost; r++) {
             uint32_t data[WORDS];
             random_data(t, data);
