@@ -85,6 +85,9 @@ void server_graph_doom(cubec_device *d, uint32_t slot, cubec_code code, const ch
 {
     graph_obj *g = d->streams.slots[slot].graph;
     if (!g || g->doom) return;
+    /* The whole reason, as a failure: it is often a failure's chain, whose root cause is at its
+     * end (chains are bounded by failure_chain); a 1024-byte copy cut it off once a capture had
+     * been discarded a few times in a row. */
     va_list ap;
     va_start(ap, fmt);
     g->doom = failure_newv(code, fmt, ap);

@@ -301,6 +301,23 @@ static cubec_status wait_value(cubec_device *d, uint64_t value)
     if (value == 0 || value <= d->sub.completed_value) return NULL;
     if (d->sub.open && value >= d->sub.next_value) RETURN_IF_ERROR(sub_flush(d, 0));
     if (value >= d->sub.next_value) value = d->sub.next_value - 1;
+    if (!submitter_released(d, value)) {
+        /* The submission thread gets through the value first. It signals the value of a batch
+         * that failed there from the host; a GPU wait racing that signal made the Khronos
+         * validation layer of Debian 12 stall for 10 s and report
+         * UNASSIGNED-VkSemaphore-state-timeout ("most likely a validation bug", fixed in later
+         * layers: Vulkan-ValidationLayers issues 4649 and 8519), seen in the profile fault sweep
+         * (encode:2). The GPU cannot reach a value the thread has not submitted, so this does
+         * not delay the wait. Without the lock meanwhile, as for the GPU wait below: the thread
+         * may be waiting for the queue to go idle. */
+        if (d->streams.draining) {
+            submitter_wait_released(d, value);
+        } else {
+            pthread_mutex_unlock(&d->lock);
+            submitter_wait_released(d, value);
+            pthread_mutex_lock(&d->lock);
+        }
+    }
     sub_poll(d);
     if (value <= d->sub.completed_value) return NULL;
     recycle_finished(d);

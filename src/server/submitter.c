@@ -196,6 +196,22 @@ void submitter_quiesce(cubec_device *d)
     pthread_mutex_unlock(&s->lock);
 }
 
+void submitter_wait_released(cubec_device *d, uint64_t value)
+{
+    submitter *s = &d->submitter;
+    if (!s->started || submitter_released(d, value)) return;
+    if (d->sub.spin_us > 0) {
+        uint64_t until = clock_now_ns() + (uint64_t)d->sub.spin_us * 1000u;
+        while (!submitter_released(d, value) && clock_now_ns() < until)
+            sched_yield();
+    }
+    pthread_mutex_lock(&s->lock);
+    /* The thread broadcasts `idle` after every item; an idle thread has nothing more to do. */
+    while (!submitter_released(d, value) && (s->count || s->busy))
+        pthread_cond_wait(&s->idle, &s->lock);
+    pthread_mutex_unlock(&s->lock);
+}
+
 cubec_status submitter_take_failure(cubec_device *d, uint64_t *out_graph, uint64_t *out_value)
 {
     submitter *s = &d->submitter;

@@ -57,6 +57,9 @@ void submitter_note_submitted(cubec_device *d, uint64_t value);
 int submitter_broken(cubec_device *d);
 /* Whether the submission of `value` is made and the thread is done with its command buffer. */
 int submitter_released(cubec_device *d, uint64_t value);
+/* Returns once the thread is through `value` (submitted it, or failed it and signalled it from
+ * the host), or has nothing left to do. */
+void submitter_wait_released(cubec_device *d, uint64_t value);
 /* Starts the thread if it is not running (a replay does it before handing a batch over). */
 MUST_USE cubec_status submitter_start(cubec_device *d);
 /* Returns once everything pushed is submitted: call before any other vkQueueSubmit. */

@@ -84,66 +84,83 @@ cubec_status sched_reserve(scheduler *s, uint32_t slot, void **out_task)
     return NULL;
 }
 
+static cubec_status execute(scheduler *s, const uint32_t *slots, uint32_t count, uint32_t mode,
+                            uint32_t own);
+
 cubec_status sched_commit(scheduler *s, uint32_t slot)
 {
     sched_queue *q = &s->queues[slot];
     q->count++;
     if (q->count < s->max_tasks) return NULL;
-    if (s->strategy == SCHED_SEQUENTIAL) return sched_execute(s, &slot, 1);
+    if (s->strategy == SCHED_SEQUENTIAL) return execute(s, &slot, 1, 0, slot);
     /* Interleave: the full slot goes first, with every slot that has work pending, so that the
-     * chains of concurrent streams share barriers in one command buffer. When one of them needs
-     * isolation the slots are drained one by one, and the full slot goes last instead: the
-     * caller's own work is then in the last submission, so an error this returns is always one
-     * that lost (or dropped) the caller's work too, never only another slot's. */
+     * chains of concurrent streams share barriers in one command buffer. The commit returns an
+     * error only when it lost the caller's own work: when the slots are submitted one by one
+     * (one needs isolation), another slot's failed submission stays on that slot's outputs. */
     uint32_t ids[64];
     uint32_t n = 0;
-    int isolation = q->requires_isolation;
     ids[n++] = slot;
-    for (uint32_t i = 0; i < s->slots && n < 63; i++)
-        if (i != slot && s->queues[i].count) {
-            ids[n++] = i;
-            isolation |= s->queues[i].requires_isolation;
-        }
-    if (isolation) {
-        memmove(ids, ids + 1, (n - 1) * sizeof ids[0]);
-        ids[n - 1] = slot;
-    }
-    return sched_execute(s, ids, n);
+    for (uint32_t i = 0; i < s->slots && n < 64; i++)
+        if (i != slot && s->queues[i].count) ids[n++] = i;
+    return execute(s, ids, n, 0, slot);
 }
 
-/* Records every task of the listed queues, round-robin or one queue after the other. */
+/* Records every task of the listed queues, round-robin into one submission or one queue after
+ * the other, each in its own submission. Returns the error that lost work of `own` (a slot, or
+ * SCHED_NO_SLOT: any error), and drops whatever a record error left unrecorded, naming it. */
 static cubec_status drain(scheduler *s, const uint32_t *order, uint32_t n, int interleave,
-                          uint32_t mode)
+                          uint32_t mode, uint32_t own)
 {
-    cubec_status err = NULL;
-    uint32_t recorded = 0;
+    cubec_status first = NULL, own_err = NULL;
     if (interleave) {
-        for (int more = 1; more && !err;) {
+        uint32_t recorded = 0;
+        for (int more = 1; more && !first;) {
             more = 0;
-            for (uint32_t i = 0; i < n && !err; i++) {
+            for (uint32_t i = 0; i < n && !first; i++) {
                 sched_queue *q = &s->queues[order[i]];
                 if (!q->count) continue;
                 more = 1;
-                err = s->backend.record(s->backend.user, order[i], pop(s, q));
+                first = s->backend.record(s->backend.user, order[i], pop(s, q));
                 recorded++;
             }
         }
-        if (!err && recorded) err = s->backend.submit(s->backend.user, mode);
+        if (!first && recorded) first = s->backend.submit(s->backend.user, mode);
+        own_err = first ? status_clone(first) : NULL; /* one submission: everyone's */
     } else {
-        for (uint32_t i = 0; i < n && !err; i++) {
+        /* A failed submission is charged to the work in it (the backend taints its outputs);
+         * the queues after it hold unrelated work, still submitted rather than dropped as if it
+         * had been part of the failed one. A record error stops the drain. */
+        for (uint32_t i = 0; i < n; i++) {
             sched_queue *q = &s->queues[order[i]];
             uint32_t here = 0;
-            while (q->count && !err) {
-                err = s->backend.record(s->backend.user, order[i], pop(s, q));
+            cubec_status e = NULL;
+            while (q->count && !e) {
+                e = s->backend.record(s->backend.user, order[i], pop(s, q));
                 here++;
             }
-            if (!err && here) err = s->backend.submit(s->backend.user, mode);
+            int recorded_all = !e;
+            if (!e && here) e = s->backend.submit(s->backend.user, mode);
+            if (e && order[i] == own && !own_err) own_err = status_clone(e);
+            if (e && !first)
+                first = e;
+            else
+                cubec_status_free(e);
+            if (!recorded_all) break;
         }
     }
-    if (err)
-        for (uint32_t i = 0; i < n; i++)
-            discard_queue(s, &s->queues[order[i]], err);
-    return err;
+    if (first)
+        for (uint32_t i = 0; i < n; i++) {
+            sched_queue *q = &s->queues[order[i]];
+            /* The caller's own work dropped unrecorded: lost with the drain. */
+            if (q->count && order[i] == own && !own_err) own_err = status_clone(first);
+            discard_queue(s, q, first);
+        }
+    if (own == SCHED_NO_SLOT) {
+        cubec_status_free(own_err);
+        return first;
+    }
+    cubec_status_free(first);
+    return own_err;
 }
 
 cubec_status sched_execute(scheduler *s, const uint32_t *slots, uint32_t count)
@@ -153,9 +170,16 @@ cubec_status sched_execute(scheduler *s, const uint32_t *slots, uint32_t count)
 
 cubec_status sched_execute_mode(scheduler *s, const uint32_t *slots, uint32_t count, uint32_t mode)
 {
+    return execute(s, slots, count, mode, SCHED_NO_SLOT);
+}
+
+static cubec_status execute(scheduler *s, const uint32_t *slots, uint32_t count, uint32_t mode,
+                            uint32_t own)
+{
     uint32_t order[64];
     uint32_t n = 0;
     int isolation = 0;
+    cubec_status err = NULL;
     for (uint32_t i = 0; i < count; i++) {
         uint32_t slot = slots[i];
         int seen = 0;
@@ -163,22 +187,21 @@ cubec_status sched_execute_mode(scheduler *s, const uint32_t *slots, uint32_t co
             seen |= order[j] == slot;
         if (seen || !s->queues[slot].count) continue;
         if (n == sizeof order / sizeof order[0]) {
-            /* More distinct slots than fit: drain what is collected, then go on. A failure
-             * drops the rest of the listed slots' work too, as within one drain. */
-            cubec_status err =
-                drain(s, order, n, s->strategy == SCHED_INTERLEAVE && !isolation, mode);
-            if (err) {
-                for (uint32_t j = i; j < count; j++)
-                    discard_queue(s, &s->queues[slots[j]], err);
-                return err;
-            }
+            /* More distinct slots than fit: drain what is collected, then go on (the next
+             * slots hold other work, as after a failed submission within one drain). */
+            cubec_status e =
+                drain(s, order, n, s->strategy == SCHED_INTERLEAVE && !isolation, mode, own);
+            if (e && !err)
+                err = e;
+            else
+                cubec_status_free(e);
             n = 0;
             isolation = 0;
         }
         order[n++] = slot;
         isolation |= s->queues[slot].requires_isolation;
     }
-    if (!n) return NULL;
+    if (!n) return err;
     s->drains++;
     int interleave = s->strategy == SCHED_INTERLEAVE && !isolation;
     if (log_enabled(LOG_DEBUG, LOG_SYS_STREAMS)) {
@@ -190,7 +213,10 @@ cubec_status sched_execute_mode(scheduler *s, const uint32_t *slots, uint32_t co
         LOG(LOG_DEBUG, LOG_SYS_STREAMS, "%s slots [%s] (slot(tasks))",
             interleave ? "interleaving" : "draining one by one", list);
     }
-    return drain(s, order, n, interleave, mode);
+    cubec_status e = drain(s, order, n, interleave, mode, own);
+    if (!err) return e;
+    cubec_status_free(e);
+    return err;
 }
 
 cubec_status sched_execute_all(scheduler *s)

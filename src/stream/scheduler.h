@@ -25,6 +25,9 @@ typedef enum sched_strategy {
     SCHED_SEQUENTIAL = 1,
 } sched_strategy;
 
+/* No slot: a drain returns whichever error it met first. */
+#define SCHED_NO_SLOT UINT32_MAX
+
 typedef struct sched_backend {
     void *user;
     /* Records one task of `slot`. An error stops the drain; the remaining tasks are discarded. */
@@ -63,7 +66,9 @@ void sched_destroy(scheduler *s);
 MUST_USE cubec_status sched_reserve(scheduler *s, uint32_t slot, void **out_task);
 /* Makes the reserved task part of the queue. When the slot then holds max_tasks tasks it is
  * drained: alone under Sequential; under Interleave together with every slot that has pending
- * work (first), so that concurrent streams share command buffers and barriers. */
+ * work (first), so that concurrent streams share command buffers and barriers. Returns an error
+ * only when the drain lost this slot's work: another slot's failed submission in a drain that
+ * submits slot by slot stays on that slot's outputs (the backend taints them). */
 MUST_USE cubec_status sched_commit(scheduler *s, uint32_t slot);
 /* Drains the queues of `slots` (duplicates allowed, first-seen order kept) into the backend and
  * submits. Slots with empty queues cost nothing; if nothing was recorded, nothing is submitted. */

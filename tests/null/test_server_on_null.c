@@ -518,7 +518,9 @@ static void test_known_bug_check_of_empty_view(void **state)
  * is never opened, so neither the loss nor anything later invalidates it, and cubec_profile_end
  * returns a time measured from the stale begin timestamp of the query pair's previous profile
  * (or CUBEC_NOT_READY when the pair was never written): "a measurement of work that did not run
- * is never returned as a time" (cubec.h) does not hold. */
+ * is never returned as a time" (cubec.h) does not hold. Since issue 11's fault sweep, B's queue
+ * is no longer dropped (it is submitted on its own after A's lost submission), so the begin is
+ * recorded and the end may return a real time, taken after the profile began. */
 static void test_known_bug_profile_begin_dropped_with_lost_drain(void **state)
 {
     (void)state;
@@ -553,6 +555,8 @@ static void test_known_bug_profile_begin_dropped_with_lost_drain(void **state)
     cubec_status_free(cubec_graph_end(d, a, &g));
     cubec_device_close(d);
     if (code == CUBEC_PROFILE_INVALID || code == CUBEC_INTERNAL) return;
+    /* Not the stale begin of the pair's previous profile: a time measured after this one began. */
+    if (code == CUBEC_OK && r.begin_ns >= t0 && r.end_ns >= r.begin_ns) return;
     known_bug("profile-begin-dropped", msg);
     skip();
 }
@@ -592,11 +596,11 @@ static void test_known_bug_lost_submission_holds_memory(void **state)
 }
 
 /* error-but-ran (was a known bug): tasks_max 2, a capture prepared on A (its slot drains alone).
- * A fill that fills stream S's queue drains A and S one by one; A's submission is lost. The fill
- * returned that loss while its own work ran and read back. Now the full slot drains last, so a
- * returned error always lost the caller's work too: the fill's bytes carry the failure, naming
- * the lost submission. Both drain orders are checked: the fault on A's submission (the first),
- * and on S's (the second). */
+ * A fill that fills stream S's queue drains S, then A, each in a submission of its own. When A's
+ * submission was lost the fill returned that loss, though its own work ran and read back. Now
+ * a launch, copy or fill returns a submission error only when its own work was in it: with the
+ * fault on S's submission (the first) the fill fails and its bytes carry the loss while A's copy
+ * runs; with the fault on A's (the second) the fill succeeds and A's copy carries the loss. */
 static void test_error_means_own_work_lost(void **state)
 {
     (void)state;
@@ -607,10 +611,12 @@ static void test_error_means_own_work_lost(void **state)
         uint32_t zero[16] = {0}, ones[16], got[16];
         for (int i = 0; i < 16; i++)
             ones[i] = 0x01010101u;
-        cubec_buffer xa = make(&n, a, zero, sizeof zero, NULL);
-        cubec_buffer ya = make(&n, a, zero, sizeof zero, NULL);
+        uint32_t xs_bytes[16];
+        pattern_words(xs_bytes, 16, 21);
+        cubec_buffer xa = make(&n, a, xs_bytes, sizeof xs_bytes, NULL);
+        uint64_t nya, nys;
+        cubec_buffer ya = make(&n, a, zero, sizeof zero, &nya);
         cubec_buffer xs = make(&n, s, zero, sizeof zero, NULL);
-        uint64_t nys;
         cubec_buffer ys = make(&n, s, zero, sizeof zero, &nys);
         ASSERT_OK(cubec_sync(d, a));
         ASSERT_OK(cubec_sync(d, s));
@@ -619,22 +625,28 @@ static void test_error_means_own_work_lost(void **state)
         ASSERT_OK(cubec_copy(d, s, xs, 0, ys, 0, sizeof zero)); /* queued on S */
         uint64_t call = fault_count(d, CUBEC_FAULT_SUBMIT) + nth;
         ASSERT_OK(cubec_fault_inject(d, CUBEC_FAULT_SUBMIT, nth));
-        char msg[2048], want[128];
+        char msg[2048], want[128], head[96];
         snprintf(want, sizeof want, "injected fault: submit call #%" PRIu64, call);
-        cubec_code c = take_error(cubec_fill(d, s, ys, 0, sizeof zero, 0x01010101u), msg,
-                                  sizeof msg, "the fill that drains A and S");
+        cubec_status fill = cubec_fill(d, s, ys, 0, sizeof zero, 0x01010101u);
+        /* The buffer whose work was in the lost submission, and the one whose work ran. */
+        cubec_buffer lost = nth == 1 ? ys : ya, ran = nth == 1 ? ya : ys;
+        uint64_t lost_number = nth == 1 ? nys : nya;
+        const uint32_t *ran_bytes = nth == 1 ? xs_bytes : ones;
+        if (nth == 1) {
+            cubec_code c = take_error(fill, msg, sizeof msg, "the fill whose submission is lost");
+            assert_int_equal(c, CUBEC_INTERNAL);
+            if (!strstr(msg, want)) fail_msg("fill: \"%s\" lacks \"%s\"", msg, want);
+        } else if (fill) {
+            fail_msg("the fill returned \"%s\": only A's submission was lost",
+                     cubec_status_message(fill));
+        }
+        cubec_code c = take_error(cubec_read(d, s, lost, 0, got, sizeof got), msg, sizeof msg,
+                                  "read of the lost work's output");
         assert_int_equal(c, CUBEC_INTERNAL);
-        if (!strstr(msg, want)) fail_msg("fill: \"%s\" lacks \"%s\"", msg, want);
-        /* The fill's destination carries the loss; it was not written. */
-        c = take_error(cubec_read(d, s, ys, 0, got, sizeof got), msg, sizeof msg, "read of ys");
-        assert_int_equal(c, CUBEC_INTERNAL);
-        char head[96];
-        snprintf(head, sizeof head, "read of buffer #%" PRIu64 ": not written: ", nys);
+        snprintf(head, sizeof head, "read of buffer #%" PRIu64 ": not written: ", lost_number);
         if (strncmp(msg, head, strlen(head)) || !strstr(msg, want))
-            fail_msg("read of ys: \"%s\" lacks \"%s\" or \"%s\"", msg, head, want);
-        /* Writing it again makes it good. */
-        ASSERT_OK(cubec_fill(d, s, ys, 0, sizeof zero, 0x01010101u));
-        expect_bytes(d, s, ys, 0, ones, sizeof ones, "ys filled again");
+            fail_msg("read of the lost output: \"%s\" lacks \"%s\" or \"%s\"", msg, head, want);
+        expect_bytes(d, s, ran, 0, ran_bytes, sizeof ones, "the output of the work that ran");
         cubec_graph g;
         cubec_status_free(cubec_graph_end(d, a, &g));
         cubec_buffer all[] = {xa, ya, xs, ys};

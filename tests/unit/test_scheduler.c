@@ -429,10 +429,11 @@ static void test_isolation_forces_sequential(void **state)
     free(f);
 }
 
-/* A slot that fills up while an isolated slot has work drains one by one with the full slot
- * last: an error the commit returns then always lost or dropped the caller's own work too (a
- * fill must not return another slot's lost submission while its own bytes were written). */
-static void test_full_slot_drains_last_beside_isolation(void **state)
+/* A slot that fills up while an isolated slot has work drains slot by slot, the full slot first.
+ * The commit returns an error only when it lost the full slot's own work: a fill must not return
+ * another slot's lost submission while its own bytes were written (known bug error-but-ran), and
+ * that other slot's failure stays on its outputs (the backend taints them). */
+static void test_commit_returns_only_its_own_loss(void **state)
 {
     (void)state;
     fake_backend *f = fake_new();
@@ -441,16 +442,28 @@ static void test_full_slot_drains_last_beside_isolation(void **state)
     s.queues[1].requires_isolation = 1;
     push_ok(&s, 1, 11);
     push_ok(&s, 0, 1);
-    push_ok(&s, 0, 2); /* slot 0 is full: drains with slot 1, slot 0 last */
-    EXPECT(f, R(1, 11), S, R(0, 1), R(0, 2), S);
-    /* The isolated slot's submission fails: the full slot's tasks are dropped with its error. */
+    push_ok(&s, 0, 2); /* slot 0 is full: drains first, then slot 1 on its own */
+    EXPECT(f, R(0, 1), R(0, 2), S, R(1, 11), S);
+    /* The isolated slot's submission (the second) fails: not the committer's loss. */
     push_ok(&s, 1, 12);
     push_ok(&s, 0, 3);
+    f->fail_submit_at = f->submits + 2;
+    push_ok(&s, 0, 4);
+    EXPECT(f, R(0, 3), R(0, 4), S, R(1, 12));
+    assert_int_equal(f->discards, 0);
+    /* The committer's own submission (the first) fails: returned, and slot 1 still runs. */
+    push_ok(&s, 1, 13);
+    push_ok(&s, 0, 5);
     f->fail_submit_at = f->submits + 1;
-    ASSERT_ERROR(push(&s, 0, 4), CUBEC_DEVICE_LOST, "fake submit failure");
-    EXPECT(f, R(1, 12), D(0, 3), D(0, 4));
-    assert_int_equal(f->discards_with_cause, 2);
-    assert_int_equal(sched_pending(&s, 0), 0);
+    ASSERT_ERROR(push(&s, 0, 6), CUBEC_DEVICE_LOST, "fake submit failure");
+    EXPECT(f, R(0, 5), R(0, 6), R(1, 13), S);
+    /* An explicit drain still returns whichever error it met. */
+    push_ok(&s, 1, 14);
+    f->fail_submit_at = f->submits + 1;
+    uint32_t both[] = {0, 1};
+    ASSERT_ERROR(sched_execute(&s, both, 2), CUBEC_DEVICE_LOST, "fake submit failure");
+    EXPECT(f, R(1, 14));
+    assert_int_equal(f->discards, 0);
     sched_destroy(&s);
     expect_nothing(f);
     free(f);
@@ -704,7 +717,9 @@ static void test_record_error_in_interleaved_auto_drain(void **state)
     free(f);
 }
 
-/* A submit error is returned; under sequential the slots not yet drained are discarded. */
+/* A submit error is returned. Under sequential the slots after the failed one are unrelated
+ * work in submissions of their own: they are still recorded and submitted (they used to be
+ * discarded, and their outputs read as dropped from a submission they were never part of). */
 static void test_submit_error(void **state)
 {
     (void)state;
@@ -718,7 +733,8 @@ static void test_submit_error(void **state)
     f->fail_submit_at = 1;
     uint32_t order[] = {0, 1, 2};
     ASSERT_ERROR(sched_execute(&s, order, 3), CUBEC_DEVICE_LOST, "fake submit failure");
-    EXPECT(f, R(0, 1), D(1, 2), D(1, 3), D(2, 4));
+    EXPECT(f, R(0, 1), R(1, 2), R(1, 3), S, R(2, 4), S);
+    assert_int_equal(f->discards, 0);
     for (uint32_t i = 0; i < 3; i++)
         assert_int_equal(sched_pending(&s, i), 0);
     /* Interleave: everything was recorded before the one submit fails. */
@@ -828,7 +844,7 @@ int main(void)
         cmocka_unit_test(test_record_error_in_auto_drain),
         cmocka_unit_test(test_record_error_in_interleaved_auto_drain),
         cmocka_unit_test(test_submit_error),
-        cmocka_unit_test(test_full_slot_drains_last_beside_isolation),
+        cmocka_unit_test(test_commit_returns_only_its_own_loss),
         cmocka_unit_test(test_destroy_discards_queued),
         cmocka_unit_test(test_many_slots_in_one_execute),
     };
