@@ -24,7 +24,7 @@
 
 #define MIB (1024ull * 1024ull)
 #define SMALL (2 * MIB) /* the largest slice of the 8 MiB pages on a 128 MiB page limit */
-#define SMALL_COUNT 12u /* three pages of four */
+#define SMALL_COUNT 12u /* at least three pages of four (lavapipe's 8 MiB pages) */
 #define KEPT 2u         /* buffers 0 and 1 survive: both in the first page */
 
 static void pattern(uint32_t *words, uint64_t bytes, uint32_t seed)
@@ -71,15 +71,27 @@ static cubec_memory_report report(cubec_device *d, cubec_stream s)
  * its slot holds empty pages and nothing is in flight. Returns the pages it held at its peak. */
 static uint32_t leave_empty_pages(cubec_device *d, cubec_stream s1, cubec_buffer kept[KEPT])
 {
-    cubec_buffer b[SMALL_COUNT];
-    for (uint32_t i = 0; i < SMALL_COUNT; i++)
+    /* Enough buffers for three pages of the device's page size (8 MiB on lavapipe, larger on a
+     * GPU with more memory): the first one's page tells its size. */
+    cubec_buffer first = make_written(d, s1, SMALL, 100);
+    cubec_memory_report r0 = report(d, s1);
+    assert_int_equal(r0.pages, 1);
+    uint64_t per_page = r0.bytes_reserved / SMALL;
+    assert_true(per_page >= 1 && per_page <= 1024);
+    uint32_t count = (uint32_t)(3 * per_page);
+    if (count < SMALL_COUNT) count = SMALL_COUNT;
+    cubec_buffer *b = calloc(count, sizeof *b);
+    assert_non_null(b);
+    b[0] = first;
+    for (uint32_t i = 1; i < count; i++)
         b[i] = make_written(d, s1, SMALL, 100 + i);
     ASSERT_OK(cubec_sync(d, s1));
     uint32_t peak = report(d, s1).pages;
-    for (uint32_t i = KEPT; i < SMALL_COUNT; i++)
+    for (uint32_t i = KEPT; i < count; i++)
         ASSERT_OK(cubec_buffer_release(d, b[i]));
     for (uint32_t i = 0; i < KEPT; i++)
         kept[i] = b[i];
+    free(b);
     cubec_memory_report r = report(d, s1);
     assert_int_equal(r.bytes_in_use, KEPT * SMALL);
     assert_int_equal(r.pages, peak); /* the sliced pools keep their empty pages */
