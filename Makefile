@@ -4,7 +4,8 @@
 #               build's tests, the ThreadSanitizer build's concurrency tests and each libFuzzer
 #               harness for FUZZ_TEST_SECONDS
 # Other targets: build, bench, install-deps, format, format-check, lint, clean, fuzz (each
-# harness for FUZZ_SECONDS; docs/reliability.md, "Fuzzing").
+# harness for FUZZ_SECONDS), fuzz-runs (FUZZ_RUNS inputs of fuzz_api over FUZZ_JOBS processes;
+# docs/reliability.md, "Fuzzing").
 
 BUILD      ?= build
 BUILD_SAN  ?= build-san
@@ -12,6 +13,8 @@ BUILD_TSAN ?= build-tsan
 BUILD_FUZZ ?= build-fuzz
 FUZZ_SECONDS      ?= 60
 FUZZ_TEST_SECONDS ?= 20
+FUZZ_JOBS         ?= 1
+FUZZ_RUNS         ?= 100000
 JOBS       ?= $(shell nproc)
 CMAKE_ARGS ?=
 
@@ -20,7 +23,7 @@ DEB_PACKAGES = build-essential cmake pkg-config git libvulkan-dev mesa-vulkan-dr
                libspirv-cross-c-shared-dev libinih-dev libcmocka-dev python3 clang-format clang-tidy \
                clang libclang-rt-14-dev
 
-.PHONY: demo test build build-san build-tsan build-fuzz fuzz fuzz-test bench install-deps format format-check lint clean
+.PHONY: demo test build build-san build-tsan build-fuzz fuzz fuzz-test fuzz-runs bench install-deps format format-check lint clean
 
 install-deps:
 	@missing=""; for p in $(DEB_PACKAGES); do \
@@ -82,6 +85,11 @@ fuzz: build-fuzz
 
 fuzz-test: build-fuzz
 	$(call run_fuzzers,$(FUZZ_TEST_SECONDS))
+
+# FUZZ_RUNS inputs of fuzz_api in all, over FUZZ_JOBS processes (fuzz/run_parallel.sh), e.g.
+# make fuzz-runs FUZZ_JOBS=16 FUZZ_RUNS=1000000
+fuzz-runs: build-fuzz
+	fuzz/run_parallel.sh $(BUILD_FUZZ) $(FUZZ_JOBS) $(FUZZ_RUNS)
 
 demo: build
 	@for ex in vector_add reduction mlp; do \
