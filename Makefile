@@ -4,14 +4,17 @@
 #               build's tests, the ThreadSanitizer build's concurrency tests and each libFuzzer
 #               harness for FUZZ_TEST_SECONDS
 # Other targets: build, bench, install-deps, format, format-check, lint, clean, fuzz (each
-# harness for FUZZ_SECONDS; docs/reliability.md, "Fuzzing").
+# harness for FUZZ_SECONDS), fuzz-runs (FUZZ_RUNS inputs of fuzz_api over FUZZ_JOBS processes;
+# docs/reliability.md, "Fuzzing").
 
 BUILD      ?= build
 BUILD_SAN  ?= build-san
 BUILD_TSAN ?= build-tsan
 BUILD_FUZZ ?= build-fuzz
 FUZZ_SECONDS      ?= 60
-FUZZ_TEST_SECONDS ?= 30
+FUZZ_TEST_SECONDS ?= 20
+FUZZ_JOBS         ?= 1
+FUZZ_RUNS         ?= 100000
 JOBS       ?= $(shell nproc)
 CMAKE_ARGS ?=
 
@@ -20,7 +23,7 @@ DEB_PACKAGES = build-essential cmake pkg-config git libvulkan-dev mesa-vulkan-dr
                libspirv-cross-c-shared-dev libinih-dev libcmocka-dev python3 clang-format clang-tidy \
                clang libclang-rt-14-dev
 
-.PHONY: demo test build build-san build-tsan build-fuzz fuzz fuzz-test bench install-deps format format-check lint clean
+.PHONY: demo test build build-san build-tsan build-fuzz fuzz fuzz-test fuzz-runs bench install-deps format format-check lint clean
 
 install-deps:
 	@missing=""; for p in $(DEB_PACKAGES); do \
@@ -55,18 +58,22 @@ build-tsan: install-deps
 build-fuzz: install-deps
 	cmake -S . -B $(BUILD_FUZZ) -DCMAKE_BUILD_TYPE=Debug -DCUBEC_FUZZ=ON -DCUBEC_TESTS=OFF \
 	  -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ $(CMAKE_ARGS)
-	cmake --build $(BUILD_FUZZ) -j $(JOBS) --target fuzz_api fuzz_shader
+	cmake --build $(BUILD_FUZZ) -j $(JOBS) --target fuzz_api fuzz_api_lavapipe fuzz_shader
 
-# Runs each harness for $(1) seconds on fuzz/corpus/<name> (read only) plus what earlier runs
-# found ($(BUILD_FUZZ)/corpus/<name>, where new inputs go). A crash leaves its input in
-# $(BUILD_FUZZ)/artifacts/ and prints the whole log; a clean run prints its last lines.
+# Runs each harness for $(1) seconds on fuzz/corpus/<corpus> (read only) plus what earlier runs
+# found ($(BUILD_FUZZ)/corpus/<name>, where new inputs go); fuzz_api_lavapipe reads fuzz_api's
+# corpus, with LeakSanitizer off (the validation layer's allocations per device; docs). A crash
+# leaves its input in $(BUILD_FUZZ)/artifacts/ and prints the whole log; a clean run prints its
+# last lines.
 define run_fuzzers
-	@for f in api shader; do \
+	@for f in api api_lavapipe shader; do \
+	  c=$$f; opts=; \
+	  if [ $$f = api_lavapipe ]; then c=api; opts=detect_leaks=0; fi; \
 	  mkdir -p $(BUILD_FUZZ)/corpus/$$f $(BUILD_FUZZ)/artifacts; \
 	  echo "== fuzz_$$f for $(1) s"; \
-	  CUBEC_LOG_LEVEL=error $(BUILD_FUZZ)/bin/fuzz_$$f -max_total_time=$(1) -timeout=60 \
-	    -print_final_stats=1 -artifact_prefix=$(BUILD_FUZZ)/artifacts/fuzz_$$f- \
-	    $(BUILD_FUZZ)/corpus/$$f fuzz/corpus/$$f > $(BUILD_FUZZ)/fuzz_$$f.log 2>&1; \
+	  ASAN_OPTIONS=$$opts CUBEC_LOG_LEVEL=error $(BUILD_FUZZ)/bin/fuzz_$$f -max_total_time=$(1) \
+	    -timeout=60 -print_final_stats=1 -artifact_prefix=$(BUILD_FUZZ)/artifacts/fuzz_$$f- \
+	    $(BUILD_FUZZ)/corpus/$$f fuzz/corpus/$$c > $(BUILD_FUZZ)/fuzz_$$f.log 2>&1; \
 	  rc=$$?; \
 	  if [ $$rc != 0 ]; then cat $(BUILD_FUZZ)/fuzz_$$f.log; exit $$rc; fi; \
 	  grep -E '^(Done|stat::number_of_executed_units|stat::average_exec_per_sec|stat::peak_rss)' \
@@ -79,6 +86,11 @@ fuzz: build-fuzz
 
 fuzz-test: build-fuzz
 	$(call run_fuzzers,$(FUZZ_TEST_SECONDS))
+
+# FUZZ_RUNS inputs of fuzz_api in all, over FUZZ_JOBS processes (fuzz/run_parallel.sh), e.g.
+# make fuzz-runs FUZZ_JOBS=16 FUZZ_RUNS=1000000
+fuzz-runs: build-fuzz
+	fuzz/run_parallel.sh $(BUILD_FUZZ) $(FUZZ_JOBS) $(FUZZ_RUNS)
 
 demo: build
 	@for ex in vector_add reduction mlp; do \

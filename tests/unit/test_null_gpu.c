@@ -15,6 +15,7 @@
 #include "gpu/null/null_gpu.h"
 #include "test_util.h"
 
+#include <inttypes.h>
 #include <pthread.h>
 #include <time.h>
 
@@ -213,15 +214,23 @@ static void test_ops_and_caps(void **state)
     assert_memory_equal(&g->info, &peeked, sizeof peeked);
     assert_int_equal(timeline(g), 0);
 
-    /* Memory of every kind, zeroed; too large and empty refused. */
+    /* Memory of every kind, zeroed and 64-byte aligned, small and large (a large one is mapped
+     * rather than allocated, ending at a guard page); too large and empty refused. Every byte is
+     * written once after the check, so that a guard page inside the size would fault here. */
     gpu_mem *m = NULL;
+    static const uint64_t sizes[] = {100, (3u << 20) + 100};
     for (int kind = GPU_MEM_DEVICE; kind <= GPU_MEM_READBACK; kind++) {
-        m = mem_new(g, (gpu_mem_kind)kind, 100);
-        assert_int_equal(m->kind, kind);
-        for (int i = 0; i < 100; i++)
-            assert_int_equal(m->mapped[i], 0);
-        o->mem_invalidate(g, m);
-        o->mem_destroy(g, m);
+        for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+            m = mem_new(g, (gpu_mem_kind)kind, sizes[k]);
+            assert_int_equal(m->kind, kind);
+            assert_int_equal(m->size, sizes[k]);
+            assert_int_equal((uintptr_t)m->mapped % 64, 0);
+            for (uint64_t i = 0; i < sizes[k]; i++)
+                if (m->mapped[i]) fail_msg("byte %" PRIu64 " of %" PRIu64 " is not 0", i, sizes[k]);
+            memset(m->mapped, 0x5a, sizes[k]);
+            o->mem_invalidate(g, m);
+            o->mem_destroy(g, m);
+        }
     }
     m = NULL;
     ASSERT_ERROR(o->mem_create(g, GPU_MEM_DEVICE, (1ull << 30) + 1, &m), CUBEC_OUT_OF_MEMORY,

@@ -31,11 +31,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
 #define NULL_DEVICE_NAME "cubec null device"
-#define NULL_ALIGNMENT 64u /* host memory alignment: a cache line, like a GPU page's start */
+#define NULL_ALIGNMENT 64u      /* host memory alignment: a cache line, like a GPU page's start */
+#define NULL_MAP_MIN (1u << 20) /* allocations from this size on are mapped (null_mem_create) */
 #define NULL_SPIRV_MAGIC 0x07230203u
 #define NULL_SPIRV_HEADER_WORDS 5u
 #define NULL_INITIAL_COMMANDS 64u /* most recordings fit: no allocation once created */
@@ -71,6 +73,8 @@ typedef struct null_mem {
     gpu_mem base; /* first: the public fields */
     unsigned char *host;
     int imported; /* host is the program's memory: not freed here */
+    void *map;    /* a mapping of map_bytes that holds host, or NULL when host is from malloc */
+    size_t map_bytes;
 } null_mem;
 
 typedef struct null_pipeline {
@@ -325,6 +329,29 @@ static void heap_give_back(null_gpu *g, gpu_mem_kind kind, uint64_t size)
     pthread_mutex_unlock(&g->lock);
 }
 
+/* `bytes` (a multiple of NULL_ALIGNMENT) of zeroes that end where an inaccessible guard page
+ * begins: an access past the end faults at once, as AddressSanitizer would report it. A pool
+ * page or a ring is megabytes of which a test touches a few pages; memset made every open and
+ * every page cost its whole size (and, under AddressSanitizer, poisoning its shadow at each free
+ * cost as much again), while fresh anonymous pages cost only what is touched. */
+static unsigned char *map_zeroed(size_t bytes, void **out_map, size_t *out_map_bytes)
+{
+    long page_size = sysconf(_SC_PAGESIZE);
+    size_t page = page_size > 0 ? (size_t)page_size : 4096;
+    size_t len = (bytes + page - 1) / page * page + page;
+    void *map =
+        mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (map == MAP_FAILED) return NULL;
+    unsigned char *guard = (unsigned char *)map + len - page;
+    if (mprotect(guard, page, PROT_NONE) != 0) {
+        munmap(map, len);
+        return NULL;
+    }
+    *out_map = map;
+    *out_map_bytes = len;
+    return guard - bytes;
+}
+
 static cubec_status null_mem_create(gpu *base, gpu_mem_kind kind, uint64_t size, gpu_mem **out)
 {
     if (!out) return INVALID_ARG("null gpu mem_create: out is NULL");
@@ -356,14 +383,19 @@ static cubec_status null_mem_create(gpu *base, gpu_mem_kind kind, uint64_t size,
     null_mem *m = calloc(1, sizeof *m);
     /* aligned_alloc wants a multiple of the alignment; the size is below 1 GiB here. */
     size_t bytes = (size_t)((size + NULL_ALIGNMENT - 1) / NULL_ALIGNMENT * NULL_ALIGNMENT);
-    unsigned char *host = m ? aligned_alloc(NULL_ALIGNMENT, bytes) : NULL;
+    unsigned char *host = NULL;
+    if (m && bytes >= NULL_MAP_MIN) {
+        host = map_zeroed(bytes, &m->map, &m->map_bytes);
+    } else if (m) {
+        host = aligned_alloc(NULL_ALIGNMENT, bytes);
+        if (host) memset(host, 0, bytes); /* deterministic contents: no test sees leftovers */
+    }
     if (!host) {
         free(m);
         heap_give_back(g, kind, size);
         return status_make(CUBEC_OUT_OF_MEMORY,
                            "null gpu: host out of memory allocating %" PRIu64 " bytes", size);
     }
-    memset(host, 0, bytes); /* deterministic contents: tests never depend on leftovers */
     m->base.size = size;
     m->base.mapped = NULL;
     m->base.kind = kind;
@@ -395,7 +427,10 @@ static void null_mem_destroy(gpu *base, gpu_mem *mem)
     if (!mem) return;
     heap_give_back((null_gpu *)base, mem->kind, mem->size);
     null_mem *m = (null_mem *)mem;
-    if (!m->imported) free(m->host);
+    if (m->map)
+        munmap(m->map, m->map_bytes);
+    else if (!m->imported) /* imported: the program's memory */
+        free(m->host);
     free(m);
 }
 
