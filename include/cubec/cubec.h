@@ -362,9 +362,10 @@ CUBEC_MUST_USE cubec_status cubec_fill(cubec_device *device, cubec_stream stream
  * ------------------------------------------------------------------------------------------- */
 
 /* Limits of cubec itself on kernels, checked by cubec_kernel_create (docs/errors.md, "Shader
- * input"): the bytes of a GLSL source (its strlen) or of a SPIR-V module (spirv_words * 4), and
- * the bytes of a metadata block (the kernel's info_size: the chunk of the ring that carries
- * metadata too large for push constants). */
+ * input"): the bytes of a GLSL source (its strlen) or of a SPIR-V module (spirv_words * 4), by
+ * default (the configuration's [kernel] max_source_bytes / CUBEC_MAX_SOURCE_BYTES sets it per
+ * device), and the bytes of a metadata block (the kernel's info_size: the chunk of the ring that
+ * carries metadata too large for push constants). */
 #define CUBEC_KERNEL_MAX_SOURCE_BYTES 4194304u /* 4 MiB */
 #define CUBEC_KERNEL_MAX_INFO_BYTES 524288u    /* 512 KiB */
 
@@ -405,7 +406,7 @@ typedef struct cubec_kernel_info {
 
 /* Compiles the GLSL (or validates the SPIR-V for the Vulkan version cubec uses on the device),
  * reflects its interface and creates its pipeline. Before any Vulkan object is made, it refuses
- * a source over CUBEC_KERNEL_MAX_SOURCE_BYTES (CUBEC_INVALID_ARGUMENT), GLSL that does not compile
+ * a source over [kernel] max_source_bytes (CUBEC_INVALID_ARGUMENT), GLSL that does not compile
  * or whose entry_point names no function (CUBEC_COMPILE_FAILED), SPIR-V the validator refuses or
  * without a GLCompute entry point of that name (CUBEC_INVALID_SPIRV), and a kernel past the
  * device's workgroup, shared-memory or push-constant limits, a metadata block over

@@ -18,17 +18,19 @@ cubec_status cubec_kernel_create(cubec_device *device, const cubec_kernel_desc *
     if (desc->spirv && desc->spirv_words == 0) return INVALID_ARG("%s: desc->spirv_words is 0", fn);
     /* Sources are bounded before they are hashed or compiled: glslang and the validator take time
      * and memory in proportion to them. The check reads at most limit + 1 bytes of the GLSL; only
-     * a refused source is measured in full, for the message. */
-    if (desc->spirv && desc->spirv_words > CUBEC_KERNEL_MAX_SOURCE_BYTES / 4)
-        return INVALID_ARG("%s: desc->spirv_words is %zu, more than the limit of %u words "
-                           "(CUBEC_KERNEL_MAX_SOURCE_BYTES = %u bytes)",
-                           fn, desc->spirv_words, CUBEC_KERNEL_MAX_SOURCE_BYTES / 4,
-                           CUBEC_KERNEL_MAX_SOURCE_BYTES);
-    if (desc->glsl && strnlen(desc->glsl, (size_t)CUBEC_KERNEL_MAX_SOURCE_BYTES + 1) >
-                          CUBEC_KERNEL_MAX_SOURCE_BYTES)
-        return INVALID_ARG("%s: desc->glsl is %zu bytes long, more than the limit of %u bytes "
-                           "(CUBEC_KERNEL_MAX_SOURCE_BYTES)",
-                           fn, strlen(desc->glsl), CUBEC_KERNEL_MAX_SOURCE_BYTES);
+     * a refused source is measured in full, for the message. The limit is the device's
+     * configuration ([kernel] max_source_bytes), immutable after open: read without the lock. */
+    uint64_t limit = device ? (uint64_t)device->config.max_source_bytes
+                            : (uint64_t)CUBEC_KERNEL_MAX_SOURCE_BYTES;
+    if (desc->spirv && desc->spirv_words > limit / 4)
+        return INVALID_ARG("%s: desc->spirv_words is %zu, more than the limit of %" PRIu64
+                           " words (%" PRIu64 " bytes: [kernel] max_source_bytes, "
+                           "CUBEC_MAX_SOURCE_BYTES)",
+                           fn, desc->spirv_words, limit / 4, limit);
+    if (desc->glsl && strnlen(desc->glsl, (size_t)limit + 1) > limit)
+        return INVALID_ARG("%s: desc->glsl is %zu bytes long, more than the limit of %" PRIu64
+                           " bytes ([kernel] max_source_bytes, CUBEC_MAX_SOURCE_BYTES)",
+                           fn, strlen(desc->glsl), limit);
     if (desc->define_count && !desc->defines)
         return INVALID_ARG("%s: desc->defines is NULL with define_count %u", fn,
                            desc->define_count);

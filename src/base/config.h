@@ -37,13 +37,14 @@ typedef struct cubec_config {
     int64_t max_inflight_tasks; /* [device] max_inflight_tasks CUBEC_MAX_INFLIGHT_TASKS */
     int64_t max_streams;        /* [streaming] max_streams CUBEC_MAX_STREAMS      default 128 */
     int single_stream;          /* [streaming] policy CUBEC_STREAM_POLICY: per-thread | single */
-    int sequential_streams; /* [streaming] strategy CUBEC_STREAM_STRATEGY interleave|sequential */
-    int force_staging;      /* [device] force_staging CUBEC_FORCE_STAGING: discrete paths */
-    int64_t copy_threads;   /* [transfer] copy_threads CUBEC_COPY_THREADS; -1 = auto */
-    int info_in_buffer;     /* [kernel] metadata CUBEC_KERNEL_METADATA: push | buffer */
-    int push_descriptors;   /* [device] push_descriptors CUBEC_PUSH_DESCRIPTORS: 0 = pools */
-    int timing_system;      /* [profiling] timing CUBEC_TIMING: device | system (host clock) */
-    char trace_file[512];   /* [profiling] trace CUBEC_TRACE: Chrome trace JSON written at close */
+    int sequential_streams;   /* [streaming] strategy CUBEC_STREAM_STRATEGY interleave|sequential */
+    int force_staging;        /* [device] force_staging CUBEC_FORCE_STAGING: discrete paths */
+    int64_t copy_threads;     /* [transfer] copy_threads CUBEC_COPY_THREADS; -1 = auto */
+    int info_in_buffer;       /* [kernel] metadata CUBEC_KERNEL_METADATA: push | buffer */
+    int64_t max_source_bytes; /* [kernel] max_source_bytes CUBEC_MAX_SOURCE_BYTES; 4 MiB */
+    int push_descriptors;     /* [device] push_descriptors CUBEC_PUSH_DESCRIPTORS: 0 = pools */
+    int timing_system;        /* [profiling] timing CUBEC_TIMING: device | system (host clock) */
+    char trace_file[512]; /* [profiling] trace CUBEC_TRACE: Chrome trace JSON written at close */
     /* [device] disable_features CUBEC_DISABLE_FEATURES: cubec_feature bits not to enable */
     uint32_t disabled_features;
     int backend_null;        /* CUBEC_BACKEND (environment only): 0 vulkan, 1 null */

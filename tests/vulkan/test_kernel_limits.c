@@ -670,7 +670,7 @@ static void test_source_size(void **state)
     char *src = padded_glsl(CUBEC_KERNEL_MAX_SOURCE_BYTES + 1);
     snprintf(want, sizeof want,
              "cubec_kernel_create: desc->glsl is %u bytes long, more than the limit of %u bytes "
-             "(CUBEC_KERNEL_MAX_SOURCE_BYTES)",
+             "([kernel] max_source_bytes, CUBEC_MAX_SOURCE_BYTES)",
              CUBEC_KERNEL_MAX_SOURCE_BYTES + 1, CUBEC_KERNEL_MAX_SOURCE_BYTES);
     ASSERT_ERROR(create_glsl(d, "long", src, NULL, 0, NULL, &k), CUBEC_INVALID_ARGUMENT, want);
     assert_int_equal(k.id, 0);
@@ -685,7 +685,7 @@ static void test_source_size(void **state)
     spirv m = padded_spirv(max_words + 1);
     snprintf(want, sizeof want,
              "cubec_kernel_create: desc->spirv_words is %zu, more than the limit of %zu words "
-             "(CUBEC_KERNEL_MAX_SOURCE_BYTES = %u bytes)",
+             "(%u bytes: [kernel] max_source_bytes, CUBEC_MAX_SOURCE_BYTES)",
              max_words + 1, max_words, CUBEC_KERNEL_MAX_SOURCE_BYTES);
     ASSERT_ERROR(create_spirv(d, "long", &m, NULL, &k), CUBEC_INVALID_ARGUMENT, want);
     /* A count that would overflow a byte size is refused without reading the words. */
@@ -699,6 +699,41 @@ static void test_source_size(void **state)
     ASSERT_OK(cubec_kernel_destroy(d, k));
     free(m.words);
     test_device_close(d);
+}
+
+/* The limit is the device's [kernel] max_source_bytes: a lower one refuses a source the default
+ * accepts, naming the option, and a source at the limit still compiles and runs. */
+static void test_source_size_configured(void **state)
+{
+    (void)state;
+    const unsigned limit = 4096;
+    char text[32];
+    snprintf(text, sizeof text, "%u", limit);
+    setenv("CUBEC_MAX_SOURCE_BYTES", text, 1);
+    cubec_device *d = test_device_open();
+    unsetenv("CUBEC_MAX_SOURCE_BYTES");
+    cubec_kernel k = {7};
+    char want[256];
+    char *src = padded_glsl(limit + 1);
+    snprintf(want, sizeof want,
+             "cubec_kernel_create: desc->glsl is %u bytes long, more than the limit of %u bytes "
+             "([kernel] max_source_bytes, CUBEC_MAX_SOURCE_BYTES)",
+             limit + 1, limit);
+    ASSERT_ERROR(create_glsl(d, "long", src, NULL, 0, NULL, &k), CUBEC_INVALID_ARGUMENT, want);
+    assert_int_equal(k.id, 0);
+    free(src);
+    src = padded_glsl(limit);
+    ASSERT_OK(create_glsl(d, "long", src, NULL, 0, NULL, &k));
+    expect_five(d, k);
+    ASSERT_OK(cubec_kernel_destroy(d, k));
+    free(src);
+    test_device_close(d);
+    /* Out of its range the option fails the open, naming it. */
+    setenv("CUBEC_MAX_SOURCE_BYTES", "100", 1);
+    cubec_device *bad = NULL;
+    ASSERT_ERROR(cubec_device_open(NULL, &bad), CUBEC_INVALID_ARGUMENT, "CUBEC_MAX_SOURCE_BYTES");
+    unsetenv("CUBEC_MAX_SOURCE_BYTES");
+    assert_null(bad);
 }
 
 static int setup(void **state)
@@ -723,10 +758,11 @@ static int teardown(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_spirv_validated), cmocka_unit_test(test_workgroup_size),
-        cmocka_unit_test(test_shared_memory),   cmocka_unit_test(test_push_constants),
-        cmocka_unit_test(test_capabilities),    cmocka_unit_test(test_metadata_limit),
-        cmocka_unit_test(test_entry_points),    cmocka_unit_test(test_source_size),
+        cmocka_unit_test(test_spirv_validated),        cmocka_unit_test(test_workgroup_size),
+        cmocka_unit_test(test_shared_memory),          cmocka_unit_test(test_push_constants),
+        cmocka_unit_test(test_capabilities),           cmocka_unit_test(test_metadata_limit),
+        cmocka_unit_test(test_entry_points),           cmocka_unit_test(test_source_size),
+        cmocka_unit_test(test_source_size_configured),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
