@@ -20,8 +20,8 @@ cubec_status cubec_kernel_create(cubec_device *device, const cubec_kernel_desc *
      * and memory in proportion to them. The check reads at most limit + 1 bytes of the GLSL; only
      * a refused source is measured in full, for the message. The limit is the device's
      * configuration ([kernel] max_source_bytes), immutable after open: read without the lock. */
-    uint64_t limit = device ? (uint64_t)device->config.max_source_bytes
-                            : (uint64_t)CUBEC_KERNEL_MAX_SOURCE_BYTES;
+    if (!device) return INVALID_ARG("%s: device is NULL", fn);
+    uint64_t limit = (uint64_t)device->config.max_source_bytes;
     if (desc->spirv && desc->spirv_words > limit / 4)
         return INVALID_ARG("%s: desc->spirv_words is %zu, more than the limit of %" PRIu64
                            " words (%" PRIu64 " bytes: [kernel] max_source_bytes, "

@@ -145,9 +145,9 @@ static cubec_status settle(cubec_device *d, void *ptr, const char *fn, int pinne
 
 cubec_status server_host_unregister(cubec_device *d, void *ptr)
 {
-    host_range *r;
+    host_range *r = NULL;
     RETURN_IF_ERROR(settle(d, ptr, "cubec_host_unregister", 0, &r));
-    remove_range(d, r);
+    if (r) remove_range(d, r);
     return NULL;
 }
 
@@ -169,9 +169,9 @@ cubec_status server_host_alloc(cubec_device *d, uint64_t size, void **out)
 
 cubec_status server_host_free(cubec_device *d, void *ptr)
 {
-    host_range *r;
+    host_range *r = NULL;
     RETURN_IF_ERROR(settle(d, ptr, "cubec_host_free", 1, &r));
-    remove_range(d, r);
+    if (r) remove_range(d, r);
     return NULL;
 }
 
