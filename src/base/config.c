@@ -157,8 +157,6 @@ static const config_option options[] = {
      FIELD(poll_spin_us)},
     {"device", "wait_timeout", "CUBEC_WAIT_TIMEOUT", CONFIG_SECONDS, 0, 86400, 60,
      FIELD(wait_timeout_s)},
-    {"device", "submitter_spin", "CUBEC_SUBMITTER_SPIN", CONFIG_CHOICE,
-     .choices = "auto|busy|short", FIELD(submitter_spin)},
     {"device", "push_descriptors", "CUBEC_PUSH_DESCRIPTORS", CONFIG_BOOL, .fallback = 1,
      FIELD(push_descriptors)},
     {"device", "max_inflight_tasks", "CUBEC_MAX_INFLIGHT_TASKS", CONFIG_INT, 1, 1 << 24, 16384,

@@ -42,9 +42,8 @@ typedef struct cubec_config {
     int64_t copy_threads;     /* [transfer] copy_threads CUBEC_COPY_THREADS; -1 = auto */
     int info_in_buffer;       /* [kernel] metadata CUBEC_KERNEL_METADATA: push | buffer */
     int64_t max_source_bytes; /* [kernel] max_source_bytes CUBEC_MAX_SOURCE_BYTES; 4 MiB */
-    int submitter_spin;   /* [device] submitter_spin CUBEC_SUBMITTER_SPIN: auto | busy | short */
-    int push_descriptors; /* [device] push_descriptors CUBEC_PUSH_DESCRIPTORS: 0 = pools */
-    int timing_system;    /* [profiling] timing CUBEC_TIMING: device | system (host clock) */
+    int push_descriptors;     /* [device] push_descriptors CUBEC_PUSH_DESCRIPTORS: 0 = pools */
+    int timing_system;        /* [profiling] timing CUBEC_TIMING: device | system (host clock) */
     char trace_file[512]; /* [profiling] trace CUBEC_TRACE: Chrome trace JSON written at close */
     /* [device] disable_features CUBEC_DISABLE_FEATURES: cubec_feature bits not to enable */
     uint32_t disabled_features;

@@ -143,11 +143,6 @@ cubec_status server_open(const cubec_device_desc *desc, cubec_device **out)
      * down. On lavapipe with 2 cores it halves the round trip too (50-73 us against 113-136 us
      * blocking; raw Vulkan's fence wait 100-140 us): the poll yields to the driver's threads. */
     d->sub.spin_us = d->config.poll_spin_us >= 0 ? (int)d->config.poll_spin_us : 200;
-    /* The submission thread keeps polling while the GPU runs what it submitted (auto: on GPUs;
-     * a CPU device's cores run the work, so there it polls only poll_spin_us). */
-    d->sub.spin_while_busy =
-        d->config.submitter_spin == 1 ||
-        (d->config.submitter_spin == 0 && d->info.type != CUBEC_DEVICE_TYPE_CPU);
     d->sub.wait_timeout_ns = (uint64_t)(d->config.wait_timeout_s * 1e9);
     d->tag = handle_tag_acquire(); /* released in server_close */
     handle_table_init(&d->buffers.handles, d->tag, "buffer");

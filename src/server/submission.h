@@ -81,7 +81,6 @@ typedef struct submission {
     uint32_t max_batches;    /* in flight; beyond it the host waits for the oldest */
     bind_cache bound;        /* what the open command buffer has bound */
     int spin_us;
-    int spin_while_busy;      /* the submission thread polls while the GPU runs its work */
     uint64_t wait_timeout_ns; /* a wait longer than this loses the device (0: no limit) */
     hazard_tracker hazards;
     const sub_listener *listeners[SUB_MAX_LISTENERS]; /* immutable after open */

@@ -28,32 +28,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Polls for a push after `seen`: for poll_spin_us, and with [device] submitter_spin = busy
- * (the default on GPUs) for as long as the GPU still runs what this thread submitted, so that
- * the next replay or batch is taken at once rather than after a wake-up (2-5 us of the pushing
- * thread's time on an H200). A CPU device keeps the short poll: its cores run the work. Stops
- * when pushed changes, which submitter_stop does too. */
-static void spin_for_work(cubec_device *d, unsigned seen)
-{
-    submitter *s = &d->submitter;
-    uint64_t until = clock_now_ns() + (uint64_t)d->sub.spin_us * 1000u;
-    uint64_t submitted = atomic_load_explicit(&s->through, memory_order_acquire);
-    while (atomic_load(&s->pushed) == seen) {
-        uint64_t now = clock_now_ns();
-        if (now >= until) {
-            uint64_t v = 0;
-            if (!d->sub.spin_while_busy || atomic_load(&s->broken)) return;
-            cubec_status err = d->gpu->ops->timeline_value(d->gpu, &v);
-            if (err || v >= submitted) {
-                cubec_status_free(err);
-                return;
-            }
-            until = now + 20000; /* look at the GPU again in 20 us */
-        }
-        sched_yield();
-    }
-}
-
 static void *submitter_main(void *arg)
 {
     cubec_device *d = arg;
@@ -63,10 +37,12 @@ static void *submitter_main(void *arg)
         if (!s->count && !s->stop && d->sub.spin_us > 0) {
             /* On a GPU, poll for a while before sleeping: waking a sleeping thread takes tens of
              * microseconds, during which the GPU would idle between a replay and the work
-             * before it, and the wake-up is paid by the thread that pushes. */
+             * before it. */
             unsigned seen = atomic_load(&s->pushed);
             pthread_mutex_unlock(&s->lock);
-            spin_for_work(d, seen);
+            uint64_t until = clock_now_ns() + (uint64_t)d->sub.spin_us * 1000u;
+            while (atomic_load(&s->pushed) == seen && clock_now_ns() < until)
+                sched_yield();
             pthread_mutex_lock(&s->lock);
         }
         while (!s->count && !s->stop)
@@ -284,7 +260,6 @@ void submitter_stop(cubec_device *d)
     if (!s->started) return;
     pthread_mutex_lock(&s->lock);
     s->stop = 1;
-    atomic_fetch_add(&s->pushed, 1); /* ends a poll, also one waiting for a hung GPU */
     pthread_cond_signal(&s->work);
     pthread_mutex_unlock(&s->lock);
     pthread_join(s->thread, NULL);
