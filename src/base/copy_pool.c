@@ -111,6 +111,7 @@ uint32_t copy_pool_helpers(const copy_pool *p)
 
 void copy_pool_memcpy(copy_pool *p, void *dst, const void *src, size_t n)
 {
+    if (!n) return; /* memcpy's pointers must be valid even for 0 bytes */
     if (!p || !p->helpers || n < COPY_POOL_MIN_SPLIT) {
         memcpy(dst, src, n);
         return;
