@@ -202,8 +202,8 @@ typedef struct cubec_device_info {
      * rebuilt, as the library writes the whole struct. */
     uint32_t features;
     /* cubec_host_register takes addresses and sizes that are multiples of this (the device's
-     * minImportedHostPointerAlignment, or the host page size where it cannot import). Added
-     * after `features` (docs/api.md, "Struct growth"). */
+     * minImportedHostPointerAlignment, or the host page size where it cannot import); also
+     * filled by cubec_device_peek. Added after `features` (docs/api.md, "Struct growth"). */
     uint64_t host_register_alignment;
 } cubec_device_info;
 

@@ -28,6 +28,18 @@ static uint64_t alignment(cubec_device *d)
     assert_true(info.host_register_alignment >= 1);
     /* a power of two, as Vulkan's minImportedHostPointerAlignment is */
     assert_int_equal(info.host_register_alignment & (info.host_register_alignment - 1), 0);
+    /* cubec_device_peek (what `cubec info` shows) reports the same for this device. */
+    uint32_t count = 0, same = 0;
+    ASSERT_OK(cubec_device_count(&count));
+    for (uint32_t i = 0; i < count; i++) {
+        cubec_device_info peeked;
+        ASSERT_OK(cubec_device_peek(i, &peeked));
+        same += !strcmp(peeked.name, info.name) &&
+                peeked.host_register_alignment == info.host_register_alignment;
+    }
+    if (!same)
+        fail_msg("no peeked device '%s' reports alignment %" PRIu64, info.name,
+                 info.host_register_alignment);
     return info.host_register_alignment;
 }
 

@@ -239,7 +239,8 @@ static void fill_info(cubec_device_info *out)
         pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : (uint64_t)4 << 30;
     out->timestamp_period_ns = 1.0;
     out->push_descriptors = 1;
-    out->tasks_max = 0; /* the server's, not the device's */
+    out->host_register_alignment = 4096; /* caps.host_import_alignment */
+    out->tasks_max = 0;                  /* the server's, not the device's */
 }
 
 /* --- Timeline (callers hold g->lock) --------------------------------------------------------- */

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static VKAPI_ATTR VkBool32 VKAPI_CALL on_debug_message(
     VkDebugUtilsMessageSeverityFlagBitsEXT severity, VkDebugUtilsMessageTypeFlagsEXT type,
@@ -197,6 +198,19 @@ void vk_fill_info(VkPhysicalDevice pd, cubec_device_info *out)
     out->subgroup_size = sub.subgroupSize;
     out->timestamp_period_ns = l->timestampPeriod;
     out->push_descriptors = has_device_extension(pd, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
+    /* What cubec_host_register asks of addresses and sizes (server/host_memory.c): the import
+     * alignment, or the page size where the device cannot import. */
+    long page = sysconf(_SC_PAGESIZE);
+    out->host_register_alignment = page > 0 ? (uint64_t)page : 4096;
+    if (has_device_extension(pd, VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME)) {
+        VkPhysicalDeviceExternalMemoryHostPropertiesEXT hp = {
+            .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_MEMORY_HOST_PROPERTIES_EXT};
+        VkPhysicalDeviceProperties2 host_props = {
+            .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, .pNext = &hp};
+        vkGetPhysicalDeviceProperties2(pd, &host_props);
+        if (hp.minImportedHostPointerAlignment)
+            out->host_register_alignment = hp.minImportedHostPointerAlignment;
+    }
     vk_feature_chain have;
     out->features = vk_features_query(pd, &have);
     VkPhysicalDeviceMemoryProperties mp;
