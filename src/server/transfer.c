@@ -154,44 +154,35 @@ static cubec_status write_body(cubec_device *d, stream_ref s, buffer_obj *b, uin
         return err;
     }
     host_range *r = size >= REGISTERED_WRITE_MIN ? server_host_find(&d->host, src, size) : NULL;
+    /* The reference keeps the memory through the registered path's wait, which may drop the
+     * lock (unregistering waits for the range's last use). */
+    alloc_obj *a = b->alloc;
+    a->refs++;
     cubec_status err;
+    uint64_t value = 0; /* what cubec_sync(stream) waits for */
     if (r) {
-        /* Taken when the DMA is done: the wait may drop the lock, the reference keeps the
-         * memory (and unregistering waits for the range's last use). */
-        alloc_obj *a = b->alloc;
-        a->refs++;
-        uint64_t value = 0;
+        /* Taken when the DMA is done. */
         err = transfer_registered(d, b, at, r, src, size, 1, &value);
         if (!err) err = sub_wait(d, value);
-        if (err) {
-            failure *f = failure_new(cubec_status_code(err), "a write failed: %s",
-                                     cubec_status_message(err));
-            server_taint(a, at, size, f);
-            failure_release(f);
-        } else {
-            server_untaint(a, at, size);
-            d->streams.slots[slot].last_value = value;
-        }
-        server_alloc_release(d, a);
-        return err;
+    } else {
+        /* The staging rings are shared: keep the lock while they hold this transfer's bytes. */
+        d->streams.draining++;
+        err = write_staged(d, b, at, src, size);
+        d->streams.draining--;
+        CUBEC_ASSERT(d->streams.draining >= 0); /* drains nest and unwind */
+        value = d->sub.next_value - 1;
     }
-    /* The staging rings are shared: keep the lock while they hold this transfer's bytes. */
-    d->streams.draining++;
-    err = write_staged(d, b, at, src, size);
-    d->streams.draining--;
-    CUBEC_ASSERT(d->streams.draining >= 0); /* drains nest and unwind */
     if (err) {
         /* Part of the bytes may have been written: the range carries the error. */
         failure *f =
             failure_new(cubec_status_code(err), "a write failed: %s", cubec_status_message(err));
-        server_taint(b->alloc, at, size, f);
+        server_taint(a, at, size, f);
         failure_release(f);
     } else {
-        server_untaint(b->alloc, at, size);
+        server_untaint(a, at, size);
+        d->streams.slots[slot].last_value = value;
     }
-    if (!err)
-        d->streams.slots[slot].last_value =
-            d->sub.next_value - 1; /* cubec_sync(stream) waits for it */
+    server_alloc_release(d, a);
     return err;
 }
 
