@@ -32,6 +32,25 @@ const char busy_src[] = UINT_KERNEL_HEAD
     "  v[i] = s;\n"
     "}\n";
 
+const char mix_src[] =
+    UINT_KERNEL_HEAD "layout(std430, binding = 0) readonly buffer A { uint a[]; };\n"
+                     "layout(std430, binding = 1) readonly buffer B { uint b[]; };\n"
+                     "layout(std430, binding = 2) writeonly buffer Y { uint y[]; };\n"
+                     "CUBEC_INFO(uint n; uint c;)\n"
+                     "void main() {\n"
+                     "  uint i = gl_GlobalInvocationID.x;\n"
+                     "  if (i < info.n) y[i] = a[i] * 3u + b[i] + info.c;\n"
+                     "}\n";
+
+const char acc_src[] =
+    UINT_KERNEL_HEAD "layout(std430, binding = 0) buffer A { uint acc[]; };\n"
+                     "layout(std430, binding = 1) readonly buffer Y { uint y[]; };\n"
+                     "CUBEC_INFO(uint n;)\n"
+                     "void main() {\n"
+                     "  uint i = gl_GlobalInvocationID.x;\n"
+                     "  if (i < info.n) acc[i] += y[i];\n"
+                     "}\n";
+
 cubec_status uint_launch_indirect(cubec_device *d, cubec_stream s, cubec_kernel k, cubec_buffer a,
                                   cubec_buffer b, uint32_t n, uint32_t mul, uint32_t add,
                                   cubec_buffer indirect)

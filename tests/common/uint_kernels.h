@@ -24,6 +24,12 @@ extern const char busy_src[];
 #define LCG_MUL 1664525u
 #define LCG_ADD 1013904223u
 
+/* Two more of the fault sweeps (tests/failures/), each with its own CUBEC_INFO:
+ * mix: y[i] = a[i] * 3 + b[i] + c (bindings a, b read, y written), CUBEC_INFO(uint n; uint c;);
+ * acc: acc[i] += y[i] (acc read and written, y read), CUBEC_INFO(uint n;). */
+extern const char mix_src[];
+extern const char acc_src[];
+
 /* No buffer: the second binding of a launch of a kernel that has one. */
 #define NONE ((cubec_buffer){0})
 

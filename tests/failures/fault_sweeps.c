@@ -40,6 +40,7 @@
  * Violations are collected and listed at the end, each kind once with its first occurrence. The
  * last line gives the sweep's size. CUBEC_SWEEP_TRACE=1 prints every call. */
 #include "test_util.h"
+#include "uint_kernels.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -53,45 +54,9 @@
 #endif
 
 /* ---------------------------------------------------------------------------------------------
- * Kernels (uint32 arithmetic: every result is exact) and their CPU models
+ * Kernels (mix, acc and busy of tests/common/uint_kernels.h: uint32 arithmetic, so every result
+ * is exact) and their CPU models
  * ------------------------------------------------------------------------------------------- */
-
-/* y = a * 3 + b + c */
-static const char mix_src[] = "#version 450\n"
-                              "layout(local_size_x = 64) in;\n"
-                              "layout(std430, binding = 0) readonly buffer A { uint a[]; };\n"
-                              "layout(std430, binding = 1) readonly buffer B { uint b[]; };\n"
-                              "layout(std430, binding = 2) writeonly buffer Y { uint y[]; };\n"
-                              "CUBEC_INFO(uint n; uint c;)\n"
-                              "void main() {\n"
-                              "  uint i = gl_GlobalInvocationID.x;\n"
-                              "  if (i < info.n) y[i] = a[i] * 3u + b[i] + info.c;\n"
-                              "}\n";
-
-/* acc += y */
-static const char acc_src[] = "#version 450\n"
-                              "layout(local_size_x = 64) in;\n"
-                              "layout(std430, binding = 0) buffer A { uint acc[]; };\n"
-                              "layout(std430, binding = 1) readonly buffer Y { uint y[]; };\n"
-                              "CUBEC_INFO(uint n;)\n"
-                              "void main() {\n"
-                              "  uint i = gl_GlobalInvocationID.x;\n"
-                              "  if (i < info.n) acc[i] += y[i];\n"
-                              "}\n";
-
-/* Each word takes `n` steps of an LCG: ~13 ms on lavapipe for 512 words. Placed before the reads
- * that wait, so that they wait in every run and the numbering of wait calls is stable. */
-static const char busy_src[] =
-    "#version 450\n"
-    "layout(local_size_x = 64) in;\n"
-    "layout(std430, binding = 0) buffer V { uint v[]; };\n"
-    "CUBEC_INFO(uint n;)\n"
-    "void main() {\n"
-    "  uint i = gl_GlobalInvocationID.x;\n"
-    "  uint s = v[i];\n"
-    "  for (uint k = 0; k < info.n; k++) s = s * 1664525u + 1013904223u;\n"
-    "  v[i] = s;\n"
-    "}\n";
 
 #define WORDS 256 /* data buffers */
 #define BUSY_WORDS 512
@@ -107,8 +72,8 @@ static void busy_affine(uint32_t *a, uint32_t *c)
     if (!ma) {
         ma = 1;
         for (uint32_t k = 0; k < BUSY_STEPS; k++) {
-            ma *= 1664525u;
-            mc = mc * 1664525u + 1013904223u;
+            ma *= LCG_MUL;
+            mc = mc * LCG_MUL + LCG_ADD;
         }
     }
     *a = ma;
@@ -537,8 +502,8 @@ static void op_busy(cubec_stream s, mbuf *v)
     busy_affine(&a, &c);
     for (uint32_t i = 0; i < v->words; i++)
         ref[i] = v->ref[i] * a + c;
-    uint32_t info[1] = {BUSY_STEPS};
-    launch(K_BUSY, s, bufs, 1, v, 1, info, 1, v->words / 64, ref);
+    uint32_t info[3] = {BUSY_STEPS, LCG_MUL, LCG_ADD};
+    launch(K_BUSY, s, bufs, 1, v, 1, info, 3, v->words / 64, ref);
 }
 
 static void op_copy(cubec_stream s, mbuf *src, mbuf *dst)

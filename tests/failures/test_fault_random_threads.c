@@ -21,6 +21,7 @@
  * every random choice (the faults armed and each thread's steps), not the interleaving of the
  * threads, so a replay runs the same program with the same faults. */
 #include "test_util.h"
+#include "uint_kernels.h"
 
 #include <inttypes.h>
 #include <pthread.h>
@@ -30,27 +31,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-
-static const char mix_src[] = "#version 450\n"
-                              "layout(local_size_x = 64) in;\n"
-                              "layout(std430, binding = 0) readonly buffer A { uint a[]; };\n"
-                              "layout(std430, binding = 1) readonly buffer B { uint b[]; };\n"
-                              "layout(std430, binding = 2) writeonly buffer Y { uint y[]; };\n"
-                              "CUBEC_INFO(uint n; uint c;)\n"
-                              "void main() {\n"
-                              "  uint i = gl_GlobalInvocationID.x;\n"
-                              "  if (i < info.n) y[i] = a[i] * 3u + b[i] + info.c;\n"
-                              "}\n";
-
-static const char acc_src[] = "#version 450\n"
-                              "layout(local_size_x = 64) in;\n"
-                              "layout(std430, binding = 0) buffer A { uint acc[]; };\n"
-                              "layout(std430, binding = 1) readonly buffer Y { uint y[]; };\n"
-                              "CUBEC_INFO(uint n;)\n"
-                              "void main() {\n"
-                              "  uint i = gl_GlobalInvocationID.x;\n"
-                              "  if (i < info.n) acc[i] += y[i];\n"
-                              "}\n";
 
 enum { WORKERS = 4, THREADS = WORKERS + 1, BUFS = 4, WORDS = 256, STEPS = 100, REPLAYS = 3 };
 
