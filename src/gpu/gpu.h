@@ -171,7 +171,9 @@ typedef struct gpu_ops {
     cubec_status (*timeline_value)(gpu *g, uint64_t *out);
     /* Waits at most timeout_ns (0: without a limit); past it, a CUBEC_TIMEOUT status. */
     cubec_status (*timeline_wait)(gpu *g, uint64_t value, uint64_t timeout_ns);
-    cubec_status (*timeline_signal)(gpu *g, uint64_t value); /* from the host */
+    /* Signals `value` for work that will not run (after the queue went idle): through the queue
+     * where it still takes submissions, else from the host. */
+    cubec_status (*timeline_signal)(gpu *g, uint64_t value);
     void (*queue_idle)(gpu *g);
     /* Closing a device whose GPU may never finish (a wait timed out): let go of the host side
      * without waiting for the GPU or destroying what it may still use. */

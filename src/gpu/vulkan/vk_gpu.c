@@ -422,6 +422,20 @@ static cubec_status vk_timeline_wait(gpu *g, uint64_t value, uint64_t timeout_ns
 static cubec_status vk_timeline_signal(gpu *g, uint64_t value)
 {
     vk_gpu *v = vk_gpu_of(g);
+    /* Through the queue, as every other value is signalled: a host signal racing a wait or a
+     * poll on another thread made Debian 12's validation layer stall 10 s and report
+     * UNASSIGNED-VkSemaphore-state-timeout (a layer bug, Vulkan-ValidationLayers 4649 / 8519),
+     * seen in the fault sweeps after a batch failed on the submission thread. The host signals
+     * only when the queue takes nothing more (a lost device). */
+    VkTimelineSemaphoreSubmitInfo ts = {.sType = VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO,
+                                        .signalSemaphoreValueCount = 1,
+                                        .pSignalSemaphoreValues = &value};
+    VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
+                       .pNext = &ts,
+                       .signalSemaphoreCount = 1,
+                       .pSignalSemaphores = &v->timeline};
+    if (!v->abandoned && vkQueueSubmit(v->vk.queue, 1, &si, VK_NULL_HANDLE) == VK_SUCCESS)
+        return NULL;
     VkSemaphoreSignalInfo sig = {
         .sType = VK_STRUCTURE_TYPE_SEMAPHORE_SIGNAL_INFO, .semaphore = v->timeline, .value = value};
     VK_RETURN_IF_ERROR(vkSignalSemaphore(v->vk.device, &sig), "vkSignalSemaphore");
