@@ -14,7 +14,8 @@
  * pushed meanwhile: the VkQueue is never used by two threads at once.
  *
  * Failure: an item whose encoding or vkQueueSubmit fails never signals its value. The thread then
- * waits for the queue to finish what came before and signals the value from the host, so that no
+ * waits for the queue to finish what came before and has the value signalled (gpu_ops.
+ * timeline_signal: through the queue, from the host only on a lost device), so that no
  * waiter hangs, and records the failure; the device (under its lock, in sub_poll) taints a
  * graph's outputs with it and surfaces a lost device. An eager batch's ranges were released when
  * it was handed over, so what it would have written is unknown: the device is treated as lost. */
