@@ -121,7 +121,7 @@ void bench_report_table(FILE *out, const bench_run_info *run, const bench_result
           "Device work is timed by the wall clock around submission and wait on both sides\n"
           "(method device: graph.replay_device* use timestamps on both sides, cubec's through\n"
           "cubec_profile_begin/end);\n"
-          "cubec (ts) and raw (ts) are each side's device time from timestamps (copy.d2d and\n"
-          "kernel.vector_add: a profile around the work on cubec's side), for reference.\n",
+          "cubec (ts) and raw (ts) are each side's device time from timestamps (device_dependent,\n"
+          "copy.d2d and kernel.vector_add: a profile around the work on cubec's side).\n",
           out);
 }

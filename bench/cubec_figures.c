@@ -197,6 +197,20 @@ static bench_err enqueue_run(void *state, bench_sample *out)
 
 static const bench_impl enqueue_impl = {tiny_only_setup, enqueue_run, tiny_verify, fig_teardown};
 
+/* Device time of one figure's work: a profile around it whose end is queued right behind the
+ * work, so both timestamps are written in the same submission and the window holds the work
+ * only. cubec_profile_end submits and waits, so it also stands for the sync of the wall-clock
+ * figure. NaN where the device has no timestamps (the profile then measures host time). */
+static bench_err profile_close(cu_fig *f, cubec_profile prof, double scale, bench_sample *out)
+{
+    cubec_profile_result r;
+    CU_TRY(cubec_profile_end(f->dev, STREAM, prof, &r));
+    out->device_value = r.method == CUBEC_TIMING_DEVICE && r.duration_ns
+                            ? scale / ((double)r.duration_ns * 1e-9)
+                            : NAN;
+    return NULL;
+}
+
 /* ---- launch.roundtrip: one launch and the sync that waits for it. ------------------------- */
 
 static bench_err roundtrip_run(void *state, bench_sample *out)
@@ -221,11 +235,15 @@ static bench_err dependent_run(void *state, bench_sample *out)
 {
     cu_fig *f = state;
     const uint32_t n = f->p.chain_launches;
+    cubec_profile prof;
     double t0 = bench_now();
+    CU_TRY(cubec_profile_begin(f->dev, STREAM, &prof));
     for (uint32_t i = 0; i < n; i++)
         BENCH_TRY(tiny_launch(f, &f->buf[0]));
-    CU_TRY(cubec_sync(f->dev, STREAM));
+    /* Device time per launch (us) beside the wall clock's: 1e-6 / n seconds per launch. */
+    BENCH_TRY(profile_close(f, prof, 1.0, out));
     double t1 = bench_now();
+    if (isfinite(out->device_value)) out->device_value = 1e6 / out->device_value / n;
     f->count += n;
     out->value = (t1 - t0) / n * 1e6;
     return NULL;
@@ -457,30 +475,18 @@ static bench_err copy_setup(void *dev, const bench_params *params, void **out_st
     return fill_buffer(f, f->buf[0], f->p.copy_bytes, BENCH_CONTENT_PATTERN, BENCH_COPY_SEED);
 }
 
-/* Device time of one figure's work: a profile around it, ended after the wall clock stopped.
- * NaN where the device has no timestamps (the profile then measures host time). */
-static bench_err profile_close(cu_fig *f, cubec_profile prof, double bytes, bench_sample *out)
-{
-    cubec_profile_result r;
-    CU_TRY(cubec_profile_end(f->dev, STREAM, prof, &r));
-    out->device_value = r.method == CUBEC_TIMING_DEVICE && r.duration_ns
-                            ? bytes / ((double)r.duration_ns * 1e-9) * 1e-9
-                            : NAN;
-    return NULL;
-}
-
 static bench_err copy_run(void *state, bench_sample *out)
 {
     cu_fig *f = state;
     double bytes = 2.0 * (double)f->p.copy_bytes; /* read + written */
     cubec_profile prof;
-    CU_TRY(cubec_profile_begin(f->dev, STREAM, &prof));
     double t0 = bench_now();
+    CU_TRY(cubec_profile_begin(f->dev, STREAM, &prof));
     CU_TRY(cubec_copy(f->dev, STREAM, f->buf[0], 0, f->buf[1], 0, f->p.copy_bytes));
-    CU_TRY(cubec_sync(f->dev, STREAM));
+    BENCH_TRY(profile_close(f, prof, bytes * 1e-9, out));
     double t1 = bench_now();
     out->value = bytes / (t1 - t0) * 1e-9;
-    return profile_close(f, prof, bytes, out);
+    return NULL;
 }
 
 static bench_err copy_verify(void *state)
@@ -519,14 +525,14 @@ static bench_err vector_run(void *state, bench_sample *out)
         .groups = {f->p.vector_groups, 1, 1},
     };
     cubec_profile prof;
-    CU_TRY(cubec_profile_begin(f->dev, STREAM, &prof));
-    double t0 = bench_now();
-    CU_TRY(cubec_launch(f->dev, STREAM, &desc));
-    CU_TRY(cubec_sync(f->dev, STREAM));
-    double t1 = bench_now();
     double bytes = 12.0 * (double)f->p.vector_n;
+    double t0 = bench_now();
+    CU_TRY(cubec_profile_begin(f->dev, STREAM, &prof));
+    CU_TRY(cubec_launch(f->dev, STREAM, &desc));
+    BENCH_TRY(profile_close(f, prof, bytes * 1e-9, out));
+    double t1 = bench_now();
     out->value = bytes / (t1 - t0) * 1e-9;
-    return profile_close(f, prof, bytes, out);
+    return NULL;
 }
 
 static bench_err vector_verify(void *state)
