@@ -357,8 +357,10 @@ CUBEC_MUST_USE cubec_status cubec_fill(cubec_device *device, cubec_stream stream
  * defines before the source:
  *     CUBEC_INFO(uint n; float alpha;)   // members, no commas; the block is named `info`
  * It becomes a push-constant block when it fits the device's maxPushConstantsSize, otherwise a
- * read-only storage buffer at binding CUBEC_INFO_BINDING (31); the launch passes its bytes the
- * same way in both cases. SPIR-V kernels may declare a push-constant block directly.
+ * read-only storage buffer at binding CUBEC_INFO_BINDING (31); on discrete GPUs that map device
+ * memory for the host (the default `[kernel] metadata = auto`) a std430 uniform buffer at that
+ * binding. The launch passes its bytes the same way (std430 offsets) in every case. SPIR-V
+ * kernels may declare a push-constant block directly.
  * ------------------------------------------------------------------------------------------- */
 
 /* Limits of cubec itself on kernels, checked by cubec_kernel_create (docs/errors.md, "Shader

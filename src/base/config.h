@@ -23,6 +23,9 @@
 /* Room for the table's rows in cubec_config.sources. */
 #define CONFIG_MAX_OPTIONS 32
 
+/* [kernel] metadata, in the order of its choices. */
+enum { CONFIG_INFO_AUTO, CONFIG_INFO_PUSH, CONFIG_INFO_BUFFER, CONFIG_INFO_UNIFORM };
+
 typedef struct cubec_config {
     int log_level;                 /* [log] level        CUBEC_LOG_LEVEL   default warn  */
     int log_levels[LOG_SYS_COUNT]; /* [log] subsystems CUBEC_LOG   memory=debug,compile=info */
@@ -37,10 +40,10 @@ typedef struct cubec_config {
     int64_t max_inflight_tasks; /* [device] max_inflight_tasks CUBEC_MAX_INFLIGHT_TASKS */
     int64_t max_streams;        /* [streaming] max_streams CUBEC_MAX_STREAMS      default 128 */
     int single_stream;          /* [streaming] policy CUBEC_STREAM_POLICY: per-thread | single */
-    int sequential_streams;   /* [streaming] strategy CUBEC_STREAM_STRATEGY interleave|sequential */
-    int force_staging;        /* [device] force_staging CUBEC_FORCE_STAGING: discrete paths */
-    int64_t copy_threads;     /* [transfer] copy_threads CUBEC_COPY_THREADS; -1 = auto */
-    int info_in_buffer;       /* [kernel] metadata CUBEC_KERNEL_METADATA: push | buffer */
+    int sequential_streams; /* [streaming] strategy CUBEC_STREAM_STRATEGY interleave|sequential */
+    int force_staging;      /* [device] force_staging CUBEC_FORCE_STAGING: discrete paths */
+    int64_t copy_threads;   /* [transfer] copy_threads CUBEC_COPY_THREADS; -1 = auto */
+    int info_mode; /* [kernel] metadata CUBEC_KERNEL_METADATA: CONFIG_INFO_AUTO ... (below) */
     int64_t max_source_bytes; /* [kernel] max_source_bytes CUBEC_MAX_SOURCE_BYTES; 4 MiB */
     int push_descriptors;     /* [device] push_descriptors CUBEC_PUSH_DESCRIPTORS: 0 = pools */
     int timing_system;        /* [profiling] timing CUBEC_TIMING: device | system (host clock) */

@@ -43,6 +43,8 @@ typedef enum gpu_mem_kind {
                          program reads and writes itself (cubec_host_alloc) */
     GPU_MEM_IMPORTED, /* the program's own memory, imported (mem_import_host): never mapped or
                          allocated by the backend */
+    GPU_MEM_METADATA, /* host-visible, coherent, and device-local where a type is both (the BAR
+                         window): launch metadata the host writes and every launch reads */
 } gpu_mem_kind;
 
 /* A buffer with its own memory. */
@@ -91,6 +93,7 @@ typedef struct gpu_pipeline_desc {
     const char *entry_point;
     uint32_t binding_count; /* storage buffers at bindings 0..n-1 */
     int info_buffer;        /* and the metadata buffer at GPU_INFO_BINDING */
+    int info_uniform;       /* ... as a uniform buffer rather than a storage buffer */
     uint32_t push_size;     /* bytes of push constants (0: none) */
     const char *name;       /* for messages */
 } gpu_pipeline_desc;
@@ -121,6 +124,14 @@ typedef struct gpu_caps {
     /* Host memory can be imported (mem_import_host) at this alignment of address and size;
      * 0 when it cannot (Vulkan: VK_EXT_external_memory_host). */
     uint64_t host_import_alignment;
+    /* Metadata as a std430 uniform block works (scalarBlockLayout), with slices of a buffer
+     * aligned to metadata_alignment and at most max_uniform_range bytes. */
+    int uniform_info;
+    uint64_t metadata_alignment;
+    uint64_t max_uniform_range;
+    /* GPU_MEM_METADATA is device memory the host writes through the BAR window: a kernel reads
+     * its metadata from there as fast as push constants, without a push-constant range. */
+    int metadata_device_local;
 } gpu_caps;
 
 typedef struct gpu_ops {

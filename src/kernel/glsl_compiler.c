@@ -11,6 +11,7 @@
 
 #include <shaderc/shaderc.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,6 +37,10 @@ static const char info_push_constants[] =
     "layout(push_constant, std430) uniform CubecInfo { M } info;";
 static const char info_storage_buffer[] =
     "layout(std430, set = 0, binding = CUBEC_INFO_BINDING) readonly buffer CubecInfo { M } info;";
+/* A uniform block with std430 offsets needs GL_EXT_scalar_block_layout, which glsl_compile
+ * enables right after the #version line (with_scalar_layout). */
+static const char info_uniform_buffer[] =
+    "layout(std430, set = 0, binding = CUBEC_INFO_BINDING) uniform CubecInfo { M } info;";
 
 /* Names cubec defines itself: a user define of one of them would be a redefinition error
  * reported against the preamble, which the user never sees, so it is refused with a clear
@@ -131,9 +136,19 @@ static void add_macro(shaderc_compile_options_t options, const char *name, const
                                                  value ? strlen(value) : 0);
 }
 
+static const char *info_block(glsl_info_form form)
+{
+    switch (form) {
+    case GLSL_INFO_PUSH: return info_push_constants;
+    case GLSL_INFO_UNIFORM: return info_uniform_buffer;
+    case GLSL_INFO_STORAGE: break;
+    }
+    return info_storage_buffer;
+}
+
 static shaderc_compile_options_t make_options(const cubec_define *defines, uint32_t define_count,
                                               const char *entry_point, int optimize,
-                                              int info_in_push_constants)
+                                              glsl_info_form form)
 {
     shaderc_compile_options_t options = shaderc_compile_options_initialize();
     if (!options) return NULL;
@@ -146,10 +161,9 @@ static shaderc_compile_options_t make_options(const cubec_define *defines, uint3
     shaderc_compile_options_set_optimization_level(options,
                                                    optimize ? shaderc_optimization_level_performance
                                                             : shaderc_optimization_level_zero);
-    add_macro(options, "CUBEC_INFO(M)",
-              info_in_push_constants ? info_push_constants : info_storage_buffer);
+    add_macro(options, "CUBEC_INFO(M)", info_block(form));
     add_macro(options, "CUBEC_INFO_BINDING", STRINGIFY(CUBEC_INFO_BINDING));
-    add_macro(options, "CUBEC_INFO_IN_PUSH_CONSTANTS", info_in_push_constants ? "1" : "0");
+    add_macro(options, "CUBEC_INFO_IN_PUSH_CONSTANTS", form == GLSL_INFO_PUSH ? "1" : "0");
     /* glslang compiles only a function named main from GLSL: another entry point's function is
      * made main here (and the SPIR-V entry point renamed back after compiling). Other functions
      * in the source, such as further kernels, are left alone. */
@@ -202,11 +216,10 @@ static cubec_status compile_failure(const char *name, const char *entry_point,
  * compute built-ins fail to parse; it then prints several thousand lines of built-in declarations
  * to stdout, which a library must never do. Such sources are refused here, before shaderc runs,
  * with glslang's own wording and a line number. Only comments and white space may precede
- * #version, so a small scan finds it. */
-static cubec_status check_version(const char *name, const char *source)
+ * #version, so a small scan finds it: the first thing of the source that is not blank or a
+ * comment, and its line. */
+static const char *first_token(const char *source, int *out_line)
 {
-    static const char need[] = "compute shaders require es profile with version 310 or above, "
-                               "or non-es profile with version 420 or above";
     const char *p = source;
     int line = 1;
     for (;;) {
@@ -227,22 +240,34 @@ static cubec_status check_version(const char *name, const char *source)
             break;
         }
     }
-    const char *q = p;
-    if (*q == '#') {
-        q++;
+    *out_line = line;
+    return p;
+}
+
+/* Where the #version directive's name ends, or NULL when the source does not start with one. */
+static const char *version_directive(const char *p)
+{
+    if (*p != '#') return NULL;
+    p++;
+    while (*p == ' ' || *p == '\t')
+        p++;
+    return strncmp(p, "version", 7) == 0 && !is_ident_char(p[7]) ? p + 7 : NULL;
+}
+
+static cubec_status check_version(const char *name, const char *source)
+{
+    static const char need[] = "compute shaders require es profile with version 310 or above, "
+                               "or non-es profile with version 420 or above";
+    int line = 1;
+    const char *q = version_directive(first_token(source, &line));
+    if (q) {
         while (*q == ' ' || *q == '\t')
             q++;
-        if (strncmp(q, "version", 7) == 0 && !is_ident_char(q[7])) {
-            q += 7;
-            while (*q == ' ' || *q == '\t')
-                q++;
-            long version = strtol(q, NULL, 10);
-            if (version >= 150) return NULL; /* glslang diagnoses the rest well */
-            return status_make(
-                CUBEC_COMPILE_FAILED,
-                "kernel '%s': GLSL compilation failed:\n%s:%d: error: #version %ld: %s", name, name,
-                line, version, need);
-        }
+        long version = strtol(q, NULL, 10);
+        if (version >= 150) return NULL; /* glslang diagnoses the rest well */
+        return status_make(CUBEC_COMPILE_FAILED,
+                           "kernel '%s': GLSL compilation failed:\n%s:%d: error: #version %ld: %s",
+                           name, name, line, version, need);
     }
     return status_make(CUBEC_COMPILE_FAILED,
                        "kernel '%s': GLSL compilation failed:\n%s:%d: error: the source must start "
@@ -250,14 +275,36 @@ static cubec_status check_version(const char *name, const char *source)
                        name, name, line, need);
 }
 
+/* The source with GL_EXT_scalar_block_layout enabled right after its #version line (the
+ * uniform metadata block is std430), and a #line directive so that diagnostics keep the source's
+ * own line numbers. NULL when the host is out of memory; check_version has seen the #version. */
+static char *with_scalar_layout(const char *source)
+{
+    int line = 1;
+    const char *q = version_directive(first_token(source, &line));
+    const char *eol = q ? strchr(q, '\n') : NULL;
+    size_t head = eol ? (size_t)(eol + 1 - source) : strlen(source);
+    char tail[96];
+    int n =
+        snprintf(tail, sizeof tail, "%s#extension GL_EXT_scalar_block_layout : require\n#line %d\n",
+                 eol ? "" : "\n", line + 1);
+    size_t rest = strlen(source + head);
+    char *out = malloc(head + (size_t)n + rest + 1);
+    if (!out) return NULL;
+    memcpy(out, source, head);
+    memcpy(out + head, tail, (size_t)n);
+    memcpy(out + head + (size_t)n, source + head, rest + 1);
+    return out;
+}
+
 /* One shaderc run. */
 static cubec_status compile_once(glsl_compiler *compiler, const char *name, const char *source,
                                  const cubec_define *defines, uint32_t define_count,
-                                 const char *entry_point, int optimize, int info_in_push_constants,
+                                 const char *entry_point, int optimize, glsl_info_form form,
                                  uint32_t **out_words, size_t *out_word_count)
 {
     shaderc_compile_options_t options =
-        make_options(defines, define_count, entry_point, optimize, info_in_push_constants);
+        make_options(defines, define_count, entry_point, optimize, form);
     if (!options)
         return status_make(CUBEC_OUT_OF_MEMORY,
                            "kernel '%s': host out of memory creating shaderc options", name);
@@ -420,10 +467,9 @@ static int defines_entry_function(const char *text, size_t length, const char *n
 static cubec_status check_entry_function(glsl_compiler *compiler, const char *name,
                                          const char *source, const cubec_define *defines,
                                          uint32_t define_count, const char *entry_point,
-                                         int info_in_push_constants)
+                                         glsl_info_form form)
 {
-    shaderc_compile_options_t options =
-        make_options(defines, define_count, "main", 0, info_in_push_constants);
+    shaderc_compile_options_t options = make_options(defines, define_count, "main", 0, form);
     if (!options)
         return status_make(CUBEC_OUT_OF_MEMORY,
                            "kernel '%s': host out of memory creating shaderc options", name);
@@ -490,37 +536,19 @@ static cubec_status rename_entry_point(const char *name, const char *entry_point
                        name);
 }
 
-cubec_status glsl_compile(glsl_compiler *compiler, const char *name, const char *source,
-                          const cubec_define *defines, uint32_t define_count,
-                          const char *entry_point, int optimize, int info_in_push_constants,
-                          uint32_t **out_words, size_t *out_word_count)
+/* glsl_compile once its arguments are checked. */
+static cubec_status compile_checked(glsl_compiler *compiler, const char *name, const char *source,
+                                    const cubec_define *defines, uint32_t define_count,
+                                    const char *entry_point, int optimize, glsl_info_form form,
+                                    uint32_t **out_words, size_t *out_word_count)
 {
-    if (out_words) *out_words = NULL;
-    if (out_word_count) *out_word_count = 0;
-    if (!compiler) return INVALID_ARG("glsl_compile: compiler is NULL");
-    if (!source) return INVALID_ARG("glsl_compile: source is NULL");
-    if (!out_words) return INVALID_ARG("glsl_compile: out_words is NULL");
-    if (!out_word_count) return INVALID_ARG("glsl_compile: out_word_count is NULL");
-    if (!name || !name[0]) name = "kernel";
-    if (!entry_point || !entry_point[0]) entry_point = "main";
-    size_t ident_len = 0;
-    if (!define_name_ok(entry_point, &ident_len) || entry_point[ident_len] != '\0')
-        return INVALID_ARG("glsl_compile: entry_point '%s' is not a GLSL function name",
-                           entry_point);
-    for (size_t r = 0; r < sizeof reserved_names / sizeof reserved_names[0]; r++)
-        if (strcmp(entry_point, reserved_names[r]) == 0)
-            return INVALID_ARG("glsl_compile: entry_point '%s' is reserved: cubec defines it",
-                               entry_point);
-    RETURN_IF_ERROR(check_defines(defines, define_count, entry_point));
-    RETURN_IF_ERROR(check_version(name, source));
-
     uint32_t *words = NULL;
     size_t count = 0;
     RETURN_IF_ERROR(compile_once(compiler, name, source, defines, define_count, entry_point, 0,
-                                 info_in_push_constants, &words, &count));
+                                 form, &words, &count));
     if (strcmp(entry_point, "main") != 0) {
-        cubec_status s = check_entry_function(compiler, name, source, defines, define_count,
-                                              entry_point, info_in_push_constants);
+        cubec_status s =
+            check_entry_function(compiler, name, source, defines, define_count, entry_point, form);
         if (s) {
             free(words);
             return s;
@@ -530,7 +558,7 @@ cubec_status glsl_compile(glsl_compiler *compiler, const char *name, const char 
         uint32_t *opt = NULL;
         size_t opt_count = 0;
         cubec_status s = compile_once(compiler, name, source, defines, define_count, entry_point, 1,
-                                      info_in_push_constants, &opt, &opt_count);
+                                      form, &opt, &opt_count);
         if (s) {
             free(words);
             return s;
@@ -553,4 +581,42 @@ cubec_status glsl_compile(glsl_compiler *compiler, const char *name, const char 
     *out_words = words;
     *out_word_count = count;
     return NULL;
+}
+
+cubec_status glsl_compile(glsl_compiler *compiler, const char *name, const char *source,
+                          const cubec_define *defines, uint32_t define_count,
+                          const char *entry_point, int optimize, glsl_info_form form,
+                          uint32_t **out_words, size_t *out_word_count)
+{
+    if (out_words) *out_words = NULL;
+    if (out_word_count) *out_word_count = 0;
+    if (!compiler) return INVALID_ARG("glsl_compile: compiler is NULL");
+    if (!source) return INVALID_ARG("glsl_compile: source is NULL");
+    if (!out_words) return INVALID_ARG("glsl_compile: out_words is NULL");
+    if (!out_word_count) return INVALID_ARG("glsl_compile: out_word_count is NULL");
+    if (!name || !name[0]) name = "kernel";
+    if (!entry_point || !entry_point[0]) entry_point = "main";
+    size_t ident_len = 0;
+    if (!define_name_ok(entry_point, &ident_len) || entry_point[ident_len] != '\0')
+        return INVALID_ARG("glsl_compile: entry_point '%s' is not a GLSL function name",
+                           entry_point);
+    for (size_t r = 0; r < sizeof reserved_names / sizeof reserved_names[0]; r++)
+        if (strcmp(entry_point, reserved_names[r]) == 0)
+            return INVALID_ARG("glsl_compile: entry_point '%s' is reserved: cubec defines it",
+                               entry_point);
+    RETURN_IF_ERROR(check_defines(defines, define_count, entry_point));
+    RETURN_IF_ERROR(check_version(name, source));
+
+    char *scalar = NULL;
+    if (form == GLSL_INFO_UNIFORM) {
+        scalar = with_scalar_layout(source);
+        if (!scalar)
+            return status_make(CUBEC_OUT_OF_MEMORY, "kernel '%s': host out of memory (source)",
+                               name);
+        source = scalar;
+    }
+    cubec_status s = compile_checked(compiler, name, source, defines, define_count, entry_point,
+                                     optimize, form, out_words, out_word_count);
+    free(scalar);
+    return s;
 }

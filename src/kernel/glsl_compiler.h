@@ -19,14 +19,22 @@
 /* Wraps one shaderc_compiler_t; the caller serializes its use. */
 typedef struct glsl_compiler glsl_compiler;
 
+/* Where CUBEC_INFO(M) puts the kernel's metadata block `info` (std430 offsets in every form). */
+typedef enum glsl_info_form {
+    GLSL_INFO_STORAGE = 0, /* a read-only storage buffer at CUBEC_INFO_BINDING */
+    GLSL_INFO_PUSH = 1,    /* push constants */
+    GLSL_INFO_UNIFORM = 2, /* a uniform buffer at CUBEC_INFO_BINDING (needs scalarBlockLayout) */
+} glsl_info_form;
+
 MUST_USE cubec_status glsl_compiler_create(glsl_compiler **out_compiler);
 /* NULL is accepted. */
 void glsl_compiler_destroy(glsl_compiler *compiler);
 
 /* Compiles GLSL compute source to SPIR-V 1.5 for Vulkan 1.2.
  *
- * Predefined: CUBEC_INFO(M) (push-constant block or read-only storage buffer `info`, as chosen by
- * info_in_push_constants), CUBEC_INFO_BINDING (31) and CUBEC_INFO_IN_PUSH_CONSTANTS (1 or 0),
+ * Predefined: CUBEC_INFO(M) (push-constant block, read-only storage buffer or uniform buffer
+ * `info`, as chosen by `form`; for the uniform form GL_EXT_scalar_block_layout is enabled after
+ * the #version line), CUBEC_INFO_BINDING (31) and CUBEC_INFO_IN_PUSH_CONSTANTS (1 or 0),
  * then the user's defines (a NULL value defines the name empty). `name` (NULL: "kernel") names
  * the kernel in diagnostics; `entry_point` (NULL: "main") becomes the SPIR-V entry point's name
  * (the GLSL function is always main). optimize != 0 selects shaderc's performance level.
@@ -39,8 +47,7 @@ void glsl_compiler_destroy(glsl_compiler *compiler);
  * On success *out_words is malloc'ed (free() it) and holds *out_word_count words. */
 MUST_USE cubec_status glsl_compile(glsl_compiler *compiler, const char *name, const char *source,
                                    const cubec_define *defines, uint32_t define_count,
-                                   const char *entry_point, int optimize,
-                                   int info_in_push_constants, uint32_t **out_words,
-                                   size_t *out_word_count);
+                                   const char *entry_point, int optimize, glsl_info_form form,
+                                   uint32_t **out_words, size_t *out_word_count);
 
 #endif

@@ -72,8 +72,18 @@ static cubec_status validate(const uint32_t *words, size_t word_count, uint32_t 
     unsigned minor = 0;
     spv_context ctx = spvContextCreate(target_env(vulkan_version, &minor));
     if (!ctx) return status_make(CUBEC_OUT_OF_MEMORY, "SPIR-V validation: spvContextCreate failed");
+    spv_validator_options options = spvValidatorOptionsCreate();
+    if (!options) {
+        spvContextDestroy(ctx);
+        return status_make(CUBEC_OUT_OF_MEMORY, "SPIR-V validation: out of host memory");
+    }
+    /* std430 offsets in uniform blocks: the metadata block of [kernel] metadata = uniform, which
+     * cubec compiles only for devices with scalarBlockLayout (server_kernels_configure). */
+    spvValidatorOptionsSetUniformBufferStandardLayout(options, true);
+    spv_const_binary_t binary = {words, word_count};
     spv_diagnostic diag = NULL;
-    spv_result_t r = spvValidateBinary(ctx, words, word_count, &diag);
+    spv_result_t r = spvValidateWithOptions(ctx, options, &binary, &diag);
+    spvValidatorOptionsDestroy(options);
     cubec_status status = NULL;
     if (r != SPV_SUCCESS) {
         if (diag && diag->error && diag->position.index > 0)
@@ -179,16 +189,21 @@ static cubec_status select_entry_point(reflector *rf, const char *entry_point)
                        entry_point, n ? found : "none");
 }
 
-/* Everything a kernel may declare is a storage buffer or a push-constant block; any other kind
- * would need a descriptor type the launch path never creates. */
+/* Everything a kernel may declare is a storage buffer, a push-constant block or the metadata
+ * block as a uniform buffer (reflect_uniform_info); any other kind would need a descriptor type
+ * the launch path never creates. */
 static cubec_status reject_other_resources(reflector *rf)
 {
     static const spvc_resource_type refused[] = {
-        SPVC_RESOURCE_TYPE_UNIFORM_BUFFER,       SPVC_RESOURCE_TYPE_STAGE_INPUT,
-        SPVC_RESOURCE_TYPE_STAGE_OUTPUT,         SPVC_RESOURCE_TYPE_SUBPASS_INPUT,
-        SPVC_RESOURCE_TYPE_STORAGE_IMAGE,        SPVC_RESOURCE_TYPE_SAMPLED_IMAGE,
-        SPVC_RESOURCE_TYPE_ATOMIC_COUNTER,       SPVC_RESOURCE_TYPE_SEPARATE_IMAGE,
-        SPVC_RESOURCE_TYPE_SEPARATE_SAMPLERS,    SPVC_RESOURCE_TYPE_ACCELERATION_STRUCTURE,
+        SPVC_RESOURCE_TYPE_STAGE_INPUT,
+        SPVC_RESOURCE_TYPE_STAGE_OUTPUT,
+        SPVC_RESOURCE_TYPE_SUBPASS_INPUT,
+        SPVC_RESOURCE_TYPE_STORAGE_IMAGE,
+        SPVC_RESOURCE_TYPE_SAMPLED_IMAGE,
+        SPVC_RESOURCE_TYPE_ATOMIC_COUNTER,
+        SPVC_RESOURCE_TYPE_SEPARATE_IMAGE,
+        SPVC_RESOURCE_TYPE_SEPARATE_SAMPLERS,
+        SPVC_RESOURCE_TYPE_ACCELERATION_STRUCTURE,
         SPVC_RESOURCE_TYPE_SHADER_RECORD_BUFFER,
     };
     for (size_t t = 0; t < sizeof refused / sizeof refused[0]; t++) {
@@ -267,7 +282,7 @@ static cubec_status reflect_info_buffer(reflector *rf, const spvc_reflected_reso
 {
     if (out->has_info_buffer)
         return status_make(CUBEC_INVALID_SPIRV,
-                           "two storage buffers at the info binding %u ('%s' is the second)",
+                           "more than one block at the info binding %u ('%s' is one)",
                            CUBEC_INFO_BINDING, resource_name(res));
     spvc_type block = spvc_compiler_get_type_handle(rf->compiler, res->base_type_id);
     /* The launch copies exactly the declared size; a runtime array has no size to copy. */
@@ -283,6 +298,40 @@ static cubec_status reflect_info_buffer(reflector *rf, const spvc_reflected_reso
                            resource_name(res), CUBEC_INFO_BINDING);
     RETURN_IF_ERROR(block_size(rf, res, &out->info_buffer_size));
     out->has_info_buffer = 1;
+    return NULL;
+}
+
+/* A uniform buffer is accepted only as the metadata block at the info binding (CUBEC_INFO with
+ * [kernel] metadata = uniform): uniform blocks are read-only, so only its size is needed. */
+static cubec_status reflect_uniform_info(reflector *rf, kernel_reflection *out)
+{
+    const spvc_reflected_resource *list = NULL;
+    size_t n = 0;
+    spvc_result r = spvc_resources_get_resource_list_for_type(
+        rf->resources, SPVC_RESOURCE_TYPE_UNIFORM_BUFFER, &list, &n);
+    if (r != SPVC_SUCCESS) return spvc_failure(rf, "listing uniform buffers", r);
+    for (size_t i = 0; i < n; i++) {
+        const spvc_reflected_resource *res = &list[i];
+        unsigned set =
+            spvc_compiler_get_decoration(rf->compiler, res->id, SpvDecorationDescriptorSet);
+        unsigned binding =
+            spvc_compiler_get_decoration(rf->compiler, res->id, SpvDecorationBinding);
+        if (set != 0 || binding != CUBEC_INFO_BINDING)
+            return status_make(CUBEC_INVALID_SPIRV,
+                               "kernel declares a uniform buffer '%s' (set %u, binding %u): cubec "
+                               "kernels may use only storage buffers (set 0), one push-constant "
+                               "block, and a uniform buffer only as the metadata block at set 0 "
+                               "binding %u",
+                               resource_name(res), set, binding, CUBEC_INFO_BINDING);
+        spvc_type t = spvc_compiler_get_type_handle(rf->compiler, res->type_id);
+        if (out->has_info_buffer || spvc_type_get_num_array_dimensions(t) > 0)
+            return status_make(CUBEC_INVALID_SPIRV,
+                               "more than one block at the info binding %u ('%s' is one)",
+                               CUBEC_INFO_BINDING, resource_name(res));
+        RETURN_IF_ERROR(block_size(rf, res, &out->info_buffer_size));
+        out->has_info_buffer = 1;
+        out->info_uniform = 1;
+    }
     return NULL;
 }
 
@@ -416,6 +465,7 @@ static cubec_status reflect_module(reflector *rf, const char *entry_point, kerne
     spvc_result r = spvc_compiler_create_shader_resources(rf->compiler, &rf->resources);
     if (r != SPVC_SUCCESS) return spvc_failure(rf, "collecting resources", r);
     RETURN_IF_ERROR(reject_other_resources(rf));
+    RETURN_IF_ERROR(reflect_uniform_info(rf, out));
     RETURN_IF_ERROR(reflect_storage_buffers(rf, out));
     RETURN_IF_ERROR(reflect_push_constants(rf, out));
     /* With both, a launch's info bytes would have two possible destinations. */

@@ -26,7 +26,8 @@ typedef struct kernel_reflection {
     cubec_access access[32];     /* per binding: NonWritable -> READ, NonReadable -> WRITE,
                                     else READ_WRITE (on the variable, the block or every member) */
     uint32_t push_constant_size; /* declared size of the push-constant block, 0 if none */
-    int has_info_buffer;         /* a storage buffer at binding CUBEC_INFO_BINDING */
+    int has_info_buffer;         /* a metadata block at binding CUBEC_INFO_BINDING */
+    int info_uniform;            /* ... which is a uniform buffer (else a storage buffer) */
     uint32_t info_buffer_size;   /* its declared size */
     uint32_t workgroup_size[3];  /* LocalSize of the entry point */
     uint64_t shared_memory_size; /* bytes of Workgroup variables (kernel/workgroup_memory.h) */

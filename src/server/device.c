@@ -144,6 +144,7 @@ cubec_status server_open(const cubec_device_desc *desc, cubec_device **out)
      * blocking; raw Vulkan's fence wait 100-140 us): the poll yields to the driver's threads. */
     d->sub.spin_us = d->config.poll_spin_us >= 0 ? (int)d->config.poll_spin_us : 200;
     d->sub.wait_timeout_ns = (uint64_t)(d->config.wait_timeout_s * 1e9);
+    server_kernels_configure(d);
     d->tag = handle_tag_acquire(); /* released in server_close */
     handle_table_init(&d->buffers.handles, d->tag, "buffer");
     handle_table_init(&d->kernels.handles, d->tag, "kernel");
@@ -167,7 +168,7 @@ cubec_status server_open(const cubec_device_desc *desc, cubec_device **out)
      * a kernel may declare (cubec_kernel_create refuses larger ones). */
     if (!err)
         err = host_ring_init(d, &d->rings.info, 8 * (uint64_t)CUBEC_KERNEL_MAX_INFO_BYTES, 8,
-                             GPU_MEM_UPLOAD);
+                             GPU_MEM_METADATA);
     if (!err && !d->gpu->caps.unified) {
         err = host_ring_init(d, &d->rings.upload, 64u << 20, 4, GPU_MEM_UPLOAD);
         if (!err) err = host_ring_init(d, &d->rings.readback, 64u << 20, 4, GPU_MEM_READBACK);

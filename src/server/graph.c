@@ -307,7 +307,9 @@ static cubec_status add_use(graph_obj *g, alloc_obj *a, uint64_t offset, uint64_
 static cubec_status chunk_alloc(cubec_device *d, graph_obj *g, uint32_t size, gpu_binding *out,
                                 unsigned char **out_ptr)
 {
-    uint64_t align = d->info.storage_offset_alignment ? d->info.storage_offset_alignment : 16;
+    uint64_t align = d->gpu->caps.metadata_alignment    ? d->gpu->caps.metadata_alignment
+                     : d->info.storage_offset_alignment ? d->info.storage_offset_alignment
+                                                        : 16;
     graph_chunk *c = g->chunk_count ? &g->chunks[g->chunk_count - 1] : NULL;
     uint64_t at = c ? (c->used + align - 1) / align * align : 0;
     if (!c || at + size > c->mem->size) {
@@ -317,7 +319,7 @@ static cubec_status chunk_alloc(cubec_device *d, graph_obj *g, uint32_t size, gp
         c = &g->chunks[g->chunk_count];
         memset(c, 0, sizeof *c);
         uint64_t bytes = size > GRAPH_CHUNK_BYTES ? size : GRAPH_CHUNK_BYTES;
-        cubec_status err = gpu_mem_alloc(d->gpu, GPU_MEM_UPLOAD, bytes, &c->mem);
+        cubec_status err = gpu_mem_alloc(d->gpu, GPU_MEM_METADATA, bytes, &c->mem);
         if (err) return status_annotate(err, "graph metadata");
         g->chunk_count++;
         at = 0;

@@ -99,17 +99,19 @@ static cubec_status build_pipeline(const build_ctx *b, pipeline_entry *e, const 
                             .entry_point = entry_point,
                             .binding_count = e->refl.binding_count,
                             .info_buffer = e->refl.has_info_buffer,
+                            .info_uniform = e->refl.info_uniform,
                             .push_size = e->refl.push_constant_size,
                             .name = e->name};
     return gpu_pipeline_create(b->d->gpu, &pd, &e->pipeline);
 }
 
 static cubec_status compile_glsl(const build_ctx *b, const cubec_kernel_desc *desc,
-                                 const char *name, int push, uint32_t **words, size_t *count)
+                                 const char *name, glsl_info_form form, uint32_t **words,
+                                 size_t *count)
 {
     RETURN_IF_ERROR(count_fault(b, CUBEC_FAULT_COMPILE, CUBEC_COMPILE_FAILED));
     return glsl_compile(b->compiler, name, desc->glsl, desc->defines, desc->define_count,
-                        desc->entry_point, desc->optimize, push, words, count);
+                        desc->entry_point, desc->optimize, form, words, count);
 }
 
 /* Compiles, reflects, checks and creates the pipeline of `desc` into a new entry that only this
@@ -132,17 +134,22 @@ static cubec_status build_entry(const build_ctx *b, const cubec_kernel_desc *des
     cubec_status err = NULL;
     uint32_t version = vulkan_version(&b->info);
     if (desc->glsl) {
-        /* Metadata in push constants unless configured otherwise ([kernel] metadata; the
-         * configuration is immutable after open, so it is read without the lock). */
-        int push = !b->d->config.info_in_buffer;
-        err = compile_glsl(b, desc, name, push, &words, &count);
+        /* Metadata where [kernel] metadata put it at open (server_kernel_info_form; immutable
+         * after open, so it is read without the lock). */
+        glsl_info_form form = (glsl_info_form)b->d->kernels.info_form;
+        err = compile_glsl(b, desc, name, form, &words, &count);
         if (!err) err = kernel_reflect(words, count, entry_point, version, &e->refl);
-        if (!err && push && e->refl.push_constant_size > b->info.max_push_constants_size) {
-            /* The metadata does not fit push constants here: move it to a storage buffer. A
-             * push-constant block of the source's own stays, and the limits refuse it below. */
+        int too_big = form == GLSL_INFO_PUSH
+                          ? e->refl.push_constant_size > b->info.max_push_constants_size
+                          : e->refl.info_uniform &&
+                                e->refl.info_buffer_size > b->d->gpu->caps.max_uniform_range;
+        if (!err && too_big) {
+            /* The metadata does not fit push constants (or a uniform buffer) here: move it to a
+             * storage buffer. A push-constant block of the source's own stays, and the limits
+             * refuse it below. */
             free(words);
             words = NULL;
-            err = compile_glsl(b, desc, name, 0, &words, &count);
+            err = compile_glsl(b, desc, name, GLSL_INFO_STORAGE, &words, &count);
             if (!err) err = kernel_reflect(words, count, entry_point, version, &e->refl);
         }
         /* Compilation errors name the kernel already; reflection's do not. */
@@ -336,6 +343,34 @@ cubec_status server_kernel_name(pipeline_entry *e, const char *name, const char 
         return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (kernel name)");
     *out = grown[e->name_count++];
     return NULL;
+}
+
+void server_kernels_configure(cubec_device *d)
+{
+    const gpu_caps *caps = &d->gpu->caps;
+    glsl_info_form form = GLSL_INFO_PUSH;
+    switch (d->config.info_mode) {
+    case CONFIG_INFO_PUSH: form = GLSL_INFO_PUSH; break;
+    case CONFIG_INFO_BUFFER: form = GLSL_INFO_STORAGE; break;
+    case CONFIG_INFO_UNIFORM:
+        form = caps->uniform_info ? GLSL_INFO_UNIFORM : GLSL_INFO_STORAGE;
+        if (!caps->uniform_info)
+            LOG(LOG_WARN, LOG_SYS_COMPILE,
+                "[kernel] metadata = uniform: device '%s' lacks scalarBlockLayout (std430 uniform "
+                "blocks); metadata goes in a storage buffer",
+                d->info.name);
+        break;
+    default:
+        /* auto: a push-constant range alone costs an H200 ~0.3 us per dependent launch, while
+         * a uniform block read from device memory costs nothing; in host memory it would cost
+         * a PCIe read per launch, so only where the metadata ring sits in device memory. */
+        form =
+            caps->uniform_info && caps->metadata_device_local ? GLSL_INFO_UNIFORM : GLSL_INFO_PUSH;
+        break;
+    }
+    d->kernels.info_form = (int)form;
+    static const char *const names[] = {"a storage buffer", "push constants", "a uniform buffer"};
+    LOG(LOG_INFO, LOG_SYS_COMPILE, "kernel metadata (CUBEC_INFO) goes in %s", names[form]);
 }
 
 void server_kernels_destroy(cubec_device *d)

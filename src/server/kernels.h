@@ -59,6 +59,7 @@ typedef struct kernel_cache {
     uint64_t compiles;                   /* pipelines built and published */
     uint64_t build_waits;                /* creations that waited for another thread's build */
     server_compile_hook hook;            /* tests only (server_kernel_set_compile_hook) */
+    int info_form;                       /* glsl_info_form of CUBEC_INFO, set at open */
     void *hook_user;
 } kernel_cache;
 
@@ -76,6 +77,8 @@ MUST_USE cubec_status server_kernel_create(cubec_device *d, const cubec_kernel_d
 MUST_USE cubec_status server_kernel_create_locked(cubec_device *d, const cubec_kernel_desc *desc,
                                                   pipeline_entry **out);
 void server_kernels_destroy(cubec_device *d);
+/* Where GLSL kernels' CUBEC_INFO block goes on this device ([kernel] metadata): set at open. */
+void server_kernels_configure(cubec_device *d);
 /* A kernel handle's name, kept with its pipeline until the device closes. */
 MUST_USE cubec_status server_kernel_name(pipeline_entry *e, const char *name, const char **out);
 /* Tests only: sets (NULL: clears) the compile hook; takes the device lock. */

@@ -165,6 +165,8 @@ cubec_status sub_flush_to(cubec_device *d, int for_host, sub_handoff *handoff)
                              GPU_ACCESS_SHADER_WRITE | GPU_ACCESS_TRANSFER_WRITE, GPU_STAGE_HOST,
                              GPU_ACCESS_HOST_READ);
     d->sub.open = NULL;
+    /* Later launches' metadata goes to slices of the next batch (launch.c metadata_slice). */
+    d->sub.bound.info_size = 0;
     cubec_status ended = d->gpu->ops->cmd_end(d->gpu, b->cmd);
     if (ended) {
         cubec_status err = server_note_error(d, ended);

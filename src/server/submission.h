@@ -46,6 +46,12 @@ typedef struct bind_cache {
     const gpu_pipeline *push_for; /* layout of the push constants (NULL: none pushed) */
     uint32_t push_size;
     unsigned char push[256];
+    /* The last metadata slice written for the open batch (or the one about to open) and its
+     * bytes: a launch with the same metadata reads that slice, so its descriptors stay bound
+     * (info_size 0: none; cleared when a batch is closed). */
+    gpu_binding info;
+    uint32_t info_size;
+    unsigned char info_bytes[256];
 } bind_cache;
 
 /* What submission reports to the components above it, through a table registered at open

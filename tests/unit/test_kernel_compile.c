@@ -177,13 +177,15 @@ static void test_syntax_error_names_line(void **state)
     int line = line_of(src, "+*");
     char where[64];
     snprintf(where, sizeof where, "bad_kernel:%d:", line);
-    /* Both layouts and a user define in front must leave the user's line numbers intact. */
+    /* Every layout (the uniform one adds an #extension line after #version) and a user define in
+     * front must leave the user's line numbers intact. */
     cubec_define defines[] = {{"UNUSED", "1"}};
-    for (int push = 0; push <= 1; push++) {
+    const glsl_info_form forms[] = {GLSL_INFO_STORAGE, GLSL_INFO_PUSH, GLSL_INFO_UNIFORM};
+    for (int f = 0; f < 3; f++) {
         uint32_t *words = (uint32_t *)1;
         size_t count = 99;
         cubec_status s =
-            glsl_compile(*state, "bad_kernel", src, defines, 1, NULL, 0, push, &words, &count);
+            glsl_compile(*state, "bad_kernel", src, defines, 1, NULL, 0, forms[f], &words, &count);
         assert_int_equal(cubec_status_code(s), CUBEC_COMPILE_FAILED);
         expect_contains(cubec_status_message(s), "kernel 'bad_kernel': GLSL compilation failed:\n");
         expect_contains(cubec_status_message(s), where);

@@ -227,6 +227,108 @@ static void test_big_info(void **state)
     test_device_close(d);
 }
 
+/* The metadata block keeps std430 offsets in every form ([kernel] metadata = push, buffer or
+ * uniform): a vec3 followed by a float packs into 16 bytes and a uint array has a 4-byte stride
+ * (std140, a uniform block's default, would put the array at 16-byte strides). Launches of one
+ * batch with equal metadata share a metadata slice in the buffer forms; the same metadata
+ * again after a different block, from another kernel, across batches and in a graph must still
+ * reach each launch as given. */
+static const char layout_src[] =
+    "#version 450\n"
+    "layout(local_size_x = 64) in;\n"
+    "layout(std430, binding = 0) buffer O { float o[]; };\n"
+    "CUBEC_INFO(vec3 v; float s; uint k[3];)\n"
+    "void main() {\n"
+    "  uint i = gl_GlobalInvocationID.x;\n"
+    "  if (i < 64u) o[i] = o[i] * info.s + info.v[i % 3u] + float(info.k[i % 3u]);\n"
+    "}\n";
+
+typedef struct layout_info {
+    float v[3];
+    float s;
+    uint32_t k[3];
+} layout_info;
+
+static void layout_launch(cubec_device *d, cubec_stream s, cubec_kernel k, cubec_buffer b,
+                          const layout_info *info, float *ref)
+{
+    cubec_launch_desc ld = {.kernel = k,
+                            .buffers = &b,
+                            .buffer_count = 1,
+                            .info = info,
+                            .info_size = sizeof *info,
+                            .groups = {1, 1, 1}};
+    ASSERT_OK(cubec_launch(d, s, &ld));
+    for (int i = 0; i < 64; i++)
+        ref[i] = ref[i] * info->s + info->v[i % 3] + (float)info->k[i % 3];
+}
+
+static void test_metadata_layout_and_reuse(void **state)
+{
+    (void)state;
+    cubec_device *d = test_device_open();
+    cubec_kernel k1, k2;
+    cubec_kernel_desc kd = {.name = "layout", .glsl = layout_src};
+    ASSERT_OK(cubec_kernel_create(d, &kd, &k1));
+    /* The same source under another define: a second pipeline reading the same block. */
+    cubec_define other = {"SECOND", "1"};
+    cubec_kernel_desc kd2 = {
+        .name = "layout2", .glsl = layout_src, .defines = &other, .define_count = 1};
+    ASSERT_OK(cubec_kernel_create(d, &kd2, &k2));
+    cubec_kernel_info ki;
+    ASSERT_OK(cubec_kernel_get_info(d, k1, &ki));
+    assert_int_equal(ki.info_size, sizeof(layout_info));
+    float host[64], ref[64];
+    for (int i = 0; i < 64; i++)
+        host[i] = ref[i] = (float)(i % 7);
+    cubec_buffer b;
+    ASSERT_OK(cubec_buffer_from(d, 0, host, sizeof host, &b));
+    const layout_info a = {{1, 2, 3}, 0.5f, {10, 20, 30}};
+    const layout_info c = {{-1, 0.25f, 4}, 2.0f, {1, 2, 3}};
+    /* Values stay bounded (three halvings, one doubling a round). */
+    for (int round = 0; round < 40; round++) {
+        layout_launch(d, 0, k1, b, &a, ref); /* a, a, a: one slice within a batch */
+        layout_launch(d, 0, k1, b, &a, ref);
+        layout_launch(d, 0, k2, b, &a, ref); /* another kernel, same bytes */
+        layout_launch(d, 0, k1, b, &c, ref); /* different metadata */
+        layout_launch(d, 0, k1, b, &a, ref); /* back to the first */
+        if (round % 8 == 7) {
+            /* Mid-sequence reads end batches; the next launch with the same metadata belongs
+             * to a new batch. */
+            ASSERT_OK(cubec_read(d, 0, b, 0, host, sizeof host));
+            for (int i = 0; i < 64; i++)
+                assert_float_equal(host[i], ref[i], 1e-3f * fabsf(ref[i]) + 1e-3f);
+        }
+    }
+    /* The same launches in a graph: its metadata lives with the graph. */
+    cubec_stream s;
+    ASSERT_OK(cubec_stream_new(d, &s));
+    ASSERT_OK(cubec_sync(d, 0));
+    ASSERT_OK(cubec_graph_prepare(d, s));
+    ASSERT_OK(cubec_graph_begin(d, s));
+    float scratch[64];
+    memcpy(scratch, ref, sizeof scratch);
+    layout_launch(d, s, k1, b, &a, scratch);
+    layout_launch(d, s, k2, b, &a, scratch);
+    layout_launch(d, s, k1, b, &c, scratch);
+    cubec_graph g;
+    ASSERT_OK(cubec_graph_end(d, s, &g));
+    for (int r = 0; r < 3; r++) {
+        ASSERT_OK(cubec_graph_replay(d, s, g));
+        for (int i = 0; i < 64; i++) {
+            ref[i] = ref[i] * a.s + a.v[i % 3] + (float)a.k[i % 3];
+            ref[i] = ref[i] * a.s + a.v[i % 3] + (float)a.k[i % 3];
+            ref[i] = ref[i] * c.s + c.v[i % 3] + (float)c.k[i % 3];
+        }
+    }
+    ASSERT_OK(cubec_read(d, s, b, 0, host, sizeof host));
+    for (int i = 0; i < 64; i++)
+        assert_float_equal(host[i], ref[i], 1e-3f * fabsf(ref[i]) + 1e-3f);
+    ASSERT_OK(cubec_graph_destroy(d, s, g));
+    ASSERT_OK(cubec_buffer_release(d, b));
+    test_device_close(d);
+}
+
 /* Released memory is reused and reported; cleanup returns empty pages. */
 static void test_memory_report(void **state)
 {
@@ -293,9 +395,13 @@ static void test_large_transfer(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_saxpy_chain),     cmocka_unit_test(test_views_and_indirect),
-        cmocka_unit_test(test_copy_fill_async), cmocka_unit_test(test_big_info),
-        cmocka_unit_test(test_memory_report),   cmocka_unit_test(test_large_transfer),
+        cmocka_unit_test(test_saxpy_chain),
+        cmocka_unit_test(test_views_and_indirect),
+        cmocka_unit_test(test_copy_fill_async),
+        cmocka_unit_test(test_big_info),
+        cmocka_unit_test(test_memory_report),
+        cmocka_unit_test(test_large_transfer),
+        cmocka_unit_test(test_metadata_layout_and_reuse),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

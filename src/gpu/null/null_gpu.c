@@ -358,7 +358,7 @@ static cubec_status null_mem_create(gpu *base, gpu_mem_kind kind, uint64_t size,
     if (!out) return INVALID_ARG("null gpu mem_create: out is NULL");
     *out = NULL;
     if (kind != GPU_MEM_DEVICE && kind != GPU_MEM_UPLOAD && kind != GPU_MEM_READBACK &&
-        kind != GPU_MEM_HOST)
+        kind != GPU_MEM_HOST && kind != GPU_MEM_METADATA)
         return INVALID_ARG("null gpu mem_create: kind %d is not a gpu_mem_kind", (int)kind);
     if (size == 0) return INVALID_ARG("null gpu mem_create: size 0 (Vulkan needs at least 1 byte)");
     /* Like a driver's allocation limit: the server's paths for huge buffers see the same error. */
@@ -1221,6 +1221,12 @@ cubec_status null_gpu_open(const gpu_open_desc *desc, gpu **out)
     g->base.caps.calibrated_clock = 1;
     g->base.caps.host_import_alignment = 4096;
     g->base.caps.physical_index = 0;
+    /* Like a discrete GPU with a BAR window when staging: metadata then goes in uniform
+     * buffers, so the server's paths for them run here too. */
+    g->base.caps.uniform_info = 1;
+    g->base.caps.metadata_alignment = 64;
+    g->base.caps.max_uniform_range = 65536;
+    g->base.caps.metadata_device_local = !g->base.caps.unified;
     /* The info describes the device as opened, like the Vulkan backend's. */
     g->base.info.unified_memory = g->base.caps.unified;
     g->base.info.push_descriptors = g->base.caps.push_descriptors;

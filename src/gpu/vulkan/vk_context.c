@@ -339,6 +339,8 @@ static cubec_status create_device(vk_context *ctx, int allow_push, uint32_t disa
     want.v12.timelineSemaphore = VK_TRUE;
     want.v12.hostQueryReset = have.v12.hostQueryReset;
     want.v12.scalarBlockLayout = have.v12.scalarBlockLayout;
+    want.v12.uniformBufferStandardLayout = have.v12.uniformBufferStandardLayout;
+    ctx->scalar_block_layout = have.v12.scalarBlockLayout;
 
     const char *exts[6];
     uint32_t next = 0;
@@ -447,6 +449,17 @@ cubec_status vk_context_create(const vk_context_desc *desc, vk_context *ctx)
             VK_MEMORY_PROPERTY_HOST_CACHED_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
         ctx->host_memory_type =
             vk_find_memory_type(ctx, ~0u, hv, VK_MEMORY_PROPERTY_HOST_CACHED_BIT);
+        /* Metadata in VRAM through the BAR window where the device maps it (resizable BAR):
+         * an H200 reads a launch's metadata from host memory over PCIe (+1 us a dependent
+         * launch), from there at the cost of a push constant or less. */
+        ctx->metadata_memory_type = ctx->upload_memory_type;
+        if (!ctx->unified) {
+            uint32_t t = vk_find_memory_type(ctx, ~0u, dl | hv, VK_MEMORY_PROPERTY_HOST_CACHED_BIT);
+            if (t != UINT32_MAX) {
+                ctx->metadata_memory_type = t;
+                ctx->metadata_device_local = 1;
+            }
+        }
         if (ctx->device_memory_type == UINT32_MAX || ctx->upload_memory_type == UINT32_MAX ||
             ctx->readback_memory_type == UINT32_MAX)
             err = status_make(CUBEC_UNSUPPORTED, "device '%s' lacks a usable memory type",

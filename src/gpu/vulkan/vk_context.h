@@ -40,6 +40,9 @@ typedef struct vk_context {
     uint32_t upload_memory_type;   /* HOST_VISIBLE|COHERENT for staging writes (discrete)    */
     uint32_t readback_memory_type; /* HOST_VISIBLE, HOST_CACHED preferred, for reads       */
     uint32_t host_memory_type;     /* HOST_VISIBLE|COHERENT, CACHED preferred: pinned memory */
+    uint32_t metadata_memory_type; /* DEVICE_LOCAL|HOST_VISIBLE|COHERENT if any, else upload  */
+    int metadata_device_local;     /* ... and it is device-local on a discrete device        */
+    int scalar_block_layout;       /* enabled: std430 uniform blocks                         */
     /* VK_EXT_external_memory_host: the program's memory imported as buffers. 0 / NULL
      * without it. */
     uint64_t host_import_alignment;

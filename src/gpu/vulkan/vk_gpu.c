@@ -15,6 +15,11 @@
 
 /* --- Memory ------------------------------------------------------------------------------- */
 
+static uint64_t max_u64(uint64_t a, uint64_t b)
+{
+    return a > b ? a : b;
+}
+
 static uint32_t memory_type(const vk_gpu *v, gpu_mem_kind kind)
 {
     switch (kind) {
@@ -22,6 +27,7 @@ static uint32_t memory_type(const vk_gpu *v, gpu_mem_kind kind)
     case GPU_MEM_UPLOAD: return v->vk.upload_memory_type;
     case GPU_MEM_READBACK: return v->vk.readback_memory_type;
     case GPU_MEM_HOST: return v->vk.host_memory_type;
+    case GPU_MEM_METADATA: return v->vk.metadata_memory_type;
     case GPU_MEM_IMPORTED: break; /* chosen per pointer (vk_mem_import_host) */
     }
     return v->vk.upload_memory_type;
@@ -42,7 +48,8 @@ static cubec_status vk_mem_create(gpu *g, gpu_mem_kind kind, uint64_t size, gpu_
         .sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
         .size = size,
         .usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
-                 VK_BUFFER_USAGE_TRANSFER_DST_BIT | VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT,
+                 VK_BUFFER_USAGE_TRANSFER_DST_BIT | VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT |
+                 (kind == GPU_MEM_METADATA ? VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT : 0),
         .sharingMode = VK_SHARING_MODE_EXCLUSIVE};
     cubec_status err = vk_status(vkCreateBuffer(dev, &bci, NULL, &m->buffer), "vkCreateBuffer");
     VkMemoryRequirements req = {0};
@@ -203,12 +210,16 @@ static cubec_status build_pipeline(vk_gpu *v, const gpu_pipeline_desc *desc, gpu
     VK_RETURN_IF_ERROR(vkCreateShaderModule(dev, &smci, NULL, &p->module), "vkCreateShaderModule");
     VkDescriptorSetLayoutBinding b[GPU_MAX_BINDINGS];
     uint32_t n = 0;
-    for (uint32_t i = 0; i < desc->binding_count + (desc->info_buffer ? 1 : 0); i++)
-        b[n++] = (VkDescriptorSetLayoutBinding){.binding =
-                                                    i < desc->binding_count ? i : GPU_INFO_BINDING,
-                                                .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-                                                .descriptorCount = 1,
-                                                .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT};
+    for (uint32_t i = 0; i < desc->binding_count + (desc->info_buffer ? 1 : 0); i++) {
+        int info = i >= desc->binding_count;
+        b[n++] = (VkDescriptorSetLayoutBinding){
+            .binding = info ? GPU_INFO_BINDING : i,
+            .descriptorType = info && desc->info_uniform ? VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER
+                                                         : VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+            .descriptorCount = 1,
+            .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT};
+    }
+    p->info_uniform = desc->info_buffer && desc->info_uniform;
     VkDescriptorSetLayoutCreateInfo dslci = {
         .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
         .flags = v->base.caps.push_descriptors
@@ -559,7 +570,13 @@ cubec_status vk_gpu_open(const gpu_open_desc *desc, gpu **out)
                          .calibrated_clock = v->vk.get_calibrated_timestamps != NULL,
                          .physical_index = v->vk.physical_index,
                          .deferred_recording = 1,
-                         .host_import_alignment = v->vk.host_import_alignment};
+                         .host_import_alignment = v->vk.host_import_alignment,
+                         .uniform_info = v->vk.scalar_block_layout,
+                         .metadata_alignment =
+                             max_u64(v->vk.props.limits.minStorageBufferOffsetAlignment,
+                                     v->vk.props.limits.minUniformBufferOffsetAlignment),
+                         .max_uniform_range = v->vk.props.limits.maxUniformBufferRange,
+                         .metadata_device_local = v->vk.metadata_device_local};
     VkSemaphoreTypeCreateInfo tci = {.sType = VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO,
                                      .semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE,
                                      .initialValue = 0};

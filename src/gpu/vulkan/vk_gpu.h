@@ -29,6 +29,7 @@ struct gpu_pipeline {
     VkDescriptorSetLayout set_layout;
     VkPipelineLayout layout;
     VkPipeline pipeline;
+    int info_uniform; /* the metadata binding is a uniform buffer */
 };
 
 struct gpu_cmd {

@@ -69,11 +69,13 @@ static cubec_status allocate_set(gpu_cmd *c, const gpu_pipeline *p, VkDescriptor
         realloc(c->descriptor_pools, (c->descriptor_pool_count + 1) * sizeof(VkDescriptorPool));
     if (!n) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (descriptor pools)");
     c->descriptor_pools = n;
-    VkDescriptorPoolSize size = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, c->sets * GPU_MAX_BINDINGS};
+    VkDescriptorPoolSize sizes[2] = {
+        {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, c->sets * GPU_MAX_BINDINGS},
+        {VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER, c->sets}};
     VkDescriptorPoolCreateInfo dpci = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
                                        .maxSets = c->sets,
-                                       .poolSizeCount = 1,
-                                       .pPoolSizes = &size};
+                                       .poolSizeCount = 2,
+                                       .pPoolSizes = sizes};
     VK_RETURN_IF_ERROR(vkCreateDescriptorPool(dev, &dpci, NULL, &n[c->descriptor_pool_count]),
                        "vkCreateDescriptorPool");
     c->current_pool = c->descriptor_pool_count++;
@@ -92,7 +94,9 @@ cubec_status vk_emit_bind_buffers(gpu_cmd *c, const gpu_pipeline *p, const gpu_b
         w[count] = (VkWriteDescriptorSet){.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
                                           .dstBinding = i < n ? i : GPU_INFO_BINDING,
                                           .descriptorCount = 1,
-                                          .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                                          .descriptorType = i >= n && p->info_uniform
+                                                                ? VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER
+                                                                : VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
                                           .pBufferInfo = &infos[count]};
         count++;
     }
