@@ -386,9 +386,16 @@ cubec_status server_graph_record(cubec_device *d, uint32_t slot, task *t)
     gpu_binding info_buffer = {0};
     cubec_status err = NULL;
     if (t->kind == TASK_LAUNCH && t->entry->refl.has_info_buffer) {
-        unsigned char *dst = NULL;
-        err = chunk_alloc(d, g, t->entry->info_size, &info_buffer, &dst);
-        if (!err && dst) memcpy(dst, server_task_info(d, t), t->entry->info_size);
+        /* A launch with the previous one's metadata reads its slice (graph metadata lives as
+         * long as the graph), so the replay keeps its descriptors bound (launch.c). */
+        const void *bytes = server_task_info(d, t);
+        uint32_t size = t->entry->info_size;
+        if (!server_metadata_reuse(&g->bound[0], bytes, size, &info_buffer)) {
+            unsigned char *dst = NULL;
+            err = chunk_alloc(d, g, size, &info_buffer, &dst);
+            if (!err && dst) memcpy(dst, bytes, size);
+            if (!err) server_metadata_remember(&g->bound[0], &info_buffer, bytes, size);
+        }
     }
     int timed = !err && g->queries[0] && g->stamp_count < GRAPH_TIMED_LAUNCHES &&
                 timing_stamp_add(&g->stamps, &g->stamp_cap, g->stamp_count, t) != NULL;

@@ -349,15 +349,29 @@ cubec_status server_emit_task(cubec_device *d, const recorder *rec, const task *
  * the open batch's last slice reads that slice: a chain of launches with the same metadata then
  * binds its descriptors once, as it would with push constants (0.1-0.2 us a dependent launch on
  * an H200). */
+int server_metadata_reuse(const bind_cache *bc, const void *bytes, uint32_t size, gpu_binding *out)
+{
+    if (bc->info_size != size || memcmp(bc->info_bytes, bytes, size) != 0) return 0;
+    *out = bc->info;
+    return 1;
+}
+
+void server_metadata_remember(bind_cache *bc, const gpu_binding *slice, const void *bytes,
+                              uint32_t size)
+{
+    bc->info_size = 0;
+    if (size > sizeof bc->info_bytes) return;
+    bc->info = *slice;
+    bc->info_size = size;
+    memcpy(bc->info_bytes, bytes, size);
+}
+
 static cubec_status metadata_slice(cubec_device *d, const task *t, gpu_binding *out)
 {
     bind_cache *bc = &d->sub.bound;
     const void *bytes = server_task_info(d, t);
     uint32_t size = t->entry->info_size;
-    if (bc->info_size == size && memcmp(bc->info_bytes, bytes, size) == 0) {
-        *out = bc->info;
-        return NULL;
-    }
+    if (server_metadata_reuse(bc, bytes, size, out)) return NULL;
     uint64_t align = d->gpu->caps.metadata_alignment ? d->gpu->caps.metadata_alignment
                                                      : d->info.storage_offset_alignment;
     uint64_t at;
@@ -366,12 +380,7 @@ static cubec_status metadata_slice(cubec_device *d, const task *t, gpu_binding *
     *out = (gpu_binding){d->rings.info.mem, at, size};
     /* Remembered for the batch the launch records into: the one open now, or the one it opens
      * next (the cache is cleared when a batch is closed, so only launches of that batch match). */
-    bc->info_size = 0;
-    if (size <= sizeof bc->info_bytes) {
-        bc->info = *out;
-        bc->info_size = size;
-        memcpy(bc->info_bytes, bytes, size);
-    }
+    server_metadata_remember(bc, out, bytes, size);
     return NULL;
 }
 

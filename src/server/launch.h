@@ -105,6 +105,11 @@ typedef struct recorder {
     bind_cache *bound; /* what is bound already is not bound again */
     hazard_tracker *hazards;
 } recorder;
+/* Launches with equal metadata read one slice of it: reuse gives the slice remembered in `bc`
+ * when `bytes` equal its bytes; remember notes a new slice (blocks over 256 bytes are not). */
+int server_metadata_reuse(const bind_cache *bc, const void *bytes, uint32_t size, gpu_binding *out);
+void server_metadata_remember(bind_cache *bc, const gpu_binding *slice, const void *bytes,
+                              uint32_t size);
 /* Records a task's barrier, bindings and dispatch (or copy). `info_buffer` holds its metadata
  * when the kernel reads it from a buffer; with `timed_in`, the launch is timed in that batch. */
 MUST_USE cubec_status server_emit_task(cubec_device *d, const recorder *rec, const task *t,
