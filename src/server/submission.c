@@ -298,7 +298,7 @@ static cubec_status timed_out(cubec_device *d, uint64_t value, cubec_status err)
     return server_note_error(d, t);
 }
 
-static cubec_status wait_value(cubec_device *d, uint64_t value)
+static cubec_status wait_value(cubec_device *d, uint64_t value, int spin_us)
 {
     if (value == 0 || value <= d->sub.completed_value) return NULL;
     if (d->sub.open && value >= d->sub.next_value) RETURN_IF_ERROR(sub_flush(d, 0));
@@ -329,11 +329,11 @@ static cubec_status wait_value(cubec_device *d, uint64_t value)
     if (err) return server_note_error(d, status_annotate(err, "the device is treated as lost"));
     uint64_t limit = d->sub.wait_timeout_ns;
     if (d->streams.draining) {
-        err = wait_timeline(d->gpu, value, d->sub.spin_us, limit, &seen);
+        err = wait_timeline(d->gpu, value, spin_us, limit, &seen);
     } else {
         /* Other threads queue and record while this one waits for the GPU. */
         pthread_mutex_unlock(&d->lock);
-        err = wait_timeline(d->gpu, value, d->sub.spin_us, limit, &seen);
+        err = wait_timeline(d->gpu, value, spin_us, limit, &seen);
         pthread_mutex_lock(&d->lock);
     }
     if (err && cubec_status_code(err) == CUBEC_TIMEOUT) return timed_out(d, value, err);
@@ -346,7 +346,17 @@ static cubec_status wait_value(cubec_device *d, uint64_t value)
 
 cubec_status sub_wait(cubec_device *d, uint64_t value)
 {
-    RETURN_IF_ERROR(wait_value(d, value));
+    return sub_wait_polling(d, value, 0);
+}
+
+cubec_status sub_wait_polling(cubec_device *d, uint64_t value, uint64_t expected_us)
+{
+    /* A wait expected to be long (a DMA of known size) polls through it when polling is on: a
+     * blocking wait wakes 25-35 us after the GPU on an H200, 2-4% of a 64 MiB DMA. */
+    int spin = d->sub.spin_us;
+    if (spin > 0 && expected_us > (uint64_t)spin)
+        spin = expected_us < SUB_MAX_POLL_US ? (int)expected_us : SUB_MAX_POLL_US;
+    RETURN_IF_ERROR(wait_value(d, value, spin));
     /* A value may have been signalled for work that never ran: the submission thread signals
      * the value of a batch that failed there, after recording the failure that the poll which
      * saw the value reported (the device is then lost). Nothing waited for is valid. */

@@ -116,6 +116,10 @@ MUST_USE cubec_status sub_task_done(cubec_device *d);
  * Releases the device lock while blocked unless a drain is recording (d->draining): callers
  * must not rely on state that another thread may change meanwhile (hold references). */
 MUST_USE cubec_status sub_wait(cubec_device *d, uint64_t value);
+/* sub_wait for work expected to take about `expected_us`: with polling on ([device]
+ * poll_spin_us > 0) it polls that long (at most SUB_MAX_POLL_US) before blocking. */
+#define SUB_MAX_POLL_US 20000
+MUST_USE cubec_status sub_wait_polling(cubec_device *d, uint64_t value, uint64_t expected_us);
 /* Waits until work up to `value` finished and device writes are visible to the host. */
 MUST_USE cubec_status sub_wait_for_host(cubec_device *d, uint64_t value);
 /* Refreshes completed_value, runs deferred frees, recycles batches. */

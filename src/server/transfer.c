@@ -87,6 +87,13 @@ static cubec_status write_body(cubec_device *d, stream_ref s, buffer_obj *b, uin
  * may reuse its memory when cubec_write returns). */
 #define REGISTERED_WRITE_MIN (256u << 10)
 
+/* How long a DMA of `size` bytes may take (twice its time at PCIe 5 x16's ~50 GB/s): how long
+ * its wait polls before blocking (sub_wait_polling). */
+static uint64_t dma_expected_us(uint64_t size)
+{
+    return size / 25000u;
+}
+
 /* A DMA between registered host memory and a buffer, in stream order; waits for it when
  * `wait` (the device lock is dropped meanwhile: the caller holds a reference on the buffer). */
 static cubec_status transfer_registered(cubec_device *d, buffer_obj *b, uint64_t at, host_range *r,
@@ -163,7 +170,7 @@ static cubec_status write_body(cubec_device *d, stream_ref s, buffer_obj *b, uin
     if (r) {
         /* Taken when the DMA is done. */
         err = transfer_registered(d, b, at, r, src, size, 1, &value);
-        if (!err) err = sub_wait(d, value);
+        if (!err) err = sub_wait_polling(d, value, dma_expected_us(size));
     } else {
         /* The staging rings are shared: keep the lock while they hold this transfer's bytes. */
         d->streams.draining++;
@@ -262,7 +269,7 @@ static cubec_status read_body(cubec_device *d, uint32_t slot, buffer_obj *b, uin
         a->refs++;
         uint64_t value = 0;
         cubec_status err = transfer_registered(d, b, at, r, dst, size, 0, &value);
-        if (!err) err = sub_wait(d, value);
+        if (!err) err = sub_wait_polling(d, value, dma_expected_us(size));
         server_alloc_release(d, a);
         return err;
     }
