@@ -151,6 +151,8 @@ static const config_option options[] = {
     {"log", "file", "CUBEC_LOG_FILE", CONFIG_PATH, .char_device_ok = 1, FIELD(log_file)},
     {"device", "select", "CUBEC_DEVICE", CONFIG_DEVICE, FIELD(device)},
     {"device", "validation", "CUBEC_VALIDATION", CONFIG_BOOL, FIELD(validation)},
+    {"device", "batch_growth", "CUBEC_BATCH_GROWTH", CONFIG_CHOICE, .choices = "auto|off|on",
+     FIELD(batch_growth)},
     {"device", "tasks_max", "CUBEC_TASKS_MAX", CONFIG_INT, 1, CONFIG_TASKS_MAX_LIMIT, 32,
      FIELD(tasks_max)},
     {"device", "poll_spin_us", "CUBEC_POLL_SPIN_US", CONFIG_INT, -1, 1000000, -1,

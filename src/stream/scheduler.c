@@ -21,6 +21,7 @@ cubec_status sched_init(scheduler *s, uint32_t slots, size_t task_size, uint32_t
     s->slots = slots;
     s->task_size = task_size;
     s->max_tasks = max_tasks;
+    s->max_grown = max_tasks;
     s->strategy = strategy;
     s->backend = backend;
     return NULL;
@@ -87,11 +88,23 @@ cubec_status sched_reserve(scheduler *s, uint32_t slot, void **out_task)
 static cubec_status execute(scheduler *s, const uint32_t *slots, uint32_t count, uint32_t mode,
                             uint32_t own);
 
+void sched_set_growth(scheduler *s, uint32_t max_grown)
+{
+    s->max_grown = max_grown > s->max_tasks ? max_grown : s->max_tasks;
+}
+
 cubec_status sched_commit(scheduler *s, uint32_t slot)
 {
     sched_queue *q = &s->queues[slot];
     q->count++;
-    if (q->count < s->max_tasks) return NULL;
+    /* A queue's first task starts a fresh count, however the queue was emptied before. */
+    if (q->count == 1) q->limit = s->max_tasks;
+    if (q->count < q->limit) return NULL;
+    if (q->count + s->max_tasks <= s->max_grown && s->backend.busy &&
+        s->backend.busy(s->backend.user)) {
+        q->limit += s->max_tasks;
+        return NULL;
+    }
     if (s->strategy == SCHED_SEQUENTIAL) return execute(s, &slot, 1, 0, slot);
     /* Interleave: the full slot goes first, with every slot that has work pending, so that the
      * chains of concurrent streams share barriers in one command buffer. The commit returns an

@@ -38,11 +38,15 @@ typedef struct sched_backend {
     /* Releases what a task holds without recording it: `cause` is the error that stopped its
      * drain, or NULL when the scheduler is destroyed. */
     void (*discard)(void *user, void *task, cubec_status cause);
+    /* Optional: whether the device still has enough submitted work that a full queue may wait
+     * for more tasks (sched_set_growth). NULL: never. */
+    int (*busy)(void *user);
 } sched_backend;
 
 typedef struct sched_queue {
     unsigned char *tasks; /* ring of `cap` records of task_size bytes */
     uint32_t head, count, cap;
+    uint32_t limit; /* the count that drains it: max_tasks, grown while the device is busy */
     int requires_isolation;
 } sched_queue;
 
@@ -51,6 +55,7 @@ typedef struct scheduler {
     uint32_t slots;
     size_t task_size;
     uint32_t max_tasks;
+    uint32_t max_grown; /* a busy device lets a queue grow to this (sched_set_growth) */
     sched_strategy strategy;
     sched_backend backend;
     uint64_t drains; /* statistics, for tests and logs */
@@ -58,11 +63,16 @@ typedef struct scheduler {
 
 MUST_USE cubec_status sched_init(scheduler *s, uint32_t slots, size_t task_size, uint32_t max_tasks,
                                  sched_strategy strategy, sched_backend backend);
+/* Lets a full queue keep growing, max_tasks at a time up to `max_grown` tasks, while
+ * backend.busy says the device still has enough work: a GPU fed by submissions of a few tasks
+ * each idles between them, so when it is busy anyway the tasks go in fewer, larger ones.
+ * max_grown <= max_tasks turns it off (the default). */
+void sched_set_growth(scheduler *s, uint32_t max_grown);
 /* Discards every queued task and frees the queues. */
 void sched_destroy(scheduler *s);
 /* Room for one more task at the end of `slot`'s queue (the ring grows when full: only until it
- * has reached max_tasks records, after which drains keep it from filling). The caller fills the
- * record, then calls sched_commit. */
+ * has reached max_tasks (or max_grown) records, after which drains keep it from filling). The
+ * caller fills the record, then calls sched_commit. */
 MUST_USE cubec_status sched_reserve(scheduler *s, uint32_t slot, void **out_task);
 /* Makes the reserved task part of the queue. When the slot then holds max_tasks tasks it is
  * drained: alone under Sequential; under Interleave together with every slot that has pending

@@ -38,6 +38,8 @@ typedef struct fake_backend {
     uint32_t fail_submit_at; /* the same for submits */
     uint32_t bad_bodies;     /* records or discards whose body did not match the id */
     uint32_t last_mode;      /* the mode the last submit was handed */
+    int busy;                /* what the busy callback answers */
+    uint32_t busy_calls;
 } fake_backend;
 
 static void body_for(uint32_t id, uint32_t body[6])
@@ -92,6 +94,13 @@ static void fake_discard(void *user, void *task, cubec_status cause)
     log_event(f, EV_DISCARD, t->slot, t->id);
 }
 
+static int fake_busy(void *user)
+{
+    fake_backend *f = user;
+    f->busy_calls++;
+    return f->busy;
+}
+
 static fake_backend *fake_new(void)
 {
     fake_backend *f = calloc(1, sizeof *f);
@@ -102,8 +111,11 @@ static fake_backend *fake_new(void)
 static void init(scheduler *s, fake_backend *f, uint32_t slots, uint32_t max_tasks,
                  sched_strategy strategy)
 {
-    sched_backend be = {
-        .user = f, .record = fake_record, .submit = fake_submit, .discard = fake_discard};
+    sched_backend be = {.user = f,
+                        .record = fake_record,
+                        .submit = fake_submit,
+                        .discard = fake_discard,
+                        .busy = fake_busy};
     ASSERT_OK(sched_init(s, slots, sizeof(fake_task), max_tasks, strategy, be));
 }
 
@@ -546,6 +558,51 @@ static void test_execute_all(void **state)
     free(f);
 }
 
+/* Growth (sched_set_growth): a full queue waits for max_tasks more while the backend is busy, up
+ * to max_grown; not busy, it drains at max_tasks; a queue emptied by an execute starts again at
+ * max_tasks; without sched_set_growth the busy callback is never asked. */
+static void test_growth_while_busy(void **state)
+{
+    (void)state;
+    fake_backend *f = fake_new();
+    scheduler s;
+    init(&s, f, 2, 4, SCHED_SEQUENTIAL);
+    f->busy = 1;
+    for (uint32_t i = 1; i <= 4; i++)
+        push_ok(&s, 0, i);
+    EXPECT(f, R(0, 1), R(0, 2), R(0, 3), R(0, 4), S);
+    assert_int_equal(f->busy_calls, 0);
+    sched_set_growth(&s, 12);
+    for (uint32_t i = 1; i <= 11; i++)
+        push_ok(&s, 0, 10 + i);
+    expect_nothing(f);
+    assert_int_equal(f->busy_calls, 2); /* at 4 and at 8 */
+    push_ok(&s, 0, 22);                 /* 12: no room to grow */
+    EXPECT(f, R(0, 11), R(0, 12), R(0, 13), R(0, 14), R(0, 15), R(0, 16), R(0, 17), R(0, 18),
+           R(0, 19), R(0, 20), R(0, 21), R(0, 22), S);
+    /* Busy at 4, then not at 8. */
+    for (uint32_t i = 1; i <= 7; i++)
+        push_ok(&s, 0, 30 + i);
+    expect_nothing(f);
+    f->busy = 0;
+    push_ok(&s, 0, 38);
+    EXPECT(f, R(0, 31), R(0, 32), R(0, 33), R(0, 34), R(0, 35), R(0, 36), R(0, 37), R(0, 38), S);
+    /* Grown, then emptied by an execute: the next queue drains at 4 again when not busy. */
+    f->busy = 1;
+    for (uint32_t i = 1; i <= 5; i++)
+        push_ok(&s, 1, 40 + i);
+    uint32_t one = 1;
+    ASSERT_OK(sched_execute(&s, &one, 1));
+    EXPECT(f, R(1, 41), R(1, 42), R(1, 43), R(1, 44), R(1, 45), S);
+    f->busy = 0;
+    for (uint32_t i = 1; i <= 4; i++)
+        push_ok(&s, 1, 50 + i);
+    EXPECT(f, R(1, 51), R(1, 52), R(1, 53), R(1, 54), S);
+    sched_destroy(&s);
+    expect_nothing(f);
+    free(f);
+}
+
 /* The ring: records wrap around its end after a drain, and growth unwraps them in order. */
 static void test_ring_growth_and_wrap(void **state)
 {
@@ -838,6 +895,7 @@ int main(void)
         cmocka_unit_test(test_empty_queues_submit_nothing),
         cmocka_unit_test(test_execute_all),
         cmocka_unit_test(test_ring_growth_and_wrap),
+        cmocka_unit_test(test_growth_while_busy),
         cmocka_unit_test(test_ring_wrap_small_max_tasks),
         cmocka_unit_test(test_record_error_discards_interleave),
         cmocka_unit_test(test_record_error_discards_sequential),
