@@ -395,10 +395,12 @@ static int config_ini_handler(void *user, const char *section, const char *key, 
     for (size_t i = 0; i < OPTION_COUNT; i++) {
         const config_option *o = &options[i];
         if (o->section && !strcmp(section, o->section) && !strcmp(key, o->key)) {
-            if (o->kind == CONFIG_POOLS && st->config->sources[i] == SOURCE_FILE) {
+            const char *held = field_of(st->config, o);
+            if (o->kind == CONFIG_POOLS && st->config->sources[i] == SOURCE_FILE &&
+                held[strspn(held, " \t")]) {
                 /* A pool list goes on over several lines (a line holds at most 198 bytes). */
                 char joined[CONFIG_POOLS_MAX_BYTES + 256];
-                snprintf(joined, sizeof joined, "%s; %s", (char *)field_of(st->config, o), value);
+                snprintf(joined, sizeof joined, "%s; %s", held, value);
                 st->error = apply(st->config, o, joined, st->origin);
                 return 1;
             }

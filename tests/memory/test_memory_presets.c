@@ -234,8 +234,8 @@ static void test_bad_layouts_refused(void **state)
     set_layout(NULL, NULL);
 }
 
-/* In the ini file, pools lines add up (a line holds at most 198 bytes); the environment
- * replaces the file's list as a whole. */
+/* In the ini file, pools lines add up (a line holds at most 198 bytes; a blank one adds
+ * nothing); the environment replaces the file's list as a whole. */
 static void test_ini_lines_add_up(void **state)
 {
     (void)state;
@@ -243,6 +243,7 @@ static void test_ini_lines_add_up(void **state)
     int fd = mkstemp(path);
     assert_true(fd >= 0);
     const char ini[] = "[memory]\n"
+                       "pools =\n"
                        "pools = sliced:page=2MiB,max_slice=256KiB\n"
                        "pools = sliced:page=16MiB,max_slice=4MiB; exclusive:max=64MiB\n";
     assert_int_equal(write(fd, ini, sizeof ini - 1), (ssize_t)(sizeof ini - 1));
