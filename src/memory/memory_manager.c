@@ -11,6 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+_Static_assert(MEMORY_MAX_POOLS <= UINT16_MAX && ARENA_MAX_PAGE_SIZES <= UINT16_MAX,
+               "mem_alloc names pools and arena slots in 16 bits");
+
 typedef enum pool_kind { POOL_SLICED, POOL_EXCLUSIVE, POOL_ARENA } pool_kind;
 
 typedef struct pool {
@@ -30,6 +33,7 @@ struct memory_manager {
     uint32_t pool_count;
     uint32_t exclusive_count; /* indexes of the exclusive pools, for the periodic check */
     uint8_t exclusive[MEMORY_MAX_POOLS];
+    uint64_t next_check; /* the reservation count at which an exclusive pool checks next */
     pool pools[MEMORY_MAX_POOLS];
 };
 
@@ -216,14 +220,28 @@ static void fill_out(mem_alloc *out, const pool_slice *slice, uint64_t size, uin
     out->page = slice->page;
     out->offset = slice->offset;
     out->size = size;
-    out->pool = pool_index;
+    out->pool = (uint16_t)pool_index; /* < MEMORY_MAX_POOLS */
     out->slot = slice->slot;
-    out->part = part;
+    out->part = (uint16_t)part; /* < ARENA_MAX_PAGE_SIZES */
 }
 
 cubec_status memory_alloc(memory_manager *m, uint64_t size, mem_alloc *out)
 {
     return memory_alloc_flags(m, size, 0, out);
+}
+
+/* Runs the periodic check of each exclusive pool that is due, and notes when the next is. */
+static void periodic_checks(memory_manager *m)
+{
+    m->next_check = UINT64_MAX;
+    for (uint32_t k = 0; k < m->exclusive_count; k++) {
+        exclusive_pool *ex = &m->pools[m->exclusive[k]].u.exclusive;
+        uint64_t every = ex->dealloc_period / EXCLUSIVE_POOL_IDLE_CHECKS;
+        if (m->reservations - ex->last_check >= every)
+            exclusive_pool_cleanup(ex, &m->source, m->reservations, 0);
+        uint64_t due = ex->last_check + every;
+        if (due < m->next_check) m->next_check = due;
+    }
 }
 
 /* The first accepting pool from `from` that may add a page; logs (once per pool) each capped
@@ -257,12 +275,7 @@ cubec_status memory_alloc_flags(memory_manager *m, uint64_t size, uint32_t flags
                            "requested %llu bytes, larger than the device's largest allocation %llu",
                            (unsigned long long)size, (unsigned long long)m->config.max_alloc_size);
 
-    m->reservations++;
-    for (uint32_t k = 0; k < m->exclusive_count; k++) {
-        exclusive_pool *ex = &m->pools[m->exclusive[k]].u.exclusive;
-        if (m->reservations - ex->last_check >= ex->dealloc_period / EXCLUSIVE_POOL_IDLE_CHECKS)
-            exclusive_pool_cleanup(ex, &m->source, m->reservations, 0);
-    }
+    if (++m->reservations >= m->next_check) periodic_checks(m);
 
     pool_slice slice;
     uint32_t part = 0;

@@ -53,9 +53,10 @@ typedef struct mem_alloc {
     void *page;      /* from page_source.alloc */
     uint64_t offset; /* byte offset in the page, aligned */
     uint64_t size;   /* requested size */
-    uint32_t pool;   /* pool index (as in the report) */
-    uint32_t slot;   /* the pool's index of the slice: memory_free finds it in O(1) */
-    uint32_t part;   /* arena: the page size's slot; 0 otherwise */
+    /* 16 bits each, so that the record (kept in every buffer) stays 32 bytes */
+    uint16_t pool; /* pool index (as in the report) */
+    uint16_t part; /* arena: the page size's slot; 0 otherwise */
+    uint32_t slot; /* the pool's index of the slice: memory_free finds it in O(1) */
 } mem_alloc;
 
 typedef struct memory_manager memory_manager;

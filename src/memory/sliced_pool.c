@@ -164,14 +164,6 @@ void sliced_pool_destroy(sliced_pool *p, const page_source *source)
     p->fill_rule = fill_rule;
 }
 
-int sliced_pool_accepts(const sliced_pool *p, uint64_t size)
-{
-    if (size <= p->max_slice) return 1;
-    if (!p->fill_rule) return 0;
-    /* A request this close to a page would waste less than a fifth of it. */
-    return size <= p->page_size && p->page_size - size < p->page_size / 5;
-}
-
 /* Makes free slice `slot` live with `size` bytes (padded to `eff`), splitting off the rest as a
  * new free slice. The caller made sure a slot is available for the split. */
 static void carve(sliced_pool *p, uint32_t slot, uint64_t size, uint64_t eff, pool_slice *out)

@@ -83,7 +83,13 @@ void sliced_pool_destroy(sliced_pool *p, const page_source *source);
 
 /* Whether the pool takes requests of `size` bytes: up to max_slice, or (fill_rule) anything that
  * fills at least 80 % of a page (one page then serves it with little waste). */
-int sliced_pool_accepts(const sliced_pool *p, uint64_t size);
+static inline int sliced_pool_accepts(const sliced_pool *p, uint64_t size)
+{
+    if (size <= p->max_slice) return 1;
+    if (!p->fill_rule) return 0;
+    /* A request this close to a page would waste less than a fifth of it. */
+    return size <= p->page_size && p->page_size - size < p->page_size / 5;
+}
 /* Whether the pool is at its cap: it may add no page. */
 static inline int sliced_pool_full(const sliced_pool *p)
 {
