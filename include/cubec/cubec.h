@@ -587,10 +587,11 @@ CUBEC_MUST_USE cubec_status cubec_profile_method(cubec_device *device, cubec_tim
  * Memory
  * ------------------------------------------------------------------------------------------- */
 
-/* One pool of a memory report. The buffer pools come first ("sliced", "exclusive"); then the
- * rings the runtime keeps for itself: "metadata" (launch metadata that does not fit push
- * constants) and, on discrete GPUs, "upload" and "readback" (staging). The totals of
- * cubec_memory_report cover the buffer pools only. */
+/* One pool of a memory report. The buffer pools come first ("sliced", "exclusive", "arena", as
+ * the [memory] preset lays them out, docs/memory.md); then the rings the runtime keeps for
+ * itself: "metadata" (launch metadata that does not fit push constants) and, on discrete GPUs,
+ * "upload" and "readback" (staging). The totals of cubec_memory_report cover the buffer pools
+ * only. */
 typedef struct cubec_pool_report {
     char kind[16];      /* see above                                            */
     uint64_t page_size; /* sliced: the page size; exclusive: largest allocation */
@@ -601,9 +602,14 @@ typedef struct cubec_pool_report {
     uint64_t bytes_in_use;   /* bytes of live slices, as requested                   */
     uint64_t bytes_padding;  /* alignment padding of live slices                     */
     uint64_t bytes_reserved; /* bytes of the pages held from the driver              */
+    uint64_t cap;            /* sliced: the most bytes of pages it holds (0: no cap) */
+    uint64_t dealloc_period; /* exclusive: reservations between sweeps of idle pages */
+    /* arena: page_size is the current page size, max_slice_size the largest; these of its
+     * pages are of sizes it grew past (returned to the driver as they empty) */
+    uint32_t outdated_pages;
 } cubec_pool_report;
 
-#define CUBEC_MAX_POOLS 16
+#define CUBEC_MAX_POOLS 32
 
 typedef struct cubec_memory_report {
     uint32_t pool_count;
@@ -612,6 +618,7 @@ typedef struct cubec_memory_report {
     uint64_t bytes_reserved;
     uint64_t allocations;
     uint32_t pages;
+    char preset[16]; /* the layout of the buffer pools: ladder, exclusive, custom, adaptive */
 } cubec_memory_report;
 
 CUBEC_MUST_USE cubec_status cubec_memory_report_get(cubec_device *device, cubec_stream stream,

@@ -162,11 +162,13 @@ static void json_pool(strbuf *b, const char *indent, const cubec_pool_report *p,
     sb_printf(b,
               "%s{\"kind\": \"%s\", \"page_size\": %llu, \"max_slice_size\": %llu, "
               "\"pages\": %u, \"pages_peak\": %u, \"allocations\": %llu, \"bytes_in_use\": %llu, "
-              "\"bytes_padding\": %llu, \"bytes_reserved\": %llu}%s\n",
+              "\"bytes_padding\": %llu, \"bytes_reserved\": %llu, \"cap\": %llu, "
+              "\"dealloc_period\": %llu, \"outdated_pages\": %u}%s\n",
               indent, p->kind, (unsigned long long)p->page_size,
               (unsigned long long)p->max_slice_size, p->pages, p->pages_peak,
               (unsigned long long)p->allocations, (unsigned long long)p->bytes_in_use,
               (unsigned long long)p->bytes_padding, (unsigned long long)p->bytes_reserved,
+              (unsigned long long)p->cap, (unsigned long long)p->dealloc_period, p->outdated_pages,
               last ? "" : ",");
 }
 
@@ -191,7 +193,9 @@ cubec_status cubec_memory_report_json(cubec_device *device, char **out_json)
     sb_printf(&b, "{\n  \"slots\": [\n");
     for (uint32_t i = 0; s.slots && i < s.slot_count; i++) {
         const slot_memory *m = &s.slots[i];
-        sb_printf(&b, "    {\n      \"slot\": %u,\n      \"pools\": [\n", m->slot);
+        /* Preset names are the library's own constants: nothing to escape. */
+        sb_printf(&b, "    {\n      \"slot\": %u,\n      \"preset\": \"%s\",\n      \"pools\": [\n",
+                  m->slot, m->report.preset);
         for (uint32_t p = 0; p < m->report.pool_count; p++)
             json_pool(&b, "        ", &m->report.pools[p], p + 1 == m->report.pool_count);
         sb_printf(&b, "      ],\n");
@@ -271,6 +275,7 @@ cubec_status cubec_memory_report_table(cubec_device *device, char **out_text)
         for (uint32_t p = 0; p < m->report.pool_count; p++)
             table_pool(&b, p == 0 ? slot : "", &m->report.pools[p]);
         table_sum(&b, "", "total", &m->sum);
+        sb_printf(&b, "%-8s preset %s\n", "", m->report.preset);
     }
     for (uint32_t i = 0; i < s.aux_count; i++)
         table_pool(&b, i == 0 ? "rings" : "", &s.aux[i]);

@@ -187,6 +187,9 @@ static const config_option options[] = {
     {"streaming", "strategy", "CUBEC_STREAM_STRATEGY", CONFIG_CHOICE,
      .choices = "interleave|sequential", FIELD(sequential_streams)},
     {NULL, "fault", "CUBEC_FAULT", CONFIG_FAULTS, FIELD(faults)},
+    {"memory", "preset", "CUBEC_MEMORY_PRESET", CONFIG_CHOICE,
+     .choices = "ladder|exclusive|custom|adaptive", FIELD(memory_preset)},
+    {"memory", "pools", "CUBEC_MEMORY_POOLS", CONFIG_POOLS, FIELD(memory_pools)},
 };
 #define OPTION_COUNT (sizeof options / sizeof options[0])
 _Static_assert(OPTION_COUNT <= CONFIG_MAX_OPTIONS, "cubec_config.sources has a slot per option");
@@ -228,6 +231,18 @@ static int choice_index(const char *choices, const char *value)
         if (!bar) return -1;
         p = bar + 1;
     }
+}
+
+/* The `index`-th of "a|b|c", into buf ("" past the end). */
+static const char *choice_name(const char *choices, int index, char *buf, size_t cap)
+{
+    const char *p = choices;
+    for (int k = 0; k < index && p; k++) {
+        p = strchr(p, '|');
+        if (p) p++;
+    }
+    snprintf(buf, cap, "%.*s", p ? (int)strcspn(p, "|") : 0, p ? p : "");
+    return buf;
 }
 
 /* "a, b or c" from "a|b|c", into buf. */
@@ -356,6 +371,14 @@ static cubec_status apply(cubec_config *c, const config_option *o, const char *v
         snprintf(field_of(c, o), o->size, "%s", value);
         break;
     }
+    case CONFIG_POOLS: {
+        /* Only the length here: the list is parsed against the device's limits at open. */
+        if (strlen(value) >= o->size)
+            return INVALID_ARG("%s = '%.64s...' is not shorter than %zu bytes", what, value,
+                               o->size);
+        snprintf(field_of(c, o), o->size, "%s", value);
+        break;
+    }
     case CONFIG_FAULTS: {
         /* fault_parse's messages name CUBEC_FAULT and the entry (docs/errors.md). */
         fault_plan plan = {{0}, {0}};
@@ -374,6 +397,15 @@ static int config_ini_handler(void *user, const char *section, const char *key, 
     for (size_t i = 0; i < OPTION_COUNT; i++) {
         const config_option *o = &options[i];
         if (o->section && !strcmp(section, o->section) && !strcmp(key, o->key)) {
+            const char *held = field_of(st->config, o);
+            if (o->kind == CONFIG_POOLS && st->config->sources[i] == SOURCE_FILE &&
+                held[strspn(held, " \t")]) {
+                /* A pool list goes on over several lines (a line holds at most 198 bytes). */
+                char joined[CONFIG_POOLS_MAX_BYTES + 256];
+                snprintf(joined, sizeof joined, "%s; %s", held, value);
+                st->error = apply(st->config, o, joined, st->origin);
+                return 1;
+            }
             st->error = apply(st->config, o, value, st->origin);
             st->config->sources[i] = SOURCE_FILE;
             return 1;
@@ -440,6 +472,51 @@ static cubec_status parse_file(cubec_config *c, const char *path, const char *na
     return err;
 }
 
+/* "config <origin>: [section] key" for row `i`, its origin being where its value came from. */
+static void describe_source(const cubec_config *c, size_t i, char *buf, size_t cap)
+{
+    char origin[640];
+    if (c->sources[i] == SOURCE_FILE)
+        snprintf(origin, sizeof origin, "%s", c->source);
+    else if (c->sources[i] == SOURCE_ENVIRONMENT)
+        snprintf(origin, sizeof origin, "environment %s", options[i].env);
+    else
+        snprintf(origin, sizeof origin, "default");
+    describe_key(&options[i], origin, buf, cap);
+}
+
+/* The row of the field at `offset`. */
+static size_t row_of(size_t offset)
+{
+    size_t i = 0;
+    while (i + 1 < OPTION_COUNT && options[i].offset != offset)
+        i++;
+    return i;
+}
+
+/* A pool list alone means the custom preset; with another preset set too it would be ignored,
+ * and the custom preset needs a list: both are refused, naming the two keys. */
+static cubec_status resolve_memory_preset(cubec_config *c)
+{
+    size_t preset_row = row_of(offsetof(cubec_config, memory_preset));
+    size_t pools_row = row_of(offsetof(cubec_config, memory_pools));
+    int custom = choice_index(options[preset_row].choices, "custom");
+    int has_pools = c->memory_pools[strspn(c->memory_pools, " \t")] != 0;
+    if (has_pools && c->sources[preset_row] == SOURCE_DEFAULT) c->memory_preset = custom;
+    if (has_pools == (c->memory_preset == custom)) return NULL;
+    char preset_key[700], pools_key[700];
+    describe_source(c, preset_row, preset_key, sizeof preset_key);
+    describe_source(c, pools_row, pools_key, sizeof pools_key);
+    if (!has_pools)
+        return INVALID_ARG("%s = 'custom' needs a pool list, but %s is empty (docs/memory.md)",
+                           preset_key, pools_key);
+    char name[32];
+    choice_name(options[preset_row].choices, c->memory_preset, name, sizeof name);
+    return INVALID_ARG("%s = '%s' is not custom, so %s = '%s' would be ignored: remove one of "
+                       "them",
+                       preset_key, name, pools_key, c->memory_pools);
+}
+
 /* config_load_from, with what named the ini file for its messages. */
 static cubec_status load(cubec_config *out, const char *ini_path, const char *named_by,
                          int use_environment)
@@ -460,6 +537,7 @@ static cubec_status load(cubec_config *out, const char *ini_path, const char *na
             c.sources[i] = SOURCE_ENVIRONMENT;
         }
     }
+    RETURN_IF_ERROR(resolve_memory_preset(&c));
     /* Resolved only now so that the default level, from whichever source, fills in what the
      * subsystem list leaves out. */
     for (int i = 0; i < LOG_SYS_COUNT; i++)
@@ -478,17 +556,18 @@ const char *config_describe(const cubec_config *c, const char *env, char *buf, s
     for (size_t i = 0; i < OPTION_COUNT; i++) {
         const config_option *o = &options[i];
         if (strcmp(o->env, env) != 0) continue;
-        char origin[640];
-        if (c->sources[i] == SOURCE_FILE)
-            snprintf(origin, sizeof origin, "%s", c->source);
-        else if (c->sources[i] == SOURCE_ENVIRONMENT)
-            snprintf(origin, sizeof origin, "environment %s", env);
-        else
-            snprintf(origin, sizeof origin, "default");
         char key[700];
-        describe_key(o, origin, key, sizeof key);
+        describe_source(c, i, key, sizeof key);
+        char choice[64] = "";
+        if (o->kind == CONFIG_CHOICE) {
+            int index;
+            memcpy(&index, (const char *)c + o->offset, sizeof index);
+            choice_name(o->choices, index, choice, sizeof choice);
+        }
         const char *value =
-            o->kind == CONFIG_PATH || o->kind == CONFIG_DEVICE ? (const char *)c + o->offset : "";
+            o->kind == CONFIG_PATH || o->kind == CONFIG_DEVICE || o->kind == CONFIG_POOLS
+                ? (const char *)c + o->offset
+                : choice;
         snprintf(buf, cap, "%s = '%s'", key, value);
         return buf;
     }

@@ -20,6 +20,8 @@
 #define CONFIG_TASKS_MAX_LIMIT 65536
 #define CONFIG_NULL_DELAY_US_LIMIT 10000000
 #define CONFIG_NULL_HEAP_BYTES_LIMIT (1ll << 40)
+/* Room for [memory] pools, every line of the file joined with "; ". */
+#define CONFIG_POOLS_MAX_BYTES 2048
 /* Room for the table's rows in cubec_config.sources. */
 #define CONFIG_MAX_OPTIONS 32
 
@@ -55,7 +57,13 @@ typedef struct cubec_config {
     int64_t null_delay_us;   /* CUBEC_NULL_DELAY_US (environment only) */
     int64_t null_heap_bytes; /* CUBEC_NULL_HEAP_BYTES (environment only), 0 = no cap */
     fault_plan faults;       /* CUBEC_FAULT (environment only), counted from zero */
-    char source[600];        /* the ini file that was read, or "" */
+    /* [memory] preset CUBEC_MEMORY_PRESET: a memory_preset (memory/pool_list.h), ladder; custom
+     * when only `pools` is given */
+    int memory_preset;
+    /* [memory] pools CUBEC_MEMORY_POOLS: the custom pool list's text, parsed (and refused) by
+     * the device at open (server_memory_init) */
+    char memory_pools[CONFIG_POOLS_MAX_BYTES];
+    char source[600]; /* the ini file that was read, or "" */
     /* Where each option's value came from, by table row: 0 default, 1 the ini file, 2 the
      * environment (for config_describe). */
     unsigned char sources[CONFIG_MAX_OPTIONS];
@@ -89,6 +97,7 @@ typedef enum config_kind {
     CONFIG_DEVICE,   /* char[]: an index or a name substring; also device_by_index/_index */
     CONFIG_PATH,     /* char[]: an output file (regular; or a character device if allowed) */
     CONFIG_FAULTS,   /* fault_plan: kind:n,... */
+    CONFIG_POOLS,    /* char[]: a pool list; the file's lines add up (docs/memory.md) */
 } config_kind;
 
 typedef struct config_option {

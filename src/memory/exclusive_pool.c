@@ -181,6 +181,7 @@ void exclusive_pool_report(const exclusive_pool *p, cubec_pool_report *out)
     strcpy(out->kind, "exclusive");
     out->page_size = p->max_alloc;
     out->max_slice_size = p->max_alloc;
+    out->dealloc_period = p->dealloc_period;
     out->pages = p->pages_live;
     out->pages_peak = p->pages_peak;
     out->allocations = p->allocations;

@@ -1,7 +1,9 @@
 /* The memory manager (see memory_manager.h for the layout and routing rules). */
 #include "memory/memory_manager.h"
 
+#include "base/log.h"
 #include "base/status.h"
+#include "memory/arena_pool.h"
 #include "memory/exclusive_pool.h"
 #include "memory/sliced_pool.h"
 
@@ -9,20 +11,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MIB (1024ull * 1024ull)
-#define GIB (1024ull * MIB)
-/* The ladder of sliced pools stops once pages would drop below a quarter of this. */
-#define LADDER_MIN (32ull * MIB)
-/* Reservations between full sweeps of idle exclusive pages, per GiB of page limit (spec 3.4). */
-#define DEALLOC_PERIOD_UNIT 5000ull
+_Static_assert(MEMORY_MAX_POOLS <= UINT16_MAX && ARENA_MAX_PAGE_SIZES <= UINT16_MAX,
+               "mem_alloc names pools and arena slots in 16 bits");
 
-typedef enum pool_kind { POOL_SLICED, POOL_EXCLUSIVE } pool_kind;
+typedef enum pool_kind { POOL_SLICED, POOL_EXCLUSIVE, POOL_ARENA } pool_kind;
 
 typedef struct pool {
     pool_kind kind;
+    int spill_logged; /* the warning that this capped pool spilled was logged */
     union {
         sliced_pool sliced;
         exclusive_pool exclusive;
+        arena_pool arena;
     } u;
 } pool;
 
@@ -30,41 +30,12 @@ struct memory_manager {
     memory_config config;
     page_source source;
     uint64_t reservations; /* memory_alloc calls: the clock of the periodic cleanup */
-    uint32_t pool_count;   /* the exclusive pool is the last */
+    uint32_t pool_count;
+    uint32_t exclusive_count; /* indexes of the exclusive pools, for the periodic check */
+    uint8_t exclusive[MEMORY_MAX_POOLS];
+    uint64_t next_check; /* the reservation count at which an exclusive pool checks next */
     pool pools[MEMORY_MAX_POOLS];
 };
-
-typedef struct ladder_step {
-    uint64_t page;
-    uint64_t max_slice;
-} ladder_step;
-
-/* The sliced pools for a page limit, small pages first; returns how many (at most `cap`). */
-static uint32_t build_ladder(uint64_t page_limit, uint64_t align, ladder_step *out, uint32_t cap)
-{
-    ladder_step steps[64];
-    uint32_t n = 0;
-    uint64_t cur = page_limit;
-    for (uint32_t k = 1; cur >= LADDER_MIN && n < 64; k++) {
-        uint64_t next = mem_align_up(cur / 4, align);
-        /* A huge alignment could keep the size from shrinking: stop rather than loop. */
-        if (next >= cur) break;
-        cur = next;
-        steps[n].page = cur;
-        steps[n].max_slice = k < 64 ? cur >> k : 0;
-        n++;
-    }
-    if (n == 0 && page_limit >= align * 2) {
-        steps[0].page = page_limit;
-        steps[0].max_slice = mem_align_down(page_limit / 2, align);
-        n = 1;
-    }
-    /* Recorded large to small; keep the smallest `cap`, small first. */
-    uint32_t kept = n < cap ? n : cap;
-    for (uint32_t i = 0; i < kept; i++)
-        out[i] = steps[n - 1 - i];
-    return kept;
-}
 
 cubec_status memory_manager_create(const memory_config *config, page_source source,
                                    memory_manager **out)
@@ -81,31 +52,40 @@ cubec_status memory_manager_create(const memory_config *config, page_source sour
                            "must be non-zero",
                            (unsigned long long)config->max_page_size,
                            (unsigned long long)config->max_alloc_size);
+    pool_limits limits = {config->max_page_size, config->max_alloc_size,
+                          config->alignment < 4 ? 4 : config->alignment};
+    pool_list list;
+    RETURN_IF_ERROR(
+        status_annotate(pool_list_build(config->preset, &config->custom, &limits, &list),
+                        "memory preset %s", memory_preset_name(config->preset)));
 
     memory_manager *m = calloc(1, sizeof *m);
     if (!m) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory creating memory pools");
     m->config = *config;
-    if (m->config.alignment < 4) m->config.alignment = 4;
+    m->config.alignment = limits.alignment;
     m->source = source;
-
-    uint64_t align = m->config.alignment;
-    /* No page may exceed what one allocation can be, and pages hold whole aligned slices. */
-    uint64_t page_limit = config->max_page_size < config->max_alloc_size ? config->max_page_size
-                                                                         : config->max_alloc_size;
-    page_limit = mem_align_down(page_limit, align);
-
-    ladder_step ladder[MEMORY_MAX_POOLS - 1];
-    uint32_t n = build_ladder(page_limit, align, ladder, MEMORY_MAX_POOLS - 1);
-    for (uint32_t i = 0; i < n; i++) {
-        m->pools[i].kind = POOL_SLICED;
-        sliced_pool_init(&m->pools[i].u.sliced, ladder[i].page, ladder[i].max_slice, align);
+    for (uint32_t i = 0; i < list.count; i++) {
+        const pool_spec *ps = &list.pools[i];
+        pool *p = &m->pools[i];
+        switch (ps->kind) {
+        case POOL_SPEC_SLICED:
+            p->kind = POOL_SLICED;
+            sliced_pool_init(&p->u.sliced, ps->page, ps->max, limits.alignment);
+            p->u.sliced.max_pages = (uint32_t)(ps->cap / ps->page);
+            p->u.sliced.fill_rule = ps->fill_rule;
+            break;
+        case POOL_SPEC_EXCLUSIVE:
+            p->kind = POOL_EXCLUSIVE;
+            exclusive_pool_init(&p->u.exclusive, ps->max, limits.alignment, ps->dealloc_period);
+            m->exclusive[m->exclusive_count++] = (uint8_t)i;
+            break;
+        case POOL_SPEC_ARENA:
+            p->kind = POOL_ARENA;
+            arena_pool_init(&p->u.arena, ps->page, ps->max, limits.alignment);
+            break;
+        }
     }
-    /* dealloc_period = 5000 * round(1 + limit / 1 GiB), computed without overflow. */
-    uint64_t gib = page_limit / GIB + (page_limit % GIB >= GIB / 2);
-    m->pools[n].kind = POOL_EXCLUSIVE;
-    exclusive_pool_init(&m->pools[n].u.exclusive, config->max_alloc_size, align,
-                        DEALLOC_PERIOD_UNIT * (1 + gib));
-    m->pool_count = n + 1;
+    m->pool_count = list.count;
     *out = m;
     return NULL;
 }
@@ -114,23 +94,30 @@ void memory_manager_destroy(memory_manager *m)
 {
     if (!m) return;
     for (uint32_t i = 0; i < m->pool_count; i++) {
-        if (m->pools[i].kind == POOL_SLICED)
-            sliced_pool_destroy(&m->pools[i].u.sliced, &m->source);
+        pool *p = &m->pools[i];
+        if (p->kind == POOL_SLICED)
+            sliced_pool_destroy(&p->u.sliced, &m->source);
+        else if (p->kind == POOL_EXCLUSIVE)
+            exclusive_pool_destroy(&p->u.exclusive, &m->source);
         else
-            exclusive_pool_destroy(&m->pools[i].u.exclusive, &m->source);
+            arena_pool_destroy(&p->u.arena, &m->source);
     }
     free(m);
 }
 
-static exclusive_pool *exclusive_of(memory_manager *m)
-{
-    return &m->pools[m->pool_count - 1].u.exclusive;
-}
-
 static int pool_accepts(const pool *p, uint64_t size)
 {
-    return p->kind == POOL_SLICED ? sliced_pool_accepts(&p->u.sliced, size)
-                                  : exclusive_pool_accepts(&p->u.exclusive, size);
+    switch (p->kind) {
+    case POOL_SLICED: return sliced_pool_accepts(&p->u.sliced, size);
+    case POOL_EXCLUSIVE: return exclusive_pool_accepts(&p->u.exclusive, size);
+    case POOL_ARENA: return arena_pool_accepts(&p->u.arena, size);
+    }
+    return 0;
+}
+
+static const char *kind_name(pool_kind kind)
+{
+    return kind == POOL_SLICED ? "sliced" : kind == POOL_EXCLUSIVE ? "exclusive" : "arena";
 }
 
 /* Returns the number of pages given back. */
@@ -142,22 +129,29 @@ static uint32_t cleanup(memory_manager *m, int explicit_cleanup)
         if (p->kind == POOL_EXCLUSIVE)
             released += exclusive_pool_cleanup(&p->u.exclusive, &m->source, m->reservations,
                                                explicit_cleanup);
-        else if (explicit_cleanup)
+        else if (!explicit_cleanup) /* sliced pools keep their pages; arenas drain on free */
+            continue;
+        else if (p->kind == POOL_SLICED)
             released += sliced_pool_release_empty(&p->u.sliced, &m->source);
+        else
+            released += arena_pool_release_empty(&p->u.arena, &m->source);
     }
     return released;
 }
 
 /* Adds a page to pool `index`; `minimal` asks an exclusive page for just the padded size. The
- * page size asked for is left in *out_page_bytes. */
+ * page size asked for is left in *out_page_bytes, an arena's slot in *out_part. */
 static cubec_status add_page(memory_manager *m, uint32_t index, uint64_t size, int minimal,
-                             pool_slice *out, uint64_t *out_page_bytes)
+                             pool_slice *out, uint32_t *out_part, uint64_t *out_page_bytes)
 {
     pool *p = &m->pools[index];
+    *out_part = 0;
     if (p->kind == POOL_SLICED) {
         *out_page_bytes = p->u.sliced.page_size;
         return sliced_pool_add_page(&p->u.sliced, &m->source, size, out);
     }
+    if (p->kind == POOL_ARENA)
+        return arena_pool_add_page(&p->u.arena, &m->source, size, out, out_part, out_page_bytes);
     exclusive_pool *e = &p->u.exclusive;
     uint64_t bytes = exclusive_pool_page_size(e, size);
     if (minimal) {
@@ -194,26 +188,81 @@ static cubec_status oom_error(const memory_manager *m, uint64_t size, uint32_t i
         "out of device memory: requested %llu bytes; the driver refused a %llu-byte page for "
         "%s pool %u even after %u empty pages were returned%s; %llu bytes reserved, %llu bytes in "
         "use in %llu allocations in these pools: %s",
-        (unsigned long long)size, (unsigned long long)page_bytes,
-        m->pools[index].kind == POOL_SLICED ? "sliced" : "exclusive", index, released, also,
-        (unsigned long long)reserved, (unsigned long long)in_use, (unsigned long long)count,
-        cubec_status_message(cause));
+        (unsigned long long)size, (unsigned long long)page_bytes, kind_name(m->pools[index].kind),
+        index, released, also, (unsigned long long)reserved, (unsigned long long)in_use,
+        (unsigned long long)count, cubec_status_message(cause));
     cubec_status_free(cause);
     return s;
 }
 
-static void fill_out(mem_alloc *out, const pool_slice *slice, uint64_t size, uint32_t pool_index)
+/* No pool may add a page for the request: none accepts it, or every accepting one is a capped
+ * pool at its cap (`spilled`: the first of those, or UINT32_MAX). */
+static cubec_status refusal(const memory_manager *m, uint64_t size, uint32_t spilled)
+{
+    if (spilled == UINT32_MAX)
+        return status_make(CUBEC_OUT_OF_MEMORY,
+                           "requested %llu bytes: no pool of the %s memory layout takes a buffer "
+                           "of that size (docs/memory.md)",
+                           (unsigned long long)size, memory_preset_name(m->config.preset));
+    const sliced_pool *p = &m->pools[spilled].u.sliced;
+    return status_make(CUBEC_OUT_OF_MEMORY,
+                       "requested %llu bytes: sliced pool %u (pages of %llu bytes) is at its cap "
+                       "of %llu bytes with %llu bytes in use, and no later pool of the %s memory "
+                       "layout takes a buffer of that size",
+                       (unsigned long long)size, spilled, (unsigned long long)p->page_size,
+                       (unsigned long long)p->max_pages * p->page_size,
+                       (unsigned long long)p->bytes_in_use, memory_preset_name(m->config.preset));
+}
+
+static void fill_out(mem_alloc *out, const pool_slice *slice, uint64_t size, uint32_t pool_index,
+                     uint32_t part)
 {
     out->page = slice->page;
     out->offset = slice->offset;
     out->size = size;
-    out->pool = pool_index;
+    out->pool = (uint16_t)pool_index; /* < MEMORY_MAX_POOLS */
     out->slot = slice->slot;
+    out->part = (uint16_t)part; /* < ARENA_MAX_PAGE_SIZES */
 }
 
 cubec_status memory_alloc(memory_manager *m, uint64_t size, mem_alloc *out)
 {
     return memory_alloc_flags(m, size, 0, out);
+}
+
+/* Runs the periodic check of each exclusive pool that is due, and notes when the next is. */
+static void periodic_checks(memory_manager *m)
+{
+    m->next_check = UINT64_MAX;
+    for (uint32_t k = 0; k < m->exclusive_count; k++) {
+        exclusive_pool *ex = &m->pools[m->exclusive[k]].u.exclusive;
+        uint64_t every = ex->dealloc_period / EXCLUSIVE_POOL_IDLE_CHECKS;
+        if (m->reservations - ex->last_check >= every)
+            exclusive_pool_cleanup(ex, &m->source, m->reservations, 0);
+        uint64_t due = ex->last_check + every;
+        if (due < m->next_check) m->next_check = due;
+    }
+}
+
+/* The first accepting pool from `from` that may add a page; logs (once per pool) each capped
+ * pool that is full and spills. Sets *spilled to the first of those. UINT32_MAX: none. */
+static uint32_t page_target(memory_manager *m, uint32_t from, uint64_t size, uint32_t *spilled)
+{
+    *spilled = UINT32_MAX;
+    for (uint32_t i = from; i < m->pool_count; i++) {
+        pool *p = &m->pools[i];
+        if (!pool_accepts(p, size)) continue;
+        if (p->kind != POOL_SLICED || !sliced_pool_full(&p->u.sliced)) return i;
+        if (*spilled == UINT32_MAX) *spilled = i;
+        if (!p->spill_logged) {
+            p->spill_logged = 1;
+            LOG(LOG_WARN, LOG_SYS_MEMORY,
+                "sliced pool %u (pages of %llu bytes) reached its cap of %u pages: requests it "
+                "takes go to the next pool that takes them (logged once per pool)",
+                i, (unsigned long long)p->u.sliced.page_size, p->u.sliced.max_pages);
+        }
+    }
+    return UINT32_MAX;
 }
 
 cubec_status memory_alloc_flags(memory_manager *m, uint64_t size, uint32_t flags, mem_alloc *out)
@@ -226,26 +275,24 @@ cubec_status memory_alloc_flags(memory_manager *m, uint64_t size, uint32_t flags
                            "requested %llu bytes, larger than the device's largest allocation %llu",
                            (unsigned long long)size, (unsigned long long)m->config.max_alloc_size);
 
-    m->reservations++;
-    exclusive_pool *ex = exclusive_of(m);
-    if (m->reservations - ex->last_check >= ex->dealloc_period / EXCLUSIVE_POOL_IDLE_CHECKS)
-        exclusive_pool_cleanup(ex, &m->source, m->reservations, 0);
+    if (++m->reservations >= m->next_check) periodic_checks(m);
 
     pool_slice slice;
+    uint32_t part = 0;
     uint32_t first = UINT32_MAX;
     for (uint32_t i = 0; i < m->pool_count; i++) {
         pool *p = &m->pools[i];
         if (!pool_accepts(p, size)) continue;
         if (first == UINT32_MAX) first = i;
-        if (p->kind == POOL_SLICED) {
-            int found = 0;
+        int found = 0;
+        if (p->kind == POOL_SLICED)
             RETURN_IF_ERROR(sliced_pool_try_reserve(&p->u.sliced, size, &found, &slice));
-            if (found) {
-                fill_out(out, &slice, size, i);
-                return NULL;
-            }
-        } else if (i == first && exclusive_pool_try_reserve(&p->u.exclusive, size, &slice)) {
-            fill_out(out, &slice, size, i);
+        else if (p->kind == POOL_ARENA)
+            RETURN_IF_ERROR(arena_pool_try_reserve(&p->u.arena, size, &found, &slice, &part));
+        else if (i == first)
+            found = exclusive_pool_try_reserve(&p->u.exclusive, size, &slice);
+        if (found) {
+            fill_out(out, &slice, size, i, p->kind == POOL_ARENA ? part : 0);
             return NULL;
         }
     }
@@ -254,12 +301,14 @@ cubec_status memory_alloc_flags(memory_manager *m, uint64_t size, uint32_t flags
                            "no room for %llu bytes in the pages already allocated, and no new "
                            "page may be added",
                            (unsigned long long)size);
-    /* The exclusive pool takes anything up to max_alloc_size, so `first` is set. */
+    uint32_t spilled;
+    uint32_t target = first == UINT32_MAX ? UINT32_MAX : page_target(m, first, size, &spilled);
+    if (target == UINT32_MAX) return refusal(m, size, first == UINT32_MAX ? UINT32_MAX : spilled);
 
     uint64_t page_bytes = 0;
-    cubec_status s = add_page(m, first, size, 0, &slice, &page_bytes);
+    cubec_status s = add_page(m, target, size, 0, &slice, &part, &page_bytes);
     if (!s) {
-        fill_out(out, &slice, size, first);
+        fill_out(out, &slice, size, target, part);
         return NULL;
     }
     if (cubec_status_code(s) != CUBEC_OUT_OF_MEMORY)
@@ -272,9 +321,9 @@ cubec_status memory_alloc_flags(memory_manager *m, uint64_t size, uint32_t flags
     cubec_status_free(s);
     uint32_t released = m->source.reclaim ? m->source.reclaim(m->source.user) : 0;
     released += cleanup(m, 1);
-    s = add_page(m, first, size, 1, &slice, &page_bytes);
+    s = add_page(m, target, size, 1, &slice, &part, &page_bytes);
     if (!s) {
-        fill_out(out, &slice, size, first);
+        fill_out(out, &slice, size, target, part);
         return NULL;
     }
     if (cubec_status_code(s) != CUBEC_OUT_OF_MEMORY)
@@ -283,12 +332,13 @@ cubec_status memory_alloc_flags(memory_manager *m, uint64_t size, uint32_t flags
 
     /* A sliced page may be much larger than the request: an exact-size page may still fit. */
     uint32_t last = m->pool_count - 1;
-    if (first != last && exclusive_pool_accepts(ex, size)) {
+    if (target != last && m->pools[last].kind == POOL_EXCLUSIVE &&
+        exclusive_pool_accepts(&m->pools[last].u.exclusive, size)) {
         uint64_t ex_bytes = 0;
-        cubec_status s2 = add_page(m, last, size, 1, &slice, &ex_bytes);
+        cubec_status s2 = add_page(m, last, size, 1, &slice, &part, &ex_bytes);
         if (!s2) {
             cubec_status_free(s);
-            fill_out(out, &slice, size, last);
+            fill_out(out, &slice, size, last, 0);
             return NULL;
         }
         if (cubec_status_code(s2) != CUBEC_OUT_OF_MEMORY) {
@@ -297,9 +347,9 @@ cubec_status memory_alloc_flags(memory_manager *m, uint64_t size, uint32_t flags
                                    (unsigned long long)ex_bytes, (unsigned long long)size);
         }
         cubec_status_free(s2);
-        return oom_error(m, size, first, page_bytes, released, 1, ex_bytes, s);
+        return oom_error(m, size, target, page_bytes, released, 1, ex_bytes, s);
     }
-    return oom_error(m, size, first, page_bytes, released, 0, 0, s);
+    return oom_error(m, size, target, page_bytes, released, 0, 0, s);
 }
 
 void memory_free(memory_manager *m, const mem_alloc *a)
@@ -308,6 +358,8 @@ void memory_free(memory_manager *m, const mem_alloc *a)
     pool *p = &m->pools[a->pool];
     if (p->kind == POOL_SLICED)
         sliced_pool_free(&p->u.sliced, a->slot, a->page, a->offset, a->size);
+    else if (p->kind == POOL_ARENA)
+        arena_pool_free(&p->u.arena, &m->source, a->part, a->slot, a->page, a->offset, a->size);
     else if (a->offset == 0)
         exclusive_pool_free(&p->u.exclusive, a->slot, a->page, a->size);
 }
@@ -327,12 +379,16 @@ void memory_report_fill(const memory_manager *m, cubec_memory_report *out)
     if (!out) return;
     memset(out, 0, sizeof *out);
     if (!m) return;
+    snprintf(out->preset, sizeof out->preset, "%s", memory_preset_name(m->config.preset));
     for (uint32_t i = 0; i < m->pool_count; i++) {
         cubec_pool_report *r = &out->pools[i];
-        if (m->pools[i].kind == POOL_SLICED)
-            sliced_pool_report(&m->pools[i].u.sliced, r);
+        const pool *p = &m->pools[i];
+        if (p->kind == POOL_SLICED)
+            sliced_pool_report(&p->u.sliced, r);
+        else if (p->kind == POOL_EXCLUSIVE)
+            exclusive_pool_report(&p->u.exclusive, r);
         else
-            exclusive_pool_report(&m->pools[i].u.exclusive, r);
+            arena_pool_report(&p->u.arena, r);
         out->bytes_in_use += r->bytes_in_use;
         out->bytes_reserved += r->bytes_reserved;
         out->allocations += r->allocations;

@@ -1,39 +1,39 @@
-/* The memory manager: routes each allocation to one of a fixed list of pools (spec 3.4, the
- * SubSlices layout) and handles driver out-of-memory by returning empty pages and retrying.
+/* The memory manager: routes each allocation to one of a list of pools (spec 3.4) and handles
+ * driver out-of-memory by returning empty pages and retrying.
  *
  * It works on offsets only: pages come from a page_source, so nothing here knows Vulkan. It is
  * not thread-safe: the device lock orders every call. Freeing is immediate; the runtime defers
  * memory_free until the GPU no longer uses the range, so a page with no live slice is never in
  * use by the GPU and may be returned to the source at any cleanup.
  *
- * Pool layout, for a page limit P (max_page_size, aligned down) and alignment A (at least 4):
- *  - a ladder of sliced pools: starting from P, while the current size is at least 32 MiB,
- *    divide it by 4 (rounded up to A) and record a pool with pages of that size and slices of at
- *    most size / 2^k, k = 1, 2, ...; the ladder is then ordered small pages first. For
- *    P = 128 MiB that is pages of 8 MiB (slices <= 2 MiB) and 32 MiB (slices <= 16 MiB). A sliced
- *    pool also takes a request that would fill at least 80 % of one of its pages.
+ * The pools come from a preset or a custom list (pool_list.h, docs/memory.md). The default, the
+ * ladder, for a page limit P (max_page_size, aligned down) and alignment A (at least 4):
+ *  - sliced pools: starting from P, while the current size is at least 32 MiB, divide it by 4
+ *    (rounded up to A) and record a pool with pages of that size and slices of at most
+ *    size / 2^k, k = 1, 2, ...; the ladder is then ordered small pages first. For
+ *    P = 128 MiB that is pages of 8 MiB (slices <= 2 MiB) and 32 MiB (slices <= 16 MiB). An
+ *    uncapped sliced pool also takes a request that would fill at least 80 % of one of its pages.
  *    When P < 32 MiB the ladder would be empty; one sliced pool with pages of P (slices <= P/2)
  *    is used instead, because one driver allocation per buffer runs into Vulkan's allocation
  *    count limit (maxMemoryAllocationCount may be as low as 4096).
  *  - last, an exclusive pool (one allocation per page) for anything up to max_alloc_size.
  *
  * Routing: the first pool, in order, that accepts the size and has room in a page it holds
- * (exclusive pages are reused only when no sliced pool accepts the size: a large free exclusive
- * page would otherwise be pinned by a small buffer); else a new page in the first accepting
- * pool. If the source refuses that page with CUBEC_OUT_OF_MEMORY, every empty page is returned
- * (the source's reclaim hook first, for pages held outside this manager) and the page is tried
- * once more; if it still fails and the exclusive pool also accepts the
- * size, an exclusive page of just the (padded) size is tried. */
+ * (exclusive pages are reused only by the first pool that accepts the size: a large free
+ * exclusive page would otherwise be pinned by a small buffer); else a new page in the first
+ * accepting pool that may add one. A capped sliced pool at its cap *spills* to the next accepting
+ * pool (a warning logged once per pool); if no later pool accepts, the request fails with
+ * CUBEC_OUT_OF_MEMORY naming the cap. If the source refuses the page with CUBEC_OUT_OF_MEMORY,
+ * every empty page is returned (the source's reclaim hook first, for pages held outside this
+ * manager) and the page is tried once more; if it still fails and the last pool is exclusive and
+ * also accepts the size, an exclusive page of just the (padded) size is tried. */
 #ifndef CUBEC_MEMORY_MEMORY_MANAGER_H
 #define CUBEC_MEMORY_MEMORY_MANAGER_H
 
 #include "memory/page_source.h"
+#include "memory/pool_list.h"
 
 #include <stdint.h>
-
-/* The most pools one manager uses, leaving room in a cubec_memory_report for the runtime's own
- * (staging, uniforms). */
-#define MEMORY_MAX_POOLS (CUBEC_MAX_POOLS - 2)
 
 typedef struct memory_config {
     /* largest page (e.g. min(maxStorageBufferRange, maxMemoryAllocationSize)); 128 MiB on
@@ -44,21 +44,26 @@ typedef struct memory_config {
     /* offset alignment of every slice (power of two, e.g. minStorageBufferOffsetAlignment);
      * values below 4 are raised to 4 */
     uint64_t alignment;
+    /* the layout (0: the ladder); `custom` is read for MEMORY_PRESET_CUSTOM */
+    memory_preset preset;
+    pool_list custom;
 } memory_config;
 
 typedef struct mem_alloc {
     void *page;      /* from page_source.alloc */
     uint64_t offset; /* byte offset in the page, aligned */
     uint64_t size;   /* requested size */
-    uint32_t pool;   /* pool index (as in the report) */
-    uint32_t slot;   /* the pool's index of the slice: memory_free finds it in O(1) */
+    /* 16 bits each, so that the record (kept in every buffer) stays 32 bytes */
+    uint16_t pool; /* pool index (as in the report) */
+    uint16_t part; /* arena: the page size's slot; 0 otherwise */
+    uint32_t slot; /* the pool's index of the slice: memory_free finds it in O(1) */
 } mem_alloc;
 
 typedef struct memory_manager memory_manager;
 
 /* Fails with CUBEC_INVALID_ARGUMENT for a NULL config/out/source callback, an alignment that is
- * not a power of two, or a zero max_page_size / max_alloc_size; CUBEC_OUT_OF_MEMORY when the
- * host is. Allocates no page. */
+ * not a power of two, a zero max_page_size / max_alloc_size, or a layout pool_list_build refuses;
+ * CUBEC_OUT_OF_MEMORY when the host is. Allocates no page. */
 MUST_USE cubec_status memory_manager_create(const memory_config *config, page_source source,
                                             memory_manager **out);
 /* Frees every page through the source, live allocations or not. NULL is accepted. */
@@ -87,9 +92,10 @@ void memory_free(memory_manager *m, const mem_alloc *a);
 void memory_cleanup(memory_manager *m, int explicit_cleanup);
 /* memory_cleanup(m, 1) that says how many pages it returned. */
 uint32_t memory_release_empty(memory_manager *m);
-/* Overwrites *out: one entry per pool ("sliced" / "exclusive", page size (exclusive: largest
- * allocation), max slice, pages, pages_peak, live allocations, bytes in use / padding / reserved)
- * and the totals over those entries. A caller adding pools adds to pool_count and the totals. */
+/* Overwrites *out: the preset's name, one entry per pool ("sliced" / "exclusive" / "arena", page
+ * size (exclusive: largest allocation; arena: the current one), max slice, cap, dealloc period,
+ * pages, pages_peak, outdated pages, live allocations, bytes in use / padding / reserved) and the
+ * totals over those entries. A caller adding pools adds to pool_count and the totals. */
 void memory_report_fill(const memory_manager *m, cubec_memory_report *out);
 
 #endif

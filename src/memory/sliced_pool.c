@@ -144,6 +144,7 @@ void sliced_pool_init(sliced_pool *p, uint64_t page_size, uint64_t max_slice, ui
     p->page_size = page_size;
     p->max_slice = max_slice;
     p->alignment = alignment;
+    p->fill_rule = 1;
     p->slice_unused = SLICED_NIL;
     p->page_unused = SLICED_NIL;
     for (uint32_t i = 0; i < SLICED_POOL_BINS; i++)
@@ -156,14 +157,11 @@ void sliced_pool_destroy(sliced_pool *p, const page_source *source)
         if (p->pages[i].in_use) source->free(source->user, p->pages[i].handle);
     free(p->slices);
     free(p->pages);
+    uint32_t max_pages = p->max_pages;
+    int fill_rule = p->fill_rule;
     sliced_pool_init(p, p->page_size, p->max_slice, p->alignment);
-}
-
-int sliced_pool_accepts(const sliced_pool *p, uint64_t size)
-{
-    if (size <= p->max_slice) return 1;
-    /* A request this close to a page would waste less than a fifth of it. */
-    return size <= p->page_size && p->page_size - size < p->page_size / 5;
+    p->max_pages = max_pages;
+    p->fill_rule = fill_rule;
 }
 
 /* Makes free slice `slot` live with `size` bytes (padded to `eff`), splitting off the rest as a
@@ -233,6 +231,10 @@ cubec_status sliced_pool_add_page(sliced_pool *p, const page_source *source, uin
     if (size == 0 || size > p->page_size)
         return status_make(CUBEC_INTERNAL, "a %llu-byte request does not fit a %llu-byte page",
                            (unsigned long long)size, (unsigned long long)p->page_size);
+    if (sliced_pool_full(p))
+        return status_make(CUBEC_OUT_OF_MEMORY,
+                           "the pool of %llu-byte pages is at its cap of %u pages",
+                           (unsigned long long)p->page_size, p->max_pages);
     RETURN_IF_ERROR(reserve_slots(p, 2, 1));
     void *handle = NULL;
     RETURN_IF_ERROR(source->alloc(source->user, p->page_size, &handle));
@@ -329,6 +331,7 @@ void sliced_pool_report(const sliced_pool *p, cubec_pool_report *out)
     strcpy(out->kind, "sliced");
     out->page_size = p->page_size;
     out->max_slice_size = p->max_slice;
+    out->cap = (uint64_t)p->max_pages * p->page_size;
     out->pages = p->pages_live;
     out->pages_peak = p->pages_peak;
     out->allocations = p->allocations;

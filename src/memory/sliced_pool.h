@@ -46,6 +46,8 @@ typedef struct sliced_pool {
     uint64_t page_size; /* a multiple of `alignment` */
     uint64_t max_slice; /* the largest request the pool takes without the 20 % rule */
     uint64_t alignment; /* power of two */
+    uint32_t max_pages; /* the cap in pages (0: none): a full pool adds no page */
+    int fill_rule;      /* also take a request filling >= 80 % of a page (uncapped pools) */
 
     sliced_slice *slices;
     uint32_t slice_count; /* slots ever used (the array's high-water mark) */
@@ -73,21 +75,34 @@ typedef struct sliced_pool {
 #define SLICED_NIL UINT32_MAX
 enum { SLICED_SLOT_UNUSED = 0, SLICED_SLOT_FREE = 1, SLICED_SLOT_LIVE = 2 };
 
-/* `alignment` is a power of two and `page_size` a non-zero multiple of it, max_slice <= page. */
+/* `alignment` is a power of two and `page_size` a non-zero multiple of it, max_slice <= page.
+ * The pool starts uncapped, with the 80 % rule; a caller may set max_pages and fill_rule next. */
 void sliced_pool_init(sliced_pool *p, uint64_t page_size, uint64_t max_slice, uint64_t alignment);
 /* Frees every page through the source, live slices or not. */
 void sliced_pool_destroy(sliced_pool *p, const page_source *source);
 
-/* Whether the pool takes requests of `size` bytes: up to max_slice, or anything that fills at
- * least 80 % of a page (one page then serves it with little waste). */
-int sliced_pool_accepts(const sliced_pool *p, uint64_t size);
+/* Whether the pool takes requests of `size` bytes: up to max_slice, or (fill_rule) anything that
+ * fills at least 80 % of a page (one page then serves it with little waste). */
+static inline int sliced_pool_accepts(const sliced_pool *p, uint64_t size)
+{
+    if (size <= p->max_slice) return 1;
+    if (!p->fill_rule) return 0;
+    /* A request this close to a page would waste less than a fifth of it. */
+    return size <= p->page_size && p->page_size - size < p->page_size / 5;
+}
+/* Whether the pool is at its cap: it may add no page. */
+static inline int sliced_pool_full(const sliced_pool *p)
+{
+    return p->max_pages && p->pages_live >= p->max_pages;
+}
 
 /* Reserves `size` bytes (0 < size <= page_size) in a page already held. Sets *out_found to 1 and
  * fills *out when there was room, to 0 when there was none. Fails only when the host is out of
  * memory. */
 MUST_USE cubec_status sliced_pool_try_reserve(sliced_pool *p, uint64_t size, int *out_found,
                                               pool_slice *out);
-/* Adds a page from the source and reserves `size` bytes at its start. On error nothing changed. */
+/* Adds a page from the source and reserves `size` bytes at its start. On error nothing changed;
+ * a full pool (sliced_pool_full) refuses with CUBEC_OUT_OF_MEMORY. */
 MUST_USE cubec_status sliced_pool_add_page(sliced_pool *p, const page_source *source, uint64_t size,
                                            pool_slice *out);
 /* Frees a live slice. Returns 0 (and changes nothing) when `slot` does not name a live slice of
@@ -96,7 +111,7 @@ int sliced_pool_free(sliced_pool *p, uint32_t slot, const void *page, uint64_t o
                      uint64_t size);
 /* Returns every page with no live slice to the source; returns how many. */
 uint32_t sliced_pool_release_empty(sliced_pool *p, const page_source *source);
-/* Fills kind, sizes, pages and usage; bytes_reserved is pages * page_size. */
+/* Fills kind, sizes, cap, pages and usage; bytes_reserved is pages * page_size. */
 void sliced_pool_report(const sliced_pool *p, cubec_pool_report *out);
 
 #endif

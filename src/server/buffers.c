@@ -71,9 +71,22 @@ cubec_status server_memory_init(cubec_device *d)
         p2 *= 2;
     uint64_t align = d->info.storage_offset_alignment;
     if (align < 16) align = 16; /* room for uvec4 copies at any allocation start */
-    d->buffers.memory_cfg =
-        (memory_config){.max_page_size = p2, .max_alloc_size = max_alloc, .alignment = align};
-    return NULL;
+    memory_config *mc = &d->buffers.memory_cfg;
+    *mc = (memory_config){.max_page_size = p2, .max_alloc_size = max_alloc, .alignment = align};
+    mc->preset = (memory_preset)d->config.memory_preset;
+    /* The layout is checked here, so that a bad one fails the open rather than the first
+     * allocation of each stream. */
+    char what[2800];
+    if (mc->preset == MEMORY_PRESET_CUSTOM) {
+        config_describe(&d->config, "CUBEC_MEMORY_POOLS", what, sizeof what);
+        RETURN_IF_ERROR(
+            status_annotate(pool_list_parse(d->config.memory_pools, &mc->custom), "%s", what));
+    } else {
+        config_describe(&d->config, "CUBEC_MEMORY_PRESET", what, sizeof what);
+    }
+    pool_limits limits = {p2, max_alloc, align};
+    pool_list built;
+    return status_annotate(pool_list_build(mc->preset, &mc->custom, &limits, &built), "%s", what);
 }
 
 /* The pools of a slot, created on its first allocation. */

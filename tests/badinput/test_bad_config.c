@@ -478,6 +478,7 @@ static void test_every_option_is_checked(void **state)
         case CONFIG_DEVICE: snprintf(value, sizeof value, "4294967296"); break;
         case CONFIG_PATH: snprintf(value, sizeof value, "%s", fifo_path); break;
         case CONFIG_FAULTS: snprintf(value, sizeof value, "page:-1"); break;
+        case CONFIG_POOLS: snprintf(value, sizeof value, "sliced:page=0"); break;
         }
         setenv(o->env, value, 1);
         char quoted[200];
