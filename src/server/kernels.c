@@ -11,6 +11,7 @@
 #include "kernel/capabilities.h"
 #include "kernel/limits.h"
 #include "server/device.h"
+#include "server/kernel_disk.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -104,12 +105,19 @@ static cubec_status build_pipeline(const build_ctx *b, pipeline_entry *e, const 
     return gpu_pipeline_create(b->d->gpu, &pd, &e->pipeline);
 }
 
+/* The SPIR-V of a GLSL kernel: from the disk cache, else compiled (and stored there). Only a
+ * compilation counts as one for fault injection. */
 static cubec_status compile_glsl(const build_ctx *b, const cubec_kernel_desc *desc,
-                                 const char *name, int push, uint32_t **words, size_t *count)
+                                 const char *name, int push, uint32_t **words, size_t *count,
+                                 int *from_disk)
 {
+    *from_disk = kernel_disk_load_spirv(b->d, desc, push, words, count);
+    if (*from_disk) return NULL;
     RETURN_IF_ERROR(count_fault(b, CUBEC_FAULT_COMPILE, CUBEC_COMPILE_FAILED));
-    return glsl_compile(b->compiler, name, desc->glsl, desc->defines, desc->define_count,
-                        desc->entry_point, desc->optimize, push, words, count);
+    RETURN_IF_ERROR(glsl_compile(b->compiler, name, desc->glsl, desc->defines, desc->define_count,
+                                 desc->entry_point, desc->optimize, push, words, count));
+    kernel_disk_store_spirv(b->d, desc, push, *words, *count);
+    return NULL;
 }
 
 /* Compiles, reflects, checks and creates the pipeline of `desc` into a new entry that only this
@@ -135,14 +143,14 @@ static cubec_status build_entry(const build_ctx *b, const cubec_kernel_desc *des
         /* Metadata in push constants unless configured otherwise ([kernel] metadata; the
          * configuration is immutable after open, so it is read without the lock). */
         int push = !b->d->config.info_in_buffer;
-        err = compile_glsl(b, desc, name, push, &words, &count);
+        err = compile_glsl(b, desc, name, push, &words, &count, &e->spirv_from_disk);
         if (!err) err = kernel_reflect(words, count, entry_point, version, &e->refl);
         if (!err && push && e->refl.push_constant_size > b->info.max_push_constants_size) {
             /* The metadata does not fit push constants here: move it to a storage buffer. A
              * push-constant block of the source's own stays, and the limits refuse it below. */
             free(words);
             words = NULL;
-            err = compile_glsl(b, desc, name, 0, &words, &count);
+            err = compile_glsl(b, desc, name, 0, &words, &count, &e->spirv_from_disk);
             if (!err) err = kernel_reflect(words, count, entry_point, version, &e->refl);
         }
         /* Compilation errors name the kernel already; reflection's do not. */
@@ -193,6 +201,7 @@ static int in_flight(const cubec_device *d, uint64_t key)
 static cubec_status build_begin(cubec_device *d, const cubec_kernel_desc *desc, int locked,
                                 build_ctx *out)
 {
+    kernel_disk_begin(d);
     if (desc->glsl && !d->kernels.compiler)
         RETURN_IF_ERROR(glsl_compiler_create(&d->kernels.compiler));
     *out = (build_ctx){.d = d,
@@ -243,11 +252,12 @@ static cubec_status publish(cubec_device *d, const build_ctx *b, const cubec_ker
     e->next = *bucket;
     *bucket = e;
     d->kernels.compiles++;
+    d->kernels.disk_spirv_hits += e->spirv_from_disk ? 1 : 0;
     LOG(LOG_INFO, LOG_SYS_COMPILE,
-        "compiled kernel '%s' (%016" PRIx64 ", %u buffers, %u info bytes in %s) in %.2f ms",
+        "compiled kernel '%s' (%016" PRIx64 ", %u buffers, %u info bytes in %s%s) in %.2f ms",
         e->name, key, e->refl.binding_count, e->info_size,
         e->info_in_push ? "push constants" : (e->info_size ? "a buffer" : "nothing"),
-        now_ms() - b->t0);
+        e->spirv_from_disk ? ", SPIR-V from the disk cache" : "", now_ms() - b->t0);
     if (d->timing.trace) {
         char args[96];
         snprintf(args, sizeof args, "\"identity\":\"%016" PRIx64 "\",\"source\":\"%s\"", key,
@@ -340,6 +350,7 @@ cubec_status server_kernel_name(pipeline_entry *e, const char *name, const char 
 
 void server_kernels_destroy(cubec_device *d)
 {
+    kernel_disk_end(d);
     for (int i = 0; i < 256; i++) {
         pipeline_entry *e = d->kernels.pipelines[i];
         while (e) {
