@@ -71,7 +71,7 @@ define run_fuzzers
 	  if [ $$f = api_lavapipe ]; then c=api; opts=detect_leaks=0; fi; \
 	  mkdir -p $(BUILD_FUZZ)/corpus/$$f $(BUILD_FUZZ)/artifacts; \
 	  echo "== fuzz_$$f for $(1) s"; \
-	  ASAN_OPTIONS=$$opts CUBEC_LOG_LEVEL=error $(BUILD_FUZZ)/bin/fuzz_$$f -max_total_time=$(1) \
+	  ASAN_OPTIONS=$$opts CUBEC_LOG_LEVEL=error CUBEC_CACHE_DIR=none $(BUILD_FUZZ)/bin/fuzz_$$f -max_total_time=$(1) \
 	    -timeout=60 -print_final_stats=1 -artifact_prefix=$(BUILD_FUZZ)/artifacts/fuzz_$$f- \
 	    $(BUILD_FUZZ)/corpus/$$f fuzz/corpus/$$c > $(BUILD_FUZZ)/fuzz_$$f.log 2>&1; \
 	  rc=$$?; \

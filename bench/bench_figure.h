@@ -71,6 +71,17 @@ extern const bench_impl_entry bench_raw_impls[];
 /* The baseline sides of the figures measured against cubec itself, by figure name. */
 extern const bench_impl_entry bench_cubec_baseline_impls[];
 
+/* compile.warm_disk (warm_disk.c): cubec's side, its baseline (the same without the disk cache),
+ * the child process each repetition runs (`cubec bench --warm-disk-child SALT`: returns the exit
+ * status), and the run's own cache directory (begin sets CUBEC_CACHE_DIR to a new temporary
+ * directory unless it is set, so that the salted kernels stay out of the user's cache; end
+ * removes it). */
+extern const bench_impl bench_warm_disk_impl;
+extern const bench_impl bench_warm_disk_baseline_impl;
+int bench_warm_disk_child(const char *salt_text);
+void bench_cache_dir_begin(char *dir, size_t cap);
+void bench_cache_dir_end(const char *dir);
+
 /* The tiny kernel of the launch figures: one workgroup of 64 threads each adding `step` to one
  * uint of a 256-byte buffer. */
 #define BENCH_TINY_WORDS 64u

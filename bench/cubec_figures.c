@@ -945,6 +945,7 @@ const bench_impl_entry bench_cubec_impls[] = {
     {"alloc.pair", &alloc_impl},
     {"compile.cold", &cold_impl},
     {"compile.warm_memory", &warm_impl},
+    {"compile.warm_disk", &bench_warm_disk_impl},
     {"streams.independent", &streams_independent_impl},
     {"streams.cross", &cross_impl},
     {"streams.interleave", &interleave_impl},
@@ -958,5 +959,6 @@ const bench_impl_entry bench_cubec_baseline_impls[] = {
     {"graph.replay_device_vs_eager", &bench_graph_eager_device},
     {"streams.cross", &cross_one_stream_impl},
     {"streams.interleave", &interleave_impl},
+    {"compile.warm_disk", &bench_warm_disk_baseline_impl},
     {NULL, NULL},
 };

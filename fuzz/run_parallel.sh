@@ -23,7 +23,7 @@ start=$(date +%s)
 pids=
 i=1
 while [ "$i" -le "$jobs" ]; do
-    ASAN_OPTIONS=$opts CUBEC_LOG_LEVEL=error "$build/bin/fuzz_$name" -runs="$per" -seed="$i" \
+    ASAN_OPTIONS=$opts CUBEC_LOG_LEVEL=error CUBEC_CACHE_DIR=none "$build/bin/fuzz_$name" -runs="$per" -seed="$i" \
         -timeout=60 -print_final_stats=1 -artifact_prefix="$build/artifacts/runs-$start-w$i-" \
         "$build/corpus/$name" "fuzz/corpus/$corpus" > "$build/runs/w$i.log" 2>&1 &
     pids="$pids $!"

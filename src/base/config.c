@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 typedef struct parse_state {
@@ -186,6 +187,9 @@ static const config_option options[] = {
     {"profiling", "trace", "CUBEC_TRACE", CONFIG_PATH, FIELD(trace_file)},
     {"streaming", "strategy", "CUBEC_STREAM_STRATEGY", CONFIG_CHOICE,
      .choices = "interleave|sequential", FIELD(sequential_streams)},
+    {"compile", "cache_dir", "CUBEC_CACHE_DIR", CONFIG_DIR, FIELD(cache_dir)},
+    {"compile", "cache_max_bytes", "CUBEC_CACHE_MAX_BYTES", CONFIG_INT, CONFIG_CACHE_MIN_BYTES,
+     CONFIG_CACHE_MAX_BYTES_LIMIT, CONFIG_CACHE_DEFAULT_BYTES, FIELD(cache_max_bytes)},
     {NULL, "fault", "CUBEC_FAULT", CONFIG_FAULTS, FIELD(faults)},
     {"memory", "preset", "CUBEC_MEMORY_PRESET", CONFIG_CHOICE,
      .choices = "ladder|exclusive|custom|adaptive", FIELD(memory_preset)},
@@ -379,6 +383,18 @@ static cubec_status apply(cubec_config *c, const config_option *o, const char *v
         snprintf(field_of(c, o), o->size, "%s", value);
         break;
     }
+    case CONFIG_DIR: {
+        if (strlen(value) >= o->size)
+            return INVALID_ARG("%s = '%s' is not a path shorter than %zu bytes", what, value,
+                               o->size);
+        /* What exists must be a directory; a missing one is created when it is first used. */
+        struct stat st;
+        if (*value && strcmp(value, "none") != 0 && stat(value, &st) == 0 && !S_ISDIR(st.st_mode))
+            return INVALID_ARG("%s = '%s' is %s, not a directory (or `none` for no cache)", what,
+                               value, file_kind_name((unsigned)st.st_mode));
+        snprintf(field_of(c, o), o->size, "%s", value);
+        break;
+    }
     case CONFIG_FAULTS: {
         /* fault_parse's messages name CUBEC_FAULT and the entry (docs/errors.md). */
         fault_plan plan = {{0}, {0}};
@@ -564,10 +580,10 @@ const char *config_describe(const cubec_config *c, const char *env, char *buf, s
             memcpy(&index, (const char *)c + o->offset, sizeof index);
             choice_name(o->choices, index, choice, sizeof choice);
         }
-        const char *value =
-            o->kind == CONFIG_PATH || o->kind == CONFIG_DEVICE || o->kind == CONFIG_POOLS
-                ? (const char *)c + o->offset
-                : choice;
+        const char *value = o->kind == CONFIG_PATH || o->kind == CONFIG_DEVICE ||
+                                    o->kind == CONFIG_POOLS || o->kind == CONFIG_DIR
+                                ? (const char *)c + o->offset
+                                : choice;
         snprintf(buf, cap, "%s = '%s'", key, value);
         return buf;
     }

@@ -22,6 +22,10 @@
 #define CONFIG_NULL_HEAP_BYTES_LIMIT (1ll << 40)
 /* Room for [memory] pools, every line of the file joined with "; ". */
 #define CONFIG_POOLS_MAX_BYTES 2048
+/* [compile] cache_max_bytes: its range and default. */
+#define CONFIG_CACHE_MIN_BYTES 4096
+#define CONFIG_CACHE_MAX_BYTES_LIMIT (1ll << 50)
+#define CONFIG_CACHE_DEFAULT_BYTES (256ll << 20)
 /* Room for the table's rows in cubec_config.sources. */
 #define CONFIG_MAX_OPTIONS 32
 
@@ -51,6 +55,8 @@ typedef struct cubec_config {
     int push_descriptors;     /* [device] push_descriptors CUBEC_PUSH_DESCRIPTORS: 0 = pools */
     int timing_system;        /* [profiling] timing CUBEC_TIMING: device | system (host clock) */
     char trace_file[512]; /* [profiling] trace CUBEC_TRACE: Chrome trace JSON written at close */
+    char cache_dir[448];  /* [compile] cache_dir CUBEC_CACHE_DIR: "" the XDG default, "none" off */
+    int64_t cache_max_bytes; /* [compile] cache_max_bytes CUBEC_CACHE_MAX_BYTES; 256 MiB */
     /* [device] disable_features CUBEC_DISABLE_FEATURES: cubec_feature bits not to enable */
     uint32_t disabled_features;
     int backend_null;        /* CUBEC_BACKEND (environment only): 0 vulkan, 1 null */
@@ -98,6 +104,7 @@ typedef enum config_kind {
     CONFIG_PATH,     /* char[]: an output file (regular; or a character device if allowed) */
     CONFIG_FAULTS,   /* fault_plan: kind:n,... */
     CONFIG_POOLS,    /* char[]: a pool list; the file's lines add up (docs/memory.md) */
+    CONFIG_DIR,      /* char[]: a directory (created when used if missing), or "none" */
 } config_kind;
 
 typedef struct config_option {

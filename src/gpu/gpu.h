@@ -191,7 +191,22 @@ typedef struct gpu_ops {
     void (*abandon)(gpu *g);
     /* Device ticks and host CLOCK_MONOTONIC ns sampled together; 0 when unsupported. */
     int (*calibrate)(gpu *g, uint64_t *out_ticks, uint64_t *out_host_ns);
+    /* The driver's pipeline cache, which pipeline_create fills and uses (optional: NULL where the
+     * backend has none, as the null backend). pipeline_cache_data: a malloc'ed copy of what it
+     * holds. pipeline_cache_merge: adds a blob that pipeline_cache_data wrote on a device of the
+     * same cache_id; a blob whose own header names another device, driver or format is refused
+     * (CUBEC_INVALID_ARGUMENT saying why) before the driver sees it. Neither may run while
+     * pipelines are being created (the server calls them with no build in flight). */
+    cubec_status (*pipeline_cache_data)(gpu *g, void **out, size_t *out_size);
+    cubec_status (*pipeline_cache_merge)(gpu *g, const void *data, size_t size);
 } gpu_ops;
+
+/* What a blob of a driver's pipeline cache is valid for: cubec's disk cache files one per
+ * identity (docs/kernel-cache.md). All zero where the backend has no pipeline cache. */
+typedef struct gpu_cache_identity {
+    uint8_t uuid[16]; /* Vulkan: VkPhysicalDeviceProperties.pipelineCacheUUID */
+    uint32_t vendor_id, device_id, driver_version;
+} gpu_cache_identity;
 
 /* What every backend's device starts with. */
 struct gpu {
@@ -200,6 +215,7 @@ struct gpu {
     cubec_device_info info; /* info.features: what was enabled */
     feature_set features;   /* the optional shader features enabled, and those turned off */
     fault_plan *faults;     /* counted by the wrappers below; NULL: nothing counted */
+    gpu_cache_identity cache_id;
 };
 
 /* How to open a backend device (from the config and the public desc). */

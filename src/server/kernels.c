@@ -11,6 +11,7 @@
 #include "kernel/capabilities.h"
 #include "kernel/limits.h"
 #include "server/device.h"
+#include "server/kernel_disk.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -105,13 +106,19 @@ static cubec_status build_pipeline(const build_ctx *b, pipeline_entry *e, const 
     return gpu_pipeline_create(b->d->gpu, &pd, &e->pipeline);
 }
 
+/* The SPIR-V of a GLSL kernel: from the disk cache, else compiled (and stored there). Only a
+ * compilation counts as one for fault injection. */
 static cubec_status compile_glsl(const build_ctx *b, const cubec_kernel_desc *desc,
                                  const char *name, glsl_info_form form, uint32_t **words,
-                                 size_t *count)
+                                 size_t *count, int *from_disk)
 {
+    *from_disk = kernel_disk_load_spirv(b->d, desc, (int)form, words, count);
+    if (*from_disk) return NULL;
     RETURN_IF_ERROR(count_fault(b, CUBEC_FAULT_COMPILE, CUBEC_COMPILE_FAILED));
-    return glsl_compile(b->compiler, name, desc->glsl, desc->defines, desc->define_count,
-                        desc->entry_point, desc->optimize, form, words, count);
+    RETURN_IF_ERROR(glsl_compile(b->compiler, name, desc->glsl, desc->defines, desc->define_count,
+                                 desc->entry_point, desc->optimize, form, words, count));
+    kernel_disk_store_spirv(b->d, desc, (int)form, *words, *count);
+    return NULL;
 }
 
 /* Compiles, reflects, checks and creates the pipeline of `desc` into a new entry that only this
@@ -134,10 +141,10 @@ static cubec_status build_entry(const build_ctx *b, const cubec_kernel_desc *des
     cubec_status err = NULL;
     uint32_t version = vulkan_version(&b->info);
     if (desc->glsl) {
-        /* Metadata where [kernel] metadata put it at open (server_kernel_info_form; immutable
+        /* Metadata where [kernel] metadata put it at open (server_kernels_configure; immutable
          * after open, so it is read without the lock). */
         glsl_info_form form = (glsl_info_form)b->d->kernels.info_form;
-        err = compile_glsl(b, desc, name, form, &words, &count);
+        err = compile_glsl(b, desc, name, form, &words, &count, &e->spirv_from_disk);
         if (!err) err = kernel_reflect(words, count, entry_point, version, &e->refl);
         int too_big = form == GLSL_INFO_PUSH
                           ? e->refl.push_constant_size > b->info.max_push_constants_size
@@ -149,7 +156,8 @@ static cubec_status build_entry(const build_ctx *b, const cubec_kernel_desc *des
              * refuse it below. */
             free(words);
             words = NULL;
-            err = compile_glsl(b, desc, name, GLSL_INFO_STORAGE, &words, &count);
+            err =
+                compile_glsl(b, desc, name, GLSL_INFO_STORAGE, &words, &count, &e->spirv_from_disk);
             if (!err) err = kernel_reflect(words, count, entry_point, version, &e->refl);
         }
         /* Compilation errors name the kernel already; reflection's do not. */
@@ -200,6 +208,7 @@ static int in_flight(const cubec_device *d, uint64_t key)
 static cubec_status build_begin(cubec_device *d, const cubec_kernel_desc *desc, int locked,
                                 build_ctx *out)
 {
+    kernel_disk_begin(d);
     if (desc->glsl && !d->kernels.compiler)
         RETURN_IF_ERROR(glsl_compiler_create(&d->kernels.compiler));
     *out = (build_ctx){.d = d,
@@ -250,11 +259,12 @@ static cubec_status publish(cubec_device *d, const build_ctx *b, const cubec_ker
     e->next = *bucket;
     *bucket = e;
     d->kernels.compiles++;
+    d->kernels.disk_spirv_hits += e->spirv_from_disk ? 1 : 0;
     LOG(LOG_INFO, LOG_SYS_COMPILE,
-        "compiled kernel '%s' (%016" PRIx64 ", %u buffers, %u info bytes in %s) in %.2f ms",
+        "compiled kernel '%s' (%016" PRIx64 ", %u buffers, %u info bytes in %s%s) in %.2f ms",
         e->name, key, e->refl.binding_count, e->info_size,
         e->info_in_push ? "push constants" : (e->info_size ? "a buffer" : "nothing"),
-        now_ms() - b->t0);
+        e->spirv_from_disk ? ", SPIR-V from the disk cache" : "", now_ms() - b->t0);
     if (d->timing.trace) {
         char args[96];
         snprintf(args, sizeof args, "\"identity\":\"%016" PRIx64 "\",\"source\":\"%s\"", key,
@@ -375,6 +385,7 @@ void server_kernels_configure(cubec_device *d)
 
 void server_kernels_destroy(cubec_device *d)
 {
+    kernel_disk_end(d);
     for (int i = 0; i < 256; i++) {
         pipeline_entry *e = d->kernels.pipelines[i];
         while (e) {

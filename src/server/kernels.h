@@ -5,6 +5,7 @@
 
 #include "base/handle_table.h"
 #include "gpu/gpu.h"
+#include "kernel/disk_cache.h"
 #include "kernel/glsl_compiler.h"
 #include "kernel/reflect.h"
 
@@ -18,6 +19,7 @@ typedef struct pipeline_entry {
     kernel_reflection refl;
     int info_in_push;
     uint32_t info_size;
+    int spirv_from_disk; /* its SPIR-V came from the disk cache (server/kernel_disk.h) */
     gpu_pipeline *pipeline;
     /* The names kernel handles of this definition go by (at most 31 characters each): they
      * live as long as the entry, so a queued task points at its name instead of copying it. */
@@ -61,6 +63,13 @@ typedef struct kernel_cache {
     server_compile_hook hook;            /* tests only (server_kernel_set_compile_hook) */
     int info_form;                       /* glsl_info_form of CUBEC_INFO, set at open */
     void *hook_user;
+    /* The disk cache (server/kernel_disk.c): set by the first build, under the lock, before any
+     * build reads it without the lock; NULL when off. */
+    disk_cache *disk;
+    int disk_checked;         /* the first build looked at the configuration */
+    uint64_t disk_blob_hash;  /* the pipeline cache blob last loaded or saved (0: none) */
+    uint64_t disk_spirv_hits; /* published entries whose SPIR-V came from the disk */
+    uint64_t disk_blobs_loaded, disk_blobs_refused, disk_blobs_saved;
 } kernel_cache;
 
 /* The identity of a kernel: a hash of what defines it. Needs no lock. */

@@ -59,6 +59,8 @@ static const char *const all_variables[] = {
     "CUBEC_TRACE",
     "CUBEC_STREAM_STRATEGY",
     "CUBEC_FAULT",
+    "CUBEC_CACHE_DIR",
+    "CUBEC_CACHE_MAX_BYTES",
 };
 
 static void unset_all(void)
@@ -289,6 +291,39 @@ static void test_log_file_not_a_file(void **state)
     EXPECT_REFUSED(NULL, ini_path, "[log] file", "/no/such/dir/log", "cannot be opened");
 }
 
+/* The kernel cache's directory must be one (or `none`): a regular file, a FIFO or a device is
+ * refused naming the key and the value, from the environment and from the ini file; a missing
+ * directory and `none` are taken. */
+static void test_cache_dir_not_a_directory(void **state)
+{
+    (void)state;
+    const char *kinds[][2] = {{fifo_path, "is a FIFO, not a directory"},
+                              {ini_path, "is a regular file, not a directory"},
+                              {"/dev/null", "is a character device, not a directory"}};
+    write_ini_text("[log]\n");
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+        setenv("CUBEC_CACHE_DIR", kinds[i][0], 1);
+        char value[200];
+        snprintf(value, sizeof value, "[compile] cache_dir = '%s'", kinds[i][0]);
+        EXPECT_REFUSED(NULL, "environment CUBEC_CACHE_DIR", value, kinds[i][1]);
+        unsetenv("CUBEC_CACHE_DIR");
+    }
+    char text[300];
+    snprintf(text, sizeof text, "[compile]\ncache_dir = %s\n", fifo_path);
+    write_ini_text(text);
+    setenv("CUBEC_CONFIG", ini_path, 1);
+    EXPECT_REFUSED(NULL, ini_path, "[compile] cache_dir", fifo_path, "is a FIFO");
+    unsetenv("CUBEC_CONFIG");
+    const char *taken[] = {"none", "", "/tmp/cubec_test_bad_config_no_such_dir/cache", dir_path};
+    for (size_t i = 0; i < sizeof taken / sizeof taken[0]; i++) {
+        setenv("CUBEC_CACHE_DIR", taken[i], 1);
+        cubec_config c;
+        ASSERT_OK(config_load_from(&c, NULL, 1));
+        assert_string_equal(c.cache_dir, taken[i]);
+        unsetenv("CUBEC_CACHE_DIR");
+    }
+}
+
 /* ---- ranges ----------------------------------------------------------------------------- */
 
 typedef struct int_option {
@@ -304,6 +339,7 @@ static const int_option int_options[] = {
     {"CUBEC_MAX_STREAMS", "streaming", "max_streams", 1, 4096},
     {"CUBEC_NULL_DELAY_US", NULL, "null_delay_us", 0, 10000000},
     {"CUBEC_NULL_HEAP_BYTES", NULL, "null_heap_bytes", 0, 1099511627776},
+    {"CUBEC_CACHE_MAX_BYTES", "compile", "cache_max_bytes", 4096, 1125899906842624},
 };
 
 static int64_t loaded_value(const cubec_config *c, const char *env)
@@ -314,6 +350,7 @@ static int64_t loaded_value(const cubec_config *c, const char *env)
     if (!strcmp(env, "CUBEC_MAX_STREAMS")) return c->max_streams;
     if (!strcmp(env, "CUBEC_NULL_DELAY_US")) return c->null_delay_us;
     if (!strcmp(env, "CUBEC_NULL_HEAP_BYTES")) return c->null_heap_bytes;
+    if (!strcmp(env, "CUBEC_CACHE_MAX_BYTES")) return c->cache_max_bytes;
     fail_msg("no field for %s", env);
     return 0;
 }
@@ -479,6 +516,7 @@ static void test_every_option_is_checked(void **state)
         case CONFIG_PATH: snprintf(value, sizeof value, "%s", fifo_path); break;
         case CONFIG_FAULTS: snprintf(value, sizeof value, "page:-1"); break;
         case CONFIG_POOLS: snprintf(value, sizeof value, "sliced:page=0"); break;
+        case CONFIG_DIR: snprintf(value, sizeof value, "%s", fifo_path); break;
         }
         setenv(o->env, value, 1);
         char quoted[200];
@@ -599,6 +637,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_config_fifo, setup, teardown),
         cmocka_unit_test_setup_teardown(test_config_devices, setup, teardown),
         cmocka_unit_test_setup_teardown(test_config_directory, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cache_dir_not_a_directory, setup, teardown),
         cmocka_unit_test_setup_teardown(test_config_size_limit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_config_nul_byte, setup, teardown),
         cmocka_unit_test_setup_teardown(test_config_long_line, setup, teardown),

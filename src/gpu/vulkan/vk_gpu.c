@@ -6,6 +6,7 @@
 
 #include "base/log.h"
 #include "gpu/vulkan/vk_device_fault.h"
+#include "gpu/vulkan/vk_pipeline_cache.h"
 #include "gpu/vulkan/vk_result.h"
 
 #include <inttypes.h>
@@ -535,7 +536,9 @@ static const gpu_ops vk_ops = {.name = "vulkan",
                                .timeline_signal = vk_timeline_signal,
                                .queue_idle = vk_queue_idle,
                                .abandon = vk_abandon,
-                               .calibrate = vk_calibrate};
+                               .calibrate = vk_calibrate,
+                               .pipeline_cache_data = vk_pipeline_cache_data,
+                               .pipeline_cache_merge = vk_pipeline_cache_merge};
 
 cubec_status vk_gpu_open(const gpu_open_desc *desc, gpu **out)
 {
@@ -562,6 +565,7 @@ cubec_status vk_gpu_open(const gpu_open_desc *desc, gpu **out)
     g->info.features = v->vk.features.enabled; /* what the device has, less what was disabled */
     g->info.push_descriptors = v->vk.push_descriptor != NULL;
     g->info.unified_memory = v->vk.unified;
+    vk_pipeline_cache_identity(v->vk.physical, &g->cache_id);
     g->caps = (gpu_caps){.unified = v->vk.unified,
                          .push_descriptors = v->vk.push_descriptor != NULL,
                          .timestamps = v->vk.timestamps,

@@ -1,0 +1,85 @@
+/* Blobs of the VkPipelineCache (see vk_pipeline_cache.h). A blob is checked against this device
+ * before the driver sees it: drivers are meant to refuse a foreign blob by its header, but a blob
+ * is bytes from a file, and the header is cheap to check here. */
+#include "gpu/vulkan/vk_pipeline_cache.h"
+
+#include "gpu/vulkan/vk_result.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void vk_pipeline_cache_identity(VkPhysicalDevice physical, gpu_cache_identity *out)
+{
+    VkPhysicalDeviceProperties p;
+    vkGetPhysicalDeviceProperties(physical, &p);
+    memset(out, 0, sizeof *out);
+    memcpy(out->uuid, p.pipelineCacheUUID, sizeof out->uuid);
+    out->vendor_id = p.vendorID;
+    out->device_id = p.deviceID;
+    out->driver_version = p.driverVersion;
+}
+
+cubec_status vk_pipeline_cache_data(gpu *g, void **out, size_t *out_size)
+{
+    vk_gpu *v = vk_gpu_of(g);
+    *out = NULL;
+    *out_size = 0;
+    /* The size may grow between the two calls if another thread creates a pipeline: the second
+     * call then reports VK_INCOMPLETE with a valid (shorter) blob, which is kept as it is. */
+    size_t size = 0;
+    VK_RETURN_IF_ERROR(vkGetPipelineCacheData(v->vk.device, v->pipeline_cache, &size, NULL),
+                       "vkGetPipelineCacheData");
+    void *data = malloc(size ? size : 1);
+    if (!data) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (pipeline cache)");
+    VkResult r = vkGetPipelineCacheData(v->vk.device, v->pipeline_cache, &size, data);
+    if (r != VK_SUCCESS && r != VK_INCOMPLETE) {
+        free(data);
+        return vk_status(r, "vkGetPipelineCacheData");
+    }
+    *out = data;
+    *out_size = size;
+    return NULL;
+}
+
+/* The header every blob starts with (VkPipelineCacheHeaderVersionOne, Vulkan 1.0 section
+ * "Pipeline Cache"): 32 bytes, then the driver's own data. */
+static cubec_status check_header(const gpu_cache_identity *id, const unsigned char *data,
+                                 size_t size)
+{
+    VkPipelineCacheHeaderVersionOne h;
+    if (size < sizeof h)
+        return status_make(CUBEC_INVALID_ARGUMENT,
+                           "pipeline cache blob of %zu bytes: shorter "
+                           "than its header",
+                           size);
+    memcpy(&h, data, sizeof h);
+    if (h.headerSize < sizeof h || h.headerSize > size)
+        return status_make(CUBEC_INVALID_ARGUMENT, "pipeline cache blob: header size %u",
+                           h.headerSize);
+    if (h.headerVersion != VK_PIPELINE_CACHE_HEADER_VERSION_ONE)
+        return status_make(CUBEC_INVALID_ARGUMENT, "pipeline cache blob: header version %d",
+                           (int)h.headerVersion);
+    if (h.vendorID != id->vendor_id || h.deviceID != id->device_id)
+        return status_make(CUBEC_INVALID_ARGUMENT,
+                           "pipeline cache blob of device %04x:%04x, not this %04x:%04x",
+                           h.vendorID, h.deviceID, id->vendor_id, id->device_id);
+    if (memcmp(h.pipelineCacheUUID, id->uuid, VK_UUID_SIZE) != 0)
+        return status_make(CUBEC_INVALID_ARGUMENT,
+                           "pipeline cache blob of another pipelineCacheUUID (another driver)");
+    return NULL;
+}
+
+cubec_status vk_pipeline_cache_merge(gpu *g, const void *data, size_t size)
+{
+    vk_gpu *v = vk_gpu_of(g);
+    RETURN_IF_ERROR(check_header(&g->cache_id, data, size));
+    VkPipelineCacheCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO,
+                                    .initialDataSize = size,
+                                    .pInitialData = data};
+    VkPipelineCache loaded = VK_NULL_HANDLE;
+    VK_RETURN_IF_ERROR(vkCreatePipelineCache(v->vk.device, &ci, NULL, &loaded),
+                       "vkCreatePipelineCache (from the disk cache)");
+    VkResult r = vkMergePipelineCaches(v->vk.device, v->pipeline_cache, 1, &loaded);
+    vkDestroyPipelineCache(v->vk.device, loaded, NULL);
+    return r == VK_SUCCESS ? NULL : vk_status(r, "vkMergePipelineCaches");
+}
