@@ -152,6 +152,7 @@ static const config_option options[] = {
     {"log", "file", "CUBEC_LOG_FILE", CONFIG_PATH, .char_device_ok = 1, FIELD(log_file)},
     {"device", "select", "CUBEC_DEVICE", CONFIG_DEVICE, FIELD(device)},
     {"device", "validation", "CUBEC_VALIDATION", CONFIG_BOOL, FIELD(validation)},
+    {"device", "queue_family", "CUBEC_QUEUE_FAMILY", CONFIG_INT, -1, 31, -1, FIELD(queue_family)},
     {"device", "batch_growth", "CUBEC_BATCH_GROWTH", CONFIG_CHOICE, .choices = "auto|off|on",
      FIELD(batch_growth)},
     {"device", "tasks_max", "CUBEC_TASKS_MAX", CONFIG_INT, 1, CONFIG_TASKS_MAX_LIMIT, 32,

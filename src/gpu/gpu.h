@@ -227,6 +227,7 @@ typedef struct gpu_open_desc {
     int force_staging;          /* treat unified memory as discrete (tests the staging paths) */
     int no_push_descriptors;    /* descriptor sets even where push descriptors exist */
     uint32_t disabled_features; /* cubec_feature bits not to enable even when present */
+    int queue_family;           /* 1 + the queue family to use; 0: chosen (compute-only first) */
     uint32_t null_delay_us;     /* null backend: submissions complete after this long */
     uint64_t null_heap_bytes;   /* null backend: device memory it grants at most (0: no cap) */
     void (*on_validation)(void *user, const char *message);

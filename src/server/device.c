@@ -114,6 +114,7 @@ cubec_status server_open(const cubec_device_desc *desc, cubec_device **out)
                         .name = desc->name,
                         .validation = desc->validation || d->config.validation,
                         .force_staging = d->config.force_staging,
+                        .queue_family = (int)d->config.queue_family + 1,
                         .no_push_descriptors = !d->config.push_descriptors,
                         .disabled_features = d->config.disabled_features,
                         .on_validation = desc->on_validation,

@@ -329,6 +329,40 @@ static void test_metadata_layout_and_reuse(void **state)
     test_device_close(d);
 }
 
+/* [device] queue_family: a family the device lacks is refused at open naming the value; an
+ * explicit compute family opens and runs launches like the chosen one. */
+static void test_queue_family_choice(void **state)
+{
+    (void)state;
+    setenv("CUBEC_QUEUE_FAMILY", "31", 1);
+    cubec_device_desc desc = {0};
+    cubec_device *d = NULL;
+    cubec_status st = cubec_device_open(&desc, &d);
+    assert_int_equal(cubec_status_code(st), CUBEC_INVALID_ARGUMENT);
+    assert_non_null(strstr(cubec_status_message(st), "queue_family = 31"));
+    assert_null(d);
+    cubec_status_free(st);
+    setenv("CUBEC_QUEUE_FAMILY", "0", 1); /* lavapipe's one family, and the H200's universal one */
+    d = test_device_open();
+    unsetenv("CUBEC_QUEUE_FAMILY");
+    cubec_kernel k;
+    cubec_kernel_desc kd = {.name = "layout", .glsl = layout_src};
+    ASSERT_OK(cubec_kernel_create(d, &kd, &k));
+    float host[64], ref[64];
+    for (int i = 0; i < 64; i++)
+        host[i] = ref[i] = (float)i;
+    cubec_buffer b;
+    ASSERT_OK(cubec_buffer_from(d, 0, host, sizeof host, &b));
+    const layout_info a = {{1, 2, 3}, 0.5f, {10, 20, 30}};
+    for (int r = 0; r < 3; r++)
+        layout_launch(d, 0, k, b, &a, ref);
+    ASSERT_OK(cubec_read(d, 0, b, 0, host, sizeof host));
+    for (int i = 0; i < 64; i++)
+        assert_float_equal(host[i], ref[i], 1e-3f * fabsf(ref[i]) + 1e-3f);
+    ASSERT_OK(cubec_buffer_release(d, b));
+    test_device_close(d);
+}
+
 /* Released memory is reused and reported; cleanup returns empty pages. */
 static void test_memory_report(void **state)
 {
@@ -402,6 +436,7 @@ int main(void)
         cmocka_unit_test(test_memory_report),
         cmocka_unit_test(test_large_transfer),
         cmocka_unit_test(test_metadata_layout_and_reuse),
+        cmocka_unit_test(test_queue_family_choice),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

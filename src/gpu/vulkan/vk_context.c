@@ -306,7 +306,8 @@ static int monotonic_calibration(const vk_context *ctx)
     return device && monotonic;
 }
 
-static cubec_status create_device(vk_context *ctx, int allow_push, uint32_t disabled_features)
+static cubec_status create_device(vk_context *ctx, int allow_push, uint32_t disabled_features,
+                                  int queue_family)
 {
     uint32_t nq = 0;
     vkGetPhysicalDeviceQueueFamilyProperties(ctx->physical, &nq, NULL);
@@ -314,9 +315,27 @@ static cubec_status create_device(vk_context *ctx, int allow_push, uint32_t disa
     if (nq > 32) nq = 32;
     vkGetPhysicalDeviceQueueFamilyProperties(ctx->physical, &nq, qf);
     uint32_t family = UINT32_MAX;
-    /* Prefer a family with compute (any), and timestamps. */
-    for (uint32_t i = 0; i < nq && family == UINT32_MAX; i++)
-        if (qf[i].queueFlags & VK_QUEUE_COMPUTE_BIT) family = i;
+    if (queue_family > 0) {
+        uint32_t want = (uint32_t)queue_family - 1;
+        if (want >= nq || !(qf[want].queueFlags & VK_QUEUE_COMPUTE_BIT))
+            return status_make(
+                CUBEC_INVALID_ARGUMENT,
+                "[device] queue_family = %u (CUBEC_QUEUE_FAMILY): device '%s' has %u "
+                "queue families and that one is %s",
+                want, ctx->props.deviceName, nq,
+                want >= nq ? "not among them" : "not a compute family");
+        family = want;
+    } else {
+        /* A compute family without graphics where one writes timestamps (the H200's async
+         * compute family: a submission completes ~1 us sooner there than on the universal
+         * one), else the first compute family. */
+        for (uint32_t i = 0; i < nq && family == UINT32_MAX; i++)
+            if ((qf[i].queueFlags & VK_QUEUE_COMPUTE_BIT) &&
+                !(qf[i].queueFlags & VK_QUEUE_GRAPHICS_BIT) && qf[i].timestampValidBits >= 36)
+                family = i;
+        for (uint32_t i = 0; i < nq && family == UINT32_MAX; i++)
+            if (qf[i].queueFlags & VK_QUEUE_COMPUTE_BIT) family = i;
+    }
     if (family == UINT32_MAX)
         return status_make(CUBEC_UNSUPPORTED, "device '%s' has no compute queue",
                            ctx->props.deviceName);
@@ -418,7 +437,8 @@ cubec_status vk_context_create(const vk_context_desc *desc, vk_context *ctx)
         ctx->device_local_heap_size = info.device_local_heap_size;
         ctx->subgroup_size = info.subgroup_size;
         ctx->unified = info.unified_memory && !desc->force_staging;
-        err = create_device(ctx, !desc->no_push_descriptors, desc->disabled_features);
+        err = create_device(ctx, !desc->no_push_descriptors, desc->disabled_features,
+                            desc->queue_family);
     }
     if (!err) {
         VkMemoryPropertyFlags dl = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;

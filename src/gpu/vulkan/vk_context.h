@@ -14,12 +14,10 @@ typedef struct vk_context_desc {
     uint32_t index;
     const char *name; /* substring of the device name */
     int validation;
-    int force_staging;
-    int no_push_descriptors;
-    /* use descriptor pools even when push descriptors exist */ /* treat unified memory as
-                                                                   discrete (tests the staging
-                                                                   paths) */
+    int force_staging;          /* treat unified memory as discrete (tests the staging paths) */
+    int no_push_descriptors;    /* descriptor pools even when push descriptors exist */
     uint32_t disabled_features; /* cubec_feature bits not to enable even when present */
+    int queue_family;           /* 1 + the queue family to use; 0: chosen */
     void (*on_validation)(void *user, const char *message);
     void *on_validation_user;
 } vk_context_desc;

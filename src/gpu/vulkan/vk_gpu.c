@@ -551,6 +551,7 @@ cubec_status vk_gpu_open(const gpu_open_desc *desc, gpu **out)
                           .force_staging = desc->force_staging,
                           .no_push_descriptors = desc->no_push_descriptors,
                           .disabled_features = desc->disabled_features,
+                          .queue_family = desc->queue_family,
                           .on_validation = desc->on_validation,
                           .on_validation_user = desc->on_validation_user};
     cubec_status err = vk_context_create(&vd, &v->vk);
