@@ -480,6 +480,13 @@ static cubec_status reflect_module(reflector *rf, const char *entry_point, kerne
 cubec_status kernel_reflect(const uint32_t *words, size_t word_count, const char *entry_point,
                             uint32_t vulkan_version, kernel_reflection *out)
 {
+    return kernel_reflect_trusted(words, word_count, entry_point, vulkan_version, 0, out);
+}
+
+cubec_status kernel_reflect_trusted(const uint32_t *words, size_t word_count,
+                                    const char *entry_point, uint32_t vulkan_version, int validated,
+                                    kernel_reflection *out)
+{
     if (!out) return INVALID_ARG("kernel_reflect: out is NULL");
     memset(out, 0, sizeof *out);
     if (!words && word_count > 0)
@@ -487,7 +494,7 @@ cubec_status kernel_reflect(const uint32_t *words, size_t word_count, const char
     if (!entry_point || !entry_point[0]) entry_point = "main";
     RETURN_IF_ERROR(check_header(words, word_count));
     if (vulkan_version == 0) vulkan_version = KERNEL_VULKAN_DEFAULT;
-    RETURN_IF_ERROR(validate(words, word_count, vulkan_version));
+    if (!validated) RETURN_IF_ERROR(validate(words, word_count, vulkan_version));
 
     workgroup_memory shared;
     RETURN_IF_ERROR(workgroup_memory_scan(words, word_count, &shared));

@@ -60,5 +60,10 @@ typedef struct kernel_reflection {
 MUST_USE cubec_status kernel_reflect(const uint32_t *words, size_t word_count,
                                      const char *entry_point, uint32_t vulkan_version,
                                      kernel_reflection *out);
+/* The same for a module that passed kernel_reflect's validation before and is known unchanged
+ * (`validated`: the disk cache's checked entries): the SPIR-V validator is not run again. */
+MUST_USE cubec_status kernel_reflect_trusted(const uint32_t *words, size_t word_count,
+                                             const char *entry_point, uint32_t vulkan_version,
+                                             int validated, kernel_reflection *out);
 
 #endif

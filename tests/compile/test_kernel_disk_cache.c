@@ -181,6 +181,27 @@ static void test_second_device_hits(void **state)
     expect_consistent(3);
 }
 
+/* Only SPIR-V that passed validation and reflection is stored (a hit skips the validator): a
+ * kernel that compiles but is refused, here for a uniform buffer outside the metadata binding,
+ * leaves no entry, and asking again refuses it again with the same message. */
+static void test_refused_kernel_not_stored(void **state)
+{
+    (void)state;
+    static const char src[] = "#version 450\nlayout(local_size_x = 1) in;\n"
+                              "layout(std430, binding = 0) buffer A { uint a[]; };\n"
+                              "layout(std140, binding = 1) uniform U { uint u; };\n"
+                              "void main() { a[0] = u; }\n";
+    for (int round = 0; round < 2; round++) {
+        cubec_device *d = test_device_open();
+        cubec_kernel k;
+        cubec_kernel_desc kd = {.name = "refused", .glsl = src};
+        ASSERT_ERROR(cubec_kernel_create(d, &kd, &k), CUBEC_INVALID_SPIRV, "uniform buffer 'U'");
+        assert_int_equal(stats_of(d).spirv_hits, 0);
+        test_device_close(d);
+        assert_int_equal(count_entries("spirv"), 0);
+    }
+}
+
 /* Replaces the file's bytes [offset, +n) by their complement (n = 0: cuts the file at offset). */
 static void damage(const char *path, long offset, size_t n)
 {
@@ -343,6 +364,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_second_device_hits, setup, teardown),
         cmocka_unit_test_setup_teardown(test_damaged_spirv_rebuilt, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_refused_kernel_not_stored, setup, teardown),
         cmocka_unit_test_setup_teardown(test_foreign_pipeline_cache_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_processes_share_cache, setup, teardown),
     };
