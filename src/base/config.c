@@ -153,6 +153,8 @@ static const config_option options[] = {
     {"device", "select", "CUBEC_DEVICE", CONFIG_DEVICE, FIELD(device)},
     {"device", "validation", "CUBEC_VALIDATION", CONFIG_BOOL, FIELD(validation)},
     {"device", "queue_family", "CUBEC_QUEUE_FAMILY", CONFIG_INT, -1, 31, -1, FIELD(queue_family)},
+    {"device", "submitter_poll", "CUBEC_SUBMITTER_POLL", CONFIG_CHOICE, .choices = "auto|off|on",
+     FIELD(submitter_poll)},
     {"device", "batch_growth", "CUBEC_BATCH_GROWTH", CONFIG_CHOICE, .choices = "auto|off|on",
      FIELD(batch_growth)},
     {"device", "tasks_max", "CUBEC_TASKS_MAX", CONFIG_INT, 1, CONFIG_TASKS_MAX_LIMIT, 32,

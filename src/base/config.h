@@ -42,6 +42,7 @@ typedef struct cubec_config {
     int validation;        /* [device] validation CUBEC_VALIDATION 0/1 */
     int64_t tasks_max;     /* [device] tasks_max CUBEC_TASKS_MAX   default 32 */
     int batch_growth;      /* [device] batch_growth CUBEC_BATCH_GROWTH: auto | off | on (0-2) */
+    int submitter_poll;    /* [device] submitter_poll CUBEC_SUBMITTER_POLL: auto | off | on */
     int64_t queue_family;  /* [device] queue_family CUBEC_QUEUE_FAMILY: -1 auto, or an index */
     int64_t poll_spin_us;  /* [device] poll_spin_us CUBEC_POLL_SPIN_US; -1 = 200 us */
     double wait_timeout_s; /* [device] wait_timeout CUBEC_WAIT_TIMEOUT: seconds, 0 = none; 60 */

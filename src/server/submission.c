@@ -328,6 +328,7 @@ static cubec_status wait_value(cubec_device *d, uint64_t value, int spin_us)
     cubec_status err = gpu_fault(d->gpu, CUBEC_FAULT_WAIT, CUBEC_DEVICE_LOST);
     if (err) return server_note_error(d, status_annotate(err, "the device is treated as lost"));
     uint64_t limit = d->sub.wait_timeout_ns;
+    int counted = submitter_wait_begin(d);
     if (d->streams.draining) {
         err = wait_timeline(d->gpu, value, spin_us, limit, &seen);
     } else {
@@ -336,6 +337,7 @@ static cubec_status wait_value(cubec_device *d, uint64_t value, int spin_us)
         err = wait_timeline(d->gpu, value, spin_us, limit, &seen);
         pthread_mutex_lock(&d->lock);
     }
+    submitter_wait_end(d, counted);
     if (err && cubec_status_code(err) == CUBEC_TIMEOUT) return timed_out(d, value, err);
     if (err) return server_note_error(d, err);
     if (seen > d->sub.completed_value) d->sub.completed_value = seen;

@@ -29,6 +29,24 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Polls for a push after `seen` for poll_spin_us, and while a host wait is in progress (at most
+ * SUBMITTER_PRIME_CAP_NS in all), then poll_spin_us after it ended. Ends early when pushed
+ * changes, which submitter_stop does too. */
+static void spin_for_work(cubec_device *d, unsigned seen)
+{
+    submitter *s = &d->submitter;
+    uint64_t now = clock_now_ns(), spin_ns = (uint64_t)d->sub.spin_us * 1000u;
+    uint64_t until = now + spin_ns, cap = now + SUBMITTER_PRIME_CAP_NS;
+    while (atomic_load(&s->pushed) == seen) {
+        now = clock_now_ns();
+        if (atomic_load(&s->waiters) && now < cap)
+            until = now + spin_ns;
+        else if (now >= until)
+            return;
+        sched_yield();
+    }
+}
+
 static void *submitter_main(void *arg)
 {
     cubec_device *d = arg;
@@ -38,16 +56,18 @@ static void *submitter_main(void *arg)
         if (!s->count && !s->stop && d->sub.spin_us > 0) {
             /* On a GPU, poll for a while before sleeping: waking a sleeping thread takes tens of
              * microseconds, during which the GPU would idle between a replay and the work
-             * before it. */
+             * before it, and the thread that pushes pays the wake-up. */
             unsigned seen = atomic_load(&s->pushed);
             pthread_mutex_unlock(&s->lock);
-            uint64_t until = clock_now_ns() + (uint64_t)d->sub.spin_us * 1000u;
-            while (atomic_load(&s->pushed) == seen && clock_now_ns() < until)
-                sched_yield();
+            spin_for_work(d, seen);
             pthread_mutex_lock(&s->lock);
         }
-        while (!s->count && !s->stop)
+        if (!s->count && !s->stop) {
+            s->sleeping = 1;
             pthread_cond_wait(&s->work, &s->lock);
+            s->sleeping = 0;
+            continue; /* a push, a stop, or a host wait that wants the thread polling */
+        }
         if (!s->count) break; /* stopping, nothing left */
         submit_item item = s->ring[s->head];
         s->head = (s->head + 1) % s->ring_cap;
@@ -102,6 +122,7 @@ static void *submitter_main(void *arg)
             cubec_status_free(d->gpu->ops->timeline_signal(d->gpu, item.value));
         }
         atomic_store_explicit(&s->through, item.value, memory_order_release);
+        atomic_store(&s->worked_ns, clock_now_ns());
         pthread_mutex_lock(&s->lock);
         s->busy = 0;
         atomic_fetch_add(&s->done, 1);
@@ -167,6 +188,8 @@ cubec_status submitter_start(cubec_device *d)
     if (!s->ring) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (submission ring)");
     s->ring_cap = cap;
     s->head = s->count = 0;
+    s->prime = d->config.submitter_poll == 2 ||
+               (d->config.submitter_poll == 0 && d->info.type != CUBEC_DEVICE_TYPE_CPU);
     pthread_mutex_init(&s->lock, NULL);
     pthread_cond_init(&s->work, NULL);
     pthread_cond_init(&s->idle, NULL);
@@ -178,6 +201,24 @@ cubec_status submitter_start(cubec_device *d)
     }
     s->started = 1;
     return NULL;
+}
+
+int submitter_wait_begin(cubec_device *d)
+{
+    submitter *s = &d->submitter;
+    if (!s->started || !s->prime || d->sub.spin_us <= 0) return 0;
+    atomic_fetch_add(&s->waiters, 1);
+    if (clock_now_ns() - atomic_load(&s->worked_ns) <= SUBMITTER_PRIME_WINDOW_NS) {
+        pthread_mutex_lock(&s->lock);
+        if (s->sleeping && !s->count) pthread_cond_signal(&s->work);
+        pthread_mutex_unlock(&s->lock);
+    }
+    return 1;
+}
+
+void submitter_wait_end(cubec_device *d, int counted)
+{
+    if (counted) atomic_fetch_sub(&d->submitter.waiters, 1);
 }
 
 void submitter_quiesce(cubec_device *d)
@@ -261,6 +302,7 @@ void submitter_stop(cubec_device *d)
     if (!s->started) return;
     pthread_mutex_lock(&s->lock);
     s->stop = 1;
+    atomic_fetch_add(&s->pushed, 1); /* ends a poll, also one that lasts through a host wait */
     pthread_cond_signal(&s->work);
     pthread_mutex_unlock(&s->lock);
     pthread_join(s->thread, NULL);
