@@ -301,6 +301,13 @@ static cubec_status reflect_info_buffer(reflector *rf, const spvc_reflected_reso
     return NULL;
 }
 
+static void set_and_binding(const reflector *rf, const spvc_reflected_resource *res,
+                            unsigned *out_set, unsigned *out_binding)
+{
+    *out_set = spvc_compiler_get_decoration(rf->compiler, res->id, SpvDecorationDescriptorSet);
+    *out_binding = spvc_compiler_get_decoration(rf->compiler, res->id, SpvDecorationBinding);
+}
+
 /* A uniform buffer is accepted only as the metadata block at the info binding (CUBEC_INFO with
  * [kernel] metadata = uniform): uniform blocks are read-only, so only its size is needed. */
 static cubec_status reflect_uniform_info(reflector *rf, kernel_reflection *out)
@@ -312,10 +319,8 @@ static cubec_status reflect_uniform_info(reflector *rf, kernel_reflection *out)
     if (r != SPVC_SUCCESS) return spvc_failure(rf, "listing uniform buffers", r);
     for (size_t i = 0; i < n; i++) {
         const spvc_reflected_resource *res = &list[i];
-        unsigned set =
-            spvc_compiler_get_decoration(rf->compiler, res->id, SpvDecorationDescriptorSet);
-        unsigned binding =
-            spvc_compiler_get_decoration(rf->compiler, res->id, SpvDecorationBinding);
+        unsigned set, binding;
+        set_and_binding(rf, res, &set, &binding);
         if (set != 0 || binding != CUBEC_INFO_BINDING)
             return status_make(CUBEC_INVALID_SPIRV,
                                "kernel declares a uniform buffer '%s' (set %u, binding %u): cubec "
@@ -348,10 +353,8 @@ static cubec_status reflect_storage_buffers(reflector *rf, kernel_reflection *ou
     uint32_t end = 0; /* one past the highest user binding */
     for (size_t i = 0; i < n; i++) {
         const spvc_reflected_resource *res = &list[i];
-        unsigned set =
-            spvc_compiler_get_decoration(rf->compiler, res->id, SpvDecorationDescriptorSet);
-        unsigned binding =
-            spvc_compiler_get_decoration(rf->compiler, res->id, SpvDecorationBinding);
+        unsigned set, binding;
+        set_and_binding(rf, res, &set, &binding);
         if (set != 0)
             return status_make(CUBEC_INVALID_SPIRV,
                                "storage buffer '%s' is in descriptor set %u: cubec kernels use "
