@@ -543,6 +543,34 @@ static bench_err vector_verify(void *state)
 
 static const bench_impl vector_impl = {vector_setup, vector_run, vector_verify, fig_teardown};
 
+/* ---- profile.empty: a profile around nothing on an idle GPU (after a sync): what an
+ * autotuner's shortest candidate is charged. Device timing where the queue has timestamps. --- */
+
+static bench_err empty_setup(void *dev, const bench_params *params, void **out_state)
+{
+    return fig_new(dev, params, out_state) ? NULL : bench_errorf("out of host memory");
+}
+
+static bench_err empty_run(void *state, bench_sample *out)
+{
+    cu_fig *f = state;
+    CU_TRY(cubec_sync(f->dev, STREAM));
+    cubec_profile prof;
+    CU_TRY(cubec_profile_begin(f->dev, STREAM, &prof));
+    cubec_profile_result r;
+    CU_TRY(cubec_profile_end(f->dev, STREAM, prof, &r));
+    out->value = (double)r.duration_ns / 1e3;
+    return NULL;
+}
+
+static bench_err empty_verify(void *state)
+{
+    (void)state;
+    return NULL; /* nothing ran: the profile's own checks (end names a failure) are the test */
+}
+
+static const bench_impl empty_impl = {empty_setup, empty_run, empty_verify, fig_teardown};
+
 /* ---- alloc.pair: cubec_buffer_create + cubec_buffer_release, sizes cycling, pool warm (the
  * warm-up run fills the pools). ------------------------------------------------------------- */
 
@@ -945,6 +973,7 @@ const bench_impl_entry bench_cubec_impls[] = {
     {"alloc.pair", &alloc_impl},
     {"compile.cold", &cold_impl},
     {"compile.warm_memory", &warm_impl},
+    {"profile.empty", &empty_impl},
     {"compile.warm_disk", &bench_warm_disk_impl},
     {"streams.independent", &streams_independent_impl},
     {"streams.cross", &cross_impl},

@@ -587,6 +587,37 @@ static bench_err alloc_verify(void *state)
 
 static const bench_impl alloc_impl = {alloc_setup, alloc_run, alloc_verify, fig_teardown};
 
+/* ---- profile.empty: two timestamps with nothing between, in one command buffer. ---------- */
+
+static bench_err empty_setup(void *ctx, const bench_params *params, void **out_state)
+{
+    raw_fig *f = fig_new(ctx, params, out_state);
+    if (!f) return bench_errorf("out of host memory");
+    if (!f->ctx->timestamps) return bench_errorf("the queue writes no timestamps");
+    return NULL;
+}
+
+static bench_err empty_run(void *state, bench_sample *out)
+{
+    raw_fig *f = state;
+    BENCH_TRY(raw_begin(f->ctx->cmd));
+    raw_timestamps_begin(f->ctx, f->ctx->cmd);
+    raw_timestamps_end(f->ctx, f->ctx->cmd);
+    BENCH_TRY(raw_submit_wait(f->ctx, f->ctx->cmd));
+    double seconds = 0;
+    BENCH_TRY(raw_timestamps_read(f->ctx, &seconds));
+    out->value = seconds * 1e6;
+    return NULL;
+}
+
+static bench_err empty_verify(void *state)
+{
+    (void)state;
+    return NULL;
+}
+
+static const bench_impl empty_impl = {empty_setup, empty_run, empty_verify, fig_teardown};
+
 /* ---- compile.cold / compile.warm_memory: the first launch of a kernel. -------------------- */
 
 #define WARM_SALT 7u
@@ -700,5 +731,6 @@ const bench_impl_entry bench_raw_impls[] = {
     {"alloc.pair", &alloc_impl},
     {"compile.cold", &cold_impl},
     {"compile.warm_memory", &warm_impl},
+    {"profile.empty", &empty_impl},
     {NULL, NULL},
 };
