@@ -380,6 +380,17 @@ typedef struct cubec_define {
     const char *value; /* NULL: defined with no value */
 } cubec_define;
 
+/* A specialization constant of the kernel (`layout(constant_id = ID) const T NAME = default;` in
+ * GLSL): the 32-bit value (bits of a uint, int, float or bool) that replaces its default when the
+ * pipeline is created. Each set of values is a kernel of its own (its identity includes them). */
+typedef struct cubec_spec_constant {
+    uint32_t id;
+    uint32_t value;
+} cubec_spec_constant;
+
+/* The most specialization constants a kernel description may give. */
+#define CUBEC_MAX_SPEC_CONSTANTS 64
+
 typedef struct cubec_kernel_desc {
     const char *name;      /* for logs and errors; default "kernel"              */
     const char *glsl;      /* GLSL compute source, or NULL                         */
@@ -389,6 +400,10 @@ typedef struct cubec_kernel_desc {
     uint32_t define_count;
     const char *entry_point; /* default "main"                                      */
     int optimize;            /* non-zero: shaderc -O                                */
+    /* Values for the module's 32-bit specialization constants; ids it does not declare, 64-bit
+     * constants and the workgroup size's (local_size_x_id ...) are refused. */
+    const cubec_spec_constant *spec_constants;
+    uint32_t spec_constant_count;
 } cubec_kernel_desc;
 
 typedef enum cubec_access {

@@ -37,6 +37,17 @@ cubec_status cubec_kernel_create(cubec_device *device, const cubec_kernel_desc *
     for (uint32_t i = 0; i < desc->define_count; i++)
         if (!desc->defines[i].name || !desc->defines[i].name[0])
             return INVALID_ARG("%s: desc->defines[%u].name is empty", fn, i);
+    if (desc->spec_constant_count && !desc->spec_constants)
+        return INVALID_ARG("%s: desc->spec_constants is NULL with spec_constant_count %u", fn,
+                           desc->spec_constant_count);
+    if (desc->spec_constant_count > CUBEC_MAX_SPEC_CONSTANTS)
+        return INVALID_ARG("%s: desc->spec_constant_count is %u, more than %d", fn,
+                           desc->spec_constant_count, CUBEC_MAX_SPEC_CONSTANTS);
+    for (uint32_t i = 0; i < desc->spec_constant_count; i++)
+        for (uint32_t j = 0; j < i; j++)
+            if (desc->spec_constants[i].id == desc->spec_constants[j].id)
+                return INVALID_ARG("%s: desc->spec_constants[%u] and [%u] both set id %u", fn, j, i,
+                                   desc->spec_constants[i].id);
     /* The identity is hashed before the lock, and the build releases it (server/kernels.h):
      * nothing is resolved before the build, so nothing can change underneath. */
     uint64_t key = server_kernel_identity(desc);

@@ -84,18 +84,27 @@ typedef struct gpu_binding {
     uint64_t offset, size;
 } gpu_binding;
 
-#define GPU_MAX_BINDINGS 33 /* 32 buffers and the metadata buffer */
-#define GPU_INFO_BINDING 31 /* binding of the metadata buffer (CUBEC_INFO_BINDING) */
+#define GPU_MAX_SPEC_CONSTANTS 64 /* CUBEC_MAX_SPEC_CONSTANTS */
+#define GPU_MAX_BINDINGS 33       /* 32 buffers and the metadata buffer */
+#define GPU_INFO_BINDING 31       /* binding of the metadata buffer (CUBEC_INFO_BINDING) */
+
+/* A specialization constant's id and 32-bit value (the layout of cubec_spec_constant). */
+typedef struct gpu_spec_constant {
+    uint32_t id;
+    uint32_t value;
+} gpu_spec_constant;
 
 typedef struct gpu_pipeline_desc {
     const uint32_t *spirv;
     size_t words;
     const char *entry_point;
-    uint32_t binding_count; /* storage buffers at bindings 0..n-1 */
-    int info_buffer;        /* and the metadata buffer at GPU_INFO_BINDING */
-    int info_uniform;       /* ... as a uniform buffer rather than a storage buffer */
-    uint32_t push_size;     /* bytes of push constants (0: none) */
-    const char *name;       /* for messages */
+    uint32_t binding_count;        /* storage buffers at bindings 0..n-1 */
+    int info_buffer;               /* and the metadata buffer at GPU_INFO_BINDING */
+    int info_uniform;              /* ... as a uniform buffer rather than a storage buffer */
+    uint32_t push_size;            /* bytes of push constants (0: none) */
+    const char *name;              /* for messages */
+    const gpu_spec_constant *spec; /* specialization constants (spec_count of them) */
+    uint32_t spec_count;
 } gpu_pipeline_desc;
 
 typedef enum gpu_cmd_use {

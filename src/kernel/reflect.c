@@ -301,6 +301,26 @@ static cubec_status reflect_info_buffer(reflector *rf, const spvc_reflected_reso
     return NULL;
 }
 
+static cubec_status reflect_spec_constants(reflector *rf, kernel_reflection *out)
+{
+    const spvc_specialization_constant *list = NULL;
+    size_t n = 0;
+    spvc_result r = spvc_compiler_get_specialization_constants(rf->compiler, &list, &n);
+    if (r != SPVC_SUCCESS) return spvc_failure(rf, "listing specialization constants", r);
+    if (n > KERNEL_MAX_SPEC_CONSTANTS)
+        return status_make(CUBEC_INVALID_SPIRV,
+                           "kernel declares %zu specialization constants, more than %d", n,
+                           KERNEL_MAX_SPEC_CONSTANTS);
+    for (size_t i = 0; i < n; i++) {
+        spvc_constant c = spvc_compiler_get_constant_handle(rf->compiler, list[i].id);
+        spvc_type t = spvc_compiler_get_type_handle(rf->compiler, spvc_constant_get_type(c));
+        out->spec_ids[i] = list[i].constant_id;
+        out->spec_wide[i] = spvc_type_get_bit_width(t) > 32;
+    }
+    out->spec_count = (uint32_t)n;
+    return NULL;
+}
+
 static void set_and_binding(const reflector *rf, const spvc_reflected_resource *res,
                             unsigned *out_set, unsigned *out_binding)
 {
@@ -424,7 +444,8 @@ static cubec_status reflect_workgroup_size(reflector *rf, kernel_reflection *out
         if (sc[i].id != 0)
             return status_make(CUBEC_INVALID_SPIRV,
                                "workgroup size %c is a specialization constant (SpecId %u): "
-                               "cubec does not specialize kernels; use a literal local_size_%c "
+                               "cubec reads the workgroup size from the module (it sizes grids and "
+                               "checks limits with it); use a literal local_size_%c "
                                "or a define",
                                axis[i], sc[i].constant_id, axis[i]);
     for (unsigned i = 0; i < 3; i++) {
@@ -477,6 +498,7 @@ static cubec_status reflect_module(reflector *rf, const char *entry_point, kerne
                            "kernel declares both a push-constant block and an info buffer at "
                            "binding %u: info goes in one or the other",
                            CUBEC_INFO_BINDING);
+    RETURN_IF_ERROR(reflect_spec_constants(rf, out));
     return reflect_workgroup_size(rf, out);
 }
 

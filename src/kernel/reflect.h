@@ -20,6 +20,8 @@
 #define CUBEC_INFO_BINDING 31
 /* The most SPIR-V capabilities a module may declare (real kernels declare a handful). */
 #define KERNEL_MAX_CAPABILITIES 64
+/* The most specialization constants a module may declare (kernels declare a few). */
+#define KERNEL_MAX_SPEC_CONSTANTS 128
 
 typedef struct kernel_reflection {
     uint32_t binding_count;      /* storage buffers at set 0 bindings 0..binding_count-1 */
@@ -32,7 +34,12 @@ typedef struct kernel_reflection {
     uint32_t workgroup_size[3];  /* LocalSize of the entry point */
     uint64_t shared_memory_size; /* bytes of Workgroup variables (kernel/workgroup_memory.h) */
     int shared_int64_atomics;    /* a 64-bit integer atomic on Workgroup memory */
-    uint32_t capability_count;   /* OpCapability declarations, as SpvCapability values, */
+    /* Specialization constants: their ids and which are 64-bit (at most
+     * KERNEL_MAX_SPEC_CONSTANTS; one that sets the workgroup size is refused). */
+    uint32_t spec_count;
+    uint32_t spec_ids[KERNEL_MAX_SPEC_CONSTANTS];
+    unsigned char spec_wide[KERNEL_MAX_SPEC_CONSTANTS];
+    uint32_t capability_count; /* OpCapability declarations, as SpvCapability values, */
     uint32_t capabilities[KERNEL_MAX_CAPABILITIES]; /* checked against the device by
                                                        kernel/capabilities.h */
 } kernel_reflection;

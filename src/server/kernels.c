@@ -14,6 +14,7 @@
 #include "server/kernel_disk.h"
 
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +41,9 @@ uint64_t server_kernel_identity(const cubec_kernel_desc *desc)
     }
     h = hash_str(h, desc->entry_point ? desc->entry_point : "main");
     h = hash_u64(h, desc->optimize ? 1 : 0);
+    h = hash_u64(h, desc->spec_constant_count);
+    for (uint32_t i = 0; i < desc->spec_constant_count; i++)
+        h = hash_u64(h, (uint64_t)desc->spec_constants[i].id << 32 | desc->spec_constants[i].value);
     return h;
 }
 
@@ -91,11 +95,19 @@ static uint32_t vulkan_version(const cubec_device_info *info)
 
 /* The driver's pipeline. The backends keep no state of their own across pipeline creations (the
  * Vulkan VkPipelineCache is internally synchronized), so this runs without the device lock. */
+_Static_assert(sizeof(gpu_spec_constant) == sizeof(cubec_spec_constant) &&
+                   offsetof(gpu_spec_constant, value) == offsetof(cubec_spec_constant, value) &&
+                   GPU_MAX_SPEC_CONSTANTS == CUBEC_MAX_SPEC_CONSTANTS,
+               "the GPU seam passes cubec_spec_constant arrays as they are");
+
 static cubec_status build_pipeline(const build_ctx *b, pipeline_entry *e, const uint32_t *words,
-                                   size_t word_count, const char *entry_point)
+                                   size_t word_count, const char *entry_point,
+                                   const cubec_kernel_desc *desc)
 {
     RETURN_IF_ERROR(count_fault(b, CUBEC_FAULT_PIPELINE, CUBEC_INTERNAL));
     gpu_pipeline_desc pd = {.spirv = words,
+                            .spec = (const gpu_spec_constant *)desc->spec_constants,
+                            .spec_count = desc->spec_constant_count,
                             .words = word_count,
                             .entry_point = entry_point,
                             .binding_count = e->refl.binding_count,
@@ -132,6 +144,40 @@ static cubec_status reflect_glsl(const build_ctx *b, const cubec_kernel_desc *de
     RETURN_IF_ERROR(
         kernel_reflect_trusted(words, count, entry_point, version, e->spirv_from_disk, &e->refl));
     if (!e->spirv_from_disk) kernel_disk_store_spirv(b->d, desc, (int)form, words, count);
+    return NULL;
+}
+
+/* The description's specialization constants against what the module declares. */
+static cubec_status check_spec_constants(const char *name, const kernel_reflection *r,
+                                         const cubec_kernel_desc *desc)
+{
+    for (uint32_t i = 0; i < desc->spec_constant_count; i++) {
+        uint32_t id = desc->spec_constants[i].id, k = 0;
+        while (k < r->spec_count && r->spec_ids[k] != id)
+            k++;
+        if (k == r->spec_count) {
+            uint32_t sorted[KERNEL_MAX_SPEC_CONSTANTS];
+            for (uint32_t j = 0; j < r->spec_count; j++) {
+                uint32_t v = r->spec_ids[j], m = j;
+                for (; m > 0 && sorted[m - 1] > v; m--)
+                    sorted[m] = sorted[m - 1];
+                sorted[m] = v;
+            }
+            char ids[160] = "";
+            size_t at = 0;
+            for (uint32_t j = 0; j < r->spec_count && at + 12 < sizeof ids; j++)
+                at += (size_t)snprintf(ids + at, sizeof ids - at, "%s%u", j ? ", " : "", sorted[j]);
+            return status_make(CUBEC_INVALID_ARGUMENT,
+                               "kernel '%s': desc->spec_constants[%u].id %u is not a "
+                               "specialization constant of the module (its ids: %s)",
+                               name, i, id, r->spec_count ? ids : "none");
+        }
+        if (r->spec_wide[k])
+            return status_make(CUBEC_UNSUPPORTED,
+                               "kernel '%s': specialization constant %u is 64-bit; "
+                               "cubec_spec_constant values are 32-bit",
+                               name, id);
+    }
     return NULL;
 }
 
@@ -181,6 +227,7 @@ static cubec_status build_entry(const build_ctx *b, const cubec_kernel_desc *des
         err = kernel_reflect(desc->spirv, desc->spirv_words, entry_point, version, &e->refl);
         if (err) err = status_annotate(err, "kernel '%s'", name);
     }
+    if (!err) err = check_spec_constants(name, &e->refl, desc);
     if (!err)
         err = capabilities_check(name, b->info.name, e->refl.capabilities, e->refl.capability_count,
                                  &b->features);
@@ -192,7 +239,7 @@ static cubec_status build_entry(const build_ctx *b, const cubec_kernel_desc *des
         e->info_in_push = e->refl.push_constant_size > 0;
         e->info_size = e->info_in_push ? e->refl.push_constant_size : e->refl.info_buffer_size;
         err = build_pipeline(b, e, desc->glsl ? words : desc->spirv,
-                             desc->glsl ? count : desc->spirv_words, entry_point);
+                             desc->glsl ? count : desc->spirv_words, entry_point, desc);
         if (err) err = status_annotate(err, "kernel '%s'", name);
     }
     free(words);

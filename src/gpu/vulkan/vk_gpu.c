@@ -238,12 +238,23 @@ static cubec_status build_pipeline(vk_gpu *v, const gpu_pipeline_desc *desc, gpu
                                        .pPushConstantRanges = &pcr};
     VK_RETURN_IF_ERROR(vkCreatePipelineLayout(dev, &plci, NULL, &p->layout),
                        "vkCreatePipelineLayout");
+    VkSpecializationMapEntry entries[GPU_MAX_SPEC_CONSTANTS];
+    uint32_t values[GPU_MAX_SPEC_CONSTANTS];
+    uint32_t spec_count =
+        desc->spec_count < GPU_MAX_SPEC_CONSTANTS ? desc->spec_count : GPU_MAX_SPEC_CONSTANTS;
+    for (uint32_t i = 0; i < spec_count; i++) {
+        entries[i] = (VkSpecializationMapEntry){desc->spec[i].id, i * 4u, 4};
+        values[i] = desc->spec[i].value;
+    }
+    VkSpecializationInfo spec = {spec_count, entries, (size_t)spec_count * sizeof values[0],
+                                 values};
     VkComputePipelineCreateInfo cpci = {
         .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
         .stage = {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
                   .stage = VK_SHADER_STAGE_COMPUTE_BIT,
                   .module = p->module,
-                  .pName = desc->entry_point},
+                  .pName = desc->entry_point,
+                  .pSpecializationInfo = spec_count ? &spec : NULL},
         .layout = p->layout};
     VK_RETURN_IF_ERROR(
         vkCreateComputePipelines(dev, v->pipeline_cache, 1, &cpci, NULL, &p->pipeline),
