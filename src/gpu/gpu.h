@@ -134,7 +134,8 @@ typedef struct gpu_caps {
      * 0 when it cannot (Vulkan: VK_EXT_external_memory_host). */
     uint64_t host_import_alignment;
     /* Metadata as a std430 uniform block works (scalarBlockLayout), with slices of a buffer
-     * aligned to metadata_alignment and at most max_uniform_range bytes. */
+     * aligned to metadata_alignment (set by every backend: a storage or uniform binding's offset
+     * alignment, whichever is larger) and at most max_uniform_range bytes. */
     int uniform_info;
     uint64_t metadata_alignment;
     uint64_t max_uniform_range;

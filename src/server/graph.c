@@ -307,9 +307,7 @@ static cubec_status add_use(graph_obj *g, alloc_obj *a, uint64_t offset, uint64_
 static cubec_status chunk_alloc(cubec_device *d, graph_obj *g, uint32_t size, gpu_binding *out,
                                 unsigned char **out_ptr)
 {
-    uint64_t align = d->gpu->caps.metadata_alignment    ? d->gpu->caps.metadata_alignment
-                     : d->info.storage_offset_alignment ? d->info.storage_offset_alignment
-                                                        : 16;
+    uint64_t align = d->gpu->caps.metadata_alignment;
     graph_chunk *c = g->chunk_count ? &g->chunks[g->chunk_count - 1] : NULL;
     uint64_t at = c ? (c->used + align - 1) / align * align : 0;
     if (!c || at + size > c->mem->size) {

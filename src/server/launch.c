@@ -372,10 +372,8 @@ static cubec_status metadata_slice(cubec_device *d, const task *t, gpu_binding *
     const void *bytes = server_task_info(d, t);
     uint32_t size = t->entry->info_size;
     if (server_metadata_reuse(bc, bytes, size, out)) return NULL;
-    uint64_t align = d->gpu->caps.metadata_alignment ? d->gpu->caps.metadata_alignment
-                                                     : d->info.storage_offset_alignment;
     uint64_t at;
-    RETURN_IF_ERROR(host_ring_alloc(d, &d->rings.info, size, align, &at));
+    RETURN_IF_ERROR(host_ring_alloc(d, &d->rings.info, size, d->gpu->caps.metadata_alignment, &at));
     memcpy(d->rings.info.mapped + at, bytes, size);
     *out = (gpu_binding){d->rings.info.mem, at, size};
     /* Remembered for the batch the launch records into: the one open now, or the one it opens
