@@ -29,6 +29,14 @@
 /* Room for the table's rows in cubec_config.sources. */
 #define CONFIG_MAX_OPTIONS 32
 
+/* Options whose choices are "auto|off|on", in that order. */
+enum { CONFIG_AUTO, CONFIG_OFF, CONFIG_ON };
+/* Whether such an option is in effect: on, or auto where `auto_on` says so. */
+static inline int config_auto_on(int choice, int auto_on)
+{
+    return choice == CONFIG_ON || (choice == CONFIG_AUTO && auto_on);
+}
+
 /* [kernel] metadata, in the order of its choices. */
 enum { CONFIG_INFO_AUTO, CONFIG_INFO_PUSH, CONFIG_INFO_BUFFER, CONFIG_INFO_UNIFORM };
 
@@ -41,8 +49,8 @@ typedef struct cubec_config {
     uint32_t device_index; /*   ... which fits 32 bits (a longer number is refused) */
     int validation;        /* [device] validation CUBEC_VALIDATION 0/1 */
     int64_t tasks_max;     /* [device] tasks_max CUBEC_TASKS_MAX   default 32 */
-    int batch_growth;      /* [device] batch_growth CUBEC_BATCH_GROWTH: auto | off | on (0-2) */
-    int submitter_poll;    /* [device] submitter_poll CUBEC_SUBMITTER_POLL: auto | off | on */
+    int batch_growth;      /* [device] batch_growth CUBEC_BATCH_GROWTH: CONFIG_AUTO/OFF/ON */
+    int submitter_poll;    /* [device] submitter_poll CUBEC_SUBMITTER_POLL: CONFIG_AUTO/OFF/ON */
     int64_t queue_family;  /* [device] queue_family CUBEC_QUEUE_FAMILY: -1 auto, or an index */
     int64_t poll_spin_us;  /* [device] poll_spin_us CUBEC_POLL_SPIN_US; -1 = 200 us */
     double wait_timeout_s; /* [device] wait_timeout CUBEC_WAIT_TIMEOUT: seconds, 0 = none; 60 */

@@ -140,9 +140,8 @@ cubec_status server_streams_init(cubec_device *d)
     /* [device] batch_growth = auto: on GPUs, whose queue idles between submissions; a CPU
      * device's cores run the work, and its runs stay reproducible batch by batch (on: also
      * there, which the tests use). */
-    int grow = d->config.batch_growth == 2 ||
-               (d->config.batch_growth == 0 && d->info.type != CUBEC_DEVICE_TYPE_CPU);
-    if (grow) sched_set_growth(&d->streams.sched, d->sub.batch_task_cap);
+    if (config_auto_on(d->config.batch_growth, d->info.type != CUBEC_DEVICE_TYPE_CPU))
+        sched_set_growth(&d->streams.sched, d->sub.batch_task_cap);
     return NULL;
 }
 

@@ -188,8 +188,7 @@ cubec_status submitter_start(cubec_device *d)
     if (!s->ring) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (submission ring)");
     s->ring_cap = cap;
     s->head = s->count = 0;
-    s->prime = d->config.submitter_poll == 2 ||
-               (d->config.submitter_poll == 0 && d->info.type != CUBEC_DEVICE_TYPE_CPU);
+    s->prime = config_auto_on(d->config.submitter_poll, d->info.type != CUBEC_DEVICE_TYPE_CPU);
     pthread_mutex_init(&s->lock, NULL);
     pthread_cond_init(&s->work, NULL);
     pthread_cond_init(&s->idle, NULL);
