@@ -307,22 +307,18 @@ cubec_status server_record_timestamp(cubec_device *d, task *t)
     const gpu_ops *ops = d->gpu->ops;
     if (!t->profile_end) {
         if (fresh) sub_poll(d);
-        if (fresh && d->sub.completed_value + 1 >= d->sub.next_value) {
-            /* An idle GPU: the timestamp is written where the profiled work begins, with no
-             * barrier, so that an empty window measures ~0 and a short candidate of an autotuner
-             * is not charged a barrier (30+ us on lavapipe). The pair is reset from the host
-             * where it can be (its last use has finished). */
-            if (d->gpu->caps.host_query_reset)
-                ops->queries_host_reset(d->gpu, d->profiles.queries, p->query, 2);
-            else
-                ops->reset_queries(cmd, d->profiles.queries, p->query, 2);
-            ops->timestamp(cmd, d->profiles.queries, p->query, GPU_STAGE_TOP);
-        } else {
+        /* On an idle GPU the timestamp is written where the profiled work begins, with no
+         * barrier, so that an empty window measures ~0 and a short candidate of an autotuner is
+         * not charged a barrier (30+ us on lavapipe); its pair is reset from the host where it
+         * can be (its last use has finished). Otherwise it waits for the earlier work, and the
+         * profiled work starts after it, not alongside that work. */
+        int idle = fresh && d->sub.completed_value + 1 >= d->sub.next_value;
+        if (idle && d->gpu->caps.host_query_reset)
+            ops->queries_host_reset(d->gpu, d->profiles.queries, p->query, 2);
+        else
             ops->reset_queries(cmd, d->profiles.queries, p->query, 2);
-            ops->timestamp(cmd, d->profiles.queries, p->query, GPU_STAGE_BOTTOM);
-            /* The profiled work starts after the timestamp, not alongside the work before it. */
-            ops->barrier(cmd, GPU_STAGE_ALL, 0, GPU_STAGE_ALL, 0);
-        }
+        ops->timestamp(cmd, d->profiles.queries, p->query, idle ? GPU_STAGE_TOP : GPU_STAGE_BOTTOM);
+        if (!idle) ops->barrier(cmd, GPU_STAGE_ALL, 0, GPU_STAGE_ALL, 0);
         p->opened = 1;
     } else {
         /* A poisoned profile is never read; its begin may have been lost with a submission,
