@@ -1,6 +1,8 @@
 #include "test_util.h"
 
 #include <dlfcn.h>
+#include <errno.h>
+#include <ftw.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,4 +100,23 @@ int known_bug_exposed(const char *id)
     for (const char *p = strstr(v, id); p; p = strstr(p + 1, id))
         if ((p == v || p[-1] == ',') && (p[n] == ',' || p[n] == 0)) return 1;
     return 0;
+}
+
+void test_temp_dir(char *out, size_t cap, const char *prefix)
+{
+    snprintf(out, cap, "/tmp/%s_XXXXXX", prefix);
+    if (!mkdtemp(out)) fail_msg("mkdtemp: %s", strerror(errno));
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+void test_remove_tree(const char *dir)
+{
+    nftw(dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
 }

@@ -34,6 +34,11 @@ void test_assert_error(cubec_status st, cubec_code code, const char *needle, con
                        const char *file, int line);
 
 /* Deterministic pseudo-random numbers for test data. */
+/* A new empty directory /tmp/<prefix>_XXXXXX, its path in `out` (fails the test if it cannot be
+ * made), and the removal of such a directory with everything in it. */
+void test_temp_dir(char *out, size_t cap, const char *prefix);
+void test_remove_tree(const char *dir);
+
 uint32_t test_rand(uint32_t *state);
 float test_randf(uint32_t *state); /* in [-1, 1) */
 

@@ -10,7 +10,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,26 +33,17 @@ static int logged(const char *needle)
     return strstr(text, needle) != NULL;
 }
 
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
 static int setup(void **state)
 {
     (void)state;
-    snprintf(dir, sizeof dir, "/tmp/cubec_test_disk_cache_XXXXXX");
-    if (!mkdtemp(dir)) fail_msg("mkdtemp: %s", strerror(errno));
+    test_temp_dir(dir, sizeof dir, "cubec_test_disk_cache");
     return 0;
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    nftw(dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
+    test_remove_tree(dir);
     return 0;
 }
 

@@ -14,7 +14,6 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <ftw.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,19 +38,10 @@ static const char salted_src[] = UINT_KERNEL_HEAD
 
 static char dir[64];
 
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
 static int setup(void **state)
 {
     (void)state;
-    snprintf(dir, sizeof dir, "/tmp/cubec_test_kernel_disk_cache_XXXXXX");
-    if (!mkdtemp(dir)) fail_msg("mkdtemp: %s", strerror(errno));
+    test_temp_dir(dir, sizeof dir, "cubec_test_kernel_disk_cache");
     setenv("CUBEC_CACHE_DIR", dir, 1);
     return 0;
 }
@@ -59,7 +49,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    nftw(dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
+    test_remove_tree(dir);
     setenv("CUBEC_CACHE_DIR", "none", 1);
     return 0;
 }

@@ -4,11 +4,11 @@
  * device with results checked against the CPU. */
 #include "test_util.h"
 
+#include "base/file.h"
 #include "kernel/glsl_compiler.h"
 #include "kernel/reflect.h"
 
 #include <shaderc/shaderc.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,14 +21,11 @@ typedef struct scale_offset_info {
 
 static char *read_kernel_file(void)
 {
-    const char *path = CUBEC_SOURCE_DIR "/examples/kernels/scale_offset.comp";
-    FILE *f = fopen(path, "rb");
-    if (!f) fail_msg("cannot open %s", path);
-    char *text = calloc(1, 1 << 16);
-    assert_non_null(text);
-    size_t n = fread(text, 1, (1 << 16) - 1, f);
-    fclose(f);
-    assert_true(n > 0);
+    char *text = NULL;
+    size_t size = 0;
+    ASSERT_OK(file_read_regular(CUBEC_SOURCE_DIR "/examples/kernels/scale_offset.comp", 1 << 16,
+                                &text, &size));
+    assert_true(size > 0);
     return text;
 }
 
