@@ -599,6 +599,36 @@ CUBEC_MUST_USE cubec_status cubec_profile_abandon(cubec_device *device, cubec_st
 CUBEC_MUST_USE cubec_status cubec_profile_method(cubec_device *device, cubec_timing *out_method);
 
 /* ---------------------------------------------------------------------------------------------
+ * Dry runs (docs/dry-runs.md)
+ *
+ * In a dry run, launches and graph replays are checked as usual (every argument error is
+ * returned), their kernels are built and cached, and then they are dropped: nothing runs,
+ * nothing is tainted, buffers keep their bytes, and a capture records none of them. Pages of
+ * memory that buffer creation adds get device memory only at their first real use. Writes,
+ * reads, copies and fills are not affected. A program dry-runs a first pass to warm its caches
+ * and size its memory; a tuner opens a real window inside to measure.
+ *
+ * A stream's windows nest (at most 64 deep) and the innermost decides for that stream; a stream
+ * with no window of its own follows the process-wide dry run, which covers every device.
+ * ------------------------------------------------------------------------------------------- */
+
+typedef enum cubec_run_mode {
+    CUBEC_RUN_DRY = 1,  /* launches and replays are checked, then dropped */
+    CUBEC_RUN_REAL = 2, /* launches run (opts a stream back in inside a dry run) */
+} cubec_run_mode;
+
+/* Opens a window of `mode` on `stream`; errors name a bad mode, a bad stream and a stack that is
+ * already 64 deep. */
+CUBEC_MUST_USE cubec_status cubec_run_window_begin(cubec_device *device, cubec_stream stream,
+                                                   cubec_run_mode mode);
+/* Closes the innermost window of `stream` (CUBEC_INVALID_ARGUMENT when it has none open). */
+CUBEC_MUST_USE cubec_status cubec_run_window_end(cubec_device *device, cubec_stream stream);
+/* The process-wide dry run: begins nest (a counter), each end closes one; an end with none open
+ * is CUBEC_INVALID_ARGUMENT. Safe from any thread. */
+CUBEC_MUST_USE cubec_status cubec_dry_run_begin(void);
+CUBEC_MUST_USE cubec_status cubec_dry_run_end(void);
+
+/* ---------------------------------------------------------------------------------------------
  * Memory
  * ------------------------------------------------------------------------------------------- */
 
@@ -634,6 +664,9 @@ typedef struct cubec_memory_report {
     uint64_t allocations;
     uint32_t pages;
     char preset[16]; /* the layout of the buffer pools: ladder, exclusive, custom, adaptive */
+    /* Device-wide: pages made under a dry run that have no device memory yet (they get it at
+     * their first real use). Counted in pages and bytes_reserved like any other page. */
+    uint64_t pages_unbacked;
 } cubec_memory_report;
 
 CUBEC_MUST_USE cubec_status cubec_memory_report_get(cubec_device *device, cubec_stream stream,

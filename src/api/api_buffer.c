@@ -9,7 +9,12 @@ cubec_status cubec_buffer_create(cubec_device *device, cubec_stream stream, uint
     RETURN_IF_ERROR(api_lock(device, "cubec_buffer_create"));
     stream_ref s;
     cubec_status err = api_slot(device, stream, "cubec_buffer_create", &s);
-    if (!err) err = server_buffer_create(device, s, size, out_buffer);
+    if (!err) {
+        /* Pages added for a dry run's buffers get memory at their first real use. */
+        device->runs.lazy = server_run_dry(device, s);
+        err = server_buffer_create(device, s, size, out_buffer);
+        device->runs.lazy = 0;
+    }
     return api_unlock(device, err);
 }
 

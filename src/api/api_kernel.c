@@ -176,6 +176,11 @@ cubec_status cubec_launch(cubec_device *device, cubec_stream stream, const cubec
     stream_ref s;
     cubec_status err = api_slot(device, stream, "cubec_launch", &s);
     if (!err) err = check_launch(device, desc, &a, bufs);
-    if (!err) err = server_launch(device, s, &a);
+    if (!err) {
+        if (server_run_dry(device, s))
+            device->runs.dry_launches++; /* checked, its kernel built: dropped (a dry run) */
+        else
+            err = server_launch(device, s, &a);
+    }
     return api_unlock(device, err);
 }

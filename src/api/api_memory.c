@@ -18,7 +18,10 @@ cubec_status cubec_memory_report_get(cubec_device *device, cubec_stream stream,
     RETURN_IF_ERROR(api_lock(device, "cubec_memory_report_get"));
     stream_ref s;
     cubec_status err = api_slot(device, stream, "cubec_memory_report_get", &s);
-    if (!err) server_memory_report(device, s, out_report);
+    if (!err) {
+        server_memory_report(device, s, out_report);
+        out_report->pages_unbacked = device->runs.unbacked_pages;
+    }
     return api_unlock(device, err);
 }
 

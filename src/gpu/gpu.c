@@ -66,6 +66,26 @@ cubec_status gpu_mem_alloc(gpu *g, gpu_mem_kind kind, uint64_t size, gpu_mem **o
     return NULL;
 }
 
+cubec_status gpu_mem_alloc_unbacked(gpu *g, uint64_t size, gpu_mem **out)
+{
+    return g->ops->mem_create_unbacked(g, size, out);
+}
+
+cubec_status gpu_mem_back(gpu *g, gpu_mem *m)
+{
+    if (m->unbacked) {
+        RETURN_IF_ERROR(gpu_fault(g, CUBEC_FAULT_PAGE, CUBEC_OUT_OF_MEMORY));
+        RETURN_IF_ERROR(g->ops->mem_back(g, m));
+    }
+    if (g->caps.unified && !m->mapped) {
+        /* Mapped like every page of unified memory (gpu_mem_alloc); a failed map leaves the
+         * memory bound, so the next use only retries the map. */
+        RETURN_IF_ERROR(gpu_fault(g, CUBEC_FAULT_MAP, CUBEC_INTERNAL));
+        RETURN_IF_ERROR(g->ops->mem_map(g, m));
+    }
+    return NULL;
+}
+
 cubec_status gpu_mem_import(gpu *g, void *ptr, uint64_t size, gpu_mem **out)
 {
     if (!g->caps.host_import_alignment || !g->ops->mem_import_host)

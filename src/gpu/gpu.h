@@ -52,6 +52,9 @@ typedef struct gpu_mem {
     uint64_t size;
     unsigned char *mapped; /* after gpu_mem_map; NULL when not mapped */
     gpu_mem_kind kind;
+    /* A page made under a dry run: it has an identity but no memory until gpu_mem_back, which
+     * every real use of it calls first (spec 3.6's lazy mapping). */
+    int unbacked;
 } gpu_mem;
 
 /* Pipeline stages and accesses of the commands cubec records (bits). */
@@ -150,6 +153,10 @@ typedef struct gpu_ops {
     /* Memory. mem_map maps the whole buffer once (mem->mapped); invalidate makes device writes
      * visible to host reads of non-coherent memory. */
     cubec_status (*mem_create)(gpu *g, gpu_mem_kind kind, uint64_t size, gpu_mem **out);
+    /* A GPU_MEM_DEVICE buffer without memory (unbacked = 1), and the memory it gets later; on
+     * error mem_back leaves it unbacked. Destroying an unbacked buffer is fine. */
+    cubec_status (*mem_create_unbacked)(gpu *g, uint64_t size, gpu_mem **out);
+    cubec_status (*mem_back)(gpu *g, gpu_mem *m);
     cubec_status (*mem_map)(gpu *g, gpu_mem *m);
     void (*mem_invalidate)(gpu *g, gpu_mem *m);
     void (*mem_destroy)(gpu *g, gpu_mem *m);
@@ -268,6 +275,10 @@ MUST_USE static inline cubec_status gpu_fault(gpu *g, cubec_fault_kind kind, cub
 /* A buffer with its memory, mapped when host-visible memory is asked for (or, for pages, when
  * memory is unified). A device page counts as a page; every map counts as a map. */
 MUST_USE cubec_status gpu_mem_alloc(gpu *g, gpu_mem_kind kind, uint64_t size, gpu_mem **out);
+/* A page of device memory whose memory comes at its first real use (gpu_mem_back; a dry run's
+ * pages). gpu_mem_back is a no-op on a backed page; its errors are gpu_mem_alloc's. */
+MUST_USE cubec_status gpu_mem_alloc_unbacked(gpu *g, uint64_t size, gpu_mem **out);
+MUST_USE cubec_status gpu_mem_back(gpu *g, gpu_mem *m);
 static inline void gpu_mem_free(gpu *g, gpu_mem *m)
 {
     if (m) g->ops->mem_destroy(g, m);

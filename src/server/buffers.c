@@ -16,9 +16,10 @@ static cubec_status page_alloc(void *user, uint64_t size, void **out_page)
 {
     cubec_device *d = user;
     gpu_mem *p = NULL;
-    cubec_status err = gpu_mem_alloc(d->gpu, GPU_MEM_DEVICE, size, &p);
+    cubec_status err = server_run_page_create(d, size, &p);
     if (err) return status_annotate(err, "a page of %" PRIu64 " bytes", size);
-    LOG(LOG_INFO, LOG_SYS_MEMORY, "allocated a page of %" PRIu64 " bytes", size);
+    LOG(LOG_INFO, LOG_SYS_MEMORY, "allocated a page of %" PRIu64 " bytes%s", size,
+        p->unbacked ? " (no memory yet: a dry run's)" : "");
     *out_page = p;
     return NULL;
 }
@@ -28,6 +29,7 @@ static void page_free(void *user, void *page)
     cubec_device *d = user;
     gpu_mem *p = page;
     LOG(LOG_INFO, LOG_SYS_MEMORY, "freed a page of %" PRIu64 " bytes", p->size);
+    server_run_page_destroyed(d, p);
     gpu_mem_free(d->gpu, p);
 }
 

@@ -21,7 +21,8 @@ server_stats server_stats_get(cubec_device *d)
                       .compiles = d->kernels.compiles,
                       .build_waits = d->kernels.build_waits,
                       .host_dma_transfers = d->host.dma_transfers,
-                      .host_dma_bytes = d->host.dma_bytes};
+                      .host_dma_bytes = d->host.dma_bytes,
+                      .dry_launches = d->runs.dry_launches};
     pthread_mutex_unlock(&d->lock);
     return s;
 }
@@ -235,6 +236,7 @@ void server_close(cubec_device *d)
         server_host_memory_destroy(d); /* the GPU is idle: it copies to or from none of them */
         server_profiles_destroy(d);
         server_memory_destroy(d);
+        server_run_modes_destroy(d);
         sub_destroy(d);
     }
     gpu_close(d->gpu);

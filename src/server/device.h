@@ -17,6 +17,7 @@
 #include "server/launch.h"
 #include "server/launch_timing.h"
 #include "server/profile.h"
+#include "server/run_mode.h"
 #include "server/streams.h"
 #include "server/submission.h"
 #include "server/submitter.h"
@@ -46,6 +47,7 @@ struct cubec_device_s {
     graph_table graphs;     /* device lock */
     submitter submitter;    /* its own lock (submitter.lock), shared with its thread */
     launch_timing timing;   /* device lock */
+    run_modes runs;         /* device lock: dry-run windows, pages made under them */
 };
 
 /* What tests and logs read of a device's work, copied under its lock. */
@@ -58,6 +60,7 @@ typedef struct server_stats {
     uint64_t compiles;    /* kernel pipelines built and published (built-in kernels included) */
     uint64_t build_waits; /* kernel creations that waited for the same kernel's build */
     uint64_t host_dma_transfers, host_dma_bytes; /* transfers straight from or to host ranges */
+    uint64_t dry_launches;                       /* launches and replays a dry run dropped */
 } server_stats;
 server_stats server_stats_get(cubec_device *d);
 

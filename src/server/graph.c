@@ -536,6 +536,10 @@ cubec_status server_graph_replay(cubec_device *d, stream_ref s, uint64_t id)
     graph_obj *g;
     RETURN_IF_ERROR(lookup(d, id, "cubec_graph_replay", &g));
     RETURN_IF_ERROR(server_graph_refuse(d, s, "cubec_graph_replay"));
+    if (server_run_dry(d, s)) {
+        d->runs.dry_launches++; /* a dry run drops replays like launches */
+        return NULL;
+    }
     uint32_t copy = g->next_copy;
     if (g->copy_value[copy] > d->sub.completed_value) sub_poll(d);
     while (g->copy_value[copy] > d->sub.completed_value) {

@@ -136,6 +136,9 @@ cubec_status server_queue_task(cubec_device *d, uint32_t slot, task *t)
 cubec_status server_align(cubec_device *d, uint32_t slot, buffer_obj *const *bufs, uint32_t n,
                           uint32_t write_mask, const buffer_obj *indirect)
 {
+    /* Every real use goes through here (launches, and copies and fills without a kernel): the
+     * first one gives a dry run's pages their memory. */
+    RETURN_IF_ERROR(server_back_buffers(d, bufs, n, indirect));
     uint32_t *slots = d->streams.align_slots;
     uint32_t count = 0;
     for (uint32_t k = 0; k < n; k++)

@@ -127,7 +127,8 @@ cubec_status server_write(cubec_device *d, stream_ref s, buffer_obj *b, uint64_t
                           const void *src, uint64_t size)
 {
     uint64_t t0 = d->timing.trace ? clock_now_ns() : 0, number = b->alloc->number;
-    cubec_status err = write_body(d, s, b, offset, src, size);
+    cubec_status err = server_back_buffers(d, &b, 1, NULL);
+    if (!err) err = write_body(d, s, b, offset, src, size);
     if (!err && d->timing.trace) trace_transfer(d, "write", "write", t0, s.number, number, size);
     return err;
 }
@@ -243,7 +244,8 @@ cubec_status server_read(cubec_device *d, stream_ref s, buffer_obj *b, uint64_t 
                          uint64_t size)
 {
     uint64_t t0 = d->timing.trace ? clock_now_ns() : 0, number = b->alloc->number;
-    cubec_status err = read_body(d, s.slot, b, offset, dst, size);
+    cubec_status err = server_back_buffers(d, &b, 1, NULL);
+    if (!err) err = read_body(d, s.slot, b, offset, dst, size);
     if (!err && d->timing.trace) trace_transfer(d, "read", "read", t0, s.number, number, size);
     return err;
 }
@@ -291,7 +293,8 @@ cubec_status server_read_async(cubec_device *d, stream_ref s, buffer_obj *b, uin
                                void *dst, uint64_t size, cubec_event **out)
 {
     uint64_t t0 = d->timing.trace ? clock_now_ns() : 0, number = b->alloc->number;
-    cubec_status err = read_async_body(d, s, b, offset, dst, size, out);
+    cubec_status err = server_back_buffers(d, &b, 1, NULL);
+    if (!err) err = read_async_body(d, s, b, offset, dst, size, out);
     if (!err && d->timing.trace)
         trace_transfer(d, "read (async start)", "read", t0, s.number, number, size);
     return err;

@@ -353,21 +353,13 @@ static unsigned char *map_zeroed(size_t bytes, void **out_map, size_t *out_map_b
     return guard - bytes;
 }
 
-static cubec_status null_mem_create(gpu *base, gpu_mem_kind kind, uint64_t size, gpu_mem **out)
+/* Takes `size` bytes of the heap cap and the host memory behind m. On error nothing changed. */
+static cubec_status null_mem_back(gpu *base, gpu_mem *mem)
 {
-    if (!out) return INVALID_ARG("null gpu mem_create: out is NULL");
-    *out = NULL;
-    if (kind != GPU_MEM_DEVICE && kind != GPU_MEM_UPLOAD && kind != GPU_MEM_READBACK &&
-        kind != GPU_MEM_HOST && kind != GPU_MEM_METADATA)
-        return INVALID_ARG("null gpu mem_create: kind %d is not a gpu_mem_kind", (int)kind);
-    if (size == 0) return INVALID_ARG("null gpu mem_create: size 0 (Vulkan needs at least 1 byte)");
-    /* Like a driver's allocation limit: the server's paths for huge buffers see the same error. */
-    if (size > base->info.max_allocation_size)
-        return status_make(CUBEC_OUT_OF_MEMORY,
-                           "null gpu: %" PRIu64 " bytes exceed max_allocation_size %" PRIu64, size,
-                           base->info.max_allocation_size);
     null_gpu *g = (null_gpu *)base;
-    if (kind == GPU_MEM_DEVICE && g->heap_cap) {
+    null_mem *m = (null_mem *)mem;
+    uint64_t size = mem->size;
+    if (mem->kind == GPU_MEM_DEVICE && g->heap_cap) {
         /* A driver's heap runs out: the server's out-of-memory paths can then be tested. */
         pthread_mutex_lock(&g->lock);
         uint64_t used = g->heap_used;
@@ -381,26 +373,65 @@ static cubec_status null_mem_create(gpu *base, gpu_mem_kind kind, uint64_t size,
                                " bytes granted)",
                                size, g->heap_cap, used);
     }
-    null_mem *m = calloc(1, sizeof *m);
     /* aligned_alloc wants a multiple of the alignment; the size is below 1 GiB here. */
     size_t bytes = (size_t)((size + NULL_ALIGNMENT - 1) / NULL_ALIGNMENT * NULL_ALIGNMENT);
     unsigned char *host = NULL;
-    if (m && bytes >= NULL_MAP_MIN) {
+    if (bytes >= NULL_MAP_MIN) {
         host = map_zeroed(bytes, &m->map, &m->map_bytes);
-    } else if (m) {
+    } else {
         host = aligned_alloc(NULL_ALIGNMENT, bytes);
         if (host) memset(host, 0, bytes); /* deterministic contents: no test sees leftovers */
     }
     if (!host) {
-        free(m);
-        heap_give_back(g, kind, size);
+        heap_give_back(g, mem->kind, size);
         return status_make(CUBEC_OUT_OF_MEMORY,
                            "null gpu: host out of memory allocating %" PRIu64 " bytes", size);
     }
-    m->base.size = size;
-    m->base.mapped = NULL;
-    m->base.kind = kind;
     m->host = host;
+    mem->unbacked = 0;
+    return NULL;
+}
+
+/* The record of a buffer, without its memory (null_mem_back). */
+static cubec_status null_mem_record(gpu *base, gpu_mem_kind kind, uint64_t size, null_mem **out)
+{
+    if (!out) return INVALID_ARG("null gpu mem_create: out is NULL");
+    *out = NULL;
+    if (kind != GPU_MEM_DEVICE && kind != GPU_MEM_UPLOAD && kind != GPU_MEM_READBACK &&
+        kind != GPU_MEM_HOST && kind != GPU_MEM_METADATA)
+        return INVALID_ARG("null gpu mem_create: kind %d is not a gpu_mem_kind", (int)kind);
+    if (size == 0) return INVALID_ARG("null gpu mem_create: size 0 (Vulkan needs at least 1 byte)");
+    /* Like a driver's allocation limit: the server's paths for huge buffers see the same error. */
+    if (size > base->info.max_allocation_size)
+        return status_make(CUBEC_OUT_OF_MEMORY,
+                           "null gpu: %" PRIu64 " bytes exceed max_allocation_size %" PRIu64, size,
+                           base->info.max_allocation_size);
+    null_mem *m = calloc(1, sizeof *m);
+    if (!m) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (memory record)");
+    m->base.size = size;
+    m->base.kind = kind;
+    m->base.unbacked = 1;
+    *out = m;
+    return NULL;
+}
+
+static cubec_status null_mem_create_unbacked(gpu *base, uint64_t size, gpu_mem **out)
+{
+    null_mem *m = NULL;
+    RETURN_IF_ERROR(null_mem_record(base, GPU_MEM_DEVICE, size, &m));
+    *out = &m->base;
+    return NULL;
+}
+
+static cubec_status null_mem_create(gpu *base, gpu_mem_kind kind, uint64_t size, gpu_mem **out)
+{
+    null_mem *m = NULL;
+    RETURN_IF_ERROR(null_mem_record(base, kind, size, &m));
+    cubec_status err = null_mem_back(base, &m->base);
+    if (err) {
+        free(m);
+        return err;
+    }
     *out = &m->base;
     return NULL;
 }
@@ -426,7 +457,7 @@ static void null_mem_invalidate(gpu *base, gpu_mem *mem)
 static void null_mem_destroy(gpu *base, gpu_mem *mem)
 {
     if (!mem) return;
-    heap_give_back((null_gpu *)base, mem->kind, mem->size);
+    if (!mem->unbacked) heap_give_back((null_gpu *)base, mem->kind, mem->size);
     null_mem *m = (null_mem *)mem;
     if (m->map)
         munmap(m->map, m->map_bytes);
@@ -1141,6 +1172,8 @@ static const gpu_ops null_ops = {
     .mem_map = null_mem_map,
     .mem_invalidate = null_mem_invalidate,
     .mem_destroy = null_mem_destroy,
+    .mem_create_unbacked = null_mem_create_unbacked,
+    .mem_back = null_mem_back,
     .mem_import_host = null_mem_import_host,
     .pipeline_create = null_pipeline_create,
     .pipeline_destroy = null_pipeline_destroy,

@@ -34,17 +34,17 @@ static uint32_t memory_type(const vk_gpu *v, gpu_mem_kind kind)
     return v->vk.upload_memory_type;
 }
 
-static cubec_status vk_mem_create(gpu *g, gpu_mem_kind kind, uint64_t size, gpu_mem **out)
+/* The VkBuffer of a page, without memory: a dry run's page has an identity (and a place in its
+ * pool) before any device memory is spent on it (vk_mem_back). */
+static cubec_status vk_mem_create_unbacked_kind(gpu *g, gpu_mem_kind kind, uint64_t size,
+                                                gpu_mem **out)
 {
     vk_gpu *v = vk_gpu_of(g);
-    VkDevice dev = v->vk.device;
     vk_mem *m = calloc(1, sizeof *m);
     if (!m) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (memory record)");
     m->base.size = size;
     m->base.kind = kind;
-    uint32_t type = memory_type(v, kind);
-    m->coherent =
-        (v->vk.memory.memoryTypes[type].propertyFlags & VK_MEMORY_PROPERTY_HOST_COHERENT_BIT) != 0;
+    m->base.unbacked = 1;
     VkBufferCreateInfo bci = {
         .sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
         .size = size,
@@ -52,33 +52,68 @@ static cubec_status vk_mem_create(gpu *g, gpu_mem_kind kind, uint64_t size, gpu_
                  VK_BUFFER_USAGE_TRANSFER_DST_BIT | VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT |
                  (kind == GPU_MEM_METADATA ? VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT : 0),
         .sharingMode = VK_SHARING_MODE_EXCLUSIVE};
-    cubec_status err = vk_status(vkCreateBuffer(dev, &bci, NULL, &m->buffer), "vkCreateBuffer");
-    VkMemoryRequirements req = {0};
-    if (!err) {
-        vkGetBufferMemoryRequirements(dev, m->buffer, &req);
-        if (!(req.memoryTypeBits & (1u << type)))
-            err = status_make(CUBEC_UNSUPPORTED, "memory type %u not allowed for buffers", type);
-    }
-    if (!err) {
-        VkMemoryAllocateInfo mai = {.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
-                                    .allocationSize = req.size,
-                                    .memoryTypeIndex = type};
-        VkResult r = vkAllocateMemory(dev, &mai, NULL, &m->memory);
-        if (r != VK_SUCCESS)
-            err = status_make(r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY
-                                  ? CUBEC_OUT_OF_MEMORY
-                                  : CUBEC_INTERNAL,
-                              "vkAllocateMemory of %" PRIu64 " bytes: %s", size, vk_result_name(r));
-    }
-    if (!err)
-        err = vk_status(vkBindBufferMemory(dev, m->buffer, m->memory, 0), "vkBindBufferMemory");
+    cubec_status err =
+        vk_status(vkCreateBuffer(v->vk.device, &bci, NULL, &m->buffer), "vkCreateBuffer");
     if (err) {
-        if (m->buffer) vkDestroyBuffer(dev, m->buffer, NULL);
-        if (m->memory) vkFreeMemory(dev, m->memory, NULL);
         free(m);
         return err;
     }
     *out = &m->base;
+    return NULL;
+}
+
+static cubec_status vk_mem_create_unbacked(gpu *g, uint64_t size, gpu_mem **out)
+{
+    return vk_mem_create_unbacked_kind(g, GPU_MEM_DEVICE, size, out);
+}
+
+/* Allocates and binds the memory of a buffer made by vk_mem_create_unbacked_kind. On error the
+ * buffer stays unbacked and usable for another try. */
+static cubec_status vk_mem_back(gpu *g, gpu_mem *gm)
+{
+    vk_gpu *v = vk_gpu_of(g);
+    VkDevice dev = v->vk.device;
+    vk_mem *m = (vk_mem *)gm;
+    uint32_t type = memory_type(v, gm->kind);
+    m->coherent =
+        (v->vk.memory.memoryTypes[type].propertyFlags & VK_MEMORY_PROPERTY_HOST_COHERENT_BIT) != 0;
+    VkMemoryRequirements req = {0};
+    vkGetBufferMemoryRequirements(dev, m->buffer, &req);
+    if (!(req.memoryTypeBits & (1u << type)))
+        return status_make(CUBEC_UNSUPPORTED, "memory type %u not allowed for buffers", type);
+    VkMemoryAllocateInfo mai = {.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
+                                .allocationSize = req.size,
+                                .memoryTypeIndex = type};
+    VkDeviceMemory memory = VK_NULL_HANDLE;
+    VkResult r = vkAllocateMemory(dev, &mai, NULL, &memory);
+    if (r != VK_SUCCESS)
+        return status_make(r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY
+                               ? CUBEC_OUT_OF_MEMORY
+                               : CUBEC_INTERNAL,
+                           "vkAllocateMemory of %" PRIu64 " bytes: %s", gm->size,
+                           vk_result_name(r));
+    cubec_status err =
+        vk_status(vkBindBufferMemory(dev, m->buffer, memory, 0), "vkBindBufferMemory");
+    if (err) {
+        vkFreeMemory(dev, memory, NULL);
+        return err;
+    }
+    m->memory = memory;
+    gm->unbacked = 0;
+    return NULL;
+}
+
+static cubec_status vk_mem_create(gpu *g, gpu_mem_kind kind, uint64_t size, gpu_mem **out)
+{
+    gpu_mem *m = NULL;
+    RETURN_IF_ERROR(vk_mem_create_unbacked_kind(g, kind, size, &m));
+    cubec_status err = vk_mem_back(g, m);
+    if (err) {
+        vkDestroyBuffer(vk_gpu_of(g)->vk.device, ((vk_mem *)m)->buffer, NULL);
+        free(m);
+        return err;
+    }
+    *out = m;
     return NULL;
 }
 
@@ -516,6 +551,8 @@ static void vk_gpu_destroy(gpu *g)
 static const gpu_ops vk_ops = {.name = "vulkan",
                                .destroy = vk_gpu_destroy,
                                .mem_create = vk_mem_create,
+                               .mem_create_unbacked = vk_mem_create_unbacked,
+                               .mem_back = vk_mem_back,
                                .mem_map = vk_mem_map,
                                .mem_invalidate = vk_mem_invalidate,
                                .mem_destroy = vk_mem_destroy,
