@@ -8,6 +8,7 @@ enum {
     HEADER = 5,
     OP_UNDEF = 1,
     OP_NAME = 5,
+    OP_ENTRY_POINT = 15,
     OP_MEMBER_NAME = 6,
     OP_TYPE_VOID = 19,
     OP_TYPE_ARRAY = 28,
@@ -104,6 +105,26 @@ static int keep(const uint32_t *w, uint32_t count, const unsigned char *marks, u
     return 1;
 }
 
+/* Copies an OpEntryPoint less the interface variables that were dropped (SPIR-V 1.4 lists
+ * every global, Private matrices too); returns the words written. */
+static uint32_t copy_entry_point(const uint32_t *w, uint32_t count, const unsigned char *marks,
+                                 uint32_t bound, uint32_t *out)
+{
+    uint32_t i = 3; /* after the execution model and the function: the name, nul-terminated */
+    while (i < count) {
+        uint32_t word = w[i++];
+        if ((word >> 24) == 0 || ((word >> 16) & 0xffu) == 0 || ((word >> 8) & 0xffu) == 0 ||
+            (word & 0xffu) == 0)
+            break;
+    }
+    memcpy(out, w, i * sizeof *out);
+    uint32_t used = i;
+    for (; i < count; i++)
+        if (!gone(marks, bound, w[i])) out[used++] = w[i];
+    out[0] = (used << 16) | OP_ENTRY_POINT;
+    return used;
+}
+
 cubec_status reflect_compat_copy(const uint32_t *w, size_t n, uint32_t **out, size_t *out_count)
 {
     *out = NULL;
@@ -151,7 +172,9 @@ cubec_status reflect_compat_copy(const uint32_t *w, size_t n, uint32_t **out, si
         } else {
             emit = keep(w + i, count, marks, bound);
         }
-        if (emit) {
+        if (emit && op == OP_ENTRY_POINT) {
+            used += copy_entry_point(w + i, count, marks, bound, copy + used);
+        } else if (emit) {
             memcpy(copy + used, w + i, count * sizeof *copy);
             used += count;
         }

@@ -20,7 +20,8 @@
 #include <string.h>
 
 /* A tile of C = A * B + C with arrays of matrices, a matrix-typed function parameter, a constant
- * matrix and a specialization constant: the declarations the copy must drop or keep. */
+ * matrix, a global (Private) array of them and a specialization constant: the declarations the copy
+ * must drop or keep. */
 static const char coopmat_src[] =
     "#version 450\n"
     "#extension GL_NV_cooperative_matrix : require\n"
@@ -32,11 +33,11 @@ static const char coopmat_src[] =
     "layout(std430, binding = 1) readonly buffer B { float16_t b[]; };\n"
     "layout(std430, binding = 2) writeonly buffer C { float c[]; };\n"
     "CUBEC_INFO(uint k; uint stride;)\n"
+    "fcoopmatNV<32, gl_ScopeSubgroup, 16, 8> acc[TILES]; /* a global: in the entry's interface */\n"
     "fcoopmatNV<32, gl_ScopeSubgroup, 16, 8> twice(fcoopmatNV<32, gl_ScopeSubgroup, 16, 8> m) {\n"
     "  return m + m;\n"
     "}\n"
     "void main() {\n"
-    "  fcoopmatNV<32, gl_ScopeSubgroup, 16, 8> acc[TILES];\n"
     "  for (uint t = 0; t < TILES; t++) acc[t] = fcoopmatNV<32, gl_ScopeSubgroup, 16, 8>(0.0);\n"
     "  for (uint k = 0; k < info.k; k += 16) {\n"
     "    fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> ma;\n"
@@ -84,6 +85,15 @@ static void test_cooperative_matrix_module(void **state)
         assert_int_not_equal(copy[i] & 0xffffu, 5358); /* OpTypeCooperativeMatrixNV */
     }
     assert_memory_equal(before, words, count * sizeof *before);
+    /* The entry point lists the module's globals (SPIR-V 1.5): in the copy, all but the matrix
+     * array (3 buffers and the metadata block remain). */
+    uint32_t entry_words[2] = {0, 0};
+    for (size_t i = 5; i < count; i += words[i] >> 16)
+        if ((words[i] & 0xffffu) == 15) entry_words[0] = words[i] >> 16;
+    for (size_t i = 5; i < copy_count; i += copy[i] >> 16)
+        if ((copy[i] & 0xffffu) == 15) entry_words[1] = copy[i] >> 16;
+    assert_int_equal(entry_words[0], 3 + 2 + 5); /* opcode, model, function, "main\0", 5 ids */
+    assert_int_equal(entry_words[1], entry_words[0] - 1);
     free(copy);
     free(before);
     free(words);
