@@ -83,7 +83,7 @@ static void emit_string(words *m, uint32_t opcode, const uint32_t *before, uint3
                         const char *s)
 {
     uint32_t ops[32] = {0};
-    memcpy(ops, before, count * sizeof *ops);
+    if (count) memcpy(ops, before, count * sizeof *ops);
     size_t len = strlen(s) + 1;
     memcpy(ops + count, s, len);
     emit(m, opcode, ops, count + (uint32_t)((len + 3) / 4));
