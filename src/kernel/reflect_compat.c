@@ -60,7 +60,8 @@ static int declaration(uint32_t op, uint32_t *result_at, uint32_t *first_operand
     case OP_SPEC_CONSTANT_COMPOSITE:
     case OP_CONSTANT_NULL:
     case OP_UNDEF: *result_at = 2, *first_operand = 3; return 1;
-    case OP_VARIABLE: *result_at = 2, *first_operand = 4; return 1; /* word 3: storage class */
+    /* Word 3 is a literal: OpVariable's storage class, OpSpecConstantOp's opcode. */
+    case OP_VARIABLE:
     case OP_SPEC_CONSTANT_OP: *result_at = 2, *first_operand = 4; return 1;
     default: return 0;
     }
