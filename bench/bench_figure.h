@@ -44,6 +44,8 @@ typedef struct bench_params {
     uint32_t thread_launches;   /* streams.independent: launches per thread per repetition  */
     uint32_t cross_launches;    /* streams.cross: launches in the chain per repetition      */
     uint32_t interleave_rounds; /* streams.interleave: rounds of one launch per stream     */
+    uint32_t gemm_n;            /* kernel.gemm_f16: N of the N x N x N multiply            */
+    uint32_t features;          /* cubec_feature bits of the device                        */
 } bench_params;
 
 /* One repetition's result: the figure's value, and optionally a device-time value measured with
@@ -76,6 +78,11 @@ extern const bench_impl_entry bench_cubec_baseline_impls[];
  * status), and the run's own cache directory (begin sets CUBEC_CACHE_DIR to a new temporary
  * directory unless it is set, so that the salted kernels stay out of the user's cache; end
  * removes it). */
+/* kernel.gemm_f16 (gemm_f16.c): cooperative matrices, and its baseline, a scalar tiled multiply
+ * of the same data on the same device. */
+extern const bench_impl bench_gemm_f16_impl;
+extern const bench_impl bench_gemm_f16_scalar_impl;
+
 extern const bench_impl bench_warm_disk_impl;
 extern const bench_impl bench_warm_disk_baseline_impl;
 int bench_warm_disk_child(const char *salt_text);

@@ -49,6 +49,8 @@ typedef struct figure_def {
      * is read then), and its value; NULL when the baseline opens its device as cubec does. */
     const char *baseline_env;
     const char *baseline_env_value;
+    /* cubec_feature bits the figure needs: on a device without them it is skipped, saying so. */
+    uint32_t needs;
 } figure_def;
 
 static const figure_variant independent_variants[] = {
@@ -81,6 +83,8 @@ static const figure_def figures[] = {
     {"read.d2h_pinned", "GB/s", 0, "wall", 1, 11, 3},
     {"copy.d2d", "GB/s", 0, "wall", 1, 7, 3},
     {"kernel.vector_add", "GB/s", 0, "wall", 1, 11, 3},
+    {"kernel.gemm_f16", "TFLOP/s", 0, "wall", 1, 11, 3, "cubec_scalar", NULL, 0, NULL, NULL,
+     CUBEC_FEATURE_COOPERATIVE_MATRIX_NV},
     {"alloc.pair", "ns", 1, "host", 1, 11, 3},
     /* What a profile around nothing measures on an idle GPU: an autotuner's fixed error. */
     {"profile.empty", "us", 1, "device", 3, 51, 5},
@@ -227,6 +231,8 @@ static void make_params(const cubec_device_info *info, int quick, bench_params *
     p->thread_launches = quick ? 200 : 1000;
     p->cross_launches = quick ? 200 : 1000;
     p->interleave_rounds = quick ? 200 : 1000;
+    p->gemm_n = p->gpu && !quick ? 4096 : 1024;
+    p->features = info->features;
     /* Unique per run, so that no disk cache (cubec's or the driver's) has seen a salted kernel. */
     p->salt_base = ((uint32_t)time(NULL) ^ (uint32_t)getpid() * 2654435761u) & 0x3fffffffu;
 }
@@ -430,6 +436,13 @@ static void run_figure(const figure_def *def, size_t first, const bench_params *
                                 .device_value = NAN,
                                 .baseline_device_value = NAN};
     }
+    if (def->needs & ~params->features) {
+        const uint32_t missing = def->needs & ~params->features;
+        res->skipped = bench_errorf("the device lacks the feature %s (cubec info)",
+                                    cubec_feature_name((cubec_feature)(missing & (~missing + 1))));
+        bench_err_free(err); /* nothing was measured */
+        return;
+    }
     progress_show(pr, def->name, NULL, 0, reps);
     for (uint32_t s = 0; !err && s < n; s++) {
         sides[s].values = calloc(reps, sizeof(double));
@@ -584,8 +597,10 @@ static int run_suite(const options *options_in)
     else
         bench_report_table(stdout, &run, results, count);
     fflush(stdout);
-    for (size_t i = 0; i < count; i++)
+    for (size_t i = 0; i < count; i++) {
         bench_err_free(results[i].error);
+        bench_err_free(results[i].skipped);
+    }
     free(results);
     if (opt.trace && trace_check(opt.trace) != 0) return 1;
     return failed ? 1 : 0;

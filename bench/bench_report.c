@@ -51,6 +51,9 @@ void bench_report_json(FILE *out, const bench_run_info *run, const bench_result 
         if (r->error) {
             fputs(", \"error\": ", out);
             json_string(out, r->error);
+        } else if (r->skipped) {
+            fputs(", \"skipped\": ", out);
+            json_string(out, r->skipped);
         } else {
             fputs(", \"value\": ", out);
             json_number(out, r->value);
@@ -101,6 +104,10 @@ void bench_report_table(FILE *out, const bench_run_info *run, const bench_result
             fprintf(out, " ERROR: %s\n", r->error);
             continue;
         }
+        if (r->skipped) {
+            fprintf(out, " skipped: %s\n", r->skipped);
+            continue;
+        }
         table_number(out, r->value);
         table_number(out, r->baseline_value);
         fprintf(out, " %8.3f  %-6s", r->value / r->baseline_value,
@@ -115,7 +122,9 @@ void bench_report_table(FILE *out, const bench_run_info *run, const bench_result
           "streams.independent.N against its own 1-thread run (ratio = speedup over 1 thread),\n"
           "streams.cross against the same chain on one stream (ratio = cost of crossing),\n"
           "streams.interleave against the same work with CUBEC_STREAM_STRATEGY=sequential,\n"
-          "graph.*_vs_eager against the same launches issued eagerly through cubec.\n"
+          "graph.*_vs_eager against the same launches issued eagerly through cubec,\n"
+          "kernel.gemm_f16 against a scalar 16x16 tiled multiply through cubec (cubec_scalar);\n"
+          "a figure the device cannot run (a feature missing) is skipped, saying why.\n"
           "Each side runs all its repetitions on its own device, closed before the next side's "
           "opens.\n"
           "Device work is timed by the wall clock around submission and wait on both sides\n"

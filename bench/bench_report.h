@@ -22,6 +22,7 @@ typedef struct bench_result {
     double baseline_value;        /* the baseline, median */
     double baseline_device_value; /* raw_vulkan by timestamps, median; NaN if none */
     bench_err error;              /* set: the figure failed and the numbers mean nothing */
+    bench_err skipped;            /* set: why the device cannot run the figure (no numbers) */
 } bench_result;
 
 typedef struct bench_run_info {

@@ -970,6 +970,7 @@ const bench_impl_entry bench_cubec_impls[] = {
     {"read.d2h_pinned", &d2h_pinned_impl},
     {"copy.d2d", &copy_impl},
     {"kernel.vector_add", &vector_impl},
+    {"kernel.gemm_f16", &bench_gemm_f16_impl},
     {"alloc.pair", &alloc_impl},
     {"compile.cold", &cold_impl},
     {"compile.warm_memory", &warm_impl},
@@ -989,5 +990,6 @@ const bench_impl_entry bench_cubec_baseline_impls[] = {
     {"streams.cross", &cross_one_stream_impl},
     {"streams.interleave", &interleave_impl},
     {"compile.warm_disk", &bench_warm_disk_baseline_impl},
+    {"kernel.gemm_f16", &bench_gemm_f16_scalar_impl},
     {NULL, NULL},
 };

@@ -11,7 +11,8 @@
 # tiny round trip 3x slower (reviews/h200-side-by-side.md), raw Vulkan included.
 #
 # Outputs: $OUT/<name>-<round>.json (cubec), $OUT/cuda_c-<round>.txt, $OUT/wgpu-<round>.txt,
-# $OUT/torch-<round>.txt (PEERS/cuda_peer.py, where PyTorch is installed), the merged table of all
+# $OUT/torch-<round>.txt (PEERS/cuda_peer.py, where PyTorch is installed), $OUT/torch_matmul-<round>.txt
+# (torch_matmul_peer.py beside this script: kernel.gemm_f16's peer), the merged table of all
 # of them $OUT/side_by_side.md and .json (bench/side_by_side.py, beside this script), and
 # $OUT/run.log (versions, exit codes, stderr, timings, SM clock before each process). The device
 # machine returns at most 8 files from $OUT: when more would be there (PACK=auto, the default), all
@@ -99,6 +100,9 @@ for r in $(seq 1 "$ROUNDS"); do
   [ -x "$PEERS/wgpu_peer" ] && run "wgpu-$r" "$OUT/wgpu-$r.txt" "$PEERS/wgpu_peer"
   [ -f "$PEERS/cuda_peer.py" ] && python3 -c "import torch" 2>/dev/null &&
     run "torch-$r" "$OUT/torch-$r.txt" python3 "$PEERS/cuda_peer.py"
+  # kernel.gemm_f16's peer: torch.matmul, float16 at 4096^3 (beside this script).
+  [ -f "$(dirname "$0")/torch_matmul_peer.py" ] && python3 -c "import torch" 2>/dev/null &&
+    run "torch_matmul-$r" "$OUT/torch_matmul-$r.txt" python3 "$(dirname "$0")/torch_matmul_peer.py"
 done
 
 if [ "$PERF" = 1 ]; then

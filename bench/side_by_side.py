@@ -5,7 +5,8 @@
 
 DIR holds what bench/h200_side_by_side.sh leaves there: <name>-<round>.json from `cubec bench
 --json`, and the peers' outputs cuda_c-<round>.txt (../shared/peers/cuda_c_peer), wgpu-<round>.txt
-(wgpu_peer) and torch-<round>.txt (cuda_peer.py), any of which may be missing. For every cubec
+(wgpu_peer), torch-<round>.txt (cuda_peer.py) and torch_matmul-<round>.txt
+(bench/torch_matmul_peer.py), any of which may be missing. For every cubec
 figure the table shows each cubec build's value, raw Vulkan's, and each peer's counterpart (the
 median over rounds of the peer's own medians; the range over rounds in parentheses when it has
 more than one). Peers measure their own way: the mapping below names the peer line each figure is
@@ -56,6 +57,7 @@ PEERS = {
     "kernel.vector_add": [("wgpu", "wgpu.vector_add_2^28_device_ts", "device"),
                           ("torch", r"e\. vector add n=2\^28 device us [\d.]+ -> ([\d.]+) GB/s",
                            "device")],
+    "kernel.gemm_f16": [("torch_matmul", r"torch\.matmul_f16 ([\d.]+)", "device")],
     "alloc.pair": [("cuda_c", "cuda.alloc_pair_cuMemAllocAsync_pool", ""),
                    ("wgpu", "wgpu.alloc_pair_256B-16MiB", "")],
     "compile.cold": [("cuda_c", "cuda.compile_cold_ptx_jit+load+launch", ""),
@@ -63,7 +65,7 @@ PEERS = {
     "compile.warm_memory": [("cuda_c", "cuda.compile_same_ptx_again_jit_cache", ""),
                             ("wgpu", "wgpu.compile_same_source_again", "")],
 }
-PEER_FILES = {"cuda_c": "cuda_c", "wgpu": "wgpu", "torch": "torch"}
+PEER_FILES = {"cuda_c": "cuda_c", "wgpu": "wgpu", "torch": "torch", "torch_matmul": "torch_matmul"}
 
 
 def peer_value(text, key):
@@ -123,7 +125,7 @@ def main(argv):
         device = device or run.get("device", {}).get("name")
         commit = commit or run.get("commit")
         for r in run["results"]:
-            if "error" in r:
+            if "error" in r or "skipped" in r:
                 continue
             builds.setdefault(name, {}).setdefault(r["name"], []).append(r)
     peers = {}

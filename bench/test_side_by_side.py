@@ -18,7 +18,10 @@ def cubec_run(commit, roundtrip, copy, copy_ts):
         {"name": "copy.d2d", "unit": "GB/s", "value": copy, "timestamp_value": copy_ts,
          "baseline": "raw_vulkan", "baseline_value": 800.0, "baseline_timestamp_value": 850.0,
          "lower_is_better": False},
-        {"name": "alloc.pair", "unit": "ns", "error": "failed"}]}
+        {"name": "alloc.pair", "unit": "ns", "error": "failed"},
+        {"name": "kernel.gemm_f16", "unit": "TFLOP/s", "value": 200.0, "baseline": "cubec_scalar",
+         "baseline_value": 8.0, "lower_is_better": False},
+        {"name": "kernel.skipped", "unit": "x", "skipped": "the device lacks it"}]}
 
 
 def main():
@@ -34,6 +37,10 @@ def main():
                 f.write("cuda.roundtrip_launch_sync %g 1 2 201 us\n" % cuda[i])
         with open(os.path.join(d, "torch-1.txt"), "w") as f:
             f.write("a. tiny launch round trip (launch+sync) us: 12.25 (best 11.9)\n")
+        matmul = [700.5, 710.5]
+        for i in range(2):
+            with open(os.path.join(d, "torch_matmul-%d.txt" % (i + 1)), "w") as f:
+                f.write("torch.matmul_f16 %g (best 720.0) TFLOP/s at 4096^3\n" % matmul[i])
         out = os.path.join(d, "t.json")
         subprocess.run([sys.executable, os.path.join(HERE, "side_by_side.py"), d, "--json", out],
                        check=True, stdout=subprocess.DEVNULL)
@@ -53,6 +60,10 @@ def main():
         assert cp["baseline_timestamp_value"]["median"] == 850.0, cp
         assert rows["copy.d2d"]["peers"] == {}, rows["copy.d2d"]  # no peer printed it
         assert "alloc.pair" not in rows  # only an error: nothing to show
+        assert "kernel.skipped" not in rows  # skipped: nothing to show
+        g = rows["kernel.gemm_f16"]["peers"]["torch_matmul"]
+        assert g["median"] == statistics.median(matmul) and g["note"] == "device", g
+        assert "torch_matmul" not in rt["peers"]  # its file is not the torch peer's
     print("test_side_by_side: ok")
     return 0
 

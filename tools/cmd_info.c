@@ -18,8 +18,9 @@ void cli_info_usage(FILE *out)
             "usage: cubec info [--memory [--json]]\n"
             "\n"
             "Lists every Vulkan device with its name, type, vendor and device id, driver, API\n"
-            "version, compute limits and the optional shader features cubec enables on it\n"
-            "(cubec_feature), and marks the one cubec_device_open(NULL) picks\n"
+            "version, compute limits, the optional shader features cubec enables on it\n"
+            "(cubec_feature) and the cooperative-matrix shapes M x N x K with their A*B+C->result\n"
+            "element types, and marks the one cubec_device_open(NULL) picks\n"
             "(CUBEC_DEVICE=<index or part of the name> changes it).\n"
             "\n"
             "  --memory   open the default device and print its memory report as a table (per\n"
@@ -90,6 +91,23 @@ static void print_features(const char *label, uint32_t bits)
     printf("%s\n", any ? "" : " none");
 }
 
+/* One line per cooperative-matrix shape: "16x8x16 float16*float16+float32->float32 (KHR)". */
+static void print_matrix_shapes(const cubec_device_info *d)
+{
+    if (d->matrix_shape_count == 0) {
+        printf("  %-28s none\n", "cooperative matrix shapes");
+        return;
+    }
+    for (uint32_t i = 0; i < d->matrix_shape_count; i++) {
+        const cubec_matrix_shape *s = &d->matrix_shapes[i];
+        printf("  %-28s %" PRIu32 "x%" PRIu32 "x%" PRIu32 " %s*%s+%s->%s%s (%s)\n",
+               i == 0 ? "cooperative matrix shapes" : "", s->m, s->n, s->k,
+               cubec_matrix_type_name(s->a), cubec_matrix_type_name(s->b),
+               cubec_matrix_type_name(s->c), cubec_matrix_type_name(s->result),
+               s->saturating ? " saturating" : "", s->nv ? "NV" : "KHR");
+    }
+}
+
 static void print_device(uint32_t index, const cubec_device_info *d, int is_default)
 {
     char b1[64];
@@ -121,9 +139,13 @@ static void print_device(uint32_t index, const cubec_device_info *d, int is_defa
     printf("  %-28s %" PRIu32 "\n", "max workgroup invocations", d->max_workgroup_invocations);
     printf("  %-28s %s\n", "max shared memory",
            cli_format_bytes(d->max_shared_memory_size, b1, sizeof b1));
-    printf("  %-28s %" PRIu32 "\n", "subgroup size", d->subgroup_size);
+    printf("  %-28s %" PRIu32, "subgroup size", d->subgroup_size);
+    if (d->min_subgroup_size)
+        printf(" (range %" PRIu32 "..%" PRIu32 ")", d->min_subgroup_size, d->max_subgroup_size);
+    printf("\n");
     printf("  %-28s %g ns\n", "timestamp period", d->timestamp_period_ns);
     print_features("shader features", d->features);
+    print_matrix_shapes(d);
     if (d->tasks_max != 0) printf("  %-28s %" PRIu32 "\n", "tasks per submission", d->tasks_max);
 }
 

@@ -148,6 +148,16 @@ typedef enum cubec_feature {
     CUBEC_FEATURE_SUBGROUP_SHUFFLE_RELATIVE = 1 << 18, /* SUBGROUP_FEATURE_SHUFFLE_RELATIVE */
     CUBEC_FEATURE_SUBGROUP_CLUSTERED = 1 << 19,        /* SUBGROUP_FEATURE_CLUSTERED      */
     CUBEC_FEATURE_SUBGROUP_QUAD = 1 << 20,             /* SUBGROUP_FEATURE_QUAD           */
+    /* Added with the capability query: each enabled where the device has its extension (or the
+     * Vulkan 1.2 core feature). */
+    CUBEC_FEATURE_BUFFER_DEVICE_ADDRESS = 1 << 21, /* bufferDeviceAddress (Vulkan 1.2) */
+    CUBEC_FEATURE_SUBGROUP_SIZE_CONTROL = 1 << 22, /* subgroupSizeControl (VK_EXT_) */
+    CUBEC_FEATURE_INTEGER_DOT_PRODUCT = 1 << 23,   /* shaderIntegerDotProduct (VK_KHR_) */
+    CUBEC_FEATURE_COOPERATIVE_MATRIX = 1 << 24,    /* cooperativeMatrix (VK_KHR_) */
+    CUBEC_FEATURE_COOPERATIVE_MATRIX_NV = 1 << 25, /* cooperativeMatrix (VK_NV_) */
+    CUBEC_FEATURE_BFLOAT16 = 1 << 26,              /* shaderBFloat16Type (VK_KHR_shader_bfloat16) */
+    CUBEC_FEATURE_BFLOAT16_DOT_PRODUCT = 1 << 27,  /* shaderBFloat16DotProduct */
+    CUBEC_FEATURE_BFLOAT16_COOPERATIVE_MATRIX = 1 << 28, /* shaderBFloat16CooperativeMatrix */
 } cubec_feature;
 
 /* The short name of one feature, as `cubec info` and CUBEC_DISABLE_FEATURES spell it ("float16",
@@ -174,6 +184,37 @@ typedef struct cubec_device_desc {
     const char *backend;
     uint32_t null_delay_us; /* null backend: 0 = CUBEC_NULL_DELAY_US or at once */
 } cubec_device_desc;
+
+/* Element types of cooperative matrices (Vulkan's VkComponentTypeKHR, renumbered). */
+typedef enum cubec_matrix_type {
+    CUBEC_MATRIX_OTHER = 0, /* a type this header does not name (fp8 and packed int8 of NV) */
+    CUBEC_MATRIX_FLOAT16 = 1,
+    CUBEC_MATRIX_FLOAT32 = 2,
+    CUBEC_MATRIX_FLOAT64 = 3,
+    CUBEC_MATRIX_BFLOAT16 = 4,
+    CUBEC_MATRIX_SINT8 = 5,
+    CUBEC_MATRIX_SINT16 = 6,
+    CUBEC_MATRIX_SINT32 = 7,
+    CUBEC_MATRIX_SINT64 = 8,
+    CUBEC_MATRIX_UINT8 = 9,
+    CUBEC_MATRIX_UINT16 = 10,
+    CUBEC_MATRIX_UINT32 = 11,
+    CUBEC_MATRIX_UINT64 = 12,
+} cubec_matrix_type;
+
+/* "float16", "sint8"...; "other" for CUBEC_MATRIX_OTHER or a value out of range. */
+const char *cubec_matrix_type_name(cubec_matrix_type type);
+
+/* One multiply-add a subgroup can do with cooperative matrices: result (M x N) = A (M x K) *
+ * B (K x N) + C (M x N). */
+typedef struct cubec_matrix_shape {
+    uint32_t m, n, k;
+    cubec_matrix_type a, b, c, result;
+    int saturating; /* integer results saturate (saturatingAccumulation) */
+    int nv; /* 1: VK_NV_cooperative_matrix (GLSL fcoopmatNV); 0: VK_KHR_cooperative_matrix */
+} cubec_matrix_shape;
+
+#define CUBEC_MAX_MATRIX_SHAPES 48
 
 typedef struct cubec_device_info {
     char name[256];
@@ -205,6 +246,16 @@ typedef struct cubec_device_info {
      * minImportedHostPointerAlignment, or the host page size where it cannot import); also
      * filled by cubec_device_peek. Added after `features` (docs/api.md, "Struct growth"). */
     uint64_t host_register_alignment;
+    /* Added with the capability query (docs/api.md, "Struct growth"); also filled by
+     * cubec_device_peek. The range of subgroup sizes the device may run a compute kernel with
+     * (VK_EXT_subgroup_size_control; both equal subgroup_size without it). */
+    uint32_t min_subgroup_size;
+    uint32_t max_subgroup_size;
+    /* The subgroup-scope cooperative-matrix shapes the device supports, of the extensions
+     * enabled (with cubec_device_peek: that it has): VK_KHR_cooperative_matrix's first, then
+     * VK_NV_cooperative_matrix's; at most CUBEC_MAX_MATRIX_SHAPES (the rest are left out). */
+    uint32_t matrix_shape_count;
+    cubec_matrix_shape matrix_shapes[CUBEC_MAX_MATRIX_SHAPES];
 } cubec_device_info;
 
 /* Opens a device. `desc` may be NULL (defaults). */

@@ -41,3 +41,12 @@ uint32_t feature_from_name(const char *name, size_t len)
             return features[i].bit;
     return 0;
 }
+
+const char *cubec_matrix_type_name(cubec_matrix_type type)
+{
+    static const char *const names[] = {"other",  "float16", "float32", "float64", "bfloat16",
+                                        "sint8",  "sint16",  "sint32",  "sint64",  "uint8",
+                                        "uint16", "uint32",  "uint64"};
+    unsigned i = (unsigned)type;
+    return i < sizeof names / sizeof names[0] ? names[i] : "other";
+}

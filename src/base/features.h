@@ -35,7 +35,21 @@
     X(CUBEC_FEATURE_SUBGROUP_SHUFFLE_RELATIVE, "subgroup_shuffle_relative",                        \
       "subgroup operations SHUFFLE_RELATIVE")                                                      \
     X(CUBEC_FEATURE_SUBGROUP_CLUSTERED, "subgroup_clustered", "subgroup operations CLUSTERED")     \
-    X(CUBEC_FEATURE_SUBGROUP_QUAD, "subgroup_quad", "subgroup operations QUAD")
+    X(CUBEC_FEATURE_SUBGROUP_QUAD, "subgroup_quad", "subgroup operations QUAD")                    \
+    X(CUBEC_FEATURE_BUFFER_DEVICE_ADDRESS, "buffer_device_address", "bufferDeviceAddress")         \
+    X(CUBEC_FEATURE_SUBGROUP_SIZE_CONTROL, "subgroup_size_control",                                \
+      "VK_EXT_subgroup_size_control subgroupSizeControl")                                          \
+    X(CUBEC_FEATURE_INTEGER_DOT_PRODUCT, "integer_dot_product",                                    \
+      "VK_KHR_shader_integer_dot_product shaderIntegerDotProduct")                                 \
+    X(CUBEC_FEATURE_COOPERATIVE_MATRIX, "cooperative_matrix",                                      \
+      "VK_KHR_cooperative_matrix cooperativeMatrix")                                               \
+    X(CUBEC_FEATURE_COOPERATIVE_MATRIX_NV, "cooperative_matrix_nv",                                \
+      "VK_NV_cooperative_matrix cooperativeMatrix")                                                \
+    X(CUBEC_FEATURE_BFLOAT16, "bfloat16", "VK_KHR_shader_bfloat16 shaderBFloat16Type")             \
+    X(CUBEC_FEATURE_BFLOAT16_DOT_PRODUCT, "bfloat16_dot_product",                                  \
+      "VK_KHR_shader_bfloat16 shaderBFloat16DotProduct")                                           \
+    X(CUBEC_FEATURE_BFLOAT16_COOPERATIVE_MATRIX, "bfloat16_cooperative_matrix",                    \
+      "VK_KHR_shader_bfloat16 shaderBFloat16CooperativeMatrix")
 
 /* What a device enabled at open, and what it has but the configuration turned off: kernel
  * errors tell "the device lacks it" from "it was disabled". */

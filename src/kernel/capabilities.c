@@ -22,6 +22,13 @@ typedef struct capability_rule {
 #name, (uint32_t)SpvCapability##name, needs                                                \
     }
 
+/* Capabilities newer than the SPIR-V header cubec is built with (Debian 12's), by their
+ * registered numbers. */
+#define CAP_NUMBER(name, number, needs)                                                            \
+    {                                                                                              \
+#name, number, needs                                                                       \
+    }
+
 static const capability_rule rules[] = {
     /* Every Vulkan 1.2 device: core capabilities without a feature (Vulkan spec, appendix
      * "SPIR-V Environment", capabilities table). GroupNonUniform needs the BASIC subgroup
@@ -62,6 +69,16 @@ static const capability_rule rules[] = {
     CAP(GroupNonUniformShuffleRelative, CUBEC_FEATURE_SUBGROUP_SHUFFLE_RELATIVE),
     CAP(GroupNonUniformClustered, CUBEC_FEATURE_SUBGROUP_CLUSTERED),
     CAP(GroupNonUniformQuad, CUBEC_FEATURE_SUBGROUP_QUAD),
+    CAP(PhysicalStorageBufferAddresses, CUBEC_FEATURE_BUFFER_DEVICE_ADDRESS),
+    CAP(DotProduct, CUBEC_FEATURE_INTEGER_DOT_PRODUCT),
+    CAP(DotProductInputAll, CUBEC_FEATURE_INTEGER_DOT_PRODUCT),
+    CAP(DotProductInput4x8Bit, CUBEC_FEATURE_INTEGER_DOT_PRODUCT),
+    CAP(DotProductInput4x8BitPacked, CUBEC_FEATURE_INTEGER_DOT_PRODUCT),
+    CAP(CooperativeMatrixNV, CUBEC_FEATURE_COOPERATIVE_MATRIX_NV),
+    CAP_NUMBER(CooperativeMatrixKHR, 6022u, CUBEC_FEATURE_COOPERATIVE_MATRIX),
+    CAP_NUMBER(BFloat16TypeKHR, 5116u, CUBEC_FEATURE_BFLOAT16),
+    CAP_NUMBER(BFloat16DotProductKHR, 5117u, CUBEC_FEATURE_BFLOAT16_DOT_PRODUCT),
+    CAP_NUMBER(BFloat16CooperativeMatrixKHR, 5118u, CUBEC_FEATURE_BFLOAT16_COOPERATIVE_MATRIX),
     /* Known, and needing a feature or extension cubec does not enable: named in the refusal. */
     CAP(StorageInputOutput16, NEVER),
     CAP(AtomicFloat16AddEXT, NEVER),
@@ -70,7 +87,6 @@ static const capability_rule rules[] = {
     CAP(AtomicFloat16MinMaxEXT, NEVER),
     CAP(AtomicFloat32MinMaxEXT, NEVER),
     CAP(AtomicFloat64MinMaxEXT, NEVER),
-    CAP(PhysicalStorageBufferAddresses, NEVER), /* buffer device address */
     CAP(WorkgroupMemoryExplicitLayoutKHR, NEVER),
     CAP(WorkgroupMemoryExplicitLayout8BitAccessKHR, NEVER),
     CAP(WorkgroupMemoryExplicitLayout16BitAccessKHR, NEVER),
@@ -83,11 +99,6 @@ static const capability_rule rules[] = {
     CAP(SubgroupBallotKHR, NEVER),
     CAP(SubgroupVoteKHR, NEVER),
     CAP(ShaderClockKHR, NEVER),
-    CAP(DotProduct, NEVER),
-    CAP(DotProductInputAll, NEVER),
-    CAP(DotProductInput4x8Bit, NEVER),
-    CAP(DotProductInput4x8BitPacked, NEVER),
-    CAP(CooperativeMatrixNV, NEVER),
     CAP(DenormPreserve, NEVER),
     CAP(DenormFlushToZero, NEVER),
     CAP(SignedZeroInfNanPreserve, NEVER),
@@ -180,4 +191,33 @@ cubec_status capabilities_check(const char *kernel, const char *device, const ui
     return status_make(CUBEC_UNSUPPORTED, "kernel '%s' needs SPIR-V capability %s%s%s%s%s", kernel,
                        spell(c, num, sizeof num), why, used ? " (also refused: " : "", others,
                        used ? ")" : "");
+}
+
+uint32_t capabilities_scan(const uint32_t *words, size_t word_count, uint32_t *caps, uint32_t max)
+{
+    enum { HEADER_WORDS = 5, OP_CAPABILITY = 17, OP_MEMORY_MODEL = 14 };
+    if (!words || word_count < HEADER_WORDS || words[0] != 0x07230203u) return 0;
+    uint32_t n = 0;
+    size_t i = HEADER_WORDS;
+    while (i < word_count && n < max) {
+        uint32_t count = words[i] >> 16, opcode = words[i] & 0xffffu;
+        if (count == 0 || count > word_count - i) break;
+        /* Capabilities come first in a module; OpMemoryModel follows them all. */
+        if (opcode == OP_MEMORY_MODEL) break;
+        if (opcode == OP_CAPABILITY && count == 2) caps[n++] = words[i + 1];
+        i += count;
+    }
+    return n;
+}
+
+cubec_status capabilities_precheck(const char *kernel, const char *device, const uint32_t *words,
+                                   size_t word_count, const feature_set *features)
+{
+    uint32_t caps[64], feature_caps[64], n = 0;
+    uint32_t count = capabilities_scan(words, word_count, caps, 64);
+    for (uint32_t i = 0; i < count; i++) {
+        const capability_rule *r = find_rule(caps[i]);
+        if (r && r->needs != NEVER && r->needs != ANY_DEVICE) feature_caps[n++] = caps[i];
+    }
+    return capabilities_check(kernel, device, feature_caps, n, features);
 }

@@ -17,6 +17,7 @@
 #include "base/features.h"
 #include "base/status.h"
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* The SPIR-V name of a capability ("StorageBuffer16BitAccess"), or NULL when it is unknown here. */
@@ -29,5 +30,17 @@ const char *capability_name(uint32_t capability);
  * followed by the names of any other capabilities refused. */
 cubec_status capabilities_check(const char *kernel, const char *device, const uint32_t *caps,
                                 uint32_t count, const feature_set *features);
+
+/* The OpCapability operands of a module, read from its words without parsing the rest (at most
+ * `max`; 0 for words that are not a SPIR-V module). For checking a module's capabilities before
+ * the validator sees it: this SPIRV-Tools refuses capabilities newer than itself
+ * (CooperativeMatrixKHR, BFloat16TypeKHR) as invalid, where the true answer on a device without
+ * them is CUBEC_UNSUPPORTED. */
+uint32_t capabilities_scan(const uint32_t *words, size_t word_count, uint32_t *caps, uint32_t max);
+/* capabilities_check of the capabilities of `words` that need a device feature, before the
+ * module is validated: the validator keeps its say on everything else (a capability Vulkan
+ * forbids is invalid SPIR-V, not unsupported). */
+cubec_status capabilities_precheck(const char *kernel, const char *device, const uint32_t *words,
+                                   size_t word_count, const feature_set *features);
 
 #endif

@@ -6,6 +6,7 @@
  * happens not to touch still occupies its slot in the buffer list. */
 #include "kernel/reflect.h"
 
+#include "kernel/reflect_compat.h"
 #include "kernel/workgroup_memory.h"
 
 /* libspirv.h defines (not declares) a const kDefaultMaxIdBound at file scope, which in C is an
@@ -17,6 +18,7 @@
 #include <spirv_cross/spirv_cross_c.h>
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define SPIRV_MAGIC 0x07230203u
@@ -528,9 +530,16 @@ cubec_status kernel_reflect_trusted(const uint32_t *words, size_t word_count,
     memset(&result, 0, sizeof result);
     result.shared_memory_size = shared.bytes;
     result.shared_int64_atomics = shared.int64_atomics;
-    cubec_status status = open_reflector(&rf, words, word_count);
+    /* Modules with cooperative matrices are reflected from a copy SPIRV-Cross can parse. */
+    uint32_t *compat = NULL;
+    size_t compat_count = 0;
+    cubec_status status = reflect_compat_copy(words, word_count, &compat, &compat_count);
+    if (!status)
+        status = compat ? open_reflector(&rf, compat, compat_count)
+                        : open_reflector(&rf, words, word_count);
     if (!status) status = reflect_module(&rf, entry_point, &result);
     if (rf.ctx) spvc_context_destroy(rf.ctx);
+    free(compat);
     if (!status) *out = result;
     return status;
 }

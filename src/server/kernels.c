@@ -224,8 +224,14 @@ static cubec_status build_entry(const build_ctx *b, const cubec_kernel_desc *des
         if (err && cubec_status_code(err) != CUBEC_COMPILE_FAILED)
             err = status_annotate(err, "kernel '%s'", name);
     } else {
-        err = kernel_reflect(desc->spirv, desc->spirv_words, entry_point, version, &e->refl);
-        if (err) err = status_annotate(err, "kernel '%s'", name);
+        /* Capabilities first: one newer than the validator is refused by it as invalid, where
+         * the device's lack of it is the answer (capabilities.h). */
+        err =
+            capabilities_precheck(name, b->info.name, desc->spirv, desc->spirv_words, &b->features);
+        if (!err)
+            err = kernel_reflect(desc->spirv, desc->spirv_words, entry_point, version, &e->refl);
+        if (err && cubec_status_code(err) != CUBEC_UNSUPPORTED)
+            err = status_annotate(err, "kernel '%s'", name);
     }
     if (!err) err = check_spec_constants(name, &e->refl, desc);
     if (!err)

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#define ALL_FEATURES 0x1fffffu /* every cubec_feature bit (21 of them) */
+#define ALL_FEATURES 0x1fffffffu /* every cubec_feature bit (29 of them) */
 
 static const feature_set everything = {ALL_FEATURES, 0};
 static const feature_set nothing = {0, 0};
@@ -79,6 +79,26 @@ static void test_each_feature(void **state)
          "GroupNonUniformClustered", "subgroup_clustered", "CLUSTERED"},
         {SpvCapabilityGroupNonUniformQuad, CUBEC_FEATURE_SUBGROUP_QUAD, "GroupNonUniformQuad",
          "subgroup_quad", "QUAD"},
+        {SpvCapabilityPhysicalStorageBufferAddresses, CUBEC_FEATURE_BUFFER_DEVICE_ADDRESS,
+         "PhysicalStorageBufferAddresses", "buffer_device_address", "bufferDeviceAddress"},
+        {SpvCapabilityDotProduct, CUBEC_FEATURE_INTEGER_DOT_PRODUCT, "DotProduct",
+         "integer_dot_product", "shaderIntegerDotProduct"},
+        {SpvCapabilityDotProductInputAll, CUBEC_FEATURE_INTEGER_DOT_PRODUCT, "DotProductInputAll",
+         "integer_dot_product", "shaderIntegerDotProduct"},
+        {SpvCapabilityDotProductInput4x8Bit, CUBEC_FEATURE_INTEGER_DOT_PRODUCT,
+         "DotProductInput4x8Bit", "integer_dot_product", "shaderIntegerDotProduct"},
+        {SpvCapabilityDotProductInput4x8BitPacked, CUBEC_FEATURE_INTEGER_DOT_PRODUCT,
+         "DotProductInput4x8BitPacked", "integer_dot_product", "shaderIntegerDotProduct"},
+        {SpvCapabilityCooperativeMatrixNV, CUBEC_FEATURE_COOPERATIVE_MATRIX_NV,
+         "CooperativeMatrixNV", "cooperative_matrix_nv", "VK_NV_cooperative_matrix"},
+        /* Newer than the SPIR-V header: by their registered numbers. */
+        {6022, CUBEC_FEATURE_COOPERATIVE_MATRIX, "CooperativeMatrixKHR", "cooperative_matrix",
+         "VK_KHR_cooperative_matrix cooperativeMatrix"},
+        {5116, CUBEC_FEATURE_BFLOAT16, "BFloat16TypeKHR", "bfloat16", "shaderBFloat16Type"},
+        {5117, CUBEC_FEATURE_BFLOAT16_DOT_PRODUCT, "BFloat16DotProductKHR", "bfloat16_dot_product",
+         "shaderBFloat16DotProduct"},
+        {5118, CUBEC_FEATURE_BFLOAT16_COOPERATIVE_MATRIX, "BFloat16CooperativeMatrixKHR",
+         "bfloat16_cooperative_matrix", "shaderBFloat16CooperativeMatrix"},
     };
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         uint32_t caps[2] = {SpvCapabilityShader, rows[i].cap};
@@ -122,9 +142,8 @@ static void test_never_and_unknown(void **state)
     ASSERT_ERROR(check(atomic_float, 2, &everything), CUBEC_UNSUPPORTED,
                  "kernel 'k' needs SPIR-V capability AtomicFloat32AddEXT, which needs a Vulkan "
                  "feature or extension that cubec does not enable on any device");
-    const uint32_t pointers[] = {SpvCapabilityPhysicalStorageBufferAddresses};
-    ASSERT_ERROR(check(pointers, 1, &everything), CUBEC_UNSUPPORTED,
-                 "PhysicalStorageBufferAddresses");
+    const uint32_t pointers[] = {SpvCapabilityVariablePointers};
+    ASSERT_ERROR(check(pointers, 1, &everything), CUBEC_UNSUPPORTED, "VariablePointers");
     const uint32_t unknown[] = {SpvCapabilityShader, 987654};
     ASSERT_ERROR(check(unknown, 2, &everything), CUBEC_UNSUPPORTED,
                  "kernel 'k' needs SPIR-V capability 987654 (a capability cubec does not know), "
@@ -176,12 +195,54 @@ static void test_several_refused(void **state)
     ASSERT_ERROR(check(caps, 5, &some), CUBEC_UNSUPPORTED, "(also refused: Int64, 4242)");
 }
 
+/* A module's capabilities read from its words, before validation: only those that need a
+ * feature are checked there (the validator judges the rest), and words that are not a module
+ * yield nothing. */
+static void test_scan_and_precheck(void **state)
+{
+    (void)state;
+    enum { CAP = 17, EXT = 10, MEMORY_MODEL = 14 };
+    const uint32_t module[] = {0x07230203u,
+                               0x00010300u,
+                               0,
+                               100,
+                               0, /* header */
+                               (2u << 16) | CAP,
+                               SpvCapabilityShader, /* */
+                               (2u << 16) | CAP,
+                               6022, /* CooperativeMatrixKHR */
+                               (2u << 16) | CAP,
+                               SpvCapabilityKernel, /* Vulkan forbids it: the validator says so */
+                               (2u << 16) | EXT,
+                               0, /* a 0-byte name, for the scan to step over */
+                               (3u << 16) | MEMORY_MODEL,
+                               0,
+                               1, /* */
+                               (2u << 16) | CAP,
+                               SpvCapabilityFloat64}; /* after the memory model: not read */
+    uint32_t caps[8];
+    assert_int_equal(capabilities_scan(module, sizeof module / 4, caps, 8), 3);
+    assert_int_equal(caps[1], 6022);
+    assert_int_equal(capabilities_scan(module, sizeof module / 4, caps, 1), 1);
+    assert_int_equal(capabilities_scan(module + 1, sizeof module / 4 - 1, caps, 8), 0);
+    assert_int_equal(capabilities_scan(NULL, 0, caps, 8), 0);
+
+    ASSERT_ERROR(capabilities_precheck("k", "Test GPU", module, sizeof module / 4, &nothing),
+                 CUBEC_UNSUPPORTED,
+                 "kernel 'k' needs SPIR-V capability CooperativeMatrixKHR, which needs the device "
+                 "feature cooperative_matrix (Vulkan VK_KHR_cooperative_matrix cooperativeMatrix): "
+                 "device 'Test GPU' lacks it");
+    feature_set coop = {CUBEC_FEATURE_COOPERATIVE_MATRIX, 0};
+    ASSERT_OK(capabilities_precheck("k", "Test GPU", module, sizeof module / 4, &coop));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_any_device),         cmocka_unit_test(test_each_feature),
         cmocka_unit_test(test_disabled_by_config), cmocka_unit_test(test_never_and_unknown),
         cmocka_unit_test(test_several_refused),    cmocka_unit_test(test_never_named),
+        cmocka_unit_test(test_scan_and_precheck),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

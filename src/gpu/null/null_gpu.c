@@ -234,6 +234,7 @@ static void fill_info(cubec_device_info *out)
     out->max_shared_memory_size = 32768;
     out->storage_offset_alignment = 16;
     out->subgroup_size = 8;
+    out->min_subgroup_size = out->max_subgroup_size = 8;
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     out->device_local_heap_size =
         pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : (uint64_t)4 << 30;

@@ -8,6 +8,7 @@
 #include "gpu/gpu.h"
 #include "gpu/vulkan/vk_device_fault.h"
 #include "gpu/vulkan/vk_features.h"
+#include "gpu/vulkan/vk_matrix_shapes.h"
 #include "gpu/vulkan/vk_result.h"
 
 #include <pthread.h>
@@ -159,7 +160,7 @@ static int has_device_extension(VkPhysicalDevice pd, const char *name)
     return found;
 }
 
-void vk_fill_info(VkPhysicalDevice pd, cubec_device_info *out)
+void vk_fill_info(VkInstance instance, VkPhysicalDevice pd, cubec_device_info *out)
 {
     memset(out, 0, sizeof *out);
     VkPhysicalDeviceSubgroupProperties sub = {
@@ -213,6 +214,20 @@ void vk_fill_info(VkPhysicalDevice pd, cubec_device_info *out)
     }
     vk_feature_chain have;
     out->features = vk_features_query(pd, &have);
+    out->min_subgroup_size = out->max_subgroup_size = out->subgroup_size;
+    if (have.extensions & VK_FEATURE_EXT_SUBGROUP_SIZE_CONTROL) {
+        VkPhysicalDeviceSubgroupSizeControlPropertiesEXT sc = {
+            .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_PROPERTIES_EXT};
+        VkPhysicalDeviceProperties2 sc2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2,
+                                           .pNext = &sc};
+        vkGetPhysicalDeviceProperties2(pd, &sc2);
+        if ((sc.requiredSubgroupSizeStages & VK_SHADER_STAGE_COMPUTE_BIT) && sc.minSubgroupSize &&
+            sc.minSubgroupSize <= sc.maxSubgroupSize) {
+            out->min_subgroup_size = sc.minSubgroupSize;
+            out->max_subgroup_size = sc.maxSubgroupSize;
+        }
+    }
+    vk_matrix_shapes_query(instance, pd, have.extensions, out);
     VkPhysicalDeviceMemoryProperties mp;
     vkGetPhysicalDeviceMemoryProperties(pd, &mp);
     for (uint32_t i = 0; i < mp.memoryHeapCount; i++)
@@ -361,8 +376,8 @@ static cubec_status create_device(vk_context *ctx, int allow_push, uint32_t disa
     want.v12.uniformBufferStandardLayout = have.v12.uniformBufferStandardLayout;
     ctx->scalar_block_layout = have.v12.scalarBlockLayout == VK_TRUE;
 
-    const char *exts[6];
-    uint32_t next = 0;
+    const char *exts[8 + VK_FEATURE_EXT_COUNT];
+    uint32_t next = vk_features_extension_names(&want, exts, VK_FEATURE_EXT_COUNT);
     int push =
         allow_push && has_device_extension(ctx->physical, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
     if (push) exts[next++] = VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME;
@@ -431,7 +446,7 @@ cubec_status vk_context_create(const vk_context_desc *desc, vk_context *ctx)
         vkGetPhysicalDeviceProperties(ctx->physical, &ctx->props);
         vkGetPhysicalDeviceMemoryProperties(ctx->physical, &ctx->memory);
         cubec_device_info info;
-        vk_fill_info(ctx->physical, &info);
+        vk_fill_info(ctx->instance, ctx->physical, &info);
         snprintf(ctx->driver_name, sizeof ctx->driver_name, "%s", info.driver);
         ctx->max_allocation_size = info.max_allocation_size;
         ctx->device_local_heap_size = info.device_local_heap_size;
@@ -541,7 +556,7 @@ cubec_status vk_physical_info(uint32_t index, cubec_device_info *out, uint32_t *
     if (index >= n)
         err = INVALID_ARG("index: %u is out of range, %u device(s) present", index, n);
     else {
-        vk_fill_info(list[index], out);
+        vk_fill_info(inst, list[index], out);
         if (out_default_index) *out_default_index = best_index(list, n);
     }
     free(list);

@@ -73,6 +73,6 @@ uint32_t vk_find_memory_type(const vk_context *ctx, uint32_t type_bits,
 cubec_status vk_physical_count(uint32_t *out_count);
 cubec_status vk_physical_info(uint32_t index, cubec_device_info *out, uint32_t *out_default_index);
 /* Fills the public info struct from a physical device (features: what the device has). */
-void vk_fill_info(VkPhysicalDevice physical, cubec_device_info *out);
+void vk_fill_info(VkInstance instance, VkPhysicalDevice physical, cubec_device_info *out);
 
 #endif

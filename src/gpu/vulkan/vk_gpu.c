@@ -6,6 +6,7 @@
 
 #include "base/log.h"
 #include "gpu/vulkan/vk_device_fault.h"
+#include "gpu/vulkan/vk_matrix_shapes.h"
 #include "gpu/vulkan/vk_pipeline_cache.h"
 #include "gpu/vulkan/vk_result.h"
 
@@ -609,9 +610,10 @@ cubec_status vk_gpu_open(const gpu_open_desc *desc, gpu **out)
     }
     gpu *g = &v->base;
     g->ops = &vk_ops;
-    vk_fill_info(v->vk.physical, &g->info);
+    vk_fill_info(v->vk.instance, v->vk.physical, &g->info);
     g->features = v->vk.features;
     g->info.features = v->vk.features.enabled; /* what the device has, less what was disabled */
+    vk_matrix_shapes_keep(&g->info, g->info.features);
     g->info.push_descriptors = v->vk.push_descriptor != NULL;
     g->info.unified_memory = v->vk.unified;
     vk_pipeline_cache_identity(v->vk.physical, &g->cache_id);
