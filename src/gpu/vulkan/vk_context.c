@@ -361,7 +361,7 @@ static cubec_status create_device(vk_context *ctx, int allow_push, uint32_t disa
     want.v12.uniformBufferStandardLayout = have.v12.uniformBufferStandardLayout;
     ctx->scalar_block_layout = have.v12.scalarBlockLayout == VK_TRUE;
 
-    const char *exts[6];
+    const char *exts[8];
     uint32_t next = 0;
     int push =
         allow_push && has_device_extension(ctx->physical, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
@@ -382,6 +382,9 @@ static cubec_status create_device(vk_context *ctx, int allow_push, uint32_t disa
     int host_import =
         has_device_extension(ctx->physical, VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME);
     if (host_import) exts[next++] = VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME;
+    /* The heap's budget and this process's use of it, for the memory report (docs/memory.md). */
+    ctx->memory_budget = has_device_extension(ctx->physical, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
+    if (ctx->memory_budget) exts[next++] = VK_EXT_MEMORY_BUDGET_EXTENSION_NAME;
     float prio = 1.0f;
     VkDeviceQueueCreateInfo qci = {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
                                    .queueFamilyIndex = family,
