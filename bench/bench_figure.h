@@ -44,6 +44,7 @@ typedef struct bench_params {
     uint32_t thread_launches;   /* streams.independent: launches per thread per repetition  */
     uint32_t cross_launches;    /* streams.cross: launches in the chain per repetition      */
     uint32_t interleave_rounds; /* streams.interleave: rounds of one launch per stream     */
+    uint32_t mlp_steps;         /* memory.peak_ratio: training steps of the MLP loop        */
 } bench_params;
 
 /* One repetition's result: the figure's value, and optionally a device-time value measured with

@@ -34,8 +34,8 @@ struct memory_manager {
     uint32_t exclusive_count; /* indexes of the exclusive pools, for the periodic check */
     uint8_t exclusive[MEMORY_MAX_POOLS];
     uint64_t next_check; /* the reservation count at which an exclusive pool checks next */
+    memory_modes modes;  /* windows, persistent pool, dedicated allocations */
     pool pools[MEMORY_MAX_POOLS];
-    memory_modes modes; /* windows, persistent pool, dedicated allocations */
 };
 
 cubec_status memory_manager_create(const memory_config *config, page_source source,
@@ -270,8 +270,9 @@ static uint32_t page_target(memory_manager *m, uint32_t from, uint64_t size, uin
 
 /* An allocation a window (or [memory] persistent_memory) routes out of the layout's pools: the
  * same out-of-memory path as a pool's page (return every empty page, try once more). */
-static cubec_status mode_alloc(memory_manager *m, uint32_t route, uint64_t size, uint32_t flags,
-                               mem_alloc *out)
+/* Kept out of line: the plain path of memory_alloc_flags stays as small as it was. */
+__attribute__((noinline)) static cubec_status
+mode_alloc(memory_manager *m, uint32_t route, uint64_t size, uint32_t flags, mem_alloc *out)
 {
     pool_slice slice;
     int found = 0, new_page = !(flags & MEMORY_NO_NEW_PAGE);
