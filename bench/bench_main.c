@@ -31,6 +31,10 @@ typedef struct figure_variant {
     const char *name;  /* the result's name */
     const char *label; /* its side: the baseline's name for the first variant */
     uint32_t threads;  /* bench_params.threads of its side */
+    /* An environment variable set while its side's device is opened, and its value (NULL:
+     * none); memory.peak_ratio picks each side's [memory] preset so. */
+    const char *env;
+    const char *env_value;
 } figure_variant;
 
 typedef struct figure_def {
@@ -58,6 +62,13 @@ static const figure_variant independent_variants[] = {
     {"streams.independent.2", "cubec_2_threads", 2},
     {"streams.independent.4", "cubec_4_threads", 4},
     {"streams.independent.8", "cubec_8_threads", 8},
+};
+
+/* memory.peak_ratio: one side per memory preset (docs/memory.md), the default ladder first. */
+static const figure_variant peak_ratio_variants[] = {
+    {"memory.peak_ratio.ladder", "cubec_ladder", 1, "CUBEC_MEMORY_PRESET", "ladder"},
+    {"memory.peak_ratio.exclusive", "cubec_exclusive", 1, "CUBEC_MEMORY_PRESET", "exclusive"},
+    {"memory.peak_ratio.adaptive", "cubec_adaptive", 1, "CUBEC_MEMORY_PRESET", "adaptive"},
 };
 
 /* The figures of BENCHMARKS.md, then the streams figures, measured against cubec itself.
@@ -96,6 +107,10 @@ static const figure_def figures[] = {
     {"streams.cross", "us", 1, "wall", 1, 11, 3, "cubec_one_stream", NULL, 0},
     {"streams.interleave", "us", 1, "wall", 1, 11, 3, "cubec_sequential", NULL, 0,
      "CUBEC_STREAM_STRATEGY", "sequential"},
+    /* Bytes reserved / bytes in use at the peak of an MLP training loop: deterministic, so one
+     * repetition says it all. */
+    {"memory.peak_ratio", "x", 1, "host", 0, 1, 1, NULL, peak_ratio_variants,
+     sizeof peak_ratio_variants / sizeof peak_ratio_variants[0]},
 };
 #define FIGURE_COUNT (sizeof figures / sizeof figures[0])
 
@@ -118,8 +133,18 @@ static void usage(FILE *out)
                  "                   CUBEC_TRACE; the full suite makes a large one: use --quick\n"
                  "                   or --filter; open it in ui.perfetto.dev)\n"
                  "figures:");
-    for (size_t i = 0; i < FIGURE_COUNT; i++)
-        fprintf(out, " %s%s", figures[i].name, figures[i].variant_count ? ".{1,2,4,8}" : "");
+    for (size_t i = 0; i < FIGURE_COUNT; i++) {
+        const figure_def *f = &figures[i];
+        if (!f->variant_count) {
+            fprintf(out, " %s", f->name);
+            continue;
+        }
+        /* name.{a,b,c}: the results' suffixes after the figure's name */
+        fprintf(out, " %s.{", f->name);
+        for (uint32_t v = 0; v < f->variant_count; v++)
+            fprintf(out, "%s%s", v ? "," : "", f->variants[v].name + strlen(f->name) + 1);
+        fputc('}', out);
+    }
     fputc('\n', out);
 }
 
@@ -233,6 +258,7 @@ static void make_params(const cubec_device_info *info, int quick, bench_params *
     p->interleave_rounds = quick ? 200 : 1000;
     p->gemm_n = p->gpu && !quick ? 4096 : 1024;
     p->features = info->features;
+    p->mlp_steps = quick ? 8 : 40;
     /* Unique per run, so that no disk cache (cubec's or the driver's) has seen a salted kernel. */
     p->salt_base = ((uint32_t)time(NULL) ^ (uint32_t)getpid() * 2654435761u) & 0x3fffffffu;
 }
@@ -377,6 +403,8 @@ static uint32_t plan_sides(const figure_def *def, const bench_params *params, si
                               .impl = find_impl(bench_cubec_impls, def->name),
                               .params = *params};
             sides[n].params.threads = def->variants[v].threads;
+            sides[n].env = def->variants[v].env;
+            sides[n].env_value = def->variants[v].env_value;
         }
     } else {
         sides[n++] = (side){.which = SIDE_CUBEC,

@@ -125,6 +125,8 @@ void bench_report_table(FILE *out, const bench_run_info *run, const bench_result
           "graph.*_vs_eager against the same launches issued eagerly through cubec,\n"
           "kernel.gemm_f16 against a scalar 16x16 tiled multiply through cubec (cubec_scalar);\n"
           "a figure the device cannot run (a feature missing) is skipped, saying why.\n"
+          "memory.peak_ratio.P against the ladder preset (ratio = the preset's peak ratio\n"
+          "over the ladder's).\n"
           "Each side runs all its repetitions on its own device, closed before the next side's "
           "opens.\n"
           "Device work is timed by the wall clock around submission and wait on both sides\n"

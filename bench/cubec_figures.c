@@ -631,6 +631,141 @@ static bench_err alloc_verify(void *state)
 
 static const bench_impl alloc_impl = {alloc_setup, alloc_run, alloc_verify, fig_teardown};
 
+/* ---- memory.peak_ratio: bytes reserved / bytes in use at the peak of an MLP training loop
+ * (docs/benchmarks.md). The weights and biases are allocated once inside a Persistent window;
+ * every step draws a batch size, allocates the forward activations, then walks back allocating
+ * each layer's activation gradient and weight and bias gradients and freeing what the layer no
+ * longer needs, and frees the gradients at the optimizer step. Nothing runs on the GPU: the
+ * figure is about where the pools put the bytes, and frees of unused buffers take effect at
+ * once. Every allocation samples the stream's report; the value is the largest bytes_reserved
+ * over the run divided by the largest bytes_in_use (what a program must have of memory against
+ * what it asked for at most, as PyTorch's max_memory_reserved / max_memory_allocated). ------- */
+
+enum { MLP_LAYERS = 4 };
+/* 1024 inputs, three hidden layers of 4096, 1000 outputs: 16 + 64 + 64 + 15.6 MiB of float32
+ * weights (each fits lavapipe's 128 MiB binding limit). */
+static const uint64_t mlp_width[MLP_LAYERS + 1] = {1024, 4096, 4096, 4096, 1000};
+
+typedef struct mlp_run {
+    cu_fig *f;
+    uint64_t in_use;        /* bytes the host has alive: what the report must say */
+    uint64_t peak_in_use;   /* the report's, over the run */
+    uint64_t peak_reserved; /* likewise */
+} mlp_run;
+
+static bench_err mlp_sample(mlp_run *r)
+{
+    cubec_memory_report rep;
+    CU_TRY(cubec_memory_report_get(r->f->dev, STREAM, &rep));
+    if (rep.bytes_in_use != r->in_use)
+        return bench_errorf("the report has %llu bytes in use, the loop %llu",
+                            (unsigned long long)rep.bytes_in_use, (unsigned long long)r->in_use);
+    if (rep.bytes_in_use > r->peak_in_use) r->peak_in_use = rep.bytes_in_use;
+    if (rep.bytes_reserved > r->peak_reserved) r->peak_reserved = rep.bytes_reserved;
+    return NULL;
+}
+
+static bench_err mlp_alloc(mlp_run *r, uint64_t bytes, cubec_buffer *out)
+{
+    CU_TRY(cubec_buffer_create(r->f->dev, STREAM, bytes, out));
+    r->in_use += bytes;
+    return mlp_sample(r);
+}
+
+static bench_err mlp_free(mlp_run *r, cubec_buffer *b, uint64_t bytes)
+{
+    cubec_buffer x = *b;
+    *b = (cubec_buffer){0};
+    CU_TRY(cubec_buffer_release(r->f->dev, x));
+    r->in_use -= bytes;
+    return NULL;
+}
+
+static bench_err peak_setup(void *dev, const bench_params *params, void **out_state)
+{
+    cu_fig *f = fig_new(dev, params, out_state);
+    if (!f) return bench_errorf("out of host memory");
+    f->many = calloc(2 * MLP_LAYERS, sizeof *f->many);
+    if (!f->many) return bench_errorf("out of host memory");
+    CU_TRY(cubec_memory_mode_push(f->dev, STREAM, CUBEC_MEMORY_MODE_PERSISTENT));
+    bench_err err = NULL;
+    for (uint32_t i = 0; i < MLP_LAYERS && !err; i++) {
+        err = bench_from_status(cubec_buffer_create(f->dev, STREAM,
+                                                    mlp_width[i] * mlp_width[i + 1] * 4,
+                                                    &f->many[f->many_count]),
+                                "cubec_buffer_create (weights)");
+        if (!err) f->many_count++;
+        if (!err)
+            err = bench_from_status(
+                cubec_buffer_create(f->dev, STREAM, mlp_width[i + 1] * 4, &f->many[f->many_count]),
+                "cubec_buffer_create (bias)");
+        if (!err) f->many_count++;
+    }
+    bench_err pop =
+        bench_from_status(cubec_memory_mode_pop(f->dev, STREAM), "cubec_memory_mode_pop");
+    if (err) {
+        bench_err_free(pop);
+        return err;
+    }
+    return pop;
+}
+
+static bench_err peak_run(void *state, bench_sample *out)
+{
+    cu_fig *f = state;
+    mlp_run r = {.f = f};
+    for (uint32_t i = 0; i < MLP_LAYERS; i++)
+        r.in_use += mlp_width[i] * mlp_width[i + 1] * 4 + mlp_width[i + 1] * 4;
+    uint32_t rng = 2024;
+    cubec_buffer act[MLP_LAYERS + 1], dw[MLP_LAYERS], db[MLP_LAYERS], g, g_prev;
+    for (uint32_t step = 0; step < f->p.mlp_steps; step++) {
+        /* Batches of 32..512 rows, and now and then an epoch's ragged last one. */
+        rng = rng * 1664525u + 1013904223u;
+        uint64_t batch = step % 7 == 6 ? 1 + (rng >> 8) % 200 : 32 * (1 + (rng >> 8) % 16);
+        for (uint32_t i = 0; i <= MLP_LAYERS; i++)
+            BENCH_TRY(mlp_alloc(&r, batch * mlp_width[i] * 4, &act[i]));
+        BENCH_TRY(mlp_alloc(&r, batch * mlp_width[MLP_LAYERS] * 4, &g));
+        for (uint32_t i = MLP_LAYERS; i >= 1; i--) {
+            BENCH_TRY(mlp_alloc(&r, mlp_width[i - 1] * mlp_width[i] * 4, &dw[i - 1]));
+            BENCH_TRY(mlp_alloc(&r, mlp_width[i] * 4, &db[i - 1]));
+            BENCH_TRY(mlp_alloc(&r, batch * mlp_width[i - 1] * 4, &g_prev));
+            BENCH_TRY(mlp_free(&r, &act[i], batch * mlp_width[i] * 4));
+            BENCH_TRY(mlp_free(&r, &g, batch * mlp_width[i] * 4));
+            g = g_prev;
+        }
+        BENCH_TRY(mlp_free(&r, &act[0], batch * mlp_width[0] * 4));
+        BENCH_TRY(mlp_free(&r, &g, batch * mlp_width[0] * 4));
+        for (uint32_t i = 0; i < MLP_LAYERS; i++) { /* the optimizer step */
+            BENCH_TRY(mlp_free(&r, &dw[i], mlp_width[i] * mlp_width[i + 1] * 4));
+            BENCH_TRY(mlp_free(&r, &db[i], mlp_width[i + 1] * 4));
+        }
+        BENCH_TRY(mlp_sample(&r));
+    }
+    out->value = (double)r.peak_reserved / (double)r.peak_in_use;
+    return NULL;
+}
+
+/* The loop left the weights alone (in the persistent pool unless [memory] persistent_memory
+ * says otherwise), and nothing else. */
+static bench_err peak_verify(void *state)
+{
+    cu_fig *f = state;
+    cubec_memory_report rep;
+    CU_TRY(cubec_memory_report_get(f->dev, STREAM, &rep));
+    uint64_t weights = 0;
+    for (uint32_t i = 0; i < MLP_LAYERS; i++)
+        weights += mlp_width[i] * mlp_width[i + 1] * 4 + mlp_width[i + 1] * 4;
+    if (rep.allocations != f->many_count || rep.bytes_in_use != weights)
+        return bench_errorf("%llu live allocations of %llu bytes; the weights are %u buffers of "
+                            "%llu bytes",
+                            (unsigned long long)rep.allocations,
+                            (unsigned long long)rep.bytes_in_use, f->many_count,
+                            (unsigned long long)weights);
+    return NULL;
+}
+
+static const bench_impl peak_impl = {peak_setup, peak_run, peak_verify, fig_teardown};
+
 /* ---- compile.cold / compile.warm_memory: create a kernel, launch it once, sync. ----------- */
 
 #define WARM_SALT 7u
@@ -979,6 +1114,7 @@ const bench_impl_entry bench_cubec_impls[] = {
     {"streams.independent", &streams_independent_impl},
     {"streams.cross", &cross_impl},
     {"streams.interleave", &interleave_impl},
+    {"memory.peak_ratio", &peak_impl},
     {NULL, NULL},
 };
 

@@ -718,6 +718,20 @@ typedef struct cubec_memory_report {
     /* Device-wide: pages made under a dry run that have no device memory yet (they get it at
      * their first real use). Counted in pages and bytes_reserved like any other page. */
     uint64_t pages_unbacked;
+    /* Allocations outside the layout's pools (cubec_memory_mode_push): the persistent pool's
+     * exact-fit slices (kind "persistent") and dedicated allocations (kind "dedicated"); both
+     * count in the totals above. page_size is the largest slice or allocation held. */
+    cubec_pool_report persistent;
+    cubec_pool_report dedicated;
+    /* The device's memory (every stream together, docs/memory.md "Budget"): what this process
+     * may use of the heap buffers live in, as the driver estimates it (VK_EXT_memory_budget), or
+     * that heap's size where the device lacks the extension, lowered to [memory] max_bytes
+     * when that is set; and what is used of it: the driver's count where it has one, else the
+     * bytes of the pages cubec holds. budget_source says which: "VK_EXT_memory_budget", "heap
+     * size", "max_bytes" or "null heap". */
+    uint64_t budget_bytes;
+    uint64_t budget_used_bytes;
+    char budget_source[24];
 } cubec_memory_report;
 
 CUBEC_MUST_USE cubec_status cubec_memory_report_get(cubec_device *device, cubec_stream stream,
@@ -725,6 +739,36 @@ CUBEC_MUST_USE cubec_status cubec_memory_report_get(cubec_device *device, cubec_
 /* Returns every page that holds no live allocation to the driver (waits for queued work that
  * still uses freed memory first). */
 CUBEC_MUST_USE cubec_status cubec_memory_cleanup(cubec_device *device, cubec_stream stream);
+
+/* Allocation modes (docs/memory.md "Modes and windows"). A window, opened by
+ * cubec_memory_mode_push and closed by cubec_memory_mode_pop, decides how the buffers that
+ * `stream` creates while it is the innermost open window are allocated:
+ *   AUTO        from the [memory] preset's pools (what happens with no window open);
+ *   PERSISTENT  exact-fit slices of the persistent pool, reused only by buffers of the same
+ *               size, kept through periodic cleanup and returned by cubec_memory_cleanup: for
+ *               weights and other long-lived buffers ([memory] persistent_memory can ignore or
+ *               enforce it);
+ *   DEDICATED   one driver allocation per buffer, outside every pool, returned to the driver as
+ *               soon as the GPU is done with the released buffer.
+ * Windows nest (at most 64 deep) and belong to the stream's slot (streams that share a slot share
+ * them); the innermost decides. A buffer keeps where it was allocated after its window closes. */
+typedef enum cubec_memory_mode {
+    CUBEC_MEMORY_MODE_AUTO = 0,
+    CUBEC_MEMORY_MODE_PERSISTENT = 1,
+    CUBEC_MEMORY_MODE_DEDICATED = 2,
+} cubec_memory_mode;
+
+/* Opens a window of `mode`. A value that is not a cubec_memory_mode, or a 65th open window, is
+ * refused with CUBEC_INVALID_ARGUMENT naming it. */
+CUBEC_MUST_USE cubec_status cubec_memory_mode_push(cubec_device *device, cubec_stream stream,
+                                                   cubec_memory_mode mode);
+/* Closes the innermost window; CUBEC_INVALID_ARGUMENT when none is open. */
+CUBEC_MUST_USE cubec_status cubec_memory_mode_pop(cubec_device *device, cubec_stream stream);
+/* The mode the innermost window sets (AUTO when none is open) and how many windows are open
+ * (either out pointer may be NULL). This is the window, not the routing [memory]
+ * persistent_memory may apply on top of it. */
+CUBEC_MUST_USE cubec_status cubec_memory_mode_get(cubec_device *device, cubec_stream stream,
+                                                  cubec_memory_mode *out_mode, uint32_t *out_depth);
 
 /* The whole device's memory as JSON: one entry per stream slot that has allocated memory (its
  * slot number, its pools with the fields of cubec_pool_report, and the slot's totals), then the

@@ -59,6 +59,8 @@ typedef struct snapshot {
     uint32_t aux_count;
     totals buffers; /* over every slot's pools */
     uint64_t aux_reserved;
+    uint64_t budget, budget_used; /* the device's (cubec_memory_report's budget fields) */
+    char budget_source[24];
 } snapshot;
 
 static void add_pool(totals *t, const cubec_pool_report *p)
@@ -82,6 +84,8 @@ static cubec_status add_slot_report(void *user, uint32_t slot, const cubec_memor
     s->report = *r;
     for (uint32_t p = 0; p < s->report.pool_count; p++)
         add_pool(&s->sum, &s->report.pools[p]);
+    add_pool(&s->sum, &s->report.persistent);
+    add_pool(&s->sum, &s->report.dedicated);
     add_pool(&out->buffers, &(cubec_pool_report){.allocations = s->sum.allocations,
                                                  .bytes_in_use = s->sum.bytes_in_use,
                                                  .bytes_padding = s->sum.bytes_padding,
@@ -104,6 +108,8 @@ static cubec_status take_snapshot(cubec_device *device, const char *fn, snapshot
     out->aux_count = server_rings_report(device, out->aux, 3);
     for (uint32_t i = 0; i < out->aux_count; i++)
         out->aux_reserved += out->aux[i].bytes_reserved;
+    server_memory_budget(device, &out->budget, &out->budget_used, out->budget_source,
+                         sizeof out->budget_source);
     return api_unlock(device, NULL);
 }
 
@@ -202,6 +208,11 @@ cubec_status cubec_memory_report_json(cubec_device *device, char **out_json)
         for (uint32_t p = 0; p < m->report.pool_count; p++)
             json_pool(&b, "        ", &m->report.pools[p], p + 1 == m->report.pool_count);
         sb_printf(&b, "      ],\n");
+        /* Allocations outside the layout's pools (allocation windows), apart from its list. */
+        sb_printf(&b, "      \"persistent\":\n");
+        json_pool(&b, "        ", &m->report.persistent, 0);
+        sb_printf(&b, "      \"dedicated\":\n");
+        json_pool(&b, "        ", &m->report.dedicated, 0);
         json_totals(&b, "      ", &m->sum);
         sb_printf(&b, "}\n    }%s\n", i + 1 == s.slot_count ? "" : ",");
     }
@@ -212,9 +223,12 @@ cubec_status cubec_memory_report_json(cubec_device *device, char **out_json)
     /* The buffer pools' totals, as in cubec_memory_report, and the rings apart: they are memory
      * the device holds but no stream can allocate from. */
     json_totals(&b, "  ", &s.buffers);
-    sb_printf(&b, ", \"auxiliary_bytes_reserved\": %llu, \"all_bytes_reserved\": %llu}\n}\n",
+    sb_printf(&b, ", \"auxiliary_bytes_reserved\": %llu, \"all_bytes_reserved\": %llu},\n",
               (unsigned long long)s.aux_reserved,
               (unsigned long long)s.buffers.bytes_reserved + (unsigned long long)s.aux_reserved);
+    /* Budget sources are the library's own constants: nothing to escape. */
+    sb_printf(&b, "  \"budget\": {\"bytes\": %llu, \"used_bytes\": %llu, \"source\": \"%s\"}\n}\n",
+              (unsigned long long)s.budget, (unsigned long long)s.budget_used, s.budget_source);
     free(s.slots);
     return sb_finish(&b, fn, out_json);
 }
@@ -277,6 +291,9 @@ cubec_status cubec_memory_report_table(cubec_device *device, char **out_text)
         snprintf(slot, sizeof slot, "%u", m->slot);
         for (uint32_t p = 0; p < m->report.pool_count; p++)
             table_pool(&b, p == 0 ? slot : "", &m->report.pools[p]);
+        /* Windows' allocations: shown once the slot has held some. */
+        if (m->report.persistent.pages_peak) table_pool(&b, "", &m->report.persistent);
+        if (m->report.dedicated.pages_peak) table_pool(&b, "", &m->report.dedicated);
         table_sum(&b, "", "total", &m->sum);
         sb_printf(&b, "%-8s preset %s\n", "", m->report.preset);
     }
@@ -286,6 +303,9 @@ cubec_status cubec_memory_report_table(cubec_device *device, char **out_text)
     char h[16];
     sb_printf(&b, "%-8s %-10s %77s\n", "", "with rings",
               human(s.buffers.bytes_reserved + s.aux_reserved, h));
+    char hb[2][16];
+    sb_printf(&b, "%-8s %-10s %s of %s used (%s)\n", "budget", "device",
+              human(s.budget_used, hb[0]), human(s.budget, hb[1]), s.budget_source);
     free(s.slots);
     return sb_finish(&b, fn, out_text);
 }

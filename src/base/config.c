@@ -197,6 +197,10 @@ static const config_option options[] = {
     {"memory", "preset", "CUBEC_MEMORY_PRESET", CONFIG_CHOICE,
      .choices = "ladder|exclusive|custom|adaptive", FIELD(memory_preset)},
     {"memory", "pools", "CUBEC_MEMORY_POOLS", CONFIG_POOLS, FIELD(memory_pools)},
+    {"memory", "persistent_memory", "CUBEC_PERSISTENT_MEMORY", CONFIG_CHOICE,
+     .choices = "enabled|size-match|disabled|enforced", FIELD(persistent_memory)},
+    {"memory", "max_bytes", "CUBEC_MEMORY_MAX_BYTES", CONFIG_INT, 0, CONFIG_MEMORY_MAX_BYTES_LIMIT,
+     0, FIELD(memory_max_bytes)},
 };
 #define OPTION_COUNT (sizeof options / sizeof options[0])
 _Static_assert(OPTION_COUNT <= CONFIG_MAX_OPTIONS, "cubec_config.sources has a slot per option");

@@ -22,12 +22,14 @@
 #define CONFIG_NULL_HEAP_BYTES_LIMIT (1ll << 40)
 /* Room for [memory] pools, every line of the file joined with "; ". */
 #define CONFIG_POOLS_MAX_BYTES 2048
+/* [memory] max_bytes: its largest value (a petabyte: no device comes near). */
+#define CONFIG_MEMORY_MAX_BYTES_LIMIT (1ll << 50)
 /* [compile] cache_max_bytes: its range and default. */
 #define CONFIG_CACHE_MIN_BYTES 4096
 #define CONFIG_CACHE_MAX_BYTES_LIMIT (1ll << 50)
 #define CONFIG_CACHE_DEFAULT_BYTES (256ll << 20)
 /* Room for the table's rows in cubec_config.sources. */
-#define CONFIG_MAX_OPTIONS 32
+#define CONFIG_MAX_OPTIONS 48
 
 /* Options whose choices are "auto|off|on", in that order. */
 enum { CONFIG_AUTO, CONFIG_OFF, CONFIG_ON };
@@ -79,6 +81,12 @@ typedef struct cubec_config {
     /* [memory] pools CUBEC_MEMORY_POOLS: the custom pool list's text, parsed (and refused) by
      * the device at open (server_memory_init) */
     char memory_pools[CONFIG_POOLS_MAX_BYTES];
+    /* [memory] persistent_memory CUBEC_PERSISTENT_MEMORY: a persistent_memory
+     * (memory/memory_modes.h), enabled */
+    int persistent_memory;
+    /* [memory] max_bytes CUBEC_MEMORY_MAX_BYTES: device memory the pools of every stream may hold
+     * in all (0: the driver's limit) */
+    int64_t memory_max_bytes;
     char source[600]; /* the ini file that was read, or "" */
     /* Where each option's value came from, by table row: 0 default, 1 the ini file, 2 the
      * environment (for config_describe). */

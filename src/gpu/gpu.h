@@ -147,6 +147,14 @@ typedef struct gpu_caps {
     int metadata_device_local;
 } gpu_caps;
 
+/* What the process may use of the heap device pages (GPU_MEM_DEVICE) come from. */
+typedef struct gpu_budget {
+    uint64_t budget;    /* bytes the driver estimates this process may use; 0: unknown */
+    uint64_t usage;     /* bytes it counts this process using (0 with `usage_known` 0) */
+    int usage_known;    /* the driver counts usage (VK_EXT_memory_budget, the null heap) */
+    const char *source; /* "VK_EXT_memory_budget", "heap size", "null heap" */
+} gpu_budget;
+
 typedef struct gpu_ops {
     const char *name;
     void (*destroy)(gpu *g);
@@ -216,6 +224,8 @@ typedef struct gpu_ops {
      * pipelines are being created (the server calls them with no build in flight). */
     cubec_status (*pipeline_cache_data)(gpu *g, void **out, size_t *out_size);
     cubec_status (*pipeline_cache_merge)(gpu *g, const void *data, size_t size);
+    /* The memory budget of the heap device pages live in (optional: NULL reads as none). */
+    void (*memory_budget)(gpu *g, gpu_budget *out);
 } gpu_ops;
 
 /* What a blob of a driver's pipeline cache is valid for: cubec's disk cache files one per

@@ -34,6 +34,7 @@ struct memory_manager {
     uint32_t exclusive_count; /* indexes of the exclusive pools, for the periodic check */
     uint8_t exclusive[MEMORY_MAX_POOLS];
     uint64_t next_check; /* the reservation count at which an exclusive pool checks next */
+    memory_modes modes;  /* windows, persistent pool, dedicated allocations */
     pool pools[MEMORY_MAX_POOLS];
 };
 
@@ -86,6 +87,7 @@ cubec_status memory_manager_create(const memory_config *config, page_source sour
         }
     }
     m->pool_count = list.count;
+    memory_modes_init(&m->modes, config->persistent_memory, limits.alignment);
     *out = m;
     return NULL;
 }
@@ -102,6 +104,7 @@ void memory_manager_destroy(memory_manager *m)
         else
             arena_pool_destroy(&p->u.arena, &m->source);
     }
+    memory_modes_destroy(&m->modes, &m->source);
     free(m);
 }
 
@@ -123,7 +126,7 @@ static const char *kind_name(pool_kind kind)
 /* Returns the number of pages given back. */
 static uint32_t cleanup(memory_manager *m, int explicit_cleanup)
 {
-    uint32_t released = 0;
+    uint32_t released = explicit_cleanup ? memory_modes_release(&m->modes, &m->source) : 0;
     for (uint32_t i = 0; i < m->pool_count; i++) {
         pool *p = &m->pools[i];
         if (p->kind == POOL_EXCLUSIVE)
@@ -265,6 +268,49 @@ static uint32_t page_target(memory_manager *m, uint32_t from, uint64_t size, uin
     return UINT32_MAX;
 }
 
+/* An allocation a window (or [memory] persistent_memory) routes out of the layout's pools: the
+ * same out-of-memory path as a pool's page (return every empty page, try once more). */
+/* Kept out of line: the plain path of memory_alloc_flags stays as small as it was. */
+__attribute__((noinline)) static cubec_status
+mode_alloc(memory_manager *m, uint32_t route, uint64_t size, uint32_t flags, mem_alloc *out)
+{
+    pool_slice slice;
+    int found = 0, new_page = !(flags & MEMORY_NO_NEW_PAGE);
+    const char *where = memory_modes_route_name(route);
+    cubec_status s =
+        memory_modes_alloc(&m->modes, &m->source, route, size, new_page, &found, &slice);
+    uint32_t released = 0;
+    if (s && cubec_status_code(s) == CUBEC_OUT_OF_MEMORY) {
+        cubec_status_free(s);
+        released = m->source.reclaim ? m->source.reclaim(m->source.user) : 0;
+        released += cleanup(m, 1);
+        s = memory_modes_alloc(&m->modes, &m->source, route, size, new_page, &found, &slice);
+        if (s && cubec_status_code(s) == CUBEC_OUT_OF_MEMORY) {
+            uint64_t reserved, in_use, count;
+            totals(m, &reserved, &in_use, &count);
+            cubec_status e = status_make(
+                CUBEC_OUT_OF_MEMORY,
+                "out of device memory: requested %llu bytes; the driver refused a page for the %s "
+                "even after %u empty pages were returned; %llu bytes reserved, %llu bytes in use "
+                "in %llu allocations in these pools: %s",
+                (unsigned long long)size, where, released, (unsigned long long)reserved,
+                (unsigned long long)in_use, (unsigned long long)count, cubec_status_message(s));
+            cubec_status_free(s);
+            return e;
+        }
+    }
+    if (s)
+        return status_annotate(s, "while allocating a page for a %llu-byte buffer in the %s",
+                               (unsigned long long)size, where);
+    if (!found)
+        return status_make(CUBEC_OUT_OF_MEMORY,
+                           "no room for %llu bytes in the pages already allocated (the %s), and "
+                           "no new page may be added",
+                           (unsigned long long)size, where);
+    fill_out(out, &slice, size, route, 0);
+    return NULL;
+}
+
 cubec_status memory_alloc_flags(memory_manager *m, uint64_t size, uint32_t flags, mem_alloc *out)
 {
     if (out) memset(out, 0, sizeof *out);
@@ -276,6 +322,10 @@ cubec_status memory_alloc_flags(memory_manager *m, uint64_t size, uint32_t flags
                            (unsigned long long)size, (unsigned long long)m->config.max_alloc_size);
 
     if (++m->reservations >= m->next_check) periodic_checks(m);
+    if (!memory_modes_idle(&m->modes)) {
+        uint32_t route = memory_modes_route(&m->modes, size);
+        if (route) return mode_alloc(m, route, size, flags, out);
+    }
 
     pool_slice slice;
     uint32_t part = 0;
@@ -354,6 +404,10 @@ cubec_status memory_alloc_flags(memory_manager *m, uint64_t size, uint32_t flags
 
 void memory_free(memory_manager *m, const mem_alloc *a)
 {
+    if (m && a && a->pool >= MEMORY_POOL_DEDICATED) {
+        memory_modes_free(&m->modes, &m->source, a->pool, a->slot, a->page, a->size);
+        return;
+    }
     if (!m || !a || a->pool >= m->pool_count) return;
     pool *p = &m->pools[a->pool];
     if (p->kind == POOL_SLICED)
@@ -395,4 +449,18 @@ void memory_report_fill(const memory_manager *m, cubec_memory_report *out)
         out->pages += r->pages;
     }
     out->pool_count = m->pool_count;
+    persistent_pool_report(&m->modes.persistent, &out->persistent);
+    dedicated_pool_report(&m->modes.dedicated, &out->dedicated);
+    const cubec_pool_report *extra[] = {&out->persistent, &out->dedicated};
+    for (size_t i = 0; i < sizeof extra / sizeof extra[0]; i++) {
+        out->bytes_in_use += extra[i]->bytes_in_use;
+        out->bytes_reserved += extra[i]->bytes_reserved;
+        out->allocations += extra[i]->allocations;
+        out->pages += extra[i]->pages;
+    }
+}
+
+memory_modes *memory_manager_modes(memory_manager *m)
+{
+    return &m->modes;
 }

@@ -30,6 +30,7 @@
 #ifndef CUBEC_MEMORY_MEMORY_MANAGER_H
 #define CUBEC_MEMORY_MEMORY_MANAGER_H
 
+#include "memory/memory_modes.h"
 #include "memory/page_source.h"
 #include "memory/pool_list.h"
 
@@ -47,6 +48,8 @@ typedef struct memory_config {
     /* the layout (0: the ladder); `custom` is read for MEMORY_PRESET_CUSTOM */
     memory_preset preset;
     pool_list custom;
+    /* [memory] persistent_memory (memory_modes.h); 0: enabled */
+    persistent_memory persistent_memory;
 } memory_config;
 
 typedef struct mem_alloc {
@@ -54,7 +57,7 @@ typedef struct mem_alloc {
     uint64_t offset; /* byte offset in the page, aligned */
     uint64_t size;   /* requested size */
     /* 16 bits each, so that the record (kept in every buffer) stays 32 bytes */
-    uint16_t pool; /* pool index (as in the report) */
+    uint16_t pool; /* pool index (as in the report), or MEMORY_POOL_PERSISTENT / _DEDICATED */
     uint16_t part; /* arena: the page size's slot; 0 otherwise */
     uint32_t slot; /* the pool's index of the slice: memory_free finds it in O(1) */
 } mem_alloc;
@@ -92,10 +95,14 @@ void memory_free(memory_manager *m, const mem_alloc *a);
 void memory_cleanup(memory_manager *m, int explicit_cleanup);
 /* memory_cleanup(m, 1) that says how many pages it returned. */
 uint32_t memory_release_empty(memory_manager *m);
+/* The slot's allocation windows and the persistent and dedicated allocations they route to
+ * (memory_modes.h): memory_alloc follows them. */
+memory_modes *memory_manager_modes(memory_manager *m);
 /* Overwrites *out: the preset's name, one entry per pool ("sliced" / "exclusive" / "arena", page
  * size (exclusive: largest allocation; arena: the current one), max slice, cap, dealloc period,
- * pages, pages_peak, outdated pages, live allocations, bytes in use / padding / reserved) and the
- * totals over those entries. A caller adding pools adds to pool_count and the totals. */
+ * pages, pages_peak, outdated pages, live allocations, bytes in use / padding / reserved), the
+ * persistent pool and the dedicated allocations (out->persistent, out->dedicated), and the totals
+ * over all of those. A caller adding pools adds to pool_count and the totals. */
 void memory_report_fill(const memory_manager *m, cubec_memory_report *out);
 
 #endif

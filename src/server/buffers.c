@@ -15,11 +15,20 @@
 static cubec_status page_alloc(void *user, uint64_t size, void **out_page)
 {
     cubec_device *d = user;
+    /* [memory] max_bytes is a heap of the configured size: a page past it is refused the way a
+     * driver refuses one, so that the out-of-memory path runs (docs/memory.md). */
+    uint64_t cap = (uint64_t)d->config.memory_max_bytes;
+    if (cap && (size > cap || d->buffers.page_bytes > cap - size))
+        return status_make(CUBEC_OUT_OF_MEMORY,
+                           "a page of %" PRIu64 " bytes would take the pools of every stream past "
+                           "[memory] max_bytes = %" PRIu64 " (%" PRIu64 " bytes of pages held)",
+                           size, cap, d->buffers.page_bytes);
     gpu_mem *p = NULL;
     cubec_status err = server_run_page_create(d, size, &p);
     if (err) return status_annotate(err, "a page of %" PRIu64 " bytes", size);
     LOG(LOG_INFO, LOG_SYS_MEMORY, "allocated a page of %" PRIu64 " bytes%s", size,
         p->unbacked ? " (no memory yet: a dry run's)" : "");
+    d->buffers.page_bytes += p->size;
     *out_page = p;
     return NULL;
 }
@@ -30,6 +39,7 @@ static void page_free(void *user, void *page)
     gpu_mem *p = page;
     LOG(LOG_INFO, LOG_SYS_MEMORY, "freed a page of %" PRIu64 " bytes", p->size);
     server_run_page_destroyed(d, p);
+    d->buffers.page_bytes -= p->size;
     gpu_mem_free(d->gpu, p);
 }
 
@@ -47,18 +57,37 @@ static uint32_t reclaim_every_slot(cubec_device *d)
     return released;
 }
 
-/* The page source's reclaim hook: a slot's page was refused for lack of device memory, and the
- * heap is shared by every slot. Frees whose GPU work is known to be done go back first (no wait
- * here: server_buffer_create waits for work in flight if this was not enough). */
-static uint32_t page_reclaim(void *user)
+cubec_status server_memory_relieve(cubec_device *d, int wait_for_gpu, uint32_t *out_released)
 {
-    cubec_device *d = user;
+    *out_released = 0;
+    /* 1. Frees still waiting on the GPU: with wait_for_gpu, for all the work submitted. */
+    if (wait_for_gpu &&
+        (d->buffers.deferred_count || d->sub.next_value > d->sub.completed_value + 1))
+        RETURN_IF_ERROR(sub_wait(d, d->sub.next_value - 1));
     if (d->buffers.deferred_count) server_run_deferred_frees(d);
+    /* 2. Cleanup: every page of every slot that holds nothing live goes back (the persistent
+     *    pool's free slices too: under pressure they are worth less than the request). */
     uint32_t released = reclaim_every_slot(d);
+    /* 3. RELOCATION HOOK (issue 13, spec 3.9 reason MemoryPressure): move live allocations off
+     *    outdated arena pages into the current pool, then return the pages that emptied, e.g.
+     *        released += server_memory_relocate(d, RELOCATE_PRESSURE);
+     *    Only where wait_for_gpu is set: without it this runs inside a slot's memory_alloc (the
+     *    page source's reclaim hook), which must not allocate from that slot's pools. */
     if (released)
         LOG(LOG_INFO, LOG_SYS_MEMORY,
             "out of device memory: returned %u empty pages of every stream's pools to retry",
             released);
+    *out_released = released;
+    return NULL;
+}
+
+/* The page source's reclaim hook: a slot's page was refused for lack of device memory, and the
+ * heap is shared by every slot. No wait here: server_buffer_create relieves again, waiting for
+ * work in flight, if this was not enough. */
+static uint32_t page_reclaim(void *user)
+{
+    uint32_t released = 0;
+    cubec_status_free(server_memory_relieve(user, 0, &released)); /* cannot fail without a wait */
     return released;
 }
 
@@ -76,6 +105,7 @@ cubec_status server_memory_init(cubec_device *d)
     memory_config *mc = &d->buffers.memory_cfg;
     *mc = (memory_config){.max_page_size = p2, .max_alloc_size = max_alloc, .alignment = align};
     mc->preset = (memory_preset)d->config.memory_preset;
+    mc->persistent_memory = (persistent_memory)d->config.persistent_memory;
     /* The layout is checked here, so that a bad one fails the open rather than the first
      * allocation of each stream. */
     char what[2800];
@@ -91,8 +121,7 @@ cubec_status server_memory_init(cubec_device *d)
     return status_annotate(pool_list_build(mc->preset, &mc->custom, &limits, &built), "%s", what);
 }
 
-/* The pools of a slot, created on its first allocation. */
-static cubec_status slot_memory(cubec_device *d, uint32_t slot, memory_manager **out)
+cubec_status server_slot_memory(cubec_device *d, uint32_t slot, memory_manager **out)
 {
     slot_state *s = &d->streams.slots[slot];
     if (!s->memory) {
@@ -160,6 +189,8 @@ void server_memory_report(cubec_device *d, stream_ref s, cubec_memory_report *ou
     if (d->streams.slots[s.slot].memory) memory_report_fill(d->streams.slots[s.slot].memory, out);
     out->pool_count +=
         server_rings_report(d, &out->pools[out->pool_count], CUBEC_MAX_POOLS - out->pool_count);
+    server_memory_budget(d, &out->budget_bytes, &out->budget_used_bytes, out->budget_source,
+                         sizeof out->budget_source);
 }
 
 cubec_status server_memory_each_slot(cubec_device *d,
@@ -291,7 +322,7 @@ cubec_status server_buffer_create(cubec_device *d, stream_ref s, uint64_t size, 
     a->number = ++d->buffers.numbers;
     if (size) {
         memory_manager *m = NULL;
-        cubec_status err = slot_memory(d, slot, &m);
+        cubec_status err = server_slot_memory(d, slot, &m);
         /* Memory freed by finished work can be reused now. */
         if (!err && d->buffers.deferred_count) sub_poll(d);
         /* Spec 3.9: pages may not change while the stream records a graph (the capture window
@@ -309,15 +340,15 @@ cubec_status server_buffer_create(cubec_device *d, stream_ref s, uint64_t size, 
             server_graph_doom(d, slot, CUBEC_GRAPH_STATE,
                               "creating a buffer of %" PRIu64 " bytes needed a new page", size);
         }
-        if (err && cubec_status_code(err) == CUBEC_OUT_OF_MEMORY &&
-            (d->buffers.deferred_count || d->sub.next_value > d->sub.completed_value + 1)) {
-            /* Frees still waiting on the GPU may make room: wait for them and retry. */
-            cubec_status_free(err);
-            err = sub_wait(d, d->sub.next_value - 1);
-            if (!err) {
-                server_run_deferred_frees(d);
-                reclaim_every_slot(d);
-                err = memory_alloc(m, size, &a->mem);
+        if (err && m && cubec_status_code(err) == CUBEC_OUT_OF_MEMORY) {
+            /* The pools already returned what they could without waiting: relieve the pressure
+             * for real (frees waiting on the GPU, cleanup, relocation) and retry once. */
+            uint32_t released = 0;
+            int waits = d->buffers.deferred_count || d->sub.next_value > d->sub.completed_value + 1;
+            cubec_status relief = server_memory_relieve(d, 1, &released);
+            if (relief || waits || released) {
+                cubec_status_free(err);
+                err = relief ? relief : memory_alloc(m, size, &a->mem);
             }
         }
         if (err) {

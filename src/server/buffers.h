@@ -56,6 +56,7 @@ typedef struct buffer_store {
     uint32_t deferred_count, deferred_cap;
     retired_mem *retired; /* the same for backend memory outside the pools */
     uint32_t retired_count, retired_cap;
+    uint64_t page_bytes; /* bytes of the pages every slot's pools hold ([memory] max_bytes) */
 } buffer_store;
 
 MUST_USE cubec_status server_buffer_create(cubec_device *d, stream_ref s, uint64_t size,
@@ -72,6 +73,11 @@ MUST_USE cubec_status server_memory_each_slot(cubec_device *d,
                                                                    const cubec_memory_report *r),
                                               void *user);
 MUST_USE cubec_status server_memory_cleanup(cubec_device *d, stream_ref s);
+/* cubec_memory_mode_push / _pop / _get on `s`'s slot (server/memory_windows.c). Push and pop
+ * return the refusals of memory_modes_push / _pop, for the caller to name itself in. */
+MUST_USE cubec_status server_memory_mode_push(cubec_device *d, stream_ref s, uint32_t mode);
+MUST_USE cubec_status server_memory_mode_pop(cubec_device *d, stream_ref s);
+void server_memory_mode_get(cubec_device *d, stream_ref s, uint32_t *out_mode, uint32_t *out_depth);
 MUST_USE cubec_status server_buffer_view(cubec_device *d, buffer_obj *parent, uint64_t offset,
                                          uint64_t size, cubec_buffer *out);
 void server_buffer_release(cubec_device *d, uint64_t id, buffer_obj *b);
@@ -81,6 +87,17 @@ void server_run_deferred_frees(cubec_device *d);
  * must never be freed under it, even after a failed wait (the device may still be running). */
 void server_retire_mem(cubec_device *d, gpu_mem *m, uint64_t after);
 MUST_USE cubec_status server_memory_init(cubec_device *d);
+/* The pools of a slot, created on its first use. */
+MUST_USE cubec_status server_slot_memory(cubec_device *d, uint32_t slot, memory_manager **out);
+/* Relieves memory pressure, the one place that does (docs/memory.md "Out of memory"): with
+ * wait_for_gpu, waits for the submitted work first; runs the frees whose GPU work finished;
+ * returns every empty page of every slot's pools (and the persistent pools' free slices); and is
+ * where relocation will run. *out_released: the pages returned. Fails only on a failed wait. */
+MUST_USE cubec_status server_memory_relieve(cubec_device *d, int wait_for_gpu,
+                                            uint32_t *out_released);
+/* The device's memory budget and use (cubec_memory_report's budget fields). */
+void server_memory_budget(cubec_device *d, uint64_t *out_budget, uint64_t *out_used, char *source,
+                          size_t source_cap);
 void server_memory_destroy(cubec_device *d);
 static inline gpu_mem *buffer_page(const buffer_obj *b)
 {

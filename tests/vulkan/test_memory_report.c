@@ -76,12 +76,22 @@ static void check_slot(const char *json, uint32_t slot, const cubec_memory_repor
     const char *p = entry;
     uint64_t padding = 0;
     uint32_t buffer_pools = 0;
-    for (uint32_t i = 0; i < r->pool_count; i++) {
-        const cubec_pool_report *want = &r->pools[i];
+    /* The layout's pools, then the persistent pool and the dedicated allocations. */
+    for (uint32_t i = 0; i < r->pool_count + 2; i++) {
+        const cubec_pool_report *want = i < r->pool_count    ? &r->pools[i]
+                                        : i == r->pool_count ? &r->persistent
+                                                             : &r->dedicated;
         if (!strcmp(want->kind, "metadata") || !strcmp(want->kind, "upload") ||
             !strcmp(want->kind, "readback"))
             continue; /* the rings are reported once, under "auxiliary" */
-        buffer_pools++;
+        if (i >= r->pool_count) {
+            char key[32];
+            snprintf(key, sizeof key, "\"%s\":", want->kind);
+            p = strstr(p, key);
+            assert_non_null(p);
+        } else {
+            buffer_pools++;
+        }
         p = strstr(p, "{\"kind\": ");
         assert_non_null(p);
         assert_true(p < totals);

@@ -1166,6 +1166,20 @@ static int null_calibrate(gpu *base, uint64_t *out_ticks, uint64_t *out_host_ns)
     return 1;
 }
 
+/* The capped heap is the null device's budget; without a cap, none is known. */
+static void null_memory_budget(gpu *base, gpu_budget *out)
+{
+    null_gpu *g = (null_gpu *)base;
+    memset(out, 0, sizeof *out);
+    if (!g->heap_cap) return;
+    pthread_mutex_lock(&g->lock);
+    out->usage = g->heap_used;
+    pthread_mutex_unlock(&g->lock);
+    out->budget = g->heap_cap;
+    out->usage_known = 1;
+    out->source = "null heap";
+}
+
 static const gpu_ops null_ops = {
     .name = "null",
     .destroy = null_destroy,
@@ -1204,6 +1218,7 @@ static const gpu_ops null_ops = {
     .queue_idle = null_queue_idle,
     .abandon = null_abandon,
     .calibrate = null_calibrate,
+    .memory_budget = null_memory_budget,
 };
 
 /* --- Opening and enumeration -------------------------------------------------------------- */

@@ -47,6 +47,7 @@ typedef struct vk_context {
     PFN_vkGetMemoryHostPointerPropertiesEXT get_host_pointer_properties;
     uint64_t max_allocation_size;
     uint64_t device_local_heap_size;
+    int memory_budget; /* VK_EXT_memory_budget is enabled: heaps report budget and usage */
     uint32_t subgroup_size;
     int timestamps;          /* the queue writes timestamps                             */
     uint32_t timestamp_bits; /* valid bits of a timestamp (the counter wraps there)   */

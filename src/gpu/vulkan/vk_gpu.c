@@ -547,6 +547,28 @@ static void vk_gpu_destroy(gpu *g)
     free(v);
 }
 
+static void vk_memory_budget(gpu *g, gpu_budget *out)
+{
+    vk_gpu *v = (vk_gpu *)g;
+    const vk_context *ctx = &v->vk;
+    memset(out, 0, sizeof *out);
+    uint32_t heap = ctx->device_memory_type < ctx->memory.memoryTypeCount
+                        ? ctx->memory.memoryTypes[ctx->device_memory_type].heapIndex
+                        : 0;
+    out->budget = ctx->memory.memoryHeaps[heap].size;
+    out->source = "heap size";
+    if (!ctx->memory_budget) return;
+    VkPhysicalDeviceMemoryBudgetPropertiesEXT b = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_BUDGET_PROPERTIES_EXT};
+    VkPhysicalDeviceMemoryProperties2 p2 = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_PROPERTIES_2, .pNext = &b};
+    vkGetPhysicalDeviceMemoryProperties2(ctx->physical, &p2);
+    out->budget = b.heapBudget[heap];
+    out->usage = b.heapUsage[heap];
+    out->usage_known = 1;
+    out->source = "VK_EXT_memory_budget";
+}
+
 /* One table for every device: constant, so opening devices from several threads shares it safely.
  */
 static const gpu_ops vk_ops = {.name = "vulkan",
@@ -587,7 +609,8 @@ static const gpu_ops vk_ops = {.name = "vulkan",
                                .abandon = vk_abandon,
                                .calibrate = vk_calibrate,
                                .pipeline_cache_data = vk_pipeline_cache_data,
-                               .pipeline_cache_merge = vk_pipeline_cache_merge};
+                               .pipeline_cache_merge = vk_pipeline_cache_merge,
+                               .memory_budget = vk_memory_budget};
 
 cubec_status vk_gpu_open(const gpu_open_desc *desc, gpu **out)
 {
