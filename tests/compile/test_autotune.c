@@ -9,6 +9,7 @@
  *    tuner, the key and each reason;
  *  - the choice is reused from memory, by a new tuner of the same name (from disk) and by another
  *    process, without running any candidate; another tuner name or a memory-only tuner measures;
+ *    two threads asking for one key at once measure it once;
  *  - a damaged entry (a flipped byte, a payload that is not a choice) is ignored with a warning
  *    and measured again, and a stored checksum other than the request's is measured again;
  *  - bad arguments are refused by name.
@@ -21,6 +22,7 @@
 #include "tune/autotune.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -333,6 +335,53 @@ static void test_choice_reused(void **state)
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) fail_msg("the child failed (%d)", status);
 }
 
+/* Two threads ask one tuner for one key at once, each on a stream of its own: the key is measured
+ * once (each candidate ran warm-up + samples times, not twice that) and both get the same
+ * winner, one measured and one remembered. */
+typedef struct chooser {
+    fixture *f;
+    cubec_tuner *t;
+    cubec_stream s;
+    cubec_tune_result r;
+    cubec_status st;
+} chooser;
+
+static void *choose_thread(void *arg)
+{
+    chooser *c = arg;
+    const cubec_tune_request req = {.key = "threads", .candidates = c->f->tc, .candidate_count = 2};
+    c->st = cubec_tune_choose(c->t, c->s, &req, &c->r);
+    return NULL;
+}
+
+static void test_threads_measure_once(void **state)
+{
+    (void)state;
+    fixture f;
+    fixture_open(&f);
+    f.c[0].steps = SLOW_STEPS;
+    cubec_tuner *t = make_tuner(f.d, "threads", 1);
+    chooser c[2];
+    pthread_t th[2];
+    for (int i = 0; i < 2; i++) {
+        c[i] = (chooser){.f = &f, .t = t};
+        ASSERT_OK(cubec_stream_new(f.d, &c[i].s));
+        assert_int_equal(pthread_create(&th[i], NULL, choose_thread, &c[i]), 0);
+    }
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(pthread_join(th[i], NULL), 0);
+        ASSERT_OK(c[i].st);
+        assert_int_equal(c[i].r.index, 1);
+    }
+    assert_int_equal(c[0].r.source + c[1].r.source, CUBEC_TUNE_MEASURED + CUBEC_TUNE_MEMORY);
+    assert_int_equal(f.c[0].runs, RUNS);
+    assert_int_equal(f.c[1].runs, RUNS);
+    cubec_tuner_destroy(t);
+    check_cand(&f, 0);
+    check_cand(&f, 1);
+    fixture_close(&f);
+}
+
 /* ---- damaged and mismatched entries ------------------------------------------------------- */
 
 #define HEADER 96 /* the disk cache's entry header (kernel/disk_cache.c) */
@@ -576,6 +625,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_fast_candidate_chosen, setup, teardown),
         cmocka_unit_test_setup_teardown(test_failing_and_poisoned_rejected, setup, teardown),
         cmocka_unit_test_setup_teardown(test_choice_reused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_threads_measure_once, setup, teardown),
         cmocka_unit_test_setup_teardown(test_damaged_entry_measured_again, setup, teardown),
         cmocka_unit_test_setup_teardown(test_checksum_mismatch_measured_again, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_arguments, setup, teardown),
