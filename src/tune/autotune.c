@@ -231,22 +231,27 @@ static choice *find_choice(cubec_tuner *t, const char *key)
 static void remember(cubec_tuner *t, const cubec_tune_request *r, uint32_t index,
                      uint64_t median_ns)
 {
+    char *name = strfmt("%s", r->candidates[index].name);
+    if (!name) return;
     choice *c = find_choice(t, r->key);
     if (!c) {
-        if (t->choice_count == t->choice_cap) {
+        char *key = strfmt("%s", r->key);
+        if (key && t->choice_count == t->choice_cap) {
             uint32_t cap = t->choice_cap ? 2 * t->choice_cap : 8;
             choice *grown = realloc(t->choices, cap * sizeof *grown);
-            if (!grown) return;
-            t->choices = grown;
-            t->choice_cap = cap;
+            if (grown) {
+                t->choices = grown;
+                t->choice_cap = cap;
+            }
         }
-        char *key = strfmt("%s", r->key);
-        if (!key) return;
+        if (!key || t->choice_count == t->choice_cap) {
+            free(key);
+            free(name);
+            return;
+        }
         c = &t->choices[t->choice_count++];
         *c = (choice){.key = key, .key_hash = hash_str(HASH_SEED, key)};
     }
-    char *name = strfmt("%s", r->candidates[index].name);
-    if (!name) return;
     free(c->name);
     c->name = name;
     c->checksum = r->checksum;
