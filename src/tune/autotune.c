@@ -107,7 +107,7 @@ cubec_status cubec_tuner_create(cubec_device *device, const cubec_tuner_desc *de
     RETURN_IF_ERROR(api_lock(device, "cubec_tuner_create"));
     const gpu_cache_identity *id = &device->gpu->cache_id;
     char uuid[33];
-    for (int i = 0; i < 16; i++)
+    for (size_t i = 0; i < 16; i++)
         snprintf(uuid + 2 * i, 3, "%02x", id->uuid[i]);
     char device_name[256];
     snprintf(device_name, sizeof device_name, "%s", device->info.name);
@@ -294,18 +294,16 @@ static void open_disk(cubec_tuner *t)
     }
 }
 
-/* The entry's key: the namespace and the request's key, each length-prefixed. */
+/* The entry's key: the namespace and the request's key, each with its terminating NUL (neither
+ * can hold one, so no two pairs make one key). */
 static unsigned char *entry_key(const cubec_tuner *t, const char *key, size_t *out_size)
 {
-    uint64_t ns_len = strlen(t->namespace_), key_len = strlen(key);
-    size_t size = 16 + (size_t)ns_len + (size_t)key_len;
-    unsigned char *k = malloc(size);
+    size_t ns_size = strlen(t->namespace_) + 1, key_size = strlen(key) + 1;
+    unsigned char *k = malloc(ns_size + key_size);
     if (!k) return NULL;
-    memcpy(k, &ns_len, 8);
-    memcpy(k + 8, t->namespace_, ns_len);
-    memcpy(k + 8 + ns_len, &key_len, 8);
-    memcpy(k + 16 + ns_len, key, key_len);
-    *out_size = size;
+    memcpy(k, t->namespace_, ns_size);
+    memcpy(k + ns_size, key, key_size);
+    *out_size = ns_size + key_size;
     return k;
 }
 
