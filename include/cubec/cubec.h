@@ -696,7 +696,8 @@ void cubec_tuner_destroy(cubec_tuner *tuner);
 CUBEC_MUST_USE cubec_status cubec_tune_choose(cubec_tuner *tuner, cubec_stream stream,
                                               const cubec_tune_request *request,
                                               cubec_tune_result *out_result);
-/* What the tuner's last cubec_tune_choose found of candidate `index` (its request's order). */
+/* What the tuner's last cubec_tune_choose (the last that passed its argument checks) found of
+ * candidate `index`, in its request's order. */
 CUBEC_MUST_USE cubec_status cubec_tune_outcome_get(cubec_tuner *tuner, uint32_t index,
                                                    cubec_tune_outcome *out_outcome);
 
