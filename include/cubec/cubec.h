@@ -680,6 +680,109 @@ CUBEC_MUST_USE cubec_status cubec_dry_run_begin(void);
 CUBEC_MUST_USE cubec_status cubec_dry_run_end(void);
 
 /* ---------------------------------------------------------------------------------------------
+ * Autotuning (docs/autotune.md)
+ *
+ * A tuner picks, for a key (a shape, say "m=1024,n=1024,k=512"), the fastest of N candidates
+ * that compute the same thing (a kernel's workgroup size, tile shape, algorithm). The choice is
+ * looked up in the tuner's memory, then in the persistent cache on disk (the directory of the
+ * kernel cache, [compile] cache_dir / CUBEC_CACHE_DIR, `none` = off; one namespace per cubec
+ * build, device and driver and tuner name); on a miss each candidate is measured with profiles
+ * (warm-up runs, then `samples` profiled runs each, round-robin) and the one with the lowest
+ * median device time wins. A candidate whose run returns an error, or whose profile is poisoned
+ * by a launch that failed or was skipped (CUBEC_PROFILE_INVALID), is rejected: it is never
+ * chosen, and cubec_tune_outcome_get says why. The choice is remembered and stored; the caller
+ * then runs the winner itself.
+ *
+ *     cubec_tune_candidate c[2] = {{"tile8", run_tile8, &args}, {"tile16", run_tile16, &args}};
+ *     cubec_tune_request req = {.key = "1024x1024x512", .candidates = c, .candidate_count = 2};
+ *     cubec_tune_result r;
+ *     cubec_status st = cubec_tune_choose(tuner, stream, &req, &r);
+ *     if (!st) st = c[r.index].run(dev, stream, &args);
+ *
+ * Measuring runs the candidates for real on `stream`: they must be safe to run repeatedly (each
+ * run overwrites its outputs). A tuner is used by any thread (calls on one tuner take turns);
+ * destroy it before its device is closed.
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct cubec_tuner_s cubec_tuner;
+
+typedef struct cubec_tuner_desc {
+    /* Required: names the tuner in messages and its namespace on disk (choices of tuners of
+     * other names never mix). At most CUBEC_TUNE_MAX_NAME_BYTES bytes. */
+    const char *name;
+    uint32_t warmup;  /* runs of each candidate before the samples, not counted; 0 = 2 */
+    uint32_t samples; /* profiled runs of each candidate; 0 = 10; at most 1000         */
+    int memory_only;  /* non-zero: no persistent cache (choices last as long as the tuner) */
+} cubec_tuner_desc;
+
+#define CUBEC_TUNE_MAX_NAME_BYTES 256u
+#define CUBEC_TUNE_MAX_KEY_BYTES 4096u
+#define CUBEC_TUNE_MAX_CANDIDATES 256u
+#define CUBEC_TUNE_MAX_SAMPLES 1000u
+
+/* One way of doing the work. `run` queues one execution of it on `stream` (launches, copies,
+ * fills; no read or sync is needed) and returns NULL, or an error, which rejects the candidate
+ * (cubec takes the status over and frees it). It must not call the same tuner. */
+typedef struct cubec_tune_candidate {
+    const char *name; /* required, unique among the request's candidates: stored with the choice */
+    cubec_status (*run)(cubec_device *device, cubec_stream stream, void *user);
+    void *user;
+} cubec_tune_candidate;
+
+typedef struct cubec_tune_request {
+    const char *key; /* required, non-empty, at most CUBEC_TUNE_MAX_KEY_BYTES bytes */
+    const cubec_tune_candidate *candidates;
+    uint32_t candidate_count; /* 1..CUBEC_TUNE_MAX_CANDIDATES; one is chosen unmeasured */
+    /* Non-zero: a value of the caller's (a hash of the candidates' sources, say) stored with the
+     * choice; a stored choice with another checksum is measured again. */
+    uint64_t checksum;
+} cubec_tune_request;
+
+typedef enum cubec_tune_source {
+    CUBEC_TUNE_MEASURED = 1, /* the candidates were measured by this call                  */
+    CUBEC_TUNE_MEMORY = 2,   /* this tuner chose it before                                 */
+    CUBEC_TUNE_DISK = 3,     /* read from the persistent cache (an earlier process)        */
+    CUBEC_TUNE_SINGLE = 4,   /* the only candidate: chosen without running it              */
+} cubec_tune_source;
+
+typedef struct cubec_tune_result {
+    uint32_t index; /* the winner, an index into request->candidates */
+    cubec_tune_source source;
+    uint64_t median_ns; /* the winner's median device time when it was measured (0: SINGLE) */
+} cubec_tune_result;
+
+typedef enum cubec_tune_state {
+    CUBEC_TUNE_NOT_RUN = 0,  /* the last call measured nothing (a cached choice), or not it */
+    CUBEC_TUNE_TIMED = 1,    /* measured: see median_ns, min_ns                            */
+    CUBEC_TUNE_REJECTED = 2, /* its run or its profile failed: see code and reason         */
+} cubec_tune_state;
+
+typedef struct cubec_tune_outcome {
+    cubec_tune_state state;
+    cubec_code code;            /* REJECTED: the failure's code                */
+    uint64_t median_ns, min_ns; /* TIMED: over `samples` profiled runs         */
+    uint32_t samples;
+    char reason[512]; /* REJECTED: the failure's message (cut to fit) */
+} cubec_tune_outcome;
+
+/* Creates a tuner of `device`. Touches no file until a choice is looked up. */
+CUBEC_MUST_USE cubec_status cubec_tuner_create(cubec_device *device, const cubec_tuner_desc *desc,
+                                               cubec_tuner **out_tuner);
+/* NULL is accepted. Choices already stored on disk stay there. */
+void cubec_tuner_destroy(cubec_tuner *tuner);
+/* The index of the fastest candidate for request->key: remembered, stored or measured now (see
+ * above). Fails with CUBEC_PROFILE_INVALID naming the tuner, the key and each candidate's reason
+ * when every candidate is rejected; with the error of a lost device as it is; and with
+ * CUBEC_INVALID_ARGUMENT naming the argument for bad input. */
+CUBEC_MUST_USE cubec_status cubec_tune_choose(cubec_tuner *tuner, cubec_stream stream,
+                                              const cubec_tune_request *request,
+                                              cubec_tune_result *out_result);
+/* What the tuner's last cubec_tune_choose (the last that passed its argument checks) found of
+ * candidate `index`, in its request's order. */
+CUBEC_MUST_USE cubec_status cubec_tune_outcome_get(cubec_tuner *tuner, uint32_t index,
+                                                   cubec_tune_outcome *out_outcome);
+
+/* ---------------------------------------------------------------------------------------------
  * Memory
  * ------------------------------------------------------------------------------------------- */
 

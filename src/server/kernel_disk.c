@@ -226,6 +226,11 @@ void kernel_disk_end(cubec_device *d)
     d->kernels.disk = NULL;
 }
 
+const char *kernel_disk_version(void)
+{
+    return CACHE_VERSION;
+}
+
 void kernel_disk_get_stats(cubec_device *d, kernel_disk_stats *out)
 {
     pthread_mutex_lock(&d->lock);

@@ -36,6 +36,9 @@ void kernel_disk_store_spirv(cubec_device *d, const cubec_kernel_desc *desc, int
 /* At close, with the GPU idle: saves the pipeline cache when it holds something new (merging
  * what another process saved meanwhile), then closes the cache. */
 void kernel_disk_end(cubec_device *d);
+/* cubec's version as every disk cache entry carries it: the release and `git describe` of the
+ * build (the autotuner's entries share it, src/tune/autotune.c). */
+const char *kernel_disk_version(void);
 /* Tests only: takes the device lock. */
 void kernel_disk_get_stats(cubec_device *d, kernel_disk_stats *out);
 

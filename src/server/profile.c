@@ -4,8 +4,11 @@
  * they are recorded exactly around the stream's work in between, whatever the scheduler
  * interleaves. The begin timestamp is written at the bottom of the pipe (when all earlier work
  * has finished) and followed by an execution barrier, so the profiled work cannot start before
- * it; the end timestamp is written when all earlier work has finished. Each open profile owns a
- * pair of queries of one pool; profiles nest and overlap because they share nothing else.
+ * it; the end timestamp is written when all earlier work has finished. On an idle GPU the begin
+ * goes at the top of the pipe without a barrier, and so does the end of a window in which nothing
+ * was recorded: an empty window measures ~0, as in the seed (docs/profiling.md). Each open
+ * profile owns a pair of queries of one pool; profiles nest and overlap because they share
+ * nothing else.
  *
  * System timing (no timestamps on the queue, or CUBEC_TIMING=system) syncs the stream at begin
  * and at end and reads the host clock.
@@ -269,6 +272,9 @@ cubec_status server_profile_end(cubec_device *d, stream_ref s, uint64_t id,
                                 ? UINT64_MAX
                                 : (1ull << d->gpu->caps.timestamp_bits) - 1;
             uint64_t delta = (ticks[1] - ticks[0]) & mask;
+            /* Two top-of-pipe timestamps of an empty window may tie; one read as earlier than
+             * the other would wrap to a huge duration. */
+            if (delta > mask / 2) delta = 0;
             r.begin_ns = server_device_time_ns(d, ticks[0] & mask);
             r.end_ns = r.begin_ns + (uint64_t)llround((double)delta * d->info.timestamp_period_ns);
         }
@@ -302,16 +308,19 @@ cubec_status server_record_timestamp(cubec_device *d, task *t)
     /* Nothing can run before the begin timestamp when it opens a new command buffer and the GPU
      * has finished everything submitted before: checked before the batch is begun. */
     int fresh = d->sub.open == NULL;
+    /* An end with nothing recorded since its begin (the same command buffer still open, no
+     * sub_begin in between) closes an empty window. */
+    int empty = p->opened && d->sub.open && d->sub.begins == p->begins_at;
     gpu_cmd *cmd;
     RETURN_IF_ERROR(sub_begin(d, &cmd));
     const gpu_ops *ops = d->gpu->ops;
     if (!t->profile_end) {
         if (fresh) sub_poll(d);
         /* On an idle GPU the timestamp is written where the profiled work begins, with no
-         * barrier, so that an empty window measures ~0 and a short candidate of an autotuner is
-         * not charged a barrier (30+ us on lavapipe); its pair is reset from the host where it
-         * can be (its last use has finished). Otherwise it waits for the earlier work, and the
-         * profiled work starts after it, not alongside that work. */
+         * barrier, so that a short candidate of an autotuner is not charged a barrier (30+ us
+         * on lavapipe); its pair is reset from the host where it can be (its last use has
+         * finished). Otherwise it waits for the earlier work, and the profiled work starts
+         * after it, not alongside that work. */
         int idle = fresh && d->sub.completed_value + 1 >= d->sub.next_value;
         if (idle && d->gpu->caps.host_query_reset)
             ops->queries_host_reset(d->gpu, d->profiles.queries, p->query, 2);
@@ -320,10 +329,17 @@ cubec_status server_record_timestamp(cubec_device *d, task *t)
         ops->timestamp(cmd, d->profiles.queries, p->query, idle ? GPU_STAGE_TOP : GPU_STAGE_BOTTOM);
         if (!idle) ops->barrier(cmd, GPU_STAGE_ALL, 0, GPU_STAGE_ALL, 0);
         p->opened = 1;
+        p->began_top = idle;
+        p->begins_at = d->sub.begins;
     } else {
-        /* A poisoned profile is never read; its begin may have been lost with a submission,
+        /* An empty window after a top-of-pipe begin ends at the top of the pipe too: there is
+         * no work to wait for, and a bottom-of-pipe timestamp would charge the window what the
+         * driver takes to drain its pipeline (about 20 us on lavapipe, which flushes). After a
+         * bottom-of-pipe begin it stays at the bottom, where it is ordered after the begin. A
+         * poisoned profile is never read; its begin may have been lost with a submission,
          * leaving the queries unreset. */
-        if (!p->poison) ops->timestamp(cmd, d->profiles.queries, p->query + 1, GPU_STAGE_BOTTOM);
+        uint32_t stage = empty && p->began_top ? GPU_STAGE_TOP : GPU_STAGE_BOTTOM;
+        if (!p->poison) ops->timestamp(cmd, d->profiles.queries, p->query + 1, stage);
         p->closed = 1;
         p->end_value = d->sub.next_value;
     }

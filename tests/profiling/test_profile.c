@@ -149,6 +149,52 @@ static void test_duration_scales_with_work(void **state)
     fixture_close(&f);
 }
 
+/* One window with nothing in it, its duration within the host's wall time around it. */
+static uint64_t profile_nothing(fixture *f)
+{
+    uint64_t t0 = clock_now_ns();
+    cubec_profile p;
+    ASSERT_OK(cubec_profile_begin(f->d, f->s, &p));
+    cubec_profile_result r;
+    ASSERT_OK(cubec_profile_end(f->d, f->s, p, &r));
+    uint64_t wall = clock_now_ns() - t0;
+    assert_int_equal(r.duration_ns, r.end_ns - r.begin_ns);
+    if (r.duration_ns > wall)
+        fail_msg("an empty window measured %" PRIu64 " ns; the host saw only %" PRIu64 " ns",
+                 r.duration_ns, wall);
+    return r.duration_ns;
+}
+
+/* Empty windows (whose end goes at the top of the pipe after an idle begin): on an idle GPU,
+ * after queued work (a bottom-of-pipe begin), and around an empty window nested in a window with
+ * work: each measures within the wall time, never a wrapped-around duration, and the work
+ * around them still runs and measures. */
+static void test_empty_windows(void **state)
+{
+    (void)state;
+    fixture f;
+    fixture_open(&f);
+    ASSERT_OK(cubec_sync(f.d, f.s));
+    for (int i = 0; i < 20; i++)
+        (void)profile_nothing(&f);
+    ASSERT_OK(busy(&f, f.v, WORDS, 100)); /* not synced: the next begin waits for it */
+    (void)profile_nothing(&f);
+    cubec_profile outer;
+    ASSERT_OK(cubec_profile_begin(f.d, f.s, &outer));
+    ASSERT_OK(busy(&f, f.v, WORDS, 100));
+    (void)profile_nothing(&f);
+    ASSERT_OK(busy(&f, f.v, WORDS, 100));
+    cubec_profile_result r;
+    ASSERT_OK(cubec_profile_end(f.d, f.s, outer, &r));
+    assert_true(r.duration_ns > 0);
+    uint32_t *runs = malloc(4 * WORDS * sizeof *runs);
+    for (uint32_t i = 0; i < 4 * WORDS; i++)
+        runs[i] = i < WORDS ? 300 : 0;
+    check_values(&f, 4 * WORDS, runs);
+    free(runs);
+    fixture_close(&f);
+}
+
 static void test_nested_and_overlapping(void **state)
 {
     (void)state;
@@ -442,6 +488,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_duration_scales_with_work),
+        cmocka_unit_test(test_empty_windows),
         cmocka_unit_test(test_nested_and_overlapping),
         cmocka_unit_test(test_abandon),
         cmocka_unit_test(test_poisoned_by_failed_launch),
