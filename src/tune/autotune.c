@@ -520,6 +520,13 @@ static cubec_status measure(cubec_tuner *t, cubec_stream s, const cubec_tune_req
                                t->name, r->key);
     uint64_t *times = calloc((size_t)n * samples, sizeof *times);
     if (!times) return status_make(CUBEC_OUT_OF_MEMORY, "cubec_tune_choose: host out of memory");
+    /* Candidates run for real even inside a dry run of the program (spec 9's RealRun guard):
+     * dropped launches would all measure nothing. */
+    err = cubec_run_window_begin(d, s, CUBEC_RUN_REAL);
+    if (err) {
+        free(times);
+        return status_annotate(err, "cubec_tune_choose: tuner '%s', key '%s'", t->name, r->key);
+    }
     tuning_frame frame = {t, tuning_now};
     tuning_now = &frame;
     for (uint32_t round = 0; round < t->warmup + samples && !err; round++) {
@@ -532,6 +539,11 @@ static cubec_status measure(cubec_tuner *t, cubec_stream s, const cubec_tune_req
         }
     }
     tuning_now = frame.outer;
+    cubec_status closed = cubec_run_window_end(d, s);
+    if (!err)
+        err = closed;
+    else
+        cubec_status_free(closed);
     if (err) {
         free(times);
         return status_annotate(err, "cubec_tune_choose: tuner '%s', key '%s'", t->name, r->key);

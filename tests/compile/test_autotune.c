@@ -208,6 +208,27 @@ static void test_fast_candidate_chosen(void **state)
     fixture_close(&f);
 }
 
+/* Tuning inside the program's dry run measures for real (docs/dry-runs.md): without the real
+ * window the candidates' launches would be dropped and their words stay 7. */
+static void test_tuning_inside_dry_run(void **state)
+{
+    (void)state;
+    fixture f;
+    fixture_open(&f);
+    cubec_tuner *t = make_tuner(f.d, "dry", 1);
+    f.c[0].steps = SLOW_STEPS;
+    f.c[1].steps = FAST_STEPS;
+    ASSERT_OK(cubec_dry_run_begin());
+    cubec_tune_result r = choose(&f, t, "in-dry-run", 2, 0);
+    ASSERT_OK(cubec_dry_run_end());
+    assert_int_equal(r.source, CUBEC_TUNE_MEASURED);
+    assert_int_equal(r.index, 1);
+    check_cand(&f, 0);
+    check_cand(&f, 1);
+    cubec_tuner_destroy(t);
+    fixture_close(&f);
+}
+
 static void test_failing_and_poisoned_rejected(void **state)
 {
     (void)state;
@@ -623,6 +644,7 @@ int main(int argc, char **argv)
     if (argc == 3 && !strcmp(argv[1], "--child")) return child_main((uint32_t)atoi(argv[2]));
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_fast_candidate_chosen, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tuning_inside_dry_run, setup, teardown),
         cmocka_unit_test_setup_teardown(test_failing_and_poisoned_rejected, setup, teardown),
         cmocka_unit_test_setup_teardown(test_choice_reused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_threads_measure_once, setup, teardown),
