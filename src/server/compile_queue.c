@@ -302,10 +302,28 @@ cubec_status compile_queue_wait_all(cubec_device *d)
         jobs[n] = j;
         j->refs++;
     }
+    /* This thread compiles what no worker has taken (in queue order) and only then sleeps:
+     * waiting on the first job while later ones wait too would leave a core idle. */
+    for (;;) {
+        compile_job *next = NULL;
+        int pending = 0;
+        for (uint32_t i = 0; i < n && !next; i++) {
+            pending |= !jobs[i]->done;
+            if (!jobs[i]->taken) next = jobs[i];
+        }
+        if (next) {
+            q->stats.by_waiters++;
+            run_job(d, q, next);
+        } else if (pending) {
+            q->stats.waits++;
+            pthread_cond_wait(&q->done, &d->lock);
+        } else {
+            break;
+        }
+    }
     uint32_t failed = 0;
     cubec_status first = NULL;
     for (uint32_t i = 0; i < n; i++) {
-        await(d, q, jobs[i]);
         if (jobs[i]->err && !failed++) first = status_clone(jobs[i]->err);
         job_release(jobs[i]);
     }
