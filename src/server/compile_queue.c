@@ -338,7 +338,8 @@ cubec_status compile_queue_fail_launch(cubec_device *d, stream_ref s, const kern
 {
     if (!outputs)
         return status_annotate(status_clone(k->job->err),
-                               "kernel '%s' did not compile in the compile queue, and the launch "
+                               "cubec_launch: kernel '%s' did not compile in the compile queue, "
+                               "and the launch "
                                "declares no outputs (desc->declared_outputs) to carry the error",
                                k->queued_name);
     /* Made before the drain below, which may release the device lock (and another thread
