@@ -51,21 +51,28 @@ static cubec_status check_desc(const char *fn, cubec_device *device, const cubec
 
 /* A new handle of `desc`: compiled before this returns, or (`queue`) handed to the compile
  * queue. */
+enum { CREATE_NOW, CREATE_QUEUED, CREATE_AS_CONFIGURED };
+
 static cubec_status create(const char *fn, cubec_device *device, const cubec_kernel_desc *desc,
-                           int queue, cubec_kernel *out_kernel)
+                           int mode, cubec_kernel *out_kernel)
 {
     if (!out_kernel) return INVALID_ARG("%s: out_kernel is NULL", fn);
     out_kernel->id = 0;
     RETURN_IF_ERROR(check_desc(fn, device, desc));
+    if (!device) return INVALID_ARG("%s: device is NULL", fn); /* check_desc refused it already */
+    /* [compile] async_create is immutable after open: read without the lock. */
+    int queue = mode == CREATE_AS_CONFIGURED ? device->config.compile_async : mode == CREATE_QUEUED;
     /* The identity is hashed before the lock, and the build releases it (server/kernels.h):
      * nothing is resolved before the build, so nothing can change underneath. */
     uint64_t key = server_kernel_identity(desc);
     RETURN_IF_ERROR(api_lock(device, fn));
     kernel_obj *k = calloc(1, sizeof *k);
-    cubec_status err = k ? NULL : status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (kernel)");
-    if (!err && queue) {
+    if (!k)
+        return api_unlock(device, status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (kernel)"));
+    cubec_status err = NULL;
+    if (queue) {
         err = compile_queue_add(device, desc, key, k);
-    } else if (!err) {
+    } else {
         pipeline_entry *e;
         err = server_kernel_create(device, desc, key, &e);
         if (!err) {
@@ -84,15 +91,13 @@ static cubec_status create(const char *fn, cubec_device *device, const cubec_ker
 cubec_status cubec_kernel_create(cubec_device *device, const cubec_kernel_desc *desc,
                                  cubec_kernel *out_kernel)
 {
-    /* [compile] async_create is immutable after open: read without the lock. */
-    return create("cubec_kernel_create", device, desc, device && device->config.compile_async,
-                  out_kernel);
+    return create("cubec_kernel_create", device, desc, CREATE_AS_CONFIGURED, out_kernel);
 }
 
 cubec_status cubec_kernel_queue(cubec_device *device, const cubec_kernel_desc *desc,
                                 cubec_kernel *out_kernel)
 {
-    return create("cubec_kernel_queue", device, desc, 1, out_kernel);
+    return create("cubec_kernel_queue", device, desc, CREATE_QUEUED, out_kernel);
 }
 
 cubec_status cubec_kernel_wait(cubec_device *device, cubec_kernel kernel)

@@ -101,25 +101,23 @@ static uint32_t parallelism_of(const cubec_config *c)
     return cores > 1 ? (uint32_t)cores : 1u;
 }
 
-static cubec_status queue_of(cubec_device *d, compile_queue **out)
+/* The device's queue, made on first use; NULL when the host is out of memory. */
+static compile_queue *queue_of(cubec_device *d)
 {
     compile_queue *q = d->kernels.queue;
-    if (!q) {
-        q = calloc(1, sizeof *q);
-        uint32_t n = parallelism_of(&d->config);
-        pthread_t *threads = q ? calloc(n, sizeof *threads) : NULL;
-        if (!threads) {
-            free(q);
-            return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (compile queue)");
-        }
-        q->threads = threads;
-        q->stats.parallelism = n;
-        pthread_cond_init(&q->work, NULL);
-        pthread_cond_init(&q->done, NULL);
-        d->kernels.queue = q;
+    if (q) return q;
+    q = calloc(1, sizeof *q);
+    if (!q) return NULL;
+    q->stats.parallelism = parallelism_of(&d->config);
+    q->threads = calloc(q->stats.parallelism, sizeof *q->threads);
+    if (!q->threads) {
+        free(q);
+        return NULL;
     }
-    *out = q;
-    return NULL;
+    pthread_cond_init(&q->work, NULL);
+    pthread_cond_init(&q->done, NULL);
+    d->kernels.queue = q;
+    return q;
 }
 
 static compile_job *find_job(const compile_queue *q, uint64_t key)
@@ -213,8 +211,8 @@ static void wake_worker(cubec_device *d, compile_queue *q)
 cubec_status compile_queue_add(cubec_device *d, const cubec_kernel_desc *desc, uint64_t key,
                                kernel_obj *k)
 {
-    compile_queue *q;
-    RETURN_IF_ERROR(queue_of(d, &q));
+    compile_queue *q = queue_of(d);
+    if (!q) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (compile queue)");
     memset(k, 0, sizeof *k);
     pipeline_entry *e = server_kernel_find(d, key);
     if (e) {
@@ -295,7 +293,7 @@ cubec_status compile_queue_wait_all(cubec_device *d)
     uint32_t n = 0;
     for (compile_job *j = q->head; j; j = j->next)
         n++;
-    compile_job **jobs = malloc(n * sizeof *jobs);
+    compile_job **jobs = malloc(n * sizeof(compile_job *));
     if (!jobs) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (compile queue)");
     n = 0;
     for (compile_job *j = q->head; j; j = j->next, n++) {
