@@ -14,12 +14,15 @@
  *    only (the input reads back as written), a consumer of that output is skipped with the chain
  *    down to the diagnostic, a launch declaring no output returns the error, and a write clears
  *    the output.
+ *  - test_failed_kernel_in_profile_and_capture: that launch invalidates the profile around it
+ *    and fails the graph capture recording it, naming the diagnostic; the input stays clean.
  *  - test_compile_fault_in_queue: an injected compile fault (the third compile call) fails
  *    exactly one of six queued kernels, whose launch taints only its declared output; the other
  *    five run right.
  *  - test_queue_and_disk_cache: kernels queued on a second device read their SPIR-V from the
  *    disk cache the first device's queue filled: no compile call is made.
- *  - test_queue_refusals: bad arguments to the new calls are refused, naming them.
+ *  - test_queue_refusals: bad arguments to the new calls are refused, naming them; without
+ *    async_create, cubec_kernel_create still returns a compile error itself.
  *
  * Before the queue existed, none of the calls these tests make (cubec_kernel_queue,
  * cubec_kernel_wait, cubec_kernel_compile_queued, declared_outputs) existed. The ThreadSanitizer
@@ -374,6 +377,54 @@ static void test_async_error_lands_on_outputs(void **state)
     test_device_close(d);
 }
 
+/* The launch of a kernel that did not compile does not run: a profile around it is invalid and a
+ * capture that records it fails (spec 5.3), as for any launch that does not run. */
+static void test_failed_kernel_in_profile_and_capture(void **state)
+{
+    (void)state;
+    cubec_device *d = open_with("CUBEC_COMPILE_ASYNC_CREATE", "1");
+    cubec_stream s;
+    ASSERT_OK(cubec_stream_new(d, &s));
+    cubec_buffer bx = {0}, by = {0};
+    ASSERT_OK(cubec_buffer_create(d, s, N * 4, &bx));
+    ASSERT_OK(cubec_buffer_create(d, s, N * 4, &by));
+    static uint32_t x[N];
+    for (uint32_t i = 0; i < N; i++)
+        x[i] = i ^ 0x5a5a5a5au;
+    ASSERT_OK(cubec_write(d, s, bx, 0, x, sizeof x));
+    const cubec_kernel_desc bd = {.name = "broken.comp", .glsl = broken_src};
+    cubec_kernel broken = {0};
+    ASSERT_OK(cubec_kernel_create(d, &bd, &broken));
+    uint32_t info[3] = {N, 3, 5};
+    cubec_buffer xy[2] = {bx, by};
+    const cubec_launch_desc ld = {.kernel = broken,
+                                  .buffers = xy,
+                                  .buffer_count = 2,
+                                  .info = info,
+                                  .info_size = sizeof info,
+                                  .groups = {(N + 63) / 64, 1, 1},
+                                  .declared_outputs = 1u << 1};
+    cubec_profile p;
+    cubec_profile_result r;
+    ASSERT_OK(cubec_profile_begin(d, s, &p));
+    ASSERT_OK(cubec_launch(d, s, &ld));
+    ASSERT_ERROR(cubec_profile_end(d, s, p, &r), CUBEC_PROFILE_INVALID, "broken.comp:8: error");
+    ASSERT_OK(cubec_graph_prepare(d, s));
+    ASSERT_OK(cubec_graph_begin(d, s));
+    ASSERT_OK(cubec_launch(d, s, &ld));
+    cubec_graph g = {0};
+    ASSERT_ERROR(cubec_graph_end(d, s, &g), CUBEC_GRAPH_STATE, "its kernel did not compile");
+    /* Through all of it the input stayed clean. */
+    static uint32_t got[N];
+    ASSERT_OK(cubec_read(d, s, bx, 0, got, sizeof got));
+    assert_memory_equal(got, x, sizeof x);
+    ASSERT_ERROR(cubec_check(d, &by, 1), CUBEC_COMPILE_FAILED, "did not run");
+    ASSERT_OK(cubec_kernel_destroy(d, broken));
+    ASSERT_OK(cubec_buffer_release(d, bx));
+    ASSERT_OK(cubec_buffer_release(d, by));
+    test_device_close(d);
+}
+
 static void test_compile_fault_in_queue(void **state)
 {
     (void)state;
@@ -468,6 +519,10 @@ static void test_queue_refusals(void **state)
     ASSERT_ERROR(cubec_kernel_wait(d, (cubec_kernel){12345}), CUBEC_INVALID_ARGUMENT,
                  "cubec_kernel_wait: kernel");
     ASSERT_OK(cubec_kernel_compile_queued(d)); /* nothing queued */
+    /* Without [compile] async_create, cubec_kernel_create still returns the compile error. */
+    const cubec_kernel_desc bd = {.name = "broken.comp", .glsl = broken_src};
+    ASSERT_ERROR(cubec_kernel_create(d, &bd, &k), CUBEC_COMPILE_FAILED, "broken.comp:8: error");
+    assert_int_equal(k.id, 0);
     ASSERT_OK(cubec_kernel_queue(d, &pd, &k));
     cubec_buffer o = {0};
     ASSERT_OK(cubec_buffer_create(d, STREAM, N * 4, &o));
@@ -494,6 +549,7 @@ int main(void)
         cmocka_unit_test(test_launch_waits_only_for_its_kernel),
         cmocka_unit_test(test_dedupe),
         cmocka_unit_test(test_async_error_lands_on_outputs),
+        cmocka_unit_test(test_failed_kernel_in_profile_and_capture),
         cmocka_unit_test(test_compile_fault_in_queue),
         cmocka_unit_test(test_queue_and_disk_cache),
         cmocka_unit_test(test_queue_refusals),
