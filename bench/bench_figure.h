@@ -90,6 +90,11 @@ int bench_warm_disk_child(const char *salt_text);
 void bench_cache_dir_begin(char *dir, size_t cap);
 void bench_cache_dir_end(const char *dir);
 
+/* compile.batch64 (compile_batch.c): 64 kernels through the compile queue, and its baseline, the
+ * same kernels created one after another. */
+extern const bench_impl bench_batch64_impl;
+extern const bench_impl bench_batch64_serial_impl;
+
 /* The tiny kernel of the launch figures: one workgroup of 64 threads each adding `step` to one
  * uint of a 256-byte buffer. */
 #define BENCH_TINY_WORDS 64u

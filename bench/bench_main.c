@@ -55,6 +55,9 @@ typedef struct figure_def {
     const char *baseline_env_value;
     /* cubec_feature bits the figure needs: on a device without them it is skipped, saying so. */
     uint32_t needs;
+    /* The same for every side of the figure (the baseline's own, when it has one, instead). */
+    const char *env;
+    const char *env_value;
 } figure_def;
 
 static const figure_variant independent_variants[] = {
@@ -102,6 +105,10 @@ static const figure_def figures[] = {
     {"compile.cold", "ms", 1, "wall", 1, 11, 3},
     {"compile.warm_memory", "ms", 1, "wall", 3, 51, 5},
     {"compile.warm_disk", "ms", 1, "wall", 1, 11, 3, "cubec_no_disk_cache", NULL, 0},
+    /* 64 kernels through the compile queue against the same created one by one, both without
+     * the disk cache. */
+    {"compile.batch64", "ms", 1, "wall", 1, 11, 1, "cubec_serial", NULL, 0, NULL, NULL,
+     "CUBEC_CACHE_DIR", "none"},
     {"streams.independent", "launches/s", 0, "wall", 1, 11, 3, NULL, independent_variants,
      sizeof independent_variants / sizeof independent_variants[0]},
     {"streams.cross", "us", 1, "wall", 1, 11, 3, "cubec_one_stream", NULL, 0},
@@ -320,11 +327,20 @@ static bench_err side_open(const side *s, const raw_target *target, void **out_c
         cubec_status st;
         if (s->env) {
             /* The device reads its configuration (environment included) when it opens; the
-             * variable is gone again right after, so it colours this device only. */
-            if (setenv(s->env, s->env_value, 1) != 0)
+             * variable is as it was again right after (the run's own CUBEC_CACHE_DIR stays), so
+             * it colours this device only. */
+            const char *was = getenv(s->env);
+            char *saved = was ? strdup(was) : NULL;
+            if ((was && !saved) || setenv(s->env, s->env_value, 1) != 0) {
+                free(saved);
                 return bench_errorf("setenv %s=%s failed", s->env, s->env_value);
+            }
             st = cubec_device_open(NULL, &dev);
-            unsetenv(s->env);
+            if (saved)
+                setenv(s->env, saved, 1);
+            else
+                unsetenv(s->env);
+            free(saved);
         } else {
             st = cubec_device_open(NULL, &dev);
         }
@@ -410,14 +426,17 @@ static uint32_t plan_sides(const figure_def *def, const bench_params *params, si
         sides[n++] = (side){.which = SIDE_CUBEC,
                             .label = "cubec",
                             .impl = find_impl(bench_cubec_impls, def->name),
+                            .env = def->env,
+                            .env_value = def->env_value,
                             .params = *params};
         if (def->self_baseline)
-            sides[n++] = (side){.which = SIDE_CUBEC,
-                                .label = def->self_baseline,
-                                .impl = find_impl(bench_cubec_baseline_impls, def->name),
-                                .env = def->baseline_env,
-                                .env_value = def->baseline_env_value,
-                                .params = *params};
+            sides[n++] =
+                (side){.which = SIDE_CUBEC,
+                       .label = def->self_baseline,
+                       .impl = find_impl(bench_cubec_baseline_impls, def->name),
+                       .env = def->baseline_env ? def->baseline_env : def->env,
+                       .env_value = def->baseline_env ? def->baseline_env_value : def->env_value,
+                       .params = *params};
         else
             sides[n++] = (side){.which = SIDE_RAW,
                                 .label = "raw_vulkan",

@@ -1111,6 +1111,7 @@ const bench_impl_entry bench_cubec_impls[] = {
     {"compile.warm_memory", &warm_impl},
     {"profile.empty", &empty_impl},
     {"compile.warm_disk", &bench_warm_disk_impl},
+    {"compile.batch64", &bench_batch64_impl},
     {"streams.independent", &streams_independent_impl},
     {"streams.cross", &cross_impl},
     {"streams.interleave", &interleave_impl},
@@ -1127,5 +1128,6 @@ const bench_impl_entry bench_cubec_baseline_impls[] = {
     {"streams.interleave", &interleave_impl},
     {"compile.warm_disk", &bench_warm_disk_baseline_impl},
     {"kernel.gemm_f16", &bench_gemm_f16_scalar_impl},
+    {"compile.batch64", &bench_batch64_serial_impl},
     {NULL, NULL},
 };

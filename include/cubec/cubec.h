@@ -486,8 +486,30 @@ CUBEC_MUST_USE cubec_status cubec_kernel_create(cubec_device *device, const cube
                                                 cubec_kernel *out_kernel);
 CUBEC_MUST_USE cubec_status cubec_kernel_get_info(cubec_device *device, cubec_kernel kernel,
                                                   cubec_kernel_info *out_info);
-/* Destroys a kernel; launches already queued still run. A zero handle is accepted. */
+/* Destroys a kernel; launches already queued still run. A zero handle is accepted. A kernel
+ * still compiling in the queue finishes compiling (another handle may share it). */
 CUBEC_MUST_USE cubec_status cubec_kernel_destroy(cubec_device *device, cubec_kernel kernel);
+
+/* The compile queue (docs/kernels.md, "The compile queue").
+ *
+ * cubec_kernel_queue checks `desc` as cubec_kernel_create does and returns a handle at once; the
+ * kernel is compiled by the device's compile workers ([compile] parallelism threads, started on
+ * first use), without the device lock and in parallel with each other. Queuing a kernel already
+ * compiled gives a ready handle; queuing one already queued shares its compilation. A launch,
+ * cubec_kernel_get_info or cubec_kernel_wait of a kernel still compiling waits for that kernel
+ * alone: one no worker has taken yet is compiled on the calling thread. A kernel that failed to
+ * compile keeps its error: cubec_kernel_wait and cubec_kernel_get_info return it, and a launch
+ * puts it on the launch's declared outputs (cubec_launch_desc.declared_outputs), or returns it
+ * when the launch declares none. With `[compile] async_create = on` cubec_kernel_create queues
+ * too. */
+CUBEC_MUST_USE cubec_status cubec_kernel_queue(cubec_device *device, const cubec_kernel_desc *desc,
+                                               cubec_kernel *out_kernel);
+/* Waits for the kernel's compilation; NULL when it is ready, else its compile error. */
+CUBEC_MUST_USE cubec_status cubec_kernel_wait(cubec_device *device, cubec_kernel kernel);
+/* Waits for every kernel queued before the call (the calling thread compiles what no worker has
+ * taken yet). NULL when all compiled; else the error of the first that did not, with how many
+ * did not. The errors stay with their kernels. */
+CUBEC_MUST_USE cubec_status cubec_kernel_compile_queued(cubec_device *device);
 
 /* ---------------------------------------------------------------------------------------------
  * Launches
@@ -505,6 +527,10 @@ typedef struct cubec_launch_desc {
      * `indirect_offset` (a multiple of 4) when the launch runs: `groups` is ignored. */
     cubec_buffer indirect;
     uint64_t indirect_offset;
+    /* Bit i declares that the launch writes buffers[i]. Read only when the kernel failed to
+     * compile in the queue (cubec_kernel_queue): those buffers then carry the compile error, and
+     * no other buffer is touched; with none declared the launch returns the error. */
+    uint32_t declared_outputs;
 } cubec_launch_desc;
 
 /* Queues a launch on the stream. Never blocks on the GPU; allocates nothing when warm. */

@@ -1,16 +1,14 @@
 /* Public entry points: kernels and launches. Launch checks every argument against the kernel's
  * reflected interface and the device limits before anything is recorded. */
 #include "api/api_common.h"
+#include "server/compile_queue.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-cubec_status cubec_kernel_create(cubec_device *device, const cubec_kernel_desc *desc,
-                                 cubec_kernel *out_kernel)
+/* The checks every kernel description goes through, queued or not. */
+static cubec_status check_desc(const char *fn, cubec_device *device, const cubec_kernel_desc *desc)
 {
-    static const char fn[] = "cubec_kernel_create";
-    if (!out_kernel) return INVALID_ARG("%s: out_kernel is NULL", fn);
-    out_kernel->id = 0;
     if (!desc) return INVALID_ARG("%s: desc is NULL", fn);
     if (!desc->glsl == !desc->spirv)
         return INVALID_ARG("%s: desc must set exactly one of glsl and spirv (glsl %s, spirv %s)",
@@ -48,23 +46,75 @@ cubec_status cubec_kernel_create(cubec_device *device, const cubec_kernel_desc *
             if (desc->spec_constants[i].id == desc->spec_constants[j].id)
                 return INVALID_ARG("%s: desc->spec_constants[%u] and [%u] both set id %u", fn, j, i,
                                    desc->spec_constants[i].id);
+    return NULL;
+}
+
+/* A new handle of `desc`: compiled before this returns, or (`queue`) handed to the compile
+ * queue. */
+enum { CREATE_NOW, CREATE_QUEUED, CREATE_AS_CONFIGURED };
+
+static cubec_status create(const char *fn, cubec_device *device, const cubec_kernel_desc *desc,
+                           int mode, cubec_kernel *out_kernel)
+{
+    if (!out_kernel) return INVALID_ARG("%s: out_kernel is NULL", fn);
+    out_kernel->id = 0;
+    RETURN_IF_ERROR(check_desc(fn, device, desc));
+    if (!device) return INVALID_ARG("%s: device is NULL", fn); /* check_desc refused it already */
+    /* [compile] async_create is immutable after open: read without the lock. */
+    int queue = mode == CREATE_AS_CONFIGURED ? device->config.compile_async : mode == CREATE_QUEUED;
     /* The identity is hashed before the lock, and the build releases it (server/kernels.h):
      * nothing is resolved before the build, so nothing can change underneath. */
     uint64_t key = server_kernel_identity(desc);
     RETURN_IF_ERROR(api_lock(device, fn));
-    pipeline_entry *e;
-    cubec_status err = server_kernel_create(device, desc, key, &e);
-    kernel_obj *k = NULL;
-    if (!err) {
-        k = malloc(sizeof *k);
-        if (!k) err = status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (kernel)");
+    kernel_obj *k = calloc(1, sizeof *k);
+    if (!k)
+        return api_unlock(device, status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (kernel)"));
+    cubec_status err = NULL;
+    if (queue) {
+        err = compile_queue_add(device, desc, key, k);
+    } else {
+        pipeline_entry *e;
+        err = server_kernel_create(device, desc, key, &e);
+        if (!err) {
+            k->entry = e;
+            err = server_kernel_name(e, desc->name, &k->name);
+        }
     }
-    if (!err && k) {
-        k->entry = e;
-        err = server_kernel_name(e, desc->name, &k->name);
-        if (!err) err = handle_table_insert(&device->kernels.handles, k, &out_kernel->id);
-        if (err) free(k);
+    if (!err) err = handle_table_insert(&device->kernels.handles, k, &out_kernel->id);
+    if (err) {
+        compile_queue_drop_handle(device, k);
+        free(k);
     }
+    return api_unlock(device, err);
+}
+
+cubec_status cubec_kernel_create(cubec_device *device, const cubec_kernel_desc *desc,
+                                 cubec_kernel *out_kernel)
+{
+    return create("cubec_kernel_create", device, desc, CREATE_AS_CONFIGURED, out_kernel);
+}
+
+cubec_status cubec_kernel_queue(cubec_device *device, const cubec_kernel_desc *desc,
+                                cubec_kernel *out_kernel)
+{
+    return create("cubec_kernel_queue", device, desc, CREATE_QUEUED, out_kernel);
+}
+
+cubec_status cubec_kernel_wait(cubec_device *device, cubec_kernel kernel)
+{
+    static const char fn[] = "cubec_kernel_wait";
+    RETURN_IF_ERROR(api_lock(device, fn));
+    kernel_obj *k;
+    cubec_status err = compile_queue_resolve(device, kernel.id, "cubec_kernel_wait: kernel", &k);
+    if (!err && k->job) err = status_annotate(status_clone(k->job->err), "%s", fn);
+    return api_unlock(device, err);
+}
+
+cubec_status cubec_kernel_compile_queued(cubec_device *device)
+{
+    static const char fn[] = "cubec_kernel_compile_queued";
+    RETURN_IF_ERROR(api_lock(device, fn));
+    cubec_status err = status_annotate(compile_queue_wait_all(device), "%s", fn);
     return api_unlock(device, err);
 }
 
@@ -74,11 +124,12 @@ cubec_status cubec_kernel_get_info(cubec_device *device, cubec_kernel kernel,
     if (!out_info) return INVALID_ARG("cubec_kernel_get_info: out_info is NULL");
     memset(out_info, 0, sizeof *out_info);
     RETURN_IF_ERROR(api_lock(device, "cubec_kernel_get_info"));
-    void *o;
-    cubec_status err = handle_table_lookup(&device->kernels.handles, kernel.id,
-                                           "cubec_kernel_get_info: kernel", &o);
+    kernel_obj *k;
+    cubec_status err =
+        compile_queue_resolve(device, kernel.id, "cubec_kernel_get_info: kernel", &k);
+    if (!err && k->job) err = status_annotate(status_clone(k->job->err), "cubec_kernel_get_info");
     if (!err) {
-        const pipeline_entry *e = ((kernel_obj *)o)->entry;
+        const pipeline_entry *e = k->entry;
         out_info->hash = e->key;
         out_info->binding_count = e->refl.binding_count;
         memcpy(out_info->access, e->refl.access, sizeof out_info->access);
@@ -99,28 +150,32 @@ cubec_status cubec_kernel_destroy(cubec_device *device, cubec_kernel kernel)
     if (!err) {
         /* The pipeline stays cached (queued launches may still use it) until the device closes. */
         handle_table_remove(&device->kernels.handles, kernel.id);
+        compile_queue_drop_handle(device, o);
         free(o);
     }
     return api_unlock(device, err);
 }
 
-static cubec_status check_launch(cubec_device *d, const cubec_launch_desc *desc, launch_args *a,
-                                 buffer_obj **bufs)
+/* `k` has its entry, or (entry NULL) did not compile in the queue: then only the buffers are
+ * checked, the interface being unknown. */
+static cubec_status check_launch(cubec_device *d, const cubec_launch_desc *desc,
+                                 const kernel_obj *k, launch_args *a, buffer_obj **bufs)
 {
     static const char fn[] = "cubec_launch";
-    void *o;
-    RETURN_IF_ERROR(handle_table_lookup(&d->kernels.handles, desc->kernel.id,
-                                        "cubec_launch: desc->kernel", &o));
-    const pipeline_entry *e = ((kernel_obj *)o)->entry;
+    const pipeline_entry *e = k->entry;
     a->entry = e;
-    a->name = ((kernel_obj *)o)->name;
-    if (desc->buffer_count != e->refl.binding_count)
+    a->name = k->name;
+    if (e && desc->buffer_count != e->refl.binding_count)
         return INVALID_ARG("%s: desc->buffer_count is %u but kernel '%s' has %u storage buffers",
                            fn, desc->buffer_count, e->name, e->refl.binding_count);
     if (desc->buffer_count && !desc->buffers)
         return INVALID_ARG("%s: desc->buffers is NULL with buffer_count %u", fn,
                            desc->buffer_count);
-    if (desc->info_size != e->info_size)
+    if ((uint64_t)desc->declared_outputs >> desc->buffer_count)
+        return INVALID_ARG("%s: desc->declared_outputs is 0x%x, which names buffers past "
+                           "buffer_count %u",
+                           fn, desc->declared_outputs, desc->buffer_count);
+    if (e && desc->info_size != e->info_size)
         return INVALID_ARG("%s: desc->info_size is %u but kernel '%s' declares %u bytes of "
                            "metadata",
                            fn, desc->info_size, e->name, e->info_size);
@@ -174,13 +229,23 @@ cubec_status cubec_launch(cubec_device *device, cubec_stream stream, const cubec
     buffer_obj *bufs[32];
     launch_args a = {0};
     stream_ref s;
-    cubec_status err = api_slot(device, stream, "cubec_launch", &s);
-    if (!err) err = check_launch(device, desc, &a, bufs);
-    if (!err) {
-        if (server_run_dry(device, s))
-            device->runs.dry_launches++; /* checked, its kernel built: dropped (a dry run) */
-        else
-            err = server_launch(device, s, &a);
+    /* The kernel first: a queued one still compiling is waited for (the device lock is released
+     * meanwhile), before anything else is resolved. */
+    kernel_obj *k;
+    cubec_status err =
+        compile_queue_resolve(device, desc->kernel.id, "cubec_launch: desc->kernel", &k);
+    if (!err) err = api_slot(device, stream, "cubec_launch", &s);
+    if (!err) err = check_launch(device, desc, k, &a, bufs);
+    if (!err && server_run_dry(device, s)) {
+        /* Checked, its kernel built: dropped. A kernel that did not build taints nothing in a
+         * dry run, so its error comes back here rather than being lost. */
+        device->runs.dry_launches++;
+        if (!k->entry) err = compile_queue_fail_launch(device, s, k, bufs, desc->buffer_count, 0);
+        return api_unlock(device, err);
     }
+    if (!err && k->entry) err = server_launch(device, s, &a);
+    if (!err && !k->entry)
+        err = compile_queue_fail_launch(device, s, k, bufs, desc->buffer_count,
+                                        desc->declared_outputs);
     return api_unlock(device, err);
 }

@@ -68,7 +68,9 @@ typedef struct cubec_config {
     int timing_system;        /* [profiling] timing CUBEC_TIMING: device | system (host clock) */
     char trace_file[512]; /* [profiling] trace CUBEC_TRACE: Chrome trace JSON written at close */
     char cache_dir[448];  /* [compile] cache_dir CUBEC_CACHE_DIR: "" the XDG default, "none" off */
-    int64_t cache_max_bytes; /* [compile] cache_max_bytes CUBEC_CACHE_MAX_BYTES; 256 MiB */
+    int64_t cache_max_bytes;     /* [compile] cache_max_bytes CUBEC_CACHE_MAX_BYTES; 256 MiB */
+    int64_t compile_parallelism; /* [compile] parallelism CUBEC_COMPILE_PARALLELISM; 0 = cores */
+    int compile_async;           /* [compile] async_create CUBEC_COMPILE_ASYNC_CREATE: 0/1 */
     /* [device] disable_features CUBEC_DISABLE_FEATURES: cubec_feature bits not to enable */
     uint32_t disabled_features;
     int backend_null;        /* CUBEC_BACKEND (environment only): 0 vulkan, 1 null */

@@ -6,8 +6,9 @@
  *
  * In cubec most errors are returned by the call that causes them (a kernel that does not compile,
  * a buffer that cannot be allocated): nothing is queued then. What lands on memory is what goes
- * wrong after the call returned: recording or submitting queued work, a lost device, and the
- * launches skipped because of those. Not thread-safe: the device lock is held. */
+ * wrong after the call returned: recording or submitting queued work, a lost device, a queued
+ * kernel that did not compile (on its launches' declared outputs), and the launches skipped
+ * because of those. Not thread-safe: the device lock is held. */
 #ifndef CUBEC_FAILURE_FAILURE_H
 #define CUBEC_FAILURE_FAILURE_H
 

@@ -3,6 +3,7 @@
  * validation-clean even when the program forgot to release buffers. */
 #include "server/device.h"
 #include "base/log.h"
+#include "server/compile_queue.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -186,6 +187,8 @@ cubec_status server_open(const cubec_device_desc *desc, cubec_device **out)
 
 void server_close(cubec_device *d)
 {
+    /* The compile workers first: they take the device lock, and builds use the device. */
+    compile_queue_stop(d);
     if (d->sub.stats.tasks)
         LOG(LOG_INFO, LOG_SYS_DEVICE,
             "closing: %" PRIu64 " tasks recorded, %" PRIu64 " barriers, %" PRIu64
@@ -220,8 +223,11 @@ void server_close(cubec_device *d)
         server_alloc_release(d, b->alloc); /* the GPU is idle: frees at once */
         free(b);
     }
-    for (uint32_t i = 0; i < d->kernels.handles.count; i++)
+    for (uint32_t i = 0; i < d->kernels.handles.count; i++) {
+        compile_queue_drop_handle(d, d->kernels.handles.slots[i].object);
         free(d->kernels.handles.slots[i].object);
+    }
+    compile_queue_destroy(d);
     handle_table_free(&d->buffers.handles);
     handle_table_free(&d->kernels.handles);
     if (d->gpu) {

@@ -264,6 +264,11 @@ static pipeline_entry *lookup(cubec_device *d, uint64_t key)
     return NULL;
 }
 
+pipeline_entry *server_kernel_find(cubec_device *d, uint64_t key)
+{
+    return lookup(d, key);
+}
+
 static int in_flight(const cubec_device *d, uint64_t key)
 {
     for (const kernel_build *b = d->kernels.building; b; b = b->next)

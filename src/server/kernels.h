@@ -28,9 +28,15 @@ typedef struct pipeline_entry {
     struct pipeline_entry *next; /* hash chain */
 } pipeline_entry;
 
+struct compile_job;
+
 typedef struct kernel_obj {
-    pipeline_entry *entry; /* shared by kernels with the same definition */
+    pipeline_entry *entry; /* shared by kernels with the same definition; NULL while queued */
     const char *name;      /* this handle's name, for failure messages (in entry->names) */
+    /* A queued kernel (server/compile_queue.h): its compilation while it runs, and after it
+     * failed (the error stays with the handle); NULL once the handle has its entry. */
+    struct compile_job *job;
+    char queued_name[32]; /* a queued handle's name until it has its entry */
 } kernel_obj;
 
 /* A test's hook into kernel creation, reached only through server_kernel_set_compile_hook, which
@@ -70,6 +76,7 @@ typedef struct kernel_cache {
     uint64_t disk_blob_hash;  /* the pipeline cache blob last loaded or saved (0: none) */
     uint64_t disk_spirv_hits; /* published entries whose SPIR-V came from the disk */
     uint64_t disk_blobs_loaded, disk_blobs_refused, disk_blobs_saved;
+    struct compile_queue *queue; /* server/compile_queue.c: made by the first queued kernel */
 } kernel_cache;
 
 /* The identity of a kernel: a hash of what defines it. Needs no lock. */
@@ -86,6 +93,8 @@ MUST_USE cubec_status server_kernel_create(cubec_device *d, const cubec_kernel_d
 MUST_USE cubec_status server_kernel_create_locked(cubec_device *d, const cubec_kernel_desc *desc,
                                                   pipeline_entry **out);
 void server_kernels_destroy(cubec_device *d);
+/* The published pipeline of identity `key`, or NULL. */
+pipeline_entry *server_kernel_find(cubec_device *d, uint64_t key);
 /* Where GLSL kernels' CUBEC_INFO block goes on this device ([kernel] metadata): set at open. */
 void server_kernels_configure(cubec_device *d);
 /* A kernel handle's name, kept with its pipeline until the device closes. */
