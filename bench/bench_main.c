@@ -107,7 +107,7 @@ static const figure_def figures[] = {
     {"compile.warm_disk", "ms", 1, "wall", 1, 11, 3, "cubec_no_disk_cache", NULL, 0},
     /* 64 kernels through the compile queue against the same created one by one, both without
      * the disk cache. */
-    {"compile.batch64", "ms", 1, "wall", 1, 11, 1, "cubec_serial", NULL, 0, NULL, NULL,
+    {"compile.batch64", "ms", 1, "wall", 1, 11, 1, "cubec_serial", NULL, 0, NULL, NULL, 0,
      "CUBEC_CACHE_DIR", "none"},
     {"streams.independent", "launches/s", 0, "wall", 1, 11, 3, NULL, independent_variants,
      sizeof independent_variants / sizeof independent_variants[0]},
