@@ -7,6 +7,7 @@
 #include "test_util.h"
 #include "uint_kernels.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -283,6 +284,36 @@ static void dry_replay_and_capture(void **state)
     ASSERT_OK(cubec_buffer_release(f->d, v));
 }
 
+/* A dry launch of a queued kernel waits for its build (compiled and cached, then dropped); a
+ * kernel that did not build taints nothing in a dry run, so the launch returns its error. */
+static void dry_launch_of_queued_kernels(void **state)
+{
+    fixture *f = *state;
+    uint32_t host[N];
+    fill_words(host, N, 7);
+    cubec_buffer v = buffer_of(f, host);
+    cubec_kernel good, bad;
+    char src[512];
+    snprintf(src, sizeof src, "%s%s%s", UINT_KERNEL_HEAD, UINT_KERNEL_INFO,
+             "layout(std430, binding = 0) buffer V { uint v[]; };\n"
+             "void main() { uint i = gl_GlobalInvocationID.x;\n"
+             "  if (i < info.n) v[i] = v[i] * info.mul + info.add + 1u; }\n");
+    ASSERT_OK(cubec_kernel_queue(f->d, &(cubec_kernel_desc){.name = "queued", .glsl = src}, &good));
+    ASSERT_OK(cubec_kernel_queue(
+        f->d, &(cubec_kernel_desc){.name = "broken", .glsl = "#version 450\nvoid main() { x; }\n"},
+        &bad));
+    ASSERT_OK(cubec_run_window_begin(f->d, f->s, CUBEC_RUN_DRY));
+    ASSERT_OK(uint_launch(f->d, f->s, good, v, NONE, N, 3, 1));
+    ASSERT_ERROR(uint_launch(f->d, f->s, bad, v, NONE, N, 3, 1), CUBEC_COMPILE_FAILED, "broken");
+    ASSERT_OK(cubec_run_window_end(f->d, f->s));
+    cubec_kernel_info info;
+    ASSERT_OK(cubec_kernel_get_info(f->d, good, &info)); /* it built */
+    expect_words(f, v, host);                            /* dropped, and nothing tainted */
+    ASSERT_OK(cubec_kernel_destroy(f->d, good));
+    ASSERT_OK(cubec_kernel_destroy(f->d, bad));
+    ASSERT_OK(cubec_buffer_release(f->d, v));
+}
+
 static void bad_windows_are_refused(void **state)
 {
     fixture *f = *state;
@@ -314,6 +345,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(dry_pages_are_backed_at_first_use, setup, teardown),
         cmocka_unit_test_setup_teardown(copy_and_fill_back_pages, setup, teardown),
         cmocka_unit_test_setup_teardown(dry_replay_and_capture, setup, teardown),
+        cmocka_unit_test_setup_teardown(dry_launch_of_queued_kernels, setup, teardown),
         cmocka_unit_test_setup_teardown(bad_windows_are_refused, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
