@@ -357,6 +357,7 @@ static unsigned char *map_zeroed(size_t bytes, void **out_map, size_t *out_map_b
 /* Takes `size` bytes of the heap cap and the host memory behind m. On error nothing changed. */
 static cubec_status null_mem_back(gpu *base, gpu_mem *mem)
 {
+    if (!mem) return INVALID_ARG("null gpu mem_back: mem is NULL");
     null_gpu *g = (null_gpu *)base;
     null_mem *m = (null_mem *)mem;
     uint64_t size = mem->size;

@@ -72,6 +72,7 @@ static cubec_status vk_mem_create_unbacked(gpu *g, uint64_t size, gpu_mem **out)
  * buffer stays unbacked and usable for another try. */
 static cubec_status vk_mem_back(gpu *g, gpu_mem *gm)
 {
+    if (!gm) return INVALID_ARG("vk mem_back: mem is NULL");
     vk_gpu *v = vk_gpu_of(g);
     VkDevice dev = v->vk.device;
     vk_mem *m = (vk_mem *)gm;
@@ -108,6 +109,7 @@ static cubec_status vk_mem_create(gpu *g, gpu_mem_kind kind, uint64_t size, gpu_
 {
     gpu_mem *m = NULL;
     RETURN_IF_ERROR(vk_mem_create_unbacked_kind(g, kind, size, &m));
+    if (!m) return status_make(CUBEC_INTERNAL, "vk mem_create: no buffer record");
     cubec_status err = vk_mem_back(g, m);
     if (err) {
         vkDestroyBuffer(vk_gpu_of(g)->vk.device, ((vk_mem *)m)->buffer, NULL);
