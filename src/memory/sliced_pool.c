@@ -108,6 +108,7 @@ static void put_slice(sliced_pool *p, uint32_t slot)
     sliced_slice *s = &p->slices[slot];
     s->state = SLICED_SLOT_UNUSED;
     s->requested = 0;
+    s->owner = NULL;
     s->next = p->slice_unused;
     p->slice_unused = slot;
     p->slice_unused_count++;
@@ -131,6 +132,7 @@ static void put_page(sliced_pool *p, uint32_t slot)
     pg->in_use = 0;
     pg->handle = NULL;
     pg->live = 0;
+    pg->guards = 0;
     pg->first = p->page_unused;
     p->page_unused = slot;
     p->page_unused_count++;
@@ -176,6 +178,7 @@ static void carve(sliced_pool *p, uint32_t slot, uint64_t size, uint64_t eff, po
         r->offset = s->offset + eff;
         r->size = s->size - eff;
         r->requested = 0;
+        r->owner = NULL;
         r->page = s->page;
         r->prev = slot;
         r->next = s->next;
@@ -189,6 +192,7 @@ static void carve(sliced_pool *p, uint32_t slot, uint64_t size, uint64_t eff, po
     CUBEC_ASSERT(s->state == SLICED_SLOT_FREE && s->size >= eff && eff >= size);
     s->state = SLICED_SLOT_LIVE;
     s->requested = size;
+    s->owner = NULL;
     sliced_page *pg = &p->pages[s->page];
     pg->live++;
     p->allocations++;
@@ -245,11 +249,13 @@ cubec_status sliced_pool_add_page(sliced_pool *p, const page_source *source, uin
     pg->handle = handle;
     pg->first = slot;
     pg->live = 0;
+    pg->guards = 0;
     pg->in_use = 1;
     sliced_slice *s = &p->slices[slot];
     s->offset = 0;
     s->size = p->page_size;
     s->requested = 0;
+    s->owner = NULL;
     s->page = ps;
     s->prev = SLICED_NIL;
     s->next = SLICED_NIL;
@@ -278,6 +284,7 @@ int sliced_pool_free(sliced_pool *p, uint32_t slot, const void *page, uint64_t o
     p->bytes_padding -= s->size - size;
     s->state = SLICED_SLOT_FREE;
     s->requested = 0;
+    s->owner = NULL;
 
     /* Merge with the free neighbours now, so that free room is always one slice per gap. */
     uint32_t n = s->next;
@@ -308,7 +315,8 @@ uint32_t sliced_pool_release_empty(sliced_pool *p, const page_source *source)
     uint32_t released = 0;
     for (uint32_t i = 0; i < p->page_count; i++) {
         sliced_page *pg = &p->pages[i];
-        if (!pg->in_use || pg->live != 0) continue;
+        /* A guard holds a live allocation, but the page must stay even if that ever lapses. */
+        if (!pg->in_use || pg->live != 0 || pg->guards != 0) continue;
         uint32_t slot = pg->first;
         /* With no live slice the merges leave a single free slice covering the page. */
         CUBEC_ASSERT(p->slices[slot].size == p->page_size &&
@@ -325,6 +333,20 @@ uint32_t sliced_pool_release_empty(sliced_pool *p, const page_source *source)
     return released;
 }
 
+uint32_t sliced_pool_page_of(const sliced_pool *p, uint32_t slot)
+{
+    if (slot >= p->slice_count || p->slices[slot].state != SLICED_SLOT_LIVE) return SLICED_NIL;
+    return p->slices[slot].page;
+}
+
+uint32_t sliced_pool_guarded_pages(const sliced_pool *p)
+{
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < p->page_count; i++)
+        n += p->pages[i].in_use && p->pages[i].guards > 0;
+    return n;
+}
+
 void sliced_pool_report(const sliced_pool *p, cubec_pool_report *out)
 {
     memset(out, 0, sizeof *out);
@@ -338,4 +360,5 @@ void sliced_pool_report(const sliced_pool *p, cubec_pool_report *out)
     out->bytes_in_use = p->bytes_in_use;
     out->bytes_padding = p->bytes_padding;
     out->bytes_reserved = (uint64_t)p->pages_live * p->page_size;
+    out->guarded_pages = sliced_pool_guarded_pages(p);
 }
