@@ -31,6 +31,31 @@ cubec_status cubec_memory_cleanup(cubec_device *device, cubec_stream stream)
     return api_unlock(device, err);
 }
 
+cubec_status cubec_buffer_raw(cubec_device *device, cubec_stream stream, cubec_buffer buffer,
+                              cubec_raw_buffer *out_raw, cubec_guard *out_guard)
+{
+    if (out_raw) memset(out_raw, 0, sizeof *out_raw);
+    if (out_guard) out_guard->id = 0;
+    if (!out_raw || !out_guard)
+        return INVALID_ARG("cubec_buffer_raw: out_raw (%p) and out_guard (%p) are required",
+                           (void *)out_raw, (void *)out_guard);
+    RETURN_IF_ERROR(api_lock(device, "cubec_buffer_raw"));
+    stream_ref s;
+    buffer_obj *b;
+    cubec_status err = api_slot(device, stream, "cubec_buffer_raw", &s);
+    if (!err) err = api_buffer(device, buffer, "cubec_buffer_raw: buffer", &b);
+    if (!err) err = server_buffer_raw(device, s, b, out_raw, out_guard);
+    return api_unlock(device, err);
+}
+
+cubec_status cubec_guard_release(cubec_device *device, cubec_guard guard)
+{
+    if (guard.id == 0) return NULL;
+    RETURN_IF_ERROR(api_lock(device, "cubec_guard_release"));
+    server_guard_release(device, guard.id);
+    return api_unlock(device, NULL);
+}
+
 void cubec_string_free(char *s)
 {
     free(s);

@@ -186,10 +186,10 @@ static arena_shape shape_of(const arena_pool *a)
     return sh;
 }
 
-int arena_pool_wants_relocation(const arena_pool *a)
+int arena_pool_wants_relocation(const arena_pool *a, int may_add)
 {
     if (a->current == ARENA_NIL || a->slots_used < 2) return 0; /* no outdated pool */
-    if (!a->futile_valid) return 1;
+    if (!a->futile_valid || (may_add && !a->futile_may_add)) return 1;
     arena_shape sh = shape_of(a);
     return memcmp(&sh, &a->futile, sizeof sh) != 0;
 }
@@ -282,11 +282,12 @@ cubec_status arena_pool_plan(arena_pool *a, const page_source *source, int may_a
     return NULL;
 }
 
-void arena_pool_note_relocation(arena_pool *a, uint32_t moved, uint64_t bytes)
+void arena_pool_note_relocation(arena_pool *a, uint32_t moved, uint64_t bytes, int may_add)
 {
     a->relocations += moved;
     a->relocated_bytes += bytes;
     a->futile_valid = moved == 0;
+    a->futile_may_add = may_add;
     if (!moved) a->futile = shape_of(a);
 }
 

@@ -55,6 +55,7 @@ typedef struct arena_pool {
     uint64_t relocations, relocated_bytes; /* moves committed so far (the report's) */
     arena_shape futile;                    /* the shape of the last relocation that moved nothing */
     int futile_valid;
+    int futile_may_add; /* ... and whether it could add pages */
 } arena_pool;
 
 void arena_pool_init(arena_pool *a, uint64_t min_page, uint64_t max_page, uint64_t alignment);
@@ -90,9 +91,10 @@ static inline int arena_pool_full(const arena_pool *a)
 {
     return a->slots_used == ARENA_MAX_PAGE_SIZES;
 }
-/* Whether a relocation may move something: an outdated page holds a live slice and the shape
- * differs from that of the last relocation that moved nothing. */
-int arena_pool_wants_relocation(const arena_pool *a);
+/* Whether a relocation (one that may add pages when `may_add`) may move something: there is an
+ * outdated page, and the shape differs from that of the last relocation that moved nothing,
+ * unless that one could not add pages and this one can. */
+int arena_pool_wants_relocation(const arena_pool *a, int may_add);
 /* Plans the moves off outdated pages into the current pool: targets are reserved in room the
  * current pool holds and, when `may_add_pages`, in pages added to it (a page the source refuses
  * ends the adding). Moves are appended to *moves (grown with array_grow); each source slice
@@ -104,7 +106,7 @@ MUST_USE cubec_status arena_pool_plan(arena_pool *a, const page_source *source, 
  * owner. */
 void arena_pool_unplan(arena_pool *a, const page_source *source, const arena_move *m);
 /* Counts committed moves; a relocation that moved nothing remembers the shape. */
-void arena_pool_note_relocation(arena_pool *a, uint32_t moved, uint64_t bytes);
+void arena_pool_note_relocation(arena_pool *a, uint32_t moved, uint64_t bytes, int may_add);
 /* One entry for the whole arena: kind "arena", page_size the current page size (min_page before
  * the first page), max_slice_size max_page, outdated_pages those of outdated pools. */
 void arena_pool_report(const arena_pool *a, cubec_pool_report *out);

@@ -440,10 +440,16 @@ const char *memory_relocation_reason_name(memory_relocation_reason r)
     return "?";
 }
 
-int memory_relocation_wanted(const memory_manager *m)
+static int may_add_pages(memory_relocation_reason reason)
+{
+    return reason == MEMORY_RELOCATE_ARENA_FULL || reason == MEMORY_RELOCATE_CAPTURE;
+}
+
+int memory_relocation_wanted(const memory_manager *m, memory_relocation_reason reason)
 {
     for (uint32_t i = 0; m && i < m->pool_count; i++)
-        if (m->pools[i].kind == POOL_ARENA && arena_pool_wants_relocation(&m->pools[i].u.arena))
+        if (m->pools[i].kind == POOL_ARENA &&
+            arena_pool_wants_relocation(&m->pools[i].u.arena, may_add_pages(reason)))
             return 1;
     return 0;
 }
@@ -453,7 +459,9 @@ int memory_relocation_need(const memory_manager *m, uint64_t capacity, uint64_t 
 {
     for (uint32_t i = 0; m && i < m->pool_count; i++) {
         const arena_pool *a = &m->pools[i].u.arena;
-        if (m->pools[i].kind != POOL_ARENA || !arena_pool_wants_relocation(a)) continue;
+        /* A full arena's relocation may add pages; a pressure one may not. */
+        if (m->pools[i].kind != POOL_ARENA || !arena_pool_wants_relocation(a, arena_pool_full(a)))
+            continue;
         if (arena_pool_full(a)) {
             *out_reason = MEMORY_RELOCATE_ARENA_FULL;
             return 1;
@@ -470,7 +478,7 @@ int memory_relocation_need(const memory_manager *m, uint64_t capacity, uint64_t 
 cubec_status memory_relocation_plan(memory_manager *m, memory_relocation_reason reason,
                                     mem_move **moves, uint32_t *count, uint32_t *cap)
 {
-    int may_add = reason == MEMORY_RELOCATE_ARENA_FULL || reason == MEMORY_RELOCATE_CAPTURE;
+    int may_add = may_add_pages(reason);
     arena_move *am = NULL;
     uint32_t n = 0, acap = 0;
     cubec_status err = NULL;
@@ -526,7 +534,8 @@ void memory_relocation_unplan(memory_manager *m, const mem_move *mv)
     arena_pool_unplan(ar, &m->source, &am);
 }
 
-void memory_relocation_done(memory_manager *m, const mem_move *moves, uint32_t moved)
+void memory_relocation_done(memory_manager *m, memory_relocation_reason reason,
+                            const mem_move *moves, uint32_t moved)
 {
     for (uint32_t i = 0; m && i < m->pool_count; i++) {
         if (m->pools[i].kind != POOL_ARENA) continue;
@@ -537,6 +546,6 @@ void memory_relocation_done(memory_manager *m, const mem_move *moves, uint32_t m
                 n++;
                 bytes += moves[k].to.size;
             }
-        arena_pool_note_relocation(&m->pools[i].u.arena, n, bytes);
+        arena_pool_note_relocation(&m->pools[i].u.arena, n, bytes, may_add_pages(reason));
     }
 }

@@ -124,8 +124,8 @@ typedef struct mem_move {
  * an outdated page worth a try (see arena_pool_wants_relocation). */
 int memory_relocation_need(const memory_manager *m, uint64_t capacity, uint64_t allocated,
                            memory_relocation_reason *out_reason);
-/* Whether any arena has outdated pages a relocation could try to empty. */
-int memory_relocation_wanted(const memory_manager *m);
+/* Whether any arena has outdated pages a relocation for `reason` could try to empty. */
+int memory_relocation_wanted(const memory_manager *m, memory_relocation_reason reason);
 /* Plans the moves of every arena (arena_pool_plan): targets in held room, and in new pages for
  * ARENA_FULL and CAPTURE. Moves are appended to *moves (count/cap as array_grow keeps them). */
 MUST_USE cubec_status memory_relocation_plan(memory_manager *m, memory_relocation_reason reason,
@@ -134,7 +134,8 @@ MUST_USE cubec_status memory_relocation_plan(memory_manager *m, memory_relocatio
 void memory_relocation_unplan(memory_manager *m, const mem_move *move);
 /* After the copies: counts `moved` moves of `bytes` on each arena (the report's relocations);
  * moved 0 remembers the arenas' shapes, so the same relocation is not tried again unchanged. */
-void memory_relocation_done(memory_manager *m, const mem_move *moves, uint32_t moved);
+void memory_relocation_done(memory_manager *m, memory_relocation_reason reason,
+                            const mem_move *moves, uint32_t moved);
 
 /* Overwrites *out: the preset's name, one entry per pool ("sliced" / "exclusive" / "arena", page
  * size (exclusive: largest allocation; arena: the current one), max slice, cap, dealloc period,

@@ -184,6 +184,9 @@ cubec_status server_memory_cleanup(cubec_device *d, stream_ref s)
     RETURN_IF_ERROR(server_drain_all(d, 0));
     if (d->buffers.deferred_count) RETURN_IF_ERROR(sub_wait(d, d->sub.next_value - 1));
     server_run_deferred_frees(d);
+    /* Then what the stream's outdated arena pages still hold moves to current pages, so that
+     * those pages go back too (spec 3.9's Explicit relocation: room already held only). */
+    RETURN_IF_ERROR(server_memory_relocate(d, s.slot, MEMORY_RELOCATE_EXPLICIT, NULL));
     if (d->streams.slots[s.slot].memory) memory_cleanup(d->streams.slots[s.slot].memory, 1);
     return NULL;
 }
@@ -240,6 +243,8 @@ void server_alloc_release(cubec_device *d, alloc_obj *a)
     taint_free(&a->taint);
     if (a->mem.size) {
         if (a->last_use > d->sub.completed_value) {
+            /* The record goes now, the slice later: relocation must not move it meanwhile. */
+            server_alloc_owner(d, a, NULL);
             if (array_grow((void **)&d->buffers.deferred, &d->buffers.deferred_cap,
                            (uint64_t)d->buffers.deferred_count + 1, sizeof(deferred_free)) != 0) {
                 /* Cannot defer: wait for the GPU (keeping the lock) instead of leaking or
@@ -292,21 +297,14 @@ cubec_status server_buffer_create(cubec_device *d, stream_ref s, uint64_t size, 
         cubec_status err = slot_memory(d, slot, &m);
         /* Memory freed by finished work can be reused now. */
         if (!err && d->buffers.deferred_count) sub_poll(d);
-        /* Spec 3.9: pages may not change while the stream records a graph (the capture window
-         * is the stream's: other streams of its slot allocate as usual). */
-        int frozen = server_graph_recording(d, s);
-        if (!err) err = memory_alloc_flags(m, size, frozen ? MEMORY_NO_NEW_PAGE : 0, &a->mem);
-        if (err && frozen) {
-            cubec_status_free(err);
-            err = status_make(CUBEC_GRAPH_STATE,
-                              "a new page for %" PRIu64
-                              " bytes is refused while the stream records a graph (create "
-                              "buffers during the warm-up, before cubec_graph_begin)",
-                              size);
-            /* Allocating is a hole in the window: the capture is doomed. */
-            server_graph_doom(d, slot, CUBEC_GRAPH_STATE,
-                              "creating a buffer of %" PRIu64 " bytes needed a new page", size);
-        }
+        /* Spec 3.9 "relocate when wanted": a full arena, or pages close to the device's
+         * memory (never while a stream records a graph). */
+        if (!err) err = server_relocate_when_wanted(d, slot);
+        /* Spec 3.9's AddOnly permission while the stream records a graph: pages may be added
+         * (nothing recorded names them) but none moves, and a reservation that cannot be
+         * served dooms the capture (below). */
+        int recording = server_graph_recording(d, s);
+        if (!err) err = memory_alloc(m, size, &a->mem);
         if (err && cubec_status_code(err) == CUBEC_OUT_OF_MEMORY &&
             (d->buffers.deferred_count || d->sub.next_value > d->sub.completed_value + 1)) {
             /* Frees still waiting on the GPU may make room: wait for them and retry. */
@@ -318,6 +316,24 @@ cubec_status server_buffer_create(cubec_device *d, stream_ref s, uint64_t size, 
                 err = memory_alloc(m, size, &a->mem);
             }
         }
+        if (err && cubec_status_code(err) == CUBEC_OUT_OF_MEMORY) {
+            /* Live buffers on outdated arena pages move into room already held, and the pages
+             * they leave go back (spec 3.9's MemoryPressure relocation). */
+            uint32_t moved = 0;
+            cubec_status r = server_memory_relocate(d, NO_SLOT, MEMORY_RELOCATE_PRESSURE, &moved);
+            if (r) {
+                cubec_status_free(err);
+                err = r;
+            } else if (moved) {
+                cubec_status_free(err);
+                reclaim_every_slot(d);
+                err = memory_alloc(m, size, &a->mem);
+            }
+        }
+        if (err && recording)
+            server_graph_doom(d, slot, cubec_status_code(err),
+                              "creating a buffer of %" PRIu64 " bytes failed: %s", size,
+                              cubec_status_message(err));
         if (err) {
             free(a);
             free(b);
@@ -334,6 +350,7 @@ cubec_status server_buffer_create(cubec_device *d, stream_ref s, uint64_t size, 
                                    size, s.number, reserved, in_use);
         }
     }
+    if (size) server_alloc_owner(d, a, a);
     a->refs = 1;
     b->alloc = a;
     b->size = size;

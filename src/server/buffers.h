@@ -50,6 +50,7 @@ typedef struct retired_mem {
 /* Buffers and their memory (server/buffers.c). Guarded by the device lock. */
 typedef struct buffer_store {
     handle_table handles; /* buffer_obj per live handle or view */
+    handle_table guards;  /* page guards a program holds (server/raw.c) */
     memory_config memory_cfg;
     uint64_t numbers;        /* counter behind "buffer #n" */
     deferred_free *deferred; /* frees waiting for the GPU to pass their last use */

@@ -17,6 +17,8 @@
 #include "server/launch.h"
 #include "server/launch_timing.h"
 #include "server/profile.h"
+#include "server/raw.h"
+#include "server/relocate.h"
 #include "server/streams.h"
 #include "server/submission.h"
 #include "server/submitter.h"

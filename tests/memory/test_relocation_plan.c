@@ -54,7 +54,7 @@ static void commit(memory_manager *m, plan *p)
 {
     for (uint32_t i = 0; i < p->count; i++)
         memory_free(m, &p->moves[i].from);
-    memory_relocation_done(m, p->moves, p->count);
+    memory_relocation_done(m, MEMORY_RELOCATE_EXPLICIT, p->moves, p->count);
     p->count = 0;
 }
 
@@ -67,7 +67,7 @@ static void test_explicit_moves_into_held_room(void **state)
     mem_alloc small = owned(m, 100 * KiB, &o_small);
     mem_alloc mid = owned(m, 5 * MiB + 1, &o_mid); /* grows to 7 MiB pages */
     assert_int_equal(arena_report(m).outdated_pages, 1);
-    assert_true(memory_relocation_wanted(m));
+    assert_true(memory_relocation_wanted(m, MEMORY_RELOCATE_EXPLICIT));
 
     plan p = {0};
     ASSERT_OK(memory_relocation_plan(m, MEMORY_RELOCATE_EXPLICIT, &p.moves, &p.count, &p.cap));
@@ -95,7 +95,7 @@ static void test_explicit_moves_into_held_room(void **state)
     assert_int_equal(r.relocated_bytes, 100 * KiB);
     assert_int_equal(r.allocations, 2);
     assert_int_equal(r.bytes_in_use, 100 * KiB + 5 * MiB + 1);
-    assert_false(memory_relocation_wanted(m));
+    assert_false(memory_relocation_wanted(m, MEMORY_RELOCATE_EXPLICIT));
     memory_free(m, &moved);
     memory_free(m, &mid);
     assert_int_equal(arena_report(m).allocations, 0);
@@ -162,15 +162,21 @@ static void test_guards_and_ownerless_slices_stay(void **state)
     assert_int_equal(arena_report(m).guarded_pages, 1);
 
     plan p = {0};
+    ASSERT_OK(memory_relocation_plan(m, MEMORY_RELOCATE_EXPLICIT, &p.moves, &p.count, &p.cap));
+    assert_int_equal(p.count, 0);
+    memory_relocation_done(m, MEMORY_RELOCATE_EXPLICIT, p.moves, 0);
+    /* Nothing moved and nothing changed: not wanted again, except by a relocation that may add
+     * pages, which the futile one could not. */
+    assert_false(memory_relocation_wanted(m, MEMORY_RELOCATE_EXPLICIT));
+    assert_true(memory_relocation_wanted(m, MEMORY_RELOCATE_CAPTURE));
     ASSERT_OK(memory_relocation_plan(m, MEMORY_RELOCATE_CAPTURE, &p.moves, &p.count, &p.cap));
     assert_int_equal(p.count, 0);
-    memory_relocation_done(m, p.moves, 0);
-    /* Nothing moved and nothing changed: not wanted again. */
-    assert_false(memory_relocation_wanted(m));
+    memory_relocation_done(m, MEMORY_RELOCATE_CAPTURE, p.moves, 0);
+    assert_false(memory_relocation_wanted(m, MEMORY_RELOCATE_CAPTURE));
 
     memory_guard(m, &guarded, -1); /* the shape changes: wanted again */
     assert_int_equal(arena_report(m).guarded_pages, 0);
-    assert_true(memory_relocation_wanted(m));
+    assert_true(memory_relocation_wanted(m, MEMORY_RELOCATE_EXPLICIT));
     ASSERT_OK(memory_relocation_plan(m, MEMORY_RELOCATE_CAPTURE, &p.moves, &p.count, &p.cap));
     assert_int_equal(p.count, 1);
     assert_ptr_equal(p.moves[0].from.page, guarded.page);

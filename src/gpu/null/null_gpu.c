@@ -1134,6 +1134,13 @@ static int null_calibrate(gpu *base, uint64_t *out_ticks, uint64_t *out_host_ns)
     return 1;
 }
 
+/* No Vulkan object here: the memory's host address stands for both (docs/memory.md). */
+static void null_mem_raw(gpu *g, gpu_mem *m, uint64_t *out_handle, uint64_t *out_address)
+{
+    (void)g;
+    *out_handle = *out_address = (uint64_t)(uintptr_t)((null_mem *)m)->host;
+}
+
 static const gpu_ops null_ops = {
     .name = "null",
     .destroy = null_destroy,
@@ -1141,6 +1148,7 @@ static const gpu_ops null_ops = {
     .mem_map = null_mem_map,
     .mem_invalidate = null_mem_invalidate,
     .mem_destroy = null_mem_destroy,
+    .mem_raw = null_mem_raw,
     .mem_import_host = null_mem_import_host,
     .pipeline_create = null_pipeline_create,
     .pipeline_destroy = null_pipeline_destroy,
