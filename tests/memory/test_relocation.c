@@ -139,6 +139,27 @@ static void drop_scene(cubec_device *d, scene *sc)
     drop(d, &sc->grow);
 }
 
+/* The JSON and the table show the arena's entry of `r`: its guarded pages and relocations. */
+static void expect_reports(cubec_device *d, const cubec_pool_report *r)
+{
+    char want[256];
+    char *json = NULL, *table = NULL;
+    ASSERT_OK(cubec_memory_report_json(d, &json));
+    snprintf(want, sizeof want,
+             "\"outdated_pages\": %u, \"guarded_pages\": %u, \"relocations\": %llu, "
+             "\"relocated_bytes\": %llu}",
+             r->outdated_pages, r->guarded_pages, (unsigned long long)r->relocations,
+             (unsigned long long)r->relocated_bytes);
+    if (!strstr(json, want)) fail_msg("the JSON lacks '%s':\n%s", want, json);
+    ASSERT_OK(cubec_memory_report_table(d, &table));
+    snprintf(want, sizeof want, "%u current pages, %u outdated, %u guarded; %llu relocations",
+             r->pages - r->outdated_pages, r->outdated_pages, r->guarded_pages,
+             (unsigned long long)r->relocations);
+    if (!strstr(table, want)) fail_msg("the table lacks '%s':\n%s", want, table);
+    cubec_string_free(json);
+    cubec_string_free(table);
+}
+
 static void test_cleanup_relocates(void **state)
 {
     (void)state;
@@ -154,6 +175,7 @@ static void test_cleanup_relocates(void **state)
     assert_int_equal(r.relocations, 1);
     assert_int_equal(r.relocated_bytes, sc.a.size);
     assert_int_equal(r.allocations, 2);
+    expect_reports(d, &r);
     expect_scene(d, s, &sc, 1, "after the cleanup");
     /* The moved buffer is an ordinary buffer: written and copied again in its new place. */
     for (uint64_t i = 0; i < sc.a.size; i++)
@@ -255,6 +277,8 @@ static void test_raw_guard_keeps_the_page(void **state)
     cubec_pool_report r = arena(d, s);
     assert_int_equal(r.outdated_pages, 1);
     assert_int_equal(r.relocations, 0);
+    assert_int_equal(r.guarded_pages, 1);
+    expect_reports(d, &r);
     /* The guard outlives the view it came from. */
     ASSERT_OK(cubec_buffer_release(d, sc.view));
     ASSERT_OK(cubec_memory_cleanup(d, s));
