@@ -35,6 +35,7 @@ struct memory_manager {
     uint32_t exclusive_count; /* indexes of the exclusive pools, for the periodic check */
     uint8_t exclusive[MEMORY_MAX_POOLS];
     uint64_t next_check; /* the reservation count at which an exclusive pool checks next */
+    uint32_t arenas;     /* arena pools: without one, relocation checks cost one test */
     pool pools[MEMORY_MAX_POOLS];
 };
 
@@ -83,6 +84,7 @@ cubec_status memory_manager_create(const memory_config *config, page_source sour
         case POOL_SPEC_ARENA:
             p->kind = POOL_ARENA;
             arena_pool_init(&p->u.arena, ps->page, ps->max, limits.alignment);
+            m->arenas++;
             break;
         }
     }
@@ -402,7 +404,8 @@ void memory_report_fill(const memory_manager *m, cubec_memory_report *out)
 
 static arena_pool *arena_of(memory_manager *m, const mem_alloc *a)
 {
-    if (!m || !a || a->pool >= m->pool_count || m->pools[a->pool].kind != POOL_ARENA) return NULL;
+    if (!m || !m->arenas || !a || a->pool >= m->pool_count || m->pools[a->pool].kind != POOL_ARENA)
+        return NULL;
     return &m->pools[a->pool].u.arena;
 }
 
@@ -447,6 +450,7 @@ static int may_add_pages(memory_relocation_reason reason)
 
 int memory_relocation_wanted(const memory_manager *m, memory_relocation_reason reason)
 {
+    if (!m || !m->arenas) return 0;
     for (uint32_t i = 0; m && i < m->pool_count; i++)
         if (m->pools[i].kind == POOL_ARENA &&
             arena_pool_wants_relocation(&m->pools[i].u.arena, may_add_pages(reason)))

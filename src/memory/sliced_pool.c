@@ -108,7 +108,6 @@ static void put_slice(sliced_pool *p, uint32_t slot)
     sliced_slice *s = &p->slices[slot];
     s->state = SLICED_SLOT_UNUSED;
     s->requested = 0;
-    s->owner = NULL;
     s->next = p->slice_unused;
     p->slice_unused = slot;
     p->slice_unused_count++;
@@ -178,7 +177,6 @@ static void carve(sliced_pool *p, uint32_t slot, uint64_t size, uint64_t eff, po
         r->offset = s->offset + eff;
         r->size = s->size - eff;
         r->requested = 0;
-        r->owner = NULL;
         r->page = s->page;
         r->prev = slot;
         r->next = s->next;
@@ -255,7 +253,6 @@ cubec_status sliced_pool_add_page(sliced_pool *p, const page_source *source, uin
     s->offset = 0;
     s->size = p->page_size;
     s->requested = 0;
-    s->owner = NULL;
     s->page = ps;
     s->prev = SLICED_NIL;
     s->next = SLICED_NIL;
@@ -284,7 +281,6 @@ int sliced_pool_free(sliced_pool *p, uint32_t slot, const void *page, uint64_t o
     p->bytes_padding -= s->size - size;
     s->state = SLICED_SLOT_FREE;
     s->requested = 0;
-    s->owner = NULL;
 
     /* Merge with the free neighbours now, so that free room is always one slice per gap. */
     uint32_t n = s->next;

@@ -34,7 +34,8 @@ typedef struct sliced_slice {
     uint32_t bin_next;
     uint32_t state; /* SLICED_SLOT_UNUSED / _FREE / _LIVE */
     /* The client record a live slice belongs to (NULL: none, or not movable): what relocation
-     * hands back so the client can point its handle at the new place (spec 3.1's identity). */
+     * hands back so the client can point its handle at the new place (spec 3.1's identity).
+     * Meaningful only while live (carving clears it). */
     void *owner;
 } sliced_slice;
 

@@ -86,7 +86,12 @@ cubec_status server_memory_init(cubec_device *d)
     }
     pool_limits limits = {p2, max_alloc, align};
     pool_list built;
-    return status_annotate(pool_list_build(mc->preset, &mc->custom, &limits, &built), "%s", what);
+    RETURN_IF_ERROR(
+        status_annotate(pool_list_build(mc->preset, &mc->custom, &limits, &built), "%s", what));
+    /* Only an arena relocates: other layouts skip relocation's work on every allocation. */
+    for (uint32_t i = 0; i < built.count; i++)
+        if (built.pools[i].kind == POOL_SPEC_ARENA) d->buffers.arena_layout = 1;
+    return NULL;
 }
 
 /* The pools of a slot, created on its first allocation. */
@@ -244,7 +249,7 @@ void server_alloc_release(cubec_device *d, alloc_obj *a)
     if (a->mem.size) {
         if (a->last_use > d->sub.completed_value) {
             /* The record goes now, the slice later: relocation must not move it meanwhile. */
-            server_alloc_owner(d, a, NULL);
+            if (d->buffers.arena_layout) server_alloc_owner(d, a, NULL);
             if (array_grow((void **)&d->buffers.deferred, &d->buffers.deferred_cap,
                            (uint64_t)d->buffers.deferred_count + 1, sizeof(deferred_free)) != 0) {
                 /* Cannot defer: wait for the GPU (keeping the lock) instead of leaking or
@@ -299,7 +304,7 @@ cubec_status server_buffer_create(cubec_device *d, stream_ref s, uint64_t size, 
         if (!err && d->buffers.deferred_count) sub_poll(d);
         /* Spec 3.9 "relocate when wanted": a full arena, or pages close to the device's
          * memory (never while a stream records a graph). */
-        if (!err) err = server_relocate_when_wanted(d, slot);
+        if (!err && d->buffers.arena_layout) err = server_relocate_when_wanted(d, slot);
         /* Spec 3.9's AddOnly permission while the stream records a graph: pages may be added
          * (nothing recorded names them) but none moves, and a reservation that cannot be
          * served dooms the capture (below). */
@@ -350,7 +355,7 @@ cubec_status server_buffer_create(cubec_device *d, stream_ref s, uint64_t size, 
                                    size, s.number, reserved, in_use);
         }
     }
-    if (size) server_alloc_owner(d, a, a);
+    if (size && d->buffers.arena_layout) server_alloc_owner(d, a, a);
     a->refs = 1;
     b->alloc = a;
     b->size = size;
