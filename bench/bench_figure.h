@@ -82,6 +82,11 @@ int bench_warm_disk_child(const char *salt_text);
 void bench_cache_dir_begin(char *dir, size_t cap);
 void bench_cache_dir_end(const char *dir);
 
+/* memory.relocate (relocate_figure.c): cubec relocating live bytes off outdated arena pages, and
+ * its baseline, cubec_copy of the same bytes. */
+extern const bench_impl bench_relocate_impl;
+extern const bench_impl bench_relocate_copy_impl;
+
 /* The tiny kernel of the launch figures: one workgroup of 64 threads each adding `step` to one
  * uint of a 256-byte buffer. */
 #define BENCH_TINY_WORDS 64u

@@ -49,6 +49,9 @@ typedef struct figure_def {
      * is read then), and its value; NULL when the baseline opens its device as cubec does. */
     const char *baseline_env;
     const char *baseline_env_value;
+    /* The same for cubec's side (NULL: it opens its device as cubec does). */
+    const char *cubec_env;
+    const char *cubec_env_value;
 } figure_def;
 
 static const figure_variant independent_variants[] = {
@@ -82,6 +85,9 @@ static const figure_def figures[] = {
     {"copy.d2d", "GB/s", 0, "wall", 1, 7, 3},
     {"kernel.vector_add", "GB/s", 0, "wall", 1, 11, 3},
     {"alloc.pair", "ns", 1, "host", 1, 11, 3},
+    /* Relocation off outdated arena pages, against cubec_copy of the same bytes. */
+    {"memory.relocate", "GB/s", 0, "wall", 1, 7, 3, "cubec_copy", NULL, 0, NULL, NULL,
+     "CUBEC_MEMORY_POOLS", "arena"},
     /* What a profile around nothing measures on an idle GPU: an autotuner's fixed error. */
     {"profile.empty", "us", 1, "device", 3, 51, 5},
     {"compile.cold", "ms", 1, "wall", 1, 11, 3},
@@ -376,6 +382,8 @@ static uint32_t plan_sides(const figure_def *def, const bench_params *params, si
         sides[n++] = (side){.which = SIDE_CUBEC,
                             .label = "cubec",
                             .impl = find_impl(bench_cubec_impls, def->name),
+                            .env = def->cubec_env,
+                            .env_value = def->cubec_env_value,
                             .params = *params};
         if (def->self_baseline)
             sides[n++] = (side){.which = SIDE_CUBEC,

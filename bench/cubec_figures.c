@@ -971,6 +971,7 @@ const bench_impl_entry bench_cubec_impls[] = {
     {"copy.d2d", &copy_impl},
     {"kernel.vector_add", &vector_impl},
     {"alloc.pair", &alloc_impl},
+    {"memory.relocate", &bench_relocate_impl},
     {"compile.cold", &cold_impl},
     {"compile.warm_memory", &warm_impl},
     {"profile.empty", &empty_impl},
@@ -989,5 +990,6 @@ const bench_impl_entry bench_cubec_baseline_impls[] = {
     {"streams.cross", &cross_one_stream_impl},
     {"streams.interleave", &interleave_impl},
     {"compile.warm_disk", &bench_warm_disk_baseline_impl},
+    {"memory.relocate", &bench_relocate_copy_impl},
     {NULL, NULL},
 };
