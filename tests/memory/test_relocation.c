@@ -207,6 +207,10 @@ static void test_graph_prepare_relocates_and_graphs_guard(void **state)
     /* A graph copying a's first 64 KiB into `grow` guards both buffers' page. */
     ASSERT_OK(cubec_copy(d, s, sc.a.b, 0, sc.grow.b, 0, 64 * KiB)); /* the warm-up */
     ASSERT_OK(cubec_graph_begin(d, s));
+    cubec_raw_buffer raw;
+    cubec_guard guard;
+    ASSERT_ERROR(cubec_buffer_raw(d, s, sc.a.b, &raw, &guard), CUBEC_GRAPH_STATE,
+                 "cubec_buffer_raw: refused while stream");
     ASSERT_OK(cubec_copy(d, s, sc.a.b, 0, sc.grow.b, 0, 64 * KiB));
     cubec_graph g;
     ASSERT_OK(cubec_graph_end(d, s, &g));
