@@ -52,7 +52,8 @@ build-san: install-deps
 build-tsan: install-deps
 	cmake -S . -B $(BUILD_TSAN) -DCMAKE_BUILD_TYPE=Debug -DCUBEC_TSAN=ON $(CMAKE_ARGS)
 	cmake --build $(BUILD_TSAN) -j $(JOBS) --target test_threads test_stream_stress test_graph_threads \
-	  test_compile_threads test_copy_pool test_fault_random_threads test_compile_queue test_autotune
+	  test_compile_threads test_copy_pool test_fault_random_threads test_compile_queue test_autotune \
+	  test_relocation_threads
 
 # libFuzzer harnesses (fuzz/): clang, every object instrumented, ASan+UBSan; no tests built.
 build-fuzz: install-deps
@@ -100,7 +101,7 @@ test: format-check build lint build-san build-tsan build-fuzz
 	cd $(BUILD) && ctest --output-on-failure -j 2
 	cd $(BUILD_SAN) && ctest --output-on-failure -j 2 -LE smoke -E install_consumer
 	cd $(BUILD_TSAN) && ctest --output-on-failure -R \
-	  "test_threads|test_stream_stress|test_graph_threads|test_compile_threads|test_compile_queue|test_copy_pool|test_fault_random_threads|test_autotune_system_timing"
+	  "test_threads|test_stream_stress|test_graph_threads|test_compile_threads|test_compile_queue|test_copy_pool|test_fault_random_threads|test_autotune_system_timing|test_relocation_threads"
 	$(call run_fuzzers,$(FUZZ_TEST_SECONDS))
 
 bench: build

@@ -94,6 +94,10 @@ void bench_cache_dir_end(const char *dir);
  * same kernels created one after another. */
 extern const bench_impl bench_batch64_impl;
 extern const bench_impl bench_batch64_serial_impl;
+/* memory.relocate (relocate_figure.c): cubec relocating live bytes off outdated arena pages, and
+ * its baseline, cubec_copy of the same bytes. */
+extern const bench_impl bench_relocate_impl;
+extern const bench_impl bench_relocate_copy_impl;
 
 /* The tiny kernel of the launch figures: one workgroup of 64 threads each adding `step` to one
  * uint of a 256-byte buffer. */

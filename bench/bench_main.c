@@ -58,6 +58,9 @@ typedef struct figure_def {
     /* The same for every side of the figure (the baseline's own, when it has one, instead). */
     const char *env;
     const char *env_value;
+    /* The same for cubec's side only, instead of `env` (NULL: none of its own). */
+    const char *cubec_env;
+    const char *cubec_env_value;
 } figure_def;
 
 static const figure_variant independent_variants[] = {
@@ -100,6 +103,9 @@ static const figure_def figures[] = {
     {"kernel.gemm_f16", "TFLOP/s", 0, "wall", 1, 11, 3, "cubec_scalar", NULL, 0, NULL, NULL,
      CUBEC_FEATURE_COOPERATIVE_MATRIX_NV},
     {"alloc.pair", "ns", 1, "host", 1, 11, 3},
+    /* Relocation off outdated arena pages, against cubec_copy of the same bytes. */
+    {"memory.relocate", "GB/s", 0, "wall", 1, 7, 3, "cubec_copy", NULL, 0, NULL, NULL, 0, NULL,
+     NULL, "CUBEC_MEMORY_POOLS", "arena"},
     /* What a profile around nothing measures on an idle GPU: an autotuner's fixed error. */
     {"profile.empty", "us", 1, "device", 3, 51, 5},
     {"compile.cold", "ms", 1, "wall", 1, 11, 3},
@@ -426,8 +432,8 @@ static uint32_t plan_sides(const figure_def *def, const bench_params *params, si
         sides[n++] = (side){.which = SIDE_CUBEC,
                             .label = "cubec",
                             .impl = find_impl(bench_cubec_impls, def->name),
-                            .env = def->env,
-                            .env_value = def->env_value,
+                            .env = def->cubec_env ? def->cubec_env : def->env,
+                            .env_value = def->cubec_env ? def->cubec_env_value : def->env_value,
                             .params = *params};
         if (def->self_baseline)
             sides[n++] =

@@ -1107,6 +1107,7 @@ const bench_impl_entry bench_cubec_impls[] = {
     {"kernel.vector_add", &vector_impl},
     {"kernel.gemm_f16", &bench_gemm_f16_impl},
     {"alloc.pair", &alloc_impl},
+    {"memory.relocate", &bench_relocate_impl},
     {"compile.cold", &cold_impl},
     {"compile.warm_memory", &warm_impl},
     {"profile.empty", &empty_impl},
@@ -1129,5 +1130,6 @@ const bench_impl_entry bench_cubec_baseline_impls[] = {
     {"compile.warm_disk", &bench_warm_disk_baseline_impl},
     {"kernel.gemm_f16", &bench_gemm_f16_scalar_impl},
     {"compile.batch64", &bench_batch64_serial_impl},
+    {"memory.relocate", &bench_relocate_copy_impl},
     {NULL, NULL},
 };

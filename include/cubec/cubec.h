@@ -832,6 +832,12 @@ typedef struct cubec_pool_report {
     /* arena: page_size is the current page size, max_slice_size the largest; these of its
      * pages are of sizes it grew past (returned to the driver as they empty) */
     uint32_t outdated_pages;
+    /* sliced and arena: pages a guard holds in place (a graph, a raw resource, a transfer in
+     * progress); they are never relocated (docs/memory.md, "Relocation and guards") */
+    uint32_t guarded_pages;
+    /* arena: live allocations moved off outdated pages so far, and their bytes */
+    uint64_t relocations;
+    uint64_t relocated_bytes;
 } cubec_pool_report;
 
 #define CUBEC_MAX_POOLS 32
@@ -898,6 +904,35 @@ CUBEC_MUST_USE cubec_status cubec_memory_mode_pop(cubec_device *device, cubec_st
  * persistent_memory may apply on top of it. */
 CUBEC_MUST_USE cubec_status cubec_memory_mode_get(cubec_device *device, cubec_stream stream,
                                                   cubec_memory_mode *out_mode, uint32_t *out_depth);
+
+/* The backend's object behind a buffer, for a program's own GPU code (cubec_buffer_raw). */
+typedef struct cubec_raw_buffer {
+    /* Vulkan: the VkBuffer (a non-dispatchable handle, as an integer) holding the buffer's bytes
+     * among others'. Null backend: the host address of that memory. */
+    uint64_t buffer;
+    uint64_t offset; /* where the buffer's bytes start in it */
+    uint64_t size;   /* the buffer's (or view's) size */
+    /* Vulkan: vkGetBufferDeviceAddress of the VkBuffer plus offset, where the device has
+     * bufferDeviceAddress (cubec enables it then), else 0. Null backend: the host address of
+     * the bytes. */
+    uint64_t device_address;
+} cubec_raw_buffer;
+
+/* Keeps an allocation alive and its memory in place (docs/memory.md "Relocation and guards"). */
+typedef struct cubec_guard {
+    uint64_t id;
+} cubec_guard;
+
+/* The raw resource of `buffer` (a view gives its own range), once every queued and running use of
+ * its bytes on every stream has finished, and a guard: until cubec_guard_release, the bytes stay
+ * where *out_raw says (relocation skips the page, and the allocation outlives the buffer's
+ * handles). Work the program submits itself is not ordered with cubec's: call cubec_sync on the
+ * streams that use the buffer before handing it back. Refused while `stream` records a graph. */
+CUBEC_MUST_USE cubec_status cubec_buffer_raw(cubec_device *device, cubec_stream stream,
+                                             cubec_buffer buffer, cubec_raw_buffer *out_raw,
+                                             cubec_guard *out_guard);
+/* Releases a guard; a zero or already released guard is ignored. */
+CUBEC_MUST_USE cubec_status cubec_guard_release(cubec_device *device, cubec_guard guard);
 
 /* The whole device's memory as JSON: one entry per stream slot that has allocated memory (its
  * slot number, its pools with the fields of cubec_pool_report, and the slot's totals), then the

@@ -34,6 +34,31 @@ cubec_status cubec_memory_cleanup(cubec_device *device, cubec_stream stream)
     return api_unlock(device, err);
 }
 
+cubec_status cubec_buffer_raw(cubec_device *device, cubec_stream stream, cubec_buffer buffer,
+                              cubec_raw_buffer *out_raw, cubec_guard *out_guard)
+{
+    if (out_raw) memset(out_raw, 0, sizeof *out_raw);
+    if (out_guard) out_guard->id = 0;
+    if (!out_raw || !out_guard)
+        return INVALID_ARG("cubec_buffer_raw: out_raw (%p) and out_guard (%p) are required",
+                           (void *)out_raw, (void *)out_guard);
+    RETURN_IF_ERROR(api_lock(device, "cubec_buffer_raw"));
+    stream_ref s;
+    buffer_obj *b;
+    cubec_status err = api_slot(device, stream, "cubec_buffer_raw", &s);
+    if (!err) err = api_buffer(device, buffer, "cubec_buffer_raw: buffer", &b);
+    if (!err) err = server_buffer_raw(device, s, b, out_raw, out_guard);
+    return api_unlock(device, err);
+}
+
+cubec_status cubec_guard_release(cubec_device *device, cubec_guard guard)
+{
+    if (guard.id == 0) return NULL;
+    RETURN_IF_ERROR(api_lock(device, "cubec_guard_release"));
+    server_guard_release(device, guard.id);
+    return api_unlock(device, NULL);
+}
+
 void cubec_string_free(char *s)
 {
     free(s);
@@ -172,13 +197,16 @@ static void json_pool(strbuf *b, const char *indent, const cubec_pool_report *p,
               "%s{\"kind\": \"%s\", \"page_size\": %llu, \"max_slice_size\": %llu, "
               "\"pages\": %u, \"pages_peak\": %u, \"allocations\": %llu, \"bytes_in_use\": %llu, "
               "\"bytes_padding\": %llu, \"bytes_reserved\": %llu, \"cap\": %llu, "
-              "\"dealloc_period\": %llu, \"outdated_pages\": %u}%s\n",
+              "\"dealloc_period\": %llu, \"outdated_pages\": %u",
               indent, p->kind, (unsigned long long)p->page_size,
               (unsigned long long)p->max_slice_size, p->pages, p->pages_peak,
               (unsigned long long)p->allocations, (unsigned long long)p->bytes_in_use,
               (unsigned long long)p->bytes_padding, (unsigned long long)p->bytes_reserved,
-              (unsigned long long)p->cap, (unsigned long long)p->dealloc_period, p->outdated_pages,
-              last ? "" : ",");
+              (unsigned long long)p->cap, (unsigned long long)p->dealloc_period, p->outdated_pages);
+    /* Relocation and guards (docs/memory.md "Relocation and guards"). */
+    sb_printf(b, ", \"guarded_pages\": %u, \"relocations\": %llu, \"relocated_bytes\": %llu}%s\n",
+              p->guarded_pages, (unsigned long long)p->relocations,
+              (unsigned long long)p->relocated_bytes, last ? "" : ",");
 }
 
 static void json_totals(strbuf *b, const char *indent, const totals *t)
@@ -266,6 +294,22 @@ static void table_pool(strbuf *b, const char *first, const cubec_pool_report *p)
               human(p->bytes_padding, h[3]), human(p->bytes_reserved, h[4]));
 }
 
+/* Under an arena (or a pool with guarded pages): its current and outdated pages, the guarded
+ * ones, and what relocation moved so far. */
+static void table_arena(strbuf *b, const cubec_pool_report *p)
+{
+    int arena = strcmp(p->kind, "arena") == 0;
+    if (!arena && !p->guarded_pages) return;
+    char h[16];
+    if (arena)
+        sb_printf(b,
+                  "%-8s %-10s %u current pages, %u outdated, %u guarded; %llu relocations (%s)\n",
+                  "", "", p->pages - p->outdated_pages, p->outdated_pages, p->guarded_pages,
+                  (unsigned long long)p->relocations, human(p->relocated_bytes, h));
+    else
+        sb_printf(b, "%-8s %-10s %u guarded pages\n", "", "", p->guarded_pages);
+}
+
 static void table_sum(strbuf *b, const char *first, const char *what, const totals *t)
 {
     char h[3][16];
@@ -289,8 +333,10 @@ cubec_status cubec_memory_report_table(cubec_device *device, char **out_text)
         const slot_memory *m = &s.slots[i];
         char slot[16];
         snprintf(slot, sizeof slot, "%u", m->slot);
-        for (uint32_t p = 0; p < m->report.pool_count; p++)
+        for (uint32_t p = 0; p < m->report.pool_count; p++) {
             table_pool(&b, p == 0 ? slot : "", &m->report.pools[p]);
+            table_arena(&b, &m->report.pools[p]);
+        }
         /* Windows' allocations: shown once the slot has held some. */
         if (m->report.persistent.pages_peak) table_pool(&b, "", &m->report.persistent);
         if (m->report.dedicated.pages_peak) table_pool(&b, "", &m->report.dedicated);

@@ -168,6 +168,10 @@ typedef struct gpu_ops {
     cubec_status (*mem_map)(gpu *g, gpu_mem *m);
     void (*mem_invalidate)(gpu *g, gpu_mem *m);
     void (*mem_destroy)(gpu *g, gpu_mem *m);
+    /* The backend's own object behind a page, for a program's code (cubec_buffer_raw): Vulkan,
+     * the VkBuffer and, where bufferDeviceAddress is enabled, its device address (else 0); null,
+     * the host address of the memory, twice. */
+    void (*mem_raw)(gpu *g, gpu_mem *m, uint64_t *out_handle, uint64_t *out_address);
     /* The program's memory [ptr, +size) as a buffer the GPU copies to and from (mapped = ptr);
      * both aligned to caps.host_import_alignment. NULL when the backend cannot import. */
     cubec_status (*mem_import_host)(gpu *g, void *ptr, uint64_t size, gpu_mem **out);

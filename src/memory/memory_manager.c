@@ -1,6 +1,7 @@
 /* The memory manager (see memory_manager.h for the layout and routing rules). */
 #include "memory/memory_manager.h"
 
+#include "base/array.h"
 #include "base/log.h"
 #include "base/status.h"
 #include "memory/arena_pool.h"
@@ -35,6 +36,7 @@ struct memory_manager {
     uint8_t exclusive[MEMORY_MAX_POOLS];
     uint64_t next_check; /* the reservation count at which an exclusive pool checks next */
     memory_modes modes;  /* windows, persistent pool, dedicated allocations */
+    uint32_t arenas;     /* arena pools: without one, relocation checks cost one test */
     pool pools[MEMORY_MAX_POOLS];
 };
 
@@ -83,6 +85,7 @@ cubec_status memory_manager_create(const memory_config *config, page_source sour
         case POOL_SPEC_ARENA:
             p->kind = POOL_ARENA;
             arena_pool_init(&p->u.arena, ps->page, ps->max, limits.alignment);
+            m->arenas++;
             break;
         }
     }
@@ -463,4 +466,158 @@ void memory_report_fill(const memory_manager *m, cubec_memory_report *out)
 memory_modes *memory_manager_modes(memory_manager *m)
 {
     return &m->modes;
+}
+
+/* --- Owners, guards and relocation (spec 3.1, 3.9) ------------------------------------------- */
+
+static arena_pool *arena_of(memory_manager *m, const mem_alloc *a)
+{
+    if (!m || !m->arenas || !a || a->pool >= m->pool_count || m->pools[a->pool].kind != POOL_ARENA)
+        return NULL;
+    return &m->pools[a->pool].u.arena;
+}
+
+void memory_set_owner(memory_manager *m, const mem_alloc *a, void *owner)
+{
+    arena_pool *ar = arena_of(m, a);
+    if (ar) arena_pool_set_owner(ar, a->part, a->slot, owner);
+}
+
+void memory_guard(memory_manager *m, const mem_alloc *a, int delta)
+{
+    if (!m || !a || a->pool >= m->pool_count || a->size == 0) return;
+    pool *p = &m->pools[a->pool];
+    if (p->kind == POOL_ARENA) {
+        arena_pool_guard(&p->u.arena, a->part, a->slot, delta);
+    } else if (p->kind == POOL_SLICED) {
+        uint32_t pg = sliced_pool_page_of(&p->u.sliced, a->slot);
+        if (pg == SLICED_NIL) return;
+        uint32_t *g = &p->u.sliced.pages[pg].guards;
+        if (delta > 0)
+            (*g)++;
+        else if (*g > 0)
+            (*g)--;
+    }
+}
+
+const char *memory_relocation_reason_name(memory_relocation_reason r)
+{
+    switch (r) {
+    case MEMORY_RELOCATE_EXPLICIT: return "explicit cleanup";
+    case MEMORY_RELOCATE_PRESSURE: return "memory pressure";
+    case MEMORY_RELOCATE_ARENA_FULL: return "arena full";
+    case MEMORY_RELOCATE_CAPTURE: return "graph preparation";
+    }
+    return "?";
+}
+
+static int may_add_pages(memory_relocation_reason reason)
+{
+    return reason == MEMORY_RELOCATE_ARENA_FULL || reason == MEMORY_RELOCATE_CAPTURE;
+}
+
+int memory_relocation_wanted(const memory_manager *m, memory_relocation_reason reason)
+{
+    if (!m || !m->arenas) return 0;
+    for (uint32_t i = 0; m && i < m->pool_count; i++)
+        if (m->pools[i].kind == POOL_ARENA &&
+            arena_pool_wants_relocation(&m->pools[i].u.arena, may_add_pages(reason)))
+            return 1;
+    return 0;
+}
+
+int memory_relocation_need(const memory_manager *m, uint64_t capacity, uint64_t allocated,
+                           memory_relocation_reason *out_reason)
+{
+    for (uint32_t i = 0; m && i < m->pool_count; i++) {
+        const arena_pool *a = &m->pools[i].u.arena;
+        /* A full arena's relocation may add pages; a pressure one may not. */
+        if (m->pools[i].kind != POOL_ARENA || !arena_pool_wants_relocation(a, arena_pool_full(a)))
+            continue;
+        if (arena_pool_full(a)) {
+            *out_reason = MEMORY_RELOCATE_ARENA_FULL;
+            return 1;
+        }
+        uint64_t page = a->slots[a->current]->page_size;
+        if (capacity && (page >= capacity / 2 || allocated + page > capacity - page)) {
+            *out_reason = MEMORY_RELOCATE_PRESSURE;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+cubec_status memory_relocation_plan(memory_manager *m, memory_relocation_reason reason,
+                                    mem_move **moves, uint32_t *count, uint32_t *cap)
+{
+    int may_add = may_add_pages(reason);
+    arena_move *am = NULL;
+    uint32_t n = 0, acap = 0;
+    cubec_status err = NULL;
+    for (uint32_t i = 0; i < m->pool_count && !err; i++) {
+        if (m->pools[i].kind != POOL_ARENA) continue;
+        uint32_t before = n;
+        err = arena_pool_plan(&m->pools[i].u.arena, &m->source, may_add, &am, &n, &acap);
+        if (!err && n > before &&
+            array_grow((void **)moves, cap, (uint64_t)*count + (n - before), sizeof **moves))
+            err = status_make(CUBEC_OUT_OF_MEMORY, "host out of memory planning a relocation");
+        if (err) {
+            /* Nothing of this arena is handed over: its planned moves are undone. */
+            while (n > before)
+                arena_pool_unplan(&m->pools[i].u.arena, &m->source, &am[--n]);
+            break;
+        }
+        for (uint32_t k = before; k < n; k++) {
+            const arena_move *a = &am[k];
+            mem_move *mv = &(*moves)[(*count)++];
+            mv->owner = a->owner;
+            mv->from = (mem_alloc){.page = a->from_page,
+                                   .offset = a->from_offset,
+                                   .size = a->size,
+                                   .pool = (uint16_t)i,
+                                   .part = (uint16_t)a->from_part,
+                                   .slot = a->from_slot};
+            mv->to = (mem_alloc){.page = a->to_page,
+                                 .offset = a->to_offset,
+                                 .size = a->size,
+                                 .pool = (uint16_t)i,
+                                 .part = (uint16_t)a->to_part,
+                                 .slot = a->to_slot};
+        }
+    }
+    free(am);
+    return err;
+}
+
+void memory_relocation_unplan(memory_manager *m, const mem_move *mv)
+{
+    arena_pool *ar = arena_of(m, &mv->to);
+    if (!ar) return;
+    arena_move am = {.owner = mv->owner,
+                     .size = mv->from.size,
+                     .from_part = mv->from.part,
+                     .from_slot = mv->from.slot,
+                     .from_page = mv->from.page,
+                     .from_offset = mv->from.offset,
+                     .to_part = mv->to.part,
+                     .to_slot = mv->to.slot,
+                     .to_page = mv->to.page,
+                     .to_offset = mv->to.offset};
+    arena_pool_unplan(ar, &m->source, &am);
+}
+
+void memory_relocation_done(memory_manager *m, memory_relocation_reason reason,
+                            const mem_move *moves, uint32_t moved)
+{
+    for (uint32_t i = 0; m && i < m->pool_count; i++) {
+        if (m->pools[i].kind != POOL_ARENA) continue;
+        uint32_t n = 0;
+        uint64_t bytes = 0;
+        for (uint32_t k = 0; k < moved; k++)
+            if (moves[k].to.pool == i) {
+                n++;
+                bytes += moves[k].to.size;
+            }
+        arena_pool_note_relocation(&m->pools[i].u.arena, n, bytes, may_add_pages(reason));
+    }
 }

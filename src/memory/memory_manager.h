@@ -98,6 +98,51 @@ uint32_t memory_release_empty(memory_manager *m);
 /* The slot's allocation windows and the persistent and dedicated allocations they route to
  * (memory_modes.h): memory_alloc follows them. */
 memory_modes *memory_manager_modes(memory_manager *m);
+/* --- Owners, guards and relocation (spec 3.1, 3.9) -------------------------------------- */
+
+/* The client record of a live arena allocation: relocation hands it back with the move (NULL:
+ * the allocation is not movable, e.g. a free that waits on the GPU). Other pools ignore it. */
+void memory_set_owner(memory_manager *m, const mem_alloc *a, void *owner);
+/* A page guard (+1) or its release (-1) on the page of a live allocation: a guarded page is never
+ * relocated nor returned. Counted on sliced and arena pages (the report's guarded_pages);
+ * exclusive pages never move, so guards on them count nothing. */
+void memory_guard(memory_manager *m, const mem_alloc *a, int delta);
+
+/* Why a relocation runs (spec 3.9); decides where its targets may come from. */
+typedef enum memory_relocation_reason {
+    MEMORY_RELOCATE_EXPLICIT = 0, /* cubec_memory_cleanup: room already held only */
+    MEMORY_RELOCATE_PRESSURE,     /* the device's memory runs out: room already held only */
+    MEMORY_RELOCATE_ARENA_FULL,   /* every page size slot is taken: may add pages */
+    MEMORY_RELOCATE_CAPTURE,      /* cubec_graph_prepare: may add pages */
+} memory_relocation_reason;
+const char *memory_relocation_reason_name(memory_relocation_reason r);
+
+/* One allocation to move: its owner, where it is, where it goes. */
+typedef struct mem_move {
+    void *owner;
+    mem_alloc from, to;
+} mem_move;
+
+/* Spec 3.9's relocation_need for the manager's arenas: 1 with *out_reason set when a relocation
+ * is wanted before a reservation: an arena with every page size slot taken (ARENA_FULL), or,
+ * when `capacity` is non-zero, `allocated + page > capacity - page` for the current page size
+ * of an arena (PRESSURE: the last moment a copy target can still be added). 0 when no arena has
+ * an outdated page worth a try (see arena_pool_wants_relocation). */
+int memory_relocation_need(const memory_manager *m, uint64_t capacity, uint64_t allocated,
+                           memory_relocation_reason *out_reason);
+/* Whether any arena has outdated pages a relocation for `reason` could try to empty. */
+int memory_relocation_wanted(const memory_manager *m, memory_relocation_reason reason);
+/* Plans the moves of every arena (arena_pool_plan): targets in held room, and in new pages for
+ * ARENA_FULL and CAPTURE. Moves are appended to *moves (count/cap as array_grow keeps them). */
+MUST_USE cubec_status memory_relocation_plan(memory_manager *m, memory_relocation_reason reason,
+                                             mem_move **moves, uint32_t *count, uint32_t *cap);
+/* Undoes a planned move that will not be copied (frees its target). */
+void memory_relocation_unplan(memory_manager *m, const mem_move *move);
+/* After the copies: counts `moved` moves of `bytes` on each arena (the report's relocations);
+ * moved 0 remembers the arenas' shapes, so the same relocation is not tried again unchanged. */
+void memory_relocation_done(memory_manager *m, memory_relocation_reason reason,
+                            const mem_move *moves, uint32_t moved);
+
 /* Overwrites *out: the preset's name, one entry per pool ("sliced" / "exclusive" / "arena", page
  * size (exclusive: largest allocation; arena: the current one), max slice, cap, dealloc period,
  * pages, pages_peak, outdated pages, live allocations, bytes in use / padding / reserved), the

@@ -131,6 +131,7 @@ static void put_page(sliced_pool *p, uint32_t slot)
     pg->in_use = 0;
     pg->handle = NULL;
     pg->live = 0;
+    pg->guards = 0;
     pg->first = p->page_unused;
     p->page_unused = slot;
     p->page_unused_count++;
@@ -189,6 +190,7 @@ static void carve(sliced_pool *p, uint32_t slot, uint64_t size, uint64_t eff, po
     CUBEC_ASSERT(s->state == SLICED_SLOT_FREE && s->size >= eff && eff >= size);
     s->state = SLICED_SLOT_LIVE;
     s->requested = size;
+    s->owner = NULL;
     sliced_page *pg = &p->pages[s->page];
     pg->live++;
     p->allocations++;
@@ -245,6 +247,7 @@ cubec_status sliced_pool_add_page(sliced_pool *p, const page_source *source, uin
     pg->handle = handle;
     pg->first = slot;
     pg->live = 0;
+    pg->guards = 0;
     pg->in_use = 1;
     sliced_slice *s = &p->slices[slot];
     s->offset = 0;
@@ -308,7 +311,8 @@ uint32_t sliced_pool_release_empty(sliced_pool *p, const page_source *source)
     uint32_t released = 0;
     for (uint32_t i = 0; i < p->page_count; i++) {
         sliced_page *pg = &p->pages[i];
-        if (!pg->in_use || pg->live != 0) continue;
+        /* A guard holds a live allocation, but the page must stay even if that ever lapses. */
+        if (!pg->in_use || pg->live != 0 || pg->guards != 0) continue;
         uint32_t slot = pg->first;
         /* With no live slice the merges leave a single free slice covering the page. */
         CUBEC_ASSERT(p->slices[slot].size == p->page_size &&
@@ -325,6 +329,20 @@ uint32_t sliced_pool_release_empty(sliced_pool *p, const page_source *source)
     return released;
 }
 
+uint32_t sliced_pool_page_of(const sliced_pool *p, uint32_t slot)
+{
+    if (slot >= p->slice_count || p->slices[slot].state != SLICED_SLOT_LIVE) return SLICED_NIL;
+    return p->slices[slot].page;
+}
+
+uint32_t sliced_pool_guarded_pages(const sliced_pool *p)
+{
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < p->page_count; i++)
+        n += p->pages[i].in_use && p->pages[i].guards > 0;
+    return n;
+}
+
 void sliced_pool_report(const sliced_pool *p, cubec_pool_report *out)
 {
     memset(out, 0, sizeof *out);
@@ -338,4 +356,5 @@ void sliced_pool_report(const sliced_pool *p, cubec_pool_report *out)
     out->bytes_in_use = p->bytes_in_use;
     out->bytes_padding = p->bytes_padding;
     out->bytes_reserved = (uint64_t)p->pages_live * p->page_size;
+    out->guarded_pages = sliced_pool_guarded_pages(p);
 }

@@ -33,6 +33,10 @@ typedef struct sliced_slice {
     uint32_t bin_prev;  /* free-list links while free */
     uint32_t bin_next;
     uint32_t state; /* SLICED_SLOT_UNUSED / _FREE / _LIVE */
+    /* The client record a live slice belongs to (NULL: none, or not movable): what relocation
+     * hands back so the client can point its handle at the new place (spec 3.1's identity).
+     * Meaningful only while live (carving clears it). */
+    void *owner;
 } sliced_slice;
 
 typedef struct sliced_page {
@@ -40,6 +44,7 @@ typedef struct sliced_page {
     uint32_t first;  /* slot of the slice at offset 0 (stable: merging keeps the lower slice) */
     uint32_t live;   /* live slices in the page */
     uint32_t in_use; /* 0: the slot is unused, `first` links the unused page slots */
+    uint32_t guards; /* page guards (spec 3.9): a guarded page is never relocated */
 } sliced_page;
 
 typedef struct sliced_pool {
@@ -111,6 +116,10 @@ int sliced_pool_free(sliced_pool *p, uint32_t slot, const void *page, uint64_t o
                      uint64_t size);
 /* Returns every page with no live slice to the source; returns how many. */
 uint32_t sliced_pool_release_empty(sliced_pool *p, const page_source *source);
+/* The page slot of live slice `slot`, or SLICED_NIL when `slot` names no live slice. */
+uint32_t sliced_pool_page_of(const sliced_pool *p, uint32_t slot);
+/* Pages holding at least one guard. */
+uint32_t sliced_pool_guarded_pages(const sliced_pool *p);
 /* Fills kind, sizes, cap, pages and usage; bytes_reserved is pages * page_size. */
 void sliced_pool_report(const sliced_pool *p, cubec_pool_report *out);
 

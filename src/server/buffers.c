@@ -68,11 +68,15 @@ cubec_status server_memory_relieve(cubec_device *d, int wait_for_gpu, uint32_t *
     /* 2. Cleanup: every page of every slot that holds nothing live goes back (the persistent
      *    pool's free slices too: under pressure they are worth less than the request). */
     uint32_t released = reclaim_every_slot(d);
-    /* 3. RELOCATION HOOK (issue 13, spec 3.9 reason MemoryPressure): move live allocations off
-     *    outdated arena pages into the current pool, then return the pages that emptied, e.g.
-     *        released += server_memory_relocate(d, RELOCATE_PRESSURE);
-     *    Only where wait_for_gpu is set: without it this runs inside a slot's memory_alloc (the
-     *    page source's reclaim hook), which must not allocate from that slot's pools. */
+    /* 3. Relocation (spec 3.9, reason MemoryPressure): live buffers on outdated arena pages
+     *    move into room already held, and the pages they leave go back. Only where wait_for_gpu
+     *    is set: without it this runs inside a slot's memory_alloc (the page source's reclaim
+     *    hook), which must not allocate from that slot's pools. */
+    if (wait_for_gpu && d->buffers.arena_layout) {
+        uint32_t moved = 0;
+        RETURN_IF_ERROR(server_memory_relocate(d, NO_SLOT, MEMORY_RELOCATE_PRESSURE, &moved));
+        if (moved) released += reclaim_every_slot(d);
+    }
     if (released)
         LOG(LOG_INFO, LOG_SYS_MEMORY,
             "out of device memory: returned %u empty pages of every stream's pools to retry",
@@ -118,7 +122,12 @@ cubec_status server_memory_init(cubec_device *d)
     }
     pool_limits limits = {p2, max_alloc, align};
     pool_list built;
-    return status_annotate(pool_list_build(mc->preset, &mc->custom, &limits, &built), "%s", what);
+    RETURN_IF_ERROR(
+        status_annotate(pool_list_build(mc->preset, &mc->custom, &limits, &built), "%s", what));
+    /* Only an arena relocates: other layouts skip relocation's work on every allocation. */
+    for (uint32_t i = 0; i < built.count; i++)
+        if (built.pools[i].kind == POOL_SPEC_ARENA) d->buffers.arena_layout = 1;
+    return NULL;
 }
 
 cubec_status server_slot_memory(cubec_device *d, uint32_t slot, memory_manager **out)
@@ -217,6 +226,9 @@ cubec_status server_memory_cleanup(cubec_device *d, stream_ref s)
     RETURN_IF_ERROR(server_drain_all(d, 0));
     if (d->buffers.deferred_count) RETURN_IF_ERROR(sub_wait(d, d->sub.next_value - 1));
     server_run_deferred_frees(d);
+    /* Then what the stream's outdated arena pages still hold moves to current pages, so that
+     * those pages go back too (spec 3.9's Explicit relocation: room already held only). */
+    RETURN_IF_ERROR(server_memory_relocate(d, s.slot, MEMORY_RELOCATE_EXPLICIT, NULL));
     if (d->streams.slots[s.slot].memory) memory_cleanup(d->streams.slots[s.slot].memory, 1);
     return NULL;
 }
@@ -273,6 +285,8 @@ void server_alloc_release(cubec_device *d, alloc_obj *a)
     taint_free(&a->taint);
     if (a->mem.size) {
         if (a->last_use > d->sub.completed_value) {
+            /* The record goes now, the slice later: relocation must not move it meanwhile. */
+            if (d->buffers.arena_layout) server_alloc_owner(d, a, NULL);
             if (array_grow((void **)&d->buffers.deferred, &d->buffers.deferred_cap,
                            (uint64_t)d->buffers.deferred_count + 1, sizeof(deferred_free)) != 0) {
                 /* Cannot defer: wait for the GPU (keeping the lock) instead of leaking or
@@ -325,21 +339,14 @@ cubec_status server_buffer_create(cubec_device *d, stream_ref s, uint64_t size, 
         cubec_status err = server_slot_memory(d, slot, &m);
         /* Memory freed by finished work can be reused now. */
         if (!err && d->buffers.deferred_count) sub_poll(d);
-        /* Spec 3.9: pages may not change while the stream records a graph (the capture window
-         * is the stream's: other streams of its slot allocate as usual). */
-        int frozen = server_graph_recording(d, s);
-        if (!err) err = memory_alloc_flags(m, size, frozen ? MEMORY_NO_NEW_PAGE : 0, &a->mem);
-        if (err && frozen) {
-            cubec_status_free(err);
-            err = status_make(CUBEC_GRAPH_STATE,
-                              "a new page for %" PRIu64
-                              " bytes is refused while the stream records a graph (create "
-                              "buffers during the warm-up, before cubec_graph_begin)",
-                              size);
-            /* Allocating is a hole in the window: the capture is doomed. */
-            server_graph_doom(d, slot, CUBEC_GRAPH_STATE,
-                              "creating a buffer of %" PRIu64 " bytes needed a new page", size);
-        }
+        /* Spec 3.9 "relocate when wanted": a full arena, or pages close to the device's
+         * memory (never while a stream records a graph). */
+        if (!err && d->buffers.arena_layout) err = server_relocate_when_wanted(d, slot);
+        /* Spec 3.9's AddOnly permission while the stream records a graph: pages may be added
+         * (nothing recorded names them) but none moves, and a reservation that cannot be
+         * served dooms the capture (below). */
+        int recording = server_graph_recording(d, s);
+        if (!err) err = memory_alloc(m, size, &a->mem);
         if (err && m && cubec_status_code(err) == CUBEC_OUT_OF_MEMORY) {
             /* The pools already returned what they could without waiting: relieve the pressure
              * for real (frees waiting on the GPU, cleanup, relocation) and retry once. */
@@ -351,6 +358,10 @@ cubec_status server_buffer_create(cubec_device *d, stream_ref s, uint64_t size, 
                 err = relief ? relief : memory_alloc(m, size, &a->mem);
             }
         }
+        if (err && recording)
+            server_graph_doom(d, slot, cubec_status_code(err),
+                              "creating a buffer of %" PRIu64 " bytes failed: %s", size,
+                              cubec_status_message(err));
         if (err) {
             free(a);
             free(b);
@@ -367,6 +378,7 @@ cubec_status server_buffer_create(cubec_device *d, stream_ref s, uint64_t size, 
                                    size, s.number, reserved, in_use);
         }
     }
+    if (size && d->buffers.arena_layout) server_alloc_owner(d, a, a);
     a->refs = 1;
     b->alloc = a;
     b->size = size;

@@ -50,7 +50,9 @@ typedef struct retired_mem {
 /* Buffers and their memory (server/buffers.c). Guarded by the device lock. */
 typedef struct buffer_store {
     handle_table handles; /* buffer_obj per live handle or view */
+    handle_table guards;  /* page guards a program holds (server/raw.c) */
     memory_config memory_cfg;
+    int arena_layout;        /* the layout has an arena: relocation's checks and owners apply */
     uint64_t numbers;        /* counter behind "buffer #n" */
     deferred_free *deferred; /* frees waiting for the GPU to pass their last use */
     uint32_t deferred_count, deferred_cap;

@@ -151,6 +151,7 @@ cubec_status server_open(const cubec_device_desc *desc, cubec_device **out)
     d->tag = handle_tag_acquire(); /* released in server_close */
     handle_table_init(&d->buffers.handles, d->tag, "buffer");
     handle_table_init(&d->kernels.handles, d->tag, "kernel");
+    handle_table_init(&d->buffers.guards, d->tag, "guard");
     server_graphs_init(d);
     server_host_memory_init(d);
     d->info.host_register_alignment = d->host.alignment;
@@ -217,6 +218,7 @@ void server_close(cubec_device *d)
         d->sub.completed_value = UINT64_MAX; /* everything finished: deferred frees can run */
         server_graphs_destroy(d);
     }
+    server_guards_destroy(d); /* their references go before the buffers' */
     for (uint32_t i = 0; i < d->buffers.handles.count; i++) {
         buffer_obj *b = d->buffers.handles.slots[i].object;
         if (!b) continue;

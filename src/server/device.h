@@ -18,6 +18,8 @@
 #include "server/launch_timing.h"
 #include "server/profile.h"
 #include "server/run_mode.h"
+#include "server/raw.h"
+#include "server/relocate.h"
 #include "server/streams.h"
 #include "server/submission.h"
 #include "server/submitter.h"

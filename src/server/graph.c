@@ -17,9 +17,10 @@
  * A failure inside the window dooms the capture: end then fails naming the first reason, and
  * what the recorded launches would have written carries that failure (they never ran).
  *
- * A graph holds a reference on every allocation it binds, so their memory is neither freed nor
- * reused (nor are their pages returned) while it lives: cubec has no relocation, and that
- * reference is the page guard of spec 3.9. Deviation from the seed: the seed leaves captured
+ * A graph holds a reference and a page guard (spec 3.9) on every allocation it binds, so their
+ * memory is neither freed nor reused, their pages neither returned nor relocated, while it
+ * lives; graph_prepare relocates first (server/relocate.c), so that what the warm-up and the
+ * recording touch sits on current pages. Deviation from the seed: the seed leaves captured
  * buffers' lifetime to the caller (unsafe replay); cubec keeps them, so a released buffer cannot
  * have its memory handed to another while a replay still writes it. */
 #include "base/array.h"
@@ -44,8 +45,10 @@ void server_graphs_init(cubec_device *d)
 
 static void graph_free(cubec_device *d, graph_obj *g)
 {
-    for (uint32_t i = 0; i < g->use_count; i++)
+    for (uint32_t i = 0; i < g->use_count; i++) {
+        server_alloc_guard(d, g->uses[i].alloc, -1);
         server_alloc_release(d, g->uses[i].alloc);
+    }
     free(g->uses);
     for (uint32_t i = 0; i < g->chunk_count; i++)
         gpu_mem_free(d->gpu, g->chunks[i].mem);
@@ -171,6 +174,9 @@ cubec_status server_graph_prepare(cubec_device *d, stream_ref s)
                            "cubec_graph_prepare: stream %" PRIu64 " is already recording a graph",
                            ss->capture_owner);
     RETURN_IF_ERROR(server_drain(d, &slot, 1, 0));
+    /* Spec 6.2: every stream's outdated pages are emptied now, while they still can be: the
+     * graph will guard every page it touches. */
+    RETURN_IF_ERROR(server_memory_relocate(d, NO_SLOT, MEMORY_RELOCATE_CAPTURE, NULL));
     ss->capture = CAPTURE_PREPARED;
     ss->capture_owner = stream;
     d->graphs.captures++;
@@ -282,8 +288,8 @@ static int written_before(const graph_obj *g, uint32_t limit, const alloc_obj *a
     return 1;
 }
 
-static cubec_status add_use(graph_obj *g, alloc_obj *a, uint64_t offset, uint64_t size, int write,
-                            int input)
+static cubec_status add_use(cubec_device *d, graph_obj *g, alloc_obj *a, uint64_t offset,
+                            uint64_t size, int write, int input)
 {
     /* Launches of one graph bind the same ranges again and again: one entry per range. */
     for (uint32_t i = g->use_count; i-- > 0;) {
@@ -299,6 +305,8 @@ static cubec_status add_use(graph_obj *g, alloc_obj *a, uint64_t offset, uint64_
         return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (graph)");
     if (!a) return status_make(CUBEC_INTERNAL, "a graph use without memory");
     a->refs++;
+    /* The recorded commands name the page: it must not move while the graph lives. */
+    server_alloc_guard(d, a, +1);
     g->uses[g->use_count++] = (graph_use){a, offset, size, write, input};
     return NULL;
 }
@@ -331,7 +339,7 @@ static cubec_status chunk_alloc(cubec_device *d, graph_obj *g, uint32_t size, gp
 /* The ranges a task reads and writes become the graph's. A range the task reads is an input
  * when no earlier launch of the graph wrote it (the task's own bindings do not count: a launch
  * reads its inputs before it writes); a failure on an input skips a replay. */
-static cubec_status note_uses(const cubec_device *d, graph_obj *g, const task *t)
+static cubec_status note_uses(cubec_device *d, graph_obj *g, const task *t)
 {
     uint32_t n = task_bindings(t);
     uint32_t before = g->use_count;
@@ -343,11 +351,12 @@ static cubec_status note_uses(const cubec_device *d, graph_obj *g, const task *t
                    !written_before(g, before, r->alloc, bound_start(r), bound_bytes(r));
     }
     for (uint32_t i = 0; i < n; i++)
-        RETURN_IF_ERROR(add_use(
-            g, task_b(d->streams.slots, t, i)->alloc, bound_start(task_b(d->streams.slots, t, i)),
-            bound_bytes(task_b(d->streams.slots, t, i)), (t->write_mask >> i) & 1, input[i]));
+        RETURN_IF_ERROR(add_use(d, g, task_b(d->streams.slots, t, i)->alloc,
+                                bound_start(task_b(d->streams.slots, t, i)),
+                                bound_bytes(task_b(d->streams.slots, t, i)),
+                                (t->write_mask >> i) & 1, input[i]));
     if (t->indirect.alloc)
-        RETURN_IF_ERROR(add_use(g, t->indirect.alloc, t->indirect.offset, 12, 0, input[n]));
+        RETURN_IF_ERROR(add_use(d, g, t->indirect.alloc, t->indirect.offset, 12, 0, input[n]));
     return NULL;
 }
 

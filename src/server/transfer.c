@@ -154,22 +154,23 @@ static cubec_status write_body(cubec_device *d, stream_ref s, buffer_obj *b, uin
     }
     RETURN_IF_ERROR(drained);
     if (page->mapped) {
-        /* The wait may release the device lock: the reference keeps the memory. */
+        /* The wait may release the device lock: the reference keeps the memory, the guard its
+         * place (no relocation meanwhile). */
         alloc_obj *a = b->alloc;
-        a->refs++;
+        server_alloc_pin(d, a);
         cubec_status err = sub_wait(d, a->last_use);
         if (!err) {
             memcpy(page->mapped + at, src, size);
             server_untaint(a, at, size); /* a successful write clears the failure (spec 5.4) */
         }
-        server_alloc_release(d, a);
+        server_alloc_unpin(d, a);
         return err;
     }
     host_range *r = size >= REGISTERED_WRITE_MIN ? server_host_find(&d->host, src, size) : NULL;
     /* The reference keeps the memory through the registered path's wait, which may drop the
      * lock (unregistering waits for the range's last use). */
     alloc_obj *a = b->alloc;
-    a->refs++;
+    server_alloc_pin(d, a);
     cubec_status err;
     uint64_t value = 0; /* what cubec_sync(stream) waits for */
     if (r) {
@@ -194,7 +195,7 @@ static cubec_status write_body(cubec_device *d, stream_ref s, buffer_obj *b, uin
         server_untaint(a, at, size);
         d->streams.slots[slot].last_value = value;
     }
-    server_alloc_release(d, a);
+    server_alloc_unpin(d, a);
     return err;
 }
 
@@ -261,22 +262,23 @@ static cubec_status read_body(cubec_device *d, uint32_t slot, buffer_obj *b, uin
     failure *f = server_failure_of(b->alloc, at, size);
     if (f) return server_failure_status(b->alloc, f, "read");
     if (page->mapped) {
-        /* The wait may release the device lock: the reference keeps the memory. */
+        /* The wait may release the device lock: the reference keeps the memory, the guard its
+         * place (no relocation meanwhile). */
         alloc_obj *a = b->alloc;
-        a->refs++;
+        server_alloc_pin(d, a);
         cubec_status err = sub_wait_for_host(d, a->last_write);
         if (!err) memcpy(dst, page->mapped + at, size);
-        server_alloc_release(d, a);
+        server_alloc_unpin(d, a);
         return err;
     }
     host_range *r = server_host_find(&d->host, dst, size);
     if (r) {
         alloc_obj *a = b->alloc;
-        a->refs++;
+        server_alloc_pin(d, a);
         uint64_t value = 0;
         cubec_status err = transfer_registered(d, b, at, r, dst, size, 0, &value);
         if (!err) err = sub_wait_polling(d, value, dma_expected_us(size));
-        server_alloc_release(d, a);
+        server_alloc_unpin(d, a);
         return err;
     }
     d->streams.draining++;

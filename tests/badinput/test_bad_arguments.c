@@ -75,6 +75,14 @@ static void test_null_arguments(void **state)
     ASSERT_ERROR(cubec_launch(f->d, 0, NULL), CUBEC_INVALID_ARGUMENT, "desc is NULL");
     ASSERT_ERROR(cubec_kernel_create(f->d, NULL, &f->k), CUBEC_INVALID_ARGUMENT, "desc is NULL");
     ASSERT_ERROR(cubec_event_wait(NULL), CUBEC_INVALID_ARGUMENT, "event is NULL");
+    cubec_raw_buffer raw = {1, 1, 1, 1};
+    cubec_guard guard = {7};
+    ASSERT_ERROR(cubec_buffer_raw(f->d, 0, f->a, NULL, &guard), CUBEC_INVALID_ARGUMENT, "out_raw");
+    assert_int_equal(guard.id, 0);
+    ASSERT_ERROR(cubec_buffer_raw(NULL, 0, f->a, &raw, &guard), CUBEC_INVALID_ARGUMENT,
+                 "device is NULL");
+    assert_true(raw.buffer == 0 && raw.offset == 0 && raw.size == 0 && raw.device_address == 0);
+    ASSERT_OK(cubec_guard_release(f->d, (cubec_guard){0}));
     /* Releasing or destroying zero handles and NULL objects is allowed. */
     ASSERT_OK(cubec_buffer_release(f->d, (cubec_buffer){0}));
     ASSERT_OK(cubec_kernel_destroy(f->d, (cubec_kernel){0}));
@@ -93,6 +101,10 @@ static void test_released_handles(void **state)
     uint32_t x[4];
     ASSERT_ERROR(cubec_read(f->d, 0, tmp, 0, x, sizeof x), CUBEC_INVALID_ARGUMENT, "released");
     ASSERT_ERROR(cubec_buffer_release(f->d, tmp), CUBEC_INVALID_ARGUMENT, "released");
+    cubec_raw_buffer raw;
+    cubec_guard guard = {7};
+    ASSERT_ERROR(cubec_buffer_raw(f->d, 0, tmp, &raw, &guard), CUBEC_INVALID_ARGUMENT, "released");
+    assert_int_equal(guard.id, 0);
     /* A new buffer may reuse the slot; the stale handle still must not reach it. */
     cubec_buffer fresh;
     ASSERT_OK(cubec_buffer_create(f->d, 0, 64, &fresh));

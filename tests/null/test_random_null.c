@@ -565,7 +565,7 @@ static void op_create(void)
     F.created++; /* a creation that failed still used a number (docs/errors.md) */
     uint32_t allowed = OK_BIT;
     int capturing = F.cap == CAP_RECORDING && s == F.cap_stream;
-    if (capturing) allowed |= STATE_BIT; /* a new page is refused while the stream records */
+    if (capturing) allowed |= STATE_BIT; /* kept from when a new page was refused there */
     char msg[2048];
     cubec_code c = verdict(st, allowed, msg, sizeof msg);
     if (c == CUBEC_GRAPH_STATE && capturing) {

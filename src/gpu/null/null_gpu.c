@@ -1181,6 +1181,13 @@ static void null_memory_budget(gpu *base, gpu_budget *out)
     out->source = "null heap";
 }
 
+/* No Vulkan object here: the memory's host address stands for both (docs/memory.md). */
+static void null_mem_raw(gpu *g, gpu_mem *m, uint64_t *out_handle, uint64_t *out_address)
+{
+    (void)g;
+    *out_handle = *out_address = (uint64_t)(uintptr_t)((null_mem *)m)->host;
+}
+
 static const gpu_ops null_ops = {
     .name = "null",
     .destroy = null_destroy,
@@ -1190,6 +1197,7 @@ static const gpu_ops null_ops = {
     .mem_destroy = null_mem_destroy,
     .mem_create_unbacked = null_mem_create_unbacked,
     .mem_back = null_mem_back,
+    .mem_raw = null_mem_raw,
     .mem_import_host = null_mem_import_host,
     .pipeline_create = null_pipeline_create,
     .pipeline_destroy = null_pipeline_destroy,

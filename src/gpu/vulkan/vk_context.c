@@ -375,6 +375,8 @@ static cubec_status create_device(vk_context *ctx, int allow_push, uint32_t disa
     want.v12.scalarBlockLayout = have.v12.scalarBlockLayout;
     want.v12.uniformBufferStandardLayout = have.v12.uniformBufferStandardLayout;
     ctx->scalar_block_layout = have.v12.scalarBlockLayout == VK_TRUE;
+    want.v12.bufferDeviceAddress = have.v12.bufferDeviceAddress;
+    ctx->buffer_device_address = have.v12.bufferDeviceAddress == VK_TRUE;
 
     const char *exts[8 + VK_FEATURE_EXT_COUNT];
     uint32_t next = vk_features_extension_names(&want, exts, VK_FEATURE_EXT_COUNT);

@@ -41,6 +41,7 @@ typedef struct vk_context {
     uint32_t metadata_memory_type; /* DEVICE_LOCAL|HOST_VISIBLE|COHERENT if any, else upload  */
     int metadata_device_local;     /* ... and it is device-local on a discrete device        */
     int scalar_block_layout;       /* enabled: std430 uniform blocks                         */
+    int buffer_device_address;     /* enabled: pages have device addresses (cubec_buffer_raw) */
     /* VK_EXT_external_memory_host: the program's memory imported as buffers. 0 / NULL
      * without it. */
     uint64_t host_import_alignment;

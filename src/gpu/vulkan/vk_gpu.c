@@ -46,12 +46,15 @@ static cubec_status vk_mem_create_unbacked_kind(gpu *g, gpu_mem_kind kind, uint6
     m->base.size = size;
     m->base.kind = kind;
     m->base.unbacked = 1;
+    /* Pages have a device address where the device offers one (cubec_buffer_raw). */
+    int device_address = kind == GPU_MEM_DEVICE && v->vk.buffer_device_address;
     VkBufferCreateInfo bci = {
         .sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
         .size = size,
         .usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
                  VK_BUFFER_USAGE_TRANSFER_DST_BIT | VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT |
-                 (kind == GPU_MEM_METADATA ? VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT : 0),
+                 (kind == GPU_MEM_METADATA ? VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT : 0) |
+                 (device_address ? VK_BUFFER_USAGE_SHADER_DEVICE_ADDRESS_BIT : 0),
         .sharingMode = VK_SHARING_MODE_EXCLUSIVE};
     cubec_status err =
         vk_status(vkCreateBuffer(v->vk.device, &bci, NULL, &m->buffer), "vkCreateBuffer");
@@ -83,7 +86,11 @@ static cubec_status vk_mem_back(gpu *g, gpu_mem *gm)
     vkGetBufferMemoryRequirements(dev, m->buffer, &req);
     if (!(req.memoryTypeBits & (1u << type)))
         return status_make(CUBEC_UNSUPPORTED, "memory type %u not allowed for buffers", type);
+    int device_address = gm->kind == GPU_MEM_DEVICE && v->vk.buffer_device_address;
+    VkMemoryAllocateFlagsInfo flags = {.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_FLAGS_INFO,
+                                       .flags = VK_MEMORY_ALLOCATE_DEVICE_ADDRESS_BIT};
     VkMemoryAllocateInfo mai = {.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
+                                .pNext = device_address ? &flags : NULL,
                                 .allocationSize = req.size,
                                 .memoryTypeIndex = type};
     VkDeviceMemory memory = VK_NULL_HANDLE;
@@ -118,6 +125,19 @@ static cubec_status vk_mem_create(gpu *g, gpu_mem_kind kind, uint64_t size, gpu_
     }
     *out = m;
     return NULL;
+}
+
+static void vk_mem_raw(gpu *g, gpu_mem *gm, uint64_t *out_handle, uint64_t *out_address)
+{
+    vk_mem *m = (vk_mem *)gm;
+    vk_gpu *v = vk_gpu_of(g);
+    *out_handle = (uint64_t)m->buffer;
+    *out_address = 0;
+    if (v->vk.buffer_device_address && gm->kind == GPU_MEM_DEVICE) {
+        VkBufferDeviceAddressInfo info = {.sType = VK_STRUCTURE_TYPE_BUFFER_DEVICE_ADDRESS_INFO,
+                                          .buffer = m->buffer};
+        *out_address = vkGetBufferDeviceAddress(v->vk.device, &info);
+    }
 }
 
 static cubec_status vk_mem_map(gpu *g, gpu_mem *gm)
@@ -581,6 +601,7 @@ static const gpu_ops vk_ops = {.name = "vulkan",
                                .mem_map = vk_mem_map,
                                .mem_invalidate = vk_mem_invalidate,
                                .mem_destroy = vk_mem_destroy,
+                               .mem_raw = vk_mem_raw,
                                .mem_import_host = vk_mem_import_host,
                                .pipeline_create = vk_pipeline_create,
                                .pipeline_destroy = vk_pipeline_destroy,

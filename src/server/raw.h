@@ -1,0 +1,18 @@
+/* Raw resources and page guards (server/raw.c): the backend object behind a buffer, for a
+ * program's own GPU code, with a guard that keeps the allocation alive and its page in place. */
+#ifndef CUBEC_SERVER_RAW_H
+#define CUBEC_SERVER_RAW_H
+
+#include "server/buffers.h"
+#include "server/streams.h"
+
+/* cubec_buffer_raw: every queued or running use of the buffer's bytes finishes first (a
+ * program's code may read or write them), then the raw resource and a new guard. */
+MUST_USE cubec_status server_buffer_raw(cubec_device *d, stream_ref s, buffer_obj *b,
+                                        cubec_raw_buffer *out, cubec_guard *out_guard);
+/* cubec_guard_release: releasing a guard twice, or a zero guard, is harmless. */
+void server_guard_release(cubec_device *d, uint64_t id);
+/* Releases every guard left (device close, before the buffers). */
+void server_guards_destroy(cubec_device *d);
+
+#endif

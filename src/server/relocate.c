@@ -1,0 +1,187 @@
+/* Relocation (spec 3.9): plan in the pools, copy on the GPU, commit in the allocation records.
+ *
+ * The plan (memory/arena_pool.c) reserves a target in the current page size for every live
+ * allocation of each outdated page it can empty. Before the first copy every stream's queued
+ * work is recorded, submitted and finished, with the device lock kept throughout (a drain's
+ * waits keep it): queued tasks name page offsets, and a host transfer that dropped the lock
+ * holds a guard (server_alloc_pin), so nothing can use an old place after the copy. Then one
+ * command buffer copies every move, each alloc_obj (shared by a buffer and its views, holding
+ * the failure map in allocation offsets) takes its new mem in place, and once the copy finished
+ * the old slices are freed, which returns the emptied outdated pages. */
+#include "server/relocate.h"
+
+#include "base/log.h"
+#include "server/device.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+
+void server_alloc_owner(cubec_device *d, alloc_obj *a, alloc_obj *owner)
+{
+    if (a->mem.size) memory_set_owner(d->streams.slots[a->slot].memory, &a->mem, owner);
+}
+
+void server_alloc_guard(cubec_device *d, alloc_obj *a, int delta)
+{
+    if (a->mem.size) memory_guard(d->streams.slots[a->slot].memory, &a->mem, delta);
+}
+
+void server_alloc_pin(cubec_device *d, alloc_obj *a)
+{
+    a->refs++;
+    server_alloc_guard(d, a, +1);
+}
+
+void server_alloc_unpin(cubec_device *d, alloc_obj *a)
+{
+    server_alloc_guard(d, a, -1);
+    server_alloc_release(d, a);
+}
+
+static int any_recording(const cubec_device *d)
+{
+    for (uint32_t i = 0; d->graphs.captures && i < d->streams.max_streams; i++)
+        if (d->streams.slots[i].capture == CAPTURE_RECORDING) return 1;
+    return 0;
+}
+
+typedef struct slot_moves {
+    mem_move *moves;
+    uint32_t count, cap;
+} slot_moves;
+
+/* The moves of one slot: copied in `cmd`, committed in the records. */
+static uint64_t record_moves(cubec_device *d, gpu_cmd *cmd, const slot_moves *sm)
+{
+    uint64_t bytes = 0;
+    for (uint32_t k = 0; k < sm->count; k++) {
+        const mem_move *mv = &sm->moves[k];
+        alloc_obj *a = mv->owner;
+        hazard_range r[2] = {{mv->from.page, mv->from.offset, mv->from.size, 0},
+                             {mv->to.page, mv->to.offset, mv->to.size, 1}};
+        sub_hazards(d, cmd, r, 2, SUB_TRANSFER);
+        d->gpu->ops->copy(cmd, mv->from.page, mv->from.offset, mv->to.page, mv->to.offset,
+                          mv->from.size);
+        /* The identity stays: the record every handle and view points at takes the new place. */
+        a->mem = mv->to;
+        a->last_use = a->last_write = d->sub.next_value;
+        a->queued_writer = NO_SLOT;
+        a->queued_readers = 0;
+        bytes += mv->from.size;
+    }
+    return bytes;
+}
+
+static cubec_status relocate_locked(cubec_device *d, uint32_t first, uint32_t end,
+                                    memory_relocation_reason reason, slot_moves *sm,
+                                    uint32_t *out_moved)
+{
+    /* Every stream's queued and running work first: queued tasks hold page offsets. */
+    RETURN_IF_ERROR(server_drain_all(d, 0));
+    RETURN_IF_ERROR(sub_wait(d, d->sub.next_value - 1));
+    server_run_deferred_frees(d);
+
+    uint32_t total = 0;
+    cubec_status err = NULL;
+    for (uint32_t i = first; i < end && !err; i++) {
+        memory_manager *m = d->streams.slots[i].memory;
+        if (m && memory_relocation_wanted(m, reason))
+            err = memory_relocation_plan(m, reason, &sm[i].moves, &sm[i].count, &sm[i].cap);
+        total += sm[i].count;
+    }
+    gpu_cmd *cmd = NULL;
+    if (!err && total) err = sub_begin(d, &cmd);
+    if (err || !total) {
+        for (uint32_t i = first; i < end; i++) {
+            memory_manager *m = d->streams.slots[i].memory;
+            for (uint32_t k = 0; k < sm[i].count; k++)
+                memory_relocation_unplan(m, &sm[i].moves[k]);
+            sm[i].count = 0;
+            if (m && !err) memory_relocation_done(m, reason, NULL, 0);
+        }
+        return err;
+    }
+
+    uint64_t bytes = 0, value = d->sub.next_value;
+    for (uint32_t i = first; i < end; i++)
+        bytes += record_moves(d, cmd, &sm[i]);
+    err = sub_flush(d, 0);
+    if (!err) err = sub_wait(d, value);
+    if (err) {
+        /* The copy may not have run: the moved bytes are lost, and say so when read. */
+        failure *f = failure_new(cubec_status_code(err), "relocating this buffer failed: %s",
+                                 cubec_status_message(err));
+        for (uint32_t i = first; i < end; i++)
+            for (uint32_t k = 0; k < sm[i].count; k++) {
+                alloc_obj *a = sm[i].moves[k].owner;
+                server_taint(a, a->mem.offset, a->mem.size, f);
+            }
+        failure_release(f);
+    }
+    for (uint32_t i = first; i < end; i++) {
+        memory_manager *m = d->streams.slots[i].memory;
+        if (!sm[i].count) continue;
+        /* Without a finished copy the old places stay held (the pages go at close). */
+        for (uint32_t k = 0; !err && k < sm[i].count; k++)
+            memory_free(m, &sm[i].moves[k].from);
+        memory_relocation_done(m, reason, sm[i].moves, sm[i].count);
+    }
+    *out_moved = total;
+    LOG(LOG_INFO, LOG_SYS_MEMORY,
+        "relocation (%s): moved %u allocations, %" PRIu64 " bytes, off outdated arena pages",
+        memory_relocation_reason_name(reason), total, bytes);
+    return err;
+}
+
+cubec_status server_memory_relocate(cubec_device *d, uint32_t slot, memory_relocation_reason reason,
+                                    uint32_t *out_moved)
+{
+    uint32_t moved = 0;
+    if (out_moved) *out_moved = 0;
+    /* A recording names pages in its command buffers (and the spec forbids it outright). */
+    if (any_recording(d)) return NULL;
+    uint32_t first = slot == NO_SLOT ? 0 : slot,
+             end = slot == NO_SLOT ? d->streams.max_streams : slot + 1;
+    int wanted = 0;
+    for (uint32_t i = first; i < end && !wanted; i++)
+        wanted = memory_relocation_wanted(d->streams.slots[i].memory, reason);
+    if (!wanted) return NULL;
+    slot_moves *sm = calloc(d->streams.max_streams, sizeof *sm);
+    if (!sm) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (relocation)");
+    /* Waits keep the lock: no other thread may queue work on an old place meanwhile. */
+    d->streams.draining++;
+    cubec_status err = relocate_locked(d, first, end, reason, sm, &moved);
+    d->streams.draining--;
+    for (uint32_t i = 0; i < d->streams.max_streams; i++)
+        free(sm[i].moves);
+    free(sm);
+    if (out_moved) *out_moved = moved;
+    return err ? status_annotate(err, "relocation (%s)", memory_relocation_reason_name(reason))
+               : NULL;
+}
+
+/* Bytes of pages every slot's pools hold. */
+static uint64_t device_reserved(const cubec_device *d)
+{
+    uint64_t total = 0;
+    cubec_memory_report r;
+    for (uint32_t i = 0; i < d->streams.max_streams; i++) {
+        if (!d->streams.slots[i].memory) continue;
+        memory_report_fill(d->streams.slots[i].memory, &r);
+        total += r.bytes_reserved;
+    }
+    return total;
+}
+
+cubec_status server_relocate_when_wanted(cubec_device *d, uint32_t slot)
+{
+    memory_manager *m = d->streams.slots[slot].memory;
+    /* The cheap test first: the most a relocation could want (one that may add pages). */
+    if (!m || !memory_relocation_wanted(m, MEMORY_RELOCATE_ARENA_FULL) || any_recording(d))
+        return NULL;
+    memory_relocation_reason reason;
+    uint64_t capacity = d->info.device_local_heap_size;
+    if (!memory_relocation_need(m, capacity, capacity ? device_reserved(d) : 0, &reason))
+        return NULL;
+    return server_memory_relocate(d, slot, reason, NULL);
+}

@@ -1,0 +1,376 @@
+/* Relocation and page guards on a device (spec 3.9, docs/memory.md "Relocation and guards"), on
+ * lavapipe and (test_relocation_null) on the null backend. Each trigger moves a live buffer off
+ * an outdated arena page: cubec_memory_cleanup, cubec_graph_prepare, a full arena (null only:
+ * 64 page sizes take 4 GiB of pages) and memory pressure (null only: its heap can be capped).
+ * Every test checks the bytes before and after, reads through the old handle and a view of it,
+ * and that a failure carried by part of the buffer moved with it. Guards: a graph's pages and a
+ * raw resource's page stay where they are until the graph or the guard goes. */
+#include "test_util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define KiB 1024ull
+#define MiB (1024ull * KiB)
+
+typedef struct held {
+    cubec_buffer b;
+    uint64_t size;
+    uint8_t *bytes; /* what the buffer must hold */
+} held;
+
+static int null_backend(void)
+{
+    const char *b = getenv("CUBEC_BACKEND");
+    return b && strcmp(b, "null") == 0;
+}
+
+/* A device whose buffers all come from one arena (2 MiB pages to the device's page limit). */
+static cubec_device *open_arena(cubec_stream *s)
+{
+    unsetenv("CUBEC_MEMORY_PRESET");
+    setenv("CUBEC_MEMORY_POOLS", "arena", 1);
+    cubec_device *d = test_device_open();
+    ASSERT_OK(cubec_stream_new(d, s));
+    return d;
+}
+
+static void close_arena(cubec_device *d)
+{
+    test_device_close(d);
+    unsetenv("CUBEC_MEMORY_POOLS");
+}
+
+static cubec_pool_report arena(cubec_device *d, cubec_stream s)
+{
+    cubec_memory_report r;
+    ASSERT_OK(cubec_memory_report_get(d, s, &r));
+    assert_string_equal(r.pools[0].kind, "arena");
+    return r.pools[0];
+}
+
+static held make(cubec_device *d, cubec_stream s, uint64_t size, uint32_t *rng)
+{
+    held h = {.size = size, .bytes = malloc(size)};
+    assert_non_null(h.bytes);
+    for (uint64_t i = 0; i < size; i++)
+        h.bytes[i] = (uint8_t)test_rand(rng);
+    ASSERT_OK(cubec_buffer_create(d, s, size, &h.b));
+    ASSERT_OK(cubec_write(d, s, h.b, 0, h.bytes, size));
+    return h;
+}
+
+static void drop(cubec_device *d, held *h)
+{
+    ASSERT_OK(cubec_buffer_release(d, h->b));
+    free(h->bytes);
+    h->bytes = NULL;
+}
+
+/* [offset, +size) of `b` reads back as `want`. */
+static void expect_bytes(cubec_device *d, cubec_stream s, cubec_buffer b, uint64_t offset,
+                         const uint8_t *want, uint64_t size, const char *what)
+{
+    uint8_t *got = malloc(size);
+    assert_non_null(got);
+    ASSERT_OK(cubec_read(d, s, b, offset, got, size));
+    if (memcmp(got, want, size) != 0) fail_msg("%s: the bytes changed", what);
+    free(got);
+}
+
+/* A buffer `a` of 100 KiB (and a view of part of it) on the arena's first, 2 MiB page, with its
+ * first 256 bytes carrying a failure (an injected submission failure of the copy that would have
+ * written them); then a buffer of 2 MiB + 1 grows the arena to 4 MiB pages: a's page is
+ * outdated. */
+typedef struct scene {
+    held a, grow;
+    cubec_buffer view; /* a's bytes [VIEW_AT, +VIEW_SIZE) */
+} scene;
+
+#define VIEW_AT (4 * KiB)
+#define VIEW_SIZE (8 * KiB)
+#define TAINTED 256u
+
+static scene outdated_scene(cubec_device *d, cubec_stream s, uint32_t *rng, int taint)
+{
+    scene sc;
+    sc.a = make(d, s, 100 * KiB, rng);
+    ASSERT_OK(cubec_buffer_view(d, sc.a.b, VIEW_AT, VIEW_SIZE, &sc.view));
+    if (taint) {
+        cubec_buffer src;
+        ASSERT_OK(cubec_buffer_create(d, s, TAINTED, &src));
+        ASSERT_OK(cubec_sync(d, s));
+        ASSERT_OK(cubec_fault_inject(d, CUBEC_FAULT_SUBMIT, 1));
+        ASSERT_OK(cubec_copy(d, s, src, 0, sc.a.b, 0, TAINTED));
+        ASSERT_ERROR(cubec_sync(d, s), CUBEC_INTERNAL, "injected fault: submit");
+        ASSERT_OK(cubec_buffer_release(d, src));
+    }
+    cubec_pool_report before = arena(d, s);
+    assert_int_equal(before.outdated_pages, 0);
+    sc.grow = make(d, s, 2 * MiB + 1, rng);
+    cubec_pool_report r = arena(d, s);
+    assert_int_equal(r.page_size, 4 * MiB);
+    assert_int_equal(r.outdated_pages, 1);
+    assert_int_equal(r.relocations, 0);
+    return sc;
+}
+
+/* Every byte through the buffer and its view; the failure on the first TAINTED bytes too. */
+static void expect_scene(cubec_device *d, cubec_stream s, const scene *sc, int taint,
+                         const char *when)
+{
+    uint64_t from = taint ? TAINTED : 0;
+    expect_bytes(d, s, sc->a.b, from, sc->a.bytes + from, sc->a.size - from, when);
+    expect_bytes(d, s, sc->view, 0, sc->a.bytes + VIEW_AT, VIEW_SIZE, when);
+    expect_bytes(d, s, sc->grow.b, 0, sc->grow.bytes, sc->grow.size, when);
+    if (taint) {
+        uint8_t got[TAINTED];
+        ASSERT_ERROR(cubec_read(d, s, sc->a.b, 0, got, TAINTED), CUBEC_INTERNAL,
+                     "injected fault: submit");
+        ASSERT_ERROR(cubec_check(d, &sc->a.b, 1), CUBEC_INTERNAL, "injected fault: submit");
+    }
+}
+
+static void drop_scene(cubec_device *d, scene *sc)
+{
+    ASSERT_OK(cubec_buffer_release(d, sc->view));
+    drop(d, &sc->a);
+    drop(d, &sc->grow);
+}
+
+/* The JSON and the table show the arena's entry of `r`: its guarded pages and relocations. */
+static void expect_reports(cubec_device *d, const cubec_pool_report *r)
+{
+    char want[256];
+    char *json = NULL, *table = NULL;
+    ASSERT_OK(cubec_memory_report_json(d, &json));
+    snprintf(want, sizeof want,
+             "\"outdated_pages\": %u, \"guarded_pages\": %u, \"relocations\": %llu, "
+             "\"relocated_bytes\": %llu}",
+             r->outdated_pages, r->guarded_pages, (unsigned long long)r->relocations,
+             (unsigned long long)r->relocated_bytes);
+    if (!strstr(json, want)) fail_msg("the JSON lacks '%s':\n%s", want, json);
+    ASSERT_OK(cubec_memory_report_table(d, &table));
+    snprintf(want, sizeof want, "%u current pages, %u outdated, %u guarded; %llu relocations",
+             r->pages - r->outdated_pages, r->outdated_pages, r->guarded_pages,
+             (unsigned long long)r->relocations);
+    if (!strstr(table, want)) fail_msg("the table lacks '%s':\n%s", want, table);
+    cubec_string_free(json);
+    cubec_string_free(table);
+}
+
+static void test_cleanup_relocates(void **state)
+{
+    (void)state;
+    cubec_stream s;
+    cubec_device *d = open_arena(&s);
+    uint32_t rng = 11;
+    scene sc = outdated_scene(d, s, &rng, 1);
+    expect_scene(d, s, &sc, 1, "before the cleanup");
+    ASSERT_OK(cubec_memory_cleanup(d, s));
+    cubec_pool_report r = arena(d, s);
+    assert_int_equal(r.outdated_pages, 0);
+    assert_int_equal(r.pages, 1);
+    assert_int_equal(r.relocations, 1);
+    assert_int_equal(r.relocated_bytes, sc.a.size);
+    assert_int_equal(r.allocations, 2);
+    expect_reports(d, &r);
+    expect_scene(d, s, &sc, 1, "after the cleanup");
+    /* The moved buffer is an ordinary buffer: written and copied again in its new place. */
+    for (uint64_t i = 0; i < sc.a.size; i++)
+        sc.a.bytes[i] = (uint8_t)(i * 7);
+    ASSERT_OK(cubec_write(d, s, sc.a.b, 0, sc.a.bytes, sc.a.size));
+    ASSERT_OK(cubec_copy(d, s, sc.a.b, 0, sc.grow.b, 0, 64 * KiB));
+    memcpy(sc.grow.bytes, sc.a.bytes, 64 * KiB);
+    expect_scene(d, s, &sc, 0, "after writing the moved buffer");
+    /* Nothing more to move: the counters stay. */
+    ASSERT_OK(cubec_memory_cleanup(d, s));
+    assert_int_equal(arena(d, s).relocations, 1);
+    drop_scene(d, &sc);
+    close_arena(d);
+}
+
+static void test_graph_prepare_relocates_and_graphs_guard(void **state)
+{
+    (void)state;
+    cubec_stream s;
+    cubec_device *d = open_arena(&s);
+    uint32_t rng = 12;
+    scene sc = outdated_scene(d, s, &rng, 0);
+    ASSERT_OK(cubec_graph_prepare(d, s));
+    cubec_pool_report r = arena(d, s);
+    assert_int_equal(r.outdated_pages, 0);
+    assert_int_equal(r.relocations, 1);
+    expect_scene(d, s, &sc, 0, "after cubec_graph_prepare");
+
+    /* A graph copying a's first 64 KiB into `grow` guards both buffers' page. */
+    ASSERT_OK(cubec_copy(d, s, sc.a.b, 0, sc.grow.b, 0, 64 * KiB)); /* the warm-up */
+    ASSERT_OK(cubec_graph_begin(d, s));
+    cubec_raw_buffer raw;
+    cubec_guard guard;
+    ASSERT_ERROR(cubec_buffer_raw(d, s, sc.a.b, &raw, &guard), CUBEC_GRAPH_STATE,
+                 "cubec_buffer_raw: refused while stream");
+    ASSERT_OK(cubec_copy(d, s, sc.a.b, 0, sc.grow.b, 0, 64 * KiB));
+    cubec_graph g;
+    ASSERT_OK(cubec_graph_end(d, s, &g));
+    memcpy(sc.grow.bytes, sc.a.bytes, 64 * KiB);
+    assert_int_equal(arena(d, s).guarded_pages, 1);
+    /* 4 MiB + 1 grows the arena to 6 MiB pages: the guarded page is outdated and stays. */
+    held more = make(d, s, 4 * MiB + 1, &rng);
+    ASSERT_OK(cubec_memory_cleanup(d, s));
+    r = arena(d, s);
+    assert_int_equal(r.outdated_pages, 1);
+    assert_int_equal(r.guarded_pages, 1);
+    assert_int_equal(r.relocations, 1);
+    /* The replay writes where the graph recorded. */
+    for (uint64_t i = 0; i < 64 * KiB; i++)
+        sc.a.bytes[i] = (uint8_t)(i * 13 + 1);
+    ASSERT_OK(cubec_write(d, s, sc.a.b, 0, sc.a.bytes, 64 * KiB));
+    ASSERT_OK(cubec_graph_replay(d, s, g));
+    memcpy(sc.grow.bytes, sc.a.bytes, 64 * KiB);
+    expect_scene(d, s, &sc, 0, "after the replay");
+    /* Without the graph the page moves: a and grow need more than the room the current page
+     * holds, and a capture's relocation may add a page. */
+    ASSERT_OK(cubec_graph_destroy(d, s, g));
+    assert_int_equal(arena(d, s).guarded_pages, 0);
+    ASSERT_OK(cubec_memory_cleanup(d, s));
+    assert_int_equal(arena(d, s).relocations, 1); /* held room only: the page stays whole */
+    ASSERT_OK(cubec_graph_prepare(d, s));
+    ASSERT_ERROR(cubec_graph_end(d, s, &g), CUBEC_GRAPH_STATE, "never begun");
+    r = arena(d, s);
+    assert_int_equal(r.outdated_pages, 0);
+    assert_int_equal(r.relocations, 3);
+    assert_int_equal(r.relocated_bytes, 2 * sc.a.size + sc.grow.size);
+    expect_scene(d, s, &sc, 0, "after the graph was destroyed");
+    expect_bytes(d, s, more.b, 0, more.bytes, more.size, "the buffer that grew the arena");
+    drop(d, &more);
+    drop_scene(d, &sc);
+    close_arena(d);
+}
+
+static void test_raw_guard_keeps_the_page(void **state)
+{
+    (void)state;
+    cubec_stream s;
+    cubec_device *d = open_arena(&s);
+    uint32_t rng = 13;
+    scene sc = outdated_scene(d, s, &rng, 0);
+    cubec_raw_buffer raw;
+    cubec_guard guard;
+    ASSERT_OK(cubec_buffer_raw(d, s, sc.view, &raw, &guard));
+    assert_true(guard.id != 0);
+    assert_true(raw.buffer != 0);
+    assert_int_equal(raw.size, VIEW_SIZE);
+    cubec_raw_buffer whole;
+    cubec_guard g2;
+    ASSERT_OK(cubec_buffer_raw(d, s, sc.a.b, &whole, &g2));
+    assert_true(whole.buffer == raw.buffer);
+    assert_int_equal(raw.offset, whole.offset + VIEW_AT);
+    if (null_backend()) {
+        /* The null backend's raw resource is the host memory itself. */
+        assert_int_equal(raw.device_address, raw.buffer + raw.offset);
+        assert_memory_equal((const void *)(uintptr_t)raw.device_address, sc.a.bytes + VIEW_AT,
+                            VIEW_SIZE);
+    } else if (raw.device_address) {
+        assert_int_equal(raw.device_address, whole.device_address + VIEW_AT);
+    }
+    ASSERT_OK(cubec_guard_release(d, g2));
+    assert_int_equal(arena(d, s).guarded_pages, 1);
+    ASSERT_OK(cubec_memory_cleanup(d, s));
+    cubec_pool_report r = arena(d, s);
+    assert_int_equal(r.outdated_pages, 1);
+    assert_int_equal(r.relocations, 0);
+    assert_int_equal(r.guarded_pages, 1);
+    expect_reports(d, &r);
+    /* The guard outlives the view it came from. */
+    ASSERT_OK(cubec_buffer_release(d, sc.view));
+    ASSERT_OK(cubec_memory_cleanup(d, s));
+    assert_int_equal(arena(d, s).guarded_pages, 1);
+    if (null_backend())
+        assert_memory_equal((const void *)(uintptr_t)raw.device_address, sc.a.bytes + VIEW_AT,
+                            VIEW_SIZE);
+    ASSERT_OK(cubec_buffer_view(d, sc.a.b, VIEW_AT, VIEW_SIZE, &sc.view));
+    ASSERT_OK(cubec_guard_release(d, guard));
+    ASSERT_OK(cubec_guard_release(d, guard)); /* twice is harmless */
+    assert_int_equal(arena(d, s).guarded_pages, 0);
+    ASSERT_OK(cubec_memory_cleanup(d, s));
+    r = arena(d, s);
+    assert_int_equal(r.outdated_pages, 0);
+    assert_int_equal(r.relocations, 1);
+    expect_bytes(d, s, sc.a.b, 0, sc.a.bytes, sc.a.size, "after the guard went");
+    ASSERT_ERROR(cubec_buffer_raw(d, s, sc.a.b, NULL, &guard), CUBEC_INVALID_ARGUMENT, "out_raw");
+    drop_scene(d, &sc);
+    close_arena(d);
+}
+
+/* Pages 2, 4, ..., 128 MiB, each kept by a small live buffer, take all 64 page-size slots; the
+ * next buffer's reservation relocates them all into the current page (spec 3.9 ArenaFull). */
+static void test_full_arena_relocates(void **state)
+{
+    (void)state;
+    if (!null_backend()) skip(); /* 4 GiB of pages: on the null backend they stay untouched */
+    cubec_stream s;
+    cubec_device *d = open_arena(&s);
+    uint32_t rng = 14;
+    held keep[64];
+    keep[0] = make(d, s, 100, &rng);
+    for (int k = 1; k < 64; k++) {
+        cubec_buffer big;
+        ASSERT_OK(cubec_buffer_create(d, s, (uint64_t)(2 * k + 1) * MiB, &big));
+        keep[k] = make(d, s, 100 + (uint64_t)k, &rng);
+        ASSERT_OK(cubec_buffer_release(d, big));
+    }
+    /* keep[63]'s reservation found every slot taken: everything older moved. */
+    cubec_pool_report r = arena(d, s);
+    assert_int_equal(r.page_size, 128 * MiB);
+    assert_int_equal(r.outdated_pages, 0);
+    assert_int_equal(r.pages, 1);
+    assert_int_equal(r.relocations, 63);
+    uint64_t moved = 0;
+    for (int k = 0; k < 63; k++)
+        moved += keep[k].size;
+    assert_int_equal(r.relocated_bytes, moved);
+    for (int k = 0; k < 64; k++)
+        expect_bytes(d, s, keep[k].b, 0, keep[k].bytes, keep[k].size, "after the arena was full");
+    for (int k = 0; k < 64; k++)
+        drop(d, &keep[k]);
+    close_arena(d);
+}
+
+/* A null heap of 9 MiB: a's 2 MiB page and the 4 MiB page leave no room for another 4 MiB page
+ * until a moves into the room the current page holds and its page goes back (spec 3.9
+ * MemoryPressure, after cleanup found nothing to return). */
+static void test_pressure_relocates(void **state)
+{
+    (void)state;
+    if (!null_backend()) skip(); /* a driver's heap cannot be capped */
+    setenv("CUBEC_NULL_HEAP_BYTES", "9437184", 1);
+    cubec_stream s;
+    cubec_device *d = open_arena(&s);
+    unsetenv("CUBEC_NULL_HEAP_BYTES");
+    uint32_t rng = 15;
+    scene sc = outdated_scene(d, s, &rng, 1);
+    held c = make(d, s, 2 * MiB, &rng);
+    cubec_pool_report r = arena(d, s);
+    assert_int_equal(r.relocations, 1);
+    assert_int_equal(r.outdated_pages, 0);
+    assert_int_equal(r.pages, 2);
+    expect_scene(d, s, &sc, 1, "after the pressure relocation");
+    expect_bytes(d, s, c.b, 0, c.bytes, c.size, "the buffer that needed room");
+    drop(d, &c);
+    drop_scene(d, &sc);
+    close_arena(d);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_cleanup_relocates),
+        cmocka_unit_test(test_graph_prepare_relocates_and_graphs_guard),
+        cmocka_unit_test(test_raw_guard_keeps_the_page),
+        cmocka_unit_test(test_full_arena_relocates),
+        cmocka_unit_test(test_pressure_relocates),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
