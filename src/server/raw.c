@@ -19,6 +19,8 @@ cubec_status server_buffer_raw(cubec_device *d, stream_ref s, buffer_obj *b, cub
                                cubec_guard *out_guard)
 {
     RETURN_IF_ERROR(server_graph_refuse(d, s, "cubec_buffer_raw"));
+    /* The program's own code will use the memory: a dry run's page gets it now. */
+    RETURN_IF_ERROR(server_back_buffers(d, &b, 1, NULL));
     guard_obj *g = calloc(1, sizeof *g);
     if (!g) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (guard)");
     alloc_obj *a = b->alloc;

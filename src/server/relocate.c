@@ -59,9 +59,13 @@ static uint64_t record_moves(cubec_device *d, gpu_cmd *cmd, const slot_moves *sm
         alloc_obj *a = mv->owner;
         hazard_range r[2] = {{mv->from.page, mv->from.offset, mv->from.size, 0},
                              {mv->to.page, mv->to.offset, mv->to.size, 1}};
-        sub_hazards(d, cmd, r, 2, SUB_TRANSFER);
-        d->gpu->ops->copy(cmd, mv->from.page, mv->from.offset, mv->to.page, mv->to.offset,
-                          mv->from.size);
+        /* A dry run's page that never got memory holds no bytes to move (spec 3.9: unmapped
+         * sources are skipped); the allocation lands on a backed page all the same. */
+        if (!((const gpu_mem *)mv->from.page)->unbacked) {
+            sub_hazards(d, cmd, r, 2, SUB_TRANSFER);
+            d->gpu->ops->copy(cmd, mv->from.page, mv->from.offset, mv->to.page, mv->to.offset,
+                              mv->from.size);
+        }
         /* The identity stays: the record every handle and view points at takes the new place. */
         a->mem = mv->to;
         a->last_use = a->last_write = d->sub.next_value;
@@ -150,7 +154,11 @@ cubec_status server_memory_relocate(cubec_device *d, uint32_t slot, memory_reloc
     if (!sm) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (relocation)");
     /* Waits keep the lock: no other thread may queue work on an old place meanwhile. */
     d->streams.draining++;
+    /* Targets are backed pages, even when a dry run's buffer creation asked for this. */
+    int lazy = d->runs.lazy;
+    d->runs.lazy = 0;
     cubec_status err = relocate_locked(d, first, end, reason, sm, &moved);
+    d->runs.lazy = lazy;
     d->streams.draining--;
     for (uint32_t i = 0; i < d->streams.max_streams; i++)
         free(sm[i].moves);

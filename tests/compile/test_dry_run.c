@@ -255,6 +255,26 @@ static void copy_and_fill_back_pages(void **state)
     ASSERT_OK(cubec_buffer_release(f->d, b));
 }
 
+/* A raw resource hands the memory to the program's own code: a dry run's page is backed first. */
+static void raw_resource_backs_page(void **state)
+{
+    fixture *f = *state;
+    const uint64_t big = 64ull << 20;
+    ASSERT_OK(cubec_run_window_begin(f->d, f->s, CUBEC_RUN_DRY));
+    cubec_buffer a;
+    ASSERT_OK(cubec_buffer_create(f->d, f->s, big, &a));
+    ASSERT_OK(cubec_run_window_end(f->d, f->s));
+    assert_int_equal(report_of(f).pages_unbacked, 1);
+    cubec_raw_buffer raw;
+    cubec_guard guard;
+    ASSERT_OK(cubec_buffer_raw(f->d, f->s, a, &raw, &guard));
+    assert_int_equal(report_of(f).pages_unbacked, 0);
+    assert_true(raw.buffer != 0);
+    assert_int_equal(raw.size, big);
+    ASSERT_OK(cubec_guard_release(f->d, guard));
+    ASSERT_OK(cubec_buffer_release(f->d, a));
+}
+
 /* Replays are dropped like launches; a launch dropped while recording is not in the graph. */
 static void dry_replay_and_capture(void **state)
 {
@@ -344,6 +364,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(process_wide_dry_run, setup, teardown),
         cmocka_unit_test_setup_teardown(dry_pages_are_backed_at_first_use, setup, teardown),
         cmocka_unit_test_setup_teardown(copy_and_fill_back_pages, setup, teardown),
+        cmocka_unit_test_setup_teardown(raw_resource_backs_page, setup, teardown),
         cmocka_unit_test_setup_teardown(dry_replay_and_capture, setup, teardown),
         cmocka_unit_test_setup_teardown(dry_launch_of_queued_kernels, setup, teardown),
         cmocka_unit_test_setup_teardown(bad_windows_are_refused, setup, teardown),

@@ -568,9 +568,11 @@ static void op_create(void)
     if (capturing) allowed |= STATE_BIT; /* kept from when a new page was refused there */
     char msg[2048];
     cubec_code c = verdict(st, allowed, msg, sizeof msg);
-    if (c == CUBEC_GRAPH_STATE && capturing) {
+    if (c != CUBEC_OK && capturing) {
+        /* spec 3.9 AddOnly: a creation that fails inside the window (an injected page or map
+         * fault) dooms the capture with the creation's error */
         F.cap_doom = 2;
-        F.cap_kinds |= F_MGRAPH;
+        F.cap_kinds |= c == CUBEC_GRAPH_STATE ? F_MGRAPH : F_MFAULT;
     }
     if (c != CUBEC_OK) {
         if (b.id) fuzz_fail("a failed creation wrote its out_buffer");
