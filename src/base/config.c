@@ -157,6 +157,8 @@ static const config_option options[] = {
      FIELD(submitter_poll)},
     {"device", "batch_growth", "CUBEC_BATCH_GROWTH", CONFIG_CHOICE, .choices = "auto|off|on",
      FIELD(batch_growth)},
+    {"device", "copy_engine", "CUBEC_COPY_ENGINE", CONFIG_CHOICE, .choices = "auto|transfer|kernel",
+     FIELD(copy_engine)},
     {"device", "tasks_max", "CUBEC_TASKS_MAX", CONFIG_INT, 1, CONFIG_TASKS_MAX_LIMIT, 32,
      FIELD(tasks_max)},
     {"device", "poll_spin_us", "CUBEC_POLL_SPIN_US", CONFIG_INT, -1, 1000000, -1,

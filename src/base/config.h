@@ -53,6 +53,7 @@ typedef struct cubec_config {
     int64_t tasks_max;     /* [device] tasks_max CUBEC_TASKS_MAX   default 32 */
     int batch_growth;      /* [device] batch_growth CUBEC_BATCH_GROWTH: CONFIG_AUTO/OFF/ON */
     int submitter_poll;    /* [device] submitter_poll CUBEC_SUBMITTER_POLL: CONFIG_AUTO/OFF/ON */
+    int copy_engine; /* [device] copy_engine CUBEC_COPY_ENGINE: auto, transfer (OFF), kernel (ON) */
     int64_t queue_family;  /* [device] queue_family CUBEC_QUEUE_FAMILY: -1 auto, or an index */
     int64_t poll_spin_us;  /* [device] poll_spin_us CUBEC_POLL_SPIN_US; -1 = 200 us */
     double wait_timeout_s; /* [device] wait_timeout CUBEC_WAIT_TIMEOUT: seconds, 0 = none; 60 */

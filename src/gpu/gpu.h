@@ -145,6 +145,9 @@ typedef struct gpu_caps {
     /* GPU_MEM_METADATA is device memory the host writes through the BAR window: a kernel reads
      * its metadata from there as fast as push constants, without a push-constant range. */
     int metadata_device_local;
+    /* Dispatches run kernels (the null backend records them and runs none: its copies and fills
+     * must be transfer commands, whatever [device] copy_engine says). */
+    int runs_kernels;
 } gpu_caps;
 
 /* What the process may use of the heap device pages (GPU_MEM_DEVICE) come from. */

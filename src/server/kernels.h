@@ -61,13 +61,14 @@ typedef struct kernel_cache {
     glsl_compiler *compiler;             /* created on the first GLSL kernel; used unlocked */
     pipeline_entry *pipelines[256];      /* by identity hash; entries live until close */
     pipeline_entry *copy, *copy4, *fill; /* the built-in kernels, compiled on first use */
-    kernel_build *building;              /* builds in flight (compiling without the lock) */
-    pipeline_entry *dropped;             /* built but not published; destroyed at close */
-    pthread_cond_t built;                /* broadcast when a build in flight ends */
-    uint64_t compiles;                   /* pipelines built and published */
-    uint64_t build_waits;                /* creations that waited for another thread's build */
-    server_compile_hook hook;            /* tests only (server_kernel_set_compile_hook) */
-    int info_form;                       /* glsl_info_form of CUBEC_INFO, set at open */
+    pipeline_entry *move;     /* relocation's copy: push constants always (no metadata slice) */
+    kernel_build *building;   /* builds in flight (compiling without the lock) */
+    pipeline_entry *dropped;  /* built but not published; destroyed at close */
+    pthread_cond_t built;     /* broadcast when a build in flight ends */
+    uint64_t compiles;        /* pipelines built and published */
+    uint64_t build_waits;     /* creations that waited for another thread's build */
+    server_compile_hook hook; /* tests only (server_kernel_set_compile_hook) */
+    int info_form;            /* glsl_info_form of CUBEC_INFO, set at open */
     void *hook_user;
     /* The disk cache (server/kernel_disk.c): set by the first build, under the lock, before any
      * build reads it without the lock; NULL when off. */

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static cubec_status record_dispatch(cubec_device *d, const recorder *rec, const pipeline_entry *e,
+cubec_status server_record_dispatch(cubec_device *d, const recorder *rec, const pipeline_entry *e,
                                     const gpu_binding *bindings, uint32_t n,
                                     const gpu_binding *info_buffer, const void *push_data)
 {
@@ -335,7 +335,8 @@ cubec_status server_emit_task(cubec_device *d, const recorder *rec, const task *
         ranges[nr++] = (hazard_range){t->indirect.alloc->mem.page, t->indirect.offset, 12, 0};
     sub_hazards_in(d, rec->hazards, cmd, ranges, nr,
                    t->indirect.alloc ? SUB_COMPUTE_INDIRECT : SUB_COMPUTE);
-    RETURN_IF_ERROR(record_dispatch(d, rec, e, infos, n, info_buffer, server_task_info(d, t)));
+    RETURN_IF_ERROR(
+        server_record_dispatch(d, rec, e, infos, n, info_buffer, server_task_info(d, t)));
     int timed = timed_in && timing_launch_begin(d, timed_in, t);
     if (t->indirect.alloc)
         d->gpu->ops->dispatch_indirect(cmd, t->indirect.alloc->mem.page, t->indirect.offset);

@@ -110,6 +110,12 @@ typedef struct recorder {
 int server_metadata_reuse(const bind_cache *bc, const void *bytes, uint32_t size, gpu_binding *out);
 void server_metadata_remember(bind_cache *bc, const gpu_binding *slice, const void *bytes,
                               uint32_t size);
+/* Binds a pipeline, its buffers and its push constants for a dispatch, skipping what `rec`
+ * has bound already (`info_buffer`: the metadata slice of kernels that read one). */
+MUST_USE cubec_status server_record_dispatch(cubec_device *d, const recorder *rec,
+                                             const pipeline_entry *e, const gpu_binding *bindings,
+                                             uint32_t n, const gpu_binding *info_buffer,
+                                             const void *push_data);
 /* Records a task's barrier, bindings and dispatch (or copy). `info_buffer` holds its metadata
  * when the kernel reads it from a buffer; with `timed_in`, the launch is timed in that batch. */
 MUST_USE cubec_status server_emit_task(cubec_device *d, const recorder *rec, const task *t,

@@ -677,7 +677,8 @@ cubec_status vk_gpu_open(const gpu_open_desc *desc, gpu **out)
                              max_u64(v->vk.props.limits.minStorageBufferOffsetAlignment,
                                      v->vk.props.limits.minUniformBufferOffsetAlignment),
                          .max_uniform_range = v->vk.props.limits.maxUniformBufferRange,
-                         .metadata_device_local = v->vk.metadata_device_local};
+                         .metadata_device_local = v->vk.metadata_device_local,
+                         .runs_kernels = 1};
     VkSemaphoreTypeCreateInfo tci = {.sType = VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO,
                                      .semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE,
                                      .initialValue = 0};
