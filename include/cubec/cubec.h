@@ -248,7 +248,9 @@ typedef struct cubec_device_info {
     uint64_t host_register_alignment;
     /* Added with the capability query (docs/api.md, "Struct growth"); also filled by
      * cubec_device_peek. The range of subgroup sizes the device may run a compute kernel with
-     * (VK_EXT_subgroup_size_control; both equal subgroup_size without it). */
+     * (VK_EXT_subgroup_size_control; both equal subgroup_size without it, where it does not
+     * cover compute shaders, and in cubec_device_get_info where disable_features turned
+     * subgroup_size_control off): what cubec_kernel_desc.required_subgroup_size may ask. */
     uint32_t min_subgroup_size;
     uint32_t max_subgroup_size;
     /* The subgroup-scope cooperative-matrix shapes the device supports, of the extensions
@@ -455,6 +457,13 @@ typedef struct cubec_kernel_desc {
      * constants and the workgroup size's (local_size_x_id ...) are refused. */
     const cubec_spec_constant *spec_constants;
     uint32_t spec_constant_count;
+    /* The subgroup size the kernel runs with (gl_SubgroupSize), or 0: the driver's choice. A
+     * power of two in [min_subgroup_size, max_subgroup_size] of cubec_device_info, given to the
+     * pipeline as VkPipelineShaderStageRequiredSubgroupSizeCreateInfo; it needs the device
+     * feature subgroup_size_control, except for a device's only size (min == max). Partial
+     * subgroups stay allowed: the workgroup size need not be a multiple of it. Part of the
+     * kernel's identity. */
+    uint32_t required_subgroup_size;
 } cubec_kernel_desc;
 
 typedef enum cubec_access {
@@ -479,7 +488,11 @@ typedef struct cubec_kernel_info {
  * without a GLCompute entry point of that name (CUBEC_INVALID_SPIRV), and a kernel past the
  * device's workgroup, shared-memory or push-constant limits, a metadata block over
  * CUBEC_KERNEL_MAX_INFO_BYTES, or a capability the device has not enabled (CUBEC_UNSUPPORTED);
- * each message names the kernel and the value (docs/errors.md, "Shader input").
+ * each message names the kernel and the value (docs/errors.md, "Shader input"). A
+ * required_subgroup_size that is not a power of two or lies outside the device's range is
+ * CUBEC_INVALID_ARGUMENT; one other than the device's only size without subgroup_size_control
+ * is CUBEC_UNSUPPORTED (both before anything is compiled), as is a workgroup of more
+ * invocations than the size times the device's maxComputeWorkgroupSubgroups.
  * The compilation runs without the device lock: other threads' calls on the device go on
  * meanwhile, and threads creating the same kernel at once share one compilation. */
 CUBEC_MUST_USE cubec_status cubec_kernel_create(cubec_device *device, const cubec_kernel_desc *desc,

@@ -6,6 +6,53 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* desc->required_subgroup_size against the device (docs/kernels.md, "Subgroup size"). The
+ * backend's info, capabilities and features are set at open and immutable after: read without
+ * the lock. */
+static cubec_status check_subgroup_size(const char *fn, const cubec_device *device,
+                                        const cubec_kernel_desc *desc)
+{
+    uint32_t size = desc->required_subgroup_size;
+    if (!size) return NULL;
+    const gpu *g = device->gpu;
+    const cubec_device_info *info = &g->info;
+    const char *name = desc->name ? desc->name : "kernel";
+    if (size & (size - 1))
+        return INVALID_ARG("%s: kernel '%s': desc->required_subgroup_size is %u, not a power of "
+                           "two (device '%s' runs compute kernels with subgroup sizes %u to %u)",
+                           fn, name, size, info->name, info->min_subgroup_size,
+                           info->max_subgroup_size);
+    if (!g->caps.required_subgroup_size) {
+        /* Every kernel has the device's one size: asking for it needs nothing. */
+        if (size == info->subgroup_size) return NULL;
+        const uint32_t bit = CUBEC_FEATURE_SUBGROUP_SIZE_CONTROL;
+        char why[sizeof info->name + 128];
+        if (g->features.disabled & bit)
+            snprintf(why, sizeof why,
+                     "it is turned off on device '%s' by [device] disable_features "
+                     "(CUBEC_DISABLE_FEATURES)",
+                     info->name);
+        else if (g->features.enabled & bit)
+            snprintf(why, sizeof why,
+                     "device '%s' has it, but not for compute shaders (requiredSubgroupSizeStages)",
+                     info->name);
+        else
+            snprintf(why, sizeof why, "device '%s' lacks it", info->name);
+        return status_make(CUBEC_UNSUPPORTED,
+                           "%s: kernel '%s': desc->required_subgroup_size is %u, which needs the "
+                           "device feature %s (Vulkan %s): %s; without it the only subgroup size "
+                           "is %u",
+                           fn, name, size, cubec_feature_name((cubec_feature)bit),
+                           feature_vulkan_name(bit), why, info->subgroup_size);
+    }
+    if (size < info->min_subgroup_size || size > info->max_subgroup_size)
+        return INVALID_ARG("%s: kernel '%s': desc->required_subgroup_size is %u, outside the range "
+                           "of device '%s', %u to %u (min_subgroup_size to max_subgroup_size)",
+                           fn, name, size, info->name, info->min_subgroup_size,
+                           info->max_subgroup_size);
+    return NULL;
+}
+
 /* The checks every kernel description goes through, queued or not. */
 static cubec_status check_desc(const char *fn, cubec_device *device, const cubec_kernel_desc *desc)
 {
@@ -46,7 +93,7 @@ static cubec_status check_desc(const char *fn, cubec_device *device, const cubec
             if (desc->spec_constants[i].id == desc->spec_constants[j].id)
                 return INVALID_ARG("%s: desc->spec_constants[%u] and [%u] both set id %u", fn, j, i,
                                    desc->spec_constants[i].id);
-    return NULL;
+    return check_subgroup_size(fn, device, desc);
 }
 
 /* A new handle of `desc`: compiled before this returns, or (`queue`) handed to the compile

@@ -108,6 +108,12 @@ typedef struct gpu_pipeline_desc {
     const char *name;              /* for messages */
     const gpu_spec_constant *spec; /* specialization constants (spec_count of them) */
     uint32_t spec_count;
+    /* The subgroup size the pipeline requires
+     * (VkPipelineShaderStageRequiredSubgroupSizeCreateInfo), or 0: none. Only where
+     * caps.required_subgroup_size, a power of two in the device's [min_subgroup_size,
+     * max_subgroup_size], the workgroup at most that many times caps.max_workgroup_subgroups
+     * invocations (the server checks all of it first). */
+    uint32_t required_subgroup_size;
 } gpu_pipeline_desc;
 
 typedef enum gpu_cmd_use {
@@ -148,6 +154,13 @@ typedef struct gpu_caps {
     /* Dispatches run kernels (the null backend records them and runs none: its copies and fills
      * must be transfer commands, whatever [device] copy_engine says). */
     int runs_kernels;
+    /* A pipeline can require a subgroup size (gpu_pipeline_desc.required_subgroup_size): Vulkan's
+     * subgroupSizeControl is enabled and its requiredSubgroupSizeStages include compute. The
+     * sizes are info.min_subgroup_size .. max_subgroup_size; a workgroup of a pipeline that
+     * requires size s has at most s * max_workgroup_subgroups invocations
+     * (maxComputeWorkgroupSubgroups). Without it, the only size is info.subgroup_size. */
+    int required_subgroup_size;
+    uint32_t max_workgroup_subgroups;
 } gpu_caps;
 
 /* What the process may use of the heap device pages (GPU_MEM_DEVICE) come from. */

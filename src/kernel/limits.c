@@ -35,6 +35,16 @@ cubec_status kernel_limits_check(const char *kernel, const kernel_reflection *r,
                            "(maxComputeWorkGroupInvocations)",
                            kernel, wg[0], wg[1], wg[2], invocations,
                            limits->max_workgroup_invocations);
+    uint64_t subgroups_hold =
+        (uint64_t)limits->required_subgroup_size * limits->max_workgroup_subgroups;
+    if (subgroups_hold && invocations > subgroups_hold)
+        return status_make(CUBEC_UNSUPPORTED,
+                           "kernel '%s': a workgroup of %u x %u x %u = %" PRIu64
+                           " invocations exceeds the device limit of %" PRIu64
+                           " with desc->required_subgroup_size %u (maxComputeWorkgroupSubgroups: "
+                           "%u subgroups a workgroup)",
+                           kernel, wg[0], wg[1], wg[2], invocations, subgroups_hold,
+                           limits->required_subgroup_size, limits->max_workgroup_subgroups);
     if (r->shared_memory_size > limits->max_shared_memory_size)
         return status_make(CUBEC_UNSUPPORTED,
                            "kernel '%s': %" PRIu64

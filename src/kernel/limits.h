@@ -2,7 +2,8 @@
  * cubec_kernel_create, and the uses of memory that the capability list (capabilities.h) does not
  * show.
  *
- * Checked: the workgroup size (each dimension, and the invocations of one workgroup), the shared
+ * Checked: the workgroup size (each dimension, the invocations of one workgroup, and those
+ * against the subgroups of a required subgroup size a workgroup may hold), the shared
  * (Workgroup) memory the module declares, the push-constant block, the metadata (info) block
  * against cubec's own CUBEC_KERNEL_MAX_INFO_BYTES, and 64-bit integer atomics on shared memory,
  * which need shaderSharedInt64Atomics, a feature cubec does not enable. A kernel past any of them
@@ -25,6 +26,11 @@ typedef struct kernel_limits {
     uint32_t max_shared_memory_size;    /* maxComputeSharedMemorySize */
     uint32_t max_push_constants_size;   /* maxPushConstantsSize */
     uint32_t max_info_size;             /* CUBEC_KERNEL_MAX_INFO_BYTES: the metadata ring's chunk */
+    /* The subgroup size the kernel requires (cubec_kernel_desc.required_subgroup_size) where the
+     * pipeline will ask for it, and maxComputeWorkgroupSubgroups: a workgroup holds at most
+     * their product of invocations. Either 0: no such limit (kernel_limits_of leaves them 0). */
+    uint32_t required_subgroup_size;
+    uint32_t max_workgroup_subgroups;
 } kernel_limits;
 
 /* The limits of a device (its cubec_device_info) with cubec's own. */

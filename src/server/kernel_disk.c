@@ -61,6 +61,10 @@ static void key_str(key_buf *k, const char *s)
     if (s) key_add(k, s, strlen(s));
 }
 
+/* What the compiler reads, and only that: specialization constants and the required subgroup
+ * size are given to the pipeline, not to the compiler, so each of their values shares one SPIR-V
+ * entry (the kernel's identity, server_kernel_identity, tells the pipelines apart, and the driver's
+ * pipeline cache keys its entries by the whole create info). */
 static int spirv_key(const cubec_kernel_desc *desc, int form, key_buf *k)
 {
     *k = (key_buf){0};

@@ -1,10 +1,10 @@
 /* Kernels and their pipelines. A kernel's identity is a hash of what defines it (source or SPIR-V
- * words, defines, entry point, optimization); creating the same kernel twice costs one hash and a
- * lookup. Building a pipeline runs without the device lock, which is held only to look the
- * identity up and to publish the result (docs/ARCHITECTURE.md, "Locking model"). GLSL kernels are
- * compiled with their metadata in push constants first; when the block is larger than the device
- * allows they are compiled again with the metadata in a storage buffer (the "metadata layout"
- * variant of the pipeline). */
+ * words, defines, entry point, optimization, specialization constants, required subgroup size);
+ * creating the same kernel twice costs one hash and a lookup. Building a pipeline runs without
+ * the device lock, which is held only to look the identity up and to publish the result
+ * (docs/ARCHITECTURE.md, "Locking model"). GLSL kernels are compiled with their metadata in push
+ * constants first; when the block is larger than the device allows they are compiled again with
+ * the metadata in a storage buffer (the "metadata layout" variant of the pipeline). */
 #include "base/clock.h"
 #include "base/hash.h"
 #include "base/log.h"
@@ -44,6 +44,11 @@ uint64_t server_kernel_identity(const cubec_kernel_desc *desc)
     h = hash_u64(h, desc->spec_constant_count);
     for (uint32_t i = 0; i < desc->spec_constant_count; i++)
         h = hash_u64(h, (uint64_t)desc->spec_constants[i].id << 32 | desc->spec_constants[i].value);
+    /* Hashed only when set, so that the identities of kernels without it stay what they were. */
+    if (desc->required_subgroup_size) {
+        h = hash_str(h, "required_subgroup_size");
+        h = hash_u64(h, desc->required_subgroup_size);
+    }
     return h;
 }
 
@@ -100,6 +105,15 @@ _Static_assert(sizeof(gpu_spec_constant) == sizeof(cubec_spec_constant) &&
                    GPU_MAX_SPEC_CONSTANTS == CUBEC_MAX_SPEC_CONSTANTS,
                "the GPU seam passes cubec_spec_constant arrays as they are");
 
+/* The subgroup size the pipeline asks for: the description's where the device can require one
+ * (the API checked it against the device's range); without subgroup size control the API let
+ * through only the device's one size, which every pipeline has anyway. Immutable after open:
+ * read without the lock. */
+static uint32_t pipeline_subgroup_size(const build_ctx *b, const cubec_kernel_desc *desc)
+{
+    return b->d->gpu->caps.required_subgroup_size ? desc->required_subgroup_size : 0;
+}
+
 static cubec_status build_pipeline(const build_ctx *b, pipeline_entry *e, const uint32_t *words,
                                    size_t word_count, const char *entry_point,
                                    const cubec_kernel_desc *desc)
@@ -108,6 +122,7 @@ static cubec_status build_pipeline(const build_ctx *b, pipeline_entry *e, const 
     gpu_pipeline_desc pd = {.spirv = words,
                             .spec = (const gpu_spec_constant *)desc->spec_constants,
                             .spec_count = desc->spec_constant_count,
+                            .required_subgroup_size = pipeline_subgroup_size(b, desc),
                             .words = word_count,
                             .entry_point = entry_point,
                             .binding_count = e->refl.binding_count,
@@ -239,6 +254,8 @@ static cubec_status build_entry(const build_ctx *b, const cubec_kernel_desc *des
                                  &b->features);
     if (!err) {
         kernel_limits limits = kernel_limits_of(&b->info);
+        limits.required_subgroup_size = pipeline_subgroup_size(b, desc);
+        limits.max_workgroup_subgroups = b->d->gpu->caps.max_workgroup_subgroups;
         err = kernel_limits_check(name, &e->refl, &limits);
     }
     if (!err) {

@@ -327,6 +327,26 @@ static void test_limits(void **state)
         ASSERT_ERROR(kernel_limits_check("k", &r, &lavapipe_like), CUBEC_UNSUPPORTED,
                      past[i].message);
     }
+
+    /* A required subgroup size of 8 with lavapipe's 32 subgroups a workgroup: 256 invocations
+     * pass, 257 do not (though maxComputeWorkGroupInvocations is 1024); without a required size,
+     * or a larger one, 1024 pass. */
+    kernel_limits sized = lavapipe_like;
+    sized.required_subgroup_size = 8;
+    sized.max_workgroup_subgroups = 32;
+    memset(&r, 0, sizeof r);
+    r.workgroup_size[0] = 256;
+    r.workgroup_size[1] = r.workgroup_size[2] = 1;
+    ASSERT_OK(kernel_limits_check("k", &r, &sized));
+    r.workgroup_size[0] = 257;
+    ASSERT_ERROR(kernel_limits_check("k", &r, &sized), CUBEC_UNSUPPORTED,
+                 "kernel 'k': a workgroup of 257 x 1 x 1 = 257 invocations exceeds the device "
+                 "limit of 256 with desc->required_subgroup_size 8 (maxComputeWorkgroupSubgroups: "
+                 "32 subgroups a workgroup)");
+    r.workgroup_size[0] = 1024;
+    ASSERT_OK(kernel_limits_check("k", &r, &lavapipe_like));
+    sized.required_subgroup_size = 32;
+    ASSERT_OK(kernel_limits_check("k", &r, &sized));
 }
 
 /* The limits of a device info are its own, with cubec's metadata limit. */

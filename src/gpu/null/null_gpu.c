@@ -514,6 +514,15 @@ static cubec_status null_pipeline_create(gpu *base, const gpu_pipeline_desc *des
         return INVALID_ARG("kernel '%s': push_size %" PRIu32
                            " is not a multiple of 4 up to max_push_constants_size %" PRIu32,
                            name, desc->push_size, base->info.max_push_constants_size);
+    /* A required subgroup size, as the server checks it for the Vulkan backend: it runs no
+     * kernel, so the size only has to be one the device could give. */
+    uint32_t sg = desc->required_subgroup_size;
+    if (sg && (!base->caps.required_subgroup_size || (sg & (sg - 1)) ||
+               sg < base->info.min_subgroup_size || sg > base->info.max_subgroup_size))
+        return INVALID_ARG("kernel '%s': required_subgroup_size %" PRIu32
+                           " is not a power of two in %" PRIu32 "..%" PRIu32
+                           " with subgroup size control on",
+                           name, sg, base->info.min_subgroup_size, base->info.max_subgroup_size);
     null_pipeline *p = calloc(1, sizeof *p);
     if (!p) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory");
     p->binding_count = desc->binding_count;
@@ -1285,6 +1294,12 @@ cubec_status null_gpu_open(const gpu_open_desc *desc, gpu **out)
     g->base.caps.metadata_alignment = 64;
     g->base.caps.max_uniform_range = 65536;
     g->base.caps.metadata_device_local = !g->base.caps.unified;
+    /* Subgroup size control for compute kernels, lavapipe's 8..8 with its 32 subgroups a
+     * workgroup, unless the configuration turned it off (then the range is the one size, as
+     * fill_info has it anyway). */
+    g->base.caps.required_subgroup_size =
+        !(desc->disabled_features & CUBEC_FEATURE_SUBGROUP_SIZE_CONTROL);
+    g->base.caps.max_workgroup_subgroups = 32;
     /* The info describes the device as opened, like the Vulkan backend's. */
     g->base.info.unified_memory = g->base.caps.unified;
     g->base.info.push_descriptors = g->base.caps.push_descriptors;

@@ -215,7 +215,8 @@ void vk_fill_info(VkInstance instance, VkPhysicalDevice pd, cubec_device_info *o
     vk_feature_chain have;
     out->features = vk_features_query(pd, &have);
     out->min_subgroup_size = out->max_subgroup_size = out->subgroup_size;
-    if (have.extensions & VK_FEATURE_EXT_SUBGROUP_SIZE_CONTROL) {
+    if ((have.extensions & VK_FEATURE_EXT_SUBGROUP_SIZE_CONTROL) &&
+        (out->features & CUBEC_FEATURE_SUBGROUP_SIZE_CONTROL)) {
         VkPhysicalDeviceSubgroupSizeControlPropertiesEXT sc = {
             .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_PROPERTIES_EXT};
         VkPhysicalDeviceProperties2 sc2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2,
@@ -440,6 +441,22 @@ static cubec_status create_device(vk_context *ctx, int allow_push, uint32_t disa
     return NULL;
 }
 
+/* Whether pipelines can require a subgroup size: subgroupSizeControl is enabled (so is its
+ * extension) and requiredSubgroupSizeStages include compute, as vk_fill_info asks before it
+ * reports the range; and how many subgroups a workgroup of such a pipeline may hold. */
+static void query_size_control(vk_context *ctx)
+{
+    if (!(ctx->features.enabled & CUBEC_FEATURE_SUBGROUP_SIZE_CONTROL)) return;
+    VkPhysicalDeviceSubgroupSizeControlPropertiesEXT sc = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_PROPERTIES_EXT};
+    VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2,
+                                      .pNext = &sc};
+    vkGetPhysicalDeviceProperties2(ctx->physical, &p2);
+    ctx->required_subgroup_size = (sc.requiredSubgroupSizeStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
+                                  sc.minSubgroupSize && sc.minSubgroupSize <= sc.maxSubgroupSize;
+    ctx->max_workgroup_subgroups = sc.maxComputeWorkgroupSubgroups;
+}
+
 cubec_status vk_context_create(const vk_context_desc *desc, vk_context *ctx)
 {
     memset(ctx, 0, sizeof *ctx);
@@ -459,6 +476,7 @@ cubec_status vk_context_create(const vk_context_desc *desc, vk_context *ctx)
         ctx->unified = info.unified_memory && !desc->force_staging;
         err = create_device(ctx, !desc->no_push_descriptors, desc->disabled_features,
                             desc->queue_family);
+        if (!err) query_size_control(ctx);
     }
     if (!err) {
         VkMemoryPropertyFlags dl = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;

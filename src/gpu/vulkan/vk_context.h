@@ -50,6 +50,11 @@ typedef struct vk_context {
     uint64_t device_local_heap_size;
     int memory_budget; /* VK_EXT_memory_budget is enabled: heaps report budget and usage */
     uint32_t subgroup_size;
+    /* Pipelines can require a subgroup size (subgroupSizeControl enabled, compute among its
+     * requiredSubgroupSizeStages), with at most max_workgroup_subgroups subgroups of that size in
+     * a workgroup (maxComputeWorkgroupSubgroups). 0 without. */
+    int required_subgroup_size;
+    uint32_t max_workgroup_subgroups;
     int timestamps;          /* the queue writes timestamps                             */
     uint32_t timestamp_bits; /* valid bits of a timestamp (the counter wraps there)   */
     int host_query_reset;    /* vkResetQueryPool from the host (Vulkan 1.2 feature)    */

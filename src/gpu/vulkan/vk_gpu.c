@@ -263,6 +263,12 @@ static void vk_pipeline_destroy(gpu *g, gpu_pipeline *p)
 static cubec_status build_pipeline(vk_gpu *v, const gpu_pipeline_desc *desc, gpu_pipeline *p)
 {
     VkDevice dev = v->vk.device;
+    /* The server asks for a subgroup size only where caps.required_subgroup_size says it can. */
+    if (desc->required_subgroup_size && !v->vk.required_subgroup_size)
+        return status_make(CUBEC_INTERNAL,
+                           "kernel '%s': a required subgroup size of %u on a device without "
+                           "subgroup size control for compute shaders",
+                           desc->name ? desc->name : "(unnamed)", desc->required_subgroup_size);
     VkShaderModuleCreateInfo smci = {.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
                                      .codeSize = desc->words * 4,
                                      .pCode = desc->spirv};
@@ -306,9 +312,16 @@ static cubec_status build_pipeline(vk_gpu *v, const gpu_pipeline_desc *desc, gpu
     }
     VkSpecializationInfo spec = {spec_count, entries, (size_t)spec_count * sizeof values[0],
                                  values};
+    /* A required subgroup size, without REQUIRE_FULL_SUBGROUPS: the workgroup size need not be a
+     * multiple of it (the server checked it against the device's range and
+     * maxComputeWorkgroupSubgroups). */
+    VkPipelineShaderStageRequiredSubgroupSizeCreateInfoEXT required = {
+        .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO_EXT,
+        .requiredSubgroupSize = desc->required_subgroup_size};
     VkComputePipelineCreateInfo cpci = {
         .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
         .stage = {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
+                  .pNext = desc->required_subgroup_size ? &required : NULL,
                   .stage = VK_SHADER_STAGE_COMPUTE_BIT,
                   .module = p->module,
                   .pName = desc->entry_point,
@@ -660,6 +673,10 @@ cubec_status vk_gpu_open(const gpu_open_desc *desc, gpu **out)
     g->features = v->vk.features;
     g->info.features = v->vk.features.enabled; /* what the device has, less what was disabled */
     vk_matrix_shapes_keep(&g->info, g->info.features);
+    /* Without size control for compute kernels (subgroup_size_control turned off, too), a kernel
+     * runs with the one size, as cubec_device_peek says of a device that lacks it. */
+    if (!v->vk.required_subgroup_size)
+        g->info.min_subgroup_size = g->info.max_subgroup_size = g->info.subgroup_size;
     g->info.push_descriptors = v->vk.push_descriptor != NULL;
     g->info.unified_memory = v->vk.unified;
     vk_pipeline_cache_identity(v->vk.physical, &g->cache_id);
@@ -678,7 +695,9 @@ cubec_status vk_gpu_open(const gpu_open_desc *desc, gpu **out)
                                      v->vk.props.limits.minUniformBufferOffsetAlignment),
                          .max_uniform_range = v->vk.props.limits.maxUniformBufferRange,
                          .metadata_device_local = v->vk.metadata_device_local,
-                         .runs_kernels = 1};
+                         .runs_kernels = 1,
+                         .required_subgroup_size = v->vk.required_subgroup_size,
+                         .max_workgroup_subgroups = v->vk.max_workgroup_subgroups};
     VkSemaphoreTypeCreateInfo tci = {.sType = VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO,
                                      .semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE,
                                      .initialValue = 0};
