@@ -29,6 +29,7 @@ static cubec_status page_alloc(void *user, uint64_t size, void **out_page)
     LOG(LOG_INFO, LOG_SYS_MEMORY, "allocated a page of %" PRIu64 " bytes%s", size,
         p->unbacked ? " (no memory yet: a dry run's)" : "");
     d->buffers.page_bytes += p->size;
+    d->buffers.pages++;
     *out_page = p;
     return NULL;
 }
@@ -40,6 +41,7 @@ static void page_free(void *user, void *page)
     LOG(LOG_INFO, LOG_SYS_MEMORY, "freed a page of %" PRIu64 " bytes", p->size);
     server_run_page_destroyed(d, p);
     d->buffers.page_bytes -= p->size;
+    d->buffers.pages--;
     gpu_mem_free(d->gpu, p);
 }
 
@@ -73,8 +75,12 @@ cubec_status server_memory_relieve(cubec_device *d, int wait_for_gpu, uint32_t *
      *    is set: without it this runs inside a slot's memory_alloc (the page source's reclaim
      *    hook), which must not allocate from that slot's pools. */
     if (wait_for_gpu && d->buffers.arena_layout) {
-        uint32_t moved = 0;
+        /* An outdated page goes back as soon as its last slice moves off it (inside the
+         * relocation, not in the reclaim after it): those pages count too, or the caller would
+         * see nothing returned and not try again. A pressure relocation adds no page. */
+        uint32_t moved = 0, held = d->buffers.pages;
         RETURN_IF_ERROR(server_memory_relocate(d, NO_SLOT, MEMORY_RELOCATE_PRESSURE, &moved));
+        if (d->buffers.pages < held) released += held - d->buffers.pages;
         if (moved) released += reclaim_every_slot(d);
     }
     if (released)

@@ -59,6 +59,7 @@ typedef struct buffer_store {
     retired_mem *retired; /* the same for backend memory outside the pools */
     uint32_t retired_count, retired_cap;
     uint64_t page_bytes; /* bytes of the pages every slot's pools hold ([memory] max_bytes) */
+    uint32_t pages;      /* and how many they are */
 } buffer_store;
 
 MUST_USE cubec_status server_buffer_create(cubec_device *d, stream_ref s, uint64_t size,
@@ -93,8 +94,9 @@ MUST_USE cubec_status server_memory_init(cubec_device *d);
 MUST_USE cubec_status server_slot_memory(cubec_device *d, uint32_t slot, memory_manager **out);
 /* Relieves memory pressure, the one place that does (docs/memory.md "Out of memory"): with
  * wait_for_gpu, waits for the submitted work first; runs the frees whose GPU work finished;
- * returns every empty page of every slot's pools (and the persistent pools' free slices); and is
- * where relocation will run. *out_released: the pages returned. Fails only on a failed wait. */
+ * returns every empty page of every slot's pools (and the persistent pools' free slices); and,
+ * with wait_for_gpu, relocates (spec 3.9 MemoryPressure). *out_released: the pages returned,
+ * those the relocation emptied included. Fails only on a failed wait or relocation. */
 MUST_USE cubec_status server_memory_relieve(cubec_device *d, int wait_for_gpu,
                                             uint32_t *out_released);
 /* The device's memory budget and use (cubec_memory_report's budget fields). */

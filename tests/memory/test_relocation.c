@@ -1,10 +1,12 @@
 /* Relocation and page guards on a device (spec 3.9, docs/memory.md "Relocation and guards"), on
  * lavapipe and (test_relocation_null) on the null backend. Each trigger moves a live buffer off
- * an outdated arena page: cubec_memory_cleanup, cubec_graph_prepare, a full arena (null only:
- * 64 page sizes take 4 GiB of pages) and memory pressure (null only: its heap can be capped).
- * Every test checks the bytes before and after, reads through the old handle and a view of it,
- * and that a failure carried by part of the buffer moved with it. Guards: a graph's pages and a
- * raw resource's page stay where they are until the graph or the guard goes. */
+ * an outdated arena page: cubec_memory_cleanup, cubec_graph_prepare, a full arena (64 page sizes:
+ * over 4 GiB of pages, which only a few bytes of each touch) and memory pressure (a heap capped
+ * by [memory] max_bytes, and on the null backend by the null heap's size too). Every test checks
+ * the bytes before and after and reads through the old handles; those built on outdated_scene
+ * also through a view, and that a failure carried by part of the buffer moved with it. Guards: a
+ * graph's pages and a raw resource's page stay where they are until the graph or the guard
+ * goes. */
 #include "test_util.h"
 
 #include <stdio.h>
@@ -305,26 +307,54 @@ static void test_raw_guard_keeps_the_page(void **state)
 }
 
 /* Pages 2, 4, ..., 128 MiB, each kept by a small live buffer, take all 64 page-size slots; the
- * next buffer's reservation relocates them all into the current page (spec 3.9 ArenaFull). */
+ * next buffer's reservation relocates them all into the current page (spec 3.9 ArenaFull).
+ * A full arena cannot be small: a request grows the arena only when it is larger than the
+ * current page, to the request plus 1 MiB rounded up to 1 MiB (min_page only raises that,
+ * max_page at most trims the last), so the k-th page size is at least 2k MiB and the 64 live
+ * pages hold over 4 GiB whatever the layout. It is cheap all the same: lavapipe and the null
+ * backend take pages from the host, which backs only what is written, and only keep[k]'s bytes
+ * are (a few MiB resident). */
 static void test_full_arena_relocates(void **state)
 {
     (void)state;
-    if (!null_backend()) skip(); /* 4 GiB of pages: on the null backend they stay untouched */
     cubec_stream s;
     cubec_device *d = open_arena(&s);
     uint32_t rng = 14;
     held keep[64];
+    /* The ladder outgrows a small heap (lavapipe's is 2 GiB): from about the 43rd page on, each
+     * reservation would see the device's pages within one page of the heap and relocate for
+     * pressure, emptying the outdated pages before the arena fills. A raw guard holds each
+     * keep[k]'s page in place until the 64th page size is there. */
+    cubec_guard guard[63];
+    cubec_raw_buffer raw;
     keep[0] = make(d, s, 100, &rng);
+    ASSERT_OK(cubec_buffer_raw(d, s, keep[0].b, &raw, &guard[0]));
+    cubec_buffer big = {0};
     for (int k = 1; k < 64; k++) {
-        cubec_buffer big;
         ASSERT_OK(cubec_buffer_create(d, s, (uint64_t)(2 * k + 1) * MiB, &big));
+        if (k == 63) break; /* the 128 MiB page: the last slot */
         keep[k] = make(d, s, 100 + (uint64_t)k, &rng);
+        ASSERT_OK(cubec_buffer_raw(d, s, keep[k].b, &raw, &guard[k]));
         ASSERT_OK(cubec_buffer_release(d, big));
     }
-    /* keep[63]'s reservation found every slot taken: everything older moved. */
+    /* Every slot is taken, the last by the 128 MiB page of the 127 MiB buffer still held: the
+     * arena is full, and nothing moved yet. */
     cubec_pool_report r = arena(d, s);
     assert_int_equal(r.page_size, 128 * MiB);
+    assert_int_equal(r.pages, 64);
+    assert_int_equal(r.outdated_pages, 63);
+    assert_int_equal(r.guarded_pages, 63);
+    assert_int_equal(r.relocations, 0);
+    for (int k = 0; k < 63; k++)
+        expect_bytes(d, s, keep[k].b, 0, keep[k].bytes, keep[k].size, "before the arena was full");
+    for (int k = 0; k < 63; k++)
+        ASSERT_OK(cubec_guard_release(d, guard[k]));
+    /* keep[63]'s reservation finds every slot taken: everything older moves. */
+    keep[63] = make(d, s, 163, &rng);
+    r = arena(d, s);
+    assert_int_equal(r.page_size, 128 * MiB);
     assert_int_equal(r.outdated_pages, 0);
+    assert_int_equal(r.guarded_pages, 0);
     assert_int_equal(r.pages, 1);
     assert_int_equal(r.relocations, 63);
     uint64_t moved = 0;
@@ -333,34 +363,52 @@ static void test_full_arena_relocates(void **state)
     assert_int_equal(r.relocated_bytes, moved);
     for (int k = 0; k < 64; k++)
         expect_bytes(d, s, keep[k].b, 0, keep[k].bytes, keep[k].size, "after the arena was full");
+    ASSERT_OK(cubec_buffer_release(d, big));
     for (int k = 0; k < 64; k++)
         drop(d, &keep[k]);
     close_arena(d);
 }
 
-/* A null heap of 9 MiB: a's 2 MiB page and the 4 MiB page leave no room for another 4 MiB page
- * until a moves into the room the current page holds and its page goes back (spec 3.9
- * MemoryPressure, after cleanup found nothing to return). */
-static void test_pressure_relocates(void **state)
+/* A heap of 9 MiB: a's 2 MiB page and the 4 MiB page leave no room for another 4 MiB page until a
+ * moves into the room the current page holds and its page goes back (spec 3.9 MemoryPressure,
+ * after cleanup found nothing to return). `cap` names how the heap is capped:
+ * - CUBEC_MEMORY_MAX_BYTES ([memory] max_bytes, any backend): the page is refused the way a
+ *   driver refuses one, and the out-of-memory path (server_memory_relieve) relocates and retries;
+ * - CUBEC_NULL_HEAP_BYTES (the null backend's heap; a driver's cannot be capped): the device's
+ *   heap is 9 MiB, so the reservation sees its pages within one page of the heap and relocates
+ *   before it asks for the page. */
+static void pressure_scene(const char *cap, const char *source, uint32_t seed)
 {
-    (void)state;
-    if (!null_backend()) skip(); /* a driver's heap cannot be capped */
-    setenv("CUBEC_NULL_HEAP_BYTES", "9437184", 1);
+    setenv(cap, "9437184", 1);
     cubec_stream s;
     cubec_device *d = open_arena(&s);
-    unsetenv("CUBEC_NULL_HEAP_BYTES");
-    uint32_t rng = 15;
+    unsetenv(cap);
+    cubec_memory_report m;
+    ASSERT_OK(cubec_memory_report_get(d, s, &m));
+    assert_string_equal(m.budget_source, source);
+    assert_int_equal(m.budget_bytes, 9 * MiB);
+    uint32_t rng = seed;
     scene sc = outdated_scene(d, s, &rng, 1);
+    expect_scene(d, s, &sc, 1, "before the pressure");
     held c = make(d, s, 2 * MiB, &rng);
     cubec_pool_report r = arena(d, s);
     assert_int_equal(r.relocations, 1);
+    assert_int_equal(r.relocated_bytes, sc.a.size);
     assert_int_equal(r.outdated_pages, 0);
     assert_int_equal(r.pages, 2);
+    assert_int_equal(r.bytes_reserved, 8 * MiB);
     expect_scene(d, s, &sc, 1, "after the pressure relocation");
     expect_bytes(d, s, c.b, 0, c.bytes, c.size, "the buffer that needed room");
     drop(d, &c);
     drop_scene(d, &sc);
     close_arena(d);
+}
+
+static void test_pressure_relocates(void **state)
+{
+    (void)state;
+    pressure_scene("CUBEC_MEMORY_MAX_BYTES", "max_bytes", 15);
+    if (null_backend()) pressure_scene("CUBEC_NULL_HEAP_BYTES", "null heap", 16);
 }
 
 int main(void)
