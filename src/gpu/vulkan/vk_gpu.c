@@ -95,6 +95,12 @@ static cubec_status vk_mem_back(gpu *g, gpu_mem *gm)
                                 .memoryTypeIndex = type};
     VkDeviceMemory memory = VK_NULL_HANDLE;
     VkResult r = vkAllocateMemory(dev, &mai, NULL, &memory);
+    if ((r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY) &&
+        vk_reaper_pending(&v->reaper)) {
+        /* Pages on their way back hold memory the driver still counts: wait for them. */
+        vk_reaper_drain(&v->reaper);
+        r = vkAllocateMemory(dev, &mai, NULL, &memory);
+    }
     if (r != VK_SUCCESS)
         return status_make(r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY
                                ? CUBEC_OUT_OF_MEMORY
@@ -170,8 +176,17 @@ static void vk_mem_destroy(gpu *g, gpu_mem *gm)
         free(m);
         return;
     }
+    /* A large device page goes back on the reaper's thread: its caller (a relocation, a
+     * release) need not wait the driver's ~20 ms per GiB (vk_reaper.h). */
+    int mapped = gm->mapped && !m->imported;
+    if (m->memory && !m->imported && gm->kind == GPU_MEM_DEVICE &&
+        gm->size >= VK_REAPER_MIN_BYTES &&
+        vk_reaper_take(&vk_gpu_of(g)->reaper, m->buffer, m->memory, mapped, gm->size)) {
+        free(m);
+        return;
+    }
     vkDestroyBuffer(dev, m->buffer, NULL);
-    if (gm->mapped && !m->imported) vkUnmapMemory(dev, m->memory);
+    if (mapped) vkUnmapMemory(dev, m->memory);
     vkFreeMemory(dev, m->memory, NULL);
     free(m);
 }
@@ -568,6 +583,9 @@ static int vk_calibrate(gpu *g, uint64_t *out_ticks, uint64_t *out_host_ns)
 static void vk_gpu_destroy(gpu *g)
 {
     vk_gpu *v = vk_gpu_of(g);
+    /* Pages handed to the reaper were finished with: they go back even from an abandoned
+     * device, and the thread must be gone before its record is. */
+    vk_reaper_destroy(&v->reaper);
     if (v->abandoned) {
         /* The device, its queue and the instance stay alive for the GPU that may still run. */
         free(v);
@@ -599,7 +617,9 @@ static void vk_memory_budget(gpu *g, gpu_budget *out)
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_PROPERTIES_2, .pNext = &b};
     vkGetPhysicalDeviceMemoryProperties2(ctx->physical, &p2);
     out->budget = b.heapBudget[heap];
-    out->usage = b.heapUsage[heap];
+    /* Pages on the reaper's queue are cubec's no more: the driver counts them until freed. */
+    uint64_t pending = vk_reaper_pending(&v->reaper);
+    out->usage = b.heapUsage[heap] > pending ? b.heapUsage[heap] - pending : 0;
     out->usage_known = 1;
     out->source = "VK_EXT_memory_budget";
 }
@@ -667,6 +687,7 @@ cubec_status vk_gpu_open(const gpu_open_desc *desc, gpu **out)
         free(v);
         return err;
     }
+    vk_reaper_init(&v->reaper, v->vk.device);
     gpu *g = &v->base;
     g->ops = &vk_ops;
     vk_fill_info(v->vk.instance, v->vk.physical, &g->info);

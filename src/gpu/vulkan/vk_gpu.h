@@ -5,6 +5,7 @@
 
 #include "gpu/gpu.h"
 #include "gpu/vulkan/vk_context.h"
+#include "gpu/vulkan/vk_reaper.h"
 
 typedef struct vk_gpu {
     gpu base; /* first: a gpu * is a vk_gpu * */
@@ -14,6 +15,7 @@ typedef struct vk_gpu {
     /* The GPU may never finish (a wait timed out): Vulkan objects are left alive, since
      * destroying them would wait for it or pull memory from under it; host memory is freed. */
     int abandoned;
+    vk_reaper reaper; /* frees large pages in the background (vk_reaper.h) */
 } vk_gpu;
 
 typedef struct vk_mem {
