@@ -27,6 +27,7 @@
  * Before the queue existed, none of the calls these tests make (cubec_kernel_queue,
  * cubec_kernel_wait, cubec_kernel_compile_queued, declared_outputs) existed. The ThreadSanitizer
  * build runs this file too (make test). */
+#include "test_flags.h"
 #include "test_util.h"
 #include "uint_kernels.h"
 
@@ -97,8 +98,7 @@ static int check_salted(cubec_device *d, cubec_stream s, cubec_kernel k, uint32_
 /* ---- A gate holding one kernel's build (test-only compile hook) ----------------------------- */
 
 typedef struct gate {
-    pthread_mutex_t lock;
-    pthread_cond_t changed;
+    test_flags sync;
     const char *held;  /* the kernel whose build is held */
     int build_started; /* its build reached the hook */
     int released;
@@ -110,59 +110,26 @@ static void gate_init(gate *g, const char *held)
 {
     memset(g, 0, sizeof *g);
     g->held = held;
-    pthread_condattr_t attr;
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&g->changed, &attr);
-    pthread_condattr_destroy(&attr);
-    pthread_mutex_init(&g->lock, NULL);
+    test_flags_init(&g->sync);
 }
 
 static void gate_destroy(gate *g)
 {
-    pthread_cond_destroy(&g->changed);
-    pthread_mutex_destroy(&g->lock);
-}
-
-/* With g->lock held: waits at most GATE_SECONDS for *flag; returns it. */
-static int gate_wait(gate *g, const int *flag)
-{
-    struct timespec until;
-    clock_gettime(CLOCK_MONOTONIC, &until);
-    until.tv_sec += GATE_SECONDS;
-    while (!*flag)
-        if (pthread_cond_timedwait(&g->changed, &g->lock, &until) == ETIMEDOUT) break;
-    return *flag;
-}
-
-static int gate_await(gate *g, const int *flag)
-{
-    pthread_mutex_lock(&g->lock);
-    int seen = gate_wait(g, flag);
-    pthread_mutex_unlock(&g->lock);
-    return seen;
-}
-
-static void gate_set(gate *g, int *flag)
-{
-    pthread_mutex_lock(&g->lock);
-    *flag = 1;
-    pthread_cond_broadcast(&g->changed);
-    pthread_mutex_unlock(&g->lock);
+    test_flags_destroy(&g->sync);
 }
 
 static void hook(void *user, server_hook_event event, const char *name)
 {
     gate *g = user;
     if (event != SERVER_HOOK_BUILD) return;
-    pthread_mutex_lock(&g->lock);
+    pthread_mutex_lock(&g->sync.lock);
     g->builds++;
     if (strcmp(name, g->held) == 0) {
         g->build_started = 1;
-        pthread_cond_broadcast(&g->changed);
-        if (!gate_wait(g, &g->released)) g->timed_out = 1;
+        pthread_cond_broadcast(&g->sync.changed);
+        if (!test_flags_wait_locked(&g->sync, &g->released, GATE_SECONDS)) g->timed_out = 1;
     }
-    pthread_mutex_unlock(&g->lock);
+    pthread_mutex_unlock(&g->sync.lock);
 }
 
 /* A device opened with one environment variable set (read at open only). */
@@ -248,13 +215,14 @@ static void test_launch_waits_only_for_its_kernel(void **state)
     server_kernel_set_compile_hook(d, hook, &g);
     cubec_kernel slow = {0}, fast = {0};
     ASSERT_OK(queue_salted(d, "slow", 1, &slow));
-    int started = gate_await(&g, &g.build_started); /* the only worker holds it */
+    int started =
+        test_flags_await(&g.sync, &g.build_started, GATE_SECONDS); /* the only worker holds it */
     ASSERT_OK(queue_salted(d, "fast", 2, &fast));
     int fast_right = check_salted(d, STREAM, fast, 2);
-    pthread_mutex_lock(&g.lock);
+    pthread_mutex_lock(&g.sync.lock);
     int slow_still_held = !g.released && !g.timed_out;
-    pthread_mutex_unlock(&g.lock);
-    gate_set(&g, &g.released);
+    pthread_mutex_unlock(&g.sync.lock);
+    test_flags_set(&g.sync, &g.released);
     ASSERT_OK(cubec_kernel_wait(d, slow));
     server_kernel_set_compile_hook(d, NULL, NULL);
     assert_true(started);
@@ -285,10 +253,10 @@ static void test_dedupe(void **state)
     static const char *const names[5] = {"twin", "b", "c", "d", "e"};
     cubec_kernel k[6] = {{0}};
     ASSERT_OK(queue_salted(d, names[0], 9, &k[0]));
-    int started = gate_await(&g, &g.build_started);
+    int started = test_flags_await(&g.sync, &g.build_started, GATE_SECONDS);
     for (int i = 1; i < 5; i++)
         ASSERT_OK(queue_salted(d, names[i], 9, &k[i]));
-    gate_set(&g, &g.released);
+    test_flags_set(&g.sync, &g.released);
     ASSERT_OK(cubec_kernel_compile_queued(d));
     server_kernel_set_compile_hook(d, NULL, NULL);
     ASSERT_OK(queue_salted(d, "late", 9, &k[5]));

@@ -15,6 +15,7 @@
  *    instead of adding a pipeline to a lost device (ASan checks that the set-aside pipeline is
  *    freed at close, validation that close is clean).
  * The ThreadSanitizer build runs this file too (make test). */
+#include "test_flags.h"
 #include "test_util.h"
 #include "uint_kernels.h"
 
@@ -30,8 +31,7 @@ enum { WORDS = 4096, GATE_SECONDS = 20 };
 
 /* What the hook holds and what it waits for, guarded by its own mutex (never by the device's). */
 typedef struct gate {
-    pthread_mutex_t lock;
-    pthread_cond_t changed;
+    test_flags sync;
     const char *held;    /* the name of the kernel whose build is held */
     int release_on_wait; /* a creation waiting for the held build releases it */
     int build_started;   /* the held build reached the hook */
@@ -45,61 +45,29 @@ static void gate_init(gate *g, const char *held, int release_on_wait)
     memset(g, 0, sizeof *g);
     g->held = held;
     g->release_on_wait = release_on_wait;
-    pthread_condattr_t attr;
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&g->changed, &attr);
-    pthread_condattr_destroy(&attr);
-    pthread_mutex_init(&g->lock, NULL);
+    test_flags_init(&g->sync);
 }
 
 static void gate_destroy(gate *g)
 {
-    pthread_cond_destroy(&g->changed);
-    pthread_mutex_destroy(&g->lock);
-}
-
-/* With g->lock held: waits at most GATE_SECONDS for *flag; returns it. */
-static int gate_wait(gate *g, const int *flag)
-{
-    struct timespec until;
-    clock_gettime(CLOCK_MONOTONIC, &until);
-    until.tv_sec += GATE_SECONDS;
-    while (!*flag)
-        if (pthread_cond_timedwait(&g->changed, &g->lock, &until) == ETIMEDOUT) break;
-    return *flag;
-}
-
-static int gate_await(gate *g, const int *flag)
-{
-    pthread_mutex_lock(&g->lock);
-    int seen = gate_wait(g, flag);
-    pthread_mutex_unlock(&g->lock);
-    return seen;
-}
-
-static void gate_set(gate *g, int *flag)
-{
-    pthread_mutex_lock(&g->lock);
-    *flag = 1;
-    pthread_cond_broadcast(&g->changed);
-    pthread_mutex_unlock(&g->lock);
+    test_flags_destroy(&g->sync);
 }
 
 static void hook(void *user, server_hook_event event, const char *name)
 {
     gate *g = user;
     if (strcmp(name, g->held) != 0) return;
-    pthread_mutex_lock(&g->lock);
+    pthread_mutex_lock(&g->sync.lock);
     if (event == SERVER_HOOK_WAIT) {
         g->waits_seen++;
         if (g->release_on_wait) g->released = 1;
     } else {
         g->build_started = 1;
     }
-    pthread_cond_broadcast(&g->changed);
-    if (event == SERVER_HOOK_BUILD && !gate_wait(g, &g->released)) g->timed_out = 1;
-    pthread_mutex_unlock(&g->lock);
+    pthread_cond_broadcast(&g->sync.changed);
+    if (event == SERVER_HOOK_BUILD && !test_flags_wait_locked(&g->sync, &g->released, GATE_SECONDS))
+        g->timed_out = 1;
+    pthread_mutex_unlock(&g->sync.lock);
 }
 
 typedef struct creator {
@@ -150,7 +118,7 @@ static void test_build_runs_without_the_device_lock(void **state)
     start(&t, &a);
 
     /* Thread B (this one), once A's build is under way. */
-    int started = gate_await(&g, &g.build_started);
+    int started = test_flags_await(&g.sync, &g.build_started, GATE_SECONDS);
     static uint32_t init[WORDS], want[WORDS], got[WORDS];
     for (uint32_t i = 0; i < WORDS; i++)
         init[i] = i * 2654435761u + 7u;
@@ -161,7 +129,7 @@ static void test_build_runs_without_the_device_lock(void **state)
     if (!st) st = uint_launch(d, 0, step, v, NONE, WORDS, 3, 11);
     if (!st) st = cubec_read(d, 0, v, 0, got, sizeof got);
     if (!st) st = cubec_sync(d, 0);
-    gate_set(&g, &g.released);
+    test_flags_set(&g.sync, &g.released);
     assert_int_equal(pthread_join(t, NULL), 0);
     server_kernel_set_compile_hook(d, NULL, NULL);
 
@@ -239,12 +207,12 @@ static void test_build_finishing_after_device_lost(void **state)
 
     /* While the build is held, the device is lost: an injected encode failure of the batch that
      * the flush hands to the submission thread, which the sync then reports. */
-    int started = gate_await(&g, &g.build_started);
+    int started = test_flags_await(&g.sync, &g.build_started, GATE_SECONDS);
     cubec_status lost = cubec_fault_inject(d, CUBEC_FAULT_ENCODE, 1);
     if (!lost) lost = uint_launch(d, 0, step, v, NONE, WORDS, 3, 11);
     if (!lost) lost = cubec_flush(d, 0);
     if (!lost) lost = cubec_sync(d, 0);
-    gate_set(&g, &g.released);
+    test_flags_set(&g.sync, &g.released);
     assert_int_equal(pthread_join(t, NULL), 0);
     server_kernel_set_compile_hook(d, NULL, NULL);
     server_stats s1 = server_stats_get(d);
