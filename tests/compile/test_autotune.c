@@ -392,8 +392,14 @@ static void test_threads_measure_once(void **state)
     for (int i = 0; i < 2; i++) {
         assert_int_equal(pthread_join(th[i], NULL), 0);
         ASSERT_OK(c[i].st);
-        assert_int_equal(c[i].r.index, 1);
     }
+    /* Both get the one winner. Which one it is only device timing says for sure here: with
+     * System timing (the host clock around a sync) a CI machine running other tests beside
+     * this one can stall the short candidate's syncs by more than the long one runs
+     * (test_fast_candidate_chosen holds System timing to the right choice on its own). */
+    assert_int_equal(c[0].r.index, c[1].r.index);
+    const char *timing = getenv("CUBEC_TIMING");
+    if (!timing || strcmp(timing, "system") != 0) assert_int_equal(c[0].r.index, 1);
     assert_int_equal(c[0].r.source + c[1].r.source, CUBEC_TUNE_MEASURED + CUBEC_TUNE_MEMORY);
     assert_int_equal(f.c[0].runs, RUNS);
     assert_int_equal(f.c[1].runs, RUNS);
