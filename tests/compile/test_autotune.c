@@ -148,6 +148,13 @@ static void check_cand(fixture *f, int i)
                      c->runs);
 }
 
+/* Whether the tuner times with the host clock around syncs (the second ctest run). */
+static int system_timing(void)
+{
+    const char *timing = getenv("CUBEC_TIMING");
+    return timing && strcmp(timing, "system") == 0;
+}
+
 static cubec_tuner *make_tuner(cubec_device *d, const char *name, int memory_only)
 {
     const cubec_tuner_desc desc = {
@@ -222,7 +229,7 @@ static void test_tuning_inside_dry_run(void **state)
     cubec_tune_result r = choose(&f, t, "in-dry-run", 2, 0);
     ASSERT_OK(cubec_dry_run_end());
     assert_int_equal(r.source, CUBEC_TUNE_MEASURED);
-    assert_int_equal(r.index, 1);
+    if (!system_timing()) assert_int_equal(r.index, 1); /* see fresh_choice */
     check_cand(&f, 0);
     check_cand(&f, 1);
     cubec_tuner_destroy(t);
@@ -308,12 +315,13 @@ static void test_choice_reused(void **state)
     cubec_tuner *t = make_tuner(f.d, "reuse", 0);
     cubec_tune_result r = choose(&f, t, "shared", 2, 42);
     assert_int_equal(r.source, CUBEC_TUNE_MEASURED);
-    assert_int_equal(r.index, 1);
+    if (!system_timing()) assert_int_equal(r.index, 1); /* see fresh_choice */
+    const uint32_t winner = r.index;
     uint64_t median = r.median_ns;
     const uint32_t ran = f.c[0].runs + f.c[1].runs;
     r = choose(&f, t, "shared", 2, 42);
     assert_int_equal(r.source, CUBEC_TUNE_MEMORY);
-    assert_int_equal(r.index, 1);
+    assert_int_equal(r.index, winner);
     assert_int_equal(r.median_ns, median);
     assert_int_equal(outcome(t, 1).state, CUBEC_TUNE_NOT_RUN);
     cubec_tuner_destroy(t);
@@ -322,7 +330,7 @@ static void test_choice_reused(void **state)
     t = make_tuner(f.d, "reuse", 0);
     r = choose(&f, t, "shared", 2, 42);
     assert_int_equal(r.source, CUBEC_TUNE_DISK);
-    assert_int_equal(r.index, 1);
+    assert_int_equal(r.index, winner);
     assert_int_equal(r.median_ns, median);
     cubec_tuner_destroy(t);
     assert_int_equal(f.c[0].runs + f.c[1].runs, ran);
@@ -347,7 +355,9 @@ static void test_choice_reused(void **state)
     fixture_close(&f);
 
     /* Another process. */
-    char *argv[] = {"test_autotune", "--child", "1", NULL};
+    char want[16];
+    snprintf(want, sizeof want, "%u", winner);
+    char *argv[] = {"test_autotune", "--child", want, NULL};
     pid_t pid;
     int rc = posix_spawn(&pid, "/proc/self/exe", NULL, NULL, argv, environ);
     if (rc) fail_msg("posix_spawn: %s", strerror(rc));
@@ -398,8 +408,7 @@ static void test_threads_measure_once(void **state)
      * this one can stall the short candidate's syncs by more than the long one runs
      * (test_fast_candidate_chosen holds System timing to the right choice on its own). */
     assert_int_equal(c[0].r.index, c[1].r.index);
-    const char *timing = getenv("CUBEC_TIMING");
-    if (!timing || strcmp(timing, "system") != 0) assert_int_equal(c[0].r.index, 1);
+    if (!system_timing()) assert_int_equal(c[0].r.index, 1);
     assert_int_equal(c[0].r.source + c[1].r.source, CUBEC_TUNE_MEASURED + CUBEC_TUNE_MEMORY);
     assert_int_equal(f.c[0].runs, RUNS);
     assert_int_equal(f.c[1].runs, RUNS);
@@ -446,13 +455,23 @@ static void rewrite_payload(const char *path, const void *payload, size_t size)
     disk_cache_close(c);
 }
 
-/* A new tuner's choice for "k": its source, after the log was emptied. */
+/* A new tuner's choice for "k": its source, after the log was emptied. A choice read back from
+ * the disk must be the one last measured. The measured one must be the fast candidate 1 under
+ * device timing; under System timing a CI machine busy with other tests can stall the fast
+ * candidate's syncs past the slow one's run (test_fast_candidate_chosen holds System timing to
+ * the right winner), and what these tests check is where the choice came from. */
 static cubec_tune_source fresh_choice(fixture *f, uint64_t checksum)
 {
+    static uint32_t last_measured = 1;
     assert_int_equal(truncate(log_path, 0) == 0 || errno == ENOENT, 1);
     cubec_tuner *t = make_tuner(f->d, "damage", 0);
     cubec_tune_result r = choose(f, t, "k", 2, checksum);
-    assert_int_equal(r.index, 1);
+    if (r.source == CUBEC_TUNE_MEASURED) {
+        if (!system_timing()) assert_int_equal(r.index, 1);
+        last_measured = r.index;
+    } else {
+        assert_int_equal(r.index, last_measured);
+    }
     cubec_tuner_destroy(t);
     return r.source;
 }
