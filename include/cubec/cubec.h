@@ -880,6 +880,10 @@ typedef struct cubec_memory_report {
     uint64_t budget_bytes;
     uint64_t budget_used_bytes;
     char budget_source[24];
+    /* Pages cubec has handed back that the driver is still freeing (large pages go back on a
+     * thread of their own, docs/memory.md "Relocation and guards"): out of every pool and of
+     * budget_used_bytes already, counted by the driver until freed; 0 once every free is done. */
+    uint64_t budget_returning_bytes;
 } cubec_memory_report;
 
 CUBEC_MUST_USE cubec_status cubec_memory_report_get(cubec_device *device, cubec_stream stream,

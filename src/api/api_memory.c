@@ -84,8 +84,7 @@ typedef struct snapshot {
     uint32_t aux_count;
     totals buffers; /* over every slot's pools */
     uint64_t aux_reserved;
-    uint64_t budget, budget_used; /* the device's (cubec_memory_report's budget fields) */
-    char budget_source[24];
+    server_budget budget; /* the device's (cubec_memory_report's budget fields) */
 } snapshot;
 
 static void add_pool(totals *t, const cubec_pool_report *p)
@@ -133,8 +132,7 @@ static cubec_status take_snapshot(cubec_device *device, const char *fn, snapshot
     out->aux_count = server_rings_report(device, out->aux, 3);
     for (uint32_t i = 0; i < out->aux_count; i++)
         out->aux_reserved += out->aux[i].bytes_reserved;
-    server_memory_budget(device, &out->budget, &out->budget_used, out->budget_source,
-                         sizeof out->budget_source);
+    server_memory_budget(device, &out->budget);
     return api_unlock(device, NULL);
 }
 
@@ -255,8 +253,11 @@ cubec_status cubec_memory_report_json(cubec_device *device, char **out_json)
               (unsigned long long)s.aux_reserved,
               (unsigned long long)s.buffers.bytes_reserved + (unsigned long long)s.aux_reserved);
     /* Budget sources are the library's own constants: nothing to escape. */
-    sb_printf(&b, "  \"budget\": {\"bytes\": %llu, \"used_bytes\": %llu, \"source\": \"%s\"}\n}\n",
-              (unsigned long long)s.budget, (unsigned long long)s.budget_used, s.budget_source);
+    sb_printf(&b,
+              "  \"budget\": {\"bytes\": %llu, \"used_bytes\": %llu, \"returning_bytes\": %llu, "
+              "\"source\": \"%s\"}\n}\n",
+              (unsigned long long)s.budget.budget, (unsigned long long)s.budget.used,
+              (unsigned long long)s.budget.returning, s.budget.source);
     free(s.slots);
     return sb_finish(&b, fn, out_json);
 }
@@ -349,9 +350,12 @@ cubec_status cubec_memory_report_table(cubec_device *device, char **out_text)
     char h[16];
     sb_printf(&b, "%-8s %-10s %77s\n", "", "with rings",
               human(s.buffers.bytes_reserved + s.aux_reserved, h));
-    char hb[2][16];
-    sb_printf(&b, "%-8s %-10s %s of %s used (%s)\n", "budget", "device",
-              human(s.budget_used, hb[0]), human(s.budget, hb[1]), s.budget_source);
+    char hb[3][16];
+    sb_printf(&b, "%-8s %-10s %s of %s used (%s)", "budget", "device", human(s.budget.used, hb[0]),
+              human(s.budget.budget, hb[1]), s.budget.source);
+    /* Only while the driver is still freeing pages cubec handed back (docs/memory.md). */
+    if (s.budget.returning) sb_printf(&b, ", %s being returned", human(s.budget.returning, hb[2]));
+    sb_printf(&b, "\n");
     free(s.slots);
     return sb_finish(&b, fn, out_text);
 }

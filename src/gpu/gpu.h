@@ -165,9 +165,11 @@ typedef struct gpu_caps {
 
 /* What the process may use of the heap device pages (GPU_MEM_DEVICE) come from. */
 typedef struct gpu_budget {
-    uint64_t budget;    /* bytes the driver estimates this process may use; 0: unknown */
-    uint64_t usage;     /* bytes it counts this process using (0 with `usage_known` 0) */
-    int usage_known;    /* the driver counts usage (VK_EXT_memory_budget, the null heap) */
+    uint64_t budget; /* bytes the driver estimates this process may use; 0: unknown */
+    uint64_t usage;  /* bytes it counts this process using (0 with `usage_known` 0) */
+    int usage_known; /* the driver counts usage (VK_EXT_memory_budget, the null heap) */
+    /* bytes of pages cubec handed back that the driver has not freed yet (Vulkan's reaper) */
+    uint64_t returning;
     const char *source; /* "VK_EXT_memory_budget", "heap size", "null heap" */
 } gpu_budget;
 

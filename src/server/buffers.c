@@ -204,8 +204,12 @@ void server_memory_report(cubec_device *d, stream_ref s, cubec_memory_report *ou
     if (d->streams.slots[s.slot].memory) memory_report_fill(d->streams.slots[s.slot].memory, out);
     out->pool_count +=
         server_rings_report(d, &out->pools[out->pool_count], CUBEC_MAX_POOLS - out->pool_count);
-    server_memory_budget(d, &out->budget_bytes, &out->budget_used_bytes, out->budget_source,
-                         sizeof out->budget_source);
+    server_budget b;
+    server_memory_budget(d, &b);
+    out->budget_bytes = b.budget;
+    out->budget_used_bytes = b.used;
+    out->budget_returning_bytes = b.returning;
+    memcpy(out->budget_source, b.source, sizeof out->budget_source);
 }
 
 cubec_status server_memory_each_slot(cubec_device *d,

@@ -100,8 +100,12 @@ MUST_USE cubec_status server_slot_memory(cubec_device *d, uint32_t slot, memory_
 MUST_USE cubec_status server_memory_relieve(cubec_device *d, int wait_for_gpu,
                                             uint32_t *out_released);
 /* The device's memory budget and use (cubec_memory_report's budget fields). */
-void server_memory_budget(cubec_device *d, uint64_t *out_budget, uint64_t *out_used, char *source,
-                          size_t source_cap);
+typedef struct server_budget {
+    uint64_t budget, used;
+    uint64_t returning; /* pages handed back to the driver, not freed yet */
+    char source[24];
+} server_budget;
+void server_memory_budget(cubec_device *d, server_budget *out);
 void server_memory_destroy(cubec_device *d);
 static inline gpu_mem *buffer_page(const buffer_obj *b)
 {

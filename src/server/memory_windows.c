@@ -29,8 +29,7 @@ void server_memory_mode_get(cubec_device *d, stream_ref s, uint32_t *out_mode, u
     *out_depth = mm ? mm->depth : 0;
 }
 
-void server_memory_budget(cubec_device *d, uint64_t *out_budget, uint64_t *out_used, char *source,
-                          size_t source_cap)
+void server_memory_budget(cubec_device *d, server_budget *out)
 {
     gpu_budget b = {0};
     if (d->gpu->ops->memory_budget) d->gpu->ops->memory_budget(d->gpu, &b);
@@ -46,7 +45,8 @@ void server_memory_budget(cubec_device *d, uint64_t *out_budget, uint64_t *out_u
         b.usage_known = 0;
         b.source = "max_bytes";
     }
-    *out_budget = b.budget;
-    *out_used = b.usage_known ? b.usage : d->buffers.page_bytes;
-    snprintf(source, source_cap, "%s", b.source);
+    out->budget = b.budget;
+    out->used = b.usage_known ? b.usage : d->buffers.page_bytes;
+    out->returning = b.returning;
+    snprintf(out->source, sizeof out->source, "%s", b.source);
 }

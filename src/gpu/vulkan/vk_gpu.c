@@ -610,6 +610,9 @@ static void vk_memory_budget(gpu *g, gpu_budget *out)
                         : 0;
     out->budget = ctx->memory.memoryHeaps[heap].size;
     out->source = "heap size";
+    /* Pages on the reaper's queue are cubec's no more: the driver counts them until freed. */
+    const uint64_t pending = vk_reaper_pending(&v->reaper);
+    out->returning = pending;
     if (!ctx->memory_budget) return;
     VkPhysicalDeviceMemoryBudgetPropertiesEXT b = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_BUDGET_PROPERTIES_EXT};
@@ -617,8 +620,6 @@ static void vk_memory_budget(gpu *g, gpu_budget *out)
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_PROPERTIES_2, .pNext = &b};
     vkGetPhysicalDeviceMemoryProperties2(ctx->physical, &p2);
     out->budget = b.heapBudget[heap];
-    /* Pages on the reaper's queue are cubec's no more: the driver counts them until freed. */
-    uint64_t pending = vk_reaper_pending(&v->reaper);
     out->usage = b.heapUsage[heap] > pending ? b.heapUsage[heap] - pending : 0;
     out->usage_known = 1;
     out->source = "VK_EXT_memory_budget";
