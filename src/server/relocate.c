@@ -201,9 +201,18 @@ cubec_status server_relocate_when_wanted(cubec_device *d, uint32_t slot)
     /* The cheap test first: the most a relocation could want (one that may add pages). */
     if (!m || !memory_relocation_wanted(m, MEMORY_RELOCATE_ARENA_FULL) || any_recording(d))
         return NULL;
+    /* The capacity is the budget (spec 3.9 UnderPressure): the driver's estimate of what this
+     * process may use where it has one (other processes' use lowers it), [memory] max_bytes when
+     * lower; what is allocated, the larger of cubec's pages and the driver's count. So a
+     * relocation moves buffers while a copy target can still be had, not after a refusal. */
+    server_budget b;
+    server_memory_budget(d, &b);
+    uint64_t allocated = 0;
+    if (b.budget) {
+        allocated = device_reserved(d);
+        if (b.used > allocated) allocated = b.used;
+    }
     memory_relocation_reason reason;
-    uint64_t capacity = d->info.device_local_heap_size;
-    if (!memory_relocation_need(m, capacity, capacity ? device_reserved(d) : 0, &reason))
-        return NULL;
+    if (!memory_relocation_need(m, b.budget, allocated, &reason)) return NULL;
     return server_memory_relocate(d, slot, reason, NULL);
 }

@@ -120,3 +120,15 @@ void test_remove_tree(const char *dir)
 {
     nftw(dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
 }
+
+size_t test_count_lines_with(const char *path, const char *needle)
+{
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    char line[1024];
+    size_t n = 0;
+    while (fgets(line, sizeof line, f))
+        n += strstr(line, needle) != NULL;
+    fclose(f);
+    return n;
+}

@@ -38,6 +38,8 @@ void test_assert_error(cubec_status st, cubec_code code, const char *needle, con
  * made), and the removal of such a directory with everything in it. */
 void test_temp_dir(char *out, size_t cap, const char *prefix);
 void test_remove_tree(const char *dir);
+/* Lines of the text file `path` that contain `needle` (the file must exist). */
+size_t test_count_lines_with(const char *path, const char *needle);
 
 uint32_t test_rand(uint32_t *state);
 float test_randf(uint32_t *state); /* in [-1, 1) */

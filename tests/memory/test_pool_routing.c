@@ -42,18 +42,6 @@ static cubec_pool_report pool_report(const memory_manager *m, uint32_t i)
     return r.pools[i];
 }
 
-static size_t count_in_file(const char *path, const char *needle)
-{
-    FILE *f = fopen(path, "r");
-    assert_non_null(f);
-    char line[1024];
-    size_t n = 0;
-    while (fgets(line, sizeof line, f))
-        n += strstr(line, needle) != NULL;
-    fclose(f);
-    return n;
-}
-
 /* Pool 0 holds at most two 1 MiB pages; what it takes after that goes to pool 1, with one
  * warning however often it happens. Freed room in pool 0 is used again first. */
 static void test_capped_pool_spills(void **state)
@@ -80,7 +68,7 @@ static void test_capped_pool_spills(void **state)
     assert_int_equal(p0.bytes_reserved, 2 * MiB);
     assert_int_equal(p1.allocations, 4);
     assert_int_equal(p1.cap, 0);
-    assert_int_equal(count_in_file(log_path, "reached its cap of 2 pages"), 1);
+    assert_int_equal(test_count_lines_with(log_path, "reached its cap of 2 pages"), 1);
 
     /* Room freed in the capped pool is used again before the spill target. */
     memory_free(m, &a[0]);
@@ -90,7 +78,7 @@ static void test_capped_pool_spills(void **state)
     assert_ptr_equal(again.page, a[0].page);
     ASSERT_OK(memory_alloc(m, 600 * KiB, &a[0]));
     assert_int_equal(a[0].pool, 1);
-    assert_int_equal(count_in_file(log_path, "reached its cap"), 1);
+    assert_int_equal(test_count_lines_with(log_path, "reached its cap"), 1);
 
     memory_manager_destroy(m);
     assert_int_equal(f.live_pages, 0);

@@ -9,6 +9,8 @@
  * goes. */
 #include "test_util.h"
 
+#include "base/log.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -412,6 +414,34 @@ static void test_pressure_relocates(void **state)
     if (null_backend()) pressure_scene("CUBEC_NULL_HEAP_BYTES", "null heap", 16);
 }
 
+/* The budget is the capacity pressure is judged against (spec 3.9 UnderPressure), so under a
+ * max_bytes budget the relocation runs at the reservation, while a copy target can still be had:
+ * no page is refused first (the out-of-memory path's line would say so). */
+static void test_pressure_relocates_before_a_refusal(void **state)
+{
+    (void)state;
+    char log_path[] = "/tmp/cubec_pressure_logXXXXXX";
+    int fd = mkstemp(log_path);
+    assert_true(fd >= 0);
+    close(fd);
+    /* The device configures the log when it opens. */
+    const char *level = getenv("CUBEC_LOG_LEVEL");
+    char *was = level ? strdup(level) : NULL;
+    setenv("CUBEC_LOG_LEVEL", "info", 1);
+    setenv("CUBEC_LOG_FILE", log_path, 1);
+    pressure_scene("CUBEC_MEMORY_MAX_BYTES", "max_bytes", 17);
+    unsetenv("CUBEC_LOG_FILE");
+    if (was)
+        setenv("CUBEC_LOG_LEVEL", was, 1);
+    else
+        unsetenv("CUBEC_LOG_LEVEL");
+    free(was);
+    ASSERT_OK(log_configure(LOG_WARN, NULL));
+    assert_int_equal(test_count_lines_with(log_path, "relocation (memory pressure): moved 1 "), 1);
+    assert_int_equal(test_count_lines_with(log_path, "out of device memory"), 0);
+    unlink(log_path);
+}
+
 /* A page of 64 MiB or more that a relocation empties goes back to the driver on the Vulkan
  * backend's own thread: the report counts it in budget_returning_bytes (the JSON's
  * "returning_bytes") until the driver freed it, and never counts it in a pool again. The null
@@ -464,6 +494,7 @@ int main(void)
         cmocka_unit_test(test_raw_guard_keeps_the_page),
         cmocka_unit_test(test_full_arena_relocates),
         cmocka_unit_test(test_pressure_relocates),
+        cmocka_unit_test(test_pressure_relocates_before_a_refusal),
         cmocka_unit_test(test_returning_pages_reported),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
