@@ -426,6 +426,105 @@ static void test_pressure_relocates(void **state)
     if (null_backend()) pressure_scene("CUBEC_NULL_HEAP_BYTES", "null heap", 16);
 }
 
+/* `st` failed with `code`, and its message says each of the NULL-terminated `says`. */
+static void expect_failure(cubec_status st, cubec_code code, const char *const *says,
+                           const char *what)
+{
+    if (!st) fail_msg("%s succeeded", what);
+    const char *msg = cubec_status_message(st);
+    if (cubec_status_code(st) != code)
+        fail_msg("%s gave %s (%s), not %s", what, cubec_code_name(cubec_status_code(st)), msg,
+                 cubec_code_name(code));
+    for (; *says; says++)
+        if (!strstr(msg, *says)) fail_msg("%s: '%s' does not say '%s'", what, msg, *says);
+    cubec_status_free(st);
+}
+
+/* Nothing relocates while another stream records a graph (docs/memory.md "Relocation and
+ * guards"): stream a records a copy; meanwhile stream b outdates a page of its own arena and
+ * tries every trigger it can pull. Its cleanup is refused naming a's capture; its
+ * cubec_graph_prepare succeeds without moving anything (b's capture would be AddOnly too); a
+ * creation that only a pressure relocation could serve (the pages of both slots under an 11 MiB
+ * [memory] max_bytes) is refused as out of memory and leaves a's capture whole. The relocation
+ * count stays 0 and every byte stays through b's handles; once a's capture ended, b's cleanup
+ * moves the page's buffer, the creation fits, and a's graph replays the copy it recorded. */
+static void test_no_relocation_while_another_stream_records(void **state)
+{
+    (void)state;
+    setenv("CUBEC_MEMORY_MAX_BYTES", "11534336", 1);
+    cubec_stream b;
+    cubec_device *d = open_arena(&b);
+    unsetenv("CUBEC_MEMORY_MAX_BYTES");
+    cubec_stream a;
+    ASSERT_OK(cubec_stream_new(d, &a));
+    uint32_t rng = 17;
+    /* a's capture: a copy between two buffers of its own 2 MiB page. */
+    held src = make(d, a, 64 * KiB, &rng), dst = make(d, a, 64 * KiB, &rng);
+    ASSERT_OK(cubec_graph_prepare(d, a));
+    ASSERT_OK(cubec_copy(d, a, src.b, 0, dst.b, 0, 64 * KiB)); /* the warm-up */
+    memcpy(dst.bytes, src.bytes, 64 * KiB);
+    ASSERT_OK(cubec_graph_begin(d, a));
+    ASSERT_OK(cubec_copy(d, a, src.b, 0, dst.b, 0, 64 * KiB));
+
+    /* b's arena: a 2 MiB page outdated by a 4 MiB one (6 MiB of pages, 8 MiB with a's). */
+    scene sc = outdated_scene(d, b, &rng, 0);
+    expect_scene(d, b, &sc, 0, "while stream a records");
+    char says[160];
+    snprintf(says, sizeof says, "cubec_memory_cleanup: refused while stream %llu records a graph",
+             (unsigned long long)(a & 0xffffffffffffull));
+    ASSERT_ERROR(cubec_memory_cleanup(d, b), CUBEC_GRAPH_STATE, says);
+    cubec_pool_report r = arena(d, b);
+    assert_int_equal(r.relocations, 0);
+    assert_int_equal(r.outdated_pages, 1);
+    expect_scene(d, b, &sc, 0, "after the refused cleanup");
+
+    ASSERT_OK(cubec_graph_prepare(d, b));
+    r = arena(d, b);
+    assert_int_equal(r.relocations, 0);
+    assert_int_equal(r.outdated_pages, 1);
+    cubec_graph none;
+    ASSERT_ERROR(cubec_graph_end(d, b, &none), CUBEC_GRAPH_STATE, "never begun");
+    expect_scene(d, b, &sc, 0, "after b's cubec_graph_prepare");
+
+    /* 2 MiB needs a third 4 MiB page: 12 MiB of pages, past the cap, unless a moved. */
+    cubec_buffer c;
+    char want[64];
+    snprintf(want, sizeof want, "creating a buffer of %llu bytes", 2 * MiB);
+    const char *const oom[] = {want, "arena pool 0", "max_bytes = 11534336", NULL};
+    expect_failure(cubec_buffer_create(d, b, 2 * MiB, &c), CUBEC_OUT_OF_MEMORY, oom,
+                   "the creation under pressure while stream a records");
+    r = arena(d, b);
+    assert_int_equal(r.relocations, 0);
+    assert_int_equal(r.outdated_pages, 1);
+    assert_int_equal(r.bytes_reserved, 6 * MiB);
+    expect_scene(d, b, &sc, 0, "after the refused creation");
+
+    /* The capture was not b's to doom: it ends with its copy. */
+    cubec_graph g;
+    ASSERT_OK(cubec_graph_end(d, a, &g));
+    assert_int_equal(arena(d, a).relocations, 0);
+    ASSERT_OK(cubec_memory_cleanup(d, b));
+    r = arena(d, b);
+    assert_int_equal(r.relocations, 1);
+    assert_int_equal(r.relocated_bytes, sc.a.size);
+    assert_int_equal(r.outdated_pages, 0);
+    expect_scene(d, b, &sc, 0, "after the cleanup once a's capture ended");
+    held more = make(d, b, 2 * MiB, &rng);
+    expect_bytes(d, b, more.b, 0, more.bytes, more.size, "the buffer that needed room");
+    for (uint64_t i = 0; i < src.size; i++)
+        src.bytes[i] = (uint8_t)(i * 5 + 3);
+    ASSERT_OK(cubec_write(d, a, src.b, 0, src.bytes, src.size));
+    ASSERT_OK(cubec_graph_replay(d, a, g));
+    memcpy(dst.bytes, src.bytes, 64 * KiB);
+    expect_bytes(d, a, dst.b, 0, dst.bytes, dst.size, "a's replay");
+    ASSERT_OK(cubec_graph_destroy(d, a, g));
+    drop(d, &more);
+    drop(d, &src);
+    drop(d, &dst);
+    drop_scene(d, &sc);
+    close_arena(d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -434,6 +533,7 @@ int main(void)
         cmocka_unit_test(test_raw_guard_keeps_the_page),
         cmocka_unit_test(test_full_arena_relocates),
         cmocka_unit_test(test_pressure_relocates),
+        cmocka_unit_test(test_no_relocation_while_another_stream_records),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
