@@ -426,6 +426,14 @@ static void test_pressure_relocates(void **state)
     if (null_backend()) pressure_scene("CUBEC_NULL_HEAP_BYTES", "null heap", 16);
 }
 
+/* The bytes a cubec_fill of `pattern` leaves in the model: the pattern's four bytes in memory
+ * order (little-endian), repeated. */
+static void model_fill(uint8_t *bytes, uint64_t size, uint32_t pattern)
+{
+    for (uint64_t i = 0; i < size; i++)
+        bytes[i] = (uint8_t)(pattern >> (8 * (i % 4)));
+}
+
 /* `st` failed with `code`, and its message says each of the NULL-terminated `says`. */
 static void expect_failure(cubec_status st, cubec_code code, const char *const *says,
                            const char *what)
@@ -525,6 +533,53 @@ static void test_no_relocation_while_another_stream_records(void **state)
     close_arena(d);
 }
 
+/* A relocation orders every stream's queued work before its copies (docs/memory.md "Order"):
+ * buffer a lives on an outdated page of stream s's arena; stream o queues, without a sync or
+ * flush, a fill of part of a and a copy of another part of a into a buffer of its own; then s
+ * relocates a (its cleanup, or its cubec_graph_prepare, which drains only s's own slot before
+ * relocating every slot). The fill must land in a's new place and the copy must read a's
+ * bytes, the fill's included: o's work ran before the move. */
+static void queued_work_scene(int by_prepare, uint32_t seed)
+{
+    cubec_stream s, o;
+    cubec_device *d = open_arena(&s);
+    ASSERT_OK(cubec_stream_new(d, &o));
+    uint32_t rng = seed;
+    scene sc = outdated_scene(d, s, &rng, 0);
+    held y = make(d, o, 32 * KiB, &rng);
+    ASSERT_OK(cubec_sync(d, s));
+    ASSERT_OK(cubec_sync(d, o));
+    const uint32_t pattern = 0xa5c3e1f0u ^ seed;
+    ASSERT_OK(cubec_fill(d, o, sc.a.b, 16 * KiB, 8 * KiB, pattern));
+    model_fill(sc.a.bytes + 16 * KiB, 8 * KiB, pattern);
+    ASSERT_OK(cubec_copy(d, o, sc.a.b, 12 * KiB, y.b, 0, 32 * KiB));
+    memcpy(y.bytes, sc.a.bytes + 12 * KiB, 32 * KiB);
+    if (by_prepare) {
+        ASSERT_OK(cubec_graph_prepare(d, s));
+        cubec_graph none;
+        ASSERT_ERROR(cubec_graph_end(d, s, &none), CUBEC_GRAPH_STATE, "never begun");
+    } else {
+        ASSERT_OK(cubec_memory_cleanup(d, s));
+    }
+    cubec_pool_report r = arena(d, s);
+    assert_int_equal(r.relocations, 1);
+    assert_int_equal(r.relocated_bytes, sc.a.size);
+    assert_int_equal(r.outdated_pages, 0);
+    const char *when = by_prepare ? "relocated by cubec_graph_prepare" : "relocated by the cleanup";
+    expect_scene(d, s, &sc, 0, when);
+    expect_bytes(d, o, y.b, 0, y.bytes, y.size, when);
+    drop(d, &y);
+    drop_scene(d, &sc);
+    close_arena(d);
+}
+
+static void test_relocation_orders_other_streams_work(void **state)
+{
+    (void)state;
+    queued_work_scene(0, 18);
+    queued_work_scene(1, 19);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -534,6 +589,7 @@ int main(void)
         cmocka_unit_test(test_full_arena_relocates),
         cmocka_unit_test(test_pressure_relocates),
         cmocka_unit_test(test_no_relocation_while_another_stream_records),
+        cmocka_unit_test(test_relocation_orders_other_streams_work),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
