@@ -580,6 +580,60 @@ static void test_relocation_orders_other_streams_work(void **state)
     queued_work_scene(1, 19);
 }
 
+/* A relocation whose copy fails (src/server/relocate.c): an injected failure of its submission.
+ * The buffers it moved already point at their new places, whose bytes the copy may not have
+ * written: reads through every handle fail naming "relocating this buffer failed" and the
+ * cause, the old page is kept (never reused: the old places stay held until the device closes),
+ * and the cleanup that relocated returns the failure. The rest goes on: the buffer that did not
+ * move keeps its bytes, a write clears the moved buffer's failure, and new buffers, copies and
+ * cleanups work. */
+static void test_relocation_copy_fails(void **state)
+{
+    (void)state;
+    cubec_stream s;
+    cubec_device *d = open_arena(&s);
+    uint32_t rng = 20;
+    scene sc = outdated_scene(d, s, &rng, 0);
+    ASSERT_OK(cubec_sync(d, s)); /* the next submission is the relocation's */
+    ASSERT_OK(cubec_fault_inject(d, CUBEC_FAULT_SUBMIT, 1));
+    const char *const cleanup[] = {"relocation (explicit cleanup)", "injected fault: submit", NULL};
+    expect_failure(cubec_memory_cleanup(d, s), CUBEC_INTERNAL, cleanup, "the cleanup");
+    cubec_pool_report r = arena(d, s);
+    assert_int_equal(r.outdated_pages, 1);
+    assert_int_equal(r.page_size, 4 * MiB);
+    const char *const moved[] = {"relocating this buffer failed", "injected fault: submit", NULL};
+    uint8_t got[64];
+    expect_failure(cubec_read(d, s, sc.a.b, 0, got, sizeof got), CUBEC_INTERNAL, moved,
+                   "reading the moved buffer");
+    expect_failure(cubec_read(d, s, sc.a.b, sc.a.size - sizeof got, got, sizeof got),
+                   CUBEC_INTERNAL, moved, "reading the moved buffer's end");
+    expect_failure(cubec_read(d, s, sc.view, 0, got, sizeof got), CUBEC_INTERNAL, moved,
+                   "reading its view");
+    expect_failure(cubec_check(d, &sc.a.b, 1), CUBEC_INTERNAL, moved, "cubec_check");
+    expect_bytes(d, s, sc.grow.b, 0, sc.grow.bytes, sc.grow.size, "the buffer that did not move");
+    ASSERT_OK(cubec_check(d, &sc.grow.b, 1));
+
+    /* Usable: a new buffer, the moved one written again, a copy between them. */
+    held n = make(d, s, 300 * KiB, &rng);
+    expect_bytes(d, s, n.b, 0, n.bytes, n.size, "a buffer made after the failure");
+    for (uint64_t i = 0; i < sc.a.size; i++)
+        sc.a.bytes[i] = (uint8_t)(i * 11 + 7);
+    ASSERT_OK(cubec_write(d, s, sc.a.b, 0, sc.a.bytes, sc.a.size));
+    ASSERT_OK(cubec_check(d, &sc.a.b, 1));
+    ASSERT_OK(cubec_copy(d, s, sc.a.b, 0, n.b, 4 * KiB, 64 * KiB));
+    memcpy(n.bytes + 4 * KiB, sc.a.bytes, 64 * KiB);
+    expect_scene(d, s, &sc, 0, "after writing the moved buffer again");
+    expect_bytes(d, s, n.b, 0, n.bytes, n.size, "the copy after the failure");
+    /* The old page stays held: nothing relocates off it again, and a cleanup succeeds. */
+    ASSERT_OK(cubec_memory_cleanup(d, s));
+    r = arena(d, s);
+    assert_int_equal(r.outdated_pages, 1);
+    expect_scene(d, s, &sc, 0, "after a later cleanup");
+    drop(d, &n);
+    drop_scene(d, &sc);
+    close_arena(d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -590,6 +644,7 @@ int main(void)
         cmocka_unit_test(test_pressure_relocates),
         cmocka_unit_test(test_no_relocation_while_another_stream_records),
         cmocka_unit_test(test_relocation_orders_other_streams_work),
+        cmocka_unit_test(test_relocation_copy_fails),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
