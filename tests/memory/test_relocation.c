@@ -6,7 +6,9 @@
  * the bytes before and after and reads through the old handles; those built on outdated_scene
  * also through a view, and that a failure carried by part of the buffer moved with it. Guards: a
  * graph's pages and a raw resource's page stay where they are until the graph or the guard
- * goes. */
+ * goes. Around them: nothing relocates while another stream records a graph, another stream's
+ * queued work runs before a relocation's copies, a failed copy leaves its buffers carrying the
+ * failure, and a raw resource waits for other streams' work. */
 #include "test_util.h"
 
 #include <stdio.h>
@@ -634,6 +636,74 @@ static void test_relocation_copy_fails(void **state)
     close_arena(d);
 }
 
+/* cubec_buffer_raw waits for every stream's queued use of the bytes (docs/memory.md): stream o
+ * queues, unsynced, a fill of x and a copy of z into x (both buffers of stream s); s takes x's
+ * raw resource. On the null backend the bytes at its device address (host memory) are the
+ * filled and copied ones at once. Then x's and z's pages are both outdated; a cleanup moves z
+ * and leaves x's guarded page (a second raw resource of x names the same place); once the guard
+ * goes, x moves too. */
+static void test_raw_waits_for_other_streams(void **state)
+{
+    (void)state;
+    cubec_stream s, o;
+    cubec_device *d = open_arena(&s);
+    ASSERT_OK(cubec_stream_new(d, &o));
+    uint32_t rng = 21;
+    held x = make(d, s, 64 * KiB, &rng);     /* the 2 MiB page */
+    held g1 = make(d, s, 2 * MiB + 1, &rng); /* 4 MiB pages: x's is outdated */
+    held z = make(d, s, 100 * KiB, &rng);    /* on the 4 MiB page */
+    drop(d, &g1);
+    held g2 = make(d, s, 4 * MiB + 1, &rng); /* 6 MiB pages: z's is outdated too */
+    cubec_pool_report r = arena(d, s);
+    assert_int_equal(r.outdated_pages, 2);
+    assert_int_equal(r.relocations, 0);
+    ASSERT_OK(cubec_sync(d, s));
+
+    ASSERT_OK(cubec_fill(d, o, x.b, 0, 16 * KiB, 0x01020304u));
+    model_fill(x.bytes, 16 * KiB, 0x01020304u);
+    ASSERT_OK(cubec_copy(d, o, z.b, 0, x.b, 32 * KiB, 8 * KiB));
+    memcpy(x.bytes + 32 * KiB, z.bytes, 8 * KiB);
+    cubec_raw_buffer raw;
+    cubec_guard guard;
+    ASSERT_OK(cubec_buffer_raw(d, s, x.b, &raw, &guard));
+    assert_int_equal(raw.size, x.size);
+    expect_device_address(d, &raw);
+    if (null_backend())
+        assert_memory_equal((const void *)(uintptr_t)raw.device_address, x.bytes, x.size);
+    expect_bytes(d, s, x.b, 0, x.bytes, x.size, "x after o's queued work");
+
+    ASSERT_OK(cubec_memory_cleanup(d, s));
+    r = arena(d, s);
+    assert_int_equal(r.relocations, 1);
+    assert_int_equal(r.relocated_bytes, z.size);
+    assert_int_equal(r.outdated_pages, 1);
+    assert_int_equal(r.guarded_pages, 1);
+    cubec_raw_buffer again;
+    cubec_guard g;
+    ASSERT_OK(cubec_buffer_raw(d, s, x.b, &again, &g));
+    ASSERT_OK(cubec_guard_release(d, g));
+    assert_true(again.buffer == raw.buffer);
+    assert_int_equal(again.offset, raw.offset);
+    assert_int_equal(again.device_address, raw.device_address);
+    if (null_backend())
+        assert_memory_equal((const void *)(uintptr_t)raw.device_address, x.bytes, x.size);
+    expect_bytes(d, s, x.b, 0, x.bytes, x.size, "x, guarded, after the cleanup");
+    expect_bytes(d, s, z.b, 0, z.bytes, z.size, "z, moved by the cleanup");
+    expect_bytes(d, s, g2.b, 0, g2.bytes, g2.size, "the buffer on the current page");
+
+    ASSERT_OK(cubec_guard_release(d, guard));
+    ASSERT_OK(cubec_memory_cleanup(d, s));
+    r = arena(d, s);
+    assert_int_equal(r.relocations, 2);
+    assert_int_equal(r.relocated_bytes, z.size + x.size);
+    assert_int_equal(r.outdated_pages, 0);
+    expect_bytes(d, s, x.b, 0, x.bytes, x.size, "x, moved once its guard went");
+    drop(d, &x);
+    drop(d, &z);
+    drop(d, &g2);
+    close_arena(d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -645,6 +715,7 @@ int main(void)
         cmocka_unit_test(test_no_relocation_while_another_stream_records),
         cmocka_unit_test(test_relocation_orders_other_streams_work),
         cmocka_unit_test(test_relocation_copy_fails),
+        cmocka_unit_test(test_raw_waits_for_other_streams),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
