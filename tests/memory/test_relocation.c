@@ -6,7 +6,9 @@
  * the bytes before and after and reads through the old handles; those built on outdated_scene
  * also through a view, and that a failure carried by part of the buffer moved with it. Guards: a
  * graph's pages and a raw resource's page stay where they are until the graph or the guard
- * goes. */
+ * goes. Around them: nothing relocates while another stream records a graph, another stream's
+ * queued work runs before a relocation's copies, a failed copy leaves its buffers carrying the
+ * failure, and a raw resource waits for other streams' work. */
 #include "test_util.h"
 
 #include "base/log.h"
@@ -254,6 +256,21 @@ static void test_graph_prepare_relocates_and_graphs_guard(void **state)
     close_arena(d);
 }
 
+/* The device address of a raw resource: where the device has bufferDeviceAddress (cubec then
+ * enables it: the feature bit) that of the first byte, never 0, else 0; on the null backend,
+ * which reports every feature, the host address of the bytes (docs/memory.md). */
+static void expect_device_address(cubec_device *d, const cubec_raw_buffer *raw)
+{
+    cubec_device_info info;
+    ASSERT_OK(cubec_device_get_info(d, &info));
+    if (!(info.features & CUBEC_FEATURE_BUFFER_DEVICE_ADDRESS)) {
+        assert_int_equal(raw->device_address, 0);
+        return;
+    }
+    assert_true(raw->device_address != 0);
+    if (null_backend()) assert_int_equal(raw->device_address, raw->buffer + raw->offset);
+}
+
 static void test_raw_guard_keeps_the_page(void **state)
 {
     (void)state;
@@ -272,14 +289,14 @@ static void test_raw_guard_keeps_the_page(void **state)
     ASSERT_OK(cubec_buffer_raw(d, s, sc.a.b, &whole, &g2));
     assert_true(whole.buffer == raw.buffer);
     assert_int_equal(raw.offset, whole.offset + VIEW_AT);
+    expect_device_address(d, &raw);
+    expect_device_address(d, &whole);
     if (null_backend()) {
         /* The null backend's raw resource is the host memory itself. */
-        assert_int_equal(raw.device_address, raw.buffer + raw.offset);
         assert_memory_equal((const void *)(uintptr_t)raw.device_address, sc.a.bytes + VIEW_AT,
                             VIEW_SIZE);
-    } else if (raw.device_address) {
-        assert_int_equal(raw.device_address, whole.device_address + VIEW_AT);
     }
+    if (raw.device_address) assert_int_equal(raw.device_address, whole.device_address + VIEW_AT);
     ASSERT_OK(cubec_guard_release(d, g2));
     assert_int_equal(arena(d, s).guarded_pages, 1);
     ASSERT_OK(cubec_memory_cleanup(d, s));
@@ -414,6 +431,282 @@ static void test_pressure_relocates(void **state)
     if (null_backend()) pressure_scene("CUBEC_NULL_HEAP_BYTES", "null heap", 16);
 }
 
+/* The bytes a cubec_fill of `pattern` leaves in the model: the pattern's four bytes in memory
+ * order (little-endian), repeated. */
+static void model_fill(uint8_t *bytes, uint64_t size, uint32_t pattern)
+{
+    for (uint64_t i = 0; i < size; i++)
+        bytes[i] = (uint8_t)(pattern >> (8 * (i % 4)));
+}
+
+/* `st` failed with `code`, and its message says each of the NULL-terminated `says`. */
+static void expect_failure(cubec_status st, cubec_code code, const char *const *says,
+                           const char *what)
+{
+    if (!st) fail_msg("%s succeeded", what);
+    const char *msg = cubec_status_message(st);
+    if (cubec_status_code(st) != code)
+        fail_msg("%s gave %s (%s), not %s", what, cubec_code_name(cubec_status_code(st)), msg,
+                 cubec_code_name(code));
+    for (; *says; says++)
+        if (!strstr(msg, *says)) fail_msg("%s: '%s' does not say '%s'", what, msg, *says);
+    cubec_status_free(st);
+}
+
+/* Nothing relocates while another stream records a graph (docs/memory.md "Relocation and
+ * guards"): stream a records a copy; meanwhile stream b outdates a page of its own arena and
+ * tries every trigger it can pull. Its cleanup is refused naming a's capture; its
+ * cubec_graph_prepare succeeds without moving anything (b's capture would be AddOnly too); a
+ * creation that only a pressure relocation could serve (the pages of both slots under an 11 MiB
+ * [memory] max_bytes) is refused as out of memory and leaves a's capture whole. The relocation
+ * count stays 0 and every byte stays through b's handles; once a's capture ended, b's cleanup
+ * moves the page's buffer, the creation fits, and a's graph replays the copy it recorded. */
+static void test_no_relocation_while_another_stream_records(void **state)
+{
+    (void)state;
+    setenv("CUBEC_MEMORY_MAX_BYTES", "11534336", 1);
+    cubec_stream b;
+    cubec_device *d = open_arena(&b);
+    unsetenv("CUBEC_MEMORY_MAX_BYTES");
+    cubec_stream a;
+    ASSERT_OK(cubec_stream_new(d, &a));
+    uint32_t rng = 17;
+    /* a's capture: a copy between two buffers of its own 2 MiB page. */
+    held src = make(d, a, 64 * KiB, &rng), dst = make(d, a, 64 * KiB, &rng);
+    ASSERT_OK(cubec_graph_prepare(d, a));
+    ASSERT_OK(cubec_copy(d, a, src.b, 0, dst.b, 0, 64 * KiB)); /* the warm-up */
+    memcpy(dst.bytes, src.bytes, 64 * KiB);
+    ASSERT_OK(cubec_graph_begin(d, a));
+    ASSERT_OK(cubec_copy(d, a, src.b, 0, dst.b, 0, 64 * KiB));
+
+    /* b's arena: a 2 MiB page outdated by a 4 MiB one (6 MiB of pages, 8 MiB with a's). */
+    scene sc = outdated_scene(d, b, &rng, 0);
+    expect_scene(d, b, &sc, 0, "while stream a records");
+    char says[160];
+    snprintf(says, sizeof says, "cubec_memory_cleanup: refused while stream %llu records a graph",
+             (unsigned long long)(a & 0xffffffffffffull));
+    ASSERT_ERROR(cubec_memory_cleanup(d, b), CUBEC_GRAPH_STATE, says);
+    cubec_pool_report r = arena(d, b);
+    assert_int_equal(r.relocations, 0);
+    assert_int_equal(r.outdated_pages, 1);
+    expect_scene(d, b, &sc, 0, "after the refused cleanup");
+
+    ASSERT_OK(cubec_graph_prepare(d, b));
+    r = arena(d, b);
+    assert_int_equal(r.relocations, 0);
+    assert_int_equal(r.outdated_pages, 1);
+    cubec_graph none;
+    ASSERT_ERROR(cubec_graph_end(d, b, &none), CUBEC_GRAPH_STATE, "never begun");
+    expect_scene(d, b, &sc, 0, "after b's cubec_graph_prepare");
+
+    /* 2 MiB needs a third 4 MiB page: 12 MiB of pages, past the cap, unless a moved. */
+    cubec_buffer c;
+    char want[64];
+    snprintf(want, sizeof want, "creating a buffer of %llu bytes", 2 * MiB);
+    const char *const oom[] = {want, "arena pool 0", "max_bytes = 11534336", NULL};
+    expect_failure(cubec_buffer_create(d, b, 2 * MiB, &c), CUBEC_OUT_OF_MEMORY, oom,
+                   "the creation under pressure while stream a records");
+    r = arena(d, b);
+    assert_int_equal(r.relocations, 0);
+    assert_int_equal(r.outdated_pages, 1);
+    assert_int_equal(r.bytes_reserved, 6 * MiB);
+    expect_scene(d, b, &sc, 0, "after the refused creation");
+
+    /* The capture was not b's to doom: it ends with its copy. */
+    cubec_graph g;
+    ASSERT_OK(cubec_graph_end(d, a, &g));
+    assert_int_equal(arena(d, a).relocations, 0);
+    ASSERT_OK(cubec_memory_cleanup(d, b));
+    r = arena(d, b);
+    assert_int_equal(r.relocations, 1);
+    assert_int_equal(r.relocated_bytes, sc.a.size);
+    assert_int_equal(r.outdated_pages, 0);
+    expect_scene(d, b, &sc, 0, "after the cleanup once a's capture ended");
+    held more = make(d, b, 2 * MiB, &rng);
+    expect_bytes(d, b, more.b, 0, more.bytes, more.size, "the buffer that needed room");
+    for (uint64_t i = 0; i < src.size; i++)
+        src.bytes[i] = (uint8_t)(i * 5 + 3);
+    ASSERT_OK(cubec_write(d, a, src.b, 0, src.bytes, src.size));
+    ASSERT_OK(cubec_graph_replay(d, a, g));
+    memcpy(dst.bytes, src.bytes, 64 * KiB);
+    expect_bytes(d, a, dst.b, 0, dst.bytes, dst.size, "a's replay");
+    ASSERT_OK(cubec_graph_destroy(d, a, g));
+    drop(d, &more);
+    drop(d, &src);
+    drop(d, &dst);
+    drop_scene(d, &sc);
+    close_arena(d);
+}
+
+/* A relocation orders every stream's queued work before its copies (docs/memory.md "Order"):
+ * buffer a lives on an outdated page of stream s's arena; stream o queues, without a sync or
+ * flush, a fill of part of a and a copy of another part of a into a buffer of its own; then s
+ * relocates a (its cleanup, or its cubec_graph_prepare, which drains only s's own slot before
+ * relocating every slot). The fill must land in a's new place and the copy must read a's
+ * bytes, the fill's included: o's work ran before the move. */
+static void queued_work_scene(int by_prepare, uint32_t seed)
+{
+    cubec_stream s, o;
+    cubec_device *d = open_arena(&s);
+    ASSERT_OK(cubec_stream_new(d, &o));
+    uint32_t rng = seed;
+    scene sc = outdated_scene(d, s, &rng, 0);
+    held y = make(d, o, 32 * KiB, &rng);
+    ASSERT_OK(cubec_sync(d, s));
+    ASSERT_OK(cubec_sync(d, o));
+    const uint32_t pattern = 0xa5c3e1f0u ^ seed;
+    ASSERT_OK(cubec_fill(d, o, sc.a.b, 16 * KiB, 8 * KiB, pattern));
+    model_fill(sc.a.bytes + 16 * KiB, 8 * KiB, pattern);
+    ASSERT_OK(cubec_copy(d, o, sc.a.b, 12 * KiB, y.b, 0, 32 * KiB));
+    memcpy(y.bytes, sc.a.bytes + 12 * KiB, 32 * KiB);
+    if (by_prepare) {
+        ASSERT_OK(cubec_graph_prepare(d, s));
+        cubec_graph none;
+        ASSERT_ERROR(cubec_graph_end(d, s, &none), CUBEC_GRAPH_STATE, "never begun");
+    } else {
+        ASSERT_OK(cubec_memory_cleanup(d, s));
+    }
+    cubec_pool_report r = arena(d, s);
+    assert_int_equal(r.relocations, 1);
+    assert_int_equal(r.relocated_bytes, sc.a.size);
+    assert_int_equal(r.outdated_pages, 0);
+    const char *when = by_prepare ? "relocated by cubec_graph_prepare" : "relocated by the cleanup";
+    expect_scene(d, s, &sc, 0, when);
+    expect_bytes(d, o, y.b, 0, y.bytes, y.size, when);
+    drop(d, &y);
+    drop_scene(d, &sc);
+    close_arena(d);
+}
+
+static void test_relocation_orders_other_streams_work(void **state)
+{
+    (void)state;
+    queued_work_scene(0, 18);
+    queued_work_scene(1, 19);
+}
+
+/* A relocation whose copy fails (src/server/relocate.c): an injected failure of its submission.
+ * The buffers it moved already point at their new places, whose bytes the copy may not have
+ * written: reads through every handle fail naming "relocating this buffer failed" and the
+ * cause, the old page is kept (never reused: the old places stay held until the device closes),
+ * and the cleanup that relocated returns the failure. The rest goes on: the buffer that did not
+ * move keeps its bytes, a write clears the moved buffer's failure, and new buffers, copies and
+ * cleanups work. */
+static void test_relocation_copy_fails(void **state)
+{
+    (void)state;
+    cubec_stream s;
+    cubec_device *d = open_arena(&s);
+    uint32_t rng = 20;
+    scene sc = outdated_scene(d, s, &rng, 0);
+    ASSERT_OK(cubec_sync(d, s)); /* the next submission is the relocation's */
+    ASSERT_OK(cubec_fault_inject(d, CUBEC_FAULT_SUBMIT, 1));
+    const char *const cleanup[] = {"relocation (explicit cleanup)", "injected fault: submit", NULL};
+    expect_failure(cubec_memory_cleanup(d, s), CUBEC_INTERNAL, cleanup, "the cleanup");
+    cubec_pool_report r = arena(d, s);
+    assert_int_equal(r.outdated_pages, 1);
+    assert_int_equal(r.page_size, 4 * MiB);
+    const char *const moved[] = {"relocating this buffer failed", "injected fault: submit", NULL};
+    uint8_t got[64];
+    expect_failure(cubec_read(d, s, sc.a.b, 0, got, sizeof got), CUBEC_INTERNAL, moved,
+                   "reading the moved buffer");
+    expect_failure(cubec_read(d, s, sc.a.b, sc.a.size - sizeof got, got, sizeof got),
+                   CUBEC_INTERNAL, moved, "reading the moved buffer's end");
+    expect_failure(cubec_read(d, s, sc.view, 0, got, sizeof got), CUBEC_INTERNAL, moved,
+                   "reading its view");
+    expect_failure(cubec_check(d, &sc.a.b, 1), CUBEC_INTERNAL, moved, "cubec_check");
+    expect_bytes(d, s, sc.grow.b, 0, sc.grow.bytes, sc.grow.size, "the buffer that did not move");
+    ASSERT_OK(cubec_check(d, &sc.grow.b, 1));
+
+    /* Usable: a new buffer, the moved one written again, a copy between them. */
+    held n = make(d, s, 300 * KiB, &rng);
+    expect_bytes(d, s, n.b, 0, n.bytes, n.size, "a buffer made after the failure");
+    for (uint64_t i = 0; i < sc.a.size; i++)
+        sc.a.bytes[i] = (uint8_t)(i * 11 + 7);
+    ASSERT_OK(cubec_write(d, s, sc.a.b, 0, sc.a.bytes, sc.a.size));
+    ASSERT_OK(cubec_check(d, &sc.a.b, 1));
+    ASSERT_OK(cubec_copy(d, s, sc.a.b, 0, n.b, 4 * KiB, 64 * KiB));
+    memcpy(n.bytes + 4 * KiB, sc.a.bytes, 64 * KiB);
+    expect_scene(d, s, &sc, 0, "after writing the moved buffer again");
+    expect_bytes(d, s, n.b, 0, n.bytes, n.size, "the copy after the failure");
+    /* The old page stays held: nothing relocates off it again, and a cleanup succeeds. */
+    ASSERT_OK(cubec_memory_cleanup(d, s));
+    r = arena(d, s);
+    assert_int_equal(r.outdated_pages, 1);
+    expect_scene(d, s, &sc, 0, "after a later cleanup");
+    drop(d, &n);
+    drop_scene(d, &sc);
+    close_arena(d);
+}
+
+/* cubec_buffer_raw waits for every stream's queued use of the bytes (docs/memory.md): stream o
+ * queues, unsynced, a fill of x and a copy of z into x (both buffers of stream s); s takes x's
+ * raw resource. On the null backend the bytes at its device address (host memory) are the
+ * filled and copied ones at once. Then x's and z's pages are both outdated; a cleanup moves z
+ * and leaves x's guarded page (a second raw resource of x names the same place); once the guard
+ * goes, x moves too. */
+static void test_raw_waits_for_other_streams(void **state)
+{
+    (void)state;
+    cubec_stream s, o;
+    cubec_device *d = open_arena(&s);
+    ASSERT_OK(cubec_stream_new(d, &o));
+    uint32_t rng = 21;
+    held x = make(d, s, 64 * KiB, &rng);     /* the 2 MiB page */
+    held g1 = make(d, s, 2 * MiB + 1, &rng); /* 4 MiB pages: x's is outdated */
+    held z = make(d, s, 100 * KiB, &rng);    /* on the 4 MiB page */
+    drop(d, &g1);
+    held g2 = make(d, s, 4 * MiB + 1, &rng); /* 6 MiB pages: z's is outdated too */
+    cubec_pool_report r = arena(d, s);
+    assert_int_equal(r.outdated_pages, 2);
+    assert_int_equal(r.relocations, 0);
+    ASSERT_OK(cubec_sync(d, s));
+
+    ASSERT_OK(cubec_fill(d, o, x.b, 0, 16 * KiB, 0x01020304u));
+    model_fill(x.bytes, 16 * KiB, 0x01020304u);
+    ASSERT_OK(cubec_copy(d, o, z.b, 0, x.b, 32 * KiB, 8 * KiB));
+    memcpy(x.bytes + 32 * KiB, z.bytes, 8 * KiB);
+    cubec_raw_buffer raw;
+    cubec_guard guard;
+    ASSERT_OK(cubec_buffer_raw(d, s, x.b, &raw, &guard));
+    assert_int_equal(raw.size, x.size);
+    expect_device_address(d, &raw);
+    if (null_backend())
+        assert_memory_equal((const void *)(uintptr_t)raw.device_address, x.bytes, x.size);
+    expect_bytes(d, s, x.b, 0, x.bytes, x.size, "x after o's queued work");
+
+    ASSERT_OK(cubec_memory_cleanup(d, s));
+    r = arena(d, s);
+    assert_int_equal(r.relocations, 1);
+    assert_int_equal(r.relocated_bytes, z.size);
+    assert_int_equal(r.outdated_pages, 1);
+    assert_int_equal(r.guarded_pages, 1);
+    cubec_raw_buffer again;
+    cubec_guard g;
+    ASSERT_OK(cubec_buffer_raw(d, s, x.b, &again, &g));
+    ASSERT_OK(cubec_guard_release(d, g));
+    assert_true(again.buffer == raw.buffer);
+    assert_int_equal(again.offset, raw.offset);
+    assert_int_equal(again.device_address, raw.device_address);
+    if (null_backend())
+        assert_memory_equal((const void *)(uintptr_t)raw.device_address, x.bytes, x.size);
+    expect_bytes(d, s, x.b, 0, x.bytes, x.size, "x, guarded, after the cleanup");
+    expect_bytes(d, s, z.b, 0, z.bytes, z.size, "z, moved by the cleanup");
+    expect_bytes(d, s, g2.b, 0, g2.bytes, g2.size, "the buffer on the current page");
+
+    ASSERT_OK(cubec_guard_release(d, guard));
+    ASSERT_OK(cubec_memory_cleanup(d, s));
+    r = arena(d, s);
+    assert_int_equal(r.relocations, 2);
+    assert_int_equal(r.relocated_bytes, z.size + x.size);
+    assert_int_equal(r.outdated_pages, 0);
+    expect_bytes(d, s, x.b, 0, x.bytes, x.size, "x, moved once its guard went");
+    drop(d, &x);
+    drop(d, &z);
+    drop(d, &g2);
+    close_arena(d);
+}
+
 /* The budget is the capacity pressure is judged against (spec 3.9 UnderPressure), so under a
  * max_bytes budget the relocation runs at the reservation, while a copy target can still be had:
  * no page is refused first (the out-of-memory path's line would say so). */
@@ -496,6 +789,10 @@ int main(void)
         cmocka_unit_test(test_pressure_relocates),
         cmocka_unit_test(test_pressure_relocates_before_a_refusal),
         cmocka_unit_test(test_returning_pages_reported),
+        cmocka_unit_test(test_no_relocation_while_another_stream_records),
+        cmocka_unit_test(test_relocation_orders_other_streams_work),
+        cmocka_unit_test(test_relocation_copy_fails),
+        cmocka_unit_test(test_raw_waits_for_other_streams),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,7 +1,8 @@
 /* The device-wide memory report (JSON and table) against what the test allocated: buffers of
  * known sizes on two streams, each slot's totals and the device's equal to the sums computed
  * here, the JSON's pools equal to cubec_memory_report_get's, and the numbers back to zero after
- * releasing and cleaning up. */
+ * releasing and cleaning up; the table's persistent and dedicated rows, slot totals and budget
+ * line equal to the struct's and the JSON's numbers. Labels vulkan, profiling and memory. */
 #include "test_util.h"
 
 #include <stdio.h>
@@ -274,11 +275,174 @@ static void test_refusals(void **state)
     test_device_close(d);
 }
 
+/* The table's sizes as the documentation shows them (docs/api.md "binary units"): bytes below
+ * 1 KiB, else one decimal of the largest binary unit that leaves at least 1. */
+static const char *human(uint64_t bytes, char buf[16])
+{
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+    if (bytes < 1024) {
+        snprintf(buf, 16, "%llu B", (unsigned long long)bytes);
+        return buf;
+    }
+    double v = (double)bytes;
+    int u = 0;
+    while (v >= 1024.0 && u < 5) {
+        v /= 1024.0;
+        u++;
+    }
+    snprintf(buf, 16, "%.1f %s", v, units[u]);
+    return buf;
+}
+
+/* The table row of pool `p` (its kind, limits, pages, allocations and bytes; no slot column). */
+static void pool_row(const cubec_pool_report *p, char *out, size_t cap)
+{
+    char h[5][16];
+    snprintf(out, cap, "%-8s %-10s %10s %10s %6u %6u %8llu %10s %10s %10s\n", "", p->kind,
+             human(p->page_size, h[0]), human(p->max_slice_size, h[1]), p->pages, p->pages_peak,
+             (unsigned long long)p->allocations, human(p->bytes_in_use, h[2]),
+             human(p->bytes_padding, h[3]), human(p->bytes_reserved, h[4]));
+}
+
+/* The lines of slot `slot`'s part of the table: from its first row to its "preset" line. */
+static char *slot_section(const char *table, uint32_t slot)
+{
+    char first[32];
+    snprintf(first, sizeof first, "\n%-8u ", slot);
+    const char *from = strstr(table, first);
+    if (!from) fail_msg("slot %u is not in the table:\n%s", slot, table);
+    from++;
+    const char *end = strstr(from, " preset ");
+    assert_non_null(end);
+    end = strchr(end, '\n');
+    assert_non_null(end);
+    size_t n = (size_t)(end + 1 - from);
+    char *out = malloc(n + 1);
+    assert_non_null(out);
+    memcpy(out, from, n);
+    out[n] = 0;
+    return out;
+}
+
+/* The table's persistent and dedicated rows, its slot totals and its budget line against the
+ * struct report and the JSON of the same moment: a slot that held Persistent and Dedicated
+ * allocations (one persistent slice released, so pages and allocations differ) shows a row of
+ * each with the struct's numbers, and a total that counts them; a slot that never held any
+ * shows neither; the budget line is the JSON's budget (equal to the struct's) in the table's
+ * units. */
+static void test_table_rows_match_report(void **state)
+{
+    (void)state;
+    cubec_device *d = test_device_open();
+    cubec_stream s[3];
+    for (int k = 0; k < 3; k++)
+        ASSERT_OK(cubec_stream_new(d, &s[k]));
+    cubec_buffer plain[2], kept[3], gone;
+    ASSERT_OK(cubec_buffer_create(d, s[0], 5000, &plain[0]));
+    ASSERT_OK(cubec_buffer_create(d, s[1], 7000, &plain[1]));
+    ASSERT_OK(cubec_memory_mode_push(d, s[0], CUBEC_MEMORY_MODE_PERSISTENT));
+    ASSERT_OK(cubec_buffer_create(d, s[0], 3000, &kept[0]));
+    ASSERT_OK(cubec_buffer_create(d, s[0], 70001, &kept[1]));
+    ASSERT_OK(cubec_memory_mode_push(d, s[0], CUBEC_MEMORY_MODE_DEDICATED));
+    ASSERT_OK(cubec_buffer_create(d, s[0], (1u << 20) + 5, &kept[2]));
+    ASSERT_OK(cubec_memory_mode_pop(d, s[0]));
+    ASSERT_OK(cubec_memory_mode_pop(d, s[0]));
+    ASSERT_OK(cubec_buffer_release(d, kept[0])); /* its slice stays, free */
+    ASSERT_OK(cubec_sync(d, s[0]));
+    /* A third slot held a dedicated allocation, whose page went back with it. */
+    ASSERT_OK(cubec_memory_mode_push(d, s[2], CUBEC_MEMORY_MODE_DEDICATED));
+    ASSERT_OK(cubec_buffer_create(d, s[2], 12345, &gone));
+    ASSERT_OK(cubec_memory_mode_pop(d, s[2]));
+    ASSERT_OK(cubec_buffer_release(d, gone));
+    ASSERT_OK(cubec_sync(d, s[2]));
+
+    cubec_memory_report r[3];
+    for (int k = 0; k < 3; k++)
+        ASSERT_OK(cubec_memory_report_get(d, s[k], &r[k]));
+    assert_int_equal(r[2].dedicated.pages, 0);
+    assert_int_equal(r[2].dedicated.pages_peak, 1);
+    assert_int_equal(r[0].persistent.pages, 2);
+    assert_int_equal(r[0].persistent.allocations, 1);
+    assert_int_equal(r[0].persistent.bytes_in_use, 70001);
+    assert_int_equal(r[0].dedicated.pages, 1);
+    assert_int_equal(r[0].dedicated.allocations, 1);
+    assert_int_equal(r[0].dedicated.bytes_in_use, (1u << 20) + 5);
+    assert_int_equal(r[1].persistent.pages_peak, 0);
+    assert_int_equal(r[1].dedicated.pages_peak, 0);
+    char *json = NULL, *table = NULL;
+    ASSERT_OK(cubec_memory_report_json(d, &json));
+    ASSERT_OK(cubec_memory_report_table(d, &table));
+    for (int k = 0; k < 3; k++)
+        check_slot(json, slot_of(s[k]), &r[k]); /* the JSON's entries are the struct's */
+
+    char row[256], h[3][16];
+    char *section = slot_section(table, slot_of(s[0]));
+    const cubec_pool_report *windows[] = {&r[0].persistent, &r[0].dedicated};
+    for (int i = 0; i < 2; i++) {
+        pool_row(windows[i], row, sizeof row);
+        if (!strstr(section, row))
+            fail_msg("slot %u lacks the row\n%s in\n%s", slot_of(s[0]), row, section);
+    }
+    /* The slot's total counts the windows' allocations too (the struct's totals do). */
+    uint64_t padding = r[0].persistent.bytes_padding + r[0].dedicated.bytes_padding;
+    for (uint32_t i = 0; i < r[0].pool_count; i++)
+        if (strcmp(r[0].pools[i].kind, "metadata") && strcmp(r[0].pools[i].kind, "upload") &&
+            strcmp(r[0].pools[i].kind, "readback"))
+            padding += r[0].pools[i].bytes_padding;
+    snprintf(row, sizeof row, "%-8s %-10s %10s %10s %6u %6s %8llu %10s %10s %10s\n", "", "total",
+             "", "", r[0].pages, "", (unsigned long long)r[0].allocations,
+             human(r[0].bytes_in_use, h[0]), human(padding, h[1]),
+             human(r[0].bytes_reserved, h[2]));
+    if (!strstr(section, row))
+        fail_msg("slot %u lacks the total\n%s in\n%s", slot_of(s[0]), row, section);
+    free(section);
+    section = slot_section(table, slot_of(s[1]));
+    if (strstr(section, " persistent ") || strstr(section, " dedicated "))
+        fail_msg("slot %u never held window allocations, yet:\n%s", slot_of(s[1]), section);
+    free(section);
+    section = slot_section(table, slot_of(s[2]));
+    pool_row(&r[2].dedicated, row, sizeof row);
+    if (!strstr(section, row) || strstr(section, " persistent "))
+        fail_msg("slot %u held only a dedicated allocation, now returned; rows:\n%s", slot_of(s[2]),
+                 section);
+    free(section);
+
+    /* The budget line: the JSON's numbers, which are the struct's. */
+    const char *budget = strstr(json, "\"budget\": {");
+    assert_non_null(budget);
+    const char *end = strchr(budget + 11, '}');
+    uint64_t bytes = json_u64(budget, end, "bytes"), used = json_u64(budget, end, "used_bytes");
+    char source[24];
+    const char *src = strstr(budget, "\"source\": \"");
+    assert_true(src && src < end);
+    assert_int_equal(sscanf(src, "\"source\": \"%23[^\"]\"", source), 1);
+    for (int k = 0; k < 3; k++) {
+        assert_int_equal(bytes, r[k].budget_bytes);
+        assert_int_equal(used, r[k].budget_used_bytes);
+        assert_string_equal(source, r[k].budget_source);
+    }
+    assert_true(used >= r[0].bytes_reserved + r[1].bytes_reserved);
+    snprintf(row, sizeof row, "\n%-8s %-10s %s of %s used (%s)\n", "budget", "device",
+             human(used, h[0]), human(bytes, h[1]), source);
+    const char *line = strstr(table, row);
+    if (!line) fail_msg("the table lacks the budget line '%s':\n%s", row + 1, table);
+    assert_int_equal(line[strlen(row)], 0); /* the last line */
+    cubec_string_free(json);
+    cubec_string_free(table);
+
+    ASSERT_OK(cubec_buffer_release(d, kept[1]));
+    ASSERT_OK(cubec_buffer_release(d, kept[2]));
+    ASSERT_OK(cubec_buffer_release(d, plain[0]));
+    ASSERT_OK(cubec_buffer_release(d, plain[1]));
+    test_device_close(d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_report_matches_allocations),
         cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_table_rows_match_report),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
