@@ -604,12 +604,13 @@ const char *cubec_fault_kind_name(cubec_fault_kind kind);
  * cubec_graph_replay are refused with CUBEC_GRAPH_STATE naming the operation; cubec_memory_cleanup
  * is refused while any stream captures; a cubec_write is refused lazily: the call succeeds, the
  * bytes are not written and carry a CUBEC_GRAPH_STATE failure, and when the capturing stream itself
- * wrote, the capture is doomed. A creation of a buffer that needs a new page of memory is refused
- * (CUBEC_GRAPH_STATE) and, made by the capturing stream, dooms the capture: allocate during the
- * warm-up. Any failure inside the window (that, a launch that fails or would be skipped) makes
- * cubec_graph_end fail naming the first one, and what the recorded launches would have written
- * carries it. A profile open on the stream (or on a stream sharing its slot) when the capture
- * begins is invalid (CUBEC_PROFILE_INVALID).
+ * wrote, the capture is doomed. A buffer may be created during the window, also one that needs a
+ * new page (spec 3.9's AddOnly: pages are added, none moves or goes back while it records); a
+ * creation the pools cannot serve fails as anywhere else and, made by the capturing stream, dooms
+ * the capture (docs/memory.md). Any failure inside the window (that, a launch that fails or would
+ * be skipped) makes cubec_graph_end fail naming the first one, and what the recorded launches would
+ * have written carries it. A profile open on the stream (or on a stream sharing its slot) when the
+ * capture begins is invalid (CUBEC_PROFILE_INVALID).
  *
  * The window is the capturing stream's alone. Every other stream, also one that shares its slot,
  * runs its work as usual meanwhile (as an unrelated CUDA stream does during a capture), and its
