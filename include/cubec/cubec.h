@@ -605,7 +605,7 @@ const char *cubec_fault_kind_name(cubec_fault_kind kind);
  * is refused while any stream captures; a cubec_write is refused lazily: the call succeeds, the
  * bytes are not written and carry a CUBEC_GRAPH_STATE failure, and when the capturing stream itself
  * wrote, the capture is doomed. A buffer may be created during the window, also one that needs a
- * new page (spec 3.9's AddOnly: pages are added, none moves or goes back while it records); a
+ * new page (spec 3.9's AddOnly: pages are added, and none moves while it records); a
  * creation the pools cannot serve fails as anywhere else and, made by the capturing stream, dooms
  * the capture (docs/memory.md). Any failure inside the window (that, a launch that fails or would
  * be skipped) makes cubec_graph_end fail naming the first one, and what the recorded launches would
