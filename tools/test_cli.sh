@@ -230,6 +230,191 @@ run_expect 0 bench_help "$CUBEC" bench --help && expect_in bench_help "--trace"
 run_expect 0 info_help "$CUBEC" info --help
 run_expect 0 version "$CUBEC" version && expect_in version "cubec 0.1.0"
 run_expect 0 info "$CUBEC" info && expect_in info "[default]" "max storage buffer range"
+# --- cubec info: the features and cooperative-matrix lines, held to the library ----------------
+# The labels are cmd_info.c's and the feature names cubec_feature_name's (src/base/features.h),
+# read from the sources rather than written again here. Every device has a features line of
+# known names and a cooperative-matrix line ("none" unless a cooperative-matrix feature is
+# listed). For the default device the list is held to what the opened device enabled
+# (cubec_device_get_info): no "features off by config" line without configuration, exactly the
+# disabled names with CUBEC_DISABLE_FEATURES, and a kernel needing a listed feature runs (checked
+# here) while one needing a disabled or missing feature is refused naming its capability.
+SRC="$(cd "$(dirname "$0")/.." && pwd)"
+FEATURES_LABEL=$(grep -o 'print_features("[a-z ]*", d->features)' "$SRC/tools/cmd_info.c" |
+    sed 's/print_features("\([^"]*\)".*/\1/')
+OFF_LABEL=$(grep -o 'print_features("features off[a-z ]*"' "$SRC/tools/cmd_info.c" |
+    sed 's/print_features("\([^"]*\)".*/\1/')
+MATRIX_LABEL=$(grep -o '"cooperative matrix shapes"' "$SRC/tools/cmd_info.c" | head -n 1 | tr -d '"')
+# feature_name ENUMERATOR: its short name in features.h's FEATURE_LIST.
+feature_name() {
+    grep -o "X($1, \"[a-z0-9_]*\"" "$SRC/src/base/features.h" | sed 's/.*"\(.*\)"/\1/'
+}
+ALL_FEATURES=$(grep -o 'X(CUBEC_FEATURE_[A-Z0-9_]*, "[a-z0-9_]*"' "$SRC/src/base/features.h" |
+    sed 's/.*"\(.*\)"/\1/' | tr '\n' ' ')
+F_SUBGROUP=$(feature_name CUBEC_FEATURE_SUBGROUP_ARITHMETIC)
+F_INT64=$(feature_name CUBEC_FEATURE_INT64)
+if [ -z "$FEATURES_LABEL" ] || [ -z "$OFF_LABEL" ] || [ -z "$MATRIX_LABEL" ] ||
+    [ -z "$F_SUBGROUP" ] || [ -z "$F_INT64" ]; then
+    fail "info: a label or feature name was not found in cmd_info.c / features.h"
+fi
+
+# info_lists OUT LABEL: the names on the default device's LABEL line (and the unlabelled lines
+# under it) of `cubec info` output OUT, one a line; checks the output's shape on the way (every
+# device: a features line of known names, a cooperative-matrix line), exit 1 if it is wrong.
+info_lists() {
+    python3 - "$1" "$2" "$FEATURES_LABEL" "$MATRIX_LABEL" "$ALL_FEATURES" <<'EOF'
+import re, sys
+out, label, features_label, matrix_label, known = sys.argv[1:6]
+known = set(known.split())
+devices, cur = [], None
+for line in open(out).read().splitlines():
+    if re.match(r"device \d+: ", line):
+        cur = {"default": line.endswith("[default]"), "rows": []}
+        devices.append(cur)
+    elif cur is not None:
+        cur["rows"].append(line)
+if not devices:
+    sys.exit("no device blocks")
+
+def field(rows, name):
+    """The values of row `name` and of the unlabelled rows under it, or None."""
+    for i, r in enumerate(rows):
+        if r.startswith("  " + name + " ") and r[:31].strip() == name:
+            vals = [r[31:].strip()]
+            for more in rows[i + 1:]:
+                if more[:31].strip() or not more.strip():
+                    break
+                vals.append(more[31:].strip())
+            return vals
+    return None
+
+picked = None
+for d in devices:
+    feats = field(d["rows"], features_label)
+    if feats is None:
+        sys.exit(f"a device has no '{features_label}' line")
+    names = " ".join(feats).split()
+    if names != ["none"] and (set(names) - known or len(set(names)) != len(names)):
+        sys.exit(f"'{features_label}' lists unknown or repeated names: {names}")
+    shapes = field(d["rows"], matrix_label)
+    if shapes is None:
+        sys.exit(f"a device has no '{matrix_label}' line")
+    coop = {"cooperative_matrix", "cooperative_matrix_nv"} & set(names)
+    if (shapes == ["none"]) != (not coop):
+        sys.exit(f"'{matrix_label}' is {shapes} with cooperative-matrix features {sorted(coop)}")
+    shape = r"\d+x\d+x\d+ \w+\*\w+\+\w+->\w+( saturating)? \((KHR|NV)\)"
+    for s in shapes:
+        if s != "none" and not re.fullmatch(shape, s):
+            sys.exit(f"'{matrix_label}' row '{s}' is not 'MxNxK a*b+c->result (extension)'")
+    if d["default"]:
+        picked = field(d["rows"], label)
+if not any(d["default"] for d in devices):
+    sys.exit("no device is marked [default]")
+for name in " ".join(picked or []).split():
+    print(name)
+EOF
+}
+
+# check_u32 FILE COUNT EXPR: FILE holds exactly COUNT uint32 values equal to EXPR (Python, of i).
+check_u32() {
+    python3 - "$1" "$2" "$3" <<'EOF'
+import struct, sys
+path, count, expr = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+data = open(path, "rb").read()
+if len(data) != 4 * count:
+    sys.exit(f"{path}: {len(data)} bytes, expected {4 * count}")
+for i, g in enumerate(struct.unpack(f"<{count}I", data)):
+    want = eval(expr, {"i": i}) & 0xFFFFFFFF
+    if g != want:
+        sys.exit(f"{path}: element {i} is {g}, expected {want} ({expr})")
+EOF
+}
+
+# Kernels needing one feature each, over 256 words: per invocation the sum of 1 over its subgroup
+# and the subgroup size (128 invocations, both must be the size `cubec info` reports), and 64-bit
+# arithmetic, o[i] = (i * (2^32 + 1) + 2^32 - 1) >> 32 = i + (i > 0) (256 invocations).
+cat >"$TMP/subgroup_add.comp" <<'EOF'
+#version 450
+#extension GL_KHR_shader_subgroup_arithmetic : require
+layout(local_size_x = 64) in;
+layout(set = 0, binding = 0) writeonly buffer O { uint o[]; };
+void main()
+{
+    uint i = gl_GlobalInvocationID.x;
+    o[2u * i] = subgroupAdd(1u);
+    o[2u * i + 1u] = gl_SubgroupSize;
+}
+EOF
+cat >"$TMP/int64.comp" <<'EOF'
+#version 450
+#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
+layout(local_size_x = 64) in;
+layout(set = 0, binding = 0) writeonly buffer O { uint o[]; };
+void main()
+{
+    uint i = gl_GlobalInvocationID.x;
+    o[i] = uint((uint64_t(i) * 0x100000001ul + 0xfffffffful) >> 32);
+}
+EOF
+
+# feature_kernel NAME KERNEL GROUPS FEATURE CAPABILITY HOW EXPR [VAR=VALUE...]: with FEATURE
+# enabled (HOW=on) the kernel runs and its binding 0 (256 words) equals EXPR; otherwise it is
+# refused naming the capability and the feature, as turned off (HOW=off) or lacking (absent).
+feature_kernel() {
+    local name=$1 kernel=$2 groups=$3 feature=$4 cap=$5 how=$6 expr=$7
+    shift 7
+    if [ "$how" = on ]; then
+        if run_expect 0 "$name" env "$@" "$CUBEC" run "$kernel" --groups "$groups" \
+            --buf zero:1K --out-dir "$TMP/$name.d"; then
+            check_u32 "$TMP/$name.d/binding0.bin" 256 "$expr" || fail "$name: wrong output"
+        fi
+        return
+    fi
+    local why="lacks it"
+    [ "$how" = off ] && why="turned off"
+    run_expect 1 "$name" env "$@" "$CUBEC" run "$kernel" --groups "$groups" --buf zero:1K &&
+        expect_in "$name" "CUBEC_UNSUPPORTED" "SPIR-V capability $cap," "device feature $feature " \
+            "$why"
+}
+
+if run_expect 0 info_features "$CUBEC" info; then
+    if info_lists "$TMP/info_features.out" "$FEATURES_LABEL" >"$TMP/features.list" \
+        2>"$TMP/features.why"; then
+        has() { grep -qx -- "$1" "$TMP/features.list"; }
+        ! grep -qF "$OFF_LABEL" "$TMP/info_features.out" ||
+            fail "info: '$OFF_LABEL' printed with nothing disabled"
+        SUBGROUP_SIZE=$(grep -m1 -o 'subgroup size  *[0-9]*' "$TMP/info_features.out" |
+            grep -o '[0-9]*$')
+        sub_how=absent
+        int64_how=absent
+        has "$F_SUBGROUP" && sub_how=on
+        has "$F_INT64" && int64_how=on
+        feature_kernel info_subgroup "$TMP/subgroup_add.comp" 2 "$F_SUBGROUP" \
+            GroupNonUniformArithmetic "$sub_how" "${SUBGROUP_SIZE:-0}"
+        feature_kernel info_int64 "$TMP/int64.comp" 4 "$F_INT64" Int64 "$int64_how" "i + (i > 0)"
+        # Those of the two the device has, turned off by the configuration: listed as off by
+        # config (the opened device's features against peek's, which the features line shows)
+        # and their kernels refused as turned off.
+        disable=""
+        for f in "$F_SUBGROUP" "$F_INT64"; do
+            if has "$f"; then disable="$disable${disable:+,}$f"; fi
+        done
+        if [ -n "$disable" ] &&
+            CUBEC_DISABLE_FEATURES="$disable" run_expect 0 info_disabled "$CUBEC" info; then
+            want=$(echo "$disable" | tr , '\n' | sort | tr '\n' ' ')
+            got=$(info_lists "$TMP/info_disabled.out" "$OFF_LABEL" | sort | tr '\n' ' ')
+            [ "$got" = "$want" ] ||
+                fail "info_disabled: '$OFF_LABEL' lists '$got', expected '$want'"
+            [ "$sub_how" = absent ] || feature_kernel info_subgroup_off "$TMP/subgroup_add.comp" 2 \
+                "$F_SUBGROUP" GroupNonUniformArithmetic off "" CUBEC_DISABLE_FEATURES="$disable"
+            [ "$int64_how" = absent ] || feature_kernel info_int64_off "$TMP/int64.comp" 4 \
+                "$F_INT64" Int64 off "" CUBEC_DISABLE_FEATURES="$disable"
+        fi
+    else
+        fail "info: $(cat "$TMP/features.why")"
+        sed 's/^/    /' "$TMP/info_features.out" >&2
+    fi
+fi
+
 # The memory report of a device nothing was allocated on: no stream slot, the metadata ring.
 run_expect 0 info_memory "$CUBEC" info --memory &&
     expect_in info_memory "in use" "reserved" "no stream has allocated memory" "metadata"

@@ -1,7 +1,12 @@
 /* Device capabilities (issue 14, outcome 3): what cubec_device_get_info reports agrees with
  * cubec_device_peek, and kernels that need a capability the device lacks or the configuration
  * turned off are refused with CUBEC_UNSUPPORTED naming it, before any Vulkan object is made
- * (the validation layer stays silent), on lavapipe as on a GPU.
+ * (the validation layer stays silent), on lavapipe as on a GPU. Kernels that use enabled
+ * features run against the CPU: subgroup sums and inclusive prefix sums (each subgroup formed from
+ * the ids the kernel reports, of the reported size), loads and stores through buffer device
+ * addresses from cubec_buffer_raw passed in the metadata (into a view, the bytes around it
+ * untouched), and 8- and 16-bit integer arithmetic; where the device lacks one, the kernel must
+ * be refused naming its capability.
  *
  * Before this change cubec enabled neither buffer device address nor cooperative matrices: the
  * kernels below were refused as needing "a Vulkan feature or extension that cubec does not
@@ -229,12 +234,305 @@ static void test_disabled_by_config(void **state)
     test_device_close(d);
 }
 
+/* ---- Kernels that use the features, against the CPU ----------------------------------------
+ * Where the device reports the feature the kernel must run and agree with the CPU; where it does
+ * not, its creation must be refused with CUBEC_UNSUPPORTED naming the capability (never a silent
+ * skip). float16 arithmetic and 8- and 16-bit storage run in tests/vulkan/test_small_types.c,
+ * 64-bit arithmetic with 64-bit atomics in tests/vulkan/test_kernel_limits.c. */
+
+/* Asserts that the kernel is refused for the SPIR-V capability `cap` the device lacks. */
+static void expect_refused(cubec_device *d, const cubec_kernel_desc *kd, const char *cap)
+{
+    char want[128];
+    snprintf(want, sizeof want, "kernel '%s' needs SPIR-V capability %s", kd->name, cap);
+    cubec_kernel k = {0};
+    ASSERT_ERROR(cubec_kernel_create(d, kd, &k), CUBEC_UNSUPPORTED, want);
+    assert_int_equal(k.id, 0);
+}
+
+/* The sum over each subgroup and the inclusive prefix sum in it, with where each invocation ran
+ * (subgroup and lane) so that the CPU can form the same subgroups without assuming how the
+ * driver lays them out. */
+static const char subgroup_src[] =
+    "#version 450\n"
+    "#extension GL_KHR_shader_subgroup_arithmetic : require\n"
+    "layout(local_size_x = 128) in;\n"
+    "layout(std430, binding = 0) readonly buffer X { uint x[]; };\n"
+    "layout(std430, binding = 1) writeonly buffer S { uvec4 s[]; };\n"
+    "CUBEC_INFO(uint n;)\n"
+    "void main() {\n"
+    "  uint i = gl_GlobalInvocationID.x;\n"
+    "  uint v = i < info.n ? x[i] : 0u;\n"
+    "  uint total = subgroupAdd(v);\n"
+    "  uint prefix = subgroupInclusiveAdd(v);\n"
+    "  if (i < info.n)\n"
+    "    s[i] = uvec4(total, prefix, gl_WorkGroupID.x * gl_NumSubgroups + gl_SubgroupID,\n"
+    "                 gl_SubgroupInvocationID | (gl_SubgroupSize << 16));\n"
+    "}\n";
+
+enum { SG_N = 128 * 8 };
+
+static void test_subgroup_arithmetic(void **state)
+{
+    (void)state;
+    cubec_device *d = test_device_open();
+    cubec_device_info info;
+    ASSERT_OK(cubec_device_get_info(d, &info));
+    cubec_kernel_desc kd = {.name = "subgroup_sums", .glsl = subgroup_src};
+    if (!(info.features & CUBEC_FEATURE_SUBGROUP_ARITHMETIC)) {
+        expect_refused(d, &kd, "GroupNonUniformArithmetic");
+        test_device_close(d);
+        return;
+    }
+    /* Whole subgroups: the workgroup is a multiple of every power of two up to 128. */
+    const uint32_t size = info.subgroup_size;
+    assert_true(size >= 1 && size <= 128 && 128 % size == 0);
+    static uint32_t x[SG_N], s[SG_N][4];
+    uint32_t seed = 14;
+    for (uint32_t i = 0; i < SG_N; i++)
+        x[i] = test_rand(&seed); /* sums wrap mod 2^32 alike on both sides */
+    cubec_buffer b[2];
+    ASSERT_OK(cubec_buffer_from(d, 0, x, sizeof x, &b[0]));
+    ASSERT_OK(cubec_buffer_create(d, 0, sizeof s, &b[1]));
+    cubec_kernel k;
+    ASSERT_OK(cubec_kernel_create(d, &kd, &k));
+    uint32_t n = SG_N;
+    cubec_launch_desc ld = {.kernel = k,
+                            .buffers = b,
+                            .buffer_count = 2,
+                            .info = &n,
+                            .info_size = sizeof n,
+                            .groups = {SG_N / 128, 1, 1}};
+    ASSERT_OK(cubec_launch(d, 0, &ld));
+    ASSERT_OK(cubec_read(d, 0, b[1], 0, s, sizeof s));
+    /* The CPU's subgroups: invocations by subgroup, each at its lane. */
+    const uint32_t groups = SG_N / size;
+    static int32_t member[SG_N]; /* [subgroup * size + lane]: the invocation, or -1 */
+    for (uint32_t i = 0; i < SG_N; i++)
+        member[i] = -1;
+    for (uint32_t i = 0; i < SG_N; i++) {
+        uint32_t sub = s[i][2], lane = s[i][3] & 0xffffu, seen = s[i][3] >> 16;
+        if (seen != size)
+            fail_msg("invocation %u ran with gl_SubgroupSize %u; the device reports %u", i, seen,
+                     size);
+        if (sub >= groups || lane >= size || member[sub * size + lane] >= 0)
+            fail_msg("invocation %u: subgroup %u lane %u is out of range or taken", i, sub, lane);
+        member[sub * size + lane] = (int32_t)i;
+    }
+    for (uint32_t g = 0; g < groups; g++) {
+        uint32_t total = 0, prefix = 0;
+        for (uint32_t l = 0; l < size; l++)
+            total += x[member[g * size + l]];
+        for (uint32_t l = 0; l < size; l++) {
+            uint32_t i = (uint32_t)member[g * size + l];
+            prefix += x[i];
+            if (s[i][0] != total || s[i][1] != prefix)
+                fail_msg("subgroup %u lane %u: subgroupAdd %u, subgroupInclusiveAdd %u; the CPU "
+                         "says %u and %u",
+                         g, l, s[i][0], s[i][1], total, prefix);
+        }
+    }
+    ASSERT_OK(cubec_kernel_destroy(d, k));
+    ASSERT_OK(cubec_buffer_release(d, b[0]));
+    ASSERT_OK(cubec_buffer_release(d, b[1]));
+    test_device_close(d);
+}
+
+/* Reads one buffer and writes another through their device addresses, given in the metadata, and
+ * writes a bound buffer as usual: dst[i] = src[i] * mul + i, o[i] = ~src[i]. */
+static const char address_src[] =
+    "#version 450\n"
+    "#extension GL_EXT_buffer_reference : require\n"
+    "layout(local_size_x = 64) in;\n"
+    "layout(buffer_reference, std430, buffer_reference_align = 4) buffer Words { uint v[]; };\n"
+    "layout(std430, binding = 0) writeonly buffer O { uint o[]; };\n"
+    "CUBEC_INFO(Words src; Words dst; uint n; uint mul;)\n"
+    "void main() {\n"
+    "  uint i = gl_GlobalInvocationID.x;\n"
+    "  if (i >= info.n) return;\n"
+    "  uint x = info.src.v[i];\n"
+    "  info.dst.v[i] = x * info.mul + i;\n"
+    "  o[i] = ~x;\n"
+    "}\n";
+
+typedef struct address_info {
+    uint64_t src, dst;
+    uint32_t n, mul;
+} address_info;
+
+enum { BDA_N = 1000, BDA_PAD = 256 /* bytes before the destination view */ };
+
+static void test_buffer_device_address(void **state)
+{
+    (void)state;
+    cubec_device *d = test_device_open();
+    cubec_device_info info;
+    ASSERT_OK(cubec_device_get_info(d, &info));
+    cubec_kernel_desc kd = {.name = "addresses", .glsl = address_src};
+    static uint32_t x[BDA_N], big[BDA_N + 2 * BDA_PAD / 4], got[BDA_N];
+    uint32_t seed = 21;
+    for (uint32_t i = 0; i < BDA_N; i++)
+        x[i] = test_rand(&seed);
+    for (uint32_t i = 0; i < BDA_N + 2 * BDA_PAD / 4; i++)
+        big[i] = 0xa5a50000u + i;
+    cubec_buffer src, whole, dst, o;
+    ASSERT_OK(cubec_buffer_from(d, 0, x, sizeof x, &src));
+    ASSERT_OK(cubec_buffer_from(d, 0, big, sizeof big, &whole));
+    assert_int_equal(BDA_PAD % info.storage_offset_alignment, 0);
+    ASSERT_OK(cubec_buffer_view(d, whole, BDA_PAD, sizeof x, &dst));
+    ASSERT_OK(cubec_buffer_create(d, 0, sizeof x, &o));
+    cubec_raw_buffer raw_src, raw_dst;
+    cubec_guard g_src, g_dst;
+    ASSERT_OK(cubec_buffer_raw(d, 0, src, &raw_src, &g_src));
+    ASSERT_OK(cubec_buffer_raw(d, 0, dst, &raw_dst, &g_dst));
+    assert_int_equal(raw_dst.size, sizeof x);
+    if (!(info.features & CUBEC_FEATURE_BUFFER_DEVICE_ADDRESS)) {
+        /* No kernel that needs an address; and no address where the device lacks the feature
+         * (turned off by the configuration, Vulkan's feature stays on and addresses stay valid
+         * for the program's own code: cubec.h, cubec_raw_buffer). */
+        expect_refused(d, &kd, "PhysicalStorageBufferAddresses");
+        if (!(peek_of(&info).features & CUBEC_FEATURE_BUFFER_DEVICE_ADDRESS))
+            assert_true(raw_src.device_address == 0 && raw_dst.device_address == 0);
+    } else {
+        assert_true(raw_src.device_address != 0 && raw_dst.device_address != 0);
+        assert_int_equal(raw_src.device_address % 4, 0);
+        cubec_kernel k;
+        ASSERT_OK(cubec_kernel_create(d, &kd, &k));
+        cubec_kernel_info ki;
+        ASSERT_OK(cubec_kernel_get_info(d, k, &ki));
+        assert_int_equal(ki.info_size, sizeof(address_info));
+        assert_int_equal(ki.binding_count, 1);
+        const address_info ai = {raw_src.device_address, raw_dst.device_address, BDA_N,
+                                 2654435761u};
+        cubec_launch_desc ld = {.kernel = k,
+                                .buffers = &o,
+                                .buffer_count = 1,
+                                .info = &ai,
+                                .info_size = sizeof ai,
+                                .groups = {(BDA_N + 63) / 64, 1, 1}};
+        ASSERT_OK(cubec_launch(d, 0, &ld));
+        /* cubec orders its work by bindings: the writes through the address are finished only
+         * after a sync. */
+        ASSERT_OK(cubec_sync(d, 0));
+        ASSERT_OK(cubec_read(d, 0, o, 0, got, sizeof got));
+        for (uint32_t i = 0; i < BDA_N; i++)
+            assert_int_equal(got[i], ~x[i]);
+        static uint32_t after[BDA_N + 2 * BDA_PAD / 4];
+        ASSERT_OK(cubec_read(d, 0, whole, 0, after, sizeof after));
+        for (uint32_t i = 0; i < BDA_N + 2 * BDA_PAD / 4; i++) {
+            uint32_t at = i - BDA_PAD / 4; /* the view's word, when i lies in it */
+            uint32_t want = i >= BDA_PAD / 4 && at < BDA_N ? x[at] * ai.mul + at : big[i];
+            if (after[i] != want)
+                fail_msg("word %u of the buffer (the view starts at word %u): %#x, expected %#x", i,
+                         BDA_PAD / 4, after[i], want);
+        }
+        ASSERT_OK(cubec_kernel_destroy(d, k));
+    }
+    ASSERT_OK(cubec_guard_release(d, g_src));
+    ASSERT_OK(cubec_guard_release(d, g_dst));
+    ASSERT_OK(cubec_buffer_release(d, o));
+    ASSERT_OK(cubec_buffer_release(d, dst));
+    ASSERT_OK(cubec_buffer_release(d, whole));
+    ASSERT_OK(cubec_buffer_release(d, src));
+    test_device_close(d);
+}
+
+/* Arithmetic in T, 8 or 16 bits wide (the Int8 or Int16 capability, no narrow storage): three
+ * words narrowed to T, then r = a * b + c and q = (a >> 1) ^ b, wrapping in T, widened back. */
+static const char narrow_src[] =
+    "#version 450\n"
+    "#extension GL_EXT_shader_explicit_arithmetic_types_int8 : require\n"
+    "#extension GL_EXT_shader_explicit_arithmetic_types_int16 : require\n"
+    "layout(local_size_x = 64) in;\n"
+    "layout(std430, binding = 0) readonly buffer X { uint x[]; };\n"
+    "layout(std430, binding = 1) writeonly buffer Y { int y[]; };\n"
+    "CUBEC_INFO(uint n;)\n"
+    "void main() {\n"
+    "  uint i = gl_GlobalInvocationID.x;\n"
+    "  if (i >= info.n) return;\n"
+    "  T a = T(x[3u * i]), b = T(x[3u * i + 1u]), c = T(x[3u * i + 2u]);\n"
+    "  T r = a * b + c;\n"
+    "  T q = (a >> T(1)) ^ b;\n"
+    "  y[2u * i] = int(r);\n"
+    "  y[2u * i + 1u] = int(q);\n"
+    "}\n";
+
+/* The low `bits` bits of v as a signed number. */
+static int32_t narrow(int64_t v, int bits)
+{
+    uint32_t u = (uint32_t)v & ((1u << bits) - 1u);
+    return u >> (bits - 1) ? (int32_t)u - (int32_t)(1u << bits) : (int32_t)u;
+}
+
+enum { NARROW_N = 1000 };
+
+static void run_narrow(cubec_device *d, const cubec_device_info *info, int bits)
+{
+    const cubec_define def = {"T", bits == 8 ? "int8_t" : "int16_t"};
+    cubec_kernel_desc kd = {.name = bits == 8 ? "int8" : "int16",
+                            .glsl = narrow_src,
+                            .defines = &def,
+                            .define_count = 1};
+    uint32_t feature = bits == 8 ? CUBEC_FEATURE_INT8 : CUBEC_FEATURE_INT16;
+    if (!(info->features & feature)) {
+        expect_refused(d, &kd, bits == 8 ? "Int8" : "Int16");
+        return;
+    }
+    static uint32_t x[3 * NARROW_N];
+    static int32_t y[2 * NARROW_N];
+    uint32_t seed = 30 + (uint32_t)bits;
+    for (uint32_t i = 0; i < 3 * NARROW_N; i++)
+        x[i] = test_rand(&seed);
+    cubec_buffer b[2];
+    ASSERT_OK(cubec_buffer_from(d, 0, x, sizeof x, &b[0]));
+    ASSERT_OK(cubec_buffer_create(d, 0, sizeof y, &b[1]));
+    cubec_kernel k;
+    ASSERT_OK(cubec_kernel_create(d, &kd, &k));
+    uint32_t n = NARROW_N;
+    cubec_launch_desc ld = {.kernel = k,
+                            .buffers = b,
+                            .buffer_count = 2,
+                            .info = &n,
+                            .info_size = sizeof n,
+                            .groups = {(NARROW_N + 63) / 64, 1, 1}};
+    ASSERT_OK(cubec_launch(d, 0, &ld));
+    ASSERT_OK(cubec_read(d, 0, b[1], 0, y, sizeof y));
+    for (uint32_t i = 0; i < NARROW_N; i++) {
+        int32_t a = narrow(x[3 * i], bits), bb = narrow(x[3 * i + 1], bits),
+                c = narrow(x[3 * i + 2], bits);
+        int32_t r = narrow((int64_t)a * bb + c, bits);
+        int32_t q =
+            narrow((a >= 0 ? a / 2 : -((1 - a) / 2)) ^ bb, bits); /* a >> 1, rounding down */
+        if (y[2 * i] != r || y[2 * i + 1] != q)
+            fail_msg("%d-bit element %u (a %d, b %d, c %d): a * b + c = %d, (a >> 1) ^ b = %d; the "
+                     "CPU says %d and %d",
+                     bits, i, a, bb, c, y[2 * i], y[2 * i + 1], r, q);
+    }
+    ASSERT_OK(cubec_kernel_destroy(d, k));
+    ASSERT_OK(cubec_buffer_release(d, b[0]));
+    ASSERT_OK(cubec_buffer_release(d, b[1]));
+}
+
+static void test_narrow_integer_arithmetic(void **state)
+{
+    (void)state;
+    cubec_device *d = test_device_open();
+    cubec_device_info info;
+    ASSERT_OK(cubec_device_get_info(d, &info));
+    run_narrow(d, &info, 8);
+    run_narrow(d, &info, 16);
+    test_device_close(d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_info_matches_peek),
         cmocka_unit_test(test_cooperative_matrix),
         cmocka_unit_test(test_disabled_by_config),
+        cmocka_unit_test(test_subgroup_arithmetic),
+        cmocka_unit_test(test_buffer_device_address),
+        cmocka_unit_test(test_narrow_integer_arithmetic),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -16,9 +16,11 @@
  *    the output.
  *  - test_failed_kernel_in_profile_and_capture: that launch invalidates the profile around it
  *    and fails the graph capture recording it, naming the diagnostic; the input stays clean.
- *  - test_compile_fault_in_queue: an injected compile fault (the third compile call) fails
- *    exactly one of six queued kernels, whose launch taints only its declared output; the other
- *    five run right.
+ *  - test_compile_fault_in_queue, test_pipeline_fault_in_queue: an injected compile or
+ *    pipeline-creation fault (the third call) fails exactly one of six queued kernels, whose
+ *    launch taints only its declared output (a consumer of it is skipped down to the fault; its
+ *    input stays clean and usable); the other five run right, and queuing the failed one again
+ *    builds it.
  *  - test_queue_and_disk_cache: kernels queued on a second device read their SPIR-V from the
  *    disk cache the first device's queue filled: no compile call is made.
  *  - test_queue_refusals: bad arguments to the new calls are refused, naming them; without
@@ -393,56 +395,133 @@ static void test_failed_kernel_in_profile_and_capture(void **state)
     test_device_close(d);
 }
 
-static void test_compile_fault_in_queue(void **state)
+/* y[i] = x[i] * mul + add + SALT (x read, y written): a salted kernel with an input. */
+static const char salted_io_src[] = UINT_KERNEL_HEAD
+    "layout(std430, binding = 0) readonly buffer X { uint x[]; };\n"
+    "layout(std430, binding = 1) writeonly buffer Y { uint y[]; };\n" UINT_KERNEL_INFO
+    "void main() {\n"
+    "  uint i = gl_GlobalInvocationID.x;\n"
+    "  if (i < info.n) y[i] = x[i] * info.mul + info.add + uint(SALT);\n"
+    "}\n";
+
+static cubec_status queue_salted_io(cubec_device *d, uint32_t salt, cubec_kernel *out)
 {
-    (void)state;
+    char value[16];
+    snprintf(value, sizeof value, "%u", salt);
+    const cubec_define define = {"SALT", value};
+    const cubec_kernel_desc desc = {
+        .name = "faulty", .glsl = salted_io_src, .defines = &define, .define_count = 1};
+    return cubec_kernel_queue(d, &desc, out);
+}
+
+/* Launches salted_io kernel `k` over in -> out (out declared written). */
+static cubec_status launch_io(cubec_device *d, cubec_kernel k, cubec_buffer in, cubec_buffer out)
+{
+    static const uint32_t info[3] = {N, 3, 1};
+    cubec_buffer io[2] = {in, out};
+    cubec_launch_desc ld = {.kernel = k,
+                            .buffers = io,
+                            .buffer_count = 2,
+                            .info = info,
+                            .info_size = sizeof info,
+                            .groups = {(N + 63) / 64, 1, 1},
+                            .declared_outputs = 1u << 1};
+    return cubec_launch(d, STREAM, &ld);
+}
+
+/* What a fault of `kind` (failing with `code`) at its third call does to six queued kernels:
+ * exactly one fails, keeping the fault, which cubec_kernel_compile_queued reports with the
+ * count; its launch puts the fault on its declared output, after which a consumer of that output
+ * is skipped with the chain down to the fault, while its input reads back as written and feeds
+ * another launch that runs right; the other five run right; queuing the failed kernel again
+ * builds it (the fault is not repeated) while the failed handle keeps its error. */
+static void fault_in_queue(cubec_fault_kind kind, cubec_code code)
+{
     enum { K = 6 };
+    char fault[64];
+    snprintf(fault, sizeof fault, "injected fault: %s call #3", cubec_fault_kind_name(kind));
     cubec_device *d = test_device_open();
-    ASSERT_OK(cubec_fault_inject(d, CUBEC_FAULT_COMPILE, 3));
-    cubec_kernel k[K] = {{0}};
+    uint64_t before[CUBEC_FAULT_KIND_COUNT], counts[CUBEC_FAULT_KIND_COUNT];
+    ASSERT_OK(cubec_fault_counts(d, before));
+    ASSERT_OK(cubec_fault_inject(d, kind, 3));
+    cubec_kernel k[K] = {{0}}, consume = {0};
     for (uint32_t i = 0; i < K; i++)
-        ASSERT_OK(queue_salted(d, "faulty", 100 + i, &k[i]));
-    ASSERT_ERROR(cubec_kernel_compile_queued(d), CUBEC_COMPILE_FAILED,
-                 "1 of the 6 kernels queued did not compile");
-    uint64_t counts[CUBEC_FAULT_KIND_COUNT];
+        ASSERT_OK(queue_salted_io(d, 100 + i, &k[i]));
+    ASSERT_ERROR(cubec_kernel_compile_queued(d), code,
+                 "1 of the 6 kernels queued did not compile; the first");
     ASSERT_OK(cubec_fault_counts(d, counts));
-    assert_int_equal(counts[CUBEC_FAULT_COMPILE], K);
-    int failed = 0;
-    static uint32_t in[N], got[N];
+    assert_int_equal(counts[kind] - before[kind], K);
+    const cubec_kernel_desc cd = {.name = "consume", .glsl = consume_src};
+    ASSERT_OK(cubec_kernel_create(d, &cd, &consume));
+    static uint32_t in[N], got[N], want[N];
     for (uint32_t i = 0; i < N; i++)
-        in[i] = 77u * i;
+        in[i] = 77u * i + 5u;
+    cubec_buffer bin = {0}, o = {0}, next = {0};
+    ASSERT_OK(cubec_buffer_create(d, STREAM, N * 4, &bin));
+    ASSERT_OK(cubec_buffer_create(d, STREAM, N * 4, &o));
+    ASSERT_OK(cubec_buffer_create(d, STREAM, N * 4, &next));
+    ASSERT_OK(cubec_write(d, STREAM, bin, 0, in, sizeof in));
+    int failed = 0;
     for (uint32_t i = 0; i < K; i++) {
         cubec_status st = cubec_kernel_wait(d, k[i]);
         if (!st) {
-            assert_true(check_salted(d, STREAM, k[i], 100 + i));
+            ASSERT_OK(launch_io(d, k[i], bin, o));
+            ASSERT_OK(cubec_read(d, STREAM, o, 0, got, sizeof got));
+            cpu_consume(in, want, N, 3, 1 + 100 + i);
+            assert_memory_equal(got, want, sizeof got);
             continue;
         }
         failed++;
-        ASSERT_ERROR(st, CUBEC_COMPILE_FAILED, "injected fault: compile call #3");
-        /* Its launch: the declared output carries the fault; the other buffer stays clean. */
-        cubec_buffer o = {0}, other = {0};
-        ASSERT_OK(cubec_buffer_create(d, STREAM, N * 4, &o));
-        ASSERT_OK(cubec_buffer_create(d, STREAM, N * 4, &other));
-        ASSERT_OK(cubec_write(d, STREAM, other, 0, in, sizeof in));
-        uint32_t info[3] = {N, 1, 1};
-        cubec_launch_desc ld = {.kernel = k[i],
-                                .buffers = &o,
-                                .buffer_count = 1,
-                                .info = info,
-                                .info_size = sizeof info,
-                                .groups = {(N + 63) / 64, 1, 1},
-                                .declared_outputs = 1};
-        ASSERT_OK(cubec_launch(d, STREAM, &ld));
-        ASSERT_ERROR(cubec_check(d, &o, 1), CUBEC_COMPILE_FAILED, "injected fault: compile call");
-        ASSERT_OK(cubec_read(d, STREAM, other, 0, got, sizeof got));
+        ASSERT_ERROR(st, code, fault);
+        /* Its launch: the declared output carries the fault, after which a consumer of it is
+         * skipped, the chain ending at the fault. */
+        ASSERT_OK(launch_io(d, k[i], bin, o));
+        ASSERT_ERROR(cubec_check(d, &o, 1), code, "launch \"faulty\" on stream");
+        ASSERT_ERROR(cubec_check(d, &o, 1), code, fault);
+        ASSERT_OK(uint_launch(d, STREAM, consume, o, next, N, 1, 0));
+        ASSERT_ERROR(cubec_check(d, &next, 1), code, "was skipped because its input");
+        ASSERT_ERROR(cubec_check(d, &next, 1), code, fault);
+        /* Its input is clean: as written, and another launch reads it and runs. */
+        ASSERT_OK(cubec_check(d, &bin, 1));
+        ASSERT_OK(cubec_read(d, STREAM, bin, 0, got, sizeof got));
         assert_memory_equal(got, in, sizeof in);
-        ASSERT_OK(cubec_buffer_release(d, o));
-        ASSERT_OK(cubec_buffer_release(d, other));
+        ASSERT_OK(uint_launch(d, STREAM, consume, bin, next, N, 5, 2));
+        ASSERT_OK(cubec_read(d, STREAM, next, 0, got, sizeof got));
+        cpu_consume(in, want, N, 5, 2);
+        assert_memory_equal(got, want, sizeof got);
+        /* Queued again: a new attempt, which builds; the failed handle stays failed. */
+        cubec_kernel again = {0};
+        ASSERT_OK(queue_salted_io(d, 100 + i, &again));
+        ASSERT_OK(cubec_kernel_wait(d, again));
+        ASSERT_OK(launch_io(d, again, bin, o));
+        ASSERT_OK(cubec_read(d, STREAM, o, 0, got, sizeof got));
+        cpu_consume(in, want, N, 3, 1 + 100 + i);
+        assert_memory_equal(got, want, sizeof got);
+        ASSERT_ERROR(cubec_kernel_wait(d, k[i]), code, fault);
+        ASSERT_OK(cubec_kernel_destroy(d, again));
     }
     assert_int_equal(failed, 1);
     for (uint32_t i = 0; i < K; i++)
         ASSERT_OK(cubec_kernel_destroy(d, k[i]));
+    ASSERT_OK(cubec_kernel_destroy(d, consume));
+    ASSERT_OK(cubec_buffer_release(d, bin));
+    ASSERT_OK(cubec_buffer_release(d, o));
+    ASSERT_OK(cubec_buffer_release(d, next));
     test_device_close(d);
+}
+
+static void test_compile_fault_in_queue(void **state)
+{
+    (void)state;
+    fault_in_queue(CUBEC_FAULT_COMPILE, CUBEC_COMPILE_FAILED);
+}
+
+/* A pipeline-creation fault behaves as a compile fault does (docs/kernels.md), with its own code
+ * (CUBEC_INTERNAL, docs/errors.md). */
+static void test_pipeline_fault_in_queue(void **state)
+{
+    (void)state;
+    fault_in_queue(CUBEC_FAULT_PIPELINE, CUBEC_INTERNAL);
 }
 
 static void test_queue_and_disk_cache(void **state)
@@ -519,6 +598,7 @@ int main(void)
         cmocka_unit_test(test_async_error_lands_on_outputs),
         cmocka_unit_test(test_failed_kernel_in_profile_and_capture),
         cmocka_unit_test(test_compile_fault_in_queue),
+        cmocka_unit_test(test_pipeline_fault_in_queue),
         cmocka_unit_test(test_queue_and_disk_cache),
         cmocka_unit_test(test_queue_refusals),
     };

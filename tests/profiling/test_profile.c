@@ -1,6 +1,8 @@
 /* Profiles (cubec.h "Profiling"), on the default device with the validation layer on:
  *  - a kernel whose cost scales with its input measures proportionally longer, and never longer
  *    than the host saw around it;
+ *  - an empty window (idle, after queued work, nested) measures within the host's time and no
+ *    more than two windows around one real launch, never the work queued before it;
  *  - nested and overlapping profiles on one stream each measure their own window;
  *  - abandon drops a token without submitting anything;
  *  - a launch that fails (a lost submission) or is skipped (its input carries a failure) while a
@@ -149,8 +151,10 @@ static void test_duration_scales_with_work(void **state)
     fixture_close(&f);
 }
 
-/* One window with nothing in it, its duration within the host's wall time around it. */
-static uint64_t profile_nothing(fixture *f)
+/* One window with nothing in it, its duration within the host's wall time around it and (the
+ * relative bound) no longer than two windows around one real launch (`work`, what one
+ * measured). */
+static uint64_t profile_nothing(fixture *f, uint64_t work, const char *where)
 {
     uint64_t t0 = clock_now_ns();
     cubec_profile p;
@@ -160,36 +164,56 @@ static uint64_t profile_nothing(fixture *f)
     uint64_t wall = clock_now_ns() - t0;
     assert_int_equal(r.duration_ns, r.end_ns - r.begin_ns);
     if (r.duration_ns > wall)
-        fail_msg("an empty window measured %" PRIu64 " ns; the host saw only %" PRIu64 " ns",
-                 r.duration_ns, wall);
+        fail_msg("an empty window %s measured %" PRIu64 " ns; the host saw only %" PRIu64 " ns",
+                 where, r.duration_ns, wall);
+    if (r.duration_ns > 2 * work)
+        fail_msg("an empty window %s measured %" PRIu64 " ns, more than twice the %" PRIu64
+                 " ns of a window around a launch of %u x %u steps",
+                 where, r.duration_ns, work, WORDS, STEPS);
     return r.duration_ns;
+}
+
+/* QUEUED launches of STEPS steps, queued and not submitted: an empty window that took them in
+ * would measure about QUEUED launches, where the bound is two. */
+#define QUEUED 6
+static void queue_work(fixture *f)
+{
+    for (int i = 0; i < QUEUED; i++)
+        ASSERT_OK(busy(f, f->v, WORDS, STEPS));
 }
 
 /* Empty windows (whose end goes at the top of the pipe after an idle begin): on an idle GPU,
  * after queued work (a bottom-of-pipe begin), and around an empty window nested in a window with
- * work: each measures within the wall time, never a wrapped-around duration, and the work
+ * work: each measures within the wall time, never a wrapped-around duration, and no longer than
+ * two windows around one launch of STEPS steps, measured here on the same device under the same
+ * load, while one that held the QUEUED launches queued before it would measure three times
+ * that. On lavapipe a launch measures ~10 ms, an empty window 0.1-0.6 us after an idle begin and
+ * 10-200 us after a bottom-of-pipe one; with two CPU hogs on the 2-core machine, launches took
+ * 20-50 ms and the worst bottom-of-pipe empty window 16 ms, under half of one launch. The work
  * around them still runs and measures. */
 static void test_empty_windows(void **state)
 {
     (void)state;
     fixture f;
     fixture_open(&f);
+    uint64_t work = min3(&f); /* 3 launches */
     ASSERT_OK(cubec_sync(f.d, f.s));
     for (int i = 0; i < 20; i++)
-        (void)profile_nothing(&f);
-    ASSERT_OK(busy(&f, f.v, WORDS, 100)); /* not synced: the next begin waits for it */
-    (void)profile_nothing(&f);
+        (void)profile_nothing(&f, work, "on an idle GPU");
+    queue_work(&f); /* not synced: the next begin waits for it */
+    (void)profile_nothing(&f, work, "after queued work");
     cubec_profile outer;
     ASSERT_OK(cubec_profile_begin(f.d, f.s, &outer));
     ASSERT_OK(busy(&f, f.v, WORDS, 100));
-    (void)profile_nothing(&f);
+    queue_work(&f);
+    (void)profile_nothing(&f, work, "nested in a window with work");
     ASSERT_OK(busy(&f, f.v, WORDS, 100));
     cubec_profile_result r;
     ASSERT_OK(cubec_profile_end(f.d, f.s, outer, &r));
     assert_true(r.duration_ns > 0);
     uint32_t *runs = malloc(4 * WORDS * sizeof *runs);
     for (uint32_t i = 0; i < 4 * WORDS; i++)
-        runs[i] = i < WORDS ? 300 : 0;
+        runs[i] = i < WORDS ? (3 + 2 * QUEUED) * STEPS + 200 : 0;
     check_values(&f, 4 * WORDS, runs);
     free(runs);
     fixture_close(&f);

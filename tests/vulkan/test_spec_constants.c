@@ -1,8 +1,13 @@
 /* Specialization constants in the kernel description (cubec_kernel_desc.spec_constants): each
  * set of values is a kernel of its own, runs with those values (checked against the CPU), and
- * bad descriptions are refused naming the argument and the id. */
+ * bad descriptions are refused naming the argument and the id. The sets of one source share one
+ * SPIR-V entry of the disk cache (docs/kernels.md, docs/kernel-cache.md): the values go to the
+ * pipeline, not to the compiler. */
 #include "test_util.h"
 
+#include "server/kernel_disk.h"
+
+#include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -74,6 +79,80 @@ static void test_values_reach_the_kernel(void **state)
     test_device_close(d);
 }
 
+/* The entry files of `kind` in `dir`. */
+static uint32_t count_entries(const char *dir, const char *kind)
+{
+    DIR *dp = opendir(dir);
+    assert_non_null(dp);
+    uint32_t n = 0;
+    for (struct dirent *e; (e = readdir(dp));) {
+        const char *dot = strrchr(e->d_name, '.');
+        n += e->d_name[0] != '.' && dot && !strcmp(dot + 1, kind);
+    }
+    closedir(dp);
+    return n;
+}
+
+static kernel_disk_stats disk_stats(cubec_device *d)
+{
+    kernel_disk_stats s;
+    kernel_disk_get_stats(d, &s);
+    return s;
+}
+
+/* Two sets of values of one source on a device with a cache directory of its own: the first is
+ * compiled and its SPIR-V stored, the second finds that entry (a hit, nothing written) and still
+ * runs with its own values; the directory holds one SPIR-V entry. A second device with a third
+ * set compiles nothing either. Had the values been part of the entry's key, each set would have
+ * missed and written an entry of its own. */
+static void test_sets_share_one_spirv_entry(void **state)
+{
+    (void)state;
+    char dir[64];
+    test_temp_dir(dir, sizeof dir, "cubec_test_spec_constants");
+    setenv("CUBEC_CACHE_DIR", dir, 1);
+    cubec_device *d = test_device_open();
+    float x[N];
+    uint32_t seed = 5;
+    for (int i = 0; i < N; i++)
+        x[i] = test_randf(&seed);
+    cubec_buffer b[2];
+    ASSERT_OK(cubec_buffer_from(d, 0, x, sizeof x, &b[0]));
+    ASSERT_OK(cubec_buffer_create(d, 0, N * sizeof(float), &b[1]));
+    const cubec_spec_constant a[] = {{0, 4}, {1, float_bits(0.5f)}};
+    uint64_t ha = run_case(d, a, 2, 4, 0.5f, 0, x, b);
+    kernel_disk_stats s = disk_stats(d);
+    assert_true(s.enabled);
+    assert_int_equal(s.spirv_hits, 0);
+    assert_int_equal(s.files.writes, 1);
+    assert_int_equal(count_entries(dir, "spirv"), 1);
+    const cubec_spec_constant c[] = {{0, 9}, {2, 1}};
+    uint64_t hc = run_case(d, c, 2, 9, 1.0f, 1, x, b);
+    assert_true(ha != hc); /* two kernels (pipelines) ... */
+    s = disk_stats(d);
+    assert_int_equal(s.spirv_hits, 1); /* ... of one SPIR-V entry */
+    assert_int_equal(s.files.writes, 1);
+    assert_int_equal(count_entries(dir, "spirv"), 1);
+    ASSERT_OK(cubec_buffer_release(d, b[0]));
+    ASSERT_OK(cubec_buffer_release(d, b[1]));
+    test_device_close(d);
+
+    d = test_device_open();
+    ASSERT_OK(cubec_buffer_from(d, 0, x, sizeof x, &b[0]));
+    ASSERT_OK(cubec_buffer_create(d, 0, N * sizeof(float), &b[1]));
+    const cubec_spec_constant e[] = {{1, float_bits(-3.0f)}};
+    (void)run_case(d, e, 1, 1, -3.0f, 0, x, b);
+    s = disk_stats(d);
+    assert_int_equal(s.spirv_hits, 1);
+    assert_int_equal(s.files.writes, 0);
+    assert_int_equal(count_entries(dir, "spirv"), 1);
+    ASSERT_OK(cubec_buffer_release(d, b[0]));
+    ASSERT_OK(cubec_buffer_release(d, b[1]));
+    test_device_close(d);
+    setenv("CUBEC_CACHE_DIR", "none", 1);
+    test_remove_tree(dir);
+}
+
 static void test_bad_descriptions(void **state)
 {
     (void)state;
@@ -127,6 +206,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_values_reach_the_kernel),
         cmocka_unit_test(test_bad_descriptions),
+        cmocka_unit_test(test_sets_share_one_spirv_entry),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
