@@ -952,6 +952,31 @@ CUBEC_MUST_USE cubec_status cubec_buffer_raw(cubec_device *device, cubec_stream 
 /* Releases a guard; a zero or already released guard is ignored. */
 CUBEC_MUST_USE cubec_status cubec_guard_release(cubec_device *device, cubec_guard guard);
 
+/* The Vulkan objects of a device, for a program's own Vulkan code on cubec's memory (each handle
+ * as an integer: cast it back to its Vulkan type). The program may create its own command pools,
+ * pipelines and other objects on `device` and must destroy them before cubec_device_close; it
+ * must not destroy or alter cubec's. docs/memory.md "Raw resources and the program's own Vulkan
+ * code" shows the order of a round trip: cubec_buffer_raw (waits for cubec's uses and guards the
+ * bytes), the program's submission to program_queue, a wait for its completion (a fence), then
+ * cubec_guard_release; cubec's work on the buffer after that sees the program's writes. */
+typedef struct cubec_vulkan_handles {
+    uint64_t instance;        /* VkInstance */
+    uint64_t physical_device; /* VkPhysicalDevice */
+    uint64_t device;          /* VkDevice */
+    uint32_t api_version;     /* the Vulkan version the instance and device were created for */
+    uint32_t queue_family;    /* the family cubec's buffers and queues belong to */
+    /* A VkQueue of that family for the program's own submissions, never used by cubec (cubec
+     * submits to queue 0 of the family, from its own threads); 0 where the family has a single
+     * queue (lavapipe): cubec's queue is not handed out. */
+    uint64_t program_queue;
+    uint32_t program_queue_index; /* its index in the family (1), 0 without one */
+} cubec_vulkan_handles;
+
+/* The device's Vulkan objects into *out_handles; CUBEC_UNSUPPORTED on a backend without them (the
+ * null backend). */
+CUBEC_MUST_USE cubec_status cubec_device_vulkan_handles(cubec_device *device,
+                                                        cubec_vulkan_handles *out_handles);
+
 /* The whole device's memory as JSON: one entry per stream slot that has allocated memory (its
  * slot number, its pools with the fields of cubec_pool_report, and the slot's totals), then the
  * runtime's own rings ("metadata", "upload", "readback") once, then the device's totals.

@@ -27,6 +27,20 @@ cubec_status cubec_device_get_info(cubec_device *device, cubec_device_info *out_
     return NULL;
 }
 
+cubec_status cubec_device_vulkan_handles(cubec_device *device, cubec_vulkan_handles *out_handles)
+{
+    if (!out_handles) return INVALID_ARG("cubec_device_vulkan_handles: out_handles is NULL");
+    memset(out_handles, 0, sizeof *out_handles);
+    if (!device) return INVALID_ARG("cubec_device_vulkan_handles: device is NULL");
+    /* Constant from open to close: no lock needed. */
+    if (!device->gpu->ops->vulkan_handles)
+        return status_make(CUBEC_UNSUPPORTED,
+                           "cubec_device_vulkan_handles: the %s backend has no Vulkan objects",
+                           device->gpu->ops->name);
+    device->gpu->ops->vulkan_handles(device->gpu, out_handles);
+    return NULL;
+}
+
 cubec_status cubec_device_count(uint32_t *out_count)
 {
     if (!out_count) return INVALID_ARG("cubec_device_count: out_count is NULL");

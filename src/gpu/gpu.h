@@ -248,6 +248,9 @@ typedef struct gpu_ops {
     cubec_status (*pipeline_cache_merge)(gpu *g, const void *data, size_t size);
     /* The memory budget of the heap device pages live in (optional: NULL reads as none). */
     void (*memory_budget)(gpu *g, gpu_budget *out);
+    /* The backend's own objects for a program's code (cubec_device_vulkan_handles); NULL where
+     * there are none (the null backend). */
+    void (*vulkan_handles)(gpu *g, cubec_vulkan_handles *out);
 } gpu_ops;
 
 /* What a blob of a driver's pipeline cache is valid for: cubec's disk cache files one per

@@ -33,7 +33,6 @@ unsigned test_validation_messages(void);
 void test_assert_error(cubec_status st, cubec_code code, const char *needle, const char *expr,
                        const char *file, int line);
 
-/* Deterministic pseudo-random numbers for test data. */
 /* A new empty directory /tmp/<prefix>_XXXXXX, its path in `out` (fails the test if it cannot be
  * made), and the removal of such a directory with everything in it. */
 void test_temp_dir(char *out, size_t cap, const char *prefix);
@@ -41,6 +40,7 @@ void test_remove_tree(const char *dir);
 /* Lines of the text file `path` that contain `needle` (the file must exist). */
 size_t test_count_lines_with(const char *path, const char *needle);
 
+/* Deterministic pseudo-random numbers for test data. */
 uint32_t test_rand(uint32_t *state);
 float test_randf(uint32_t *state); /* in [-1, 1) */
 

@@ -403,11 +403,15 @@ static cubec_status create_device(vk_context *ctx, int allow_push, uint32_t disa
     /* The heap's budget and this process's use of it, for the memory report (docs/memory.md). */
     ctx->memory_budget = has_device_extension(ctx->physical, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
     if (ctx->memory_budget) exts[next++] = VK_EXT_MEMORY_BUDGET_EXTENSION_NAME;
-    float prio = 1.0f;
+    /* A second queue of the family, where it has one, for a program's own Vulkan work on
+     * cubec's memory (cubec_device_vulkan_handles): queues are externally synchronized, and
+     * cubec's own is submitted to from its threads at any time. */
+    const float prio[2] = {1.0f, 1.0f};
+    const uint32_t queues = qf[family].queueCount >= 2 ? 2 : 1;
     VkDeviceQueueCreateInfo qci = {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
                                    .queueFamilyIndex = family,
-                                   .queueCount = 1,
-                                   .pQueuePriorities = &prio};
+                                   .queueCount = queues,
+                                   .pQueuePriorities = prio};
     VkDeviceCreateInfo dci = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
                               .pNext = &want.core,
                               .queueCreateInfoCount = 1,
@@ -417,6 +421,8 @@ static cubec_status create_device(vk_context *ctx, int allow_push, uint32_t disa
     VK_RETURN_IF_ERROR(vkCreateDevice(ctx->physical, &dci, NULL, &ctx->device), "vkCreateDevice");
     ctx->host_query_reset = have.v12.hostQueryReset == VK_TRUE;
     vkGetDeviceQueue(ctx->device, family, 0, &ctx->queue);
+    ctx->program_queue = VK_NULL_HANDLE;
+    if (queues == 2) vkGetDeviceQueue(ctx->device, family, 1, &ctx->program_queue);
     if (push)
         ctx->push_descriptor = (PFN_vkCmdPushDescriptorSetKHR)vkGetDeviceProcAddr(
             ctx->device, "vkCmdPushDescriptorSetKHR");

@@ -625,6 +625,20 @@ static void vk_memory_budget(gpu *g, gpu_budget *out)
     out->source = "VK_EXT_memory_budget";
 }
 
+static void vk_vulkan_handles(gpu *g, cubec_vulkan_handles *out)
+{
+    const vk_context *ctx = &vk_gpu_of(g)->vk;
+    *out = (cubec_vulkan_handles){
+        .instance = (uint64_t)(uintptr_t)ctx->instance,
+        .physical_device = (uint64_t)(uintptr_t)ctx->physical,
+        .device = (uint64_t)(uintptr_t)ctx->device,
+        .api_version = GPU_VULKAN_API_VERSION,
+        .queue_family = ctx->queue_family,
+        .program_queue = (uint64_t)(uintptr_t)ctx->program_queue,
+        .program_queue_index = ctx->program_queue ? 1 : 0,
+    };
+}
+
 /* One table for every device: constant, so opening devices from several threads shares it safely.
  */
 static const gpu_ops vk_ops = {.name = "vulkan",
@@ -636,6 +650,7 @@ static const gpu_ops vk_ops = {.name = "vulkan",
                                .mem_invalidate = vk_mem_invalidate,
                                .mem_destroy = vk_mem_destroy,
                                .mem_raw = vk_mem_raw,
+                               .vulkan_handles = vk_vulkan_handles,
                                .mem_import_host = vk_mem_import_host,
                                .pipeline_create = vk_pipeline_create,
                                .pipeline_destroy = vk_pipeline_destroy,
