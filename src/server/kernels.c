@@ -130,7 +130,10 @@ static cubec_status build_pipeline(const build_ctx *b, pipeline_entry *e, const 
                             .info_uniform = e->refl.info_uniform,
                             .push_size = e->refl.push_constant_size,
                             .name = e->name};
-    return gpu_pipeline_create(b->d->gpu, &pd, &e->pipeline);
+    const double t0 = now_ms();
+    cubec_status err = gpu_pipeline_create(b->d->gpu, &pd, &e->pipeline);
+    e->pipeline_ms = now_ms() - t0;
+    return err;
 }
 
 /* The SPIR-V of a GLSL kernel: from the disk cache, else compiled (build_entry stores it there
@@ -350,10 +353,11 @@ static cubec_status publish(cubec_device *d, const build_ctx *b, const cubec_ker
     d->kernels.compiles++;
     d->kernels.disk_spirv_hits += e->spirv_from_disk ? 1 : 0;
     LOG(LOG_INFO, LOG_SYS_COMPILE,
-        "compiled kernel '%s' (%016" PRIx64 ", %u buffers, %u info bytes in %s%s) in %.2f ms",
+        "compiled kernel '%s' (%016" PRIx64 ", %u buffers, %u info bytes in %s%s) in %.2f ms "
+        "(the driver's pipeline %.2f ms)",
         e->name, key, e->refl.binding_count, e->info_size,
         e->info_in_push ? "push constants" : (e->info_size ? "a buffer" : "nothing"),
-        e->spirv_from_disk ? ", SPIR-V from the disk cache" : "", now_ms() - b->t0);
+        e->spirv_from_disk ? ", SPIR-V from the disk cache" : "", now_ms() - b->t0, e->pipeline_ms);
     if (d->timing.trace) {
         char args[96];
         snprintf(args, sizeof args, "\"identity\":\"%016" PRIx64 "\",\"source\":\"%s\"", key,

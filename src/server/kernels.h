@@ -20,6 +20,7 @@ typedef struct pipeline_entry {
     int info_in_push;
     uint32_t info_size;
     int spirv_from_disk; /* its SPIR-V came from the disk cache (server/kernel_disk.h) */
+    double pipeline_ms;  /* of the build, the driver's pipeline creation (the compile log line) */
     gpu_pipeline *pipeline;
     /* The names kernel handles of this definition go by (at most 31 characters each): they
      * live as long as the entry, so a queued task points at its name instead of copying it. */
