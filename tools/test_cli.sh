@@ -417,7 +417,8 @@ fi
 
 # The memory report of a device nothing was allocated on: no stream slot, the metadata ring.
 run_expect 0 info_memory "$CUBEC" info --memory &&
-    expect_in info_memory "in use" "reserved" "no stream has allocated memory" "metadata"
+    expect_in info_memory "in use" "reserved" "no stream has allocated memory" "metadata" \
+        "persistent_memory"
 if run_expect 0 info_memory_json "$CUBEC" info --memory --json; then
     python3 - "$TMP/info_memory_json.out" <<'EOF' || fail "info_memory_json: unexpected report"
 import json, sys
@@ -429,6 +430,7 @@ t = r["totals"]
 assert t["allocations"] == 0 and t["bytes_in_use"] == 0 and t["bytes_reserved"] == 0, t
 aux = sum(p["bytes_reserved"] for p in r["auxiliary"])
 assert t["auxiliary_bytes_reserved"] == aux and t["all_bytes_reserved"] == aux, t
+assert r["persistent_memory"] in ("enabled", "size-match", "disabled", "enforced"), r
 EOF
 fi
 run_expect 2 info_json_alone "$CUBEC" info --json && expect_in info_json_alone "--json" "--memory"

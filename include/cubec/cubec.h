@@ -826,6 +826,24 @@ CUBEC_MUST_USE cubec_status cubec_tune_outcome_get(cubec_tuner *tuner, uint32_t 
  * Memory
  * ------------------------------------------------------------------------------------------- */
 
+/* Allocation modes (docs/memory.md "Modes and windows"). A window, opened by
+ * cubec_memory_mode_push and closed by cubec_memory_mode_pop, decides how the buffers that
+ * `stream` creates while it is the innermost open window are allocated:
+ *   AUTO        from the [memory] preset's pools (what happens with no window open);
+ *   PERSISTENT  exact-fit slices of the persistent pool, reused only by buffers of the same
+ *               size, kept through periodic cleanup and returned by cubec_memory_cleanup: for
+ *               weights and other long-lived buffers ([memory] persistent_memory can ignore or
+ *               enforce it);
+ *   DEDICATED   one driver allocation per buffer, outside every pool, returned to the driver as
+ *               soon as the GPU is done with the released buffer.
+ * Windows nest (at most 64 deep) and belong to the stream's slot (streams that share a slot share
+ * them); the innermost decides. A buffer keeps where it was allocated after its window closes. */
+typedef enum cubec_memory_mode {
+    CUBEC_MEMORY_MODE_AUTO = 0,
+    CUBEC_MEMORY_MODE_PERSISTENT = 1,
+    CUBEC_MEMORY_MODE_DEDICATED = 2,
+} cubec_memory_mode;
+
 /* One pool of a memory report. The buffer pools come first ("sliced", "exclusive", "arena", as
  * the [memory] preset lays them out, docs/memory.md); then the rings the runtime keeps for
  * itself: "metadata" (launch metadata that does not fit push constants) and, on discrete GPUs,
@@ -885,6 +903,14 @@ typedef struct cubec_memory_report {
      * thread of their own, docs/memory.md "Relocation and guards"): out of every pool and of
      * budget_used_bytes already, counted by the driver until freed; 0 once every free is done. */
     uint64_t budget_returning_bytes;
+    /* The stream's slot's allocation windows, as cubec_memory_mode_get gives them: the innermost
+     * window's mode (AUTO when none is open) and how many are open. The window, not the routing
+     * persistent_memory applies on top of it. */
+    cubec_memory_mode window_mode;
+    uint32_t window_depth;
+    /* The device's [memory] persistent_memory setting: "enabled", "size-match", "disabled" or
+     * "enforced" (docs/memory.md "Modes and windows"). */
+    char persistent_memory[16];
 } cubec_memory_report;
 
 CUBEC_MUST_USE cubec_status cubec_memory_report_get(cubec_device *device, cubec_stream stream,
@@ -892,24 +918,6 @@ CUBEC_MUST_USE cubec_status cubec_memory_report_get(cubec_device *device, cubec_
 /* Returns every page that holds no live allocation to the driver (waits for queued work that
  * still uses freed memory first). */
 CUBEC_MUST_USE cubec_status cubec_memory_cleanup(cubec_device *device, cubec_stream stream);
-
-/* Allocation modes (docs/memory.md "Modes and windows"). A window, opened by
- * cubec_memory_mode_push and closed by cubec_memory_mode_pop, decides how the buffers that
- * `stream` creates while it is the innermost open window are allocated:
- *   AUTO        from the [memory] preset's pools (what happens with no window open);
- *   PERSISTENT  exact-fit slices of the persistent pool, reused only by buffers of the same
- *               size, kept through periodic cleanup and returned by cubec_memory_cleanup: for
- *               weights and other long-lived buffers ([memory] persistent_memory can ignore or
- *               enforce it);
- *   DEDICATED   one driver allocation per buffer, outside every pool, returned to the driver as
- *               soon as the GPU is done with the released buffer.
- * Windows nest (at most 64 deep) and belong to the stream's slot (streams that share a slot share
- * them); the innermost decides. A buffer keeps where it was allocated after its window closes. */
-typedef enum cubec_memory_mode {
-    CUBEC_MEMORY_MODE_AUTO = 0,
-    CUBEC_MEMORY_MODE_PERSISTENT = 1,
-    CUBEC_MEMORY_MODE_DEDICATED = 2,
-} cubec_memory_mode;
 
 /* Opens a window of `mode`. A value that is not a cubec_memory_mode, or a 65th open window, is
  * refused with CUBEC_INVALID_ARGUMENT naming it. */
@@ -978,11 +986,13 @@ CUBEC_MUST_USE cubec_status cubec_device_vulkan_handles(cubec_device *device,
                                                         cubec_vulkan_handles *out_handles);
 
 /* The whole device's memory as JSON: one entry per stream slot that has allocated memory (its
- * slot number, its pools with the fields of cubec_pool_report, and the slot's totals), then the
- * runtime's own rings ("metadata", "upload", "readback") once, then the device's totals.
- * docs/api.md shows the layout. *out_json is a new string for cubec_string_free; NULL on error. */
+ * slot number, preset, window mode and depth, its pools with the fields of cubec_pool_report, and
+ * the slot's totals), then the runtime's own rings ("metadata", "upload", "readback") once, then
+ * the device's totals, its persistent_memory setting and its budget. docs/api.md shows the
+ * layout. *out_json is a new string for cubec_string_free; NULL on error. */
 CUBEC_MUST_USE cubec_status cubec_memory_report_json(cubec_device *device, char **out_json);
-/* The same report as an aligned text table, for people. */
+/* The same report as an aligned text table, for people (a "windows" line under each slot with
+ * open windows, a "memory" line with the persistent_memory setting). */
 CUBEC_MUST_USE cubec_status cubec_memory_report_table(cubec_device *device, char **out_text);
 /* Frees a string the library returned. NULL is accepted. */
 void cubec_string_free(char *s);

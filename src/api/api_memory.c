@@ -84,7 +84,8 @@ typedef struct snapshot {
     uint32_t aux_count;
     totals buffers; /* over every slot's pools */
     uint64_t aux_reserved;
-    server_budget budget; /* the device's (cubec_memory_report's budget fields) */
+    server_budget budget;       /* the device's (cubec_memory_report's budget fields) */
+    char persistent_memory[16]; /* the device's [memory] persistent_memory */
 } snapshot;
 
 static void add_pool(totals *t, const cubec_pool_report *p)
@@ -133,6 +134,8 @@ static cubec_status take_snapshot(cubec_device *device, const char *fn, snapshot
     for (uint32_t i = 0; i < out->aux_count; i++)
         out->aux_reserved += out->aux[i].bytes_reserved;
     server_memory_budget(device, &out->budget);
+    snprintf(out->persistent_memory, sizeof out->persistent_memory, "%s",
+             persistent_memory_name((persistent_memory)device->config.persistent_memory));
     return api_unlock(device, NULL);
 }
 
@@ -186,6 +189,17 @@ static cubec_status sb_finish(strbuf *b, const char *fn, char **out)
     return NULL;
 }
 
+/* "auto", "persistent", "dedicated": a window's mode in the JSON and the table. */
+static const char *mode_name(cubec_memory_mode mode)
+{
+    switch (mode) {
+    case CUBEC_MEMORY_MODE_AUTO: return "auto";
+    case CUBEC_MEMORY_MODE_PERSISTENT: return "persistent";
+    case CUBEC_MEMORY_MODE_DEDICATED: return "dedicated";
+    }
+    return "?";
+}
+
 /* --- JSON ------------------------------------------------------------------------------------ */
 
 /* Pool kinds are the library's own constants ("sliced", "metadata", ...): nothing to escape. */
@@ -228,9 +242,14 @@ cubec_status cubec_memory_report_json(cubec_device *device, char **out_json)
     sb_printf(&b, "{\n  \"slots\": [\n");
     for (uint32_t i = 0; s.slots && i < s.slot_count; i++) {
         const slot_memory *m = &s.slots[i];
-        /* Preset names are the library's own constants: nothing to escape. */
-        sb_printf(&b, "    {\n      \"slot\": %u,\n      \"preset\": \"%s\",\n      \"pools\": [\n",
-                  m->slot, m->report.preset);
+        /* Preset and mode names are the library's own constants: nothing to escape. The
+         * windows are the slot's open allocation windows (docs/memory.md "Modes and windows"). */
+        sb_printf(&b,
+                  "    {\n      \"slot\": %u,\n      \"preset\": \"%s\",\n"
+                  "      \"window_mode\": \"%s\",\n      \"window_depth\": %u,\n"
+                  "      \"pools\": [\n",
+                  m->slot, m->report.preset, mode_name(m->report.window_mode),
+                  m->report.window_depth);
         for (uint32_t p = 0; p < m->report.pool_count; p++)
             json_pool(&b, "        ", &m->report.pools[p], p + 1 == m->report.pool_count);
         sb_printf(&b, "      ],\n");
@@ -252,7 +271,8 @@ cubec_status cubec_memory_report_json(cubec_device *device, char **out_json)
     sb_printf(&b, ", \"auxiliary_bytes_reserved\": %llu, \"all_bytes_reserved\": %llu},\n",
               (unsigned long long)s.aux_reserved,
               (unsigned long long)s.buffers.bytes_reserved + (unsigned long long)s.aux_reserved);
-    /* Budget sources are the library's own constants: nothing to escape. */
+    /* The setting and budget sources are the library's own constants: nothing to escape. */
+    sb_printf(&b, "  \"persistent_memory\": \"%s\",\n", s.persistent_memory);
     sb_printf(&b,
               "  \"budget\": {\"bytes\": %llu, \"used_bytes\": %llu, \"returning_bytes\": %llu, "
               "\"source\": \"%s\"}\n}\n",
@@ -342,6 +362,10 @@ cubec_status cubec_memory_report_table(cubec_device *device, char **out_text)
         if (m->report.persistent.pages_peak) table_pool(&b, "", &m->report.persistent);
         if (m->report.dedicated.pages_peak) table_pool(&b, "", &m->report.dedicated);
         table_sum(&b, "", "total", &m->sum);
+        /* Only while windows are open: the innermost one's mode and how many. */
+        if (m->report.window_depth)
+            sb_printf(&b, "%-8s windows %s (%u open)\n", "", mode_name(m->report.window_mode),
+                      m->report.window_depth);
         sb_printf(&b, "%-8s preset %s\n", "", m->report.preset);
     }
     for (uint32_t i = 0; i < s.aux_count; i++)
@@ -350,6 +374,7 @@ cubec_status cubec_memory_report_table(cubec_device *device, char **out_text)
     char h[16];
     sb_printf(&b, "%-8s %-10s %77s\n", "", "with rings",
               human(s.buffers.bytes_reserved + s.aux_reserved, h));
+    sb_printf(&b, "%-8s persistent_memory %s\n", "memory", s.persistent_memory);
     char hb[3][16];
     sb_printf(&b, "%-8s %-10s %s of %s used (%s)", "budget", "device", human(s.budget.used, hb[0]),
               human(s.budget.budget, hb[1]), s.budget.source);

@@ -452,6 +452,11 @@ void memory_report_fill(const memory_manager *m, cubec_memory_report *out)
         out->pages += r->pages;
     }
     out->pool_count = m->pool_count;
+    /* The slot's windows and its setting (the device's, copied at the slot's creation). */
+    out->window_mode = (cubec_memory_mode)memory_modes_window(&m->modes);
+    out->window_depth = m->modes.depth;
+    snprintf(out->persistent_memory, sizeof out->persistent_memory, "%s",
+             persistent_memory_name(m->modes.setting));
     persistent_pool_report(&m->modes.persistent, &out->persistent);
     dedicated_pool_report(&m->modes.dedicated, &out->dedicated);
     const cubec_pool_report *extra[] = {&out->persistent, &out->dedicated};

@@ -146,8 +146,9 @@ void memory_relocation_done(memory_manager *m, memory_relocation_reason reason,
 /* Overwrites *out: the preset's name, one entry per pool ("sliced" / "exclusive" / "arena", page
  * size (exclusive: largest allocation; arena: the current one), max slice, cap, dealloc period,
  * pages, pages_peak, outdated pages, live allocations, bytes in use / padding / reserved), the
- * persistent pool and the dedicated allocations (out->persistent, out->dedicated), and the totals
- * over all of those. A caller adding pools adds to pool_count and the totals. */
+ * persistent pool and the dedicated allocations (out->persistent, out->dedicated), the totals
+ * over all of those, and the windows (mode and depth) and persistent_memory setting of `m`. A
+ * caller adding pools adds to pool_count and the totals. */
 void memory_report_fill(const memory_manager *m, cubec_memory_report *out);
 
 #endif

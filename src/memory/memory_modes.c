@@ -91,3 +91,14 @@ const char *memory_modes_route_name(uint32_t route)
 {
     return route == MEMORY_POOL_PERSISTENT ? "persistent pool" : "dedicated allocations";
 }
+
+const char *persistent_memory_name(persistent_memory setting)
+{
+    switch (setting) {
+    case PERSISTENT_MEMORY_ENABLED: return "enabled";
+    case PERSISTENT_MEMORY_SIZE_MATCH: return "size-match";
+    case PERSISTENT_MEMORY_DISABLED: return "disabled";
+    case PERSISTENT_MEMORY_ENFORCED: return "enforced";
+    }
+    return "?";
+}

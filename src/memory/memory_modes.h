@@ -87,6 +87,9 @@ int memory_modes_free(memory_modes *mm, const page_source *source, uint32_t pool
                       const void *page, uint64_t size);
 /* Explicit cleanup: the persistent pool's free slices go back; returns how many pages. */
 uint32_t memory_modes_release(memory_modes *mm, const page_source *source);
+/* "enabled", "size-match", "disabled", "enforced": the setting's [memory] persistent_memory
+ * value (the report's). */
+const char *persistent_memory_name(persistent_memory setting);
 /* "persistent pool" / "dedicated allocations": for messages. */
 const char *memory_modes_route_name(uint32_t route);
 

@@ -210,6 +210,9 @@ void server_memory_report(cubec_device *d, stream_ref s, cubec_memory_report *ou
     out->budget_used_bytes = b.used;
     out->budget_returning_bytes = b.returning;
     memcpy(out->budget_source, b.source, sizeof out->budget_source);
+    /* The device's setting, also for a slot that has no pools yet (no window opened on it). */
+    snprintf(out->persistent_memory, sizeof out->persistent_memory, "%s",
+             persistent_memory_name((persistent_memory)d->config.persistent_memory));
 }
 
 cubec_status server_memory_each_slot(cubec_device *d,

@@ -3,7 +3,9 @@
  * test_memory_modes_null, on the null backend. Each test routes buffers through nested windows
  * under one setting, and a model written here (the rule of docs/memory.md) says where each must
  * land: the report's persistent and dedicated entries and the layout's pools must hold exactly
- * the model's bytes, and every buffer read back must hold what was written. */
+ * the model's bytes, and every buffer read back must hold what was written. The report's windows
+ * (mode and depth per slot) and setting, in the struct, the JSON and the table, are checked
+ * against a model of each slot's window stack after every push and pop. */
 #include "test_util.h"
 
 #include <stdio.h>
@@ -369,6 +371,209 @@ static void test_refusals(void **state)
     unsetenv("CUBEC_PERSISTENT_MEMORY");
 }
 
+/* --- The report's windows and setting ------------------------------------------------------ */
+
+enum { REPORT_STEPS = 48, REPORT_MAX_DEPTH = 6 };
+static const char *const mode_names[] = {"auto", "persistent", "dedicated"};
+
+/* One stream's slot as the test models it: its window stack, and whether its pools exist (a
+ * push creates them; the JSON and the table list only such slots). */
+typedef struct slot_model {
+    cubec_stream s;
+    uint32_t slot;
+    int stack[REPORT_MAX_DEPTH];
+    int depth;
+    int listed;
+} slot_model;
+
+static uint32_t slot_of(cubec_stream s)
+{
+    /* The documented folding: the stream's low 48 bits modulo max_streams. */
+    const char *env = getenv("CUBEC_MAX_STREAMS");
+    uint64_t max_streams = env && *env ? strtoull(env, NULL, 10) : 128;
+    return (uint32_t)((s & 0xffffffffffffull) % max_streams);
+}
+
+static int model_mode(const slot_model *sm)
+{
+    return sm->depth ? sm->stack[sm->depth - 1] : AUTO;
+}
+
+static size_t count_of(const char *text, const char *needle)
+{
+    size_t n = 0;
+    for (const char *p = strstr(text, needle); p; p = strstr(p + 1, needle))
+        n++;
+    return n;
+}
+
+/* The JSON's slot entry of `sm` (up to its "pools") names the model's window mode and depth. */
+static void check_json_slot(const char *json, const slot_model *sm, const char *when)
+{
+    char pattern[64];
+    snprintf(pattern, sizeof pattern, "\"slot\": %u,", sm->slot);
+    const char *entry = strstr(json, pattern);
+    if (!sm->listed) {
+        if (entry) fail_msg("%s: slot %u has no pools, yet is listed:\n%s", when, sm->slot, json);
+        return;
+    }
+    if (!entry) fail_msg("%s: slot %u is missing from\n%s", when, sm->slot, json);
+    const char *pools = strstr(entry, "\"pools\"");
+    assert_non_null(pools);
+    char want[96];
+    snprintf(want, sizeof want, "\"window_mode\": \"%s\",", mode_names[model_mode(sm)]);
+    const char *got = strstr(entry, want);
+    if (!got || got > pools)
+        fail_msg("%s: slot %u lacks %s before its pools in\n%.*s", when, sm->slot, want,
+                 (int)(pools - entry), entry);
+    snprintf(want, sizeof want, "\"window_depth\": %d,", sm->depth);
+    got = strstr(entry, want);
+    if (!got || got > pools)
+        fail_msg("%s: slot %u lacks %s before its pools in\n%.*s", when, sm->slot, want,
+                 (int)(pools - entry), entry);
+}
+
+/* The table's part for `sm` (its first row to its "preset" line) has the model's "windows" line,
+ * or none when no window is open. */
+static void check_table_slot(const char *table, const slot_model *sm, const char *when)
+{
+    char first[32];
+    snprintf(first, sizeof first, "\n%-8u ", sm->slot);
+    const char *from = strstr(table, first);
+    if (!sm->listed) {
+        if (from) fail_msg("%s: slot %u has no pools, yet is listed:\n%s", when, sm->slot, table);
+        return;
+    }
+    if (!from) fail_msg("%s: slot %u is not in the table:\n%s", when, sm->slot, table);
+    const char *end = strstr(from, " preset ");
+    assert_non_null(end);
+    end = strchr(end, '\n');
+    assert_non_null(end);
+    size_t n = (size_t)(end + 1 - from);
+    char *section = malloc(n + 1);
+    assert_non_null(section);
+    memcpy(section, from, n);
+    section[n] = 0;
+    if (sm->depth) {
+        char want[96];
+        snprintf(want, sizeof want, "\n%-8s windows %s (%d open)\n", "", mode_names[model_mode(sm)],
+                 sm->depth);
+        if (!strstr(section, want) || count_of(section, " windows ") != 1)
+            fail_msg("%s: slot %u lacks the line '%s' (alone) in\n%s", when, sm->slot, want + 1,
+                     section);
+    } else if (strstr(section, " windows ")) {
+        fail_msg("%s: slot %u has no window open, yet:\n%s", when, sm->slot, section);
+    }
+    free(section);
+}
+
+/* The struct of each stream, the JSON and the table against the model, and the setting. */
+static void check_windows_reported(cubec_device *d, const slot_model sm[2], setting set,
+                                   const char *when)
+{
+    for (int k = 0; k < 2; k++) {
+        cubec_memory_report r;
+        ASSERT_OK(cubec_memory_report_get(d, sm[k].s, &r));
+        if ((int)r.window_mode != model_mode(&sm[k]) || (int)r.window_depth != sm[k].depth)
+            fail_msg("%s: slot %u reports window mode %d depth %u, the model %d depth %d", when,
+                     sm[k].slot, (int)r.window_mode, r.window_depth, model_mode(&sm[k]),
+                     sm[k].depth);
+        assert_string_equal(r.persistent_memory, setting_names[set]);
+    }
+    char *json = NULL, *table = NULL;
+    ASSERT_OK(cubec_memory_report_json(d, &json));
+    ASSERT_OK(cubec_memory_report_table(d, &table));
+    char want[64];
+    snprintf(want, sizeof want, "\n  \"persistent_memory\": \"%s\",\n", setting_names[set]);
+    if (!strstr(json, want) || count_of(json, "\"persistent_memory\"") != 1)
+        fail_msg("%s: the JSON lacks %s (once):\n%s", when, want + 1, json);
+    snprintf(want, sizeof want, "\nmemory   persistent_memory %s\n", setting_names[set]);
+    if (!strstr(table, want) || count_of(table, "persistent_memory") != 1)
+        fail_msg("%s: the table lacks '%s' (once):\n%s", when, want + 1, table);
+    for (int k = 0; k < 2; k++) {
+        check_json_slot(json, &sm[k], when);
+        check_table_slot(table, &sm[k], when);
+    }
+    cubec_string_free(json);
+    cubec_string_free(table);
+}
+
+/* Windows pushed and popped, each stream's in nested order, on two streams of different slots,
+ * interleaved at random; the report is checked before the first push and after every push and
+ * pop. A buffer now and then: routing does not change what the windows say. */
+static void run_report_windows(setting set)
+{
+    model m;
+    cubec_device *d = open_with(set, &m);
+    slot_model sm[2];
+    memset(sm, 0, sizeof sm);
+    for (int k = 0; k < 2; k++) {
+        ASSERT_OK(cubec_stream_new(d, &sm[k].s));
+        sm[k].slot = slot_of(sm[k].s);
+    }
+    assert_int_not_equal(sm[0].slot, sm[1].slot);
+    char when[96];
+    snprintf(when, sizeof when, "%s, no window yet", setting_names[set]);
+    check_windows_reported(d, sm, set, when);
+    uint32_t rng = 31u + (uint32_t)set;
+    cubec_buffer made[REPORT_STEPS];
+    int made_count = 0;
+    for (int step = 0; step < REPORT_STEPS; step++) {
+        slot_model *x = &sm[test_rand(&rng) % 2];
+        int do_push = x->depth == 0 || (x->depth < REPORT_MAX_DEPTH && test_rand(&rng) % 3 != 0);
+        if (do_push) {
+            int mode = (int)(test_rand(&rng) % 3);
+            ASSERT_OK(cubec_memory_mode_push(d, x->s, (cubec_memory_mode)mode));
+            x->stack[x->depth++] = mode;
+            x->listed = 1;
+        } else {
+            ASSERT_OK(cubec_memory_mode_pop(d, x->s));
+            x->depth--;
+        }
+        if (step % 5 == 0)
+            ASSERT_OK(
+                cubec_buffer_create(d, x->s, 1000 + 64 * (uint64_t)step, &made[made_count++]));
+        snprintf(when, sizeof when, "%s, step %d (%s on slot %u)", setting_names[set], step,
+                 do_push ? "push" : "pop", x->slot);
+        check_windows_reported(d, sm, set, when);
+    }
+    /* Every window closed, innermost first: the slots stay listed, with no window. */
+    for (int k = 0; k < 2; k++) {
+        while (sm[k].depth) {
+            ASSERT_OK(cubec_memory_mode_pop(d, sm[k].s));
+            sm[k].depth--;
+            snprintf(when, sizeof when, "%s, closing slot %u to depth %d", setting_names[set],
+                     sm[k].slot, sm[k].depth);
+            check_windows_reported(d, sm, set, when);
+        }
+        assert_true(sm[k].listed); /* the walk pushed on both */
+    }
+    for (int i = 0; i < made_count; i++)
+        ASSERT_OK(cubec_buffer_release(d, made[i]));
+    close_dev(d, &m);
+}
+
+static void test_report_windows_enabled(void **state)
+{
+    (void)state;
+    run_report_windows(ENABLED);
+}
+static void test_report_windows_size_match(void **state)
+{
+    (void)state;
+    run_report_windows(SIZE_MATCH);
+}
+static void test_report_windows_disabled(void **state)
+{
+    (void)state;
+    run_report_windows(DISABLED);
+}
+static void test_report_windows_enforced(void **state)
+{
+    (void)state;
+    run_report_windows(ENFORCED);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -379,6 +584,10 @@ int main(void)
         cmocka_unit_test(test_persistent_reuse_and_dedicated_return),
         cmocka_unit_test(test_windows_per_stream),
         cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_report_windows_enabled),
+        cmocka_unit_test(test_report_windows_size_match),
+        cmocka_unit_test(test_report_windows_disabled),
+        cmocka_unit_test(test_report_windows_enforced),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
