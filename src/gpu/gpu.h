@@ -246,6 +246,9 @@ typedef struct gpu_ops {
      * pipelines are being created (the server calls them with no build in flight). */
     cubec_status (*pipeline_cache_data)(gpu *g, void **out, size_t *out_size);
     cubec_status (*pipeline_cache_merge)(gpu *g, const void *data, size_t size);
+    /* Pipelines are created through the cache from now on (the server has a disk cache to save
+     * it to); until then none is used. */
+    void (*pipeline_cache_enable)(gpu *g);
     /* The memory budget of the heap device pages live in (optional: NULL reads as none). */
     void (*memory_budget)(gpu *g, gpu_budget *out);
     /* The backend's own objects for a program's code (cubec_device_vulkan_handles); NULL where

@@ -137,6 +137,7 @@ void kernel_disk_begin(cubec_device *d)
         return;
     }
     if (!d->gpu->ops->pipeline_cache_merge) return;
+    if (d->gpu->ops->pipeline_cache_enable) d->gpu->ops->pipeline_cache_enable(d->gpu);
     key_buf k;
     if (!blob_key(&d->gpu->cache_id, &k)) return;
     void *data = NULL;

@@ -342,9 +342,10 @@ static cubec_status build_pipeline(vk_gpu *v, const gpu_pipeline_desc *desc, gpu
                   .pName = desc->entry_point,
                   .pSpecializationInfo = spec_count ? &spec : NULL},
         .layout = p->layout};
-    VK_RETURN_IF_ERROR(
-        vkCreateComputePipelines(dev, v->pipeline_cache, 1, &cpci, NULL, &p->pipeline),
-        "vkCreateComputePipelines");
+    VkPipelineCache cache = vk_pipeline_cache_take(v);
+    VkResult r = vkCreateComputePipelines(dev, cache, 1, &cpci, NULL, &p->pipeline);
+    vk_pipeline_cache_give(v, cache);
+    VK_RETURN_IF_ERROR(r, "vkCreateComputePipelines");
     return NULL;
 }
 
@@ -593,7 +594,7 @@ static void vk_gpu_destroy(gpu *g)
     }
     if (v->vk.device) {
         vkDeviceWaitIdle(v->vk.device);
-        if (v->pipeline_cache) vkDestroyPipelineCache(v->vk.device, v->pipeline_cache, NULL);
+        vk_pipeline_cache_destroy(v);
         if (v->timeline) vkDestroySemaphore(v->vk.device, v->timeline, NULL);
     }
     vk_context_destroy(&v->vk);
@@ -682,6 +683,7 @@ static const gpu_ops vk_ops = {.name = "vulkan",
                                .calibrate = vk_calibrate,
                                .pipeline_cache_data = vk_pipeline_cache_data,
                                .pipeline_cache_merge = vk_pipeline_cache_merge,
+                               .pipeline_cache_enable = vk_pipeline_cache_enable,
                                .memory_budget = vk_memory_budget};
 
 cubec_status vk_gpu_open(const gpu_open_desc *desc, gpu **out)
@@ -741,11 +743,7 @@ cubec_status vk_gpu_open(const gpu_open_desc *desc, gpu **out)
     VkSemaphoreCreateInfo sci = {.sType = VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO, .pNext = &tci};
     err = vk_status(vkCreateSemaphore(v->vk.device, &sci, NULL, &v->timeline),
                     "vkCreateSemaphore(timeline)");
-    if (!err) {
-        VkPipelineCacheCreateInfo pcci = {.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
-        err = vk_status(vkCreatePipelineCache(v->vk.device, &pcci, NULL, &v->pipeline_cache),
-                        "vkCreatePipelineCache");
-    }
+    if (!err) err = vk_pipeline_cache_init(v);
     if (err) {
         vk_gpu_destroy(g);
         return err;

@@ -11,7 +11,18 @@ typedef struct vk_gpu {
     gpu base; /* first: a gpu * is a vk_gpu * */
     vk_context vk;
     VkSemaphore timeline; /* one per device: every submission signals its next value */
+    /* The driver's pipeline cache (vk_pipeline_cache.c): `pipeline_cache` holds what was loaded
+     * from cubec's disk cache and, at each save, what every build's cache gathered; builds take
+     * a cache of their own from `caches` (one thread at a time each: the driver serializes the
+     * pipelines created through one cache). Off (no cache at all) without a disk cache. */
     VkPipelineCache pipeline_cache;
+    struct {
+        pthread_mutex_t lock;
+        VkPipelineCache *all, *idle; /* every cache made; those no build holds now */
+        uint32_t count, idle_count, cap;
+        int enabled;
+        int ready; /* the lock is initialized */
+    } caches;
     /* The GPU may never finish (a wait timed out): Vulkan objects are left alive, since
      * destroying them would wait for it or pull memory from under it; host memory is freed. */
     int abandoned;

@@ -5,6 +5,7 @@
 
 #include "gpu/vulkan/vk_result.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,11 +20,107 @@ void vk_pipeline_cache_identity(VkPhysicalDevice physical, gpu_cache_identity *o
     out->driver_version = p.driverVersion;
 }
 
+cubec_status vk_pipeline_cache_init(vk_gpu *v)
+{
+    if (pthread_mutex_init(&v->caches.lock, NULL) != 0)
+        return status_make(CUBEC_INTERNAL, "pthread_mutex_init (pipeline caches) failed");
+    v->caches.ready = 1;
+    VkPipelineCacheCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
+    return vk_status(vkCreatePipelineCache(v->vk.device, &ci, NULL, &v->pipeline_cache),
+                     "vkCreatePipelineCache");
+}
+
+void vk_pipeline_cache_destroy(vk_gpu *v)
+{
+    for (uint32_t i = 0; i < v->caches.count; i++)
+        vkDestroyPipelineCache(v->vk.device, v->caches.all[i], NULL);
+    if (v->pipeline_cache) vkDestroyPipelineCache(v->vk.device, v->pipeline_cache, NULL);
+    free(v->caches.all);
+    free(v->caches.idle);
+    if (v->caches.ready) pthread_mutex_destroy(&v->caches.lock);
+}
+
+void vk_pipeline_cache_enable(gpu *g)
+{
+    vk_gpu *v = vk_gpu_of(g);
+    pthread_mutex_lock(&v->caches.lock);
+    v->caches.enabled = 1;
+    pthread_mutex_unlock(&v->caches.lock);
+}
+
+/* Room for one more cache in both lists (under the lock); 0 when the host is out of memory. */
+static int grow(vk_gpu *v)
+{
+    uint32_t cap = v->caches.cap ? v->caches.cap * 2 : 8;
+    VkPipelineCache *all = realloc(v->caches.all, (size_t)cap * sizeof(VkPipelineCache));
+    if (!all) return 0;
+    v->caches.all = all;
+    VkPipelineCache *idle = realloc(v->caches.idle, (size_t)cap * sizeof(VkPipelineCache));
+    if (!idle) return 0;
+    v->caches.idle = idle;
+    v->caches.cap = cap;
+    return 1;
+}
+
+/* A new build cache holding what the loading cache holds. Under the lock: the loading cache is
+ * only read here, and merged into while no build runs. */
+static VkPipelineCache make_cache(vk_gpu *v)
+{
+    size_t size = 0;
+    void *data = NULL;
+    if (vkGetPipelineCacheData(v->vk.device, v->pipeline_cache, &size, NULL) == VK_SUCCESS &&
+        size && (data = malloc(size)) != NULL) {
+        VkResult r = vkGetPipelineCacheData(v->vk.device, v->pipeline_cache, &size, data);
+        if (r != VK_SUCCESS && r != VK_INCOMPLETE) size = 0;
+    } else {
+        size = 0;
+    }
+    VkPipelineCacheCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO,
+                                    .initialDataSize = data ? size : 0,
+                                    .pInitialData = data};
+    VkPipelineCache c = VK_NULL_HANDLE;
+    if (vkCreatePipelineCache(v->vk.device, &ci, NULL, &c) != VK_SUCCESS) c = VK_NULL_HANDLE;
+    free(data);
+    return c;
+}
+
+VkPipelineCache vk_pipeline_cache_take(vk_gpu *v)
+{
+    VkPipelineCache c = VK_NULL_HANDLE;
+    pthread_mutex_lock(&v->caches.lock);
+    if (v->caches.enabled) {
+        if (v->caches.idle_count) {
+            c = v->caches.idle[--v->caches.idle_count];
+        } else if (v->caches.count < v->caches.cap || grow(v)) {
+            c = make_cache(v);
+            if (c) v->caches.all[v->caches.count++] = c;
+        }
+    }
+    pthread_mutex_unlock(&v->caches.lock);
+    return c;
+}
+
+void vk_pipeline_cache_give(vk_gpu *v, VkPipelineCache cache)
+{
+    if (!cache) return;
+    pthread_mutex_lock(&v->caches.lock);
+    v->caches.idle[v->caches.idle_count++] = cache; /* idle has room for every cache made */
+    pthread_mutex_unlock(&v->caches.lock);
+}
+
 cubec_status vk_pipeline_cache_data(gpu *g, void **out, size_t *out_size)
 {
     vk_gpu *v = vk_gpu_of(g);
     *out = NULL;
     *out_size = 0;
+    /* What every build's cache gathered goes into the loading cache first (no build runs now:
+     * gpu.h). */
+    pthread_mutex_lock(&v->caches.lock);
+    VkResult m = v->caches.count ? vkMergePipelineCaches(v->vk.device, v->pipeline_cache,
+                                                         v->caches.count, v->caches.all)
+                                 : VK_SUCCESS;
+    pthread_mutex_unlock(&v->caches.lock);
+    VK_RETURN_IF_ERROR(m, "vkMergePipelineCaches (the builds' caches)");
     /* The size may grow between the two calls if another thread creates a pipeline: the second
      * call then reports VK_INCOMPLETE with a valid (shorter) blob, which is kept as it is. */
     size_t size = 0;
