@@ -1,7 +1,10 @@
 /* Dry runs (cubec.h "Dry runs", docs/dry-runs.md): launches and replays checked and dropped,
  * nothing tainted, real windows inside, the process-wide scope, and pages without memory until
  * their first real use. Runs on lavapipe and (test_dry_run_null) on the null backend, where a
- * kernel computes nothing: there the tasks the server recorded show what ran. */
+ * kernel computes nothing: there the tasks the server recorded show what ran, and with its heap
+ * capped (CUBEC_NULL_HEAP_BYTES) the report's budget_used_bytes shows what memory the pages
+ * really took: none until their first real use, then their size; and a first use that finds the
+ * heap full fails, takes nothing, and succeeds once room is made. */
 #include "launch_util.h"
 #include "server/device.h"
 #include "test_util.h"
@@ -18,6 +21,7 @@ typedef struct fixture {
     cubec_kernel produce, consume, step;
     cubec_stream s;
     int null_backend; /* kernels compute nothing: compare recorded tasks, not bytes */
+    int null_heap;    /* the null backend's heap is capped (setup_null_heap) */
 } fixture;
 
 static int setup(void **state)
@@ -30,6 +34,23 @@ static int setup(void **state)
     ASSERT_OK(cubec_stream_new(f->d, &f->s));
     *state = f;
     return 0;
+}
+
+/* The fixture on a null device whose heap holds HEAP_BYTES (CUBEC_NULL_HEAP_BYTES): the report's
+ * budget_used_bytes is then the heap's use, the memory pages really took. Elsewhere the cap means
+ * nothing, and the heap checks below check nothing (their tests check the rest as usual). */
+#define HEAP_BYTES (160ull << 20)
+
+static int setup_null_heap(void **state)
+{
+    char cap[24];
+    snprintf(cap, sizeof cap, "%llu", HEAP_BYTES);
+    setenv("CUBEC_NULL_HEAP_BYTES", cap, 1);
+    int rc = setup(state);
+    unsetenv("CUBEC_NULL_HEAP_BYTES");
+    fixture *f = *state;
+    f->null_heap = f->null_backend;
+    return rc;
 }
 
 static int teardown(void **state)
@@ -189,6 +210,21 @@ static cubec_memory_report report_of(fixture *f)
     return r;
 }
 
+/* Under the null heap: the heap holds what it held at `base` plus `taken` bytes (pages backed
+ * since). Without it (another setup, or lavapipe) there is no heap to count. */
+static void expect_heap(fixture *f, const cubec_memory_report *base, uint64_t taken,
+                        const char *when)
+{
+    if (!f->null_heap) return;
+    cubec_memory_report r = report_of(f);
+    assert_string_equal(r.budget_source, "null heap");
+    assert_int_equal(r.budget_bytes, HEAP_BYTES);
+    if (r.budget_used_bytes != base->budget_used_bytes + taken)
+        fail_msg("%s: the heap holds %llu bytes, not %llu + %llu", when,
+                 (unsigned long long)r.budget_used_bytes,
+                 (unsigned long long)base->budget_used_bytes, (unsigned long long)taken);
+}
+
 /* A buffer created under a dry run that needs a new page gets a page without memory; a dry
  * launch does not back it; the first write does, and the bytes read back are those written. */
 static void dry_pages_are_backed_at_first_use(void **state)
@@ -202,35 +238,46 @@ static void dry_pages_are_backed_at_first_use(void **state)
     cubec_memory_report r1 = report_of(f);
     assert_int_equal(r1.pages, r0.pages + 1);
     assert_int_equal(r1.pages_unbacked, r0.pages_unbacked + 1);
+    const uint64_t page = r1.bytes_reserved - r0.bytes_reserved;
+    assert_true(page >= big);
+    expect_heap(f, &r0, 0, "a page made under a dry run");
     cubec_buffer view;
     ASSERT_OK(cubec_buffer_view(f->d, lazy, 0, N * 4, &view));
     ASSERT_OK(uint_launch(f->d, f->s, f->step, view, NONE, N, 3, 1)); /* dropped */
     assert_int_equal(report_of(f).pages_unbacked, r1.pages_unbacked);
+    expect_heap(f, &r0, 0, "after a dry launch that binds it");
     ASSERT_OK(cubec_run_window_end(f->d, f->s));
+    expect_heap(f, &r0, 0, "after the dry window");
     uint32_t host[N], want[N];
     fill_words(host, N, 5);
     ASSERT_OK(cubec_write(f->d, f->s, view, 0, host, sizeof host));
     assert_int_equal(report_of(f).pages_unbacked, r0.pages_unbacked);
+    expect_heap(f, &r0, page, "after its first write");
     ASSERT_OK(uint_launch(f->d, f->s, f->step, view, NONE, N, 3, 1));
     cpu_consume(host, want, N, 3, 1);
     if (!f->null_backend)
         expect_words(f, view, want);
     else
         expect_words(f, view, host);
+    expect_heap(f, &r0, page, "after a real launch");
     ASSERT_OK(cubec_buffer_release(f->d, view));
     ASSERT_OK(cubec_buffer_release(f->d, lazy));
     ASSERT_OK(cubec_memory_cleanup(f->d, f->s)); /* or the next buffer reuses the page */
+    expect_heap(f, &r0, 0, "after the backed page went back");
 
     /* A dry run's page that is never used goes back without ever getting memory. */
     ASSERT_OK(cubec_run_window_begin(f->d, f->s, CUBEC_RUN_DRY));
     ASSERT_OK(cubec_buffer_create(f->d, f->s, big, &lazy));
     ASSERT_OK(cubec_run_window_end(f->d, f->s));
     assert_int_equal(report_of(f).pages_unbacked, r0.pages_unbacked + 1);
+    expect_heap(f, &r0, 0, "a second page made under a dry run");
     ASSERT_OK(cubec_buffer_release(f->d, lazy));
+    expect_heap(f, &r0, 0, "after its buffer was released");
     ASSERT_OK(cubec_memory_cleanup(f->d, f->s));
     cubec_memory_report r2 = report_of(f);
     assert_int_equal(r2.pages_unbacked, r0.pages_unbacked);
     assert_true(r2.pages <= r0.pages);
+    expect_heap(f, &r0, 0, "after the unused page went back");
 }
 
 /* A copy and a fill are real uses too: they back the pages of both sides. */
@@ -249,9 +296,11 @@ static void copy_and_fill_back_pages(void **state)
     cubec_memory_report r1 = report_of(f);
     assert_true(r1.pages > r0.pages);
     assert_int_equal(r1.pages_unbacked - r0.pages_unbacked, r1.pages - r0.pages);
+    expect_heap(f, &r0, 0, "two buffers made under a dry run");
     ASSERT_OK(cubec_fill(f->d, f->s, a, 0, N * 4, 0x5a5a5a5au));
     ASSERT_OK(cubec_copy(f->d, f->s, a, 0, b, 4096, N * 4));
     assert_int_equal(report_of(f).pages_unbacked, r0.pages_unbacked);
+    expect_heap(f, &r0, r1.bytes_reserved - r0.bytes_reserved, "after a fill and a copy");
     uint32_t got[N];
     ASSERT_OK(cubec_read(f->d, f->s, b, 4096, got, sizeof got));
     for (uint32_t i = 0; i < N; i++)
@@ -270,15 +319,66 @@ static void raw_resource_backs_page(void **state)
     cubec_memory_report r0 = report_of(f);
     ASSERT_OK(cubec_buffer_create(f->d, f->s, big, &a));
     ASSERT_OK(cubec_run_window_end(f->d, f->s));
-    assert_int_equal(report_of(f).pages_unbacked, r0.pages_unbacked + 1);
+    cubec_memory_report r1 = report_of(f);
+    assert_int_equal(r1.pages_unbacked, r0.pages_unbacked + 1);
+    expect_heap(f, &r0, 0, "a page made under a dry run");
     cubec_raw_buffer raw;
     cubec_guard guard;
     ASSERT_OK(cubec_buffer_raw(f->d, f->s, a, &raw, &guard));
     assert_int_equal(report_of(f).pages_unbacked, r0.pages_unbacked);
+    expect_heap(f, &r0, r1.bytes_reserved - r0.bytes_reserved, "after its raw resource");
     assert_true(raw.buffer != 0);
     assert_int_equal(raw.size, big);
     ASSERT_OK(cubec_guard_release(f->d, guard));
     ASSERT_OK(cubec_buffer_release(f->d, a));
+}
+
+/* Under the null heap a dry run may make more pages than the heap holds, since they take none of
+ * it: the first use that finds no room for its page fails with CUBEC_OUT_OF_MEMORY naming the
+ * page, takes nothing and leaves the page without memory; once another page went back, the same
+ * use backs it. */
+static void dry_pages_past_the_heap(void **state)
+{
+    fixture *f = *state;
+    if (!f->null_heap) skip(); /* only the null backend's heap can be capped */
+    const uint64_t big = 64ull << 20;
+    cubec_memory_report r0 = report_of(f);
+    assert_string_equal(r0.budget_source, "null heap");
+    cubec_buffer lazy[3];
+    ASSERT_OK(cubec_run_window_begin(f->d, f->s, CUBEC_RUN_DRY));
+    for (int i = 0; i < 3; i++)
+        ASSERT_OK(cubec_buffer_create(f->d, f->s, big, &lazy[i]));
+    ASSERT_OK(cubec_run_window_end(f->d, f->s));
+    cubec_memory_report r1 = report_of(f);
+    assert_int_equal(r1.pages - r0.pages, 3);
+    assert_int_equal(r1.pages_unbacked - r0.pages_unbacked, 3);
+    const uint64_t page = (r1.bytes_reserved - r0.bytes_reserved) / 3;
+    assert_true(page >= big && r0.budget_used_bytes + 3 * page > HEAP_BYTES);
+    expect_heap(f, &r0, 0, "three pages made under a dry run");
+    uint32_t host[3][N];
+    for (int i = 0; i < 2; i++) {
+        fill_words(host[i], N, 10 + (uint32_t)i);
+        ASSERT_OK(cubec_write(f->d, f->s, lazy[i], 0, host[i], sizeof host[i]));
+    }
+    expect_heap(f, &r0, 2 * page, "two of them written");
+    fill_words(host[2], N, 12);
+    char says[128];
+    snprintf(says, sizeof says, "backing a page of %llu bytes made under a dry run",
+             (unsigned long long)page);
+    ASSERT_ERROR(cubec_write(f->d, f->s, lazy[2], 0, host[2], sizeof host[2]), CUBEC_OUT_OF_MEMORY,
+                 says);
+    assert_int_equal(report_of(f).pages_unbacked, r0.pages_unbacked + 1);
+    expect_heap(f, &r0, 2 * page, "after the third page found no room");
+    ASSERT_OK(cubec_buffer_release(f->d, lazy[0]));
+    ASSERT_OK(cubec_memory_cleanup(f->d, f->s));
+    expect_heap(f, &r0, page, "after the first page went back");
+    ASSERT_OK(cubec_write(f->d, f->s, lazy[2], 0, host[2], sizeof host[2]));
+    assert_int_equal(report_of(f).pages_unbacked, r0.pages_unbacked);
+    expect_heap(f, &r0, 2 * page, "after the third page's write");
+    for (int i = 1; i < 3; i++) {
+        expect_words(f, lazy[i], host[i]);
+        ASSERT_OK(cubec_buffer_release(f->d, lazy[i]));
+    }
 }
 
 /* Replays are dropped like launches; a launch dropped while recording is not in the graph. */
@@ -371,6 +471,14 @@ int main(void)
         cmocka_unit_test_setup_teardown(dry_pages_are_backed_at_first_use, setup, teardown),
         cmocka_unit_test_setup_teardown(copy_and_fill_back_pages, setup, teardown),
         cmocka_unit_test_setup_teardown(raw_resource_backs_page, setup, teardown),
+        /* The same under the null heap, and more pages than it holds. */
+        {"dry_pages_are_backed_at_first_use under the null heap", dry_pages_are_backed_at_first_use,
+         setup_null_heap, teardown, NULL},
+        {"copy_and_fill_back_pages under the null heap", copy_and_fill_back_pages, setup_null_heap,
+         teardown, NULL},
+        {"raw_resource_backs_page under the null heap", raw_resource_backs_page, setup_null_heap,
+         teardown, NULL},
+        cmocka_unit_test_setup_teardown(dry_pages_past_the_heap, setup_null_heap, teardown),
         cmocka_unit_test_setup_teardown(dry_replay_and_capture, setup, teardown),
         cmocka_unit_test_setup_teardown(dry_launch_of_queued_kernels, setup, teardown),
         cmocka_unit_test_setup_teardown(bad_windows_are_refused, setup, teardown),

@@ -1,8 +1,10 @@
 /* Memory pressure and out-of-memory (docs/memory.md "Budget" and "Out of memory") on a real
  * device and, as test_memory_pressure_null, on the null backend. A [memory] max_bytes cap stands
- * for a full heap: buffers are allocated until one is refused, some are released, more are
- * allocated, and every surviving buffer must still hold the bytes a host copy holds; the refusal
- * names the request, the pool and the bytes in use and reserved. The budget the report shows is
+ * for a full heap, and on the null backend also the null heap's size (CUBEC_NULL_HEAP_BYTES),
+ * whose refusal of a page is the "driver's": buffers are allocated until one is refused, some
+ * are released, more are allocated, and every surviving buffer must still hold the bytes a host
+ * copy holds; the refusal names the request, the pool, the bytes reserved and in use, and the
+ * cap's (or the driver's) words with the bytes of pages held. The budget the report shows is
  * checked against the cap, the device's heap, and the pages the report counts. */
 #include "test_util.h"
 
@@ -26,20 +28,47 @@ typedef struct model {
     int count;
 } model;
 
-static cubec_device *open_capped(const char *preset, const char *cap)
+/* How a test caps the device's memory: [memory] max_bytes (every backend), or the null backend's
+ * heap (CUBEC_NULL_HEAP_BYTES), which refuses a page past it the way a driver refuses one. */
+typedef struct cap_kind {
+    const char *env;    /* the variable that sets the cap */
+    const char *source; /* the report's budget_source under it */
+    /* What a refusal's message says of the cap, given its value and the bytes of pages held
+     * (the cap's words, or the null "driver's"). */
+    const char *says, *held;
+} cap_kind;
+
+static const cap_kind MAX_BYTES = {"CUBEC_MEMORY_MAX_BYTES", "max_bytes", "max_bytes = %llu (",
+                                   "%llu bytes of pages held)"};
+static const cap_kind NULL_HEAP = {"CUBEC_NULL_HEAP_BYTES", "null heap",
+                                   "would pass the heap cap of %llu bytes (CUBEC_NULL_HEAP_BYTES; ",
+                                   "%llu bytes granted)"};
+
+static int null_backend(void)
+{
+    const char *b = getenv("CUBEC_BACKEND");
+    return b && strcmp(b, "null") == 0;
+}
+
+static cubec_device *open_with(const char *preset, const cap_kind *kind, const char *cap)
 {
     if (preset)
         setenv("CUBEC_MEMORY_PRESET", preset, 1);
     else
         unsetenv("CUBEC_MEMORY_PRESET");
     if (cap)
-        setenv("CUBEC_MEMORY_MAX_BYTES", cap, 1);
+        setenv(kind->env, cap, 1);
     else
-        unsetenv("CUBEC_MEMORY_MAX_BYTES");
+        unsetenv(kind->env);
     cubec_device *d = test_device_open();
     unsetenv("CUBEC_MEMORY_PRESET");
-    unsetenv("CUBEC_MEMORY_MAX_BYTES");
+    unsetenv(kind->env);
     return d;
+}
+
+static cubec_device *open_capped(const char *preset, const char *cap)
+{
+    return open_with(preset, &MAX_BYTES, cap);
 }
 
 /* Creates and fills a buffer; returns the status of the creation (NULL: added to the model). */
@@ -86,15 +115,21 @@ static void drop_all(cubec_device *d, model *m)
         drop(d, m, m->count - 1);
 }
 
-/* The report's budget under a cap: the cap, and the pages of the (one) stream's pools. */
-static void check_budget(cubec_device *d, cubec_stream s, uint64_t cap)
+/* The report's budget under a cap: the cap, and the pages of the (one) stream's pools (under the
+ * null heap its use, which is those pages: nothing else takes device memory there). */
+static void check_budget_of(cubec_device *d, cubec_stream s, const cap_kind *kind, uint64_t cap)
 {
     cubec_memory_report r;
     ASSERT_OK(cubec_memory_report_get(d, s, &r));
-    assert_string_equal(r.budget_source, "max_bytes");
+    assert_string_equal(r.budget_source, kind->source);
     assert_int_equal(r.budget_bytes, cap);
     assert_int_equal(r.budget_used_bytes, r.bytes_reserved);
     assert_true(r.budget_used_bytes <= cap);
+}
+
+static void check_budget(cubec_device *d, cubec_stream s, uint64_t cap)
+{
+    check_budget_of(d, s, &MAX_BYTES, cap);
 }
 
 /* The words of the out-of-memory message that name the pool a request of `size` tried
@@ -122,12 +157,16 @@ static void pool_tried(cubec_device *d, cubec_stream s, uint64_t size, char *out
 }
 
 /* Allocate until refused, free every other buffer, allocate their sizes again, and check every
- * byte; the device stays usable throughout. The refusal names the pool it tried: `pool_named`,
- * or (NULL) the layout's pool for the size (pool_tried). */
-static void fill_free_refill(const char *preset, cubec_memory_mode mode, const char *pool_named)
+ * byte; the device stays usable throughout. The memory is capped at 40 MiB as `kind` says. The
+ * refusal names the pool it tried: `pool_named`, or (NULL) the layout's pool for the size
+ * (pool_tried). */
+static void fill_free_refill_under(const cap_kind *kind, const char *preset, cubec_memory_mode mode,
+                                   const char *pool_named)
 {
     const uint64_t cap = 40 * MiB;
-    cubec_device *d = open_capped(preset, "41943040");
+    char cap_says[96];
+    snprintf(cap_says, sizeof cap_says, kind->says, (unsigned long long)cap);
+    cubec_device *d = open_with(preset, kind, "41943040");
     cubec_stream s;
     ASSERT_OK(cubec_stream_new(d, &s));
     if (mode != CUBEC_MEMORY_MODE_AUTO) ASSERT_OK(cubec_memory_mode_push(d, s, mode));
@@ -151,12 +190,23 @@ static void fill_free_refill(const char *preset, cubec_memory_mode mode, const c
         snprintf(pool, sizeof pool, "%s", pool_named);
     else
         pool_tried(d, s, refused_size, pool, sizeof pool);
-    const char *says[] = {want, "bytes reserved", "bytes in use", "max_bytes = 41943040", pool};
+    /* The bytes reserved and in use (one stream's pools are every stream's here), and the pages
+     * held that the cap refused to go past. */
+    check_budget_of(d, s, kind, cap);
+    cubec_memory_report r;
+    ASSERT_OK(cubec_memory_report_get(d, s, &r));
+    char totals[128], held[96], cap_held[192];
+    snprintf(totals, sizeof totals,
+             "the pools of every stream hold %llu bytes reserved, %llu bytes "
+             "in use",
+             (unsigned long long)r.bytes_reserved, (unsigned long long)r.bytes_in_use);
+    snprintf(held, sizeof held, kind->held, (unsigned long long)r.budget_used_bytes);
+    snprintf(cap_held, sizeof cap_held, "%s%s", cap_says, held);
+    const char *says[] = {want, totals, cap_held, pool};
     for (size_t i = 0; i < sizeof says / sizeof says[0]; i++)
         if (!strstr(msg, says[i])) fail_msg("'%s' does not say '%s'", msg, says[i]);
     cubec_status_free(refusal);
     assert_true(m.count > 8); /* the cap held a fair number first */
-    check_budget(d, s, cap);
     check_all(d, s, &m);
 
     /* Half go; then allocate again, smallest first, until the room they left is used: at least
@@ -180,7 +230,7 @@ static void fill_free_refill(const char *preset, cubec_memory_mode mode, const c
             again++;
             continue;
         }
-        ASSERT_ERROR(st, CUBEC_OUT_OF_MEMORY, "max_bytes = 41943040");
+        ASSERT_ERROR(st, CUBEC_OUT_OF_MEMORY, cap_says);
         break;
     }
     assert_true(again >= 1);
@@ -189,10 +239,15 @@ static void fill_free_refill(const char *preset, cubec_memory_mode mode, const c
     ASSERT_OK(cubec_copy(d, s, m.buf[0].b, 0, m.buf[1].b, 0, n));
     memcpy(m.buf[1].bytes, m.buf[0].bytes, n);
     check_all(d, s, &m);
-    check_budget(d, s, cap);
+    check_budget_of(d, s, kind, cap);
     if (mode != CUBEC_MEMORY_MODE_AUTO) ASSERT_OK(cubec_memory_mode_pop(d, s));
     drop_all(d, &m);
     test_device_close(d);
+}
+
+static void fill_free_refill(const char *preset, cubec_memory_mode mode, const char *pool_named)
+{
+    fill_free_refill_under(&MAX_BYTES, preset, mode, pool_named);
 }
 
 static void test_oom_ladder(void **state)
@@ -224,6 +279,47 @@ static void test_oom_dedicated(void **state)
     (void)state;
     fill_free_refill("ladder", CUBEC_MEMORY_MODE_DEDICATED,
                      "for the dedicated allocations even after");
+}
+
+/* The same under the null backend's heap of 40 MiB (test_memory_pressure_null): the page is
+ * refused by the "driver", whose words the message carries. */
+static void null_heap_fill_free_refill(const char *preset, cubec_memory_mode mode,
+                                       const char *pool_named)
+{
+    if (!null_backend()) skip(); /* CUBEC_NULL_HEAP_BYTES caps only the null backend's heap */
+    fill_free_refill_under(&NULL_HEAP, preset, mode, pool_named);
+}
+
+static void test_null_heap_oom_ladder(void **state)
+{
+    (void)state;
+    null_heap_fill_free_refill("ladder", CUBEC_MEMORY_MODE_AUTO, NULL);
+}
+
+static void test_null_heap_oom_adaptive(void **state)
+{
+    (void)state;
+    null_heap_fill_free_refill("adaptive", CUBEC_MEMORY_MODE_AUTO, NULL);
+}
+
+static void test_null_heap_oom_exclusive(void **state)
+{
+    (void)state;
+    null_heap_fill_free_refill("exclusive", CUBEC_MEMORY_MODE_AUTO, NULL);
+}
+
+static void test_null_heap_oom_persistent(void **state)
+{
+    (void)state;
+    null_heap_fill_free_refill("ladder", CUBEC_MEMORY_MODE_PERSISTENT,
+                               "for the persistent pool even after");
+}
+
+static void test_null_heap_oom_dedicated(void **state)
+{
+    (void)state;
+    null_heap_fill_free_refill("ladder", CUBEC_MEMORY_MODE_DEDICATED,
+                               "for the dedicated allocations even after");
 }
 
 /* Free persistent slices survive every cleanup but an explicit one, and pressure: a request the
@@ -332,6 +428,11 @@ int main(void)
         cmocka_unit_test(test_oom_exclusive),
         cmocka_unit_test(test_oom_persistent),
         cmocka_unit_test(test_oom_dedicated),
+        cmocka_unit_test(test_null_heap_oom_ladder),
+        cmocka_unit_test(test_null_heap_oom_adaptive),
+        cmocka_unit_test(test_null_heap_oom_exclusive),
+        cmocka_unit_test(test_null_heap_oom_persistent),
+        cmocka_unit_test(test_null_heap_oom_dedicated),
         cmocka_unit_test(test_pressure_returns_persistent_slices),
         cmocka_unit_test(test_page_fault_absorbed),
         cmocka_unit_test(test_budget_reported),
