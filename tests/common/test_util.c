@@ -1,5 +1,6 @@
 #include "test_util.h"
 
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <ftw.h>
@@ -130,5 +131,18 @@ size_t test_count_lines_with(const char *path, const char *needle)
     while (fgets(line, sizeof line, f))
         n += strstr(line, needle) != NULL;
     fclose(f);
+    return n;
+}
+
+uint32_t test_count_entries(const char *dir, const char *kind)
+{
+    DIR *dp = opendir(dir);
+    assert_non_null(dp);
+    uint32_t n = 0;
+    for (struct dirent *e; (e = readdir(dp));) {
+        const char *dot = strrchr(e->d_name, '.');
+        n += e->d_name[0] != '.' && dot && !strcmp(dot + 1, kind);
+    }
+    closedir(dp);
     return n;
 }

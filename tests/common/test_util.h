@@ -39,6 +39,8 @@ void test_temp_dir(char *out, size_t cap, const char *prefix);
 void test_remove_tree(const char *dir);
 /* Lines of the text file `path` that contain `needle` (the file must exist). */
 size_t test_count_lines_with(const char *path, const char *needle);
+/* Files of `dir` named <anything>.<kind> (the disk cache's entries of that kind). */
+uint32_t test_count_entries(const char *dir, const char *kind);
 
 /* Deterministic pseudo-random numbers for test data. */
 uint32_t test_rand(uint32_t *state);

@@ -113,15 +113,7 @@ static void entry_path(const char *kind, char *path, size_t cap)
 
 static uint32_t count_entries(const char *kind)
 {
-    DIR *dp = opendir(dir);
-    assert_non_null(dp);
-    uint32_t n = 0;
-    for (struct dirent *e; (e = readdir(dp));) {
-        const char *dot = strrchr(e->d_name, '.');
-        n += e->d_name[0] != '.' && dot && !strcmp(dot + 1, kind);
-    }
-    closedir(dp);
-    return n;
+    return test_count_entries(dir, kind);
 }
 
 /* Every entry file in the directory passes the checks a read makes. */

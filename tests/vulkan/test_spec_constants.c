@@ -79,20 +79,6 @@ static void test_values_reach_the_kernel(void **state)
     test_device_close(d);
 }
 
-/* The entry files of `kind` in `dir`. */
-static uint32_t count_entries(const char *dir, const char *kind)
-{
-    DIR *dp = opendir(dir);
-    assert_non_null(dp);
-    uint32_t n = 0;
-    for (struct dirent *e; (e = readdir(dp));) {
-        const char *dot = strrchr(e->d_name, '.');
-        n += e->d_name[0] != '.' && dot && !strcmp(dot + 1, kind);
-    }
-    closedir(dp);
-    return n;
-}
-
 static kernel_disk_stats disk_stats(cubec_device *d)
 {
     kernel_disk_stats s;
@@ -125,14 +111,14 @@ static void test_sets_share_one_spirv_entry(void **state)
     assert_true(s.enabled);
     assert_int_equal(s.spirv_hits, 0);
     assert_int_equal(s.files.writes, 1);
-    assert_int_equal(count_entries(dir, "spirv"), 1);
+    assert_int_equal(test_count_entries(dir, "spirv"), 1);
     const cubec_spec_constant c[] = {{0, 9}, {2, 1}};
     uint64_t hc = run_case(d, c, 2, 9, 1.0f, 1, x, b);
     assert_true(ha != hc); /* two kernels (pipelines) ... */
     s = disk_stats(d);
     assert_int_equal(s.spirv_hits, 1); /* ... of one SPIR-V entry */
     assert_int_equal(s.files.writes, 1);
-    assert_int_equal(count_entries(dir, "spirv"), 1);
+    assert_int_equal(test_count_entries(dir, "spirv"), 1);
     ASSERT_OK(cubec_buffer_release(d, b[0]));
     ASSERT_OK(cubec_buffer_release(d, b[1]));
     test_device_close(d);
@@ -145,7 +131,7 @@ static void test_sets_share_one_spirv_entry(void **state)
     s = disk_stats(d);
     assert_int_equal(s.spirv_hits, 1);
     assert_int_equal(s.files.writes, 0);
-    assert_int_equal(count_entries(dir, "spirv"), 1);
+    assert_int_equal(test_count_entries(dir, "spirv"), 1);
     ASSERT_OK(cubec_buffer_release(d, b[0]));
     ASSERT_OK(cubec_buffer_release(d, b[1]));
     test_device_close(d);
