@@ -7,7 +7,6 @@
 
 #include "server/kernel_disk.h"
 
-#include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
 
