@@ -383,12 +383,18 @@ cubec_status server_buffer_create(cubec_device *d, stream_ref s, uint64_t size, 
             /* The pools' message counts the slot's own pages; the heap is every slot's. */
             uint64_t reserved = 0, in_use = 0;
             device_memory_totals(d, &reserved, &in_use);
+            /* Relocation could have made room but may not run now: say so, or the caller
+             * cannot tell why the same creation succeeds after the capture. */
+            const char *held =
+                d->buffers.arena_layout && server_relocation_blocked(d)
+                    ? "; no buffer was relocated to make room, since a stream records a graph"
+                    : "";
             return status_annotate(err,
                                    "creating a buffer of %" PRIu64 " bytes (stream %" PRIu64
                                    "; the pools of every stream hold %" PRIu64
                                    " bytes reserved, %" PRIu64
-                                   " bytes in use, after returning their empty pages)",
-                                   size, s.number, reserved, in_use);
+                                   " bytes in use, after returning their empty pages%s)",
+                                   size, s.number, reserved, in_use, held);
         }
     }
     if (size && d->buffers.arena_layout) server_alloc_owner(d, a, a);

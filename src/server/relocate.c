@@ -47,6 +47,11 @@ static int any_recording(const cubec_device *d)
     return 0;
 }
 
+int server_relocation_blocked(const cubec_device *d)
+{
+    return any_recording(d);
+}
+
 typedef struct slot_moves {
     mem_move *moves;
     uint32_t count, cap;
