@@ -250,6 +250,29 @@ static void expect_refused(cubec_device *d, const cubec_kernel_desc *kd, const c
     assert_int_equal(k.id, 0);
 }
 
+/* Runs kernel `kd` once over `groups` workgroups, binding 0 uploaded from `in`, binding 1 read
+ * back into `out`, metadata {n}; the kernel and buffers go afterwards. */
+static void run_in_out(cubec_device *d, const cubec_kernel_desc *kd, const void *in,
+                       size_t in_bytes, void *out, size_t out_bytes, uint32_t n, uint32_t groups)
+{
+    cubec_buffer b[2];
+    ASSERT_OK(cubec_buffer_from(d, 0, in, in_bytes, &b[0]));
+    ASSERT_OK(cubec_buffer_create(d, 0, out_bytes, &b[1]));
+    cubec_kernel k;
+    ASSERT_OK(cubec_kernel_create(d, kd, &k));
+    cubec_launch_desc ld = {.kernel = k,
+                            .buffers = b,
+                            .buffer_count = 2,
+                            .info = &n,
+                            .info_size = sizeof n,
+                            .groups = {groups, 1, 1}};
+    ASSERT_OK(cubec_launch(d, 0, &ld));
+    ASSERT_OK(cubec_read(d, 0, b[1], 0, out, out_bytes));
+    ASSERT_OK(cubec_kernel_destroy(d, k));
+    ASSERT_OK(cubec_buffer_release(d, b[0]));
+    ASSERT_OK(cubec_buffer_release(d, b[1]));
+}
+
 /* The sum over each subgroup and the inclusive prefix sum in it, with where each invocation ran
  * (subgroup and lane) so that the CPU can form the same subgroups without assuming how the
  * driver lays them out. */
@@ -291,20 +314,7 @@ static void test_subgroup_arithmetic(void **state)
     uint32_t seed = 14;
     for (uint32_t i = 0; i < SG_N; i++)
         x[i] = test_rand(&seed); /* sums wrap mod 2^32 alike on both sides */
-    cubec_buffer b[2];
-    ASSERT_OK(cubec_buffer_from(d, 0, x, sizeof x, &b[0]));
-    ASSERT_OK(cubec_buffer_create(d, 0, sizeof s, &b[1]));
-    cubec_kernel k;
-    ASSERT_OK(cubec_kernel_create(d, &kd, &k));
-    uint32_t n = SG_N;
-    cubec_launch_desc ld = {.kernel = k,
-                            .buffers = b,
-                            .buffer_count = 2,
-                            .info = &n,
-                            .info_size = sizeof n,
-                            .groups = {SG_N / 128, 1, 1}};
-    ASSERT_OK(cubec_launch(d, 0, &ld));
-    ASSERT_OK(cubec_read(d, 0, b[1], 0, s, sizeof s));
+    run_in_out(d, &kd, x, sizeof x, s, sizeof s, SG_N, SG_N / 128);
     /* The CPU's subgroups: invocations by subgroup, each at its lane. */
     const uint32_t groups = SG_N / size;
     static int32_t member[SG_N]; /* [subgroup * size + lane]: the invocation, or -1 */
@@ -332,9 +342,6 @@ static void test_subgroup_arithmetic(void **state)
                          g, l, s[i][0], s[i][1], total, prefix);
         }
     }
-    ASSERT_OK(cubec_kernel_destroy(d, k));
-    ASSERT_OK(cubec_buffer_release(d, b[0]));
-    ASSERT_OK(cubec_buffer_release(d, b[1]));
     test_device_close(d);
 }
 
@@ -483,20 +490,7 @@ static void run_narrow(cubec_device *d, const cubec_device_info *info, int bits)
     uint32_t seed = 30 + (uint32_t)bits;
     for (uint32_t i = 0; i < 3 * NARROW_N; i++)
         x[i] = test_rand(&seed);
-    cubec_buffer b[2];
-    ASSERT_OK(cubec_buffer_from(d, 0, x, sizeof x, &b[0]));
-    ASSERT_OK(cubec_buffer_create(d, 0, sizeof y, &b[1]));
-    cubec_kernel k;
-    ASSERT_OK(cubec_kernel_create(d, &kd, &k));
-    uint32_t n = NARROW_N;
-    cubec_launch_desc ld = {.kernel = k,
-                            .buffers = b,
-                            .buffer_count = 2,
-                            .info = &n,
-                            .info_size = sizeof n,
-                            .groups = {(NARROW_N + 63) / 64, 1, 1}};
-    ASSERT_OK(cubec_launch(d, 0, &ld));
-    ASSERT_OK(cubec_read(d, 0, b[1], 0, y, sizeof y));
+    run_in_out(d, &kd, x, sizeof x, y, sizeof y, NARROW_N, (NARROW_N + 63) / 64);
     for (uint32_t i = 0; i < NARROW_N; i++) {
         int32_t a = narrow(x[3 * i], bits), bb = narrow(x[3 * i + 1], bits),
                 c = narrow(x[3 * i + 2], bits);
@@ -508,9 +502,6 @@ static void run_narrow(cubec_device *d, const cubec_device_info *info, int bits)
                      "CPU says %d and %d",
                      bits, i, a, bb, c, y[2 * i], y[2 * i + 1], r, q);
     }
-    ASSERT_OK(cubec_kernel_destroy(d, k));
-    ASSERT_OK(cubec_buffer_release(d, b[0]));
-    ASSERT_OK(cubec_buffer_release(d, b[1]));
 }
 
 static void test_narrow_integer_arithmetic(void **state)
