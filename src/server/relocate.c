@@ -187,19 +187,6 @@ cubec_status server_memory_relocate(cubec_device *d, uint32_t slot, memory_reloc
                : NULL;
 }
 
-/* Bytes of pages every slot's pools hold. */
-static uint64_t device_reserved(const cubec_device *d)
-{
-    uint64_t total = 0;
-    cubec_memory_report r;
-    for (uint32_t i = 0; i < d->streams.max_streams; i++) {
-        if (!d->streams.slots[i].memory) continue;
-        memory_report_fill(d->streams.slots[i].memory, &r);
-        total += r.bytes_reserved;
-    }
-    return total;
-}
-
 cubec_status server_relocate_when_wanted(cubec_device *d, uint32_t slot)
 {
     memory_manager *m = d->streams.slots[slot].memory;
@@ -208,15 +195,12 @@ cubec_status server_relocate_when_wanted(cubec_device *d, uint32_t slot)
         return NULL;
     /* The capacity is the budget (spec 3.9 UnderPressure): the driver's estimate of what this
      * process may use where it has one (other processes' use lowers it), [memory] max_bytes when
-     * lower; what is allocated, the larger of cubec's pages and the driver's count. So a
-     * relocation moves buffers while a copy target can still be had, not after a refusal. */
+     * lower; what is allocated, the larger of the pages every stream's pools hold (kept in
+     * page_bytes) and the driver's count. So a relocation moves buffers while a copy target can
+     * still be had, not after a refusal. */
     server_budget b;
     server_memory_budget(d, &b);
-    uint64_t allocated = 0;
-    if (b.budget) {
-        allocated = device_reserved(d);
-        if (b.used > allocated) allocated = b.used;
-    }
+    const uint64_t allocated = b.used > d->buffers.page_bytes ? b.used : d->buffers.page_bytes;
     memory_relocation_reason reason;
     if (!memory_relocation_need(m, b.budget, allocated, &reason)) return NULL;
     return server_memory_relocate(d, slot, reason, NULL);
