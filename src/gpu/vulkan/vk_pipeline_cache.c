@@ -62,19 +62,34 @@ static int grow(vk_gpu *v)
     return 1;
 }
 
-/* A new build cache holding what the loading cache holds. Under the lock: the loading cache is
- * only read here, and merged into while no build runs. */
-static VkPipelineCache make_cache(vk_gpu *v)
+/* The loading cache's contents, malloc'ed (at least one byte). The size may grow between the two
+ * calls if another thread creates a pipeline through it: the second call then reports
+ * VK_INCOMPLETE with a valid (shorter) blob, which is kept as it is. */
+static cubec_status loading_cache_bytes(vk_gpu *v, void **out, size_t *out_size)
 {
     size_t size = 0;
-    void *data = NULL;
-    if (vkGetPipelineCacheData(v->vk.device, v->pipeline_cache, &size, NULL) == VK_SUCCESS &&
-        size && (data = malloc(size)) != NULL) {
-        VkResult r = vkGetPipelineCacheData(v->vk.device, v->pipeline_cache, &size, data);
-        if (r != VK_SUCCESS && r != VK_INCOMPLETE) size = 0;
-    } else {
-        size = 0;
+    VK_RETURN_IF_ERROR(vkGetPipelineCacheData(v->vk.device, v->pipeline_cache, &size, NULL),
+                       "vkGetPipelineCacheData");
+    void *data = malloc(size ? size : 1);
+    if (!data) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (pipeline cache)");
+    VkResult r = vkGetPipelineCacheData(v->vk.device, v->pipeline_cache, &size, data);
+    if (r != VK_SUCCESS && r != VK_INCOMPLETE) {
+        free(data);
+        return vk_status(r, "vkGetPipelineCacheData");
     }
+    *out = data;
+    *out_size = size;
+    return NULL;
+}
+
+/* A new build cache holding what the loading cache holds (an empty one when that cannot be
+ * read). Under the lock: the loading cache is only read here, and merged into while no build
+ * runs. */
+static VkPipelineCache make_cache(vk_gpu *v)
+{
+    void *data = NULL;
+    size_t size = 0;
+    cubec_status_free(loading_cache_bytes(v, &data, &size));
     VkPipelineCacheCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO,
                                     .initialDataSize = data ? size : 0,
                                     .pInitialData = data};
@@ -121,21 +136,7 @@ cubec_status vk_pipeline_cache_data(gpu *g, void **out, size_t *out_size)
                                  : VK_SUCCESS;
     pthread_mutex_unlock(&v->caches.lock);
     VK_RETURN_IF_ERROR(m, "vkMergePipelineCaches (the builds' caches)");
-    /* The size may grow between the two calls if another thread creates a pipeline: the second
-     * call then reports VK_INCOMPLETE with a valid (shorter) blob, which is kept as it is. */
-    size_t size = 0;
-    VK_RETURN_IF_ERROR(vkGetPipelineCacheData(v->vk.device, v->pipeline_cache, &size, NULL),
-                       "vkGetPipelineCacheData");
-    void *data = malloc(size ? size : 1);
-    if (!data) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (pipeline cache)");
-    VkResult r = vkGetPipelineCacheData(v->vk.device, v->pipeline_cache, &size, data);
-    if (r != VK_SUCCESS && r != VK_INCOMPLETE) {
-        free(data);
-        return vk_status(r, "vkGetPipelineCacheData");
-    }
-    *out = data;
-    *out_size = size;
-    return NULL;
+    return loading_cache_bytes(v, out, out_size);
 }
 
 /* The header every blob starts with (VkPipelineCacheHeaderVersionOne, Vulkan 1.0 section
