@@ -38,28 +38,6 @@ static uint32_t copy_helpers(const cubec_config *c)
     return (uint32_t)(helpers > 7 ? 7 : helpers);
 }
 
-cubec_status server_check_alive(cubec_device *d)
-{
-    if (d->lost)
-        return status_make(CUBEC_DEVICE_LOST,
-                           "the device was lost earlier (%s); close it and open a new one",
-                           d->lost_reason);
-    return NULL;
-}
-
-cubec_status server_note_error(cubec_device *d, cubec_status err)
-{
-    cubec_code code = cubec_status_code(err);
-    if (code == CUBEC_TIMEOUT) d->hung = 1;
-    if ((code == CUBEC_DEVICE_LOST || code == CUBEC_TIMEOUT) && !d->lost) {
-        d->lost = 1;
-        /* Later calls name the root cause, which may have struck on the submission thread. */
-        snprintf(d->lost_reason, sizeof d->lost_reason, "%s", cubec_status_message(err));
-        LOG(LOG_ERROR, LOG_SYS_DEVICE, "device lost: %s", cubec_status_message(err));
-    }
-    return err;
-}
-
 /* CUBEC_DEVICE / [device] select: a number is an index, anything else a name substring. The
  * config refused numbers that do not fit an index. */
 static void apply_selection(const cubec_config *c, gpu_open_desc *vd)

@@ -11,6 +11,7 @@
 #include "server/copy_fill.h"
 #include "server/failures.h"
 #include "server/graph.h"
+#include "server/health.h"
 #include "server/host_memory.h"
 #include "server/host_ring.h"
 #include "server/kernels.h"
@@ -68,8 +69,5 @@ server_stats server_stats_get(cubec_device *d);
 
 MUST_USE cubec_status server_open(const cubec_device_desc *desc, cubec_device **out);
 void server_close(cubec_device *d);
-MUST_USE cubec_status server_check_alive(cubec_device *d);
-/* Marks the device lost when `err` says so; returns err. */
-MUST_USE cubec_status server_note_error(cubec_device *d, cubec_status err);
 
 #endif
