@@ -134,7 +134,7 @@ cubec_status server_open(const cubec_device_desc *desc, cubec_device **out)
     server_host_memory_init(d);
     d->info.host_register_alignment = d->host.alignment;
     err = server_memory_init(d);
-    if (!err) err = server_streams_init(d);
+    if (!err) err = server_streams_init(d, server_task_backend(d), sizeof(task));
     if (!err) err = sub_init(d);
     /* The chain (docs/ARCHITECTURE.md): submission reports to these, in this order. Failures
      * first, so that a lost batch's outputs carry the failure before profiles and timing hear

@@ -24,6 +24,7 @@
 #include "server/streams.h"
 #include "server/submission.h"
 #include "server/submitter.h"
+#include "server/task.h"
 #include "server/transfer.h"
 
 #include <pthread.h>
@@ -51,6 +52,7 @@ struct cubec_device_s {
     submitter submitter;    /* its own lock (submitter.lock), shared with its thread */
     launch_timing timing;   /* device lock */
     run_modes runs;         /* device lock: dry-run windows, pages made under them */
+    task_hooks tasks;       /* set once at open: what components above do with tasks */
 };
 
 /* What tests and logs read of a device's work, copied under its lock. */

@@ -41,6 +41,7 @@
 void server_graphs_init(cubec_device *d)
 {
     handle_table_init(&d->graphs.handles, d->tag, "graph");
+    d->tasks.capture = server_graph_record;
 }
 
 static void graph_free(cubec_device *d, graph_obj *g)

@@ -63,6 +63,9 @@ uint64_t server_device_time_ns(cubec_device *d, uint64_t ticks)
 cubec_status server_profiles_init(cubec_device *d)
 {
     handle_table_init(&d->profiles.handles, d->tag, "profile");
+    d->tasks.record[TASK_TIMESTAMP] = server_record_timestamp;
+    d->tasks.dropped[TASK_TIMESTAMP] = server_profile_timestamp_dropped;
+    d->tasks.failed = server_profiles_poison;
     d->profiles.timing = d->gpu->caps.timestamps && !d->config.timing_system ? CUBEC_TIMING_DEVICE
                                                                              : CUBEC_TIMING_SYSTEM;
     if (d->profiles.timing == CUBEC_TIMING_DEVICE) calibrate(d);

@@ -1,5 +1,5 @@
-/* Logical streams and their slots (spec 2.1-2.2), and the glue between the scheduler and the
- * recording of tasks.
+/* Logical streams and their slots (spec 2.1-2.2), and draining their queues through the
+ * scheduler.
  *
  * A stream id packs the device tag (16 bits) over a 48-bit number. Numbers come from one
  * process-wide counter, so every thread's default stream and every cubec_stream_new stream is
@@ -7,7 +7,8 @@
  * A device remembers the numbers of the ids it handed out (cubec_stream_new, cubec_stream_current)
  * as ranges, a few bytes for a run of streams made one after another, and accepts an explicit id
  * only when it names one of them: a made-up number under the device's tag would otherwise fold
- * onto some slot, possibly one that records another stream's graph. */
+ * onto some slot, possibly one that records another stream's graph. The scheduler's backend (what
+ * recording a queued task means) is the task machinery's, handed in at init (server/task.c). */
 #include "base/assert.h"
 #include "base/clock.h"
 #include "base/log.h"
@@ -81,61 +82,14 @@ cubec_status server_stream_new(cubec_device *d, cubec_stream *out)
     return hand_out(d, next_number(), out);
 }
 
-/* --- The scheduler's backend ------------------------------------------------------------- */
-
-static cubec_status backend_record(void *user, uint32_t slot, void *t)
-{
-    cubec_device *d = user;
-    d->streams.slots[slot].last_value = d->sub.next_value;
-    return server_record_task(d, t);
-}
-
-static cubec_status backend_submit(void *user, uint32_t mode)
-{
-    cubec_device *d = user;
-    /* A drain may have recorded the tasks of slots other than the ones asked for (Interleave
-     * drains every slot with pending work): recycle the metadata arena of every slot it emptied. */
-    for (uint32_t i = 0; i < d->streams.max_streams; i++)
-        if (d->streams.slots[i].arena_used && !sched_pending(&d->streams.sched, i))
-            d->streams.slots[i].arena_used = 0;
-    if (mode & DRAIN_KEEP_OPEN) return NULL;
-    return sub_flush(d, (mode & DRAIN_FOR_HOST) != 0);
-}
-
-/* Two submissions or more that the GPU has not finished: one runs, the next is queued behind it,
- * so a full queue can wait for more tasks without the GPU idling (a submission boundary costs
- * an H200's queue ~0.4 us a launch in batches of 32). The timeline read is a memory read on
- * NVIDIA (12 ns). */
-static int backend_busy(void *user)
-{
-    cubec_device *d = user;
-    uint64_t done = 0;
-    cubec_status err = d->gpu->ops->timeline_value(d->gpu, &done);
-    if (err) {
-        cubec_status_free(err); /* the next wait reports a lost device */
-        return 0;
-    }
-    return d->sub.next_value >= done + 3;
-}
-
-static void backend_discard(void *user, void *t, cubec_status cause)
-{
-    server_drop_task(user, t, cause);
-}
-
-cubec_status server_streams_init(cubec_device *d)
+cubec_status server_streams_init(cubec_device *d, sched_backend be, size_t task_size)
 {
     d->streams.slots = calloc(d->streams.max_streams, sizeof *d->streams.slots);
     d->streams.align_slots = calloc(d->streams.max_streams, sizeof *d->streams.align_slots);
     if (!d->streams.slots || !d->streams.align_slots)
         return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (stream slots)");
-    sched_backend be = {.user = d,
-                        .record = backend_record,
-                        .submit = backend_submit,
-                        .discard = backend_discard,
-                        .busy = backend_busy};
     sched_strategy strategy = d->config.sequential_streams ? SCHED_SEQUENTIAL : SCHED_INTERLEAVE;
-    RETURN_IF_ERROR(sched_init(&d->streams.sched, d->streams.max_streams, sizeof(task),
+    RETURN_IF_ERROR(sched_init(&d->streams.sched, d->streams.max_streams, task_size,
                                d->sub.tasks_max, strategy, be));
     /* [device] batch_growth = auto: on GPUs, whose queue idles between submissions; a CPU
      * device's cores run the work, and its runs stay reproducible batch by batch (on: also

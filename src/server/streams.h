@@ -60,7 +60,8 @@ typedef struct stream_slots {
     int draining; /* a drain is recording: waits must keep the lock */
 } stream_slots;
 
-MUST_USE cubec_status server_streams_init(cubec_device *d);
+/* `be` records, submits and discards queued tasks of `task_size` bytes (server/task.c). */
+MUST_USE cubec_status server_streams_init(cubec_device *d, sched_backend be, size_t task_size);
 void server_streams_destroy(cubec_device *d);
 /* The slot of a stream id (0: the calling thread's stream). An explicit id must be one this
  * device handed out: ids of other devices and made-up numbers under this device's tag are
