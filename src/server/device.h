@@ -9,6 +9,7 @@
 #include "gpu/gpu.h"
 #include "server/buffers.h"
 #include "server/copy_fill.h"
+#include "server/device_clock.h"
 #include "server/failures.h"
 #include "server/graph.h"
 #include "server/health.h"
@@ -52,6 +53,7 @@ struct cubec_device_s {
     submitter submitter;    /* its own lock (submitter.lock), shared with its thread */
     launch_timing timing;   /* device lock */
     run_modes runs;         /* device lock: dry-run windows, pages made under them */
+    device_clock clock;     /* device lock */
     task_hooks tasks;       /* set once at open: what components above do with tasks */
 };
 

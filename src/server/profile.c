@@ -30,36 +30,6 @@
 /* Open profiles at once with Device timing (a query pair each). */
 #define PROFILE_PAIRS 1024
 
-/* Samples the device counter and the host clock together (VK_EXT_calibrated_timestamps). Without
- * the extension the offset is set from the first timestamps read back (see below). */
-static void calibrate(cubec_device *d)
-{
-    if (!d->gpu->caps.calibrated_clock) return;
-    uint64_t stamps[2];
-    if (!d->gpu->ops->calibrate(d->gpu, &stamps[0], &stamps[1])) return;
-    d->profiles.clock_offset_ns =
-        (double)stamps[1] - (double)stamps[0] * d->info.timestamp_period_ns;
-    d->profiles.clock_known = 1;
-    d->profiles.clock_checked_ns = clock_now_ns();
-}
-
-uint64_t server_device_time_ns(cubec_device *d, uint64_t ticks)
-{
-    /* The clocks drift apart by parts per million: re-sample them every second. */
-    if (d->gpu->caps.calibrated_clock &&
-        clock_now_ns() - d->profiles.clock_checked_ns > 1000000000ull)
-        calibrate(d);
-    if (!d->profiles.clock_known) {
-        /* No calibration: the timestamp was just read back after its batch finished, so "now"
-         * bounds it from above; traces are shifted by at most the completion latency. */
-        d->profiles.clock_offset_ns =
-            (double)clock_now_ns() - (double)ticks * d->info.timestamp_period_ns;
-        d->profiles.clock_known = 1;
-    }
-    double ns = (double)ticks * d->info.timestamp_period_ns + d->profiles.clock_offset_ns;
-    return ns > 0 ? (uint64_t)llround(ns) : 0;
-}
-
 cubec_status server_profiles_init(cubec_device *d)
 {
     handle_table_init(&d->profiles.handles, d->tag, "profile");
@@ -68,7 +38,7 @@ cubec_status server_profiles_init(cubec_device *d)
     d->tasks.failed = server_profiles_poison;
     d->profiles.timing = d->gpu->caps.timestamps && !d->config.timing_system ? CUBEC_TIMING_DEVICE
                                                                              : CUBEC_TIMING_SYSTEM;
-    if (d->profiles.timing == CUBEC_TIMING_DEVICE) calibrate(d);
+    if (d->profiles.timing == CUBEC_TIMING_DEVICE) server_clock_calibrate(d);
     return NULL;
 }
 
