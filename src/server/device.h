@@ -25,6 +25,7 @@
 #include "server/streams.h"
 #include "server/submission.h"
 #include "server/submitter.h"
+#include "server/sync.h"
 #include "server/task.h"
 #include "server/transfer.h"
 

@@ -25,14 +25,6 @@ void server_untaint(alloc_obj *a, uint64_t page_offset, uint64_t size)
     if (a->taint.count) taint_clear(&a->taint, alloc_offset(a, page_offset), size);
 }
 
-cubec_status server_check_buffer(cubec_device *d, const buffer_obj *b)
-{
-    /* Whatever is queued for it must have been recorded (and so judged) first. */
-    RETURN_IF_ERROR(server_drain_for_host(d, b->alloc->slot, b->alloc, 0));
-    failure *f = server_failure_of(b->alloc, buffer_device_offset(b), b->size);
-    return f ? server_failure_status(b->alloc, f, "check") : NULL;
-}
-
 cubec_status server_failure_status(const alloc_obj *a, const failure *f, const char *what)
 {
     return status_make(f->code, "%s of buffer #%" PRIu64 ": not written: %s", what, a->number,

@@ -10,7 +10,6 @@
  * onto some slot, possibly one that records another stream's graph. The scheduler's backend (what
  * recording a queued task means) is the task machinery's, handed in at init (server/task.c). */
 #include "base/assert.h"
-#include "base/clock.h"
 #include "base/log.h"
 #include "server/device.h"
 
@@ -181,23 +180,4 @@ cubec_status server_drain_for_host(cubec_device *d, uint32_t slot, const alloc_o
         LOG(LOG_DEBUG, LOG_SYS_STREAMS, "slot %u reads or writes memory of slot %u: draining both",
             slot, slots[1]);
     return server_drain(d, slots, n, 0);
-}
-
-cubec_status server_flush(cubec_device *d, stream_ref s)
-{
-    RETURN_IF_ERROR(server_drain(d, &s.slot, 1, 0));
-    return sub_flush(d, 0); /* transfers recorded outside the queues */
-}
-
-cubec_status server_sync(cubec_device *d, stream_ref s)
-{
-    RETURN_IF_ERROR(server_graph_refuse(d, s, "cubec_sync"));
-    /* After a sync the host may read what the stream wrote (mapped memory, events): the batch
-     * that carries the stream's last work ends with a host barrier. */
-    uint64_t t0 = d->timing.trace ? clock_now_ns() : 0;
-    RETURN_IF_ERROR(server_drain(d, &s.slot, 1, DRAIN_FOR_HOST));
-    RETURN_IF_ERROR(sub_wait_for_host(d, d->streams.slots[s.slot].last_value));
-    timing_host(d, "sync", "sync", t0, s.number, NULL);
-    timing_summary_tick(d, 0);
-    return NULL;
 }

@@ -76,10 +76,6 @@ MUST_USE cubec_status server_stream_new(cubec_device *d, cubec_stream *out);
 MUST_USE cubec_status server_drain(cubec_device *d, const uint32_t *slots, uint32_t n,
                                    uint32_t mode);
 MUST_USE cubec_status server_drain_all(cubec_device *d, uint32_t mode);
-/* cubec_flush: the stream's queue and whatever transfers recorded, submitted. */
-MUST_USE cubec_status server_flush(cubec_device *d, stream_ref s);
-/* cubec_sync: the stream's work submitted and finished, its writes visible to the host. */
-MUST_USE cubec_status server_sync(cubec_device *d, stream_ref s);
 MUST_USE cubec_status server_commit_task(cubec_device *d, uint32_t slot);
 /* Adds to `slots` the slots whose queued work on `a` must be submitted before `slot` uses it:
  * its owner's, its last queued writer's, and, when this use writes it, its queued readers'.
