@@ -18,6 +18,8 @@
 #include "server/kernels.h"
 #include "server/launch.h"
 #include "server/launch_timing.h"
+#include "server/memory_ops.h"
+#include "server/memory_windows.h"
 #include "server/profile.h"
 #include "server/raw.h"
 #include "server/relocate.h"

@@ -18,11 +18,6 @@
 #include <inttypes.h>
 #include <stdlib.h>
 
-void server_alloc_owner(cubec_device *d, alloc_obj *a, alloc_obj *owner)
-{
-    if (a->mem.size) memory_set_owner(d->streams.slots[a->slot].memory, &a->mem, owner);
-}
-
 void server_alloc_guard(cubec_device *d, alloc_obj *a, int delta)
 {
     if (a->mem.size) memory_guard(d->streams.slots[a->slot].memory, &a->mem, delta);
