@@ -1,6 +1,11 @@
 /* Public entry points: devices, streams, flush/sync, checks and fault injection (memory is in
  * api_memory.c). */
 #include "api/api_common.h"
+#include "server/buffers.h"
+#include "server/device.h"
+#include "server/graph.h"
+#include "server/streams.h"
+#include "server/sync.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -106,7 +111,7 @@ static cubec_status check_buffers(cubec_device *d, const char *fn, const cubec_b
         RETURN_IF_ERROR(api_buffer(d, buffers[i], arg, &b));
     }
     for (uint32_t i = 0; i < count; i++) {
-        buffer_obj *b = handle_table_get(&d->buffers.handles, buffers[i].id);
+        buffer_obj *b = handle_table_get(&d->buffers->handles, buffers[i].id);
         if (!b) return INVALID_ARG("%s: buffers[%u] was released meanwhile", fn, i);
         /* Whatever is queued for it must have been recorded (and so judged) first. */
         RETURN_IF_ERROR(server_check_buffer(d, b));

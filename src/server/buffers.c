@@ -3,10 +3,13 @@
  * memory (which call graphs and relocation) are memory_ops.c's. An
  * allocation returns to its pool only when its last handle is released and the GPU has finished
  * the last batch that used it, so queued work never sees its memory reused. */
+#include "server/buffers.h"
 #include "base/array.h"
 #include "base/assert.h"
 #include "base/log.h"
 #include "server/device.h"
+#include "server/streams.h"
+#include "server/submission.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -24,7 +27,7 @@ cubec_status server_memory_init(cubec_device *d)
         p2 *= 2;
     uint64_t align = d->info.storage_offset_alignment;
     if (align < 16) align = 16; /* room for uvec4 copies at any allocation start */
-    memory_config *mc = &d->buffers.memory_cfg;
+    memory_config *mc = &d->buffers->memory_cfg;
     *mc = (memory_config){.max_page_size = p2, .max_alloc_size = max_alloc, .alignment = align};
     mc->preset = (memory_preset)d->config.memory_preset;
     mc->persistent_memory = (persistent_memory)d->config.persistent_memory;
@@ -44,37 +47,37 @@ cubec_status server_memory_init(cubec_device *d)
         status_annotate(pool_list_build(mc->preset, &mc->custom, &limits, &built), "%s", what));
     /* Only an arena relocates: other layouts skip relocation's work on every allocation. */
     for (uint32_t i = 0; i < built.count; i++)
-        if (built.pools[i].kind == POOL_SPEC_ARENA) d->buffers.arena_layout = 1;
+        if (built.pools[i].kind == POOL_SPEC_ARENA) d->buffers->arena_layout = 1;
     return NULL;
 }
 
 static void free_into_slot(cubec_device *d, uint32_t slot, const mem_alloc *m)
 {
-    memory_free(d->streams.slots[slot].memory, m);
+    memory_free(d->streams->slots[slot].memory, m);
 }
 
 void server_memory_destroy(cubec_device *d)
 {
     /* Called after the queue went idle (or the device was abandoned). */
-    for (uint32_t i = 0; i < d->buffers.retired_count; i++)
-        gpu_mem_free(d->gpu, d->buffers.retired[i].mem);
-    d->buffers.retired_count = 0;
-    free(d->buffers.retired);
-    d->buffers.retired = NULL;
-    for (uint32_t i = 0; i < d->buffers.deferred_count; i++)
-        free_into_slot(d, d->buffers.deferred[i].slot, &d->buffers.deferred[i].mem);
-    d->buffers.deferred_count = 0;
-    free(d->buffers.deferred);
-    d->buffers.deferred = NULL;
-    for (uint32_t i = 0; d->streams.slots && i < d->streams.max_streams; i++) {
-        if (d->streams.slots[i].memory) memory_manager_destroy(d->streams.slots[i].memory);
-        d->streams.slots[i].memory = NULL;
+    for (uint32_t i = 0; i < d->buffers->retired_count; i++)
+        gpu_mem_free(d->gpu, d->buffers->retired[i].mem);
+    d->buffers->retired_count = 0;
+    free(d->buffers->retired);
+    d->buffers->retired = NULL;
+    for (uint32_t i = 0; i < d->buffers->deferred_count; i++)
+        free_into_slot(d, d->buffers->deferred[i].slot, &d->buffers->deferred[i].mem);
+    d->buffers->deferred_count = 0;
+    free(d->buffers->deferred);
+    d->buffers->deferred = NULL;
+    for (uint32_t i = 0; d->streams->slots && i < d->streams->max_streams; i++) {
+        if (d->streams->slots[i].memory) memory_manager_destroy(d->streams->slots[i].memory);
+        d->streams->slots[i].memory = NULL;
     }
 }
 
 static void on_progress(cubec_device *d)
 {
-    if (d->buffers.deferred_count || d->buffers.retired_count) server_run_deferred_frees(d);
+    if (d->buffers->deferred_count || d->buffers->retired_count) server_run_deferred_frees(d);
 }
 
 const sub_listener buffers_listener = {.name = "buffers", .progress = on_progress};
@@ -82,39 +85,39 @@ const sub_listener buffers_listener = {.name = "buffers", .progress = on_progres
 void server_run_deferred_frees(cubec_device *d)
 {
     uint32_t keep = 0;
-    for (uint32_t i = 0; i < d->buffers.deferred_count; i++) {
-        if (d->buffers.deferred[i].after <= d->sub.completed_value)
-            free_into_slot(d, d->buffers.deferred[i].slot, &d->buffers.deferred[i].mem);
+    for (uint32_t i = 0; i < d->buffers->deferred_count; i++) {
+        if (d->buffers->deferred[i].after <= d->sub->completed_value)
+            free_into_slot(d, d->buffers->deferred[i].slot, &d->buffers->deferred[i].mem);
         else
-            d->buffers.deferred[keep++] = d->buffers.deferred[i];
+            d->buffers->deferred[keep++] = d->buffers->deferred[i];
     }
-    d->buffers.deferred_count = keep;
+    d->buffers->deferred_count = keep;
     keep = 0;
-    for (uint32_t i = 0; i < d->buffers.retired_count; i++) {
-        if (d->buffers.retired[i].after <= d->sub.completed_value)
-            gpu_mem_free(d->gpu, d->buffers.retired[i].mem);
+    for (uint32_t i = 0; i < d->buffers->retired_count; i++) {
+        if (d->buffers->retired[i].after <= d->sub->completed_value)
+            gpu_mem_free(d->gpu, d->buffers->retired[i].mem);
         else
-            d->buffers.retired[keep++] = d->buffers.retired[i];
+            d->buffers->retired[keep++] = d->buffers->retired[i];
     }
-    d->buffers.retired_count = keep;
+    d->buffers->retired_count = keep;
 }
 
 void server_retire_mem(cubec_device *d, gpu_mem *m, uint64_t after)
 {
     if (!m) return;
-    if (after <= d->sub.completed_value) {
+    if (after <= d->sub->completed_value) {
         gpu_mem_free(d->gpu, m);
         return;
     }
-    if (array_grow((void **)&d->buffers.retired, &d->buffers.retired_cap,
-                   (uint64_t)d->buffers.retired_count + 1, sizeof(retired_mem)) != 0) {
+    if (array_grow((void **)&d->buffers->retired, &d->buffers->retired_cap,
+                   (uint64_t)d->buffers->retired_count + 1, sizeof(retired_mem)) != 0) {
         /* Freeing it under the GPU could crash the driver: keep it until close instead. */
         LOG(LOG_WARN, LOG_SYS_MEMORY,
             "host out of memory: %" PRIu64 " bytes of staging are kept until the device closes",
             m->size);
         return;
     }
-    d->buffers.retired[d->buffers.retired_count++] = (retired_mem){m, after};
+    d->buffers->retired[d->buffers->retired_count++] = (retired_mem){m, after};
 }
 
 void server_alloc_release(cubec_device *d, alloc_obj *a)
@@ -123,23 +126,23 @@ void server_alloc_release(cubec_device *d, alloc_obj *a)
     if (--a->refs) return;
     taint_free(&a->taint);
     if (a->mem.size) {
-        if (a->last_use > d->sub.completed_value) {
+        if (a->last_use > d->sub->completed_value) {
             /* The record goes now, the slice later: relocation must not move it meanwhile. */
-            if (d->buffers.arena_layout) server_alloc_owner(d, a, NULL);
-            if (array_grow((void **)&d->buffers.deferred, &d->buffers.deferred_cap,
-                           (uint64_t)d->buffers.deferred_count + 1, sizeof(deferred_free)) != 0) {
+            if (d->buffers->arena_layout) server_alloc_owner(d, a, NULL);
+            if (array_grow((void **)&d->buffers->deferred, &d->buffers->deferred_cap,
+                           (uint64_t)d->buffers->deferred_count + 1, sizeof(deferred_free)) != 0) {
                 /* Cannot defer: wait for the GPU (keeping the lock) instead of leaking or
                  * racing it. */
-                d->streams.draining++;
+                d->streams->draining++;
                 cubec_status e = sub_wait(d, a->last_use);
-                d->streams.draining--;
-                CUBEC_ASSERT(d->streams.draining >= 0); /* drains nest and unwind */
+                d->streams->draining--;
+                CUBEC_ASSERT(d->streams->draining >= 0); /* drains nest and unwind */
                 cubec_status_free(e);
                 free_into_slot(d, a->slot, &a->mem);
                 free(a);
                 return;
             }
-            d->buffers.deferred[d->buffers.deferred_count++] =
+            d->buffers->deferred[d->buffers->deferred_count++] =
                 (deferred_free){a->mem, a->slot, a->last_use};
         } else {
             free_into_slot(d, a->slot, &a->mem);
@@ -157,7 +160,7 @@ cubec_status server_buffer_view(cubec_device *d, buffer_obj *parent, uint64_t of
     b->offset = parent->offset + offset;
     b->size = size;
     b->refs = 1;
-    cubec_status err = handle_table_insert(&d->buffers.handles, b, &out->id);
+    cubec_status err = handle_table_insert(&d->buffers->handles, b, &out->id);
     if (err) {
         free(b);
         return err;
@@ -170,7 +173,7 @@ void server_buffer_release(cubec_device *d, uint64_t id, buffer_obj *b)
 {
     CUBEC_ASSERT(b->refs > 0);
     if (--b->refs) return;
-    handle_table_remove(&d->buffers.handles, id);
+    handle_table_remove(&d->buffers->handles, id);
     server_alloc_release(d, b->alloc);
     free(b);
 }
@@ -192,12 +195,12 @@ void server_memory_budget(cubec_device *d, server_budget *out)
         b.source = "max_bytes";
     }
     out->budget = b.budget;
-    out->used = b.usage_known ? b.usage : d->buffers.page_bytes;
+    out->used = b.usage_known ? b.usage : d->buffers->page_bytes;
     out->returning = b.returning;
     snprintf(out->source, sizeof out->source, "%s", b.source);
 }
 
 void server_alloc_owner(cubec_device *d, alloc_obj *a, alloc_obj *owner)
 {
-    if (a->mem.size) memory_set_owner(d->streams.slots[a->slot].memory, &a->mem, owner);
+    if (a->mem.size) memory_set_owner(d->streams->slots[a->slot].memory, &a->mem, owner);
 }

@@ -14,22 +14,22 @@ void server_clock_calibrate(cubec_device *d)
     if (!d->gpu->caps.calibrated_clock) return;
     uint64_t stamps[2];
     if (!d->gpu->ops->calibrate(d->gpu, &stamps[0], &stamps[1])) return;
-    d->clock.offset_ns = (double)stamps[1] - (double)stamps[0] * d->info.timestamp_period_ns;
-    d->clock.known = 1;
-    d->clock.checked_ns = clock_now_ns();
+    d->clock->offset_ns = (double)stamps[1] - (double)stamps[0] * d->info.timestamp_period_ns;
+    d->clock->known = 1;
+    d->clock->checked_ns = clock_now_ns();
 }
 
 uint64_t server_device_time_ns(cubec_device *d, uint64_t ticks)
 {
     /* The clocks drift apart by parts per million: re-sample them every second. */
-    if (d->gpu->caps.calibrated_clock && clock_now_ns() - d->clock.checked_ns > 1000000000ull)
+    if (d->gpu->caps.calibrated_clock && clock_now_ns() - d->clock->checked_ns > 1000000000ull)
         server_clock_calibrate(d);
-    if (!d->clock.known) {
+    if (!d->clock->known) {
         /* No calibration: the timestamp was just read back after its batch finished, so "now"
          * bounds it from above; traces are shifted by at most the completion latency. */
-        d->clock.offset_ns = (double)clock_now_ns() - (double)ticks * d->info.timestamp_period_ns;
-        d->clock.known = 1;
+        d->clock->offset_ns = (double)clock_now_ns() - (double)ticks * d->info.timestamp_period_ns;
+        d->clock->known = 1;
     }
-    double ns = (double)ticks * d->info.timestamp_period_ns + d->clock.offset_ns;
+    double ns = (double)ticks * d->info.timestamp_period_ns + d->clock->offset_ns;
     return ns > 0 ? (uint64_t)llround(ns) : 0;
 }

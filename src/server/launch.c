@@ -2,8 +2,13 @@
  * descriptors, metadata goes in push constants (or in the metadata ring when it does not fit),
  * a barrier is recorded only when the hazard tracker sees a conflict, and the command buffer is
  * submitted every tasks_max launches. Arguments were checked by api/. */
+#include "server/launch.h"
 #include "base/log.h"
+#include "server/buffers.h"
 #include "server/device.h"
+#include "server/kernels.h"
+#include "server/streams.h"
+#include "server/task.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -29,7 +34,7 @@ cubec_status server_launch(cubec_device *d, stream_ref s, const launch_args *a)
     for (uint32_t i = 0; i < a->buffer_count; i++)
         if (e->refl.access[i] & CUBEC_ACCESS_WRITE) writes |= 1u << i;
     RETURN_IF_ERROR(server_align(d, slot, a->buffers, a->buffer_count, writes, a->indirect));
-    slot_state *ss = &d->streams.slots[slot];
+    slot_state *ss = &d->streams->slots[slot];
     /* What does not fit the task record goes to the slot's arena until recording: metadata
      * beyond TASK_INLINE_INFO bytes, bindings beyond TASK_INLINE_BINDINGS (8-byte aligned). */
     uint32_t info_bytes = e->info_size > TASK_INLINE_INFO ? e->info_size : 0;
@@ -58,7 +63,7 @@ cubec_status server_launch(cubec_device *d, stream_ref s, const launch_args *a)
     t->bind_at = bind_at;
     for (uint32_t i = 0; i < a->buffer_count; i++) {
         const buffer_obj *b = a->buffers[i];
-        bound_range *r = task_b(d->streams.slots, t, i);
+        bound_range *r = task_b(d->streams->slots, t, i);
         hold(r, b->alloc, buffer_device_offset(b), b->size);
         if (a->leads) r->lead = a->leads[i];
     }

@@ -4,6 +4,7 @@
 #include "server/memory_windows.h"
 #include "server/device.h"
 #include "server/memory_ops.h"
+#include "server/streams.h"
 
 cubec_status server_memory_mode_push(cubec_device *d, stream_ref s, uint32_t mode)
 {
@@ -14,7 +15,7 @@ cubec_status server_memory_mode_push(cubec_device *d, stream_ref s, uint32_t mod
 
 cubec_status server_memory_mode_pop(cubec_device *d, stream_ref s)
 {
-    memory_manager *m = d->streams.slots[s.slot].memory;
+    memory_manager *m = d->streams->slots[s.slot].memory;
     if (!m)
         return INVALID_ARG("no memory mode window is open on this stream's slot (a pop without "
                            "its push?)");
@@ -23,7 +24,7 @@ cubec_status server_memory_mode_pop(cubec_device *d, stream_ref s)
 
 void server_memory_mode_get(cubec_device *d, stream_ref s, uint32_t *out_mode, uint32_t *out_depth)
 {
-    memory_manager *m = d->streams.slots[s.slot].memory;
+    memory_manager *m = d->streams->slots[s.slot].memory;
     const memory_modes *mm = m ? memory_manager_modes(m) : NULL;
     *out_mode = mm ? (uint32_t)memory_modes_window(mm) : MEMORY_MODE_AUTO;
     *out_depth = mm ? mm->depth : 0;

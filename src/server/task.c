@@ -5,7 +5,16 @@
  * file calls nothing above it. The warm path allocates nothing. */
 #include "server/task.h"
 #include "base/log.h"
+#include "server/buffers.h"
 #include "server/device.h"
+#include "server/failures.h"
+#include "server/hazards.h"
+#include "server/host_ring.h"
+#include "server/kernels.h"
+#include "server/launch_timing.h"
+#include "server/run_mode.h"
+#include "server/streams.h"
+#include "server/submission.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -66,7 +75,7 @@ void server_discard_task(cubec_device *d, task *t)
 {
     uint32_t n = task_bindings(t);
     for (uint32_t i = 0; i < n; i++)
-        server_alloc_release(d, task_b(d->streams.slots, t, i)->alloc);
+        server_alloc_release(d, task_b(d->streams->slots, t, i)->alloc);
     if (t->indirect.alloc) server_alloc_release(d, t->indirect.alloc);
 }
 
@@ -76,7 +85,7 @@ static void note_queued_uses(const cubec_device *d, task *t, uint32_t slot)
 {
     uint32_t n = task_bindings(t);
     for (uint32_t i = 0; i < n; i++) {
-        alloc_obj *a = task_b(d->streams.slots, t, i)->alloc;
+        alloc_obj *a = task_b(d->streams->slots, t, i)->alloc;
         if (t->write_mask & (1u << i)) a->queued_writer = slot;
         if (task_reads(t, i)) a->queued_readers |= 1ull << (slot % 64);
     }
@@ -86,7 +95,7 @@ static void note_queued_uses(const cubec_device *d, task *t, uint32_t slot)
 cubec_status server_reserve_task(cubec_device *d, stream_ref s, task_kind kind, task **out)
 {
     task *t;
-    RETURN_IF_ERROR(sched_reserve(&d->streams.sched, s.slot, (void **)&t));
+    RETURN_IF_ERROR(sched_reserve(&d->streams->sched, s.slot, (void **)&t));
     memset(t, 0, offsetof(task, b));
     t->kind = kind;
     t->slot = s.slot;
@@ -97,11 +106,11 @@ cubec_status server_reserve_task(cubec_device *d, stream_ref s, task_kind kind, 
 
 cubec_status server_queue_task(cubec_device *d, uint32_t slot, task *t)
 {
-    const slot_state *ss = &d->streams.slots[slot];
+    const slot_state *ss = &d->streams->slots[slot];
     if (ss->capture == CAPTURE_RECORDING && ss->capture_owner == t->stream) {
         /* The reserved record is not committed: the slot's queue stays as it was. Work of
          * other streams on the slot is queued and runs: the window is the capturing stream's. */
-        cubec_status err = d->tasks.capture(d, slot, t);
+        cubec_status err = d->tasks->capture(d, slot, t);
         server_discard_task(d, t);
         return err;
     }
@@ -115,14 +124,14 @@ cubec_status server_align(cubec_device *d, uint32_t slot, buffer_obj *const *buf
     /* Every real use goes through here (launches, and copies and fills without a kernel): the
      * first one gives a dry run's pages their memory. */
     RETURN_IF_ERROR(server_back_buffers(d, bufs, n, indirect));
-    uint32_t *slots = d->streams.align_slots;
+    uint32_t *slots = d->streams->align_slots;
     uint32_t count = 0;
     for (uint32_t k = 0; k < n; k++)
         count = server_align_slots(d, slot, bufs[k]->alloc, (int)((write_mask >> k) & 1), slots,
-                                   count, d->streams.max_streams);
+                                   count, d->streams->max_streams);
     if (indirect)
         count =
-            server_align_slots(d, slot, indirect->alloc, 0, slots, count, d->streams.max_streams);
+            server_align_slots(d, slot, indirect->alloc, 0, slots, count, d->streams->max_streams);
     if (!count) return NULL;
     LOG(LOG_DEBUG, LOG_SYS_STREAMS,
         "slot %u uses buffers of %u other slot(s): submitting them first", slot, count);
@@ -131,13 +140,14 @@ cubec_status server_align(cubec_device *d, uint32_t slot, buffer_obj *const *buf
 
 const unsigned char *server_task_info(const cubec_device *d, const task *t)
 {
-    return t->info_size > TASK_INLINE_INFO ? d->streams.slots[t->slot].arena + t->info_at : t->info;
+    return t->info_size > TASK_INLINE_INFO ? d->streams->slots[t->slot].arena + t->info_at
+                                           : t->info;
 }
 
 /* Tells the component that watches failed tasks (profiles open on the slot take the failure). */
 static void tell_failed(cubec_device *d, uint32_t slot, failure *f)
 {
-    if (d->tasks.failed) d->tasks.failed(d, slot, f);
+    if (d->tasks->failed) d->tasks->failed(d, slot, f);
 }
 
 /* Taints what the task would have written with `f` (the task did not run). */
@@ -146,7 +156,7 @@ static void taint_outputs(const cubec_device *d, task *t, failure *f)
     uint32_t n = task_bindings(t);
     for (uint32_t i = 0; i < n; i++)
         if ((t->write_mask >> i) & 1) {
-            bound_range *r = task_b(d->streams.slots, t, i);
+            bound_range *r = task_b(d->streams->slots, t, i);
             server_taint(r->alloc, bound_start(r), bound_bytes(r), f);
             r->alloc->queued_writer = NO_SLOT;
         }
@@ -159,7 +169,7 @@ failure *server_task_input_failure(const cubec_device *d, const task *t)
 {
     uint32_t n = task_bindings(t);
     for (uint32_t i = 0; i <= n; i++) {
-        const bound_range *r = i < n ? task_b(d->streams.slots, t, i) : &t->indirect;
+        const bound_range *r = i < n ? task_b(d->streams->slots, t, i) : &t->indirect;
         int input = i < n ? task_reads(t, i) : r->alloc != NULL;
         if (!input || !r->alloc) continue;
         failure *cause = server_failure_of(r->alloc, bound_start(r), bound_bytes(r));
@@ -182,7 +192,7 @@ static int skip_if_input_failed(cubec_device *d, task *t)
     taint_outputs(d, t, f);
     tell_failed(d, t->slot, f);
     failure_release(f);
-    d->sub.stats.skipped++;
+    d->sub->stats.skipped++;
     return 1;
 }
 
@@ -214,7 +224,7 @@ void server_drop_task(cubec_device *d, task *t, cubec_status cause)
                                      task_name(t), t->stream);
     taint_outputs(d, t, f);
     tell_failed(d, t->slot, f);
-    if (d->tasks.dropped[t->kind]) d->tasks.dropped[t->kind](d, t, f);
+    if (d->tasks->dropped[t->kind]) d->tasks->dropped[t->kind](d, t, f);
     failure_release(f);
     server_discard_task(d, t);
 }
@@ -247,7 +257,7 @@ cubec_status server_emit_task(cubec_device *d, const recorder *rec, const task *
     gpu_binding infos[32];
     uint32_t n = t->count;
     for (uint32_t i = 0; i < n; i++) {
-        const bound_range *r = task_b(d->streams.slots, t, i);
+        const bound_range *r = task_b(d->streams->slots, t, i);
         gpu_mem *p = r->alloc->mem.page;
         infos[i] = (gpu_binding){p, r->offset, r->size};
         ranges[i] =
@@ -295,14 +305,15 @@ void server_metadata_remember(bind_cache *bc, const gpu_binding *slice, const vo
 
 static cubec_status metadata_slice(cubec_device *d, const task *t, gpu_binding *out)
 {
-    bind_cache *bc = &d->sub.bound;
+    bind_cache *bc = &d->sub->bound;
     const void *bytes = server_task_info(d, t);
     uint32_t size = t->entry->info_size;
     if (server_metadata_reuse(bc, bytes, size, out)) return NULL;
     uint64_t at;
-    RETURN_IF_ERROR(host_ring_alloc(d, &d->rings.info, size, d->gpu->caps.metadata_alignment, &at));
-    memcpy(d->rings.info.mapped + at, bytes, size);
-    *out = (gpu_binding){d->rings.info.mem, at, size};
+    RETURN_IF_ERROR(
+        host_ring_alloc(d, &d->rings->info, size, d->gpu->caps.metadata_alignment, &at));
+    memcpy(d->rings->info.mapped + at, bytes, size);
+    *out = (gpu_binding){d->rings->info.mem, at, size};
     /* Remembered for the batch the launch records into: the one open now, or the one it opens
      * next (the cache is cleared when a batch is closed, so only launches of that batch match). */
     server_metadata_remember(bc, out, bytes, size);
@@ -313,7 +324,7 @@ static cubec_status metadata_slice(cubec_device *d, const task *t, gpu_binding *
 cubec_status server_record_task(cubec_device *d, task *t)
 {
     /* Kinds recorded by their own component (a timestamp: profile.c); launches never are. */
-    if (t->kind != TASK_LAUNCH && d->tasks.record[t->kind]) return d->tasks.record[t->kind](d, t);
+    if (t->kind != TASK_LAUNCH && d->tasks->record[t->kind]) return d->tasks->record[t->kind](d, t);
     if (skip_if_input_failed(d, t)) {
         server_discard_task(d, t);
         return NULL;
@@ -325,10 +336,10 @@ cubec_status server_record_task(cubec_device *d, task *t)
     gpu_cmd *cmd = NULL;
     if (!err) err = sub_begin(d, &cmd);
     if (!err) {
-        d->sub.open->last_task = task_name(t);
-        d->sub.open->last_stream = t->stream;
-        recorder rec = {cmd, &d->sub.bound, &d->sub.hazards};
-        err = server_emit_task(d, &rec, t, &info_buffer, d->timing.on ? d->sub.open : NULL);
+        d->sub->open->last_task = task_name(t);
+        d->sub->open->last_stream = t->stream;
+        recorder rec = {cmd, &d->sub->bound, &d->sub->hazards};
+        err = server_emit_task(d, &rec, t, &info_buffer, d->timing->on ? d->sub->open : NULL);
     }
     if (err) {
         cubec_status_free(record_failed(d, t, status_clone(err)));
@@ -342,19 +353,19 @@ cubec_status server_record_task(cubec_device *d, task *t)
      * keeps the memory until then). */
     uint32_t n = task_bindings(t);
     for (uint32_t i = 0; i < n; i++) {
-        bound_range *r = task_b(d->streams.slots, t, i);
+        bound_range *r = task_b(d->streams->slots, t, i);
         int write = (int)((t->write_mask >> i) & 1);
-        r->alloc->last_use = d->sub.next_value;
+        r->alloc->last_use = d->sub->next_value;
         if (write) {
-            r->alloc->last_write = d->sub.next_value;
+            r->alloc->last_write = d->sub->next_value;
             r->alloc->queued_writer = NO_SLOT;
             server_untaint(r->alloc, bound_start(r), bound_bytes(r));
         }
         if (!err)
-            err = server_hold(d, d->sub.open, r->alloc, bound_start(r), bound_bytes(r), write);
+            err = server_hold(d, d->sub->open, r->alloc, bound_start(r), bound_bytes(r), write);
     }
-    if (t->indirect.alloc) t->indirect.alloc->last_use = d->sub.next_value;
-    d->sub.stats.tasks++;
+    if (t->indirect.alloc) t->indirect.alloc->last_use = d->sub->next_value;
+    d->sub->stats.tasks++;
     server_discard_task(d, t); /* the task's references: the holds and last_use keep the memory */
     if (err) return err;
     return sub_task_done(d);
@@ -363,7 +374,7 @@ cubec_status server_record_task(cubec_device *d, task *t)
 static cubec_status backend_record(void *user, uint32_t slot, void *t)
 {
     cubec_device *d = user;
-    d->streams.slots[slot].last_value = d->sub.next_value;
+    d->streams->slots[slot].last_value = d->sub->next_value;
     return server_record_task(d, t);
 }
 
@@ -372,9 +383,9 @@ static cubec_status backend_submit(void *user, uint32_t mode)
     cubec_device *d = user;
     /* A drain may have recorded the tasks of slots other than the ones asked for (Interleave
      * drains every slot with pending work): recycle the metadata arena of every slot it emptied. */
-    for (uint32_t i = 0; i < d->streams.max_streams; i++)
-        if (d->streams.slots[i].arena_used && !sched_pending(&d->streams.sched, i))
-            d->streams.slots[i].arena_used = 0;
+    for (uint32_t i = 0; i < d->streams->max_streams; i++)
+        if (d->streams->slots[i].arena_used && !sched_pending(&d->streams->sched, i))
+            d->streams->slots[i].arena_used = 0;
     if (mode & DRAIN_KEEP_OPEN) return NULL;
     return sub_flush(d, (mode & DRAIN_FOR_HOST) != 0);
 }
@@ -392,7 +403,7 @@ static int backend_busy(void *user)
         cubec_status_free(err); /* the next wait reports a lost device */
         return 0;
     }
-    return d->sub.next_value >= done + 3;
+    return d->sub->next_value >= done + 3;
 }
 
 static void backend_discard(void *user, void *t, cubec_status cause)
