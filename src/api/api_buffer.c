@@ -16,9 +16,8 @@ cubec_status cubec_buffer_create(cubec_device *device, cubec_stream stream, uint
     cubec_status err = api_slot(device, stream, "cubec_buffer_create", &s);
     if (!err) {
         /* Pages added for a dry run's buffers get memory at their first real use. */
-        device->runs->lazy = server_run_dry(device, s);
-        err = server_buffer_create(device, s, size, out_buffer);
-        device->runs->lazy = 0;
+        uint32_t flags = server_run_dry(device, s) ? MEMORY_LAZY_PAGE : 0;
+        err = server_buffer_create(device, s, size, flags, out_buffer);
     }
     return api_unlock(device, err);
 }
@@ -34,7 +33,7 @@ cubec_status cubec_buffer_from(cubec_device *device, cubec_stream stream, const 
     cubec_buffer b;
     stream_ref s;
     cubec_status err = api_slot(device, stream, "cubec_buffer_from", &s);
-    if (!err) err = server_buffer_create(device, s, size, &b);
+    if (!err) err = server_buffer_create(device, s, size, 0, &b);
     if (!err && size) {
         buffer_obj *o = handle_table_get(&device->buffers->handles, b.id);
         o->refs++; /* the write may release the lock: keep the handle alive */

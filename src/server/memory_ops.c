@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static cubec_status page_alloc(void *user, uint64_t size, void **out_page)
+static cubec_status page_alloc(void *user, uint64_t size, uint32_t flags, void **out_page)
 {
     cubec_device *d = user;
     /* [memory] max_bytes is a heap of the configured size: a page past it is refused the way a
@@ -30,7 +30,7 @@ static cubec_status page_alloc(void *user, uint64_t size, void **out_page)
                            "[memory] max_bytes = %" PRIu64 " (%" PRIu64 " bytes of pages held)",
                            size, cap, d->buffers->page_bytes);
     gpu_mem *p = NULL;
-    cubec_status err = server_run_page_create(d, size, &p);
+    cubec_status err = server_run_page_create(d, size, flags, &p);
     if (err) return status_annotate(err, "a page of %" PRIu64 " bytes", size);
     LOG(LOG_INFO, LOG_SYS_MEMORY, "allocated a page of %" PRIu64 " bytes%s", size,
         p->unbacked ? " (no memory yet: a dry run's)" : "");
@@ -205,7 +205,8 @@ static void device_memory_totals(const cubec_device *d, uint64_t *reserved, uint
     }
 }
 
-cubec_status server_buffer_create(cubec_device *d, stream_ref s, uint64_t size, cubec_buffer *out)
+cubec_status server_buffer_create(cubec_device *d, stream_ref s, uint64_t size, uint32_t flags,
+                                  cubec_buffer *out)
 {
     uint32_t slot = s.slot;
     alloc_obj *a = calloc(1, sizeof *a);
@@ -230,7 +231,7 @@ cubec_status server_buffer_create(cubec_device *d, stream_ref s, uint64_t size, 
          * (nothing recorded names them) but none moves, and a reservation that cannot be
          * served dooms the capture (below). */
         int recording = server_graph_recording(d, s);
-        if (!err) err = memory_alloc(m, size, &a->mem);
+        if (!err) err = memory_alloc_flags(m, size, flags, &a->mem);
         if (err && m && cubec_status_code(err) == CUBEC_OUT_OF_MEMORY) {
             /* The pools already returned what they could without waiting: relieve the pressure
              * for real (frees waiting on the GPU, cleanup, relocation) and retry once. */
@@ -240,7 +241,7 @@ cubec_status server_buffer_create(cubec_device *d, stream_ref s, uint64_t size, 
             cubec_status relief = server_memory_relieve(d, 1, &released);
             if (relief || waits || released) {
                 cubec_status_free(err);
-                err = relief ? relief : memory_alloc(m, size, &a->mem);
+                err = relief ? relief : memory_alloc_flags(m, size, flags, &a->mem);
             }
         }
         if (err && recording)

@@ -6,9 +6,10 @@
 #include "server/buffers.h"
 #include "server/streams.h"
 
-/* cubec_buffer_create on `s`'s slot. */
+/* cubec_buffer_create on `s`'s slot. `flags`: MEMORY_LAZY_PAGE when pages it adds need no memory
+ * yet (a dry run's buffer), else 0. */
 MUST_USE cubec_status server_buffer_create(cubec_device *d, stream_ref s, uint64_t size,
-                                           cubec_buffer *out);
+                                           uint32_t flags, cubec_buffer *out);
 /* cubec_memory_report_get: the pools of `s`'s slot and the device's rings. */
 void server_memory_report(cubec_device *d, stream_ref s, cubec_memory_report *out);
 /* The device's rings as pool entries (at most `room`; rings it lacks are left out). */

@@ -174,11 +174,9 @@ cubec_status server_memory_relocate(cubec_device *d, uint32_t slot, memory_reloc
     if (!sm) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (relocation)");
     /* Waits keep the lock: no other thread may queue work on an old place meanwhile. */
     d->streams->draining++;
-    /* Targets are backed pages, even when a dry run's buffer creation asked for this. */
-    int lazy = d->runs->lazy;
-    d->runs->lazy = 0;
+    /* Targets are backed pages: the plan's page source asks without MEMORY_LAZY_PAGE, even when
+     * a dry run's buffer creation asked for this. */
     cubec_status err = relocate_locked(d, first, end, reason, sm, &moved);
-    d->runs->lazy = lazy;
     d->streams->draining--;
     for (uint32_t i = 0; i < d->streams->max_streams; i++)
         free(sm[i].moves);

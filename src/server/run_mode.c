@@ -125,9 +125,9 @@ static cubec_status back_page(cubec_device *d, gpu_mem *page)
     return NULL;
 }
 
-cubec_status server_run_page_create(cubec_device *d, uint64_t size, gpu_mem **out)
+cubec_status server_run_page_create(cubec_device *d, uint64_t size, uint32_t flags, gpu_mem **out)
 {
-    if (!d->runs->lazy) return gpu_mem_alloc(d->gpu, GPU_MEM_DEVICE, size, out);
+    if (!(flags & MEMORY_LAZY_PAGE)) return gpu_mem_alloc(d->gpu, GPU_MEM_DEVICE, size, out);
     RETURN_IF_ERROR(gpu_mem_alloc_unbacked(d->gpu, size, out));
     d->runs->unbacked_pages++;
     return NULL;
