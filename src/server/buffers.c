@@ -133,10 +133,7 @@ void server_alloc_release(cubec_device *d, alloc_obj *a)
                            (uint64_t)d->buffers->deferred_count + 1, sizeof(deferred_free)) != 0) {
                 /* Cannot defer: wait for the GPU (keeping the lock) instead of leaking or
                  * racing it. */
-                d->streams->draining++;
-                cubec_status e = sub_wait(d, a->last_use);
-                d->streams->draining--;
-                CUBEC_ASSERT(d->streams->draining >= 0); /* drains nest and unwind */
+                cubec_status e = sub_wait_flags(d, a->last_use, WAIT_KEEP_LOCK);
                 cubec_status_free(e);
                 free_into_slot(d, a->slot, &a->mem);
                 free(a);

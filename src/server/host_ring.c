@@ -50,7 +50,7 @@ cubec_status host_ring_alloc(cubec_device *d, host_ring *r, uint64_t size, uint6
     if (entering) {
         if (r->chunk_use[chunk] > d->sub->completed_value) sub_poll(d);
         if (r->chunk_use[chunk] > d->sub->completed_value)
-            RETURN_IF_ERROR(sub_wait(d, r->chunk_use[chunk]));
+            RETURN_IF_ERROR(sub_wait_flags(d, r->chunk_use[chunk], WAIT_KEEP_LOCK));
         at = (uint64_t)chunk * r->chunk_size;
     }
     r->chunk_use[chunk] = d->sub->next_value;

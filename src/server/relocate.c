@@ -89,7 +89,7 @@ static cubec_status relocate_locked(cubec_device *d, uint32_t first, uint32_t en
     /* Every stream's queued and running work first: queued tasks hold page offsets. */
     uint64_t t0 = clock_now_ns();
     RETURN_IF_ERROR(server_drain_all(d, 0));
-    RETURN_IF_ERROR(sub_wait(d, d->sub->next_value - 1));
+    RETURN_IF_ERROR(sub_wait_flags(d, d->sub->next_value - 1, WAIT_KEEP_LOCK));
     server_run_deferred_frees(d);
 
     uint32_t total = 0;
@@ -123,7 +123,7 @@ static cubec_status relocate_locked(cubec_device *d, uint32_t first, uint32_t en
         err = flushed;
     else
         cubec_status_free(flushed);
-    if (!err) err = sub_wait(d, value);
+    if (!err) err = sub_wait_flags(d, value, WAIT_KEEP_LOCK);
     uint64_t t2 = clock_now_ns();
     if (err) {
         /* The copy may not have run: the moved bytes are lost, and say so when read. */
@@ -172,12 +172,11 @@ cubec_status server_memory_relocate(cubec_device *d, uint32_t slot, memory_reloc
     if (!wanted) return NULL;
     slot_moves *sm = calloc(d->streams->max_streams, sizeof *sm);
     if (!sm) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (relocation)");
-    /* Waits keep the lock: no other thread may queue work on an old place meanwhile. */
-    d->streams->draining++;
+    /* Its waits keep the lock (WAIT_KEEP_LOCK, and the drains'): no other thread may queue work
+     * on an old place meanwhile. */
     /* Targets are backed pages: the plan's page source asks without MEMORY_LAZY_PAGE, even when
      * a dry run's buffer creation asked for this. */
     cubec_status err = relocate_locked(d, first, end, reason, sm, &moved);
-    d->streams->draining--;
     for (uint32_t i = 0; i < d->streams->max_streams; i++)
         free(sm[i].moves);
     free(sm);

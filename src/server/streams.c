@@ -10,7 +10,6 @@
  * onto some slot, possibly one that records another stream's graph. The scheduler's backend (what
  * recording a queued task means) is the task machinery's, handed in at init (server/task.c). */
 #include "server/streams.h"
-#include "base/assert.h"
 #include "base/log.h"
 #include "server/buffers.h"
 #include "server/device.h"
@@ -115,13 +114,12 @@ void server_streams_destroy(cubec_device *d)
 }
 
 /* Drains (records and submits) the queues of `slots`. Waits inside keep the lock: the
- * scheduler holds tasks it has taken off the queues. */
+ * scheduler holds tasks it has taken off the queues, so every wait a recording can reach passes
+ * WAIT_KEEP_LOCK (a command buffer: take_batch; the metadata ring: host_ring_alloc; a release
+ * that cannot defer: server_alloc_release). */
 cubec_status server_drain(cubec_device *d, const uint32_t *slots, uint32_t n, uint32_t mode)
 {
-    d->streams->draining++;
     cubec_status err = sched_execute_mode(&d->streams->sched, slots, n, mode);
-    d->streams->draining--;
-    CUBEC_ASSERT(d->streams->draining >= 0); /* drains nest and unwind */
     for (uint32_t i = 0; i < n; i++)
         if (!sched_pending(&d->streams->sched, slots[i]))
             d->streams->slots[slots[i]].arena_used = 0;
@@ -130,10 +128,7 @@ cubec_status server_drain(cubec_device *d, const uint32_t *slots, uint32_t n, ui
 
 cubec_status server_drain_all(cubec_device *d, uint32_t mode)
 {
-    d->streams->draining++;
     cubec_status err = sched_execute_all_mode(&d->streams->sched, mode);
-    d->streams->draining--;
-    CUBEC_ASSERT(d->streams->draining >= 0); /* drains nest and unwind */
     for (uint32_t i = 0; i < d->streams->max_streams; i++)
         d->streams->slots[i].arena_used = 0;
     return server_note_error(d, err);
@@ -141,10 +136,7 @@ cubec_status server_drain_all(cubec_device *d, uint32_t mode)
 
 cubec_status server_commit_task(cubec_device *d, uint32_t slot)
 {
-    d->streams->draining++;
     cubec_status err = sched_commit(&d->streams->sched, slot);
-    d->streams->draining--;
-    CUBEC_ASSERT(d->streams->draining >= 0); /* drains nest and unwind */
     if (!sched_pending(&d->streams->sched, slot)) d->streams->slots[slot].arena_used = 0;
     return server_note_error(d, err);
 }

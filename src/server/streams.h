@@ -57,7 +57,6 @@ typedef struct stream_slots {
      * cubec_stream_current): an explicit id must name one of them. */
     range_set issued;
     scheduler sched;
-    int draining; /* a drain is recording: waits must keep the lock */
 } stream_slots;
 
 /* `be` records, submits and discards queued tasks of `task_size` bytes (server/task.c). */

@@ -4,7 +4,6 @@
  * before blocking (a fence wait costs ~25 us more than a busy poll on an H200). */
 #include "server/submission.h"
 #include "base/array.h"
-#include "base/assert.h"
 #include "base/clock.h"
 #include "base/log.h"
 #include "server/device.h"
@@ -111,7 +110,7 @@ static cubec_status take_batch(cubec_device *d, batch **out)
         if (oldest <= d->sub->completed_value)
             sched_yield(); /* finished; the submission thread is about to let go of it */
         else
-            RETURN_IF_ERROR(sub_wait(d, oldest));
+            RETURN_IF_ERROR(sub_wait_flags(d, oldest, WAIT_KEEP_LOCK));
     }
     batch *b = &d->sub->batches[d->sub->batch_count];
     memset(b, 0, sizeof *b);
@@ -130,13 +129,9 @@ cubec_status sub_begin(cubec_device *d, gpu_cmd **out_cmd)
         return NULL;
     }
     batch *b = NULL;
-    /* take_batch may wait for the oldest batch: keep the lock, or another thread could open a
-     * batch meanwhile. */
-    d->streams->draining++;
-    cubec_status err = take_batch(d, &b);
-    d->streams->draining--;
-    CUBEC_ASSERT(d->streams->draining >= 0); /* drains nest and unwind */
-    RETURN_IF_ERROR(err);
+    /* take_batch may wait for the oldest batch: it keeps the lock, or another thread could open
+     * a batch meanwhile. */
+    RETURN_IF_ERROR(take_batch(d, &b));
     if (!b) return status_make(CUBEC_INTERNAL, "no command buffer to record into");
     if (b->stamp_count) NOTIFY(d, finished, b); /* finished, not yet harvested */
     RETURN_IF_ERROR(d->gpu->ops->cmd_begin(d->gpu, b->cmd));
@@ -306,7 +301,7 @@ static cubec_status timed_out(cubec_device *d, uint64_t value, cubec_status err)
     return server_note_error(d, t);
 }
 
-static cubec_status wait_value(cubec_device *d, uint64_t value, int spin_us)
+static cubec_status wait_value(cubec_device *d, uint64_t value, int spin_us, uint32_t flags)
 {
     if (value == 0 || value <= d->sub->completed_value) return NULL;
     if (d->sub->open && value >= d->sub->next_value) RETURN_IF_ERROR(sub_flush(d, 0));
@@ -320,7 +315,7 @@ static cubec_status wait_value(cubec_device *d, uint64_t value, int spin_us)
          * (encode:2). The GPU cannot reach a value the thread has not submitted, so this does
          * not delay the wait. Without the lock meanwhile, as for the GPU wait below: the thread
          * may be waiting for the queue to go idle. */
-        if (d->streams->draining) {
+        if (flags & WAIT_KEEP_LOCK) {
             submitter_wait_released(d, value);
         } else {
             pthread_mutex_unlock(&d->lock);
@@ -337,7 +332,7 @@ static cubec_status wait_value(cubec_device *d, uint64_t value, int spin_us)
     if (err) return server_note_error(d, status_annotate(err, "the device is treated as lost"));
     uint64_t limit = d->sub->wait_timeout_ns;
     int counted = submitter_wait_begin(d);
-    if (d->streams->draining) {
+    if (flags & WAIT_KEEP_LOCK) {
         err = wait_timeline(d->gpu, value, spin_us, limit, &seen);
     } else {
         /* Other threads queue and record while this one waits for the GPU. */
@@ -359,6 +354,12 @@ cubec_status sub_wait(cubec_device *d, uint64_t value)
     return sub_wait_polling(d, value, 0);
 }
 
+cubec_status sub_wait_flags(cubec_device *d, uint64_t value, uint32_t flags)
+{
+    RETURN_IF_ERROR(wait_value(d, value, d->sub->spin_us, flags));
+    return server_check_alive(d); /* as sub_wait_polling */
+}
+
 cubec_status sub_wait_polling(cubec_device *d, uint64_t value, uint64_t expected_us)
 {
     /* A wait expected to be long (a DMA of known size) polls through it when polling is on: a
@@ -366,7 +367,7 @@ cubec_status sub_wait_polling(cubec_device *d, uint64_t value, uint64_t expected
     int spin = d->sub->spin_us;
     if (spin > 0 && expected_us > (uint64_t)spin)
         spin = expected_us < SUB_MAX_POLL_US ? (int)expected_us : SUB_MAX_POLL_US;
-    RETURN_IF_ERROR(wait_value(d, value, spin));
+    RETURN_IF_ERROR(wait_value(d, value, spin, 0));
     /* A value may have been signalled for work that never ran: the submission thread signals
      * the value of a batch that failed there, after recording the failure that the poll which
      * saw the value reported (the device is then lost). Nothing waited for is valid. */

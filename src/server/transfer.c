@@ -9,7 +9,6 @@
  * soon as the bytes are in staging. When the host side lies within registered or pinned memory
  * (server/host_memory.c) the GPU copies it directly instead: one DMA, no memcpy. */
 #include "server/transfer.h"
-#include "base/assert.h"
 #include "base/clock.h"
 #include "server/buffers.h"
 #include "server/device.h"
@@ -190,11 +189,9 @@ static cubec_status write_body(cubec_device *d, stream_ref s, buffer_obj *b, uin
         err = transfer_registered(d, b, at, r, src, size, 1, &value);
         if (!err) err = sub_wait_polling(d, value, dma_expected_us(size));
     } else {
-        /* The staging rings are shared: keep the lock while they hold this transfer's bytes. */
-        d->streams->draining++;
+        /* The staging rings are shared: its waits keep the lock while they hold this
+         * transfer's bytes (host_ring_alloc's waits keep it). */
         err = write_staged(d, b, at, src, size);
-        d->streams->draining--;
-        CUBEC_ASSERT(d->streams->draining >= 0); /* drains nest and unwind */
         value = d->sub->next_value - 1;
     }
     if (err) {
@@ -240,7 +237,7 @@ static cubec_status read_staged(cubec_device *d, buffer_obj *b, uint64_t at, voi
             done += n;
             continue;
         }
-        RETURN_IF_ERROR(sub_wait(d, q[0].value));
+        RETURN_IF_ERROR(sub_wait_flags(d, q[0].value, WAIT_KEEP_LOCK));
         invalidate(d, d->rings->readback.mem);
         copy_pool_memcpy(d->rings->copies, to + q[0].dst_at,
                          d->rings->readback.mapped + q[0].ring_at, q[0].size);
@@ -293,11 +290,8 @@ static cubec_status read_body(cubec_device *d, uint32_t slot, buffer_obj *b, uin
         server_alloc_unpin(d, a);
         return err;
     }
-    d->streams->draining++;
-    cubec_status err = read_staged(d, b, at, dst, size);
-    d->streams->draining--;
-    CUBEC_ASSERT(d->streams->draining >= 0); /* drains nest and unwind */
-    return err;
+    /* Its waits keep the lock while the shared readback ring holds this transfer's bytes. */
+    return read_staged(d, b, at, dst, size);
 }
 
 static cubec_status read_async_body(cubec_device *d, stream_ref s, buffer_obj *b, uint64_t offset,
