@@ -142,7 +142,7 @@ cubec_status cubec_fault_inject(cubec_device *device, cubec_fault_kind kind, uin
     if ((unsigned)kind >= CUBEC_FAULT_KIND_COUNT)
         return INVALID_ARG("cubec_fault_inject: kind %d is not a cubec_fault_kind", (int)kind);
     RETURN_IF_ERROR(api_lock(device, "cubec_fault_inject"));
-    device->faults.fail_at[kind] = nth ? device->faults.count[kind] + nth : 0;
+    server_fault_inject(device, kind, nth);
     return api_unlock(device, NULL);
 }
 

@@ -200,10 +200,8 @@ cubec_status cubec_kernel_destroy(cubec_device *device, cubec_kernel kernel)
     cubec_status err = handle_table_lookup(&device->kernels->handles, kernel.id,
                                            "cubec_kernel_destroy: kernel", &o);
     if (!err) {
-        /* The pipeline stays cached (queued launches may still use it) until the device closes. */
-        handle_table_remove(&device->kernels->handles, kernel.id);
         compile_queue_drop_handle(device, o);
-        free(o);
+        server_kernel_destroy(device, kernel.id, o);
     }
     return api_unlock(device, err);
 }
@@ -291,7 +289,7 @@ cubec_status cubec_launch(cubec_device *device, cubec_stream stream, const cubec
     if (!err && server_run_dry(device, s)) {
         /* Checked, its kernel built: dropped. A kernel that did not build taints nothing in a
          * dry run, so its error comes back here rather than being lost. */
-        device->runs->dry_launches++;
+        server_run_drop_launch(device);
         if (!k->entry) err = compile_queue_fail_launch(device, s, k, bufs, desc->buffer_count, 0);
         return api_unlock(device, err);
     }

@@ -290,3 +290,8 @@ void server_close(cubec_device *d)
     pthread_mutex_destroy(&d->lock);
     free(d);
 }
+
+void server_fault_inject(cubec_device *d, cubec_fault_kind kind, uint64_t nth)
+{
+    d->faults.fail_at[kind] = nth ? d->faults.count[kind] + nth : 0;
+}

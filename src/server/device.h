@@ -69,5 +69,7 @@ server_stats server_stats_get(cubec_device *d);
 
 MUST_USE cubec_status server_open(const cubec_device_desc *desc, cubec_device **out);
 void server_close(cubec_device *d);
+/* cubec_fault_inject: the nth next call of `kind` into the gpu seam fails (0: none). */
+void server_fault_inject(cubec_device *d, cubec_fault_kind kind, uint64_t nth);
 
 #endif

@@ -560,7 +560,7 @@ cubec_status server_graph_replay(cubec_device *d, stream_ref s, uint64_t id)
     RETURN_IF_ERROR(lookup(d, id, "cubec_graph_replay", &g));
     RETURN_IF_ERROR(server_graph_refuse(d, s, "cubec_graph_replay"));
     if (server_run_dry(d, s)) {
-        d->runs->dry_launches++; /* a dry run drops replays like launches */
+        server_run_drop_launch(d); /* a dry run drops replays like launches */
         return NULL;
     }
     uint32_t copy = g->next_copy;

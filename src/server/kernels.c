@@ -499,3 +499,9 @@ void server_kernels_destroy(cubec_device *d)
     glsl_compiler_destroy(d->kernels->compiler);
     d->kernels->compiler = NULL;
 }
+
+void server_kernel_destroy(cubec_device *d, uint64_t id, kernel_obj *k)
+{
+    handle_table_remove(&d->kernels->handles, id);
+    free(k);
+}

@@ -147,3 +147,8 @@ cubec_status server_back_buffers(cubec_device *d, buffer_obj *const *bufs, uint3
     if (extra && extra->alloc->mem.size) RETURN_IF_ERROR(back_page(d, buffer_page(extra)));
     return NULL;
 }
+
+void server_run_drop_launch(cubec_device *d)
+{
+    d->runs->dry_launches++;
+}

@@ -42,6 +42,8 @@ typedef struct run_modes {
 void server_run_modes_destroy(cubec_device *d);
 /* Non-zero when work on `s` is dry now. Constant time when no window is open anywhere. */
 int server_run_dry(const cubec_device *d, stream_ref s);
+/* Counts a launch (or replay) that a dry run dropped (server_stats.dry_launches). */
+void server_run_drop_launch(cubec_device *d);
 /* cubec_run_window_begin / _end on a stream. */
 MUST_USE cubec_status server_run_window_begin(cubec_device *d, stream_ref s, cubec_run_mode mode);
 MUST_USE cubec_status server_run_window_end(cubec_device *d, stream_ref s);
