@@ -7,10 +7,14 @@
 #define CUBEC_SERVER_TASK_H
 
 #include "failure/failure.h"
+#include "server/device.h"
 #include "server/hazards.h"
 #include "server/kernels.h"
 #include "server/streams.h"
 #include "server/submission.h"
+
+#include <stddef.h>
+#include <string.h>
 
 typedef struct cubec_device_s cubec_device;
 
@@ -131,21 +135,33 @@ const unsigned char *server_task_info(const cubec_device *d, const task *t);
  * NULL. */
 failure *server_task_input_failure(const cubec_device *d, const task *t);
 /* Queues a filled task on its slot, or records it into the graph the slot is capturing. */
-/* Room for a task of `kind` at the end of the stream's slot queue, its header cleared and its
- * kind, slot and stream set; the caller fills the rest, then queues it (server_queue_task). */
-MUST_USE cubec_status server_reserve_task(cubec_device *d, stream_ref s, task_kind kind,
-                                          task **out);
 MUST_USE cubec_status server_queue_task(cubec_device *d, uint32_t slot, task *t);
 /* Submits the queues of other slots whose work on these buffers must come first. */
 MUST_USE cubec_status server_align(cubec_device *d, uint32_t slot, buffer_obj *const *bufs,
                                    uint32_t n, uint32_t write_mask, const buffer_obj *indirect);
-/* The scheduler's side: record a queued task, or drop what it holds. */
+/* The scheduler's side: record a queued task. */
 MUST_USE cubec_status server_record_task(cubec_device *d, task *t);
-void server_discard_task(cubec_device *d, task *t);
 /* The scheduler's backend: records, submits and drops the tasks it takes off the slot queues. */
 sched_backend server_task_backend(cubec_device *d);
 /* Drops a queued task without recording it: what it would have written carries a failure. */
 void server_drop_task(cubec_device *d, task *t, cubec_status cause);
+
+/* Room for a task of `kind` at the end of the stream's slot queue, its header cleared and its
+ * kind, slot and stream set; the caller fills the rest, then queues it (server_queue_task).
+ * Inline: every launch, copy and fill starts here (a call cost the launch path ~25
+ * instructions). */
+MUST_USE static inline cubec_status server_reserve_task(cubec_device *d, stream_ref s,
+                                                        task_kind kind, task **out)
+{
+    task *t;
+    RETURN_IF_ERROR(sched_reserve(&d->streams->sched, s.slot, (void **)&t));
+    memset(t, 0, offsetof(task, b));
+    t->kind = kind;
+    t->slot = s.slot;
+    t->stream = s.number;
+    *out = t;
+    return NULL;
+}
 
 /* The task kind table's answers: a task's name, its bindings, whether binding i is read. Inline:
  * they are table lookups on every recorded task. */
