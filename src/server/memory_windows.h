@@ -6,8 +6,8 @@
 #include "base/status.h"
 #include "server/streams.h"
 
-/* cubec_memory_mode_push / _pop / _get on `s`'s slot. Push and pop
- * return the refusals of memory_modes_push / _pop, for the caller to name itself in. */
+/* cubec_memory_mode_push / _pop / _get on `s`'s slot. Push and pop return the refusals of
+ * memory_modes_push / _pop, for the caller to name itself in. */
 MUST_USE cubec_status server_memory_mode_push(cubec_device *d, stream_ref s, uint32_t mode);
 MUST_USE cubec_status server_memory_mode_pop(cubec_device *d, stream_ref s);
 void server_memory_mode_get(cubec_device *d, stream_ref s, uint32_t *out_mode, uint32_t *out_depth);
