@@ -521,7 +521,8 @@ CUBEC_MUST_USE cubec_status cubec_kernel_queue(cubec_device *device, const cubec
 CUBEC_MUST_USE cubec_status cubec_kernel_wait(cubec_device *device, cubec_kernel kernel);
 /* Waits for every kernel queued before the call (the calling thread compiles what no worker has
  * taken yet). NULL when all compiled; else the error of the first that did not, with how many
- * did not. The errors stay with their kernels. */
+ * did not: a kernel whose compilation failed before the call counts too, for as long as its
+ * handle lives. The errors stay with their kernels. */
 CUBEC_MUST_USE cubec_status cubec_kernel_compile_queued(cubec_device *device);
 
 /* ---------------------------------------------------------------------------------------------

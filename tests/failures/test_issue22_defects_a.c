@@ -6,6 +6,9 @@
  *      and written only on success; cubec_memory_mode_get, cubec_device_get_info,
  *      cubec_device_peek, cubec_fault_counts and cubec_profile_method left a refused call's
  *      outputs as the caller had them.
+ *  (b) test_compile_queued_reports_a_finished_failure: a queued kernel that failed to compile,
+ *      its job finished (so out of the queue's list) before cubec_kernel_compile_queued: the call
+ *      returned success. It reports the failure while the kernel's handle lives.
  */
 #include "test_util.h"
 
@@ -79,10 +82,49 @@ static void test_refused_getters_clear_their_outputs(void **state)
     test_device_close(d);
 }
 
+/* ---- (b) the compile queue ----------------------------------------------------------------- */
+
+static const char broken_src[] = "#version 450\n"
+                                 "layout(local_size_x = 64) in;\n"
+                                 "layout(std430, binding = 0) buffer Y { uint y[]; };\n"
+                                 "void main() { y[gl_GlobalInvocationID.x] = undeclared_thing; }\n";
+static const char good_src[] = "#version 450\n"
+                               "layout(local_size_x = 64) in;\n"
+                               "layout(std430, binding = 0) buffer Y { uint y[]; };\n"
+                               "void main() { y[gl_GlobalInvocationID.x] = 7u; }\n";
+
+static void test_compile_queued_reports_a_finished_failure(void **state)
+{
+    (void)state;
+    cubec_device *d = test_device_open();
+    const cubec_kernel_desc bd = {.name = "broken.comp", .glsl = broken_src};
+    const cubec_kernel_desc gd = {.name = "good.comp", .glsl = good_src};
+    cubec_kernel broken, good;
+    ASSERT_OK(cubec_kernel_queue(d, &bd, &broken));
+    /* The wait returns once the job finished: it has left the queue's list. */
+    ASSERT_ERROR(cubec_kernel_wait(d, broken), CUBEC_COMPILE_FAILED, "undeclared_thing");
+    ASSERT_ERROR(cubec_kernel_compile_queued(d), CUBEC_COMPILE_FAILED,
+                 "1 of the 1 kernels queued did not compile");
+    /* With a good kernel queued after it: both waited for, the failure still reported, once. */
+    ASSERT_OK(cubec_kernel_queue(d, &gd, &good));
+    cubec_kernel again;
+    ASSERT_OK(cubec_kernel_queue(d, &bd, &again));
+    ASSERT_ERROR(cubec_kernel_compile_queued(d), CUBEC_COMPILE_FAILED, "undeclared_thing");
+    ASSERT_OK(cubec_kernel_wait(d, good));
+    /* The error stays with the kernels; once their handles are gone nothing failed is left. */
+    ASSERT_ERROR(cubec_kernel_wait(d, broken), CUBEC_COMPILE_FAILED, "undeclared_thing");
+    ASSERT_OK(cubec_kernel_destroy(d, broken));
+    ASSERT_OK(cubec_kernel_destroy(d, again));
+    ASSERT_OK(cubec_kernel_compile_queued(d));
+    ASSERT_OK(cubec_kernel_destroy(d, good));
+    test_device_close(d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_refused_getters_clear_their_outputs),
+        cmocka_unit_test(test_compile_queued_reports_a_finished_failure),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
