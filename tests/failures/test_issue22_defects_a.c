@@ -9,9 +9,14 @@
  *  (b) test_compile_queued_reports_a_finished_failure: a queued kernel that failed to compile,
  *      its job finished (so out of the queue's list) before cubec_kernel_compile_queued: the call
  *      returned success. It reports the failure while the kernel's handle lives.
+ *  (c) test_tuner_destroy_refused_while_measuring: a candidate that destroyed its tuner freed it
+ *      under the cubec_tune_choose running the candidate (heap-use-after-free under ASan), and so
+ *      did another thread while the tuner measured. Both are refused naming the tuner, which is
+ *      kept and then measures, answers and is destroyed as usual.
  */
 #include "test_util.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,11 +125,109 @@ static void test_compile_queued_reports_a_finished_failure(void **state)
     test_device_close(d);
 }
 
+/* ---- (c) destroying a tuner in use ------------------------------------------------------- */
+
+typedef struct tune_ctx {
+    cubec_tuner *tuner;
+    cubec_buffer b;
+    uint32_t runs;
+    cubec_status from_candidate; /* the candidate's destroy, on its first run */
+    /* The other thread's destroy, while the first run of the candidate waits for it. */
+    pthread_mutex_t lock;
+    pthread_cond_t changed;
+    int measuring, destroyed_elsewhere;
+    cubec_status from_thread;
+} tune_ctx;
+
+static cubec_status destroying_candidate(cubec_device *d, cubec_stream s, void *user)
+{
+    tune_ctx *c = user;
+    if (c->runs++ == 0) c->from_candidate = cubec_tuner_destroy(c->tuner);
+    return cubec_fill(d, s, c->b, 0, 256, c->runs);
+}
+
+static cubec_status waiting_candidate(cubec_device *d, cubec_stream s, void *user)
+{
+    tune_ctx *c = user;
+    if (c->runs++ == 0) {
+        pthread_mutex_lock(&c->lock);
+        c->measuring = 1;
+        pthread_cond_broadcast(&c->changed);
+        while (!c->destroyed_elsewhere)
+            pthread_cond_wait(&c->changed, &c->lock);
+        pthread_mutex_unlock(&c->lock);
+    }
+    return cubec_fill(d, s, c->b, 0, 256, c->runs);
+}
+
+static void *destroy_when_measuring(void *arg)
+{
+    tune_ctx *c = arg;
+    pthread_mutex_lock(&c->lock);
+    while (!c->measuring)
+        pthread_cond_wait(&c->changed, &c->lock);
+    pthread_mutex_unlock(&c->lock);
+    cubec_status st = cubec_tuner_destroy(c->tuner);
+    pthread_mutex_lock(&c->lock);
+    c->from_thread = st;
+    c->destroyed_elsewhere = 1;
+    pthread_cond_broadcast(&c->changed);
+    pthread_mutex_unlock(&c->lock);
+    return NULL;
+}
+
+static void choose_with(cubec_device *d, tune_ctx *c,
+                        cubec_status (*run)(cubec_device *, cubec_stream, void *))
+{
+    const cubec_tuner_desc td = {.name = "doomed", .warmup = 1, .samples = 2, .memory_only = 1};
+    ASSERT_OK(cubec_tuner_create(d, &td, &c->tuner));
+    const cubec_tune_candidate cands[2] = {{"one", run, c}, {"two", run, c}};
+    const cubec_tune_request req = {.key = "k", .candidates = cands, .candidate_count = 2};
+    cubec_tune_result r;
+    ASSERT_OK(cubec_tune_choose(c->tuner, CUBEC_STREAM_CURRENT, &req, &r));
+    assert_int_equal(r.source, CUBEC_TUNE_MEASURED);
+    assert_true(r.index < 2);
+    /* Both candidates ran every warm-up and sample round: the tuner was not torn down. */
+    assert_int_equal(c->runs, 2u * (1u + 2u));
+    cubec_tune_outcome o;
+    ASSERT_OK(cubec_tune_outcome_get(c->tuner, 1, &o));
+    assert_int_equal(o.state, CUBEC_TUNE_TIMED);
+    ASSERT_OK(cubec_tuner_destroy(c->tuner)); /* idle now: destroyed */
+}
+
+static void test_tuner_destroy_refused_while_measuring(void **state)
+{
+    (void)state;
+    cubec_device *d = test_device_open();
+    tune_ctx c = {0};
+    pthread_mutex_init(&c.lock, NULL);
+    pthread_cond_init(&c.changed, NULL);
+    ASSERT_OK(cubec_buffer_create(d, CUBEC_STREAM_CURRENT, 256, &c.b));
+
+    choose_with(d, &c, destroying_candidate);
+    ASSERT_ERROR(c.from_candidate, CUBEC_INVALID_ARGUMENT,
+                 "cubec_tuner_destroy: a candidate of tuner 'doomed' destroyed that tuner");
+
+    c.runs = 0;
+    pthread_t other;
+    assert_int_equal(pthread_create(&other, NULL, destroy_when_measuring, &c), 0);
+    choose_with(d, &c, waiting_candidate);
+    assert_int_equal(pthread_join(other, NULL), 0);
+    ASSERT_ERROR(c.from_thread, CUBEC_INVALID_ARGUMENT,
+                 "cubec_tuner_destroy: tuner 'doomed' is in use by 1 call(s)");
+
+    ASSERT_OK(cubec_buffer_release(d, c.b));
+    pthread_cond_destroy(&c.changed);
+    pthread_mutex_destroy(&c.lock);
+    test_device_close(d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_refused_getters_clear_their_outputs),
         cmocka_unit_test(test_compile_queued_reports_a_finished_failure),
+        cmocka_unit_test(test_tuner_destroy_refused_while_measuring),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
