@@ -13,13 +13,24 @@
  *      under the cubec_tune_choose running the candidate (heap-use-after-free under ASan), and so
  *      did another thread while the tuner measured. Both are refused naming the tuner, which is
  *      kept and then measures, answers and is destroyed as usual.
+ *  (d) test_close_after_timeout_with_disk_cache: with the disk cache on, a kernel built (through
+ *      a pipeline cache of the build pool), then a wait that times out (a kernel that never ends
+ *      on a GPU, against CUBEC_WAIT_TIMEOUT 0.2 s): closing abandons the driver's objects, and
+ *      leaked the build pool's lists with them (LeakSanitizer). Vulkan only.
  */
 #include "test_util.h"
+#include "uint_kernels.h"
 
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+static int null_backend(void)
+{
+    const char *b = getenv("CUBEC_BACKEND");
+    return b && strcmp(b, "null") == 0;
+}
 
 /* ---- (a) refused getters ------------------------------------------------------------------ */
 
@@ -222,12 +233,52 @@ static void test_tuner_destroy_refused_while_measuring(void **state)
     test_device_close(d);
 }
 
+/* ---- (d) close after a timeout, disk cache on --------------------------------------------- */
+
+/* Spins until v[0] is 12345, which nothing writes (see test_issue11_defects.c): on lavapipe,
+ * which ends any loop after 65535 iterations, it runs for seconds. */
+static const char spin_src[] = "#version 450\n"
+                               "layout(local_size_x = 64) in;\n"
+                               "layout(std430, binding = 0) buffer V { uint v[]; };\n"
+                               "CUBEC_INFO(uint n; uint mul; uint add;)\n"
+                               "void main() {\n"
+                               "  uint i = gl_GlobalInvocationID.x;\n"
+                               "  while (atomicAdd(v[0], 0u) != 12345u) {}\n"
+                               "  v[i + 1u] = i * info.mul + info.add;\n"
+                               "}\n";
+
+static void test_close_after_timeout_with_disk_cache(void **state)
+{
+    (void)state;
+    if (null_backend()) skip(); /* no kernel runs there, and no driver pipeline cache */
+    char dir[256];
+    test_temp_dir(dir, sizeof dir, "cubec_issue22_timeout");
+    setenv("CUBEC_CACHE_DIR", dir, 1);
+    setenv("CUBEC_WAIT_TIMEOUT", "0.2", 1);
+    cubec_device *d = test_device_open();
+    unsetenv("CUBEC_WAIT_TIMEOUT");
+    setenv("CUBEC_CACHE_DIR", "none", 1);
+    cubec_kernel spin;
+    const cubec_kernel_desc kd = {.name = "spin", .glsl = spin_src};
+    ASSERT_OK(cubec_kernel_create(d, &kd, &spin));
+    const uint32_t words = 64u * 64u;
+    cubec_buffer v;
+    ASSERT_OK(cubec_buffer_create(d, CUBEC_STREAM_CURRENT, (words + 1u) * 4u, &v));
+    ASSERT_OK(cubec_fill(d, CUBEC_STREAM_CURRENT, v, 0, (words + 1u) * 4u, 0));
+    ASSERT_OK(cubec_sync(d, CUBEC_STREAM_CURRENT));
+    ASSERT_OK(busy_launch(d, CUBEC_STREAM_CURRENT, spin, v, words, 1));
+    ASSERT_ERROR(cubec_sync(d, CUBEC_STREAM_CURRENT), CUBEC_TIMEOUT, "within 0.2 s");
+    test_device_close(d); /* LeakSanitizer checks at exit that nothing of cubec's is left */
+    test_remove_tree(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_refused_getters_clear_their_outputs),
         cmocka_unit_test(test_compile_queued_reports_a_finished_failure),
         cmocka_unit_test(test_tuner_destroy_refused_while_measuring),
+        cmocka_unit_test(test_close_after_timeout_with_disk_cache),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
