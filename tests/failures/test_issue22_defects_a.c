@@ -17,6 +17,11 @@
  *      a pipeline cache of the build pool), then a wait that times out (a kernel that never ends
  *      on a GPU, against CUBEC_WAIT_TIMEOUT 0.2 s): closing abandons the driver's objects, and
  *      leaked the build pool's lists with them (LeakSanitizer). Vulkan only.
+ *  (e) test_shared_size_uses_the_spec_values: a shared array sized by a specialization constant
+ *      was measured with the constant's default. Specialized past maxComputeSharedMemorySize, the
+ *      kernel was accepted (the validation layer reported VUID-RuntimeSpirv-Workgroup-06530);
+ *      with a default past it and a value that fits, it was refused. The check uses the values
+ *      given: the first is refused naming the size and the limit, the second runs.
  */
 #include "test_util.h"
 #include "uint_kernels.h"
@@ -272,12 +277,86 @@ static void test_close_after_timeout_with_disk_cache(void **state)
     test_remove_tree(dir);
 }
 
+/* ---- (e) shared arrays sized by specialization constants --------------------------------- */
+
+#define SHARED_WORDS 64u
+
+/* A shared array of N words, N a specialization constant whose default is `default_n`; each of
+ * the 64 invocations stores into it and reads its neighbour's word back. */
+static void shared_src(char *out, size_t cap, uint32_t default_n)
+{
+    snprintf(out, cap,
+             "#version 450\n"
+             "layout(local_size_x = 64) in;\n"
+             "layout(constant_id = 3) const uint N = %uu;\n"
+             "shared uint s[N];\n"
+             "layout(std430, binding = 0) buffer Y { uint y[]; };\n"
+             "void main() {\n"
+             "  uint i = gl_LocalInvocationID.x;\n"
+             "  s[i] = i * 3u + 1u;\n"
+             "  barrier();\n"
+             "  y[i] = s[(i + 1u) %% 64u] + N;\n"
+             "}\n",
+             default_n);
+}
+
+static void test_shared_size_uses_the_spec_values(void **state)
+{
+    (void)state;
+    cubec_device *d = test_device_open();
+    cubec_device_info info;
+    ASSERT_OK(cubec_device_get_info(d, &info));
+    const uint32_t too_many = info.max_shared_memory_size / 4u + 1024u; /* words */
+    char src[1024], want[160];
+
+    /* Default fits, the value given does not: refused, with the specialized size. */
+    shared_src(src, sizeof src, SHARED_WORDS);
+    cubec_spec_constant big = {.id = 3, .value = too_many};
+    cubec_kernel_desc kd = {
+        .name = "shared_big", .glsl = src, .spec_constants = &big, .spec_constant_count = 1};
+    cubec_kernel k;
+    snprintf(want, sizeof want,
+             "%llu bytes of shared (Workgroup) memory exceed the device limit of %u bytes",
+             (unsigned long long)too_many * 4u, info.max_shared_memory_size);
+    ASSERT_ERROR(cubec_kernel_create(d, &kd, &k), CUBEC_UNSUPPORTED, want);
+    /* Unspecialized, the same source fits. */
+    kd.spec_constant_count = 0;
+    kd.spec_constants = NULL;
+    ASSERT_OK(cubec_kernel_create(d, &kd, &k));
+    ASSERT_OK(cubec_kernel_destroy(d, k));
+
+    /* Default too large, the value given fits: accepted, and it runs with SHARED_WORDS. */
+    shared_src(src, sizeof src, too_many);
+    cubec_spec_constant fits = {.id = 3, .value = SHARED_WORDS};
+    kd = (cubec_kernel_desc){
+        .name = "shared_fits", .glsl = src, .spec_constants = &fits, .spec_constant_count = 1};
+    ASSERT_OK(cubec_kernel_create(d, &kd, &k));
+    cubec_buffer y;
+    ASSERT_OK(cubec_buffer_create(d, CUBEC_STREAM_CURRENT, SHARED_WORDS * 4u, &y));
+    ASSERT_OK(cubec_fill(d, CUBEC_STREAM_CURRENT, y, 0, SHARED_WORDS * 4u, 0));
+    const cubec_launch_desc ld = {
+        .kernel = k, .buffers = &y, .buffer_count = 1, .groups = {1, 1, 1}};
+    ASSERT_OK(cubec_launch(d, CUBEC_STREAM_CURRENT, &ld));
+    uint32_t got[SHARED_WORDS];
+    ASSERT_OK(cubec_read(d, CUBEC_STREAM_CURRENT, y, 0, got, sizeof got));
+    for (uint32_t i = 0; i < SHARED_WORDS && !null_backend(); i++)
+        assert_int_equal(got[i], ((i + 1u) % 64u) * 3u + 1u + SHARED_WORDS);
+    /* Unspecialized, it is refused with its default's size. */
+    kd.spec_constant_count = 0;
+    kd.spec_constants = NULL;
+    ASSERT_ERROR(cubec_kernel_create(d, &kd, &k), CUBEC_UNSUPPORTED, "exceed the device limit");
+    ASSERT_OK(cubec_buffer_release(d, y));
+    test_device_close(d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_refused_getters_clear_their_outputs),
         cmocka_unit_test(test_compile_queued_reports_a_finished_failure),
         cmocka_unit_test(test_tuner_destroy_refused_while_measuring),
+        cmocka_unit_test(test_shared_size_uses_the_spec_values),
+        /* Last: the abandoned kernel spins on lavapipe's threads for seconds after it. */
         cmocka_unit_test(test_close_after_timeout_with_disk_cache),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
