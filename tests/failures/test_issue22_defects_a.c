@@ -22,6 +22,12 @@
  *      kernel was accepted (the validation layer reported VUID-RuntimeSpirv-Workgroup-06530);
  *      with a default past it and a value that fits, it was refused. The check uses the values
  *      given: the first is refused naming the size and the limit, the second runs.
+ *  (f) test_cleanup_backs_a_dry_run_target: an arena (the adaptive preset's, alone here, as in
+ *      test_relocation), a buffer made in a dry-run window grows it to a page of the next size,
+ *      which gets no memory until a real use;
+ *      cubec_memory_cleanup then relocated a live buffer off the outdated page onto that one and
+ *      the copy wrote through a null address. The target is backed first; the moved buffer keeps
+ *      its bytes.
  */
 #include "test_util.h"
 #include "uint_kernels.h"
@@ -349,6 +355,62 @@ static void test_shared_size_uses_the_spec_values(void **state)
     test_device_close(d);
 }
 
+/* ---- (f) relocation onto a dry run's page ------------------------------------------------- */
+
+#define MiB (1024ull * 1024ull)
+
+static void test_cleanup_backs_a_dry_run_target(void **state)
+{
+    (void)state;
+    unsetenv("CUBEC_MEMORY_PRESET");
+    setenv("CUBEC_MEMORY_POOLS", "arena", 1);
+    cubec_device *d = test_device_open();
+    unsetenv("CUBEC_MEMORY_POOLS");
+    cubec_stream s;
+    ASSERT_OK(cubec_stream_new(d, &s));
+    /* On the arena's first page (2 MiB). */
+    const uint64_t a_size = MiB / 8;
+    uint8_t *want = malloc(a_size), *got = malloc(a_size);
+    assert_non_null(want);
+    assert_non_null(got);
+    uint32_t rng = 22;
+    for (uint64_t i = 0; i < a_size; i++)
+        want[i] = (uint8_t)test_rand(&rng);
+    cubec_buffer a, grow;
+    ASSERT_OK(cubec_buffer_create(d, s, a_size, &a));
+    ASSERT_OK(cubec_write(d, s, a, 0, want, a_size));
+    ASSERT_OK(cubec_sync(d, s));
+    /* In a dry run: the arena grows to 4 MiB pages with a page that has no memory yet. */
+    ASSERT_OK(cubec_run_window_begin(d, s, CUBEC_RUN_DRY));
+    ASSERT_OK(cubec_buffer_create(d, s, 2 * MiB + 1, &grow));
+    ASSERT_OK(cubec_run_window_end(d, s));
+    cubec_memory_report r;
+    ASSERT_OK(cubec_memory_report_get(d, s, &r));
+    uint32_t arena = 0;
+    while (arena < r.pool_count && strcmp(r.pools[arena].kind, "arena") != 0)
+        arena++;
+    assert_true(arena < r.pool_count);
+    assert_int_equal(r.pools[arena].page_size, 4 * MiB);
+    assert_int_equal(r.pools[arena].outdated_pages, 1);
+    /* a moves onto the dry run's page, which must get memory before the copy. */
+    ASSERT_OK(cubec_memory_cleanup(d, s));
+    ASSERT_OK(cubec_memory_report_get(d, s, &r));
+    assert_int_equal(r.pools[arena].outdated_pages, 0);
+    assert_int_equal(r.pools[arena].relocations, 1);
+    ASSERT_OK(cubec_read(d, s, a, 0, got, a_size));
+    assert_memory_equal(got, want, a_size);
+    /* The dry run's buffer is an ordinary one on that page now. */
+    ASSERT_OK(cubec_fill(d, s, grow, 0, 2 * MiB, 0x01020304u));
+    uint32_t word = 0;
+    ASSERT_OK(cubec_read(d, s, grow, MiB, &word, 4));
+    assert_int_equal(word, 0x01020304u);
+    ASSERT_OK(cubec_buffer_release(d, a));
+    ASSERT_OK(cubec_buffer_release(d, grow));
+    free(want);
+    free(got);
+    test_device_close(d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -356,6 +418,7 @@ int main(void)
         cmocka_unit_test(test_compile_queued_reports_a_finished_failure),
         cmocka_unit_test(test_tuner_destroy_refused_while_measuring),
         cmocka_unit_test(test_shared_size_uses_the_spec_values),
+        cmocka_unit_test(test_cleanup_backs_a_dry_run_target),
         /* Last: the abandoned kernel spins on lavapipe's threads for seconds after it. */
         cmocka_unit_test(test_close_after_timeout_with_disk_cache),
     };
