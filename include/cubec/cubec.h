@@ -368,13 +368,17 @@ CUBEC_MUST_USE cubec_status cubec_read(cubec_device *device, cubec_stream stream
  * accepted and transfers through it go through staging (a warning says so once). The memory
  * must stay allocated until cubec_host_unregister. */
 CUBEC_MUST_USE cubec_status cubec_host_register(cubec_device *device, void *ptr, uint64_t size);
-/* Unregisters the range that starts at `ptr`, after the transfers that use it have finished. */
+/* Unregisters the range that starts at `ptr`, after the transfers that use it have finished:
+ * like cudaHostUnregister it waits for them, and a cubec_read_async still to land in the range
+ * copies its bytes in before the call returns (its event then reports done). */
 CUBEC_MUST_USE cubec_status cubec_host_unregister(cubec_device *device, void *ptr);
 /* Allocates `size` bytes of pinned host memory (host-visible, coherent, cached where the device
  * has such memory), registered for fast transfers on this device. Freed with cubec_host_free or
  * when the device closes. */
 CUBEC_MUST_USE cubec_status cubec_host_alloc(cubec_device *device, uint64_t size, void **out_ptr);
-/* Frees memory from cubec_host_alloc, after the transfers that use it have finished. */
+/* Frees memory from cubec_host_alloc, after the transfers that use it have finished: like
+ * cudaFreeHost it waits for them, and a cubec_read_async still to land in the memory copies its
+ * bytes in before it is freed (its event then reports done). */
 CUBEC_MUST_USE cubec_status cubec_host_free(cubec_device *device, void *ptr);
 
 typedef struct cubec_event_s cubec_event;

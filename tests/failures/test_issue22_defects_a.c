@@ -28,6 +28,14 @@
  *      cubec_memory_cleanup then relocated a live buffer off the outdated page onto that one and
  *      the copy wrote through a null address. The target is backed first; the moved buffer keeps
  *      its bytes.
+ *  (g) test_host_free_lands_pending_reads / test_host_unregister_lands_pending_reads: a
+ *      cubec_read_async into pinned (or registered) memory is pending, its bytes to be copied in
+ *      when it completes (unified memory, the source not yet written), and the program frees the
+ *      pinned memory (or unregisters the range): the call returned at once and the completion
+ *      wrote into freed memory (heap-use-after-free on lavapipe under ASan, SIGSEGV on the null
+ *      backend). As cubec.h says, the call comes after the transfers that use the range: the
+ *      read's bytes land first (checked in the registered memory right after the call), and its
+ *      event then reports success without touching the memory again.
  */
 #include "test_util.h"
 #include "uint_kernels.h"
@@ -411,6 +419,78 @@ static void test_cleanup_backs_a_dry_run_target(void **state)
     test_device_close(d);
 }
 
+/* ---- (g) freeing host memory a read is landing in ----------------------------------------- */
+
+#define READ_WORDS 4096u
+#define READ_FILL 0x5eed1234u
+
+/* A buffer whose last write (a fill of READ_FILL) is queued, not yet waited for, so that a
+ * cubec_read_async of it now copies into `dst` only when it completes. */
+static cubec_event *pending_read(cubec_device *d, cubec_buffer *b, void *dst)
+{
+    ASSERT_OK(cubec_buffer_create(d, CUBEC_STREAM_CURRENT, READ_WORDS * 4u, b));
+    ASSERT_OK(cubec_fill(d, CUBEC_STREAM_CURRENT, *b, 0, READ_WORDS * 4u, READ_FILL));
+    cubec_event *e = NULL;
+    ASSERT_OK(cubec_read_async(d, CUBEC_STREAM_CURRENT, *b, 0, dst, READ_WORDS * 4u, &e));
+    return e;
+}
+
+static void expect_filled(const uint32_t *words, const char *when)
+{
+    for (uint32_t i = 0; i < READ_WORDS; i++)
+        if (words[i] != READ_FILL)
+            fail_msg("%s: word %u is 0x%08x, not the read's 0x%08x", when, i, words[i], READ_FILL);
+}
+
+static void test_host_free_lands_pending_reads(void **state)
+{
+    (void)state;
+    cubec_device *d = test_device_open();
+    void *pinned = NULL;
+    ASSERT_OK(cubec_host_alloc(d, READ_WORDS * 4u, &pinned));
+    memset(pinned, 0, READ_WORDS * 4u);
+    cubec_buffer b;
+    cubec_event *e = pending_read(d, &b, pinned);
+    ASSERT_OK(cubec_host_free(d, pinned)); /* the read lands before the memory goes */
+    ASSERT_OK(cubec_event_wait(e));        /* done already: nothing written any more */
+    cubec_event_free(e);
+    /* Twice: an event freed without a wait, too. */
+    ASSERT_OK(cubec_host_alloc(d, READ_WORDS * 4u, &pinned));
+    cubec_buffer b2;
+    e = pending_read(d, &b2, pinned);
+    ASSERT_OK(cubec_host_free(d, pinned));
+    cubec_event_free(e);
+    ASSERT_OK(cubec_buffer_release(d, b));
+    ASSERT_OK(cubec_buffer_release(d, b2));
+    test_device_close(d);
+}
+
+static void test_host_unregister_lands_pending_reads(void **state)
+{
+    (void)state;
+    cubec_device *d = test_device_open();
+    cubec_device_info info;
+    ASSERT_OK(cubec_device_get_info(d, &info));
+    const uint64_t align = info.host_register_alignment;
+    const uint64_t bytes = (READ_WORDS * 4u + align - 1) / align * align;
+    uint32_t *mem = aligned_alloc(align, bytes);
+    assert_non_null(mem);
+    memset(mem, 0, bytes);
+    ASSERT_OK(cubec_host_register(d, mem, bytes));
+    cubec_buffer b;
+    cubec_event *e = pending_read(d, &b, mem);
+    ASSERT_OK(cubec_host_unregister(d, mem));
+    expect_filled(mem, "right after cubec_host_unregister");
+    memset(mem, 0, bytes); /* the program's memory again: the event must not write it */
+    ASSERT_OK(cubec_event_wait(e));
+    cubec_event_free(e);
+    for (uint32_t i = 0; i < READ_WORDS; i++)
+        assert_int_equal(mem[i], 0);
+    free(mem);
+    ASSERT_OK(cubec_buffer_release(d, b));
+    test_device_close(d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -419,6 +499,8 @@ int main(void)
         cmocka_unit_test(test_tuner_destroy_refused_while_measuring),
         cmocka_unit_test(test_shared_size_uses_the_spec_values),
         cmocka_unit_test(test_cleanup_backs_a_dry_run_target),
+        cmocka_unit_test(test_host_free_lands_pending_reads),
+        cmocka_unit_test(test_host_unregister_lands_pending_reads),
         /* Last: the abandoned kernel spins on lavapipe's threads for seconds after it. */
         cmocka_unit_test(test_close_after_timeout_with_disk_cache),
     };
