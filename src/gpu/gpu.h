@@ -6,10 +6,12 @@
  * server's logic be tested in milliseconds.
  *
  * Objects are opaque to the server except for the public fields of gpu_mem (its size and, when it
- * is host-visible, where it is mapped). Recording functions take no device and return nothing:
- * they are on the launch path and cannot fail in either backend (Vulkan notes them in a list and
- * reports errors at cmd_end, or at submit for a batch, which it encodes there). Everything that can
- * fail returns a cubec_status.
+ * is host-visible, where it is mapped). Recording is not the backend's: the gpu_cmd_* functions
+ * below append entries to the command list every command buffer holds (gpu/cmd_list.h), take no
+ * device and return nothing (they are on the launch path); a backend carries the list out (Vulkan
+ * encodes it at cmd_end for a graph, at submit for a batch; null checks it at cmd_end and runs it
+ * at submit) and reports what went wrong at cmd_end or submit. Everything that can fail returns a
+ * cubec_status.
  *
  * Fault injection counts here: the gpu_* wrappers below count every page allocation, map and
  * submission of the plan attached with gpu_set_faults, so a new call site is covered without
@@ -196,28 +198,15 @@ typedef struct gpu_ops {
     /* Pipelines from SPIR-V. */
     cubec_status (*pipeline_create)(gpu *g, const gpu_pipeline_desc *desc, gpu_pipeline **out);
     void (*pipeline_destroy)(gpu *g, gpu_pipeline *p);
-    /* Command buffers. `sets`: launches one recording may bind without push descriptors.
-     * cmd_begin resets what an earlier recording left. */
+    /* Command buffers (a struct gpu_cmd first: gpu/cmd_list.h). `sets`: launches one recording
+     * may bind without push descriptors. cmd_begin resets what an earlier recording left, list
+     * included (gpu_cmd_list_reset); cmd_end reports what the recording got wrong. */
     cubec_status (*cmd_create)(gpu *g, gpu_cmd_use use, uint32_t sets, gpu_cmd **out);
     void (*cmd_destroy)(gpu *g, gpu_cmd *c);
     cubec_status (*cmd_begin)(gpu *g, gpu_cmd *c);
     cubec_status (*cmd_end)(gpu *g, gpu_cmd *c);
     /* Frees what a finished recording holds, ahead of its reuse (optional: NULL). */
     void (*cmd_recycle)(gpu *g, gpu_cmd *c);
-    /* Recording. */
-    void (*barrier)(gpu_cmd *c, uint32_t src_stages, uint32_t src_access, uint32_t dst_stages,
-                    uint32_t dst_access);
-    void (*bind_pipeline)(gpu_cmd *c, const gpu_pipeline *p);
-    cubec_status (*bind_buffers)(gpu *g, gpu_cmd *c, const gpu_pipeline *p, const gpu_binding *b,
-                                 uint32_t n, const gpu_binding *info);
-    void (*push_constants)(gpu_cmd *c, const gpu_pipeline *p, const void *data, uint32_t size);
-    void (*dispatch)(gpu_cmd *c, uint32_t x, uint32_t y, uint32_t z);
-    void (*dispatch_indirect)(gpu_cmd *c, gpu_mem *m, uint64_t offset);
-    void (*copy)(gpu_cmd *c, gpu_mem *src, uint64_t src_offset, gpu_mem *dst, uint64_t dst_offset,
-                 uint64_t size);
-    void (*fill)(gpu_cmd *c, gpu_mem *dst, uint64_t offset, uint64_t size, uint32_t pattern);
-    void (*timestamp)(gpu_cmd *c, gpu_queries *q, uint32_t query, uint32_t stage);
-    void (*reset_queries)(gpu_cmd *c, gpu_queries *q, uint32_t first, uint32_t count);
     /* Timestamp queries. */
     cubec_status (*queries_create)(gpu *g, uint32_t count, gpu_queries **out);
     void (*queries_destroy)(gpu *g, gpu_queries *q);
@@ -302,6 +291,24 @@ MUST_USE cubec_status gpu_device_count(gpu_backend backend, uint32_t *out_count)
 MUST_USE cubec_status gpu_device_peek(gpu_backend backend, uint32_t index, cubec_device_info *out);
 /* Parses a backend name ("vulkan", "null"). */
 MUST_USE cubec_status gpu_backend_parse(const char *name, gpu_backend *out);
+
+/* --- Recording: appends to a command buffer's list (gpu/cmd_list.c) ------------------------ */
+
+void gpu_cmd_barrier(gpu_cmd *c, uint32_t src_stages, uint32_t src_access, uint32_t dst_stages,
+                     uint32_t dst_access);
+void gpu_cmd_bind_pipeline(gpu_cmd *c, const gpu_pipeline *p);
+/* `n` storage buffers at bindings 0..n-1, and the metadata buffer at GPU_INFO_BINDING when
+ * `info` is not NULL; checked by the backend when it carries the list out. */
+void gpu_cmd_bind_buffers(gpu_cmd *c, const gpu_pipeline *p, const gpu_binding *b, uint32_t n,
+                          const gpu_binding *info);
+void gpu_cmd_push_constants(gpu_cmd *c, const gpu_pipeline *p, const void *data, uint32_t size);
+void gpu_cmd_dispatch(gpu_cmd *c, uint32_t x, uint32_t y, uint32_t z);
+void gpu_cmd_dispatch_indirect(gpu_cmd *c, gpu_mem *m, uint64_t offset);
+void gpu_cmd_copy(gpu_cmd *c, gpu_mem *src, uint64_t src_offset, gpu_mem *dst, uint64_t dst_offset,
+                  uint64_t size);
+void gpu_cmd_fill(gpu_cmd *c, gpu_mem *dst, uint64_t offset, uint64_t size, uint32_t pattern);
+void gpu_cmd_timestamp(gpu_cmd *c, gpu_queries *q, uint32_t query, uint32_t stage);
+void gpu_cmd_reset_queries(gpu_cmd *c, gpu_queries *q, uint32_t first, uint32_t count);
 
 /* --- Counted calls: each may be failed by the fault plan ---------------------------------- */
 

@@ -59,7 +59,7 @@ static cubec_status write_staged(cubec_device *d, buffer_obj *b, uint64_t at, co
         RETURN_IF_ERROR(sub_begin(d, &cmd));
         hazard_range r = {page, at + done, n, 1};
         sub_hazards(d, cmd, &r, 1, SUB_TRANSFER);
-        d->gpu->ops->copy(cmd, d->rings.upload.mem, ring_at, page, at + done, n);
+        gpu_cmd_copy(cmd, d->rings.upload.mem, ring_at, page, at + done, n);
         touch(d, b, 1);
         done += n;
         /* Submit each chunk so the DMA starts while the next chunk is copied in. */
@@ -107,9 +107,9 @@ static cubec_status transfer_registered(cubec_device *d, buffer_obj *b, uint64_t
     hazard_range hr = {page, at, size, to_device};
     sub_hazards(d, cmd, &hr, 1, SUB_TRANSFER);
     if (to_device)
-        d->gpu->ops->copy(cmd, r->mem, host_at, page, at, size);
+        gpu_cmd_copy(cmd, r->mem, host_at, page, at, size);
     else
-        d->gpu->ops->copy(cmd, page, at, r->mem, host_at, size);
+        gpu_cmd_copy(cmd, page, at, r->mem, host_at, size);
     touch(d, b, to_device);
     uint64_t value = d->sub.next_value;
     r->last_use = value;
@@ -221,7 +221,7 @@ static cubec_status read_staged(cubec_device *d, buffer_obj *b, uint64_t at, voi
             RETURN_IF_ERROR(sub_begin(d, &cmd));
             hazard_range r = {page, at + done, n, 0};
             sub_hazards(d, cmd, &r, 1, SUB_TRANSFER);
-            d->gpu->ops->copy(cmd, page, at + done, d->rings.readback.mem, ring_at, n);
+            gpu_cmd_copy(cmd, page, at + done, d->rings.readback.mem, ring_at, n);
             touch(d, b, 0);
             q[queued++] = (pending_chunk){d->sub.next_value, ring_at, done, n};
             RETURN_IF_ERROR(sub_flush(d, 1));
@@ -352,7 +352,7 @@ static cubec_status read_async_body(cubec_device *d, stream_ref s, buffer_obj *b
             e->src = e->staging->mapped;
             hazard_range r = {page, at, size, 0};
             sub_hazards(d, cmd, &r, 1, SUB_TRANSFER);
-            d->gpu->ops->copy(cmd, page, at, e->staging, 0, size);
+            gpu_cmd_copy(cmd, page, at, e->staging, 0, size);
             touch(d, b, 0);
             e->value = d->sub.next_value;
             err = sub_flush(d, 1);

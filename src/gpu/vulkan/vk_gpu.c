@@ -1,6 +1,7 @@
 /* The Vulkan backend of the GPU seam (gpu/gpu.h): memory, pipelines, command buffers, queries and
  * submission on one timeline semaphore. Instance and device choice are in vk_context.c, the
- * recording functions in vk_record.c. This directory is the only place in src/ that calls Vulkan.
+ * encoding of the seam's command list in vk_command_list.c and vk_record.c. This directory is the
+ * only place in src/ that calls Vulkan.
  */
 #include "gpu/vulkan/vk_gpu.h"
 
@@ -364,15 +365,16 @@ static cubec_status vk_pipeline_create(gpu *g, const gpu_pipeline_desc *desc, gp
 
 /* --- Command buffers ---------------------------------------------------------------------- */
 
-static void vk_cmd_destroy(gpu *g, gpu_cmd *c)
+static void vk_cmd_destroy(gpu *g, gpu_cmd *cmd)
 {
-    if (!c) return;
+    if (!cmd) return;
+    vk_cmd *c = (vk_cmd *)cmd;
     VkDevice dev = vk_gpu_of(g)->vk.device;
     int keep = vk_gpu_of(g)->abandoned;
     for (uint32_t i = 0; !keep && i < c->descriptor_pool_count; i++)
         vkDestroyDescriptorPool(dev, c->descriptor_pools[i], NULL);
     free(c->descriptor_pools);
-    free(c->list);
+    gpu_cmd_list_free(&c->base);
     if (c->pool && !keep) vkDestroyCommandPool(dev, c->pool, NULL);
     free(c);
 }
@@ -380,7 +382,7 @@ static void vk_cmd_destroy(gpu *g, gpu_cmd *c)
 static cubec_status vk_cmd_create(gpu *g, gpu_cmd_use use, uint32_t sets, gpu_cmd **out)
 {
     vk_gpu *v = vk_gpu_of(g);
-    gpu_cmd *c = calloc(1, sizeof *c);
+    vk_cmd *c = calloc(1, sizeof *c);
     if (!c) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (command buffer)");
     c->g = v;
     c->sets = sets ? sets : 256;
@@ -403,11 +405,11 @@ static cubec_status vk_cmd_create(gpu *g, gpu_cmd_use use, uint32_t sets, gpu_cm
                         "vkAllocateCommandBuffers");
     }
     if (err) {
-        vk_cmd_destroy(g, c);
+        vk_cmd_destroy(g, &c->base);
         return err;
     }
     c->once = use == GPU_CMD_ONCE;
-    *out = c;
+    *out = &c->base;
     return NULL;
 }
 
@@ -416,23 +418,25 @@ static cubec_status vk_cmd_create(gpu *g, gpu_cmd_use use, uint32_t sets, gpu_cm
 static cubec_status vk_cmd_begin(gpu *g, gpu_cmd *c)
 {
     (void)g;
-    vk_list_reset(c);
+    gpu_cmd_list_reset(c);
+    ((vk_cmd *)c)->encoded = 0;
     return NULL;
 }
 
 static cubec_status vk_cmd_end(gpu *g, gpu_cmd *c)
 {
     (void)g;
-    if (c->list_failed)
-        return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (command list)");
-    return c->once ? NULL : vk_list_encode(c);
+    RETURN_IF_ERROR(gpu_cmd_list_status(c));
+    vk_cmd *v = (vk_cmd *)c;
+    return v->once ? NULL : vk_list_encode(v);
 }
 
 /* Resets a finished recording's pool while the host waits anyway, so that encoding the next batch
  * finds a clean pool (a reset frees every command the driver recorded: 6-8 us on lavapipe, as
  * much as recording the 32 launches of a batch). */
-static void vk_cmd_recycle(gpu *g, gpu_cmd *c)
+static void vk_cmd_recycle(gpu *g, gpu_cmd *cmd)
 {
+    vk_cmd *c = (vk_cmd *)cmd;
     if (c->recorded && vkResetCommandPool(vk_gpu_of(g)->vk.device, c->pool, 0) == VK_SUCCESS)
         c->recorded = 0;
 }
@@ -493,7 +497,7 @@ static cubec_status vk_submit(gpu *g, const gpu_submit_item *items, uint32_t n)
     if (n > 4) return status_make(CUBEC_INTERNAL, "%u command buffers in one submission", n);
     /* A batch is encoded here, on the thread that submits it; nothing is submitted if one fails. */
     for (uint32_t i = 0; i < n; i++)
-        RETURN_IF_ERROR(vk_list_encode(items[i].cmd));
+        RETURN_IF_ERROR(vk_list_encode((vk_cmd *)items[i].cmd));
     for (uint32_t i = 0; i < n; i++) {
         ts[i] = (VkTimelineSemaphoreSubmitInfo){
             .sType = VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO,
@@ -502,7 +506,7 @@ static cubec_status vk_submit(gpu *g, const gpu_submit_item *items, uint32_t n)
         si[i] = (VkSubmitInfo){.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
                                .pNext = &ts[i],
                                .commandBufferCount = 1,
-                               .pCommandBuffers = &items[i].cmd->cmd,
+                               .pCommandBuffers = &((vk_cmd *)items[i].cmd)->cmd,
                                .signalSemaphoreCount = 1,
                                .pSignalSemaphores = &v->timeline};
     }
@@ -660,16 +664,6 @@ static const gpu_ops vk_ops = {.name = "vulkan",
                                .cmd_begin = vk_cmd_begin,
                                .cmd_end = vk_cmd_end,
                                .cmd_recycle = vk_cmd_recycle,
-                               .barrier = vk_record_barrier,
-                               .bind_pipeline = vk_record_bind_pipeline,
-                               .bind_buffers = vk_record_bind_buffers,
-                               .push_constants = vk_record_push_constants,
-                               .dispatch = vk_record_dispatch,
-                               .dispatch_indirect = vk_record_dispatch_indirect,
-                               .copy = vk_record_copy,
-                               .fill = vk_record_fill,
-                               .timestamp = vk_record_timestamp,
-                               .reset_queries = vk_record_reset_queries,
                                .queries_create = vk_queries_create,
                                .queries_destroy = vk_queries_destroy,
                                .queries_host_reset = vk_queries_host_reset,
