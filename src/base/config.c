@@ -177,6 +177,7 @@ static const config_option options[] = {
      FIELD(null_delay_us)},
     {NULL, "null_heap_bytes", "CUBEC_NULL_HEAP_BYTES", CONFIG_INT, 0, CONFIG_NULL_HEAP_BYTES_LIMIT,
      0, FIELD(null_heap_bytes)},
+    {NULL, "null_noncoherent", "CUBEC_NULL_NONCOHERENT", CONFIG_BOOL, FIELD(null_noncoherent)},
     {"device", "force_staging", "CUBEC_FORCE_STAGING", CONFIG_BOOL, FIELD(force_staging)},
     {"transfer", "copy_threads", "CUBEC_COPY_THREADS", CONFIG_INT, -1, 64, -1, FIELD(copy_threads)},
     {"kernel", "metadata", "CUBEC_KERNEL_METADATA", CONFIG_CHOICE,

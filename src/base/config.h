@@ -77,6 +77,7 @@ typedef struct cubec_config {
     int backend_null;        /* CUBEC_BACKEND (environment only): 0 vulkan, 1 null */
     int64_t null_delay_us;   /* CUBEC_NULL_DELAY_US (environment only) */
     int64_t null_heap_bytes; /* CUBEC_NULL_HEAP_BYTES (environment only), 0 = no cap */
+    int null_noncoherent;    /* CUBEC_NULL_NONCOHERENT (environment only): mappings need flushes */
     fault_plan faults;       /* CUBEC_FAULT (environment only), counted from zero */
     /* [memory] preset CUBEC_MEMORY_PRESET: a memory_preset (memory/pool_list.h), ladder; custom
      * when only `pools` is given */

@@ -57,6 +57,9 @@ typedef struct gpu_mem {
     /* A page made under a dry run: it has an identity but no memory until gpu_mem_back, which
      * every real use of it calls first (spec 3.6's lazy mapping). */
     int unbacked;
+    /* The mapping is not coherent (set by the backend when it maps): gpu_mem_flush and
+     * gpu_mem_invalidate call the backend. 0: both cost one test of this field. */
+    int noncoherent;
 } gpu_mem;
 
 /* Pipeline stages and accesses of the commands cubec records (bits). */
@@ -178,15 +181,23 @@ typedef struct gpu_budget {
 typedef struct gpu_ops {
     const char *name;
     void (*destroy)(gpu *g);
-    /* Memory. mem_map maps the whole buffer once (mem->mapped); invalidate makes device writes
-     * visible to host reads of non-coherent memory. */
+    /* Memory. mem_map maps the whole buffer once (mem->mapped). The mapping's contract, for a
+     * backend whose mappings are not coherent (mem->noncoherent; WebGPU has no persistent
+     * coherent mapping at all): bytes the host writes through mem->mapped of UPLOAD, METADATA
+     * or (unified) DEVICE memory reach the device only through mem_flush of their range, which
+     * the server calls after every such write and before the work that reads them is
+     * submitted; bytes the device wrote into READBACK or DEVICE memory may be read through
+     * mem->mapped once the timeline passed the work that wrote them and mem_invalidate of
+     * their range was called. HOST and IMPORTED memory is the program's own and coherent.
+     * Called through gpu_mem_flush / gpu_mem_invalidate below, only on noncoherent memory. */
     cubec_status (*mem_create)(gpu *g, gpu_mem_kind kind, uint64_t size, gpu_mem **out);
     /* A GPU_MEM_DEVICE buffer without memory (unbacked = 1), and the memory it gets later; on
      * error mem_back leaves it unbacked. Destroying an unbacked buffer is fine. */
     cubec_status (*mem_create_unbacked)(gpu *g, uint64_t size, gpu_mem **out);
     cubec_status (*mem_back)(gpu *g, gpu_mem *m);
     cubec_status (*mem_map)(gpu *g, gpu_mem *m);
-    void (*mem_invalidate)(gpu *g, gpu_mem *m);
+    void (*mem_flush)(gpu *g, gpu_mem *m, uint64_t offset, uint64_t size);
+    void (*mem_invalidate)(gpu *g, gpu_mem *m, uint64_t offset, uint64_t size);
     void (*mem_destroy)(gpu *g, gpu_mem *m);
     /* The backend's own object behind a page, for a program's code (cubec_buffer_raw): Vulkan,
      * the VkBuffer and, where bufferDeviceAddress is enabled, its device address (else 0); null,
@@ -274,6 +285,7 @@ typedef struct gpu_open_desc {
     int queue_family;           /* 1 + the queue family to use; 0: chosen (compute-only first) */
     uint32_t null_delay_us;     /* null backend: submissions complete after this long */
     uint64_t null_heap_bytes;   /* null backend: device memory it grants at most (0: no cap) */
+    int null_noncoherent;       /* null backend: mappings are host copies that need flushes */
     void (*on_validation)(void *user, const char *message);
     void *on_validation_user;
 } gpu_open_desc;
@@ -324,6 +336,17 @@ MUST_USE cubec_status gpu_mem_alloc(gpu *g, gpu_mem_kind kind, uint64_t size, gp
  * pages). gpu_mem_back is a no-op on a backed page; its errors are gpu_mem_alloc's. */
 MUST_USE cubec_status gpu_mem_alloc_unbacked(gpu *g, uint64_t size, gpu_mem **out);
 MUST_USE cubec_status gpu_mem_back(gpu *g, gpu_mem *m);
+/* Makes the host's writes of [offset, +size) through m->mapped visible to the device, and the
+ * device's writes visible to the host's reads (gpu_ops.mem_map's contract). Free on coherent
+ * memory: the launch path writes metadata and flushes it for every launch. */
+static inline void gpu_mem_flush(gpu *g, gpu_mem *m, uint64_t offset, uint64_t size)
+{
+    if (m->noncoherent) g->ops->mem_flush(g, m, offset, size);
+}
+static inline void gpu_mem_invalidate(gpu *g, gpu_mem *m, uint64_t offset, uint64_t size)
+{
+    if (m->noncoherent) g->ops->mem_invalidate(g, m, offset, size);
+}
 static inline void gpu_mem_free(gpu *g, gpu_mem *m)
 {
     if (m) g->ops->mem_destroy(g, m);

@@ -124,6 +124,7 @@ cubec_status server_open(const cubec_device_desc *desc, cubec_device **out)
     gd.null_delay_us =
         desc->null_delay_us ? desc->null_delay_us : (uint32_t)d->config.null_delay_us;
     gd.null_heap_bytes = (uint64_t)d->config.null_heap_bytes;
+    gd.null_noncoherent = d->config.null_noncoherent;
     apply_selection(&d->config, &gd);
     if (!err) err = gpu_open(backend, &gd, &d->gpu);
     if (err) {

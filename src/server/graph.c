@@ -400,7 +400,10 @@ cubec_status server_graph_record(cubec_device *d, uint32_t slot, task *t)
         if (!server_metadata_reuse(&g->bound[0], bytes, size, &info_buffer)) {
             unsigned char *dst = NULL;
             err = chunk_alloc(d, g, size, &info_buffer, &dst);
-            if (!err && dst) memcpy(dst, bytes, size);
+            if (!err && dst) {
+                memcpy(dst, bytes, size);
+                gpu_mem_flush(d->gpu, info_buffer.mem, info_buffer.offset, size);
+            }
             if (!err) server_metadata_remember(&g->bound[0], &info_buffer, bytes, size);
         }
     }

@@ -378,6 +378,7 @@ static cubec_status metadata_slice(cubec_device *d, const task *t, gpu_binding *
     uint64_t at;
     RETURN_IF_ERROR(host_ring_alloc(d, &d->rings.info, size, d->gpu->caps.metadata_alignment, &at));
     memcpy(d->rings.info.mapped + at, bytes, size);
+    gpu_mem_flush(d->gpu, d->rings.info.mem, at, size);
     *out = (gpu_binding){d->rings.info.mem, at, size};
     /* Remembered for the batch the launch records into: the one open now, or the one it opens
      * next (the cache is cleared when a batch is closed, so only launches of that batch match). */

@@ -53,6 +53,7 @@ static const char *const all_variables[] = {
     "CUBEC_BACKEND",
     "CUBEC_NULL_DELAY_US",
     "CUBEC_NULL_HEAP_BYTES",
+    "CUBEC_NULL_NONCOHERENT",
     "CUBEC_STREAM_POLICY",
     "CUBEC_MAX_STREAMS",
     "CUBEC_TIMING",

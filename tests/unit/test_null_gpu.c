@@ -218,7 +218,7 @@ static void test_ops_and_caps(void **state)
             for (uint64_t i = 0; i < sizes[k]; i++)
                 if (m->mapped[i]) fail_msg("byte %" PRIu64 " of %" PRIu64 " is not 0", i, sizes[k]);
             memset(m->mapped, 0x5a, sizes[k]);
-            o->mem_invalidate(g, m);
+            gpu_mem_invalidate(g, m, 0, m->size);
             o->mem_destroy(g, m);
         }
     }
@@ -285,8 +285,8 @@ static void test_fill_and_copy(void **state)
     submit_one(g, c, 1);
     ASSERT_OK(o->timeline_wait(g, 1, 0));
     assert_int_equal(timeline(g), 1);
-    o->mem_invalidate(g, a);
-    o->mem_invalidate(g, b);
+    gpu_mem_invalidate(g, a, 0, a->size);
+    gpu_mem_invalidate(g, b, 0, b->size);
     assert_memory_equal(a->mapped, ref_a, SA);
     assert_memory_equal(b->mapped, ref_b, SB);
 
@@ -683,6 +683,77 @@ static void test_growth(void **state)
     o->destroy(g);
 }
 
+/* null_noncoherent: a mapping is a host copy of the device's bytes. Only a flushed range reaches
+ * the device, only an invalidated one is refreshed, and a submission that reads upload or
+ * metadata bytes written without a flush is refused; pinned host memory stays coherent. */
+static void test_noncoherent(void **state)
+{
+    (void)state;
+    gpu_open_desc desc = {.null_noncoherent = 1};
+    gpu *g = NULL;
+    ASSERT_OK(null_gpu_open(&desc, &g));
+    const gpu_ops *o = g->ops;
+    enum { N = 512 };
+    gpu_mem *up = mem_new(g, GPU_MEM_UPLOAD, N), *page = mem_new(g, GPU_MEM_DEVICE, N);
+    gpu_mem *host = mem_new(g, GPU_MEM_HOST, N);
+    assert_true(up->noncoherent);
+    assert_true(page->noncoherent);
+    assert_false(host->noncoherent);
+    unsigned char ref[N], zero[N] = {0};
+    random_bytes(ref, N, 21);
+    gpu_cmd *c = cmd_new(g, GPU_CMD_REUSABLE);
+
+    /* Written, not flushed: the copy would read stale bytes, so the submission is refused. */
+    memcpy(up->mapped, ref, N);
+    ASSERT_OK(o->cmd_begin(g, c));
+    gpu_cmd_copy(c, up, 0, page, 0, N);
+    ASSERT_OK(o->cmd_end(g, c));
+    gpu_submit_item item = {c, 1};
+    ASSERT_ERROR(o->submit(g, &item, 1), CUBEC_INTERNAL, "without gpu_mem_flush");
+
+    /* Flushed in two ranges: the copy carries every byte; the page's mapping shows them only
+     * after an invalidate of their range. */
+    gpu_mem_flush(g, up, 0, 100);
+    gpu_mem_flush(g, up, 100, N - 100);
+    submit_one(g, c, 1);
+    ASSERT_OK(o->timeline_wait(g, 1, 0));
+    assert_memory_equal(page->mapped, zero, N);
+    gpu_mem_invalidate(g, page, 0, 64);
+    assert_memory_equal(page->mapped, ref, 64);
+    assert_memory_equal(page->mapped + 64, zero, N - 64);
+    gpu_mem_invalidate(g, page, 64, N - 64);
+    assert_memory_equal(page->mapped, ref, N);
+
+    /* A host write that is not flushed is lost at the next invalidate, as a cache line is. */
+    memset(page->mapped, 0x11, 16);
+    gpu_mem_invalidate(g, page, 0, N);
+    assert_memory_equal(page->mapped, ref, N);
+
+    /* Metadata bound to a launch is checked like a copy's source. */
+    gpu_mem *meta = mem_new(g, GPU_MEM_METADATA, 256);
+    gpu_pipeline *p = pipeline_new(g, 1, 1, 0);
+    gpu_binding bind = {page, 0, 64}, info = {meta, 0, 256};
+    memset(meta->mapped, 0x22, 256);
+    ASSERT_OK(o->cmd_begin(g, c));
+    gpu_cmd_bind_pipeline(c, p);
+    gpu_cmd_bind_buffers(c, p, &bind, 1, &info);
+    gpu_cmd_dispatch(c, 1, 1, 1);
+    ASSERT_OK(o->cmd_end(g, c));
+    item.signal = 2;
+    ASSERT_ERROR(o->submit(g, &item, 1), CUBEC_INTERNAL, "metadata memory");
+    gpu_mem_flush(g, meta, 0, 256);
+    submit_one(g, c, 2);
+    ASSERT_OK(o->timeline_wait(g, 2, 0));
+
+    o->cmd_destroy(g, c);
+    o->pipeline_destroy(g, p);
+    o->mem_destroy(g, meta);
+    o->mem_destroy(g, up);
+    o->mem_destroy(g, page);
+    o->mem_destroy(g, host);
+    o->destroy(g);
+}
+
 /* ---- threads --------------------------------------------------------------------------------- */
 
 typedef struct submitter_arg {
@@ -789,6 +860,7 @@ int main(void)
         cmocka_unit_test(test_recording),
         cmocka_unit_test(test_growth),
         cmocka_unit_test(test_heap_cap),
+        cmocka_unit_test(test_noncoherent),
         cmocka_unit_test(test_submit_from_another_thread),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

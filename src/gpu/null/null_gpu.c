@@ -67,6 +67,7 @@ typedef struct null_gpu {
     uint32_t pending_head, pending_count, pending_cap;
     uint64_t heap_cap;  /* device memory granted at most (desc->null_heap_bytes; 0: no cap) */
     uint64_t heap_used; /* device memory granted now; under `lock` */
+    int noncoherent;    /* desc->null_noncoherent: mappings are shadows (null_mem.shadow) */
 } null_gpu;
 
 typedef struct null_mem {
@@ -75,6 +76,12 @@ typedef struct null_mem {
     int imported; /* host is the program's memory: not freed here */
     void *map;    /* a mapping of map_bytes that holds host, or NULL when host is from malloc */
     size_t map_bytes;
+    /* With null_noncoherent, what mem->mapped points at: a host copy of `host` (the device's
+     * bytes) that only mem_flush carries to the device and only mem_invalidate refreshes, as a
+     * CPU cache in front of non-coherent memory does. NULL otherwise. */
+    unsigned char *shadow;
+    void *shadow_map;
+    size_t shadow_map_bytes;
 } null_mem;
 
 typedef struct null_pipeline {
@@ -361,6 +368,15 @@ static cubec_status null_mem_create(gpu *base, gpu_mem_kind kind, uint64_t size,
     return NULL;
 }
 
+/* Memory the host writes or reads through a mapping that the device also uses: with
+ * null_noncoherent it gets a shadow (pinned HOST and IMPORTED memory are the program's own,
+ * coherent by the seam's contract). */
+static int shadowed(const null_gpu *g, const gpu_mem *mem)
+{
+    return g->noncoherent && (mem->kind == GPU_MEM_UPLOAD || mem->kind == GPU_MEM_METADATA ||
+                              mem->kind == GPU_MEM_READBACK || mem->kind == GPU_MEM_DEVICE);
+}
+
 static cubec_status null_mem_map(gpu *base, gpu_mem *mem)
 {
     if (!mem) return INVALID_ARG("null gpu mem_map: mem is NULL");
@@ -369,14 +385,49 @@ static cubec_status null_mem_map(gpu *base, gpu_mem *mem)
     if (mem->kind == GPU_MEM_DEVICE && !base->caps.unified)
         return status_make(CUBEC_UNSUPPORTED,
                            "null gpu: device memory is not host-visible (force_staging)");
-    mem->mapped = ((null_mem *)mem)->host;
+    null_mem *m = (null_mem *)mem;
+    if (mem->mapped) return NULL;
+    if (!shadowed((null_gpu *)base, mem)) {
+        mem->mapped = m->host;
+        return NULL;
+    }
+    size_t bytes = (size_t)((mem->size + NULL_ALIGNMENT - 1) / NULL_ALIGNMENT * NULL_ALIGNMENT);
+    m->shadow = map_zeroed(bytes, &m->shadow_map, &m->shadow_map_bytes);
+    if (!m->shadow)
+        return status_make(CUBEC_OUT_OF_MEMORY,
+                           "null gpu: host out of memory mapping %" PRIu64 " bytes", mem->size);
+    memcpy(m->shadow, m->host, (size_t)mem->size);
+    mem->mapped = m->shadow;
+    mem->noncoherent = 1;
     return NULL;
 }
 
-static void null_mem_invalidate(gpu *base, gpu_mem *mem)
+/* What Vulkan's validation would say of a flush or invalidate outside the memory; void calls
+ * cannot refuse, so the log names the server bug. */
+static int sync_range_ok(const gpu_mem *mem, uint64_t offset, uint64_t size, const char *what)
 {
-    (void)base; /* host memory is coherent: nothing to make visible */
-    (void)mem;
+    const null_mem *m = (const null_mem *)mem;
+    if (m->shadow && in_range(offset, size, mem->size)) return 1;
+    LOG(LOG_ERROR, LOG_SYS_DEVICE,
+        "null gpu: %s of [%" PRIu64 ", +%" PRIu64 ") of %" PRIu64 " bytes of %s memory ignored",
+        what, offset, size, mem->size, m->shadow ? "mapped" : "unshadowed");
+    return 0;
+}
+
+static void null_mem_flush(gpu *base, gpu_mem *mem, uint64_t offset, uint64_t size)
+{
+    (void)base;
+    null_mem *m = (null_mem *)mem;
+    if (sync_range_ok(mem, offset, size, "mem_flush"))
+        memcpy(m->host + offset, m->shadow + offset, (size_t)size);
+}
+
+static void null_mem_invalidate(gpu *base, gpu_mem *mem, uint64_t offset, uint64_t size)
+{
+    (void)base;
+    null_mem *m = (null_mem *)mem;
+    if (sync_range_ok(mem, offset, size, "mem_invalidate"))
+        memcpy(m->shadow + offset, m->host + offset, (size_t)size);
 }
 
 static void null_mem_destroy(gpu *base, gpu_mem *mem)
@@ -384,6 +435,7 @@ static void null_mem_destroy(gpu *base, gpu_mem *mem)
     if (!mem) return;
     if (!mem->unbacked) heap_give_back((null_gpu *)base, mem->kind, mem->size);
     null_mem *m = (null_mem *)mem;
+    if (m->shadow_map) munmap(m->shadow_map, m->shadow_map_bytes);
     if (m->map)
         munmap(m->map, m->map_bytes);
     else if (!m->imported) /* imported: the program's memory */
@@ -849,6 +901,41 @@ static cubec_status check_items_locked(const null_gpu *g, const gpu_submit_item 
     return NULL;
 }
 
+/* With null_noncoherent: a range of host-written memory (upload staging, metadata) that the
+ * device would read differs from what the host wrote into its mapping, so the host did not flush
+ * it (the GPU never writes such memory: the two can differ only by an unflushed write). */
+static cubec_status check_flushed(const gpu_mem *mem, uint64_t offset, uint64_t size,
+                                  const char *what, uint32_t item)
+{
+    const null_mem *m = (const null_mem *)mem;
+    if (!m || !m->shadow || (mem->kind != GPU_MEM_UPLOAD && mem->kind != GPU_MEM_METADATA) ||
+        !in_range(offset, size, mem->size))
+        return NULL;
+    if (memcmp(m->host + offset, m->shadow + offset, (size_t)size) == 0) return NULL;
+    return status_make(CUBEC_INTERNAL,
+                       "null gpu submit: item %" PRIu32 ": %s reads [%" PRIu64 ", +%" PRIu64
+                       ") of %s memory that the host wrote without gpu_mem_flush",
+                       item, what, offset, size,
+                       mem->kind == GPU_MEM_UPLOAD ? "upload" : "metadata");
+}
+
+static cubec_status check_items_flushed(const gpu_submit_item *items, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        const gpu_cmd *list = items[i].cmd;
+        for (const gpu_cmd_entry *e = gpu_cmd_list_first(list); e; e = gpu_cmd_list_next(list, e)) {
+            if (e->op == GPU_OP_COPY)
+                RETURN_IF_ERROR(check_flushed(e->u.copy.src, e->u.copy.src_offset, e->u.copy.size,
+                                              "a copy", i));
+            if (e->op != GPU_OP_BIND_BUFFERS) continue;
+            const gpu_binding *b = gpu_cmd_entry_bindings(e);
+            for (uint32_t k = 0; k < e->u.buffers.n + e->u.buffers.info; k++)
+                RETURN_IF_ERROR(check_flushed(b[k].mem, b[k].offset, b[k].size, "a launch", i));
+        }
+    }
+    return NULL;
+}
+
 static cubec_status null_submit(gpu *base, const gpu_submit_item *items, uint32_t n)
 {
     null_gpu *g = (null_gpu *)base;
@@ -858,6 +945,7 @@ static cubec_status null_submit(gpu *base, const gpu_submit_item *items, uint32_
     pthread_mutex_lock(&g->lock);
     advance_locked(g, submit_ns);
     cubec_status err = check_items_locked(g, items, n);
+    if (!err && g->noncoherent) err = check_items_flushed(items, n);
     /* Room for every completion first: nothing may fail once the first item has run. */
     if (!err && g->delay_ns && !reserve_pending_locked(g, n))
         err = status_make(CUBEC_OUT_OF_MEMORY, "null gpu submit: host out of memory");
@@ -984,6 +1072,7 @@ static const gpu_ops null_ops = {
     .destroy = null_destroy,
     .mem_create = null_mem_create,
     .mem_map = null_mem_map,
+    .mem_flush = null_mem_flush,
     .mem_invalidate = null_mem_invalidate,
     .mem_destroy = null_mem_destroy,
     .mem_create_unbacked = null_mem_create_unbacked,
@@ -1077,6 +1166,7 @@ cubec_status null_gpu_open(const gpu_open_desc *desc, gpu **out)
     g->base.info.push_descriptors = g->base.caps.push_descriptors;
     g->delay_ns = (uint64_t)desc->null_delay_us * 1000u;
     g->heap_cap = desc->null_heap_bytes;
+    g->noncoherent = desc->null_noncoherent;
     if (g->heap_cap) g->base.info.device_local_heap_size = g->heap_cap;
     *out = &g->base;
     return NULL;

@@ -155,18 +155,41 @@ static cubec_status vk_mem_map(gpu *g, gpu_mem *gm)
     VK_RETURN_IF_ERROR(vkMapMemory(vk_gpu_of(g)->vk.device, m->memory, 0, VK_WHOLE_SIZE, 0, &p),
                        "vkMapMemory");
     gm->mapped = p;
+    gm->noncoherent = !m->coherent;
     return NULL;
 }
 
-static void vk_mem_invalidate(gpu *g, gpu_mem *gm)
+/* [offset, +size) widened to whole nonCoherentAtomSize units, as vkFlush/InvalidateMappedMemory-
+ * Ranges require; VK_WHOLE_SIZE when the widened end passes the buffer (the allocation may be
+ * larger than the buffer, never smaller). */
+static VkMappedMemoryRange atom_range(const vk_gpu *v, const vk_mem *m, uint64_t offset,
+                                      uint64_t size)
 {
-    vk_mem *m = (vk_mem *)gm;
-    if (m->coherent) return;
-    VkMappedMemoryRange range = {.sType = VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE,
+    uint64_t atom =
+        v->vk.props.limits.nonCoherentAtomSize ? v->vk.props.limits.nonCoherentAtomSize : 1;
+    uint64_t begin = offset / atom * atom;
+    uint64_t end = (offset + size + atom - 1) / atom * atom;
+    return (VkMappedMemoryRange){.sType = VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE,
                                  .memory = m->memory,
-                                 .offset = 0,
-                                 .size = VK_WHOLE_SIZE};
-    vkInvalidateMappedMemoryRanges(vk_gpu_of(g)->vk.device, 1, &range);
+                                 .offset = begin,
+                                 .size = end > m->base.size ? VK_WHOLE_SIZE : end - begin};
+}
+
+/* Only for memory that is not HOST_COHERENT (gpu_mem_flush tests mem->noncoherent first). */
+static void vk_mem_flush(gpu *g, gpu_mem *gm, uint64_t offset, uint64_t size)
+{
+    vk_gpu *v = vk_gpu_of(g);
+    VkMappedMemoryRange range = atom_range(v, (vk_mem *)gm, offset, size);
+    /* Void: a flush fails only when the host is out of memory, and then the bytes the device
+     * reads are what a failed flush left, as with any lost write. */
+    (void)vkFlushMappedMemoryRanges(v->vk.device, 1, &range);
+}
+
+static void vk_mem_invalidate(gpu *g, gpu_mem *gm, uint64_t offset, uint64_t size)
+{
+    vk_gpu *v = vk_gpu_of(g);
+    VkMappedMemoryRange range = atom_range(v, (vk_mem *)gm, offset, size);
+    (void)vkInvalidateMappedMemoryRanges(v->vk.device, 1, &range);
 }
 
 static void vk_mem_destroy(gpu *g, gpu_mem *gm)
@@ -652,6 +675,7 @@ static const gpu_ops vk_ops = {.name = "vulkan",
                                .mem_create_unbacked = vk_mem_create_unbacked,
                                .mem_back = vk_mem_back,
                                .mem_map = vk_mem_map,
+                               .mem_flush = vk_mem_flush,
                                .mem_invalidate = vk_mem_invalidate,
                                .mem_destroy = vk_mem_destroy,
                                .mem_raw = vk_mem_raw,
