@@ -9,6 +9,7 @@
 
 #include "base/features.h"
 #include "base/file.h"
+#include "gpu/gpu_backends.h"
 
 #include <errno.h>
 #include <ini.h>
@@ -171,8 +172,9 @@ static const config_option options[] = {
      FIELD(max_inflight_tasks)},
     {"device", "disable_features", "CUBEC_DISABLE_FEATURES", CONFIG_FEATURES,
      FIELD(disabled_features)},
-    {NULL, "backend", "CUBEC_BACKEND", CONFIG_CHOICE, .choices = "vulkan|null", .empty_ok = 1,
-     FIELD(backend_null)},
+    /* The choices are the rows of GPU_BACKENDS, in order: `backend` is a gpu_backend. */
+    {NULL, "backend", "CUBEC_BACKEND", CONFIG_CHOICE, .choices = GPU_BACKEND_CHOICES, .empty_ok = 1,
+     FIELD(backend)},
     {NULL, "null_delay_us", "CUBEC_NULL_DELAY_US", CONFIG_INT, 0, CONFIG_NULL_DELAY_US_LIMIT, 0,
      FIELD(null_delay_us)},
     {NULL, "null_heap_bytes", "CUBEC_NULL_HEAP_BYTES", CONFIG_INT, 0, CONFIG_NULL_HEAP_BYTES_LIMIT,

@@ -23,6 +23,7 @@
 #include "base/fault.h"
 #include "base/features.h"
 #include "base/status.h"
+#include "gpu/gpu_backends.h"
 
 #include <stdint.h>
 
@@ -290,9 +291,13 @@ typedef struct gpu_open_desc {
     void *on_validation_user;
 } gpu_open_desc;
 
+/* GPU_BACKEND_vulkan, GPU_BACKEND_null, ... in the order of GPU_BACKENDS (gpu/gpu_backends.h),
+ * which is also the order of CUBEC_BACKEND's choices (config's `backend` is this value). */
 typedef enum gpu_backend {
-    GPU_BACKEND_VULKAN,
-    GPU_BACKEND_NULL,
+#define GPU_BACKEND_ENUMERATOR_(name, open, count, peek) GPU_BACKEND_##name,
+    GPU_BACKENDS(GPU_BACKEND_ENUMERATOR_)
+#undef GPU_BACKEND_ENUMERATOR_
+        GPU_BACKEND_COUNT
 } gpu_backend;
 
 /* Opens a device of `backend` (src/gpu/gpu.c dispatches to the backend's open). */
@@ -301,8 +306,11 @@ void gpu_close(gpu *g);
 /* Enumeration without opening (cubec info, cubec_device_count / _peek). */
 MUST_USE cubec_status gpu_device_count(gpu_backend backend, uint32_t *out_count);
 MUST_USE cubec_status gpu_device_peek(gpu_backend backend, uint32_t index, cubec_device_info *out);
-/* Parses a backend name ("vulkan", "null"). */
+/* Parses a backend name (a row of GPU_BACKENDS; NULL or "": the first, the default); an unknown
+ * name is refused naming it and listing the backends. */
 MUST_USE cubec_status gpu_backend_parse(const char *name, gpu_backend *out);
+/* The name of a backend ("vulkan"), or NULL out of range. */
+const char *gpu_backend_name(gpu_backend backend);
 
 /* --- Recording: appends to a command buffer's list (gpu/cmd_list.c) ------------------------ */
 

@@ -107,7 +107,7 @@ cubec_status server_open(const cubec_device_desc *desc, cubec_device **out)
     d->faults = d->config.faults; /* CUBEC_FAULT, counted from this opening */
     pthread_mutex_init(&d->lock, NULL);
     pthread_cond_init(&d->kernels.built, NULL);
-    gpu_backend backend = d->config.backend_null ? GPU_BACKEND_NULL : GPU_BACKEND_VULKAN;
+    gpu_backend backend = (gpu_backend)d->config.backend;
     if (desc->backend)
         err = status_annotate(gpu_backend_parse(desc->backend, &backend),
                               "cubec_device_desc.backend");

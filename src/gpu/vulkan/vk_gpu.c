@@ -774,3 +774,13 @@ VkDevice vk_gpu_device(gpu *g)
 {
     return vk_gpu_of(g)->vk.device;
 }
+
+cubec_status vk_gpu_count(uint32_t *out_count)
+{
+    return vk_physical_count(out_count);
+}
+
+cubec_status vk_gpu_peek(uint32_t index, cubec_device_info *out)
+{
+    return vk_physical_info(index, out, NULL);
+}

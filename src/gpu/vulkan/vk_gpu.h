@@ -77,6 +77,10 @@ static inline VkBuffer vk_buffer_of(const gpu_mem *m)
 
 /* gpu/vulkan/vk_gpu.c */
 MUST_USE cubec_status vk_gpu_open(const gpu_open_desc *desc, gpu **out);
+/* Enumeration without opening (the backend's row of GPU_BACKENDS): vk_physical_count and
+ * vk_physical_info (vk_context.c). */
+MUST_USE cubec_status vk_gpu_count(uint32_t *out_count);
+MUST_USE cubec_status vk_gpu_peek(uint32_t index, cubec_device_info *out);
 /* gpu/vulkan/vk_command_list.c: turns the command list into the Vulkan command buffer (once per
  * recording: again only after cmd_begin). */
 MUST_USE cubec_status vk_list_encode(vk_cmd *c);
