@@ -40,14 +40,15 @@ typedef struct gpu_queries gpu_queries;
 /* What memory is for; the backend picks the memory type. */
 typedef enum gpu_mem_kind {
     GPU_MEM_DEVICE,   /* pages of buffers: device-local (host-visible too when unified) */
-    GPU_MEM_UPLOAD,   /* host-visible, coherent: metadata rings and upload staging */
+    GPU_MEM_UPLOAD,   /* host-visible (written, then flushed): upload staging */
     GPU_MEM_READBACK, /* host-visible, cached when possible: readback staging */
     GPU_MEM_HOST,     /* host-visible and coherent, cached when possible: pinned host memory a
                          program reads and writes itself (cubec_host_alloc) */
     GPU_MEM_IMPORTED, /* the program's own memory, imported (mem_import_host): never mapped or
                          allocated by the backend */
-    GPU_MEM_METADATA, /* host-visible, coherent, and device-local where a type is both (the BAR
-                         window): launch metadata the host writes and every launch reads */
+    GPU_MEM_METADATA, /* host-visible (written, then flushed), and device-local where a type is
+                         both (the BAR window): launch metadata the host writes and every launch
+                         reads */
 } gpu_mem_kind;
 
 /* A buffer with its own memory. */
