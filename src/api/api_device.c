@@ -3,6 +3,11 @@
 #include "api/api_common.h"
 #include "base/config.h"
 #include "gpu/gpu.h"
+#include "server/buffers.h"
+#include "server/device.h"
+#include "server/graph.h"
+#include "server/streams.h"
+#include "server/sync.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -125,7 +130,7 @@ static cubec_status check_buffers(cubec_device *d, const char *fn, const cubec_b
         RETURN_IF_ERROR(api_buffer(d, buffers[i], arg, &b));
     }
     for (uint32_t i = 0; i < count; i++) {
-        buffer_obj *b = handle_table_get(&d->buffers.handles, buffers[i].id);
+        buffer_obj *b = handle_table_get(&d->buffers->handles, buffers[i].id);
         if (!b) return INVALID_ARG("%s: buffers[%u] was released meanwhile", fn, i);
         /* Whatever is queued for it must have been recorded (and so judged) first. */
         RETURN_IF_ERROR(server_check_buffer(d, b));
@@ -156,7 +161,7 @@ cubec_status cubec_fault_inject(cubec_device *device, cubec_fault_kind kind, uin
     if ((unsigned)kind >= CUBEC_FAULT_KIND_COUNT)
         return INVALID_ARG("cubec_fault_inject: kind %d is not a cubec_fault_kind", (int)kind);
     RETURN_IF_ERROR(api_lock(device, "cubec_fault_inject"));
-    device->faults.fail_at[kind] = nth ? device->faults.count[kind] + nth : 0;
+    server_fault_inject(device, kind, nth);
     return api_unlock(device, NULL);
 }
 

@@ -1,5 +1,6 @@
 /* Public entry points: registered and pinned host memory. */
 #include "api/api_common.h"
+#include "server/host_memory.h"
 #include "server/transfer.h"
 
 cubec_status cubec_host_register(cubec_device *device, void *ptr, uint64_t size)

@@ -1,5 +1,7 @@
 /* Public entry points of allocation windows (cubec.h "Allocation modes", docs/memory.md). */
 #include "api/api_common.h"
+#include "server/memory_windows.h"
+#include "server/streams.h"
 
 cubec_status cubec_memory_mode_push(cubec_device *device, cubec_stream stream,
                                     cubec_memory_mode mode)

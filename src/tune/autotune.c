@@ -19,6 +19,7 @@
 #include "base/log.h"
 #include "base/strfmt.h"
 #include "server/kernel_disk.h"
+#include "server/streams.h"
 
 #include <inttypes.h>
 #include <pthread.h>
