@@ -1,5 +1,6 @@
-/* `cubec info`: every Vulkan device present, with the limits that matter to compute kernels, and
- * which one a program gets from cubec_device_open(NULL).
+/* `cubec info`: the backends, and every device of the selected one (Vulkan by default) present,
+ * with the limits that matter to compute kernels, and which one a program gets from
+ * cubec_device_open(NULL).
  *
  * The devices are described with cubec_device_peek, which opens nothing. The default is found by
  * really opening it: that way the answer follows the library's own choice (device ranking,
@@ -9,24 +10,30 @@
  * holds before any buffer (the runtime's rings), with the same formatter programs call. */
 #include "cli.h"
 
+#include "base/config.h"
+#include "gpu/gpu.h"
+
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 
 void cli_info_usage(FILE *out)
 {
-    fprintf(out,
-            "usage: cubec info [--memory [--json]]\n"
-            "\n"
-            "Lists every Vulkan device with its name, type, vendor and device id, driver, API\n"
-            "version, compute limits, the optional shader features cubec enables on it\n"
-            "(cubec_feature) and the cooperative-matrix shapes M x N x K with their A*B+C->result\n"
-            "element types, and marks the one cubec_device_open(NULL) picks\n"
-            "(CUBEC_DEVICE=<index or part of the name> changes it).\n"
-            "\n"
-            "  --memory   open the default device and print its memory report as a table (per\n"
-            "             stream slot, then the runtime's rings); it allocates nothing, so it\n"
-            "             shows what a device holds before the first buffer\n"
-            "  --json     with --memory: the report as JSON (cubec_memory_report_json)\n");
+    fprintf(
+        out,
+        "usage: cubec info [--memory [--json]]\n"
+        "\n"
+        "Lists the backends cubec has (the one CUBEC_BACKEND selects marked), then every\n"
+        "device of the selected backend with its name, type, vendor and device id, driver, API\n"
+        "version, compute limits, the optional shader features cubec enables on it\n"
+        "(cubec_feature) and the cooperative-matrix shapes M x N x K with their A*B+C->result\n"
+        "element types, and marks the one cubec_device_open(NULL) picks\n"
+        "(CUBEC_DEVICE=<index or part of the name> changes it).\n"
+        "\n"
+        "  --memory   open the default device and print its memory report as a table (per\n"
+        "             stream slot, then the runtime's rings); it allocates nothing, so it\n"
+        "             shows what a device holds before the first buffer\n"
+        "  --json     with --memory: the report as JSON (cubec_memory_report_json)\n");
 }
 
 static const char *type_name(cubec_device_type type)
@@ -175,6 +182,29 @@ static int memory_main(int json)
     return exit_code;
 }
 
+/* "backends: vulkan [selected], null": the backends of this build (GPU_BACKENDS), the one the
+ * configuration selects (CUBEC_BACKEND, read as cubec_device_open reads it) marked; the devices
+ * listed after it are that backend's. 0 when the configuration cannot be read (reported). */
+static int print_backends(gpu_backend *out_selected)
+{
+    cubec_config *c = malloc(sizeof *c); /* large (the pool list's text): not on the stack */
+    if (!c) {
+        fprintf(stderr, "cubec info: host out of memory\n");
+        return 0;
+    }
+    cubec_status err = config_load(c);
+    int selected = err ? -1 : c->backend;
+    free(c);
+    if (cli_failed("info", err, "reading the configuration")) return 0;
+    *out_selected = (gpu_backend)selected;
+    printf("backends:");
+    for (int b = 0; b < GPU_BACKEND_COUNT; b++)
+        printf("%s %s%s", b ? "," : "", gpu_backend_name((gpu_backend)b),
+               b == selected ? " [selected]" : "");
+    printf("  (CUBEC_BACKEND)\n");
+    return 1;
+}
+
 int cli_info_main(int argc, char **argv)
 {
     int memory = 0, json = 0;
@@ -197,9 +227,10 @@ int cli_info_main(int argc, char **argv)
     if (json && !memory) return cli_usage_error("info", "flag '--json' needs '--memory'");
     if (memory) return memory_main(json);
 
+    gpu_backend backend = (gpu_backend)0;
+    if (!print_backends(&backend)) return CLI_EXIT_RUNTIME;
     uint32_t count = 0;
-    if (cli_failed("info", cubec_device_count(&count), "counting Vulkan devices"))
-        return CLI_EXIT_RUNTIME;
+    if (cli_failed("info", cubec_device_count(&count), "counting devices")) return CLI_EXIT_RUNTIME;
     if (count == 0) {
         printf("no Vulkan devices (is a Vulkan driver installed? Mesa's lavapipe runs on any "
                "CPU)\n");
@@ -220,7 +251,7 @@ int cli_info_main(int argc, char **argv)
     }
     if (cli_failed("info", status, "opening the default device")) exit_code = CLI_EXIT_RUNTIME;
 
-    printf("%" PRIu32 " Vulkan device%s\n", count, count == 1 ? "" : "s");
+    printf("%" PRIu32 " %s device%s\n", count, gpu_backend_name(backend), count == 1 ? "" : "s");
     int default_marked = 0;
     for (uint32_t i = 0; i < count; i++) {
         cubec_device_info info;

@@ -230,6 +230,14 @@ run_expect 0 bench_help "$CUBEC" bench --help && expect_in bench_help "--trace"
 run_expect 0 info_help "$CUBEC" info --help
 run_expect 0 version "$CUBEC" version && expect_in version "cubec 0.1.0"
 run_expect 0 info "$CUBEC" info && expect_in info "[default]" "max storage buffer range"
+# The backends line names every row of GPU_BACKENDS (src/gpu/gpu_backends.h), vulkan selected.
+SRC_DIR="$(cd "$(dirname "$0")/.." && pwd)"
+BACKENDS=$(sed -n 's/^ *X(\([a-z0-9_]*\), .*/\1/p' "$SRC_DIR/src/gpu/gpu_backends.h")
+[ -n "$BACKENDS" ] || fail "info: no backend rows found in src/gpu/gpu_backends.h"
+for b in $BACKENDS; do expect_in info "$b"; done
+expect_in info "backends: vulkan [selected]"
+CUBEC_BACKEND=null run_expect 0 info_null "$CUBEC" info &&
+    expect_in info_null "null [selected]" "cubec null device"
 # --- cubec info: the features and cooperative-matrix lines, held to the library ----------------
 # The labels are cmd_info.c's and the feature names cubec_feature_name's (src/base/features.h),
 # read from the sources rather than written again here. Every device has a features line of

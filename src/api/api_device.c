@@ -1,6 +1,8 @@
 /* Public entry points: devices, streams, flush/sync, checks and fault injection (memory is in
  * api_memory.c). */
 #include "api/api_common.h"
+#include "base/config.h"
+#include "gpu/gpu.h"
 #include "server/buffers.h"
 #include "server/device.h"
 #include "server/graph.h"
@@ -47,13 +49,24 @@ cubec_status cubec_device_vulkan_handles(cubec_device *device, cubec_vulkan_hand
     return NULL;
 }
 
+/* The backend the configuration names (CUBEC_BACKEND), read as cubec_device_open reads it, so
+ * that counting and peeking look at the backend an open would use. */
+static cubec_status configured_backend(const char *call, gpu_backend *out)
+{
+    cubec_config *c = malloc(sizeof *c); /* large (the pool list's text): not on the stack */
+    if (!c) return status_make(CUBEC_OUT_OF_MEMORY, "%s: host out of memory", call);
+    cubec_status err = config_load(c);
+    if (!err) *out = (gpu_backend)c->backend;
+    free(c);
+    return status_annotate(err, "%s", call);
+}
+
 cubec_status cubec_device_count(uint32_t *out_count)
 {
     if (!out_count) return INVALID_ARG("cubec_device_count: out_count is NULL");
     *out_count = 0;
-    gpu_backend backend;
-    RETURN_IF_ERROR(status_annotate(gpu_backend_parse(getenv("CUBEC_BACKEND"), &backend),
-                                    "cubec_device_count: CUBEC_BACKEND"));
+    gpu_backend backend = (gpu_backend)0;
+    RETURN_IF_ERROR(configured_backend("cubec_device_count", &backend));
     return gpu_device_count(backend, out_count);
 }
 
@@ -61,9 +74,8 @@ cubec_status cubec_device_peek(uint32_t index, cubec_device_info *out_info)
 {
     if (!out_info) return INVALID_ARG("cubec_device_peek: out_info is NULL");
     memset(out_info, 0, sizeof *out_info);
-    gpu_backend backend;
-    RETURN_IF_ERROR(status_annotate(gpu_backend_parse(getenv("CUBEC_BACKEND"), &backend),
-                                    "cubec_device_peek: CUBEC_BACKEND"));
+    gpu_backend backend = (gpu_backend)0;
+    RETURN_IF_ERROR(configured_backend("cubec_device_peek", &backend));
     /* Into a copy: a backend that fails part way must not leave half an answer (cubec.h). */
     cubec_device_info info;
     cubec_status err = gpu_device_peek(backend, index, &info);

@@ -9,6 +9,7 @@
 
 #include "base/features.h"
 #include "base/file.h"
+#include "gpu/gpu_backends.h"
 
 #include <errno.h>
 #include <ini.h>
@@ -171,12 +172,14 @@ static const config_option options[] = {
      FIELD(max_inflight_tasks)},
     {"device", "disable_features", "CUBEC_DISABLE_FEATURES", CONFIG_FEATURES,
      FIELD(disabled_features)},
-    {NULL, "backend", "CUBEC_BACKEND", CONFIG_CHOICE, .choices = "vulkan|null", .empty_ok = 1,
-     FIELD(backend_null)},
+    /* The choices are the rows of GPU_BACKENDS, in order: `backend` is a gpu_backend. */
+    {NULL, "backend", "CUBEC_BACKEND", CONFIG_CHOICE, .choices = GPU_BACKEND_CHOICES, .empty_ok = 1,
+     FIELD(backend)},
     {NULL, "null_delay_us", "CUBEC_NULL_DELAY_US", CONFIG_INT, 0, CONFIG_NULL_DELAY_US_LIMIT, 0,
      FIELD(null_delay_us)},
     {NULL, "null_heap_bytes", "CUBEC_NULL_HEAP_BYTES", CONFIG_INT, 0, CONFIG_NULL_HEAP_BYTES_LIMIT,
      0, FIELD(null_heap_bytes)},
+    {NULL, "null_noncoherent", "CUBEC_NULL_NONCOHERENT", CONFIG_BOOL, FIELD(null_noncoherent)},
     {"device", "force_staging", "CUBEC_FORCE_STAGING", CONFIG_BOOL, FIELD(force_staging)},
     {"transfer", "copy_threads", "CUBEC_COPY_THREADS", CONFIG_INT, -1, 64, -1, FIELD(copy_threads)},
     {"kernel", "metadata", "CUBEC_KERNEL_METADATA", CONFIG_CHOICE,

@@ -74,9 +74,10 @@ typedef struct cubec_config {
     int compile_async;           /* [compile] async_create CUBEC_COMPILE_ASYNC_CREATE: 0/1 */
     /* [device] disable_features CUBEC_DISABLE_FEATURES: cubec_feature bits not to enable */
     uint32_t disabled_features;
-    int backend_null;        /* CUBEC_BACKEND (environment only): 0 vulkan, 1 null */
+    int backend; /* CUBEC_BACKEND (environment only): a gpu_backend (a row of GPU_BACKENDS) */
     int64_t null_delay_us;   /* CUBEC_NULL_DELAY_US (environment only) */
     int64_t null_heap_bytes; /* CUBEC_NULL_HEAP_BYTES (environment only), 0 = no cap */
+    int null_noncoherent;    /* CUBEC_NULL_NONCOHERENT (environment only): mappings need flushes */
     fault_plan faults;       /* CUBEC_FAULT (environment only), counted from zero */
     /* [memory] preset CUBEC_MEMORY_PRESET: a memory_preset (memory/pool_list.h), ladder; custom
      * when only `pools` is given */

@@ -1,34 +1,60 @@
-/* The backend registry and the counted calls of the GPU seam (gpu.h). A new backend adds one case
- * to each switch below; a new fallible call gets one wrapper here, and fault injection covers it.
- */
+/* The backend registry and the counted calls of the GPU seam (gpu.h). The registry is generated
+ * from GPU_BACKENDS (gpu/gpu_backends.h): a new backend adds its header below and a row there; a
+ * new fallible call gets one wrapper here, and fault injection covers it. */
 #include "gpu/gpu.h"
 
 #include "gpu/null/null_gpu.h"
-#include "gpu/vulkan/vk_context.h"
 #include "gpu/vulkan/vk_gpu.h"
 
+#include <stdio.h>
 #include <string.h>
+
+static const char *const backend_names[] = {
+#define BACKEND_NAME(name, open, count, peek) #name,
+    GPU_BACKENDS(BACKEND_NAME)
+#undef BACKEND_NAME
+};
+
+const char *gpu_backend_name(gpu_backend backend)
+{
+    return (unsigned)backend < GPU_BACKEND_COUNT ? backend_names[backend] : NULL;
+}
 
 cubec_status gpu_backend_parse(const char *name, gpu_backend *out)
 {
-    if (!name || !*name || !strcmp(name, "vulkan")) {
-        *out = GPU_BACKEND_VULKAN;
+    if (!name || !*name) {
+        *out = (gpu_backend)0;
         return NULL;
     }
-    if (!strcmp(name, "null")) {
-        *out = GPU_BACKEND_NULL;
-        return NULL;
-    }
-    return INVALID_ARG("backend '%s' is unknown (backends: vulkan, null)", name);
+    for (unsigned i = 0; i < GPU_BACKEND_COUNT; i++)
+        if (!strcmp(name, backend_names[i])) {
+            *out = (gpu_backend)i;
+            return NULL;
+        }
+    char list[256] = "";
+    for (unsigned i = 0; i < GPU_BACKEND_COUNT; i++)
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "",
+                 backend_names[i]);
+    return INVALID_ARG("backend '%s' is unknown (backends: %s)", name, list);
+}
+
+/* An enum value outside the table is a caller's bug; it is refused, never sent to a default. */
+static cubec_status unknown_backend(gpu_backend backend)
+{
+    return INVALID_ARG("backend %d is not a row of GPU_BACKENDS (0..%d)", (int)backend,
+                       GPU_BACKEND_COUNT - 1);
 }
 
 cubec_status gpu_open(gpu_backend backend, const gpu_open_desc *desc, gpu **out)
 {
     switch (backend) {
-    case GPU_BACKEND_NULL: return null_gpu_open(desc, out);
-    case GPU_BACKEND_VULKAN: break;
+#define BACKEND_OPEN(name, open, count, peek)                                                      \
+    case GPU_BACKEND_##name: return open(desc, out);
+        GPU_BACKENDS(BACKEND_OPEN)
+#undef BACKEND_OPEN
+    case GPU_BACKEND_COUNT: break;
     }
-    return vk_gpu_open(desc, out);
+    return unknown_backend(backend);
 }
 
 void gpu_close(gpu *g)
@@ -38,14 +64,26 @@ void gpu_close(gpu *g)
 
 cubec_status gpu_device_count(gpu_backend backend, uint32_t *out_count)
 {
-    if (backend == GPU_BACKEND_NULL) return null_gpu_count(out_count);
-    return vk_physical_count(out_count);
+    switch (backend) {
+#define BACKEND_COUNT(name, open, count, peek)                                                     \
+    case GPU_BACKEND_##name: return count(out_count);
+        GPU_BACKENDS(BACKEND_COUNT)
+#undef BACKEND_COUNT
+    case GPU_BACKEND_COUNT: break;
+    }
+    return unknown_backend(backend);
 }
 
 cubec_status gpu_device_peek(gpu_backend backend, uint32_t index, cubec_device_info *out)
 {
-    if (backend == GPU_BACKEND_NULL) return null_gpu_peek(index, out);
-    return vk_physical_info(index, out, NULL);
+    switch (backend) {
+#define BACKEND_PEEK(name, open, count, peek)                                                      \
+    case GPU_BACKEND_##name: return peek(index, out);
+        GPU_BACKENDS(BACKEND_PEEK)
+#undef BACKEND_PEEK
+    case GPU_BACKEND_COUNT: break;
+    }
+    return unknown_backend(backend);
 }
 
 cubec_status gpu_mem_alloc(gpu *g, gpu_mem_kind kind, uint64_t size, gpu_mem **out)

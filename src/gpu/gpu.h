@@ -6,10 +6,12 @@
  * server's logic be tested in milliseconds.
  *
  * Objects are opaque to the server except for the public fields of gpu_mem (its size and, when it
- * is host-visible, where it is mapped). Recording functions take no device and return nothing:
- * they are on the launch path and cannot fail in either backend (Vulkan notes them in a list and
- * reports errors at cmd_end, or at submit for a batch, which it encodes there). Everything that can
- * fail returns a cubec_status.
+ * is host-visible, where it is mapped). Recording is not the backend's: the gpu_cmd_* functions
+ * below append entries to the command list every command buffer holds (gpu/cmd_list.h), take no
+ * device and return nothing (they are on the launch path); a backend carries the list out (Vulkan
+ * encodes it at cmd_end for a graph, at submit for a batch; null checks it at cmd_end and runs it
+ * at submit) and reports what went wrong at cmd_end or submit. Everything that can fail returns a
+ * cubec_status.
  *
  * Fault injection counts here: the gpu_* wrappers below count every page allocation, map and
  * submission of the plan attached with gpu_set_faults, so a new call site is covered without
@@ -21,6 +23,7 @@
 #include "base/fault.h"
 #include "base/features.h"
 #include "base/status.h"
+#include "gpu/gpu_backends.h"
 
 #include <stdint.h>
 
@@ -37,14 +40,15 @@ typedef struct gpu_queries gpu_queries;
 /* What memory is for; the backend picks the memory type. */
 typedef enum gpu_mem_kind {
     GPU_MEM_DEVICE,   /* pages of buffers: device-local (host-visible too when unified) */
-    GPU_MEM_UPLOAD,   /* host-visible, coherent: metadata rings and upload staging */
+    GPU_MEM_UPLOAD,   /* host-visible (written, then flushed): upload staging */
     GPU_MEM_READBACK, /* host-visible, cached when possible: readback staging */
     GPU_MEM_HOST,     /* host-visible and coherent, cached when possible: pinned host memory a
                          program reads and writes itself (cubec_host_alloc) */
     GPU_MEM_IMPORTED, /* the program's own memory, imported (mem_import_host): never mapped or
                          allocated by the backend */
-    GPU_MEM_METADATA, /* host-visible, coherent, and device-local where a type is both (the BAR
-                         window): launch metadata the host writes and every launch reads */
+    GPU_MEM_METADATA, /* host-visible (written, then flushed), and device-local where a type is
+                         both (the BAR window): launch metadata the host writes and every launch
+                         reads */
 } gpu_mem_kind;
 
 /* A buffer with its own memory. */
@@ -55,6 +59,9 @@ typedef struct gpu_mem {
     /* A page made under a dry run: it has an identity but no memory until gpu_mem_back, which
      * every real use of it calls first (spec 3.6's lazy mapping). */
     int unbacked;
+    /* The mapping is not coherent (set by the backend when it maps): gpu_mem_flush and
+     * gpu_mem_invalidate call the backend. 0: both cost one test of this field. */
+    int noncoherent;
 } gpu_mem;
 
 /* Pipeline stages and accesses of the commands cubec records (bits). */
@@ -176,15 +183,23 @@ typedef struct gpu_budget {
 typedef struct gpu_ops {
     const char *name;
     void (*destroy)(gpu *g);
-    /* Memory. mem_map maps the whole buffer once (mem->mapped); invalidate makes device writes
-     * visible to host reads of non-coherent memory. */
+    /* Memory. mem_map maps the whole buffer once (mem->mapped). The mapping's contract, for a
+     * backend whose mappings are not coherent (mem->noncoherent; WebGPU has no persistent
+     * coherent mapping at all): bytes the host writes through mem->mapped of UPLOAD, METADATA
+     * or (unified) DEVICE memory reach the device only through mem_flush of their range, which
+     * the server calls after every such write and before the work that reads them is
+     * submitted; bytes the device wrote into READBACK or DEVICE memory may be read through
+     * mem->mapped once the timeline passed the work that wrote them and mem_invalidate of
+     * their range was called. HOST and IMPORTED memory is the program's own and coherent.
+     * Called through gpu_mem_flush / gpu_mem_invalidate below, only on noncoherent memory. */
     cubec_status (*mem_create)(gpu *g, gpu_mem_kind kind, uint64_t size, gpu_mem **out);
     /* A GPU_MEM_DEVICE buffer without memory (unbacked = 1), and the memory it gets later; on
      * error mem_back leaves it unbacked. Destroying an unbacked buffer is fine. */
     cubec_status (*mem_create_unbacked)(gpu *g, uint64_t size, gpu_mem **out);
     cubec_status (*mem_back)(gpu *g, gpu_mem *m);
     cubec_status (*mem_map)(gpu *g, gpu_mem *m);
-    void (*mem_invalidate)(gpu *g, gpu_mem *m);
+    void (*mem_flush)(gpu *g, gpu_mem *m, uint64_t offset, uint64_t size);
+    void (*mem_invalidate)(gpu *g, gpu_mem *m, uint64_t offset, uint64_t size);
     void (*mem_destroy)(gpu *g, gpu_mem *m);
     /* The backend's own object behind a page, for a program's code (cubec_buffer_raw): Vulkan,
      * the VkBuffer and, where bufferDeviceAddress is enabled, its device address (else 0); null,
@@ -196,28 +211,15 @@ typedef struct gpu_ops {
     /* Pipelines from SPIR-V. */
     cubec_status (*pipeline_create)(gpu *g, const gpu_pipeline_desc *desc, gpu_pipeline **out);
     void (*pipeline_destroy)(gpu *g, gpu_pipeline *p);
-    /* Command buffers. `sets`: launches one recording may bind without push descriptors.
-     * cmd_begin resets what an earlier recording left. */
+    /* Command buffers (a struct gpu_cmd first: gpu/cmd_list.h). `sets`: launches one recording
+     * may bind without push descriptors. cmd_begin resets what an earlier recording left, list
+     * included (gpu_cmd_list_reset); cmd_end reports what the recording got wrong. */
     cubec_status (*cmd_create)(gpu *g, gpu_cmd_use use, uint32_t sets, gpu_cmd **out);
     void (*cmd_destroy)(gpu *g, gpu_cmd *c);
     cubec_status (*cmd_begin)(gpu *g, gpu_cmd *c);
     cubec_status (*cmd_end)(gpu *g, gpu_cmd *c);
     /* Frees what a finished recording holds, ahead of its reuse (optional: NULL). */
     void (*cmd_recycle)(gpu *g, gpu_cmd *c);
-    /* Recording. */
-    void (*barrier)(gpu_cmd *c, uint32_t src_stages, uint32_t src_access, uint32_t dst_stages,
-                    uint32_t dst_access);
-    void (*bind_pipeline)(gpu_cmd *c, const gpu_pipeline *p);
-    cubec_status (*bind_buffers)(gpu *g, gpu_cmd *c, const gpu_pipeline *p, const gpu_binding *b,
-                                 uint32_t n, const gpu_binding *info);
-    void (*push_constants)(gpu_cmd *c, const gpu_pipeline *p, const void *data, uint32_t size);
-    void (*dispatch)(gpu_cmd *c, uint32_t x, uint32_t y, uint32_t z);
-    void (*dispatch_indirect)(gpu_cmd *c, gpu_mem *m, uint64_t offset);
-    void (*copy)(gpu_cmd *c, gpu_mem *src, uint64_t src_offset, gpu_mem *dst, uint64_t dst_offset,
-                 uint64_t size);
-    void (*fill)(gpu_cmd *c, gpu_mem *dst, uint64_t offset, uint64_t size, uint32_t pattern);
-    void (*timestamp)(gpu_cmd *c, gpu_queries *q, uint32_t query, uint32_t stage);
-    void (*reset_queries)(gpu_cmd *c, gpu_queries *q, uint32_t first, uint32_t count);
     /* Timestamp queries. */
     cubec_status (*queries_create)(gpu *g, uint32_t count, gpu_queries **out);
     void (*queries_destroy)(gpu *g, gpu_queries *q);
@@ -285,13 +287,18 @@ typedef struct gpu_open_desc {
     int queue_family;           /* 1 + the queue family to use; 0: chosen (compute-only first) */
     uint32_t null_delay_us;     /* null backend: submissions complete after this long */
     uint64_t null_heap_bytes;   /* null backend: device memory it grants at most (0: no cap) */
+    int null_noncoherent;       /* null backend: mappings are host copies that need flushes */
     void (*on_validation)(void *user, const char *message);
     void *on_validation_user;
 } gpu_open_desc;
 
+/* GPU_BACKEND_vulkan, GPU_BACKEND_null, ... in the order of GPU_BACKENDS (gpu/gpu_backends.h),
+ * which is also the order of CUBEC_BACKEND's choices (config's `backend` is this value). */
 typedef enum gpu_backend {
-    GPU_BACKEND_VULKAN,
-    GPU_BACKEND_NULL,
+#define GPU_BACKEND_ENUMERATOR_(name, open, count, peek) GPU_BACKEND_##name,
+    GPU_BACKENDS(GPU_BACKEND_ENUMERATOR_)
+#undef GPU_BACKEND_ENUMERATOR_
+        GPU_BACKEND_COUNT
 } gpu_backend;
 
 /* Opens a device of `backend` (src/gpu/gpu.c dispatches to the backend's open). */
@@ -300,8 +307,29 @@ void gpu_close(gpu *g);
 /* Enumeration without opening (cubec info, cubec_device_count / _peek). */
 MUST_USE cubec_status gpu_device_count(gpu_backend backend, uint32_t *out_count);
 MUST_USE cubec_status gpu_device_peek(gpu_backend backend, uint32_t index, cubec_device_info *out);
-/* Parses a backend name ("vulkan", "null"). */
+/* Parses a backend name (a row of GPU_BACKENDS; NULL or "": the first, the default); an unknown
+ * name is refused naming it and listing the backends. */
 MUST_USE cubec_status gpu_backend_parse(const char *name, gpu_backend *out);
+/* The name of a backend ("vulkan"), or NULL out of range. */
+const char *gpu_backend_name(gpu_backend backend);
+
+/* --- Recording: appends to a command buffer's list (gpu/cmd_list.c) ------------------------ */
+
+void gpu_cmd_barrier(gpu_cmd *c, uint32_t src_stages, uint32_t src_access, uint32_t dst_stages,
+                     uint32_t dst_access);
+void gpu_cmd_bind_pipeline(gpu_cmd *c, const gpu_pipeline *p);
+/* `n` storage buffers at bindings 0..n-1, and the metadata buffer at GPU_INFO_BINDING when
+ * `info` is not NULL; checked by the backend when it carries the list out. */
+void gpu_cmd_bind_buffers(gpu_cmd *c, const gpu_pipeline *p, const gpu_binding *b, uint32_t n,
+                          const gpu_binding *info);
+void gpu_cmd_push_constants(gpu_cmd *c, const gpu_pipeline *p, const void *data, uint32_t size);
+void gpu_cmd_dispatch(gpu_cmd *c, uint32_t x, uint32_t y, uint32_t z);
+void gpu_cmd_dispatch_indirect(gpu_cmd *c, gpu_mem *m, uint64_t offset);
+void gpu_cmd_copy(gpu_cmd *c, gpu_mem *src, uint64_t src_offset, gpu_mem *dst, uint64_t dst_offset,
+                  uint64_t size);
+void gpu_cmd_fill(gpu_cmd *c, gpu_mem *dst, uint64_t offset, uint64_t size, uint32_t pattern);
+void gpu_cmd_timestamp(gpu_cmd *c, gpu_queries *q, uint32_t query, uint32_t stage);
+void gpu_cmd_reset_queries(gpu_cmd *c, gpu_queries *q, uint32_t first, uint32_t count);
 
 /* --- Counted calls: each may be failed by the fault plan ---------------------------------- */
 
@@ -317,6 +345,17 @@ MUST_USE cubec_status gpu_mem_alloc(gpu *g, gpu_mem_kind kind, uint64_t size, gp
  * pages). gpu_mem_back is a no-op on a backed page; its errors are gpu_mem_alloc's. */
 MUST_USE cubec_status gpu_mem_alloc_unbacked(gpu *g, uint64_t size, gpu_mem **out);
 MUST_USE cubec_status gpu_mem_back(gpu *g, gpu_mem *m);
+/* Makes the host's writes of [offset, +size) through m->mapped visible to the device, and the
+ * device's writes visible to the host's reads (gpu_ops.mem_map's contract). Free on coherent
+ * memory: the launch path writes metadata and flushes it for every launch. */
+static inline void gpu_mem_flush(gpu *g, gpu_mem *m, uint64_t offset, uint64_t size)
+{
+    if (m->noncoherent) g->ops->mem_flush(g, m, offset, size);
+}
+static inline void gpu_mem_invalidate(gpu *g, gpu_mem *m, uint64_t offset, uint64_t size)
+{
+    if (m->noncoherent) g->ops->mem_invalidate(g, m, offset, size);
+}
 static inline void gpu_mem_free(gpu *g, gpu_mem *m)
 {
     if (m) g->ops->mem_destroy(g, m);

@@ -236,7 +236,7 @@ cubec_status server_record_move(cubec_device *d, gpu_cmd *cmd, gpu_mem *src, uin
                  (src_offset | dst_offset | size) % 16 == 0;
     if (!kernel) {
         sub_hazards(d, cmd, r, 2, SUB_TRANSFER);
-        d->gpu->ops->copy(cmd, src, src_offset, dst, dst_offset, size);
+        gpu_cmd_copy(cmd, src, src_offset, dst, dst_offset, size);
         return NULL;
     }
     sub_hazards(d, cmd, r, 2, SUB_COMPUTE);
@@ -251,7 +251,7 @@ cubec_status server_record_move(cubec_device *d, gpu_cmd *cmd, gpu_mem *src, uin
         uint32_t push[3] = {(uint32_t)((s - sb) / 16), (uint32_t)((t - tb) / 16),
                             (uint32_t)(n / 16)};
         RETURN_IF_ERROR(server_record_dispatch(d, &rec, d->kernels->move, b, 2, NULL, push));
-        d->gpu->ops->dispatch(cmd, grid_groups(d, n / 16), 1, 1);
+        gpu_cmd_dispatch(cmd, grid_groups(d, n / 16), 1, 1);
         pos += n;
     }
     return NULL;

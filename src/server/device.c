@@ -142,7 +142,7 @@ cubec_status server_open(const cubec_device_desc *desc, cubec_device **out)
     d->faults = d->config.faults; /* CUBEC_FAULT, counted from this opening */
     pthread_mutex_init(&d->lock, NULL);
     pthread_cond_init(&d->kernels->built, NULL);
-    gpu_backend backend = d->config.backend_null ? GPU_BACKEND_NULL : GPU_BACKEND_VULKAN;
+    gpu_backend backend = (gpu_backend)d->config.backend;
     if (desc->backend)
         err = status_annotate(gpu_backend_parse(desc->backend, &backend),
                               "cubec_device_desc.backend");
@@ -159,6 +159,7 @@ cubec_status server_open(const cubec_device_desc *desc, cubec_device **out)
     gd.null_delay_us =
         desc->null_delay_us ? desc->null_delay_us : (uint32_t)d->config.null_delay_us;
     gd.null_heap_bytes = (uint64_t)d->config.null_heap_bytes;
+    gd.null_noncoherent = d->config.null_noncoherent;
     apply_selection(&d->config, &gd);
     if (!err) err = gpu_open(backend, &gd, &d->gpu);
     if (err) {

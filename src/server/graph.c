@@ -240,9 +240,9 @@ static cubec_status graph_create(cubec_device *d, uint32_t slot, graph_obj **out
     }
     /* After everything submitted before the replay, with its writes visible. */
     for (int c = 0; c < GRAPH_COPIES; c++)
-        ops->barrier(g->cmd[c], GPU_STAGE_ALL,
-                     GPU_ACCESS_SHADER_WRITE | GPU_ACCESS_TRANSFER_WRITE | GPU_ACCESS_HOST_WRITE,
-                     GPU_STAGES_USED, GPU_ACCESS_USED);
+        gpu_cmd_barrier(g->cmd[c], GPU_STAGE_ALL,
+                        GPU_ACCESS_SHADER_WRITE | GPU_ACCESS_TRANSFER_WRITE | GPU_ACCESS_HOST_WRITE,
+                        GPU_STAGES_USED, GPU_ACCESS_USED);
     *out = g;
     return NULL;
 }
@@ -414,7 +414,10 @@ cubec_status server_graph_record(cubec_device *d, uint32_t slot, task *t)
         if (!server_metadata_reuse(&g->bound[0], bytes, size, &info_buffer)) {
             unsigned char *dst = NULL;
             err = chunk_alloc(d, g, size, &info_buffer, &dst);
-            if (!err && dst) memcpy(dst, bytes, size);
+            if (!err && dst) {
+                memcpy(dst, bytes, size);
+                gpu_mem_flush(d->gpu, info_buffer.mem, info_buffer.offset, size);
+            }
             if (!err) server_metadata_remember(&g->bound[0], &info_buffer, bytes, size);
         }
     }
@@ -422,12 +425,10 @@ cubec_status server_graph_record(cubec_device *d, uint32_t slot, task *t)
                 timing_stamp_add(&g->stamps, &g->stamp_cap, g->stamp_count, t) != NULL;
     for (int c = 0; c < GRAPH_COPIES && !err; c++) {
         recorder rec = {g->cmd[c], &g->bound[c], &g->hazards[c]};
-        if (timed)
-            d->gpu->ops->timestamp(g->cmd[c], g->queries[c], 2 * g->stamp_count, GPU_STAGE_TOP);
+        if (timed) gpu_cmd_timestamp(g->cmd[c], g->queries[c], 2 * g->stamp_count, GPU_STAGE_TOP);
         err = server_emit_task(d, &rec, t, &info_buffer, NULL);
         if (timed)
-            d->gpu->ops->timestamp(g->cmd[c], g->queries[c], 2 * g->stamp_count + 1,
-                                   GPU_STAGE_BOTTOM);
+            gpu_cmd_timestamp(g->cmd[c], g->queries[c], 2 * g->stamp_count + 1, GPU_STAGE_BOTTOM);
     }
     if (timed) g->stamp_count++;
     if (!err) err = note_uses(d, g, t);
@@ -480,9 +481,9 @@ cubec_status server_graph_end(cubec_device *d, stream_ref s, uint64_t *out_id)
     /* Before everything submitted after a replay, with the graph's writes visible to it. */
     cubec_status ended = NULL;
     for (int c = 0; c < GRAPH_COPIES; c++) {
-        d->gpu->ops->barrier(g->cmd[c], GPU_STAGES_USED,
-                             GPU_ACCESS_SHADER_WRITE | GPU_ACCESS_TRANSFER_WRITE, GPU_STAGES_USED,
-                             GPU_ACCESS_USED);
+        gpu_cmd_barrier(g->cmd[c], GPU_STAGES_USED,
+                        GPU_ACCESS_SHADER_WRITE | GPU_ACCESS_TRANSFER_WRITE, GPU_STAGES_USED,
+                        GPU_ACCESS_USED);
         cubec_status e = d->gpu->ops->cmd_end(d->gpu, g->cmd[c]);
         if (e && !ended)
             ended = e;

@@ -304,10 +304,10 @@ cubec_status server_record_timestamp(cubec_device *d, task *t)
         if (idle && d->gpu->caps.host_query_reset)
             ops->queries_host_reset(d->gpu, d->profiles->queries, p->query, 2);
         else
-            ops->reset_queries(cmd, d->profiles->queries, p->query, 2);
-        ops->timestamp(cmd, d->profiles->queries, p->query,
-                       idle ? GPU_STAGE_TOP : GPU_STAGE_BOTTOM);
-        if (!idle) ops->barrier(cmd, GPU_STAGE_ALL, 0, GPU_STAGE_ALL, 0);
+            gpu_cmd_reset_queries(cmd, d->profiles->queries, p->query, 2);
+        gpu_cmd_timestamp(cmd, d->profiles->queries, p->query,
+                          idle ? GPU_STAGE_TOP : GPU_STAGE_BOTTOM);
+        if (!idle) gpu_cmd_barrier(cmd, GPU_STAGE_ALL, 0, GPU_STAGE_ALL, 0);
         p->opened = 1;
         p->began_top = idle;
         p->begins_at = d->sub->begins;
@@ -319,7 +319,7 @@ cubec_status server_record_timestamp(cubec_device *d, task *t)
          * poisoned profile is never read; its begin may have been lost with a submission,
          * leaving the queries unreset. */
         uint32_t stage = empty && p->began_top ? GPU_STAGE_TOP : GPU_STAGE_BOTTOM;
-        if (!p->poison) ops->timestamp(cmd, d->profiles->queries, p->query + 1, stage);
+        if (!p->poison) gpu_cmd_timestamp(cmd, d->profiles->queries, p->query + 1, stage);
         p->closed = 1;
         p->end_value = d->sub->next_value;
     }

@@ -164,9 +164,9 @@ cubec_status sub_flush_to(cubec_device *d, int for_host, sub_handoff *handoff)
     batch *b = d->sub->open;
     if (!b) return status_make(CUBEC_INTERNAL, "no open command buffer to submit");
     if (for_host)
-        d->gpu->ops->barrier(b->cmd, GPU_STAGE_COMPUTE | GPU_STAGE_TRANSFER,
-                             GPU_ACCESS_SHADER_WRITE | GPU_ACCESS_TRANSFER_WRITE, GPU_STAGE_HOST,
-                             GPU_ACCESS_HOST_READ);
+        gpu_cmd_barrier(b->cmd, GPU_STAGE_COMPUTE | GPU_STAGE_TRANSFER,
+                        GPU_ACCESS_SHADER_WRITE | GPU_ACCESS_TRANSFER_WRITE, GPU_STAGE_HOST,
+                        GPU_ACCESS_HOST_READ);
     d->sub->open = NULL;
     /* Later launches' metadata goes to slices of the next batch (launch.c metadata_slice). */
     d->sub->bound.info_size = 0;
@@ -412,8 +412,8 @@ void sub_hazards_in(cubec_device *d, hazard_tracker *t, gpu_cmd *cmd, const haza
         uint32_t dst_access = !access        ? 0
                               : compute_only ? GPU_ACCESS_SHADER_READ | GPU_ACCESS_SHADER_WRITE
                                              : GPU_ACCESS_USED;
-        d->gpu->ops->barrier(cmd, src ? src : GPU_STAGE_TOP, access,
-                             compute_only ? GPU_STAGE_COMPUTE : GPU_STAGES_USED, dst_access);
+        gpu_cmd_barrier(cmd, src ? src : GPU_STAGE_TOP, access,
+                        compute_only ? GPU_STAGE_COMPUTE : GPU_STAGES_USED, dst_access);
         hazard_reset(t);
         if (compute_only) {
             t->partial_stages = partial_stages;

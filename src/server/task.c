@@ -25,11 +25,10 @@ cubec_status server_record_dispatch(cubec_device *d, const recorder *rec, const 
                                     const gpu_binding *bindings, uint32_t n,
                                     const gpu_binding *info_buffer, const void *push_data)
 {
-    const gpu_ops *ops = d->gpu->ops;
     gpu_cmd *cmd = rec->cmd;
     bind_cache *bc = rec->bound;
     if (bc->pipeline != e->pipeline) {
-        ops->bind_pipeline(cmd, e->pipeline);
+        gpu_cmd_bind_pipeline(cmd, e->pipeline);
         bc->pipeline = e->pipeline;
     }
     const gpu_binding *info = e->refl.has_info_buffer ? info_buffer : NULL;
@@ -40,7 +39,7 @@ cubec_status server_record_dispatch(cubec_device *d, const recorder *rec, const 
                     memcmp(bc->descriptors, bindings, n * sizeof *bindings) == 0 &&
                     (!info || memcmp(&bc->descriptors[n], info, sizeof *info) == 0);
         if (!bound) {
-            RETURN_IF_ERROR(ops->bind_buffers(d->gpu, cmd, e->pipeline, bindings, n, info));
+            gpu_cmd_bind_buffers(cmd, e->pipeline, bindings, n, info);
             bc->descriptors_for = e->pipeline;
             bc->descriptor_count = count;
             memcpy(bc->descriptors, bindings, n * sizeof *bindings);
@@ -49,12 +48,12 @@ cubec_status server_record_dispatch(cubec_device *d, const recorder *rec, const 
     } else if (count) {
         /* No push descriptors: a set from the command buffer's pools (reset when it is recorded
          * again, so the warm path still allocates nothing from the host heap). */
-        RETURN_IF_ERROR(ops->bind_buffers(d->gpu, cmd, e->pipeline, bindings, n, info));
+        gpu_cmd_bind_buffers(cmd, e->pipeline, bindings, n, info);
     }
     if (e->info_in_push &&
         (bc->push_for != e->pipeline || bc->push_size != e->info_size ||
          e->info_size > sizeof bc->push || memcmp(bc->push, push_data, e->info_size) != 0)) {
-        ops->push_constants(cmd, e->pipeline, push_data, e->info_size);
+        gpu_cmd_push_constants(cmd, e->pipeline, push_data, e->info_size);
         /* Larger blocks than the cache holds are pushed every time. */
         int cached = e->info_size <= sizeof bc->push;
         bc->push_for = cached ? e->pipeline : NULL;
@@ -230,7 +229,7 @@ cubec_status server_emit_task(cubec_device *d, const recorder *rec, const task *
         ranges[1] = (hazard_range){tp, t->b[1].offset, t->b[1].size, 1};
         sub_hazards_in(d, rec->hazards, cmd, ranges, 2, SUB_TRANSFER);
         int timed = timed_in && timing_launch_begin(d, timed_in, t);
-        d->gpu->ops->copy(cmd, sp, t->b[0].offset, tp, t->b[1].offset, t->b[0].size);
+        gpu_cmd_copy(cmd, sp, t->b[0].offset, tp, t->b[1].offset, t->b[0].size);
         if (timed) timing_launch_end(d, timed_in);
         return NULL;
     }
@@ -239,7 +238,7 @@ cubec_status server_emit_task(cubec_device *d, const recorder *rec, const task *
         ranges[0] = (hazard_range){tp, t->b[0].offset, t->b[0].size, 1};
         sub_hazards_in(d, rec->hazards, cmd, ranges, 1, SUB_TRANSFER);
         int timed = timed_in && timing_launch_begin(d, timed_in, t);
-        d->gpu->ops->fill(cmd, tp, t->b[0].offset, t->b[0].size, t->pattern);
+        gpu_cmd_fill(cmd, tp, t->b[0].offset, t->b[0].size, t->pattern);
         if (timed) timing_launch_end(d, timed_in);
         return NULL;
     }
@@ -262,9 +261,9 @@ cubec_status server_emit_task(cubec_device *d, const recorder *rec, const task *
         server_record_dispatch(d, rec, e, infos, n, info_buffer, server_task_info(d, t)));
     int timed = timed_in && timing_launch_begin(d, timed_in, t);
     if (t->indirect.alloc)
-        d->gpu->ops->dispatch_indirect(cmd, t->indirect.alloc->mem.page, t->indirect.offset);
+        gpu_cmd_dispatch_indirect(cmd, t->indirect.alloc->mem.page, t->indirect.offset);
     else
-        d->gpu->ops->dispatch(cmd, t->groups[0], t->groups[1], t->groups[2]);
+        gpu_cmd_dispatch(cmd, t->groups[0], t->groups[1], t->groups[2]);
     if (timed) timing_launch_end(d, timed_in);
     return NULL;
 }
@@ -303,6 +302,7 @@ static cubec_status metadata_slice(cubec_device *d, const task *t, gpu_binding *
     RETURN_IF_ERROR(
         host_ring_alloc(d, &d->rings->info, size, d->gpu->caps.metadata_alignment, &at));
     memcpy(d->rings->info.mapped + at, bytes, size);
+    gpu_mem_flush(d->gpu, d->rings->info.mem, at, size);
     *out = (gpu_binding){d->rings->info.mem, at, size};
     /* Remembered for the batch the launch records into: the one open now, or the one it opens
      * next (the cache is cleared when a batch is closed, so only launches of that batch match). */

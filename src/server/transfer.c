@@ -52,9 +52,9 @@ static void touch(cubec_device *d, buffer_obj *b, int write)
     if (write) b->alloc->last_write = d->sub->next_value;
 }
 
-static void invalidate(cubec_device *d, gpu_mem *m)
+static void invalidate(cubec_device *d, gpu_mem *m, uint64_t offset, uint64_t size)
 {
-    d->gpu->ops->mem_invalidate(d->gpu, m);
+    gpu_mem_invalidate(d->gpu, m, offset, size);
 }
 
 static void defer(cubec_device *d, cubec_event *e)
@@ -93,11 +93,12 @@ static cubec_status write_staged(cubec_device *d, buffer_obj *b, uint64_t at, co
         uint64_t ring_at;
         RETURN_IF_ERROR(host_ring_alloc(d, &d->rings->upload, n, 16, &ring_at));
         copy_pool_memcpy(d->rings->copies, d->rings->upload.mapped + ring_at, from + done, n);
+        gpu_mem_flush(d->gpu, d->rings->upload.mem, ring_at, n);
         gpu_cmd *cmd;
         RETURN_IF_ERROR(sub_begin(d, &cmd));
         hazard_range r = {page, at + done, n, 1};
         sub_hazards(d, cmd, &r, 1, SUB_TRANSFER);
-        d->gpu->ops->copy(cmd, d->rings->upload.mem, ring_at, page, at + done, n);
+        gpu_cmd_copy(cmd, d->rings->upload.mem, ring_at, page, at + done, n);
         touch(d, b, 1);
         done += n;
         /* Submit each chunk so the DMA starts while the next chunk is copied in. */
@@ -145,9 +146,9 @@ static cubec_status transfer_registered(cubec_device *d, buffer_obj *b, uint64_t
     hazard_range hr = {page, at, size, to_device};
     sub_hazards(d, cmd, &hr, 1, SUB_TRANSFER);
     if (to_device)
-        d->gpu->ops->copy(cmd, r->mem, host_at, page, at, size);
+        gpu_cmd_copy(cmd, r->mem, host_at, page, at, size);
     else
-        d->gpu->ops->copy(cmd, page, at, r->mem, host_at, size);
+        gpu_cmd_copy(cmd, page, at, r->mem, host_at, size);
     touch(d, b, to_device);
     uint64_t value = d->sub->next_value;
     r->last_use = value;
@@ -199,6 +200,7 @@ static cubec_status write_body(cubec_device *d, stream_ref s, buffer_obj *b, uin
         cubec_status err = sub_wait(d, a->last_use);
         if (!err) {
             memcpy(page->mapped + at, src, size);
+            gpu_mem_flush(d->gpu, page, at, size);
             server_untaint(a, at, size); /* a successful write clears the failure (spec 5.4) */
         }
         server_alloc_unpin(d, a);
@@ -257,7 +259,7 @@ static cubec_status read_staged(cubec_device *d, buffer_obj *b, uint64_t at, voi
             RETURN_IF_ERROR(sub_begin(d, &cmd));
             hazard_range r = {page, at + done, n, 0};
             sub_hazards(d, cmd, &r, 1, SUB_TRANSFER);
-            d->gpu->ops->copy(cmd, page, at + done, d->rings->readback.mem, ring_at, n);
+            gpu_cmd_copy(cmd, page, at + done, d->rings->readback.mem, ring_at, n);
             touch(d, b, 0);
             q[queued++] = (pending_chunk){d->sub->next_value, ring_at, done, n};
             RETURN_IF_ERROR(sub_flush(d, 1));
@@ -265,7 +267,7 @@ static cubec_status read_staged(cubec_device *d, buffer_obj *b, uint64_t at, voi
             continue;
         }
         RETURN_IF_ERROR(sub_wait_flags(d, q[0].value, WAIT_KEEP_LOCK));
-        invalidate(d, d->rings->readback.mem);
+        invalidate(d, d->rings->readback.mem, q[0].ring_at, q[0].size);
         copy_pool_memcpy(d->rings->copies, to + q[0].dst_at,
                          d->rings->readback.mapped + q[0].ring_at, q[0].size);
         q[0] = q[1];
@@ -303,7 +305,10 @@ static cubec_status read_body(cubec_device *d, uint32_t slot, buffer_obj *b, uin
         alloc_obj *a = b->alloc;
         server_alloc_pin(d, a);
         cubec_status err = sub_wait_for_host(d, a->last_write);
-        if (!err) memcpy(dst, page->mapped + at, size);
+        if (!err) {
+            invalidate(d, page, at, size);
+            memcpy(dst, page->mapped + at, size);
+        }
         server_alloc_unpin(d, a);
         return err;
     }
@@ -370,6 +375,7 @@ static cubec_status read_async_body(cubec_device *d, stream_ref s, buffer_obj *b
     host_range *reg = page->mapped ? NULL : server_host_find(d->host, dst, size);
     if (page->mapped && ready) {
         /* Complete already: the event keeps its reference and reports like any other. */
+        invalidate(d, page, at, size);
         memcpy(dst, page->mapped + at, size);
         e->src = NULL;
         e->value = 0;
@@ -385,7 +391,7 @@ static cubec_status read_async_body(cubec_device *d, stream_ref s, buffer_obj *b
             e->src = e->staging->mapped;
             hazard_range r = {page, at, size, 0};
             sub_hazards(d, cmd, &r, 1, SUB_TRANSFER);
-            d->gpu->ops->copy(cmd, page, at, e->staging, 0, size);
+            gpu_cmd_copy(cmd, page, at, e->staging, 0, size);
             touch(d, b, 0);
             e->value = d->sub->next_value;
             err = sub_flush(d, 1);
@@ -444,7 +450,7 @@ cubec_status server_event_progress(cubec_event *e, int block)
         if (err) {
             e->result = err;
         } else {
-            if (e->staging) invalidate(d, e->staging);
+            if (e->staging) invalidate(d, e->staging, 0, e->size);
             if (e->src) memcpy(e->dst, e->src, e->size); /* NULL: copied at the call */
             if (d->timing->trace && e->trace_begin_ns) {
                 /* From the call to the bytes in host memory, as a blocking read is shown. */

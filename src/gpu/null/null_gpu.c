@@ -2,7 +2,8 @@
  *
  * Owns: the device (null_gpu, whose first member is the struct gpu the server sees), its memory
  * (null_mem), pipelines (null_pipeline: only what the checks need), command buffers (null_cmd:
- * a growable list of recorded commands) and query pools (null_queries: host ticks).
+ * the seam's command list, gpu/cmd_list.h, which this backend checks and interprets) and query
+ * pools (null_queries: host ticks).
  *
  * Execution: submit carries out every command of its items in order before it returns, even
  * when the completion is delayed: the contents of memory then never depend on timing, and a
@@ -11,8 +12,8 @@
  * CLOCK_MONOTONIC in ns at execution, so ticks and host time are the same clock (period 1 ns,
  * calibration exact).
  *
- * Checks: the recording functions cannot fail (gpu.h), so what Vulkan's validation layer would
- * refuse in them is remembered and returned by cmd_end, like a Vulkan recording error; submit
+ * Checks: the recording functions cannot fail (gpu.h), so cmd_end walks the list and returns
+ * the first entry Vulkan's validation layer would refuse, like a Vulkan recording error; submit
  * refuses a command buffer that did not end well, a one-time one submitted twice, and signal
  * values that do not increase, before it carries out anything ("a failure leaves nothing
  * submitted"). These are server bugs: CUBEC_INTERNAL.
@@ -23,6 +24,8 @@
  * external synchronisation, without holding `lock` while memory is copied. Everything else is
  * used by one thread at a time, as the server guarantees for the Vulkan objects. */
 #include "gpu/null/null_gpu.h"
+
+#include "gpu/cmd_list.h"
 
 #include "base/log.h"
 
@@ -40,9 +43,6 @@
 #define NULL_MAP_MIN (1u << 20) /* allocations from this size on are mapped (null_mem_create) */
 #define NULL_SPIRV_MAGIC 0x07230203u
 #define NULL_SPIRV_HEADER_WORDS 5u
-#define NULL_INITIAL_COMMANDS 64u /* most recordings fit: no allocation once created */
-#define NULL_INITIAL_BYTES 1024u
-#define NULL_INITIAL_BINDINGS 64u
 #define NULL_INITIAL_PENDING 16u
 
 /* --- Objects ------------------------------------------------------------------------------ */
@@ -67,6 +67,7 @@ typedef struct null_gpu {
     uint32_t pending_head, pending_count, pending_cap;
     uint64_t heap_cap;  /* device memory granted at most (desc->null_heap_bytes; 0: no cap) */
     uint64_t heap_used; /* device memory granted now; under `lock` */
+    int noncoherent;    /* desc->null_noncoherent: mappings are shadows (null_mem.shadow) */
 } null_gpu;
 
 typedef struct null_mem {
@@ -75,6 +76,12 @@ typedef struct null_mem {
     int imported; /* host is the program's memory: not freed here */
     void *map;    /* a mapping of map_bytes that holds host, or NULL when host is from malloc */
     size_t map_bytes;
+    /* With null_noncoherent, what mem->mapped points at: a host copy of `host` (the device's
+     * bytes) that only mem_flush carries to the device and only mem_invalidate refreshes, as a
+     * CPU cache in front of non-coherent memory does. NULL otherwise. */
+    unsigned char *shadow;
+    void *shadow_map;
+    size_t shadow_map_bytes;
 } null_mem;
 
 typedef struct null_pipeline {
@@ -90,84 +97,22 @@ typedef struct null_queries {
     unsigned char *written; /* 1 once a timestamp was written since the last reset */
 } null_queries;
 
-typedef enum null_command_kind {
-    NC_BARRIER,
-    NC_BIND_PIPELINE,
-    NC_BIND_BUFFERS,
-    NC_PUSH_CONSTANTS,
-    NC_DISPATCH,
-    NC_DISPATCH_INDIRECT,
-    NC_COPY,
-    NC_FILL,
-    NC_TIMESTAMP,
-    NC_RESET_QUERIES,
-} null_command_kind;
-
-/* One recorded command. Push-constant bytes and bindings live in the command buffer's arrays
- * (bytes, bindings), referred to by index, so that a command stays small and fixed-size. */
-typedef struct null_command {
-    null_command_kind kind;
-    union {
-        struct {
-            uint32_t src_stages, src_access, dst_stages, dst_access;
-        } barrier;
-        const null_pipeline *pipeline;
-        struct {
-            uint32_t first, count; /* in bindings; the info binding follows when has_info */
-            int has_info;
-        } bind;
-        struct {
-            uint32_t offset, size; /* in bytes */
-        } push;
-        struct {
-            uint32_t x, y, z;
-        } dispatch;
-        struct {
-            null_mem *mem;
-            uint64_t offset;
-        } indirect;
-        struct {
-            null_mem *src, *dst;
-            uint64_t src_offset, dst_offset, size;
-        } copy;
-        struct {
-            null_mem *dst;
-            uint64_t offset, size;
-            uint32_t pattern;
-        } fill;
-        struct {
-            null_queries *q;
-            uint32_t query;
-        } timestamp;
-        struct {
-            null_queries *q;
-            uint32_t first, count;
-        } reset;
-    } u;
-} null_command;
-
 typedef enum null_cmd_state {
     CMD_INITIAL,    /* created, or its recording failed: not submittable */
     CMD_RECORDING,  /* between cmd_begin and cmd_end */
     CMD_EXECUTABLE, /* ended without error */
 } null_cmd_state;
 
+/* A command buffer: the seam's command list (gpu/cmd_list.h), which cmd_end checks and submit
+ * carries out, and the state Vulkan's validation would track. */
 typedef struct null_cmd {
+    gpu_cmd base; /* first: the list the server records into */
     null_gpu *g;
     gpu_cmd_use use;
     null_cmd_state state;
     int submitted;        /* GPU_CMD_ONCE: this recording was submitted (a second time is a bug) */
     uint64_t last_signal; /* under g->lock: in flight until the timeline reaches it */
-    cubec_status error;   /* the first recording error, returned by cmd_end */
-    const null_pipeline *pipeline; /* bound: push constants and dispatches are checked against it */
-    /* The recording. Capacities are kept across cmd_begin, and grow geometrically, so a warm
-     * command buffer records without allocating. */
-    null_command *cmds;
-    uint32_t count, cap;
-    unsigned char *bytes;
-    uint32_t bytes_used, bytes_cap;
-    gpu_binding *bindings;
-    uint32_t bindings_used, bindings_cap;
+    size_t ended_len;     /* the list's length at cmd_end: more was recorded after it if it grew */
 } null_cmd;
 
 /* --- Helpers ------------------------------------------------------------------------------ */
@@ -184,21 +129,6 @@ static struct timespec to_timespec(uint64_t ns)
     struct timespec ts = {.tv_sec = (time_t)(ns / 1000000000u),
                           .tv_nsec = (long)(ns % 1000000000u)};
     return ts;
-}
-
-/* `data` with room for `need` elements: the same pointer when it fits, a larger block (capacity
- * doubled until it fits) otherwise, NULL when the host is out of memory (`data` then unchanged). */
-static void *grow(void *data, uint32_t *cap, uint64_t need, size_t elem, uint32_t initial)
-{
-    if (need <= *cap) return data;
-    uint64_t n = *cap ? *cap : initial;
-    while (n < need)
-        n *= 2;
-    if (n > UINT32_MAX || n > SIZE_MAX / elem) return NULL;
-    void *p = realloc(data, (size_t)n * elem);
-    if (!p) return NULL;
-    *cap = (uint32_t)n;
-    return p;
 }
 
 /* 1 when [offset, offset+size) lies in a buffer of `limit` bytes (without overflowing). */
@@ -438,6 +368,15 @@ static cubec_status null_mem_create(gpu *base, gpu_mem_kind kind, uint64_t size,
     return NULL;
 }
 
+/* Memory the host writes or reads through a mapping that the device also uses: with
+ * null_noncoherent it gets a shadow (pinned HOST and IMPORTED memory are the program's own,
+ * coherent by the seam's contract). */
+static int shadowed(const null_gpu *g, const gpu_mem *mem)
+{
+    return g->noncoherent && (mem->kind == GPU_MEM_UPLOAD || mem->kind == GPU_MEM_METADATA ||
+                              mem->kind == GPU_MEM_READBACK || mem->kind == GPU_MEM_DEVICE);
+}
+
 static cubec_status null_mem_map(gpu *base, gpu_mem *mem)
 {
     if (!mem) return INVALID_ARG("null gpu mem_map: mem is NULL");
@@ -446,14 +385,49 @@ static cubec_status null_mem_map(gpu *base, gpu_mem *mem)
     if (mem->kind == GPU_MEM_DEVICE && !base->caps.unified)
         return status_make(CUBEC_UNSUPPORTED,
                            "null gpu: device memory is not host-visible (force_staging)");
-    mem->mapped = ((null_mem *)mem)->host;
+    null_mem *m = (null_mem *)mem;
+    if (mem->mapped) return NULL;
+    if (!shadowed((null_gpu *)base, mem)) {
+        mem->mapped = m->host;
+        return NULL;
+    }
+    size_t bytes = (size_t)((mem->size + NULL_ALIGNMENT - 1) / NULL_ALIGNMENT * NULL_ALIGNMENT);
+    m->shadow = map_zeroed(bytes, &m->shadow_map, &m->shadow_map_bytes);
+    if (!m->shadow)
+        return status_make(CUBEC_OUT_OF_MEMORY,
+                           "null gpu: host out of memory mapping %" PRIu64 " bytes", mem->size);
+    memcpy(m->shadow, m->host, (size_t)mem->size);
+    mem->mapped = m->shadow;
+    mem->noncoherent = 1;
     return NULL;
 }
 
-static void null_mem_invalidate(gpu *base, gpu_mem *mem)
+/* What Vulkan's validation would say of a flush or invalidate outside the memory; void calls
+ * cannot refuse, so the log names the server bug. */
+static int sync_range_ok(const gpu_mem *mem, uint64_t offset, uint64_t size, const char *what)
 {
-    (void)base; /* host memory is coherent: nothing to make visible */
-    (void)mem;
+    const null_mem *m = (const null_mem *)mem;
+    if (m->shadow && in_range(offset, size, mem->size)) return 1;
+    LOG(LOG_ERROR, LOG_SYS_DEVICE,
+        "null gpu: %s of [%" PRIu64 ", +%" PRIu64 ") of %" PRIu64 " bytes of %s memory ignored",
+        what, offset, size, mem->size, m->shadow ? "mapped" : "unshadowed");
+    return 0;
+}
+
+static void null_mem_flush(gpu *base, gpu_mem *mem, uint64_t offset, uint64_t size)
+{
+    (void)base;
+    null_mem *m = (null_mem *)mem;
+    if (sync_range_ok(mem, offset, size, "mem_flush"))
+        memcpy(m->host + offset, m->shadow + offset, (size_t)size);
+}
+
+static void null_mem_invalidate(gpu *base, gpu_mem *mem, uint64_t offset, uint64_t size)
+{
+    (void)base;
+    null_mem *m = (null_mem *)mem;
+    if (sync_range_ok(mem, offset, size, "mem_invalidate"))
+        memcpy(m->shadow + offset, m->host + offset, (size_t)size);
 }
 
 static void null_mem_destroy(gpu *base, gpu_mem *mem)
@@ -461,6 +435,7 @@ static void null_mem_destroy(gpu *base, gpu_mem *mem)
     if (!mem) return;
     if (!mem->unbacked) heap_give_back((null_gpu *)base, mem->kind, mem->size);
     null_mem *m = (null_mem *)mem;
+    if (m->shadow_map) munmap(m->shadow_map, m->shadow_map_bytes);
     if (m->map)
         munmap(m->map, m->map_bytes);
     else if (!m->imported) /* imported: the program's memory */
@@ -541,15 +516,6 @@ static void null_pipeline_destroy(gpu *base, gpu_pipeline *p)
 
 /* --- Command buffers ---------------------------------------------------------------------- */
 
-/* Keeps the first recording error for cmd_end; later ones add nothing. */
-static void note(null_cmd *c, cubec_status err)
-{
-    if (!c->error)
-        c->error = err;
-    else
-        cubec_status_free(err);
-}
-
 /* 1 when the timeline has not reached the command buffer's last submission yet. */
 static int in_flight(null_cmd *c, uint64_t *out_signal, uint64_t *out_value)
 {
@@ -571,27 +537,11 @@ static cubec_status null_cmd_create(gpu *base, gpu_cmd_use use, uint32_t sets, g
     if (use != GPU_CMD_ONCE && use != GPU_CMD_REUSABLE)
         return INVALID_ARG("null gpu cmd_create: use %d is not a gpu_cmd_use", (int)use);
     null_cmd *c = calloc(1, sizeof *c);
-    if (c) {
-        c->cmds = malloc(NULL_INITIAL_COMMANDS * sizeof *c->cmds);
-        c->bytes = malloc(NULL_INITIAL_BYTES);
-        c->bindings = malloc(NULL_INITIAL_BINDINGS * sizeof *c->bindings);
-    }
-    if (!c || !c->cmds || !c->bytes || !c->bindings) {
-        if (c) {
-            free(c->cmds);
-            free(c->bytes);
-            free(c->bindings);
-        }
-        free(c);
-        return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory");
-    }
+    if (!c) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory");
     c->g = (null_gpu *)base;
     c->use = use;
     c->state = CMD_INITIAL;
-    c->cap = NULL_INITIAL_COMMANDS;
-    c->bytes_cap = NULL_INITIAL_BYTES;
-    c->bindings_cap = NULL_INITIAL_BINDINGS;
-    *out = (gpu_cmd *)c;
+    *out = &c->base;
     return NULL;
 }
 
@@ -607,10 +557,7 @@ static void null_cmd_destroy(gpu *base, gpu_cmd *cmd)
             "null gpu: command buffer destroyed in flight (signals %" PRIu64
             ", timeline at %" PRIu64 ")",
             signal, value);
-    cubec_status_free(c->error);
-    free(c->cmds);
-    free(c->bytes);
-    free(c->bindings);
+    gpu_cmd_list_free(&c->base);
     free(c);
 }
 
@@ -629,79 +576,13 @@ static cubec_status null_cmd_begin(gpu *base, gpu_cmd *cmd)
                            "null gpu: cmd_begin on a command buffer in flight (signals %" PRIu64
                            ", timeline at %" PRIu64 ")",
                            signal, value);
-    cubec_status_free(c->error);
-    c->error = NULL;
-    c->count = 0;
-    c->bytes_used = 0;
-    c->bindings_used = 0;
-    c->pipeline = NULL;
+    gpu_cmd_list_reset(&c->base);
     c->submitted = 0;
     c->state = CMD_RECORDING;
     return NULL;
 }
 
-static cubec_status null_cmd_end(gpu *base, gpu_cmd *cmd)
-{
-    (void)base;
-    if (!cmd) return INVALID_ARG("null gpu cmd_end: cmd is NULL");
-    null_cmd *c = (null_cmd *)cmd;
-    if (c->state != CMD_RECORDING)
-        return status_make(CUBEC_INTERNAL, "null gpu: cmd_end on a command buffer not recording");
-    cubec_status err = c->error;
-    c->error = NULL;
-    /* A failed recording is unusable until the next cmd_begin, as in Vulkan. */
-    c->state = err ? CMD_INITIAL : CMD_EXECUTABLE;
-    return err;
-}
-
-/* The next command slot of a recording, or NULL (the error noted) when the command buffer is
- * not recording or the host is out of memory. */
-static null_command *add_command(null_cmd *c, null_command_kind kind, const char *what)
-{
-    if (c->state != CMD_RECORDING) {
-        note(c,
-             status_make(CUBEC_INTERNAL, "null gpu: %s recorded outside cmd_begin/cmd_end", what));
-        return NULL;
-    }
-    null_command *p =
-        grow(c->cmds, &c->cap, (uint64_t)c->count + 1, sizeof *c->cmds, NULL_INITIAL_COMMANDS);
-    if (!p) {
-        note(c, status_make(CUBEC_OUT_OF_MEMORY,
-                            "null gpu: host out of memory recording command %" PRIu32 " (%s)",
-                            c->count, what));
-        return NULL;
-    }
-    c->cmds = p;
-    null_command *nc = &c->cmds[c->count++];
-    nc->kind = kind;
-    return nc;
-}
-
-/* --- Recording ---------------------------------------------------------------------------- */
-
-static void null_barrier(gpu_cmd *cmd, uint32_t src_stages, uint32_t src_access,
-                         uint32_t dst_stages, uint32_t dst_access)
-{
-    null_command *nc = add_command((null_cmd *)cmd, NC_BARRIER, "barrier");
-    if (!nc) return;
-    nc->u.barrier.src_stages = src_stages;
-    nc->u.barrier.src_access = src_access;
-    nc->u.barrier.dst_stages = dst_stages;
-    nc->u.barrier.dst_access = dst_access;
-}
-
-static void null_bind_pipeline(gpu_cmd *cmd, const gpu_pipeline *p)
-{
-    null_cmd *c = (null_cmd *)cmd;
-    if (!p) {
-        note(c, status_make(CUBEC_INTERNAL, "null gpu: bind_pipeline of NULL"));
-        return;
-    }
-    null_command *nc = add_command(c, NC_BIND_PIPELINE, "bind_pipeline");
-    if (!nc) return;
-    nc->u.pipeline = (const null_pipeline *)p;
-    c->pipeline = nc->u.pipeline;
-}
+/* --- Checks of a recording (cmd_end): what Vulkan's validation layer would refuse ---------- */
 
 /* Checks one binding as vkCmdPushDescriptorSetKHR's validation would. */
 static cubec_status check_binding(const null_gpu *g, const null_pipeline *p, const gpu_binding *b,
@@ -726,13 +607,12 @@ static cubec_status check_binding(const null_gpu *g, const null_pipeline *p, con
     return NULL;
 }
 
-static cubec_status null_bind_buffers(gpu *base, gpu_cmd *cmd, const gpu_pipeline *pipeline,
-                                      const gpu_binding *b, uint32_t n, const gpu_binding *info)
+static cubec_status check_bind_buffers(const null_gpu *g, const gpu_cmd_entry *e)
 {
-    null_gpu *g = (null_gpu *)base;
-    null_cmd *c = (null_cmd *)cmd;
-    const null_pipeline *p = (const null_pipeline *)pipeline;
-    if (!c || !p) return INVALID_ARG("null gpu bind_buffers: cmd or pipeline is NULL");
+    const null_pipeline *p = (const null_pipeline *)e->u.buffers.p;
+    uint32_t n = e->u.buffers.n;
+    const gpu_binding *b = gpu_cmd_entry_bindings(e);
+    if (!p) return INVALID_ARG("null gpu bind_buffers: pipeline is NULL");
     if (n > GPU_MAX_BINDINGS)
         return INVALID_ARG("null gpu bind_buffers: kernel '%s': n %" PRIu32
                            " exceeds GPU_MAX_BINDINGS %d",
@@ -741,176 +621,121 @@ static cubec_status null_bind_buffers(gpu *base, gpu_cmd *cmd, const gpu_pipelin
         return INVALID_ARG("null gpu bind_buffers: kernel '%s': n %" PRIu32
                            " exceeds the pipeline's binding_count %" PRIu32,
                            p->name, n, p->binding_count);
-    if (n && !b) return INVALID_ARG("null gpu bind_buffers: kernel '%s': b is NULL", p->name);
-    if (info && !p->info_buffer)
+    if (e->u.buffers.info && !p->info_buffer)
         return INVALID_ARG("null gpu bind_buffers: kernel '%s': an info buffer for a pipeline "
                            "without one",
                            p->name);
     for (uint32_t i = 0; i < n; i++)
         RETURN_IF_ERROR(check_binding(g, p, &b[i], "binding", i));
-    if (info) RETURN_IF_ERROR(check_binding(g, p, info, "info binding", GPU_INFO_BINDING));
-    /* Kept with the recording (not needed to run it: dispatches do nothing) so that the
-     * recording is complete for a debugger, and failing here like a pool that ran dry. */
-    uint64_t need = (uint64_t)c->bindings_used + n + (info ? 1 : 0);
-    gpu_binding *kept =
-        grow(c->bindings, &c->bindings_cap, need, sizeof *c->bindings, NULL_INITIAL_BINDINGS);
-    if (!kept)
-        return status_make(CUBEC_OUT_OF_MEMORY,
-                           "null gpu: host out of memory recording %" PRIu64 " bindings", need);
-    c->bindings = kept;
-    null_command *nc = add_command(c, NC_BIND_BUFFERS, "bind_buffers");
-    if (!nc) return NULL; /* noted for cmd_end */
-    nc->u.bind.first = c->bindings_used;
-    nc->u.bind.count = n;
-    nc->u.bind.has_info = info != NULL;
-    if (n) memcpy(&c->bindings[c->bindings_used], b, n * sizeof *b);
-    if (info) c->bindings[c->bindings_used + n] = *info;
-    c->bindings_used = (uint32_t)need;
+    if (e->u.buffers.info)
+        RETURN_IF_ERROR(check_binding(g, p, &b[n], "info binding", GPU_INFO_BINDING));
     return NULL;
 }
 
-static void null_push_constants(gpu_cmd *cmd, const gpu_pipeline *pipeline, const void *data,
-                                uint32_t size)
+/* One entry, with the pipeline bound before it (*bound, updated by a bind). */
+static cubec_status check_entry(const null_gpu *g, const gpu_cmd_entry *e,
+                                const null_pipeline **bound)
 {
-    null_cmd *c = (null_cmd *)cmd;
-    const null_pipeline *p = (const null_pipeline *)pipeline;
-    if (!p || !data || size == 0 || size % 4 || size > p->push_size) {
-        note(c, status_make(CUBEC_INTERNAL,
-                            "null gpu: push_constants of %" PRIu32
-                            " bytes for kernel '%s' (push_size %" PRIu32 ", data %s)",
-                            size, p ? p->name : "(NULL pipeline)", p ? p->push_size : 0,
-                            data ? "set" : "NULL"));
-        return;
+    const cubec_device_info *info = &g->base.info;
+    switch ((gpu_cmd_op)e->op) {
+    case GPU_OP_BARRIER: return NULL;
+    case GPU_OP_BIND_PIPELINE:
+        if (!e->u.pipeline) return status_make(CUBEC_INTERNAL, "null gpu: bind_pipeline of NULL");
+        *bound = (const null_pipeline *)e->u.pipeline;
+        return NULL;
+    case GPU_OP_BIND_BUFFERS: return check_bind_buffers(g, e);
+    case GPU_OP_PUSH_CONSTANTS: {
+        const null_pipeline *p = (const null_pipeline *)e->u.push.p;
+        uint32_t size = e->u.push.size;
+        if (!p || size == 0 || size % 4 || size > p->push_size)
+            return status_make(CUBEC_INTERNAL,
+                               "null gpu: push_constants of %" PRIu32
+                               " bytes for kernel '%s' (push_size %" PRIu32 ")",
+                               size, p ? p->name : "(NULL pipeline)", p ? p->push_size : 0);
+        return NULL;
     }
-    unsigned char *bytes =
-        grow(c->bytes, &c->bytes_cap, (uint64_t)c->bytes_used + size, 1, NULL_INITIAL_BYTES);
-    if (!bytes) {
-        note(c, status_make(CUBEC_OUT_OF_MEMORY,
-                            "null gpu: host out of memory recording push constants"));
-        return;
+    case GPU_OP_DISPATCH: {
+        const uint32_t *max = info->max_workgroup_count;
+        uint32_t x = e->u.dispatch.x, y = e->u.dispatch.y, z = e->u.dispatch.z;
+        if (!*bound || x > max[0] || y > max[1] || z > max[2])
+            return status_make(CUBEC_INTERNAL,
+                               "null gpu: dispatch %" PRIu32 "x%" PRIu32 "x%" PRIu32
+                               " %s (max_workgroup_count %" PRIu32 "x%" PRIu32 "x%" PRIu32 ")",
+                               x, y, z, *bound ? "too large" : "with no pipeline bound", max[0],
+                               max[1], max[2]);
+        return NULL;
     }
-    c->bytes = bytes;
-    null_command *nc = add_command(c, NC_PUSH_CONSTANTS, "push_constants");
-    if (!nc) return;
-    nc->u.push.offset = c->bytes_used;
-    nc->u.push.size = size;
-    memcpy(c->bytes + c->bytes_used, data, size);
-    c->bytes_used += size;
+    case GPU_OP_DISPATCH_INDIRECT: {
+        const gpu_mem *m = e->u.indirect.m;
+        uint64_t offset = e->u.indirect.offset;
+        /* VkDispatchIndirectCommand: three uint32 at a multiple of 4. */
+        if (!*bound || !m || offset % 4 || !in_range(offset, 12, m->size))
+            return status_make(CUBEC_INTERNAL,
+                               "null gpu: dispatch_indirect at offset %" PRIu64 " of %" PRIu64
+                               " bytes%s",
+                               offset, m ? m->size : 0, *bound ? "" : " with no pipeline bound");
+        return NULL;
+    }
+    case GPU_OP_COPY: {
+        const gpu_mem *src = e->u.copy.src, *dst = e->u.copy.dst;
+        uint64_t so = e->u.copy.src_offset, dof = e->u.copy.dst_offset, size = e->u.copy.size;
+        /* vkCmdCopyBuffer: a non-empty region inside both buffers, not overlapping in one. */
+        int ok =
+            src && dst && size && in_range(so, size, src->size) && in_range(dof, size, dst->size);
+        if (ok && src == dst) ok = so + size <= dof || dof + size <= so;
+        if (!ok)
+            return status_make(CUBEC_INTERNAL,
+                               "null gpu: copy of %" PRIu64 " bytes from [%" PRIu64 "] of %" PRIu64
+                               " bytes to [%" PRIu64 "] of %" PRIu64
+                               " bytes is empty, out of range or overlapping",
+                               size, so, src ? src->size : 0, dof, dst ? dst->size : 0);
+        return NULL;
+    }
+    case GPU_OP_FILL: {
+        const gpu_mem *dst = e->u.fill.dst;
+        uint64_t offset = e->u.fill.offset, size = e->u.fill.size;
+        /* vkCmdFillBuffer: offset and size multiples of 4 (no VK_WHOLE_SIZE at this seam). */
+        if (!dst || size == 0 || offset % 4 || size % 4 || !in_range(offset, size, dst->size))
+            return status_make(CUBEC_INTERNAL,
+                               "null gpu: fill of [%" PRIu64 ", +%" PRIu64 ") in %" PRIu64
+                               " bytes is empty, unaligned (4) or out of range",
+                               offset, size, dst ? dst->size : 0);
+        return NULL;
+    }
+    case GPU_OP_TIMESTAMP: {
+        const null_queries *q = (const null_queries *)e->u.queries.q;
+        if (!q || e->u.queries.a >= q->count)
+            return status_make(CUBEC_INTERNAL,
+                               "null gpu: timestamp into query %" PRIu32 " of %" PRIu32,
+                               e->u.queries.a, q ? q->count : 0);
+        return NULL;
+    }
+    case GPU_OP_RESET_QUERIES: {
+        const null_queries *q = (const null_queries *)e->u.queries.q;
+        if (!q || !in_range(e->u.queries.a, e->u.queries.b, q->count))
+            return status_make(CUBEC_INTERNAL,
+                               "null gpu: reset_queries [%" PRIu32 ", +%" PRIu32 ") of %" PRIu32,
+                               e->u.queries.a, e->u.queries.b, q ? q->count : 0);
+        return NULL;
+    }
+    }
+    return status_make(CUBEC_INTERNAL, "null gpu: command list entry of op %" PRIu32, e->op);
 }
 
-static void null_dispatch(gpu_cmd *cmd, uint32_t x, uint32_t y, uint32_t z)
+static cubec_status null_cmd_end(gpu *base, gpu_cmd *cmd)
 {
+    if (!cmd) return INVALID_ARG("null gpu cmd_end: cmd is NULL");
     null_cmd *c = (null_cmd *)cmd;
-    const uint32_t *max = c->g->base.info.max_workgroup_count;
-    if (!c->pipeline || x > max[0] || y > max[1] || z > max[2]) {
-        note(c, status_make(CUBEC_INTERNAL,
-                            "null gpu: dispatch %" PRIu32 "x%" PRIu32 "x%" PRIu32
-                            " %s (max_workgroup_count %" PRIu32 "x%" PRIu32 "x%" PRIu32 ")",
-                            x, y, z, c->pipeline ? "too large" : "with no pipeline bound", max[0],
-                            max[1], max[2]));
-        return;
-    }
-    null_command *nc = add_command(c, NC_DISPATCH, "dispatch");
-    if (!nc) return;
-    nc->u.dispatch.x = x;
-    nc->u.dispatch.y = y;
-    nc->u.dispatch.z = z;
-}
-
-static void null_dispatch_indirect(gpu_cmd *cmd, gpu_mem *m, uint64_t offset)
-{
-    null_cmd *c = (null_cmd *)cmd;
-    /* VkDispatchIndirectCommand: three uint32 at a multiple of 4. */
-    if (!c->pipeline || !m || offset % 4 || !in_range(offset, 12, m->size)) {
-        note(c,
-             status_make(CUBEC_INTERNAL,
-                         "null gpu: dispatch_indirect at offset %" PRIu64 " of %" PRIu64 " bytes%s",
-                         offset, m ? m->size : 0, c->pipeline ? "" : " with no pipeline bound"));
-        return;
-    }
-    null_command *nc = add_command(c, NC_DISPATCH_INDIRECT, "dispatch_indirect");
-    if (!nc) return;
-    nc->u.indirect.mem = (null_mem *)m;
-    nc->u.indirect.offset = offset;
-}
-
-static void null_copy(gpu_cmd *cmd, gpu_mem *src, uint64_t src_offset, gpu_mem *dst,
-                      uint64_t dst_offset, uint64_t size)
-{
-    null_cmd *c = (null_cmd *)cmd;
-    /* vkCmdCopyBuffer: a non-empty region inside both buffers, not overlapping in one buffer. */
-    int ok = src && dst && size && in_range(src_offset, size, src->size) &&
-             in_range(dst_offset, size, dst->size);
-    if (ok && src == dst) ok = src_offset + size <= dst_offset || dst_offset + size <= src_offset;
-    if (!ok) {
-        note(c,
-             status_make(CUBEC_INTERNAL,
-                         "null gpu: copy of %" PRIu64 " bytes from [%" PRIu64 "] of %" PRIu64
-                         " bytes to [%" PRIu64 "] of %" PRIu64
-                         " bytes is empty, out of range or overlapping",
-                         size, src_offset, src ? src->size : 0, dst_offset, dst ? dst->size : 0));
-        return;
-    }
-    null_command *nc = add_command(c, NC_COPY, "copy");
-    if (!nc) return;
-    nc->u.copy.src = (null_mem *)src;
-    nc->u.copy.dst = (null_mem *)dst;
-    nc->u.copy.src_offset = src_offset;
-    nc->u.copy.dst_offset = dst_offset;
-    nc->u.copy.size = size;
-}
-
-static void null_fill(gpu_cmd *cmd, gpu_mem *dst, uint64_t offset, uint64_t size, uint32_t pattern)
-{
-    null_cmd *c = (null_cmd *)cmd;
-    /* vkCmdFillBuffer: offset and size multiples of 4 (no VK_WHOLE_SIZE at this seam). */
-    if (!dst || size == 0 || offset % 4 || size % 4 || !in_range(offset, size, dst->size)) {
-        note(c, status_make(CUBEC_INTERNAL,
-                            "null gpu: fill of [%" PRIu64 ", +%" PRIu64 ") in %" PRIu64
-                            " bytes is empty, unaligned (4) or out of range",
-                            offset, size, dst ? dst->size : 0));
-        return;
-    }
-    null_command *nc = add_command(c, NC_FILL, "fill");
-    if (!nc) return;
-    nc->u.fill.dst = (null_mem *)dst;
-    nc->u.fill.offset = offset;
-    nc->u.fill.size = size;
-    nc->u.fill.pattern = pattern;
-}
-
-static void null_timestamp(gpu_cmd *cmd, gpu_queries *queries, uint32_t query, uint32_t stage)
-{
-    (void)stage; /* everything before has been carried out when the stamp is taken */
-    null_cmd *c = (null_cmd *)cmd;
-    null_queries *q = (null_queries *)queries;
-    if (!q || query >= q->count) {
-        note(c,
-             status_make(CUBEC_INTERNAL, "null gpu: timestamp into query %" PRIu32 " of %" PRIu32,
-                         query, q ? q->count : 0));
-        return;
-    }
-    null_command *nc = add_command(c, NC_TIMESTAMP, "timestamp");
-    if (!nc) return;
-    nc->u.timestamp.q = q;
-    nc->u.timestamp.query = query;
-}
-
-static void null_reset_queries(gpu_cmd *cmd, gpu_queries *queries, uint32_t first, uint32_t count)
-{
-    null_cmd *c = (null_cmd *)cmd;
-    null_queries *q = (null_queries *)queries;
-    if (!q || !in_range(first, count, q->count)) {
-        note(c, status_make(CUBEC_INTERNAL,
-                            "null gpu: reset_queries [%" PRIu32 ", +%" PRIu32 ") of %" PRIu32,
-                            first, count, q ? q->count : 0));
-        return;
-    }
-    null_command *nc = add_command(c, NC_RESET_QUERIES, "reset_queries");
-    if (!nc) return;
-    nc->u.reset.q = q;
-    nc->u.reset.first = first;
-    nc->u.reset.count = count;
+    if (c->state != CMD_RECORDING)
+        return status_make(CUBEC_INTERNAL, "null gpu: cmd_end on a command buffer not recording");
+    cubec_status err = gpu_cmd_list_status(cmd);
+    const null_pipeline *bound = NULL;
+    for (const gpu_cmd_entry *e = gpu_cmd_list_first(cmd); e && !err; e = gpu_cmd_list_next(cmd, e))
+        err = check_entry((const null_gpu *)base, e, &bound);
+    c->ended_len = cmd->len;
+    /* A failed recording is unusable until the next cmd_begin, as in Vulkan. */
+    c->state = err ? CMD_INITIAL : CMD_EXECUTABLE;
+    return err;
 }
 
 /* --- Queries ------------------------------------------------------------------------------ */
@@ -999,34 +824,41 @@ static void fill_bytes(unsigned char *dst, uint64_t size, uint32_t pattern)
     }
 }
 
+static unsigned char *host_of(gpu_mem *m)
+{
+    return ((null_mem *)m)->host;
+}
+
 static void execute(const null_cmd *c)
 {
-    for (uint32_t i = 0; i < c->count; i++) {
-        const null_command *nc = &c->cmds[i];
-        switch (nc->kind) {
-        case NC_COPY:
-            memmove(nc->u.copy.dst->host + nc->u.copy.dst_offset,
-                    nc->u.copy.src->host + nc->u.copy.src_offset, (size_t)nc->u.copy.size);
+    const gpu_cmd *list = &c->base;
+    for (const gpu_cmd_entry *e = gpu_cmd_list_first(list); e; e = gpu_cmd_list_next(list, e)) {
+        switch ((gpu_cmd_op)e->op) {
+        case GPU_OP_COPY:
+            memmove(host_of(e->u.copy.dst) + e->u.copy.dst_offset,
+                    host_of(e->u.copy.src) + e->u.copy.src_offset, (size_t)e->u.copy.size);
             break;
-        case NC_FILL:
-            fill_bytes(nc->u.fill.dst->host + nc->u.fill.offset, nc->u.fill.size,
-                       nc->u.fill.pattern);
+        case GPU_OP_FILL:
+            fill_bytes(host_of(e->u.fill.dst) + e->u.fill.offset, e->u.fill.size,
+                       e->u.fill.pattern);
             break;
-        case NC_TIMESTAMP:
-            nc->u.timestamp.q->ticks[nc->u.timestamp.query] = now_ns();
-            nc->u.timestamp.q->written[nc->u.timestamp.query] = 1;
+        case GPU_OP_TIMESTAMP: {
+            null_queries *q = (null_queries *)e->u.queries.q;
+            q->ticks[e->u.queries.a] = now_ns();
+            q->written[e->u.queries.a] = 1;
             break;
-        case NC_RESET_QUERIES:
-            reset_range(nc->u.reset.q, nc->u.reset.first, nc->u.reset.count);
+        }
+        case GPU_OP_RESET_QUERIES:
+            reset_range((null_queries *)e->u.queries.q, e->u.queries.a, e->u.queries.b);
             break;
         /* No kernels run: the server marks their outputs written. Barriers order nothing here:
          * commands are carried out one after the other. */
-        case NC_BARRIER:
-        case NC_BIND_PIPELINE:
-        case NC_BIND_BUFFERS:
-        case NC_PUSH_CONSTANTS:
-        case NC_DISPATCH:
-        case NC_DISPATCH_INDIRECT: break;
+        case GPU_OP_BARRIER:
+        case GPU_OP_BIND_PIPELINE:
+        case GPU_OP_BIND_BUFFERS:
+        case GPU_OP_PUSH_CONSTANTS:
+        case GPU_OP_DISPATCH:
+        case GPU_OP_DISPATCH_INDIRECT: break;
         }
     }
 }
@@ -1043,9 +875,11 @@ static cubec_status check_items_locked(const null_gpu *g, const gpu_submit_item 
                 CUBEC_INTERNAL, "null gpu submit: item %" PRIu32 ": the command buffer %s", i,
                 c->state == CMD_RECORDING ? "is still recording" : "has no good recording");
         /* Recorded into after cmd_end: what was meant to run is not what would run. */
-        if (c->error)
-            return status_make(CUBEC_INTERNAL, "null gpu submit: item %" PRIu32 ": %s", i,
-                               cubec_status_message(c->error));
+        if (c->base.len != c->ended_len)
+            return status_make(CUBEC_INTERNAL,
+                               "null gpu submit: item %" PRIu32
+                               ": commands recorded outside cmd_begin/cmd_end",
+                               i);
         if (c->use == GPU_CMD_ONCE && c->submitted)
             return status_make(CUBEC_INTERNAL,
                                "null gpu submit: item %" PRIu32
@@ -1067,6 +901,41 @@ static cubec_status check_items_locked(const null_gpu *g, const gpu_submit_item 
     return NULL;
 }
 
+/* With null_noncoherent: a range of host-written memory (upload staging, metadata) that the
+ * device would read differs from what the host wrote into its mapping, so the host did not flush
+ * it (the GPU never writes such memory: the two can differ only by an unflushed write). */
+static cubec_status check_flushed(const gpu_mem *mem, uint64_t offset, uint64_t size,
+                                  const char *what, uint32_t item)
+{
+    const null_mem *m = (const null_mem *)mem;
+    if (!m || !m->shadow || (mem->kind != GPU_MEM_UPLOAD && mem->kind != GPU_MEM_METADATA) ||
+        !in_range(offset, size, mem->size))
+        return NULL;
+    if (memcmp(m->host + offset, m->shadow + offset, (size_t)size) == 0) return NULL;
+    return status_make(CUBEC_INTERNAL,
+                       "null gpu submit: item %" PRIu32 ": %s reads [%" PRIu64 ", +%" PRIu64
+                       ") of %s memory that the host wrote without gpu_mem_flush",
+                       item, what, offset, size,
+                       mem->kind == GPU_MEM_UPLOAD ? "upload" : "metadata");
+}
+
+static cubec_status check_items_flushed(const gpu_submit_item *items, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        const gpu_cmd *list = items[i].cmd;
+        for (const gpu_cmd_entry *e = gpu_cmd_list_first(list); e; e = gpu_cmd_list_next(list, e)) {
+            if (e->op == GPU_OP_COPY)
+                RETURN_IF_ERROR(check_flushed(e->u.copy.src, e->u.copy.src_offset, e->u.copy.size,
+                                              "a copy", i));
+            if (e->op != GPU_OP_BIND_BUFFERS) continue;
+            const gpu_binding *b = gpu_cmd_entry_bindings(e);
+            for (uint32_t k = 0; k < e->u.buffers.n + e->u.buffers.info; k++)
+                RETURN_IF_ERROR(check_flushed(b[k].mem, b[k].offset, b[k].size, "a launch", i));
+        }
+    }
+    return NULL;
+}
+
 static cubec_status null_submit(gpu *base, const gpu_submit_item *items, uint32_t n)
 {
     null_gpu *g = (null_gpu *)base;
@@ -1076,6 +945,7 @@ static cubec_status null_submit(gpu *base, const gpu_submit_item *items, uint32_
     pthread_mutex_lock(&g->lock);
     advance_locked(g, submit_ns);
     cubec_status err = check_items_locked(g, items, n);
+    if (!err && g->noncoherent) err = check_items_flushed(items, n);
     /* Room for every completion first: nothing may fail once the first item has run. */
     if (!err && g->delay_ns && !reserve_pending_locked(g, n))
         err = status_make(CUBEC_OUT_OF_MEMORY, "null gpu submit: host out of memory");
@@ -1202,6 +1072,7 @@ static const gpu_ops null_ops = {
     .destroy = null_destroy,
     .mem_create = null_mem_create,
     .mem_map = null_mem_map,
+    .mem_flush = null_mem_flush,
     .mem_invalidate = null_mem_invalidate,
     .mem_destroy = null_mem_destroy,
     .mem_create_unbacked = null_mem_create_unbacked,
@@ -1215,16 +1086,6 @@ static const gpu_ops null_ops = {
     .cmd_begin = null_cmd_begin,
     .cmd_end = null_cmd_end,
     .cmd_recycle = NULL, /* a recording holds nothing to free early: cmd_begin reuses it all */
-    .barrier = null_barrier,
-    .bind_pipeline = null_bind_pipeline,
-    .bind_buffers = null_bind_buffers,
-    .push_constants = null_push_constants,
-    .dispatch = null_dispatch,
-    .dispatch_indirect = null_dispatch_indirect,
-    .copy = null_copy,
-    .fill = null_fill,
-    .timestamp = null_timestamp,
-    .reset_queries = null_reset_queries,
     .queries_create = null_queries_create,
     .queries_destroy = null_queries_destroy,
     .queries_host_reset = null_queries_host_reset,
@@ -1305,6 +1166,7 @@ cubec_status null_gpu_open(const gpu_open_desc *desc, gpu **out)
     g->base.info.push_descriptors = g->base.caps.push_descriptors;
     g->delay_ns = (uint64_t)desc->null_delay_us * 1000u;
     g->heap_cap = desc->null_heap_bytes;
+    g->noncoherent = desc->null_noncoherent;
     if (g->heap_cap) g->base.info.device_local_heap_size = g->heap_cap;
     *out = &g->base;
     return NULL;

@@ -9,7 +9,10 @@
  * submission's value at once, or desc->null_delay_us after the submission; with
  * desc->null_heap_bytes set, device memory beyond that many bytes in all is refused with
  * CUBEC_OUT_OF_MEMORY, as a full driver heap would be (the info's device_local_heap_size is then
- * the cap). What Vulkan's
+ * the cap); with desc->null_noncoherent, mapped memory other than HOST and IMPORTED is a host copy
+ * of the device's bytes that only mem_flush carries to the device and only mem_invalidate
+ * refreshes, and a submission that reads upload or metadata bytes written without a flush is
+ * refused (the seam's contract, gpu.h, checked). What Vulkan's
  * validation layer would refuse (out-of-range copies, unaligned fills or bindings, a command
  * buffer reset while in flight, signal values that do not increase) is refused with a status,
  * so a server bug shows up as an error in the null backend's tests too.

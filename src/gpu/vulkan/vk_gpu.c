@@ -1,6 +1,7 @@
 /* The Vulkan backend of the GPU seam (gpu/gpu.h): memory, pipelines, command buffers, queries and
  * submission on one timeline semaphore. Instance and device choice are in vk_context.c, the
- * recording functions in vk_record.c. This directory is the only place in src/ that calls Vulkan.
+ * encoding of the seam's command list in vk_command_list.c and vk_record.c. This directory is the
+ * only place in src/ that calls Vulkan.
  */
 #include "gpu/vulkan/vk_gpu.h"
 
@@ -154,18 +155,41 @@ static cubec_status vk_mem_map(gpu *g, gpu_mem *gm)
     VK_RETURN_IF_ERROR(vkMapMemory(vk_gpu_of(g)->vk.device, m->memory, 0, VK_WHOLE_SIZE, 0, &p),
                        "vkMapMemory");
     gm->mapped = p;
+    gm->noncoherent = !m->coherent;
     return NULL;
 }
 
-static void vk_mem_invalidate(gpu *g, gpu_mem *gm)
+/* [offset, +size) widened to whole nonCoherentAtomSize units, as vkFlush/InvalidateMappedMemory-
+ * Ranges require; VK_WHOLE_SIZE when the widened end passes the buffer (the allocation may be
+ * larger than the buffer, never smaller). */
+static VkMappedMemoryRange atom_range(const vk_gpu *v, const vk_mem *m, uint64_t offset,
+                                      uint64_t size)
 {
-    vk_mem *m = (vk_mem *)gm;
-    if (m->coherent) return;
-    VkMappedMemoryRange range = {.sType = VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE,
+    uint64_t atom =
+        v->vk.props.limits.nonCoherentAtomSize ? v->vk.props.limits.nonCoherentAtomSize : 1;
+    uint64_t begin = offset / atom * atom;
+    uint64_t end = (offset + size + atom - 1) / atom * atom;
+    return (VkMappedMemoryRange){.sType = VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE,
                                  .memory = m->memory,
-                                 .offset = 0,
-                                 .size = VK_WHOLE_SIZE};
-    vkInvalidateMappedMemoryRanges(vk_gpu_of(g)->vk.device, 1, &range);
+                                 .offset = begin,
+                                 .size = end > m->base.size ? VK_WHOLE_SIZE : end - begin};
+}
+
+/* Only for memory that is not HOST_COHERENT (gpu_mem_flush tests mem->noncoherent first). */
+static void vk_mem_flush(gpu *g, gpu_mem *gm, uint64_t offset, uint64_t size)
+{
+    vk_gpu *v = vk_gpu_of(g);
+    VkMappedMemoryRange range = atom_range(v, (vk_mem *)gm, offset, size);
+    /* Void: a flush fails only when the host is out of memory, and then the bytes the device
+     * reads are what a failed flush left, as with any lost write. */
+    (void)vkFlushMappedMemoryRanges(v->vk.device, 1, &range);
+}
+
+static void vk_mem_invalidate(gpu *g, gpu_mem *gm, uint64_t offset, uint64_t size)
+{
+    vk_gpu *v = vk_gpu_of(g);
+    VkMappedMemoryRange range = atom_range(v, (vk_mem *)gm, offset, size);
+    (void)vkInvalidateMappedMemoryRanges(v->vk.device, 1, &range);
 }
 
 static void vk_mem_destroy(gpu *g, gpu_mem *gm)
@@ -364,15 +388,16 @@ static cubec_status vk_pipeline_create(gpu *g, const gpu_pipeline_desc *desc, gp
 
 /* --- Command buffers ---------------------------------------------------------------------- */
 
-static void vk_cmd_destroy(gpu *g, gpu_cmd *c)
+static void vk_cmd_destroy(gpu *g, gpu_cmd *cmd)
 {
-    if (!c) return;
+    if (!cmd) return;
+    vk_cmd *c = (vk_cmd *)cmd;
     VkDevice dev = vk_gpu_of(g)->vk.device;
     int keep = vk_gpu_of(g)->abandoned;
     for (uint32_t i = 0; !keep && i < c->descriptor_pool_count; i++)
         vkDestroyDescriptorPool(dev, c->descriptor_pools[i], NULL);
     free(c->descriptor_pools);
-    free(c->list);
+    gpu_cmd_list_free(&c->base);
     if (c->pool && !keep) vkDestroyCommandPool(dev, c->pool, NULL);
     free(c);
 }
@@ -380,7 +405,7 @@ static void vk_cmd_destroy(gpu *g, gpu_cmd *c)
 static cubec_status vk_cmd_create(gpu *g, gpu_cmd_use use, uint32_t sets, gpu_cmd **out)
 {
     vk_gpu *v = vk_gpu_of(g);
-    gpu_cmd *c = calloc(1, sizeof *c);
+    vk_cmd *c = calloc(1, sizeof *c);
     if (!c) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (command buffer)");
     c->g = v;
     c->sets = sets ? sets : 256;
@@ -403,11 +428,11 @@ static cubec_status vk_cmd_create(gpu *g, gpu_cmd_use use, uint32_t sets, gpu_cm
                         "vkAllocateCommandBuffers");
     }
     if (err) {
-        vk_cmd_destroy(g, c);
+        vk_cmd_destroy(g, &c->base);
         return err;
     }
     c->once = use == GPU_CMD_ONCE;
-    *out = c;
+    *out = &c->base;
     return NULL;
 }
 
@@ -416,23 +441,25 @@ static cubec_status vk_cmd_create(gpu *g, gpu_cmd_use use, uint32_t sets, gpu_cm
 static cubec_status vk_cmd_begin(gpu *g, gpu_cmd *c)
 {
     (void)g;
-    vk_list_reset(c);
+    gpu_cmd_list_reset(c);
+    ((vk_cmd *)c)->encoded = 0;
     return NULL;
 }
 
 static cubec_status vk_cmd_end(gpu *g, gpu_cmd *c)
 {
     (void)g;
-    if (c->list_failed)
-        return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (command list)");
-    return c->once ? NULL : vk_list_encode(c);
+    RETURN_IF_ERROR(gpu_cmd_list_status(c));
+    vk_cmd *v = (vk_cmd *)c;
+    return v->once ? NULL : vk_list_encode(v);
 }
 
 /* Resets a finished recording's pool while the host waits anyway, so that encoding the next batch
  * finds a clean pool (a reset frees every command the driver recorded: 6-8 us on lavapipe, as
  * much as recording the 32 launches of a batch). */
-static void vk_cmd_recycle(gpu *g, gpu_cmd *c)
+static void vk_cmd_recycle(gpu *g, gpu_cmd *cmd)
 {
+    vk_cmd *c = (vk_cmd *)cmd;
     if (c->recorded && vkResetCommandPool(vk_gpu_of(g)->vk.device, c->pool, 0) == VK_SUCCESS)
         c->recorded = 0;
 }
@@ -493,7 +520,7 @@ static cubec_status vk_submit(gpu *g, const gpu_submit_item *items, uint32_t n)
     if (n > 4) return status_make(CUBEC_INTERNAL, "%u command buffers in one submission", n);
     /* A batch is encoded here, on the thread that submits it; nothing is submitted if one fails. */
     for (uint32_t i = 0; i < n; i++)
-        RETURN_IF_ERROR(vk_list_encode(items[i].cmd));
+        RETURN_IF_ERROR(vk_list_encode((vk_cmd *)items[i].cmd));
     for (uint32_t i = 0; i < n; i++) {
         ts[i] = (VkTimelineSemaphoreSubmitInfo){
             .sType = VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO,
@@ -502,7 +529,7 @@ static cubec_status vk_submit(gpu *g, const gpu_submit_item *items, uint32_t n)
         si[i] = (VkSubmitInfo){.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
                                .pNext = &ts[i],
                                .commandBufferCount = 1,
-                               .pCommandBuffers = &items[i].cmd->cmd,
+                               .pCommandBuffers = &((vk_cmd *)items[i].cmd)->cmd,
                                .signalSemaphoreCount = 1,
                                .pSignalSemaphores = &v->timeline};
     }
@@ -649,6 +676,7 @@ static const gpu_ops vk_ops = {.name = "vulkan",
                                .mem_create_unbacked = vk_mem_create_unbacked,
                                .mem_back = vk_mem_back,
                                .mem_map = vk_mem_map,
+                               .mem_flush = vk_mem_flush,
                                .mem_invalidate = vk_mem_invalidate,
                                .mem_destroy = vk_mem_destroy,
                                .mem_raw = vk_mem_raw,
@@ -661,16 +689,6 @@ static const gpu_ops vk_ops = {.name = "vulkan",
                                .cmd_begin = vk_cmd_begin,
                                .cmd_end = vk_cmd_end,
                                .cmd_recycle = vk_cmd_recycle,
-                               .barrier = vk_record_barrier,
-                               .bind_pipeline = vk_record_bind_pipeline,
-                               .bind_buffers = vk_record_bind_buffers,
-                               .push_constants = vk_record_push_constants,
-                               .dispatch = vk_record_dispatch,
-                               .dispatch_indirect = vk_record_dispatch_indirect,
-                               .copy = vk_record_copy,
-                               .fill = vk_record_fill,
-                               .timestamp = vk_record_timestamp,
-                               .reset_queries = vk_record_reset_queries,
                                .queries_create = vk_queries_create,
                                .queries_destroy = vk_queries_destroy,
                                .queries_host_reset = vk_queries_host_reset,
@@ -756,4 +774,14 @@ cubec_status vk_gpu_open(const gpu_open_desc *desc, gpu **out)
 VkDevice vk_gpu_device(gpu *g)
 {
     return vk_gpu_of(g)->vk.device;
+}
+
+cubec_status vk_gpu_count(uint32_t *out_count)
+{
+    return vk_physical_count(out_count);
+}
+
+cubec_status vk_gpu_peek(uint32_t index, cubec_device_info *out)
+{
+    return vk_physical_info(index, out, NULL);
 }

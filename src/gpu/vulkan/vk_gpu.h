@@ -3,6 +3,7 @@
 #ifndef CUBEC_GPU_VK_GPU_H
 #define CUBEC_GPU_VK_GPU_H
 
+#include "gpu/cmd_list.h"
 #include "gpu/gpu.h"
 #include "gpu/vulkan/vk_context.h"
 #include "gpu/vulkan/vk_reaper.h"
@@ -45,22 +46,21 @@ struct gpu_pipeline {
     int info_uniform; /* the metadata binding is a uniform buffer */
 };
 
-struct gpu_cmd {
+/* A command buffer: the seam's command list (gpu/cmd_list.h), encoded into `cmd` when it is needed
+ * (vk_command_list.c). */
+typedef struct vk_cmd {
+    gpu_cmd base; /* first: the list the server records into */
     vk_gpu *g;
     VkCommandPool pool;
     VkCommandBuffer cmd;
     int recorded; /* holds commands: the pool is reset before the next encoding */
     int once;     /* a batch: recorded for one submission */
-    /* What was recorded since cmd_begin, encoded into `cmd` later (vk_command_list.c). */
-    unsigned char *list;
-    size_t list_len, list_cap;
-    int list_failed; /* the host ran out of memory while recording: reported when encoding */
-    int encoded;     /* `cmd` holds the list */
+    int encoded;  /* `cmd` holds the list */
     /* Without push descriptors: pools of sets, `sets` each, more added when one is full; all are
      * reset when the command buffer begins again. */
     VkDescriptorPool *descriptor_pools;
-    uint32_t descriptor_pool_count, current_pool, sets;
-};
+    uint32_t descriptor_pool_count, descriptor_pool_cap, current_pool, sets;
+} vk_cmd;
 
 struct gpu_queries {
     VkQueryPool pool;
@@ -77,37 +77,27 @@ static inline VkBuffer vk_buffer_of(const gpu_mem *m)
 
 /* gpu/vulkan/vk_gpu.c */
 MUST_USE cubec_status vk_gpu_open(const gpu_open_desc *desc, gpu **out);
-/* gpu/vulkan/vk_command_list.c: the recording functions of the table append to the command
- * list; vk_list_encode turns it into the Vulkan command buffer (once per recording). */
-void vk_list_reset(gpu_cmd *c);
-MUST_USE cubec_status vk_list_encode(gpu_cmd *c);
-void vk_record_barrier(gpu_cmd *c, uint32_t src_stages, uint32_t src_access, uint32_t dst_stages,
-                       uint32_t dst_access);
-void vk_record_bind_pipeline(gpu_cmd *c, const gpu_pipeline *p);
-cubec_status vk_record_bind_buffers(gpu *g, gpu_cmd *c, const gpu_pipeline *p, const gpu_binding *b,
-                                    uint32_t n, const gpu_binding *info);
-void vk_record_push_constants(gpu_cmd *c, const gpu_pipeline *p, const void *data, uint32_t size);
-void vk_record_dispatch(gpu_cmd *c, uint32_t x, uint32_t y, uint32_t z);
-void vk_record_dispatch_indirect(gpu_cmd *c, gpu_mem *m, uint64_t offset);
-void vk_record_copy(gpu_cmd *c, gpu_mem *src, uint64_t src_offset, gpu_mem *dst,
-                    uint64_t dst_offset, uint64_t size);
-void vk_record_fill(gpu_cmd *c, gpu_mem *dst, uint64_t offset, uint64_t size, uint32_t pattern);
-void vk_record_timestamp(gpu_cmd *c, gpu_queries *q, uint32_t query, uint32_t stage);
-void vk_record_reset_queries(gpu_cmd *c, gpu_queries *q, uint32_t first, uint32_t count);
+/* Enumeration without opening (the backend's row of GPU_BACKENDS): vk_physical_count and
+ * vk_physical_info (vk_context.c). */
+MUST_USE cubec_status vk_gpu_count(uint32_t *out_count);
+MUST_USE cubec_status vk_gpu_peek(uint32_t index, cubec_device_info *out);
+/* gpu/vulkan/vk_command_list.c: turns the command list into the Vulkan command buffer (once per
+ * recording: again only after cmd_begin). */
+MUST_USE cubec_status vk_list_encode(vk_cmd *c);
 /* gpu/vulkan/vk_record.c: the Vulkan commands of each list entry. */
-void vk_emit_barrier(gpu_cmd *c, uint32_t src_stages, uint32_t src_access, uint32_t dst_stages,
+void vk_emit_barrier(vk_cmd *c, uint32_t src_stages, uint32_t src_access, uint32_t dst_stages,
                      uint32_t dst_access);
-void vk_emit_bind_pipeline(gpu_cmd *c, const gpu_pipeline *p);
-MUST_USE cubec_status vk_emit_bind_buffers(gpu_cmd *c, const gpu_pipeline *p, const gpu_binding *b,
+void vk_emit_bind_pipeline(vk_cmd *c, const gpu_pipeline *p);
+MUST_USE cubec_status vk_emit_bind_buffers(vk_cmd *c, const gpu_pipeline *p, const gpu_binding *b,
                                            uint32_t n, const gpu_binding *info);
-void vk_emit_push_constants(gpu_cmd *c, const gpu_pipeline *p, const void *data, uint32_t size);
-void vk_emit_dispatch(gpu_cmd *c, uint32_t x, uint32_t y, uint32_t z);
-void vk_emit_dispatch_indirect(gpu_cmd *c, gpu_mem *m, uint64_t offset);
-void vk_emit_copy(gpu_cmd *c, gpu_mem *src, uint64_t src_offset, gpu_mem *dst, uint64_t dst_offset,
+void vk_emit_push_constants(vk_cmd *c, const gpu_pipeline *p, const void *data, uint32_t size);
+void vk_emit_dispatch(vk_cmd *c, uint32_t x, uint32_t y, uint32_t z);
+void vk_emit_dispatch_indirect(vk_cmd *c, gpu_mem *m, uint64_t offset);
+void vk_emit_copy(vk_cmd *c, gpu_mem *src, uint64_t src_offset, gpu_mem *dst, uint64_t dst_offset,
                   uint64_t size);
-void vk_emit_fill(gpu_cmd *c, gpu_mem *dst, uint64_t offset, uint64_t size, uint32_t pattern);
-void vk_emit_timestamp(gpu_cmd *c, gpu_queries *q, uint32_t query, uint32_t stage);
-void vk_emit_reset_queries(gpu_cmd *c, gpu_queries *q, uint32_t first, uint32_t count);
+void vk_emit_fill(vk_cmd *c, gpu_mem *dst, uint64_t offset, uint64_t size, uint32_t pattern);
+void vk_emit_timestamp(vk_cmd *c, gpu_queries *q, uint32_t query, uint32_t stage);
+void vk_emit_reset_queries(vk_cmd *c, gpu_queries *q, uint32_t first, uint32_t count);
 /* Test hook: the Vulkan device under a gpu (tests that provoke a validation message). */
 VkDevice vk_gpu_device(gpu *g);
 

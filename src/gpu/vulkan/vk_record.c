@@ -2,6 +2,7 @@
  * (vk_command_list.c). Nothing here allocates from the host heap once warm: bindings are pushed
  * (VK_KHR_push_descriptor) or taken from the command buffer's descriptor pools, which are reset
  * when it is encoded again. */
+#include "base/array.h"
 #include "gpu/vulkan/vk_gpu.h"
 #include "gpu/vulkan/vk_result.h"
 
@@ -33,7 +34,7 @@ static VkAccessFlags access_of(uint32_t a)
     return v;
 }
 
-void vk_emit_barrier(gpu_cmd *c, uint32_t src_stages, uint32_t src_access, uint32_t dst_stages,
+void vk_emit_barrier(vk_cmd *c, uint32_t src_stages, uint32_t src_access, uint32_t dst_stages,
                      uint32_t dst_access)
 {
     VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
@@ -45,13 +46,13 @@ void vk_emit_barrier(gpu_cmd *c, uint32_t src_stages, uint32_t src_access, uint3
                          0, NULL);
 }
 
-void vk_emit_bind_pipeline(gpu_cmd *c, const gpu_pipeline *p)
+void vk_emit_bind_pipeline(vk_cmd *c, const gpu_pipeline *p)
 {
     vkCmdBindPipeline(c->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p->pipeline);
 }
 
 /* A set from the command buffer's pools, adding a pool when the current one is full. */
-static cubec_status allocate_set(gpu_cmd *c, const gpu_pipeline *p, VkDescriptorSet *out)
+static cubec_status allocate_set(vk_cmd *c, const gpu_pipeline *p, VkDescriptorSet *out)
 {
     VkDevice dev = c->g->vk.device;
     while (c->current_pool < c->descriptor_pool_count) {
@@ -65,10 +66,11 @@ static cubec_status allocate_set(gpu_cmd *c, const gpu_pipeline *p, VkDescriptor
             return vk_status(r, "vkAllocateDescriptorSets");
         c->current_pool++;
     }
-    VkDescriptorPool *n =
-        realloc(c->descriptor_pools, (c->descriptor_pool_count + 1) * sizeof(VkDescriptorPool));
-    if (!n) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (descriptor pools)");
-    c->descriptor_pools = n;
+    /* Doubling room: a long recording without push descriptors adds pools one after another. */
+    if (array_grow((void **)&c->descriptor_pools, &c->descriptor_pool_cap,
+                   (uint64_t)c->descriptor_pool_count + 1, sizeof(VkDescriptorPool)))
+        return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (descriptor pools)");
+    VkDescriptorPool *n = c->descriptor_pools;
     VkDescriptorPoolSize sizes[2] = {
         {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, c->sets * GPU_MAX_BINDINGS},
         {VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER, c->sets}};
@@ -82,7 +84,7 @@ static cubec_status allocate_set(gpu_cmd *c, const gpu_pipeline *p, VkDescriptor
     return allocate_set(c, p, out);
 }
 
-cubec_status vk_emit_bind_buffers(gpu_cmd *c, const gpu_pipeline *p, const gpu_binding *b,
+cubec_status vk_emit_bind_buffers(vk_cmd *c, const gpu_pipeline *p, const gpu_binding *b,
                                   uint32_t n, const gpu_binding *info)
 {
     VkDescriptorBufferInfo infos[GPU_MAX_BINDINGS];
@@ -115,39 +117,39 @@ cubec_status vk_emit_bind_buffers(gpu_cmd *c, const gpu_pipeline *p, const gpu_b
     return NULL;
 }
 
-void vk_emit_push_constants(gpu_cmd *c, const gpu_pipeline *p, const void *data, uint32_t size)
+void vk_emit_push_constants(vk_cmd *c, const gpu_pipeline *p, const void *data, uint32_t size)
 {
     vkCmdPushConstants(c->cmd, p->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, size, data);
 }
 
-void vk_emit_dispatch(gpu_cmd *c, uint32_t x, uint32_t y, uint32_t z)
+void vk_emit_dispatch(vk_cmd *c, uint32_t x, uint32_t y, uint32_t z)
 {
     vkCmdDispatch(c->cmd, x, y, z);
 }
 
-void vk_emit_dispatch_indirect(gpu_cmd *c, gpu_mem *m, uint64_t offset)
+void vk_emit_dispatch_indirect(vk_cmd *c, gpu_mem *m, uint64_t offset)
 {
     vkCmdDispatchIndirect(c->cmd, vk_buffer_of(m), offset);
 }
 
-void vk_emit_copy(gpu_cmd *c, gpu_mem *src, uint64_t src_offset, gpu_mem *dst, uint64_t dst_offset,
+void vk_emit_copy(vk_cmd *c, gpu_mem *src, uint64_t src_offset, gpu_mem *dst, uint64_t dst_offset,
                   uint64_t size)
 {
     VkBufferCopy region = {src_offset, dst_offset, size};
     vkCmdCopyBuffer(c->cmd, vk_buffer_of(src), vk_buffer_of(dst), 1, &region);
 }
 
-void vk_emit_fill(gpu_cmd *c, gpu_mem *dst, uint64_t offset, uint64_t size, uint32_t pattern)
+void vk_emit_fill(vk_cmd *c, gpu_mem *dst, uint64_t offset, uint64_t size, uint32_t pattern)
 {
     vkCmdFillBuffer(c->cmd, vk_buffer_of(dst), offset, size, pattern);
 }
 
-void vk_emit_timestamp(gpu_cmd *c, gpu_queries *q, uint32_t query, uint32_t stage)
+void vk_emit_timestamp(vk_cmd *c, gpu_queries *q, uint32_t query, uint32_t stage)
 {
     vkCmdWriteTimestamp(c->cmd, stages_of(stage), q->pool, query);
 }
 
-void vk_emit_reset_queries(gpu_cmd *c, gpu_queries *q, uint32_t first, uint32_t count)
+void vk_emit_reset_queries(vk_cmd *c, gpu_queries *q, uint32_t first, uint32_t count)
 {
     vkCmdResetQueryPool(c->cmd, q->pool, first, count);
 }
