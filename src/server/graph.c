@@ -319,9 +319,9 @@ static cubec_status chunk_alloc(cubec_device *d, graph_obj *g, uint32_t size, gp
     graph_chunk *c = g->chunk_count ? &g->chunks[g->chunk_count - 1] : NULL;
     uint64_t at = c ? (c->used + align - 1) / align * align : 0;
     if (!c || at + size > c->mem->size) {
-        graph_chunk *n = realloc(g->chunks, (g->chunk_count + 1) * sizeof *n);
-        if (!n) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (graph)");
-        g->chunks = n;
+        if (array_grow((void **)&g->chunks, &g->chunk_cap, (uint64_t)g->chunk_count + 1,
+                       sizeof(graph_chunk)) != 0)
+            return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (graph)");
         c = &g->chunks[g->chunk_count];
         memset(c, 0, sizeof *c);
         uint64_t bytes = size > GRAPH_CHUNK_BYTES ? size : GRAPH_CHUNK_BYTES;
