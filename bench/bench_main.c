@@ -371,9 +371,9 @@ static void side_close(const side *s, void *ctx)
 
 static bench_err side_run(side *s, void *state, double *value, double *device_value)
 {
-    bench_sample sample = {NAN, NAN};
+    bench_sample sample = {NAN, NAN, 0};
     BENCH_TRY(s->impl->run(state, &sample));
-    if (!(sample.value > 0) || !isfinite(sample.value))
+    if (!(sample.value > 0 || (sample.zero_ok && sample.value == 0)) || !isfinite(sample.value))
         return bench_errorf("measured a value of %g", sample.value);
     if (value) *value = sample.value;
     if (device_value) *device_value = sample.device_value;

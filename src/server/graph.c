@@ -599,6 +599,7 @@ cubec_status server_graph_replay(cubec_device *d, stream_ref s, uint64_t id)
         return NULL;
     }
     read_copy(d, g, (int)copy); /* before its queries are written again */
+    d->sub.begins++;            /* work that no sub_begin recorded: no profile window is empty */
     uint64_t value = d->sub.next_value;
     err = lost ? lost
                : submitter_push(d, g->cmd[copy], value, g->number, before.cmd ? &before : NULL);

@@ -312,9 +312,9 @@ cubec_status server_record_timestamp(cubec_device *d, task *t)
     /* Nothing can run before the begin timestamp when it opens a new command buffer and the GPU
      * has finished everything submitted before: checked before the batch is begun. */
     int fresh = d->sub.open == NULL;
-    /* An end with nothing recorded since its begin (the same command buffer still open, so no
-     * graph replay was submitted, and no sub_begin in between) closes an empty window. */
-    int empty = p->opened && d->sub.open && d->sub.begins == p->begins_at;
+    /* An end with nothing recorded or replayed since its begin (no sub_begin, no graph replay in
+     * between) closes an empty window, whether or not the begin's batch was submitted since. */
+    int empty = p->opened && d->sub.begins == p->begins_at;
     gpu_cmd *cmd;
     RETURN_IF_ERROR(sub_begin(d, &cmd));
     const gpu_ops *ops = d->gpu->ops;

@@ -225,6 +225,37 @@ static void test_empty_windows(void **state)
     fixture_close(&f);
 }
 
+/* A window whose only work is a graph replay is not empty: a replay is submitted without being
+ * recorded into the stream's command buffer, and the window still measures it (> 0). */
+static void test_window_with_only_a_replay(void **state)
+{
+    (void)state;
+    fixture f;
+    fixture_open(&f);
+    cubec_graph g;
+    ASSERT_OK(cubec_graph_prepare(f.d, f.s));
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass == 1) ASSERT_OK(cubec_graph_begin(f.d, f.s));
+        ASSERT_OK(busy(&f, f.v, WORDS, STEPS));
+    }
+    ASSERT_OK(cubec_graph_end(f.d, f.s, &g));
+    ASSERT_OK(cubec_sync(f.d, f.s));
+    cubec_profile p;
+    ASSERT_OK(cubec_profile_begin(f.d, f.s, &p));
+    ASSERT_OK(cubec_graph_replay(f.d, f.s, g));
+    cubec_profile_result r;
+    ASSERT_OK(cubec_profile_end(f.d, f.s, p, &r));
+    if (r.duration_ns == 0) fail_msg("a window around a replay measured 0 ns");
+    ASSERT_OK(cubec_graph_destroy(f.d, f.s, g));
+    /* The warm-up and the replay ran. */
+    uint32_t *runs = malloc(4 * WORDS * sizeof *runs);
+    for (uint32_t i = 0; i < 4 * WORDS; i++)
+        runs[i] = i < WORDS ? 2 * STEPS : 0;
+    check_values(&f, 4 * WORDS, runs);
+    free(runs);
+    fixture_close(&f);
+}
+
 static void test_nested_and_overlapping(void **state)
 {
     (void)state;
@@ -519,6 +550,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_duration_scales_with_work),
         cmocka_unit_test(test_empty_windows),
+        cmocka_unit_test(test_window_with_only_a_replay),
         cmocka_unit_test(test_nested_and_overlapping),
         cmocka_unit_test(test_abandon),
         cmocka_unit_test(test_poisoned_by_failed_launch),
