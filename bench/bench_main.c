@@ -581,7 +581,7 @@ int cubec_bench_main(int argc, char **argv)
     int rc = parse_args(argc, argv, &opt);
     if (rc) return rc < 0 ? 0 : rc;
     if (opt.trace && trace_begin(opt.trace) != 0) return 1;
-    char cache_dir[64];
+    char cache_dir[4096];
     bench_cache_dir_begin(cache_dir, sizeof cache_dir);
     rc = run_suite(&opt);
     bench_cache_dir_end(cache_dir);

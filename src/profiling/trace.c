@@ -569,6 +569,11 @@ int trace_write(trace *t, char **out_error)
     return err ? -1 : 0;
 }
 
+void trace_discard(trace *t)
+{
+    if (t) trace_free(t);
+}
+
 int trace_close(trace *t, char **out_error)
 {
     int rc = trace_write(t, out_error);
