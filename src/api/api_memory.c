@@ -101,8 +101,10 @@ static void add_pool(totals *t, const cubec_pool_report *p)
 static cubec_status add_slot_report(void *user, uint32_t slot, const cubec_memory_report *r)
 {
     snapshot *out = user;
+    /* (array_grow leaves a non-NULL array when it succeeds; the analyzer cannot tell.) */
     if (array_grow((void **)&out->slots, &out->slot_cap, (uint64_t)out->slot_count + 1,
-                   sizeof(slot_memory)) != 0)
+                   sizeof(slot_memory)) != 0 ||
+        !out->slots)
         return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (memory report)");
     slot_memory *s = &out->slots[out->slot_count++];
     memset(s, 0, sizeof *s);

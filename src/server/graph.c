@@ -319,8 +319,10 @@ static cubec_status chunk_alloc(cubec_device *d, graph_obj *g, uint32_t size, gp
     graph_chunk *c = g->chunk_count ? &g->chunks[g->chunk_count - 1] : NULL;
     uint64_t at = c ? (c->used + align - 1) / align * align : 0;
     if (!c || at + size > c->mem->size) {
+        /* (array_grow leaves a non-NULL array when it succeeds; the analyzer cannot tell.) */
         if (array_grow((void **)&g->chunks, &g->chunk_cap, (uint64_t)g->chunk_count + 1,
-                       sizeof(graph_chunk)) != 0)
+                       sizeof(graph_chunk)) != 0 ||
+            !g->chunks)
             return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (graph)");
         c = &g->chunks[g->chunk_count];
         memset(c, 0, sizeof *c);

@@ -440,9 +440,10 @@ cubec_status server_kernel_name(pipeline_entry *e, const char *name, const char 
             *out = e->names[i];
             return NULL;
         }
+    /* (array_grow leaves a non-NULL array when it succeeds; the analyzer cannot tell.) */
     if (array_grow((void **)&e->names, &e->name_cap, (uint64_t)e->name_count + 1, sizeof(char *)) !=
             0 ||
-        !(e->names[e->name_count] = strdup(cut)))
+        !e->names || !(e->names[e->name_count] = strdup(cut)))
         return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (kernel name)");
     *out = e->names[e->name_count++];
     return NULL;
