@@ -507,7 +507,8 @@ static void trace_free(trace *t)
 static int write_locked(trace *t, const char **action, char **message)
 {
     *action = "write";
-    qsort(t->events, t->count, sizeof *t->events, event_order);
+    /* A trace with no events has no array: qsort's pointer must not be NULL even for 0 items. */
+    if (t->count) qsort(t->events, t->count, sizeof *t->events, event_order);
     uint64_t base = UINT64_MAX;
     for (size_t i = 0; i < t->count; i++)
         if (t->events[i].ts < base) base = t->events[i].ts;
