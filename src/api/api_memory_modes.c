@@ -28,6 +28,9 @@ cubec_status cubec_memory_mode_get(cubec_device *device, cubec_stream stream,
                                    cubec_memory_mode *out_mode, uint32_t *out_depth)
 {
     static const char fn[] = "cubec_memory_mode_get";
+    /* Cleared on entry (cubec.h): a refused call leaves no stale window behind. */
+    if (out_mode) *out_mode = CUBEC_MEMORY_MODE_AUTO;
+    if (out_depth) *out_depth = 0;
     RETURN_IF_ERROR(api_lock(device, fn));
     stream_ref s;
     cubec_status err = api_slot(device, stream, fn, &s);

@@ -286,19 +286,41 @@ cubec_status compile_queue_resolve(cubec_device *d, uint64_t id, const char *arg
     }
 }
 
+/* The failed job of the handle in `slot`: a job that finished left the queue's list, but its
+ * kernel was queued and did not compile. */
+static compile_job *failed_job_of(const handle_table *t, uint32_t slot)
+{
+    const kernel_obj *k = t->slots[slot].object;
+    return k && k->job && k->job->done && k->job->err ? k->job : NULL;
+}
+
 cubec_status compile_queue_wait_all(cubec_device *d)
 {
     compile_queue *q = d->kernels.queue;
-    if (!q || !q->head) return NULL;
-    uint32_t n = 0;
+    if (!q) return NULL;
+    const handle_table *t = &d->kernels.handles;
+    uint32_t most = 0; /* handles may share a failed job: counted once below */
     for (compile_job *j = q->head; j; j = j->next)
-        n++;
-    compile_job **jobs = malloc(n * sizeof(compile_job *));
+        most++;
+    for (uint32_t i = 0; i < t->count; i++)
+        most += failed_job_of(t, i) != NULL;
+    if (!most) return NULL;
+    compile_job **jobs = malloc(most * sizeof(compile_job *));
     if (!jobs) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (compile queue)");
-    n = 0;
-    for (compile_job *j = q->head; j; j = j->next, n++) {
-        jobs[n] = j;
-        j->refs++;
+    uint32_t n = 0;
+    /* Those that failed already first: they were queued before the ones still in the list. */
+    for (uint32_t i = 0; i < t->count; i++) {
+        compile_job *j = failed_job_of(t, i);
+        if (j && !j->listed) {
+            j->listed = 1;
+            jobs[n++] = j;
+        }
+    }
+    for (compile_job *j = q->head; j; j = j->next)
+        jobs[n++] = j;
+    for (uint32_t i = 0; i < n; i++) {
+        jobs[i]->listed = 0;
+        jobs[i]->refs++;
     }
     /* This thread compiles what no worker has taken (in queue order) and only then sleeps:
      * waiting on the first job while later ones wait too would leave a core idle. */

@@ -79,6 +79,12 @@ static host_range *at_base(host_memory *h, const void *ptr)
     return i < h->count && h->ranges[i].base == ptr ? &h->ranges[i] : NULL;
 }
 
+uint64_t server_host_range_size(host_memory *h, const void *ptr)
+{
+    const host_range *r = at_base(h, ptr);
+    return r ? r->size : 0;
+}
+
 static void remove_range(cubec_device *d, host_range *r)
 {
     host_memory *h = &d->host;

@@ -14,6 +14,7 @@
 #include "base/log.h"
 #include "server/copy_fill.h"
 #include "server/device.h"
+#include "server/run_mode.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -99,6 +100,11 @@ static cubec_status relocate_locked(cubec_device *d, uint32_t first, uint32_t en
             err = memory_relocation_plan(m, reason, &sm[i].moves, &sm[i].count, &sm[i].cap);
         total += sm[i].count;
     }
+    /* A target may be a page a dry run made, with no memory yet: the copy would write through
+     * nothing. Backed here, before any record moves. */
+    for (uint32_t i = first; i < end && !err && d->runs.unbacked_pages; i++)
+        for (uint32_t k = 0; k < sm[i].count && !err; k++)
+            err = server_run_back_page(d, (gpu_mem *)sm[i].moves[k].to.page);
     gpu_cmd *cmd = NULL;
     if (!err && total && server_copies_by_kernel(d)) err = server_builtin_kernels(d);
     if (!err && total) err = sub_begin(d, &cmd);

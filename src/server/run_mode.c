@@ -108,7 +108,7 @@ static int page_ready(const cubec_device *d, const gpu_mem *page)
     return !page->unbacked && (page->mapped || !d->gpu->caps.unified);
 }
 
-static cubec_status back_page(cubec_device *d, gpu_mem *page)
+cubec_status server_run_back_page(cubec_device *d, gpu_mem *page)
 {
     if (page_ready(d, page)) return NULL;
     cubec_status err = gpu_mem_back(d->gpu, page);
@@ -141,7 +141,9 @@ cubec_status server_back_buffers(cubec_device *d, buffer_obj *const *bufs, uint3
 {
     if (!d->runs.unbacked_pages) return NULL;
     for (uint32_t i = 0; i < n; i++)
-        if (bufs[i]->alloc->mem.size) RETURN_IF_ERROR(back_page(d, buffer_page(bufs[i])));
-    if (extra && extra->alloc->mem.size) RETURN_IF_ERROR(back_page(d, buffer_page(extra)));
+        if (bufs[i]->alloc->mem.size)
+            RETURN_IF_ERROR(server_run_back_page(d, buffer_page(bufs[i])));
+    if (extra && extra->alloc->mem.size)
+        RETURN_IF_ERROR(server_run_back_page(d, buffer_page(extra)));
     return NULL;
 }

@@ -54,6 +54,10 @@ MUST_USE cubec_status server_run_page_create(cubec_device *d, uint64_t size, gpu
 /* The page source's free: forgets an unbacked page. */
 void server_run_page_destroyed(cubec_device *d, const gpu_mem *page);
 
+/* Gives device memory to one page made under a dry run (and maps it where pages are mapped);
+ * nothing when it has both. Relocation backs its targets with it. Errors: CUBEC_OUT_OF_MEMORY
+ * naming the page. */
+MUST_USE cubec_status server_run_back_page(cubec_device *d, gpu_mem *page);
 /* Gives device memory to the pages of `bufs` (and `extra`, may be NULL) made under a dry run;
  * nothing to do (one branch) when there are none. Errors: CUBEC_OUT_OF_MEMORY naming the page. */
 MUST_USE cubec_status server_back_buffers(cubec_device *d, buffer_obj *const *bufs, uint32_t n,

@@ -27,6 +27,10 @@ struct cubec_event_s {
     gpu_mem *staging; /* discrete: a private readback buffer */
     int done;
     cubec_status result;
+    /* While `src` is to be copied into `dst`: in the device's list of such reads (host_memory's
+     * deferred_reads), so that memory of the program's that cubec hands back or lets go of is
+     * written before, never after. */
+    struct cubec_event_s *next_deferred, **prev_deferred;
     /* For the trace: when the read started, on which stream, of which buffer. */
     uint64_t trace_begin_ns, stream, buffer_number;
 };
@@ -65,6 +69,29 @@ static void copy_hazards(cubec_device *d, gpu_cmd *cmd, const alloc_obj *a,
 static void invalidate(cubec_device *d, gpu_mem *m)
 {
     d->gpu->ops->mem_invalidate(d->gpu, m);
+}
+
+static void defer(cubec_device *d, cubec_event *e)
+{
+    e->next_deferred = d->host.deferred_reads;
+    if (e->next_deferred) e->next_deferred->prev_deferred = &e->next_deferred;
+    e->prev_deferred = &d->host.deferred_reads;
+    d->host.deferred_reads = e;
+}
+
+static void undefer(cubec_event *e)
+{
+    if (!e->prev_deferred) return;
+    *e->prev_deferred = e->next_deferred;
+    if (e->next_deferred) e->next_deferred->prev_deferred = e->prev_deferred;
+    e->next_deferred = NULL;
+    e->prev_deferred = NULL;
+}
+
+static int lands_in(const cubec_event *e, const unsigned char *base, uint64_t size)
+{
+    uintptr_t at = (uintptr_t)e->dst, from = (uintptr_t)base;
+    return at < from + size && from < at + e->size;
 }
 
 /* Discrete GPUs: chunk by chunk through the upload ring, each full chunk submitted so that its
@@ -391,7 +418,29 @@ static cubec_status read_async_body(cubec_device *d, stream_ref s, buffer_obj *b
     }
     e->alloc = b->alloc;
     e->alloc->refs++;
+    if (e->src) defer(d, e);
     *out = e;
+    return NULL;
+}
+
+cubec_status server_reads_land_before_release(cubec_device *d, const void *ptr)
+{
+    const uint64_t size = server_host_range_size(&d->host, ptr);
+    for (;;) {
+        uint64_t last = 0;
+        for (const cubec_event *e = d->host.deferred_reads; e; e = e->next_deferred)
+            if (lands_in(e, ptr, size) && e->value > last) last = e->value;
+        if (!last) return NULL;
+        if (last <= d->sub.completed_value) break;
+        /* The wait drops the device lock: the list is walked again after it. */
+        RETURN_IF_ERROR(sub_wait(d, last));
+    }
+    /* Every one of them finished on the GPU: completing them waits for nothing, and keeps the
+     * lock. */
+    for (cubec_event *e = d->host.deferred_reads, *next; e; e = next) {
+        next = e->next_deferred;
+        if (lands_in(e, ptr, size)) cubec_status_free(server_event_progress(e, 0));
+    }
     return NULL;
 }
 
@@ -406,6 +455,12 @@ cubec_status server_event_progress(cubec_event *e, int block)
                 return status_make(CUBEC_NOT_READY, "the read has not finished yet");
         }
         cubec_status err = sub_wait(d, e->value);
+        if (e->done) {
+            /* Completed while the wait dropped the lock: the range it lands in was let go of
+             * (server_reads_land_before_release), and its bytes must not be copied again. */
+            cubec_status_free(err);
+            return status_clone(e->result);
+        }
         if (err) {
             e->result = err;
         } else {
@@ -420,6 +475,7 @@ cubec_status server_event_progress(cubec_event *e, int block)
             }
         }
         e->done = 1;
+        undefer(e);
         if (e->alloc) server_alloc_release(d, e->alloc);
         e->alloc = NULL;
     }
