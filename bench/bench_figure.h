@@ -54,6 +54,9 @@ typedef struct bench_params {
 typedef struct bench_sample {
     double value;
     double device_value;
+    /* The run measured nothing on purpose and 0 is its true value (profile.empty with Device
+     * timing: an empty window reads no timestamps); any other value must be positive. */
+    int zero_ok;
 } bench_sample;
 
 typedef struct bench_impl {

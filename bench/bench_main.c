@@ -371,9 +371,9 @@ static void side_close(const side *s, void *ctx)
 
 static bench_err side_run(side *s, void *state, double *value, double *device_value)
 {
-    bench_sample sample = {NAN, NAN};
+    bench_sample sample = {NAN, NAN, 0};
     BENCH_TRY(s->impl->run(state, &sample));
-    if (!(sample.value > 0) || !isfinite(sample.value))
+    if (!(sample.value > 0 || (sample.zero_ok && sample.value == 0)) || !isfinite(sample.value))
         return bench_errorf("measured a value of %g", sample.value);
     if (value) *value = sample.value;
     if (device_value) *device_value = sample.device_value;
@@ -581,7 +581,7 @@ int cubec_bench_main(int argc, char **argv)
     int rc = parse_args(argc, argv, &opt);
     if (rc) return rc < 0 ? 0 : rc;
     if (opt.trace && trace_begin(opt.trace) != 0) return 1;
-    char cache_dir[64];
+    char cache_dir[4096];
     bench_cache_dir_begin(cache_dir, sizeof cache_dir);
     rc = run_suite(&opt);
     bench_cache_dir_end(cache_dir);

@@ -30,7 +30,7 @@ extern char **environ;
 
 typedef struct warm_fig {
     bench_params p;
-    char dir[64];   /* the cache directory of cubec's side ("" for the baseline) */
+    char dir[4096]; /* the cache directory of cubec's side ("" for the baseline) */
     uint32_t salt;  /* the kernel the children create */
     int fresh_salt; /* the baseline: a new kernel every child */
     uint32_t children;
@@ -181,6 +181,12 @@ static bench_err spawn_child(const char *cache_dir, uint32_t salt, double *out_m
     return NULL;
 }
 
+/* Where the bench makes its temporary cache directories: $TMPDIR when set, else /tmp. */
+static const char *tmp_base(void)
+{
+    const char *dir = getenv("TMPDIR");
+    return dir && dir[0] ? dir : "/tmp";
+}
 static bench_err warm_setup_common(const bench_params *params, void **out_state, int cached)
 {
     warm_fig *f = calloc(1, sizeof *f);
@@ -194,7 +200,7 @@ static bench_err warm_setup_common(const bench_params *params, void **out_state,
         snprintf(f->dir, sizeof f->dir, "none");
         return NULL;
     }
-    snprintf(f->dir, sizeof f->dir, "/tmp/cubec-bench-warm-disk-XXXXXX");
+    snprintf(f->dir, sizeof f->dir, "%s/cubec-bench-warm-disk-XXXXXX", tmp_base());
     if (!mkdtemp(f->dir)) {
         f->dir[0] = 0;
         return bench_errorf("mkdtemp: %s", strerror(errno));
@@ -259,7 +265,7 @@ void bench_cache_dir_begin(char *dir, size_t cap)
 {
     dir[0] = 0;
     if (getenv("CUBEC_CACHE_DIR")) return; /* the user's choice, `none` included */
-    snprintf(dir, cap, "/tmp/cubec-bench-cache-XXXXXX");
+    snprintf(dir, cap, "%s/cubec-bench-cache-XXXXXX", tmp_base());
     if (!mkdtemp(dir) || setenv("CUBEC_CACHE_DIR", dir, 1) != 0) {
         fprintf(stderr, "cubec bench: no temporary cache directory (%s): using none\n",
                 strerror(errno));

@@ -65,7 +65,7 @@ extern "C" {
       "a wait for the GPU passed [device] wait_timeout: the device is treated as lost")
 
 typedef enum cubec_code {
-#define CUBEC_CODE_ENUMERATOR_(name, value, description) name = value,
+#define CUBEC_CODE_ENUMERATOR_(name, value, description) name = (value),
     CUBEC_CODES(CUBEC_CODE_ENUMERATOR_)
 #undef CUBEC_CODE_ENUMERATOR_
 } cubec_code;

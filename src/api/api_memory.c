@@ -5,6 +5,7 @@
  * after unlocking, so that building a string never holds up other threads' launches. The buffer
  * pools belong to stream slots; the rings belong to the device and so are reported once. */
 #include "api/api_common.h"
+#include "base/array.h"
 #include "server/buffers.h"
 #include "server/memory_ops.h"
 #include "server/raw.h"
@@ -84,7 +85,7 @@ typedef struct slot_memory {
 
 typedef struct snapshot {
     slot_memory *slots;
-    uint32_t slot_count;
+    uint32_t slot_count, slot_cap;
     cubec_pool_report aux[3];
     uint32_t aux_count;
     totals buffers; /* over every slot's pools */
@@ -105,9 +106,11 @@ static void add_pool(totals *t, const cubec_pool_report *p)
 static cubec_status add_slot_report(void *user, uint32_t slot, const cubec_memory_report *r)
 {
     snapshot *out = user;
-    slot_memory *grown = realloc(out->slots, (out->slot_count + 1) * sizeof(slot_memory));
-    if (!grown) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (memory report)");
-    out->slots = grown;
+    /* (array_grow leaves a non-NULL array when it succeeds; the analyzer cannot tell.) */
+    if (array_grow((void **)&out->slots, &out->slot_cap, (uint64_t)out->slot_count + 1,
+                   sizeof(slot_memory)) != 0 ||
+        !out->slots)
+        return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (memory report)");
     slot_memory *s = &out->slots[out->slot_count++];
     memset(s, 0, sizeof *s);
     s->slot = slot;

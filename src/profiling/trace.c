@@ -507,7 +507,8 @@ static void trace_free(trace *t)
 static int write_locked(trace *t, const char **action, char **message)
 {
     *action = "write";
-    qsort(t->events, t->count, sizeof *t->events, event_order);
+    /* A trace with no events has no array: qsort's pointer must not be NULL even for 0 items. */
+    if (t->count) qsort(t->events, t->count, sizeof *t->events, event_order);
     uint64_t base = UINT64_MAX;
     for (size_t i = 0; i < t->count; i++)
         if (t->events[i].ts < base) base = t->events[i].ts;
@@ -567,6 +568,11 @@ int trace_write(trace *t, char **out_error)
     pthread_mutex_unlock(&t->lock);
     if (err) set_error(out_error, message ? message : format_error(action, t->path, err));
     return err ? -1 : 0;
+}
+
+void trace_discard(trace *t)
+{
+    if (t) trace_free(t);
 }
 
 int trace_close(trace *t, char **out_error)

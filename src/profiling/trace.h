@@ -85,4 +85,8 @@ int trace_write(trace *t, char **out_error);
  * trace_write returned; NULL is accepted and returns 0. */
 int trace_close(trace *t, char **out_error);
 
+/* Frees the trace without writing it: for a trace written already, whose file the program may
+ * have removed since (rewriting it would bring the file back). NULL is accepted. */
+void trace_discard(trace *t);
+
 #endif

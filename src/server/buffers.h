@@ -22,6 +22,10 @@ typedef struct alloc_obj {
     uint64_t queued_readers;
     uint64_t last_use; /* timeline value of the last batch that reads or writes it */
     uint64_t last_write;
+    /* Guards a program holds (cubec_buffer_raw): any launch may then reach the bytes through
+     * their device address without binding them, so host transfers order after all earlier work
+     * on the stream (server/transfer.c, transfer_after). */
+    uint32_t raw_guards;
     uint64_t number; /* "buffer #n" in failure messages */
     taint_map taint; /* byte ranges that carry a failure (offsets within the allocation) */
 } alloc_obj;

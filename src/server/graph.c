@@ -333,9 +333,11 @@ static cubec_status chunk_alloc(cubec_device *d, graph_obj *g, uint32_t size, gp
     graph_chunk *c = g->chunk_count ? &g->chunks[g->chunk_count - 1] : NULL;
     uint64_t at = c ? (c->used + align - 1) / align * align : 0;
     if (!c || at + size > c->mem->size) {
-        graph_chunk *n = realloc(g->chunks, (g->chunk_count + 1) * sizeof *n);
-        if (!n) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (graph)");
-        g->chunks = n;
+        /* (array_grow leaves a non-NULL array when it succeeds; the analyzer cannot tell.) */
+        if (array_grow((void **)&g->chunks, &g->chunk_cap, (uint64_t)g->chunk_count + 1,
+                       sizeof(graph_chunk)) != 0 ||
+            !g->chunks)
+            return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (graph)");
         c = &g->chunks[g->chunk_count];
         memset(c, 0, sizeof *c);
         uint64_t bytes = size > GRAPH_CHUNK_BYTES ? size : GRAPH_CHUNK_BYTES;
@@ -614,6 +616,7 @@ cubec_status server_graph_replay(cubec_device *d, stream_ref s, uint64_t id)
         return NULL;
     }
     read_copy(d, g, (int)copy); /* before its queries are written again */
+    d->sub->begins++;           /* work that no sub_begin recorded: no profile window is empty */
     uint64_t value = d->sub->next_value;
     err = lost ? lost
                : submitter_push(d, g->cmd[copy], value, g->number, before.cmd ? &before : NULL);

@@ -43,7 +43,7 @@ typedef struct graph_obj {
     graph_use *uses;
     uint32_t use_count, use_cap;
     graph_chunk *chunks;
-    uint32_t chunk_count;
+    uint32_t chunk_count, chunk_cap;
     uint32_t launches;
     uint64_t last_value; /* timeline value of its latest replay */
     /* Launch timing (only when tracing or summarising at capture, with host query reset): per

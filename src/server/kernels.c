@@ -6,6 +6,7 @@
  * constants first; when the block is larger than the device allows they are compiled again with
  * the metadata in a storage buffer (the "metadata layout" variant of the pipeline). */
 #include "server/kernels.h"
+#include "base/array.h"
 #include "base/clock.h"
 #include "base/hash.h"
 #include "base/log.h"
@@ -460,12 +461,12 @@ cubec_status server_kernel_name(pipeline_entry *e, const char *name, const char 
             *out = e->names[i];
             return NULL;
         }
-    char **grown = realloc(e->names, (e->name_count + 1) * sizeof *grown);
-    if (!grown) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (kernel name)");
-    e->names = grown;
-    if (!(grown[e->name_count] = strdup(cut)))
+    /* (array_grow leaves a non-NULL array when it succeeds; the analyzer cannot tell.) */
+    if (array_grow((void **)&e->names, &e->name_cap, (uint64_t)e->name_count + 1, sizeof(char *)) !=
+            0 ||
+        !e->names || !(e->names[e->name_count] = strdup(cut)))
         return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (kernel name)");
-    *out = grown[e->name_count++];
+    *out = e->names[e->name_count++];
     return NULL;
 }
 

@@ -25,7 +25,7 @@ typedef struct pipeline_entry {
     /* The names kernel handles of this definition go by (at most 31 characters each): they
      * live as long as the entry, so a queued task points at its name instead of copying it. */
     char **names;
-    uint32_t name_count;
+    uint32_t name_count, name_cap;
     struct pipeline_entry *next; /* hash chain */
 } pipeline_entry;
 

@@ -34,10 +34,14 @@ static trace *shared_trace;
 static char shared_path[512];
 static int shared_users;
 
+/* The shared trace is written by every device that closes (trace_done) and no device adds to it
+ * once the last has closed, so it is freed unwritten: writing it again at exit or when a device
+ * traces to another path would bring back a file the program removed since (tests that remove
+ * their trace files found them recreated). */
 static void shared_trace_free(void)
 {
     pthread_mutex_lock(&shared_lock);
-    trace_close(shared_trace, NULL); /* written already by the last device to close */
+    trace_discard(shared_trace);
     shared_trace = NULL;
     pthread_mutex_unlock(&shared_lock);
 }
@@ -51,7 +55,7 @@ static trace *trace_for(const char *path, char **why)
         shared_users++;
     } else if (!shared_trace || shared_users == 0) {
         static int registered;
-        trace_close(shared_trace, NULL);
+        trace_discard(shared_trace); /* no user left: written when the last one closed */
         shared_trace = t = trace_open(path, why);
         snprintf(shared_path, sizeof shared_path, "%s", path);
         shared_users = t != NULL;

@@ -5,8 +5,8 @@
  * interleaves. The begin timestamp is written at the bottom of the pipe (when all earlier work
  * has finished) and followed by an execution barrier, so the profiled work cannot start before
  * it; the end timestamp is written when all earlier work has finished. On an idle GPU the begin
- * goes at the top of the pipe without a barrier, and so does the end of a window in which nothing
- * was recorded: an empty window measures ~0, as in the seed (docs/profiling.md). Each open
+ * goes at the top of the pipe without a barrier. A window in which nothing was recorded gets no
+ * end timestamp and measures 0 without a read, as in the seed (docs/profiling.md). Each open
  * profile owns a pair of queries of one pool; profiles nest and overlap because they share
  * nothing else.
  *
@@ -237,22 +237,26 @@ cubec_status server_profile_end(cubec_device *d, stream_ref s, uint64_t id,
         /* The wait may let other threads in: hold on to the values, not to `p`. */
         uint64_t value = p->end_value;
         uint32_t query = p->query;
-        if (!err && !p->poison) err = sub_wait(d, value);
+        int empty = p->empty;
+        if (!err && !p->poison && !empty) err = sub_wait(d, value);
         p = handle_table_get(&d->profiles->handles, id);
         if (!p)
             return err ? err
                        : INVALID_ARG("cubec_profile_end: the profile was abandoned by "
                                      "another thread while it ended");
         uint64_t ticks[2] = {0, 0};
-        if (!err && !p->poison)
+        if (!err && !p->poison && empty) {
+            /* Nothing ran in the window: no device instant to convert, the host's stands in. */
+            r.begin_ns = r.end_ns = clock_now_ns();
+        } else if (!err && !p->poison) {
             err = d->gpu->ops->queries_read(d->gpu, d->profiles->queries, query, 2, ticks);
-        if (!err && !p->poison) {
+        }
+        if (!err && !p->poison && !empty) {
             uint64_t mask = d->gpu->caps.timestamp_bits >= 64
                                 ? UINT64_MAX
                                 : (1ull << d->gpu->caps.timestamp_bits) - 1;
             uint64_t delta = (ticks[1] - ticks[0]) & mask;
-            /* Two top-of-pipe timestamps of an empty window may tie; one read as earlier than
-             * the other would wrap to a huge duration. */
+            /* A timestamp read as earlier than the other would wrap to a huge duration. */
             if (delta > mask / 2) delta = 0;
             r.begin_ns = server_device_time_ns(d, ticks[0] & mask);
             r.end_ns = r.begin_ns + (uint64_t)llround((double)delta * d->info.timestamp_period_ns);
@@ -287,9 +291,9 @@ cubec_status server_record_timestamp(cubec_device *d, task *t)
     /* Nothing can run before the begin timestamp when it opens a new command buffer and the GPU
      * has finished everything submitted before: checked before the batch is begun. */
     int fresh = d->sub->open == NULL;
-    /* An end with nothing recorded since its begin (the same command buffer still open, no
-     * sub_begin in between) closes an empty window. */
-    int empty = p->opened && d->sub->open && d->sub->begins == p->begins_at;
+    /* An end with nothing recorded or replayed since its begin (no sub_begin, no graph replay in
+     * between) closes an empty window, whether or not the begin's batch was submitted since. */
+    int empty = p->opened && d->sub->begins == p->begins_at;
     gpu_cmd *cmd;
     RETURN_IF_ERROR(sub_begin(d, &cmd));
     const gpu_ops *ops = d->gpu->ops;
@@ -309,17 +313,15 @@ cubec_status server_record_timestamp(cubec_device *d, task *t)
                           idle ? GPU_STAGE_TOP : GPU_STAGE_BOTTOM);
         if (!idle) gpu_cmd_barrier(cmd, GPU_STAGE_ALL, 0, GPU_STAGE_ALL, 0);
         p->opened = 1;
-        p->began_top = idle;
         p->begins_at = d->sub->begins;
     } else {
-        /* An empty window after a top-of-pipe begin ends at the top of the pipe too: there is
-         * no work to wait for, and a bottom-of-pipe timestamp would charge the window what the
-         * driver takes to drain its pipeline (about 20 us on lavapipe, which flushes). After a
-         * bottom-of-pipe begin it stays at the bottom, where it is ordered after the begin. A
-         * poisoned profile is never read; its begin may have been lost with a submission,
-         * leaving the queries unreset. */
-        uint32_t stage = empty && p->began_top ? GPU_STAGE_TOP : GPU_STAGE_BOTTOM;
-        if (!p->poison) gpu_cmd_timestamp(cmd, d->profiles->queries, p->query + 1, stage);
+        /* An empty window gets no end timestamp: cubec_profile_end reports 0 without reading
+         * its queries, as the seed reports 0 for a window in which nothing ran (two timestamps
+         * around nothing measured 70 ns to 19 us on lavapipe). A poisoned profile is never read;
+         * its begin may have been lost with a submission, leaving the queries unreset. */
+        if (!empty && !p->poison)
+            gpu_cmd_timestamp(cmd, d->profiles->queries, p->query + 1, GPU_STAGE_BOTTOM);
+        p->empty = empty;
         p->closed = 1;
         p->end_value = d->sub->next_value;
     }

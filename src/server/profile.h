@@ -17,8 +17,8 @@ typedef struct profile_obj {
     uint32_t query;     /* first of its two queries (Device timing) */
     uint64_t end_value; /* batch that carries the end timestamp */
     uint64_t begin_ns;  /* System timing: host time after the begin sync */
-    int began_top;      /* its begin timestamp went at the top of the pipe (the GPU was idle) */
     uint64_t begins_at; /* sub.begins just after its begin timestamp was recorded */
+    int empty;          /* nothing was recorded between its timestamps: it measures 0 */
     failure *poison;    /* the first failure on its stream while it was open */
 } profile_obj;
 

@@ -42,6 +42,7 @@ cubec_status server_buffer_raw(cubec_device *d, stream_ref s, buffer_obj *b, cub
         return err;
     }
     g->alloc = a;
+    a->raw_guards++;
     uint64_t handle = 0, address = 0;
     if (a->mem.size) d->gpu->ops->mem_raw(d->gpu, (gpu_mem *)a->mem.page, &handle, &address);
     out->buffer = handle;
@@ -56,6 +57,7 @@ void server_guard_release(cubec_device *d, uint64_t id)
     guard_obj *g = handle_table_get(&d->buffers->guards, id);
     if (!g) return;
     handle_table_remove(&d->buffers->guards, id);
+    g->alloc->raw_guards--;
     server_alloc_unpin(d, g->alloc);
     free(g);
 }

@@ -52,6 +52,31 @@ static void touch(cubec_device *d, buffer_obj *b, int write)
     if (write) b->alloc->last_write = d->sub->next_value;
 }
 
+/* What a host transfer of `a` from `slot` waits for, given `value`, the last batch that used it
+ * as the transfer needs: for a guarded allocation (cubec_buffer_raw), also the stream's last
+ * work, since any launch may have reached the bytes through their device address, which names
+ * them in no binding (cubec.h: a transfer comes after all earlier work on its stream). */
+static uint64_t transfer_after(const cubec_device *d, uint32_t slot, const alloc_obj *a,
+                               uint64_t value)
+{
+    uint64_t stream = a->raw_guards ? d->streams->slots[slot].last_value : 0;
+    return stream > value ? stream : value;
+}
+
+/* Records the barrier in front of a copy of `range` of `a`: for a guarded allocation one after
+ * every earlier command, whose accesses through the device address no hazard range holds. */
+static void copy_hazards(cubec_device *d, gpu_cmd *cmd, const alloc_obj *a,
+                         const hazard_range *range)
+{
+    if (a->raw_guards) {
+        gpu_cmd_barrier(cmd, GPU_STAGE_COMPUTE | GPU_STAGE_TRANSFER,
+                        GPU_ACCESS_SHADER_WRITE | GPU_ACCESS_TRANSFER_WRITE, GPU_STAGES_USED,
+                        GPU_ACCESS_USED);
+        d->sub->stats.barriers++;
+    }
+    sub_hazards(d, cmd, range, 1, SUB_TRANSFER);
+}
+
 static void invalidate(cubec_device *d, gpu_mem *m, uint64_t offset, uint64_t size)
 {
     gpu_mem_invalidate(d->gpu, m, offset, size);
@@ -97,7 +122,7 @@ static cubec_status write_staged(cubec_device *d, buffer_obj *b, uint64_t at, co
         gpu_cmd *cmd;
         RETURN_IF_ERROR(sub_begin(d, &cmd));
         hazard_range r = {page, at + done, n, 1};
-        sub_hazards(d, cmd, &r, 1, SUB_TRANSFER);
+        copy_hazards(d, cmd, b->alloc, &r);
         gpu_cmd_copy(cmd, d->rings->upload.mem, ring_at, page, at + done, n);
         touch(d, b, 1);
         done += n;
@@ -144,7 +169,7 @@ static cubec_status transfer_registered(cubec_device *d, buffer_obj *b, uint64_t
     gpu_cmd *cmd;
     RETURN_IF_ERROR(sub_begin(d, &cmd));
     hazard_range hr = {page, at, size, to_device};
-    sub_hazards(d, cmd, &hr, 1, SUB_TRANSFER);
+    copy_hazards(d, cmd, b->alloc, &hr);
     if (to_device)
         gpu_cmd_copy(cmd, r->mem, host_at, page, at, size);
     else
@@ -197,7 +222,7 @@ static cubec_status write_body(cubec_device *d, stream_ref s, buffer_obj *b, uin
          * place (no relocation meanwhile). */
         alloc_obj *a = b->alloc;
         server_alloc_pin(d, a);
-        cubec_status err = sub_wait(d, a->last_use);
+        cubec_status err = sub_wait(d, transfer_after(d, slot, a, a->last_use));
         if (!err) {
             memcpy(page->mapped + at, src, size);
             gpu_mem_flush(d->gpu, page, at, size);
@@ -258,7 +283,7 @@ static cubec_status read_staged(cubec_device *d, buffer_obj *b, uint64_t at, voi
             gpu_cmd *cmd;
             RETURN_IF_ERROR(sub_begin(d, &cmd));
             hazard_range r = {page, at + done, n, 0};
-            sub_hazards(d, cmd, &r, 1, SUB_TRANSFER);
+            copy_hazards(d, cmd, b->alloc, &r);
             gpu_cmd_copy(cmd, page, at + done, d->rings->readback.mem, ring_at, n);
             touch(d, b, 0);
             q[queued++] = (pending_chunk){d->sub->next_value, ring_at, done, n};
@@ -304,7 +329,7 @@ static cubec_status read_body(cubec_device *d, uint32_t slot, buffer_obj *b, uin
          * place (no relocation meanwhile). */
         alloc_obj *a = b->alloc;
         server_alloc_pin(d, a);
-        cubec_status err = sub_wait_for_host(d, a->last_write);
+        cubec_status err = sub_wait_for_host(d, transfer_after(d, slot, a, a->last_write));
         if (!err) {
             invalidate(d, page, at, size);
             memcpy(dst, page->mapped + at, size);
@@ -370,7 +395,8 @@ static cubec_status read_async_body(cubec_device *d, stream_ref s, buffer_obj *b
      * completes: copying out of the buffer itself at completion would return what later work
      * wrote meanwhile (found by the null-backend fuzzer). */
     sub_poll(d);
-    uint64_t written = b->alloc->last_write, visible = d->sub->host_visible_value;
+    uint64_t written = transfer_after(d, slot, b->alloc, b->alloc->last_write),
+             visible = d->sub->host_visible_value;
     int ready = !written || (written <= visible && visible <= d->sub->completed_value);
     host_range *reg = page->mapped ? NULL : server_host_find(d->host, dst, size);
     if (page->mapped && ready) {
@@ -390,7 +416,7 @@ static cubec_status read_async_body(cubec_device *d, stream_ref s, buffer_obj *b
         if (!err) {
             e->src = e->staging->mapped;
             hazard_range r = {page, at, size, 0};
-            sub_hazards(d, cmd, &r, 1, SUB_TRANSFER);
+            copy_hazards(d, cmd, b->alloc, &r);
             gpu_cmd_copy(cmd, page, at, e->staging, 0, size);
             touch(d, b, 0);
             e->value = d->sub->next_value;

@@ -35,8 +35,8 @@
 #define DOC_CONFIG_MAX_BYTES 1048576u
 
 static char fifo_path[128];
-static char dir_path[128];
-static char ini_path[128];
+static char dir_path[200];
+static char ini_path[200];
 
 static const char *const all_variables[] = {
     "CUBEC_CONFIG",
@@ -77,9 +77,12 @@ static int setup(void **state)
 {
     (void)state;
     unset_all();
-    snprintf(fifo_path, sizeof fifo_path, "/tmp/cubec_test_bad_config_%d.fifo", (int)getpid());
-    snprintf(dir_path, sizeof dir_path, "/tmp/cubec_test_bad_config_%d.dir", (int)getpid());
-    snprintf(ini_path, sizeof ini_path, "/tmp/cubec_test_bad_config_%d.ini", (int)getpid());
+    snprintf(fifo_path, sizeof fifo_path, "%s/cubec_test_bad_config_%d.fifo", test_tmp_dir(),
+             (int)getpid());
+    snprintf(dir_path, sizeof dir_path, "%s/cubec_test_bad_config_%d.dir", test_tmp_dir(),
+             (int)getpid());
+    snprintf(ini_path, sizeof ini_path, "%s/cubec_test_bad_config_%d.ini", test_tmp_dir(),
+             (int)getpid());
     unlink(fifo_path);
     rmdir(dir_path);
     if (mkfifo(fifo_path, 0600) != 0) fail_msg("mkfifo %s: %s", fifo_path, strerror(errno));

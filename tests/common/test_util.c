@@ -103,9 +103,15 @@ int known_bug_exposed(const char *id)
     return 0;
 }
 
+const char *test_tmp_dir(void)
+{
+    const char *dir = getenv("TMPDIR");
+    return dir && dir[0] ? dir : "/tmp";
+}
+
 void test_temp_dir(char *out, size_t cap, const char *prefix)
 {
-    snprintf(out, cap, "/tmp/%s_XXXXXX", prefix);
+    snprintf(out, cap, "%s/%s_XXXXXX", test_tmp_dir(), prefix);
     if (!mkdtemp(out)) fail_msg("mkdtemp: %s", strerror(errno));
 }
 

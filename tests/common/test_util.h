@@ -33,8 +33,11 @@ unsigned test_validation_messages(void);
 void test_assert_error(cubec_status st, cubec_code code, const char *needle, const char *expr,
                        const char *file, int line);
 
-/* A new empty directory /tmp/<prefix>_XXXXXX, its path in `out` (fails the test if it cannot be
- * made), and the removal of such a directory with everything in it. */
+/* Where tests make their files: $TMPDIR when set (ctest sets it to a directory that must be
+ * empty after the run: tests/CMakeLists.txt, test_tmp_empty), else /tmp. */
+const char *test_tmp_dir(void);
+/* A new empty directory <test_tmp_dir()>/<prefix>_XXXXXX, its path in `out` (fails the test if it
+ * cannot be made), and the removal of such a directory with everything in it. */
 void test_temp_dir(char *out, size_t cap, const char *prefix);
 void test_remove_tree(const char *dir);
 /* Lines of the text file `path` that contain `needle` (the file must exist). */

@@ -39,8 +39,8 @@ extern char **environ;
 #define SAMPLES 5u
 #define RUNS (WARMUP + SAMPLES)
 
-static char dir[64];
-static char log_path[128];
+static char dir[128];
+static char log_path[160];
 
 static int setup(void **state)
 {

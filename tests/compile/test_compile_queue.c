@@ -529,7 +529,7 @@ static void test_queue_and_disk_cache(void **state)
 {
     (void)state;
     enum { K = 5 };
-    char dir[64];
+    char dir[128];
     test_temp_dir(dir, sizeof dir, "cubec_test_compile_queue");
     for (int pass = 0; pass < 2; pass++) {
         cubec_device *d = open_with("CUBEC_CACHE_DIR", dir);

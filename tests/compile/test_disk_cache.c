@@ -18,8 +18,8 @@
 
 #define HEADER 96 /* the header's size (kernel/disk_cache.c) */
 
-static char dir[64];
-static char log_path[64]; /* the warnings go here, for the tests to read */
+static char dir[128];
+static char log_path[160]; /* the warnings go here, for the tests to read */
 
 /* Whether a warning containing `needle` was logged. */
 static int logged(const char *needle)
@@ -346,7 +346,7 @@ static void test_stale_temporary_files(void **state)
 {
     (void)state;
     disk_cache *c = open_cache(1 << 20, "test");
-    char stale[128], fresh[128];
+    char stale[160], fresh[160];
     snprintf(stale, sizeof stale, "%s/.tmp-dead-writer", dir);
     snprintf(fresh, sizeof fresh, "%s/.tmp-live-writer", dir);
     write_file(stale, "x", 1);
@@ -380,7 +380,7 @@ static void test_directories(void **state)
     disk_cache_resolve_dir("", out, sizeof out);
     assert_string_equal(out, "");
     /* A missing directory is created with its parents; a file in the way is refused. */
-    char deep[128], file[128];
+    char deep[160], file[160];
     snprintf(deep, sizeof deep, "%s/a/b/c", dir);
     disk_cache *c = NULL;
     ASSERT_OK(disk_cache_open(deep, 1 << 20, "test", &c));
@@ -396,7 +396,8 @@ static void test_directories(void **state)
 
 int main(void)
 {
-    snprintf(log_path, sizeof log_path, "/tmp/cubec_test_disk_cache_%d.log", (int)getpid());
+    snprintf(log_path, sizeof log_path, "%s/cubec_test_disk_cache_%d.log", test_tmp_dir(),
+             (int)getpid());
     unlink(log_path);
     if (log_configure(LOG_WARN, log_path)) fail_msg("cannot log to %s", log_path);
     const struct CMUnitTest tests[] = {

@@ -41,7 +41,7 @@ static const char salted_src[] = UINT_KERNEL_HEAD
     "    if (i < info.n) o[i] = i * info.mul + info.add + uint(SALT);\n"
     "}\n";
 
-static char dir[64];
+static char dir[128];
 
 static int setup(void **state)
 {
@@ -474,7 +474,7 @@ static void test_size_limit_evicts_lru(void **state)
     (void)state;
     /* An entry's size: the same for every salt of three digits (the key and the SPIR-V differ
      * only in those digits and in a constant's value). */
-    char probe[64];
+    char probe[128];
     test_temp_dir(probe, sizeof probe, "cubec_test_kernel_disk_cache_probe");
     setenv("CUBEC_CACHE_DIR", probe, 1);
     cubec_device *d = test_device_open();
@@ -586,7 +586,7 @@ static int lines_with(const char *path, const char *const *needles)
 static void test_unusable_dir_warns(void **state)
 {
     (void)state;
-    char file[128], bad[160], log_path[160];
+    char file[160], bad[192], log_path[192];
     snprintf(file, sizeof file, "%s/a_file", dir);
     snprintf(bad, sizeof bad, "%s/cache", file);
     snprintf(log_path, sizeof log_path, "%s/log.txt", dir);

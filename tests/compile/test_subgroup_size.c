@@ -84,7 +84,7 @@ static uint64_t run_size(cubec_device *d, uint32_t local, uint32_t size, uint32_
 static void test_each_size(void **state)
 {
     (void)state;
-    char dir[256];
+    char dir[4096];
     test_temp_dir(dir, sizeof dir, "cubec_subgroup");
     setenv("CUBEC_CACHE_DIR", dir, 1);
     cubec_device *d = test_device_open();

@@ -1026,7 +1026,7 @@ static const workload_def workloads[] = {
 };
 
 static const workload_def *chosen;
-static char trace_path[256];
+static char trace_path[4096];
 
 static void count_message(void *user, const char *message)
 {
@@ -1047,7 +1047,7 @@ static void trace_after(int opened)
     if (!chosen->traced) return;
     unsetenv("CUBEC_TRACE");
     if (!opened && access(trace_path, F_OK)) return; /* the open failed before creating it */
-    char command[1024];
+    char command[8192];
     snprintf(command, sizeof command,
              "python3 '%s/tests/profiling/check_trace.py' '%s' > /dev/null 2>&1", CUBEC_SOURCE_DIR,
              trace_path);
@@ -1094,7 +1094,8 @@ static void test_sweep(void **state)
     (void)state;
     setenv("CUBEC_TASKS_MAX", "4", 1);
     trace = getenv("CUBEC_SWEEP_TRACE") != NULL;
-    snprintf(trace_path, sizeof trace_path, "/tmp/cubec_fault_sweep_%d.json", (int)getpid());
+    snprintf(trace_path, sizeof trace_path, "%s/cubec_fault_sweep_%d.json", test_tmp_dir(),
+             (int)getpid());
 
     uint64_t open_counts[CUBEC_FAULT_KIND_COUNT], counts[CUBEC_FAULT_KIND_COUNT];
     /* The clean run: its counts bound the sweep. */

@@ -239,7 +239,8 @@ static void test_bad_layouts_refused(void **state)
 static void test_ini_lines_add_up(void **state)
 {
     (void)state;
-    char path[] = "/tmp/cubec_pools_iniXXXXXX";
+    char path[4096];
+    snprintf(path, sizeof path, "%s/cubec_pools_iniXXXXXX", test_tmp_dir());
     int fd = mkstemp(path);
     assert_true(fd >= 0);
     const char ini[] = "[memory]\n"

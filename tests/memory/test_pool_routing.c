@@ -47,7 +47,8 @@ static cubec_pool_report pool_report(const memory_manager *m, uint32_t i)
 static void test_capped_pool_spills(void **state)
 {
     (void)state;
-    char log_path[] = "/tmp/cubec_spill_logXXXXXX";
+    char log_path[4096];
+    snprintf(log_path, sizeof log_path, "%s/cubec_spill_logXXXXXX", test_tmp_dir());
     int fd = mkstemp(log_path);
     assert_true(fd >= 0);
     close(fd);

@@ -715,7 +715,8 @@ static void test_raw_waits_for_other_streams(void **state)
 static void test_pressure_relocates_before_a_refusal(void **state)
 {
     (void)state;
-    char log_path[] = "/tmp/cubec_pressure_logXXXXXX";
+    char log_path[4096];
+    snprintf(log_path, sizeof log_path, "%s/cubec_pressure_logXXXXXX", test_tmp_dir());
     int fd = mkstemp(log_path);
     assert_true(fd >= 0);
     close(fd);

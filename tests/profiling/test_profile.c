@@ -1,8 +1,9 @@
 /* Profiles (cubec.h "Profiling"), on the default device with the validation layer on:
  *  - a kernel whose cost scales with its input measures proportionally longer, and never longer
  *    than the host saw around it;
- *  - an empty window (idle, after queued work, nested) measures within the host's time and no
- *    more than two windows around one real launch, never the work queued before it;
+ *  - an empty window (idle, after queued work, nested) measures 0 with Device timing, as in the
+ *    seed, never the work queued before it (it measured 70 ns to 19 us before, two timestamps
+ *    around nothing), while the window with work around it measures more than 0;
  *  - nested and overlapping profiles on one stream each measure their own window;
  *  - abandon drops a token without submitting anything;
  *  - a launch that fails (a lost submission) or is skipped (its input carries a failure) while a
@@ -151,11 +152,13 @@ static void test_duration_scales_with_work(void **state)
     fixture_close(&f);
 }
 
-/* One window with nothing in it, its duration within the host's wall time around it and (the
- * relative bound) no longer than two windows around one real launch (`work`, what one
- * measured). */
+/* One window with nothing in it: 0 with Device timing (no timestamps read); with System timing
+ * within the host's wall time around it and (the relative bound) no longer than two windows
+ * around one real launch (`work`, what one measured). */
 static uint64_t profile_nothing(fixture *f, uint64_t work, const char *where)
 {
+    cubec_timing method;
+    ASSERT_OK(cubec_profile_method(f->d, &method));
     uint64_t t0 = clock_now_ns();
     cubec_profile p;
     ASSERT_OK(cubec_profile_begin(f->d, f->s, &p));
@@ -163,6 +166,9 @@ static uint64_t profile_nothing(fixture *f, uint64_t work, const char *where)
     ASSERT_OK(cubec_profile_end(f->d, f->s, p, &r));
     uint64_t wall = clock_now_ns() - t0;
     assert_int_equal(r.duration_ns, r.end_ns - r.begin_ns);
+    if (method == CUBEC_TIMING_DEVICE && r.duration_ns != 0)
+        fail_msg("an empty window %s measured %" PRIu64 " ns, expected 0 (nothing ran in it)",
+                 where, r.duration_ns);
     if (r.duration_ns > wall)
         fail_msg("an empty window %s measured %" PRIu64 " ns; the host saw only %" PRIu64 " ns",
                  where, r.duration_ns, wall);
@@ -214,6 +220,37 @@ static void test_empty_windows(void **state)
     uint32_t *runs = malloc(4 * WORDS * sizeof *runs);
     for (uint32_t i = 0; i < 4 * WORDS; i++)
         runs[i] = i < WORDS ? (3 + 2 * QUEUED) * STEPS + 200 : 0;
+    check_values(&f, 4 * WORDS, runs);
+    free(runs);
+    fixture_close(&f);
+}
+
+/* A window whose only work is a graph replay is not empty: a replay is submitted without being
+ * recorded into the stream's command buffer, and the window still measures it (> 0). */
+static void test_window_with_only_a_replay(void **state)
+{
+    (void)state;
+    fixture f;
+    fixture_open(&f);
+    cubec_graph g;
+    ASSERT_OK(cubec_graph_prepare(f.d, f.s));
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass == 1) ASSERT_OK(cubec_graph_begin(f.d, f.s));
+        ASSERT_OK(busy(&f, f.v, WORDS, STEPS));
+    }
+    ASSERT_OK(cubec_graph_end(f.d, f.s, &g));
+    ASSERT_OK(cubec_sync(f.d, f.s));
+    cubec_profile p;
+    ASSERT_OK(cubec_profile_begin(f.d, f.s, &p));
+    ASSERT_OK(cubec_graph_replay(f.d, f.s, g));
+    cubec_profile_result r;
+    ASSERT_OK(cubec_profile_end(f.d, f.s, p, &r));
+    if (r.duration_ns == 0) fail_msg("a window around a replay measured 0 ns");
+    ASSERT_OK(cubec_graph_destroy(f.d, f.s, g));
+    /* The warm-up and the replay ran. */
+    uint32_t *runs = malloc(4 * WORDS * sizeof *runs);
+    for (uint32_t i = 0; i < 4 * WORDS; i++)
+        runs[i] = i < WORDS ? 2 * STEPS : 0;
     check_values(&f, 4 * WORDS, runs);
     free(runs);
     fixture_close(&f);
@@ -513,6 +550,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_duration_scales_with_work),
         cmocka_unit_test(test_empty_windows),
+        cmocka_unit_test(test_window_with_only_a_replay),
         cmocka_unit_test(test_nested_and_overlapping),
         cmocka_unit_test(test_abandon),
         cmocka_unit_test(test_poisoned_by_failed_launch),

@@ -36,8 +36,8 @@
 #define CONSUMES 5u /* the first consumes a buffer written by cubec_write, the rest produce's */
 #define MAX_STREAMS 128u /* the default streaming.max_streams: a stream's slot is number % it */
 
-static char trace_path[128];
-static char log_path[128];
+static char trace_path[4096];
+static char log_path[4096];
 
 /* Each test sets the environment of the device it opens; whatever happens, it is gone after,
  * and so are the files (a failed test leaves them otherwise). */
@@ -82,7 +82,8 @@ static void expect_words(cubec_device *d, cubec_stream s, cubec_buffer b, const 
 static void test_trace_two_streams(void **state)
 {
     (void)state;
-    snprintf(trace_path, sizeof trace_path, "/tmp/cubec_test_trace_file_%d.json", (int)getpid());
+    snprintf(trace_path, sizeof trace_path, "%s/cubec_test_trace_file_%d.json", test_tmp_dir(),
+             (int)getpid());
     unlink(trace_path);
     assert_int_equal(setenv("CUBEC_TRACE", trace_path, 1), 0);
     cubec_device *d = test_device_open();
@@ -139,7 +140,7 @@ static void test_trace_two_streams(void **state)
 
     /* The validator: the file's structure, and exactly the launches made (no fill or copy here,
      * which would add launches of the builtin kernels). */
-    char command[1024];
+    char command[8192];
     snprintf(command, sizeof command,
              "python3 '%s/tests/profiling/check_trace.py' '%s' --launches %u --min-streams 2 "
              "--kernel produce --kernel consume",
@@ -186,7 +187,8 @@ static unsigned occurrences(const char *text, const char *needle)
 static void test_trace_graph_replays(void **state)
 {
     (void)state;
-    snprintf(trace_path, sizeof trace_path, "/tmp/cubec_test_trace_graph_%d.json", (int)getpid());
+    snprintf(trace_path, sizeof trace_path, "%s/cubec_test_trace_graph_%d.json", test_tmp_dir(),
+             (int)getpid());
     unlink(trace_path);
     assert_int_equal(setenv("CUBEC_TRACE", trace_path, 1), 0);
     cubec_device *d = test_device_open();
@@ -228,7 +230,7 @@ static void test_trace_graph_replays(void **state)
     test_device_close(d);
     unsetenv("CUBEC_TRACE");
 
-    char command[1024];
+    char command[8192];
     snprintf(command, sizeof command,
              "python3 '%s/tests/profiling/check_trace.py' '%s' --launches %u --min-streams 1 "
              "--kernel step",
@@ -287,7 +289,8 @@ static uint64_t summary_count(const char *text, const char *name, int *tables)
 static void test_summary_counts(void **state)
 {
     (void)state;
-    snprintf(log_path, sizeof log_path, "/tmp/cubec_test_summary_%d.log", (int)getpid());
+    snprintf(log_path, sizeof log_path, "%s/cubec_test_summary_%d.log", test_tmp_dir(),
+             (int)getpid());
     unlink(log_path); /* the logger appends */
     assert_int_equal(setenv("CUBEC_LOG", "profiling=summary", 1), 0);
     assert_int_equal(setenv("CUBEC_LOG_FILE", log_path, 1), 0);
@@ -361,7 +364,8 @@ static void *release_during_read(void *arg)
 static void test_trace_read_while_buffer_released(void **state)
 {
     (void)state;
-    snprintf(trace_path, sizeof trace_path, "/tmp/cubec-test-trace-release-%d.json", (int)getpid());
+    snprintf(trace_path, sizeof trace_path, "%s/cubec-test-trace-release-%d.json", test_tmp_dir(),
+             (int)getpid());
     setenv("CUBEC_TRACE", trace_path, 1);
     cubec_device *d = test_device_open();
     cubec_kernel busy;
@@ -398,6 +402,28 @@ static void test_trace_read_while_buffer_released(void **state)
     free(trace);
 }
 
+/* A trace file the program removed after its device closed stays removed when a device then
+ * traces to another path (and at exit: the ctest fixture test_tmp_empty checks that). Before the
+ * fix the process-wide trace was written again when it was replaced, recreating the file. */
+static void test_removed_trace_stays_removed(void **state)
+{
+    (void)state;
+    snprintf(trace_path, sizeof trace_path, "%s/cubec_test_trace_first_%d.json", test_tmp_dir(),
+             (int)getpid());
+    setenv("CUBEC_TRACE", trace_path, 1);
+    test_device_close(test_device_open());
+    assert_int_equal(access(trace_path, F_OK), 0); /* written at close */
+    assert_int_equal(unlink(trace_path), 0);
+    char second[4096];
+    snprintf(second, sizeof second, "%s/cubec_test_trace_second_%d.json", test_tmp_dir(),
+             (int)getpid());
+    setenv("CUBEC_TRACE", second, 1);
+    test_device_close(test_device_open());
+    int first_back = access(trace_path, F_OK) == 0;
+    unlink(second);
+    if (first_back) fail_msg("%s came back after it was removed", trace_path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -405,6 +431,7 @@ int main(void)
         cmocka_unit_test_teardown(test_summary_counts, cleanup),
         cmocka_unit_test_teardown(test_trace_graph_replays, cleanup),
         cmocka_unit_test_teardown(test_trace_read_while_buffer_released, cleanup),
+        cmocka_unit_test_teardown(test_removed_trace_stays_removed, cleanup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

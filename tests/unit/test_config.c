@@ -11,8 +11,8 @@
 
 static char *write_ini(const char *text)
 {
-    static char path[64];
-    snprintf(path, sizeof path, "/tmp/cubec_test_config_%d.ini", (int)getpid());
+    static char path[4096];
+    snprintf(path, sizeof path, "%s/cubec_test_config_%d.ini", test_tmp_dir(), (int)getpid());
     FILE *f = fopen(path, "w");
     assert_non_null(f);
     fputs(text, f);

@@ -418,8 +418,9 @@ static void check_rows_ordered(const scanned_trace *t)
 
 static char *temp_path(const char *what)
 {
-    static char path[128];
-    snprintf(path, sizeof path, "/tmp/cubec_test_trace_%s_%d.json", what, (int)getpid());
+    static char path[4096];
+    snprintf(path, sizeof path, "%s/cubec_test_trace_%s_%d.json", test_tmp_dir(), what,
+             (int)getpid());
     return path;
 }
 
@@ -643,8 +644,8 @@ static void test_write_keeps_events(void **state)
 static void test_write_failure_keeps_events(void **state)
 {
     (void)state;
-    char dir[128], cwd[4096], path[256];
-    snprintf(dir, sizeof dir, "/tmp/cubec_test_trace_dir_%d", (int)getpid());
+    char dir[4096], cwd[4096], path[8192];
+    snprintf(dir, sizeof dir, "%s/cubec_test_trace_dir_%d", test_tmp_dir(), (int)getpid());
     snprintf(path, sizeof path, "%s/trace.json", dir);
     assert_int_equal(mkdir(dir, 0700), 0);
     assert_non_null(getcwd(cwd, sizeof cwd));
@@ -730,11 +731,11 @@ static void test_write_failure(void **state)
 static void test_open_refuses_what_is_not_a_file(void **state)
 {
     (void)state;
-    char fifo[128];
+    char fifo[4096];
     snprintf(fifo, sizeof fifo, "%s", temp_path("fifo")); /* temp_path reuses its buffer */
     unlink(fifo);
     assert_int_equal(mkfifo(fifo, 0600), 0);
-    char dir[128];
+    char dir[4096];
     snprintf(dir, sizeof dir, "%s", temp_path("dir"));
     rmdir(dir);
     assert_int_equal(mkdir(dir, 0700), 0);

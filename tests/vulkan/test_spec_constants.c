@@ -93,7 +93,7 @@ static kernel_disk_stats disk_stats(cubec_device *d)
 static void test_sets_share_one_spirv_entry(void **state)
 {
     (void)state;
-    char dir[64];
+    char dir[128];
     test_temp_dir(dir, sizeof dir, "cubec_test_spec_constants");
     setenv("CUBEC_CACHE_DIR", dir, 1);
     cubec_device *d = test_device_open();
