@@ -391,6 +391,15 @@ void sub_hazards(cubec_device *d, gpu_cmd *cmd, const hazard_range *ranges, uint
     sub_hazards_in(d, &d->sub->hazards, cmd, ranges, n, kind);
 }
 
+void sub_barrier_all_in(cubec_device *d, hazard_tracker *t, gpu_cmd *cmd)
+{
+    gpu_cmd_barrier(cmd, GPU_STAGE_COMPUTE | GPU_STAGE_TRANSFER,
+                    GPU_ACCESS_SHADER_WRITE | GPU_ACCESS_TRANSFER_WRITE, GPU_STAGES_USED,
+                    GPU_ACCESS_USED);
+    hazard_reset(t);
+    d->sub->stats.barriers++;
+}
+
 void sub_hazards_in(cubec_device *d, hazard_tracker *t, gpu_cmd *cmd, const hazard_range *ranges,
                     uint32_t n, sub_command kind)
 {

@@ -147,6 +147,10 @@ void sub_hazards(cubec_device *d, gpu_cmd *cmd, const hazard_range *ranges, uint
 /* The same with another tracker (a graph's command buffer has its own). */
 void sub_hazards_in(cubec_device *d, hazard_tracker *t, gpu_cmd *cmd, const hazard_range *ranges,
                     uint32_t n, sub_command kind);
+/* Records a barrier after every earlier command of the tracker's command buffer, whatever it
+ * touched, and forgets what the tracker noted: for commands that may reach memory no hazard range
+ * names (a guarded buffer, through its device address). */
+void sub_barrier_all_in(cubec_device *d, hazard_tracker *t, gpu_cmd *cmd);
 void sub_destroy(cubec_device *d);
 MUST_USE cubec_status sub_init(cubec_device *d);
 /* Adds a listener (at open, before any batch). */

@@ -223,6 +223,11 @@ cubec_status server_emit_task(cubec_device *d, const recorder *rec, const task *
 {
     gpu_cmd *cmd = rec->cmd;
     hazard_range ranges[33];
+    /* While the program holds a guard (cubec_buffer_raw), any command may reach the guarded
+     * bytes through their device address, which no binding names and so no hazard range holds:
+     * each command then comes after every earlier one (cubec.h, cubec_buffer_raw). One load when
+     * no guard is held. */
+    if (d->buffers->guards.live) sub_barrier_all_in(d, rec->hazards, cmd);
     if (t->kind == TASK_TRANSFER_COPY) {
         gpu_mem *sp = t->b[0].alloc->mem.page, *tp = t->b[1].alloc->mem.page;
         ranges[0] = (hazard_range){sp, t->b[0].offset, t->b[0].size, 0};

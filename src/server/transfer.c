@@ -68,12 +68,7 @@ static uint64_t transfer_after(const cubec_device *d, uint32_t slot, const alloc
 static void copy_hazards(cubec_device *d, gpu_cmd *cmd, const alloc_obj *a,
                          const hazard_range *range)
 {
-    if (a->raw_guards) {
-        gpu_cmd_barrier(cmd, GPU_STAGE_COMPUTE | GPU_STAGE_TRANSFER,
-                        GPU_ACCESS_SHADER_WRITE | GPU_ACCESS_TRANSFER_WRITE, GPU_STAGES_USED,
-                        GPU_ACCESS_USED);
-        d->sub->stats.barriers++;
-    }
+    if (a->raw_guards) sub_barrier_all_in(d, &d->sub->hazards, cmd);
     sub_hazards(d, cmd, range, 1, SUB_TRANSFER);
 }
 

@@ -6,6 +6,7 @@
  *
  * Before the fix a read waited only for the last launch that bound the buffer: it returned the
  * buffer's first bytes while the kernel was still running. */
+#include "server/device.h"
 #include "test_util.h"
 
 #include <stdlib.h>
@@ -177,12 +178,67 @@ static void test_write_after_address_read(void **state)
     teardown(&f);
 }
 
+/* Barriers recorded while `record` queues `commands` commands and the stream syncs (each is
+ * recorded at the sync, into one batch). */
+static uint64_t barriers_for(fixture *f, void (*record)(fixture *, cubec_buffer), cubec_buffer o2)
+{
+    ASSERT_OK(cubec_sync(f->d, 0));
+    uint64_t before = server_stats_get(f->d).barriers;
+    record(f, o2);
+    ASSERT_OK(cubec_sync(f->d, 0));
+    return server_stats_get(f->d).barriers - before;
+}
+
+/* A launch that writes the guarded buffer by address, a copy of the guarded buffer into o2 (it
+ * binds the bytes the launch wrote unseen), and a launch that reads them by address again. */
+static void address_then_bound(fixture *f, cubec_buffer o2)
+{
+    launch(f, 0);
+    ASSERT_OK(cubec_copy(f->d, 0, f->guarded, 0, o2, 0, N * sizeof(uint32_t)));
+    launch(f, 1);
+}
+
+/* Commands after one that reached a guarded buffer by address come after it on the GPU too:
+ * while a guard is held each of the three commands is recorded after a barrier to every earlier
+ * command (the rule: a command may reach any guarded bytes, so no hazard range can tell), and the
+ * copy sees what the first launch wrote. Once the guard is gone the same commands need fewer (the
+ * copy binds what the first launch never bound). On lavapipe commands run one after another, so
+ * the barriers are counted rather than raced; before the rule no barrier was recorded. */
+static void test_commands_after_address_write(void **state)
+{
+    (void)state;
+    fixture f;
+    if (!setup(&f)) skip();
+    cubec_buffer o2;
+    ASSERT_OK(cubec_buffer_create(f.d, 0, N * sizeof(uint32_t), &o2));
+    uint64_t held = barriers_for(&f, address_then_bound, o2);
+    if (held < 3)
+        fail_msg("%llu barriers for 3 commands while a guard is held", (unsigned long long)held);
+    uint32_t got[N], o[N];
+    ASSERT_OK(cubec_read(f.d, 0, o2, 0, got, sizeof got));
+    ASSERT_OK(cubec_read(f.d, 0, f.o, 0, o, sizeof o));
+    for (uint32_t i = 0; i < N; i++) {
+        if (got[i] != spin(i)) fail_msg("word %u copied: %#x, expected %#x", i, got[i], spin(i));
+        if (o[i] != spin(spin(i) % N))
+            fail_msg("word %u read by address: %#x, expected %#x", i, o[i], spin(spin(i) % N));
+    }
+    ASSERT_OK(cubec_guard_release(f.d, f.guard));
+    f.guard = (cubec_guard){0};
+    uint64_t released = barriers_for(&f, address_then_bound, o2);
+    if (released >= held)
+        fail_msg("%llu barriers without a guard, %llu with one", (unsigned long long)released,
+                 (unsigned long long)held);
+    ASSERT_OK(cubec_buffer_release(f.d, o2));
+    teardown(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_read_after_address_write),
         cmocka_unit_test(test_read_async_after_address_write),
         cmocka_unit_test(test_write_after_address_read),
+        cmocka_unit_test(test_commands_after_address_write),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
