@@ -257,7 +257,7 @@ int main(int argc, char **argv)
     exit_code = EXIT_SUCCESS;
 
 done:
-    cubec_tuner_destroy(tuner);
+    if (failed(cubec_tuner_destroy(tuner), "tuner destroy")) exit_code = EXIT_FAILURE;
     for (size_t i = 0; i < SHAPE_COUNT; i++)
         if (cands[i].compiled) failed(cubec_kernel_destroy(device, cands[i].kernel), "destroy");
     if (device) {

@@ -816,8 +816,8 @@ CUBEC_MUST_USE cubec_status cubec_tuner_create(cubec_device *device, const cubec
 /* NULL is accepted. Choices already stored on disk stay there. A tuner in use is refused with
  * CUBEC_INVALID_ARGUMENT naming it, and kept: destroyed by one of its candidates while it measures,
  * or while another thread is inside cubec_tune_choose or cubec_tune_outcome_get of it. An idle
- * tuner is always destroyed (NULL), so a caller that never does either may ignore the result. */
-cubec_status cubec_tuner_destroy(cubec_tuner *tuner);
+ * tuner is always destroyed (NULL). */
+CUBEC_MUST_USE cubec_status cubec_tuner_destroy(cubec_tuner *tuner);
 /* The index of the fastest candidate for request->key: remembered, stored or measured now (see
  * above). Fails with CUBEC_PROFILE_INVALID naming the tuner, the key and each candidate's reason
  * when every candidate is rejected; with the error of a lost device as it is; and with

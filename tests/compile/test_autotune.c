@@ -211,7 +211,7 @@ static void test_fast_candidate_chosen(void **state)
     /* Each ran warm-up + samples times per key, and computed what the CPU does. */
     check_cand(&f, 0);
     check_cand(&f, 1);
-    cubec_tuner_destroy(t);
+    ASSERT_OK(cubec_tuner_destroy(t));
     fixture_close(&f);
 }
 
@@ -232,7 +232,7 @@ static void test_tuning_inside_dry_run(void **state)
     if (!system_timing()) assert_int_equal(r.index, 1); /* see fresh_choice */
     check_cand(&f, 0);
     check_cand(&f, 1);
-    cubec_tuner_destroy(t);
+    ASSERT_OK(cubec_tuner_destroy(t));
     fixture_close(&f);
 }
 
@@ -283,7 +283,7 @@ static void test_failing_and_poisoned_rejected(void **state)
     assert_int_equal(access(path, F_OK), -1);
     assert_true(tune_entry_path(t, "k", path, sizeof path)[0]);
     assert_int_equal(access(path, F_OK), 0);
-    cubec_tuner_destroy(t);
+    ASSERT_OK(cubec_tuner_destroy(t));
     f.c[1].v = own1;
     ASSERT_OK(cubec_buffer_release(f.d, tainted));
     fixture_close(&f);
@@ -301,7 +301,7 @@ static int child_main(uint32_t want)
     cubec_tune_result r = choose(&f, t, "shared", 2, 42);
     int ok = r.source == CUBEC_TUNE_DISK && r.index == want && f.c[0].runs == 0 && f.c[1].runs == 0;
     if (!ok) fprintf(stderr, "child: source %d index %u\n", r.source, r.index);
-    cubec_tuner_destroy(t);
+    ASSERT_OK(cubec_tuner_destroy(t));
     fixture_close(&f);
     return ok ? 0 : 1;
 }
@@ -324,7 +324,7 @@ static void test_choice_reused(void **state)
     assert_int_equal(r.index, winner);
     assert_int_equal(r.median_ns, median);
     assert_int_equal(outcome(t, 1).state, CUBEC_TUNE_NOT_RUN);
-    cubec_tuner_destroy(t);
+    ASSERT_OK(cubec_tuner_destroy(t));
 
     /* A new tuner of the same name reads the disk; another name and a memory-only tuner do not. */
     t = make_tuner(f.d, "reuse", 0);
@@ -332,16 +332,16 @@ static void test_choice_reused(void **state)
     assert_int_equal(r.source, CUBEC_TUNE_DISK);
     assert_int_equal(r.index, winner);
     assert_int_equal(r.median_ns, median);
-    cubec_tuner_destroy(t);
+    ASSERT_OK(cubec_tuner_destroy(t));
     assert_int_equal(f.c[0].runs + f.c[1].runs, ran);
     t = make_tuner(f.d, "other", 0);
     assert_int_equal(choose(&f, t, "shared", 2, 42).source, CUBEC_TUNE_MEASURED);
-    cubec_tuner_destroy(t);
+    ASSERT_OK(cubec_tuner_destroy(t));
     t = make_tuner(f.d, "reuse", 1);
     assert_int_equal(choose(&f, t, "shared", 2, 42).source, CUBEC_TUNE_MEASURED);
     char path[64];
     assert_string_equal(tune_entry_path(t, "shared", path, sizeof path), "");
-    cubec_tuner_destroy(t);
+    ASSERT_OK(cubec_tuner_destroy(t));
     /* A single candidate is chosen without running it. */
     const uint32_t ran0 = f.c[0].runs;
     t = make_tuner(f.d, "single", 0);
@@ -349,7 +349,7 @@ static void test_choice_reused(void **state)
     assert_int_equal(r.source, CUBEC_TUNE_SINGLE);
     assert_int_equal(r.index, 0);
     assert_int_equal(f.c[0].runs, ran0);
-    cubec_tuner_destroy(t);
+    ASSERT_OK(cubec_tuner_destroy(t));
     check_cand(&f, 0);
     check_cand(&f, 1);
     fixture_close(&f);
@@ -412,7 +412,7 @@ static void test_threads_measure_once(void **state)
     assert_int_equal(c[0].r.source + c[1].r.source, CUBEC_TUNE_MEASURED + CUBEC_TUNE_MEMORY);
     assert_int_equal(f.c[0].runs, RUNS);
     assert_int_equal(f.c[1].runs, RUNS);
-    cubec_tuner_destroy(t);
+    ASSERT_OK(cubec_tuner_destroy(t));
     check_cand(&f, 0);
     check_cand(&f, 1);
     fixture_close(&f);
@@ -472,7 +472,7 @@ static cubec_tune_source fresh_choice(fixture *f, uint64_t checksum)
     } else {
         assert_int_equal(r.index, last_measured);
     }
-    cubec_tuner_destroy(t);
+    ASSERT_OK(cubec_tuner_destroy(t));
     return r.source;
 }
 
@@ -486,7 +486,7 @@ static void test_damaged_entry_measured_again(void **state)
     cubec_tuner *t = make_tuner(f.d, "damage", 0);
     char path[1024];
     assert_true(tune_entry_path(t, "k", path, sizeof path)[0]);
-    cubec_tuner_destroy(t);
+    ASSERT_OK(cubec_tuner_destroy(t));
 
     /* A flipped byte of the payload: the disk cache's checksum fails. */
     flip_byte(path, -3);
@@ -540,7 +540,7 @@ static void test_checksum_mismatch_measured_again(void **state)
     f.tc[1].name = "renamed";
     assert_int_equal(choose(&f, t, "k", 3, 3).source, CUBEC_TUNE_MEASURED);
     assert_int_equal(choose(&f, t, "k", 3, 3).source, CUBEC_TUNE_MEMORY);
-    cubec_tuner_destroy(t);
+    ASSERT_OK(cubec_tuner_destroy(t));
     check_cand(&f, 1);
     fixture_close(&f);
 }
@@ -659,8 +659,8 @@ static void test_bad_arguments(void **state)
     ASSERT_ERROR(re.outcome, CUBEC_INVALID_ARGUMENT, "called that tuner while it measured");
     ASSERT_ERROR(cubec_tune_outcome_get(t, 2, &o), CUBEC_INVALID_ARGUMENT,
                  "index 2 is out of range: tuner 'bad' last chose among 2 candidates");
-    cubec_tuner_destroy(t);
-    cubec_tuner_destroy(NULL);
+    ASSERT_OK(cubec_tuner_destroy(t));
+    ASSERT_OK(cubec_tuner_destroy(NULL));
     fixture_close(&f);
 }
 
