@@ -26,18 +26,6 @@
  * work (a write on one stream of a buffer that another stream has a queued read or write of: a
  * race, docs/api.md), the test syncs the other stream first.
  *
- * Known bugs (each reproduced by a test_known_bug_* function of tests/null/test_server_on_null.c;
- * reported, not fixed here). By default the test steps around them; CUBEC_KNOWN_BUGS=fail turns
- * every workaround off, CUBEC_KNOWN_BUGS=id[,id...] those of the bugs named:
- *  - lazy-write-war: before a cubec_write that a capture window refuses lazily, other streams
- *    with queued reads or writes of its buffer are synced;
- *  - read-async-late: pending asynchronous reads of a buffer complete before anything writes it;
- *  - empty-check: empty views are left out of cubec_check lists;
- *  - profile-begin-dropped: after a submit fault fired while a profile was open, its end may
- *    also succeed with any time or return CUBEC_NOT_READY;
- *  - lost-batch-holds-memory: before the exact memory check, a fill and sync of a scratch buffer
- *    lets go of what lost submissions held;
- *
  * Environment: CUBEC_FUZZ_SECONDS (default 3) bounds the run; CUBEC_FUZZ_SEED sets the seed
  * (printed at the start, and with any failure); CUBEC_FUZZ_EPISODE=n runs only episode n of that
  * seed; CUBEC_FUZZ_TRACE=1 prints every step. Episodes draw from their own generator, seeded from
@@ -462,16 +450,6 @@ static void event_finish(event *e, int free_only)
     memset(e, 0, sizeof *e);
 }
 
-/* Default mode steps around read-async-late: pending asynchronous reads of a store complete
- * before anything writes it. */
-static void before_write_events(int si)
-{
-    if (known_bug_exposed("read-async-late")) return;
-    for (int i = 0; i < MAX_EVENTS; i++)
-        if (F.events[i].live && !F.events[i].done && F.events[i].store == si)
-            event_finish(&F.events[i], 0);
-}
-
 /* ---- ordering discipline ------------------------------------------------------------------ */
 
 static void sync_stream(int s, const char *why);
@@ -480,18 +458,12 @@ enum { W_DEVICE, W_HOST, W_LAZY };
 
 /* Before work on stream `s` writes store `si`: other streams' queued reads and writes of it would
  * race with device work (docs/api.md), so they are synced first (W_DEVICE). A cubec_write waits
- * for queued work that uses the buffer (W_HOST: nothing to do). A write refused lazily inside a
- * capture window waits for nothing (W_LAZY, known bug lazy-write-war: its failure lands at once,
- * so an earlier queued read is skipped and an earlier queued write clears it): default mode syncs
- * those. */
+ * for queued work that uses the buffer (W_HOST and W_LAZY, a write refused lazily inside a
+ * capture window: nothing to do). */
 static void before_write(int s, int si, int how)
 {
     store *t = &F.stores[si];
-    before_write_events(si);
-    uint32_t others = how == W_DEVICE                       ? t->readers | t->writers
-                      : how == W_HOST                       ? 0
-                      : known_bug_exposed("lazy-write-war") ? 0
-                                                            : t->readers | t->writers;
+    uint32_t others = how == W_DEVICE ? t->readers | t->writers : 0;
     others &= ~(1u << s);
     for (int o = 0; o < NSTREAMS; o++)
         if (others & (1u << o)) sync_stream(o, "ordering");
@@ -844,9 +816,6 @@ static void op_check(void)
     for (int i = 0; i < n; i++) {
         idx[i] = pick_handle(1);
         if (idx[i] < 0) return;
-        /* Known bug empty-check: a check of an empty view inside a failed range returns the
-         * failure. Default mode leaves empty buffers out of checks. */
-        if (!known_bug_exposed("empty-check") && !F.handles[idx[i]].size) return;
         list[i] = F.handles[idx[i]].h;
     }
     int s = (int)below(NSTREAMS);
@@ -1203,18 +1172,13 @@ static void op_profile_end(void)
                                         : OK_BIT;
     /* While its stream records, its measurement is void (the capture began after it). */
     if (recording_on(s)) allowed = CODE_BIT(CUBEC_PROFILE_INVALID) | STATE_BIT;
-    /* Known bug profile-begin-dropped: a begin timestamp dropped with a lost submission leaves
-     * the profile unopened, never invalidated: its end returns CUBEC_NOT_READY, or a time
-     * measured from a stale timestamp. Default mode accepts those after a fault. */
-    int lenient = p->fault_seen && !known_bug_exposed("profile-begin-dropped");
-    if (lenient) allowed |= OK_BIT | CODE_BIT(CUBEC_NOT_READY) | CODE_BIT(CUBEC_PROFILE_INVALID);
     char msg[4096];
     cubec_code c = verdict(cubec_profile_end(F.d, sid(s), p->p, &r), allowed, msg, sizeof msg);
     uint64_t t1 = now_ns();
     cubec_profile stale = p->p;
     uint64_t t0 = p->t_begin;
     memset(p, 0, sizeof *p);
-    if (c == CUBEC_OK && !lenient) {
+    if (c == CUBEC_OK) {
         if (r.method != F.method)
             fuzz_fail("profile method %d, device says %d", r.method, F.method);
         if (r.end_ns < r.begin_ns || r.duration_ns != r.end_ns - r.begin_ns)
@@ -1546,16 +1510,6 @@ static void op_memory(void)
     if (how == 1 && F.cap != CAP_RECORDING) {
         /* quiesced: every stream synced, the report is exact */
         if (!sync_all("quiesce")) return;
-        if (F.unsettled && !known_bug_exposed("lost-batch-holds-memory")) {
-            /* Known bug lost-batch-holds-memory: what a lost submission used is let go only when
-             * a later submission completes. A fill of the scratch buffer is one. */
-            note("cubec_fill + cubec_sync of the scratch buffer (settles lost submissions)");
-            if (verdict(cubec_fill(F.d, sid(0), F.scratch, 0, 16, 0), OK_BIT, NULL, 0) ||
-                verdict(cubec_sync(F.d, sid(0)), OK_BIT, NULL, 0))
-                return;
-            stream_drained(0);
-            F.unsettled = 0;
-        }
         int cleanup = chance(50);
         if (cleanup) {
             note("cubec_memory_cleanup(stream %d) (quiesced)", s);
@@ -1878,10 +1832,9 @@ static void test_random_api_sequence(void **state)
     double seconds = env_double("CUBEC_FUZZ_SECONDS", 3.0);
     const char *only = getenv("CUBEC_FUZZ_EPISODE");
     const char *trace = getenv("CUBEC_FUZZ_TRACE");
-    const char *kb = getenv("CUBEC_KNOWN_BUGS");
     if (trace && *trace == '1') setvbuf(stdout, NULL, _IONBF, 0); /* in order with cubec's log */
-    printf("test_random_null: seed 0x%016" PRIx64 " (CUBEC_FUZZ_SEED to replay), %.1f s%s%s\n",
-           seed, seconds, kb && *kb ? ", known bugs not avoided: " : "", kb && *kb ? kb : "");
+    printf("test_random_null: seed 0x%016" PRIx64 " (CUBEC_FUZZ_SEED to replay), %.1f s\n", seed,
+           seconds);
     fflush(stdout);
     double start = seconds_now();
     uint64_t steps_total = 0;
