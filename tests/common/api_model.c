@@ -1,39 +1,57 @@
-/* Random sequences of public calls, checked against a host model.
+/* The one host model of the public API (api_model.h), which the randomized testers drive: a
+ * seeded run on lavapipe (tests/fuzz/test_random_api.c), a seeded run on the null backend
+ * (tests/null/test_random_null.c) and libFuzzer (fuzz/fuzz_api.c, the input's bytes making the
+ * choices). One step per kind of work, each carrying the call out on the device and checking its
+ * code and what it returned against the model; api_model_calls at the end maps every public call
+ * of cubec.h to its step, and test_api_model_covers_header fails on a call without one.
  *
- * A seeded PRNG (the seed is printed; CUBEC_FUZZ_SEED sets it) picks calls of the public API:
- * buffer create/from/view/retain/release/size, write, read, read_async with event wait/query,
- * copy, fill, launches of the uint kernels (tests/common/uint_kernels.h; direct and indirect),
- * kernel create/destroy, flush, sync, check, sync_check, stream_new, profile begin/end/abandon,
- * graph prepare/begin/end/replay/destroy (with the calls a capture window refuses tried inside
- * it), the memory report (struct, JSON, table) and cleanup, fault injection of every kind, a
- * device closed with everything live and opened again, and invalid arguments of all of them
- * (released, zero and made-up handles, ranges past the end, unaligned copies and fills,
- * misaligned views, NULL pointers, wrong launch descriptions, stale profiles and graphs, wrong
- * graph transitions). The device is opened with the validation layer on and a random tasks_max.
+ * Steps: buffer create/from/view/retain/release/size; write, read, read_async with events
+ * queried, waited and freed at once or left pending across steps; copy and fill; launches of the
+ * uint kernels (tests/common/uint_kernels.h; direct and indirect); kernel create/destroy/info
+ * and the compile queue (queue, wait, compile_queued, a kernel that does not compile); flush,
+ * sync, check, sync_check; stream_new/current; profile begin/end/abandon; graph
+ * prepare/begin/end/replay/destroy, with the calls a capture window refuses tried inside it;
+ * memory report (struct, JSON, table) and cleanup; memory windows (push/pop/get); raw resources
+ * and guards; registered and pinned host memory, which transfers then use; dry runs (the
+ * process-wide one and run windows, DRY and REAL nested); tuners (create, choose, outcome,
+ * destroy); device count/peek/info/Vulkan handles and the name functions; fault injection of
+ * every kind; a device closed with everything live, or lost, and opened again; and invalid
+ * arguments of all of them (released, zero and made-up handles, ranges past the end, unaligned
+ * copies and fills, misaligned views and host ranges, NULL pointers, wrong launch descriptions,
+ * stale profiles and graphs, wrong graph transitions, bad modes, windows closed that are not
+ * open). On lavapipe the validation layer is on and any message fails the run.
  *
  * The model keeps every byte of every allocation with one of three states:
- *   KNOWN    its value is in the model: a successful read must return it;
- *   UNKNOWN  never written, or computed from unknown bytes: a read must succeed, value unchecked;
+ *   KNOWN    its value is in the model: a successful read (also through a pending event, and on
+ *            the null backend the bytes at cubec_buffer_raw's address) must return it;
+ *   UNKNOWN  never written, computed from unknown bytes, or written by a launch on the null
+ *            backend (which runs no kernel): a read must succeed, value unchecked;
  *   SUSPECT  the work that wrote it may have been lost (a fault was armed while it was queued,
  *            or it was computed from suspect bytes): a read may fail with a failure code.
  * Arming a fault makes every byte SUSPECT; bytes written again after the fault fired are KNOWN
  * again. A launch reading suspect bytes may be skipped, so its outputs become SUSPECT and every
- * open profile may be invalid (docs/errors.md rules (a) and (e), docs/profiling.md).
+ * open profile may be invalid (docs/errors.md rules (a) and (e), docs/profiling.md). A launch or
+ * replay in a dry run changes nothing.
  *
  * Every call's code must be in the set the documentation allows for it in the model's state:
  * success for valid arguments with nothing pending, CUBEC_INVALID_ARGUMENT for refused arguments,
  * CUBEC_GRAPH_STATE for wrong graph transitions and refusals in a capture window, the code of an
  * armed fault for the calls that can hit it, a failure code for reads of suspect bytes,
  * CUBEC_PROFILE_INVALID for profiles that saw a possible failure, CUBEC_DEVICE_LOST after an
- * injected wait fault (and then for every call). Cross-stream use follows the documented
- * ordering only: reads on any stream after queued writes (ordered by "the stream whose queued
- * work last writes it"), but before a stream writes an allocation another stream has queued work
- * on, that stream is synced (two streams writing, or a write racing a read, are not ordered by
- * the documentation).
+ * injected wait fault (and then for every call). Out-parameters of failed calls stay cleared.
+ * Besides codes and bytes it checks: buffer sizes; memory windows' mode and depth (mode_get and
+ * the memory report); the bytes in use, at least what live handles hold and, with every stream
+ * synced, at most what the model holds; a profile's interval between its calls (null backend);
+ * a tuner's choice (never a refusing candidate; SINGLE, MEASURED, then MEMORY for a key) and its
+ * outcomes; the names of every fault kind, feature and matrix type.
+ * Cross-stream use follows the documented ordering only: reads on any stream after queued writes,
+ * but before a stream writes an allocation another stream has queued work on, that stream is
+ * synced (two streams writing, or a write racing a read, are not ordered by the documentation).
  *
- * The run is bounded by time: CUBEC_FUZZ_SECONDS (default 5), or by CUBEC_FUZZ_STEPS steps exactly
- * (to replay a failing run: the failure prints both). CUBEC_FUZZ_TRACE=1 prints every call;
- * CUBEC_FUZZ_STRICT=1 stops tolerating the bugs tests/fuzz/test_fuzz_found.c keeps. */
+ * Left out on purpose, each a defect being fixed elsewhere (issue 22, section 4): a pinned range
+ * freed while a read into it is pending (reads into a range finish before it is released), a
+ * guarded buffer written through its address, the out-parameters of a refused
+ * cubec_memory_mode_get, and the time of an empty profile window. */
 #include "api_model.h"
 
 #include "uint_kernels.h"
@@ -73,22 +91,38 @@ enum {
 #define M(code) (1u << (code))
 #define FAILURE_CODES (M(CUBEC_INTERNAL) | M(CUBEC_GRAPH_STATE))
 
-typedef struct m_alloc {
+typedef struct m_alloc m_alloc;
+struct m_alloc {
     uint64_t size;
     uint8_t *bytes, *state;
     int refs;                  /* model handles and graph bindings */
     int owner;                 /* the stream index it was created on */
     uint32_t readers, writers; /* streams with work on it not yet synced */
     uint64_t number;
-} m_alloc;
+};
 
-enum { MAX_HOSTS = 4, MEM_WINDOWS_MAX = 64, MAX_GUARDS = 4, TUNE_KEYS = 4 };
+enum { MAX_HOSTS = 4, MEM_WINDOWS_MAX = 64, MAX_GUARDS = 4, TUNE_KEYS = 4, MAX_EVENTS = 3 };
 
 typedef struct m_host {
     uint8_t *ptr;
     uint64_t size;
     int pinned; /* from cubec_host_alloc; else registered memory of the model's */
+    int busy;   /* a pending asynchronous read lands in it: no other transfer uses it */
 } m_host;
+
+struct m_alloc;
+
+/* An asynchronous read left pending across steps: what the model held when it was queued (the
+ * bytes it must deliver, whatever is written after it), and the allocation it keeps alive. */
+typedef struct m_event {
+    cubec_event *e;
+    uint8_t *got;
+    struct m_alloc *a;
+    uint64_t off, len;
+    uint8_t *want, *state;
+    uint32_t fail; /* the failure codes it may complete with */
+    int stream;
+} m_event;
 
 typedef struct m_buf {
     cubec_buffer h;
@@ -131,6 +165,7 @@ typedef struct m_profile {
     int stream;
     int poisoned;
     int maybe_consumed;
+    uint64_t t_begin; /* host time before cubec_profile_begin */
 } m_profile;
 
 typedef struct fuzz {
@@ -183,7 +218,10 @@ typedef struct fuzz {
     uint32_t run_depth[MAX_STREAMS];
     uint32_t dry_global;
     cubec_guard guards[MAX_GUARDS];
+    m_alloc *guarded[MAX_GUARDS]; /* a guard keeps its allocation alive */
     int nguards;
+    m_event events[MAX_EVENTS];
+    int nevents;
     cubec_guard dead_guard;
     /* The tuner, and the choice it remembers per key (index + 1; 0 none). */
     cubec_tuner *tuner;
@@ -244,6 +282,10 @@ static uint32_t rnd(fuzz *f, uint32_t n)
         f->in_left--;
         return *f->in++ % n;
     }
+    if (f->in_bytes && n <= 65536) {
+        uint32_t v = rnd(f, 256);
+        return (v << 8 | rnd(f, 256)) % n;
+    }
     return (uint32_t)(rnd64(f) % n);
 }
 
@@ -251,6 +293,13 @@ static uint32_t rnd(fuzz *f, uint32_t n)
 static int chance(fuzz *f, uint32_t n)
 {
     return rnd(f, n) == 0;
+}
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 static double now_s(void)
@@ -294,9 +343,7 @@ static void die(fuzz *f, const char *fmt, ...)
     va_end(ap);
     print_log(f);
     printf("    FUZZ FAILURE at step %" PRIu64 ": %s\n", f->step, msg);
-    if (f->in_bytes)
-        printf("    reproduce: run the harness on the input that failed\n");
-    else
+    if (f->cfg && f->cfg->print_replay)
         printf("    reproduce: CUBEC_FUZZ_SEED=%" PRIu64 " CUBEC_FUZZ_STEPS=%" PRIu64
                " CUBEC_FUZZ_TRACE=1\n",
                f->seed, f->step + 1);
@@ -749,7 +796,7 @@ static uint8_t *host_mem(fuzz *f, uint64_t len)
 {
     if (f->nhosts && chance(f, 3)) {
         m_host *h = &f->hosts[rnd(f, (uint32_t)f->nhosts)];
-        if (h->size > len) {
+        if (h->size > len && !h->busy) {
             uint64_t room = h->size - len;
             return h->ptr + rnd(f, room < 256 ? (uint32_t)room : 256);
         }
@@ -1041,6 +1088,19 @@ static void op_read_async(fuzz *f)
         return;
     }
     b->a->readers |= bit(s);
+    if (f->nevents < MAX_EVENTS && chance(f, 2)) {
+        /* Left pending: op_event finishes it, after other steps wrote what they like. */
+        m_event *ev = &f->events[f->nevents++];
+        *ev = (m_event){e, got, b->a, b->off + off, len, malloc(len + 1), malloc(len + 1), fail, s};
+        MUST(f, ev->want && ev->state);
+        memcpy(ev->want, b->a->bytes + ev->off, len);
+        memcpy(ev->state, b->a->state + ev->off, len);
+        b->a->refs++;
+        for (int h = 0; h < f->nhosts; h++)
+            if (got >= f->hosts[h].ptr && got < f->hosts[h].ptr + f->hosts[h].size)
+                f->hosts[h].busy++;
+        return;
+    }
     int done = 0;
     for (int q = rnd(f, 4); q > 0 && !done; q--) {
         note(f, "cubec_event_query");
@@ -1056,6 +1116,62 @@ static void op_read_async(fuzz *f)
     cubec_event_free(e);
     if (done == 1) compare(f, b->a, b->off + off, got, len, "cubec_read_async");
     host_mem_free(f, got);
+}
+
+/* Finishes pending event `i`: a wait (or only a free, which waits too), then the bytes it
+ * delivered against what the model held when it was queued. */
+static void event_finish(fuzz *f, int i, int free_only)
+{
+    m_event *ev = &f->events[i];
+    uint32_t ok = allow(f, C_SUBMITS) | ev->fail;
+    int done = free_only ? 0 : 1;
+    if (!free_only) {
+        for (int q = rnd(f, 3); q > 0 && done == 1; q--) {
+            note(f, "cubec_event_query (pending read of alloc #%" PRIu64 ")", ev->a->number);
+            cubec_code c =
+                expect(f, cubec_event_query(ev->e), ok | M(CUBEC_NOT_READY), "cubec_event_query");
+            if (c != CUBEC_NOT_READY) done = 2 + (c != CUBEC_OK);
+        }
+        if (done == 1) {
+            note(f, "cubec_event_wait (pending read of alloc #%" PRIu64 ")", ev->a->number);
+            done = 2 + (expect(f, cubec_event_wait(ev->e), ok, "cubec_event_wait") != CUBEC_OK);
+        }
+    }
+    note(f, "cubec_event_free (pending read of alloc #%" PRIu64 ")", ev->a->number);
+    cubec_event_free(ev->e);
+    if (done == 2) {
+        f->reads_compared++;
+        for (uint64_t j = 0; j < ev->len; j++) {
+            if (ev->state[j] != KNOWN) continue;
+            f->bytes_compared++;
+            if (ev->got[j] != ev->want[j])
+                die(f,
+                    "a pending cubec_read_async of allocation #%" PRIu64 ": byte %" PRIu64
+                    " is 0x%02x; when the read was queued it was 0x%02x",
+                    ev->a->number, ev->off + j, ev->got[j], ev->want[j]);
+        }
+    }
+    for (int h = 0; h < f->nhosts; h++)
+        if (ev->got >= f->hosts[h].ptr && ev->got < f->hosts[h].ptr + f->hosts[h].size)
+            f->hosts[h].busy--;
+    host_mem_free(f, ev->got);
+    free(ev->want);
+    free(ev->state);
+    alloc_unref(f, ev->a);
+    f->events[i] = f->events[--f->nevents];
+}
+
+static void op_event(fuzz *f)
+{
+    if (!f->nevents) return;
+    event_finish(f, (int)rnd(f, (uint32_t)f->nevents), chance(f, 5));
+}
+
+/* Arming a fault: a pending read not yet submitted may be lost with the submission. */
+static void events_may_fail(fuzz *f)
+{
+    for (int i = 0; i < f->nevents; i++)
+        f->events[i].fail |= FAILURE_CODES | M(CUBEC_DEVICE_LOST);
 }
 
 static void op_copy(fuzz *f)
@@ -1569,13 +1685,14 @@ static void op_profile(fuzz *f)
     if (f->nprofiles < MAX_PROFILES && (f->nprofiles == 0 || chance(f, 2))) {
         int s = pick_stream(f);
         cubec_profile p = {0x77};
+        uint64_t t_begin = now_ns();
         note(f, "cubec_profile_begin(stream[%d])", s);
         if (expect(f, cubec_profile_begin(f->d, stream_of(f, s), &p), allow(f, C_SUBMITS),
                    "cubec_profile_begin")) {
             if (p.id) die(f, "a failed cubec_profile_begin left its out_profile set");
             return;
         }
-        f->profiles[f->nprofiles++] = (m_profile){p, s, f->pending != NO_FAULT, 0};
+        f->profiles[f->nprofiles++] = (m_profile){p, s, f->pending != NO_FAULT, 0, t_begin};
         return;
     }
     if (!f->nprofiles) return;
@@ -1605,9 +1722,17 @@ static void op_profile(fuzz *f)
     note(f, "cubec_profile_end(profile on stream[%d])%s", s,
          p->poisoned ? " (may be invalid)" : "");
     memset(&r, 0x5a, sizeof r);
+    uint64_t t_begin = p->t_begin;
     cubec_code c =
         expect(f, cubec_profile_end(f->d, stream_of(f, s), p->p, &r), ok, "cubec_profile_end");
+    uint64_t t_end = now_ns();
     drop_profile(f, i);
+    /* The null backend's clock is the host's: the interval lies between the two calls. */
+    if (c == CUBEC_OK && !f->kernels_run && (r.begin_ns < t_begin || r.end_ns > t_end))
+        die(f,
+            "a profile measured [%" PRIu64 ", %" PRIu64 "], outside its calls [%" PRIu64
+            ", %" PRIu64 "]",
+            r.begin_ns, r.end_ns, t_begin, t_end);
     if (c == CUBEC_OK) {
         if (r.method != f->timing || r.end_ns < r.begin_ns ||
             r.duration_ns != r.end_ns - r.begin_ns)
@@ -1885,7 +2010,14 @@ static void op_memory(fuzz *f)
         return;
     default: {
         static cubec_memory_report r;
-        note(f, "cubec_memory_report_get(stream[%d])", s);
+        /* Quiesced (every stream synced): what no handle, guard, graph or event holds has gone
+         * back, so the bytes in use lie between what live handles and guards hold and what the
+         * model holds at all. */
+        int quiesced = !f->lost && chance(f, 3);
+        for (int i = 0; quiesced && i < f->nstreams && !f->lost; i++)
+            do_sync(f, i);
+        if (f->lost) return;
+        note(f, "cubec_memory_report_get(stream[%d])%s", s, quiesced ? " (quiesced)" : "");
         if (expect(f, cubec_memory_report_get(f->d, stream_of(f, s), &r), allow(f, C_NONE),
                    "cubec_memory_report_get"))
             return;
@@ -1905,6 +2037,14 @@ static void op_memory(fuzz *f)
             die(f,
                 "the memory report of stream[%d] shows window mode %d depth %u; the model: %d %u",
                 s, (int)r.window_mode, r.window_depth, (int)top, f->win_depth[w]);
+        uint64_t modelled = 0;
+        for (int i = 0; i < f->nallocs; i++)
+            if (f->slots[f->allocs[i]->owner] == f->slots[s]) modelled += f->allocs[i]->size;
+        if (quiesced && r.bytes_in_use > modelled)
+            die(f,
+                "stream[%d]'s slot has %" PRIu64 " bytes in use with every stream synced; the "
+                "model holds %" PRIu64 " bytes created on it",
+                s, r.bytes_in_use, modelled);
         if (r.bytes_in_use < live || r.pool_count > CUBEC_MAX_POOLS) {
             for (int i = 0; i < f->nallocs; i++) {
                 const m_alloc *a = f->allocs[i];
@@ -1955,6 +2095,7 @@ static void op_fault(fuzz *f)
     f->faults_armed++;
     /* What is queued now may be lost: nothing written so far is certain any more. */
     mark_all(f, SUSPECT);
+    events_may_fail(f);
     poison_profiles(f);
 }
 
@@ -2124,6 +2265,13 @@ static void op_host(fuzz *f)
         return;
     }
     int i = (int)rnd(f, (uint32_t)f->nhosts);
+    /* Reads pending into the range finish first: cubec_host_free and cubec_host_unregister wait
+     * for the transfers that use it (cubec.h), but a read_async into pinned memory then freed is
+     * a defect being fixed elsewhere (issue 22, section 4), so the model does not step on it. */
+    for (int e = f->nevents - 1; e >= 0; e--)
+        if (f->events[e].got >= f->hosts[i].ptr &&
+            f->events[e].got < f->hosts[i].ptr + f->hosts[i].size)
+            event_finish(f, e, 0);
     m_host h = f->hosts[i];
     if (chance(f, 6)) {
         note(f, "%s of a %s range", h.pinned ? "cubec_host_unregister" : "cubec_host_free",
@@ -2204,7 +2352,10 @@ static void op_raw(fuzz *f)
         note(f, "cubec_guard_release(guard %" PRIu64 ")", f->guards[i].id);
         expect(f, cubec_guard_release(f->d, f->guards[i]), allow(f, C_NONE), "cubec_guard_release");
         f->dead_guard = f->guards[i];
-        f->guards[i] = f->guards[--f->nguards];
+        alloc_unref(f, f->guarded[i]);
+        f->nguards--;
+        f->guards[i] = f->guards[f->nguards];
+        f->guarded[i] = f->guarded[f->nguards];
         return;
     }
     if (chance(f, 8)) {
@@ -2245,6 +2396,8 @@ static void op_raw(fuzz *f)
     if (!f->kernels_run && b->size)
         compare(f, b->a, b->off, (const uint8_t *)(uintptr_t)raw.device_address, b->size,
                 "the bytes at cubec_buffer_raw's address");
+    b->a->refs++;
+    f->guarded[f->nguards] = b->a;
     f->guards[f->nguards++] = g;
 }
 
@@ -2559,6 +2712,8 @@ static void model_reset(fuzz *f)
         alloc_unref(f, f->bufs[f->nbufs - 1].a);
         f->nbufs--;
     }
+    while (f->nguards)
+        alloc_unref(f, f->guarded[--f->nguards]);
     MUST(f, f->nallocs == 0);
     f->nprofiles = f->nkernels = f->nstreams = 0;
     f->dead_buf_count = f->dead_kernel_count = f->dead_graph_count = f->dead_profile_count = 0;
@@ -2566,7 +2721,6 @@ static void model_reset(fuzz *f)
     f->lost = 0;
     memset(f->win_depth, 0, sizeof f->win_depth);
     memset(f->run_depth, 0, sizeof f->run_depth);
-    f->nguards = 0;
     f->dead_guard = (cubec_guard){0};
     f->queued_failure = 0;
 }
@@ -2606,6 +2760,11 @@ static void device_open(fuzz *f)
     }
     for (int kind = 0; kind < 3; kind++) {
         cubec_kernel_desc kd = {.name = "base", .glsl = kernel_source(kind)};
+        if (f->cfg->spirv[kind]) {
+            kd.glsl = NULL;
+            kd.spirv = f->cfg->spirv[kind];
+            kd.spirv_words = f->cfg->spirv_words[kind];
+        }
         cubec_kernel k = {0};
         MUST_OK(f, cubec_kernel_create(f->d, &kd, &k));
         f->kernels[f->nkernels++] = (m_kernel){k, kind, 1};
@@ -2620,6 +2779,9 @@ static void device_close(fuzz *f)
         cubec_tuner_destroy(f->tuner);
         f->tuner = NULL;
     }
+    /* Pending reads are waited for and checked (freed only, when the device is lost). */
+    while (f->nevents)
+        event_finish(f, f->nevents - 1, f->lost);
     note(f, "cubec_device_close");
     cubec_device_close(f->d);
     f->d = NULL;
@@ -2742,7 +2904,7 @@ static const weighted ops[] = {
     {op_flush_sync, 5}, {op_check, 3},         {op_profile, 4},    {op_capture, 2},
     {op_replay, 5},     {op_graph_destroy, 1}, {op_memory, 2},     {op_fault, 1},
     {op_info, 1},       {op_host, 2},          {op_window, 2},     {op_raw, 2},
-    {op_dry, 2},        {op_queue, 1},         {op_tune, 1},
+    {op_dry, 2},        {op_queue, 1},         {op_tune, 1},       {op_event, 2},
 };
 
 /* Rarer than one weight unit in `ops`: one step in RARE. */
@@ -2750,7 +2912,9 @@ static const weighted ops[] = {
 
 static void step(fuzz *f)
 {
-    switch (rnd(f, RARE)) {
+    /* The rare steps sit at the top of the range: zero bytes, common in fuzz inputs, pick
+     * ordinary steps. */
+    switch (RARE - 1 - rnd(f, RARE)) {
     case 0:
         /* Closed with everything live (buffers, views, graphs, profiles, kernels). */
         device_close(f);

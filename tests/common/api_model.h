@@ -23,6 +23,11 @@ typedef struct api_model_config {
     double seconds;     /* bound by time (0: none) */
     uint64_t max_steps; /* bound by steps (0: none); a failure prints the count to replay */
     int trace;          /* print every call */
+    int print_replay;   /* a failure prints CUBEC_FUZZ_SEED and CUBEC_FUZZ_STEPS to replay it */
+    /* Optional: the produce, consume and step kernels as SPIR-V words (api_model_use_spirv);
+     * NULL: their GLSL, compiled by shaderc at every device open. */
+    const uint32_t *spirv[3];
+    size_t spirv_words[3];
     /* Called with the message when a call breaks the model; must not return (abort() if NULL). */
     void (*fail)(const char *message);
 } api_model_config;
@@ -31,6 +36,9 @@ typedef struct api_model_stats {
     uint64_t steps, calls, invalid_calls, reads_compared, bytes_compared;
     uint64_t faults_armed, faults_fired, captures, replays, reopens;
 } api_model_stats;
+
+/* Sets the config's kernels to the SPIR-V compiled at build time (api_model_spirv.c). */
+void api_model_use_spirv(api_model_config *config);
 
 /* Runs one sequence: opens a device, takes steps until the bound, closes it. */
 void api_model_run(const api_model_config *config, api_model_stats *out_stats);

@@ -35,6 +35,7 @@ static void test_random_api(void **state)
                               : (uint64_t)ts.tv_sec * 1000003u ^ (uint64_t)ts.tv_nsec,
         .max_steps = steps && *steps ? strtoull(steps, NULL, 0) : 0,
         .trace = trace && *trace == '1',
+        .print_replay = 1,
         .fail = on_model_failure,
     };
     c.seconds = c.max_steps ? 0 : secs && *secs ? strtod(secs, NULL) : 5.0;
@@ -42,6 +43,7 @@ static void test_random_api(void **state)
            c.max_steps ? "a fixed number of steps" : "bounded by time");
     fflush(stdout);
     api_model_stats st;
+    api_model_use_spirv(&c);
     api_model_run(&c, &st);
     printf("    fuzz: seed %" PRIu64 ", %" PRIu64 " steps (rerun: CUBEC_FUZZ_SEED=%" PRIu64
            " CUBEC_FUZZ_STEPS=%" PRIu64 "): %" PRIu64 " calls, %" PRIu64

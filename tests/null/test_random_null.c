@@ -65,6 +65,7 @@ static void test_random_api_sequence(void **state)
                               .trace = trace && *trace == '1',
                               .fail = on_model_failure};
         api_model_stats st;
+        api_model_use_spirv(&c);
         api_model_run(&c, &st);
         total.steps += st.steps;
         total.calls += st.calls;
