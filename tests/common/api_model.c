@@ -388,6 +388,8 @@ static cubec_code expect(fuzz *f, cubec_status st, uint32_t allowed, const char 
         note(f, "  -> %s: %.300s", cubec_code_name(code), msg);
     else if (f->trace)
         note(f, "  -> ok");
+    if (code && !msg[0])
+        die(f, "%s returned %s with an empty message", what, cubec_code_name(code));
     if ((unsigned)code >= 16 || !(allowed & M(code))) {
         char names[512];
         mask_names(allowed, names, sizeof names);
