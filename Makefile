@@ -120,7 +120,11 @@ format-check: install-deps
 LINT_PENDING =
 LINT_FILES = $(filter-out $(LINT_PENDING),$(shell git ls-files 'src/*.c'))
 
+# tools/check_layers.sh: src/api/ writes no device field, device.h includes no component header.
+# tools/check_calls.py: no circle of calls between more than two files of src/server.
 lint: build
+	sh tools/check_layers.sh
+	python3 tools/check_calls.py src/server
 	run-clang-tidy -quiet -p $(BUILD) -j $(JOBS) $(addprefix '^$(CURDIR)/,$(addsuffix $$',$(LINT_FILES)))
 
 clean:

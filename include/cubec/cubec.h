@@ -368,13 +368,17 @@ CUBEC_MUST_USE cubec_status cubec_read(cubec_device *device, cubec_stream stream
  * accepted and transfers through it go through staging (a warning says so once). The memory
  * must stay allocated until cubec_host_unregister. */
 CUBEC_MUST_USE cubec_status cubec_host_register(cubec_device *device, void *ptr, uint64_t size);
-/* Unregisters the range that starts at `ptr`, after the transfers that use it have finished. */
+/* Unregisters the range that starts at `ptr`, after the transfers that use it have finished:
+ * like cudaHostUnregister it waits for them, and a cubec_read_async still to land in the range
+ * copies its bytes in before the call returns (its event then reports done). */
 CUBEC_MUST_USE cubec_status cubec_host_unregister(cubec_device *device, void *ptr);
 /* Allocates `size` bytes of pinned host memory (host-visible, coherent, cached where the device
  * has such memory), registered for fast transfers on this device. Freed with cubec_host_free or
  * when the device closes. */
 CUBEC_MUST_USE cubec_status cubec_host_alloc(cubec_device *device, uint64_t size, void **out_ptr);
-/* Frees memory from cubec_host_alloc, after the transfers that use it have finished. */
+/* Frees memory from cubec_host_alloc, after the transfers that use it have finished: like
+ * cudaFreeHost it waits for them, and a cubec_read_async still to land in the memory copies its
+ * bytes in before it is freed (its event then reports done). */
 CUBEC_MUST_USE cubec_status cubec_host_free(cubec_device *device, void *ptr);
 
 typedef struct cubec_event_s cubec_event;
@@ -521,7 +525,8 @@ CUBEC_MUST_USE cubec_status cubec_kernel_queue(cubec_device *device, const cubec
 CUBEC_MUST_USE cubec_status cubec_kernel_wait(cubec_device *device, cubec_kernel kernel);
 /* Waits for every kernel queued before the call (the calling thread compiles what no worker has
  * taken yet). NULL when all compiled; else the error of the first that did not, with how many
- * did not. The errors stay with their kernels. */
+ * did not: a kernel whose compilation failed before the call counts too, for as long as its
+ * handle lives. The errors stay with their kernels. */
 CUBEC_MUST_USE cubec_status cubec_kernel_compile_queued(cubec_device *device);
 
 /* ---------------------------------------------------------------------------------------------
@@ -808,8 +813,11 @@ typedef struct cubec_tune_outcome {
 /* Creates a tuner of `device`. Touches no file until a choice is looked up. */
 CUBEC_MUST_USE cubec_status cubec_tuner_create(cubec_device *device, const cubec_tuner_desc *desc,
                                                cubec_tuner **out_tuner);
-/* NULL is accepted. Choices already stored on disk stay there. */
-void cubec_tuner_destroy(cubec_tuner *tuner);
+/* NULL is accepted. Choices already stored on disk stay there. A tuner in use is refused with
+ * CUBEC_INVALID_ARGUMENT naming it, and kept: destroyed by one of its candidates while it measures,
+ * or while another thread is inside cubec_tune_choose or cubec_tune_outcome_get of it. An idle
+ * tuner is always destroyed (NULL), so a caller that never does either may ignore the result. */
+cubec_status cubec_tuner_destroy(cubec_tuner *tuner);
 /* The index of the fastest candidate for request->key: remembered, stored or measured now (see
  * above). Fails with CUBEC_PROFILE_INVALID naming the tuner, the key and each candidate's reason
  * when every candidate is rejected; with the error of a lost device as it is; and with

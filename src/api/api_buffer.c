@@ -1,5 +1,10 @@
 /* Public entry points: buffers and views. */
 #include "api/api_common.h"
+#include "server/buffers.h"
+#include "server/memory_ops.h"
+#include "server/run_mode.h"
+#include "server/streams.h"
+#include "server/transfer.h"
 
 cubec_status cubec_buffer_create(cubec_device *device, cubec_stream stream, uint64_t size,
                                  cubec_buffer *out_buffer)
@@ -11,9 +16,8 @@ cubec_status cubec_buffer_create(cubec_device *device, cubec_stream stream, uint
     cubec_status err = api_slot(device, stream, "cubec_buffer_create", &s);
     if (!err) {
         /* Pages added for a dry run's buffers get memory at their first real use. */
-        device->runs.lazy = server_run_dry(device, s);
-        err = server_buffer_create(device, s, size, out_buffer);
-        device->runs.lazy = 0;
+        uint32_t flags = server_run_dry(device, s) ? MEMORY_LAZY_PAGE : 0;
+        err = server_buffer_create(device, s, size, flags, out_buffer);
     }
     return api_unlock(device, err);
 }
@@ -29,9 +33,9 @@ cubec_status cubec_buffer_from(cubec_device *device, cubec_stream stream, const 
     cubec_buffer b;
     stream_ref s;
     cubec_status err = api_slot(device, stream, "cubec_buffer_from", &s);
-    if (!err) err = server_buffer_create(device, s, size, &b);
+    if (!err) err = server_buffer_create(device, s, size, 0, &b);
     if (!err && size) {
-        buffer_obj *o = handle_table_get(&device->buffers.handles, b.id);
+        buffer_obj *o = handle_table_get(&device->buffers->handles, b.id);
         o->refs++; /* the write may release the lock: keep the handle alive */
         err = server_write(device, s, o, 0, data, size);
         server_buffer_release(device, b.id, o);

@@ -3,7 +3,10 @@
 #ifndef CUBEC_API_COMMON_H
 #define CUBEC_API_COMMON_H
 
+#include "server/buffers.h"
 #include "server/device.h"
+#include "server/health.h"
+#include "server/streams.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -38,7 +41,7 @@ MUST_USE static inline cubec_status api_buffer(cubec_device *d, cubec_buffer h, 
                                                buffer_obj **out)
 {
     void *o;
-    RETURN_IF_ERROR(handle_table_lookup(&d->buffers.handles, h.id, arg, &o));
+    RETURN_IF_ERROR(handle_table_lookup(&d->buffers->handles, h.id, arg, &o));
     *out = o;
     return NULL;
 }

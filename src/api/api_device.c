@@ -1,6 +1,11 @@
 /* Public entry points: devices, streams, flush/sync, checks and fault injection (memory is in
  * api_memory.c). */
 #include "api/api_common.h"
+#include "server/buffers.h"
+#include "server/device.h"
+#include "server/graph.h"
+#include "server/streams.h"
+#include "server/sync.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +25,7 @@ void cubec_device_close(cubec_device *device)
 cubec_status cubec_device_get_info(cubec_device *device, cubec_device_info *out_info)
 {
     if (!out_info) return INVALID_ARG("cubec_device_get_info: out_info is NULL");
+    memset(out_info, 0, sizeof *out_info);
     if (!device) return INVALID_ARG("cubec_device_get_info: device is NULL");
     pthread_mutex_lock(&device->lock);
     *out_info = device->info;
@@ -54,10 +60,16 @@ cubec_status cubec_device_count(uint32_t *out_count)
 cubec_status cubec_device_peek(uint32_t index, cubec_device_info *out_info)
 {
     if (!out_info) return INVALID_ARG("cubec_device_peek: out_info is NULL");
+    memset(out_info, 0, sizeof *out_info);
     gpu_backend backend;
     RETURN_IF_ERROR(status_annotate(gpu_backend_parse(getenv("CUBEC_BACKEND"), &backend),
                                     "cubec_device_peek: CUBEC_BACKEND"));
-    return status_annotate(gpu_device_peek(backend, index, out_info), "cubec_device_peek");
+    /* Into a copy: a backend that fails part way must not leave half an answer (cubec.h). */
+    cubec_device_info info;
+    cubec_status err = gpu_device_peek(backend, index, &info);
+    if (err) return status_annotate(err, "cubec_device_peek");
+    *out_info = info;
+    return NULL;
 }
 
 cubec_status cubec_flush(cubec_device *device, cubec_stream stream)
@@ -106,7 +118,7 @@ static cubec_status check_buffers(cubec_device *d, const char *fn, const cubec_b
         RETURN_IF_ERROR(api_buffer(d, buffers[i], arg, &b));
     }
     for (uint32_t i = 0; i < count; i++) {
-        buffer_obj *b = handle_table_get(&d->buffers.handles, buffers[i].id);
+        buffer_obj *b = handle_table_get(&d->buffers->handles, buffers[i].id);
         if (!b) return INVALID_ARG("%s: buffers[%u] was released meanwhile", fn, i);
         /* Whatever is queued for it must have been recorded (and so judged) first. */
         RETURN_IF_ERROR(server_check_buffer(d, b));
@@ -137,13 +149,14 @@ cubec_status cubec_fault_inject(cubec_device *device, cubec_fault_kind kind, uin
     if ((unsigned)kind >= CUBEC_FAULT_KIND_COUNT)
         return INVALID_ARG("cubec_fault_inject: kind %d is not a cubec_fault_kind", (int)kind);
     RETURN_IF_ERROR(api_lock(device, "cubec_fault_inject"));
-    device->faults.fail_at[kind] = nth ? device->faults.count[kind] + nth : 0;
+    server_fault_inject(device, kind, nth);
     return api_unlock(device, NULL);
 }
 
 cubec_status cubec_fault_counts(cubec_device *device, uint64_t out_counts[CUBEC_FAULT_KIND_COUNT])
 {
     if (!out_counts) return INVALID_ARG("cubec_fault_counts: out_counts is NULL");
+    memset(out_counts, 0, CUBEC_FAULT_KIND_COUNT * sizeof *out_counts);
     RETURN_IF_ERROR(api_lock(device, "cubec_fault_counts"));
     for (int k = 0; k < CUBEC_FAULT_KIND_COUNT; k++)
         out_counts[k] = device->faults.count[k];

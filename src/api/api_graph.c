@@ -1,5 +1,7 @@
 /* Public entry points: graph capture and replay. */
 #include "api/api_common.h"
+#include "server/graph.h"
+#include "server/streams.h"
 
 cubec_status cubec_graph_prepare(cubec_device *device, cubec_stream stream)
 {

@@ -1,5 +1,7 @@
 /* Public entry points: registered and pinned host memory. */
 #include "api/api_common.h"
+#include "server/host_memory.h"
+#include "server/transfer.h"
 
 cubec_status cubec_host_register(cubec_device *device, void *ptr, uint64_t size)
 {
@@ -13,7 +15,10 @@ cubec_status cubec_host_unregister(cubec_device *device, void *ptr)
 {
     if (!ptr) return INVALID_ARG("cubec_host_unregister: ptr is NULL");
     RETURN_IF_ERROR(api_lock(device, "cubec_host_unregister"));
-    return api_unlock(device, server_host_unregister(device, ptr));
+    cubec_status err = status_annotate(server_reads_land_before_release(device, ptr),
+                                       "cubec_host_unregister: the reads landing in %p", ptr);
+    if (!err) err = server_host_unregister(device, ptr);
+    return api_unlock(device, err);
 }
 
 cubec_status cubec_host_alloc(cubec_device *device, uint64_t size, void **out_ptr)
@@ -29,5 +34,8 @@ cubec_status cubec_host_free(cubec_device *device, void *ptr)
 {
     if (!ptr) return INVALID_ARG("cubec_host_free: ptr is NULL");
     RETURN_IF_ERROR(api_lock(device, "cubec_host_free"));
-    return api_unlock(device, server_host_free(device, ptr));
+    cubec_status err = status_annotate(server_reads_land_before_release(device, ptr),
+                                       "cubec_host_free: the reads landing in %p", ptr);
+    if (!err) err = server_host_free(device, ptr);
+    return api_unlock(device, err);
 }

@@ -1,7 +1,12 @@
 /* Public entry points: kernels and launches. Launch checks every argument against the kernel's
  * reflected interface and the device limits before anything is recorded. */
 #include "api/api_common.h"
+#include "server/buffers.h"
 #include "server/compile_queue.h"
+#include "server/kernels.h"
+#include "server/launch.h"
+#include "server/run_mode.h"
+#include "server/streams.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -127,7 +132,7 @@ static cubec_status create(const char *fn, cubec_device *device, const cubec_ker
             err = server_kernel_name(e, desc->name, &k->name);
         }
     }
-    if (!err) err = handle_table_insert(&device->kernels.handles, k, &out_kernel->id);
+    if (!err) err = handle_table_insert(&device->kernels->handles, k, &out_kernel->id);
     if (err) {
         compile_queue_drop_handle(device, k);
         free(k);
@@ -192,13 +197,11 @@ cubec_status cubec_kernel_destroy(cubec_device *device, cubec_kernel kernel)
     if (kernel.id == 0) return NULL;
     RETURN_IF_ERROR(api_lock(device, "cubec_kernel_destroy"));
     void *o;
-    cubec_status err = handle_table_lookup(&device->kernels.handles, kernel.id,
+    cubec_status err = handle_table_lookup(&device->kernels->handles, kernel.id,
                                            "cubec_kernel_destroy: kernel", &o);
     if (!err) {
-        /* The pipeline stays cached (queued launches may still use it) until the device closes. */
-        handle_table_remove(&device->kernels.handles, kernel.id);
         compile_queue_drop_handle(device, o);
-        free(o);
+        server_kernel_destroy(device, kernel.id, o);
     }
     return api_unlock(device, err);
 }
@@ -229,7 +232,7 @@ static cubec_status check_launch(cubec_device *d, const cubec_launch_desc *desc,
     if (desc->info_size && !desc->info)
         return INVALID_ARG("%s: desc->info is NULL with info_size %u", fn, desc->info_size);
     for (uint32_t i = 0; i < desc->buffer_count; i++) {
-        bufs[i] = handle_table_get(&d->buffers.handles, desc->buffers[i].id);
+        bufs[i] = handle_table_get(&d->buffers->handles, desc->buffers[i].id);
         if (!bufs[i]) { /* only now spend time on the message */
             char arg[64];
             snprintf(arg, sizeof arg, "cubec_launch: desc->buffers[%u]", i);
@@ -286,7 +289,7 @@ cubec_status cubec_launch(cubec_device *device, cubec_stream stream, const cubec
     if (!err && server_run_dry(device, s)) {
         /* Checked, its kernel built: dropped. A kernel that did not build taints nothing in a
          * dry run, so its error comes back here rather than being lost. */
-        device->runs.dry_launches++;
+        server_run_drop_launch(device);
         if (!k->entry) err = compile_queue_fail_launch(device, s, k, bufs, desc->buffer_count, 0);
         return api_unlock(device, err);
     }

@@ -5,6 +5,11 @@
  * after unlocking, so that building a string never holds up other threads' launches. The buffer
  * pools belong to stream slots; the rings belong to the device and so are reported once. */
 #include "api/api_common.h"
+#include "server/buffers.h"
+#include "server/memory_ops.h"
+#include "server/raw.h"
+#include "server/run_mode.h"
+#include "server/streams.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
@@ -20,7 +25,7 @@ cubec_status cubec_memory_report_get(cubec_device *device, cubec_stream stream,
     cubec_status err = api_slot(device, stream, "cubec_memory_report_get", &s);
     if (!err) {
         server_memory_report(device, s, out_report);
-        out_report->pages_unbacked = device->runs.unbacked_pages;
+        out_report->pages_unbacked = device->runs->unbacked_pages;
     }
     return api_unlock(device, err);
 }

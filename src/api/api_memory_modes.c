@@ -1,5 +1,7 @@
 /* Public entry points of allocation windows (cubec.h "Allocation modes", docs/memory.md). */
 #include "api/api_common.h"
+#include "server/memory_windows.h"
+#include "server/streams.h"
 
 cubec_status cubec_memory_mode_push(cubec_device *device, cubec_stream stream,
                                     cubec_memory_mode mode)
@@ -28,6 +30,9 @@ cubec_status cubec_memory_mode_get(cubec_device *device, cubec_stream stream,
                                    cubec_memory_mode *out_mode, uint32_t *out_depth)
 {
     static const char fn[] = "cubec_memory_mode_get";
+    /* Cleared on entry (cubec.h): a refused call leaves no stale window behind. */
+    if (out_mode) *out_mode = CUBEC_MEMORY_MODE_AUTO;
+    if (out_depth) *out_depth = 0;
     RETURN_IF_ERROR(api_lock(device, fn));
     stream_ref s;
     cubec_status err = api_slot(device, stream, fn, &s);

@@ -1,5 +1,8 @@
 /* Public entry points: profiles. */
 #include "api/api_common.h"
+#include "server/graph.h"
+#include "server/profile.h"
+#include "server/streams.h"
 
 #include <string.h>
 
@@ -42,7 +45,8 @@ cubec_status cubec_profile_abandon(cubec_device *device, cubec_stream stream, cu
 cubec_status cubec_profile_method(cubec_device *device, cubec_timing *out_method)
 {
     if (!out_method) return INVALID_ARG("cubec_profile_method: out_method is NULL");
+    *out_method = (cubec_timing)0;
     RETURN_IF_ERROR(api_lock(device, "cubec_profile_method"));
-    *out_method = device->profiles.timing;
+    *out_method = device->profiles->timing;
     return api_unlock(device, NULL);
 }

@@ -1,5 +1,7 @@
 /* Public entry points of dry-run windows (server/run_mode.h). */
 #include "api/api_common.h"
+#include "server/run_mode.h"
+#include "server/streams.h"
 
 cubec_status cubec_run_window_begin(cubec_device *device, cubec_stream stream, cubec_run_mode mode)
 {

@@ -1,5 +1,10 @@
 /* Public entry points: reads, writes, events, copies and fills. */
 #include "api/api_common.h"
+#include "server/buffers.h"
+#include "server/copy_fill.h"
+#include "server/graph.h"
+#include "server/streams.h"
+#include "server/transfer.h"
 
 #include <string.h>
 

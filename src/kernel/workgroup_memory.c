@@ -22,6 +22,7 @@ typedef struct id_info {
     uint32_t ref;     /* pointer types: the pointee; values: their type */
     uint32_t aux;     /* integer and float types: the width; pointer types: the storage class */
     uint32_t name_at; /* word index of the OpName string, 0 if none */
+    uint32_t spec_id; /* specialization constants: SpecId + 1 (0: not decorated) */
     uint16_t op;      /* the opcode that defined the id */
     uint8_t unknown;  /* types: the size depends on a specialization-constant expression */
 } id_info;
@@ -31,6 +32,8 @@ typedef struct walk {
     size_t count;
     uint32_t bound;
     id_info *ids;
+    const cubec_spec_constant *spec; /* the values given for the pipeline */
+    uint32_t spec_count;
 } walk;
 
 static uint64_t add_sat(uint64_t a, uint64_t b)
@@ -184,8 +187,9 @@ static cubec_status add_variable(const walk *w, size_t at, uint32_t n, workgroup
         id_name(w, ins[2], name, sizeof name);
         return status_make(CUBEC_UNSUPPORTED,
                            "Workgroup (shared) variable %s has an array length given by a "
-                           "specialization-constant expression: cubec does not specialize "
-                           "kernels, so its size is unknown; use a literal length or a define",
+                           "specialization-constant expression: cubec does not evaluate those, "
+                           "so its size is unknown; use a literal length, a specialization "
+                           "constant or a define",
                            name);
     }
     out->bytes = add_sat(out->bytes, pointee->size);
@@ -221,6 +225,10 @@ static cubec_status walk_module(walk *w, workgroup_memory *out)
             if (!t) return malformed(at);
             t->op = (uint16_t)op;
             if (!size_type(w, at, n, op, t)) return malformed(at);
+        } else if (op == SpvOpDecorate && n >= 4 && ins[2] == SpvDecorationSpecId) {
+            /* Annotations come before the constants they decorate. */
+            id_info *target = operand(w, at, n, 1);
+            if (target) target->spec_id = ins[3] + 1u;
         } else if (op == SpvOpConstant || op == SpvOpSpecConstant || op == SpvOpSpecConstantOp) {
             id_info *c = operand(w, at, n, 2);
             if (!c) return malformed(at);
@@ -229,6 +237,11 @@ static cubec_status walk_module(walk *w, workgroup_memory *out)
             /* Integer lengths: the low word, and the high word of a 64-bit one. */
             if (op != SpvOpSpecConstantOp && n >= 4)
                 c->size = n >= 5 ? ((uint64_t)ins[4] << 32 | ins[3]) : ins[3];
+            /* A specialization constant counts with the value the pipeline gets (32-bit: the
+             * only kind cubec_spec_constant sets), not with its default. */
+            if (op == SpvOpSpecConstant && c->spec_id)
+                for (uint32_t k = 0; k < w->spec_count; k++)
+                    if (w->spec[k].id == c->spec_id - 1u) c->size = w->spec[k].value;
         } else if (is_pointer_op(op)) {
             id_info *v = operand(w, at, n, 2);
             if (!v || ins[1] >= w->bound) return malformed(at);
@@ -246,7 +259,16 @@ static cubec_status walk_module(walk *w, workgroup_memory *out)
 
 cubec_status workgroup_memory_scan(const uint32_t *words, size_t word_count, workgroup_memory *out)
 {
+    return workgroup_memory_scan_specialized(words, word_count, NULL, 0, out);
+}
+
+cubec_status workgroup_memory_scan_specialized(const uint32_t *words, size_t word_count,
+                                               const cubec_spec_constant *spec, uint32_t spec_count,
+                                               workgroup_memory *out)
+{
     if (!out) return INVALID_ARG("workgroup_memory_scan: out is NULL");
+    if (!spec && spec_count)
+        return INVALID_ARG("workgroup_memory_scan: spec is NULL with spec_count %u", spec_count);
     memset(out, 0, sizeof *out);
     if (!words) return INVALID_ARG("workgroup_memory_scan: words is NULL");
     if (word_count < SPIRV_HEADER_WORDS)
@@ -255,7 +277,7 @@ cubec_status workgroup_memory_scan(const uint32_t *words, size_t word_count, wor
     uint32_t bound = words[3];
     if (bound == 0 || bound > MAX_ID_BOUND + 1)
         return status_make(CUBEC_INVALID_SPIRV, "SPIR-V module has an id bound of %u", bound);
-    walk w = {words, word_count, bound, calloc(bound, sizeof(id_info))};
+    walk w = {words, word_count, bound, calloc(bound, sizeof(id_info)), spec, spec_count};
     if (!w.ids)
         return status_make(CUBEC_OUT_OF_MEMORY,
                            "host out of memory walking a SPIR-V module (%u ids)", bound);

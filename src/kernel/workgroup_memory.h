@@ -31,9 +31,15 @@ typedef struct workgroup_memory {
  *
  * Errors: CUBEC_INVALID_ARGUMENT for NULL `words` or `out`; CUBEC_INVALID_SPIRV for words that do
  * not walk as instructions (a module the validator refused); CUBEC_UNSUPPORTED for a Workgroup
- * variable whose array length is a specialization-constant expression (cubec does not specialize
- * kernels, so its size is unknown); CUBEC_OUT_OF_MEMORY. */
+ * variable whose array length is a specialization-constant expression (an OpSpecConstantOp: its
+ * value is not computed here, so its size is unknown); CUBEC_OUT_OF_MEMORY. A length that is a
+ * specialization constant itself counts with its default value. */
 MUST_USE cubec_status workgroup_memory_scan(const uint32_t *words, size_t word_count,
                                             workgroup_memory *out);
+/* The same, with the values the pipeline's specialization constants get (`spec`, by SpecId; a
+ * constant not given keeps its default): the sizes the driver and the validation layer see. */
+MUST_USE cubec_status workgroup_memory_scan_specialized(const uint32_t *words, size_t word_count,
+                                                        const cubec_spec_constant *spec,
+                                                        uint32_t spec_count, workgroup_memory *out);
 
 #endif

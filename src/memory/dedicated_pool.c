@@ -31,7 +31,7 @@ cubec_status dedicated_pool_alloc(dedicated_pool *p, const page_source *source, 
                    sizeof *p->pages) != 0)
         return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (dedicated allocations)");
     void *page = NULL;
-    RETURN_IF_ERROR(source->alloc(source->user, bytes, &page));
+    RETURN_IF_ERROR(source->alloc(source->user, bytes, source->flags, &page));
     uint32_t slot;
     if (p->unused != DEDICATED_NIL) {
         slot = p->unused;

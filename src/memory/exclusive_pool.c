@@ -105,7 +105,7 @@ cubec_status exclusive_pool_add_page(exclusive_pool *p, const page_source *sourc
         return status_make(CUBEC_OUT_OF_MEMORY,
                            "host out of memory growing the page table of the exclusive pool");
     void *handle = NULL;
-    RETURN_IF_ERROR(source->alloc(source->user, page_bytes, &handle));
+    RETURN_IF_ERROR(source->alloc(source->user, page_bytes, source->flags, &handle));
 
     uint32_t slot = p->unused;
     if (slot != EXCLUSIVE_NIL) {

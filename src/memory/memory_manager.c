@@ -148,16 +148,19 @@ static uint32_t cleanup(memory_manager *m, int explicit_cleanup)
 /* Adds a page to pool `index`; `minimal` asks an exclusive page for just the padded size. The
  * page size asked for is left in *out_page_bytes, an arena's slot in *out_part. */
 static cubec_status add_page(memory_manager *m, uint32_t index, uint64_t size, int minimal,
-                             pool_slice *out, uint32_t *out_part, uint64_t *out_page_bytes)
+                             uint32_t flags, pool_slice *out, uint32_t *out_part,
+                             uint64_t *out_page_bytes)
 {
     pool *p = &m->pools[index];
+    page_source source = m->source;
+    source.flags = flags & MEMORY_LAZY_PAGE;
     *out_part = 0;
     if (p->kind == POOL_SLICED) {
         *out_page_bytes = p->u.sliced.page_size;
-        return sliced_pool_add_page(&p->u.sliced, &m->source, size, out);
+        return sliced_pool_add_page(&p->u.sliced, &source, size, out);
     }
     if (p->kind == POOL_ARENA)
-        return arena_pool_add_page(&p->u.arena, &m->source, size, out, out_part, out_page_bytes);
+        return arena_pool_add_page(&p->u.arena, &source, size, out, out_part, out_page_bytes);
     exclusive_pool *e = &p->u.exclusive;
     uint64_t bytes = exclusive_pool_page_size(e, size);
     if (minimal) {
@@ -166,7 +169,7 @@ static cubec_status add_page(memory_manager *m, uint32_t index, uint64_t size, i
         bytes = eff <= e->max_alloc ? eff : size;
     }
     *out_page_bytes = bytes;
-    return exclusive_pool_add_page(e, &m->source, size, bytes, out);
+    return exclusive_pool_add_page(e, &source, size, bytes, out);
 }
 
 static void totals(const memory_manager *m, uint64_t *reserved, uint64_t *in_use, uint64_t *count)
@@ -279,15 +282,16 @@ mode_alloc(memory_manager *m, uint32_t route, uint64_t size, uint32_t flags, mem
 {
     pool_slice slice;
     int found = 0, new_page = !(flags & MEMORY_NO_NEW_PAGE);
+    page_source source = m->source;
+    source.flags = flags & MEMORY_LAZY_PAGE;
     const char *where = memory_modes_route_name(route);
-    cubec_status s =
-        memory_modes_alloc(&m->modes, &m->source, route, size, new_page, &found, &slice);
+    cubec_status s = memory_modes_alloc(&m->modes, &source, route, size, new_page, &found, &slice);
     uint32_t released = 0;
     if (s && cubec_status_code(s) == CUBEC_OUT_OF_MEMORY) {
         cubec_status_free(s);
         released = m->source.reclaim ? m->source.reclaim(m->source.user) : 0;
         released += cleanup(m, 1);
-        s = memory_modes_alloc(&m->modes, &m->source, route, size, new_page, &found, &slice);
+        s = memory_modes_alloc(&m->modes, &source, route, size, new_page, &found, &slice);
         if (s && cubec_status_code(s) == CUBEC_OUT_OF_MEMORY) {
             uint64_t reserved, in_use, count;
             totals(m, &reserved, &in_use, &count);
@@ -359,7 +363,7 @@ cubec_status memory_alloc_flags(memory_manager *m, uint64_t size, uint32_t flags
     if (target == UINT32_MAX) return refusal(m, size, first == UINT32_MAX ? UINT32_MAX : spilled);
 
     uint64_t page_bytes = 0;
-    cubec_status s = add_page(m, target, size, 0, &slice, &part, &page_bytes);
+    cubec_status s = add_page(m, target, size, 0, flags, &slice, &part, &page_bytes);
     if (!s) {
         fill_out(out, &slice, size, target, part);
         return NULL;
@@ -374,7 +378,7 @@ cubec_status memory_alloc_flags(memory_manager *m, uint64_t size, uint32_t flags
     cubec_status_free(s);
     uint32_t released = m->source.reclaim ? m->source.reclaim(m->source.user) : 0;
     released += cleanup(m, 1);
-    s = add_page(m, target, size, 1, &slice, &part, &page_bytes);
+    s = add_page(m, target, size, 1, flags, &slice, &part, &page_bytes);
     if (!s) {
         fill_out(out, &slice, size, target, part);
         return NULL;
@@ -388,7 +392,7 @@ cubec_status memory_alloc_flags(memory_manager *m, uint64_t size, uint32_t flags
     if (target != last && m->pools[last].kind == POOL_EXCLUSIVE &&
         exclusive_pool_accepts(&m->pools[last].u.exclusive, size)) {
         uint64_t ex_bytes = 0;
-        cubec_status s2 = add_page(m, last, size, 1, &slice, &part, &ex_bytes);
+        cubec_status s2 = add_page(m, last, size, 1, flags, &slice, &part, &ex_bytes);
         if (!s2) {
             cubec_status_free(s);
             fill_out(out, &slice, size, last, 0);

@@ -8,17 +8,25 @@
 
 #include <stdint.h>
 
+/* A page flag (page_source.alloc's `flags`, memory_alloc_flags'): the page need not have memory
+ * yet (a dry run's buffer; the owner backs it at its first real use). */
+#define MEMORY_LAZY_PAGE 2u
+
 typedef struct page_source {
     void *user;
-    /* Allocates one page of `size` bytes; returns an opaque page pointer. Errors are passed up
+    /* Allocates one page of `size` bytes; returns an opaque page pointer. `flags`: MEMORY_LAZY_PAGE
+       or 0, as the allocation that needs the page asked. Errors are passed up
        (CUBEC_OUT_OF_MEMORY means "the driver refused"). */
-    cubec_status (*alloc)(void *user, uint64_t size, void **out_page);
+    cubec_status (*alloc)(void *user, uint64_t size, uint32_t flags, void **out_page);
     void (*free)(void *user, void *page);
     /* Optional (NULL: none). Called when `alloc` refused a page with CUBEC_OUT_OF_MEMORY, before
        the one retry: the owner returns the empty pages it may return elsewhere (other pools that
        share the driver's heap, e.g. other streams' pools) and says how many. It may free into
        the calling pool's manager (memory_free) but must not allocate from it. */
     uint32_t (*reclaim)(void *user);
+    /* The page flags of the allocation being served, handed to `alloc`: the manager sets them on
+       its own copy of the source for one call, so they never outlive the call. */
+    uint32_t flags;
 } page_source;
 
 /* One reserved range, as a pool hands it to the memory manager. `slot` is the pool's own index

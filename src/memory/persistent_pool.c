@@ -90,7 +90,7 @@ cubec_status persistent_pool_add_page(persistent_pool *p, const page_source *sou
                                  (uint64_t)p->bucket_count + 1, sizeof *p->buckets) != 0)
         return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (persistent pool)");
     void *page = NULL;
-    RETURN_IF_ERROR(source->alloc(source->user, eff, &page));
+    RETURN_IF_ERROR(source->alloc(source->user, eff, source->flags, &page));
 
     uint32_t slot;
     if (p->unused != PERSISTENT_NIL) {

@@ -239,7 +239,7 @@ cubec_status sliced_pool_add_page(sliced_pool *p, const page_source *source, uin
                            (unsigned long long)p->page_size, p->max_pages);
     RETURN_IF_ERROR(reserve_slots(p, 2, 1));
     void *handle = NULL;
-    RETURN_IF_ERROR(source->alloc(source->user, p->page_size, &handle));
+    RETURN_IF_ERROR(source->alloc(source->user, p->page_size, source->flags, &handle));
 
     uint32_t ps = take_page(p);
     uint32_t slot = take_slice(p);

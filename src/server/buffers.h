@@ -62,25 +62,6 @@ typedef struct buffer_store {
     uint32_t pages;      /* and how many they are */
 } buffer_store;
 
-MUST_USE cubec_status server_buffer_create(cubec_device *d, stream_ref s, uint64_t size,
-                                           cubec_buffer *out);
-/* cubec_memory_cleanup: frees waiting on the GPU first, then the stream's empty pages. */
-/* cubec_memory_report_get: the pools of `s`'s slot and the device's rings. */
-void server_memory_report(cubec_device *d, stream_ref s, cubec_memory_report *out);
-/* The device's rings as pool entries (at most `room`; rings it lacks are left out). */
-uint32_t server_rings_report(const cubec_device *d, cubec_pool_report *out, uint32_t room);
-/* Calls `each` with the report of every slot that has allocated memory (after running the frees
- * whose GPU work finished); stops at the first error. */
-MUST_USE cubec_status server_memory_each_slot(cubec_device *d,
-                                              cubec_status (*each)(void *user, uint32_t slot,
-                                                                   const cubec_memory_report *r),
-                                              void *user);
-MUST_USE cubec_status server_memory_cleanup(cubec_device *d, stream_ref s);
-/* cubec_memory_mode_push / _pop / _get on `s`'s slot (server/memory_windows.c). Push and pop
- * return the refusals of memory_modes_push / _pop, for the caller to name itself in. */
-MUST_USE cubec_status server_memory_mode_push(cubec_device *d, stream_ref s, uint32_t mode);
-MUST_USE cubec_status server_memory_mode_pop(cubec_device *d, stream_ref s);
-void server_memory_mode_get(cubec_device *d, stream_ref s, uint32_t *out_mode, uint32_t *out_depth);
 MUST_USE cubec_status server_buffer_view(cubec_device *d, buffer_obj *parent, uint64_t offset,
                                          uint64_t size, cubec_buffer *out);
 void server_buffer_release(cubec_device *d, uint64_t id, buffer_obj *b);
@@ -90,15 +71,6 @@ void server_run_deferred_frees(cubec_device *d);
  * must never be freed under it, even after a failed wait (the device may still be running). */
 void server_retire_mem(cubec_device *d, gpu_mem *m, uint64_t after);
 MUST_USE cubec_status server_memory_init(cubec_device *d);
-/* The pools of a slot, created on its first use. */
-MUST_USE cubec_status server_slot_memory(cubec_device *d, uint32_t slot, memory_manager **out);
-/* Relieves memory pressure, the one place that does (docs/memory.md "Out of memory"): with
- * wait_for_gpu, waits for the submitted work first; runs the frees whose GPU work finished;
- * returns every empty page of every slot's pools (and the persistent pools' free slices); and,
- * with wait_for_gpu, relocates (spec 3.9 MemoryPressure). *out_released: the pages returned,
- * those the relocation emptied included. Fails only on a failed wait or relocation. */
-MUST_USE cubec_status server_memory_relieve(cubec_device *d, int wait_for_gpu,
-                                            uint32_t *out_released);
 /* The device's memory budget and use (cubec_memory_report's budget fields). */
 typedef struct server_budget {
     uint64_t budget, used;
@@ -107,6 +79,9 @@ typedef struct server_budget {
 } server_budget;
 void server_memory_budget(cubec_device *d, server_budget *out);
 void server_memory_destroy(cubec_device *d);
+/* The client side of an arena allocation's identity: the pool learns which alloc_obj a slice
+ * belongs to (NULL: not movable, e.g. a free that waits on the GPU). */
+void server_alloc_owner(cubec_device *d, alloc_obj *a, alloc_obj *owner);
 static inline gpu_mem *buffer_page(const buffer_obj *b)
 {
     return (gpu_mem *)b->alloc->mem.page;

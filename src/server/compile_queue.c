@@ -9,7 +9,15 @@
 #include "server/compile_queue.h"
 
 #include "base/log.h"
+#include "server/buffers.h"
 #include "server/device.h"
+#include "server/failures.h"
+#include "server/graph.h"
+#include "server/health.h"
+#include "server/kernels.h"
+#include "server/profile.h"
+#include "server/streams.h"
+#include "server/task.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -104,7 +112,7 @@ static uint32_t parallelism_of(const cubec_config *c)
 /* The device's queue, made on first use; NULL when the host is out of memory. */
 static compile_queue *queue_of(cubec_device *d)
 {
-    compile_queue *q = d->kernels.queue;
+    compile_queue *q = d->kernels->queue;
     if (q) return q;
     q = calloc(1, sizeof *q);
     if (!q) return NULL;
@@ -116,7 +124,7 @@ static compile_queue *queue_of(cubec_device *d)
     }
     pthread_cond_init(&q->work, NULL);
     pthread_cond_init(&q->done, NULL);
-    d->kernels.queue = q;
+    d->kernels->queue = q;
     return q;
 }
 
@@ -173,7 +181,7 @@ static void *worker_main(void *arg)
 {
     cubec_device *d = arg;
     pthread_mutex_lock(&d->lock);
-    compile_queue *q = d->kernels.queue;
+    compile_queue *q = d->kernels->queue;
     while (!q->stop) {
         compile_job *j = first_waiting(q);
         if (!j) {
@@ -263,7 +271,7 @@ cubec_status compile_queue_resolve(cubec_device *d, uint64_t id, const char *arg
 {
     for (;;) {
         void *o;
-        RETURN_IF_ERROR(handle_table_lookup(&d->kernels.handles, id, arg, &o));
+        RETURN_IF_ERROR(handle_table_lookup(&d->kernels->handles, id, arg, &o));
         kernel_obj *k = o;
         compile_job *j = k->job;
         if (!j || (j->done && j->err)) {
@@ -281,24 +289,46 @@ cubec_status compile_queue_resolve(cubec_device *d, uint64_t id, const char *arg
         }
         /* The wait releases the device lock: the handle is looked up again after it (another
          * thread may have destroyed it), and the device may have been lost meanwhile. */
-        await(d, d->kernels.queue, j);
+        await(d, d->kernels->queue, j);
         RETURN_IF_ERROR(server_check_alive(d));
     }
 }
 
+/* The failed job of the handle in `slot`: a job that finished left the queue's list, but its
+ * kernel was queued and did not compile. */
+static compile_job *failed_job_of(const handle_table *t, uint32_t slot)
+{
+    const kernel_obj *k = t->slots[slot].object;
+    return k && k->job && k->job->done && k->job->err ? k->job : NULL;
+}
+
 cubec_status compile_queue_wait_all(cubec_device *d)
 {
-    compile_queue *q = d->kernels.queue;
-    if (!q || !q->head) return NULL;
-    uint32_t n = 0;
+    compile_queue *q = d->kernels->queue;
+    if (!q) return NULL;
+    const handle_table *t = &d->kernels->handles;
+    uint32_t most = 0; /* handles may share a failed job: counted once below */
     for (compile_job *j = q->head; j; j = j->next)
-        n++;
-    compile_job **jobs = malloc(n * sizeof(compile_job *));
+        most++;
+    for (uint32_t i = 0; i < t->count; i++)
+        most += failed_job_of(t, i) != NULL;
+    if (!most) return NULL;
+    compile_job **jobs = malloc(most * sizeof(compile_job *));
     if (!jobs) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (compile queue)");
-    n = 0;
-    for (compile_job *j = q->head; j; j = j->next, n++) {
-        jobs[n] = j;
-        j->refs++;
+    uint32_t n = 0;
+    /* Those that failed already first: they were queued before the ones still in the list. */
+    for (uint32_t i = 0; i < t->count; i++) {
+        compile_job *j = failed_job_of(t, i);
+        if (j && !j->listed) {
+            j->listed = 1;
+            jobs[n++] = j;
+        }
+    }
+    for (compile_job *j = q->head; j; j = j->next)
+        jobs[n++] = j;
+    for (uint32_t i = 0; i < n; i++) {
+        jobs[i]->listed = 0;
+        jobs[i]->refs++;
     }
     /* This thread compiles what no worker has taken (in queue order) and only then sleeps:
      * waiting on the first job while later ones wait too would leave a core idle. */
@@ -385,7 +415,7 @@ void compile_queue_drop_handle(cubec_device *d, kernel_obj *k)
 
 void compile_queue_stop(cubec_device *d)
 {
-    compile_queue *q = d->kernels.queue;
+    compile_queue *q = d->kernels->queue;
     if (!q) return;
     pthread_mutex_lock(&d->lock);
     q->stop = 1;
@@ -405,19 +435,19 @@ void compile_queue_stop(cubec_device *d)
 
 void compile_queue_destroy(cubec_device *d)
 {
-    compile_queue *q = d->kernels.queue;
+    compile_queue *q = d->kernels->queue;
     if (!q) return;
     pthread_cond_destroy(&q->work);
     pthread_cond_destroy(&q->done);
     free(q->threads);
     free(q);
-    d->kernels.queue = NULL;
+    d->kernels->queue = NULL;
 }
 
 void compile_queue_get_stats(cubec_device *d, compile_queue_stats *out)
 {
     pthread_mutex_lock(&d->lock);
-    compile_queue *q = d->kernels.queue;
+    compile_queue *q = d->kernels->queue;
     if (q)
         *out = q->stats;
     else

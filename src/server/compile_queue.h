@@ -23,6 +23,7 @@ typedef struct compile_job {
     pipeline_entry *entry;    /* done without error: the published pipeline */
     cubec_status err;         /* done with an error: the compiler's diagnostic (owned) */
     uint32_t refs;            /* the queue until done, each handle, each waiting thread */
+    int listed;               /* compile_queue_wait_all has it in its list already */
     struct compile_job *next; /* the queue's jobs not done, in the order they were queued */
 } compile_job;
 
@@ -61,7 +62,8 @@ MUST_USE cubec_status compile_queue_add(cubec_device *d, const cubec_kernel_desc
 MUST_USE cubec_status compile_queue_resolve(cubec_device *d, uint64_t id, const char *arg,
                                             kernel_obj **out);
 /* Waits for every job queued before the call (compiling those no thread has taken); the error of
- * the first that failed, with the count, or NULL. */
+ * the first that failed, with the count, or NULL. Jobs that failed before the call count too, for
+ * as long as a handle holds them. */
 MUST_USE cubec_status compile_queue_wait_all(cubec_device *d);
 /* A launch of a kernel that did not compile (`k->job->err`): spec 5.4 rule 2, the buffers the
  * launch declares it writes (`outputs`, bit i for bufs[i]) carry the error, after the work queued

@@ -5,7 +5,14 @@
  * accessed bytes only. Relocation's copies (server_record_move) take the same engine. */
 #include "server/copy_fill.h"
 
+#include "server/buffers.h"
 #include "server/device.h"
+#include "server/hazards.h"
+#include "server/kernels.h"
+#include "server/launch.h"
+#include "server/streams.h"
+#include "server/submission.h"
+#include "server/task.h"
 
 #include <stddef.h>
 #include <string.h>
@@ -58,7 +65,7 @@ int server_copies_by_kernel(const cubec_device *d)
 
 cubec_status server_builtin_kernels(cubec_device *d)
 {
-    if (d->kernels.copy) return NULL;
+    if (d->kernels->copy) return NULL;
     cubec_define word1 = {"WORD", "uint"}, word4 = {"WORD", "uvec4"};
     cubec_kernel_desc c1 = {.name = "cubec.copy",
                             .glsl = copy_src,
@@ -77,10 +84,10 @@ cubec_status server_builtin_kernels(cubec_device *d)
     RETURN_IF_ERROR(server_kernel_create_locked(d, &c4, &b));
     RETURN_IF_ERROR(server_kernel_create_locked(d, &f, &c));
     RETURN_IF_ERROR(server_kernel_create_locked(d, &m, &e));
-    d->kernels.copy4 = b;
-    d->kernels.fill = c;
-    d->kernels.move = e;
-    d->kernels.copy = a; /* last: it says the others are there */
+    d->kernels->copy4 = b;
+    d->kernels->fill = c;
+    d->kernels->move = e;
+    d->kernels->copy = a; /* last: it says the others are there */
     return NULL;
 }
 
@@ -179,9 +186,9 @@ cubec_status server_copy(cubec_device *d, stream_ref st, buffer_obj *src, uint64
         uint64_t body = ((s + pos) % 16 == 0 && (t + pos) % 16 == 0) ? n / 16 * 16 : 0;
         if (body)
             RETURN_IF_ERROR(
-                word_launch(d, st, d->kernels.copy4, src, s + pos, dst, t + pos, body, 16, 0));
+                word_launch(d, st, d->kernels->copy4, src, s + pos, dst, t + pos, body, 16, 0));
         if (n > body)
-            RETURN_IF_ERROR(word_launch(d, st, d->kernels.copy, src, s + pos + body, dst,
+            RETURN_IF_ERROR(word_launch(d, st, d->kernels->copy, src, s + pos + body, dst,
                                         t + pos + body, n - body, 4, 0));
         pos += n;
     }
@@ -214,7 +221,7 @@ cubec_status server_fill(cubec_device *d, stream_ref s, buffer_obj *dst, uint64_
     uint64_t chunk = max_chunk(d);
     for (uint64_t pos = 0; pos < size; pos += chunk) {
         uint64_t n = size - pos < chunk ? size - pos : chunk;
-        RETURN_IF_ERROR(word_launch(d, s, d->kernels.fill, NULL, 0, dst, t + pos, n, 4, pattern));
+        RETURN_IF_ERROR(word_launch(d, s, d->kernels->fill, NULL, 0, dst, t + pos, n, 4, pattern));
     }
     return NULL;
 }
@@ -225,15 +232,15 @@ cubec_status server_record_move(cubec_device *d, gpu_cmd *cmd, gpu_mem *src, uin
     hazard_range r[2] = {{src, src_offset, size, 0}, {dst, dst_offset, size, 1}};
     /* Slices start and end on the pools' alignment, so every move of a GPU takes the kernel; a
      * range that does not fit whole 16-byte words falls back to the copy command. */
-    int kernel =
-        server_copies_by_kernel(d) && d->kernels.move && (src_offset | dst_offset | size) % 16 == 0;
+    int kernel = server_copies_by_kernel(d) && d->kernels->move &&
+                 (src_offset | dst_offset | size) % 16 == 0;
     if (!kernel) {
         sub_hazards(d, cmd, r, 2, SUB_TRANSFER);
         d->gpu->ops->copy(cmd, src, src_offset, dst, dst_offset, size);
         return NULL;
     }
     sub_hazards(d, cmd, r, 2, SUB_COMPUTE);
-    const recorder rec = {cmd, &d->sub.bound, &d->sub.hazards};
+    const recorder rec = {cmd, &d->sub->bound, &d->sub->hazards};
     uint64_t a = d->info.storage_offset_alignment > 16 ? d->info.storage_offset_alignment : 16;
     uint64_t chunk = max_chunk(d);
     for (uint64_t pos = 0; pos < size;) {
@@ -243,7 +250,7 @@ cubec_status server_record_move(cubec_device *d, gpu_cmd *cmd, gpu_mem *src, uin
         gpu_binding b[2] = {{src, sb, s - sb + n}, {dst, tb, t - tb + n}};
         uint32_t push[3] = {(uint32_t)((s - sb) / 16), (uint32_t)((t - tb) / 16),
                             (uint32_t)(n / 16)};
-        RETURN_IF_ERROR(server_record_dispatch(d, &rec, d->kernels.move, b, 2, NULL, push));
+        RETURN_IF_ERROR(server_record_dispatch(d, &rec, d->kernels->move, b, 2, NULL, push));
         d->gpu->ops->dispatch(cmd, grid_groups(d, n / 16), 1, 1);
         pos += n;
     }

@@ -3,7 +3,23 @@
  * validation-clean even when the program forgot to release buffers. */
 #include "server/device.h"
 #include "base/log.h"
+#include "server/buffers.h"
 #include "server/compile_queue.h"
+#include "server/device_clock.h"
+#include "server/failures.h"
+#include "server/graph.h"
+#include "server/host_memory.h"
+#include "server/host_ring.h"
+#include "server/kernels.h"
+#include "server/launch_timing.h"
+#include "server/memory_ops.h"
+#include "server/profile.h"
+#include "server/raw.h"
+#include "server/run_mode.h"
+#include "server/streams.h"
+#include "server/submission.h"
+#include "server/submitter.h"
+#include "server/task.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -11,19 +27,60 @@
 #include <string.h>
 #include <unistd.h>
 
+/* The device and its components in one allocation: the device holds them by pointer (device.h
+ * includes none of their headers) and they stay next to it in memory. The device comes first, so
+ * freeing it frees them. */
+typedef struct device_parts {
+    struct cubec_device_s device;
+    buffer_store buffers;
+    kernel_cache kernels;
+    stream_slots streams;
+    submission sub;
+    host_rings rings;
+    host_memory host;
+    profile_table profiles;
+    graph_table graphs;
+    submitter submitter;
+    launch_timing timing;
+    run_modes runs;
+    device_clock clock;
+    task_hooks tasks;
+} device_parts;
+
+static cubec_device *device_alloc(void)
+{
+    device_parts *p = calloc(1, sizeof *p);
+    if (!p) return NULL;
+    cubec_device *d = &p->device;
+    d->buffers = &p->buffers;
+    d->kernels = &p->kernels;
+    d->streams = &p->streams;
+    d->sub = &p->sub;
+    d->rings = &p->rings;
+    d->host = &p->host;
+    d->profiles = &p->profiles;
+    d->graphs = &p->graphs;
+    d->submitter = &p->submitter;
+    d->timing = &p->timing;
+    d->runs = &p->runs;
+    d->clock = &p->clock;
+    d->tasks = &p->tasks;
+    return d;
+}
+
 server_stats server_stats_get(cubec_device *d)
 {
     pthread_mutex_lock(&d->lock);
-    server_stats s = {.tasks = d->sub.stats.tasks,
-                      .skipped = d->sub.stats.skipped,
-                      .barriers = d->sub.stats.barriers,
-                      .submissions = d->sub.stats.submissions,
-                      .max_streams = d->streams.max_streams,
-                      .compiles = d->kernels.compiles,
-                      .build_waits = d->kernels.build_waits,
-                      .host_dma_transfers = d->host.dma_transfers,
-                      .host_dma_bytes = d->host.dma_bytes,
-                      .dry_launches = d->runs.dry_launches};
+    server_stats s = {.tasks = d->sub->stats.tasks,
+                      .skipped = d->sub->stats.skipped,
+                      .barriers = d->sub->stats.barriers,
+                      .submissions = d->sub->stats.submissions,
+                      .max_streams = d->streams->max_streams,
+                      .compiles = d->kernels->compiles,
+                      .build_waits = d->kernels->build_waits,
+                      .host_dma_transfers = d->host->dma_transfers,
+                      .host_dma_bytes = d->host->dma_bytes,
+                      .dry_launches = d->runs->dry_launches};
     pthread_mutex_unlock(&d->lock);
     return s;
 }
@@ -36,28 +93,6 @@ static uint32_t copy_helpers(const cubec_config *c)
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     long helpers = cores > 1 ? cores / 2 : 0;
     return (uint32_t)(helpers > 7 ? 7 : helpers);
-}
-
-cubec_status server_check_alive(cubec_device *d)
-{
-    if (d->lost)
-        return status_make(CUBEC_DEVICE_LOST,
-                           "the device was lost earlier (%s); close it and open a new one",
-                           d->lost_reason);
-    return NULL;
-}
-
-cubec_status server_note_error(cubec_device *d, cubec_status err)
-{
-    cubec_code code = cubec_status_code(err);
-    if (code == CUBEC_TIMEOUT) d->hung = 1;
-    if ((code == CUBEC_DEVICE_LOST || code == CUBEC_TIMEOUT) && !d->lost) {
-        d->lost = 1;
-        /* Later calls name the root cause, which may have struck on the submission thread. */
-        snprintf(d->lost_reason, sizeof d->lost_reason, "%s", cubec_status_message(err));
-        LOG(LOG_ERROR, LOG_SYS_DEVICE, "device lost: %s", cubec_status_message(err));
-    }
-    return err;
 }
 
 /* CUBEC_DEVICE / [device] select: a number is an index, anything else a name substring. The
@@ -92,7 +127,7 @@ cubec_status server_open(const cubec_device_desc *desc, cubec_device **out)
     cubec_device_desc zero = {0};
     if (!desc) desc = &zero;
     RETURN_IF_ERROR(check_desc(desc));
-    cubec_device *d = calloc(1, sizeof *d);
+    cubec_device *d = device_alloc();
     if (!d) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (device)");
     cubec_status err = config_load(&d->config);
     if (!err) {
@@ -106,7 +141,7 @@ cubec_status server_open(const cubec_device_desc *desc, cubec_device **out)
     }
     d->faults = d->config.faults; /* CUBEC_FAULT, counted from this opening */
     pthread_mutex_init(&d->lock, NULL);
-    pthread_cond_init(&d->kernels.built, NULL);
+    pthread_cond_init(&d->kernels->built, NULL);
     gpu_backend backend = d->config.backend_null ? GPU_BACKEND_NULL : GPU_BACKEND_VULKAN;
     if (desc->backend)
         err = status_annotate(gpu_backend_parse(desc->backend, &backend),
@@ -127,36 +162,36 @@ cubec_status server_open(const cubec_device_desc *desc, cubec_device **out)
     apply_selection(&d->config, &gd);
     if (!err) err = gpu_open(backend, &gd, &d->gpu);
     if (err) {
-        pthread_cond_destroy(&d->kernels.built);
+        pthread_cond_destroy(&d->kernels->built);
         pthread_mutex_destroy(&d->lock);
         free(d);
         return err;
     }
     d->gpu->faults = &d->faults;
     d->info = d->gpu->info;
-    d->sub.tasks_max = desc->tasks_max ? desc->tasks_max : (uint32_t)d->config.tasks_max;
-    d->info.tasks_max = d->sub.tasks_max;
-    d->sub.batch_task_cap = d->sub.tasks_max * 8 < 256 ? 256 : d->sub.tasks_max * 8;
-    d->streams.max_streams = (uint32_t)d->config.max_streams;
-    d->streams.single = d->config.single_stream;
-    d->sub.max_batches = (uint32_t)d->config.max_inflight_tasks / d->sub.tasks_max;
-    if (d->sub.max_batches < 4) d->sub.max_batches = 4;
+    d->sub->tasks_max = desc->tasks_max ? desc->tasks_max : (uint32_t)d->config.tasks_max;
+    d->info.tasks_max = d->sub->tasks_max;
+    d->sub->batch_task_cap = d->sub->tasks_max * 8 < 256 ? 256 : d->sub->tasks_max * 8;
+    d->streams->max_streams = (uint32_t)d->config.max_streams;
+    d->streams->single = d->config.single_stream;
+    d->sub->max_batches = (uint32_t)d->config.max_inflight_tasks / d->sub->tasks_max;
+    if (d->sub->max_batches < 4) d->sub->max_batches = 4;
     /* Busy-polling (yielding the core between polls) before blocking: a blocking wait costs
      * 25-35 us more on an H200, and 200 us covers a round trip even when the GPU is clocked
      * down. On lavapipe with 2 cores it halves the round trip too (50-73 us against 113-136 us
      * blocking; raw Vulkan's fence wait 100-140 us): the poll yields to the driver's threads. */
-    d->sub.spin_us = d->config.poll_spin_us >= 0 ? (int)d->config.poll_spin_us : 200;
-    d->sub.wait_timeout_ns = (uint64_t)(d->config.wait_timeout_s * 1e9);
+    d->sub->spin_us = d->config.poll_spin_us >= 0 ? (int)d->config.poll_spin_us : 200;
+    d->sub->wait_timeout_ns = (uint64_t)(d->config.wait_timeout_s * 1e9);
     server_kernels_configure(d);
     d->tag = handle_tag_acquire(); /* released in server_close */
-    handle_table_init(&d->buffers.handles, d->tag, "buffer");
-    handle_table_init(&d->kernels.handles, d->tag, "kernel");
-    handle_table_init(&d->buffers.guards, d->tag, "guard");
+    handle_table_init(&d->buffers->handles, d->tag, "buffer");
+    handle_table_init(&d->kernels->handles, d->tag, "kernel");
+    handle_table_init(&d->buffers->guards, d->tag, "guard");
     server_graphs_init(d);
     server_host_memory_init(d);
-    d->info.host_register_alignment = d->host.alignment;
+    d->info.host_register_alignment = d->host->alignment;
     err = server_memory_init(d);
-    if (!err) err = server_streams_init(d);
+    if (!err) err = server_streams_init(d, server_task_backend(d), sizeof(task));
     if (!err) err = sub_init(d);
     /* The chain (docs/ARCHITECTURE.md): submission reports to these, in this order. Failures
      * first, so that a lost batch's outputs carry the failure before profiles and timing hear
@@ -171,12 +206,12 @@ cubec_status server_open(const cubec_device_desc *desc, cubec_device **out)
     /* Metadata rings: a launch's block takes at most one chunk, so a chunk is the largest block
      * a kernel may declare (cubec_kernel_create refuses larger ones). */
     if (!err)
-        err = host_ring_init(d, &d->rings.info, 8 * (uint64_t)CUBEC_KERNEL_MAX_INFO_BYTES, 8,
+        err = host_ring_init(d, &d->rings->info, 8 * (uint64_t)CUBEC_KERNEL_MAX_INFO_BYTES, 8,
                              GPU_MEM_METADATA);
     if (!err && !d->gpu->caps.unified) {
-        err = host_ring_init(d, &d->rings.upload, 64u << 20, 4, GPU_MEM_UPLOAD);
-        if (!err) err = host_ring_init(d, &d->rings.readback, 64u << 20, 4, GPU_MEM_READBACK);
-        if (!err) err = copy_pool_create(copy_helpers(&d->config), &d->rings.copies);
+        err = host_ring_init(d, &d->rings->upload, 64u << 20, 4, GPU_MEM_UPLOAD);
+        if (!err) err = host_ring_init(d, &d->rings->readback, 64u << 20, 4, GPU_MEM_READBACK);
+        if (!err) err = copy_pool_create(copy_helpers(&d->config), &d->rings->copies);
     }
     if (err) {
         server_close(d);
@@ -190,13 +225,13 @@ void server_close(cubec_device *d)
 {
     /* The compile workers first: they take the device lock, and builds use the device. */
     compile_queue_stop(d);
-    if (d->sub.stats.tasks)
+    if (d->sub->stats.tasks)
         LOG(LOG_INFO, LOG_SYS_DEVICE,
             "closing: %" PRIu64 " tasks recorded, %" PRIu64 " barriers, %" PRIu64
             " submissions (%.3f us each in vkQueueSubmit)",
-            d->sub.stats.tasks, d->sub.stats.barriers, d->sub.stats.submissions,
-            d->sub.stats.submissions
-                ? (double)d->sub.stats.submit_ns / 1e3 / (double)d->sub.stats.submissions
+            d->sub->stats.tasks, d->sub->stats.barriers, d->sub->stats.submissions,
+            d->sub->stats.submissions
+                ? (double)d->sub->stats.submit_ns / 1e3 / (double)d->sub->stats.submissions
                 : 0.0);
     if (d->gpu && d->hung) {
         /* A wait timed out: the GPU may never finish. Nothing below may wait for it, and what
@@ -208,39 +243,39 @@ void server_close(cubec_device *d)
     }
     if (d->gpu) {
         /* Queued work still runs: the program may have released the buffers it reads. */
-        if (d->streams.slots && !d->lost) cubec_status_free(server_drain_all(d, 0));
-        if (d->sub.open && !d->lost) cubec_status_free(sub_flush(d, 0));
+        if (d->streams->slots && !d->lost) cubec_status_free(server_drain_all(d, 0));
+        if (d->sub->open && !d->lost) cubec_status_free(sub_flush(d, 0));
         submitter_stop(d);
         d->gpu->ops->queue_idle(d->gpu);
         sub_poll(d);
         server_graphs_read_timing(d);
         timing_close(d); /* reads the last timestamps: before completed_value is forced */
-        d->sub.completed_value = UINT64_MAX; /* everything finished: deferred frees can run */
+        d->sub->completed_value = UINT64_MAX; /* everything finished: deferred frees can run */
         server_graphs_destroy(d);
     }
     server_guards_destroy(d); /* their references go before the buffers' */
-    for (uint32_t i = 0; i < d->buffers.handles.count; i++) {
-        buffer_obj *b = d->buffers.handles.slots[i].object;
+    for (uint32_t i = 0; i < d->buffers->handles.count; i++) {
+        buffer_obj *b = d->buffers->handles.slots[i].object;
         if (!b) continue;
         server_alloc_release(d, b->alloc); /* the GPU is idle: frees at once */
         free(b);
     }
-    for (uint32_t i = 0; i < d->kernels.handles.count; i++) {
-        compile_queue_drop_handle(d, d->kernels.handles.slots[i].object);
-        free(d->kernels.handles.slots[i].object);
+    for (uint32_t i = 0; i < d->kernels->handles.count; i++) {
+        compile_queue_drop_handle(d, d->kernels->handles.slots[i].object);
+        free(d->kernels->handles.slots[i].object);
     }
     compile_queue_destroy(d);
-    handle_table_free(&d->buffers.handles);
-    handle_table_free(&d->kernels.handles);
+    handle_table_free(&d->buffers->handles);
+    handle_table_free(&d->kernels->handles);
     if (d->gpu) {
         /* Tasks still queued (the device was lost) name their kernel when they are dropped: the
          * queues go before the kernels, whose entries keep those names. */
         server_streams_destroy(d);
         server_kernels_destroy(d);
-        host_ring_destroy(d, &d->rings.info);
-        host_ring_destroy(d, &d->rings.upload);
-        host_ring_destroy(d, &d->rings.readback);
-        copy_pool_destroy(d->rings.copies);
+        host_ring_destroy(d, &d->rings->info);
+        host_ring_destroy(d, &d->rings->upload);
+        host_ring_destroy(d, &d->rings->readback);
+        copy_pool_destroy(d->rings->copies);
         server_host_memory_destroy(d); /* the GPU is idle: it copies to or from none of them */
         server_profiles_destroy(d);
         server_memory_destroy(d);
@@ -248,10 +283,15 @@ void server_close(cubec_device *d)
         sub_destroy(d);
     }
     gpu_close(d->gpu);
-    free(d->streams.slots);
-    free(d->streams.align_slots);
+    free(d->streams->slots);
+    free(d->streams->align_slots);
     handle_tag_release(d->tag); /* its handles now read as issued by no open device */
-    pthread_cond_destroy(&d->kernels.built);
+    pthread_cond_destroy(&d->kernels->built);
     pthread_mutex_destroy(&d->lock);
     free(d);
+}
+
+void server_fault_inject(cubec_device *d, cubec_fault_kind kind, uint64_t nth)
+{
+    d->faults.fail_at[kind] = nth ? d->faults.count[kind] + nth : 0;
 }

@@ -1,31 +1,30 @@
 /* The device: one cubec_device composes the server's components (one header each, in
- * src/server/) and holds little else. All server_* functions expect the device lock to be held by
- * the caller (the api/ layer takes it). */
+ * src/server/) and holds little else. It holds them by pointer and includes none of their headers,
+ * so editing a component's header rebuilds that component's users only: each .c includes the
+ * headers of what it calls. All server_* functions expect the device lock to be held by the
+ * caller (the api/ layer takes it). */
 #ifndef CUBEC_SERVER_DEVICE_H
 #define CUBEC_SERVER_DEVICE_H
 
 #include "base/config.h"
 #include "base/fault.h"
 #include "gpu/gpu.h"
-#include "server/buffers.h"
-#include "server/copy_fill.h"
-#include "server/failures.h"
-#include "server/graph.h"
-#include "server/host_memory.h"
-#include "server/host_ring.h"
-#include "server/kernels.h"
-#include "server/launch.h"
-#include "server/launch_timing.h"
-#include "server/profile.h"
-#include "server/raw.h"
-#include "server/relocate.h"
-#include "server/run_mode.h"
-#include "server/streams.h"
-#include "server/submission.h"
-#include "server/submitter.h"
-#include "server/transfer.h"
-
 #include <pthread.h>
+
+/* The components (their headers define them; allocated with the device, see device.c). */
+typedef struct buffer_store buffer_store;
+typedef struct kernel_cache kernel_cache;
+typedef struct stream_slots stream_slots;
+typedef struct submission submission;
+typedef struct host_rings host_rings;
+typedef struct host_memory host_memory;
+typedef struct profile_table profile_table;
+typedef struct graph_table graph_table;
+typedef struct submitter submitter;
+typedef struct launch_timing launch_timing;
+typedef struct run_modes run_modes;
+typedef struct device_clock device_clock;
+typedef struct task_hooks task_hooks;
 
 /* A device composes its components; the comment says which lock guards each member. */
 struct cubec_device_s {
@@ -39,17 +38,19 @@ struct cubec_device_s {
     int hung;               /* device lock: a wait timed out; close abandons the GPU's objects */
     fault_plan faults;      /* device lock: counted by the gpu seam */
 
-    buffer_store buffers;   /* device lock */
-    kernel_cache kernels;   /* device lock */
-    stream_slots streams;   /* device lock */
-    submission sub;         /* device lock (waits drop it, see submission) */
-    host_rings rings;       /* device lock */
-    host_memory host;       /* device lock: registered and pinned host ranges */
-    profile_table profiles; /* device lock */
-    graph_table graphs;     /* device lock */
-    submitter submitter;    /* its own lock (submitter.lock), shared with its thread */
-    launch_timing timing;   /* device lock */
-    run_modes runs;         /* device lock: dry-run windows, pages made under them */
+    buffer_store *buffers;   /* device lock */
+    kernel_cache *kernels;   /* device lock */
+    stream_slots *streams;   /* device lock */
+    submission *sub;         /* device lock (waits drop it, see submission) */
+    host_rings *rings;       /* device lock */
+    host_memory *host;       /* device lock: registered and pinned host ranges */
+    profile_table *profiles; /* device lock */
+    graph_table *graphs;     /* device lock */
+    submitter *submitter;    /* its own lock (submitter.lock), shared with its thread */
+    launch_timing *timing;   /* device lock */
+    run_modes *runs;         /* device lock: dry-run windows, pages made under them */
+    device_clock *clock;     /* device lock */
+    task_hooks *tasks;       /* set once at open: what components above do with tasks */
 };
 
 /* What tests and logs read of a device's work, copied under its lock. */
@@ -68,8 +69,7 @@ server_stats server_stats_get(cubec_device *d);
 
 MUST_USE cubec_status server_open(const cubec_device_desc *desc, cubec_device **out);
 void server_close(cubec_device *d);
-MUST_USE cubec_status server_check_alive(cubec_device *d);
-/* Marks the device lost when `err` says so; returns err. */
-MUST_USE cubec_status server_note_error(cubec_device *d, cubec_status err);
+/* cubec_fault_inject: the nth next call of `kind` into the gpu seam fails (0: none). */
+void server_fault_inject(cubec_device *d, cubec_fault_kind kind, uint64_t nth);
 
 #endif

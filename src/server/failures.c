@@ -1,9 +1,12 @@
 /* Failures on memory, the server's side (spec 5): tainting ranges, skipped launches, submissions
  * that are lost, and the errors host accesses return. The failure objects and maps are in
  * failure/. */
+#include "server/failures.h"
 #include "base/array.h"
 #include "base/assert.h"
+#include "server/buffers.h"
 #include "server/device.h"
+#include "server/submission.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -23,14 +26,6 @@ void server_taint(alloc_obj *a, uint64_t page_offset, uint64_t size, failure *f)
 void server_untaint(alloc_obj *a, uint64_t page_offset, uint64_t size)
 {
     if (a->taint.count) taint_clear(&a->taint, alloc_offset(a, page_offset), size);
-}
-
-cubec_status server_check_buffer(cubec_device *d, const buffer_obj *b)
-{
-    /* Whatever is queued for it must have been recorded (and so judged) first. */
-    RETURN_IF_ERROR(server_drain_for_host(d, b->alloc->slot, b->alloc, 0));
-    failure *f = server_failure_of(b->alloc, buffer_device_offset(b), b->size);
-    return f ? server_failure_status(b->alloc, f, "check") : NULL;
 }
 
 cubec_status server_failure_status(const alloc_obj *a, const failure *f, const char *what)
@@ -61,7 +56,7 @@ static void batch_settled(cubec_device *d, batch *b, cubec_status err, uint64_t 
                         cubec_status_message(err));
     /* A lost batch never runs: the value it would have signalled goes to the next batch, so a
      * use it recorded must not keep memory (a deferred free, a host access) waiting for that. */
-    uint64_t lost_value = err ? d->sub.next_value : 0;
+    uint64_t lost_value = err ? d->sub->next_value : 0;
     for (uint32_t i = 0; i < b->held_count; i++) {
         held_range *h = &b->held[i];
         CUBEC_ASSERT(h->alloc->refs > 0); /* a hold is released exactly once, here */

@@ -18,8 +18,6 @@ void server_taint(alloc_obj *a, uint64_t page_offset, uint64_t size, failure *f)
 void server_untaint(alloc_obj *a, uint64_t page_offset, uint64_t size);
 /* An error for a host access of a buffer that carries a failure: "<what> of buffer #n: not
  * written: <chain>", with the root cause's code. */
-/* cubec_check of one buffer: its queued work recorded, then its failure (or NULL). */
-MUST_USE cubec_status server_check_buffer(cubec_device *d, const buffer_obj *b);
 MUST_USE cubec_status server_failure_status(const alloc_obj *a, const failure *f, const char *what);
 /* Holds a recorded task's range in the open batch until it is submitted. */
 MUST_USE cubec_status server_hold(cubec_device *d, batch *b, alloc_obj *a, uint64_t offset,

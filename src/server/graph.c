@@ -23,10 +23,23 @@
  * recording touch sits on current pages. Deviation from the seed: the seed leaves captured
  * buffers' lifetime to the caller (unsafe replay); cubec keeps them, so a released buffer cannot
  * have its memory handed to another while a replay still writes it. */
+#include "server/graph.h"
 #include "base/array.h"
 #include "base/clock.h"
 #include "base/log.h"
+#include "server/buffers.h"
 #include "server/device.h"
+#include "server/failures.h"
+#include "server/hazards.h"
+#include "server/health.h"
+#include "server/launch_timing.h"
+#include "server/profile.h"
+#include "server/relocate.h"
+#include "server/run_mode.h"
+#include "server/streams.h"
+#include "server/submission.h"
+#include "server/submitter.h"
+#include "server/task.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -40,7 +53,8 @@
 
 void server_graphs_init(cubec_device *d)
 {
-    handle_table_init(&d->graphs.handles, d->tag, "graph");
+    handle_table_init(&d->graphs->handles, d->tag, "graph");
+    d->tasks->capture = server_graph_record;
 }
 
 static void graph_free(cubec_device *d, graph_obj *g)
@@ -65,28 +79,28 @@ static void graph_free(cubec_device *d, graph_obj *g)
 /* The slot goes back to normal: no capture, no isolation. */
 static void capture_reset(cubec_device *d, uint32_t slot)
 {
-    slot_state *ss = &d->streams.slots[slot];
-    if (ss->capture != CAPTURE_NONE) d->graphs.captures--;
+    slot_state *ss = &d->streams->slots[slot];
+    if (ss->capture != CAPTURE_NONE) d->graphs->captures--;
     ss->capture = CAPTURE_NONE;
     ss->graph = NULL;
-    d->streams.sched.queues[slot].requires_isolation = 0;
+    d->streams->sched.queues[slot].requires_isolation = 0;
 }
 
 void server_graphs_destroy(cubec_device *d)
 {
-    for (uint32_t i = 0; d->streams.slots && i < d->streams.max_streams; i++)
-        if (d->streams.slots[i].graph) {
-            graph_free(d, d->streams.slots[i].graph);
+    for (uint32_t i = 0; d->streams->slots && i < d->streams->max_streams; i++)
+        if (d->streams->slots[i].graph) {
+            graph_free(d, d->streams->slots[i].graph);
             capture_reset(d, i);
         }
-    for (uint32_t i = 0; i < d->graphs.handles.count; i++)
-        if (d->graphs.handles.slots[i].object) graph_free(d, d->graphs.handles.slots[i].object);
-    handle_table_free(&d->graphs.handles);
+    for (uint32_t i = 0; i < d->graphs->handles.count; i++)
+        if (d->graphs->handles.slots[i].object) graph_free(d, d->graphs->handles.slots[i].object);
+    handle_table_free(&d->graphs->handles);
 }
 
 void server_graph_doom(cubec_device *d, uint32_t slot, cubec_code code, const char *fmt, ...)
 {
-    graph_obj *g = d->streams.slots[slot].graph;
+    graph_obj *g = d->streams->slots[slot].graph;
     if (!g || g->doom) return;
     /* The whole reason, as a failure: it is often a failure's chain, whose root cause is at its
      * end (chains are bounded by failure_chain); a 1024-byte copy cut it off once a capture had
@@ -101,7 +115,7 @@ void server_graph_doom(cubec_device *d, uint32_t slot, cubec_code code, const ch
 
 int server_graph_recording(const cubec_device *d, stream_ref s)
 {
-    const slot_state *ss = &d->streams.slots[s.slot];
+    const slot_state *ss = &d->streams->slots[s.slot];
     return ss->capture == CAPTURE_RECORDING && ss->capture_owner == s.number;
 }
 
@@ -121,8 +135,8 @@ cubec_status server_graph_refuse(cubec_device *d, stream_ref s, const char *what
 
 cubec_status server_graph_refuse_any(cubec_device *d, const char *what)
 {
-    for (uint32_t i = 0; d->graphs.captures && i < d->streams.max_streams; i++) {
-        const slot_state *ss = &d->streams.slots[i];
+    for (uint32_t i = 0; d->graphs->captures && i < d->streams->max_streams; i++) {
+        const slot_state *ss = &d->streams->slots[i];
         if (ss->capture == CAPTURE_RECORDING) return refused(what, ss->capture_owner);
     }
     return NULL;
@@ -148,21 +162,21 @@ int server_graph_refuse_write(cubec_device *d, stream_ref s, alloc_obj *a, uint6
  * one capture at a time. */
 static cubec_status refuse_neighbour(cubec_device *d, stream_ref s, const char *fn)
 {
-    const slot_state *ss = &d->streams.slots[s.slot];
+    const slot_state *ss = &d->streams->slots[s.slot];
     if (ss->capture == CAPTURE_NONE || ss->capture_owner == s.number) return NULL;
     return status_make(CUBEC_GRAPH_STATE,
                        "%s: stream %" PRIu64 " shares its slot (%u: stream numbers modulo "
                        "streaming.max_streams = %u) with stream %" PRIu64
                        ", which %s a graph, and a slot holds one capture at a time; capture on "
                        "a stream of another slot (cubec_stream_new) or end that capture first",
-                       fn, s.number, s.slot, d->streams.max_streams, ss->capture_owner,
+                       fn, s.number, s.slot, d->streams->max_streams, ss->capture_owner,
                        ss->capture == CAPTURE_PREPARED ? "prepared" : "records");
 }
 
 cubec_status server_graph_prepare(cubec_device *d, stream_ref s)
 {
     uint32_t slot = s.slot;
-    slot_state *ss = &d->streams.slots[slot];
+    slot_state *ss = &d->streams->slots[slot];
     uint64_t stream = s.number;
     RETURN_IF_ERROR(refuse_neighbour(d, s, "cubec_graph_prepare"));
     if (ss->capture == CAPTURE_PREPARED)
@@ -179,9 +193,9 @@ cubec_status server_graph_prepare(cubec_device *d, stream_ref s)
     RETURN_IF_ERROR(server_memory_relocate(d, NO_SLOT, MEMORY_RELOCATE_CAPTURE, NULL));
     ss->capture = CAPTURE_PREPARED;
     ss->capture_owner = stream;
-    d->graphs.captures++;
+    d->graphs->captures++;
     /* No interleaving onto or off the slot while it prepares and records (spec 6.5). */
-    d->streams.sched.queues[slot].requires_isolation = 1;
+    d->streams->sched.queues[slot].requires_isolation = 1;
     return NULL;
 }
 
@@ -190,8 +204,8 @@ static cubec_status graph_create(cubec_device *d, uint32_t slot, graph_obj **out
     graph_obj *g = calloc(1, sizeof *g);
     if (!g) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (graph)");
     g->slot = slot;
-    g->owner = d->streams.slots[slot].capture_owner;
-    g->number = ++d->graphs.numbers;
+    g->owner = d->streams->slots[slot].capture_owner;
+    g->number = ++d->graphs->numbers;
     /* A command buffer (and pool) per copy: copies recorded side by side from one pool would
      * interleave their memory, and a driver walks every chunk of a command buffer when it is
      * submitted. */
@@ -206,7 +220,7 @@ static cubec_status graph_create(cubec_device *d, uint32_t slot, graph_obj **out
         return err;
     }
     /* Traces and the summary time each launch of a replay, from queries the host resets. */
-    if (d->timing.on && d->gpu->caps.timestamps && d->gpu->caps.host_query_reset) {
+    if (d->timing->on && d->gpu->caps.timestamps && d->gpu->caps.host_query_reset) {
         for (int c = 0; c < GRAPH_COPIES; c++) {
             cubec_status qe = ops->queries_create(d->gpu, 2 * GRAPH_TIMED_LAUNCHES, &g->queries[c]);
             if (qe) {
@@ -236,7 +250,7 @@ static cubec_status graph_create(cubec_device *d, uint32_t slot, graph_obj **out
 cubec_status server_graph_begin(cubec_device *d, stream_ref s)
 {
     uint32_t slot = s.slot;
-    slot_state *ss = &d->streams.slots[slot];
+    slot_state *ss = &d->streams->slots[slot];
     if (ss->capture == CAPTURE_NONE)
         return status_make(CUBEC_GRAPH_STATE,
                            "cubec_graph_begin: call cubec_graph_prepare on stream %" PRIu64
@@ -345,15 +359,15 @@ static cubec_status note_uses(cubec_device *d, graph_obj *g, const task *t)
     uint32_t before = g->use_count;
     int input[33];
     for (uint32_t i = 0; i <= n; i++) {
-        const bound_range *r = i < n ? task_b(d->streams.slots, t, i) : &t->indirect;
+        const bound_range *r = i < n ? task_b(d->streams->slots, t, i) : &t->indirect;
         int read = i == n ? r->alloc != NULL : task_reads(t, i);
         input[i] = read && r->alloc &&
                    !written_before(g, before, r->alloc, bound_start(r), bound_bytes(r));
     }
     for (uint32_t i = 0; i < n; i++)
-        RETURN_IF_ERROR(add_use(d, g, task_b(d->streams.slots, t, i)->alloc,
-                                bound_start(task_b(d->streams.slots, t, i)),
-                                bound_bytes(task_b(d->streams.slots, t, i)),
+        RETURN_IF_ERROR(add_use(d, g, task_b(d->streams->slots, t, i)->alloc,
+                                bound_start(task_b(d->streams->slots, t, i)),
+                                bound_bytes(task_b(d->streams->slots, t, i)),
                                 (t->write_mask >> i) & 1, input[i]));
     if (t->indirect.alloc)
         RETURN_IF_ERROR(add_use(d, g, t->indirect.alloc, t->indirect.offset, 12, 0, input[n]));
@@ -363,15 +377,15 @@ static cubec_status note_uses(cubec_device *d, graph_obj *g, const task *t)
 /* The launches of the copy's finished replay go to the trace and the summary. */
 static void read_copy(cubec_device *d, graph_obj *g, int c)
 {
-    if (!g->unread[c] || g->copy_value[c] > d->sub.completed_value) return;
+    if (!g->unread[c] || g->copy_value[c] > d->sub->completed_value) return;
     g->unread[c] = 0;
     timing_graph_harvest(d, g->queries[c], g->stamps, g->stamp_count, g->number);
 }
 
 void server_graphs_read_timing(cubec_device *d)
 {
-    for (uint32_t i = 0; i < d->graphs.handles.count; i++) {
-        graph_obj *g = d->graphs.handles.slots[i].object;
+    for (uint32_t i = 0; i < d->graphs->handles.count; i++) {
+        graph_obj *g = d->graphs->handles.slots[i].object;
         for (int c = 0; g && c < GRAPH_COPIES; c++)
             read_copy(d, g, c);
     }
@@ -379,7 +393,7 @@ void server_graphs_read_timing(cubec_device *d)
 
 cubec_status server_graph_record(cubec_device *d, uint32_t slot, task *t)
 {
-    graph_obj *g = d->streams.slots[slot].graph;
+    graph_obj *g = d->streams->slots[slot].graph;
     /* Spec 5.4 rule 4: a launch that would be skipped dooms the capture rather than sealing a
      * graph with a hole; what it would have written is part of the graph's outputs, so it
      * carries the failure when end discards the capture. */
@@ -437,7 +451,7 @@ static void taint_writes(graph_obj *g, failure *f)
 cubec_status server_graph_end(cubec_device *d, stream_ref s, uint64_t *out_id)
 {
     uint32_t slot = s.slot;
-    slot_state *ss = &d->streams.slots[slot];
+    slot_state *ss = &d->streams->slots[slot];
     uint64_t caller = s.number;
     if (ss->capture == CAPTURE_NONE || ss->capture_owner != caller) {
         /* Another stream's capture on the slot is its own: this stream has none to end. */
@@ -493,7 +507,7 @@ cubec_status server_graph_end(cubec_device *d, stream_ref s, uint64_t *out_id)
         return err;
     }
     uint64_t id;
-    err = handle_table_insert(&d->graphs.handles, g, &id);
+    err = handle_table_insert(&d->graphs->handles, g, &id);
     if (err) {
         graph_free(d, g);
         return err;
@@ -507,11 +521,11 @@ cubec_status server_graph_end(cubec_device *d, stream_ref s, uint64_t *out_id)
 
 static cubec_status lookup(cubec_device *d, uint64_t id, const char *fn, graph_obj **out)
 {
-    *out = handle_table_get(&d->graphs.handles, id);
+    *out = handle_table_get(&d->graphs->handles, id);
     if (*out) return NULL;
     char why[192];
     return status_make(CUBEC_GRAPH_STATE, "%s: %s", fn,
-                       handle_table_explain(&d->graphs.handles, id, why, sizeof why));
+                       handle_table_explain(&d->graphs->handles, id, why, sizeof why));
 }
 
 /* Spec 5.4 rule 3 for a whole graph: an input it reads before writing carries a failure. */
@@ -537,21 +551,21 @@ cubec_status server_graph_replay(cubec_device *d, stream_ref s, uint64_t id)
     uint64_t stream = s.number;
     /* Bound how far replays run ahead of the GPU, like batches (max_inflight_tasks). Before the
      * lookup: the wait may let other threads in. */
-    if (d->sub.next_value > d->sub.completed_value + d->sub.max_batches) {
+    if (d->sub->next_value > d->sub->completed_value + d->sub->max_batches) {
         sub_poll(d);
-        if (d->sub.next_value > d->sub.completed_value + d->sub.max_batches)
-            RETURN_IF_ERROR(sub_wait(d, d->sub.next_value - d->sub.max_batches));
+        if (d->sub->next_value > d->sub->completed_value + d->sub->max_batches)
+            RETURN_IF_ERROR(sub_wait(d, d->sub->next_value - d->sub->max_batches));
     }
     graph_obj *g;
     RETURN_IF_ERROR(lookup(d, id, "cubec_graph_replay", &g));
     RETURN_IF_ERROR(server_graph_refuse(d, s, "cubec_graph_replay"));
     if (server_run_dry(d, s)) {
-        d->runs.dry_launches++; /* a dry run drops replays like launches */
+        server_run_drop_launch(d); /* a dry run drops replays like launches */
         return NULL;
     }
     uint32_t copy = g->next_copy;
-    if (g->copy_value[copy] > d->sub.completed_value) sub_poll(d);
-    while (g->copy_value[copy] > d->sub.completed_value) {
+    if (g->copy_value[copy] > d->sub->completed_value) sub_poll(d);
+    while (g->copy_value[copy] > d->sub->completed_value) {
         /* Every copy is still running (replays queued back to back): wait for this one. The
          * wait may let other threads in: look the graph up again after it. */
         RETURN_IF_ERROR(sub_wait(d, g->copy_value[copy]));
@@ -560,15 +574,15 @@ cubec_status server_graph_replay(cubec_device *d, stream_ref s, uint64_t id)
     }
     /* A capture may have begun on the slot while this thread waited. */
     RETURN_IF_ERROR(server_graph_refuse(d, s, "cubec_graph_replay"));
-    uint64_t t0 = d->timing.trace ? clock_now_ns() : 0;
+    uint64_t t0 = d->timing->trace ? clock_now_ns() : 0;
     /* Ordered after the stream's queued work and after queued writers of what it binds. */
-    uint32_t *slots = d->streams.align_slots;
+    uint32_t *slots = d->streams->align_slots;
     slots[0] = slot;
     uint32_t n = 1;
     cubec_status err = NULL;
     for (uint32_t i = 0; i < g->use_count; i++)
         n = server_align_slots(d, slot, g->uses[i].alloc, g->uses[i].write, slots, n,
-                               d->streams.max_streams);
+                               d->streams->max_streams);
     /* The last drain leaves its batch open: it goes to the GPU with the graph, in one
      * submission (a profile's begin timestamp, the stream's last launches). */
     if (!err) err = submitter_start(d);
@@ -595,11 +609,11 @@ cubec_status server_graph_replay(cubec_device *d, stream_ref s, uint64_t id)
         taint_writes(g, skip);
         server_profiles_poison(d, slot, skip);
         failure_release(skip);
-        d->sub.stats.skipped++;
+        d->sub->stats.skipped++;
         return NULL;
     }
     read_copy(d, g, (int)copy); /* before its queries are written again */
-    uint64_t value = d->sub.next_value;
+    uint64_t value = d->sub->next_value;
     err = lost ? lost
                : submitter_push(d, g->cmd[copy], value, g->number, before.cmd ? &before : NULL);
     if (err) {
@@ -625,12 +639,12 @@ cubec_status server_graph_replay(cubec_device *d, stream_ref s, uint64_t id)
     g->copy_value[copy] = value;
     g->unread[copy] = g->queries[copy] != NULL && g->stamp_count > 0;
     g->next_copy = (copy + 1) % GRAPH_COPIES;
-    d->sub.next_value++;
-    d->sub.stats.tasks += g->launches;
-    d->streams.slots[slot].last_value = value;
+    d->sub->next_value++;
+    d->sub->stats.tasks += g->launches;
+    d->streams->slots[slot].last_value = value;
     /* The graph ends with a full barrier: nothing recorded later conflicts with earlier work. */
-    hazard_reset(&d->sub.hazards);
-    if (d->timing.trace) {
+    hazard_reset(&d->sub->hazards);
+    if (d->timing->trace) {
         char args[96];
         snprintf(args, sizeof args, "\"graph\":%" PRIu64 ",\"launches\":%u", g->number,
                  g->launches);
@@ -642,7 +656,7 @@ cubec_status server_graph_replay(cubec_device *d, stream_ref s, uint64_t id)
 /* Replays whose submission failed on the submission thread are reported here. */
 static void on_progress(cubec_device *d)
 {
-    if (!d->submitter.started) return;
+    if (!d->submitter->started) return;
     uint64_t graph = 0, value = 0;
     cubec_status lost;
     while ((lost = submitter_take_failure(d, &graph, &value)) != NULL)
@@ -661,8 +675,8 @@ void server_graph_replay_lost(cubec_device *d, uint64_t number, uint64_t value, 
         number ? failure_new(cubec_status_code(err), "replay of graph #%" PRIu64 " failed: %s",
                              number, cubec_status_message(err))
                : failure_new(cubec_status_code(err), "%s", cubec_status_message(err));
-    for (uint32_t i = 0; number && i < d->graphs.handles.count; i++) {
-        graph_obj *g = d->graphs.handles.slots[i].object;
+    for (uint32_t i = 0; number && i < d->graphs->handles.count; i++) {
+        graph_obj *g = d->graphs->handles.slots[i].object;
         if (!g || g->number != number) continue;
         /* What later work wrote again (a later replay, a write) is not this replay's loss. */
         for (uint32_t u = 0; u < g->use_count; u++)
@@ -677,9 +691,9 @@ void server_graph_replay_lost(cubec_device *d, uint64_t number, uint64_t value, 
 cubec_status server_graph_destroy(cubec_device *d, stream_ref s, uint64_t id)
 {
     (void)s;
-    graph_obj *g = handle_table_get(&d->graphs.handles, id);
+    graph_obj *g = handle_table_get(&d->graphs->handles, id);
     if (!g) return NULL; /* destroying twice is harmless (spec 6.2) */
-    handle_table_remove(&d->graphs.handles, id);
+    handle_table_remove(&d->graphs->handles, id);
     /* The command buffer and its metadata must outlive the replays still running. The wait may
      * let other threads in; the graph is no longer reachable by them. */
     cubec_status err = sub_wait(d, g->last_value);

@@ -5,8 +5,10 @@
  * transfer whose host side lies within one range is a single DMA copy (server/transfer.c). A
  * device that cannot import still accepts registrations, so a program runs the same everywhere:
  * those transfers go through staging, as the log says once. */
+#include "server/host_memory.h"
 #include "base/log.h"
 #include "server/device.h"
+#include "server/submission.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -20,7 +22,7 @@ void server_host_memory_init(cubec_device *d)
         long page = sysconf(_SC_PAGESIZE);
         a = page > 0 ? (uint64_t)page : 4096;
     }
-    d->host.alignment = a;
+    d->host->alignment = a;
 }
 
 /* The index of the first range whose end is past `p` (where a range holding p would be). */
@@ -79,9 +81,15 @@ static host_range *at_base(host_memory *h, const void *ptr)
     return i < h->count && h->ranges[i].base == ptr ? &h->ranges[i] : NULL;
 }
 
+uint64_t server_host_range_size(host_memory *h, const void *ptr)
+{
+    const host_range *r = at_base(h, ptr);
+    return r ? r->size : 0;
+}
+
 static void remove_range(cubec_device *d, host_range *r)
 {
-    host_memory *h = &d->host;
+    host_memory *h = d->host;
     gpu_mem_free(d->gpu, r->mem);
     uint32_t i = (uint32_t)(r - h->ranges);
     memmove(&h->ranges[i], &h->ranges[i + 1], (h->count - i - 1) * sizeof *h->ranges);
@@ -91,7 +99,7 @@ static void remove_range(cubec_device *d, host_range *r)
 cubec_status server_host_register(cubec_device *d, void *ptr, uint64_t size)
 {
     static const char fn[] = "cubec_host_register";
-    host_memory *h = &d->host;
+    host_memory *h = d->host;
     if ((uintptr_t)ptr % h->alignment || size % h->alignment)
         return INVALID_ARG("%s: ptr %p and size %" PRIu64 " must be multiples of %" PRIu64
                            " (cubec_device_info.host_register_alignment)",
@@ -127,7 +135,7 @@ cubec_status server_host_register(cubec_device *d, void *ptr, uint64_t size)
 static cubec_status settle(cubec_device *d, void *ptr, const char *fn, int pinned, host_range **out)
 {
     for (;;) {
-        host_range *r = at_base(&d->host, ptr);
+        host_range *r = at_base(d->host, ptr);
         if (!r || r->pinned != pinned) {
             const char *hint = !r ? (pinned ? "was not returned by cubec_host_alloc (or was freed)"
                                             : "is not registered (or was unregistered)")
@@ -135,7 +143,7 @@ static cubec_status settle(cubec_device *d, void *ptr, const char *fn, int pinne
                                             : "is pinned: use cubec_host_free");
             return INVALID_ARG("%s: ptr %p %s", fn, ptr, hint);
         }
-        if (r->last_use <= d->sub.completed_value) {
+        if (r->last_use <= d->sub->completed_value) {
             *out = r;
             return NULL;
         }
@@ -158,7 +166,7 @@ cubec_status server_host_alloc(cubec_device *d, uint64_t size, void **out)
     if (err)
         return status_annotate(err, "cubec_host_alloc: %" PRIu64 " bytes of pinned memory", size);
     r.base = r.mem->mapped;
-    err = insert(&d->host, r);
+    err = insert(d->host, r);
     if (err) {
         gpu_mem_free(d->gpu, r.mem);
         return err;
@@ -177,7 +185,7 @@ cubec_status server_host_free(cubec_device *d, void *ptr)
 
 void server_host_memory_destroy(cubec_device *d)
 {
-    host_memory *h = &d->host;
+    host_memory *h = d->host;
     for (uint32_t i = 0; i < h->count; i++)
         gpu_mem_free(d->gpu, h->ranges[i].mem);
     free(h->ranges);

@@ -23,6 +23,9 @@ typedef struct host_memory {
     uint64_t alignment;                /* of registered addresses and sizes (cubec_device_info) */
     int warned_no_import;              /* the "registered, but staged" notice was logged */
     uint64_t dma_transfers, dma_bytes; /* transfers that went straight through a range */
+    /* Asynchronous reads whose bytes are copied into the program's memory when they complete
+     * (server/transfer.c keeps the list): freeing or unregistering a range lands those first. */
+    struct cubec_event_s *deferred_reads;
 } host_memory;
 
 /* Registrations one device holds at most. */
@@ -34,6 +37,8 @@ MUST_USE cubec_status server_host_register(struct cubec_device_s *d, void *ptr, 
 MUST_USE cubec_status server_host_unregister(struct cubec_device_s *d, void *ptr);
 MUST_USE cubec_status server_host_alloc(struct cubec_device_s *d, uint64_t size, void **out);
 MUST_USE cubec_status server_host_free(struct cubec_device_s *d, void *ptr);
+/* The size of the registered or pinned range that starts at `ptr`; 0 when none does. */
+uint64_t server_host_range_size(host_memory *h, const void *ptr);
 /* The imported range holding all of [ptr, +size), or NULL (not registered, or not imported). */
 host_range *server_host_find(host_memory *h, const void *ptr, uint64_t size);
 /* At close, after the GPU is idle: every range goes. */

@@ -1,7 +1,9 @@
 /* A host-visible ring buffer split in chunks. Each chunk remembers the last batch that used it,
  * so moving onto a chunk waits only when the GPU still reads it. Used for metadata that does not
  * fit push constants and for staging on discrete GPUs: no allocation on the launch path. */
+#include "server/host_ring.h"
 #include "server/device.h"
+#include "server/submission.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -46,12 +48,12 @@ cubec_status host_ring_alloc(cubec_device *d, host_ring *r, uint64_t size, uint6
         entering = 1;
     }
     if (entering) {
-        if (r->chunk_use[chunk] > d->sub.completed_value) sub_poll(d);
-        if (r->chunk_use[chunk] > d->sub.completed_value)
-            RETURN_IF_ERROR(sub_wait(d, r->chunk_use[chunk]));
+        if (r->chunk_use[chunk] > d->sub->completed_value) sub_poll(d);
+        if (r->chunk_use[chunk] > d->sub->completed_value)
+            RETURN_IF_ERROR(sub_wait_flags(d, r->chunk_use[chunk], WAIT_KEEP_LOCK));
         at = (uint64_t)chunk * r->chunk_size;
     }
-    r->chunk_use[chunk] = d->sub.next_value;
+    r->chunk_use[chunk] = d->sub->next_value;
     r->head = at + size;
     if (r->head >= r->size) r->head = 0;
     *out_offset = at;

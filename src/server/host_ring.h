@@ -28,7 +28,9 @@ typedef struct host_rings {
 MUST_USE cubec_status host_ring_init(cubec_device *d, host_ring *r, uint64_t size, uint32_t chunks,
                                      gpu_mem_kind kind);
 void host_ring_destroy(cubec_device *d, host_ring *r);
-/* Reserves `size` bytes (size <= chunk) aligned to `align`; waits if the GPU still uses them. */
+/* Reserves `size` bytes (size <= chunk) aligned to `align`; waits if the GPU still uses them,
+ * keeping the device lock (its callers are inside a drain or a staged transfer: the ring holds
+ * their bytes, or the scheduler their tasks). */
 MUST_USE cubec_status host_ring_alloc(cubec_device *d, host_ring *r, uint64_t size, uint64_t align,
                                       uint64_t *out_offset);
 

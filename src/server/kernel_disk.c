@@ -12,6 +12,7 @@
 #include "base/log.h"
 #include "cubec_git.h" /* CUBEC_GIT_DESCRIBE, generated at build time */
 #include "server/device.h"
+#include "server/kernels.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -107,17 +108,17 @@ static void load_blob(cubec_device *d, const void *data, size_t size, const char
         LOG(LOG_WARN, LOG_SYS_COMPILE, "kernel cache: ignoring %s: %s; rebuilding it", path,
             cubec_status_message(err));
         cubec_status_free(err);
-        d->kernels.disk_blobs_refused++;
+        d->kernels->disk_blobs_refused++;
         return;
     }
-    d->kernels.disk_blobs_loaded++;
-    d->kernels.disk_blob_hash = blob_hash(data, size);
+    d->kernels->disk_blobs_loaded++;
+    d->kernels->disk_blob_hash = blob_hash(data, size);
 }
 
 void kernel_disk_begin(cubec_device *d)
 {
-    if (d->kernels.disk_checked) return;
-    d->kernels.disk_checked = 1;
+    if (d->kernels->disk_checked) return;
+    d->kernels->disk_checked = 1;
     char dir[512];
     disk_cache_resolve_dir(d->config.cache_dir, dir, sizeof dir);
     if (!dir[0]) {
@@ -128,7 +129,7 @@ void kernel_disk_begin(cubec_device *d)
         return;
     }
     cubec_status err =
-        disk_cache_open(dir, (uint64_t)d->config.cache_max_bytes, CACHE_VERSION, &d->kernels.disk);
+        disk_cache_open(dir, (uint64_t)d->config.cache_max_bytes, CACHE_VERSION, &d->kernels->disk);
     if (err) {
         char what[1400];
         LOG(LOG_WARN, LOG_SYS_COMPILE, "kernel cache: off: %s (%s)", cubec_status_message(err),
@@ -142,10 +143,11 @@ void kernel_disk_begin(cubec_device *d)
     if (!blob_key(&d->gpu->cache_id, &k)) return;
     void *data = NULL;
     size_t size = 0;
-    if (disk_cache_get(d->kernels.disk, "pipelines", k.data, k.size, &data, &size)) {
+    if (disk_cache_get(d->kernels->disk, "pipelines", k.data, k.size, &data, &size)) {
         char path[1024];
-        load_blob(d, data, size,
-                  disk_cache_path(d->kernels.disk, "pipelines", k.data, k.size, path, sizeof path));
+        load_blob(
+            d, data, size,
+            disk_cache_path(d->kernels->disk, "pipelines", k.data, k.size, path, sizeof path));
         free(data);
     }
     free(k.data);
@@ -157,10 +159,10 @@ int kernel_disk_load_spirv(cubec_device *d, const cubec_kernel_desc *desc, int f
     *out_words = NULL;
     *out_count = 0;
     key_buf k;
-    if (!d->kernels.disk || !spirv_key(desc, form, &k)) return 0;
+    if (!d->kernels->disk || !spirv_key(desc, form, &k)) return 0;
     void *data = NULL;
     size_t size = 0;
-    int hit = disk_cache_get(d->kernels.disk, "spirv", k.data, k.size, &data, &size);
+    int hit = disk_cache_get(d->kernels->disk, "spirv", k.data, k.size, &data, &size);
     free(k.data);
     /* Checksummed, so whole; still not a module unless it is whole words (validation follows). */
     if (hit && (size == 0 || size % 4 != 0)) {
@@ -177,8 +179,8 @@ void kernel_disk_store_spirv(cubec_device *d, const cubec_kernel_desc *desc, int
                              const uint32_t *words, size_t count)
 {
     key_buf k;
-    if (!d->kernels.disk || !spirv_key(desc, form, &k)) return;
-    (void)disk_cache_put(d->kernels.disk, "spirv", k.data, k.size, words, count * 4);
+    if (!d->kernels->disk || !spirv_key(desc, form, &k)) return;
+    (void)disk_cache_put(d->kernels->disk, "spirv", k.data, k.size, words, count * 4);
     free(k.data);
 }
 
@@ -189,28 +191,29 @@ static void save_blob(cubec_device *d)
 {
     const gpu_ops *ops = d->gpu->ops;
     key_buf k;
-    if (!ops->pipeline_cache_data || !d->kernels.compiles || !blob_key(&d->gpu->cache_id, &k))
+    if (!ops->pipeline_cache_data || !d->kernels->compiles || !blob_key(&d->gpu->cache_id, &k))
         return;
     void *mine = NULL;
     size_t mine_size = 0;
     cubec_status err = ops->pipeline_cache_data(d->gpu, &mine, &mine_size);
-    if (!err && blob_hash(mine, mine_size) != d->kernels.disk_blob_hash) {
+    if (!err && blob_hash(mine, mine_size) != d->kernels->disk_blob_hash) {
         void *theirs = NULL;
         size_t theirs_size = 0;
-        if (disk_cache_get(d->kernels.disk, "pipelines", k.data, k.size, &theirs, &theirs_size) &&
-            blob_hash(theirs, theirs_size) != d->kernels.disk_blob_hash) {
+        if (disk_cache_get(d->kernels->disk, "pipelines", k.data, k.size, &theirs, &theirs_size) &&
+            blob_hash(theirs, theirs_size) != d->kernels->disk_blob_hash) {
             char path[1024];
             load_blob(
                 d, theirs, theirs_size,
-                disk_cache_path(d->kernels.disk, "pipelines", k.data, k.size, path, sizeof path));
+                disk_cache_path(d->kernels->disk, "pipelines", k.data, k.size, path, sizeof path));
             free(mine);
             mine = NULL;
             err = ops->pipeline_cache_data(d->gpu, &mine, &mine_size);
         }
         free(theirs);
-        if (!err && disk_cache_put(d->kernels.disk, "pipelines", k.data, k.size, mine, mine_size)) {
-            d->kernels.disk_blobs_saved++;
-            d->kernels.disk_blob_hash = blob_hash(mine, mine_size);
+        if (!err &&
+            disk_cache_put(d->kernels->disk, "pipelines", k.data, k.size, mine, mine_size)) {
+            d->kernels->disk_blobs_saved++;
+            d->kernels->disk_blob_hash = blob_hash(mine, mine_size);
         }
     }
     if (err) {
@@ -224,11 +227,11 @@ static void save_blob(cubec_device *d)
 
 void kernel_disk_end(cubec_device *d)
 {
-    if (!d->kernels.disk) return;
+    if (!d->kernels->disk) return;
     /* A lost or hung device's driver may not be called for its cache. */
     if (!d->lost && !d->hung) save_blob(d);
-    disk_cache_close(d->kernels.disk);
-    d->kernels.disk = NULL;
+    disk_cache_close(d->kernels->disk);
+    d->kernels->disk = NULL;
 }
 
 const char *kernel_disk_version(void)
@@ -239,11 +242,11 @@ const char *kernel_disk_version(void)
 void kernel_disk_get_stats(cubec_device *d, kernel_disk_stats *out)
 {
     pthread_mutex_lock(&d->lock);
-    *out = (kernel_disk_stats){.enabled = d->kernels.disk != NULL,
-                               .spirv_hits = d->kernels.disk_spirv_hits,
-                               .blobs_loaded = d->kernels.disk_blobs_loaded,
-                               .blobs_refused = d->kernels.disk_blobs_refused,
-                               .blobs_saved = d->kernels.disk_blobs_saved};
-    if (d->kernels.disk) disk_cache_get_stats(d->kernels.disk, &out->files);
+    *out = (kernel_disk_stats){.enabled = d->kernels->disk != NULL,
+                               .spirv_hits = d->kernels->disk_spirv_hits,
+                               .blobs_loaded = d->kernels->disk_blobs_loaded,
+                               .blobs_refused = d->kernels->disk_blobs_refused,
+                               .blobs_saved = d->kernels->disk_blobs_saved};
+    if (d->kernels->disk) disk_cache_get_stats(d->kernels->disk, &out->files);
     pthread_mutex_unlock(&d->lock);
 }

@@ -5,13 +5,17 @@
  * (docs/ARCHITECTURE.md, "Locking model"). GLSL kernels are compiled with their metadata in push
  * constants first; when the block is larger than the device allows they are compiled again with
  * the metadata in a storage buffer (the "metadata layout" variant of the pipeline). */
+#include "server/kernels.h"
 #include "base/clock.h"
 #include "base/hash.h"
 #include "base/log.h"
 #include "kernel/capabilities.h"
 #include "kernel/limits.h"
+#include "kernel/workgroup_memory.h"
 #include "server/device.h"
+#include "server/health.h"
 #include "server/kernel_disk.h"
+#include "server/launch_timing.h"
 
 #include <inttypes.h>
 #include <stddef.h>
@@ -199,6 +203,20 @@ static cubec_status check_spec_constants(const char *name, const kernel_reflecti
     return NULL;
 }
 
+/* Reflection measured shared arrays sized by specialization constants with their defaults; the
+ * pipeline gets the values of `desc`, and so do the driver and the validation layer
+ * (VUID-RuntimeSpirv-Workgroup-06530): the limit is checked against those. */
+static cubec_status specialize_shared_size(const char *name, const uint32_t *words, size_t count,
+                                           const cubec_kernel_desc *desc, kernel_reflection *r)
+{
+    workgroup_memory shared;
+    cubec_status err = workgroup_memory_scan_specialized(words, count, desc->spec_constants,
+                                                         desc->spec_constant_count, &shared);
+    if (err) return status_annotate(err, "kernel '%s'", name);
+    r->shared_memory_size = shared.bytes;
+    return NULL;
+}
+
 /* Compiles, reflects, checks and creates the pipeline of `desc` into a new entry that only this
  * thread sees until it is published. Errors come back unannotated by the device (publish notes
  * them). */
@@ -221,7 +239,7 @@ static cubec_status build_entry(const build_ctx *b, const cubec_kernel_desc *des
     if (desc->glsl) {
         /* Metadata where [kernel] metadata put it at open (server_kernels_configure; immutable
          * after open, so it is read without the lock). */
-        glsl_info_form form = (glsl_info_form)b->d->kernels.info_form;
+        glsl_info_form form = (glsl_info_form)b->d->kernels->info_form;
         err = compile_glsl(b, desc, name, form, &words, &count, &e->spirv_from_disk);
         if (!err) err = reflect_glsl(b, desc, form, words, count, entry_point, e);
         int too_big = form == GLSL_INFO_PUSH
@@ -252,6 +270,9 @@ static cubec_status build_entry(const build_ctx *b, const cubec_kernel_desc *des
             err = status_annotate(err, "kernel '%s'", name);
     }
     if (!err) err = check_spec_constants(name, &e->refl, desc);
+    if (!err && desc->spec_constant_count)
+        err = specialize_shared_size(name, desc->glsl ? words : desc->spirv,
+                                     desc->glsl ? count : desc->spirv_words, desc, &e->refl);
     if (!err)
         err = capabilities_check(name, b->info.name, e->refl.capabilities, e->refl.capability_count,
                                  &b->features);
@@ -279,7 +300,7 @@ static cubec_status build_entry(const build_ctx *b, const cubec_kernel_desc *des
 
 static pipeline_entry *lookup(cubec_device *d, uint64_t key)
 {
-    for (pipeline_entry *e = d->kernels.pipelines[key & 255]; e; e = e->next)
+    for (pipeline_entry *e = d->kernels->pipelines[key & 255]; e; e = e->next)
         if (e->key == key) return e;
     return NULL;
 }
@@ -291,7 +312,7 @@ pipeline_entry *server_kernel_find(cubec_device *d, uint64_t key)
 
 static int in_flight(const cubec_device *d, uint64_t key)
 {
-    for (const kernel_build *b = d->kernels.building; b; b = b->next)
+    for (const kernel_build *b = d->kernels->building; b; b = b->next)
         if (b->key == key) return 1;
     return 0;
 }
@@ -301,15 +322,15 @@ static cubec_status build_begin(cubec_device *d, const cubec_kernel_desc *desc, 
                                 build_ctx *out)
 {
     kernel_disk_begin(d);
-    if (desc->glsl && !d->kernels.compiler)
-        RETURN_IF_ERROR(glsl_compiler_create(&d->kernels.compiler));
+    if (desc->glsl && !d->kernels->compiler)
+        RETURN_IF_ERROR(glsl_compiler_create(&d->kernels->compiler));
     *out = (build_ctx){.d = d,
                        .locked = locked,
                        .info = d->info,
                        .features = d->gpu->features,
-                       .compiler = d->kernels.compiler,
-                       .hook = d->kernels.hook,
-                       .hook_user = d->kernels.hook_user,
+                       .compiler = d->kernels->compiler,
+                       .hook = d->kernels->hook,
+                       .hook_user = d->kernels->hook_user,
                        .t0 = now_ms(),
                        .trace_t0 = clock_now_ns()};
     return NULL;
@@ -321,8 +342,8 @@ static cubec_status build_begin(cubec_device *d, const cubec_kernel_desc *desc, 
 static void drop_entry(cubec_device *d, pipeline_entry *e)
 {
     if (!e) return;
-    e->next = d->kernels.dropped;
-    d->kernels.dropped = e;
+    e->next = d->kernels->dropped;
+    d->kernels->dropped = e;
 }
 
 /* Under the device lock again: the build's result goes into the table, unless the device was lost
@@ -347,18 +368,18 @@ static cubec_status publish(cubec_device *d, const build_ctx *b, const cubec_ker
         *out = first;
         return NULL;
     }
-    pipeline_entry **bucket = &d->kernels.pipelines[key & 255];
+    pipeline_entry **bucket = &d->kernels->pipelines[key & 255];
     e->next = *bucket;
     *bucket = e;
-    d->kernels.compiles++;
-    d->kernels.disk_spirv_hits += e->spirv_from_disk ? 1 : 0;
+    d->kernels->compiles++;
+    d->kernels->disk_spirv_hits += e->spirv_from_disk ? 1 : 0;
     LOG(LOG_INFO, LOG_SYS_COMPILE,
         "compiled kernel '%s' (%016" PRIx64 ", %u buffers, %u info bytes in %s%s) in %.2f ms "
         "(the driver's pipeline %.2f ms)",
         e->name, key, e->refl.binding_count, e->info_size,
         e->info_in_push ? "push constants" : (e->info_size ? "a buffer" : "nothing"),
         e->spirv_from_disk ? ", SPIR-V from the disk cache" : "", now_ms() - b->t0, e->pipeline_ms);
-    if (d->timing.trace) {
+    if (d->timing->trace) {
         char args[96];
         snprintf(args, sizeof args, "\"identity\":\"%016" PRIx64 "\",\"source\":\"%s\"", key,
                  desc->glsl ? "glsl" : "spirv");
@@ -381,29 +402,29 @@ cubec_status server_kernel_create(cubec_device *d, const cubec_kernel_desc *desc
         /* Another thread is building this kernel: one build per identity. Should it fail, the
          * waiters find no entry and build it themselves (a fault or a lost device may have been
          * that build's alone). */
-        d->kernels.build_waits++;
-        if (d->kernels.hook)
-            d->kernels.hook(d->kernels.hook_user, SERVER_HOOK_WAIT,
-                            desc->name ? desc->name : "kernel");
-        pthread_cond_wait(&d->kernels.built, &d->lock);
+        d->kernels->build_waits++;
+        if (d->kernels->hook)
+            d->kernels->hook(d->kernels->hook_user, SERVER_HOOK_WAIT,
+                             desc->name ? desc->name : "kernel");
+        pthread_cond_wait(&d->kernels->built, &d->lock);
         RETURN_IF_ERROR(server_check_alive(d));
     }
     build_ctx b;
     RETURN_IF_ERROR(build_begin(d, desc, 0, &b));
-    kernel_build mark = {.key = key, .next = d->kernels.building};
-    d->kernels.building = &mark;
+    kernel_build mark = {.key = key, .next = d->kernels->building};
+    d->kernels->building = &mark;
     /* Compiling may take minutes (a macro bomb within the source limit does): other threads'
      * launches, reads and syncs go on meanwhile. */
     pthread_mutex_unlock(&d->lock);
     pipeline_entry *e = NULL;
     cubec_status err = build_entry(&b, desc, key, &e);
     pthread_mutex_lock(&d->lock);
-    for (kernel_build **p = &d->kernels.building; *p; p = &(*p)->next)
+    for (kernel_build **p = &d->kernels->building; *p; p = &(*p)->next)
         if (*p == &mark) {
             *p = mark.next;
             break;
         }
-    pthread_cond_broadcast(&d->kernels.built);
+    pthread_cond_broadcast(&d->kernels->built);
     return publish(d, &b, desc, key, e, err, out);
 }
 
@@ -425,8 +446,8 @@ cubec_status server_kernel_create_locked(cubec_device *d, const cubec_kernel_des
 void server_kernel_set_compile_hook(cubec_device *d, server_compile_hook hook, void *user)
 {
     pthread_mutex_lock(&d->lock);
-    d->kernels.hook = hook;
-    d->kernels.hook_user = user;
+    d->kernels->hook = hook;
+    d->kernels->hook_user = user;
     pthread_mutex_unlock(&d->lock);
 }
 
@@ -471,7 +492,7 @@ void server_kernels_configure(cubec_device *d)
             caps->uniform_info && caps->metadata_device_local ? GLSL_INFO_UNIFORM : GLSL_INFO_PUSH;
         break;
     }
-    d->kernels.info_form = (int)form;
+    d->kernels->info_form = (int)form;
     static const char *const names[] = {"a storage buffer", "push constants", "a uniform buffer"};
     LOG(LOG_INFO, LOG_SYS_COMPILE, "kernel metadata (CUBEC_INFO) goes in %s", names[form]);
 }
@@ -480,19 +501,25 @@ void server_kernels_destroy(cubec_device *d)
 {
     kernel_disk_end(d);
     for (int i = 0; i < 256; i++) {
-        pipeline_entry *e = d->kernels.pipelines[i];
+        pipeline_entry *e = d->kernels->pipelines[i];
         while (e) {
             pipeline_entry *next = e->next;
             destroy_entry(d, e);
             e = next;
         }
-        d->kernels.pipelines[i] = NULL;
+        d->kernels->pipelines[i] = NULL;
     }
-    while (d->kernels.dropped) {
-        pipeline_entry *next = d->kernels.dropped->next;
-        destroy_entry(d, d->kernels.dropped);
-        d->kernels.dropped = next;
+    while (d->kernels->dropped) {
+        pipeline_entry *next = d->kernels->dropped->next;
+        destroy_entry(d, d->kernels->dropped);
+        d->kernels->dropped = next;
     }
-    glsl_compiler_destroy(d->kernels.compiler);
-    d->kernels.compiler = NULL;
+    glsl_compiler_destroy(d->kernels->compiler);
+    d->kernels->compiler = NULL;
+}
+
+void server_kernel_destroy(cubec_device *d, uint64_t id, kernel_obj *k)
+{
+    handle_table_remove(&d->kernels->handles, id);
+    free(k);
 }

@@ -95,6 +95,10 @@ MUST_USE cubec_status server_kernel_create(cubec_device *d, const cubec_kernel_d
 MUST_USE cubec_status server_kernel_create_locked(cubec_device *d, const cubec_kernel_desc *desc,
                                                   pipeline_entry **out);
 void server_kernels_destroy(cubec_device *d);
+/* cubec_kernel_destroy of handle `id` (object `k`): the handle goes, the pipeline stays cached
+ * (queued launches may still use it) until the device closes. The compile queue lets go of `k`
+ * first (compile_queue_drop_handle). */
+void server_kernel_destroy(cubec_device *d, uint64_t id, kernel_obj *k);
 /* The published pipeline of identity `key`, or NULL. */
 pipeline_entry *server_kernel_find(cubec_device *d, uint64_t key);
 /* Where GLSL kernels' CUBEC_INFO block goes on this device ([kernel] metadata): set at open. */

@@ -2,56 +2,18 @@
  * descriptors, metadata goes in push constants (or in the metadata ring when it does not fit),
  * a barrier is recorded only when the hazard tracker sees a conflict, and the command buffer is
  * submitted every tasks_max launches. Arguments were checked by api/. */
+#include "server/launch.h"
 #include "base/log.h"
+#include "server/buffers.h"
 #include "server/device.h"
+#include "server/kernels.h"
+#include "server/streams.h"
+#include "server/task.h"
 
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-cubec_status server_record_dispatch(cubec_device *d, const recorder *rec, const pipeline_entry *e,
-                                    const gpu_binding *bindings, uint32_t n,
-                                    const gpu_binding *info_buffer, const void *push_data)
-{
-    const gpu_ops *ops = d->gpu->ops;
-    gpu_cmd *cmd = rec->cmd;
-    bind_cache *bc = rec->bound;
-    if (bc->pipeline != e->pipeline) {
-        ops->bind_pipeline(cmd, e->pipeline);
-        bc->pipeline = e->pipeline;
-    }
-    const gpu_binding *info = e->refl.has_info_buffer ? info_buffer : NULL;
-    uint32_t count = n + (info ? 1 : 0);
-    if (count && d->gpu->caps.push_descriptors) {
-        /* Pushed descriptors stay bound for later dispatches of the same layout. */
-        int bound = bc->descriptors_for == e->pipeline && bc->descriptor_count == count &&
-                    memcmp(bc->descriptors, bindings, n * sizeof *bindings) == 0 &&
-                    (!info || memcmp(&bc->descriptors[n], info, sizeof *info) == 0);
-        if (!bound) {
-            RETURN_IF_ERROR(ops->bind_buffers(d->gpu, cmd, e->pipeline, bindings, n, info));
-            bc->descriptors_for = e->pipeline;
-            bc->descriptor_count = count;
-            memcpy(bc->descriptors, bindings, n * sizeof *bindings);
-            if (info) bc->descriptors[n] = *info;
-        }
-    } else if (count) {
-        /* No push descriptors: a set from the command buffer's pools (reset when it is recorded
-         * again, so the warm path still allocates nothing from the host heap). */
-        RETURN_IF_ERROR(ops->bind_buffers(d->gpu, cmd, e->pipeline, bindings, n, info));
-    }
-    if (e->info_in_push &&
-        (bc->push_for != e->pipeline || bc->push_size != e->info_size ||
-         e->info_size > sizeof bc->push || memcmp(bc->push, push_data, e->info_size) != 0)) {
-        ops->push_constants(cmd, e->pipeline, push_data, e->info_size);
-        /* Larger blocks than the cache holds are pushed every time. */
-        int cached = e->info_size <= sizeof bc->push;
-        bc->push_for = cached ? e->pipeline : NULL;
-        bc->push_size = e->info_size;
-        if (cached) memcpy(bc->push, push_data, e->info_size);
-    }
-    return NULL;
-}
 
 static void hold(bound_range *r, alloc_obj *a, uint64_t offset, uint64_t size)
 {
@@ -60,97 +22,6 @@ static void hold(bound_range *r, alloc_obj *a, uint64_t offset, uint64_t size)
     r->size = size;
     r->lead = 0;
     a->refs++;
-}
-
-const task_kind_info task_kinds[TASK_KIND_COUNT] = {
-    [TASK_LAUNCH] = {NULL, 0, 0},
-    [TASK_TRANSFER_COPY] = {"cubec.copy", 2, 1u << 0},
-    [TASK_TRANSFER_FILL] = {"cubec.fill", 1, 0},
-    [TASK_TIMESTAMP] = {"cubec.timestamp", 0, 0},
-};
-
-const char *task_name(const task *t)
-{
-    const char *n = task_kinds[t->kind].name;
-    return n ? n : t->name;
-}
-
-uint32_t task_bindings(const task *t)
-{
-    uint32_t n = task_kinds[t->kind].bindings;
-    return n || t->kind != TASK_LAUNCH ? n : t->count;
-}
-
-int task_reads(const task *t, uint32_t i)
-{
-    if (t->kind == TASK_LAUNCH) return (t->entry->refl.access[i] & CUBEC_ACCESS_READ) != 0;
-    return (int)((task_kinds[t->kind].read_mask >> i) & 1);
-}
-
-void server_discard_task(cubec_device *d, task *t)
-{
-    uint32_t n = task_bindings(t);
-    for (uint32_t i = 0; i < n; i++)
-        server_alloc_release(d, task_b(d->streams.slots, t, i)->alloc);
-    if (t->indirect.alloc) server_alloc_release(d, t->indirect.alloc);
-}
-
-/* Marks what a queued task will write and read, for the alignment of later users on other
- * slots. */
-static void note_queued_uses(const cubec_device *d, task *t, uint32_t slot)
-{
-    uint32_t n = task_bindings(t);
-    for (uint32_t i = 0; i < n; i++) {
-        alloc_obj *a = task_b(d->streams.slots, t, i)->alloc;
-        if (t->write_mask & (1u << i)) a->queued_writer = slot;
-        if (task_reads(t, i)) a->queued_readers |= 1ull << (slot % 64);
-    }
-    if (t->indirect.alloc) t->indirect.alloc->queued_readers |= 1ull << (slot % 64);
-}
-
-cubec_status server_reserve_task(cubec_device *d, stream_ref s, task_kind kind, task **out)
-{
-    task *t;
-    RETURN_IF_ERROR(sched_reserve(&d->streams.sched, s.slot, (void **)&t));
-    memset(t, 0, offsetof(task, b));
-    t->kind = kind;
-    t->slot = s.slot;
-    t->stream = s.number;
-    *out = t;
-    return NULL;
-}
-
-cubec_status server_queue_task(cubec_device *d, uint32_t slot, task *t)
-{
-    if (server_graph_recording(d, (stream_ref){slot, t->stream})) {
-        /* The reserved record is not committed: the slot's queue stays as it was. Work of
-         * other streams on the slot is queued and runs: the window is the capturing stream's. */
-        cubec_status err = server_graph_record(d, slot, t);
-        server_discard_task(d, t);
-        return err;
-    }
-    note_queued_uses(d, t, slot);
-    return server_commit_task(d, slot);
-}
-
-cubec_status server_align(cubec_device *d, uint32_t slot, buffer_obj *const *bufs, uint32_t n,
-                          uint32_t write_mask, const buffer_obj *indirect)
-{
-    /* Every real use goes through here (launches, and copies and fills without a kernel): the
-     * first one gives a dry run's pages their memory. */
-    RETURN_IF_ERROR(server_back_buffers(d, bufs, n, indirect));
-    uint32_t *slots = d->streams.align_slots;
-    uint32_t count = 0;
-    for (uint32_t k = 0; k < n; k++)
-        count = server_align_slots(d, slot, bufs[k]->alloc, (int)((write_mask >> k) & 1), slots,
-                                   count, d->streams.max_streams);
-    if (indirect)
-        count =
-            server_align_slots(d, slot, indirect->alloc, 0, slots, count, d->streams.max_streams);
-    if (!count) return NULL;
-    LOG(LOG_DEBUG, LOG_SYS_STREAMS,
-        "slot %u uses buffers of %u other slot(s): submitting them first", slot, count);
-    return server_drain(d, slots, count, 0);
 }
 
 cubec_status server_launch(cubec_device *d, stream_ref s, const launch_args *a)
@@ -163,7 +34,7 @@ cubec_status server_launch(cubec_device *d, stream_ref s, const launch_args *a)
     for (uint32_t i = 0; i < a->buffer_count; i++)
         if (e->refl.access[i] & CUBEC_ACCESS_WRITE) writes |= 1u << i;
     RETURN_IF_ERROR(server_align(d, slot, a->buffers, a->buffer_count, writes, a->indirect));
-    slot_state *ss = &d->streams.slots[slot];
+    slot_state *ss = &d->streams->slots[slot];
     /* What does not fit the task record goes to the slot's arena until recording: metadata
      * beyond TASK_INLINE_INFO bytes, bindings beyond TASK_INLINE_BINDINGS (8-byte aligned). */
     uint32_t info_bytes = e->info_size > TASK_INLINE_INFO ? e->info_size : 0;
@@ -192,7 +63,7 @@ cubec_status server_launch(cubec_device *d, stream_ref s, const launch_args *a)
     t->bind_at = bind_at;
     for (uint32_t i = 0; i < a->buffer_count; i++) {
         const buffer_obj *b = a->buffers[i];
-        bound_range *r = task_b(d->streams.slots, t, i);
+        bound_range *r = task_b(d->streams->slots, t, i);
         hold(r, b->alloc, buffer_device_offset(b), b->size);
         if (a->leads) r->lead = a->leads[i];
     }
@@ -210,228 +81,4 @@ cubec_status server_launch(cubec_device *d, stream_ref s, const launch_args *a)
     }
     if (info_bytes + bind_bytes) ss->arena_used = bind_at + bind_bytes;
     return server_queue_task(d, slot, t);
-}
-
-const unsigned char *server_task_info(const cubec_device *d, const task *t)
-{
-    return t->info_size > TASK_INLINE_INFO ? d->streams.slots[t->slot].arena + t->info_at : t->info;
-}
-
-/* Taints what the task would have written with `f` (the task did not run). */
-static void taint_outputs(const cubec_device *d, task *t, failure *f)
-{
-    uint32_t n = task_bindings(t);
-    for (uint32_t i = 0; i < n; i++)
-        if ((t->write_mask >> i) & 1) {
-            bound_range *r = task_b(d->streams.slots, t, i);
-            server_taint(r->alloc, bound_start(r), bound_bytes(r), f);
-            r->alloc->queued_writer = NO_SLOT;
-        }
-}
-
-/* Spec 5.4 rule 3, skip don't taint: a task whose input (the indirect count included) carries a
- * failure must not run. Returns the failure its outputs take (a link of the chain naming the task
- * and the input; the caller releases it), or NULL when every input is good. */
-failure *server_task_input_failure(const cubec_device *d, const task *t)
-{
-    uint32_t n = task_bindings(t);
-    for (uint32_t i = 0; i <= n; i++) {
-        const bound_range *r = i < n ? task_b(d->streams.slots, t, i) : &t->indirect;
-        int input = i < n ? task_reads(t, i) : r->alloc != NULL;
-        if (!input || !r->alloc) continue;
-        failure *cause = server_failure_of(r->alloc, bound_start(r), bound_bytes(r));
-        if (!cause) continue;
-        return failure_chain(cause,
-                             "launch \"%s\" on stream %" PRIu64
-                             " was skipped because its %s buffer #%" PRIu64 " was not written",
-                             task_name(t), t->stream, i < n ? "input" : "indirect-count",
-                             r->alloc->number);
-    }
-    return NULL;
-}
-
-/* Skips a task whose input failed: its outputs and the profiles open on its slot take the
- * failure. Returns 1 when skipped. */
-static int skip_if_input_failed(cubec_device *d, task *t)
-{
-    failure *f = server_task_input_failure(d, t);
-    if (!f) return 0;
-    taint_outputs(d, t, f);
-    server_profiles_poison(d, t->slot, f);
-    failure_release(f);
-    d->sub.stats.skipped++;
-    return 1;
-}
-
-/* The task could not be recorded: what it would have written carries the error (the caller
- * still gets the error: it stops the drain). */
-static cubec_status record_failed(cubec_device *d, task *t, cubec_status err)
-{
-    failure *f =
-        failure_new(cubec_status_code(err), "launch \"%s\" on stream %" PRIu64 " failed: %s",
-                    task_name(t), t->stream, cubec_status_message(err));
-    taint_outputs(d, t, f);
-    server_profiles_poison(d, t->slot, f);
-    failure_release(f);
-    return err;
-}
-
-void server_drop_task(cubec_device *d, task *t, cubec_status cause)
-{
-    /* The scheduler dropped it without recording (something earlier in the same drain failed,
-     * or the device closed): its outputs must not read back as if written, and they name what
-     * stopped the drain. */
-    failure *f = cause ? failure_new(cubec_status_code(cause),
-                                     "launch \"%s\" on stream %" PRIu64
-                                     " was dropped: the drain it was queued in failed: %s",
-                                     task_name(t), t->stream, cubec_status_message(cause))
-                       : failure_new(CUBEC_INTERNAL,
-                                     "launch \"%s\" on stream %" PRIu64
-                                     " was dropped: the device closed before it was submitted",
-                                     task_name(t), t->stream);
-    taint_outputs(d, t, f);
-    server_profiles_poison(d, t->slot, f);
-    if (t->kind == TASK_TIMESTAMP) server_profile_timestamp_dropped(d, t, f);
-    failure_release(f);
-    server_discard_task(d, t);
-}
-
-cubec_status server_emit_task(cubec_device *d, const recorder *rec, const task *t,
-                              const gpu_binding *info_buffer, batch *timed_in)
-{
-    gpu_cmd *cmd = rec->cmd;
-    hazard_range ranges[33];
-    if (t->kind == TASK_TRANSFER_COPY) {
-        gpu_mem *sp = t->b[0].alloc->mem.page, *tp = t->b[1].alloc->mem.page;
-        ranges[0] = (hazard_range){sp, t->b[0].offset, t->b[0].size, 0};
-        ranges[1] = (hazard_range){tp, t->b[1].offset, t->b[1].size, 1};
-        sub_hazards_in(d, rec->hazards, cmd, ranges, 2, SUB_TRANSFER);
-        int timed = timed_in && timing_launch_begin(d, timed_in, t);
-        d->gpu->ops->copy(cmd, sp, t->b[0].offset, tp, t->b[1].offset, t->b[0].size);
-        if (timed) timing_launch_end(d, timed_in);
-        return NULL;
-    }
-    if (t->kind == TASK_TRANSFER_FILL) {
-        gpu_mem *tp = t->b[0].alloc->mem.page;
-        ranges[0] = (hazard_range){tp, t->b[0].offset, t->b[0].size, 1};
-        sub_hazards_in(d, rec->hazards, cmd, ranges, 1, SUB_TRANSFER);
-        int timed = timed_in && timing_launch_begin(d, timed_in, t);
-        d->gpu->ops->fill(cmd, tp, t->b[0].offset, t->b[0].size, t->pattern);
-        if (timed) timing_launch_end(d, timed_in);
-        return NULL;
-    }
-    const pipeline_entry *e = t->entry;
-    gpu_binding infos[32];
-    uint32_t n = t->count;
-    for (uint32_t i = 0; i < n; i++) {
-        const bound_range *r = task_b(d->streams.slots, t, i);
-        gpu_mem *p = r->alloc->mem.page;
-        infos[i] = (gpu_binding){p, r->offset, r->size};
-        ranges[i] =
-            (hazard_range){p, bound_start(r), bound_bytes(r), (int)((t->write_mask >> i) & 1)};
-    }
-    uint32_t nr = n;
-    if (t->indirect.alloc)
-        ranges[nr++] = (hazard_range){t->indirect.alloc->mem.page, t->indirect.offset, 12, 0};
-    sub_hazards_in(d, rec->hazards, cmd, ranges, nr,
-                   t->indirect.alloc ? SUB_COMPUTE_INDIRECT : SUB_COMPUTE);
-    RETURN_IF_ERROR(
-        server_record_dispatch(d, rec, e, infos, n, info_buffer, server_task_info(d, t)));
-    int timed = timed_in && timing_launch_begin(d, timed_in, t);
-    if (t->indirect.alloc)
-        d->gpu->ops->dispatch_indirect(cmd, t->indirect.alloc->mem.page, t->indirect.offset);
-    else
-        d->gpu->ops->dispatch(cmd, t->groups[0], t->groups[1], t->groups[2]);
-    if (timed) timing_launch_end(d, timed_in);
-    return NULL;
-}
-
-/* Metadata beyond push constants: a slice of the ring, reused once the batch is done. Taken
- * before the batch is opened: entering a chunk that the open batch itself still uses (its
- * launches filled the ring) submits that batch and waits for it, and the launch must then
- * record into the next one, not into the batch just submitted. A launch whose metadata equals
- * the open batch's last slice reads that slice: a chain of launches with the same metadata then
- * binds its descriptors once, as it would with push constants (0.1-0.2 us a dependent launch on
- * an H200). */
-int server_metadata_reuse(const bind_cache *bc, const void *bytes, uint32_t size, gpu_binding *out)
-{
-    if (bc->info_size != size || memcmp(bc->info_bytes, bytes, size) != 0) return 0;
-    *out = bc->info;
-    return 1;
-}
-
-void server_metadata_remember(bind_cache *bc, const gpu_binding *slice, const void *bytes,
-                              uint32_t size)
-{
-    bc->info_size = 0;
-    if (size > sizeof bc->info_bytes) return;
-    bc->info = *slice;
-    bc->info_size = size;
-    memcpy(bc->info_bytes, bytes, size);
-}
-
-static cubec_status metadata_slice(cubec_device *d, const task *t, gpu_binding *out)
-{
-    bind_cache *bc = &d->sub.bound;
-    const void *bytes = server_task_info(d, t);
-    uint32_t size = t->entry->info_size;
-    if (server_metadata_reuse(bc, bytes, size, out)) return NULL;
-    uint64_t at;
-    RETURN_IF_ERROR(host_ring_alloc(d, &d->rings.info, size, d->gpu->caps.metadata_alignment, &at));
-    memcpy(d->rings.info.mapped + at, bytes, size);
-    *out = (gpu_binding){d->rings.info.mem, at, size};
-    /* Remembered for the batch the launch records into: the one open now, or the one it opens
-     * next (the cache is cleared when a batch is closed, so only launches of that batch match). */
-    server_metadata_remember(bc, out, bytes, size);
-    return NULL;
-}
-
-/* Records a queued task into the open command buffer (called by the scheduler). */
-cubec_status server_record_task(cubec_device *d, task *t)
-{
-    if (t->kind == TASK_TIMESTAMP) return server_record_timestamp(d, t);
-    if (skip_if_input_failed(d, t)) {
-        server_discard_task(d, t);
-        return NULL;
-    }
-    cubec_status err = NULL;
-    gpu_binding info_buffer = {0};
-    if (t->kind == TASK_LAUNCH && t->entry->refl.has_info_buffer)
-        err = metadata_slice(d, t, &info_buffer);
-    gpu_cmd *cmd = NULL;
-    if (!err) err = sub_begin(d, &cmd);
-    if (!err) {
-        d->sub.open->last_task = task_name(t);
-        d->sub.open->last_stream = t->stream;
-        recorder rec = {cmd, &d->sub.bound, &d->sub.hazards};
-        err = server_emit_task(d, &rec, t, &info_buffer, d->timing.on ? d->sub.open : NULL);
-    }
-    if (err) {
-        cubec_status_free(record_failed(d, t, status_clone(err)));
-        server_discard_task(d, t);
-        return err;
-    }
-    /* For each binding: the batch's timeline value marks the use; a write is now recorded, so
-     * earlier failures on that range no longer apply (a relaunch from good inputs recovers, like
-     * a host write; tasks recorded later may still taint it); and the batch holds the range until
-     * it is submitted, so a lost submission taints what it would have written (the hold also
-     * keeps the memory until then). */
-    uint32_t n = task_bindings(t);
-    for (uint32_t i = 0; i < n; i++) {
-        bound_range *r = task_b(d->streams.slots, t, i);
-        int write = (int)((t->write_mask >> i) & 1);
-        r->alloc->last_use = d->sub.next_value;
-        if (write) {
-            r->alloc->last_write = d->sub.next_value;
-            r->alloc->queued_writer = NO_SLOT;
-            server_untaint(r->alloc, bound_start(r), bound_bytes(r));
-        }
-        if (!err)
-            err = server_hold(d, d->sub.open, r->alloc, bound_start(r), bound_bytes(r), write);
-    }
-    if (t->indirect.alloc) t->indirect.alloc->last_use = d->sub.next_value;
-    d->sub.stats.tasks++;
-    server_discard_task(d, t); /* the task's references: the holds and last_use keep the memory */
-    if (err) return err;
-    return sub_task_done(d);
 }

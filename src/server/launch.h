@@ -1,89 +1,9 @@
-/* Tasks and launches (server/launch.c): the queued record of a launch, copy, fill or timestamp,
- * the task-kind table, queueing on a slot and recording into a command buffer. */
+/* Launches (server/launch.c): a dispatch's arguments checked by api/, turned into a task on the
+ * stream's slot (server/task.h). */
 #ifndef CUBEC_SERVER_LAUNCH_H
 #define CUBEC_SERVER_LAUNCH_H
 
-#include "failure/failure.h"
-#include "server/hazards.h"
-#include "server/kernels.h"
-#include "server/streams.h"
-#include "server/submission.h"
-
-/* A bound range: what a queued task holds of a buffer (a reference on the allocation, so the
- * memory outlives the handle until the task has run). */
-typedef struct bound_range {
-    alloc_obj *alloc;
-    uint64_t offset; /* in the page */
-    uint64_t size;
-    /* Leading bytes that are bound but not accessed: the builtin copy and fill kernels bind from
-     * an aligned offset below the range they write. Hazards, failures and holds use the accessed
-     * bytes only (bound_start/bound_bytes). */
-    uint32_t lead;
-} bound_range;
-
-static inline uint64_t bound_start(const bound_range *r)
-{
-    return r->offset + r->lead;
-}
-
-static inline uint64_t bound_bytes(const bound_range *r)
-{
-    return r->size - r->lead;
-}
-
-/* A task keeps this much metadata and this many bindings in its own record; more go to its
- * slot's arena. Small records keep the slot's queue in a few cache lines (1.4 KB each before). */
-#define TASK_INLINE_INFO 128
-
-#define TASK_INLINE_BINDINGS 4
-
-typedef enum task_kind {
-    TASK_LAUNCH,        /* a dispatch */
-    TASK_TRANSFER_COPY, /* a copy command b[0] -> b[1] (CPU devices; server/copy_fill.c) */
-    TASK_TRANSFER_FILL, /* a fill command of b[0] with `pattern` (CPU devices; copy_fill.c) */
-    TASK_TIMESTAMP,     /* a profile's begin or end timestamp (server/profile.c) */
-    TASK_KIND_COUNT
-} task_kind;
-
-/* What the server needs to know of a task kind, in one table (server/launch.c): code that
- * handles every task (skipping, tainting, graphs, the trace) asks it instead of branching on
- * the kind, so a new kind is one row. */
-typedef struct task_kind_info {
-    const char *name;   /* its name in messages and traces; NULL: the kernel's */
-    uint32_t bindings;  /* ranges it holds; 0: t->count (a launch) */
-    uint32_t read_mask; /* binding i is read when bit i is set; 0 with bindings 0: reflection */
-} task_kind_info;
-
-extern const task_kind_info task_kinds[TASK_KIND_COUNT];
-
-/* A queued unit of work: filled in place in the slot's queue by the launch path, recorded into a
- * command buffer when the scheduler drains the slot. */
-typedef struct task {
-    task_kind kind;
-    uint32_t slot;    /* whose queue (and metadata arena) it came from */
-    uint64_t stream;  /* the stream's number, for failure messages */
-    const char *name; /* the kernel's name, for failure messages (lives until close) */
-    uint32_t count;   /* bindings */
-    const struct pipeline_entry *entry;
-    uint32_t groups[3];
-    uint32_t info_size;
-    uint32_t info_at;     /* offset in the slot's info arena when info_size > TASK_INLINE_INFO */
-    bound_range indirect; /* alloc NULL when the counts are static */
-    uint32_t write_mask;  /* bit i: binding i is written */
-    uint32_t bind_at;     /* offset in the slot's arena when count > TASK_INLINE_BINDINGS */
-    bound_range b[TASK_INLINE_BINDINGS];
-    uint64_t profile; /* TASK_TIMESTAMP: the profile's id */
-    int profile_end;  /* TASK_TIMESTAMP: 1 for the end timestamp */
-    uint32_t pattern; /* TASK_TRANSFER_FILL: the 32-bit word written */
-    unsigned char info[TASK_INLINE_INFO];
-} task;
-
-/* Binding i of a task: in the record, or in its slot's arena when it has more than fit. */
-static inline bound_range *task_b(const slot_state *slots, const task *t, uint32_t i)
-{
-    if (t->count <= TASK_INLINE_BINDINGS || t->kind != TASK_LAUNCH) return (bound_range *)&t->b[i];
-    return (bound_range *)(void *)(slots[t->slot].arena + t->bind_at) + i;
-}
+#include "server/task.h"
 
 typedef struct launch_args {
     const pipeline_entry *entry;
@@ -98,50 +18,5 @@ typedef struct launch_args {
 } launch_args;
 /* Queues a launch on `slot` (arguments were checked by api/). */
 MUST_USE cubec_status server_launch(cubec_device *d, stream_ref s, const launch_args *a);
-
-/* Where a task's commands go: the open batch, or a graph being captured. */
-typedef struct recorder {
-    gpu_cmd *cmd;
-    bind_cache *bound; /* what is bound already is not bound again */
-    hazard_tracker *hazards;
-} recorder;
-/* Launches with equal metadata read one slice of it: reuse gives the slice remembered in `bc`
- * when `bytes` equal its bytes; remember notes a new slice (blocks over 256 bytes are not). */
-int server_metadata_reuse(const bind_cache *bc, const void *bytes, uint32_t size, gpu_binding *out);
-void server_metadata_remember(bind_cache *bc, const gpu_binding *slice, const void *bytes,
-                              uint32_t size);
-/* Binds a pipeline, its buffers and its push constants for a dispatch, skipping what `rec`
- * has bound already (`info_buffer`: the metadata slice of kernels that read one). */
-MUST_USE cubec_status server_record_dispatch(cubec_device *d, const recorder *rec,
-                                             const pipeline_entry *e, const gpu_binding *bindings,
-                                             uint32_t n, const gpu_binding *info_buffer,
-                                             const void *push_data);
-/* Records a task's barrier, bindings and dispatch (or copy). `info_buffer` holds its metadata
- * when the kernel reads it from a buffer; with `timed_in`, the launch is timed in that batch. */
-MUST_USE cubec_status server_emit_task(cubec_device *d, const recorder *rec, const task *t,
-                                       const gpu_binding *info_buffer, batch *timed_in);
-/* The metadata bytes of a task. */
-const unsigned char *server_task_info(const cubec_device *d, const task *t);
-/* The failure a task's outputs take when one of its inputs carries one (caller releases), or
- * NULL. */
-failure *server_task_input_failure(const cubec_device *d, const task *t);
-/* The task kind table's answers: a task's name, its bindings, whether binding i is read. */
-const char *task_name(const task *t);
-uint32_t task_bindings(const task *t);
-int task_reads(const task *t, uint32_t i);
-/* Queues a filled task on its slot, or records it into the graph the slot is capturing. */
-/* Room for a task of `kind` at the end of the stream's slot queue, its header cleared and its
- * kind, slot and stream set; the caller fills the rest, then queues it (server_queue_task). */
-MUST_USE cubec_status server_reserve_task(cubec_device *d, stream_ref s, task_kind kind,
-                                          task **out);
-MUST_USE cubec_status server_queue_task(cubec_device *d, uint32_t slot, task *t);
-/* Submits the queues of other slots whose work on these buffers must come first. */
-MUST_USE cubec_status server_align(cubec_device *d, uint32_t slot, buffer_obj *const *bufs,
-                                   uint32_t n, uint32_t write_mask, const buffer_obj *indirect);
-/* The scheduler's side: record a queued task, or drop what it holds. */
-MUST_USE cubec_status server_record_task(cubec_device *d, task *t);
-void server_discard_task(cubec_device *d, task *t);
-/* Drops a queued task without recording it: what it would have written carries a failure. */
-void server_drop_task(cubec_device *d, task *t, cubec_status cause);
 
 #endif

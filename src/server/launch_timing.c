@@ -9,12 +9,16 @@
  * batch is reused) and turned into trace events and summary entries. Off, none of this costs
  * anything but a branch per launch. Host-side work (writes, reads, compilations, submissions,
  * syncs) goes to the host track with host times. */
+#include "server/launch_timing.h"
 #include "base/array.h"
 #include "base/clock.h"
 #include "base/log.h"
 #include "profiling/kernel_stats.h"
 #include "profiling/trace.h"
 #include "server/device.h"
+#include "server/device_clock.h"
+#include "server/submission.h"
+#include "server/task.h"
 
 #include <inttypes.h>
 #include <pthread.h>
@@ -73,8 +77,8 @@ cubec_status timing_init(cubec_device *d)
 {
     if (d->config.trace_file[0]) {
         char *why = NULL;
-        d->timing.trace = trace_for(d->config.trace_file, &why);
-        if (!d->timing.trace) {
+        d->timing->trace = trace_for(d->config.trace_file, &why);
+        if (!d->timing->trace) {
             char what[1400];
             cubec_status err =
                 INVALID_ARG("%s: %s", config_describe(&d->config, "CUBEC_TRACE", what, sizeof what),
@@ -85,41 +89,41 @@ cubec_status timing_init(cubec_device *d)
         char name[320];
         snprintf(name, sizeof name, "cubec: %s (device %u)", d->info.name,
                  d->gpu->caps.physical_index);
-        trace_set_process_name(d->timing.trace, name);
+        trace_set_process_name(d->timing->trace, name);
     }
     if (log_enabled(LOG_INFO, LOG_SYS_PROFILING)) {
-        d->timing.kernel_stats = kernel_stats_new();
-        if (!d->timing.kernel_stats)
+        d->timing->kernel_stats = kernel_stats_new();
+        if (!d->timing->kernel_stats)
             return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (kernel statistics)");
     }
-    d->timing.on = d->timing.trace || d->timing.kernel_stats;
-    d->timing.summary_ns = clock_now_ns();
+    d->timing->on = d->timing->trace || d->timing->kernel_stats;
+    d->timing->summary_ns = clock_now_ns();
     return NULL;
 }
 
 void timing_close(cubec_device *d)
 {
-    for (uint32_t i = 0; i < d->sub.batch_count; i++)
-        timing_harvest(d, &d->sub.batches[i]);
+    for (uint32_t i = 0; i < d->sub->batch_count; i++)
+        timing_harvest(d, &d->sub->batches[i]);
     timing_summary_tick(d, 1);
-    kernel_stats_free(d->timing.kernel_stats);
-    d->timing.kernel_stats = NULL;
-    if (d->timing.trace) {
+    kernel_stats_free(d->timing->kernel_stats);
+    d->timing->kernel_stats = NULL;
+    if (d->timing->trace) {
         char *why = NULL;
-        if (trace_done(d->timing.trace, &why) != 0)
+        if (trace_done(d->timing->trace, &why) != 0)
             LOG(LOG_ERROR, LOG_SYS_PROFILING, "the trace was not written: %s",
                 why ? why : d->config.trace_file);
         else
             LOG(LOG_INFO, LOG_SYS_PROFILING, "trace written to %s", d->config.trace_file);
         free(why);
-        d->timing.trace = NULL;
+        d->timing->trace = NULL;
     }
-    d->timing.on = 0;
+    d->timing->on = 0;
 }
 
 static uint32_t queries_per_batch(const cubec_device *d)
 {
-    return 2 * d->sub.batch_task_cap;
+    return 2 * d->sub->batch_task_cap;
 }
 
 void timing_batch_begin(cubec_device *d, batch *b)
@@ -187,7 +191,7 @@ static void emit_launches(cubec_device *d, const launch_stamp *stamps, uint32_t 
             if (delta > (mask >> 1)) delta = 0;
             dur = (uint64_t)((double)delta * d->info.timestamp_period_ns);
         }
-        if (d->timing.trace) {
+        if (d->timing->trace) {
             char grid[64], from[48] = "";
             if (s->indirect)
                 snprintf(grid, sizeof grid, "\"indirect\"");
@@ -198,10 +202,10 @@ static void emit_launches(cubec_device *d, const launch_stamp *stamps, uint32_t 
             snprintf(args, sizeof args, "\"stream\":%" PRIu64 ",\"slot\":%u,\"grid\":%s%s%s",
                      s->stream, s->slot, grid, from,
                      ticks ? "" : ",\"time\":\"host, at recording\"");
-            trace_track(d->timing.trace, s->stream, s->slot);
-            trace_complete(d->timing.trace, s->stream, s->name, "launch", begin, dur, args);
+            trace_track(d->timing->trace, s->stream, s->slot);
+            trace_complete(d->timing->trace, s->stream, s->name, "launch", begin, dur, args);
         }
-        if (d->timing.kernel_stats) kernel_stats_add(d->timing.kernel_stats, s->name, dur);
+        if (d->timing->kernel_stats) kernel_stats_add(d->timing->kernel_stats, s->name, dur);
         LOG(LOG_DEBUG, LOG_SYS_PROFILING, "| %10.3f us | %s (stream %" PRIu64 ")",
             (double)dur / 1e3, s->name, s->stream);
     }
@@ -228,7 +232,7 @@ void timing_harvest(cubec_device *d, batch *b)
     uint32_t n = b->stamp_count;
     b->stamp_count = 0;
     /* A batch whose submission was lost never wrote its queries. */
-    if (!n || !b->value || b->value > d->sub.completed_value) return;
+    if (!n || !b->value || b->value > d->sub->completed_value) return;
     uint64_t *ticks = NULL;
     if (b->queries && !(ticks = read_ticks(d, b->queries, n))) return;
     emit_launches(d, b->stamps, n, ticks, 0);
@@ -250,7 +254,7 @@ void timing_graph_harvest(cubec_device *d, gpu_queries *pool, const launch_stamp
 
 static void on_begun(cubec_device *d, batch *b)
 {
-    if (d->timing.on) timing_batch_begin(d, b);
+    if (d->timing->on) timing_batch_begin(d, b);
 }
 
 static void on_settled(cubec_device *d, batch *b, cubec_status err, uint64_t submit_ns)
@@ -259,9 +263,9 @@ static void on_settled(cubec_device *d, batch *b, cubec_status err, uint64_t sub
         b->stamp_count = 0; /* its timestamps will never be written */
         return;
     }
-    if (d->timing.trace) {
+    if (d->timing->trace) {
         char args[96];
-        snprintf(args, sizeof args, "\"tasks\":%u,\"timeline_value\":%llu", d->sub.tasks,
+        snprintf(args, sizeof args, "\"tasks\":%u,\"timeline_value\":%llu", d->sub->tasks,
                  (unsigned long long)b->value);
         timing_host(d, "submit", "submit", submit_ns, 0, args);
     }
@@ -278,22 +282,22 @@ const sub_listener timing_listener = {
 void timing_host(cubec_device *d, const char *name, const char *category, uint64_t begin_ns,
                  uint64_t stream, const char *args_json)
 {
-    if (!d->timing.trace) return;
+    if (!d->timing->trace) return;
     char args[256];
     snprintf(args, sizeof args, "\"stream\":%" PRIu64 "%s%s", stream, args_json ? "," : "",
              args_json ? args_json : "");
     uint64_t now = clock_now_ns();
-    trace_complete(d->timing.trace, TRACE_HOST, name, category, begin_ns, now - begin_ns, args);
+    trace_complete(d->timing->trace, TRACE_HOST, name, category, begin_ns, now - begin_ns, args);
 }
 
 void timing_summary_tick(cubec_device *d, int force)
 {
-    if (!d->timing.kernel_stats || kernel_stats_empty(d->timing.kernel_stats)) return;
+    if (!d->timing->kernel_stats || kernel_stats_empty(d->timing->kernel_stats)) return;
     uint64_t now = clock_now_ns();
-    if (!force && now - d->timing.summary_ns < 1000000000ull) return;
+    if (!force && now - d->timing->summary_ns < 1000000000ull) return;
     char text[8192];
-    kernel_stats_format(d->timing.kernel_stats, text, sizeof text);
+    kernel_stats_format(d->timing->kernel_stats, text, sizeof text);
     LOG(LOG_INFO, LOG_SYS_PROFILING, "kernel summary (device time per launch):\n%s", text);
-    kernel_stats_reset(d->timing.kernel_stats);
-    d->timing.summary_ns = now;
+    kernel_stats_reset(d->timing->kernel_stats);
+    d->timing->summary_ns = now;
 }

@@ -1,9 +1,10 @@
 /* Allocation windows of a stream's slot (cubec_memory_mode_push / _pop / _get, docs/memory.md
- * "Modes and windows") and the device's memory budget for the report. The windows live with the
- * slot's pools (memory/memory_modes.h), which route each allocation by them. */
+ * "Modes and windows"). The windows live with the slot's pools (memory/memory_modes.h), which route
+ * each allocation by them. */
+#include "server/memory_windows.h"
 #include "server/device.h"
-
-#include <stdio.h>
+#include "server/memory_ops.h"
+#include "server/streams.h"
 
 cubec_status server_memory_mode_push(cubec_device *d, stream_ref s, uint32_t mode)
 {
@@ -14,7 +15,7 @@ cubec_status server_memory_mode_push(cubec_device *d, stream_ref s, uint32_t mod
 
 cubec_status server_memory_mode_pop(cubec_device *d, stream_ref s)
 {
-    memory_manager *m = d->streams.slots[s.slot].memory;
+    memory_manager *m = d->streams->slots[s.slot].memory;
     if (!m)
         return INVALID_ARG("no memory mode window is open on this stream's slot (a pop without "
                            "its push?)");
@@ -23,30 +24,8 @@ cubec_status server_memory_mode_pop(cubec_device *d, stream_ref s)
 
 void server_memory_mode_get(cubec_device *d, stream_ref s, uint32_t *out_mode, uint32_t *out_depth)
 {
-    memory_manager *m = d->streams.slots[s.slot].memory;
+    memory_manager *m = d->streams->slots[s.slot].memory;
     const memory_modes *mm = m ? memory_manager_modes(m) : NULL;
     *out_mode = mm ? (uint32_t)memory_modes_window(mm) : MEMORY_MODE_AUTO;
     *out_depth = mm ? mm->depth : 0;
-}
-
-void server_memory_budget(cubec_device *d, server_budget *out)
-{
-    gpu_budget b = {0};
-    if (d->gpu->ops->memory_budget) d->gpu->ops->memory_budget(d->gpu, &b);
-    if (!b.source) {
-        /* No budget from the backend: the heap buffers live in, as the device reports it. */
-        b.budget = d->info.device_local_heap_size;
-        b.source = "heap size";
-    }
-    uint64_t cap = (uint64_t)d->config.memory_max_bytes;
-    if (cap && (b.budget == 0 || cap < b.budget)) {
-        /* The cap is the budget cubec keeps to; its use is the pools' pages. */
-        b.budget = cap;
-        b.usage_known = 0;
-        b.source = "max_bytes";
-    }
-    out->budget = b.budget;
-    out->used = b.usage_known ? b.usage : d->buffers.page_bytes;
-    out->returning = b.returning;
-    snprintf(out->source, sizeof out->source, "%s", b.source);
 }

@@ -17,9 +17,15 @@
  * its slot that fails or is skipped meanwhile poisons it (seed: profile_failure): end then
  * returns CUBEC_PROFILE_INVALID naming that failure, so an autotuner never picks a candidate
  * that did not run. */
+#include "server/profile.h"
 #include "base/clock.h"
 #include "base/log.h"
+#include "server/buffers.h"
 #include "server/device.h"
+#include "server/device_clock.h"
+#include "server/streams.h"
+#include "server/submission.h"
+#include "server/task.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -30,76 +36,49 @@
 /* Open profiles at once with Device timing (a query pair each). */
 #define PROFILE_PAIRS 1024
 
-/* Samples the device counter and the host clock together (VK_EXT_calibrated_timestamps). Without
- * the extension the offset is set from the first timestamps read back (see below). */
-static void calibrate(cubec_device *d)
-{
-    if (!d->gpu->caps.calibrated_clock) return;
-    uint64_t stamps[2];
-    if (!d->gpu->ops->calibrate(d->gpu, &stamps[0], &stamps[1])) return;
-    d->profiles.clock_offset_ns =
-        (double)stamps[1] - (double)stamps[0] * d->info.timestamp_period_ns;
-    d->profiles.clock_known = 1;
-    d->profiles.clock_checked_ns = clock_now_ns();
-}
-
-uint64_t server_device_time_ns(cubec_device *d, uint64_t ticks)
-{
-    /* The clocks drift apart by parts per million: re-sample them every second. */
-    if (d->gpu->caps.calibrated_clock &&
-        clock_now_ns() - d->profiles.clock_checked_ns > 1000000000ull)
-        calibrate(d);
-    if (!d->profiles.clock_known) {
-        /* No calibration: the timestamp was just read back after its batch finished, so "now"
-         * bounds it from above; traces are shifted by at most the completion latency. */
-        d->profiles.clock_offset_ns =
-            (double)clock_now_ns() - (double)ticks * d->info.timestamp_period_ns;
-        d->profiles.clock_known = 1;
-    }
-    double ns = (double)ticks * d->info.timestamp_period_ns + d->profiles.clock_offset_ns;
-    return ns > 0 ? (uint64_t)llround(ns) : 0;
-}
-
 cubec_status server_profiles_init(cubec_device *d)
 {
-    handle_table_init(&d->profiles.handles, d->tag, "profile");
-    d->profiles.timing = d->gpu->caps.timestamps && !d->config.timing_system ? CUBEC_TIMING_DEVICE
-                                                                             : CUBEC_TIMING_SYSTEM;
-    if (d->profiles.timing == CUBEC_TIMING_DEVICE) calibrate(d);
+    handle_table_init(&d->profiles->handles, d->tag, "profile");
+    d->tasks->record[TASK_TIMESTAMP] = server_record_timestamp;
+    d->tasks->dropped[TASK_TIMESTAMP] = server_profile_timestamp_dropped;
+    d->tasks->failed = server_profiles_poison;
+    d->profiles->timing = d->gpu->caps.timestamps && !d->config.timing_system ? CUBEC_TIMING_DEVICE
+                                                                              : CUBEC_TIMING_SYSTEM;
+    if (d->profiles->timing == CUBEC_TIMING_DEVICE) server_clock_calibrate(d);
     return NULL;
 }
 
 void server_profiles_destroy(cubec_device *d)
 {
-    for (uint32_t i = 0; i < d->profiles.handles.count; i++) {
-        profile_obj *p = d->profiles.handles.slots[i].object;
+    for (uint32_t i = 0; i < d->profiles->handles.count; i++) {
+        profile_obj *p = d->profiles->handles.slots[i].object;
         if (!p) continue;
         failure_release(p->poison);
         free(p);
     }
-    handle_table_free(&d->profiles.handles);
-    if (d->profiles.queries) d->gpu->ops->queries_destroy(d->gpu, d->profiles.queries);
-    free(d->profiles.free_pairs);
+    handle_table_free(&d->profiles->handles);
+    if (d->profiles->queries) d->gpu->ops->queries_destroy(d->gpu, d->profiles->queries);
+    free(d->profiles->free_pairs);
 }
 
 /* A free pair of queries, creating the pool on first use. */
 static cubec_status take_pair(cubec_device *d, uint32_t *out_query)
 {
-    if (!d->profiles.queries) {
+    if (!d->profiles->queries) {
         RETURN_IF_ERROR(
-            d->gpu->ops->queries_create(d->gpu, 2 * PROFILE_PAIRS, &d->profiles.queries));
-        d->profiles.free_pairs = malloc(PROFILE_PAIRS * sizeof *d->profiles.free_pairs);
-        if (!d->profiles.free_pairs) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory");
+            d->gpu->ops->queries_create(d->gpu, 2 * PROFILE_PAIRS, &d->profiles->queries));
+        d->profiles->free_pairs = malloc(PROFILE_PAIRS * sizeof *d->profiles->free_pairs);
+        if (!d->profiles->free_pairs) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory");
         for (uint32_t i = 0; i < PROFILE_PAIRS; i++)
-            d->profiles.free_pairs[i] = PROFILE_PAIRS - 1 - i;
-        d->profiles.free_pair_count = PROFILE_PAIRS;
+            d->profiles->free_pairs[i] = PROFILE_PAIRS - 1 - i;
+        d->profiles->free_pair_count = PROFILE_PAIRS;
     }
-    if (!d->profiles.free_pair_count)
+    if (!d->profiles->free_pair_count)
         return status_make(CUBEC_OUT_OF_MEMORY,
                            "cubec_profile_begin: %u profiles are open already (the limit); end or "
                            "abandon some",
                            PROFILE_PAIRS);
-    *out_query = 2 * d->profiles.free_pairs[--d->profiles.free_pair_count];
+    *out_query = 2 * d->profiles->free_pairs[--d->profiles->free_pair_count];
     return NULL;
 }
 
@@ -108,11 +87,11 @@ static cubec_status take_pair(cubec_device *d, uint32_t *out_query)
 static void drop_profile(cubec_device *d, uint64_t id, profile_obj *p)
 {
     if (!p) return;
-    if (d->profiles.timing == CUBEC_TIMING_DEVICE)
-        d->profiles.free_pairs[d->profiles.free_pair_count++] = p->query / 2;
+    if (d->profiles->timing == CUBEC_TIMING_DEVICE)
+        d->profiles->free_pairs[d->profiles->free_pair_count++] = p->query / 2;
     failure_release(p->poison);
     free(p);
-    handle_table_remove(&d->profiles.handles, id);
+    handle_table_remove(&d->profiles->handles, id);
 }
 
 /* Work of the slot is submitted and finished: System timing's sync. */
@@ -120,7 +99,7 @@ static cubec_status sync_slot(cubec_device *d, uint32_t slot)
 {
     RETURN_IF_ERROR(server_drain(d, &slot, 1, 0));
     RETURN_IF_ERROR(sub_flush(d, 0));
-    return sub_wait(d, d->streams.slots[slot].last_value);
+    return sub_wait(d, d->streams->slots[slot].last_value);
 }
 
 static cubec_status queue_timestamp(cubec_device *d, stream_ref s, uint64_t id, int end)
@@ -141,22 +120,22 @@ cubec_status server_profile_begin(cubec_device *d, stream_ref s, uint64_t *out_i
     if (!p) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (profile)");
     p->stream = stream;
     p->slot = slot;
-    p->number = ++d->profiles.numbers;
+    p->number = ++d->profiles->numbers;
     cubec_status err = NULL;
-    if (d->profiles.timing == CUBEC_TIMING_DEVICE) err = take_pair(d, &p->query);
+    if (d->profiles->timing == CUBEC_TIMING_DEVICE) err = take_pair(d, &p->query);
     if (err) {
         free(p);
         return err;
     }
     uint64_t id = 0;
-    err = handle_table_insert(&d->profiles.handles, p, &id);
+    err = handle_table_insert(&d->profiles->handles, p, &id);
     if (err) {
-        if (d->profiles.timing == CUBEC_TIMING_DEVICE)
-            d->profiles.free_pairs[d->profiles.free_pair_count++] = p->query / 2;
+        if (d->profiles->timing == CUBEC_TIMING_DEVICE)
+            d->profiles->free_pairs[d->profiles->free_pair_count++] = p->query / 2;
         free(p);
         return err;
     }
-    if (d->profiles.timing == CUBEC_TIMING_DEVICE) {
+    if (d->profiles->timing == CUBEC_TIMING_DEVICE) {
         err = queue_timestamp(d, s, id, 0);
     } else {
         /* Open before the sync: a failure recorded by it belongs to earlier work, but the
@@ -183,7 +162,7 @@ static cubec_status lookup(cubec_device *d, stream_ref s, uint64_t id, const cha
     char arg[64];
     snprintf(arg, sizeof arg, "%s: profile", fn);
     void *o;
-    RETURN_IF_ERROR(handle_table_lookup(&d->profiles.handles, id, arg, &o));
+    RETURN_IF_ERROR(handle_table_lookup(&d->profiles->handles, id, arg, &o));
     profile_obj *p = o;
     if (!p) return status_make(CUBEC_INTERNAL, "%s: the profile table holds no object", fn);
     if (p->slot != s.slot || p->stream != s.number)
@@ -209,7 +188,7 @@ static cubec_status invalid_after(const profile_obj *p, cubec_status err)
 
 void server_profile_timestamp_dropped(cubec_device *d, const task *t, failure *f)
 {
-    profile_obj *p = handle_table_get(&d->profiles.handles, t->profile);
+    profile_obj *p = handle_table_get(&d->profiles->handles, t->profile);
     if (!p || p->poison) return;
     /* A dropped begin leaves the profile's queries unwritten: it can never be read. */
     p->poison = failure_retain(f);
@@ -232,12 +211,12 @@ cubec_status server_profile_end(cubec_device *d, stream_ref s, uint64_t id,
     RETURN_IF_ERROR(lookup(d, s, id, "cubec_profile_end", &p));
     if (!p) return status_make(CUBEC_INTERNAL, "cubec_profile_end: no profile object");
     cubec_status err = NULL;
-    cubec_profile_result r = {.method = d->profiles.timing};
-    if (d->profiles.timing == CUBEC_TIMING_SYSTEM) {
+    cubec_profile_result r = {.method = d->profiles->timing};
+    if (d->profiles->timing == CUBEC_TIMING_SYSTEM) {
         uint64_t begin_ns = p->begin_ns;
         err = sync_slot(d, slot);
         /* The wait may let other threads in (an abandon of this profile among them). */
-        p = handle_table_get(&d->profiles.handles, id);
+        p = handle_table_get(&d->profiles->handles, id);
         if (!p)
             return err ? err
                        : INVALID_ARG("cubec_profile_end: the profile was abandoned by "
@@ -259,14 +238,14 @@ cubec_status server_profile_end(cubec_device *d, stream_ref s, uint64_t id,
         uint64_t value = p->end_value;
         uint32_t query = p->query;
         if (!err && !p->poison) err = sub_wait(d, value);
-        p = handle_table_get(&d->profiles.handles, id);
+        p = handle_table_get(&d->profiles->handles, id);
         if (!p)
             return err ? err
                        : INVALID_ARG("cubec_profile_end: the profile was abandoned by "
                                      "another thread while it ended");
         uint64_t ticks[2] = {0, 0};
         if (!err && !p->poison)
-            err = d->gpu->ops->queries_read(d->gpu, d->profiles.queries, query, 2, ticks);
+            err = d->gpu->ops->queries_read(d->gpu, d->profiles->queries, query, 2, ticks);
         if (!err && !p->poison) {
             uint64_t mask = d->gpu->caps.timestamp_bits >= 64
                                 ? UINT64_MAX
@@ -286,7 +265,7 @@ cubec_status server_profile_end(cubec_device *d, stream_ref s, uint64_t id,
         LOG(LOG_DEBUG, LOG_SYS_PROFILING,
             "profile #%" PRIu64 " on stream %" PRIu64 ": %.3f us (%s timing)", p->number, p->stream,
             (double)r.duration_ns / 1e3,
-            d->profiles.timing == CUBEC_TIMING_DEVICE ? "device" : "system");
+            d->profiles->timing == CUBEC_TIMING_DEVICE ? "device" : "system");
     }
     drop_profile(d, id, p);
     return err;
@@ -303,14 +282,14 @@ cubec_status server_profile_abandon(cubec_device *d, stream_ref s, uint64_t id)
 
 cubec_status server_record_timestamp(cubec_device *d, task *t)
 {
-    profile_obj *p = handle_table_get(&d->profiles.handles, t->profile);
+    profile_obj *p = handle_table_get(&d->profiles->handles, t->profile);
     if (!p) return NULL; /* abandoned */
     /* Nothing can run before the begin timestamp when it opens a new command buffer and the GPU
      * has finished everything submitted before: checked before the batch is begun. */
-    int fresh = d->sub.open == NULL;
+    int fresh = d->sub->open == NULL;
     /* An end with nothing recorded since its begin (the same command buffer still open, no
      * sub_begin in between) closes an empty window. */
-    int empty = p->opened && d->sub.open && d->sub.begins == p->begins_at;
+    int empty = p->opened && d->sub->open && d->sub->begins == p->begins_at;
     gpu_cmd *cmd;
     RETURN_IF_ERROR(sub_begin(d, &cmd));
     const gpu_ops *ops = d->gpu->ops;
@@ -321,16 +300,17 @@ cubec_status server_record_timestamp(cubec_device *d, task *t)
          * on lavapipe); its pair is reset from the host where it can be (its last use has
          * finished). Otherwise it waits for the earlier work, and the profiled work starts
          * after it, not alongside that work. */
-        int idle = fresh && d->sub.completed_value + 1 >= d->sub.next_value;
+        int idle = fresh && d->sub->completed_value + 1 >= d->sub->next_value;
         if (idle && d->gpu->caps.host_query_reset)
-            ops->queries_host_reset(d->gpu, d->profiles.queries, p->query, 2);
+            ops->queries_host_reset(d->gpu, d->profiles->queries, p->query, 2);
         else
-            ops->reset_queries(cmd, d->profiles.queries, p->query, 2);
-        ops->timestamp(cmd, d->profiles.queries, p->query, idle ? GPU_STAGE_TOP : GPU_STAGE_BOTTOM);
+            ops->reset_queries(cmd, d->profiles->queries, p->query, 2);
+        ops->timestamp(cmd, d->profiles->queries, p->query,
+                       idle ? GPU_STAGE_TOP : GPU_STAGE_BOTTOM);
         if (!idle) ops->barrier(cmd, GPU_STAGE_ALL, 0, GPU_STAGE_ALL, 0);
         p->opened = 1;
         p->began_top = idle;
-        p->begins_at = d->sub.begins;
+        p->begins_at = d->sub->begins;
     } else {
         /* An empty window after a top-of-pipe begin ends at the top of the pipe too: there is
          * no work to wait for, and a bottom-of-pipe timestamp would charge the window what the
@@ -339,9 +319,9 @@ cubec_status server_record_timestamp(cubec_device *d, task *t)
          * poisoned profile is never read; its begin may have been lost with a submission,
          * leaving the queries unreset. */
         uint32_t stage = empty && p->began_top ? GPU_STAGE_TOP : GPU_STAGE_BOTTOM;
-        if (!p->poison) ops->timestamp(cmd, d->profiles.queries, p->query + 1, stage);
+        if (!p->poison) ops->timestamp(cmd, d->profiles->queries, p->query + 1, stage);
         p->closed = 1;
-        p->end_value = d->sub.next_value;
+        p->end_value = d->sub->next_value;
     }
     return NULL;
 }
@@ -351,7 +331,7 @@ static void batch_settled(cubec_device *d, batch *b, cubec_status err, uint64_t 
 {
     (void)b;
     (void)submit_ns;
-    if (!err || !d->profiles.handles.live) return;
+    if (!err || !d->profiles->handles.live) return;
     failure *f = failure_new(cubec_status_code(err), "the submission of its work failed: %s",
                              cubec_status_message(err));
     if (f) server_profiles_poison(d, NO_SLOT, f);
@@ -362,9 +342,9 @@ const sub_listener profiles_listener = {.name = "profiles", .settled = batch_set
 
 void server_profiles_poison(cubec_device *d, uint32_t slot, failure *f)
 {
-    if (!d->profiles.handles.live) return;
-    for (uint32_t i = 0; i < d->profiles.handles.count; i++) {
-        profile_obj *p = d->profiles.handles.slots[i].object;
+    if (!d->profiles->handles.live) return;
+    for (uint32_t i = 0; i < d->profiles->handles.count; i++) {
+        profile_obj *p = d->profiles->handles.slots[i].object;
         if (!p || !p->opened || p->closed || p->poison) continue;
         if (slot != NO_SLOT && p->slot != slot) continue;
         p->poison = failure_retain(f);

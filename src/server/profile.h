@@ -30,10 +30,6 @@ typedef struct profile_table {
     uint32_t *free_pairs;
     uint32_t free_pair_count, pair_count;
     uint64_t numbers; /* counter behind "profile #n" */
-    /* Device ticks to host CLOCK_MONOTONIC ns: host = ticks * period + clock_offset_ns. */
-    double clock_offset_ns;
-    int clock_known;
-    uint64_t clock_checked_ns;
 } profile_table;
 
 MUST_USE cubec_status server_profiles_init(cubec_device *d);
@@ -49,7 +45,5 @@ MUST_USE cubec_status server_record_timestamp(cubec_device *d, task *t);
 void server_profiles_poison(cubec_device *d, uint32_t slot, failure *f);
 /* A profile's timestamp task was dropped unrecorded: the profile carries `f`. */
 void server_profile_timestamp_dropped(cubec_device *d, const task *t, failure *f);
-/* Host CLOCK_MONOTONIC ns of a device timestamp. */
-uint64_t server_device_time_ns(cubec_device *d, uint64_t ticks);
 
 #endif

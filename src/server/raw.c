@@ -7,7 +7,13 @@
  * after that, ordering the program's work with cubec's is the program's (cubec_sync). */
 #include "server/raw.h"
 
+#include "server/buffers.h"
 #include "server/device.h"
+#include "server/graph.h"
+#include "server/relocate.h"
+#include "server/run_mode.h"
+#include "server/streams.h"
+#include "server/submission.h"
 
 #include <stdlib.h>
 
@@ -29,7 +35,7 @@ cubec_status server_buffer_raw(cubec_device *d, stream_ref s, buffer_obj *b, cub
     server_alloc_pin(d, a);
     cubec_status err = server_drain_for_host(d, s.slot, a, 1);
     if (!err) err = sub_wait(d, a->last_use);
-    if (!err) err = handle_table_insert(&d->buffers.guards, g, &out_guard->id);
+    if (!err) err = handle_table_insert(&d->buffers->guards, g, &out_guard->id);
     if (err) {
         server_alloc_unpin(d, a);
         free(g);
@@ -47,20 +53,20 @@ cubec_status server_buffer_raw(cubec_device *d, stream_ref s, buffer_obj *b, cub
 
 void server_guard_release(cubec_device *d, uint64_t id)
 {
-    guard_obj *g = handle_table_get(&d->buffers.guards, id);
+    guard_obj *g = handle_table_get(&d->buffers->guards, id);
     if (!g) return;
-    handle_table_remove(&d->buffers.guards, id);
+    handle_table_remove(&d->buffers->guards, id);
     server_alloc_unpin(d, g->alloc);
     free(g);
 }
 
 void server_guards_destroy(cubec_device *d)
 {
-    for (uint32_t i = 0; i < d->buffers.guards.count; i++) {
-        guard_obj *g = d->buffers.guards.slots[i].object;
+    for (uint32_t i = 0; i < d->buffers->guards.count; i++) {
+        guard_obj *g = d->buffers->guards.slots[i].object;
         if (!g) continue;
         server_alloc_unpin(d, g->alloc);
         free(g);
     }
-    handle_table_free(&d->buffers.guards);
+    handle_table_free(&d->buffers->guards);
 }

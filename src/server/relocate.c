@@ -12,20 +12,21 @@
 
 #include "base/clock.h"
 #include "base/log.h"
+#include "server/buffers.h"
 #include "server/copy_fill.h"
 #include "server/device.h"
+#include "server/failures.h"
+#include "server/graph.h"
+#include "server/run_mode.h"
+#include "server/streams.h"
+#include "server/submission.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
 
-void server_alloc_owner(cubec_device *d, alloc_obj *a, alloc_obj *owner)
-{
-    if (a->mem.size) memory_set_owner(d->streams.slots[a->slot].memory, &a->mem, owner);
-}
-
 void server_alloc_guard(cubec_device *d, alloc_obj *a, int delta)
 {
-    if (a->mem.size) memory_guard(d->streams.slots[a->slot].memory, &a->mem, delta);
+    if (a->mem.size) memory_guard(d->streams->slots[a->slot].memory, &a->mem, delta);
 }
 
 void server_alloc_pin(cubec_device *d, alloc_obj *a)
@@ -42,8 +43,8 @@ void server_alloc_unpin(cubec_device *d, alloc_obj *a)
 
 static int any_recording(const cubec_device *d)
 {
-    for (uint32_t i = 0; d->graphs.captures && i < d->streams.max_streams; i++)
-        if (d->streams.slots[i].capture == CAPTURE_RECORDING) return 1;
+    for (uint32_t i = 0; d->graphs->captures && i < d->streams->max_streams; i++)
+        if (d->streams->slots[i].capture == CAPTURE_RECORDING) return 1;
     return 0;
 }
 
@@ -73,7 +74,7 @@ static uint64_t record_moves(cubec_device *d, gpu_cmd *cmd, const slot_moves *sm
                                       mv->to.offset, mv->from.size);
         /* The identity stays: the record every handle and view points at takes the new place. */
         a->mem = mv->to;
-        a->last_use = a->last_write = d->sub.next_value;
+        a->last_use = a->last_write = d->sub->next_value;
         a->queued_writer = NO_SLOT;
         a->queued_readers = 0;
         bytes += mv->from.size;
@@ -88,23 +89,28 @@ static cubec_status relocate_locked(cubec_device *d, uint32_t first, uint32_t en
     /* Every stream's queued and running work first: queued tasks hold page offsets. */
     uint64_t t0 = clock_now_ns();
     RETURN_IF_ERROR(server_drain_all(d, 0));
-    RETURN_IF_ERROR(sub_wait(d, d->sub.next_value - 1));
+    RETURN_IF_ERROR(sub_wait_flags(d, d->sub->next_value - 1, WAIT_KEEP_LOCK));
     server_run_deferred_frees(d);
 
     uint32_t total = 0;
     cubec_status err = NULL;
     for (uint32_t i = first; i < end && !err; i++) {
-        memory_manager *m = d->streams.slots[i].memory;
+        memory_manager *m = d->streams->slots[i].memory;
         if (m && memory_relocation_wanted(m, reason))
             err = memory_relocation_plan(m, reason, &sm[i].moves, &sm[i].count, &sm[i].cap);
         total += sm[i].count;
     }
+    /* A target may be a page a dry run made, with no memory yet: the copy would write through
+     * nothing. Backed here, before any record moves. */
+    for (uint32_t i = first; i < end && !err && d->runs->unbacked_pages; i++)
+        for (uint32_t k = 0; k < sm[i].count && !err; k++)
+            err = server_run_back_page(d, (gpu_mem *)sm[i].moves[k].to.page);
     gpu_cmd *cmd = NULL;
     if (!err && total && server_copies_by_kernel(d)) err = server_builtin_kernels(d);
     if (!err && total) err = sub_begin(d, &cmd);
     if (err || !total) {
         for (uint32_t i = first; i < end; i++) {
-            memory_manager *m = d->streams.slots[i].memory;
+            memory_manager *m = d->streams->slots[i].memory;
             for (uint32_t k = 0; k < sm[i].count; k++)
                 memory_relocation_unplan(m, &sm[i].moves[k]);
             sm[i].count = 0;
@@ -113,7 +119,7 @@ static cubec_status relocate_locked(cubec_device *d, uint32_t first, uint32_t en
         return err;
     }
 
-    uint64_t bytes = 0, value = d->sub.next_value, t1 = clock_now_ns();
+    uint64_t bytes = 0, value = d->sub->next_value, t1 = clock_now_ns();
     for (uint32_t i = first; i < end; i++)
         bytes += record_moves(d, cmd, &sm[i], &err);
     /* Submitted even after a recording error: the batch may hold other work's commands. */
@@ -122,7 +128,7 @@ static cubec_status relocate_locked(cubec_device *d, uint32_t first, uint32_t en
         err = flushed;
     else
         cubec_status_free(flushed);
-    if (!err) err = sub_wait(d, value);
+    if (!err) err = sub_wait_flags(d, value, WAIT_KEEP_LOCK);
     uint64_t t2 = clock_now_ns();
     if (err) {
         /* The copy may not have run: the moved bytes are lost, and say so when read. */
@@ -136,7 +142,7 @@ static cubec_status relocate_locked(cubec_device *d, uint32_t first, uint32_t en
         failure_release(f);
     }
     for (uint32_t i = first; i < end; i++) {
-        memory_manager *m = d->streams.slots[i].memory;
+        memory_manager *m = d->streams->slots[i].memory;
         if (!sm[i].count) continue;
         /* Without a finished copy the old places stay held (the pages go at close). */
         for (uint32_t k = 0; !err && k < sm[i].count; k++)
@@ -164,22 +170,19 @@ cubec_status server_memory_relocate(cubec_device *d, uint32_t slot, memory_reloc
     /* A recording names pages in its command buffers (and the spec forbids it outright). */
     if (any_recording(d)) return NULL;
     uint32_t first = slot == NO_SLOT ? 0 : slot,
-             end = slot == NO_SLOT ? d->streams.max_streams : slot + 1;
+             end = slot == NO_SLOT ? d->streams->max_streams : slot + 1;
     int wanted = 0;
     for (uint32_t i = first; i < end && !wanted; i++)
-        wanted = memory_relocation_wanted(d->streams.slots[i].memory, reason);
+        wanted = memory_relocation_wanted(d->streams->slots[i].memory, reason);
     if (!wanted) return NULL;
-    slot_moves *sm = calloc(d->streams.max_streams, sizeof *sm);
+    slot_moves *sm = calloc(d->streams->max_streams, sizeof *sm);
     if (!sm) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (relocation)");
-    /* Waits keep the lock: no other thread may queue work on an old place meanwhile. */
-    d->streams.draining++;
-    /* Targets are backed pages, even when a dry run's buffer creation asked for this. */
-    int lazy = d->runs.lazy;
-    d->runs.lazy = 0;
+    /* Its waits keep the lock (WAIT_KEEP_LOCK, and the drains'): no other thread may queue work
+     * on an old place meanwhile. */
+    /* Targets are backed pages: the plan's page source asks without MEMORY_LAZY_PAGE, even when
+     * a dry run's buffer creation asked for this. */
     cubec_status err = relocate_locked(d, first, end, reason, sm, &moved);
-    d->runs.lazy = lazy;
-    d->streams.draining--;
-    for (uint32_t i = 0; i < d->streams.max_streams; i++)
+    for (uint32_t i = 0; i < d->streams->max_streams; i++)
         free(sm[i].moves);
     free(sm);
     if (out_moved) *out_moved = moved;
@@ -189,7 +192,7 @@ cubec_status server_memory_relocate(cubec_device *d, uint32_t slot, memory_reloc
 
 cubec_status server_relocate_when_wanted(cubec_device *d, uint32_t slot)
 {
-    memory_manager *m = d->streams.slots[slot].memory;
+    memory_manager *m = d->streams->slots[slot].memory;
     /* The cheap test first: the most a relocation could want (one that may add pages). */
     if (!m || !memory_relocation_wanted(m, MEMORY_RELOCATE_ARENA_FULL) || any_recording(d))
         return NULL;
@@ -200,7 +203,7 @@ cubec_status server_relocate_when_wanted(cubec_device *d, uint32_t slot)
      * still be had, not after a refusal. */
     server_budget b;
     server_memory_budget(d, &b);
-    const uint64_t allocated = b.used > d->buffers.page_bytes ? b.used : d->buffers.page_bytes;
+    const uint64_t allocated = b.used > d->buffers->page_bytes ? b.used : d->buffers->page_bytes;
     memory_relocation_reason reason;
     if (!memory_relocation_need(m, b.budget, allocated, &reason)) return NULL;
     return server_memory_relocate(d, slot, reason, NULL);

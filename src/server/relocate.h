@@ -22,9 +22,6 @@ MUST_USE cubec_status server_memory_relocate(cubec_device *d, uint32_t slot,
 MUST_USE cubec_status server_relocate_when_wanted(cubec_device *d, uint32_t slot);
 /* Whether relocation is held off now: a stream records a graph (its command buffers name pages). */
 int server_relocation_blocked(const cubec_device *d);
-/* The client side of an arena allocation's identity: the pool learns which alloc_obj a slice
- * belongs to (NULL: not movable, e.g. a free that waits on the GPU). */
-void server_alloc_owner(cubec_device *d, alloc_obj *a, alloc_obj *owner);
 /* A page guard on the page of `a` (+1) or its release (-1); the caller also holds a reference
  * on `a` for as long as the guard. */
 void server_alloc_guard(cubec_device *d, alloc_obj *a, int delta);

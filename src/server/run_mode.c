@@ -2,7 +2,9 @@
 #include "server/run_mode.h"
 
 #include "base/log.h"
+#include "server/buffers.h"
 #include "server/device.h"
+#include "server/streams.h"
 
 #include <inttypes.h>
 #include <stdatomic.h>
@@ -46,7 +48,7 @@ static run_window_stack *find_stack(const run_modes *r, uint64_t stream)
 
 int server_run_dry(const cubec_device *d, stream_ref s)
 {
-    const run_modes *r = &d->runs;
+    const run_modes *r = d->runs;
     if (r->count) {
         const run_window_stack *w = find_stack(r, s.number);
         if (w) return (int)((w->dry >> (w->depth - 1)) & 1u);
@@ -60,7 +62,7 @@ cubec_status server_run_window_begin(cubec_device *d, stream_ref s, cubec_run_mo
         return INVALID_ARG("cubec_run_window_begin: mode %d is not CUBEC_RUN_DRY (1) or "
                            "CUBEC_RUN_REAL (2)",
                            (int)mode);
-    run_modes *r = &d->runs;
+    run_modes *r = d->runs;
     run_window_stack *w = find_stack(r, s.number);
     if (!w) {
         if (r->count == r->cap) {
@@ -85,7 +87,7 @@ cubec_status server_run_window_begin(cubec_device *d, stream_ref s, cubec_run_mo
 
 cubec_status server_run_window_end(cubec_device *d, stream_ref s)
 {
-    run_modes *r = &d->runs;
+    run_modes *r = d->runs;
     run_window_stack *w = find_stack(r, s.number);
     if (!w)
         return INVALID_ARG("cubec_run_window_end: stream %" PRIu64 " has no run window open",
@@ -96,9 +98,9 @@ cubec_status server_run_window_end(cubec_device *d, stream_ref s)
 
 void server_run_modes_destroy(cubec_device *d)
 {
-    free(d->runs.stacks);
-    d->runs.stacks = NULL;
-    d->runs.count = d->runs.cap = 0;
+    free(d->runs->stacks);
+    d->runs->stacks = NULL;
+    d->runs->count = d->runs->cap = 0;
 }
 
 /* Ready: backed, and mapped where every page of device memory is (unified memory). A page
@@ -108,7 +110,7 @@ static int page_ready(const cubec_device *d, const gpu_mem *page)
     return !page->unbacked && (page->mapped || !d->gpu->caps.unified);
 }
 
-static cubec_status back_page(cubec_device *d, gpu_mem *page)
+cubec_status server_run_back_page(cubec_device *d, gpu_mem *page)
 {
     if (page_ready(d, page)) return NULL;
     cubec_status err = gpu_mem_back(d->gpu, page);
@@ -117,31 +119,38 @@ static cubec_status back_page(cubec_device *d, gpu_mem *page)
                                "backing a page of %" PRIu64 " bytes made under a dry run, at "
                                "its first real use",
                                page->size);
-    d->runs.unbacked_pages--;
+    d->runs->unbacked_pages--;
     LOG(LOG_INFO, LOG_SYS_MEMORY, "backed a page of %" PRIu64 " bytes made under a dry run",
         page->size);
     return NULL;
 }
 
-cubec_status server_run_page_create(cubec_device *d, uint64_t size, gpu_mem **out)
+cubec_status server_run_page_create(cubec_device *d, uint64_t size, uint32_t flags, gpu_mem **out)
 {
-    if (!d->runs.lazy) return gpu_mem_alloc(d->gpu, GPU_MEM_DEVICE, size, out);
+    if (!(flags & MEMORY_LAZY_PAGE)) return gpu_mem_alloc(d->gpu, GPU_MEM_DEVICE, size, out);
     RETURN_IF_ERROR(gpu_mem_alloc_unbacked(d->gpu, size, out));
-    d->runs.unbacked_pages++;
+    d->runs->unbacked_pages++;
     return NULL;
 }
 
 void server_run_page_destroyed(cubec_device *d, const gpu_mem *page)
 {
-    if (!page_ready(d, page)) d->runs.unbacked_pages--;
+    if (!page_ready(d, page)) d->runs->unbacked_pages--;
 }
 
 cubec_status server_back_buffers(cubec_device *d, buffer_obj *const *bufs, uint32_t n,
                                  const buffer_obj *extra)
 {
-    if (!d->runs.unbacked_pages) return NULL;
+    if (!d->runs->unbacked_pages) return NULL;
     for (uint32_t i = 0; i < n; i++)
-        if (bufs[i]->alloc->mem.size) RETURN_IF_ERROR(back_page(d, buffer_page(bufs[i])));
-    if (extra && extra->alloc->mem.size) RETURN_IF_ERROR(back_page(d, buffer_page(extra)));
+        if (bufs[i]->alloc->mem.size)
+            RETURN_IF_ERROR(server_run_back_page(d, buffer_page(bufs[i])));
+    if (extra && extra->alloc->mem.size)
+        RETURN_IF_ERROR(server_run_back_page(d, buffer_page(extra)));
     return NULL;
+}
+
+void server_run_drop_launch(cubec_device *d)
+{
+    d->runs->dry_launches++;
 }

@@ -36,24 +36,31 @@ typedef struct run_modes {
     run_window_stack *stacks; /* streams with at least one window open */
     uint32_t count, cap;
     uint64_t unbacked_pages; /* pages made under a dry run, not yet backed (and mapped) */
-    int lazy;                /* set around a dry run's buffer creation: new pages are unbacked */
     uint64_t dry_launches;   /* launches and replays dropped */
 } run_modes;
 
 void server_run_modes_destroy(cubec_device *d);
 /* Non-zero when work on `s` is dry now. Constant time when no window is open anywhere. */
 int server_run_dry(const cubec_device *d, stream_ref s);
+/* Counts a launch (or replay) that a dry run dropped (server_stats.dry_launches). */
+void server_run_drop_launch(cubec_device *d);
 /* cubec_run_window_begin / _end on a stream. */
 MUST_USE cubec_status server_run_window_begin(cubec_device *d, stream_ref s, cubec_run_mode mode);
 MUST_USE cubec_status server_run_window_end(cubec_device *d, stream_ref s);
 /* The process-wide depth (any thread, any device). */
 uint32_t run_process_dry_depth(void);
 
-/* The page source's allocation (server/buffers.c): an unbacked page while `lazy` is set. */
-MUST_USE cubec_status server_run_page_create(cubec_device *d, uint64_t size, gpu_mem **out);
+/* The page source's allocation (server/memory_ops.c): an unbacked page when `flags` has
+ * MEMORY_LAZY_PAGE (a dry run's buffer asked for it). */
+MUST_USE cubec_status server_run_page_create(cubec_device *d, uint64_t size, uint32_t flags,
+                                             gpu_mem **out);
 /* The page source's free: forgets an unbacked page. */
 void server_run_page_destroyed(cubec_device *d, const gpu_mem *page);
 
+/* Gives device memory to one page made under a dry run (and maps it where pages are mapped);
+ * nothing when it has both. Relocation backs its targets with it. Errors: CUBEC_OUT_OF_MEMORY
+ * naming the page. */
+MUST_USE cubec_status server_run_back_page(cubec_device *d, gpu_mem *page);
 /* Gives device memory to the pages of `bufs` (and `extra`, may be NULL) made under a dry run;
  * nothing to do (one branch) when there are none. Errors: CUBEC_OUT_OF_MEMORY naming the page. */
 MUST_USE cubec_status server_back_buffers(cubec_device *d, buffer_obj *const *bufs, uint32_t n,

@@ -1,5 +1,5 @@
-/* Logical streams and their slots (spec 2.1-2.2), and the glue between the scheduler and the
- * recording of tasks.
+/* Logical streams and their slots (spec 2.1-2.2), and draining their queues through the
+ * scheduler.
  *
  * A stream id packs the device tag (16 bits) over a 48-bit number. Numbers come from one
  * process-wide counter, so every thread's default stream and every cubec_stream_new stream is
@@ -7,11 +7,14 @@
  * A device remembers the numbers of the ids it handed out (cubec_stream_new, cubec_stream_current)
  * as ranges, a few bytes for a run of streams made one after another, and accepts an explicit id
  * only when it names one of them: a made-up number under the device's tag would otherwise fold
- * onto some slot, possibly one that records another stream's graph. */
-#include "base/assert.h"
-#include "base/clock.h"
+ * onto some slot, possibly one that records another stream's graph. The scheduler's backend (what
+ * recording a queued task means) is the task machinery's, handed in at init (server/task.c). */
+#include "server/streams.h"
 #include "base/log.h"
+#include "server/buffers.h"
 #include "server/device.h"
+#include "server/health.h"
+#include "server/submission.h"
 
 #include <inttypes.h>
 #include <stdatomic.h>
@@ -33,7 +36,7 @@ static cubec_stream make_id(const cubec_device *d, uint64_t number)
 /* The number the calling thread's current stream resolves to. */
 static uint64_t current_number(const cubec_device *d)
 {
-    if (d->streams.single) return 0;
+    if (d->streams->single) return 0;
     if (!thread_stream_number) thread_stream_number = next_number();
     return thread_stream_number;
 }
@@ -50,14 +53,14 @@ cubec_status server_stream_resolve(cubec_device *d, cubec_stream stream, const c
                                " belongs to another device or was not made by cubec_stream_new",
                                fn, stream);
         number = stream & 0xffffffffffffull;
-        if (!range_set_has(&d->streams.issued, number))
+        if (!range_set_has(&d->streams->issued, number))
             return INVALID_ARG("%s: stream 0x%016" PRIx64
                                " was not created by cubec_stream_new on this device (nor returned "
                                "by cubec_stream_current): its number %" PRIu64
                                " names no stream of this device",
                                fn, stream, number);
     }
-    out->slot = (uint32_t)(number % d->streams.max_streams);
+    out->slot = (uint32_t)(number % d->streams->max_streams);
     out->number = number;
     return NULL;
 }
@@ -65,7 +68,7 @@ cubec_status server_stream_resolve(cubec_device *d, cubec_stream stream, const c
 /* The id of `number`, remembered as handed out by this device. */
 static cubec_status hand_out(cubec_device *d, uint64_t number, cubec_stream *out)
 {
-    if (range_set_add(&d->streams.issued, number))
+    if (range_set_add(&d->streams->issued, number))
         return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (the device's stream ids)");
     *out = make_id(d, number);
     return NULL;
@@ -81,67 +84,20 @@ cubec_status server_stream_new(cubec_device *d, cubec_stream *out)
     return hand_out(d, next_number(), out);
 }
 
-/* --- The scheduler's backend ------------------------------------------------------------- */
-
-static cubec_status backend_record(void *user, uint32_t slot, void *t)
+cubec_status server_streams_init(cubec_device *d, sched_backend be, size_t task_size)
 {
-    cubec_device *d = user;
-    d->streams.slots[slot].last_value = d->sub.next_value;
-    return server_record_task(d, t);
-}
-
-static cubec_status backend_submit(void *user, uint32_t mode)
-{
-    cubec_device *d = user;
-    /* A drain may have recorded the tasks of slots other than the ones asked for (Interleave
-     * drains every slot with pending work): recycle the metadata arena of every slot it emptied. */
-    for (uint32_t i = 0; i < d->streams.max_streams; i++)
-        if (d->streams.slots[i].arena_used && !sched_pending(&d->streams.sched, i))
-            d->streams.slots[i].arena_used = 0;
-    if (mode & DRAIN_KEEP_OPEN) return NULL;
-    return sub_flush(d, (mode & DRAIN_FOR_HOST) != 0);
-}
-
-/* Two submissions or more that the GPU has not finished: one runs, the next is queued behind it,
- * so a full queue can wait for more tasks without the GPU idling (a submission boundary costs
- * an H200's queue ~0.4 us a launch in batches of 32). The timeline read is a memory read on
- * NVIDIA (12 ns). */
-static int backend_busy(void *user)
-{
-    cubec_device *d = user;
-    uint64_t done = 0;
-    cubec_status err = d->gpu->ops->timeline_value(d->gpu, &done);
-    if (err) {
-        cubec_status_free(err); /* the next wait reports a lost device */
-        return 0;
-    }
-    return d->sub.next_value >= done + 3;
-}
-
-static void backend_discard(void *user, void *t, cubec_status cause)
-{
-    server_drop_task(user, t, cause);
-}
-
-cubec_status server_streams_init(cubec_device *d)
-{
-    d->streams.slots = calloc(d->streams.max_streams, sizeof *d->streams.slots);
-    d->streams.align_slots = calloc(d->streams.max_streams, sizeof *d->streams.align_slots);
-    if (!d->streams.slots || !d->streams.align_slots)
+    d->streams->slots = calloc(d->streams->max_streams, sizeof *d->streams->slots);
+    d->streams->align_slots = calloc(d->streams->max_streams, sizeof *d->streams->align_slots);
+    if (!d->streams->slots || !d->streams->align_slots)
         return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (stream slots)");
-    sched_backend be = {.user = d,
-                        .record = backend_record,
-                        .submit = backend_submit,
-                        .discard = backend_discard,
-                        .busy = backend_busy};
     sched_strategy strategy = d->config.sequential_streams ? SCHED_SEQUENTIAL : SCHED_INTERLEAVE;
-    RETURN_IF_ERROR(sched_init(&d->streams.sched, d->streams.max_streams, sizeof(task),
-                               d->sub.tasks_max, strategy, be));
+    RETURN_IF_ERROR(sched_init(&d->streams->sched, d->streams->max_streams, task_size,
+                               d->sub->tasks_max, strategy, be));
     /* [device] batch_growth = auto: on GPUs, whose queue idles between submissions; a CPU
      * device's cores run the work, and its runs stay reproducible batch by batch (on: also
      * there, which the tests use). */
     if (config_auto_on(d->config.batch_growth, d->info.type != CUBEC_DEVICE_TYPE_CPU))
-        sched_set_growth(&d->streams.sched, d->sub.batch_task_cap);
+        sched_set_growth(&d->streams->sched, d->sub->batch_task_cap);
     return NULL;
 }
 
@@ -149,45 +105,39 @@ cubec_status server_streams_init(cubec_device *d)
  * stays: the memory pools in it are destroyed after this. */
 void server_streams_destroy(cubec_device *d)
 {
-    range_set_free(&d->streams.issued);
-    if (d->streams.sched.queues) sched_destroy(&d->streams.sched);
-    for (uint32_t i = 0; d->streams.slots && i < d->streams.max_streams; i++) {
-        free(d->streams.slots[i].arena);
-        d->streams.slots[i].arena = NULL;
+    range_set_free(&d->streams->issued);
+    if (d->streams->sched.queues) sched_destroy(&d->streams->sched);
+    for (uint32_t i = 0; d->streams->slots && i < d->streams->max_streams; i++) {
+        free(d->streams->slots[i].arena);
+        d->streams->slots[i].arena = NULL;
     }
 }
 
 /* Drains (records and submits) the queues of `slots`. Waits inside keep the lock: the
- * scheduler holds tasks it has taken off the queues. */
+ * scheduler holds tasks it has taken off the queues, so every wait a recording can reach passes
+ * WAIT_KEEP_LOCK (a command buffer: take_batch; the metadata ring: host_ring_alloc; a release
+ * that cannot defer: server_alloc_release). */
 cubec_status server_drain(cubec_device *d, const uint32_t *slots, uint32_t n, uint32_t mode)
 {
-    d->streams.draining++;
-    cubec_status err = sched_execute_mode(&d->streams.sched, slots, n, mode);
-    d->streams.draining--;
-    CUBEC_ASSERT(d->streams.draining >= 0); /* drains nest and unwind */
+    cubec_status err = sched_execute_mode(&d->streams->sched, slots, n, mode);
     for (uint32_t i = 0; i < n; i++)
-        if (!sched_pending(&d->streams.sched, slots[i])) d->streams.slots[slots[i]].arena_used = 0;
+        if (!sched_pending(&d->streams->sched, slots[i]))
+            d->streams->slots[slots[i]].arena_used = 0;
     return server_note_error(d, err);
 }
 
 cubec_status server_drain_all(cubec_device *d, uint32_t mode)
 {
-    d->streams.draining++;
-    cubec_status err = sched_execute_all_mode(&d->streams.sched, mode);
-    d->streams.draining--;
-    CUBEC_ASSERT(d->streams.draining >= 0); /* drains nest and unwind */
-    for (uint32_t i = 0; i < d->streams.max_streams; i++)
-        d->streams.slots[i].arena_used = 0;
+    cubec_status err = sched_execute_all_mode(&d->streams->sched, mode);
+    for (uint32_t i = 0; i < d->streams->max_streams; i++)
+        d->streams->slots[i].arena_used = 0;
     return server_note_error(d, err);
 }
 
 cubec_status server_commit_task(cubec_device *d, uint32_t slot)
 {
-    d->streams.draining++;
-    cubec_status err = sched_commit(&d->streams.sched, slot);
-    d->streams.draining--;
-    CUBEC_ASSERT(d->streams.draining >= 0); /* drains nest and unwind */
-    if (!sched_pending(&d->streams.sched, slot)) d->streams.slots[slot].arena_used = 0;
+    cubec_status err = sched_commit(&d->streams->sched, slot);
+    if (!sched_pending(&d->streams->sched, slot)) d->streams->slots[slot].arena_used = 0;
     return server_note_error(d, err);
 }
 
@@ -196,7 +146,7 @@ cubec_status server_commit_task(cubec_device *d, uint32_t slot)
 static uint32_t add_slot(cubec_device *d, uint32_t slot, uint32_t s, uint32_t *slots, uint32_t n,
                          uint32_t room)
 {
-    if (s == NO_SLOT || s == slot || n >= room || !sched_pending(&d->streams.sched, s)) return n;
+    if (s == NO_SLOT || s == slot || n >= room || !sched_pending(&d->streams->sched, s)) return n;
     for (uint32_t j = 0; j < n; j++)
         if (slots[j] == s) return n;
     slots[n++] = s;
@@ -211,7 +161,7 @@ uint32_t server_align_slots(cubec_device *d, uint32_t slot, const alloc_obj *a, 
     /* Only the set bits: this runs for every written binding of every launch. */
     uint64_t readers = write ? a->queued_readers : 0;
     for (; readers; readers &= readers - 1)
-        for (uint32_t s = (uint32_t)__builtin_ctzll(readers); s < d->streams.max_streams; s += 64)
+        for (uint32_t s = (uint32_t)__builtin_ctzll(readers); s < d->streams->max_streams; s += 64)
             n = add_slot(d, slot, s, slots, n, room);
     return n;
 }
@@ -220,30 +170,11 @@ uint32_t server_align_slots(cubec_device *d, uint32_t slot, const alloc_obj *a, 
  * slots, recorded and submitted. */
 cubec_status server_drain_for_host(cubec_device *d, uint32_t slot, const alloc_obj *a, int write)
 {
-    uint32_t *slots = d->streams.align_slots;
+    uint32_t *slots = d->streams->align_slots;
     slots[0] = slot;
-    uint32_t n = server_align_slots(d, slot, a, write, slots, 1, d->streams.max_streams);
+    uint32_t n = server_align_slots(d, slot, a, write, slots, 1, d->streams->max_streams);
     if (n > 1)
         LOG(LOG_DEBUG, LOG_SYS_STREAMS, "slot %u reads or writes memory of slot %u: draining both",
             slot, slots[1]);
     return server_drain(d, slots, n, 0);
-}
-
-cubec_status server_flush(cubec_device *d, stream_ref s)
-{
-    RETURN_IF_ERROR(server_drain(d, &s.slot, 1, 0));
-    return sub_flush(d, 0); /* transfers recorded outside the queues */
-}
-
-cubec_status server_sync(cubec_device *d, stream_ref s)
-{
-    RETURN_IF_ERROR(server_graph_refuse(d, s, "cubec_sync"));
-    /* After a sync the host may read what the stream wrote (mapped memory, events): the batch
-     * that carries the stream's last work ends with a host barrier. */
-    uint64_t t0 = d->timing.trace ? clock_now_ns() : 0;
-    RETURN_IF_ERROR(server_drain(d, &s.slot, 1, DRAIN_FOR_HOST));
-    RETURN_IF_ERROR(sub_wait_for_host(d, d->streams.slots[s.slot].last_value));
-    timing_host(d, "sync", "sync", t0, s.number, NULL);
-    timing_summary_tick(d, 0);
-    return NULL;
 }

@@ -57,10 +57,10 @@ typedef struct stream_slots {
      * cubec_stream_current): an explicit id must name one of them. */
     range_set issued;
     scheduler sched;
-    int draining; /* a drain is recording: waits must keep the lock */
 } stream_slots;
 
-MUST_USE cubec_status server_streams_init(cubec_device *d);
+/* `be` records, submits and discards queued tasks of `task_size` bytes (server/task.c). */
+MUST_USE cubec_status server_streams_init(cubec_device *d, sched_backend be, size_t task_size);
 void server_streams_destroy(cubec_device *d);
 /* The slot of a stream id (0: the calling thread's stream). An explicit id must be one this
  * device handed out: ids of other devices and made-up numbers under this device's tag are
@@ -75,10 +75,6 @@ MUST_USE cubec_status server_stream_new(cubec_device *d, cubec_stream *out);
 MUST_USE cubec_status server_drain(cubec_device *d, const uint32_t *slots, uint32_t n,
                                    uint32_t mode);
 MUST_USE cubec_status server_drain_all(cubec_device *d, uint32_t mode);
-/* cubec_flush: the stream's queue and whatever transfers recorded, submitted. */
-MUST_USE cubec_status server_flush(cubec_device *d, stream_ref s);
-/* cubec_sync: the stream's work submitted and finished, its writes visible to the host. */
-MUST_USE cubec_status server_sync(cubec_device *d, stream_ref s);
 MUST_USE cubec_status server_commit_task(cubec_device *d, uint32_t slot);
 /* Adds to `slots` the slots whose queued work on `a` must be submitted before `slot` uses it:
  * its owner's, its last queued writer's, and, when this use writes it, its queued readers'.

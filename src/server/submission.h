@@ -116,9 +116,15 @@ MUST_USE cubec_status sub_flush_to(cubec_device *d, int for_host, sub_handoff *h
 /* Counts one recorded task; submits a command buffer that reached batch_task_cap tasks. */
 MUST_USE cubec_status sub_task_done(cubec_device *d);
 /* Waits until the timeline reaches `value` (submitting first when `value` is the open batch).
- * Releases the device lock while blocked unless a drain is recording (d->draining): callers
- * must not rely on state that another thread may change meanwhile (hold references). */
+ * Releases the device lock while blocked: callers must not rely on state that another thread
+ * may change meanwhile (hold references). */
 MUST_USE cubec_status sub_wait(cubec_device *d, uint64_t value);
+/* A wait flag: keep the device lock while blocked. For waits inside a drain (the scheduler holds
+ * tasks it took off the queues), a relocation (no thread may queue work on an old place), a
+ * staged transfer (the shared rings hold its bytes) and the like. */
+#define WAIT_KEEP_LOCK 1u
+/* sub_wait with WAIT_* flags. */
+MUST_USE cubec_status sub_wait_flags(cubec_device *d, uint64_t value, uint32_t flags);
 /* sub_wait for work expected to take about `expected_us`: with polling on ([device]
  * poll_spin_us > 0) it polls that long (at most SUB_MAX_POLL_US) before blocking. */
 #define SUB_MAX_POLL_US 20000

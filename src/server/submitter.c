@@ -19,9 +19,11 @@
  * waiter hangs, and records the failure; the device (under its lock, in sub_poll) taints a
  * graph's outputs with it and surfaces a lost device. An eager batch's ranges were released when
  * it was handed over, so what it would have written is unknown: the device is treated as lost. */
+#include "server/submitter.h"
 #include "base/clock.h"
 #include "base/log.h"
 #include "server/device.h"
+#include "server/submission.h"
 
 #include <inttypes.h>
 #include <sched.h>
@@ -34,8 +36,8 @@
  * changes, which submitter_stop does too. */
 static void spin_for_work(cubec_device *d, unsigned seen)
 {
-    submitter *s = &d->submitter;
-    uint64_t now = clock_now_ns(), spin_ns = (uint64_t)d->sub.spin_us * 1000u;
+    submitter *s = d->submitter;
+    uint64_t now = clock_now_ns(), spin_ns = (uint64_t)d->sub->spin_us * 1000u;
     uint64_t until = now + spin_ns, cap = now + SUBMITTER_PRIME_CAP_NS;
     while (atomic_load(&s->pushed) == seen) {
         now = clock_now_ns();
@@ -50,10 +52,10 @@ static void spin_for_work(cubec_device *d, unsigned seen)
 static void *submitter_main(void *arg)
 {
     cubec_device *d = arg;
-    submitter *s = &d->submitter;
+    submitter *s = d->submitter;
     pthread_mutex_lock(&s->lock);
     for (;;) {
-        if (!s->count && !s->stop && d->sub.spin_us > 0) {
+        if (!s->count && !s->stop && d->sub->spin_us > 0) {
             /* On a GPU, poll for a while before sleeping: waking a sleeping thread takes tens of
              * microseconds, during which the GPU would idle between a replay and the work
              * before it, and the thread that pushes pays the wake-up. */
@@ -134,7 +136,7 @@ static void *submitter_main(void *arg)
 
 static cubec_status push(cubec_device *d, submit_item item)
 {
-    submitter *s = &d->submitter;
+    submitter *s = d->submitter;
     cubec_status err = submitter_start(d);
     if (err) {
         cubec_status_free(item.fault);
@@ -165,24 +167,24 @@ cubec_status submitter_push_batch(cubec_device *d, gpu_cmd *cmd, uint64_t value,
 
 void submitter_note_submitted(cubec_device *d, uint64_t value)
 {
-    atomic_store_explicit(&d->submitter.through, value, memory_order_release);
+    atomic_store_explicit(&d->submitter->through, value, memory_order_release);
 }
 
 int submitter_broken(cubec_device *d)
 {
-    return atomic_load(&d->submitter.broken);
+    return atomic_load(&d->submitter->broken);
 }
 
 int submitter_released(cubec_device *d, uint64_t value)
 {
-    return value <= atomic_load_explicit(&d->submitter.through, memory_order_acquire);
+    return value <= atomic_load_explicit(&d->submitter->through, memory_order_acquire);
 }
 
 cubec_status submitter_start(cubec_device *d)
 {
-    submitter *s = &d->submitter;
+    submitter *s = d->submitter;
     if (s->started) return NULL;
-    uint32_t cap = d->sub.max_batches + 64;
+    uint32_t cap = d->sub->max_batches + 64;
     free(s->ring);
     s->ring = calloc(cap, sizeof *s->ring);
     if (!s->ring) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (submission ring)");
@@ -204,8 +206,8 @@ cubec_status submitter_start(cubec_device *d)
 
 int submitter_wait_begin(cubec_device *d)
 {
-    submitter *s = &d->submitter;
-    if (!s->started || !s->prime || d->sub.spin_us <= 0) return 0;
+    submitter *s = d->submitter;
+    if (!s->started || !s->prime || d->sub->spin_us <= 0) return 0;
     atomic_fetch_add(&s->waiters, 1);
     if (clock_now_ns() - atomic_load(&s->worked_ns) <= SUBMITTER_PRIME_WINDOW_NS) {
         pthread_mutex_lock(&s->lock);
@@ -217,17 +219,17 @@ int submitter_wait_begin(cubec_device *d)
 
 void submitter_wait_end(cubec_device *d, int counted)
 {
-    if (counted) atomic_fetch_sub(&d->submitter.waiters, 1);
+    if (counted) atomic_fetch_sub(&d->submitter->waiters, 1);
 }
 
 void submitter_quiesce(cubec_device *d)
 {
-    submitter *s = &d->submitter;
+    submitter *s = d->submitter;
     if (!s->started) return;
-    if (d->sub.spin_us > 0) {
+    if (d->sub->spin_us > 0) {
         /* On a GPU, poll before sleeping: being woken takes tens of microseconds, which a
          * sync that waits here for the last batches would add to its latency. */
-        uint64_t until = clock_now_ns() + (uint64_t)d->sub.spin_us * 1000u;
+        uint64_t until = clock_now_ns() + (uint64_t)d->sub->spin_us * 1000u;
         while (atomic_load(&s->done) != atomic_load(&s->pushed) && clock_now_ns() < until)
             sched_yield();
     }
@@ -239,10 +241,10 @@ void submitter_quiesce(cubec_device *d)
 
 void submitter_wait_released(cubec_device *d, uint64_t value)
 {
-    submitter *s = &d->submitter;
+    submitter *s = d->submitter;
     if (!s->started || submitter_released(d, value)) return;
-    if (d->sub.spin_us > 0) {
-        uint64_t until = clock_now_ns() + (uint64_t)d->sub.spin_us * 1000u;
+    if (d->sub->spin_us > 0) {
+        uint64_t until = clock_now_ns() + (uint64_t)d->sub->spin_us * 1000u;
         while (!submitter_released(d, value) && clock_now_ns() < until)
             sched_yield();
     }
@@ -255,7 +257,7 @@ void submitter_wait_released(cubec_device *d, uint64_t value)
 
 cubec_status submitter_take_failure(cubec_device *d, uint64_t *out_graph, uint64_t *out_value)
 {
-    submitter *s = &d->submitter;
+    submitter *s = d->submitter;
     if (!s->started) return NULL;
     pthread_mutex_lock(&s->lock);
     cubec_status r = NULL;
@@ -297,7 +299,7 @@ cubec_status submitter_take_failure(cubec_device *d, uint64_t *out_graph, uint64
 
 void submitter_stop(cubec_device *d)
 {
-    submitter *s = &d->submitter;
+    submitter *s = d->submitter;
     if (!s->started) return;
     pthread_mutex_lock(&s->lock);
     s->stop = 1;
@@ -308,8 +310,8 @@ void submitter_stop(cubec_device *d)
     for (uint32_t i = 0; i < s->failure_count; i++)
         cubec_status_free(s->failures[i].result);
     s->failure_count = 0;
-    d->sub.stats.submit_ns += s->submit_ns;
-    d->sub.stats.submissions += s->submissions;
+    d->sub->stats.submit_ns += s->submit_ns;
+    d->sub->stats.submissions += s->submissions;
     pthread_cond_destroy(&s->idle);
     pthread_cond_destroy(&s->work);
     pthread_mutex_destroy(&s->lock);

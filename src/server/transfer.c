@@ -8,9 +8,20 @@
  * chunk overlaps the DMA of the previous one. Writes are recorded in stream order and return as
  * soon as the bytes are in staging. When the host side lies within registered or pinned memory
  * (server/host_memory.c) the GPU copies it directly instead: one DMA, no memcpy. */
-#include "base/assert.h"
+#include "server/transfer.h"
 #include "base/clock.h"
+#include "server/buffers.h"
 #include "server/device.h"
+#include "server/failures.h"
+#include "server/graph.h"
+#include "server/hazards.h"
+#include "server/host_memory.h"
+#include "server/host_ring.h"
+#include "server/launch_timing.h"
+#include "server/relocate.h"
+#include "server/run_mode.h"
+#include "server/streams.h"
+#include "server/submission.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -27,19 +38,46 @@ struct cubec_event_s {
     gpu_mem *staging; /* discrete: a private readback buffer */
     int done;
     cubec_status result;
+    /* While `src` is to be copied into `dst`: in the device's list of such reads (host_memory's
+     * deferred_reads), so that memory of the program's that cubec hands back or lets go of is
+     * written before, never after. */
+    struct cubec_event_s *next_deferred, **prev_deferred;
     /* For the trace: when the read started, on which stream, of which buffer. */
     uint64_t trace_begin_ns, stream, buffer_number;
 };
 
 static void touch(cubec_device *d, buffer_obj *b, int write)
 {
-    b->alloc->last_use = d->sub.next_value;
-    if (write) b->alloc->last_write = d->sub.next_value;
+    b->alloc->last_use = d->sub->next_value;
+    if (write) b->alloc->last_write = d->sub->next_value;
 }
 
 static void invalidate(cubec_device *d, gpu_mem *m)
 {
     d->gpu->ops->mem_invalidate(d->gpu, m);
+}
+
+static void defer(cubec_device *d, cubec_event *e)
+{
+    e->next_deferred = d->host->deferred_reads;
+    if (e->next_deferred) e->next_deferred->prev_deferred = &e->next_deferred;
+    e->prev_deferred = &d->host->deferred_reads;
+    d->host->deferred_reads = e;
+}
+
+static void undefer(cubec_event *e)
+{
+    if (!e->prev_deferred) return;
+    *e->prev_deferred = e->next_deferred;
+    if (e->next_deferred) e->next_deferred->prev_deferred = e->prev_deferred;
+    e->next_deferred = NULL;
+    e->prev_deferred = NULL;
+}
+
+static int lands_in(const cubec_event *e, const unsigned char *base, uint64_t size)
+{
+    uintptr_t at = (uintptr_t)e->dst, from = (uintptr_t)base;
+    return at < from + size && from < at + e->size;
 }
 
 /* Discrete GPUs: chunk by chunk through the upload ring, each full chunk submitted so that its
@@ -51,15 +89,15 @@ static cubec_status write_staged(cubec_device *d, buffer_obj *b, uint64_t at, co
     const unsigned char *from = src;
     for (uint64_t done = 0; done < size;) {
         uint64_t n = size - done;
-        if (n > d->rings.upload.chunk_size) n = d->rings.upload.chunk_size;
+        if (n > d->rings->upload.chunk_size) n = d->rings->upload.chunk_size;
         uint64_t ring_at;
-        RETURN_IF_ERROR(host_ring_alloc(d, &d->rings.upload, n, 16, &ring_at));
-        copy_pool_memcpy(d->rings.copies, d->rings.upload.mapped + ring_at, from + done, n);
+        RETURN_IF_ERROR(host_ring_alloc(d, &d->rings->upload, n, 16, &ring_at));
+        copy_pool_memcpy(d->rings->copies, d->rings->upload.mapped + ring_at, from + done, n);
         gpu_cmd *cmd;
         RETURN_IF_ERROR(sub_begin(d, &cmd));
         hazard_range r = {page, at + done, n, 1};
         sub_hazards(d, cmd, &r, 1, SUB_TRANSFER);
-        d->gpu->ops->copy(cmd, d->rings.upload.mem, ring_at, page, at + done, n);
+        d->gpu->ops->copy(cmd, d->rings->upload.mem, ring_at, page, at + done, n);
         touch(d, b, 1);
         done += n;
         /* Submit each chunk so the DMA starts while the next chunk is copied in. */
@@ -111,10 +149,10 @@ static cubec_status transfer_registered(cubec_device *d, buffer_obj *b, uint64_t
     else
         d->gpu->ops->copy(cmd, page, at, r->mem, host_at, size);
     touch(d, b, to_device);
-    uint64_t value = d->sub.next_value;
+    uint64_t value = d->sub->next_value;
     r->last_use = value;
-    d->host.dma_transfers++;
-    d->host.dma_bytes += size;
+    d->host->dma_transfers++;
+    d->host->dma_bytes += size;
     *out_value = value;
     /* Submitted on this thread, both ways: the caller waits for the DMA (a write, before the
      * program may reuse its memory), and handing it to the submission thread made it wait for
@@ -126,10 +164,10 @@ static cubec_status transfer_registered(cubec_device *d, buffer_obj *b, uint64_t
 cubec_status server_write(cubec_device *d, stream_ref s, buffer_obj *b, uint64_t offset,
                           const void *src, uint64_t size)
 {
-    uint64_t t0 = d->timing.trace ? clock_now_ns() : 0, number = b->alloc->number;
+    uint64_t t0 = d->timing->trace ? clock_now_ns() : 0, number = b->alloc->number;
     cubec_status err = server_back_buffers(d, &b, 1, NULL);
     if (!err) err = write_body(d, s, b, offset, src, size);
-    if (!err && d->timing.trace) trace_transfer(d, "write", "write", t0, s.number, number, size);
+    if (!err && d->timing->trace) trace_transfer(d, "write", "write", t0, s.number, number, size);
     return err;
 }
 
@@ -166,7 +204,7 @@ static cubec_status write_body(cubec_device *d, stream_ref s, buffer_obj *b, uin
         server_alloc_unpin(d, a);
         return err;
     }
-    host_range *r = size >= REGISTERED_WRITE_MIN ? server_host_find(&d->host, src, size) : NULL;
+    host_range *r = size >= REGISTERED_WRITE_MIN ? server_host_find(d->host, src, size) : NULL;
     /* The reference keeps the memory through the registered path's wait, which may drop the
      * lock (unregistering waits for the range's last use). */
     alloc_obj *a = b->alloc;
@@ -178,12 +216,10 @@ static cubec_status write_body(cubec_device *d, stream_ref s, buffer_obj *b, uin
         err = transfer_registered(d, b, at, r, src, size, 1, &value);
         if (!err) err = sub_wait_polling(d, value, dma_expected_us(size));
     } else {
-        /* The staging rings are shared: keep the lock while they hold this transfer's bytes. */
-        d->streams.draining++;
+        /* The staging rings are shared: its waits keep the lock while they hold this
+         * transfer's bytes (host_ring_alloc's waits keep it). */
         err = write_staged(d, b, at, src, size);
-        d->streams.draining--;
-        CUBEC_ASSERT(d->streams.draining >= 0); /* drains nest and unwind */
-        value = d->sub.next_value - 1;
+        value = d->sub->next_value - 1;
     }
     if (err) {
         /* Part of the bytes may have been written: the range carries the error. */
@@ -193,7 +229,7 @@ static cubec_status write_body(cubec_device *d, stream_ref s, buffer_obj *b, uin
         failure_release(f);
     } else {
         server_untaint(a, at, size);
-        d->streams.slots[slot].last_value = value;
+        d->streams->slots[slot].last_value = value;
     }
     server_alloc_unpin(d, a);
     return err;
@@ -214,24 +250,24 @@ static cubec_status read_staged(cubec_device *d, buffer_obj *b, uint64_t at, voi
     for (uint64_t done = 0; done < size || queued;) {
         if (done < size && queued < 2) {
             uint64_t n = size - done;
-            if (n > d->rings.readback.chunk_size) n = d->rings.readback.chunk_size;
+            if (n > d->rings->readback.chunk_size) n = d->rings->readback.chunk_size;
             uint64_t ring_at;
-            RETURN_IF_ERROR(host_ring_alloc(d, &d->rings.readback, n, 16, &ring_at));
+            RETURN_IF_ERROR(host_ring_alloc(d, &d->rings->readback, n, 16, &ring_at));
             gpu_cmd *cmd;
             RETURN_IF_ERROR(sub_begin(d, &cmd));
             hazard_range r = {page, at + done, n, 0};
             sub_hazards(d, cmd, &r, 1, SUB_TRANSFER);
-            d->gpu->ops->copy(cmd, page, at + done, d->rings.readback.mem, ring_at, n);
+            d->gpu->ops->copy(cmd, page, at + done, d->rings->readback.mem, ring_at, n);
             touch(d, b, 0);
-            q[queued++] = (pending_chunk){d->sub.next_value, ring_at, done, n};
+            q[queued++] = (pending_chunk){d->sub->next_value, ring_at, done, n};
             RETURN_IF_ERROR(sub_flush(d, 1));
             done += n;
             continue;
         }
-        RETURN_IF_ERROR(sub_wait(d, q[0].value));
-        invalidate(d, d->rings.readback.mem);
-        copy_pool_memcpy(d->rings.copies, to + q[0].dst_at, d->rings.readback.mapped + q[0].ring_at,
-                         q[0].size);
+        RETURN_IF_ERROR(sub_wait_flags(d, q[0].value, WAIT_KEEP_LOCK));
+        invalidate(d, d->rings->readback.mem);
+        copy_pool_memcpy(d->rings->copies, to + q[0].dst_at,
+                         d->rings->readback.mapped + q[0].ring_at, q[0].size);
         q[0] = q[1];
         queued--;
     }
@@ -244,10 +280,10 @@ static cubec_status read_body(cubec_device *d, uint32_t slot, buffer_obj *b, uin
 cubec_status server_read(cubec_device *d, stream_ref s, buffer_obj *b, uint64_t offset, void *dst,
                          uint64_t size)
 {
-    uint64_t t0 = d->timing.trace ? clock_now_ns() : 0, number = b->alloc->number;
+    uint64_t t0 = d->timing->trace ? clock_now_ns() : 0, number = b->alloc->number;
     cubec_status err = server_back_buffers(d, &b, 1, NULL);
     if (!err) err = read_body(d, s.slot, b, offset, dst, size);
-    if (!err && d->timing.trace) trace_transfer(d, "read", "read", t0, s.number, number, size);
+    if (!err && d->timing->trace) trace_transfer(d, "read", "read", t0, s.number, number, size);
     return err;
 }
 
@@ -271,7 +307,7 @@ static cubec_status read_body(cubec_device *d, uint32_t slot, buffer_obj *b, uin
         server_alloc_unpin(d, a);
         return err;
     }
-    host_range *r = server_host_find(&d->host, dst, size);
+    host_range *r = server_host_find(d->host, dst, size);
     if (r) {
         alloc_obj *a = b->alloc;
         server_alloc_pin(d, a);
@@ -281,11 +317,8 @@ static cubec_status read_body(cubec_device *d, uint32_t slot, buffer_obj *b, uin
         server_alloc_unpin(d, a);
         return err;
     }
-    d->streams.draining++;
-    cubec_status err = read_staged(d, b, at, dst, size);
-    d->streams.draining--;
-    CUBEC_ASSERT(d->streams.draining >= 0); /* drains nest and unwind */
-    return err;
+    /* Its waits keep the lock while the shared readback ring holds this transfer's bytes. */
+    return read_staged(d, b, at, dst, size);
 }
 
 static cubec_status read_async_body(cubec_device *d, stream_ref s, buffer_obj *b, uint64_t offset,
@@ -294,10 +327,10 @@ static cubec_status read_async_body(cubec_device *d, stream_ref s, buffer_obj *b
 cubec_status server_read_async(cubec_device *d, stream_ref s, buffer_obj *b, uint64_t offset,
                                void *dst, uint64_t size, cubec_event **out)
 {
-    uint64_t t0 = d->timing.trace ? clock_now_ns() : 0, number = b->alloc->number;
+    uint64_t t0 = d->timing->trace ? clock_now_ns() : 0, number = b->alloc->number;
     cubec_status err = server_back_buffers(d, &b, 1, NULL);
     if (!err) err = read_async_body(d, s, b, offset, dst, size, out);
-    if (!err && d->timing.trace)
+    if (!err && d->timing->trace)
         trace_transfer(d, "read (async start)", "read", t0, s.number, number, size);
     return err;
 }
@@ -316,7 +349,7 @@ static cubec_status read_async_body(cubec_device *d, stream_ref s, buffer_obj *b
     e->device = d;
     e->dst = dst;
     e->size = size;
-    e->trace_begin_ns = d->timing.trace ? clock_now_ns() : 0;
+    e->trace_begin_ns = d->timing->trace ? clock_now_ns() : 0;
     e->stream = s.number;
     e->buffer_number = b->alloc->number;
     if (size == 0) {
@@ -332,9 +365,9 @@ static cubec_status read_async_body(cubec_device *d, stream_ref s, buffer_obj *b
      * completes: copying out of the buffer itself at completion would return what later work
      * wrote meanwhile (found by the null-backend fuzzer). */
     sub_poll(d);
-    uint64_t written = b->alloc->last_write, visible = d->sub.host_visible_value;
-    int ready = !written || (written <= visible && visible <= d->sub.completed_value);
-    host_range *reg = page->mapped ? NULL : server_host_find(&d->host, dst, size);
+    uint64_t written = b->alloc->last_write, visible = d->sub->host_visible_value;
+    int ready = !written || (written <= visible && visible <= d->sub->completed_value);
+    host_range *reg = page->mapped ? NULL : server_host_find(d->host, dst, size);
     if (page->mapped && ready) {
         /* Complete already: the event keeps its reference and reports like any other. */
         memcpy(dst, page->mapped + at, size);
@@ -354,7 +387,7 @@ static cubec_status read_async_body(cubec_device *d, stream_ref s, buffer_obj *b
             sub_hazards(d, cmd, &r, 1, SUB_TRANSFER);
             d->gpu->ops->copy(cmd, page, at, e->staging, 0, size);
             touch(d, b, 0);
-            e->value = d->sub.next_value;
+            e->value = d->sub->next_value;
             err = sub_flush(d, 1);
         }
     }
@@ -365,7 +398,29 @@ static cubec_status read_async_body(cubec_device *d, stream_ref s, buffer_obj *b
     }
     e->alloc = b->alloc;
     e->alloc->refs++;
+    if (e->src) defer(d, e);
     *out = e;
+    return NULL;
+}
+
+cubec_status server_reads_land_before_release(cubec_device *d, const void *ptr)
+{
+    const uint64_t size = server_host_range_size(d->host, ptr);
+    for (;;) {
+        uint64_t last = 0;
+        for (const cubec_event *e = d->host->deferred_reads; e; e = e->next_deferred)
+            if (lands_in(e, ptr, size) && e->value > last) last = e->value;
+        if (!last) return NULL;
+        if (last <= d->sub->completed_value) break;
+        /* The wait drops the device lock: the list is walked again after it. */
+        RETURN_IF_ERROR(sub_wait(d, last));
+    }
+    /* Every one of them finished on the GPU: completing them waits for nothing, and keeps the
+     * lock. */
+    for (cubec_event *e = d->host->deferred_reads, *next; e; e = next) {
+        next = e->next_deferred;
+        if (lands_in(e, ptr, size)) cubec_status_free(server_event_progress(e, 0));
+    }
     return NULL;
 }
 
@@ -376,16 +431,22 @@ cubec_status server_event_progress(cubec_event *e, int block)
     if (!e->done) {
         if (!block) {
             sub_poll(d);
-            if (e->value > d->sub.completed_value)
+            if (e->value > d->sub->completed_value)
                 return status_make(CUBEC_NOT_READY, "the read has not finished yet");
         }
         cubec_status err = sub_wait(d, e->value);
+        if (e->done) {
+            /* Completed while the wait dropped the lock: the range it lands in was let go of
+             * (server_reads_land_before_release), and its bytes must not be copied again. */
+            cubec_status_free(err);
+            return status_clone(e->result);
+        }
         if (err) {
             e->result = err;
         } else {
             if (e->staging) invalidate(d, e->staging);
             if (e->src) memcpy(e->dst, e->src, e->size); /* NULL: copied at the call */
-            if (d->timing.trace && e->trace_begin_ns) {
+            if (d->timing->trace && e->trace_begin_ns) {
                 /* From the call to the bytes in host memory, as a blocking read is shown. */
                 char args[96];
                 snprintf(args, sizeof args, "\"bytes\":%" PRIu64 ",\"buffer\":%" PRIu64, e->size,
@@ -394,6 +455,7 @@ cubec_status server_event_progress(cubec_event *e, int block)
             }
         }
         e->done = 1;
+        undefer(e);
         if (e->alloc) server_alloc_release(d, e->alloc);
         e->alloc = NULL;
     }

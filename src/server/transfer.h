@@ -15,6 +15,11 @@ MUST_USE cubec_status server_read_async(cubec_device *d, stream_ref s, buffer_ob
                                         uint64_t offset, void *dst, uint64_t size,
                                         cubec_event **out);
 
+/* Before the registered or pinned range at `ptr` goes (cubec_host_unregister, cubec_host_free):
+ * the asynchronous reads still to copy their bytes into it wait for their GPU work (the device
+ * lock is dropped meanwhile) and copy them now, so nothing writes the range afterwards; their
+ * events report done. Nothing to do when no range starts at `ptr` (the caller refuses it). */
+MUST_USE cubec_status server_reads_land_before_release(cubec_device *d, const void *ptr);
 MUST_USE cubec_status server_event_progress(cubec_event *e, int block);
 void server_event_free(cubec_event *e);
 cubec_device *server_event_device(cubec_event *e);

@@ -19,9 +19,11 @@
 #include "base/log.h"
 #include "base/strfmt.h"
 #include "server/kernel_disk.h"
+#include "server/streams.h"
 
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +59,9 @@ struct cubec_tuner_s {
     uint32_t choice_count, choice_cap;
     cubec_tune_outcome *outcomes; /* of the last cubec_tune_choose */
     uint32_t outcome_count;
+    /* Threads inside cubec_tune_choose or cubec_tune_outcome_get (waiting for `lock` included):
+     * cubec_tuner_destroy refuses while any is, rather than free what they use. */
+    _Atomic uint32_t users;
 };
 
 /* The tuners measuring on this thread, innermost first (a candidate may use another tuner). */
@@ -136,9 +141,21 @@ cubec_status cubec_tuner_create(cubec_device *device, const cubec_tuner_desc *de
     return NULL;
 }
 
-void cubec_tuner_destroy(cubec_tuner *tuner)
+cubec_status cubec_tuner_destroy(cubec_tuner *tuner)
 {
-    if (!tuner) return;
+    if (!tuner) return NULL;
+    /* A candidate that destroyed its tuner would free it under the cubec_tune_choose that runs
+     * the candidate; another thread's call would free it under that call. */
+    if (measuring_here(tuner))
+        return INVALID_ARG("cubec_tuner_destroy: a candidate of tuner '%s' destroyed that tuner "
+                           "while it measured; the tuner is kept",
+                           tuner->name);
+    uint32_t users = atomic_load(&tuner->users);
+    if (users)
+        return INVALID_ARG("cubec_tuner_destroy: tuner '%s' is in use by %" PRIu32 " call(s) of "
+                           "cubec_tune_choose or cubec_tune_outcome_get on other threads; the "
+                           "tuner is kept",
+                           tuner->name, users);
     for (uint32_t i = 0; i < tuner->choice_count; i++) {
         free(tuner->choices[i].key);
         free(tuner->choices[i].name);
@@ -148,6 +165,7 @@ void cubec_tuner_destroy(cubec_tuner *tuner)
     disk_cache_close(tuner->disk);
     pthread_mutex_destroy(&tuner->lock);
     free(tuner);
+    return NULL;
 }
 
 /* ---- the request ------------------------------------------------------------------------- */
@@ -623,10 +641,12 @@ cubec_status cubec_tune_choose(cubec_tuner *tuner, cubec_stream stream,
     if (!tuner) return INVALID_ARG("cubec_tune_choose: tuner is NULL");
     if (!request) return INVALID_ARG("cubec_tune_choose: request is NULL");
     if (measuring_here(tuner)) return reentered(tuner, "cubec_tune_choose");
+    atomic_fetch_add(&tuner->users, 1);
     pthread_mutex_lock(&tuner->lock);
     cubec_tune_result r = {0};
     cubec_status err = choose(tuner, stream, request, &r);
     pthread_mutex_unlock(&tuner->lock);
+    atomic_fetch_sub(&tuner->users, 1);
     if (!err) *out_result = r;
     return err;
 }
@@ -638,6 +658,7 @@ cubec_status cubec_tune_outcome_get(cubec_tuner *tuner, uint32_t index,
     memset(out_outcome, 0, sizeof *out_outcome);
     if (!tuner) return INVALID_ARG("cubec_tune_outcome_get: tuner is NULL");
     if (measuring_here(tuner)) return reentered(tuner, "cubec_tune_outcome_get");
+    atomic_fetch_add(&tuner->users, 1);
     pthread_mutex_lock(&tuner->lock);
     cubec_status err = NULL;
     if (index >= tuner->outcome_count)
@@ -647,5 +668,6 @@ cubec_status cubec_tune_outcome_get(cubec_tuner *tuner, uint32_t index,
     else
         *out_outcome = tuner->outcomes[index];
     pthread_mutex_unlock(&tuner->lock);
+    atomic_fetch_sub(&tuner->users, 1);
     return err;
 }

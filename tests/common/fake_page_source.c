@@ -11,11 +11,12 @@
 /* cmocka needs the headers above first. */
 #include <cmocka.h>
 
-cubec_status fake_alloc(void *user, uint64_t size, void **out_page)
+cubec_status fake_alloc(void *user, uint64_t size, uint32_t flags, void **out_page)
 {
     fake_source *f = user;
     f->alloc_calls++;
     f->last_size = size;
+    f->last_flags = flags;
     if (f->fail_at && f->alloc_calls >= f->fail_at && f->alloc_calls - f->fail_at < f->fail_count)
         return status_make(f->fail_code, "fake driver refused call %llu",
                            (unsigned long long)f->alloc_calls);

@@ -31,11 +31,12 @@ typedef struct fake_source {
     cubec_code fail_code;
     uint64_t capacity; /* refuse when live bytes would exceed this; 0: no limit */
     uint64_t last_size;
+    uint32_t last_flags; /* the flags of the last alloc call */
 } fake_source;
 
 /* The page_source callbacks; `user` is the fake_source. Exposed so that a test can build a
  * source with one of them missing. */
-cubec_status fake_alloc(void *user, uint64_t size, void **out_page);
+cubec_status fake_alloc(void *user, uint64_t size, uint32_t flags, void **out_page);
 void fake_free(void *user, void *page);
 
 page_source fake_page_source(fake_source *f);

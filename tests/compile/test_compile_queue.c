@@ -36,6 +36,7 @@
 #include "server/compile_queue.h"
 #include "server/device.h"
 #include "server/kernel_disk.h"
+#include "server/kernels.h"
 
 #include <errno.h>
 #include <pthread.h>

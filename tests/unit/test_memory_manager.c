@@ -220,6 +220,32 @@ static void test_room_before_new_page(void **state)
     fake_destroy(&f);
 }
 
+/* A page's flags are the allocation's that needs it, and travel with that call only: a dry run's
+ * lazy page is asked for as such, and the next plain allocation's page is not (the flag was
+ * device state before, which another thread could flip while the lock was dropped). */
+static void test_page_flags_travel_with_the_call(void **state)
+{
+    (void)state;
+    fake_source f = {0};
+    memory_manager *m = make(&LAVAPIPE, &f);
+    mem_alloc a;
+    ok(memory_alloc_flags(m, 7 * MiB, MEMORY_LAZY_PAGE, &a));
+    assert_int_equal(f.alloc_calls, 1);
+    assert_int_equal(f.last_flags, MEMORY_LAZY_PAGE);
+    mem_alloc b = alloc_ok(m, 40 * MiB); /* a page of another pool: asked for without the flag */
+    assert_int_equal(f.alloc_calls, 2);
+    assert_int_equal(f.last_flags, 0);
+    mem_alloc c;
+    ok(memory_alloc_flags(m, 300 * MiB, MEMORY_LAZY_PAGE, &c)); /* an exclusive page */
+    assert_int_equal(f.alloc_calls, 3);
+    assert_int_equal(f.last_flags, MEMORY_LAZY_PAGE);
+    memory_free(m, &a);
+    memory_free(m, &b);
+    memory_free(m, &c);
+    memory_manager_destroy(m);
+    fake_destroy(&f);
+}
+
 static void test_too_big_and_bad_sizes(void **state)
 {
     (void)state;
@@ -726,6 +752,7 @@ int main(void)
         cmocka_unit_test(test_bad_config),
         cmocka_unit_test(test_routing),
         cmocka_unit_test(test_room_before_new_page),
+        cmocka_unit_test(test_page_flags_travel_with_the_call),
         cmocka_unit_test(test_too_big_and_bad_sizes),
         cmocka_unit_test(test_oom_cleanup_then_retry),
         cmocka_unit_test(test_oom_reclaim_hook_frees_elsewhere),

@@ -122,6 +122,39 @@ static void test_sizes(void **state)
     assert_int_equal(wm.bytes, 1200);
 }
 
+/* With the pipeline's values (by SpecId) a specialization constant's length is the value given;
+ * one not given keeps its default, and a value for an id the module lacks changes nothing. */
+static void test_specialized_sizes(void **state)
+{
+    (void)state;
+    module m = compute_module("OpDecorate %n SpecId 7\n"
+                              "OpDecorate %k SpecId 8\n"
+                              "%n = OpSpecConstant %uint 300\n"
+                              "%k = OpSpecConstant %uint 5\n"
+                              "%a = OpTypeArray %uint %n\n"
+                              "%b = OpTypeArray %float %k\n"
+                              "%pa = OpTypePointer Workgroup %a\n"
+                              "%pb = OpTypePointer Workgroup %b\n"
+                              "%tile = OpVariable %pa Workgroup\n"
+                              "%t2 = OpVariable %pb Workgroup\n",
+                              "");
+    workgroup_memory wm;
+    /* Defaults: uint[300] + float[5] = 1200 + 20. */
+    ASSERT_OK(workgroup_memory_scan(m.words, m.count, &wm));
+    assert_int_equal(wm.bytes, 1220);
+    /* SpecId 7 = 16: uint[16] + float[5] = 64 + 20. */
+    const cubec_spec_constant given[] = {{.id = 99, .value = 1000}, {.id = 7, .value = 16}};
+    ASSERT_OK(workgroup_memory_scan_specialized(m.words, m.count, given, 2, &wm));
+    assert_int_equal(wm.bytes, 84);
+    /* Both given, the second past any limit: 4 * 100000 + 4 * 3. */
+    const cubec_spec_constant both[] = {{.id = 8, .value = 3}, {.id = 7, .value = 100000}};
+    ASSERT_OK(workgroup_memory_scan_specialized(m.words, m.count, both, 2, &wm));
+    assert_int_equal(wm.bytes, 400012);
+    ASSERT_ERROR(workgroup_memory_scan_specialized(m.words, m.count, NULL, 1, &wm),
+                 CUBEC_INVALID_ARGUMENT, "spec is NULL with spec_count 1");
+    free(m.words);
+}
+
 /* Sizes that overflow 64 bits saturate instead of wrapping to something small. */
 static void test_overflow_saturates(void **state)
 {
@@ -375,6 +408,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sizes),
+        cmocka_unit_test(test_specialized_sizes),
         cmocka_unit_test(test_overflow_saturates),
         cmocka_unit_test(test_spec_constant_expression),
         cmocka_unit_test(test_int64_atomics),

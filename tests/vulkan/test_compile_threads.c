@@ -20,6 +20,7 @@
 #include "uint_kernels.h"
 
 #include "server/device.h"
+#include "server/kernels.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -589,6 +589,7 @@ static void vk_gpu_destroy(gpu *g)
     vk_reaper_destroy(&v->reaper);
     if (v->abandoned) {
         /* The device, its queue and the instance stay alive for the GPU that may still run. */
+        vk_pipeline_cache_abandon(v);
         free(v);
         return;
     }

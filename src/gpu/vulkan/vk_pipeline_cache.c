@@ -30,14 +30,29 @@ cubec_status vk_pipeline_cache_init(vk_gpu *v)
                      "vkCreatePipelineCache");
 }
 
+/* The host side: the pool's lists and lock. */
+static void forget(vk_gpu *v)
+{
+    free(v->caches.all);
+    free(v->caches.idle);
+    v->caches.all = v->caches.idle = NULL;
+    v->caches.count = v->caches.idle_count = v->caches.cap = 0;
+    if (v->caches.ready) pthread_mutex_destroy(&v->caches.lock);
+    v->caches.ready = 0;
+}
+
 void vk_pipeline_cache_destroy(vk_gpu *v)
 {
     for (uint32_t i = 0; i < v->caches.count; i++)
         vkDestroyPipelineCache(v->vk.device, v->caches.all[i], NULL);
     if (v->pipeline_cache) vkDestroyPipelineCache(v->vk.device, v->pipeline_cache, NULL);
-    free(v->caches.all);
-    free(v->caches.idle);
-    if (v->caches.ready) pthread_mutex_destroy(&v->caches.lock);
+    v->pipeline_cache = VK_NULL_HANDLE;
+    forget(v);
+}
+
+void vk_pipeline_cache_abandon(vk_gpu *v)
+{
+    forget(v);
 }
 
 void vk_pipeline_cache_enable(gpu *g)

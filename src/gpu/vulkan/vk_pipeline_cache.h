@@ -24,5 +24,8 @@ void vk_pipeline_cache_give(vk_gpu *v, VkPipelineCache cache);
 /* Creates the loading cache (at open) and destroys every cache (at close). */
 cubec_status vk_pipeline_cache_init(vk_gpu *v);
 void vk_pipeline_cache_destroy(vk_gpu *v);
+/* Closing an abandoned device (its GPU did not finish): the driver's caches stay alive with the
+ * device, but the pool's host-side lists and lock go with the record that holds them. */
+void vk_pipeline_cache_abandon(vk_gpu *v);
 
 #endif
