@@ -84,25 +84,6 @@ float test_randf(uint32_t *state)
     return (float)(test_rand(state) >> 8) / 8388608.0f - 1.0f;
 }
 
-/* Known bugs that the null-backend tests reproduce (tests/null/): whether the check of `id` is
- * exposed, that is fails instead of being stepped around. Bugs fixed in cubec always are, so a
- * regression fails; the others when CUBEC_KNOWN_BUGS is "fail" or a comma-separated list naming
- * them (to check a fix). */
-int known_bug_exposed(const char *id)
-{
-    static const char *const fixed[] = {"read-async-late", "empty-check", "profile-begin-dropped",
-                                        "lost-batch-holds-memory", "lazy-write-war"};
-    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
-        if (!strcmp(id, fixed[i])) return 1;
-    const char *v = getenv("CUBEC_KNOWN_BUGS");
-    if (!v || !*v) return 0;
-    if (!strcmp(v, "fail")) return 1;
-    size_t n = strlen(id);
-    for (const char *p = strstr(v, id); p; p = strstr(p + 1, id))
-        if ((p == v || p[-1] == ',') && (p[n] == ',' || p[n] == 0)) return 1;
-    return 0;
-}
-
 const char *test_tmp_dir(void)
 {
     const char *dir = getenv("TMPDIR");

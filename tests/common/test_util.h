@@ -49,7 +49,4 @@ uint32_t test_count_entries(const char *dir, const char *kind);
 uint32_t test_rand(uint32_t *state);
 float test_randf(uint32_t *state); /* in [-1, 1) */
 
-/* Whether the check of known bug `id` fails rather than being stepped around (test_util.c). */
-int known_bug_exposed(const char *id);
-
 #endif

@@ -26,13 +26,11 @@
  * Every expected value is computed here. Buffer numbers in messages ("buffer #n") follow the order
  * of creation on a fresh device; stream numbers are the low 48 bits of the ids.
  *
- * Bugs these tests and tests/null/test_random_null.c found: one is fixed on main and guarded by
- * test_host_write_waits_for_queued_read_on_other_stream; the others are reported, not fixed here
- * (src/ belongs to another change), and each has a minimal reproduction, test_known_bug_*, that
- * prints "KNOWN BUG <id>" and skips while the bug is there, and passes once it is fixed.
- * CUBEC_KNOWN_BUGS=fail (or a comma-separated list of ids) makes them fail instead, to check a
- * fix: lazy-write-war, read-async-late, empty-check, profile-begin-dropped,
- * lost-batch-holds-memory. error-but-ran is fixed: test_error_means_own_work_lost. */
+ * Bugs these tests and the random API runs (tests/common/api_model.c) found are fixed, each
+ * guarded by its minimal reproduction: host-write-war by
+ * test_host_write_waits_for_queued_read_on_other_stream, and lazy-write-war, read-async-late,
+ * empty-check, profile-begin-dropped, lost-batch-holds-memory and error-but-ran by the tests
+ * named after what they check (each comment names the bug it was). */
 #include "launch_util.h"
 #include "test_util.h"
 #include "uint_kernels.h"
@@ -136,14 +134,6 @@ static uint64_t now_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-/* Known bugs of cubec that these tests found: a check that meets one prints "KNOWN BUG <id>"
- * and goes on, unless known_bug_exposed(id) (tests/common/test_util.c): then it fails. */
-static void known_bug(const char *id, const char *what)
-{
-    printf("KNOWN BUG %s: %s\n", id, what);
-    if (known_bug_exposed(id)) fail_msg("known bug %s: %s", id, what);
 }
 
 static uint64_t fault_count(cubec_device *d, cubec_fault_kind kind)
@@ -413,12 +403,12 @@ static void test_host_write_waits_for_queued_read_on_other_stream(void **state)
     cubec_device_close(d);
 }
 
-/* KNOWN BUG lazy-write-war: a cubec_write refused lazily inside a capture window taints its bytes
- * at once, without the ordering a write has (docs/api.md: it "waits for queued GPU work that
+/* Was known bug lazy-write-war: a cubec_write refused lazily inside a capture window taints its
+ * bytes at once, without the ordering a write has (docs/api.md: it "waits for queued GPU work that
  * still uses the buffer"): a copy another stream queued before it is skipped for the refusal, and
  * a fill another stream queued before it, recorded later, clears the refusal's failure, so the
  * bytes read back as written. The fix of host-write-war (3874f0b) does not cover this path. */
-static void test_known_bug_lazy_write_overtakes_queued_work(void **state)
+static void test_lazy_write_waits_for_queued_work(void **state)
 {
     (void)state;
     int skipped_copy = 0, lost_refusal = 0;
@@ -451,16 +441,15 @@ static void test_known_bug_lazy_write_overtakes_queued_work(void **state)
     char msg[256];
     snprintf(msg, sizeof msg, "%s%s", skipped_copy ? "a copy queued before it was skipped; " : "",
              lost_refusal ? "a fill queued before it cleared its failure" : "");
-    known_bug("lazy-write-war", msg);
-    skip();
+    fail_msg("%s: %s", "lazy-write-war", msg);
 }
 
-/* KNOWN BUG read-async-late, minimal: on unified memory (null, lavapipe) cubec_read_async copies
- * the bytes out when the event completes, from the mapped buffer, so a cubec_write (or a copy)
- * queued on the same stream after the read changes what the read returns. The staging path of
+/* Was known bug read-async-late, minimal: on unified memory (null, lavapipe) cubec_read_async
+ * copies the bytes out when the event completes, from the mapped buffer, so a cubec_write (or a
+ * copy) queued on the same stream after the read changes what the read returns. The staging path of
  * discrete GPUs (CUBEC_FORCE_STAGING=1) returns the bytes of when the read was queued, as stream
  * order says. */
-static void test_known_bug_read_async_sees_later_write(void **state)
+static void test_read_async_ignores_later_write(void **state)
 {
     (void)state;
     nulldev n = open_null(0, 0);
@@ -477,15 +466,15 @@ static void test_known_bug_read_async_sees_later_write(void **state)
     ASSERT_OK(cubec_buffer_release(d, x));
     cubec_device_close(d);
     if (!bug) return;
-    known_bug("read-async-late", "cubec_read_async returned bytes written on its stream after "
-                                 "the read was queued");
-    skip();
+    fail_msg("%s: %s", "read-async-late",
+             "cubec_read_async returned bytes written on its stream after "
+             "the read was queued");
 }
 
-/* KNOWN BUG empty-check: cubec_check of an empty view inside a failed range returns the
+/* Was known bug empty-check: cubec_check of an empty view inside a failed range returns the
  * failure, though the view has no bytes ("NULL when every byte ... was written"); a read of 0
  * bytes there succeeds. The taint lookup counts [off, off) as overlapping a range around off. */
-static void test_known_bug_check_of_empty_view(void **state)
+static void test_check_of_empty_view_in_failed_range(void **state)
 {
     (void)state;
     nulldev n = open_null(0, 0);
@@ -509,19 +498,18 @@ static void test_known_bug_check_of_empty_view(void **state)
     ASSERT_OK(cubec_buffer_release(d, src));
     cubec_device_close(d);
     if (!bug) return;
-    known_bug("empty-check", "cubec_check of an empty view inside a failed range failed");
-    skip();
+    fail_msg("%s: %s", "empty-check", "cubec_check of an empty view inside a failed range failed");
 }
 
-/* KNOWN BUG profile-begin-dropped: with a capture prepared on stream A (slots drain one by one),
- * a drain of A and B whose A part is lost drops B's queued profile-begin timestamp. The profile
- * is never opened, so neither the loss nor anything later invalidates it, and cubec_profile_end
- * returns a time measured from the stale begin timestamp of the query pair's previous profile
- * (or CUBEC_NOT_READY when the pair was never written): "a measurement of work that did not run
- * is never returned as a time" (cubec.h) does not hold. Since issue 11's fault sweep, B's queue
- * is no longer dropped (it is submitted on its own after A's lost submission), so the begin is
- * recorded and the end may return a real time, taken after the profile began. */
-static void test_known_bug_profile_begin_dropped_with_lost_drain(void **state)
+/* Was known bug profile-begin-dropped: with a capture prepared on stream A (slots drain one by
+ * one), a drain of A and B whose A part is lost drops B's queued profile-begin timestamp. The
+ * profile is never opened, so neither the loss nor anything later invalidates it, and
+ * cubec_profile_end returns a time measured from the stale begin timestamp of the query pair's
+ * previous profile (or CUBEC_NOT_READY when the pair was never written): "a measurement of work
+ * that did not run is never returned as a time" (cubec.h) does not hold. Since issue 11's fault
+ * sweep, B's queue is no longer dropped (it is submitted on its own after A's lost submission), so
+ * the begin is recorded and the end may return a real time, taken after the profile began. */
+static void test_profile_begin_survives_lost_drain(void **state)
 {
     (void)state;
     nulldev n = open_null(0, 0);
@@ -557,16 +545,15 @@ static void test_known_bug_profile_begin_dropped_with_lost_drain(void **state)
     if (code == CUBEC_PROFILE_INVALID || code == CUBEC_INTERNAL) return;
     /* Not the stale begin of the pair's previous profile: a time measured after this one began. */
     if (code == CUBEC_OK && r.begin_ns >= t0 && r.end_ns >= r.begin_ns) return;
-    known_bug("profile-begin-dropped", msg);
-    skip();
+    fail_msg("%s: %s", "profile-begin-dropped", msg);
 }
 
-/* KNOWN BUG lost-batch-holds-memory: a buffer used by work whose submission was lost keeps its
+/* Was known bug lost-batch-holds-memory: a buffer used by work whose submission was lost keeps its
  * memory after it is released, the stream synced and cleaned up (cubec.h: memory returns "when
  * the last reference is released and no queued GPU work still uses it"; cleanup "waits for
  * queued work that still uses freed memory first"). It is let go when a later submission
  * completes. */
-static void test_known_bug_lost_submission_holds_memory(void **state)
+static void test_lost_submission_frees_memory(void **state)
 {
     (void)state;
     nulldev n = open_null(0, 0);
@@ -591,8 +578,7 @@ static void test_known_bug_lost_submission_holds_memory(void **state)
     char msg[256];
     snprintf(msg, sizeof msg, "%" PRIu64 " bytes in use after release, sync and cleanup; %zu live",
              in_use, sizeof bytes);
-    known_bug("lost-batch-holds-memory", msg);
-    skip();
+    fail_msg("%s: %s", "lost-batch-holds-memory", msg);
 }
 
 /* error-but-ran (was a known bug): tasks_max 2, a capture prepared on A (its slot drains alone).
@@ -1266,11 +1252,11 @@ int main(void)
         cmocka_unit_test(test_buffer_ops_against_shadow),
         cmocka_unit_test(test_ordering_across_streams),
         cmocka_unit_test(test_host_write_waits_for_queued_read_on_other_stream),
-        cmocka_unit_test(test_known_bug_lazy_write_overtakes_queued_work),
-        cmocka_unit_test(test_known_bug_read_async_sees_later_write),
-        cmocka_unit_test(test_known_bug_check_of_empty_view),
-        cmocka_unit_test(test_known_bug_profile_begin_dropped_with_lost_drain),
-        cmocka_unit_test(test_known_bug_lost_submission_holds_memory),
+        cmocka_unit_test(test_lazy_write_waits_for_queued_work),
+        cmocka_unit_test(test_read_async_ignores_later_write),
+        cmocka_unit_test(test_check_of_empty_view_in_failed_range),
+        cmocka_unit_test(test_profile_begin_survives_lost_drain),
+        cmocka_unit_test(test_lost_submission_frees_memory),
         cmocka_unit_test(test_error_means_own_work_lost),
         cmocka_unit_test(test_lost_submission_taints_only_its_copies),
         cmocka_unit_test(test_skipped_launch_names_its_input),
