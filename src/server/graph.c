@@ -615,8 +615,8 @@ cubec_status server_graph_replay(cubec_device *d, stream_ref s, uint64_t id)
         d->sub->stats.skipped++;
         return NULL;
     }
-    read_copy(d, g, (int)copy); /* before its queries are written again */
-    d->sub->begins++;           /* work that no sub_begin recorded: no profile window is empty */
+    read_copy(d, g, (int)copy);         /* before its queries are written again */
+    d->streams->slots[slot].recorded++; /* a profile window around the replay is not empty */
     uint64_t value = d->sub->next_value;
     err = lost ? lost
                : submitter_push(d, g->cmd[copy], value, g->number, before.cmd ? &before : NULL);

@@ -291,9 +291,11 @@ cubec_status server_record_timestamp(cubec_device *d, task *t)
     /* Nothing can run before the begin timestamp when it opens a new command buffer and the GPU
      * has finished everything submitted before: checked before the batch is begun. */
     int fresh = d->sub->open == NULL;
-    /* An end with nothing recorded or replayed since its begin (no sub_begin, no graph replay in
-     * between) closes an empty window, whether or not the begin's batch was submitted since. */
-    int empty = p->opened && d->sub->begins == p->begins_at;
+    /* An end with nothing of its stream recorded or replayed since its begin closes an empty
+     * window, whether or not the begin's batch was submitted since, and whatever other streams
+     * recorded meanwhile (their work is not the stream's). */
+    const uint64_t recorded = d->streams->slots[t->slot].recorded;
+    int empty = p->opened && recorded == p->recorded_at;
     gpu_cmd *cmd;
     RETURN_IF_ERROR(sub_begin(d, &cmd));
     const gpu_ops *ops = d->gpu->ops;
@@ -313,7 +315,7 @@ cubec_status server_record_timestamp(cubec_device *d, task *t)
                           idle ? GPU_STAGE_TOP : GPU_STAGE_BOTTOM);
         if (!idle) gpu_cmd_barrier(cmd, GPU_STAGE_ALL, 0, GPU_STAGE_ALL, 0);
         p->opened = 1;
-        p->begins_at = d->sub->begins;
+        p->recorded_at = recorded;
     } else {
         /* An empty window gets no end timestamp: cubec_profile_end reports 0 without reading
          * its queries, as the seed reports 0 for a window in which nothing ran (two timestamps

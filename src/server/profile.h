@@ -12,14 +12,14 @@
 typedef struct profile_obj {
     uint64_t stream; /* number of the stream it measures */
     uint32_t slot;
-    uint64_t number;    /* "profile #n" in messages */
-    int opened, closed; /* its begin / end timestamp is recorded (System: begin / end synced) */
-    uint32_t query;     /* first of its two queries (Device timing) */
-    uint64_t end_value; /* batch that carries the end timestamp */
-    uint64_t begin_ns;  /* System timing: host time after the begin sync */
-    uint64_t begins_at; /* sub.begins just after its begin timestamp was recorded */
-    int empty;          /* nothing was recorded between its timestamps: it measures 0 */
-    failure *poison;    /* the first failure on its stream while it was open */
+    uint64_t number;      /* "profile #n" in messages */
+    int opened, closed;   /* its begin / end timestamp is recorded (System: begin / end synced) */
+    uint32_t query;       /* first of its two queries (Device timing) */
+    uint64_t end_value;   /* batch that carries the end timestamp */
+    uint64_t begin_ns;    /* System timing: host time after the begin sync */
+    uint64_t recorded_at; /* its slot's `recorded` count when its begin timestamp was recorded */
+    int empty;            /* nothing was recorded between its timestamps: it measures 0 */
+    failure *poison;      /* the first failure on its stream while it was open */
 } profile_obj;
 
 /* Profile tokens (server/profile.c). Device lock. */

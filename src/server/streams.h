@@ -42,6 +42,10 @@ typedef struct slot_state {
     unsigned char *arena;   /* metadata too large to sit inline in a task */
     uint32_t arena_used, arena_cap;
     uint64_t last_value; /* timeline value of the last batch that recorded its work */
+    /* Work recorded for the slot's streams: tasks (timestamps aside), transfers' copies and graph
+     * replays. An unchanged count between a profile's two timestamps means nothing of its stream
+     * ran in the window, whatever other streams recorded meanwhile. */
+    uint64_t recorded;
 } slot_state;
 
 /* Logical streams folded onto slots, and the scheduler of their queues (server/streams.c).

@@ -123,7 +123,6 @@ static cubec_status take_batch(cubec_device *d, batch **out)
 
 cubec_status sub_begin(cubec_device *d, gpu_cmd **out_cmd)
 {
-    d->sub->begins++;
     if (d->sub->open) {
         *out_cmd = d->sub->open->cmd;
         return NULL;

@@ -82,10 +82,6 @@ typedef struct submission {
     uint32_t batch_count, batch_cap;
     batch *open; /* NULL when nothing is recorded */
     uint32_t tasks;
-    /* Calls of sub_begin and graph replays: whatever records a command calls sub_begin first and
-     * a replay bumps it, so an unchanged count means no work was recorded or replayed in between
-     * (profiles use it to spot an empty window). */
-    uint64_t begins;
     uint32_t tasks_max;      /* a slot's queue is drained at this many tasks */
     uint32_t batch_task_cap; /* tasks one command buffer may hold (drains interleave slots) */
     uint32_t max_batches;    /* in flight; beyond it the host waits for the oldest */

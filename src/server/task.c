@@ -331,6 +331,7 @@ cubec_status server_record_task(cubec_device *d, task *t)
     gpu_cmd *cmd = NULL;
     if (!err) err = sub_begin(d, &cmd);
     if (!err) {
+        d->streams->slots[t->slot].recorded++;
         d->sub->open->last_task = task_name(t);
         d->sub->open->last_stream = t->stream;
         recorder rec = {cmd, &d->sub->bound, &d->sub->hazards};

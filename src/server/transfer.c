@@ -226,6 +226,7 @@ static cubec_status write_body(cubec_device *d, stream_ref s, buffer_obj *b, uin
         server_alloc_unpin(d, a);
         return err;
     }
+    d->streams->slots[slot].recorded++; /* a copy on the GPU, staged or straight from the host */
     host_range *r = size >= REGISTERED_WRITE_MIN ? server_host_find(d->host, src, size) : NULL;
     /* The reference keeps the memory through the registered path's wait, which may drop the
      * lock (unregistering waits for the range's last use). */
@@ -332,6 +333,7 @@ static cubec_status read_body(cubec_device *d, uint32_t slot, buffer_obj *b, uin
         server_alloc_unpin(d, a);
         return err;
     }
+    d->streams->slots[slot].recorded++; /* a copy on the GPU, staged or straight to the host */
     host_range *r = server_host_find(d->host, dst, size);
     if (r) {
         alloc_obj *a = b->alloc;
@@ -401,10 +403,12 @@ static cubec_status read_async_body(cubec_device *d, stream_ref s, buffer_obj *b
         e->src = NULL;
         e->value = 0;
     } else if (reg) {
+        d->streams->slots[s.slot].recorded++;
         /* Straight into the program's registered memory: nothing to copy at completion. */
         e->src = NULL;
         err = transfer_registered(d, b, at, reg, dst, size, 0, &e->value);
     } else {
+        d->streams->slots[s.slot].recorded++;
         err = gpu_mem_alloc(d->gpu, GPU_MEM_READBACK, size, &e->staging);
         gpu_cmd *cmd;
         if (!err) err = sub_begin(d, &cmd);

@@ -225,6 +225,44 @@ static void test_empty_windows(void **state)
     fixture_close(&f);
 }
 
+/* A window on one stream is empty when nothing of that stream ran in it, whatever another stream
+ * recorded meanwhile: a launch and a whole profile of a second stream between its begin and end,
+ * submitted before the end, leave it at 0, while the second stream's own window measures its
+ * launch. Before the rule the count was device-wide and such a window measured the gap between
+ * two timestamps (0.1 us to 265 us). */
+static void test_empty_window_beside_another_stream(void **state)
+{
+    (void)state;
+    fixture f;
+    fixture_open(&f);
+    cubec_stream s2;
+    ASSERT_OK(cubec_stream_new(f.d, &s2));
+    cubec_buffer v2;
+    ASSERT_OK(cubec_buffer_create(f.d, s2, 4 * WORDS * 4, &v2));
+    ASSERT_OK(cubec_fill(f.d, s2, v2, 0, 4 * WORDS * 4, 7));
+    ASSERT_OK(cubec_sync(f.d, s2));
+    ASSERT_OK(cubec_sync(f.d, f.s));
+    cubec_timing method;
+    ASSERT_OK(cubec_profile_method(f.d, &method));
+    for (int round = 0; round < 3; round++) {
+        cubec_profile p, q;
+        ASSERT_OK(cubec_profile_begin(f.d, f.s, &p));
+        ASSERT_OK(cubec_flush(f.d, f.s));
+        ASSERT_OK(cubec_profile_begin(f.d, s2, &q));
+        ASSERT_OK(busy_launch(f.d, s2, f.busy, v2, WORDS, STEPS));
+        cubec_profile_result rq, rp;
+        ASSERT_OK(cubec_profile_end(f.d, s2, q, &rq));
+        ASSERT_OK(cubec_profile_end(f.d, f.s, p, &rp));
+        if (rq.duration_ns == 0) fail_msg("round %d: the window around a launch measured 0", round);
+        if (method == CUBEC_TIMING_DEVICE && rp.duration_ns != 0)
+            fail_msg("round %d: an empty window beside another stream's work measured %" PRIu64
+                     " ns, expected 0",
+                     round, rp.duration_ns);
+    }
+    ASSERT_OK(cubec_buffer_release(f.d, v2));
+    fixture_close(&f);
+}
+
 /* A window whose only work is a graph replay is not empty: a replay is submitted without being
  * recorded into the stream's command buffer, and the window still measures it (> 0). */
 static void test_window_with_only_a_replay(void **state)
@@ -551,6 +589,7 @@ int main(void)
         cmocka_unit_test(test_duration_scales_with_work),
         cmocka_unit_test(test_empty_windows),
         cmocka_unit_test(test_window_with_only_a_replay),
+        cmocka_unit_test(test_empty_window_beside_another_stream),
         cmocka_unit_test(test_nested_and_overlapping),
         cmocka_unit_test(test_abandon),
         cmocka_unit_test(test_poisoned_by_failed_launch),
