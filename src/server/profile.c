@@ -57,6 +57,7 @@ void server_profiles_destroy(cubec_device *d)
         free(p);
     }
     handle_table_free(&d->profiles->handles);
+    free(d->profiles->empty_at);
     if (d->profiles->queries) d->gpu->ops->queries_destroy(d->gpu, d->profiles->queries);
     free(d->profiles->free_pairs);
 }
@@ -112,6 +113,23 @@ static cubec_status queue_timestamp(cubec_device *d, stream_ref s, uint64_t id, 
     return server_commit_task(d, slot);
 }
 
+/* The instant of an empty window (its begin_ns and end_ns). The empty windows of one gap between
+ * two pieces of a stream's work, nested or overlapping, share one instant, so that they still nest
+ * and overlap as their calls did: the host clock at the first of their ends. A window that began
+ * after that instant (a later one in the same gap) takes the clock at its own end, so that every
+ * instant lies between its window's calls. */
+static uint64_t empty_instant(cubec_device *d, const profile_obj *p)
+{
+    profile_table *t = d->profiles;
+    uint64_t now = clock_now_ns();
+    if (!t->empty_at) t->empty_at = calloc(d->streams->max_streams, sizeof *t->empty_at);
+    if (!t->empty_at) return now; /* out of host memory: only the shared instant is lost */
+    struct empty_instant *e = &t->empty_at[p->slot];
+    if (e->ns && e->recorded == p->recorded_at && e->ns >= p->begin_ns) return e->ns;
+    *e = (struct empty_instant){p->recorded_at, now};
+    return now;
+}
+
 cubec_status server_profile_begin(cubec_device *d, stream_ref s, uint64_t *out_id)
 {
     uint32_t slot = s.slot;
@@ -136,6 +154,7 @@ cubec_status server_profile_begin(cubec_device *d, stream_ref s, uint64_t *out_i
         return err;
     }
     if (d->profiles->timing == CUBEC_TIMING_DEVICE) {
+        p->begin_ns = clock_now_ns();
         err = queue_timestamp(d, s, id, 0);
     } else {
         /* Open before the sync: a failure recorded by it belongs to earlier work, but the
@@ -247,7 +266,7 @@ cubec_status server_profile_end(cubec_device *d, stream_ref s, uint64_t id,
         uint64_t ticks[2] = {0, 0};
         if (!err && !p->poison && empty) {
             /* Nothing ran in the window: no device instant to convert, the host's stands in. */
-            r.begin_ns = r.end_ns = clock_now_ns();
+            r.begin_ns = r.end_ns = empty_instant(d, p);
         } else if (!err && !p->poison) {
             err = d->gpu->ops->queries_read(d->gpu, d->profiles->queries, query, 2, ticks);
         }

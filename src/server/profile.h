@@ -16,7 +16,7 @@ typedef struct profile_obj {
     int opened, closed;   /* its begin / end timestamp is recorded (System: begin / end synced) */
     uint32_t query;       /* first of its two queries (Device timing) */
     uint64_t end_value;   /* batch that carries the end timestamp */
-    uint64_t begin_ns;    /* System timing: host time after the begin sync */
+    uint64_t begin_ns;    /* host time of the begin (System timing: after its sync) */
     uint64_t recorded_at; /* its slot's `recorded` count when its begin timestamp was recorded */
     int empty;            /* nothing was recorded between its timestamps: it measures 0 */
     failure *poison;      /* the first failure on its stream while it was open */
@@ -30,6 +30,11 @@ typedef struct profile_table {
     uint32_t *free_pairs;
     uint32_t free_pair_count, pair_count;
     uint64_t numbers; /* counter behind "profile #n" */
+    /* Per slot (made on the first empty window): the instant given to the empty windows of the
+     * gap between two pieces of its work that `recorded` names (profile.c, empty_instant). */
+    struct empty_instant {
+        uint64_t recorded, ns;
+    } * empty_at;
 } profile_table;
 
 MUST_USE cubec_status server_profiles_init(cubec_device *d);
