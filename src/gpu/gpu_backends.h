@@ -23,6 +23,6 @@
 /* The names joined by '|' ("vulkan|null"): the list is built with a '|' before each name and read
  * from its second character. */
 #define GPU_BACKEND_BAR_NAME_(name, open, count, peek) "|" #name
-#define GPU_BACKEND_CHOICES (GPU_BACKENDS(GPU_BACKEND_BAR_NAME_) + 1)
+#define GPU_BACKEND_CHOICES (&(GPU_BACKENDS(GPU_BACKEND_BAR_NAME_))[1])
 
 #endif
