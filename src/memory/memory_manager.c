@@ -145,6 +145,17 @@ static uint32_t cleanup(memory_manager *m, int explicit_cleanup)
     return released;
 }
 
+/* The page source for one call: the manager's own (flags 0), or, for a call whose pages need no
+ * memory yet, a copy in *lazy carrying MEMORY_LAZY_PAGE, so that the flag never outlives the call
+ * and the common path copies nothing. */
+static const page_source *call_source(const memory_manager *m, uint32_t flags, page_source *lazy)
+{
+    if (!(flags & MEMORY_LAZY_PAGE)) return &m->source;
+    *lazy = m->source;
+    lazy->flags = MEMORY_LAZY_PAGE;
+    return lazy;
+}
+
 /* Adds a page to pool `index`; `minimal` asks an exclusive page for just the padded size. The
  * page size asked for is left in *out_page_bytes, an arena's slot in *out_part. */
 static cubec_status add_page(memory_manager *m, uint32_t index, uint64_t size, int minimal,
@@ -152,15 +163,15 @@ static cubec_status add_page(memory_manager *m, uint32_t index, uint64_t size, i
                              uint64_t *out_page_bytes)
 {
     pool *p = &m->pools[index];
-    page_source source = m->source;
-    source.flags = flags & MEMORY_LAZY_PAGE;
+    page_source lazy;
+    const page_source *source = call_source(m, flags, &lazy);
     *out_part = 0;
     if (p->kind == POOL_SLICED) {
         *out_page_bytes = p->u.sliced.page_size;
-        return sliced_pool_add_page(&p->u.sliced, &source, size, out);
+        return sliced_pool_add_page(&p->u.sliced, source, size, out);
     }
     if (p->kind == POOL_ARENA)
-        return arena_pool_add_page(&p->u.arena, &source, size, out, out_part, out_page_bytes);
+        return arena_pool_add_page(&p->u.arena, source, size, out, out_part, out_page_bytes);
     exclusive_pool *e = &p->u.exclusive;
     uint64_t bytes = exclusive_pool_page_size(e, size);
     if (minimal) {
@@ -169,7 +180,7 @@ static cubec_status add_page(memory_manager *m, uint32_t index, uint64_t size, i
         bytes = eff <= e->max_alloc ? eff : size;
     }
     *out_page_bytes = bytes;
-    return exclusive_pool_add_page(e, &source, size, bytes, out);
+    return exclusive_pool_add_page(e, source, size, bytes, out);
 }
 
 static void totals(const memory_manager *m, uint64_t *reserved, uint64_t *in_use, uint64_t *count)
@@ -282,16 +293,16 @@ mode_alloc(memory_manager *m, uint32_t route, uint64_t size, uint32_t flags, mem
 {
     pool_slice slice;
     int found = 0, new_page = !(flags & MEMORY_NO_NEW_PAGE);
-    page_source source = m->source;
-    source.flags = flags & MEMORY_LAZY_PAGE;
+    page_source lazy;
+    const page_source *source = call_source(m, flags, &lazy);
     const char *where = memory_modes_route_name(route);
-    cubec_status s = memory_modes_alloc(&m->modes, &source, route, size, new_page, &found, &slice);
+    cubec_status s = memory_modes_alloc(&m->modes, source, route, size, new_page, &found, &slice);
     uint32_t released = 0;
     if (s && cubec_status_code(s) == CUBEC_OUT_OF_MEMORY) {
         cubec_status_free(s);
         released = m->source.reclaim ? m->source.reclaim(m->source.user) : 0;
         released += cleanup(m, 1);
-        s = memory_modes_alloc(&m->modes, &source, route, size, new_page, &found, &slice);
+        s = memory_modes_alloc(&m->modes, source, route, size, new_page, &found, &slice);
         if (s && cubec_status_code(s) == CUBEC_OUT_OF_MEMORY) {
             uint64_t reserved, in_use, count;
             totals(m, &reserved, &in_use, &count);
