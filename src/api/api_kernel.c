@@ -8,6 +8,7 @@
 #include "server/run_mode.h"
 #include "server/streams.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -188,6 +189,77 @@ cubec_status cubec_kernel_get_info(cubec_device *device, cubec_kernel kernel,
         out_info->info_size = e->info_size;
         out_info->info_in_push_constants = e->info_in_push;
         memcpy(out_info->workgroup_size, e->refl.workgroup_size, sizeof out_info->workgroup_size);
+        out_info->info_field_count = e->layout ? e->layout->count : 0;
+    }
+    return api_unlock(device, err);
+}
+
+static void copy_field(const kernel_info_field *f, cubec_info_field *out)
+{
+    *out = (cubec_info_field){.name = f->name,
+                              .offset = f->offset,
+                              .size = f->size,
+                              .type = f->type,
+                              .vector_size = f->vector_size,
+                              .columns = f->columns,
+                              .array_length = f->array_length,
+                              .array_stride = f->array_stride,
+                              .matrix_stride = f->matrix_stride};
+}
+
+/* The layout of a kernel that compiled; a queued kernel is waited for (its error returned). */
+static cubec_status kernel_layout(cubec_device *device, cubec_kernel kernel, const char *fn,
+                                  const pipeline_entry **out_entry)
+{
+    char arg[64];
+    snprintf(arg, sizeof arg, "%s: kernel", fn);
+    kernel_obj *k;
+    RETURN_IF_ERROR(compile_queue_resolve(device, kernel.id, arg, &k));
+    if (k->job) return status_annotate(status_clone(k->job->err), "%s", fn);
+    *out_entry = k->entry;
+    return NULL;
+}
+
+cubec_status cubec_kernel_info_field(cubec_device *device, cubec_kernel kernel, uint32_t index,
+                                     cubec_info_field *out_field)
+{
+    static const char fn[] = "cubec_kernel_info_field";
+    if (!out_field) return INVALID_ARG("%s: out_field is NULL", fn);
+    memset(out_field, 0, sizeof *out_field);
+    RETURN_IF_ERROR(api_lock(device, fn));
+    const pipeline_entry *e = NULL;
+    cubec_status err = kernel_layout(device, kernel, fn, &e);
+    if (!err && e) {
+        uint32_t count = e->layout ? e->layout->count : 0;
+        if (index >= count)
+            err = INVALID_ARG("%s: index %u is past the %u metadata fields of kernel '%s'", fn,
+                              index, count, e->name);
+        else
+            copy_field(&e->layout->fields[index], out_field);
+    }
+    return api_unlock(device, err);
+}
+
+cubec_status cubec_kernel_info_field_find(cubec_device *device, cubec_kernel kernel,
+                                          const char *name, cubec_info_field *out_field)
+{
+    static const char fn[] = "cubec_kernel_info_field_find";
+    if (!out_field) return INVALID_ARG("%s: out_field is NULL", fn);
+    memset(out_field, 0, sizeof *out_field);
+    if (!name) return INVALID_ARG("%s: name is NULL", fn);
+    RETURN_IF_ERROR(api_lock(device, fn));
+    const pipeline_entry *e = NULL;
+    cubec_status err = kernel_layout(device, kernel, fn, &e);
+    if (!err && e) {
+        const kernel_info_field *f = kernel_info_layout_find(e->layout, name);
+        if (f) {
+            copy_field(f, out_field);
+        } else {
+            char fields[512];
+            kernel_info_layout_describe(e->layout, fields, sizeof fields);
+            err = INVALID_ARG("%s: kernel '%s' has no metadata field '%s' (its fields: %s)", fn,
+                              e->name, name, fields);
+        }
     }
     return api_unlock(device, err);
 }

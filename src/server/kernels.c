@@ -63,6 +63,7 @@ static void destroy_entry(cubec_device *d, pipeline_entry *e)
     for (uint32_t i = 0; i < e->name_count; i++)
         free(e->names[i]);
     free(e->names);
+    kernel_info_layout_free(e->layout);
     if (e->pipeline) d->gpu->ops->pipeline_destroy(d->gpu, e->pipeline);
     free(e);
 }
@@ -164,8 +165,11 @@ static cubec_status reflect_glsl(const build_ctx *b, const cubec_kernel_desc *de
                                  const char *entry_point, pipeline_entry *e)
 {
     uint32_t version = vulkan_version(&b->info);
-    RETURN_IF_ERROR(
-        kernel_reflect_trusted(words, count, entry_point, version, e->spirv_from_disk, &e->refl));
+    /* A second reflection (the metadata moved to a storage buffer) replaces the first's. */
+    kernel_info_layout_free(e->layout);
+    e->layout = NULL;
+    RETURN_IF_ERROR(kernel_reflect_layout(words, count, entry_point, version, e->spirv_from_disk,
+                                          &e->refl, &e->layout));
     if (!e->spirv_from_disk) kernel_disk_store_spirv(b->d, desc, (int)form, words, count);
     return NULL;
 }
@@ -266,7 +270,8 @@ static cubec_status build_entry(const build_ctx *b, const cubec_kernel_desc *des
         err =
             capabilities_precheck(name, b->info.name, desc->spirv, desc->spirv_words, &b->features);
         if (!err)
-            err = kernel_reflect(desc->spirv, desc->spirv_words, entry_point, version, &e->refl);
+            err = kernel_reflect_layout(desc->spirv, desc->spirv_words, entry_point, version, 0,
+                                        &e->refl, &e->layout);
         if (err && cubec_status_code(err) != CUBEC_UNSUPPORTED)
             err = status_annotate(err, "kernel '%s'", name);
     }

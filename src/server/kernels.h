@@ -7,6 +7,7 @@
 #include "gpu/gpu.h"
 #include "kernel/disk_cache.h"
 #include "kernel/glsl_compiler.h"
+#include "kernel/info_layout.h"
 #include "kernel/reflect.h"
 
 #include <pthread.h>
@@ -17,6 +18,7 @@ typedef struct pipeline_entry {
     uint64_t key;
     char name[64];
     kernel_reflection refl;
+    kernel_info_layout *layout; /* the metadata block's members; NULL without one */
     int info_in_push;
     uint32_t info_size;
     int spirv_from_disk; /* its SPIR-V came from the disk cache (server/kernel_disk.h) */
