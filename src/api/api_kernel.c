@@ -278,6 +278,30 @@ cubec_status cubec_kernel_destroy(cubec_device *device, cubec_kernel kernel)
     return api_unlock(device, err);
 }
 
+/* The size of a C struct that mirrors the block member by member: the block's own size ends at
+ * its last member, where C pads the struct to its alignment, the widest scalar's (a double +
+ * float block is 12 bytes, its struct 16). The launch accepts it too, passing the block's bytes
+ * only: the padding is never read. */
+static uint32_t padded_info_size(const pipeline_entry *e)
+{
+    uint32_t align = e->layout && e->layout->scalar_align ? e->layout->scalar_align : 1;
+    return (e->info_size + align - 1) / align * align;
+}
+
+/* A wrong size names the block's members and offsets, so that the caller sees which member of
+ * the C struct went astray (a vec3 at 16, not at 4). */
+static cubec_status info_size_mismatch(const char *fn, uint32_t given, const pipeline_entry *e)
+{
+    char fields[640];
+    kernel_info_layout_describe(e->layout, fields, sizeof fields);
+    uint32_t padded = padded_info_size(e);
+    char also[48] = "";
+    if (padded != e->info_size) snprintf(also, sizeof also, " (or %u, padded as in C)", padded);
+    return INVALID_ARG("%s: desc->info_size is %u but kernel '%s' declares %u bytes of metadata%s: "
+                       "%s (std430 offsets, docs/kernels.md)",
+                       fn, given, e->name, e->info_size, also, fields);
+}
+
 /* `k` has its entry, or (entry NULL) did not compile in the queue: then only the buffers are
  * checked, the interface being unknown. */
 static cubec_status check_launch(cubec_device *d, const cubec_launch_desc *desc,
@@ -297,10 +321,8 @@ static cubec_status check_launch(cubec_device *d, const cubec_launch_desc *desc,
         return INVALID_ARG("%s: desc->declared_outputs is 0x%x, which names buffers past "
                            "buffer_count %u",
                            fn, desc->declared_outputs, desc->buffer_count);
-    if (e && desc->info_size != e->info_size)
-        return INVALID_ARG("%s: desc->info_size is %u but kernel '%s' declares %u bytes of "
-                           "metadata",
-                           fn, desc->info_size, e->name, e->info_size);
+    if (e && desc->info_size != e->info_size && desc->info_size != padded_info_size(e))
+        return info_size_mismatch(fn, desc->info_size, e);
     if (desc->info_size && !desc->info)
         return INVALID_ARG("%s: desc->info is NULL with info_size %u", fn, desc->info_size);
     for (uint32_t i = 0; i < desc->buffer_count; i++) {

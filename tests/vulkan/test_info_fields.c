@@ -1,7 +1,9 @@
 /* The metadata block's members by name (cubec_kernel_info_field, docs/kernels.md "Filling the
  * block by name"): the reflected offsets, sizes and shapes of CUBEC_INFO's members against the
  * offsets a C compiler gives a struct that mirrors the block (offsetof), in every metadata form; a
- * block filled by name alone read back by the kernel; and the refusals. */
+ * block filled by name alone read back by the kernel; the C struct's padded size accepted at
+ * launch (a double + float block is 12 bytes, its struct 16); and the refusals, whose messages
+ * name the members and their offsets. */
 #include "test_util.h"
 
 #include <stddef.h>
@@ -192,6 +194,115 @@ static void test_fields_uniform(void **state)
     check_form("uniform");
 }
 
+typedef struct double_float {
+    double d;
+    float f;
+} double_float;
+
+static const char df_src[] = "#version 450\n"
+                             "layout(local_size_x = 1) in;\n"
+                             "CUBEC_INFO(double d; float f;)\n"
+                             "layout(set = 0, binding = 0) writeonly buffer Out { uint o[]; };\n"
+                             "void main() {\n"
+                             "  uvec2 w = unpackDouble2x32(info.d * 2.0);\n"
+                             "  o[0] = w.x; o[1] = w.y; o[2] = floatBitsToUint(info.f);\n"
+                             "}\n";
+
+/* D2 of the newcomer trial: the block is 12 bytes, its C struct 16; the launch takes either and
+ * passes the block's bytes. */
+static void test_double_float_padded_struct(void **state)
+{
+    (void)state;
+    cubec_device *d = test_device_open();
+    cubec_device_info info;
+    ASSERT_OK(cubec_device_get_info(d, &info));
+    if (!(info.features & CUBEC_FEATURE_FLOAT64)) {
+        test_device_close(d);
+        skip();
+    }
+    cubec_kernel k = make(d, "df", df_src);
+    cubec_kernel_info ki;
+    ASSERT_OK(cubec_kernel_get_info(d, k, &ki));
+    assert_int_equal(ki.info_size, offsetof(double_float, f) + sizeof(float));
+    assert_int_equal(sizeof(double_float), 16);
+    assert_int_equal(ki.info_field_count, 2);
+    cubec_info_field f;
+    ASSERT_OK(cubec_kernel_info_field(d, k, 0, &f));
+    expect_field(&f, &(want_field){"d", offsetof(double_float, d), 8, CUBEC_INFO_FLOAT64, 1, 1});
+    ASSERT_OK(cubec_kernel_info_field(d, k, 1, &f));
+    expect_field(&f, &(want_field){"f", offsetof(double_float, f), 4, CUBEC_INFO_FLOAT32, 1, 1});
+
+    cubec_buffer out;
+    ASSERT_OK(cubec_buffer_create(d, CUBEC_STREAM_CURRENT, 12, &out));
+    const uint32_t sizes[2] = {12, sizeof(double_float)};
+    for (int i = 0; i < 2; i++) {
+        double_float block = {.d = 1.25 + i, .f = -3.5f - (float)i};
+        ASSERT_OK(cubec_launch(d, CUBEC_STREAM_CURRENT,
+                               &(cubec_launch_desc){.kernel = k,
+                                                    .buffers = &out,
+                                                    .buffer_count = 1,
+                                                    .info = &block,
+                                                    .info_size = sizes[i],
+                                                    .groups = {1, 1, 1}}));
+        uint32_t got[3];
+        ASSERT_OK(cubec_read(d, CUBEC_STREAM_CURRENT, out, 0, got, sizeof got));
+        double twice = block.d * 2.0, back;
+        uint64_t w = (uint64_t)got[1] << 32 | got[0];
+        memcpy(&back, &w, 8);
+        if (back != twice || got[2] != bits(block.f))
+            fail_msg("info_size %u: d * 2 = %g, f bits 0x%08x; want %g, 0x%08x", sizes[i], back,
+                     got[2], twice, bits(block.f));
+    }
+    /* Neither the block's size nor the struct's: refused, naming the members. */
+    unsigned char big[20] = {0};
+    ASSERT_ERROR(cubec_launch(d, CUBEC_STREAM_CURRENT,
+                              &(cubec_launch_desc){.kernel = k,
+                                                   .buffers = &out,
+                                                   .buffer_count = 1,
+                                                   .info = big,
+                                                   .info_size = 20,
+                                                   .groups = {1, 1, 1}}),
+                 CUBEC_INVALID_ARGUMENT,
+                 "desc->info_size is 20 but kernel 'df' declares 12 bytes of metadata (or 16, "
+                 "padded as in C): d at 0 (double), f at 8 (float)");
+    ASSERT_OK(cubec_buffer_release(d, out));
+    ASSERT_OK(cubec_kernel_destroy(d, k));
+    test_device_close(d);
+}
+
+/* A packed C struct for a block with a vec3: the message says where each member is. */
+static void test_vec3_mismatch_names_offsets(void **state)
+{
+    (void)state;
+    cubec_device *d = test_device_open();
+    cubec_kernel k = make(d, "v3",
+                          "#version 450\n"
+                          "layout(local_size_x = 1) in;\n"
+                          "CUBEC_INFO(uint n; vec3 v; float s;)\n"
+                          "layout(set = 0, binding = 0) writeonly buffer Out { float o[]; };\n"
+                          "void main() { o[0] = info.v.x * info.s + float(info.n); }\n");
+    struct {
+        uint32_t n;
+        float v[3];
+        float s;
+    } packed = {1, {2, 3, 4}, 5};
+    cubec_buffer out;
+    ASSERT_OK(cubec_buffer_create(d, CUBEC_STREAM_CURRENT, 4, &out));
+    ASSERT_ERROR(cubec_launch(d, CUBEC_STREAM_CURRENT,
+                              &(cubec_launch_desc){.kernel = k,
+                                                   .buffers = &out,
+                                                   .buffer_count = 1,
+                                                   .info = &packed,
+                                                   .info_size = sizeof packed,
+                                                   .groups = {1, 1, 1}}),
+                 CUBEC_INVALID_ARGUMENT,
+                 "desc->info_size is 20 but kernel 'v3' declares 32 bytes of metadata: n at 0 "
+                 "(uint), v at 16 (vec3), s at 28 (float)");
+    ASSERT_OK(cubec_buffer_release(d, out));
+    ASSERT_OK(cubec_kernel_destroy(d, k));
+    test_device_close(d);
+}
+
 typedef struct addr_block {
     uint64_t src;
     uint32_t n;
@@ -282,8 +393,12 @@ static void test_refusals(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_fields_push),    cmocka_unit_test(test_fields_buffer),
-        cmocka_unit_test(test_fields_uniform), cmocka_unit_test(test_address_and_uint64),
+        cmocka_unit_test(test_fields_push),
+        cmocka_unit_test(test_fields_buffer),
+        cmocka_unit_test(test_fields_uniform),
+        cmocka_unit_test(test_double_float_padded_struct),
+        cmocka_unit_test(test_vec3_mismatch_names_offsets),
+        cmocka_unit_test(test_address_and_uint64),
         cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
