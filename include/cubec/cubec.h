@@ -183,6 +183,15 @@ typedef struct cubec_device_desc {
      * without a GPU, in milliseconds (docs/api.md). */
     const char *backend;
     uint32_t null_delay_us; /* null backend: 0 = CUBEC_NULL_DELAY_US or at once */
+    /* Non-zero turns on the bounds-checked mode (`[device] robust` / CUBEC_ROBUST=1 do too):
+     * Vulkan's robust buffer access, so that a kernel's load or store past the end of a buffer
+     * it was given reads zero or is dropped instead of reaching other memory. Where the device
+     * has VK_EXT_robustness2 the check is against each buffer's own size; with
+     * robustBufferAccess alone only against its pool page. Device-address (buffer_reference)
+     * accesses are never checked. cubec_device_info.robust says what is in force; kernels may
+     * run slower (docs/reliability.md, "The bounds-checked mode"). Added last (docs/api.md,
+     * "Struct growth"). */
+    int robust;
 } cubec_device_desc;
 
 /* Element types of cooperative matrices (Vulkan's VkComponentTypeKHR, renumbered). */
@@ -258,7 +267,17 @@ typedef struct cubec_device_info {
      * VK_NV_cooperative_matrix's; at most CUBEC_MAX_MATRIX_SHAPES (the rest are left out). */
     uint32_t matrix_shape_count;
     cubec_matrix_shape matrix_shapes[CUBEC_MAX_MATRIX_SHAPES];
+    /* The bounds-checked mode (cubec_device_desc.robust; docs/reliability.md): 0 off;
+     * CUBEC_ROBUST_PAGE, robustBufferAccess (an access past a buffer stays within its pool page);
+     * CUBEC_ROBUST_BUFFER, robustBufferAccess2 too (it stays within the buffer: reads past it
+     * give zero, writes past it are dropped). cubec_device_peek gives what the mode would be.
+     * Added last (docs/api.md, "Struct growth"). */
+    int robust;
 } cubec_device_info;
+
+/* Values of cubec_device_info.robust besides 0. */
+#define CUBEC_ROBUST_PAGE 1
+#define CUBEC_ROBUST_BUFFER 2
 
 /* Opens a device. `desc` may be NULL (defaults). */
 CUBEC_MUST_USE cubec_status cubec_device_open(const cubec_device_desc *desc,

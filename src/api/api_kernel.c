@@ -117,7 +117,7 @@ static cubec_status create(const char *fn, cubec_device *device, const cubec_ker
     int queue = mode == CREATE_AS_CONFIGURED ? device->config.compile_async : mode == CREATE_QUEUED;
     /* The identity is hashed before the lock, and the build releases it (server/kernels.h):
      * nothing is resolved before the build, so nothing can change underneath. */
-    uint64_t key = server_kernel_identity(desc);
+    uint64_t key = server_kernel_identity(desc, device->info.robust);
     RETURN_IF_ERROR(api_lock(device, fn));
     kernel_obj *k = calloc(1, sizeof *k);
     if (!k)

@@ -29,7 +29,7 @@ static double now_ms(void)
     return (double)clock_now_ns() / 1e6;
 }
 
-uint64_t server_kernel_identity(const cubec_kernel_desc *desc)
+uint64_t server_kernel_identity(const cubec_kernel_desc *desc, int robust)
 {
     uint64_t h = HASH_SEED;
     if (desc->glsl) {
@@ -53,6 +53,11 @@ uint64_t server_kernel_identity(const cubec_kernel_desc *desc)
     if (desc->required_subgroup_size) {
         h = hash_str(h, "required_subgroup_size");
         h = hash_u64(h, desc->required_subgroup_size);
+    }
+    /* The driver compiles the bounds checks into the pipeline; hashed only when on, as above. */
+    if (robust) {
+        h = hash_str(h, "robust");
+        h = hash_u64(h, (uint64_t)robust);
     }
     return h;
 }
@@ -437,7 +442,7 @@ cubec_status server_kernel_create(cubec_device *d, const cubec_kernel_desc *desc
 cubec_status server_kernel_create_locked(cubec_device *d, const cubec_kernel_desc *desc,
                                          pipeline_entry **out)
 {
-    uint64_t key = server_kernel_identity(desc);
+    uint64_t key = server_kernel_identity(desc, d->info.robust);
     pipeline_entry *e = lookup(d, key);
     if (e) {
         *out = e;

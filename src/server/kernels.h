@@ -83,8 +83,9 @@ typedef struct kernel_cache {
     struct compile_queue *queue; /* server/compile_queue.c: made by the first queued kernel */
 } kernel_cache;
 
-/* The identity of a kernel: a hash of what defines it. Needs no lock. */
-uint64_t server_kernel_identity(const cubec_kernel_desc *desc);
+/* The identity of a kernel on a device in the bounds-checked mode `robust` (cubec_device_info's,
+ * immutable after open): a hash of what defines its pipeline. Needs no lock. */
+uint64_t server_kernel_identity(const cubec_kernel_desc *desc, int robust);
 /* The pipeline of `desc` (identity `key`), built when the device has none. Called with the device
  * lock held and returns with it held, but releases it while compiling, reflecting, checking and
  * creating the driver's pipeline, so other threads keep working: everything the caller resolved
