@@ -93,9 +93,14 @@ fuzz-test: build-fuzz
 fuzz-runs: build-fuzz
 	fuzz/run_parallel.sh $(BUILD_FUZZ) $(FUZZ_JOBS) $(FUZZ_RUNS)
 
-demo: build
-	@for ex in vector_add reduction mlp; do \
-	  echo "== $$ex"; $(BUILD)/bin/example_$$ex || exit 1; done
+# Builds only the library and the demo programs, quietly (examples/run_demo.sh), then runs them.
+# Python: the package's build target goes in DEMO_TARGETS and its examples in DEMO_EXTRA, one per
+# line as "name|command|checked against" (examples/run_demo.sh).
+DEMO_TARGETS ?=
+DEMO_EXTRA ?=
+demo: install-deps
+	@CUBEC_DEMO_TARGETS="$(DEMO_TARGETS)" CUBEC_DEMO_EXTRA="$(DEMO_EXTRA)" \
+	  sh examples/run_demo.sh $(BUILD) $(CMAKE_ARGS)
 
 test: format-check build lint build-san build-tsan build-fuzz
 	cd $(BUILD) && ctest --output-on-failure -j 2
