@@ -20,7 +20,8 @@ CMAKE_ARGS ?=
 
 DEB_PACKAGES = build-essential cmake pkg-config git libvulkan-dev mesa-vulkan-drivers \
                vulkan-validationlayers vulkan-tools libshaderc-dev glslc glslang-dev spirv-tools \
-               libspirv-cross-c-shared-dev libinih-dev libcmocka-dev python3 clang-format clang-tidy \
+               libspirv-cross-c-shared-dev libinih-dev libcmocka-dev python3 python3-dev python3-numpy \
+               python3-pytest python3-venv clang-format clang-tidy \
                clang libclang-rt-14-dev
 
 .PHONY: demo test build build-san build-tsan build-fuzz fuzz fuzz-test fuzz-runs bench install-deps format format-check lint clean

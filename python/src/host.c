@@ -1,0 +1,8 @@
+/* placeholder: host */
+#include "pycubec.h"
+
+int pyc_register_host(PyObject *module)
+{
+    (void)module;
+    return 0;
+}
