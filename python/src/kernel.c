@@ -252,12 +252,14 @@ static PyObject *device_kernel(PyObject *self, PyObject *const *args, Py_ssize_t
     k->device = d;
     k->name = name_obj ? (Py_INCREF(name_obj), name_obj) : PyUnicode_FromString("kernel");
     cubec_status st;
+    pyc_device_take_hold(d);
     PyThreadState *unlocked = PyEval_SaveThread();
     st = cubec_kernel_create(dev, &desc, &k->kernel);
     if (!st) {
         st = cubec_kernel_get_info(dev, k->kernel, &k->info);
     }
     PyEval_RestoreThread(unlocked);
+    pyc_device_drop_hold(d);
     if (pyc_check(st) < 0) {
         Py_DECREF((PyObject *)k);
         goto done;

@@ -116,3 +116,36 @@ def test_interpreter_exit(order):
                        timeout=120)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "done"
+
+
+LONG_KERNEL = """#version 450
+layout(local_size_x = 1) in;
+layout(set = 0, binding = 0) buffer O { uint o[]; };
+void main() {
+    uint v = o[0];
+    for (uint i = 0u; i < 20000000u; i++) v = v * 1664525u + 1013904223u;
+    o[0] = v;
+}
+"""
+
+
+def test_close_from_another_thread_waits_for_a_blocked_call():
+    import threading
+
+    d = cubec.Device()
+    k = d.kernel(glsl=LONG_KERNEL)
+    b = d.zeros(1, "uint32")
+    k(b, groups=1)
+    errors = []
+
+    def wait():
+        try:
+            d.sync()
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    t = threading.Thread(target=wait)
+    t.start()
+    d.close()  # the sync holds the device: the close is deferred to its end
+    t.join()
+    assert errors == [] and d.closed
