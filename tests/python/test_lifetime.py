@@ -57,10 +57,17 @@ def test_host_memory_outlives_close_until_its_array_goes():
     d = cubec.Device()
     h = cubec.host_empty(1024, "float32", device=d)
     h[:] = 3.0
+    k = d.kernel(glsl=SAXPY)
+    b = d.buffer(h)
+    launch = k.bind(b, b, b, groups=1, info=saxpy_info(4, 1.0))
     d.close()  # deferred: numpy still points at the memory
     assert d.closed
     with pytest.raises(cubec.InvalidArgument, match="closed"):
         d.empty(4)
+    with pytest.raises(cubec.InvalidArgument, match="closed"):
+        k(b, b, b, groups=1, info=saxpy_info(4, 1.0))
+    with pytest.raises(cubec.InvalidArgument, match="closed"):
+        launch()
     np.testing.assert_array_equal(h, np.full(1024, 3.0, np.float32))
     del h  # the last hold: the device closes now
     gc.collect()
