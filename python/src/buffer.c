@@ -7,10 +7,10 @@
 
 /* Host copies of at least this many bytes release the GIL (below it the switch costs more than
  * the copy). */
-#define PYC_LARGE_COPY (64u * 1024u)
+#define PYC_LARGE_COPY ((size_t)64 * 1024)
 /* Page-aligned arrays of at least this many bytes are registered for an upload on devices with
  * separate memory (cubec_host_register: the GPU reads them without a staging copy). */
-#define PYC_REGISTER_MIN (1u << 20)
+#define PYC_REGISTER_MIN ((uint64_t)1 << 20)
 
 PyObject *pyc_buffer_wrap(pyc_device *device, cubec_buffer buf, uint64_t size, PyObject *dtype,
                           PyObject *shape)
