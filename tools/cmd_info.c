@@ -133,6 +133,10 @@ static void print_device(uint32_t index, const cubec_device_info *d, int is_defa
            d->api_version & 0xFFFu);
     printf("  %-28s %s\n", "unified memory", d->unified_memory ? "yes (no staging copies)" : "no");
     printf("  %-28s %s\n", "push descriptors", d->push_descriptors ? "yes" : "no");
+    printf("  %-28s %s\n", "bounds checks (robust)",
+           d->robust == CUBEC_ROBUST_BUFFER ? "per buffer (robustBufferAccess2)"
+           : d->robust                      ? "per pool page (robustBufferAccess)"
+                                            : "none");
     printf("  %-28s %s\n", "device-local heap",
            cli_format_bytes(d->device_local_heap_size, b1, sizeof b1));
     printf("  %-28s %s\n", "max storage buffer range",

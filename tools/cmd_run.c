@@ -65,6 +65,9 @@ void cli_run_usage(FILE *out)
         "  --optimize, -O          compile GLSL with optimization\n"
         "  --device INDEX|NAME     the device to use: its index or a part of its name, as\n"
         "                          `cubec info` lists them (default: CUBEC_DEVICE, else the best)\n"
+        "  --no-robust             run without bounds checks: by default a load or store past\n"
+        "                          the end of a --buf reads zero or is dropped where the\n"
+        "                          device has robust buffer access (docs/reliability.md)\n"
         "  --print N               how many values to print per output binding (default 8)\n"
         "  --print-u32             print untyped bindings (zero:SIZE, a raw file:) as u32\n"
         "                          instead of f32; typed ones print in their TYPE\n"
@@ -130,6 +133,7 @@ typedef struct run_args {
     int save_npy; /* --npy: --out-dir files are .npy, not raw */
     const char *entry_point;
     int optimize;
+    int no_robust; /* --no-robust: the device without its bounds-checked mode */
     int have_device;
     uint32_t device_index;
     const char *device_name; /* --device NAME: a part of the device's name */
@@ -372,12 +376,15 @@ static int parse_args(int argc, char **argv, run_args *a, int *help)
 
         /* Flags without a value first. */
         if (strcmp(name, "--print-u32") == 0 || strcmp(name, "--optimize") == 0 ||
-            strcmp(name, "-O") == 0 || strcmp(name, "--npy") == 0) {
+            strcmp(name, "-O") == 0 || strcmp(name, "--npy") == 0 ||
+            strcmp(name, "--no-robust") == 0) {
             if (eq != NULL) return cli_usage_error(CMD, "%s takes no value (got '%s')", name, arg);
             if (strcmp(name, "--print-u32") == 0) {
                 a->print_u32 = 1;
             } else if (strcmp(name, "--npy") == 0) {
                 a->save_npy = 1;
+            } else if (strcmp(name, "--no-robust") == 0) {
+                a->no_robust = 1;
             } else {
                 a->optimize = 1;
             }
@@ -733,7 +740,9 @@ static int run(const run_args *a)
     }
     if (a->out_dir != NULL && ensure_dir(a->out_dir) != 0) goto done;
 
-    cubec_device_desc device_desc = {0};
+    /* Bounds-checked by default: `cubec run` cannot know what the kernel's info.n means, so a
+     * grid larger than a --buf must not write past it unnoticed. */
+    cubec_device_desc device_desc = {.robust = !a->no_robust};
     if (a->have_device) {
         device_desc.select_by_index = 1;
         device_desc.index = a->device_index;
@@ -814,7 +823,10 @@ static int run(const run_args *a)
     if (cli_failed(CMD, cubec_sync(device, CUBEC_STREAM_CURRENT), "running the kernel")) goto done;
     const double run_s = now_seconds() - t0;
 
-    printf("device:  %s\n", device_info.name);
+    printf("device:  %s, bounds checks %s\n", device_info.name,
+           device_info.robust == CUBEC_ROBUST_BUFFER ? "per buffer"
+           : device_info.robust                      ? "per pool page only"
+                                                     : "off");
     printf("kernel:  %s (%s), %" PRIu32 " binding%s, %" PRIu32 " bytes of info%s, workgroup "
            "%" PRIu32 "x%" PRIu32 "x%" PRIu32 ", compiled in %.3f ms\n",
            kernel_name, is_spirv ? "SPIR-V" : "GLSL", info.binding_count,

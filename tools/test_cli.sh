@@ -457,6 +457,37 @@ fi
 run_expect 0 info_json_alone "$CUBEC" info --json &&
     python3 -m json.tool "$TMP/info_json_alone.out" >/dev/null || fail "info --json: not JSON"
 
+# --- The bounds-checked mode: on by default in `cubec run` ----------------------------------------
+# 256 invocations write o[i] = i + 1 into a 16-word buffer: the first 16 words are right, and
+# the run says whether the stores past the end were checked (per buffer where the device has
+# robustBufferAccess2, as `cubec info` says).
+cat >"$TMP/oob.comp" <<'EOF'
+#version 450
+layout(local_size_x = 64) in;
+layout(set = 0, binding = 0) writeonly buffer O { uint o[]; };
+void main() { o[gl_GlobalInvocationID.x] = gl_GlobalInvocationID.x + 1u; }
+EOF
+run_expect 0 info_robust "$CUBEC" info
+robust_line=$(grep -F "bounds checks (robust)" "$TMP/info_robust.out" | head -n 1)
+case "$robust_line" in
+*"per buffer"*) want_checks="bounds checks per buffer" ;;
+*"per pool page"*) want_checks="bounds checks per pool page only" ;;
+*) want_checks="bounds checks off" ;;
+esac
+if run_expect 0 run_oob "$CUBEC" run "$TMP/oob.comp" --groups 4 --buf zero:64 --print-u32 \
+    --out-dir "$TMP/out_oob"; then
+    expect_in run_oob "$want_checks"
+    check_u32 "$TMP/out_oob/binding0.bin" 16 "i + 1" || fail "run_oob: wrong in-bounds values"
+fi
+if run_expect 0 run_oob_unchecked "$CUBEC" run "$TMP/oob.comp" --groups 1 --buf zero:256 \
+    --no-robust --print-u32 --out-dir "$TMP/out_oob_unchecked"; then
+    expect_in run_oob_unchecked "bounds checks off"
+    check_u32 "$TMP/out_oob_unchecked/binding0.bin" 64 "i + 1" ||
+        fail "run_oob_unchecked: wrong values"
+fi
+run_expect 2 run_no_robust_value "$CUBEC" run "$TMP/oob.comp" --groups 1 --buf zero:256 \
+    --no-robust=1 && expect_in run_no_robust_value "--no-robust takes no value"
+
 if [ "$FAILURES" -ne 0 ]; then
     echo "test_cli: $FAILURES failure(s)" >&2
     exit 1

@@ -174,6 +174,7 @@ static const config_option options[] = {
      FIELD(wait_timeout_s)},
     {"device", "push_descriptors", "CUBEC_PUSH_DESCRIPTORS", CONFIG_BOOL, .fallback = 1,
      FIELD(push_descriptors)},
+    {"device", "robust", "CUBEC_ROBUST", CONFIG_BOOL, FIELD(robust)},
     {"device", "max_inflight_tasks", "CUBEC_MAX_INFLIGHT_TASKS", CONFIG_INT, 1, 1 << 24, 16384,
      FIELD(max_inflight_tasks)},
     {"device", "disable_features", "CUBEC_DISABLE_FEATURES", CONFIG_FEATURES,

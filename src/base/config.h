@@ -69,6 +69,7 @@ typedef struct cubec_config {
     int info_mode; /* [kernel] metadata CUBEC_KERNEL_METADATA: CONFIG_INFO_AUTO ... (below) */
     int64_t max_source_bytes; /* [kernel] max_source_bytes CUBEC_MAX_SOURCE_BYTES; 4 MiB */
     int push_descriptors;     /* [device] push_descriptors CUBEC_PUSH_DESCRIPTORS: 0 = pools */
+    int robust;               /* [device] robust CUBEC_ROBUST: bounds-checked buffer access */
     int timing_system;        /* [profiling] timing CUBEC_TIMING: device | system (host clock) */
     char trace_file[512]; /* [profiling] trace CUBEC_TRACE: Chrome trace JSON written at close */
     char cache_dir[448];  /* [compile] cache_dir CUBEC_CACHE_DIR: "" the XDG default, "none" off */
