@@ -301,7 +301,7 @@ int cli_info_main(int argc, char **argv)
         }
         printf("\n");
         print_device(i, &info, is_default);
-        if (off) print_features("features off by config", (uint32_t)off);
+        if (off) print_features("features off by config", off);
     }
     if (json) {
         info_json_end(stdout, listed, default_error[0] ? default_error : NULL);

@@ -111,7 +111,7 @@ typedef struct buf_spec {
     uint64_t count;   /* elements (BUF_IOTA, BUF_RAND) */
     uint64_t seed;    /* BUF_RAND */
     unsigned char value[8]; /* BUF_FILL: one element, repeated */
-    /* A .npy input's shape, written back with --npy when the binding keeps its size. */
+    /* A .npy input's shape (ndim 0: not one), which --npy writes back. */
     uint32_t ndim;
     uint64_t shape[NPY_MAX_DIMS];
 } buf_spec;

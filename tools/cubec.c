@@ -1,6 +1,7 @@
 /* cubec: the command-line face of the runtime.
  *
  *   cubec info                 the Vulkan devices present, their limits, and the default one
+ *   cubec info --json          the same as JSON, for scripts (docs/cli.md)
  *   cubec info --memory        the default device's memory report (--json for JSON)
  *   cubec run KERNEL ...       run one GLSL or SPIR-V kernel on buffers made from the command line
  *   cubec bench ...            the benchmark suite (bench/, see docs/benchmarks.md)
@@ -31,14 +32,16 @@ static void usage(FILE *out)
             "usage: cubec <command> [options]\n"
             "\n"
             "commands:\n"
-            "  info      list the Vulkan devices, their limits, and which one is the default;\n"
-            "            `info --memory [--json]` prints the default device's memory report\n"
+            "  info      list the Vulkan devices, their limits, and which one is the default\n"
+            "            (--json for scripts); `info --memory [--json]` prints the default\n"
+            "            device's memory report\n"
             "  run       run a GLSL (.comp) or SPIR-V (.spv) kernel on buffers given as flags\n"
+            "            (typed, from .npy files, seeded random; outputs saved as .npy)\n"
             "  bench     run the benchmark suite (a table, or --json; docs/benchmarks.md)\n"
             "  version   print the version and the git revision of this build\n"
             "  help      print this, or `cubec help <command>` for a command's options\n"
             "\n"
-            "`cubec <command> --help` describes a command's options.\n"
+            "`cubec <command> --help` describes a command's options; docs/cli.md all of them.\n"
             "Environment: CUBEC_DEVICE picks the default device (index or part of the name),\n"
             "CUBEC_VALIDATION=1 turns on the Vulkan validation layer, CUBEC_LOG_LEVEL sets the\n"
             "log level (off, error, warn, info, debug), CUBEC_LOG one per subsystem\n"

@@ -4,7 +4,6 @@
 #include "npy.h"
 
 #include <ctype.h>
-#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,12 +42,14 @@ static const char *parse_shape(const char *p, const char *end, npy_array *a)
         p = skip_space(p, end);
         if (p < end && *p == ')') return p + 1;
         if (a->ndim == NPY_MAX_DIMS || p >= end || !isdigit((unsigned char)*p)) return NULL;
-        char *num_end = NULL;
-        errno = 0;
-        const unsigned long long v = strtoull(p, &num_end, 10);
-        if (errno != 0 || num_end > end) return NULL;
+        /* Digits read up to `end` only: the header is not NUL-terminated. */
+        uint64_t v = 0;
+        for (; p < end && isdigit((unsigned char)*p); p++) {
+            if (v > (UINT64_MAX - 9) / 10) return NULL;
+            v = v * 10 + (uint64_t)(*p - '0');
+        }
         a->shape[a->ndim++] = v;
-        p = skip_space(num_end, end);
+        p = skip_space(p, end);
         if (p < end && *p == ',')
             p++;
         else if (p >= end || *p != ')')

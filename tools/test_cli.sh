@@ -141,7 +141,7 @@ if run_expect 0 trace "$CUBEC" run "$TMP/scale.comp" --groups 4 --info-u32 256 -
         sed 's/^/    /' "$TMP/trace_check.out" >&2
     }
     # The fill of zero:1K says its 1024 bytes; every submit names the stream of the run's work
-    # (the stream of its launches), not 0.
+    # (the stream of its launches), not 0; a compilation names no stream (null, not 0).
     python3 - "$TMP/run.trace.json" <<'EOF' || fail "trace: fill size or submit streams wrong"
 import json, sys
 events = [e for e in json.load(open(sys.argv[1]))["traceEvents"] if e.get("ph") == "X"]
@@ -151,6 +151,8 @@ work = {e["args"]["stream"] for e in events if e.get("cat") == "launch"}
 assert len(work) == 1 and 0 not in work, work
 submits = [e for e in events if e["name"] == "submit"]
 assert submits and all(e["args"]["stream"] in work for e in submits if e["args"]["tasks"]), submits
+compiles = [e for e in events if e.get("cat") == "compile"]
+assert compiles and all(e["args"]["stream"] is None for e in compiles), compiles
 EOF
 fi
 # A trace file that cannot be created fails the run (the device refuses to open).

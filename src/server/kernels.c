@@ -394,7 +394,7 @@ static cubec_status publish(cubec_device *d, const build_ctx *b, const cubec_ker
         char args[96];
         snprintf(args, sizeof args, "\"identity\":\"%016" PRIx64 "\",\"source\":\"%s\"", key,
                  desc->glsl ? "glsl" : "spirv");
-        timing_host(d, e->name, "compile", b->trace_t0, 0, args);
+        timing_host(d, e->name, "compile", b->trace_t0, TIMING_NO_STREAM, args);
     }
     *out = e;
     return NULL;
