@@ -19,6 +19,10 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#ifndef CUBEC_NO_CHECK_HELPER
+#include <stdio.h>  /* fprintf in CUBEC_CHECK */
+#include <stdlib.h> /* exit in CUBEC_CHECK */
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -104,6 +108,27 @@ const char *cubec_status_message(cubec_status status);
 const char *cubec_code_name(cubec_code code);
 /* Frees a status; NULL is accepted. */
 void cubec_status_free(cubec_status status);
+
+#ifndef CUBEC_NO_CHECK_HELPER
+/* CUBEC_CHECK(call): for programs whose only answer to a failed call is to stop (examples, small
+ * tools, a test's setup). It evaluates `call` (anything returning a cubec_status) once; on
+ * failure it prints "file:line: call: CODE: message" to stderr, frees the status and exits the
+ * process with EXIT_FAILURE. It is a macro so that the message can quote the call and its place,
+ * and a statement (do/while), so it cannot be used as a value. A program that must clean up or
+ * recover tests the status itself. A binding generator that wants the declarations alone defines
+ * CUBEC_NO_CHECK_HELPER before including this header (no <stdio.h>, no <stdlib.h>, no macro). */
+#define CUBEC_CHECK(call)                                                                          \
+    do {                                                                                           \
+        cubec_status cubec_check_status_ = (call);                                                 \
+        if (cubec_check_status_) {                                                                 \
+            fprintf(stderr, "%s:%d: %s: %s: %s\n", __FILE__, __LINE__, #call,                      \
+                    cubec_code_name(cubec_status_code(cubec_check_status_)),                       \
+                    cubec_status_message(cubec_check_status_));                                    \
+            cubec_status_free(cubec_check_status_);                                                \
+            exit(EXIT_FAILURE);                                                                    \
+        }                                                                                          \
+    } while (0)
+#endif
 
 /* ---------------------------------------------------------------------------------------------
  * Device

@@ -139,6 +139,7 @@ cubec_status server_open(const cubec_device_desc *desc, cubec_device **out)
         free(d);
         return err;
     }
+    config_warn_once(&d->config);
     d->faults = d->config.faults; /* CUBEC_FAULT, counted from this opening */
     pthread_mutex_init(&d->lock, NULL);
     pthread_cond_init(&d->kernels->built, NULL);

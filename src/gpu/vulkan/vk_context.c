@@ -103,6 +103,18 @@ static cubec_status shared_instance(int validation, VkInstance *out)
     if (!instances[validation]) r = vkCreateInstance(&ci, NULL, &instances[validation]);
     *out = instances[validation];
     pthread_mutex_unlock(&instances_lock);
+    /* The loader says INCOMPATIBLE_DRIVER when it finds no driver at all (no ICD installed, or
+     * VK_ICD_FILENAMES naming nothing): the one failure a new user meets first, so it says what
+     * to install rather than only the Vulkan code. */
+    if (r == VK_ERROR_INCOMPATIBLE_DRIVER)
+        return status_make(
+            CUBEC_UNSUPPORTED,
+            "vkCreateInstance: VK_ERROR_INCOMPATIBLE_DRIVER: the Vulkan loader "
+            "found no usable driver. Install one: mesa-vulkan-drivers for the CPU "
+            "device (lavapipe; `apt-get install mesa-vulkan-drivers` on Debian), "
+            "or your GPU's Vulkan driver; then `vulkaninfo --summary` (vulkan-tools) "
+            "should list a device. If VK_ICD_FILENAMES or VK_DRIVER_FILES is set, "
+            "check the files it names");
     return vk_status(r, "vkCreateInstance");
 }
 
@@ -571,6 +583,12 @@ cubec_status vk_context_create(const vk_context_desc *desc, vk_context *ctx)
         ctx->robust == CUBEC_ROBUST_BUFFER ? "per buffer (robustBufferAccess2)"
         : ctx->robust                      ? "per page (robustBufferAccess)"
                                            : "off");
+    /* Said on its own line: a user who turned validation on (CUBEC_VALIDATION=1) and sees no
+     * message should be able to tell a clean program from a layer that never loaded. */
+    if (desc->validation)
+        LOG(LOG_INFO, LOG_SYS_DEVICE,
+            "validation layer on: VK_LAYER_KHRONOS_validation with synchronization validation; "
+            "its messages are logged as errors (subsystem validation)");
     return NULL;
 }
 
