@@ -823,10 +823,13 @@ static int run(const run_args *a)
     if (cli_failed(CMD, cubec_sync(device, CUBEC_STREAM_CURRENT), "running the kernel")) goto done;
     const double run_s = now_seconds() - t0;
 
-    printf("device:  %s, bounds checks %s\n", device_info.name,
-           device_info.robust == CUBEC_ROBUST_BUFFER ? "per buffer"
-           : device_info.robust                      ? "per pool page only"
-                                                     : "off");
+    printf("device:  %s\n", device_info.name);
+    /* A line of its own: scripts read the device line whole. */
+    printf("bounds:  %s\n", device_info.robust == CUBEC_ROBUST_BUFFER ? "checked per buffer"
+                            : device_info.robust                      ? "checked per pool page only"
+                            : a->no_robust                            ? "not checked (--no-robust)"
+                                           : "not checked (the device has no robust "
+                                             "buffer access)");
     printf("kernel:  %s (%s), %" PRIu32 " binding%s, %" PRIu32 " bytes of info%s, workgroup "
            "%" PRIu32 "x%" PRIu32 "x%" PRIu32 ", compiled in %.3f ms\n",
            kernel_name, is_spirv ? "SPIR-V" : "GLSL", info.binding_count,

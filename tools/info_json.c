@@ -75,6 +75,11 @@ void info_json_device(FILE *out, int first, uint32_t index, const cubec_device_i
             d->api_version & 0xFFFu, d->api_version);
     fprintf(out, "      \"unified_memory\": %s,\n", d->unified_memory ? "true" : "false");
     fprintf(out, "      \"push_descriptors\": %s,\n", d->push_descriptors ? "true" : "false");
+    /* What the bounds-checked mode gives on the device: "buffer", "page" or "none". */
+    fprintf(out, "      \"robust\": \"%s\",\n",
+            d->robust == CUBEC_ROBUST_BUFFER ? "buffer"
+            : d->robust                      ? "page"
+                                             : "none");
     fprintf(out, "      \"device_local_heap_size\": %" PRIu64 ",\n", d->device_local_heap_size);
     fprintf(out, "      \"max_storage_buffer_range\": %" PRIu64 ",\n", d->max_storage_buffer_range);
     fprintf(out, "      \"max_allocation_size\": %" PRIu64 ",\n", d->max_allocation_size);

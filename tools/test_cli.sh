@@ -472,9 +472,9 @@ EOF
 run_expect 0 info_robust "$CUBEC" info
 robust_line=$(grep -F "bounds checks (robust)" "$TMP/info_robust.out" | head -n 1)
 case "$robust_line" in
-*"per buffer"*) want_checks="bounds checks per buffer" ;;
-*"per pool page"*) want_checks="bounds checks per pool page only" ;;
-*) want_checks="bounds checks off" ;;
+*"per buffer"*) want_checks="bounds:  checked per buffer" ;;
+*"per pool page"*) want_checks="bounds:  checked per pool page only" ;;
+*) want_checks="bounds:  not checked" ;;
 esac
 if run_expect 0 run_oob "$CUBEC" run "$TMP/oob.comp" --groups 4 --buf zero:64 --print-u32 \
     --out-dir "$TMP/out_oob"; then
@@ -483,7 +483,7 @@ if run_expect 0 run_oob "$CUBEC" run "$TMP/oob.comp" --groups 4 --buf zero:64 --
 fi
 if run_expect 0 run_oob_unchecked "$CUBEC" run "$TMP/oob.comp" --groups 1 --buf zero:256 \
     --no-robust --print-u32 --out-dir "$TMP/out_oob_unchecked"; then
-    expect_in run_oob_unchecked "bounds checks off"
+    expect_in run_oob_unchecked "bounds:  not checked (--no-robust)"
     check_u32 "$TMP/out_oob_unchecked/binding0.bin" 64 "i + 1" ||
         fail "run_oob_unchecked: wrong values"
 fi

@@ -300,8 +300,9 @@ typedef struct cubec_device_info {
     int robust;
 } cubec_device_info;
 
-/* Values of cubec_device_info.robust besides 0. */
+/* cubec_device_info.robust: robustBufferAccess, bounds by the pool page. */
 #define CUBEC_ROBUST_PAGE 1
+/* cubec_device_info.robust: robustBufferAccess2 too, bounds by each buffer. */
 #define CUBEC_ROBUST_BUFFER 2
 
 /* Opens a device. `desc` may be NULL (defaults). */
@@ -559,9 +560,9 @@ typedef struct cubec_info_field {
     /* The member's name in the source ("scale"); a member of a struct member is "outer.inner".
      * Owned by the device: valid until it closes (a binding copies it at once). */
     const char *name;
-    uint32_t offset; /* bytes from the start of the block                             */
-    uint32_t size;   /* bytes it spans: array_length x array_stride for an array      */
-    cubec_info_type type;
+    uint32_t offset;        /* bytes from the start of the block                             */
+    uint32_t size;          /* bytes it spans: array_length x array_stride for an array      */
+    cubec_info_type type;   /* the element type (of a vector, matrix or array: its elements') */
     uint32_t vector_size;   /* components: 1 for a scalar, 2..4 for vecN (a matrix's rows) */
     uint32_t columns;       /* 1, or a matrix's columns                                   */
     uint32_t array_length;  /* 0: not an array; else its elements, all dimensions together */

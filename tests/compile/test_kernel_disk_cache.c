@@ -168,6 +168,38 @@ static void test_second_device_hits(void **state)
     expect_consistent(3);
 }
 
+/* The bounds-checked mode (CUBEC_ROBUST) compiles other pipelines from the same SPIR-V: the
+ * driver's pipeline cache of each mode is a blob of its own, so neither loads the other's. */
+static void test_robust_pipelines_apart(void **state)
+{
+    (void)state;
+    cubec_device *d = test_device_open();
+    assert_true(run_salted(d, 1));
+    test_device_close(d);
+    assert_int_equal(count_entries("pipelines"), 1);
+    setenv("CUBEC_ROBUST", "1", 1);
+    d = test_device_open();
+    unsetenv("CUBEC_ROBUST");
+    cubec_device_info info;
+    ASSERT_OK(cubec_device_get_info(d, &info));
+    assert_true(run_salted(d, 1));
+    kernel_disk_stats s = stats_of(d);
+    assert_int_equal(s.spirv_hits, 1); /* the mode does not change the SPIR-V */
+    test_device_close(d);
+    if (!info.robust) { /* a device without robust buffer access: nothing differs */
+        assert_int_equal(s.blobs_loaded, 1);
+        skip();
+    }
+    assert_int_equal(s.blobs_loaded, 0);
+    assert_int_equal(count_entries("pipelines"), 2);
+    d = test_device_open(); /* the plain device finds its own blob again */
+    assert_true(run_salted(d, 1));
+    assert_int_equal(stats_of(d).blobs_loaded, 1);
+    test_device_close(d);
+    assert_int_equal(count_entries("spirv"), 1);
+    assert_int_equal(count_entries("pipelines"), 2);
+}
+
 /* Only SPIR-V that passed validation and reflection is stored (a hit skips the validator): a
  * kernel that compiles but is refused, here for a uniform buffer outside the metadata binding,
  * leaves no entry, and asking again refuses it again with the same message. */
@@ -731,6 +763,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_second_device_hits, setup, teardown),
         cmocka_unit_test_setup_teardown(test_damaged_spirv_rebuilt, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refused_kernel_not_stored, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_robust_pipelines_apart, setup, teardown),
         cmocka_unit_test_setup_teardown(test_foreign_pipeline_cache_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_processes_share_cache, setup, teardown),
         cmocka_unit_test_setup_teardown(test_size_limit_evicts_lru, setup, teardown),

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define WORDS 64u /* words of the buffer the kernel is given: one workgroup's worth */
 #define GROUPS 4u /* the grid: four times the buffer */
@@ -36,14 +37,31 @@ typedef struct outcome {
 
 #define NEIGHBOUR_WORD 0x5a5a0000u
 
+static char log_path[512];
+
 /* The mode through the environment ([device] robust's variable); test_desc_and_identity opens
- * it through the desc. */
+ * it through the desc. The device's log goes to log_path, at info level for the device line. */
 static cubec_device *open_robust(int robust)
 {
+    snprintf(log_path, sizeof log_path, "%s/cubec_test_robust_%d.log", test_tmp_dir(),
+             (int)getpid());
+    unlink(log_path); /* the logger appends */
     if (robust) setenv("CUBEC_ROBUST", "1", 1);
+    setenv("CUBEC_LOG", "device=info", 1);
+    setenv("CUBEC_LOG_FILE", log_path, 1);
     cubec_device *d = test_device_open();
     unsetenv("CUBEC_ROBUST");
+    unsetenv("CUBEC_LOG");
+    unsetenv("CUBEC_LOG_FILE");
     return d;
+}
+
+/* The device's log line says which checks are in force; the log file is removed. */
+static void expect_logged(const char *needle)
+{
+    size_t n = test_count_lines_with(log_path, needle);
+    unlink(log_path);
+    if (n != 1) fail_msg("%zu log lines say '%s', want 1", n, needle);
 }
 
 /* x and its neighbour, then s and its neighbour (s's neighbour is what a read past s finds). */
@@ -120,6 +138,7 @@ static void test_without_the_mode(void **state)
            "past the end returned the neighbour's words\n",
            info.name, o.neighbour_clobbered, WORDS, read_past, WORDS);
     test_device_close(d);
+    expect_logged("bounds checks off");
 }
 
 static void test_with_the_mode(void **state)
@@ -135,6 +154,7 @@ static void test_with_the_mode(void **state)
         printf("device '%s' gives bounds checks %d (peek %d), not per buffer: skipped\n", info.name,
                info.robust, peek.robust);
         test_device_close(d);
+        unlink(log_path);
         skip();
     }
     outcome o;
@@ -150,6 +170,7 @@ static void test_with_the_mode(void **state)
                      "something other than zero",
                      i, o.copied[i]);
     test_device_close(d);
+    expect_logged("bounds checks per buffer (robustBufferAccess2)");
 }
 
 /* cubec_device_desc.robust opens it too; its kernels are pipelines of their own. */
@@ -157,7 +178,8 @@ static void test_desc_and_identity(void **state)
 {
     (void)state;
     cubec_device *plain = test_device_open();
-    cubec_device_desc desc = {.validation = 1, .robust = 1};
+    const char *v = getenv("CUBEC_TEST_VALIDATION"); /* as test_device_open reads it */
+    cubec_device_desc desc = {.validation = !(v && v[0] == '0'), .robust = 1};
     cubec_device *robust = NULL;
     ASSERT_OK(cubec_device_open(&desc, &robust));
     cubec_device_info pi, ri;
