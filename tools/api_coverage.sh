@@ -3,7 +3,8 @@
 # which do not: the tutorial path (docs/tutorial.md) should show a user most of the API.
 # A function counts when an example's source calls it by name.
 # Usage: tools/api_coverage.sh [HEADER [EXAMPLES_DIR]]   (from the repository root)
-# With --min N after them, fails when fewer than N functions appear (the test api_coverage).
+# With --min N after them, fails when fewer than N functions appear, or when an example has no
+# step in docs/tutorial.md (the test api_coverage).
 set -u
 hdr=${1:-include/cubec/cubec.h}
 dir=${2:-examples}
@@ -22,6 +23,19 @@ for f in $(grep -oE '\bcubec_[a-z_0-9]+\(' "$hdr" | tr -d '(' | sort -u); do
 done
 echo "$used of $total public functions appear in an example; $((total - used)) do not:"
 for f in $missing; do echo "  $f"; done
+# Every example has its step in the tutorial.
+tutorial=$(dirname "$dir")/docs/tutorial.md
+unlisted=
+if [ -f "$tutorial" ]; then
+    for f in "$dir"/*.c; do
+        grep -q "\`$(basename "$f")\`" "$tutorial" || unlisted="$unlisted $(basename "$f")"
+    done
+    [ -z "$unlisted" ] || echo "not in $tutorial:$unlisted"
+fi
+if [ -n "$unlisted" ] && [ -n "$min" ]; then
+    echo "FAIL: every example needs its step in $tutorial"
+    exit 1
+fi
 if [ -n "$min" ] && [ "$used" -lt "$min" ]; then
     echo "FAIL: fewer than $min functions appear in an example"
     exit 1
