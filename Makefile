@@ -21,8 +21,8 @@ CMAKE_ARGS ?=
 
 DEB_PACKAGES = build-essential cmake pkg-config git libvulkan-dev mesa-vulkan-drivers \
                vulkan-validationlayers vulkan-tools libshaderc-dev glslc glslang-dev spirv-tools \
-               libspirv-cross-c-shared-dev libinih-dev libcmocka-dev python3 clang-format clang-tidy \
-               clang libclang-rt-14-dev doxygen
+               libspirv-cross-c-shared-dev libinih-dev libcmocka-dev python3 python3-dev python3-numpy \
+               python3-pytest python3-venv clang-format clang-tidy clang libclang-rt-14-dev doxygen
 
 .PHONY: demo docs test build build-san build-tsan build-fuzz fuzz fuzz-test fuzz-runs bench install-deps format format-check lint clean
 
@@ -114,8 +114,12 @@ test: format-check build lint build-san build-tsan build-fuzz
 	  "test_threads|test_stream_stress|test_graph_threads|test_compile_threads|test_compile_queue|test_copy_pool|test_fault_random_threads|test_autotune_system_timing|test_relocation_threads"
 	$(call run_fuzzers,$(FUZZ_TEST_SECONDS))
 
+# `cubec bench`, then the Python binding against C in one process (bench/python_bench.py; needs
+# the extension, built when python3-dev is installed).
 bench: build
 	$(BUILD)/bin/cubec bench
+	@if [ -f $(BUILD)/python/cubec/_cubec.abi3.so ]; then \
+	  PYTHONPATH=$(BUILD)/python /usr/bin/python3 bench/python_bench.py; fi
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
@@ -124,15 +128,16 @@ format:
 format-check: install-deps
 	clang-format --dry-run --Werror $$(git ls-files '*.c' '*.h')
 
-# clang-tidy (.clang-tidy) over the library's C files, with the Release build's compile commands.
+# clang-tidy (.clang-tidy) over the library's and the Python extension's C files, with the Release
+# build's compile commands (the extension's are there when python3-dev is installed).
 # LINT_PENDING: files whose findings are not fixed yet (none today); a file listed here is skipped
-# until it passes. Every other file under src/, new ones included, must pass.
+# until it passes. Every other file under src/ and python/src/, new ones included, must pass.
 LINT_PENDING =
-LINT_FILES = $(filter-out $(LINT_PENDING),$(shell git ls-files 'src/*.c'))
-# Findings in headers count under this checkout's src/ only: .clang-tidy's '/src/' alone also
+LINT_FILES = $(filter-out $(LINT_PENDING),$(shell git ls-files 'src/*.c' 'python/src/*.c'))
+# Findings in headers count under this checkout's src/ and python/src/ only: .clang-tidy's '/src/' alone also
 # matched include/cubec/cubec.h in a checkout at ~/src/cubec. The path is a regex: dots and
 # pluses in it are escaped.
-LINT_HEADERS = ^$(subst +,\+,$(subst .,\.,$(CURDIR)))/src/
+LINT_HEADERS = ^$(subst +,\+,$(subst .,\.,$(CURDIR)))/(python/)?src/
 
 # tools/check_layers.sh: src/api/ writes no device field, device.h includes no component header.
 # tools/check_calls.py: no circle of calls between more than two files of src/server.
