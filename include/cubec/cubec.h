@@ -301,8 +301,8 @@ typedef struct cubec_device_info {
 } cubec_device_info;
 
 /* Values of cubec_device_info.robust besides 0. */
-#define CUBEC_ROBUST_PAGE 1
-#define CUBEC_ROBUST_BUFFER 2
+#define CUBEC_ROBUST_PAGE 1   /* robustBufferAccess: accesses stay within the pool page */
+#define CUBEC_ROBUST_BUFFER 2 /* robustBufferAccess2 too: accesses stay within the buffer */
 
 /* Opens a device. `desc` may be NULL (defaults). */
 CUBEC_MUST_USE cubec_status cubec_device_open(const cubec_device_desc *desc,
@@ -559,9 +559,9 @@ typedef struct cubec_info_field {
     /* The member's name in the source ("scale"); a member of a struct member is "outer.inner".
      * Owned by the device: valid until it closes (a binding copies it at once). */
     const char *name;
-    uint32_t offset; /* bytes from the start of the block                             */
-    uint32_t size;   /* bytes it spans: array_length x array_stride for an array      */
-    cubec_info_type type;
+    uint32_t offset;        /* bytes from the start of the block                             */
+    uint32_t size;          /* bytes it spans: array_length x array_stride for an array      */
+    cubec_info_type type;   /* the scalar type of the member or of its components       */
     uint32_t vector_size;   /* components: 1 for a scalar, 2..4 for vecN (a matrix's rows) */
     uint32_t columns;       /* 1, or a matrix's columns                                   */
     uint32_t array_length;  /* 0: not an array; else its elements, all dimensions together */
