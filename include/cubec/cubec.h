@@ -19,6 +19,14 @@
 
 #include <stddef.h>
 #include <stdint.h>
+/* CUBEC_CHECK (below) needs <stdio.h> and <stdlib.h>. Where they cannot be found (a binding's
+ * declaration extractor that preprocesses this header without the C library's headers), or
+ * where CUBEC_NO_CHECK_HELPER is defined, the helper is left out and nothing else changes. */
+#if !defined(CUBEC_NO_CHECK_HELPER) && defined(__has_include)
+#if !__has_include(<stdio.h>) || !__has_include(<stdlib.h>)
+#define CUBEC_NO_CHECK_HELPER
+#endif
+#endif
 #ifndef CUBEC_NO_CHECK_HELPER
 #include <stdio.h>  /* fprintf in CUBEC_CHECK */
 #include <stdlib.h> /* exit in CUBEC_CHECK */
