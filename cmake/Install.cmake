@@ -1,5 +1,6 @@
 # Installs the library (static and shared), the header, a CMake package (find_package(cubec)
-# gives cubec::cubec, the shared library, and cubec::cubec_static) and a pkg-config file.
+# gives cubec::cubec, the shared library; the static archive is for pkg-config --static) and the
+# pkg-config files (cubec.pc, and cubec-shared.pc that it requires; cmake/cubec.pc.in says why).
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 

@@ -4,6 +4,8 @@
  *   1. four variants of one kernel (a define, SCALE = 1..4) are queued for compilation
  *      (cubec_kernel_queue returns at once; worker threads compile them in parallel); the program
  *      waits for one (cubec_kernel_wait), then for all (cubec_kernel_compile_queued);
+ *      the metadata block's members are looked up by name (cubec_kernel_info_field_find) to fill
+ *      the launch's info bytes;
  *   2. a dry run (cubec_dry_run_begin / _end): launches of every variant are checked and their
  *      pipelines built, but nothing runs, so the output buffers keep the pattern a fill wrote;
  *      inside it a window of real runs (cubec_run_window_begin with CUBEC_RUN_REAL) runs one
@@ -15,6 +17,7 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
 
 static const char SCALE_GLSL[] = "#version 450\n"
                                  "layout(local_size_x = 64) in;\n"
@@ -69,14 +72,38 @@ int main(void)
         CUBEC_CHECK(cubec_buffer_create(dev, s, sizeof host, &out[v]));
         CUBEC_CHECK(cubec_fill(dev, s, out[v], 0, sizeof host, PATTERN));
     }
+    /* The metadata block, filled by name: cubec reflects CUBEC_INFO's members (name, offset,
+     * type), so the info bytes need not mirror the block with a C struct whose padding may differ
+     * (docs/kernels.md, "Filling the block by name"). */
+    cubec_kernel_info kinfo;
+    CUBEC_CHECK(cubec_kernel_get_info(dev, k[0], &kinfo));
+    for (uint32_t f = 0; f < kinfo.info_field_count; f++) {
+        cubec_info_field field;
+        CUBEC_CHECK(cubec_kernel_info_field(dev, k[0], f, &field));
+        printf("info member %" PRIu32 ": '%s' at offset %" PRIu32 ", %" PRIu32 " bytes\n", f,
+               field.name, field.offset, field.size);
+    }
+    cubec_info_field n_field;
+    CUBEC_CHECK(cubec_kernel_info_field_find(dev, k[0], "n", &n_field));
+    uint8_t info_bytes[16] = {0};
+    const int layout_ok = n_field.type == CUBEC_INFO_UINT32 && n_field.offset == 0 &&
+                          kinfo.info_size == sizeof(uint32_t);
+    if (!layout_ok) {
+        fprintf(stderr,
+                "compile_queue: FAILED: CUBEC_INFO(uint n;) reflected as %" PRIu32
+                " bytes with n at offset %" PRIu32 "\n",
+                kinfo.info_size, n_field.offset);
+        return 1;
+    }
     const uint32_t n = N;
+    memcpy(info_bytes + n_field.offset, &n, sizeof n);
     cubec_launch_desc launch[VARIANTS];
     for (int v = 0; v < VARIANTS; v++) {
         launch[v] = (cubec_launch_desc){.kernel = k[v],
                                         .buffers = &out[v],
                                         .buffer_count = 1,
-                                        .info = &n,
-                                        .info_size = sizeof n,
+                                        .info = info_bytes,
+                                        .info_size = kinfo.info_size,
                                         .groups = {N / 64, 1, 1}};
     }
 

@@ -54,15 +54,6 @@ static float from_half(uint16_t h)
     return h & 0x8000u ? -v : v;
 }
 
-static int failed(cubec_status status, const char *what)
-{
-    if (!status) return 0;
-    fprintf(stderr, "gemm_f16: %s failed: %s: %s\n", what,
-            cubec_code_name(cubec_status_code(status)), cubec_status_message(status));
-    cubec_status_free(status);
-    return 1;
-}
-
 static double now(void)
 {
     struct timespec ts;
@@ -131,9 +122,9 @@ int main(int argc, char **argv)
     }
 
     cubec_device *device = NULL;
-    if (failed(cubec_device_open(NULL, &device), "cubec_device_open")) return 1;
+    CUBEC_CHECK(cubec_device_open(NULL, &device));
     cubec_device_info info;
-    if (failed(cubec_device_get_info(device, &info), "cubec_device_get_info")) return 1;
+    CUBEC_CHECK(cubec_device_get_info(device, &info));
     cubec_matrix_shape shape;
     int has_shape = gemm_f16_pick_shape(&info, cfg.shape_n, &shape);
     printf("device: %s; cooperative matrices: %s, shape %ux%ux%u\n", info.name,
@@ -169,7 +160,7 @@ int main(int argc, char **argv)
         if (!expected) fprintf(stderr, "gemm_f16: that is not the refusal expected here\n");
         return expected ? 0 : 1;
     }
-    if (failed(status, "cubec_kernel_create")) return 1;
+    CUBEC_CHECK(status);
 
     /* Inputs: multiples of 1/8 in [-2, 2] from a fixed-seed generator. */
     size_t a_count = (size_t)m * k, b_count = (size_t)k * n, c_count = (size_t)m * n;
@@ -190,10 +181,9 @@ int main(int argc, char **argv)
     }
 
     cubec_buffer buffers[3];
-    if (failed(cubec_buffer_from(device, 0, a, a_count * 2, &buffers[0]), "upload A") ||
-        failed(cubec_buffer_from(device, 0, b, b_count * 2, &buffers[1]), "upload B") ||
-        failed(cubec_buffer_create(device, 0, c_count * 4, &buffers[2]), "creating C"))
-        return 1;
+    CUBEC_CHECK(cubec_buffer_from(device, 0, a, a_count * 2, &buffers[0]));
+    CUBEC_CHECK(cubec_buffer_from(device, 0, b, b_count * 2, &buffers[1]));
+    CUBEC_CHECK(cubec_buffer_create(device, 0, c_count * 4, &buffers[2]));
     const uint32_t dims[3] = {m, n, k};
     const cubec_launch_desc launch = {
         .kernel = kernel,
@@ -205,17 +195,16 @@ int main(int argc, char **argv)
     };
 
     /* Once for the check (and to warm up), then `reps` times inside a profile. */
-    if (failed(cubec_launch(device, 0, &launch), "cubec_launch") ||
-        failed(cubec_read(device, 0, buffers[2], 0, c, c_count * 4), "reading C"))
-        return 1;
+    CUBEC_CHECK(cubec_launch(device, 0, &launch));
+    CUBEC_CHECK(cubec_read(device, 0, buffers[2], 0, c, c_count * 4));
     uint64_t bad = check(a, b, c, m, n, k);
     cubec_profile profile;
     cubec_profile_result result;
     double t0 = now();
-    if (failed(cubec_profile_begin(device, 0, &profile), "cubec_profile_begin")) return 1;
+    CUBEC_CHECK(cubec_profile_begin(device, 0, &profile));
     for (uint32_t r = 0; r < reps; r++)
-        if (failed(cubec_launch(device, 0, &launch), "cubec_launch")) return 1;
-    if (failed(cubec_profile_end(device, 0, profile, &result), "cubec_profile_end")) return 1;
+        CUBEC_CHECK(cubec_launch(device, 0, &launch));
+    CUBEC_CHECK(cubec_profile_end(device, 0, profile, &result));
     double wall = now() - t0;
     double flops = 2.0 * m * n * (double)k * reps;
     printf("%u x %u x %u: %s (%s), %.2f TFLOP/s on the GPU (%.3f ms per multiply), %.2f TFLOP/s "

@@ -114,16 +114,6 @@ static double now_seconds(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* Reports a failed cubec call and frees its status; non-zero when `status` is an error. */
-static int failed(cubec_status status, const char *what)
-{
-    if (status == NULL) return 0;
-    fprintf(stderr, "mlp: %s failed: %s: %s\n", what, cubec_code_name(cubec_status_code(status)),
-            cubec_status_message(status));
-    cubec_status_free(status);
-    return 1;
-}
-
 /* xorshift32 with a fixed seed; a float uniform in [-scale, scale). */
 static float random_float(uint32_t *state, float scale)
 {
@@ -239,9 +229,9 @@ int main(void)
     cpu_linear(x_ref, w1, b1, hidden_ref, BATCH, HIDDEN, IN_FEATURES, 1);
     cpu_linear(hidden_ref, w2, b2, logits_ref, BATCH, OUT_FEATURES, HIDDEN, 0);
 
-    if (failed(cubec_device_open(NULL, &device), "cubec_device_open")) goto done;
+    CUBEC_CHECK(cubec_device_open(NULL, &device));
     cubec_device_info device_info;
-    if (failed(cubec_device_get_info(device, &device_info), "cubec_device_get_info")) goto done;
+    CUBEC_CHECK(cubec_device_get_info(device, &device_info));
     printf("device: %s (%s)\n", device_info.name, device_info.driver);
 
     /* Two kernels from one source: the hidden layer with ReLU fused, the output layer without.
@@ -265,45 +255,32 @@ int main(void)
         .optimize = 1,
     };
     double t0 = now_seconds();
-    if (failed(cubec_kernel_create(device, &relu_desc, &net.linear_relu),
-               "cubec_kernel_create(linear_relu)"))
-        goto done;
-    if (failed(cubec_kernel_create(device, &plain_desc, &net.linear),
-               "cubec_kernel_create(linear)"))
-        goto done;
+    CUBEC_CHECK(cubec_kernel_create(device, &relu_desc, &net.linear_relu));
+    CUBEC_CHECK(cubec_kernel_create(device, &plain_desc, &net.linear));
     const double compile_s = now_seconds() - t0;
 
     /* Parameters are uploaded once and stay on the device; the activations are only allocated. */
     t0 = now_seconds();
-    if (failed(cubec_buffer_from(device, stream, w1, sizeof w1, &net.w1), "cubec_buffer_from(w1)"))
-        goto done;
-    if (failed(cubec_buffer_from(device, stream, b1, sizeof b1, &net.b1), "cubec_buffer_from(b1)"))
-        goto done;
-    if (failed(cubec_buffer_from(device, stream, w2, sizeof w2, &net.w2), "cubec_buffer_from(w2)"))
-        goto done;
-    if (failed(cubec_buffer_from(device, stream, b2, sizeof b2, &net.b2), "cubec_buffer_from(b2)"))
-        goto done;
-    if (failed(cubec_buffer_create(device, stream, sizeof x, &net.x), "cubec_buffer_create(x)"))
-        goto done;
-    if (failed(cubec_buffer_create(device, stream, sizeof(float) * BATCH * HIDDEN, &net.hidden),
-               "cubec_buffer_create(hidden)"))
-        goto done;
-    if (failed(cubec_buffer_create(device, stream, sizeof logits, &net.logits),
-               "cubec_buffer_create(logits)"))
-        goto done;
-    if (failed(cubec_sync(device, stream), "cubec_sync(upload)")) goto done;
+    CUBEC_CHECK(cubec_buffer_from(device, stream, w1, sizeof w1, &net.w1));
+    CUBEC_CHECK(cubec_buffer_from(device, stream, b1, sizeof b1, &net.b1));
+    CUBEC_CHECK(cubec_buffer_from(device, stream, w2, sizeof w2, &net.w2));
+    CUBEC_CHECK(cubec_buffer_from(device, stream, b2, sizeof b2, &net.b2));
+    CUBEC_CHECK(cubec_buffer_create(device, stream, sizeof x, &net.x));
+    CUBEC_CHECK(cubec_buffer_create(device, stream, sizeof(float) * BATCH * HIDDEN, &net.hidden));
+    CUBEC_CHECK(cubec_buffer_create(device, stream, sizeof logits, &net.logits));
+    CUBEC_CHECK(cubec_sync(device, stream));
     const double upload_s = now_seconds() - t0;
 
     /* The first pass also creates the two pipelines. */
     t0 = now_seconds();
-    if (failed(infer(device, stream, &net, x, first_logits), "forward pass")) goto done;
+    CUBEC_CHECK(infer(device, stream, &net, x, first_logits));
     const double first_s = now_seconds() - t0;
 
     /* Steady state: write + forward + read, one at a time, each timed on its own. */
     double total_s = 0.0, best_s = INFINITY;
     for (int it = 0; it < ITERATIONS; it++) {
         t0 = now_seconds();
-        if (failed(infer(device, stream, &net, x, logits), "forward pass")) goto done;
+        CUBEC_CHECK(infer(device, stream, &net, x, logits));
         const double dt = now_seconds() - t0;
         total_s += dt;
         if (dt < best_s) best_s = dt;
@@ -320,12 +297,11 @@ int main(void)
      * share a buffer. */
     t0 = now_seconds();
     for (int it = 0; it < ITERATIONS; it++) {
-        if (failed(queue_forward(device, stream, &net), "queue forward pass")) goto done;
+        CUBEC_CHECK(queue_forward(device, stream, &net));
     }
-    if (failed(cubec_sync(device, stream), "cubec_sync")) goto done;
+    CUBEC_CHECK(cubec_sync(device, stream));
     const double queued_s = (now_seconds() - t0) / ITERATIONS;
-    if (failed(cubec_read(device, stream, net.logits, 0, logits, sizeof logits), "cubec_read"))
-        goto done;
+    CUBEC_CHECK(cubec_read(device, stream, net.logits, 0, logits, sizeof logits));
     if (memcmp(logits, first_logits, sizeof logits) != 0) {
         fprintf(stderr, "mlp: FAILED: the queued passes gave different logits than the first\n");
         goto done;
@@ -335,19 +311,18 @@ int main(void)
      * (pipelines made, buffers placed); prepare drains the stream, the pass between prepare and
      * begin runs for real, the one between begin and end is recorded. A replay is one
      * submission whatever the number of launches, ordered with the stream's writes and reads. */
-    if (failed(cubec_graph_prepare(device, stream), "cubec_graph_prepare")) goto done;
-    if (failed(queue_forward(device, stream, &net), "warm-up pass")) goto done;
-    if (failed(cubec_graph_begin(device, stream), "cubec_graph_begin")) goto done;
-    if (failed(queue_forward(device, stream, &net), "captured pass")) goto done;
-    if (failed(cubec_graph_end(device, stream, &graph), "cubec_graph_end")) goto done;
+    CUBEC_CHECK(cubec_graph_prepare(device, stream));
+    CUBEC_CHECK(queue_forward(device, stream, &net));
+    CUBEC_CHECK(cubec_graph_begin(device, stream));
+    CUBEC_CHECK(queue_forward(device, stream, &net));
+    CUBEC_CHECK(cubec_graph_end(device, stream, &graph));
     double replay_s = 0.0;
     for (int it = 0; it < ITERATIONS; it++) {
-        if (failed(cubec_write(device, stream, net.x, 0, x, sizeof x), "cubec_write(x)")) goto done;
+        CUBEC_CHECK(cubec_write(device, stream, net.x, 0, x, sizeof x));
         t0 = now_seconds();
-        if (failed(cubec_graph_replay(device, stream, graph), "cubec_graph_replay")) goto done;
+        CUBEC_CHECK(cubec_graph_replay(device, stream, graph));
         replay_s += now_seconds() - t0;
-        if (failed(cubec_read(device, stream, net.logits, 0, logits, sizeof logits), "cubec_read"))
-            goto done;
+        CUBEC_CHECK(cubec_read(device, stream, net.logits, 0, logits, sizeof logits));
         if (memcmp(logits, first_logits, sizeof logits) != 0) {
             fprintf(stderr, "mlp: FAILED: replay %d gave different logits than the first pass\n",
                     it);
@@ -357,10 +332,9 @@ int main(void)
     /* The GPU time of one replay, from timestamps around it (cubec_profile_*). */
     cubec_profile profile;
     cubec_profile_result measured;
-    if (failed(cubec_profile_begin(device, stream, &profile), "cubec_profile_begin")) goto done;
-    if (failed(cubec_graph_replay(device, stream, graph), "cubec_graph_replay")) goto done;
-    if (failed(cubec_profile_end(device, stream, profile, &measured), "cubec_profile_end"))
-        goto done;
+    CUBEC_CHECK(cubec_profile_begin(device, stream, &profile));
+    CUBEC_CHECK(cubec_graph_replay(device, stream, graph));
+    CUBEC_CHECK(cubec_profile_end(device, stream, profile, &measured));
 
     /* Check against the CPU. */
     double max_error = 0.0;
@@ -416,15 +390,11 @@ done:
         const cubec_buffer buffers[7] = {net.logits, net.hidden, net.x, net.b2,
                                          net.w2,     net.b1,     net.w1};
         for (int i = 0; i < 7; i++) {
-            if (failed(cubec_buffer_release(device, buffers[i]), "cubec_buffer_release"))
-                exit_code = EXIT_FAILURE;
+            CUBEC_CHECK(cubec_buffer_release(device, buffers[i]));
         }
-        if (failed(cubec_graph_destroy(device, stream, graph), "cubec_graph_destroy"))
-            exit_code = EXIT_FAILURE;
-        if (failed(cubec_kernel_destroy(device, net.linear), "cubec_kernel_destroy"))
-            exit_code = EXIT_FAILURE;
-        if (failed(cubec_kernel_destroy(device, net.linear_relu), "cubec_kernel_destroy"))
-            exit_code = EXIT_FAILURE;
+        CUBEC_CHECK(cubec_graph_destroy(device, stream, graph));
+        CUBEC_CHECK(cubec_kernel_destroy(device, net.linear));
+        CUBEC_CHECK(cubec_kernel_destroy(device, net.linear_relu));
         cubec_device_close(device);
     }
     return exit_code;

@@ -78,16 +78,6 @@ static double now_seconds(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* Reports a failed cubec call and frees its status; non-zero when `status` is an error. */
-static int failed(cubec_status status, const char *what)
-{
-    if (status == NULL) return 0;
-    fprintf(stderr, "reduction: %s failed: %s: %s\n", what,
-            cubec_code_name(cubec_status_code(status)), cubec_status_message(status));
-    cubec_status_free(status);
-    return 1;
-}
-
 /* xorshift32 with a fixed seed: the same input on every run. Returns a float in [0, 1), so the
  * sum grows with n and a relative tolerance is meaningful (no cancellation towards zero). */
 static float random_unit(uint32_t *state)
@@ -159,9 +149,9 @@ int main(void)
         naive += host_x[i];
     }
 
-    if (failed(cubec_device_open(NULL, &device), "cubec_device_open")) goto done;
+    CUBEC_CHECK(cubec_device_open(NULL, &device));
     cubec_device_info device_info;
-    if (failed(cubec_device_get_info(device, &device_info), "cubec_device_get_info")) goto done;
+    CUBEC_CHECK(cubec_device_get_info(device, &device_info));
     printf("device: %s (%s)\n", device_info.name, device_info.driver);
 
     /* Compile with WG_SIZE defined, exactly as if the source started with #define WG_SIZE 256. */
@@ -176,50 +166,39 @@ int main(void)
         .optimize = 1,
     };
     double t0 = now_seconds();
-    if (failed(cubec_kernel_create(device, &kernel_desc, &kernel), "cubec_kernel_create"))
-        goto done;
+    CUBEC_CHECK(cubec_kernel_create(device, &kernel_desc, &kernel));
     const double compile_s = now_seconds() - t0;
 
     /* The kernel's info tells what the library found in the SPIR-V: which bindings it reads and
      * writes, and where the metadata goes. Worth a look when writing a new kernel. */
     cubec_kernel_info kernel_info;
-    if (failed(cubec_kernel_get_info(device, kernel, &kernel_info), "cubec_kernel_get_info"))
-        goto done;
+    CUBEC_CHECK(cubec_kernel_get_info(device, kernel, &kernel_info));
     printf("kernel: %" PRIu32 " bindings, %" PRIu32 " bytes of info in %s, workgroup %" PRIu32 "\n",
            kernel_info.binding_count, kernel_info.info_size,
            kernel_info.info_in_push_constants ? "push constants" : "a storage buffer",
            kernel_info.workgroup_size[0]);
 
     t0 = now_seconds();
-    if (failed(cubec_buffer_from(device, stream, host_x, bytes, &input), "cubec_buffer_from"))
-        goto done;
-    if (failed(cubec_buffer_create(device, stream, PARTIALS * sizeof(float), &partials),
-               "cubec_buffer_create(partials)"))
-        goto done;
-    if (failed(cubec_buffer_create(device, stream, sizeof(float), &total),
-               "cubec_buffer_create(total)"))
-        goto done;
-    if (failed(cubec_sync(device, stream), "cubec_sync(upload)")) goto done;
+    CUBEC_CHECK(cubec_buffer_from(device, stream, host_x, bytes, &input));
+    CUBEC_CHECK(cubec_buffer_create(device, stream, PARTIALS * sizeof(float), &partials));
+    CUBEC_CHECK(cubec_buffer_create(device, stream, sizeof(float), &total));
+    CUBEC_CHECK(cubec_sync(device, stream));
     const double upload_s = now_seconds() - t0;
 
     /* Run the two passes and read the single float of the result. cubec_read waits for both
      * launches: reads are ordered after all earlier work on the stream. */
     float gpu_sum = 0.0f;
     t0 = now_seconds();
-    if (failed(queue_sum(device, stream, kernel, input, n, partials, total), "cubec_launch"))
-        goto done;
-    if (failed(cubec_read(device, stream, total, 0, &gpu_sum, sizeof gpu_sum), "cubec_read"))
-        goto done;
+    CUBEC_CHECK(queue_sum(device, stream, kernel, input, n, partials, total));
+    CUBEC_CHECK(cubec_read(device, stream, total, 0, &gpu_sum, sizeof gpu_sum));
     const double first_s = now_seconds() - t0;
 
     /* Again, warm: the pipeline exists now, so this is the steady-state cost of one sum. */
     t0 = now_seconds();
     for (int run = 0; run < TIMED_RUNS; run++) {
         float again = 0.0f;
-        if (failed(queue_sum(device, stream, kernel, input, n, partials, total), "cubec_launch"))
-            goto done;
-        if (failed(cubec_read(device, stream, total, 0, &again, sizeof again), "cubec_read"))
-            goto done;
+        CUBEC_CHECK(queue_sum(device, stream, kernel, input, n, partials, total));
+        CUBEC_CHECK(cubec_read(device, stream, total, 0, &again, sizeof again));
         /* The same launches on the same data in the same order must give the same bits. */
         if (again != gpu_sum) {
             fprintf(stderr, "reduction: FAILED: run %d gave %.9g, the first run %.9g\n", run,
@@ -256,14 +235,10 @@ int main(void)
 
 done:
     if (device != NULL) {
-        if (failed(cubec_buffer_release(device, total), "cubec_buffer_release(total)"))
-            exit_code = EXIT_FAILURE;
-        if (failed(cubec_buffer_release(device, partials), "cubec_buffer_release(partials)"))
-            exit_code = EXIT_FAILURE;
-        if (failed(cubec_buffer_release(device, input), "cubec_buffer_release(input)"))
-            exit_code = EXIT_FAILURE;
-        if (failed(cubec_kernel_destroy(device, kernel), "cubec_kernel_destroy"))
-            exit_code = EXIT_FAILURE;
+        CUBEC_CHECK(cubec_buffer_release(device, total));
+        CUBEC_CHECK(cubec_buffer_release(device, partials));
+        CUBEC_CHECK(cubec_buffer_release(device, input));
+        CUBEC_CHECK(cubec_kernel_destroy(device, kernel));
         cubec_device_close(device);
     }
     free(host_x);

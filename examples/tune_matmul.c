@@ -64,15 +64,6 @@ typedef struct candidate {
     int compiled;
 } candidate;
 
-static int failed(cubec_status status, const char *what)
-{
-    if (status == NULL) return 0;
-    fprintf(stderr, "tune_matmul: %s failed: %s: %s\n", what,
-            cubec_code_name(cubec_status_code(status)), cubec_status_message(status));
-    cubec_status_free(status);
-    return 1;
-}
-
 static cubec_status compile(cubec_device *device, candidate *c)
 {
     char wg_x[16], wg_y[16], rm[16], rn[16];
@@ -188,17 +179,17 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < n * n; i++)
         hb[i] = random_float(&seed);
 
-    if (failed(cubec_device_open(NULL, &device), "cubec_device_open")) goto done;
+    CUBEC_CHECK(cubec_device_open(NULL, &device));
     cubec_device_info info;
-    if (failed(cubec_device_get_info(device, &info), "cubec_device_get_info")) goto done;
+    CUBEC_CHECK(cubec_device_get_info(device, &info));
     printf("device: %s (%s)\n", info.name, info.driver);
-    if (failed(cubec_buffer_from(device, stream, ha, bytes, &a), "cubec_buffer_from(a)")) goto done;
-    if (failed(cubec_buffer_from(device, stream, hb, bytes, &b), "cubec_buffer_from(b)")) goto done;
-    if (failed(cubec_buffer_create(device, stream, bytes, &c), "cubec_buffer_create(c)")) goto done;
+    CUBEC_CHECK(cubec_buffer_from(device, stream, ha, bytes, &a));
+    CUBEC_CHECK(cubec_buffer_from(device, stream, hb, bytes, &b));
+    CUBEC_CHECK(cubec_buffer_create(device, stream, bytes, &c));
 
     /* One warm-up run and five timed runs per candidate (the defaults are 2 and 10). */
     const cubec_tuner_desc tuner_desc = {.name = "example.matmul", .warmup = 1, .samples = 5};
-    if (failed(cubec_tuner_create(device, &tuner_desc, &tuner), "cubec_tuner_create")) goto done;
+    CUBEC_CHECK(cubec_tuner_create(device, &tuner_desc, &tuner));
     cubec_tune_candidate tc[SHAPE_COUNT];
     for (size_t i = 0; i < SHAPE_COUNT; i++) {
         cands[i] = (candidate){
@@ -210,13 +201,13 @@ int main(int argc, char **argv)
     const cubec_tune_request request = {
         .key = key, .candidates = tc, .candidate_count = SHAPE_COUNT, .checksum = fnv1a(source)};
     cubec_tune_result choice;
-    if (failed(cubec_tune_choose(tuner, stream, &request, &choice), "cubec_tune_choose")) goto done;
+    CUBEC_CHECK(cubec_tune_choose(tuner, stream, &request, &choice));
 
     if (choice.source == CUBEC_TUNE_MEASURED) {
         printf("measured %zu candidates for %s:\n", SHAPE_COUNT, key);
         for (uint32_t i = 0; i < SHAPE_COUNT; i++) {
             cubec_tune_outcome o;
-            if (failed(cubec_tune_outcome_get(tuner, i, &o), "cubec_tune_outcome_get")) goto done;
+            CUBEC_CHECK(cubec_tune_outcome_get(tuner, i, &o));
             if (o.state == CUBEC_TUNE_TIMED)
                 printf("  %-14s median %9.1f us  (%.2f GFLOP/s)%s\n", SHAPES[i].name,
                        o.median_ns / 1e3, 2.0 * (double)(n * n * n) / (double)o.median_ns,
@@ -231,10 +222,9 @@ int main(int argc, char **argv)
     }
 
     /* The caller runs the winner: once more, on fresh output, and checks it. */
-    if (failed(cubec_fill(device, stream, c, 0, bytes, 0), "cubec_fill")) goto done;
-    if (failed(run_candidate(device, stream, &cands[choice.index]), "the chosen candidate"))
-        goto done;
-    if (failed(cubec_read(device, stream, c, 0, hc, bytes), "cubec_read")) goto done;
+    CUBEC_CHECK(cubec_fill(device, stream, c, 0, bytes, 0));
+    CUBEC_CHECK(run_candidate(device, stream, &cands[choice.index]));
+    CUBEC_CHECK(cubec_read(device, stream, c, 0, hc, bytes));
     size_t compiled = 0;
     for (size_t i = 0; i < SHAPE_COUNT; i++)
         compiled += (size_t)cands[i].compiled;
@@ -257,13 +247,13 @@ int main(int argc, char **argv)
     exit_code = EXIT_SUCCESS;
 
 done:
-    if (failed(cubec_tuner_destroy(tuner), "tuner destroy")) exit_code = EXIT_FAILURE;
+    CUBEC_CHECK(cubec_tuner_destroy(tuner));
     for (size_t i = 0; i < SHAPE_COUNT; i++)
-        if (cands[i].compiled) failed(cubec_kernel_destroy(device, cands[i].kernel), "destroy");
+        if (cands[i].compiled) CUBEC_CHECK(cubec_kernel_destroy(device, cands[i].kernel));
     if (device) {
-        failed(cubec_buffer_release(device, a), "cubec_buffer_release(a)");
-        failed(cubec_buffer_release(device, b), "cubec_buffer_release(b)");
-        failed(cubec_buffer_release(device, c), "cubec_buffer_release(c)");
+        CUBEC_CHECK(cubec_buffer_release(device, a));
+        CUBEC_CHECK(cubec_buffer_release(device, b));
+        CUBEC_CHECK(cubec_buffer_release(device, c));
     }
     cubec_device_close(device);
     free(source);

@@ -11,6 +11,9 @@
  *
  * Every cubec call that can fail returns a cubec_status: NULL means success; anything else is an
  * error that the caller owns, reads with cubec_status_message() and frees with cubec_status_free().
+ * CUBEC_CHECK (cubec.h) does that here: on an error it prints the call, its place and the message,
+ * and exits non-zero. A program that must clean up or recover tests the status itself (as
+ * examples/errors.c does).
  *
  * Try it with CUBEC_VALIDATION=1 in the environment: the Khronos validation layer then checks every
  * Vulkan call that cubec makes on the program's behalf. */
@@ -61,17 +64,6 @@ static double now_seconds(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* Reports a failed cubec call and frees its status. Returns non-zero when `status` is an error,
- * so that each call site reads `if (failed(cubec_x(...), "what")) goto done;`. */
-static int failed(cubec_status status, const char *what)
-{
-    if (status == NULL) return 0;
-    fprintf(stderr, "vector_add: %s failed: %s: %s\n", what,
-            cubec_code_name(cubec_status_code(status)), cubec_status_message(status));
-    cubec_status_free(status);
-    return 1;
-}
-
 /* A small fixed-seed PRNG (xorshift32), so that every run checks the same numbers. Returns a
  * float in [-1, 1). */
 static float random_float(uint32_t *state)
@@ -112,29 +104,26 @@ int main(void)
 
     /* Step 1: open the default device. A NULL desc means "all defaults"; CUBEC_DEVICE in the
      * environment can pick another device (see `cubec info` for the list). */
-    if (failed(cubec_device_open(NULL, &device), "cubec_device_open")) goto done;
+    CUBEC_CHECK(cubec_device_open(NULL, &device));
     cubec_device_info device_info;
-    if (failed(cubec_device_get_info(device, &device_info), "cubec_device_get_info")) goto done;
+    CUBEC_CHECK(cubec_device_get_info(device, &device_info));
     printf("device: %s (%s)\n", device_info.name, device_info.driver);
 
     /* Step 2: compile the kernel. The desc is read only during the call; zeroed fields take
      * their defaults (entry point "main", no defines, no optimization). */
     double t0 = now_seconds();
     const cubec_kernel_desc kernel_desc = {.name = "vector_add", .glsl = VECTOR_ADD_GLSL};
-    if (failed(cubec_kernel_create(device, &kernel_desc, &kernel), "cubec_kernel_create"))
-        goto done;
+    CUBEC_CHECK(cubec_kernel_create(device, &kernel_desc, &kernel));
     const double compile_s = now_seconds() - t0;
 
     /* Step 3: device buffers. `a` and `b` are created holding a copy of the host arrays (the
      * host memory may be reused as soon as the call returns); `c` is only allocated: its
      * contents are undefined until the kernel writes them. */
     t0 = now_seconds();
-    if (failed(cubec_buffer_from(device, stream, host_a, bytes, &a), "cubec_buffer_from(a)"))
-        goto done;
-    if (failed(cubec_buffer_from(device, stream, host_b, bytes, &b), "cubec_buffer_from(b)"))
-        goto done;
-    if (failed(cubec_buffer_create(device, stream, bytes, &c), "cubec_buffer_create(c)")) goto done;
-    if (failed(cubec_sync(device, stream), "cubec_sync(upload)")) goto done;
+    CUBEC_CHECK(cubec_buffer_from(device, stream, host_a, bytes, &a));
+    CUBEC_CHECK(cubec_buffer_from(device, stream, host_b, bytes, &b));
+    CUBEC_CHECK(cubec_buffer_create(device, stream, bytes, &c));
+    CUBEC_CHECK(cubec_sync(device, stream));
     const double upload_s = now_seconds() - t0;
 
     /* Step 4: launch. The info bytes must have exactly the layout of CUBEC_INFO(uint n4;), so a
@@ -161,8 +150,8 @@ int main(void)
     /* cubec_launch only records the launch; cubec_sync submits the stream's work and waits for
      * it. The first launch also pays for creating the Vulkan pipeline. */
     t0 = now_seconds();
-    if (failed(cubec_launch(device, stream, &launch), "cubec_launch")) goto done;
-    if (failed(cubec_sync(device, stream), "cubec_sync")) goto done;
+    CUBEC_CHECK(cubec_launch(device, stream, &launch));
+    CUBEC_CHECK(cubec_sync(device, stream));
     const double first_launch_s = now_seconds() - t0;
 
     /* The same launch again a few times, queued back to back and waited for once: this is the
@@ -170,14 +159,14 @@ int main(void)
      * (cubec orders them with barriers because they all write the same buffer). */
     t0 = now_seconds();
     for (int i = 0; i < TIMED_LAUNCHES; i++) {
-        if (failed(cubec_launch(device, stream, &launch), "cubec_launch")) goto done;
+        CUBEC_CHECK(cubec_launch(device, stream, &launch));
     }
-    if (failed(cubec_sync(device, stream), "cubec_sync")) goto done;
+    CUBEC_CHECK(cubec_sync(device, stream));
     const double launch_s = (now_seconds() - t0) / TIMED_LAUNCHES;
 
     /* Step 5: read the result back. cubec_read waits for all earlier work on the stream. */
     t0 = now_seconds();
-    if (failed(cubec_read(device, stream, c, 0, host_c, bytes), "cubec_read")) goto done;
+    CUBEC_CHECK(cubec_read(device, stream, c, 0, host_c, bytes));
     const double read_s = now_seconds() - t0;
 
     /* Check against the CPU. A float addition is correctly rounded on the GPU as on the CPU, so
@@ -218,14 +207,10 @@ done:
      * the device would free whatever is left anyway, but releasing what you created is the habit
      * that keeps long-running programs from leaking device memory. */
     if (device != NULL) {
-        if (failed(cubec_buffer_release(device, c), "cubec_buffer_release(c)"))
-            exit_code = EXIT_FAILURE;
-        if (failed(cubec_buffer_release(device, b), "cubec_buffer_release(b)"))
-            exit_code = EXIT_FAILURE;
-        if (failed(cubec_buffer_release(device, a), "cubec_buffer_release(a)"))
-            exit_code = EXIT_FAILURE;
-        if (failed(cubec_kernel_destroy(device, kernel), "cubec_kernel_destroy"))
-            exit_code = EXIT_FAILURE;
+        CUBEC_CHECK(cubec_buffer_release(device, c));
+        CUBEC_CHECK(cubec_buffer_release(device, b));
+        CUBEC_CHECK(cubec_buffer_release(device, a));
+        CUBEC_CHECK(cubec_kernel_destroy(device, kernel));
         cubec_device_close(device);
     }
     free(host_c);

@@ -3,7 +3,9 @@
 plain C comments, written to be read in the header, so this turns them into Doxygen's form on the
 fly instead of marking up the header: the first comment documents the file, a comment on a line of
 its own documents what follows it, and a comment after code on the same line documents that code
-(`/**<`). Section banners (`/* ----`) and clang-format switches stay plain comments. Lines are
+(`/**<`), and a CUBEC_DEPRECATED("use X") line before a declaration becomes its
+`@deprecated use X`; each CUBEC_<NAME>_INIT macro is documented as cubec_<name>'s initializer.
+Section banners (`/* ----`) and clang-format switches stay plain comments. Lines are
 neither added nor removed, so Doxygen's line numbers are the header's."""
 import re
 import sys
@@ -12,7 +14,26 @@ text = open(sys.argv[1]).read()
 out = []
 first = True
 in_comment = False
+init_macro = re.compile(r'^#define (CUBEC_[A-Z0-9_]+)_INIT\b')
+deprecated = re.compile(r'^(\s*)CUBEC_DEPRECATED\("([^"]*)"\)\s*$')
 for line in text.split("\n"):
+    m = deprecated.match(line) if not in_comment else None
+    if m:
+        # An alias kept for a release: documented by the name that replaces it.
+        out.append(f"{m.group(1)}/** @deprecated {m.group(2)} */")
+        continue
+    m = init_macro.match(line) if not in_comment else None
+    if m:
+        # The *_INIT macros of sized structs share one comment in the header; each gets its own.
+        # The comment goes at the end of the line before, where Doxygen sees it as the macro's.
+        doc = (f"/** The initializer of {m.group(1).lower()}: sets its struct_size (see \"Structs"
+               f" that grow\"). */")
+        if out and "/*" not in out[-1] and "*/" not in out[-1] and not out[-1].endswith("\\"):
+            out[-1] += " " + doc
+            out.append(line)
+        else:
+            out.append(doc + " " + line)
+        continue
     if not in_comment:
         stripped = line.lstrip()
         code, sep, rest = line.partition("/*")

@@ -19,6 +19,14 @@
 
 #include <stddef.h>
 #include <stdint.h>
+/* CUBEC_CHECK (below) needs <stdio.h> and <stdlib.h>. Where they cannot be found (a binding's
+ * declaration extractor that preprocesses this header without the C library's headers), or
+ * where CUBEC_NO_CHECK_HELPER is defined, the helper is left out and nothing else changes. */
+#if !defined(CUBEC_NO_CHECK_HELPER) && defined(__has_include)
+#if !__has_include(<stdio.h>) || !__has_include(<stdlib.h>)
+#define CUBEC_NO_CHECK_HELPER
+#endif
+#endif
 #ifndef CUBEC_NO_CHECK_HELPER
 #include <stdio.h>  /* fprintf in CUBEC_CHECK */
 #include <stdlib.h> /* exit in CUBEC_CHECK */
@@ -300,10 +308,9 @@ typedef struct cubec_device_info {
     int robust;
 } cubec_device_info;
 
-/* cubec_device_info.robust: robustBufferAccess, bounds by the pool page. */
-#define CUBEC_ROBUST_PAGE 1
-/* cubec_device_info.robust: robustBufferAccess2 too, bounds by each buffer. */
-#define CUBEC_ROBUST_BUFFER 2
+/* Values of cubec_device_info.robust besides 0. */
+#define CUBEC_ROBUST_PAGE 1   /* robustBufferAccess: accesses stay within the pool page */
+#define CUBEC_ROBUST_BUFFER 2 /* robustBufferAccess2 too: accesses stay within the buffer */
 
 /* Opens a device. `desc` may be NULL (defaults). */
 CUBEC_MUST_USE cubec_status cubec_device_open(const cubec_device_desc *desc,
@@ -562,7 +569,7 @@ typedef struct cubec_info_field {
     const char *name;
     uint32_t offset;        /* bytes from the start of the block                             */
     uint32_t size;          /* bytes it spans: array_length x array_stride for an array      */
-    cubec_info_type type;   /* the element type (of a vector, matrix or array: its elements') */
+    cubec_info_type type;   /* the scalar type of the member or of its components       */
     uint32_t vector_size;   /* components: 1 for a scalar, 2..4 for vecN (a matrix's rows) */
     uint32_t columns;       /* 1, or a matrix's columns                                   */
     uint32_t array_length;  /* 0: not an array; else its elements, all dimensions together */
