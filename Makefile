@@ -1,11 +1,12 @@
 # cubec: the two commands of the README.
-#   make demo   installs what is missing (Debian 12, as root), builds, runs the examples
+#   make demo   installs what is missing (Debian 12, as root), builds the library and the examples
+#               it runs (quietly: examples/run_demo.sh), runs them and prints a summary
 #   make test   checks the formatting, builds, lints, runs every test (ctest), then the ASan+UBSan
 #               build's tests, the ThreadSanitizer build's concurrency tests and each libFuzzer
-#               harness for FUZZ_TEST_SECONDS
-# Other targets: build, bench, install-deps, format, format-check, lint, clean, fuzz (each
-# harness for FUZZ_SECONDS), fuzz-runs (FUZZ_RUNS inputs of fuzz_api over FUZZ_JOBS processes;
-# docs/reliability.md, "Fuzzing").
+#               harness for FUZZ_TEST_SECONDS (the README's "What make test runs")
+# Other targets: build, docs (the API reference, $(BUILD)/docs/html), bench, install-deps, format,
+# format-check, lint, clean, fuzz (each harness for FUZZ_SECONDS), fuzz-runs (FUZZ_RUNS inputs of
+# fuzz_api over FUZZ_JOBS processes; docs/reliability.md, "Fuzzing").
 
 BUILD      ?= build
 BUILD_SAN  ?= build-san
@@ -21,10 +22,9 @@ CMAKE_ARGS ?=
 DEB_PACKAGES = build-essential cmake pkg-config git libvulkan-dev mesa-vulkan-drivers \
                vulkan-validationlayers vulkan-tools libshaderc-dev glslc glslang-dev spirv-tools \
                libspirv-cross-c-shared-dev libinih-dev libcmocka-dev python3 python3-dev python3-numpy \
-               python3-pytest python3-venv clang-format clang-tidy \
-               clang libclang-rt-14-dev
+               python3-pytest python3-venv clang-format clang-tidy clang libclang-rt-14-dev doxygen
 
-.PHONY: demo test build build-san build-tsan build-fuzz fuzz fuzz-test fuzz-runs bench install-deps format format-check lint clean
+.PHONY: demo docs test build build-san build-tsan build-fuzz fuzz fuzz-test fuzz-runs bench install-deps format format-check lint clean
 
 install-deps:
 	@missing=""; for p in $(DEB_PACKAGES); do \
@@ -94,9 +94,18 @@ fuzz-test: build-fuzz
 fuzz-runs: build-fuzz
 	fuzz/run_parallel.sh $(BUILD_FUZZ) $(FUZZ_JOBS) $(FUZZ_RUNS)
 
-demo: build
-	@for ex in vector_add reduction mlp; do \
-	  echo "== $$ex"; $(BUILD)/bin/example_$$ex || exit 1; done
+# Builds only the library and the demo programs, quietly (examples/run_demo.sh), then runs them.
+# Python: the package's build target goes in DEMO_TARGETS and its examples in DEMO_EXTRA, one per
+# line as "name|command|checked against" (examples/run_demo.sh).
+DEMO_TARGETS ?=
+DEMO_EXTRA ?=
+demo: install-deps
+	@CUBEC_DEMO_TARGETS="$(DEMO_TARGETS)" CUBEC_DEMO_EXTRA="$(DEMO_EXTRA)" \
+	  sh examples/run_demo.sh $(BUILD) $(CMAKE_ARGS)
+
+# The API reference from cubec.h (tools/api_reference.sh, docs/Doxyfile): $(BUILD)/docs/html.
+docs: install-deps
+	sh tools/api_reference.sh $(BUILD)/docs
 
 test: format-check build lint build-san build-tsan build-fuzz
 	cd $(BUILD) && ctest --output-on-failure -j 2
