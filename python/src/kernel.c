@@ -254,6 +254,8 @@ static PyObject *device_kernel(PyObject *self, PyObject *const *args, Py_ssize_t
     }
     k->kernel.id = 0;
     k->vectorcall = NULL;
+    k->fields = NULL;
+    k->field_count = 0;
     Py_INCREF((PyObject *)d);
     k->device = d;
     k->name = name_obj ? (Py_INCREF(name_obj), name_obj) : PyUnicode_FromString("kernel");
@@ -267,6 +269,10 @@ static PyObject *device_kernel(PyObject *self, PyObject *const *args, Py_ssize_t
     PyEval_RestoreThread(unlocked);
     pyc_device_drop_hold(d);
     if (pyc_check(st) < 0) {
+        Py_DECREF((PyObject *)k);
+        goto done;
+    }
+    if (pyc_kernel_load_fields(k) < 0) {
         Py_DECREF((PyObject *)k);
         goto done;
     }
@@ -290,6 +296,7 @@ static void kernel_dealloc(PyObject *self)
     if (k->kernel.id && k->device->dev) {
         cubec_status_free(cubec_kernel_destroy(k->device->dev, k->kernel));
     }
+    pyc_kernel_free_fields(k);
     Py_XDECREF(k->name);
     Py_DECREF((PyObject *)k->device);
     PyObject_Free(self);
