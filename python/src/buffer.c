@@ -225,7 +225,7 @@ static PyObject *device_buffer(PyObject *self, PyObject *const *args, Py_ssize_t
     if (!arr) {
         return NULL;
     }
-    PyObject *dtype = PyObject_GetAttrString(arr, "dtype");
+    PyObject *dtype = pyc_dtype_of(arr);
     PyObject *shape = dtype ? PyObject_GetAttrString(arr, "shape") : NULL;
     Py_buffer view;
     PyObject *result = NULL;

@@ -114,12 +114,21 @@ static int parse_spec(PyObject *obj, cubec_spec_constant *out, uint32_t *out_cou
     return 0;
 }
 
-/* The bytes of a file (path=), new reference. */
-static PyObject *read_file(PyObject *path)
+/* The bytes of a file (path=: a str, bytes or os.PathLike; an int would be taken by open() as a
+ * file descriptor), new reference. */
+static PyObject *read_file(PyObject *path_arg)
 {
+    PyObject *path = PyOS_FSPath(path_arg);
+    if (!path) {
+        PyErr_Clear();
+        return PyErr_Format(PyExc_TypeError,
+                            "Device.kernel: path must be a str, bytes or os.PathLike, not %R",
+                            path_arg);
+    }
     PyObject *io = PyImport_ImportModule("io");
     PyObject *f = io ? PyObject_CallMethod(io, "open", "Os", path, "rb") : NULL;
     Py_XDECREF(io);
+    Py_DECREF(path);
     if (!f) {
         return NULL;
     }

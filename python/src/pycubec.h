@@ -151,8 +151,11 @@ cubec_device *pyc_device_handle(pyc_device *device, const char *who);
 int pyc_stream_arg(pyc_device *device, PyObject *obj, const char *who, cubec_stream *out);
 /* The numpy module (imported on first use), borrowed; NULL with ImportError. */
 PyObject *pyc_numpy(void);
-/* numpy.dtype(obj), new reference. */
+/* numpy.dtype(obj) (float32 for NULL or None), new reference; dtypes that hold Python objects
+ * are refused. */
 PyObject *pyc_dtype(PyObject *obj);
+/* The dtype of an array, refused as pyc_dtype refuses, new reference. */
+PyObject *pyc_dtype_of(PyObject *array);
 /* A shape argument (an int or a sequence of ints >= 0) as a tuple, and the element count. */
 PyObject *pyc_shape(PyObject *obj, const char *who, uint64_t *out_count);
 /* The itemsize of a numpy dtype, or -1 with an exception. */

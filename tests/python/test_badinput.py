@@ -120,3 +120,17 @@ def test_host_empty_needs_a_device():
         cubec.host_empty(4)
     with pytest.raises(TypeError, match="device must be a cubec.Device, not 3"):
         cubec.host_empty(4, device=3)
+
+
+def test_odd_arguments_are_refused_by_name(dev):
+    with pytest.raises(cubec.InvalidArgument, match="holds Python objects"):
+        dev.buffer(np.array([object()]))
+    with pytest.raises(cubec.InvalidArgument, match="holds Python objects"):
+        dev.empty(4, object)
+    with pytest.raises(TypeError, match="path must be a str, bytes or os.PathLike, not 0"):
+        dev.kernel(path=0)  # open() would read file descriptor 0
+    b = dev.empty(4)
+    with pytest.raises(TypeError, match="max_version must be a tuple"):
+        b.__dlpack__(max_version="1.0")
+    with pytest.raises(TypeError, match="dl_device must be a tuple"):
+        b.__dlpack__(dl_device=1)
