@@ -97,7 +97,10 @@ static PyObject *future_result(PyObject *self, PyObject *const *args, Py_ssize_t
     }
     double seconds = PyFloat_AsDouble(timeout);
     if (PyErr_Occurred()) {
-        return NULL;
+        PyErr_Clear();
+        return PyErr_Format(PyExc_TypeError,
+                            "Future.result: timeout must be seconds (a number) or None, not %R",
+                            timeout);
     }
     /* cubec has no timed wait: poll, backing off from 20 us to 1 ms, without the GIL. */
     struct timespec start, now;
