@@ -10,6 +10,8 @@ import atexit as _atexit
 from ._cubec import *  # noqa: F401,F403
 from ._cubec import _shutdown
 from . import _cubec
+from .tracing import load_trace, tracing  # noqa: F401
+from .tuning import TuneResult, Tuner  # noqa: F401
 
 __version__ = "%d.%d.%d" % (_cubec.VERSION_MAJOR, _cubec.VERSION_MINOR, _cubec.VERSION_PATCH)
 
