@@ -11,6 +11,7 @@
 #include "pycubec.h"
 
 #include <stddef.h>
+#include <time.h>
 
 typedef struct pyc_graph {
     PyObject_HEAD pyc_device *device;
@@ -131,6 +132,32 @@ static PyObject *graph_replay(PyObject *op, PyObject *const *args, Py_ssize_t na
     Py_RETURN_NONE;
 }
 
+/* g._replay_loop_c(count) -> seconds: `count` replays from a C loop, timed around the loop only
+ * (the caller syncs the stream after, untimed). The reference the bench script compares g.replay()
+ * from Python with (section 3 of issue 23: within 0.5 us of C), in the same process, on the
+ * same graph and stream. */
+static PyObject *graph_replay_loop_c(PyObject *op, PyObject *arg)
+{
+    pyc_graph *self = (pyc_graph *)op;
+    const long count = PyLong_AsLong(arg);
+    if (count < 0 || PyErr_Occurred()) {
+        if (!PyErr_Occurred())
+            PyErr_Format(PyExc_ValueError, "_replay_loop_c: count %ld is negative", count);
+        return NULL;
+    }
+    cubec_device *dev = pyc_device_handle(self->device, "replay");
+    if (!dev) return NULL;
+    struct timespec t0, t1;
+    cubec_status status = NULL;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (long i = 0; i < count && !status; i++)
+        status = cubec_graph_replay(dev, self->stream, self->graph);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    if (pyc_check(status) < 0) return NULL;
+    return PyFloat_FromDouble((double)(t1.tv_sec - t0.tv_sec) +
+                              (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9);
+}
+
 static PyObject *graph_close(PyObject *op, PyObject *unused)
 {
     (void)unused;
@@ -198,6 +225,8 @@ static PyMethodDef graph_methods[] = {
      "Ends the capture (dropping it if the body raised)."},
     {"replay", (PyCFunction)(void (*)(void))graph_replay, METH_FASTCALL | METH_KEYWORDS,
      "replay(stream=None): submits the graph once after the stream's queued work (no wait)."},
+    {"_replay_loop_c", graph_replay_loop_c, METH_O,
+     "_replay_loop_c(count) -> seconds: count replays from a C loop (for the bench script)."},
     {"close", graph_close, METH_NOARGS,
      "Waits for running replays and frees the graph (also done on garbage collection)."},
     {NULL, NULL, 0, NULL},
