@@ -14,6 +14,34 @@ from .templates import ElementwiseKernel, ReductionKernel, elementwise, reductio
 from .tracing import load_trace, tracing  # noqa: F401
 from .tuning import TuneResult, Tuner  # noqa: F401
 
+
+
+def _future_await(self):
+    """`await future`: polls done() between event-loop turns, backing off from 20 us to 1 ms,
+    so that no Python code runs on cubec's threads and no thread is spent waiting."""
+    import asyncio
+
+    pause = 2e-5
+    while not self.done():
+        yield from asyncio.sleep(pause).__await__()
+        pause = min(pause * 2, 1e-3)
+    return self.result()
+
+
+Future.__await__ = _future_await  # noqa: F405
+
+
+def from_dlpack(x, device=None, stream=None):
+    """A cubec.Buffer holding a copy of a DLPack producer's kDLCPU data (numpy, PyTorch CPU
+    tensors...), dtype and shape kept; `device` defaults to the first device still open."""
+    import numpy
+
+    arr = numpy.from_dlpack(x)
+    if device is None:
+        device = _cubec._default_device()
+    return device.buffer(arr, stream=stream)
+
+
 __version__ = "%d.%d.%d" % (_cubec.VERSION_MAJOR, _cubec.VERSION_MINOR, _cubec.VERSION_PATCH)
 
 # Devices close before module teardown, so that no buffer or kernel is released into a device

@@ -180,15 +180,25 @@ static void unlink_open(pyc_device *self)
     }
 }
 
-/* Closes the device now, or (while host_empty arrays live) once the last of them goes. */
-void pyc_device_close_now(pyc_device *self);
+void pyc_device_take_hold(pyc_device *self)
+{
+    self->holds++;
+}
+
+void pyc_device_drop_hold(pyc_device *self)
+{
+    if (--self->holds == 0 && self->close_pending) {
+        pyc_device_close_now(self);
+    }
+}
+
 void pyc_device_close_now(pyc_device *self)
 {
     unlink_open(self);
     if (!self->dev) {
         return;
     }
-    if (self->host_live > 0) {
+    if (self->holds > 0) {
         self->close_pending = 1;
         return;
     }

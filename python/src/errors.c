@@ -104,11 +104,13 @@ PyObject *pyc_raise(cubec_status status)
 
 PyObject *pyc_raise_code(cubec_code code, const char *format, ...)
 {
-    char message[1024];
     va_list ap;
     va_start(ap, format);
-    vsnprintf(message, sizeof message, format, ap);
+    PyObject *message = PyUnicode_FromFormatV(format, ap);
     va_end(ap);
-    PyErr_SetString(class_of(code), message);
+    if (message) {
+        PyErr_SetObject(class_of(code), message);
+        Py_DECREF(message);
+    }
     return NULL;
 }

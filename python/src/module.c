@@ -16,7 +16,7 @@ static PyObject *shutdown(PyObject *self, PyObject *unused)
         pyc_device *d = pyc.open_devices;
         pyc.open_devices = d->next_open;
         d->next_open = NULL;
-        if (d->dev && d->host_live == 0) {
+        if (d->dev && d->holds == 0) {
             cubec_device *dev = d->dev;
             d->dev = NULL;
             PYC_WITHOUT_GIL(cubec_device_close(dev));
@@ -26,7 +26,21 @@ static PyObject *shutdown(PyObject *self, PyObject *unused)
     Py_RETURN_NONE;
 }
 
+/* The device calls default to when none is named: the first opened that is still open. */
+static PyObject *default_device(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    if (!pyc.default_device) {
+        return pyc_raise_code(CUBEC_INVALID_ARGUMENT,
+                              "no device is open; open one or pass device=");
+    }
+    Py_INCREF((PyObject *)pyc.default_device);
+    return (PyObject *)pyc.default_device;
+}
+
 static PyMethodDef module_methods[] = {
+    {"_default_device", default_device, METH_NOARGS, "The first device opened still open."},
     {"_shutdown", shutdown, METH_NOARGS, "Closes every open device (run at interpreter exit)."},
     {NULL, NULL, 0, NULL},
 };

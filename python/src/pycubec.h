@@ -32,9 +32,10 @@ typedef struct pyc_device {
     PyObject ob_base;
     cubec_device *dev; /* NULL once closed */
     cubec_device_info info;
-    /* host_empty() memory still referenced by arrays: a close() is deferred until the last of
-     * it goes, since cubec_device_close would free memory numpy still points at. */
-    Py_ssize_t host_live;
+    /* Objects that need the device open until they go: host_empty() memory numpy arrays point
+     * at (cubec_device_close would free it) and reads still in flight into Python memory. A
+     * close() while any lives is deferred until the last goes (pyc_device_drop_hold). */
+    Py_ssize_t holds;
     int close_pending;
     struct pyc_device *next_open; /* the list of open devices, closed in order at exit */
     /* Messages of the validation layer (Device(validation=True)), counted on cubec's threads:
@@ -121,8 +122,16 @@ static inline int pyc_check(cubec_status status)
     pyc_raise(status);
     return -1;
 }
-/* Raises the class of `code` with a message of the binding's own (printf-style). */
+/* Raises the class of `code` with a message of the binding's own (PyUnicode_FromFormat's
+ * format: %R and %U work, %g does not). */
 PyObject *pyc_raise_code(cubec_code code, const char *format, ...);
+
+/* Takes and drops a hold on an open device (see pyc_device.holds); dropping the last one of a
+ * device whose close() was deferred closes it. */
+void pyc_device_take_hold(pyc_device *device);
+void pyc_device_drop_hold(pyc_device *device);
+/* Closes the device now, or once its last hold goes. */
+void pyc_device_close_now(pyc_device *device);
 
 /* The device's handle, or NULL with an exception naming `who` when it is closed. */
 cubec_device *pyc_device_handle(pyc_device *device, const char *who);
