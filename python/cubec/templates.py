@@ -18,7 +18,7 @@ metadata (``CUBEC_INFO``), so changing its value recompiles nothing.
 """
 
 import struct
-import threading
+from _thread import allocate_lock  # not `threading`: `import cubec` stays light
 
 __all__ = ["elementwise", "reduction", "ElementwiseKernel", "ReductionKernel"]
 
@@ -145,7 +145,7 @@ class _PerDevice:
     reused while the entry exists."""
 
     def __init__(self):
-        self._lock = threading.Lock()
+        self._lock = allocate_lock()
         self._kernels = {}
 
     def get(self, device, key, make):

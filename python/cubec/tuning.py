@@ -12,18 +12,34 @@ measuring (warm-up runs, then profiled samples), on the thread that called choos
 it raises rejects it, with the exception's type and message as the reason.
 """
 
-from collections import namedtuple
-
 from . import _cubec
 
 __all__ = ["Tuner", "TuneResult"]
 
-TuneResult = namedtuple("TuneResult", "index name candidate source median_ns")
-TuneResult.__doc__ = """The choice of Tuner.choose().
 
-index: the winner's position among the candidates; name and candidate: its name and callable;
-source: 'measured' (this call), 'memory' (this tuner chose it before), 'disk' (an earlier
-process), 'single' (the only candidate, not run); median_ns: its median GPU time when measured."""
+class TuneResult(tuple):
+    """The choice of Tuner.choose(): (index, name, candidate, source, median_ns).
+
+    index: the winner's position among the candidates; name and candidate: its name and callable;
+    source: 'measured' (this call), 'memory' (this tuner chose it before), 'disk' (an earlier
+    process), 'single' (the only candidate, not run); median_ns: its median GPU time when measured.
+    (A tuple class of its own rather than a namedtuple, so that `import cubec` does not import
+    collections.)"""
+
+    __slots__ = ()
+
+    def __new__(cls, index, name, candidate, source, median_ns):
+        return tuple.__new__(cls, (index, name, candidate, source, median_ns))
+
+    index = property(lambda self: self[0])
+    name = property(lambda self: self[1])
+    candidate = property(lambda self: self[2])
+    source = property(lambda self: self[3])
+    median_ns = property(lambda self: self[4])
+
+    def __repr__(self):
+        return (f"TuneResult(index={self[0]}, name={self[1]!r}, source={self[3]!r}, "
+                f"median_ns={self[4]})")
 
 
 def _pairs(candidates):
