@@ -105,8 +105,12 @@ test: format-check build lint build-san build-tsan build-fuzz
 	  "test_threads|test_stream_stress|test_graph_threads|test_compile_threads|test_compile_queue|test_copy_pool|test_fault_random_threads|test_autotune_system_timing|test_relocation_threads"
 	$(call run_fuzzers,$(FUZZ_TEST_SECONDS))
 
+# `cubec bench`, then the Python binding against C in one process (bench/python_bench.py; needs
+# the extension, built when python3-dev is installed).
 bench: build
 	$(BUILD)/bin/cubec bench
+	@if [ -f $(BUILD)/python/cubec/_cubec.abi3.so ]; then \
+	  PYTHONPATH=$(BUILD)/python /usr/bin/python3 bench/python_bench.py; fi
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
