@@ -103,3 +103,27 @@ def test_reduction_refuses_bad_input(dev):
     r = cubec.reduction("float x, float y", "float s", "x + y", "a + b", "0")
     with pytest.raises(ValueError, match="inputs of 4 and 5 elements"):
         r(dev.zeros(4, np.float32), dev.zeros(5, np.float32))
+
+
+def test_the_same_template_twice_hits_cubecs_kernel_cache(tmp_path, monkeypatch):
+    # The second compilation with shaderc fails (fault injection): a template whose source
+    # cubec has seen must not reach it, a new source must.
+    monkeypatch.setenv("CUBEC_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("CUBEC_FAULT", "compile:2")
+    body = "y = x * 3.0"
+    with cubec.Device() as d:
+        first = cubec.elementwise("float x", "float y", body, name="triple")
+        second = cubec.elementwise("float x", "float y", body, name="triple")
+        x = d.buffer(np.arange(10, dtype=np.float32))
+        np.testing.assert_array_equal(first(x).numpy(), 3 * np.arange(10, dtype=np.float32))
+        np.testing.assert_array_equal(second(x).numpy(), 3 * np.arange(10, dtype=np.float32))
+        other = cubec.elementwise("float x", "float y", "y = x * 4.0", name="quadruple")
+        with pytest.raises(cubec.Error, match="compile"):
+            other(x)
+    # A new process (here: a new device) finds the kernel on disk: shaderc's first compilation
+    # is made to fail, and the template still builds.
+    monkeypatch.setenv("CUBEC_FAULT", "compile:1")
+    with cubec.Device() as d:
+        third = cubec.elementwise("float x", "float y", body, name="triple")
+        x = d.buffer(np.arange(10, dtype=np.float32))
+        np.testing.assert_array_equal(third(x).numpy(), 3 * np.arange(10, dtype=np.float32))
