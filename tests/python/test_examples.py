@@ -54,9 +54,9 @@ def test_autotune(dev):
 
 
 @pytest.mark.parametrize("name", ["saxpy", "softmax", "mlp_graph", "autotune"])
-def test_main_exits_zero(name, tmp_path, monkeypatch, capsys):
+def test_main_exits_zero(name, scratch, monkeypatch, capsys):
     # The autotune example stores its choice in the cache directory: a temporary one here.
-    monkeypatch.setenv("CUBEC_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("CUBEC_CACHE_DIR", str(scratch))
     monkeypatch.setattr("sys.argv", [name])
     assert load(name).main() == 0
     out = capsys.readouterr().out

@@ -105,10 +105,10 @@ def test_reduction_refuses_bad_input(dev):
         r(dev.zeros(4, np.float32), dev.zeros(5, np.float32))
 
 
-def test_the_same_template_twice_hits_cubecs_kernel_cache(tmp_path, monkeypatch):
+def test_the_same_template_twice_hits_cubecs_kernel_cache(scratch, monkeypatch):
     # The second compilation with shaderc fails (fault injection): a template whose source
     # cubec has seen must not reach it, a new source must.
-    monkeypatch.setenv("CUBEC_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("CUBEC_CACHE_DIR", str(scratch))
     monkeypatch.setenv("CUBEC_FAULT", "compile:2")
     body = "y = x * 3.0"
     with cubec.Device() as d:

@@ -109,8 +109,8 @@ def test_bad_candidates_are_refused(dev):
         t.choose("k", [print])
 
 
-def test_tracing_records_the_launches(tmp_path, add1):
-    path = tmp_path / "trace.json"
+def test_tracing_records_the_launches(scratch, add1):
+    path = scratch / "trace.json"
     before = os.environ.get("CUBEC_TRACE")
     with cubec.tracing(path):
         with cubec.Device() as d:
