@@ -122,3 +122,29 @@ def test_tracing_records_the_launches(scratch, add1):
     assert os.environ.get("CUBEC_TRACE") == before
     events = cubec.load_trace(path)
     assert any("traced_add1" in str(e.get("name", "")) for e in events)
+
+
+def test_choose_from_another_python_thread(dev, add1):
+    # The candidates run on the thread that called choose (here not the main thread), which
+    # takes the GIL back for them while cubec measures with it released.
+    import threading
+
+    y = dev.zeros(N, np.uint32)
+    info = np.array([N], np.uint32).tobytes()
+    ran_on, result = set(), {}
+
+    def run():
+        ran_on.add(threading.get_ident())
+        add1(y, groups=(N // 64, 1, 1), info=info)
+
+    def worker():
+        with cubec.Tuner(dev, "test_python_tuner_thread", warmup=1, samples=2,
+                         memory_only=True) as t:
+            result["best"] = t.choose("t", {"a": run, "b": run})
+
+    th = threading.Thread(target=worker)
+    th.start()
+    th.join(timeout=120)
+    assert not th.is_alive() and result["best"].name in ("a", "b")
+    assert ran_on == {th.ident}
+    assert y.numpy()[0] == 2 * (1 + 2)
