@@ -127,3 +127,14 @@ def test_the_same_template_twice_hits_cubecs_kernel_cache(scratch, monkeypatch):
         third = cubec.elementwise("float x", "float y", body, name="triple")
         x = d.buffer(np.arange(10, dtype=np.float32))
         np.testing.assert_array_equal(third(x).numpy(), 3 * np.arange(10, dtype=np.float32))
+
+
+def test_elementwise_past_65535_workgroups_uses_a_second_grid_dimension(dev):
+    # 128 elements per workgroup: this count needs 65537 workgroups, more than Vulkan
+    # guarantees in x, so the grid is 65535 x 2 and the last elements sit in row 1.
+    n = 65537 * 128 - 3
+    inc = cubec.elementwise("uint x", "uint y", "y = x + 1u")
+    x = np.arange(n, dtype=np.uint32)
+    y = inc(dev.buffer(x)).numpy()
+    assert y[-1] == n and y[65535 * 128] == 65535 * 128 + 1
+    np.testing.assert_array_equal(y, x + 1)
