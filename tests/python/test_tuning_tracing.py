@@ -148,3 +148,18 @@ def test_choose_from_another_python_thread(dev, add1):
     assert not th.is_alive() and result["best"].name in ("a", "b")
     assert ran_on == {th.ident}
     assert y.numpy()[0] == 2 * (1 + 2)
+
+
+def test_pre_bound_launches_as_candidates(dev, add1):
+    y = dev.zeros(N, np.uint32)
+    info = np.array([N], np.uint32).tobytes()
+    whole = add1.bind(y, groups=(N // 64, 1, 1), info=info)
+    half = add1.bind(y, groups=(N // 128, 1, 1), info=info)  # the first half of y only
+    with cubec.Tuner(dev, "test_python_tuner_launches", warmup=1, samples=2,
+                     memory_only=True) as t:
+        best = t.choose("launches", [("whole", whole), ("half", half)])
+        assert best.candidate is (whole if best.name == "whole" else half)
+        assert {o["state"] for o in t.outcomes().values()} == {"timed"}
+    got = y.numpy()
+    np.testing.assert_array_equal(got[: N // 2], np.full(N // 2, 6, np.uint32))
+    np.testing.assert_array_equal(got[N // 2:], np.full(N // 2, 3, np.uint32))
