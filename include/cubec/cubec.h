@@ -19,6 +19,10 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#ifndef CUBEC_NO_CHECK_HELPER
+#include <stdio.h>  /* fprintf in CUBEC_CHECK */
+#include <stdlib.h> /* exit in CUBEC_CHECK */
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -105,6 +109,27 @@ const char *cubec_code_name(cubec_code code);
 /* Frees a status; NULL is accepted. */
 void cubec_status_free(cubec_status status);
 
+#ifndef CUBEC_NO_CHECK_HELPER
+/* CUBEC_CHECK(call): for programs whose only answer to a failed call is to stop (examples, small
+ * tools, a test's setup). It evaluates `call` (anything returning a cubec_status) once; on
+ * failure it prints "file:line: call: CODE: message" to stderr, frees the status and exits the
+ * process with EXIT_FAILURE. It is a macro so that the message can quote the call and its place,
+ * and a statement (do/while), so it cannot be used as a value. A program that must clean up or
+ * recover tests the status itself. A binding generator that wants the declarations alone defines
+ * CUBEC_NO_CHECK_HELPER before including this header (no <stdio.h>, no <stdlib.h>, no macro). */
+#define CUBEC_CHECK(call)                                                                          \
+    do {                                                                                           \
+        cubec_status cubec_check_status_ = (call);                                                 \
+        if (cubec_check_status_) {                                                                 \
+            fprintf(stderr, "%s:%d: %s: %s: %s\n", __FILE__, __LINE__, #call,                      \
+                    cubec_code_name(cubec_status_code(cubec_check_status_)),                       \
+                    cubec_status_message(cubec_check_status_));                                    \
+            cubec_status_free(cubec_check_status_);                                                \
+            exit(EXIT_FAILURE);                                                                    \
+        }                                                                                          \
+    } while (0)
+#endif
+
 /* ---------------------------------------------------------------------------------------------
  * Device
  * ------------------------------------------------------------------------------------------- */
@@ -183,6 +208,15 @@ typedef struct cubec_device_desc {
      * without a GPU, in milliseconds (docs/api.md). */
     const char *backend;
     uint32_t null_delay_us; /* null backend: 0 = CUBEC_NULL_DELAY_US or at once */
+    /* Non-zero turns on the bounds-checked mode (`[device] robust` / CUBEC_ROBUST=1 do too):
+     * Vulkan's robust buffer access, so that a kernel's load or store past the end of a buffer
+     * it was given reads zero or is dropped instead of reaching other memory. Where the device
+     * has VK_EXT_robustness2 the check is against each buffer's own size; with
+     * robustBufferAccess alone only against its pool page. Device-address (buffer_reference)
+     * accesses are never checked. cubec_device_info.robust says what is in force; kernels may
+     * run slower (docs/reliability.md, "The bounds-checked mode"). Added last (docs/api.md,
+     * "Struct growth"). */
+    int robust;
 } cubec_device_desc;
 
 /* Element types of cooperative matrices (Vulkan's VkComponentTypeKHR, renumbered). */
@@ -258,7 +292,17 @@ typedef struct cubec_device_info {
      * VK_NV_cooperative_matrix's; at most CUBEC_MAX_MATRIX_SHAPES (the rest are left out). */
     uint32_t matrix_shape_count;
     cubec_matrix_shape matrix_shapes[CUBEC_MAX_MATRIX_SHAPES];
+    /* The bounds-checked mode (cubec_device_desc.robust; docs/reliability.md): 0 off;
+     * CUBEC_ROBUST_PAGE, robustBufferAccess (an access past a buffer stays within its pool page);
+     * CUBEC_ROBUST_BUFFER, robustBufferAccess2 too (it stays within the buffer: reads past it
+     * give zero, writes past it are dropped). cubec_device_peek gives what the mode would be.
+     * Added last (docs/api.md, "Struct growth"). */
+    int robust;
 } cubec_device_info;
+
+/* Values of cubec_device_info.robust besides 0. */
+#define CUBEC_ROBUST_PAGE 1
+#define CUBEC_ROBUST_BUFFER 2
 
 /* Opens a device. `desc` may be NULL (defaults). */
 CUBEC_MUST_USE cubec_status cubec_device_open(const cubec_device_desc *desc,
@@ -483,7 +527,47 @@ typedef struct cubec_kernel_info {
     uint32_t info_size;         /* bytes of metadata a launch passes (0 = none)       */
     int info_in_push_constants; /* 1: push constants; 0: storage buffer (or no info) */
     uint32_t workgroup_size[3];
+    /* The members of the metadata block (CUBEC_INFO) that cubec_kernel_info_field lists: one per
+     * member, a struct member's own members in its place (docs/kernels.md, "Filling the block
+     * by name"). Added last (docs/api.md, "Struct growth"). */
+    uint32_t info_field_count;
 } cubec_kernel_info;
+
+/* The element type of a metadata member. */
+typedef enum cubec_info_type {
+    CUBEC_INFO_OTHER = 0, /* a type this header does not name */
+    CUBEC_INFO_BOOL = 1,  /* 4 bytes in a block, 0 or 1 */
+    CUBEC_INFO_INT8 = 2,
+    CUBEC_INFO_UINT8 = 3,
+    CUBEC_INFO_INT16 = 4,
+    CUBEC_INFO_UINT16 = 5,
+    CUBEC_INFO_FLOAT16 = 6,
+    CUBEC_INFO_INT32 = 7,
+    CUBEC_INFO_UINT32 = 8,
+    CUBEC_INFO_FLOAT32 = 9,
+    CUBEC_INFO_INT64 = 10,
+    CUBEC_INFO_UINT64 = 11,
+    CUBEC_INFO_FLOAT64 = 12,
+    CUBEC_INFO_STRUCT = 13,  /* an array of structs: its members are not listed */
+    CUBEC_INFO_ADDRESS = 14, /* a GL_EXT_buffer_reference: 8 bytes, a device address
+                                (cubec_raw_buffer.device_address) */
+} cubec_info_type;
+
+/* One member of a kernel's metadata block, with the std430 layout the launch's info bytes
+ * follow: the member's bytes are at `offset` in cubec_launch_desc.info. */
+typedef struct cubec_info_field {
+    /* The member's name in the source ("scale"); a member of a struct member is "outer.inner".
+     * Owned by the device: valid until it closes (a binding copies it at once). */
+    const char *name;
+    uint32_t offset; /* bytes from the start of the block                             */
+    uint32_t size;   /* bytes it spans: array_length x array_stride for an array      */
+    cubec_info_type type;
+    uint32_t vector_size;   /* components: 1 for a scalar, 2..4 for vecN (a matrix's rows) */
+    uint32_t columns;       /* 1, or a matrix's columns                                   */
+    uint32_t array_length;  /* 0: not an array; else its elements, all dimensions together */
+    uint32_t array_stride;  /* bytes from one element to the next (0: not an array)       */
+    uint32_t matrix_stride; /* bytes from one column to the next (0: not a matrix)       */
+} cubec_info_field;
 
 /* Compiles the GLSL (or validates the SPIR-V for the Vulkan version cubec uses on the device),
  * reflects its interface and creates its pipeline. Before any Vulkan object is made, it refuses
@@ -503,6 +587,16 @@ CUBEC_MUST_USE cubec_status cubec_kernel_create(cubec_device *device, const cube
                                                 cubec_kernel *out_kernel);
 CUBEC_MUST_USE cubec_status cubec_kernel_get_info(cubec_device *device, cubec_kernel kernel,
                                                   cubec_kernel_info *out_info);
+/* The metadata block's member `index` (0 .. cubec_kernel_info.info_field_count - 1), in the
+ * order of their offsets. An index past the count is CUBEC_INVALID_ARGUMENT naming both. A kernel
+ * still compiling is waited for, as by cubec_kernel_get_info. */
+CUBEC_MUST_USE cubec_status cubec_kernel_info_field(cubec_device *device, cubec_kernel kernel,
+                                                    uint32_t index, cubec_info_field *out_field);
+/* The metadata block's member called `name` (as cubec_info_field.name spells it). A name the
+ * block does not have is CUBEC_INVALID_ARGUMENT, listing the names it has. */
+CUBEC_MUST_USE cubec_status cubec_kernel_info_field_find(cubec_device *device, cubec_kernel kernel,
+                                                         const char *name,
+                                                         cubec_info_field *out_field);
 /* Destroys a kernel; launches already queued still run. A zero handle is accepted. A kernel
  * still compiling in the queue finishes compiling (another handle may share it). */
 CUBEC_MUST_USE cubec_status cubec_kernel_destroy(cubec_device *device, cubec_kernel kernel);

@@ -80,6 +80,7 @@ static PyObject *bench_transfer(PyObject *self, PyObject *const *args, Py_ssize_
     }
     cubec_status st;
     double t0, t1, t2;
+    pyc_device_take_hold(b->device);
     PyThreadState *unlocked = PyEval_SaveThread();
     t0 = now();
     st = cubec_write(dev, CUBEC_STREAM_CURRENT, b->buf, 0, view.buf, b->size);
@@ -92,6 +93,7 @@ static PyObject *bench_transfer(PyObject *self, PyObject *const *args, Py_ssize_
     }
     t2 = now();
     PyEval_RestoreThread(unlocked);
+    pyc_device_drop_hold(b->device);
     PyBuffer_Release(&view);
     if (st) {
         return pyc_raise(st);

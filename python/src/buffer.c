@@ -7,10 +7,10 @@
 
 /* Host copies of at least this many bytes release the GIL (below it the switch costs more than
  * the copy). */
-#define PYC_LARGE_COPY (64u * 1024u)
+#define PYC_LARGE_COPY ((size_t)64 * 1024)
 /* Page-aligned arrays of at least this many bytes are registered for an upload on devices with
  * separate memory (cubec_host_register: the GPU reads them without a staging copy). */
-#define PYC_REGISTER_MIN (1u << 20)
+#define PYC_REGISTER_MIN ((uint64_t)1 << 20)
 
 PyObject *pyc_buffer_wrap(pyc_device *device, cubec_buffer buf, uint64_t size, PyObject *dtype,
                           PyObject *shape)
@@ -227,7 +227,8 @@ static PyObject *device_buffer(PyObject *self, PyObject *const *args, Py_ssize_t
         cubec_status st = cubec_buffer_create(dev, stream, (uint64_t)view.len, &buf);
         if (!st && view.len) {
             if ((size_t)view.len >= PYC_LARGE_COPY) {
-                PYC_WITHOUT_GIL(st = write_host(d, stream, buf, 0, view.buf, (uint64_t)view.len));
+                PYC_WITHOUT_GIL_ON(
+                    d, st = write_host(d, stream, buf, 0, view.buf, (uint64_t)view.len));
             } else {
                 st = write_host(d, stream, buf, 0, view.buf, (uint64_t)view.len);
             }
@@ -261,7 +262,7 @@ static int read_into(pyc_buffer *b, cubec_device *dev, cubec_stream stream, PyOb
         return -1;
     }
     cubec_status st;
-    PYC_WITHOUT_GIL(st = cubec_read(dev, stream, b->buf, 0, view.buf, b->size));
+    PYC_WITHOUT_GIL_ON(b->device, st = cubec_read(dev, stream, b->buf, 0, view.buf, b->size));
     PyBuffer_Release(&view);
     return pyc_check(st);
 }
@@ -353,8 +354,8 @@ static PyObject *buffer_write(PyObject *self, PyObject *const *args, Py_ssize_t 
     }
     cubec_status st;
     if ((size_t)view.len >= PYC_LARGE_COPY) {
-        PYC_WITHOUT_GIL(
-            st = write_host(b->device, stream, b->buf, offset, view.buf, (uint64_t)view.len));
+        PYC_WITHOUT_GIL_ON(b->device, st = write_host(b->device, stream, b->buf, offset, view.buf,
+                                                      (uint64_t)view.len));
     } else {
         st = cubec_write(dev, stream, b->buf, offset, view.buf, (uint64_t)view.len);
     }

@@ -260,7 +260,7 @@ static PyObject *device_sync(PyObject *self, PyObject *const *args, Py_ssize_t n
         return NULL;
     }
     cubec_status st;
-    PYC_WITHOUT_GIL(st = cubec_sync(dev, stream));
+    PYC_WITHOUT_GIL_ON(d, st = cubec_sync(dev, stream));
     if (pyc_check(st) < 0) {
         return NULL;
     }

@@ -96,7 +96,7 @@ static PyObject *host_empty_on(pyc_device *d, PyObject *shape_arg, PyObject *dty
     void *ptr = NULL;
     cubec_status st;
     /* A zero-size array still gets a page of its own: numpy needs an address. */
-    PYC_WITHOUT_GIL(st = cubec_host_alloc(dev, size ? size : 1, &ptr));
+    PYC_WITHOUT_GIL_ON(d, st = cubec_host_alloc(dev, size ? size : 1, &ptr));
     if (pyc_check(st) < 0) {
         Py_DECREF((PyObject *)h);
         goto done;

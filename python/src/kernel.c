@@ -130,6 +130,12 @@ static PyObject *read_file(PyObject *path)
     return data;
 }
 
+/* A keyword argument that was given and is not None, else NULL. */
+static PyObject *given(PyObject *arg)
+{
+    return arg && arg != Py_None ? arg : NULL;
+}
+
 static PyObject *device_kernel(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                                PyObject *kwnames)
 {
@@ -148,8 +154,8 @@ static PyObject *device_kernel(PyObject *self, PyObject *const *args, Py_ssize_t
     if (!dev) {
         return NULL;
     }
-    int sources =
-        (kw[0] && kw[0] != Py_None) + (kw[1] && kw[1] != Py_None) + (kw[2] && kw[2] != Py_None);
+    PyObject *glsl_arg = given(kw[0]), *spirv_arg = given(kw[1]), *path_arg = given(kw[2]);
+    int sources = (glsl_arg != NULL) + (spirv_arg != NULL) + (path_arg != NULL);
     if (sources != 1) {
         return pyc_raise_code(CUBEC_INVALID_ARGUMENT,
                               "Device.kernel: give exactly one of glsl=, spirv= and path= (got %d)",
@@ -165,8 +171,8 @@ static PyObject *device_kernel(PyObject *self, PyObject *const *args, Py_ssize_t
     memset(&desc, 0, sizeof desc);
     cubec_define defines[256];
     cubec_spec_constant spec[CUBEC_MAX_SPEC_CONSTANTS];
-    if (kw[2] && kw[2] != Py_None) {
-        PyObject *data = read_file(kw[2]);
+    if (path_arg) {
+        PyObject *data = read_file(path_arg);
         if (!data) {
             goto done;
         }
@@ -179,24 +185,24 @@ static PyObject *device_kernel(PyObject *self, PyObject *const *args, Py_ssize_t
             glsl = data;
         }
         if (!kw[5] || kw[5] == Py_None) {
-            name_obj = PyObject_Str(kw[2]);
+            name_obj = PyObject_Str(path_arg);
         }
-    } else if (kw[0] && kw[0] != Py_None) {
-        if (!PyUnicode_Check(kw[0])) {
-            PyErr_Format(PyExc_TypeError, "Device.kernel: glsl must be a str, not %R", kw[0]);
+    } else if (glsl_arg) {
+        if (!PyUnicode_Check(glsl_arg)) {
+            PyErr_Format(PyExc_TypeError, "Device.kernel: glsl must be a str, not %R", glsl_arg);
             goto done;
         }
-        glsl = PyUnicode_AsUTF8String(kw[0]);
+        glsl = PyUnicode_AsUTF8String(glsl_arg);
         if (!glsl) {
             goto done;
         }
-    } else {
-        Py_INCREF(kw[1]);
-        spirv = kw[1];
+    } else if (spirv_arg) {
+        Py_INCREF(spirv_arg);
+        spirv = spirv_arg;
     }
     if (glsl) {
         desc.glsl = PyBytes_AsString(glsl);
-    } else {
+    } else if (spirv) {
         if (PyObject_GetBuffer(spirv, &spirv_view, PyBUF_SIMPLE) < 0) {
             goto done;
         }
@@ -252,12 +258,14 @@ static PyObject *device_kernel(PyObject *self, PyObject *const *args, Py_ssize_t
     k->device = d;
     k->name = name_obj ? (Py_INCREF(name_obj), name_obj) : PyUnicode_FromString("kernel");
     cubec_status st;
+    pyc_device_take_hold(d);
     PyThreadState *unlocked = PyEval_SaveThread();
     st = cubec_kernel_create(dev, &desc, &k->kernel);
     if (!st) {
         st = cubec_kernel_get_info(dev, k->kernel, &k->info);
     }
     PyEval_RestoreThread(unlocked);
+    pyc_device_drop_hold(d);
     if (pyc_check(st) < 0) {
         Py_DECREF((PyObject *)k);
         goto done;

@@ -100,7 +100,7 @@ int pyc_launch_parse(pyc_kernel *kernel, PyObject *const *args, Py_ssize_t nargs
                      PyObject *info, PyObject *stream, pyc_launch_args *out)
 {
     out->info_view.obj = NULL;
-    if (!kernel->kernel.id || !kernel->device->dev) {
+    if (!kernel->kernel.id || !kernel->device->dev || kernel->device->close_pending) {
         pyc_raise_code(CUBEC_INVALID_ARGUMENT, "launch of %R: the %s", kernel->name,
                        kernel->kernel.id ? "device is closed" : "kernel was destroyed");
         return -1;
@@ -189,7 +189,7 @@ static PyObject *launch_call(PyObject *self, PyObject *const *args, size_t nargs
 {
     pyc_launch *l = (pyc_launch *)self;
     Py_ssize_t nargs = PYC_NARGS(nargsf);
-    cubec_device *dev = l->kernel->device->dev;
+    cubec_device *dev = l->kernel->device->close_pending ? NULL : l->kernel->device->dev;
     if (!dev || !l->kernel->kernel.id) {
         return pyc_raise_code(CUBEC_INVALID_ARGUMENT, "launch of %R: the %s", l->kernel->name,
                               dev ? "kernel was destroyed" : "device is closed");

@@ -108,6 +108,15 @@ extern pyc_state pyc;
         PyEval_RestoreThread(pyc_unlocked_);                                                       \
     } while (0)
 
+/* PYC_WITHOUT_GIL for a call on `device`: a hold keeps the device open meanwhile, so that a
+ * close() from another thread waits for the call instead of freeing what it uses. */
+#define PYC_WITHOUT_GIL_ON(device, stmt)                                                           \
+    do {                                                                                           \
+        pyc_device_take_hold(device);                                                              \
+        PYC_WITHOUT_GIL(stmt);                                                                     \
+        pyc_device_drop_hold(device);                                                              \
+    } while (0)
+
 /* ---- helpers ------------------------------------------------------------------------------ */
 
 /* Raises the exception of `status` (its code's class, cubec's whole message) and frees it;

@@ -37,7 +37,7 @@ static PyObject *stream_sync(PyObject *self, PyObject *unused)
         return NULL;
     }
     cubec_status st;
-    PYC_WITHOUT_GIL(st = cubec_sync(dev, s->id));
+    PYC_WITHOUT_GIL_ON(s->device, st = cubec_sync(dev, s->id));
     if (pyc_check(st) < 0) {
         return NULL;
     }

@@ -1521,6 +1521,31 @@ static const char *kernel_source(int kind)
     return kind == K_PRODUCE ? produce_src : kind == K_CONSUME ? consume_src : step_src;
 }
 
+/* A metadata field by index, then by the name it gave: the same member; the index just past the
+ * count is refused. */
+static void model_info_field(fuzz *f, cubec_kernel k)
+{
+    cubec_kernel_info ki;
+    if (expect(f, cubec_kernel_get_info(f->d, k, &ki), allow(f, C_NONE), "cubec_kernel_get_info"))
+        return;
+    uint32_t index = rnd(f, ki.info_field_count + 1);
+    cubec_info_field field, by_name;
+    note(f, "cubec_kernel_info_field(%u of %u)", index, ki.info_field_count);
+    if (index == ki.info_field_count) {
+        expect(f, cubec_kernel_info_field(f->d, k, index, &field), refused(f),
+               "cubec_kernel_info_field past the count");
+        return;
+    }
+    if (expect(f, cubec_kernel_info_field(f->d, k, index, &field), allow(f, C_NONE),
+               "cubec_kernel_info_field"))
+        return;
+    if (!expect(f, cubec_kernel_info_field_find(f->d, k, field.name, &by_name), allow(f, C_NONE),
+                "cubec_kernel_info_field_find") &&
+        (by_name.offset != field.offset || by_name.size != field.size))
+        die(f, "field '%s' is at %u by index but at %u by name", field.name, field.offset,
+            by_name.offset);
+}
+
 static void op_kernel(fuzz *f)
 {
     if (f->nkernels < MAX_KERNELS && chance(f, 2)) {
@@ -1548,6 +1573,7 @@ static void op_kernel(fuzz *f)
                     "cubec_kernel_get_info") &&
             ki.binding_count != (f->kernels[i].kind == K_CONSUME ? 2u : 1u))
             die(f, "kernel %d has %u bindings", i, ki.binding_count);
+        if (chance(f, 2)) model_info_field(f, f->kernels[i].h);
         return;
     }
     if (f->kernels[i].base) return;
@@ -3017,6 +3043,8 @@ const char *const api_model_calls[][2] = {
     {"cubec_kernel_create", "op_kernel"},
     {"cubec_kernel_destroy", "op_kernel"},
     {"cubec_kernel_get_info", "op_kernel"},
+    {"cubec_kernel_info_field", "model_info_field"},
+    {"cubec_kernel_info_field_find", "model_info_field"},
     {"cubec_kernel_queue", "op_queue"},
     {"cubec_kernel_wait", "op_queue"},
     {"cubec_launch", "op_launch"},

@@ -12,6 +12,16 @@ def test_devices_lists_the_device_opened(dev):
     assert dev.info["name"] in names
 
 
+def test_check_and_sync(dev):
+    a = dev.buffer(np.arange(8, dtype=np.int32))
+    b = a.copy()
+    dev.sync()
+    assert dev.check(a, b) is None
+    np.testing.assert_array_equal(b.numpy(), np.arange(8, dtype=np.int32))
+    with pytest.raises(TypeError, match="argument 1 is not a Buffer"):
+        dev.check(a, "b")
+
+
 def test_buffer_round_trip_keeps_dtype_and_shape(dev):
     a = np.arange(24, dtype=np.int16).reshape(4, 6)
     b = dev.buffer(a)

@@ -57,10 +57,17 @@ def test_host_memory_outlives_close_until_its_array_goes():
     d = cubec.Device()
     h = cubec.host_empty(1024, "float32", device=d)
     h[:] = 3.0
+    k = d.kernel(glsl=SAXPY)
+    b = d.buffer(h)
+    launch = k.bind(b, b, b, groups=1, info=saxpy_info(4, 1.0))
     d.close()  # deferred: numpy still points at the memory
     assert d.closed
     with pytest.raises(cubec.InvalidArgument, match="closed"):
         d.empty(4)
+    with pytest.raises(cubec.InvalidArgument, match="closed"):
+        k(b, b, b, groups=1, info=saxpy_info(4, 1.0))
+    with pytest.raises(cubec.InvalidArgument, match="closed"):
+        launch()
     np.testing.assert_array_equal(h, np.full(1024, 3.0, np.float32))
     del h  # the last hold: the device closes now
     gc.collect()
@@ -116,3 +123,36 @@ def test_interpreter_exit(order):
                        timeout=120)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "done"
+
+
+LONG_KERNEL = """#version 450
+layout(local_size_x = 1) in;
+layout(set = 0, binding = 0) buffer O { uint o[]; };
+void main() {
+    uint v = o[0];
+    for (uint i = 0u; i < 20000000u; i++) v = v * 1664525u + 1013904223u;
+    o[0] = v;
+}
+"""
+
+
+def test_close_from_another_thread_waits_for_a_blocked_call():
+    import threading
+
+    d = cubec.Device()
+    k = d.kernel(glsl=LONG_KERNEL)
+    b = d.zeros(1, "uint32")
+    k(b, groups=1)
+    errors = []
+
+    def wait():
+        try:
+            d.sync()
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    t = threading.Thread(target=wait)
+    t.start()
+    d.close()  # the sync holds the device: the close is deferred to its end
+    t.join()
+    assert errors == [] and d.closed
