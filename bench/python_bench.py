@@ -4,6 +4,7 @@
   launch.c          C loop of cubec_launch (3 buffers, 8 bytes of info) + flush, per launch
   launch.python     k(a, b, c, groups=1, info=record) from Python, per launch
   launch.bound      l() of l = k.bind(a, b, c, groups=1, info=record), per launch
+  launch.dict       k(a, b, c, groups=1, info={"n": 64, "alpha": 2.0}): members by name
   replay.c          C loop of cubec_graph_replay of a one-launch graph (g._replay_loop_c), per
                     replay
   replay.python     g.replay() from Python on the same graph and stream, per replay
@@ -68,6 +69,13 @@ def launch_figures(dev, n, rounds):
         s.flush()
         return (time.perf_counter() - t0) / n
 
+    def dict_round():
+        t0 = time.perf_counter()
+        for _ in range(n):
+            k(a, b, c, groups=1, info={"n": 64, "alpha": 2.0}, stream=s)
+        s.flush()
+        return (time.perf_counter() - t0) / n
+
     def bound_round():
         t0 = time.perf_counter()
         for _ in range(n):
@@ -75,10 +83,10 @@ def launch_figures(dev, n, rounds):
         s.flush()
         return (time.perf_counter() - t0) / n
 
-    samples = {"launch.c": [], "launch.python": [], "launch.bound": []}
+    samples = {"launch.c": [], "launch.python": [], "launch.bound": [], "launch.dict": []}
     for r in range(rounds + 1):
         for name, fn in (("launch.c", c_round), ("launch.python", py_round),
-                         ("launch.bound", bound_round)):
+                         ("launch.bound", bound_round), ("launch.dict", dict_round)):
             value = fn()
             s.sync()
             if r:  # the first round warms caches and pools
@@ -160,8 +168,12 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="few launches and rounds (a smoke run)")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
+    # 16 MiB, many times: on a busy CPU device short transfers find quiet moments; `cubec
+    # bench` moves 64 MiB (--mib 64 compares at its size).
+    ap.add_argument("--mib", type=int, default=None, help="MiB per transfer (default 16)")
     args = ap.parse_args()
-    n, rounds, mib, reps, imports = (500, 5, 8, 3, 3) if args.quick else (1000, 41, 64, 9, 7)
+    n, rounds, mib, reps, imports = (500, 5, 8, 3, 3) if args.quick else (1000, 41, 16, 21, 7)
+    mib = args.mib or mib
     with cubec.Device() as dev:
         fig = {"device": dev.info["name"]}
         fig.update(launch_figures(dev, n, rounds))
@@ -180,6 +192,8 @@ def main():
     print("  launch, C loop           %7.3f us" % fig["launch.c"])
     print("  launch, Python k(...)    %7.3f us   +%.3f us over C (target <= 0.7)  %s" % (
         fig["launch.python"], fig["python_over_c_us"], ok(fig["python_over_c_us"] <= 0.7)))
+    print("  launch, info= a dict     %7.3f us   +%.3f us over C (no target)" % (
+        fig["launch.dict"], fig["launch.dict"] - fig["launch.c"]))
     print("  launch, pre-bound l()    %7.3f us   +%.3f us over C (target <= 0.2)  %s" % (
         fig["launch.bound"], fig["bound_over_c_us"], ok(fig["bound_over_c_us"] <= 0.2)))
     print("  graph replay, C loop     %7.3f us" % fig["replay.c"])

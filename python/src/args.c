@@ -45,6 +45,23 @@ PyObject *pyc_numpy(void)
     return pyc.numpy;
 }
 
+/* Refuses dtypes that hold Python objects: their bytes are pointers into this process. */
+static PyObject *plain(PyObject *dtype)
+{
+    PyObject *has = dtype ? PyObject_GetAttrString(dtype, "hasobject") : NULL;
+    int refused = has ? PyObject_IsTrue(has) : -1;
+    Py_XDECREF(has);
+    if (refused) {
+        if (refused > 0) {
+            pyc_raise_code(CUBEC_INVALID_ARGUMENT,
+                           "dtype %R holds Python objects, which device memory cannot", dtype);
+        }
+        Py_XDECREF(dtype);
+        return NULL;
+    }
+    return dtype;
+}
+
 PyObject *pyc_dtype(PyObject *obj)
 {
     PyObject *np = pyc_numpy();
@@ -55,7 +72,12 @@ PyObject *pyc_dtype(PyObject *obj)
     if (!obj || obj == Py_None) {
         return PyObject_CallMethod(np, "dtype", "s", "float32");
     }
-    return PyObject_CallMethod(np, "dtype", "O", obj);
+    return plain(PyObject_CallMethod(np, "dtype", "O", obj));
+}
+
+PyObject *pyc_dtype_of(PyObject *array)
+{
+    return plain(PyObject_GetAttrString(array, "dtype"));
 }
 
 Py_ssize_t pyc_itemsize(PyObject *dtype)

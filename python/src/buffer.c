@@ -64,10 +64,10 @@ static cubec_device *live(pyc_buffer *b, const char *who)
     return dev;
 }
 
-/* Writes host bytes into the buffer, registering a large page-aligned range first where that
- * spares a staging copy. */
-static cubec_status write_host(pyc_device *d, cubec_stream stream, cubec_buffer buf,
-                               uint64_t offset, void *ptr, uint64_t size)
+/* Writes host bytes into the buffer (or reads them out of it), registering a large page-aligned
+ * range first where that spares a staging copy. */
+static cubec_status transfer_host(pyc_device *d, cubec_stream stream, cubec_buffer buf,
+                                  uint64_t offset, void *ptr, uint64_t size, int read)
 {
     cubec_device *dev = d->dev;
     uint64_t align = d->info.host_register_alignment;
@@ -76,10 +76,11 @@ static cubec_status write_host(pyc_device *d, cubec_stream stream, cubec_buffer 
         (uintptr_t)ptr % align == 0 && size % align == 0) {
         cubec_status st = cubec_host_register(dev, ptr, size);
         registered = st == NULL;
-        /* Already registered (host_empty memory) or not importable: the plain write is right. */
+        /* Already registered (host_empty memory) or not importable: the plain copy is right. */
         cubec_status_free(st);
     }
-    cubec_status st = cubec_write(dev, stream, buf, offset, ptr, size);
+    cubec_status st = read ? cubec_read(dev, stream, buf, offset, ptr, size)
+                           : cubec_write(dev, stream, buf, offset, ptr, size);
     if (registered) {
         cubec_status un = cubec_host_unregister(dev, ptr);
         if (!st) {
@@ -89,6 +90,12 @@ static cubec_status write_host(pyc_device *d, cubec_stream stream, cubec_buffer 
         }
     }
     return st;
+}
+
+static cubec_status write_host(pyc_device *d, cubec_stream stream, cubec_buffer buf,
+                               uint64_t offset, void *ptr, uint64_t size)
+{
+    return transfer_host(d, stream, buf, offset, ptr, size, 0);
 }
 
 /* Creates a buffer of `shape` and `dtype` on `stream` (new references in *out). */
@@ -218,7 +225,7 @@ static PyObject *device_buffer(PyObject *self, PyObject *const *args, Py_ssize_t
     if (!arr) {
         return NULL;
     }
-    PyObject *dtype = PyObject_GetAttrString(arr, "dtype");
+    PyObject *dtype = pyc_dtype_of(arr);
     PyObject *shape = dtype ? PyObject_GetAttrString(arr, "shape") : NULL;
     Py_buffer view;
     PyObject *result = NULL;
@@ -248,8 +255,7 @@ static PyObject *device_buffer(PyObject *self, PyObject *const *args, Py_ssize_t
 }
 
 /* Reads the whole buffer into `out` (a writable C-contiguous array of the buffer's size). */
-static int read_into(pyc_buffer *b, cubec_device *dev, cubec_stream stream, PyObject *out,
-                     const char *who)
+static int read_into(pyc_buffer *b, cubec_stream stream, PyObject *out, const char *who)
 {
     Py_buffer view;
     if (PyObject_GetBuffer(out, &view, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) {
@@ -262,7 +268,8 @@ static int read_into(pyc_buffer *b, cubec_device *dev, cubec_stream stream, PyOb
         return -1;
     }
     cubec_status st;
-    PYC_WITHOUT_GIL_ON(b->device, st = cubec_read(dev, stream, b->buf, 0, view.buf, b->size));
+    PYC_WITHOUT_GIL_ON(b->device,
+                       st = transfer_host(b->device, stream, b->buf, 0, view.buf, b->size, 1));
     PyBuffer_Release(&view);
     return pyc_check(st);
 }
@@ -292,7 +299,7 @@ static PyObject *buffer_numpy(PyObject *self, PyObject *const *args, Py_ssize_t 
         return NULL;
     }
     PyObject *arr = new_array(b);
-    if (arr && read_into(b, dev, stream, arr, "Buffer.numpy") < 0) {
+    if (arr && read_into(b, stream, arr, "Buffer.numpy") < 0) {
         Py_CLEAR(arr);
     }
     return arr;
@@ -318,7 +325,7 @@ static PyObject *buffer_read(PyObject *self, PyObject *const *args, Py_ssize_t n
         return NULL;
     }
     PyObject *arr = out && out != Py_None ? (Py_INCREF(out), out) : new_array(b);
-    if (arr && read_into(b, dev, stream, arr, "Buffer.read") < 0) {
+    if (arr && read_into(b, stream, arr, "Buffer.read") < 0) {
         Py_CLEAR(arr);
     }
     return arr;

@@ -52,6 +52,15 @@ static PyObject *info_dict(const cubec_device_info *info)
         "timestamp_period_ns", info->timestamp_period_ns, "features", features,
         "host_register_alignment", (unsigned long long)info->host_register_alignment,
         "min_subgroup_size", info->min_subgroup_size, "max_subgroup_size", info->max_subgroup_size);
+    /* The bounds-checked mode in force: "off", "page" or "buffer" (cubec_device_info.robust). */
+    const char *robust = info->robust == CUBEC_ROBUST_BUFFER ? "buffer"
+                         : info->robust == CUBEC_ROBUST_PAGE ? "page"
+                                                             : "off";
+    PyObject *r = d ? PyUnicode_FromString(robust) : NULL;
+    if (d && (!r || PyDict_SetItemString(d, "robust", r) < 0)) {
+        Py_CLEAR(d);
+    }
+    Py_XDECREF(r);
     return d;
 }
 
@@ -96,15 +105,16 @@ static PyObject *devices(PyObject *self, PyObject *unused)
     return list;
 }
 
-/* Device(device=None, *, validation=None, backend=None): `device` is an index in Vulkan's
- * order, a part of the name, or None for the best one (CUBEC_DEVICE may choose). */
+/* Device(device=None, *, validation=None, backend=None, robust=None): `device` is an index in
+ * Vulkan's order, a part of the name, or None for the best one (CUBEC_DEVICE may choose);
+ * robust=True asks for the bounds-checked mode (cubec_device_desc.robust). */
 static PyObject *device_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 {
-    static char *keywords[] = {"device", "validation", "backend", NULL};
-    PyObject *which = Py_None, *validation = Py_None;
+    static char *keywords[] = {"device", "validation", "backend", "robust", NULL};
+    PyObject *which = Py_None, *validation = Py_None, *robust = Py_None;
     const char *backend = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|O$Oz:Device", keywords, &which, &validation,
-                                     &backend)) {
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|O$OzO:Device", keywords, &which, &validation,
+                                     &backend, &robust)) {
         return NULL;
     }
     cubec_device_desc desc;
@@ -132,6 +142,9 @@ static PyObject *device_new(PyTypeObject *type, PyObject *args, PyObject *kwargs
     }
     if (validation != Py_None) {
         desc.validation = PyObject_IsTrue(validation);
+    }
+    if (robust != Py_None) {
+        desc.robust = PyObject_IsTrue(robust);
     }
     pyc_device *self = (pyc_device *)PyType_GenericAlloc(type, 0);
     if (!self) {
@@ -346,8 +359,9 @@ static PyType_Slot device_slots[] = {
     {Py_tp_repr, device_repr},
     {Py_tp_methods, device_methods},
     {Py_tp_getset, device_getset},
-    {Py_tp_doc, "Device(device=None, *, validation=None, backend=None): an open cubec device "
-                "(an index, part of a name, or None for the best one); a context manager."},
+    {Py_tp_doc, "Device(device=None, *, validation=None, backend=None, robust=None): an open "
+                "cubec device (an index, part of a name, or None for the best one); a context "
+                "manager. robust=True turns on the bounds-checked mode."},
     {0, NULL},
 };
 

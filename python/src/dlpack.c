@@ -144,8 +144,11 @@ static PyObject *buffer_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t
     }
     if (kw[2] && kw[2] != Py_None) {
         int type = -1, id = -1;
-        if (!PyArg_ParseTuple(kw[2], "ii", &type, &id)) {
-            return NULL;
+        if (!PyTuple_Check(kw[2]) || !PyArg_ParseTuple(kw[2], "ii", &type, &id)) {
+            PyErr_Clear();
+            return PyErr_Format(PyExc_TypeError,
+                                "Buffer.__dlpack__: dl_device must be a tuple (type, id), not %R",
+                                kw[2]);
         }
         if (type != kDLCPU || id != 0) {
             return PyErr_Format(PyExc_BufferError,
@@ -162,8 +165,11 @@ static PyObject *buffer_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t
     int versioned = 0;
     if (kw[1] && kw[1] != Py_None) {
         int major = 0, minor = 0;
-        if (!PyArg_ParseTuple(kw[1], "ii", &major, &minor)) {
-            return NULL;
+        if (!PyTuple_Check(kw[1]) || !PyArg_ParseTuple(kw[1], "ii", &major, &minor)) {
+            PyErr_Clear();
+            return PyErr_Format(
+                PyExc_TypeError,
+                "Buffer.__dlpack__: max_version must be a tuple (major, minor), not %R", kw[1]);
         }
         versioned = major >= 1;
     }

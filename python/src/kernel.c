@@ -114,12 +114,21 @@ static int parse_spec(PyObject *obj, cubec_spec_constant *out, uint32_t *out_cou
     return 0;
 }
 
-/* The bytes of a file (path=), new reference. */
-static PyObject *read_file(PyObject *path)
+/* The bytes of a file (path=: a str, bytes or os.PathLike; an int would be taken by open() as a
+ * file descriptor), new reference. */
+static PyObject *read_file(PyObject *path_arg)
 {
+    PyObject *path = PyOS_FSPath(path_arg);
+    if (!path) {
+        PyErr_Clear();
+        return PyErr_Format(PyExc_TypeError,
+                            "Device.kernel: path must be a str, bytes or os.PathLike, not %R",
+                            path_arg);
+    }
     PyObject *io = PyImport_ImportModule("io");
     PyObject *f = io ? PyObject_CallMethod(io, "open", "Os", path, "rb") : NULL;
     Py_XDECREF(io);
+    Py_DECREF(path);
     if (!f) {
         return NULL;
     }
@@ -254,6 +263,8 @@ static PyObject *device_kernel(PyObject *self, PyObject *const *args, Py_ssize_t
     }
     k->kernel.id = 0;
     k->vectorcall = NULL;
+    k->fields = NULL;
+    k->field_count = 0;
     Py_INCREF((PyObject *)d);
     k->device = d;
     k->name = name_obj ? (Py_INCREF(name_obj), name_obj) : PyUnicode_FromString("kernel");
@@ -267,6 +278,10 @@ static PyObject *device_kernel(PyObject *self, PyObject *const *args, Py_ssize_t
     PyEval_RestoreThread(unlocked);
     pyc_device_drop_hold(d);
     if (pyc_check(st) < 0) {
+        Py_DECREF((PyObject *)k);
+        goto done;
+    }
+    if (pyc_kernel_load_fields(k) < 0) {
         Py_DECREF((PyObject *)k);
         goto done;
     }
@@ -290,6 +305,7 @@ static void kernel_dealloc(PyObject *self)
     if (k->kernel.id && k->device->dev) {
         cubec_status_free(cubec_kernel_destroy(k->device->dev, k->kernel));
     }
+    pyc_kernel_free_fields(k);
     Py_XDECREF(k->name);
     Py_DECREF((PyObject *)k->device);
     PyObject_Free(self);

@@ -47,13 +47,13 @@ int pyc_groups_arg(PyObject *obj, uint32_t out[3])
     return 0;
 }
 
-/* info= : None, bytes, or anything with the buffer protocol (a numpy record or array); a dict
- * needs the kernel's reflected field list, which cubec_kernel_get_info does not report yet.
- * `view` holds the buffer while its obj is set. */
+/* info= : None, bytes, anything with the buffer protocol (a numpy record or array), or a dict
+ * of the block's members by name (info.c). `hold` keeps the bytes until pyc_info_release. */
 int pyc_info_arg(pyc_kernel *kernel, PyObject *obj, const void **out_ptr, uint32_t *out_size,
-                 Py_buffer *view)
+                 pyc_info_hold *hold)
 {
-    view->obj = NULL;
+    hold->view.obj = NULL;
+    hold->heap = NULL;
     *out_ptr = NULL;
     *out_size = 0;
     if (!obj || obj == Py_None) {
@@ -70,36 +70,56 @@ int pyc_info_arg(pyc_kernel *kernel, PyObject *obj, const void **out_ptr, uint32
         return 0;
     }
     if (PyDict_Check(obj)) {
-        PyErr_Format(PyExc_TypeError,
-                     "launch of %R: info= as a dict needs the kernel's field list, which this "
-                     "cubec does not report yet; pass a numpy record or bytes",
-                     kernel->name);
-        return -1;
+        uint32_t size = kernel->info.info_size;
+        unsigned char *block = hold->local;
+        if (size > sizeof hold->local) {
+            block = hold->heap = PyMem_Malloc(size);
+            if (!block) {
+                PyErr_NoMemory();
+                return -1;
+            }
+        }
+        memset(block, 0, size);
+        if (pyc_info_from_dict(kernel, obj, block) < 0) {
+            return -1;
+        }
+        *out_ptr = block;
+        *out_size = size;
+        return 0;
     }
-    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS) < 0) {
-        view->obj = NULL;
+    if (PyObject_GetBuffer(obj, &hold->view, PyBUF_C_CONTIGUOUS) < 0) {
+        hold->view.obj = NULL;
         PyErr_Clear();
         PyErr_Format(PyExc_TypeError,
-                     "launch of %R: info must be bytes, a numpy record or array, not %R",
+                     "launch of %R: info must be bytes, a numpy record or array, or a dict, not %R",
                      kernel->name, obj);
         return -1;
     }
-    *out_ptr = view->buf;
-    *out_size = (uint32_t)view->len;
+    *out_ptr = hold->view.buf;
+    *out_size = (uint32_t)hold->view.len;
     return 0;
+}
+
+void pyc_info_release(pyc_info_hold *hold)
+{
+    if (hold->view.obj) {
+        PyBuffer_Release(&hold->view);
+        hold->view.obj = NULL;
+    }
+    PyMem_Free(hold->heap);
+    hold->heap = NULL;
 }
 
 void pyc_launch_args_done(pyc_launch_args *args)
 {
-    if (args->info_view.obj) {
-        PyBuffer_Release(&args->info_view);
-    }
+    pyc_info_release(&args->info);
 }
 
 int pyc_launch_parse(pyc_kernel *kernel, PyObject *const *args, Py_ssize_t nargs, PyObject *groups,
                      PyObject *info, PyObject *stream, pyc_launch_args *out)
 {
-    out->info_view.obj = NULL;
+    out->info.view.obj = NULL;
+    out->info.heap = NULL;
     if (!kernel->kernel.id || !kernel->device->dev || kernel->device->close_pending) {
         pyc_raise_code(CUBEC_INVALID_ARGUMENT, "launch of %R: the %s", kernel->name,
                        kernel->kernel.id ? "device is closed" : "kernel was destroyed");
@@ -130,7 +150,7 @@ int pyc_launch_parse(pyc_kernel *kernel, PyObject *const *args, Py_ssize_t nargs
     out->desc.buffer_count = (uint32_t)nargs;
     if (pyc_groups_arg(groups, out->desc.groups) < 0 ||
         pyc_stream_arg(kernel->device, stream, "launch", &out->stream) < 0 ||
-        pyc_info_arg(kernel, info, &out->desc.info, &out->desc.info_size, &out->info_view) < 0) {
+        pyc_info_arg(kernel, info, &out->desc.info, &out->desc.info_size, &out->info) < 0) {
         return -1;
     }
     return 0;
@@ -210,14 +230,13 @@ static PyObject *launch_call(PyObject *self, PyObject *const *args, size_t nargs
         return NULL;
     }
     cubec_launch_desc desc = l->desc;
-    Py_buffer view;
-    if (pyc_info_arg(l->kernel, info, &desc.info, &desc.info_size, &view) < 0) {
+    pyc_info_hold hold;
+    if (pyc_info_arg(l->kernel, info, &desc.info, &desc.info_size, &hold) < 0) {
+        pyc_info_release(&hold);
         return NULL;
     }
     cubec_status st = cubec_launch(dev, l->stream, &desc);
-    if (view.obj) {
-        PyBuffer_Release(&view);
-    }
+    pyc_info_release(&hold);
     if (st) {
         return pyc_raise(st);
     }

@@ -61,6 +61,9 @@ typedef struct pyc_kernel {
     cubec_kernel kernel; /* zero once destroyed */
     cubec_kernel_info info;
     PyObject *name;
+    /* The metadata block's members (cubec_kernel_info_field), for info= dicts; info.c. */
+    struct pyc_info_field *fields;
+    uint32_t field_count;
 } pyc_kernel;
 
 /* cubec.Launch: a launch with its buffers, groups, metadata and stream bound once (k.bind). */
@@ -148,8 +151,11 @@ cubec_device *pyc_device_handle(pyc_device *device, const char *who);
 int pyc_stream_arg(pyc_device *device, PyObject *obj, const char *who, cubec_stream *out);
 /* The numpy module (imported on first use), borrowed; NULL with ImportError. */
 PyObject *pyc_numpy(void);
-/* numpy.dtype(obj), new reference. */
+/* numpy.dtype(obj) (float32 for NULL or None), new reference; dtypes that hold Python objects
+ * are refused. */
 PyObject *pyc_dtype(PyObject *obj);
+/* The dtype of an array, refused as pyc_dtype refuses, new reference. */
+PyObject *pyc_dtype_of(PyObject *array);
 /* A shape argument (an int or a sequence of ints >= 0) as a tuple, and the element count. */
 PyObject *pyc_shape(PyObject *obj, const char *who, uint64_t *out_count);
 /* The itemsize of a numpy dtype, or -1 with an exception. */
@@ -165,18 +171,32 @@ int pyc_kwargs(const char *who, PyObject *kwnames, PyObject *const *kwvalues,
 PyObject *pyc_buffer_wrap(pyc_device *device, cubec_buffer buf, uint64_t size, PyObject *dtype,
                           PyObject *shape);
 /* Fills `desc` from a launch's arguments (see launch.c); used by k(...) and k.bind(...). */
+/* A launch's metadata bytes while they are in use: a borrowed buffer (bytes, a numpy record),
+ * or a block built from an info= dict, in `local` or, when larger, on the heap. */
+typedef struct pyc_info_hold {
+    Py_buffer view; /* held while view.obj != NULL */
+    void *heap;
+    unsigned char local[128];
+} pyc_info_hold;
+void pyc_info_release(pyc_info_hold *hold);
+
 typedef struct pyc_launch_args {
     cubec_launch_desc desc;
     cubec_buffer ids[32];
     cubec_stream stream;
-    Py_buffer info_view; /* held while info_view.obj != NULL */
+    pyc_info_hold info;
 } pyc_launch_args;
 int pyc_launch_parse(pyc_kernel *kernel, PyObject *const *args, Py_ssize_t nargs, PyObject *groups,
                      PyObject *info, PyObject *stream, pyc_launch_args *out);
 void pyc_launch_args_done(pyc_launch_args *args);
 int pyc_groups_arg(PyObject *obj, uint32_t out[3]);
 int pyc_info_arg(pyc_kernel *kernel, PyObject *obj, const void **out_ptr, uint32_t *out_size,
-                 Py_buffer *view);
+                 pyc_info_hold *hold);
+/* info.c: reads the kernel's metadata members after its creation (the GIL held); frees them. */
+int pyc_kernel_load_fields(pyc_kernel *kernel);
+void pyc_kernel_free_fields(pyc_kernel *kernel);
+/* info.c: fills `block` (info_size bytes, zeroed) from an info= dict, every member by name. */
+int pyc_info_from_dict(pyc_kernel *kernel, PyObject *dict, unsigned char *block);
 
 /* k(*buffers, groups=, info=, stream=): the kernel's vectorcall (launch.c). */
 PyObject *pyc_kernel_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames);

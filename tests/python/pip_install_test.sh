@@ -37,5 +37,7 @@ void main() { uint i = gl_GlobalInvocationID.x; if (i < info.n) y[i] = x[i] * x[
     bx, by = dev.buffer(x), dev.empty(300)
     k(bx, by, groups=5, info=np.uint32(300))
     np.testing.assert_allclose(by.numpy(), x * x, rtol=1e-6)
+from importlib.metadata import version
+assert version("cubec") == cubec.__version__, (version("cubec"), cubec.__version__)
 print("installed cubec", cubec.__version__, "ran a kernel from", os.getcwd())
 PY

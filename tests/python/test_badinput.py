@@ -45,10 +45,9 @@ def test_launch_arguments(dev, saxpy):
         saxpy(a, b, c, groups=(1, 2, 3, 4), info=info)
     with pytest.raises(cubec.InvalidArgument, match="groups -1 is not a uint32"):
         saxpy(a, b, c, groups=-1, info=info)
-    with pytest.raises(TypeError, match="info must be bytes, a numpy record or array, not 3.5"):
+    with pytest.raises(TypeError, match="info must be bytes, a numpy record or array, or a dict, "
+                       "not 3.5"):
         saxpy(a, b, c, groups=1, info=3.5)
-    with pytest.raises(TypeError, match="info= as a dict"):
-        saxpy(a, b, c, groups=1, info={"n": n, "alpha": 1.0})
     with pytest.raises(cubec.InvalidArgument, match="info"):
         saxpy(a, b, c, groups=1, info=b"\0" * 4)
     with pytest.raises(TypeError, match="stream must be a cubec.Stream or None, not 7"):
@@ -121,3 +120,17 @@ def test_host_empty_needs_a_device():
         cubec.host_empty(4)
     with pytest.raises(TypeError, match="device must be a cubec.Device, not 3"):
         cubec.host_empty(4, device=3)
+
+
+def test_odd_arguments_are_refused_by_name(dev):
+    with pytest.raises(cubec.InvalidArgument, match="holds Python objects"):
+        dev.buffer(np.array([object()]))
+    with pytest.raises(cubec.InvalidArgument, match="holds Python objects"):
+        dev.empty(4, object)
+    with pytest.raises(TypeError, match="path must be a str, bytes or os.PathLike, not 0"):
+        dev.kernel(path=0)  # open() would read file descriptor 0
+    b = dev.empty(4)
+    with pytest.raises(TypeError, match="max_version must be a tuple"):
+        b.__dlpack__(max_version="1.0")
+    with pytest.raises(TypeError, match="dl_device must be a tuple"):
+        b.__dlpack__(dl_device=1)

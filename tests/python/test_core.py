@@ -127,3 +127,22 @@ def test_error_classes_follow_the_c_list():
     assert names["CUBEC_OUT_OF_MEMORY"] is cubec.OutOfMemory
     assert names["CUBEC_TIMEOUT"] is cubec.Timeout and issubclass(cubec.Timeout, TimeoutError)
     assert sorted(c.code for c in names.values()) == list(range(1, len(names) + 1))
+
+
+OUT_OF_BOUNDS = """#version 450
+layout(local_size_x = 64) in;
+layout(set = 0, binding = 0) writeonly buffer O { uint o[]; };
+void main() { o[gl_GlobalInvocationID.x] = 0xdeadbeefu; }
+"""
+
+
+def test_robust_device_keeps_writes_in_bounds():
+    with cubec.Device(robust=True, validation=True) as d:
+        assert d.info["robust"] in ("page", "buffer")
+        guard = d.zeros(256, "uint32")  # after the small buffer in its page, most likely
+        small = d.zeros(4, "uint32")
+        d.kernel(glsl=OUT_OF_BOUNDS)(small, groups=4)  # 256 invocations into 4 elements
+        np.testing.assert_array_equal(small.numpy(), np.full(4, 0xDEADBEEF, np.uint32))
+        if d.info["robust"] == "buffer":
+            np.testing.assert_array_equal(guard.numpy(), np.zeros(256, np.uint32))
+        assert d.validation_messages == 0
