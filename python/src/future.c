@@ -3,6 +3,7 @@
  * returns the array; f.done() asks without waiting. cubec/__init__.py adds __await__, so that
  * asyncio code can `await` a future. While the read is in flight the future holds the array's
  * memory and the device open (pyc_device.holds). */
+#include <math.h>
 #include <stdio.h>
 #include <time.h>
 
@@ -16,6 +17,11 @@ typedef struct pyc_future {
     PyObject *source;   /* the Buffer read (kept alive for the repr and the error message) */
     Py_buffer view;     /* the destination's bytes, held while the event lives */
     PyObject *error;    /* the exception of a failed read, raised by every result() */
+    /* Threads may share a future: one at a time waits in cubec_event_wait without the GIL
+     * (`waiting`), others poll; the outcome is kept once known (`settled`), and the event is
+     * freed only when no thread is inside a wait on it. */
+    int waiting;
+    int settled;
 } pyc_future;
 
 /* Frees the event and lets go of the destination's bytes and the device. */
@@ -31,10 +37,13 @@ static void finish(pyc_future *f)
     pyc_device_drop_hold(f->device);
 }
 
-/* Records the outcome of the event (NULL: success) and finishes. */
+/* Records the outcome of the event (NULL: success) unless one is known already, and finishes
+ * when no thread waits on the event. */
 static void settle(pyc_future *f, cubec_status st)
 {
-    if (st) {
+    if (f->settled) {
+        cubec_status_free(st);
+    } else if (st) {
         PyObject *type, *value, *tb;
         pyc_raise(st);
         PyErr_Fetch(&type, &value, &tb);
@@ -43,7 +52,10 @@ static void settle(pyc_future *f, cubec_status st)
         Py_XDECREF(tb);
         f->error = value;
     }
-    finish(f);
+    f->settled = 1;
+    if (!f->waiting) {
+        finish(f);
+    }
 }
 
 static PyObject *outcome(pyc_future *f)
@@ -60,7 +72,7 @@ static PyObject *future_done(PyObject *self, PyObject *unused)
 {
     (void)unused;
     pyc_future *f = (pyc_future *)self;
-    if (f->event) {
+    if (f->event && !f->settled) {
         cubec_status st = cubec_event_query(f->event);
         if (st && cubec_status_code(st) == CUBEC_NOT_READY) {
             cubec_status_free(st);
@@ -86,24 +98,35 @@ static PyObject *future_result(PyObject *self, PyObject *const *args, Py_ssize_t
         return NULL;
     }
     PyObject *timeout = nargs ? args[0] : kw[0];
-    if (!f->event) {
+    if (!f->event || f->settled) {
         return outcome(f);
     }
     cubec_status st;
-    if (!timeout || timeout == Py_None) {
-        PYC_WITHOUT_GIL(st = cubec_event_wait(f->event));
+    int forever = !timeout || timeout == Py_None;
+    if (forever && !f->waiting) {
+        cubec_event *event = f->event;
+        f->waiting = 1;
+        PYC_WITHOUT_GIL(st = cubec_event_wait(event));
+        f->waiting = 0;
         settle(f, st);
         return outcome(f);
     }
-    double seconds = PyFloat_AsDouble(timeout);
+    double seconds = forever ? HUGE_VAL : PyFloat_AsDouble(timeout);
     if (PyErr_Occurred()) {
-        return NULL;
+        PyErr_Clear();
+        return PyErr_Format(PyExc_TypeError,
+                            "Future.result: timeout must be seconds (a number) or None, not %R",
+                            timeout);
     }
     /* cubec has no timed wait: poll, backing off from 20 us to 1 ms, without the GIL. */
     struct timespec start, now;
     clock_gettime(CLOCK_MONOTONIC, &start);
     long pause_ns = 20000;
     for (;;) {
+        if (!f->event || f->settled) {
+            /* Another thread's wait ended while this one slept. */
+            return outcome(f);
+        }
         st = cubec_event_query(f->event);
         if (!st || cubec_status_code(st) != CUBEC_NOT_READY) {
             settle(f, st);
@@ -202,6 +225,8 @@ static PyObject *buffer_read_async(PyObject *self, PyObject *const *args, Py_ssi
     Py_INCREF(self);
     f->source = self;
     f->error = NULL;
+    f->waiting = 0;
+    f->settled = 0;
     if (PyObject_GetBuffer(array, &f->view, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) {
         Py_DECREF((PyObject *)f);
         return NULL;

@@ -125,15 +125,17 @@ def test_interpreter_exit(order):
     assert r.stdout.strip() == "done"
 
 
+# A kernel that keeps lavapipe busy for a good fraction of a second (contended atomics: a plain
+# loop is folded by LLVM, and llvmpipe stops loops at 65535 iterations), with a checkable count.
 LONG_KERNEL = """#version 450
-layout(local_size_x = 1) in;
+layout(local_size_x = 64) in;
 layout(set = 0, binding = 0) buffer O { uint o[]; };
 void main() {
-    uint v = o[0];
-    for (uint i = 0u; i < 20000000u; i++) v = v * 1664525u + 1013904223u;
-    o[0] = v;
+    for (uint i = 0u; i < 60000u; i++) atomicAdd(o[0], 1u);
 }
 """
+LONG_GROUPS = 16
+LONG_COUNT = 60000 * 64 * LONG_GROUPS
 
 
 def test_close_from_another_thread_waits_for_a_blocked_call():
@@ -142,7 +144,7 @@ def test_close_from_another_thread_waits_for_a_blocked_call():
     d = cubec.Device()
     k = d.kernel(glsl=LONG_KERNEL)
     b = d.zeros(1, "uint32")
-    k(b, groups=1)
+    k(b, groups=LONG_GROUPS)
     errors = []
 
     def wait():
@@ -156,3 +158,26 @@ def test_close_from_another_thread_waits_for_a_blocked_call():
     d.close()  # the sync holds the device: the close is deferred to its end
     t.join()
     assert errors == [] and d.closed
+
+
+def test_threads_sharing_a_future():
+    import threading
+
+    with cubec.Device() as d:
+        k = d.kernel(glsl=LONG_KERNEL)
+        b = d.zeros(1, "uint32")
+        k(b, groups=LONG_GROUPS)
+        f = b.read_async()
+        results = []
+
+        def wait(timeout):
+            results.append(f.result(timeout=timeout))
+
+        threads = [threading.Thread(target=wait, args=(t,)) for t in (None, None, 60.0, 60.0)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        expect = f.result()
+        assert len(results) == 4 and all(r is expect for r in results)
+        assert expect[0] == LONG_COUNT

@@ -35,6 +35,13 @@ def test_read_async_result_and_done(dev):
     assert b.read_async(out).result() is out
 
 
+def test_result_timeout_must_be_a_number(dev):
+    f = dev.buffer(np.ones(4, np.float32)).read_async()
+    with pytest.raises(TypeError, match="timeout must be seconds .* not 'soon'"):
+        f.result(timeout="soon")
+    np.testing.assert_array_equal(f.result(timeout=30.0), np.ones(4, np.float32))
+
+
 def test_read_async_out_of_the_wrong_size_is_refused(dev):
     b = dev.empty(4, "float32")
     with pytest.raises(cubec.InvalidArgument, match="out holds 8 bytes"):
