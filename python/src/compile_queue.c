@@ -25,8 +25,21 @@ typedef struct pyc_compile_queue {
 
 static PyTypeObject *queue_type;
 
-/* Waits for a queued kernel (GIL released) and reads its interface; on success the kernel's
- * calls go straight to the core's launch path from then on. */
+/* Makes a compiled kernel what dev.kernel would have made: its interface and metadata members
+ * read (the members for info= dicts, pyc_kernel_load_fields), its calls straight to the core's
+ * launch path from then on. */
+static int kernel_ready(pyc_kernel *k, const cubec_kernel_info *info)
+{
+    k->info = *info;
+    if (pyc_kernel_load_fields(k) < 0) {
+        pyc_kernel_free_fields(k);
+        return -1;
+    }
+    k->vectorcall = pyc_kernel_call;
+    return 0;
+}
+
+/* Waits for a queued kernel (GIL released) and makes it ready. */
 static int kernel_finish(pyc_kernel *k)
 {
     if (k->vectorcall == pyc_kernel_call) return 0;
@@ -35,12 +48,10 @@ static int kernel_finish(pyc_kernel *k)
     cubec_kernel_info info;
     memset(&info, 0, sizeof info);
     cubec_status status;
-    Py_BEGIN_ALLOW_THREADS status = cubec_kernel_wait(dev, k->kernel);
-    if (!status) status = cubec_kernel_get_info(dev, k->kernel, &info);
-    Py_END_ALLOW_THREADS if (pyc_check(status) < 0) return -1;
-    k->info = info;
-    k->vectorcall = pyc_kernel_call;
-    return 0;
+    PYC_WITHOUT_GIL_ON(k->device, status = cubec_kernel_wait(dev, k->kernel);
+                       if (!status) status = cubec_kernel_get_info(dev, k->kernel, &info));
+    if (pyc_check(status) < 0) return -1;
+    return kernel_ready(k, &info);
 }
 
 /* The call of a kernel still compiling: finish it, then launch as any kernel. */
@@ -162,6 +173,8 @@ static PyObject *queue_kernel(PyObject *op, PyObject *args, PyObject *kwargs)
         goto done;
     }
     memset(&k->info, 0, sizeof k->info);
+    k->fields = NULL; /* read when the compilation is done (kernel_ready) */
+    k->field_count = 0;
     k->vectorcall = queued_call;
     Py_INCREF((PyObject *)self->device);
     k->device = self->device;
@@ -220,8 +233,7 @@ static PyObject *queue_exit(PyObject *op, PyObject *const *args, Py_ssize_t narg
         Py_RETURN_FALSE;
     }
     cubec_status status;
-    Py_BEGIN_ALLOW_THREADS status = cubec_kernel_compile_queued(dev);
-    Py_END_ALLOW_THREADS;
+    PYC_WITHOUT_GIL_ON(self->device, status = cubec_kernel_compile_queued(dev));
     /* Each kernel that compiled is made ready; one that failed keeps queued_call, which raises
      * its error at every launch. */
     const Py_ssize_t count = PyList_Size(self->kernels);
@@ -234,8 +246,10 @@ static PyObject *queue_exit(PyObject *op, PyObject *const *args, Py_ssize_t narg
             cubec_status_free(own);
             continue;
         }
-        k->info = info;
-        k->vectorcall = pyc_kernel_call;
+        if (k->vectorcall != pyc_kernel_call && kernel_ready(k, &info) < 0) {
+            cubec_status_free(status);
+            return NULL;
+        }
     }
     if (PyList_SetSlice(self->kernels, 0, count, NULL) < 0) PyErr_Clear();
     if (body_raised) {

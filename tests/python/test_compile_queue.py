@@ -72,3 +72,18 @@ def test_bad_queue_use_is_refused(dev):
             q.kernel()
         with pytest.raises(TypeError, match="defines must be a dict"):
             q.kernel(glsl=SCALE, defines=["FACTOR"])
+
+
+def test_queued_kernels_take_info_as_a_dict(dev):
+    # A queued kernel learns its metadata members when its compilation is done, like one from
+    # dev.kernel, so info= by member name works at its first launch and after the block.
+    xs = np.arange(N, dtype=np.float32)
+    x, y = dev.buffer(xs), dev.empty(N, np.float32)
+    with dev.compile_queue() as q:
+        early = q.kernel(glsl=SCALE, defines={"FACTOR": "5.0"})
+        late = q.kernel(glsl=SCALE, defines={"FACTOR": "6.0"})
+        early(x, y, groups=((N + 63) // 64, 1, 1), info={"n": N})
+        np.testing.assert_array_equal(y.numpy(), 5 * xs)
+    late(x, y, groups=((N + 63) // 64, 1, 1), info={"n": N})
+    np.testing.assert_array_equal(y.numpy(), 6 * xs)
+    del early, late
