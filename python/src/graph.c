@@ -32,8 +32,8 @@ static cubec_status graph_destroy(pyc_graph *self)
     if (graph.id == 0 || self->device == NULL || self->device->dev == NULL) return NULL;
     cubec_device *dev = self->device->dev;
     cubec_status status;
-    Py_BEGIN_ALLOW_THREADS status = cubec_graph_destroy(dev, self->stream, graph);
-    Py_END_ALLOW_THREADS return status;
+    PYC_WITHOUT_GIL_ON(self->device, status = cubec_graph_destroy(dev, self->stream, graph));
+    return status;
 }
 
 /* dev.capture(stream=None): the object `with` enters; nothing happens until then. */
@@ -67,9 +67,9 @@ static PyObject *graph_enter(PyObject *op, PyObject *unused)
     if (!dev) return NULL;
     /* Both calls can wait: prepare drains the stream, begin submits the warm-up. */
     cubec_status status;
-    Py_BEGIN_ALLOW_THREADS status = cubec_graph_prepare(dev, self->stream);
-    if (!status) status = cubec_graph_begin(dev, self->stream);
-    Py_END_ALLOW_THREADS if (pyc_check(status) < 0) return NULL;
+    PYC_WITHOUT_GIL_ON(self->device, status = cubec_graph_prepare(dev, self->stream);
+                       if (!status) status = cubec_graph_begin(dev, self->stream));
+    if (pyc_check(status) < 0) return NULL;
     self->capturing = 1;
     Py_INCREF(op);
     return op;
@@ -93,8 +93,8 @@ static PyObject *graph_exit(PyObject *op, PyObject *const *args, Py_ssize_t narg
     }
     cubec_graph graph = {0};
     cubec_status status;
-    Py_BEGIN_ALLOW_THREADS status = cubec_graph_end(dev, self->stream, &graph);
-    Py_END_ALLOW_THREADS self->graph = graph;
+    PYC_WITHOUT_GIL_ON(self->device, status = cubec_graph_end(dev, self->stream, &graph));
+    self->graph = graph;
     if (body_raised) {
         cubec_status_free(status);
         cubec_status_free(graph_destroy(self));

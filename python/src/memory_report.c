@@ -152,8 +152,8 @@ static PyObject *memory_cleanup(PyObject *device, PyObject *args, PyObject *kwar
     if (!dev || pyc_stream_arg((pyc_device *)device, stream, "memory_cleanup", &id) < 0)
         return NULL;
     cubec_status status;
-    Py_BEGIN_ALLOW_THREADS status = cubec_memory_cleanup(dev, id);
-    Py_END_ALLOW_THREADS if (pyc_check(status) < 0) return NULL;
+    PYC_WITHOUT_GIL_ON((pyc_device *)device, status = cubec_memory_cleanup(dev, id));
+    if (pyc_check(status) < 0) return NULL;
     Py_RETURN_NONE;
 }
 

@@ -46,8 +46,8 @@ static PyObject *profile_enter(PyObject *op, PyObject *unused)
     cubec_profile profile = {0};
     cubec_status status;
     /* System timing syncs the stream here. */
-    Py_BEGIN_ALLOW_THREADS status = cubec_profile_begin(dev, self->stream, &profile);
-    Py_END_ALLOW_THREADS if (pyc_check(status) < 0) return NULL;
+    PYC_WITHOUT_GIL_ON(self->device, status = cubec_profile_begin(dev, self->stream, &profile));
+    if (pyc_check(status) < 0) return NULL;
     self->profile = profile;
     self->open = 1;
     self->done = 0;
@@ -78,8 +78,9 @@ static PyObject *profile_exit(PyObject *op, PyObject *const *args, Py_ssize_t na
     }
     cubec_profile_result result = {0};
     cubec_status status;
-    Py_BEGIN_ALLOW_THREADS status = cubec_profile_end(dev, self->stream, profile, &result);
-    Py_END_ALLOW_THREADS if (pyc_check(status) < 0) return NULL;
+    PYC_WITHOUT_GIL_ON(self->device,
+                       status = cubec_profile_end(dev, self->stream, profile, &result));
+    if (pyc_check(status) < 0) return NULL;
     self->result = result;
     self->done = 1;
     Py_RETURN_FALSE;

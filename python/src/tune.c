@@ -207,8 +207,8 @@ static PyObject *tuner_choose(PyObject *op, PyObject *args, PyObject *kwargs)
     cubec_status status;
     /* Measuring runs and profiles every candidate (waits for the GPU); the candidates take the
      * GIL back to run their Python code. */
-    Py_BEGIN_ALLOW_THREADS status = cubec_tune_choose(tuner, stream, &request, &r);
-    Py_END_ALLOW_THREADS self->last_count = (uint32_t)count;
+    PYC_WITHOUT_GIL_ON(self->device, status = cubec_tune_choose(tuner, stream, &request, &r));
+    self->last_count = (uint32_t)count;
     if (status) {
         pyc_raise(status);
         if (call.first_error) {

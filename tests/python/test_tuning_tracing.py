@@ -163,3 +163,29 @@ def test_pre_bound_launches_as_candidates(dev, add1):
     got = y.numpy()
     np.testing.assert_array_equal(got[: N // 2], np.full(N // 2, 6, np.uint32))
     np.testing.assert_array_equal(got[N // 2:], np.full(N // 2, 3, np.uint32))
+
+
+def test_a_candidate_closing_the_device_waits_for_the_tuner(add1):
+    # choose() holds the device open while cubec measures without the GIL: a close() from a
+    # candidate (or another thread) takes effect when choose() returns, not under it. The
+    # device counts as closed at once, so the later runs are refused and every candidate is
+    # rejected; nothing is freed under cubec_tune_choose.
+    d = cubec.Device()
+    k = d.kernel(glsl=ADD1)
+    y = d.zeros(N, np.uint32)
+    info = np.array([N], np.uint32).tobytes()
+
+    def closer():
+        k(y, groups=(N // 64, 1, 1), info=info)
+        d.close()
+
+    def plain():
+        k(y, groups=(N // 64, 1, 1), info=info)
+
+    t = cubec.Tuner(d, "test_python_tuner_close", warmup=1, samples=2, memory_only=True)
+    with pytest.raises(cubec.Error, match="every candidate was rejected.*device is closed"):
+        t.choose("c", {"closer": closer, "plain": plain})
+    assert d.closed
+    with pytest.raises(cubec.Error, match="closed"):
+        y.numpy()
+    t.close()
