@@ -3,6 +3,7 @@ interpreter's exit with objects still alive, in each order; nothing may crash.""
 
 import gc
 import os
+import time
 import subprocess
 import sys
 import textwrap
@@ -143,21 +144,26 @@ def test_close_from_another_thread_waits_for_a_blocked_call():
 
     d = cubec.Device()
     k = d.kernel(glsl=LONG_KERNEL)
-    b = d.zeros(1, "uint32")
-    k(b, groups=LONG_GROUPS)
-    errors = []
+    s = d.stream()  # each thread has a stream of its own: the waiting one names this one
+    b = d.zeros(1, "uint32", stream=s)
+    k(b, groups=LONG_GROUPS, stream=s)
+    errors, synced = [], []
 
     def wait():
         try:
-            d.sync()
+            d.sync(stream=s)
+            synced.append(time.perf_counter())
         except Exception as e:  # noqa: BLE001 - reported below
             errors.append(e)
 
     t = threading.Thread(target=wait)
     t.start()
-    d.close()  # the sync holds the device: the close is deferred to its end
+    time.sleep(0.05)  # the thread is inside cubec_sync: the kernel runs for about 0.3 s
+    d.close()  # the sync holds the device: the close is deferred to its end, not done under it
+    closed = time.perf_counter()
     t.join()
     assert errors == [] and d.closed
+    assert closed < synced[0], "close() waited for the work instead of deferring to the sync"
 
 
 def test_threads_sharing_a_future():
