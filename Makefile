@@ -96,9 +96,10 @@ fuzz-runs: build-fuzz
 
 # Builds only the library and the demo programs, quietly (examples/run_demo.sh), then runs them.
 # Python: the package's build target goes in DEMO_TARGETS and its examples in DEMO_EXTRA, one per
-# line as "name|command|checked against" (examples/run_demo.sh).
-DEMO_TARGETS ?=
-DEMO_EXTRA ?=
+# line as "name|command|checked against" (examples/run_demo.sh). The Python demo runs the SAXPY
+# template from the build tree's package with Debian's interpreter (the one with numpy).
+DEMO_TARGETS ?= _cubec
+DEMO_EXTRA ?= saxpy|env PYTHONPATH=$(BUILD)/python /usr/bin/python3 examples/python/saxpy.py|numpy on the same arrays, error <= 1e-6 + 1e-6 x |value|
 demo: install-deps
 	@CUBEC_DEMO_TARGETS="$(DEMO_TARGETS)" CUBEC_DEMO_EXTRA="$(DEMO_EXTRA)" \
 	  sh examples/run_demo.sh $(BUILD) $(CMAKE_ARGS)

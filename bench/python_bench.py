@@ -5,6 +5,13 @@
   launch.python     k(a, b, c, groups=1, info=record) from Python, per launch
   launch.bound      l() of l = k.bind(a, b, c, groups=1, info=record), per launch
   launch.dict       k(a, b, c, groups=1, info={"n": 64, "alpha": 2.0}): members by name
+  replay.c          C loop of cubec_graph_replay of a one-launch graph (g._replay_loop_c), per
+                    replay
+  replay.python     g.replay() from Python on the same graph and stream, per replay
+  replay.dry.c/.python  the same two inside a dry-run window of the stream: each replay is
+                    checked and dropped, no submission, so what is left is the call's own cost
+                    (on lavapipe a real replay is a 30-60 us submission whose noise hides the
+                    binding's fraction of a microsecond)
   import            `import cubec` in a fresh interpreter (median of runs)
   h2d/d2h.c         pinned memory (cubec_host_alloc) <-> a buffer, cubec_write + sync and
                     cubec_read from C, GB/s
@@ -15,8 +22,9 @@ The launch figures alternate C, Python and bound rounds of 1000 launches, each r
 a sync that is not timed, and keep each one's median, so that drift of the machine hits all
 three alike; rounds this short measure the enqueue (a long run measures how fast the device
 drains the queue, since cubec waits when it is full). Transfers alternate C and Python and keep
-the best of each. Targets: Python <= 0.7 us over C, bound <= 0.2 us
-over C, import <= 100 ms, host_empty within 10 % of C. Run from the build tree:
+the best of each. Replays alternate C and Python rounds the
+same way. Targets: Python <= 0.7 us over C, bound <= 0.2 us over C, replay <= 0.5 us over C,
+import <= 100 ms, host_empty within 10 % of C. Run from the build tree:
   PYTHONPATH=build/python python3 bench/python_bench.py [--quick] [--json]
 (`make bench` runs it after `cubec bench`). Exits 0 whatever the figures: it measures.
 """
@@ -91,6 +99,52 @@ def launch_figures(dev, n, rounds):
     return {name: statistics.median(v) for name, v in samples.items()}
 
 
+def replay_figures(dev, n, rounds):
+    """g.replay() from Python against cubec_graph_replay from a C loop, on one graph of the
+    launch above (3 buffers, 8 bytes of info) and one stream, rounds alternating."""
+    k = dev.kernel(glsl=SAXPY, name="bench_saxpy")
+    s = dev.stream()
+    x = np.arange(64, dtype=np.float32)
+    a, b, c = dev.buffer(x, stream=s), dev.buffer(x, stream=s), dev.empty(64, stream=s)
+    info = np.array([(64, 3.0)], dtype=[("n", "<u4"), ("alpha", "<f4")])[0]
+    k(a, b, c, groups=1, info=info, stream=s)  # the warm-up
+    s.sync()
+    with dev.capture(s) as g:
+        k(a, b, c, groups=1, info=info, stream=s)
+    replay = g.replay
+
+    def c_round():
+        return g._replay_loop_c(n) / n
+
+    def py_round():
+        t0 = time.perf_counter()
+        for _ in range(n):
+            replay()
+        return (time.perf_counter() - t0) / n
+
+    def alternate(prefix, count):
+        nonlocal n
+        n = count
+        samples = {prefix + ".c": [], prefix + ".python": []}
+        for r in range(rounds + 1):
+            for name, fn in ((prefix + ".c", c_round), (prefix + ".python", py_round)):
+                value = fn()
+                s.sync()
+                if r:  # the first round warms caches
+                    samples[name].append(value * 1e6)
+        return {name: statistics.median(v) for name, v in samples.items()}
+
+    real_count = n
+    fig = alternate("replay", real_count)
+    np.testing.assert_allclose(c.numpy(stream=s), 3.0 * x + x)  # the replays ran
+    c.fill(0.0, stream=s)
+    with dev.run_window("dry", s):
+        fig.update(alternate("replay.dry", real_count * 10))
+    np.testing.assert_array_equal(c.numpy(stream=s), 0.0)  # the dry replays were dropped
+    g.close()
+    return fig
+
+
 def import_time(runs):
     code = "import time; t = time.perf_counter(); import cubec; print(time.perf_counter() - t)"
     times = []
@@ -138,10 +192,14 @@ def main():
     with cubec.Device() as dev:
         fig = {"device": dev.info["name"]}
         fig.update(launch_figures(dev, n, rounds))
+        # Each replay is a submission: fewer per round than launches (lavapipe runs each).
+        fig.update(replay_figures(dev, max(n // 10, 20), rounds))
         fig.update(transfer_figures(dev, mib << 20, reps))
     fig["import_ms"] = import_time(imports)
     fig["python_over_c_us"] = fig["launch.python"] - fig["launch.c"]
     fig["bound_over_c_us"] = fig["launch.bound"] - fig["launch.c"]
+    fig["replay_over_c_us"] = fig["replay.python"] - fig["replay.c"]
+    fig["replay_dry_over_c_us"] = fig["replay.dry.python"] - fig["replay.dry.c"]
     if args.json:
         print(json.dumps(fig, indent=2))
         return
@@ -154,6 +212,12 @@ def main():
         fig["launch.dict"], fig["launch.dict"] - fig["launch.c"]))
     print("  launch, pre-bound l()    %7.3f us   +%.3f us over C (target <= 0.2)  %s" % (
         fig["launch.bound"], fig["bound_over_c_us"], ok(fig["bound_over_c_us"] <= 0.2)))
+    print("  graph replay, C loop     %7.3f us" % fig["replay.c"])
+    print("  graph replay, g.replay() %7.3f us   %+.3f us over C (target <= 0.5)  %s" % (
+        fig["replay.python"], fig["replay_over_c_us"], ok(fig["replay_over_c_us"] <= 0.5)))
+    print("  dry replay, C / Python   %7.3f / %.3f us   %+.3f us over C (the call alone)  %s" % (
+        fig["replay.dry.c"], fig["replay.dry.python"], fig["replay_dry_over_c_us"],
+        ok(fig["replay_dry_over_c_us"] <= 0.5)))
     print("  import cubec             %7.1f ms   (target <= 100)  %s" % (
         fig["import_ms"], ok(fig["import_ms"] <= 100)))
     for d in ("h2d", "d2h"):

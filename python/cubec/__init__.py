@@ -10,6 +10,9 @@ import atexit as _atexit
 from ._cubec import *  # noqa: F401,F403
 from ._cubec import _shutdown
 from . import _cubec
+from .templates import ElementwiseKernel, ReductionKernel, elementwise, reduction  # noqa: F401
+from .tracing import load_trace, tracing  # noqa: F401
+from .tuning import TuneResult, Tuner  # noqa: F401
 
 
 

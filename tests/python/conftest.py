@@ -39,3 +39,14 @@ def dev():
 @pytest.fixture
 def saxpy(dev):
     return dev.kernel(glsl=SAXPY, name="saxpy")
+
+
+@pytest.fixture
+def scratch():
+    """A temporary directory removed after the test (pytest's tmp_path keeps the last runs in
+    TMPDIR, which ctest's test_tmp_empty refuses)."""
+    import pathlib
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="cubec-pytest-") as d:
+        yield pathlib.Path(d)
