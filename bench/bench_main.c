@@ -595,7 +595,7 @@ static int run_suite(const options *options_in)
 
     /* The device cubec picks decides the sizes and which device the baseline opens. */
     cubec_device *dev = NULL;
-    cubec_device_info info;
+    cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
     bench_err err = bench_from_status(cubec_device_open(NULL, &dev), "cubec_device_open");
     if (!err) err = bench_from_status(cubec_device_get_info(dev, &info), "cubec_device_get_info");
     cubec_device_close(dev);

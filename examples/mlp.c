@@ -144,6 +144,7 @@ static cubec_status queue_linear(cubec_device *device, cubec_stream stream, cube
     const linear_info info = {.m = m, .n = n, .k = k};
     const cubec_buffer buffers[4] = {x, w, bias, y};
     const cubec_launch_desc launch = {
+        .struct_size = sizeof(cubec_launch_desc),
         .kernel = kernel,
         .buffers = buffers,
         .buffer_count = 4,
@@ -240,7 +241,7 @@ int main(void)
     cpu_linear(hidden_ref, w2, b2, logits_ref, BATCH, OUT_FEATURES, HIDDEN, 0);
 
     if (failed(cubec_device_open(NULL, &device), "cubec_device_open")) goto done;
-    cubec_device_info device_info;
+    cubec_device_info device_info = CUBEC_DEVICE_INFO_INIT;
     if (failed(cubec_device_get_info(device, &device_info), "cubec_device_get_info")) goto done;
     printf("device: %s (%s)\n", device_info.name, device_info.driver);
 
@@ -251,6 +252,7 @@ int main(void)
     const cubec_define relu_defines[2] = {{.name = "TILE", .value = tile_text},
                                           {.name = "APPLY_RELU", .value = NULL}};
     const cubec_kernel_desc relu_desc = {
+        .struct_size = sizeof(cubec_kernel_desc),
         .name = "linear_relu",
         .glsl = LINEAR_GLSL,
         .defines = relu_defines,
@@ -258,6 +260,7 @@ int main(void)
         .optimize = 1,
     };
     const cubec_kernel_desc plain_desc = {
+        .struct_size = sizeof(cubec_kernel_desc),
         .name = "linear",
         .glsl = LINEAR_GLSL,
         .defines = relu_defines,
@@ -356,7 +359,7 @@ int main(void)
     }
     /* The GPU time of one replay, from timestamps around it (cubec_profile_*). */
     cubec_profile profile;
-    cubec_profile_result measured;
+    cubec_profile_result measured = CUBEC_PROFILE_RESULT_INIT;
     if (failed(cubec_profile_begin(device, stream, &profile), "cubec_profile_begin")) goto done;
     if (failed(cubec_graph_replay(device, stream, graph), "cubec_graph_replay")) goto done;
     if (failed(cubec_profile_end(device, stream, profile, &measured), "cubec_profile_end"))

@@ -171,7 +171,7 @@ static int memory_main(int json)
         exit_code = CLI_EXIT_RUNTIME;
     } else {
         if (!json) {
-            cubec_device_info info;
+            cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
             if (cubec_device_get_info(device, &info) == NULL)
                 printf("memory of %s (nothing allocated by this command)\n", info.name);
         }
@@ -240,7 +240,7 @@ int cli_info_main(int argc, char **argv)
     /* Open the default device only long enough to learn which one it is. Failing to open it is
      * reported, but the list is still worth printing: it is what one needs to pick another. */
     int exit_code = CLI_EXIT_OK;
-    cubec_device_info default_info;
+    cubec_device_info default_info = CUBEC_DEVICE_INFO_INIT;
     int have_default = 0;
     cubec_device *device = NULL;
     cubec_status status = cubec_device_open(NULL, &device);
@@ -254,7 +254,7 @@ int cli_info_main(int argc, char **argv)
     printf("%" PRIu32 " %s device%s\n", count, gpu_backend_name(backend), count == 1 ? "" : "s");
     int default_marked = 0;
     for (uint32_t i = 0; i < count; i++) {
-        cubec_device_info info;
+        cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
         char what[64];
         snprintf(what, sizeof what, "reading device %" PRIu32, i);
         if (cli_failed("info", cubec_device_peek(i, &info), what)) {

@@ -651,13 +651,13 @@ static int run(const run_args *a)
     }
     if (a->out_dir != NULL && ensure_dir(a->out_dir) != 0) goto done;
 
-    cubec_device_desc device_desc = {0};
+    cubec_device_desc device_desc = CUBEC_DEVICE_DESC_INIT;
     if (a->have_device) {
         device_desc.select_by_index = 1;
         device_desc.index = a->device_index;
     }
     if (cli_failed(CMD, cubec_device_open(&device_desc, &device), "opening the device")) goto done;
-    cubec_device_info device_info;
+    cubec_device_info device_info = CUBEC_DEVICE_INFO_INIT;
     if (cli_failed(CMD, cubec_device_get_info(device, &device_info), "reading the device info"))
         goto done;
 
@@ -665,6 +665,7 @@ static int run(const run_args *a)
     const char *slash = strrchr(a->kernel_path, '/');
     const char *kernel_name = slash ? slash + 1 : a->kernel_path;
     cubec_kernel_desc desc = {
+        .struct_size = sizeof(cubec_kernel_desc),
         .name = kernel_name,
         .defines = a->defines,
         .define_count = a->define_count,
@@ -683,7 +684,7 @@ static int run(const run_args *a)
         goto done;
     const double compile_s = now_seconds() - t0;
 
-    cubec_kernel_info info;
+    cubec_kernel_info info = CUBEC_KERNEL_INFO_INIT;
     if (cli_failed(CMD, cubec_kernel_get_info(device, kernel, &info), "reading the kernel info"))
         goto done;
 
@@ -715,6 +716,7 @@ static int run(const run_args *a)
     }
 
     const cubec_launch_desc launch = {
+        .struct_size = sizeof(cubec_launch_desc),
         .kernel = kernel,
         .buffers = buffers,
         .buffer_count = a->buf_count,

@@ -11,6 +11,8 @@
  *    with CUBEC_INVALID_ARGUMENT (graphs: CUBEC_GRAPH_STATE), never dereferenced; the message
  *    says which it was. Release/destroy functions accept a zero handle.
  *  - Desc structs are read only during the call; a zeroed field means "the default".
+ *  - Structs that may grow carry their size first (struct_size) and have a CUBEC_<NAME>_INIT
+ *    macro that sets it: start every one with it (see "Structs that grow" below).
  *  - Every function is thread-safe: one device lock orders the calls of all threads (GPU waits
  *    and kernel compilation release it).
  */
@@ -28,9 +30,32 @@ extern "C" {
 #pragma GCC visibility push(default)
 #endif
 
+/* The version of this header. CMake reads these three lines (the one place the version is
+ * written) and names the shared library after them: its soname is libcubec.so.MAJOR.MINOR while
+ * MAJOR is 0 and libcubec.so.MAJOR after, and an incompatible change to the ABI moves it
+ * (docs/api.md, "Versions and the ABI"). */
 #define CUBEC_VERSION_MAJOR 0
-#define CUBEC_VERSION_MINOR 1
+#define CUBEC_VERSION_MINOR 2
 #define CUBEC_VERSION_PATCH 0
+
+/* A version packed into one number that compares in order: major << 16 | minor << 8 | patch
+ * (minor and patch stay below 256). */
+#define CUBEC_MAKE_VERSION(major, minor, patch)                                                    \
+    (((uint32_t)(major) << 16) | ((uint32_t)(minor) << 8) | (uint32_t)(patch))
+/* The version of this header, packed: compare it with cubec_version() to refuse a library that
+ * is not the one a program (or a binding) was built for. */
+#define CUBEC_VERSION                                                                              \
+    CUBEC_MAKE_VERSION(CUBEC_VERSION_MAJOR, CUBEC_VERSION_MINOR, CUBEC_VERSION_PATCH)
+
+/* Structs that grow (docs/api.md, "Struct growth"). Each struct the library reads or writes
+ * whole carries its size as its first member, `struct_size`, which the caller sets with the
+ * struct's CUBEC_<NAME>_INIT macro (a designated initializer: add the fields after it, or write
+ * `.struct_size = sizeof(cubec_<name>)` in a compound literal). The library reads only the bytes
+ * the caller declared (the fields past them take their defaults, zero) and writes only that many
+ * into an output struct, so a program built against an older header keeps working with a newer
+ * library. A struct_size of 0 (the macro forgotten), one below 4 or one larger than the library
+ * knows (a program built against a newer header) is refused with CUBEC_INVALID_ARGUMENT naming
+ * the argument, the value and the macro, and nothing is written. */
 
 /* Marks a function whose result must not be dropped: every function that returns a cubec_status
  * carries it, since a dropped status is both a missed error and a leak. The compiler then warns
@@ -105,6 +130,10 @@ const char *cubec_code_name(cubec_code code);
 /* Frees a status; NULL is accepted. */
 void cubec_status_free(cubec_status status);
 
+/* The library's version, packed as CUBEC_VERSION packs the header's: a program built against
+ * another major version, or (while the major version is 0) another minor one, must not use it. */
+uint32_t cubec_version(void);
+
 /* ---------------------------------------------------------------------------------------------
  * Device
  * ------------------------------------------------------------------------------------------- */
@@ -165,6 +194,7 @@ typedef enum cubec_feature {
 const char *cubec_feature_name(cubec_feature feature);
 
 typedef struct cubec_device_desc {
+    uint32_t struct_size; /* CUBEC_DEVICE_DESC_INIT */
     /* Which device: -1 or unset (0 with `select_by_index` false) means "the best one"
      * (discrete > integrated > virtual > CPU), unless CUBEC_DEVICE says otherwise. */
     int select_by_index; /* non-zero: use `index` */
@@ -184,6 +214,10 @@ typedef struct cubec_device_desc {
     const char *backend;
     uint32_t null_delay_us; /* null backend: 0 = CUBEC_NULL_DELAY_US or at once */
 } cubec_device_desc;
+#define CUBEC_DEVICE_DESC_INIT                                                                     \
+    {                                                                                              \
+        .struct_size = sizeof(cubec_device_desc)                                                   \
+    }
 
 /* Element types of cooperative matrices (Vulkan's VkComponentTypeKHR, renumbered). */
 typedef enum cubec_matrix_type {
@@ -206,7 +240,8 @@ typedef enum cubec_matrix_type {
 const char *cubec_matrix_type_name(cubec_matrix_type type);
 
 /* One multiply-add a subgroup can do with cooperative matrices: result (M x N) = A (M x K) *
- * B (K x N) + C (M x N). */
+ * B (K x N) + C (M x N). An element of an array inside cubec_device_info: it never grows (a
+ * change is an incompatible one, docs/api.md "Struct growth"). */
 typedef struct cubec_matrix_shape {
     uint32_t m, n, k;
     cubec_matrix_type a, b, c, result;
@@ -217,6 +252,7 @@ typedef struct cubec_matrix_shape {
 #define CUBEC_MAX_MATRIX_SHAPES 48
 
 typedef struct cubec_device_info {
+    uint32_t struct_size; /* CUBEC_DEVICE_INFO_INIT */
     char name[256];
     char driver[256];
     uint32_t vendor_id;
@@ -238,18 +274,15 @@ typedef struct cubec_device_info {
     int push_descriptors; /* VK_KHR_push_descriptor is in use                          */
     uint32_t tasks_max;
     /* cubec_feature bits: enabled on this device (cubec_device_get_info), or that the device has
-     * and cubec_device_open would enable, the configuration aside (cubec_device_peek). Added last
-     * (docs/api.md, "Struct growth"): a program built against a header without it must be
-     * rebuilt, as the library writes the whole struct. */
+     * and cubec_device_open would enable, the configuration aside (cubec_device_peek). */
     uint32_t features;
     /* cubec_host_register takes addresses and sizes that are multiples of this (the device's
      * minImportedHostPointerAlignment, or the host page size where it cannot import); also
-     * filled by cubec_device_peek. Added after `features` (docs/api.md, "Struct growth"). */
+     * filled by cubec_device_peek. */
     uint64_t host_register_alignment;
-    /* Added with the capability query (docs/api.md, "Struct growth"); also filled by
-     * cubec_device_peek. The range of subgroup sizes the device may run a compute kernel with
-     * (VK_EXT_subgroup_size_control; both equal subgroup_size without it, where it does not
-     * cover compute shaders, and in cubec_device_get_info where disable_features turned
+    /* Also filled by cubec_device_peek. The range of subgroup sizes the device may run a compute
+     * kernel with (VK_EXT_subgroup_size_control; both equal subgroup_size without it, where it does
+     * not cover compute shaders, and in cubec_device_get_info where disable_features turned
      * subgroup_size_control off): what cubec_kernel_desc.required_subgroup_size may ask. */
     uint32_t min_subgroup_size;
     uint32_t max_subgroup_size;
@@ -259,6 +292,10 @@ typedef struct cubec_device_info {
     uint32_t matrix_shape_count;
     cubec_matrix_shape matrix_shapes[CUBEC_MAX_MATRIX_SHAPES];
 } cubec_device_info;
+#define CUBEC_DEVICE_INFO_INIT                                                                     \
+    {                                                                                              \
+        .struct_size = sizeof(cubec_device_info)                                                   \
+    }
 
 /* Opens a device. `desc` may be NULL (defaults). */
 CUBEC_MUST_USE cubec_status cubec_device_open(const cubec_device_desc *desc,
@@ -432,6 +469,8 @@ typedef struct cubec_kernel {
     uint64_t id;
 } cubec_kernel;
 
+/* Array elements (defines, spec constants, tune candidates, pool reports, matrix shapes) carry
+ * no size and never grow: the array's stride is fixed by the header (docs/api.md). */
 typedef struct cubec_define {
     const char *name;
     const char *value; /* NULL: defined with no value */
@@ -449,6 +488,7 @@ typedef struct cubec_spec_constant {
 #define CUBEC_MAX_SPEC_CONSTANTS 64
 
 typedef struct cubec_kernel_desc {
+    uint32_t struct_size;  /* CUBEC_KERNEL_DESC_INIT */
     const char *name;      /* for logs and errors; default "kernel"              */
     const char *glsl;      /* GLSL compute source, or NULL                         */
     const uint32_t *spirv; /* SPIR-V words, or NULL (exactly one of glsl / spirv) */
@@ -469,6 +509,10 @@ typedef struct cubec_kernel_desc {
      * kernel's identity. */
     uint32_t required_subgroup_size;
 } cubec_kernel_desc;
+#define CUBEC_KERNEL_DESC_INIT                                                                     \
+    {                                                                                              \
+        .struct_size = sizeof(cubec_kernel_desc)                                                   \
+    }
 
 typedef enum cubec_access {
     CUBEC_ACCESS_READ = 1,
@@ -477,6 +521,7 @@ typedef enum cubec_access {
 } cubec_access;
 
 typedef struct cubec_kernel_info {
+    uint32_t struct_size;       /* CUBEC_KERNEL_INFO_INIT */
     uint64_t hash;              /* kernel identity: hash of what defines it            */
     uint32_t binding_count;     /* storage buffers a launch passes                    */
     cubec_access access[32];    /* per binding                                        */
@@ -484,6 +529,10 @@ typedef struct cubec_kernel_info {
     int info_in_push_constants; /* 1: push constants; 0: storage buffer (or no info) */
     uint32_t workgroup_size[3];
 } cubec_kernel_info;
+#define CUBEC_KERNEL_INFO_INIT                                                                     \
+    {                                                                                              \
+        .struct_size = sizeof(cubec_kernel_info)                                                   \
+    }
 
 /* Compiles the GLSL (or validates the SPIR-V for the Vulkan version cubec uses on the device),
  * reflects its interface and creates its pipeline. Before any Vulkan object is made, it refuses
@@ -534,6 +583,7 @@ CUBEC_MUST_USE cubec_status cubec_kernel_compile_queued(cubec_device *device);
  * ------------------------------------------------------------------------------------------- */
 
 typedef struct cubec_launch_desc {
+    uint32_t struct_size; /* CUBEC_LAUNCH_DESC_INIT */
     cubec_kernel kernel;
     const cubec_buffer *buffers; /* one per storage binding, in binding order */
     uint32_t buffer_count;
@@ -550,6 +600,10 @@ typedef struct cubec_launch_desc {
      * no other buffer is touched; with none declared the launch returns the error. */
     uint32_t declared_outputs;
 } cubec_launch_desc;
+#define CUBEC_LAUNCH_DESC_INIT                                                                     \
+    {                                                                                              \
+        .struct_size = sizeof(cubec_launch_desc)                                                   \
+    }
 
 /* Queues a launch on the stream. Never blocks on the GPU; allocates nothing when warm. */
 CUBEC_MUST_USE cubec_status cubec_launch(cubec_device *device, cubec_stream stream,
@@ -673,11 +727,16 @@ typedef enum cubec_timing {
 } cubec_timing;
 
 typedef struct cubec_profile_result {
+    uint32_t struct_size; /* CUBEC_PROFILE_RESULT_INIT */
     uint64_t duration_ns;
     cubec_timing method;
     /* The two instants on the host's CLOCK_MONOTONIC time base (device timestamps converted). */
     uint64_t begin_ns, end_ns;
 } cubec_profile_result;
+#define CUBEC_PROFILE_RESULT_INIT                                                                  \
+    {                                                                                              \
+        .struct_size = sizeof(cubec_profile_result)                                                \
+    }
 
 /* Starts a profile of the work queued on `stream` from now on. Does not wait for the GPU with
  * Device timing (System timing syncs the stream). */
@@ -752,6 +811,7 @@ CUBEC_MUST_USE cubec_status cubec_dry_run_end(void);
 typedef struct cubec_tuner_s cubec_tuner;
 
 typedef struct cubec_tuner_desc {
+    uint32_t struct_size; /* CUBEC_TUNER_DESC_INIT */
     /* Required: names the tuner in messages and its namespace on disk (choices of tuners of
      * other names never mix). At most CUBEC_TUNE_MAX_NAME_BYTES bytes. */
     const char *name;
@@ -759,6 +819,10 @@ typedef struct cubec_tuner_desc {
     uint32_t samples; /* profiled runs of each candidate; 0 = 10; at most 1000         */
     int memory_only;  /* non-zero: no persistent cache (choices last as long as the tuner) */
 } cubec_tuner_desc;
+#define CUBEC_TUNER_DESC_INIT                                                                      \
+    {                                                                                              \
+        .struct_size = sizeof(cubec_tuner_desc)                                                    \
+    }
 
 #define CUBEC_TUNE_MAX_NAME_BYTES 256u
 #define CUBEC_TUNE_MAX_KEY_BYTES 4096u
@@ -775,13 +839,18 @@ typedef struct cubec_tune_candidate {
 } cubec_tune_candidate;
 
 typedef struct cubec_tune_request {
-    const char *key; /* required, non-empty, at most CUBEC_TUNE_MAX_KEY_BYTES bytes */
+    uint32_t struct_size; /* CUBEC_TUNE_REQUEST_INIT */
+    const char *key;      /* required, non-empty, at most CUBEC_TUNE_MAX_KEY_BYTES bytes */
     const cubec_tune_candidate *candidates;
     uint32_t candidate_count; /* 1..CUBEC_TUNE_MAX_CANDIDATES; one is chosen unmeasured */
     /* Non-zero: a value of the caller's (a hash of the candidates' sources, say) stored with the
      * choice; a stored choice with another checksum is measured again. */
     uint64_t checksum;
 } cubec_tune_request;
+#define CUBEC_TUNE_REQUEST_INIT                                                                    \
+    {                                                                                              \
+        .struct_size = sizeof(cubec_tune_request)                                                  \
+    }
 
 typedef enum cubec_tune_source {
     CUBEC_TUNE_MEASURED = 1, /* the candidates were measured by this call                  */
@@ -791,10 +860,15 @@ typedef enum cubec_tune_source {
 } cubec_tune_source;
 
 typedef struct cubec_tune_result {
-    uint32_t index; /* the winner, an index into request->candidates */
+    uint32_t struct_size; /* CUBEC_TUNE_RESULT_INIT */
+    uint32_t index;       /* the winner, an index into request->candidates */
     cubec_tune_source source;
     uint64_t median_ns; /* the winner's median device time when it was measured (0: SINGLE) */
 } cubec_tune_result;
+#define CUBEC_TUNE_RESULT_INIT                                                                     \
+    {                                                                                              \
+        .struct_size = sizeof(cubec_tune_result)                                                   \
+    }
 
 typedef enum cubec_tune_state {
     CUBEC_TUNE_NOT_RUN = 0,  /* the last call measured nothing (a cached choice), or not it */
@@ -803,12 +877,17 @@ typedef enum cubec_tune_state {
 } cubec_tune_state;
 
 typedef struct cubec_tune_outcome {
+    uint32_t struct_size; /* CUBEC_TUNE_OUTCOME_INIT */
     cubec_tune_state state;
     cubec_code code;            /* REJECTED: the failure's code                */
     uint64_t median_ns, min_ns; /* TIMED: over `samples` profiled runs         */
     uint32_t samples;
     char reason[512]; /* REJECTED: the failure's message (cut to fit) */
 } cubec_tune_outcome;
+#define CUBEC_TUNE_OUTCOME_INIT                                                                    \
+    {                                                                                              \
+        .struct_size = sizeof(cubec_tune_outcome)                                                  \
+    }
 
 /* Creates a tuner of `device`. Touches no file until a choice is looked up. */
 CUBEC_MUST_USE cubec_status cubec_tuner_create(cubec_device *device, const cubec_tuner_desc *desc,
@@ -883,6 +962,7 @@ typedef struct cubec_pool_report {
 #define CUBEC_MAX_POOLS 32
 
 typedef struct cubec_memory_report {
+    uint32_t struct_size; /* CUBEC_MEMORY_REPORT_INIT */
     uint32_t pool_count;
     cubec_pool_report pools[CUBEC_MAX_POOLS];
     uint64_t bytes_in_use; /* sums over the pools */
@@ -920,6 +1000,10 @@ typedef struct cubec_memory_report {
      * "enforced" (docs/memory.md "Modes and windows"). */
     char persistent_memory[16];
 } cubec_memory_report;
+#define CUBEC_MEMORY_REPORT_INIT                                                                   \
+    {                                                                                              \
+        .struct_size = sizeof(cubec_memory_report)                                                 \
+    }
 
 CUBEC_MUST_USE cubec_status cubec_memory_report_get(cubec_device *device, cubec_stream stream,
                                                     cubec_memory_report *out_report);
@@ -941,6 +1025,7 @@ CUBEC_MUST_USE cubec_status cubec_memory_mode_get(cubec_device *device, cubec_st
 
 /* The backend's object behind a buffer, for a program's own GPU code (cubec_buffer_raw). */
 typedef struct cubec_raw_buffer {
+    uint32_t struct_size; /* CUBEC_RAW_BUFFER_INIT */
     /* Vulkan: the VkBuffer (a non-dispatchable handle, as an integer) holding the buffer's bytes
      * among others'. Null backend: the host address of that memory. */
     uint64_t buffer;
@@ -951,6 +1036,10 @@ typedef struct cubec_raw_buffer {
      * the bytes. */
     uint64_t device_address;
 } cubec_raw_buffer;
+#define CUBEC_RAW_BUFFER_INIT                                                                      \
+    {                                                                                              \
+        .struct_size = sizeof(cubec_raw_buffer)                                                    \
+    }
 
 /* Keeps an allocation alive and its memory in place (docs/memory.md "Relocation and guards"). */
 typedef struct cubec_guard {
@@ -976,6 +1065,7 @@ CUBEC_MUST_USE cubec_status cubec_guard_release(cubec_device *device, cubec_guar
  * bytes), the program's submission to program_queue, a wait for its completion (a fence), then
  * cubec_guard_release; cubec's work on the buffer after that sees the program's writes. */
 typedef struct cubec_vulkan_handles {
+    uint32_t struct_size;     /* CUBEC_VULKAN_HANDLES_INIT */
     uint64_t instance;        /* VkInstance */
     uint64_t physical_device; /* VkPhysicalDevice */
     uint64_t device;          /* VkDevice */
@@ -987,6 +1077,10 @@ typedef struct cubec_vulkan_handles {
     uint64_t program_queue;
     uint32_t program_queue_index; /* its index in the family (1), 0 without one */
 } cubec_vulkan_handles;
+#define CUBEC_VULKAN_HANDLES_INIT                                                                  \
+    {                                                                                              \
+        .struct_size = sizeof(cubec_vulkan_handles)                                                \
+    }
 
 /* The device's Vulkan objects into *out_handles; CUBEC_UNSUPPORTED on a backend without them (the
  * null backend). */

@@ -1,6 +1,7 @@
 /* Public entry points: devices, streams, flush/sync, checks and fault injection (memory is in
  * api_memory.c). */
 #include "api/api_common.h"
+#include "api/api_struct.h"
 #include "base/config.h"
 #include "gpu/gpu.h"
 #include "server/buffers.h"
@@ -16,7 +17,12 @@ cubec_status cubec_device_open(const cubec_device_desc *desc, cubec_device **out
 {
     if (!out_device) return INVALID_ARG("cubec_device_open: out_device is NULL");
     *out_device = NULL;
-    return server_open(desc, out_device);
+    if (!desc) return server_open(NULL, out_device);
+    RETURN_IF_ERROR(API_STRUCT_CHECK(desc, cubec_device_desc, CUBEC_DEVICE_DESC_INIT,
+                                     "cubec_device_open", "desc"));
+    cubec_device_desc whole;
+    api_struct_read(desc, &whole, sizeof whole);
+    return server_open(&whole, out_device);
 }
 
 void cubec_device_close(cubec_device *device)
@@ -27,10 +33,12 @@ void cubec_device_close(cubec_device *device)
 cubec_status cubec_device_get_info(cubec_device *device, cubec_device_info *out_info)
 {
     if (!out_info) return INVALID_ARG("cubec_device_get_info: out_info is NULL");
-    memset(out_info, 0, sizeof *out_info);
+    RETURN_IF_ERROR(API_STRUCT_CHECK(out_info, cubec_device_info, CUBEC_DEVICE_INFO_INIT,
+                                     "cubec_device_get_info", "out_info"));
+    api_struct_clear(out_info);
     if (!device) return INVALID_ARG("cubec_device_get_info: device is NULL");
     pthread_mutex_lock(&device->lock);
-    *out_info = device->info;
+    api_struct_write(out_info, &device->info);
     pthread_mutex_unlock(&device->lock);
     return NULL;
 }
@@ -38,14 +46,18 @@ cubec_status cubec_device_get_info(cubec_device *device, cubec_device_info *out_
 cubec_status cubec_device_vulkan_handles(cubec_device *device, cubec_vulkan_handles *out_handles)
 {
     if (!out_handles) return INVALID_ARG("cubec_device_vulkan_handles: out_handles is NULL");
-    memset(out_handles, 0, sizeof *out_handles);
+    RETURN_IF_ERROR(API_STRUCT_CHECK(out_handles, cubec_vulkan_handles, CUBEC_VULKAN_HANDLES_INIT,
+                                     "cubec_device_vulkan_handles", "out_handles"));
+    api_struct_clear(out_handles);
     if (!device) return INVALID_ARG("cubec_device_vulkan_handles: device is NULL");
     /* Constant from open to close: no lock needed. */
     if (!device->gpu->ops->vulkan_handles)
         return status_make(CUBEC_UNSUPPORTED,
                            "cubec_device_vulkan_handles: the %s backend has no Vulkan objects",
                            device->gpu->ops->name);
-    device->gpu->ops->vulkan_handles(device->gpu, out_handles);
+    cubec_vulkan_handles whole = CUBEC_VULKAN_HANDLES_INIT;
+    device->gpu->ops->vulkan_handles(device->gpu, &whole);
+    api_struct_write(out_handles, &whole);
     return NULL;
 }
 
@@ -73,14 +85,16 @@ cubec_status cubec_device_count(uint32_t *out_count)
 cubec_status cubec_device_peek(uint32_t index, cubec_device_info *out_info)
 {
     if (!out_info) return INVALID_ARG("cubec_device_peek: out_info is NULL");
-    memset(out_info, 0, sizeof *out_info);
+    RETURN_IF_ERROR(API_STRUCT_CHECK(out_info, cubec_device_info, CUBEC_DEVICE_INFO_INIT,
+                                     "cubec_device_peek", "out_info"));
+    api_struct_clear(out_info);
     gpu_backend backend = (gpu_backend)0;
     RETURN_IF_ERROR(configured_backend("cubec_device_peek", &backend));
     /* Into a copy: a backend that fails part way must not leave half an answer (cubec.h). */
-    cubec_device_info info;
+    cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
     cubec_status err = gpu_device_peek(backend, index, &info);
     if (err) return status_annotate(err, "cubec_device_peek");
-    *out_info = info;
+    api_struct_write(out_info, &info);
     return NULL;
 }
 

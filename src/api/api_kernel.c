@@ -1,6 +1,7 @@
 /* Public entry points: kernels and launches. Launch checks every argument against the kernel's
  * reflected interface and the device limits before anything is recorded. */
 #include "api/api_common.h"
+#include "api/api_struct.h"
 #include "server/buffers.h"
 #include "server/compile_queue.h"
 #include "server/kernels.h"
@@ -105,11 +106,17 @@ static cubec_status check_desc(const char *fn, cubec_device *device, const cubec
  * queue. */
 enum { CREATE_NOW, CREATE_QUEUED, CREATE_AS_CONFIGURED };
 
-static cubec_status create(const char *fn, cubec_device *device, const cubec_kernel_desc *desc,
+static cubec_status create(const char *fn, cubec_device *device, const cubec_kernel_desc *user,
                            int mode, cubec_kernel *out_kernel)
 {
     if (!out_kernel) return INVALID_ARG("%s: out_kernel is NULL", fn);
     out_kernel->id = 0;
+    /* The caller's declared bytes, as a whole desc of this library's size. */
+    if (!user) return INVALID_ARG("%s: desc is NULL", fn);
+    RETURN_IF_ERROR(API_STRUCT_CHECK(user, cubec_kernel_desc, CUBEC_KERNEL_DESC_INIT, fn, "desc"));
+    cubec_kernel_desc whole;
+    api_struct_read(user, &whole, sizeof whole);
+    const cubec_kernel_desc *desc = &whole;
     RETURN_IF_ERROR(check_desc(fn, device, desc));
     if (!device) return INVALID_ARG("%s: device is NULL", fn); /* check_desc refused it already */
     /* [compile] async_create is immutable after open: read without the lock. */
@@ -174,7 +181,9 @@ cubec_status cubec_kernel_get_info(cubec_device *device, cubec_kernel kernel,
                                    cubec_kernel_info *out_info)
 {
     if (!out_info) return INVALID_ARG("cubec_kernel_get_info: out_info is NULL");
-    memset(out_info, 0, sizeof *out_info);
+    RETURN_IF_ERROR(API_STRUCT_CHECK(out_info, cubec_kernel_info, CUBEC_KERNEL_INFO_INIT,
+                                     "cubec_kernel_get_info", "out_info"));
+    api_struct_clear(out_info);
     RETURN_IF_ERROR(api_lock(device, "cubec_kernel_get_info"));
     kernel_obj *k;
     cubec_status err =
@@ -182,12 +191,14 @@ cubec_status cubec_kernel_get_info(cubec_device *device, cubec_kernel kernel,
     if (!err && k->job) err = status_annotate(status_clone(k->job->err), "cubec_kernel_get_info");
     if (!err) {
         const pipeline_entry *e = k->entry;
-        out_info->hash = e->key;
-        out_info->binding_count = e->refl.binding_count;
-        memcpy(out_info->access, e->refl.access, sizeof out_info->access);
-        out_info->info_size = e->info_size;
-        out_info->info_in_push_constants = e->info_in_push;
-        memcpy(out_info->workgroup_size, e->refl.workgroup_size, sizeof out_info->workgroup_size);
+        cubec_kernel_info info = CUBEC_KERNEL_INFO_INIT;
+        info.hash = e->key;
+        info.binding_count = e->refl.binding_count;
+        memcpy(info.access, e->refl.access, sizeof info.access);
+        info.info_size = e->info_size;
+        info.info_in_push_constants = e->info_in_push;
+        memcpy(info.workgroup_size, e->refl.workgroup_size, sizeof info.workgroup_size);
+        api_struct_write(out_info, &info);
     }
     return api_unlock(device, err);
 }
@@ -269,9 +280,19 @@ static cubec_status check_launch(cubec_device *d, const cubec_launch_desc *desc,
     return NULL;
 }
 
-cubec_status cubec_launch(cubec_device *device, cubec_stream stream, const cubec_launch_desc *desc)
+cubec_status cubec_launch(cubec_device *device, cubec_stream stream, const cubec_launch_desc *user)
 {
-    if (!desc) return INVALID_ARG("cubec_launch: desc is NULL");
+    if (!user) return INVALID_ARG("cubec_launch: desc is NULL");
+    /* The hot path: a desc of this library's size is read where it is; an older caller's is
+     * copied into a whole one first. */
+    const cubec_launch_desc *desc = user;
+    cubec_launch_desc whole;
+    if (user->struct_size != sizeof whole) {
+        RETURN_IF_ERROR(API_STRUCT_CHECK(user, cubec_launch_desc, CUBEC_LAUNCH_DESC_INIT,
+                                         "cubec_launch", "desc"));
+        api_struct_read(user, &whole, sizeof whole);
+        desc = &whole;
+    }
     if (desc->buffer_count > 32)
         return INVALID_ARG("cubec_launch: desc->buffer_count %u is more than 32",
                            desc->buffer_count);

@@ -124,7 +124,7 @@ static cubec_status check_desc(const cubec_device_desc *desc)
 
 cubec_status server_open(const cubec_device_desc *desc, cubec_device **out)
 {
-    cubec_device_desc zero = {0};
+    cubec_device_desc zero = CUBEC_DEVICE_DESC_INIT;
     if (!desc) desc = &zero;
     RETURN_IF_ERROR(check_desc(desc));
     cubec_device *d = device_alloc();

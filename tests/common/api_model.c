@@ -1320,7 +1320,8 @@ static cubec_status issue(fuzz *f, int s, const m_op *o)
         return cubec_fill(f->d, stream_of(f, s), o->h0, o->fill_off, o->fill_size, o->mul);
     uint32_t info[3] = {o->n, o->mul, o->add};
     cubec_buffer bufs[2] = {o->h0, o->h1};
-    cubec_launch_desc ld = {.kernel = o->k,
+    cubec_launch_desc ld = {.struct_size = sizeof(cubec_launch_desc),
+                            .kernel = o->k,
                             .buffers = bufs,
                             .buffer_count = o->kind == K_CONSUME ? 2 : 1,
                             .info = info,
@@ -1445,7 +1446,8 @@ static void launch_refused(fuzz *f, int s, const m_op *o)
     uint32_t info[3] = {o->n, o->mul, o->add};
     cubec_buffer bufs[3] = {o->h0, o->kind == K_CONSUME ? o->h1 : NONE, NONE};
     uint32_t count = o->kind == K_CONSUME ? 2 : 1;
-    cubec_launch_desc ld = {.kernel = o->k,
+    cubec_launch_desc ld = {.struct_size = sizeof(cubec_launch_desc),
+                            .kernel = o->k,
                             .buffers = bufs,
                             .buffer_count = count,
                             .info = info,
@@ -1529,8 +1531,11 @@ static void op_kernel(fuzz *f)
         snprintf(value, sizeof value, "%u", ++f->kernel_variants);
         snprintf(name, sizeof name, "variant%u", f->kernel_variants);
         cubec_define def = {"FUZZ_VARIANT", value};
-        cubec_kernel_desc kd = {
-            .name = name, .glsl = kernel_source(kind), .defines = &def, .define_count = 1};
+        cubec_kernel_desc kd = {.struct_size = sizeof(cubec_kernel_desc),
+                                .name = name,
+                                .glsl = kernel_source(kind),
+                                .defines = &def,
+                                .define_count = 1};
         cubec_kernel k = {0x77};
         note(f, "cubec_kernel_create(%s, kind %d)", name, kind);
         if (!expect(f, cubec_kernel_create(f->d, &kd, &k), allow(f, C_COMPILES),
@@ -1542,7 +1547,7 @@ static void op_kernel(fuzz *f)
     }
     int i = pick_kernel(f);
     if (chance(f, 4)) {
-        cubec_kernel_info ki;
+        cubec_kernel_info ki = CUBEC_KERNEL_INFO_INIT;
         note(f, "cubec_kernel_get_info(kernel %d)", i);
         if (!expect(f, cubec_kernel_get_info(f->d, f->kernels[i].h, &ki), allow(f, C_NONE),
                     "cubec_kernel_get_info") &&
@@ -1558,7 +1563,7 @@ static void op_kernel(fuzz *f)
     f->kernels[i] = f->kernels[--f->nkernels];
     if (chance(f, 2)) {
         uint32_t dead = f->dead_kernel_count < DEAD ? f->dead_kernel_count : DEAD;
-        cubec_kernel_info ki;
+        cubec_kernel_info ki = CUBEC_KERNEL_INFO_INIT;
         note(f, "cubec_kernel_get_info(destroyed kernel)");
         expect(f, cubec_kernel_get_info(f->d, f->dead_kernels[rnd(f, dead)], &ki), refused(f),
                "cubec_kernel_get_info of a destroyed kernel");
@@ -1680,7 +1685,7 @@ static void op_profile(fuzz *f)
     uint32_t dead = f->dead_profile_count < DEAD ? f->dead_profile_count : DEAD;
     if (dead && chance(f, 8)) {
         cubec_profile stale = f->dead_profiles[rnd(f, dead)];
-        cubec_profile_result r;
+        cubec_profile_result r = CUBEC_PROFILE_RESULT_INIT;
         note(f, "cubec_profile_end(stale profile)");
         expect(f, cubec_profile_end(f->d, stream_of(f, 0), stale, &r), refused(f),
                "cubec_profile_end of a consumed profile");
@@ -1710,7 +1715,7 @@ static void op_profile(fuzz *f)
         drop_profile(f, i);
         return;
     }
-    cubec_profile_result r;
+    cubec_profile_result r = CUBEC_PROFILE_RESULT_INIT;
     if (f->nstreams > 1 && chance(f, 8)) {
         int other = (p->stream + 1 + (int)rnd(f, (uint32_t)f->nstreams - 1)) % f->nstreams;
         note(f, "cubec_profile_end(profile on stream[%d]) from stream[%d]", p->stream, other);
@@ -1726,6 +1731,7 @@ static void op_profile(fuzz *f)
     note(f, "cubec_profile_end(profile on stream[%d])%s", s,
          p->poisoned ? " (may be invalid)" : "");
     memset(&r, 0x5a, sizeof r);
+    r.struct_size = sizeof r;
     uint64_t t_begin = p->t_begin;
     cubec_code c =
         expect(f, cubec_profile_end(f->d, stream_of(f, s), p->p, &r), ok, "cubec_profile_end");
@@ -2013,7 +2019,7 @@ static void op_memory(fuzz *f)
                "cubec_memory_cleanup");
         return;
     default: {
-        static cubec_memory_report r;
+        static cubec_memory_report r = CUBEC_MEMORY_REPORT_INIT;
         /* Quiesced (every stream synced): what no handle, guard, graph or event holds has gone
          * back, so the bytes in use lie between what live handles and guards hold and what the
          * model holds at all. */
@@ -2131,7 +2137,7 @@ static void op_info(fuzz *f)
     switch (rnd(f, 6)) {
     case 0: {
         uint32_t count = 77;
-        cubec_device_info info;
+        cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
         note(f, "cubec_device_count, cubec_device_peek");
         if (expect(f, cubec_device_count(&count), M(CUBEC_OK), "cubec_device_count")) return;
         if (count == 0 || count == 77) die(f, "cubec_device_count says %u devices", count);
@@ -2143,13 +2149,24 @@ static void op_info(fuzz *f)
         return;
     }
     case 1: {
-        cubec_device_info info;
+        cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
         note(f, "cubec_device_get_info");
         if (!expect(f, cubec_device_get_info(f->d, &info), allow(f, C_NONE) | M(CUBEC_OK),
                     "cubec_device_get_info") &&
             (info.storage_offset_alignment != f->info.storage_offset_alignment ||
              info.tasks_max != f->info.tasks_max))
             die(f, "cubec_device_get_info changed between two calls");
+        /* A struct_size of 0 (the INIT macro forgotten) is refused and nothing is written. */
+        cubec_device_info unsized;
+        memset(&unsized, 0x5a, sizeof unsized);
+        unsized.struct_size = 0;
+        expect(f, cubec_device_get_info(f->d, &unsized), refused(f),
+               "cubec_device_get_info with struct_size 0");
+        if (unsized.vendor_id != 0x5a5a5a5au)
+            die(f, "a refused cubec_device_get_info wrote into its out-parameter");
+        if (cubec_version() != CUBEC_VERSION)
+            die(f, "cubec_version() is 0x%x, the header's CUBEC_VERSION 0x%x", cubec_version(),
+                (unsigned)CUBEC_VERSION);
         cubec_timing t = 0;
         if (!expect(f, cubec_profile_method(f->d, &t), allow(f, C_NONE), "cubec_profile_method") &&
             t != f->timing)
@@ -2157,8 +2174,9 @@ static void op_info(fuzz *f)
         return;
     }
     case 2: {
-        cubec_vulkan_handles h;
+        cubec_vulkan_handles h = CUBEC_VULKAN_HANDLES_INIT;
         memset(&h, 0x5a, sizeof h);
+        h.struct_size = sizeof h;
         note(f, "cubec_device_vulkan_handles");
         cubec_code c = expect(f, cubec_device_vulkan_handles(f->d, &h),
                               f->kernels_run ? allow(f, C_NONE) : M(CUBEC_UNSUPPORTED),
@@ -2381,7 +2399,7 @@ static void op_raw(fuzz *f)
         return;
     }
     int s = pick_stream(f);
-    cubec_raw_buffer raw;
+    cubec_raw_buffer raw = CUBEC_RAW_BUFFER_INIT;
     cubec_guard g = {77};
     if (chance(f, 8)) {
         note(f, "cubec_buffer_raw(bad handle or NULL out)");
@@ -2538,7 +2556,8 @@ static void op_queue(fuzz *f)
     snprintf(value, sizeof value, "%u", ++f->kernel_variants);
     snprintf(name, sizeof name, "queued%u", f->kernel_variants);
     cubec_define def = {"FUZZ_VARIANT", value};
-    cubec_kernel_desc kd = {.name = name,
+    cubec_kernel_desc kd = {.struct_size = sizeof(cubec_kernel_desc),
+                            .name = name,
                             .glsl = bad ? bad_glsl : kernel_source(kind),
                             .defines = &def,
                             .define_count = 1};
@@ -2559,8 +2578,12 @@ static void op_queue(fuzz *f)
         /* A launch declaring no output returns the compile error. */
         cubec_buffer none = NONE;
         uint32_t info[3] = {0};
-        cubec_launch_desc ld = {
-            .kernel = k, .buffers = &none, .buffer_count = 0, .info = info, .info_size = 12};
+        cubec_launch_desc ld = {.struct_size = sizeof(cubec_launch_desc),
+                                .kernel = k,
+                                .buffers = &none,
+                                .buffer_count = 0,
+                                .info = info,
+                                .info_size = 12};
         ld.groups[0] = ld.groups[1] = ld.groups[2] = 1;
         note(f, "cubec_launch of %s, which does not compile", name);
         expect(f, cubec_launch(f->d, stream_of(f, pick_stream(f)), &ld),
@@ -2571,7 +2594,7 @@ static void op_queue(fuzz *f)
     note(f, "cubec_kernel_wait(%s)", name);
     c = expect(f, cubec_kernel_wait(f->d, k), allow(f, C_COMPILES) | fails, "cubec_kernel_wait");
     if (bad && !c) die(f, "cubec_kernel_wait of a kernel that does not compile succeeded");
-    cubec_kernel_info ki;
+    cubec_kernel_info ki = CUBEC_KERNEL_INFO_INIT;
     c = expect(f, cubec_kernel_get_info(f->d, k, &ki), allow(f, C_COMPILES) | fails,
                "cubec_kernel_get_info of a queued kernel");
     if (bad && !f->failed.id && chance(f, 2)) {
@@ -2615,8 +2638,11 @@ static cubec_status tune_run(cubec_device *device, cubec_stream stream, void *us
 static void op_tune(fuzz *f)
 {
     if (!f->tuner) {
-        cubec_tuner_desc td = {
-            .name = "model", .warmup = rnd(f, 2), .samples = 1 + rnd(f, 2), .memory_only = 1};
+        cubec_tuner_desc td = {.struct_size = sizeof(cubec_tuner_desc),
+                               .name = "model",
+                               .warmup = rnd(f, 2),
+                               .samples = 1 + rnd(f, 2),
+                               .memory_only = 1};
         cubec_tuner *t = (cubec_tuner *)&td;
         if (chance(f, 6)) {
             td.samples = CUBEC_TUNE_MAX_SAMPLES + 1;
@@ -2658,8 +2684,11 @@ static void op_tune(fuzz *f)
     }
     char keytext[16];
     snprintf(keytext, sizeof keytext, "key%u", key);
-    cubec_tune_request req = {.key = keytext, .candidates = cands, .candidate_count = count};
-    cubec_tune_result r = {77, 77, 77};
+    cubec_tune_request req = {.struct_size = sizeof(cubec_tune_request),
+                              .key = keytext,
+                              .candidates = cands,
+                              .candidate_count = count};
+    cubec_tune_result r = {.struct_size = sizeof r, 77, 77, 77};
     if (chance(f, 8)) {
         req.candidate_count = 0;
         note(f, "cubec_tune_choose(no candidates)");
@@ -2669,7 +2698,7 @@ static void op_tune(fuzz *f)
     }
     if (chance(f, 5)) {
         uint32_t index = rnd(f, 4);
-        cubec_tune_outcome o;
+        cubec_tune_outcome o = CUBEC_TUNE_OUTCOME_INIT;
         note(f, "cubec_tune_outcome_get(%u)", index);
         cubec_code c =
             expect(f, cubec_tune_outcome_get(f->tuner, index, &o),
@@ -2711,7 +2740,7 @@ static void op_tune(fuzz *f)
             b->a->bytes[b->off + j] = (uint8_t)(pattern >> (8 * (j % 4)));
         mark(b->a, b->off, size, pending ? SUSPECT : KNOWN);
         f->tuned[key] = r.index + 1;
-        cubec_tune_outcome o;
+        cubec_tune_outcome o = CUBEC_TUNE_OUTCOME_INIT;
         for (uint32_t k = 0; k < count; k++) {
             if (expect(f, cubec_tune_outcome_get(f->tuner, k, &o), allow(f, C_NONE),
                        "cubec_tune_outcome_get"))
@@ -2767,7 +2796,7 @@ static void device_open(fuzz *f)
     static const uint32_t delays[] = {0, 0, 20, 300};
     f->tasks_max = tasks[rnd(f, sizeof tasks / sizeof tasks[0])];
     const char *v = getenv("CUBEC_TEST_VALIDATION");
-    cubec_device_desc desc = {.tasks_max = f->tasks_max};
+    cubec_device_desc desc = {.struct_size = sizeof(cubec_device_desc), .tasks_max = f->tasks_max};
     if (f->kernels_run) {
         desc.validation = !(v && v[0] == '0');
         desc.on_validation = on_validation;
@@ -2776,6 +2805,7 @@ static void device_open(fuzz *f)
         desc.null_delay_us = delays[rnd(f, sizeof delays / sizeof delays[0])];
     }
     MUST_OK(f, cubec_device_open(&desc, &f->d));
+    f->info = (cubec_device_info)CUBEC_DEVICE_INFO_INIT;
     MUST_OK(f, cubec_device_get_info(f->d, &f->info));
     MUST_OK(f, cubec_profile_method(f->d, &f->timing));
     note(f, "cubec_device_open(%s, tasks_max %u, delay %u us)", f->kernels_run ? "vulkan" : "null",
@@ -2795,7 +2825,8 @@ static void device_open(fuzz *f)
         add_stream(f, s);
     }
     for (int kind = 0; kind < 3; kind++) {
-        cubec_kernel_desc kd = {.name = "base", .glsl = kernel_source(kind)};
+        cubec_kernel_desc kd = {
+            .struct_size = sizeof(cubec_kernel_desc), .name = "base", .glsl = kernel_source(kind)};
         if (f->cfg->spirv[kind]) {
             kd.glsl = NULL;
             kd.spirv = f->cfg->spirv[kind];
@@ -2879,7 +2910,7 @@ static void lost_phase(fuzz *f, uint64_t seed)
                    "cubec_write after a lost device");
         }
     }
-    cubec_device_info info;
+    cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
     note(f, "lost: cubec_device_get_info");
     expect(f, cubec_device_get_info(f->d, &info), M(CUBEC_OK), "cubec_device_get_info");
     device_close(f);
@@ -2894,7 +2925,8 @@ static void op_lose_device(fuzz *f)
     if (f->pending != NO_FAULT) return;
     uint64_t side_seed = rnd64(f);
     int s = pick_stream(f);
-    cubec_kernel_desc kd = {.name = "busy", .glsl = busy_src};
+    cubec_kernel_desc kd = {
+        .struct_size = sizeof(cubec_kernel_desc), .name = "busy", .glsl = busy_src};
     cubec_kernel busy = {0};
     cubec_buffer scratch = {0};
     note(f, "cubec_kernel_create(busy)");
@@ -2985,6 +3017,7 @@ const char *const api_model_calls[][2] = {
     {"cubec_buffer_view", "op_view"},
     {"cubec_check", "op_check"},
     {"cubec_code_name", "op_info"},
+    {"cubec_version", "op_info"},
     {"cubec_copy", "op_copy"},
     {"cubec_device_close", "device_close"},
     {"cubec_device_count", "op_info"},

@@ -90,7 +90,8 @@ static cubec_status run_cand(cubec_device *d, cubec_stream s, void *user)
     c->runs++;
     if (c->mode == 1) {
         /* No buffer for the kernel's one binding: refused by name. */
-        const cubec_launch_desc bad = {.kernel = c->busy, .groups = {1, 1, 1}};
+        const cubec_launch_desc bad = {
+            .struct_size = sizeof(cubec_launch_desc), .kernel = c->busy, .groups = {1, 1, 1}};
         return cubec_launch(d, s, &bad);
     }
     cubec_status st = busy_launch(d, s, c->busy, c->v, WORDS, c->steps);
@@ -157,8 +158,11 @@ static int system_timing(void)
 
 static cubec_tuner *make_tuner(cubec_device *d, const char *name, int memory_only)
 {
-    const cubec_tuner_desc desc = {
-        .name = name, .warmup = WARMUP, .samples = SAMPLES, .memory_only = memory_only};
+    const cubec_tuner_desc desc = {.struct_size = sizeof(cubec_tuner_desc),
+                                   .name = name,
+                                   .warmup = WARMUP,
+                                   .samples = SAMPLES,
+                                   .memory_only = memory_only};
     cubec_tuner *t = NULL;
     ASSERT_OK(cubec_tuner_create(d, &desc, &t));
     return t;
@@ -167,16 +171,19 @@ static cubec_tuner *make_tuner(cubec_device *d, const char *name, int memory_onl
 static cubec_tune_result choose(fixture *f, cubec_tuner *t, const char *key, uint32_t n,
                                 uint64_t checksum)
 {
-    const cubec_tune_request req = {
-        .key = key, .candidates = f->tc, .candidate_count = n, .checksum = checksum};
-    cubec_tune_result r;
+    const cubec_tune_request req = {.struct_size = sizeof(cubec_tune_request),
+                                    .key = key,
+                                    .candidates = f->tc,
+                                    .candidate_count = n,
+                                    .checksum = checksum};
+    cubec_tune_result r = CUBEC_TUNE_RESULT_INIT;
     ASSERT_OK(cubec_tune_choose(t, f->s, &req, &r));
     return r;
 }
 
 static cubec_tune_outcome outcome(cubec_tuner *t, uint32_t i)
 {
-    cubec_tune_outcome o;
+    cubec_tune_outcome o = CUBEC_TUNE_OUTCOME_INIT;
     ASSERT_OK(cubec_tune_outcome_get(t, i, &o));
     return o;
 }
@@ -267,7 +274,10 @@ static void test_failing_and_poisoned_rejected(void **state)
     check_cand(&f, 2);
 
     /* None valid: one error that names the tuner, the key and every candidate's reason. */
-    cubec_tune_request req = {.key = "shape 7", .candidates = f.tc, .candidate_count = 2};
+    cubec_tune_request req = {.struct_size = sizeof(cubec_tune_request),
+                              .key = "shape 7",
+                              .candidates = f.tc,
+                              .candidate_count = 2};
     ASSERT_ERROR(cubec_tune_choose(t, f.s, &req, &r), CUBEC_PROFILE_INVALID,
                  "tuner 'rejects', key 'shape 7': every candidate was rejected: [0] a: its run "
                  "returned an error");
@@ -380,7 +390,11 @@ typedef struct chooser {
 static void *choose_thread(void *arg)
 {
     chooser *c = arg;
-    const cubec_tune_request req = {.key = "threads", .candidates = c->f->tc, .candidate_count = 2};
+    const cubec_tune_request req = {.struct_size = sizeof(cubec_tune_request),
+                                    .key = "threads",
+                                    .candidates = c->f->tc,
+                                    .candidate_count = 2};
+    c->r = (cubec_tune_result)CUBEC_TUNE_RESULT_INIT;
     c->st = cubec_tune_choose(c->t, c->s, &req, &c->r);
     return NULL;
 }
@@ -557,10 +571,13 @@ static cubec_status run_reenter(cubec_device *d, cubec_stream s, void *user)
     (void)d;
     reenter *re = user;
     cubec_tune_candidate c = {"x", run_reenter, re};
-    cubec_tune_request req = {.key = "inner", .candidates = &c, .candidate_count = 1};
-    cubec_tune_result r;
+    cubec_tune_request req = {.struct_size = sizeof(cubec_tune_request),
+                              .key = "inner",
+                              .candidates = &c,
+                              .candidate_count = 1};
+    cubec_tune_result r = CUBEC_TUNE_RESULT_INIT;
     if (!re->choose) re->choose = cubec_tune_choose(re->t, s, &req, &r);
-    cubec_tune_outcome o;
+    cubec_tune_outcome o = CUBEC_TUNE_OUTCOME_INIT;
     if (!re->outcome) re->outcome = cubec_tune_outcome_get(re->t, 0, &o);
     return NULL;
 }
@@ -571,7 +588,7 @@ static void test_bad_arguments(void **state)
     fixture f;
     fixture_open(&f);
     cubec_tuner *t = NULL;
-    cubec_tuner_desc desc = {.name = "bad"};
+    cubec_tuner_desc desc = {.struct_size = sizeof(cubec_tuner_desc), .name = "bad"};
     ASSERT_ERROR(cubec_tuner_create(NULL, &desc, &t), CUBEC_INVALID_ARGUMENT, "device is NULL");
     ASSERT_ERROR(cubec_tuner_create(f.d, NULL, &t), CUBEC_INVALID_ARGUMENT, "desc is NULL");
     ASSERT_ERROR(cubec_tuner_create(f.d, &desc, NULL), CUBEC_INVALID_ARGUMENT, "out_tuner is NULL");
@@ -595,8 +612,11 @@ static void test_bad_arguments(void **state)
     assert_null(t);
     t = make_tuner(f.d, "bad", 0);
 
-    cubec_tune_result r;
-    cubec_tune_request req = {.key = "k", .candidates = f.tc, .candidate_count = 2};
+    cubec_tune_result r = CUBEC_TUNE_RESULT_INIT;
+    cubec_tune_request req = {.struct_size = sizeof(cubec_tune_request),
+                              .key = "k",
+                              .candidates = f.tc,
+                              .candidate_count = 2};
     ASSERT_ERROR(cubec_tune_choose(NULL, f.s, &req, &r), CUBEC_INVALID_ARGUMENT, "tuner is NULL");
     ASSERT_ERROR(cubec_tune_choose(t, f.s, NULL, &r), CUBEC_INVALID_ARGUMENT, "request is NULL");
     ASSERT_ERROR(cubec_tune_choose(t, f.s, &req, NULL), CUBEC_INVALID_ARGUMENT,
@@ -644,7 +664,7 @@ static void test_bad_arguments(void **state)
     assert_true(tune_entry_path(t, "k", path, sizeof path)[0]);
     assert_int_equal(access(path, F_OK), -1);
 
-    cubec_tune_outcome o;
+    cubec_tune_outcome o = CUBEC_TUNE_OUTCOME_INIT;
     ASSERT_ERROR(cubec_tune_outcome_get(t, 0, &o), CUBEC_INVALID_ARGUMENT,
                  "index 0 is out of range: tuner 'bad' last chose among 0 candidates");
     ASSERT_ERROR(cubec_tune_outcome_get(NULL, 0, &o), CUBEC_INVALID_ARGUMENT, "tuner is NULL");
@@ -653,7 +673,10 @@ static void test_bad_arguments(void **state)
     /* A candidate that calls its own tuner is refused, not left waiting for itself. */
     reenter re = {t, NULL, NULL};
     cubec_tune_candidate rc[2] = {{"x", run_reenter, &re}, {"y", run_cand, &f.c[0]}};
-    req = (cubec_tune_request){.key = "re", .candidates = rc, .candidate_count = 2};
+    req = (cubec_tune_request){.struct_size = sizeof(cubec_tune_request),
+                               .key = "re",
+                               .candidates = rc,
+                               .candidate_count = 2};
     ASSERT_OK(cubec_tune_choose(t, f.s, &req, &r));
     ASSERT_ERROR(re.choose, CUBEC_INVALID_ARGUMENT, "called that tuner while it measured");
     ASSERT_ERROR(re.outcome, CUBEC_INVALID_ARGUMENT, "called that tuner while it measured");

@@ -456,7 +456,8 @@ static void launch(int ki, cubec_stream s, mbuf *const *bufs, int count, mbuf *o
     cubec_buffer hs[4];
     for (int i = 0; i < count; i++)
         hs[i] = bufs[i]->h;
-    cubec_launch_desc ld = {.kernel = R.k[ki],
+    cubec_launch_desc ld = {.struct_size = sizeof(cubec_launch_desc),
+                            .kernel = R.k[ki],
                             .buffers = hs,
                             .buffer_count = (uint32_t)count,
                             .info = info,
@@ -580,7 +581,8 @@ static void make_kernels(void)
     for (int i = 0; i < K_COUNT; i++) {
         R.kok[i] = 0;
         if (R.lost) continue;
-        cubec_kernel_desc kd = {.name = names[i], .glsl = srcs[i]};
+        cubec_kernel_desc kd = {
+            .struct_size = sizeof(cubec_kernel_desc), .name = names[i], .glsl = srcs[i]};
         cubec_kernel k = {0};
         cubec_status st = cubec_kernel_create(R.d, &kd, &k);
         after_call(st, "cubec_kernel_create", 0);
@@ -781,7 +783,7 @@ static void workload_graph(void)
 static void profile_end(cubec_stream s, cubec_profile p, int first_out, int profiled)
 {
     if (R.lost || !p.id) return;
-    cubec_profile_result res = {0};
+    cubec_profile_result res = CUBEC_PROFILE_RESULT_INIT;
     cubec_status st = cubec_profile_end(R.d, s, p, &res);
     after_call(st, "cubec_profile_end", 1);
     if (!st) {
@@ -1138,7 +1140,9 @@ static void test_sweep(void **state)
                 snprintf(root, sizeof root, "injected fault: %s call #%" PRIu64, kind, n);
                 setenv("CUBEC_FAULT", spec, 1);
                 trace_before();
-                cubec_device_desc desc = {.validation = 1, .on_validation = count_message};
+                cubec_device_desc desc = {.struct_size = sizeof(cubec_device_desc),
+                                          .validation = 1,
+                                          .on_validation = count_message};
                 const char *v = getenv("CUBEC_TEST_VALIDATION");
                 if (v && v[0] == '0') desc.validation = 0;
                 cubec_device *d = NULL;

@@ -465,7 +465,8 @@ static void op_launch(run *r, cubec_kernel k, int kernel_ok, const char *name, c
     cubec_buffer hs[5];
     for (int i = 0; i < count; i++)
         hs[i] = bufs[i]->h;
-    cubec_launch_desc ld = {.kernel = k,
+    cubec_launch_desc ld = {.struct_size = sizeof(cubec_launch_desc),
+                            .kernel = k,
                             .buffers = hs,
                             .buffer_count = (uint32_t)count,
                             .info = info,
@@ -510,7 +511,8 @@ static void op_accumulate(run *r, cubec_stream s, lbuf *acc, lbuf *y)
     }
     uint32_t n = acc->words;
     cubec_buffer hs[2] = {acc->h, y->h};
-    cubec_launch_desc ld = {.kernel = r->accumulate,
+    cubec_launch_desc ld = {.struct_size = sizeof(cubec_launch_desc),
+                            .kernel = r->accumulate,
                             .buffers = hs,
                             .buffer_count = 2,
                             .info = &n,
@@ -844,8 +846,11 @@ static cubec_kernel make_kernel(run *r, const char *name, const char *src, const
     cubec_kernel k = {0};
     *ok = 0;
     if (r->lost) return k;
-    cubec_kernel_desc desc = {
-        .name = name, .glsl = src, .defines = def, .define_count = def ? 1 : 0};
+    cubec_kernel_desc desc = {.struct_size = sizeof(cubec_kernel_desc),
+                              .name = name,
+                              .glsl = src,
+                              .defines = def,
+                              .define_count = def ? 1 : 0};
     cubec_status st = cubec_kernel_create(r->d, &desc, &k);
     after_call(r, st, "cubec_kernel_create");
     if (st) {
@@ -1046,7 +1051,9 @@ static void test_fault_sweep(void **state)
                 char spec[64];
                 snprintf(spec, sizeof spec, "%s:%" PRIu64, kind, n);
                 setenv("CUBEC_FAULT", spec, 1);
-                cubec_device_desc desc = {.validation = 1, .on_validation = count_message};
+                cubec_device_desc desc = {.struct_size = sizeof(cubec_device_desc),
+                                          .validation = 1,
+                                          .on_validation = count_message};
                 const char *v = getenv("CUBEC_TEST_VALIDATION");
                 if (v && v[0] == '0') desc.validation = 0;
                 cubec_device *d = NULL;

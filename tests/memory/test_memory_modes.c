@@ -73,7 +73,7 @@ static cubec_device *open_with(setting set, model *m)
     cubec_device *d = test_device_open();
     memset(m, 0, sizeof *m);
     m->set = set;
-    cubec_device_info info;
+    cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
     ASSERT_OK(cubec_device_get_info(d, &info));
     m->alignment = info.storage_offset_alignment < 16 ? 16 : info.storage_offset_alignment;
     return d;
@@ -143,7 +143,7 @@ static void check(cubec_device *d, cubec_stream s, const model *m)
                      (unsigned long long)m->buf[i].size);
         free(got);
     }
-    cubec_memory_report r;
+    cubec_memory_report r = CUBEC_MEMORY_REPORT_INIT;
     ASSERT_OK(cubec_memory_report_get(d, s, &r));
     assert_string_equal(r.persistent.kind, "persistent");
     assert_string_equal(r.dedicated.kind, "dedicated");
@@ -230,7 +230,7 @@ static void test_windows_enforced(void **state)
 
 static uint32_t pages_of(cubec_device *d, cubec_stream s, int persistent)
 {
-    cubec_memory_report r;
+    cubec_memory_report r = CUBEC_MEMORY_REPORT_INIT;
     ASSERT_OK(cubec_memory_report_get(d, s, &r));
     return persistent ? r.persistent.pages : r.dedicated.pages;
 }
@@ -249,7 +249,7 @@ static void test_persistent_reuse_and_dedicated_return(void **state)
     create(d, s, &m, 100 * KiB, &rng);
     create(d, s, &m, 100 * KiB, &rng);
     assert_int_equal(pages_of(d, s, 1), 2);
-    cubec_memory_report r;
+    cubec_memory_report r = CUBEC_MEMORY_REPORT_INIT;
     ASSERT_OK(cubec_memory_report_get(d, s, &r));
     assert_int_equal(r.persistent.bytes_reserved, 2 * effective(&m, 100 * KiB));
     assert_int_equal(r.persistent.page_size, effective(&m, 100 * KiB));
@@ -313,7 +313,7 @@ static void test_windows_per_stream(void **state)
     cubec_buffer x, y;
     ASSERT_OK(cubec_buffer_create(d, b, 4096, &y));
     ASSERT_OK(cubec_buffer_create(d, a, 4096, &x));
-    cubec_memory_report ra, rb;
+    cubec_memory_report ra = CUBEC_MEMORY_REPORT_INIT, rb = CUBEC_MEMORY_REPORT_INIT;
     ASSERT_OK(cubec_memory_report_get(d, a, &ra));
     ASSERT_OK(cubec_memory_report_get(d, b, &rb));
     assert_int_equal(ra.persistent.allocations, 1);
@@ -472,7 +472,7 @@ static void check_windows_reported(cubec_device *d, const slot_model sm[2], sett
                                    const char *when)
 {
     for (int k = 0; k < 2; k++) {
-        cubec_memory_report r;
+        cubec_memory_report r = CUBEC_MEMORY_REPORT_INIT;
         ASSERT_OK(cubec_memory_report_get(d, sm[k].s, &r));
         if ((int)r.window_mode != model_mode(&sm[k]) || (int)r.window_depth != sm[k].depth)
             fail_msg("%s: slot %u reports window mode %d depth %u, the model %d depth %d", when,

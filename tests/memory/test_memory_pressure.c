@@ -119,7 +119,7 @@ static void drop_all(cubec_device *d, model *m)
  * null heap its use, which is those pages: nothing else takes device memory there). */
 static void check_budget_of(cubec_device *d, cubec_stream s, const cap_kind *kind, uint64_t cap)
 {
-    cubec_memory_report r;
+    cubec_memory_report r = CUBEC_MEMORY_REPORT_INIT;
     ASSERT_OK(cubec_memory_report_get(d, s, &r));
     assert_string_equal(r.budget_source, kind->source);
     assert_int_equal(r.budget_bytes, cap);
@@ -139,7 +139,7 @@ static void check_budget(cubec_device *d, cubec_stream s, uint64_t cap)
  * rule; an exclusive pool or an arena takes up to its max_slice_size. */
 static void pool_tried(cubec_device *d, cubec_stream s, uint64_t size, char *out, size_t cap)
 {
-    cubec_memory_report r;
+    cubec_memory_report r = CUBEC_MEMORY_REPORT_INIT;
     ASSERT_OK(cubec_memory_report_get(d, s, &r));
     int fill_rule = strcmp(r.preset, "ladder") == 0;
     for (uint32_t i = 0; i < r.pool_count; i++) {
@@ -193,7 +193,7 @@ static void fill_free_refill_under(const cap_kind *kind, const char *preset, cub
     /* The bytes reserved and in use (one stream's pools are every stream's here), and the pages
      * held that the cap refused to go past. */
     check_budget_of(d, s, kind, cap);
-    cubec_memory_report r;
+    cubec_memory_report r = CUBEC_MEMORY_REPORT_INIT;
     ASSERT_OK(cubec_memory_report_get(d, s, &r));
     char totals[128], held[96], cap_held[192];
     snprintf(totals, sizeof totals,
@@ -341,7 +341,7 @@ static void test_pressure_returns_persistent_slices(void **state)
     for (int i = 0; i < 5; i++)
         drop(d, &m, m.count - 1);
     ASSERT_OK(cubec_sync(d, s));
-    cubec_memory_report r;
+    cubec_memory_report r = CUBEC_MEMORY_REPORT_INIT;
     ASSERT_OK(cubec_memory_report_get(d, s, &r));
     assert_int_equal(r.persistent.pages, 6);
     assert_int_equal(r.persistent.allocations, 1);
@@ -378,7 +378,7 @@ static void test_page_fault_absorbed(void **state)
         assert_int_equal(after[CUBEC_FAULT_PAGE], before[CUBEC_FAULT_PAGE] + 2);
         ASSERT_OK(cubec_memory_mode_pop(d, s));
     }
-    cubec_memory_report r;
+    cubec_memory_report r = CUBEC_MEMORY_REPORT_INIT;
     ASSERT_OK(cubec_memory_report_get(d, s, &r));
     assert_int_equal(r.persistent.allocations, 1);
     assert_int_equal(r.dedicated.allocations, 1);
@@ -396,9 +396,9 @@ static void test_budget_reported(void **state)
     ASSERT_OK(cubec_stream_new(d, &s));
     cubec_buffer b;
     ASSERT_OK(cubec_buffer_create(d, s, 1 * MiB, &b));
-    cubec_device_info info;
+    cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
     ASSERT_OK(cubec_device_get_info(d, &info));
-    cubec_memory_report r;
+    cubec_memory_report r = CUBEC_MEMORY_REPORT_INIT;
     ASSERT_OK(cubec_memory_report_get(d, s, &r));
     assert_true(r.budget_bytes > 0);
     if (!strcmp(r.budget_source, "heap size")) {

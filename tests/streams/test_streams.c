@@ -350,7 +350,7 @@ static uint64_t run_chains(cubec_device *d, uint32_t nstreams, uint32_t rounds)
     }
     uint64_t allocations = 0;
     for (uint32_t i = 0; i < nstreams; i++) {
-        cubec_memory_report rep;
+        cubec_memory_report rep = CUBEC_MEMORY_REPORT_INIT;
         ASSERT_OK(cubec_memory_report_get(d, s[i], &rep));
         allocations += rep.allocations;
     }
@@ -392,7 +392,7 @@ static void test_many_streams_fold_onto_few_slots(void **state)
      * of the 3 slots; 3 of them cover all). */
     for (uint32_t i = 0; i < 3; i++) {
         cubec_stream s = new_stream(d);
-        cubec_memory_report rep;
+        cubec_memory_report rep = CUBEC_MEMORY_REPORT_INIT;
         ASSERT_OK(cubec_memory_cleanup(d, s));
         ASSERT_OK(cubec_memory_report_get(d, s, &rep));
         assert_int_equal(rep.allocations, 0);
@@ -511,7 +511,7 @@ static void test_per_thread_policy(void **state)
 static void read_after_sync(cubec_device *d, cubec_stream s, cubec_buffer buf, void *dst,
                             uint64_t size, const char *name)
 {
-    cubec_device_info info;
+    cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
     ASSERT_OK(cubec_device_get_info(d, &info));
     cubec_event *e = NULL;
     ASSERT_OK(cubec_read_async(d, s, buf, 0, dst, size, &e));
@@ -618,7 +618,7 @@ static void test_metadata_arena_recycled_when_drained_by_another_slot(void **sta
     kernels k = kernels_create(d);
     cubec_kernel big = make_kernel(d, "arena_info", arena_info_src);
     enum { N = 64, INFO = 60000, ITER = 1500, WARM = 100 };
-    cubec_kernel_info ki;
+    cubec_kernel_info ki = CUBEC_KERNEL_INFO_INIT;
     ASSERT_OK(cubec_kernel_get_info(d, big, &ki));
     assert_int_equal(ki.info_size, INFO);
     cubec_stream a = new_stream(d), b = new_stream(d);
@@ -636,7 +636,8 @@ static void test_metadata_arena_recycled_when_drained_by_another_slot(void **sta
         info[1] = it;
         for (uint32_t j = 0; j < 64; j++)
             info[2 + j] = it * 64 + j;
-        cubec_launch_desc ld = {.kernel = big,
+        cubec_launch_desc ld = {.struct_size = sizeof(cubec_launch_desc),
+                                .kernel = big,
                                 .buffers = &xb,
                                 .buffer_count = 1,
                                 .info = info,
@@ -700,7 +701,8 @@ static void test_large_metadata_chain(void **state)
         info[1] = it * 1000;
         for (uint32_t j = 0; j < 64; j++)
             info[2 + j] = it * 64 + j;
-        cubec_launch_desc ld = {.kernel = big,
+        cubec_launch_desc ld = {.struct_size = sizeof(cubec_launch_desc),
+                                .kernel = big,
                                 .buffers = &v,
                                 .buffer_count = 1,
                                 .info = info,

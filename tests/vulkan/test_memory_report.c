@@ -158,7 +158,7 @@ static void test_report_matches_allocations(void **state)
     }
     const uint64_t count[2] = {N1, N2};
 
-    cubec_memory_report r[2];
+    cubec_memory_report r[2] = {CUBEC_MEMORY_REPORT_INIT, CUBEC_MEMORY_REPORT_INIT};
     for (int k = 0; k < 2; k++) {
         ASSERT_OK(cubec_memory_report_get(d, s[k], &r[k]));
         assert_int_equal(r[k].allocations, count[k]);
@@ -356,7 +356,8 @@ static void test_table_rows_match_report(void **state)
     ASSERT_OK(cubec_buffer_release(d, gone));
     ASSERT_OK(cubec_sync(d, s[2]));
 
-    cubec_memory_report r[3];
+    cubec_memory_report r[3] = {CUBEC_MEMORY_REPORT_INIT, CUBEC_MEMORY_REPORT_INIT,
+                                CUBEC_MEMORY_REPORT_INIT};
     for (int k = 0; k < 3; k++)
         ASSERT_OK(cubec_memory_report_get(d, s[k], &r[k]));
     assert_int_equal(r[2].dedicated.pages, 0);

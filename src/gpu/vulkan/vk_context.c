@@ -473,7 +473,7 @@ cubec_status vk_context_create(const vk_context_desc *desc, vk_context *ctx)
     if (!err) {
         vkGetPhysicalDeviceProperties(ctx->physical, &ctx->props);
         vkGetPhysicalDeviceMemoryProperties(ctx->physical, &ctx->memory);
-        cubec_device_info info;
+        cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
         vk_fill_info(ctx->instance, ctx->physical, &info);
         snprintf(ctx->driver_name, sizeof ctx->driver_name, "%s", info.driver);
         ctx->max_allocation_size = info.max_allocation_size;
