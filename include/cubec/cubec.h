@@ -9,7 +9,9 @@
  *  - Handles are opaque. Buffers, kernels, graphs and profiles are generation-counted ids: a
  *    released or stale id, one from another device, or a made-up one is detected and refused
  *    with CUBEC_INVALID_ARGUMENT (graphs: CUBEC_GRAPH_STATE), never dereferenced; the message
- *    says which it was. Release/destroy functions accept a zero handle.
+ *    says which it was. Release/destroy functions accept a zero handle. The device pointer is
+ *    checked too: a call on a closed device, or on a pointer cubec_device_open did not return,
+ *    is refused with CUBEC_INVALID_ARGUMENT naming it, never dereferenced (docs/api.md).
  *  - Desc structs are read only during the call; a zeroed field means "the default".
  *  - Structs that may grow carry their size first (struct_size) and have a CUBEC_<NAME>_INIT
  *    macro that sets it: start every one with it (see "Structs that grow" below).
@@ -300,7 +302,9 @@ typedef struct cubec_device_info {
 /* Opens a device. `desc` may be NULL (defaults). */
 CUBEC_MUST_USE cubec_status cubec_device_open(const cubec_device_desc *desc,
                                               cubec_device **out_device);
-/* Waits for all queued work, frees every buffer, kernel and Vulkan object. NULL is accepted. */
+/* Waits for all queued work, frees every buffer, kernel and Vulkan object. NULL is accepted, and
+ * so is a device already closed (or a pointer that never was one): ignored, with a warning in
+ * the log. Every later call on the pointer is refused (not an open device). */
 void cubec_device_close(cubec_device *device);
 CUBEC_MUST_USE cubec_status cubec_device_get_info(cubec_device *device,
                                                   cubec_device_info *out_info);

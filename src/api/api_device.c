@@ -3,6 +3,7 @@
 #include "api/api_common.h"
 #include "api/api_struct.h"
 #include "base/config.h"
+#include "base/log.h"
 #include "gpu/gpu.h"
 #include "server/buffers.h"
 #include "server/device.h"
@@ -27,7 +28,18 @@ cubec_status cubec_device_open(const cubec_device_desc *desc, cubec_device **out
 
 void cubec_device_close(cubec_device *device)
 {
-    if (device) server_close(device);
+    if (!device) return;
+    /* Taken out of the registry first: a second close, or calls racing this one that come after
+     * it, find it closed. A pointer that is not open is left alone (closing returns nothing to
+     * refuse with), and said so in the log. */
+    if (!device_registry_remove(device)) {
+        LOG(LOG_WARN, LOG_SYS_DEVICE,
+            "cubec_device_close: device %p is not an open device (closed, or never opened): "
+            "ignored",
+            (void *)device);
+        return;
+    }
+    server_close(device);
 }
 
 cubec_status cubec_device_get_info(cubec_device *device, cubec_device_info *out_info)
@@ -36,7 +48,7 @@ cubec_status cubec_device_get_info(cubec_device *device, cubec_device_info *out_
     RETURN_IF_ERROR(API_STRUCT_CHECK(out_info, cubec_device_info, CUBEC_DEVICE_INFO_INIT,
                                      "cubec_device_get_info", "out_info"));
     api_struct_clear(out_info);
-    if (!device) return INVALID_ARG("cubec_device_get_info: device is NULL");
+    RETURN_IF_ERROR(api_device(device, "cubec_device_get_info"));
     pthread_mutex_lock(&device->lock);
     api_struct_write(out_info, &device->info);
     pthread_mutex_unlock(&device->lock);
@@ -49,7 +61,7 @@ cubec_status cubec_device_vulkan_handles(cubec_device *device, cubec_vulkan_hand
     RETURN_IF_ERROR(API_STRUCT_CHECK(out_handles, cubec_vulkan_handles, CUBEC_VULKAN_HANDLES_INIT,
                                      "cubec_device_vulkan_handles", "out_handles"));
     api_struct_clear(out_handles);
-    if (!device) return INVALID_ARG("cubec_device_vulkan_handles: device is NULL");
+    RETURN_IF_ERROR(api_device(device, "cubec_device_vulkan_handles"));
     /* Constant from open to close: no lock needed. */
     if (!device->gpu->ops->vulkan_handles)
         return status_make(CUBEC_UNSUPPORTED,

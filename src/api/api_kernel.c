@@ -71,7 +71,7 @@ static cubec_status check_desc(const char *fn, cubec_device *device, const cubec
      * and memory in proportion to them. The check reads at most limit + 1 bytes of the GLSL; only
      * a refused source is measured in full, for the message. The limit is the device's
      * configuration ([kernel] max_source_bytes), immutable after open: read without the lock. */
-    if (!device) return INVALID_ARG("%s: device is NULL", fn);
+    RETURN_IF_ERROR(api_device(device, fn));
     uint64_t limit = (uint64_t)device->config.max_source_bytes;
     if (desc->spirv && desc->spirv_words > limit / 4)
         return INVALID_ARG("%s: desc->spirv_words is %zu, more than the limit of %" PRIu64

@@ -93,7 +93,7 @@ cubec_status cubec_tuner_create(cubec_device *device, const cubec_tuner_desc *us
 {
     if (!out_tuner) return INVALID_ARG("cubec_tuner_create: out_tuner is NULL");
     *out_tuner = NULL;
-    if (!device) return INVALID_ARG("cubec_tuner_create: device is NULL");
+    RETURN_IF_ERROR(api_device(device, "cubec_tuner_create"));
     if (!user) return INVALID_ARG("cubec_tuner_create: desc is NULL");
     RETURN_IF_ERROR(API_STRUCT_CHECK(user, cubec_tuner_desc, CUBEC_TUNER_DESC_INIT,
                                      "cubec_tuner_create", "desc"));

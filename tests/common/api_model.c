@@ -2850,8 +2850,18 @@ static void device_close(fuzz *f)
     while (f->nevents)
         event_finish(f, f->nevents - 1, f->lost);
     note(f, "cubec_device_close");
+    cubec_device *closed = f->d;
     cubec_device_close(f->d);
     f->d = NULL;
+    /* The closed pointer is refused by name, never dereferenced (docs/api.md "Handles"); a
+     * second close is ignored. */
+    cubec_status st = cubec_sync(closed, 0);
+    if (cubec_status_code(st) != CUBEC_INVALID_ARGUMENT ||
+        !strstr(cubec_status_message(st), "is not an open device"))
+        die(f, "a call on a closed device returned %s: %s", cubec_code_name(cubec_status_code(st)),
+            cubec_status_message(st));
+    cubec_status_free(st);
+    cubec_device_close(closed);
     hosts_close(f);
     model_reset(f);
     if (atomic_load(&validation_messages))
