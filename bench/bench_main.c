@@ -490,9 +490,9 @@ static void run_figure(const figure_def *def, size_t first, const bench_params *
                                 .baseline_device_value = NAN};
     }
     if (def->needs & ~params->features) {
-        const uint32_t missing = def->needs & ~params->features;
+        const uint64_t missing = def->needs & ~params->features;
         res->skipped = bench_errorf("the device lacks the feature %s (cubec info)",
-                                    cubec_feature_name((cubec_feature)(missing & (~missing + 1))));
+                                    cubec_feature_name(missing & (~missing + 1)));
         bench_err_free(err); /* nothing was measured */
         return;
     }

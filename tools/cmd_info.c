@@ -79,13 +79,13 @@ static int same_device(const cubec_device_info *a, const cubec_device_info *b)
 }
 
 /* The names of the cubec_feature bits in `bits`, wrapped under the value column. */
-static void print_features(const char *label, uint32_t bits)
+static void print_features(const char *label, uint64_t bits)
 {
     printf("  %-28s", label);
     int column = 31, any = 0;
-    for (uint32_t bit = 1; bit; bit <<= 1) {
+    for (uint64_t bit = 1; bit; bit <<= 1) {
         if (!(bits & bit)) continue;
-        const char *name = cubec_feature_name((cubec_feature)bit);
+        const char *name = cubec_feature_name(bit);
         int width = (int)strlen(name) + 1;
         if (any && column + width > 100) {
             printf("\n  %-28s", "");

@@ -131,6 +131,16 @@ const char *cubec_status_message(cubec_status status);
 const char *cubec_code_name(cubec_code code);
 /* Frees a status; NULL is accepted. */
 void cubec_status_free(cubec_status status);
+/* A new status of `code` whose message is the printf-style `fmt`, for a callback that fails with
+ * an error of its own (an autotune candidate's run): cubec then owns it as any status. CUBEC_OK
+ * gives NULL (success). A code not in CUBEC_CODES gives a CUBEC_INVALID_ARGUMENT status naming
+ * it, with the message after it. A binding passes "%s" and its text. Never NULL for an error: if
+ * the host is out of memory, a static CUBEC_OUT_OF_MEMORY status without the message. */
+CUBEC_MUST_USE cubec_status cubec_status_new(cubec_code code, const char *fmt, ...)
+#if defined(__GNUC__) || defined(__clang__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
 
 /* The library's version, packed as CUBEC_VERSION packs the header's: a program built against
  * another major version, or (while the major version is 0) another minor one, must not use it. */
@@ -192,8 +202,10 @@ typedef enum cubec_feature {
 } cubec_feature;
 
 /* The short name of one feature, as `cubec info` and CUBEC_DISABLE_FEATURES spell it ("float16",
- * "storage_buffer_16bit"); "unknown" for a value that is not exactly one cubec_feature. */
-const char *cubec_feature_name(cubec_feature feature);
+ * "storage_buffer_16bit"); "unknown" for a value that is not exactly one cubec_feature. It takes
+ * 64 bits like cubec_device_info.features: bits past 1 << 30, which an enum constant cannot hold,
+ * will be macros of type uint64_t. */
+const char *cubec_feature_name(uint64_t feature);
 
 typedef struct cubec_device_desc {
     uint32_t struct_size; /* CUBEC_DEVICE_DESC_INIT */
@@ -203,7 +215,12 @@ typedef struct cubec_device_desc {
     uint32_t index;      /* index in Vulkan's enumeration order (see `cubec info`)  */
     const char *name;    /* if set: the first device whose name contains this text */
     /* Non-zero turns on the Khronos validation layer (CUBEC_VALIDATION=1 does too).
-     * Validation messages are logged; `on_validation` is also called for each. */
+     * Validation messages are logged; `on_validation` is also called for each. Threads: it is
+     * called on the thread whose Vulkan call the layer reports, which is any thread inside a
+     * cubec call on this device (often with the device lock held) or one of cubec's own
+     * threads (the submission thread, the compile workers, the thread that frees large pages),
+     * and from several at once. It must return quickly and call no cubec function on this
+     * device (the lock it may hold is not recursive); `message` lasts only for the call. */
     int validation;
     void (*on_validation)(void *user, const char *message);
     void *on_validation_user;
@@ -277,7 +294,7 @@ typedef struct cubec_device_info {
     uint32_t tasks_max;
     /* cubec_feature bits: enabled on this device (cubec_device_get_info), or that the device has
      * and cubec_device_open would enable, the configuration aside (cubec_device_peek). */
-    uint32_t features;
+    uint64_t features;
     /* cubec_host_register takes addresses and sizes that are multiples of this (the device's
      * minImportedHostPointerAlignment, or the host page size where it cannot import); also
      * filled by cubec_device_peek. */
@@ -835,7 +852,10 @@ typedef struct cubec_tuner_desc {
 
 /* One way of doing the work. `run` queues one execution of it on `stream` (launches, copies,
  * fills; no read or sync is needed) and returns NULL, or an error, which rejects the candidate
- * (cubec takes the status over and frees it). It must not call the same tuner. */
+ * (cubec takes the status over and frees it): another call's error, or one of its own from
+ * cubec_status_new. Threads: it is called on the thread inside cubec_tune_choose, one candidate
+ * at a time per tuner (the tuner's lock held, the device lock not held), so it may call any cubec
+ * function on the device but must not call the same tuner. */
 typedef struct cubec_tune_candidate {
     const char *name; /* required, unique among the request's candidates: stored with the choice */
     cubec_status (*run)(cubec_device *device, cubec_stream stream, void *user);

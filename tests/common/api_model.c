@@ -2211,13 +2211,24 @@ static void op_info(fuzz *f)
         return;
     }
     case 4:
-        note(f, "cubec_status_code/message/free(NULL), cubec_code_name");
+        note(f, "cubec_status_code/message/free(NULL), cubec_code_name, cubec_status_new");
         if (cubec_status_code(NULL) != CUBEC_OK || strcmp(cubec_status_message(NULL), "ok"))
             die(f, "a NULL status is not CUBEC_OK \"ok\"");
         cubec_status_free(NULL);
         if (strcmp(cubec_code_name(CUBEC_TIMEOUT), "CUBEC_TIMEOUT") ||
             strcmp(cubec_code_name((cubec_code)99), "CUBEC_UNKNOWN_CODE"))
             die(f, "cubec_code_name names a code wrongly");
+        {
+            /* A status of the program's own: its code and message; OK is success (NULL). */
+            cubec_status own = cubec_status_new(CUBEC_UNSUPPORTED, "model %s %d", "step", 7);
+            if (cubec_status_code(own) != CUBEC_UNSUPPORTED ||
+                strcmp(cubec_status_message(own), "model step 7"))
+                die(f, "cubec_status_new made %s \"%s\"", cubec_code_name(cubec_status_code(own)),
+                    cubec_status_message(own));
+            cubec_status_free(own);
+            if (cubec_status_new(CUBEC_OK, "fine"))
+                die(f, "cubec_status_new(CUBEC_OK) is not NULL");
+        }
         return;
     default: {
         cubec_stream cur = 0;
@@ -3027,6 +3038,7 @@ const char *const api_model_calls[][2] = {
     {"cubec_buffer_view", "op_view"},
     {"cubec_check", "op_check"},
     {"cubec_code_name", "op_info"},
+    {"cubec_status_new", "op_info"},
     {"cubec_version", "op_info"},
     {"cubec_copy", "op_copy"},
     {"cubec_device_close", "device_close"},

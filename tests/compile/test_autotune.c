@@ -81,7 +81,9 @@ typedef struct cand {
     uint32_t steps;
     uint32_t runs;
     uint64_t total_steps; /* over all its runs on v */
-    int mode; /* 0: runs; 1: its run returns an error; 2: reads a buffer carrying a failure */
+    /* 0: runs; 1: its run returns an error; 2: reads a buffer carrying a failure; 3: its run
+     * returns an error of its own (cubec_status_new) */
+    int mode;
 } cand;
 
 static cubec_status run_cand(cubec_device *d, cubec_stream s, void *user)
@@ -94,6 +96,8 @@ static cubec_status run_cand(cubec_device *d, cubec_stream s, void *user)
             .struct_size = sizeof(cubec_launch_desc), .kernel = c->busy, .groups = {1, 1, 1}};
         return cubec_launch(d, s, &bad);
     }
+    if (c->mode == 3)
+        return cubec_status_new(CUBEC_UNSUPPORTED, "tile %u needs %s", c->steps, "float16");
     cubec_status st = busy_launch(d, s, c->busy, c->v, WORDS, c->steps);
     if (!st) c->total_steps += c->steps;
     return st;
@@ -296,6 +300,29 @@ static void test_failing_and_poisoned_rejected(void **state)
     ASSERT_OK(cubec_tuner_destroy(t));
     f.c[1].v = own1;
     ASSERT_OK(cubec_buffer_release(f.d, tainted));
+    fixture_close(&f);
+}
+
+/* A candidate (a Python one, say) fails with a status of its own: rejected with its code and
+ * message, the other chosen. */
+static void test_candidate_own_status(void **state)
+{
+    (void)state;
+    fixture f;
+    fixture_open(&f);
+    f.c[0].mode = 3;
+    f.c[0].steps = 16;
+    cubec_tuner *t = make_tuner(f.d, "own-status", 1);
+    cubec_tune_result r = choose(&f, t, "k", 2, 0);
+    assert_int_equal(r.index, 1);
+    cubec_tune_outcome o0 = outcome(t, 0);
+    assert_int_equal(o0.state, CUBEC_TUNE_REJECTED);
+    assert_int_equal(o0.code, CUBEC_UNSUPPORTED);
+    assert_non_null(strstr(o0.reason, "its run returned an error: tile 16 needs float16"));
+    assert_int_equal(f.c[0].runs, 1);
+    assert_int_equal(outcome(t, 1).state, CUBEC_TUNE_TIMED);
+    check_cand(&f, 1);
+    ASSERT_OK(cubec_tuner_destroy(t));
     fixture_close(&f);
 }
 
@@ -694,6 +721,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_fast_candidate_chosen, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tuning_inside_dry_run, setup, teardown),
         cmocka_unit_test_setup_teardown(test_failing_and_poisoned_rejected, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_candidate_own_status, setup, teardown),
         cmocka_unit_test_setup_teardown(test_choice_reused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_threads_measure_once, setup, teardown),
         cmocka_unit_test_setup_teardown(test_damaged_entry_measured_again, setup, teardown),

@@ -39,7 +39,8 @@ static int has(cubec_device *d, uint32_t features)
     cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
     ASSERT_OK(cubec_device_get_info(d, &info));
     if ((info.features & features) == features) return 1;
-    print_message("skipped: the device lacks features 0x%x\n", features & ~info.features);
+    print_message("skipped: the device lacks features 0x%llx\n",
+                  (unsigned long long)(features & ~info.features));
     return 0;
 }
 
@@ -271,7 +272,7 @@ static void test_features_reported(void **state)
     assert_string_equal(cubec_feature_name((cubec_feature)0), "unknown");
     assert_string_equal(
         cubec_feature_name((cubec_feature)(CUBEC_FEATURE_INT8 | CUBEC_FEATURE_INT16)), "unknown");
-    print_message("device features: 0x%x\n", opened.features);
+    print_message("device features: 0x%llx\n", (unsigned long long)opened.features);
     test_device_close(d);
 }
 
