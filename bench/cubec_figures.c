@@ -621,7 +621,7 @@ static bench_err alloc_verify(void *state)
     for (uint64_t s = f->p.alloc_min_bytes; s <= f->p.alloc_max_bytes; s *= 2) {
         uint64_t size = 0;
         CU_TRY(cubec_buffer_create(f->dev, STREAM, s, &f->buf[0]));
-        CU_TRY(cubec_buffer_size(f->dev, f->buf[0], &size));
+        CU_TRY(cubec_buffer_get_size(f->dev, f->buf[0], &size));
         cubec_buffer b = f->buf[0];
         f->buf[0] = (cubec_buffer){0};
         CU_TRY(cubec_buffer_release(f->dev, b));
@@ -695,7 +695,7 @@ static bench_err peak_setup(void *dev, const bench_params *params, void **out_st
     if (!f) return bench_errorf("out of host memory");
     f->many = calloc(2 * MLP_LAYERS, sizeof *f->many);
     if (!f->many) return bench_errorf("out of host memory");
-    CU_TRY(cubec_memory_mode_push(f->dev, STREAM, CUBEC_MEMORY_MODE_PERSISTENT));
+    CU_TRY(cubec_memory_window_begin(f->dev, STREAM, CUBEC_MEMORY_MODE_PERSISTENT));
     bench_err err = NULL;
     for (uint32_t i = 0; i < MLP_LAYERS && !err; i++) {
         err = bench_from_status(cubec_buffer_create(f->dev, STREAM,
@@ -710,7 +710,7 @@ static bench_err peak_setup(void *dev, const bench_params *params, void **out_st
         if (!err) f->many_count++;
     }
     bench_err pop =
-        bench_from_status(cubec_memory_mode_pop(f->dev, STREAM), "cubec_memory_mode_pop");
+        bench_from_status(cubec_memory_window_end(f->dev, STREAM), "cubec_memory_window_end");
     if (err) {
         bench_err_free(pop);
         return err;

@@ -559,7 +559,7 @@ static int report_output(cubec_device *device, const run_args *a, uint32_t bindi
                          cubec_access access, cubec_buffer buffer)
 {
     uint64_t size = 0;
-    if (cli_failed(CMD, cubec_buffer_size(device, buffer, &size), "reading a buffer's size"))
+    if (cli_failed(CMD, cubec_buffer_get_size(device, buffer, &size), "reading a buffer's size"))
         return CLI_EXIT_RUNTIME;
     if (size > SIZE_MAX) {
         fprintf(stderr, "cubec run: binding %" PRIu32 " is too big for host memory\n", binding);

@@ -59,6 +59,14 @@ extern "C" {
  * knows (a program built against a newer header) is refused with CUBEC_INVALID_ARGUMENT naming
  * the argument, the value and the macro, and nothing is written. */
 
+/* Marks a name kept for one release after its rename (docs/api.md, "Naming"): the compiler warns
+ * at each use and names the new one. */
+#if defined(__GNUC__) || defined(__clang__)
+#define CUBEC_DEPRECATED(message) __attribute__((deprecated(message)))
+#else
+#define CUBEC_DEPRECATED(message)
+#endif
+
 /* Marks a function whose result must not be dropped: every function that returns a cubec_status
  * carries it, since a dropped status is both a missed error and a leak. The compiler then warns
  * about a call that ignores the result (GCC even through a cast to void). */
@@ -326,7 +334,7 @@ void cubec_device_close(cubec_device *device);
 CUBEC_MUST_USE cubec_status cubec_device_get_info(cubec_device *device,
                                                   cubec_device_info *out_info);
 /* Number of Vulkan devices present, and the info of one of them without opening it. */
-CUBEC_MUST_USE cubec_status cubec_device_count(uint32_t *out_count);
+CUBEC_MUST_USE cubec_status cubec_device_get_count(uint32_t *out_count);
 CUBEC_MUST_USE cubec_status cubec_device_peek(uint32_t index, cubec_device_info *out_info);
 
 /* ---------------------------------------------------------------------------------------------
@@ -350,7 +358,7 @@ CUBEC_MUST_USE cubec_status cubec_device_peek(uint32_t index, cubec_device_info 
  * from that stream's pools. Streams need no destruction.
  *
  * A stream id other than CUBEC_STREAM_CURRENT must be one the device handed out
- * (cubec_stream_new, cubec_stream_current); any other value is refused with
+ * (cubec_stream_new, cubec_stream_get_current); any other value is refused with
  * CUBEC_INVALID_ARGUMENT naming the function and the id.
  * ------------------------------------------------------------------------------------------- */
 
@@ -360,7 +368,8 @@ typedef uint64_t cubec_stream;
 /* A new stream of this device, distinct from every other stream. */
 CUBEC_MUST_USE cubec_status cubec_stream_new(cubec_device *device, cubec_stream *out_stream);
 /* The id the calling thread's current stream resolves to (for logs and comparisons). */
-CUBEC_MUST_USE cubec_status cubec_stream_current(cubec_device *device, cubec_stream *out_stream);
+CUBEC_MUST_USE cubec_status cubec_stream_get_current(cubec_device *device,
+                                                     cubec_stream *out_stream);
 
 /* ---------------------------------------------------------------------------------------------
  * Buffers
@@ -390,8 +399,8 @@ CUBEC_MUST_USE cubec_status cubec_buffer_from(cubec_device *device, cubec_stream
 CUBEC_MUST_USE cubec_status cubec_buffer_view(cubec_device *device, cubec_buffer buffer,
                                               uint64_t offset, uint64_t size,
                                               cubec_buffer *out_view);
-CUBEC_MUST_USE cubec_status cubec_buffer_size(cubec_device *device, cubec_buffer buffer,
-                                              uint64_t *out_size);
+CUBEC_MUST_USE cubec_status cubec_buffer_get_size(cubec_device *device, cubec_buffer buffer,
+                                                  uint64_t *out_size);
 CUBEC_MUST_USE cubec_status cubec_buffer_retain(cubec_device *device, cubec_buffer buffer);
 /* Drops one reference; a zero handle is accepted. Returns an error for a stale handle. */
 CUBEC_MUST_USE cubec_status cubec_buffer_release(cubec_device *device, cubec_buffer buffer);
@@ -658,8 +667,8 @@ CUBEC_MUST_USE cubec_status cubec_sync_check(cubec_device *device, cubec_stream 
 CUBEC_MUST_USE cubec_status cubec_fault_inject(cubec_device *device, cubec_fault_kind kind,
                                                uint64_t nth);
 /* How many fallible calls of each kind the device made so far. */
-CUBEC_MUST_USE cubec_status cubec_fault_counts(cubec_device *device,
-                                               uint64_t out_counts[CUBEC_FAULT_KIND_COUNT]);
+CUBEC_MUST_USE cubec_status cubec_fault_get_counts(cubec_device *device,
+                                                   uint64_t out_counts[CUBEC_FAULT_KIND_COUNT]);
 /* The name of a kind as CUBEC_FAULT spells it, e.g. "page" for CUBEC_FAULT_PAGE; "unknown" for a
  * value that is not a kind. */
 const char *cubec_fault_kind_name(cubec_fault_kind kind);
@@ -772,7 +781,8 @@ CUBEC_MUST_USE cubec_status cubec_profile_end(cubec_device *device, cubec_stream
 CUBEC_MUST_USE cubec_status cubec_profile_abandon(cubec_device *device, cubec_stream stream,
                                                   cubec_profile profile);
 /* The method profiles of this device use. */
-CUBEC_MUST_USE cubec_status cubec_profile_method(cubec_device *device, cubec_timing *out_method);
+CUBEC_MUST_USE cubec_status cubec_profile_get_method(cubec_device *device,
+                                                     cubec_timing *out_method);
 
 /* ---------------------------------------------------------------------------------------------
  * Dry runs (docs/dry-runs.md)
@@ -938,7 +948,7 @@ CUBEC_MUST_USE cubec_status cubec_tune_outcome_get(cubec_tuner *tuner, uint32_t 
  * ------------------------------------------------------------------------------------------- */
 
 /* Allocation modes (docs/memory.md "Modes and windows"). A window, opened by
- * cubec_memory_mode_push and closed by cubec_memory_mode_pop, decides how the buffers that
+ * cubec_memory_window_begin and closed by cubec_memory_window_end, decides how the buffers that
  * `stream` creates while it is the innermost open window are allocated:
  *   AUTO        from the [memory] preset's pools (what happens with no window open);
  *   PERSISTENT  exact-fit slices of the persistent pool, reused only by buffers of the same
@@ -997,7 +1007,7 @@ typedef struct cubec_memory_report {
     /* Device-wide: pages made under a dry run that have no device memory yet (they get it at
      * their first real use). Counted in pages and bytes_reserved like any other page. */
     uint64_t pages_unbacked;
-    /* Allocations outside the layout's pools (cubec_memory_mode_push): the persistent pool's
+    /* Allocations outside the layout's pools (cubec_memory_window_begin): the persistent pool's
      * exact-fit slices (kind "persistent") and dedicated allocations (kind "dedicated"); both
      * count in the totals above. page_size is the largest slice or allocation held. */
     cubec_pool_report persistent;
@@ -1015,7 +1025,7 @@ typedef struct cubec_memory_report {
      * thread of their own, docs/memory.md "Relocation and guards"): out of every pool and of
      * budget_used_bytes already, counted by the driver until freed; 0 once every free is done. */
     uint64_t budget_returning_bytes;
-    /* The stream's slot's allocation windows, as cubec_memory_mode_get gives them: the innermost
+    /* The stream's slot's allocation windows, as cubec_memory_window_get gives them: the innermost
      * window's mode (AUTO when none is open) and how many are open. The window, not the routing
      * persistent_memory applies on top of it. */
     cubec_memory_mode window_mode;
@@ -1037,15 +1047,16 @@ CUBEC_MUST_USE cubec_status cubec_memory_cleanup(cubec_device *device, cubec_str
 
 /* Opens a window of `mode`. A value that is not a cubec_memory_mode, or a 65th open window, is
  * refused with CUBEC_INVALID_ARGUMENT naming it. */
-CUBEC_MUST_USE cubec_status cubec_memory_mode_push(cubec_device *device, cubec_stream stream,
-                                                   cubec_memory_mode mode);
+CUBEC_MUST_USE cubec_status cubec_memory_window_begin(cubec_device *device, cubec_stream stream,
+                                                      cubec_memory_mode mode);
 /* Closes the innermost window; CUBEC_INVALID_ARGUMENT when none is open. */
-CUBEC_MUST_USE cubec_status cubec_memory_mode_pop(cubec_device *device, cubec_stream stream);
+CUBEC_MUST_USE cubec_status cubec_memory_window_end(cubec_device *device, cubec_stream stream);
 /* The mode the innermost window sets (AUTO when none is open) and how many windows are open
  * (either out pointer may be NULL). This is the window, not the routing [memory]
  * persistent_memory may apply on top of it. */
-CUBEC_MUST_USE cubec_status cubec_memory_mode_get(cubec_device *device, cubec_stream stream,
-                                                  cubec_memory_mode *out_mode, uint32_t *out_depth);
+CUBEC_MUST_USE cubec_status cubec_memory_window_get(cubec_device *device, cubec_stream stream,
+                                                    cubec_memory_mode *out_mode,
+                                                    uint32_t *out_depth);
 
 /* The backend's object behind a buffer, for a program's own GPU code (cubec_buffer_raw). */
 typedef struct cubec_raw_buffer {
@@ -1108,8 +1119,8 @@ typedef struct cubec_vulkan_handles {
 
 /* The device's Vulkan objects into *out_handles; CUBEC_UNSUPPORTED on a backend without them (the
  * null backend). */
-CUBEC_MUST_USE cubec_status cubec_device_vulkan_handles(cubec_device *device,
-                                                        cubec_vulkan_handles *out_handles);
+CUBEC_MUST_USE cubec_status cubec_device_get_vulkan_handles(cubec_device *device,
+                                                            cubec_vulkan_handles *out_handles);
 
 /* The whole device's memory as JSON: one entry per stream slot that has allocated memory (its
  * slot number, preset, window mode and depth, its pools with the fields of cubec_pool_report, and
@@ -1122,6 +1133,35 @@ CUBEC_MUST_USE cubec_status cubec_memory_report_json(cubec_device *device, char 
 CUBEC_MUST_USE cubec_status cubec_memory_report_table(cubec_device *device, char **out_text);
 /* Frees a string the library returned. NULL is accepted. */
 void cubec_string_free(char *s);
+
+/* ---------------------------------------------------------------------------------------------
+ * Names of 0.1, kept for this release (0.2) and removed in the next (docs/api.md, "Naming"): each
+ * is an exported function that forwards to its new name.
+ * ------------------------------------------------------------------------------------------- */
+
+CUBEC_DEPRECATED("use cubec_buffer_get_size")
+CUBEC_MUST_USE cubec_status cubec_buffer_size(cubec_device *device, cubec_buffer buffer,
+                                              uint64_t *out_size);
+CUBEC_DEPRECATED("use cubec_profile_get_method")
+CUBEC_MUST_USE cubec_status cubec_profile_method(cubec_device *device, cubec_timing *out_method);
+CUBEC_DEPRECATED("use cubec_fault_get_counts")
+CUBEC_MUST_USE cubec_status cubec_fault_counts(cubec_device *device,
+                                               uint64_t out_counts[CUBEC_FAULT_KIND_COUNT]);
+CUBEC_DEPRECATED("use cubec_device_get_vulkan_handles")
+CUBEC_MUST_USE cubec_status cubec_device_vulkan_handles(cubec_device *device,
+                                                        cubec_vulkan_handles *out_handles);
+CUBEC_DEPRECATED("use cubec_stream_get_current")
+CUBEC_MUST_USE cubec_status cubec_stream_current(cubec_device *device, cubec_stream *out_stream);
+CUBEC_DEPRECATED("use cubec_device_get_count")
+CUBEC_MUST_USE cubec_status cubec_device_count(uint32_t *out_count);
+CUBEC_DEPRECATED("use cubec_memory_window_begin")
+CUBEC_MUST_USE cubec_status cubec_memory_mode_push(cubec_device *device, cubec_stream stream,
+                                                   cubec_memory_mode mode);
+CUBEC_DEPRECATED("use cubec_memory_window_end")
+CUBEC_MUST_USE cubec_status cubec_memory_mode_pop(cubec_device *device, cubec_stream stream);
+CUBEC_DEPRECATED("use cubec_memory_window_get")
+CUBEC_MUST_USE cubec_status cubec_memory_mode_get(cubec_device *device, cubec_stream stream,
+                                                  cubec_memory_mode *out_mode, uint32_t *out_depth);
 
 #if defined(__GNUC__)
 #pragma GCC visibility pop

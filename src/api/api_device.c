@@ -55,17 +55,17 @@ cubec_status cubec_device_get_info(cubec_device *device, cubec_device_info *out_
     return NULL;
 }
 
-cubec_status cubec_device_vulkan_handles(cubec_device *device, cubec_vulkan_handles *out_handles)
+cubec_status cubec_device_get_vulkan_handles(cubec_device *device, cubec_vulkan_handles *out_handles)
 {
-    if (!out_handles) return INVALID_ARG("cubec_device_vulkan_handles: out_handles is NULL");
+    if (!out_handles) return INVALID_ARG("cubec_device_get_vulkan_handles: out_handles is NULL");
     RETURN_IF_ERROR(API_STRUCT_CHECK(out_handles, cubec_vulkan_handles, CUBEC_VULKAN_HANDLES_INIT,
-                                     "cubec_device_vulkan_handles", "out_handles"));
+                                     "cubec_device_get_vulkan_handles", "out_handles"));
     api_struct_clear(out_handles);
-    RETURN_IF_ERROR(api_device(device, "cubec_device_vulkan_handles"));
+    RETURN_IF_ERROR(api_device(device, "cubec_device_get_vulkan_handles"));
     /* Constant from open to close: no lock needed. */
     if (!device->gpu->ops->vulkan_handles)
         return status_make(CUBEC_UNSUPPORTED,
-                           "cubec_device_vulkan_handles: the %s backend has no Vulkan objects",
+                           "cubec_device_get_vulkan_handles: the %s backend has no Vulkan objects",
                            device->gpu->ops->name);
     cubec_vulkan_handles whole = CUBEC_VULKAN_HANDLES_INIT;
     device->gpu->ops->vulkan_handles(device->gpu, &whole);
@@ -85,12 +85,12 @@ static cubec_status configured_backend(const char *call, gpu_backend *out)
     return status_annotate(err, "%s", call);
 }
 
-cubec_status cubec_device_count(uint32_t *out_count)
+cubec_status cubec_device_get_count(uint32_t *out_count)
 {
-    if (!out_count) return INVALID_ARG("cubec_device_count: out_count is NULL");
+    if (!out_count) return INVALID_ARG("cubec_device_get_count: out_count is NULL");
     *out_count = 0;
     gpu_backend backend = (gpu_backend)0;
-    RETURN_IF_ERROR(configured_backend("cubec_device_count", &backend));
+    RETURN_IF_ERROR(configured_backend("cubec_device_get_count", &backend));
     return gpu_device_count(backend, out_count);
 }
 
@@ -136,11 +136,11 @@ cubec_status cubec_stream_new(cubec_device *device, cubec_stream *out_stream)
     return api_unlock(device, server_stream_new(device, out_stream));
 }
 
-cubec_status cubec_stream_current(cubec_device *device, cubec_stream *out_stream)
+cubec_status cubec_stream_get_current(cubec_device *device, cubec_stream *out_stream)
 {
-    if (!out_stream) return INVALID_ARG("cubec_stream_current: out_stream is NULL");
+    if (!out_stream) return INVALID_ARG("cubec_stream_get_current: out_stream is NULL");
     *out_stream = 0;
-    RETURN_IF_ERROR(api_lock(device, "cubec_stream_current"));
+    RETURN_IF_ERROR(api_lock(device, "cubec_stream_get_current"));
     return api_unlock(device, server_stream_current(device, out_stream));
 }
 
@@ -191,11 +191,11 @@ cubec_status cubec_fault_inject(cubec_device *device, cubec_fault_kind kind, uin
     return api_unlock(device, NULL);
 }
 
-cubec_status cubec_fault_counts(cubec_device *device, uint64_t out_counts[CUBEC_FAULT_KIND_COUNT])
+cubec_status cubec_fault_get_counts(cubec_device *device, uint64_t out_counts[CUBEC_FAULT_KIND_COUNT])
 {
-    if (!out_counts) return INVALID_ARG("cubec_fault_counts: out_counts is NULL");
+    if (!out_counts) return INVALID_ARG("cubec_fault_get_counts: out_counts is NULL");
     memset(out_counts, 0, CUBEC_FAULT_KIND_COUNT * sizeof *out_counts);
-    RETURN_IF_ERROR(api_lock(device, "cubec_fault_counts"));
+    RETURN_IF_ERROR(api_lock(device, "cubec_fault_get_counts"));
     for (int k = 0; k < CUBEC_FAULT_KIND_COUNT; k++)
         out_counts[k] = device->faults.count[k];
     return api_unlock(device, NULL);

@@ -46,11 +46,11 @@ cubec_status cubec_profile_abandon(cubec_device *device, cubec_stream stream, cu
     return api_unlock(device, err);
 }
 
-cubec_status cubec_profile_method(cubec_device *device, cubec_timing *out_method)
+cubec_status cubec_profile_get_method(cubec_device *device, cubec_timing *out_method)
 {
-    if (!out_method) return INVALID_ARG("cubec_profile_method: out_method is NULL");
+    if (!out_method) return INVALID_ARG("cubec_profile_get_method: out_method is NULL");
     *out_method = (cubec_timing)0;
-    RETURN_IF_ERROR(api_lock(device, "cubec_profile_method"));
+    RETURN_IF_ERROR(api_lock(device, "cubec_profile_get_method"));
     *out_method = device->profiles->timing;
     return api_unlock(device, NULL);
 }

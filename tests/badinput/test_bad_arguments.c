@@ -186,7 +186,7 @@ static void test_zero_size(void **state)
     cubec_buffer z;
     ASSERT_OK(cubec_buffer_create(f->d, 0, 0, &z));
     uint64_t size = 99;
-    ASSERT_OK(cubec_buffer_size(f->d, z, &size));
+    ASSERT_OK(cubec_buffer_get_size(f->d, z, &size));
     assert_int_equal(size, 0);
     uint32_t x = 5;
     ASSERT_OK(cubec_write(f->d, 0, z, 0, &x, 0));

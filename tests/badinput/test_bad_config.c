@@ -501,7 +501,7 @@ static void test_other_kinds(void **state)
         EXPECT_REFUSED(NULL, cases[i].env, value, cases[i].says);
         unsetenv(cases[i].env);
     }
-    setenv("CUBEC_BACKEND", "", 1); /* empty: the default, as for cubec_device_count */
+    setenv("CUBEC_BACKEND", "", 1); /* empty: the default, as for cubec_device_get_count */
     cubec_config c;
     ASSERT_OK(config_load_from(&c, NULL, 1));
     assert_int_equal(c.backend, GPU_BACKEND_vulkan);

@@ -44,7 +44,7 @@ static void expect_all_refused(cubec_device *d)
     cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
     ASSERT_ERROR(cubec_device_get_info(d, &info), CUBEC_INVALID_ARGUMENT, needle);
     cubec_vulkan_handles h = CUBEC_VULKAN_HANDLES_INIT;
-    ASSERT_ERROR(cubec_device_vulkan_handles(d, &h), CUBEC_INVALID_ARGUMENT, needle);
+    ASSERT_ERROR(cubec_device_get_vulkan_handles(d, &h), CUBEC_INVALID_ARGUMENT, needle);
     cubec_kernel_desc kd = CUBEC_KERNEL_DESC_INIT;
     kd.glsl = "#version 450\nlayout(local_size_x = 1) in;\nvoid main() {}\n";
     cubec_kernel k = {0};
@@ -63,7 +63,7 @@ static void expect_all_refused(cubec_device *d)
     assert_null(json);
     cubec_memory_report r = CUBEC_MEMORY_REPORT_INIT;
     ASSERT_ERROR(cubec_memory_report_get(d, 0, &r), CUBEC_INVALID_ARGUMENT, needle);
-    ASSERT_ERROR(cubec_memory_mode_push(d, 0, CUBEC_MEMORY_MODE_PERSISTENT), CUBEC_INVALID_ARGUMENT,
+    ASSERT_ERROR(cubec_memory_window_begin(d, 0, CUBEC_MEMORY_MODE_PERSISTENT), CUBEC_INVALID_ARGUMENT,
                  needle);
     ASSERT_ERROR(cubec_run_window_begin(d, 0, CUBEC_RUN_DRY), CUBEC_INVALID_ARGUMENT, needle);
     void *host = NULL;

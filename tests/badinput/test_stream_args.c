@@ -178,7 +178,7 @@ static void test_stream_of_another_device(void **state)
     expect_stream_refused(f, f->foreign);
     /* The other device's current stream too (its id carries that device's tag). */
     cubec_stream other_current;
-    ASSERT_OK(cubec_stream_current(f->other, &other_current));
+    ASSERT_OK(cubec_stream_get_current(f->other, &other_current));
     expect_stream_refused(f, other_current);
     /* And the stream is fine on its own device. */
     cubec_buffer t;
@@ -229,7 +229,7 @@ typedef struct current_of_thread {
 static void *ask_current(void *arg)
 {
     current_of_thread *c = arg;
-    c->st = cubec_stream_current(c->d, &c->id);
+    c->st = cubec_stream_get_current(c->d, &c->id);
     return NULL;
 }
 
@@ -244,7 +244,7 @@ static void test_streams_handed_out_are_accepted(void **state)
     pthread_join(t, NULL);
     ASSERT_OK(c.st);
     cubec_stream mine;
-    ASSERT_OK(cubec_stream_current(f->d, &mine));
+    ASSERT_OK(cubec_stream_get_current(f->d, &mine));
     assert_true(mine != c.id);
     cubec_stream on[] = {f->a, f->b, mine, c.id};
     for (uint32_t i = 0; i < 4; i++) {

@@ -246,7 +246,7 @@ static void test_bad_sizes_refused(void **state)
         cubec_vulkan_handles h;
         memset(&h, JUNK, sizeof h);
         h.struct_size = BAD(cubec_vulkan_handles);
-        expect_size_refused(cubec_device_vulkan_handles(f->d, &h), "out_handles", h.struct_size,
+        expect_size_refused(cubec_device_get_vulkan_handles(f->d, &h), "out_handles", h.struct_size,
                             "CUBEC_VULKAN_HANDLES_INIT");
         assert_true(all_bytes((char *)&h + 4, sizeof h - 4, JUNK));
 

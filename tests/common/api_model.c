@@ -941,14 +941,16 @@ static void op_retain_size(fuzz *f)
     }
     uint64_t size = 12345;
     if (chance(f, 8)) {
-        note(f, "cubec_buffer_size(buf %d, NULL)", i);
-        expect(f, cubec_buffer_size(f->d, b->h, NULL), refused(f), "cubec_buffer_size NULL");
+        note(f, "cubec_buffer_get_size(buf %d, NULL)", i);
+        expect(f, cubec_buffer_get_size(f->d, b->h, NULL), refused(f),
+               "cubec_buffer_get_size NULL");
         return;
     }
-    note(f, "cubec_buffer_size(buf %d)", i);
-    if (!expect(f, cubec_buffer_size(f->d, b->h, &size), allow(f, C_NONE), "cubec_buffer_size") &&
+    note(f, "cubec_buffer_get_size(buf %d)", i);
+    if (!expect(f, cubec_buffer_get_size(f->d, b->h, &size), allow(f, C_NONE),
+                "cubec_buffer_get_size") &&
         size != b->size)
-        die(f, "cubec_buffer_size of buf %d is %" PRIu64 ", the model says %" PRIu64, i, size,
+        die(f, "cubec_buffer_get_size of buf %d is %" PRIu64 ", the model says %" PRIu64, i, size,
             b->size);
 }
 
@@ -2092,8 +2094,9 @@ static void op_fault(fuzz *f)
     int kind = kinds[rnd(f, sizeof kinds / sizeof kinds[0])];
     uint64_t n = 1 + rnd(f, 3);
     uint64_t counts[CUBEC_FAULT_KIND_COUNT];
-    note(f, "cubec_fault_counts");
-    if (expect(f, cubec_fault_counts(f->d, counts), allow(f, C_NONE), "cubec_fault_counts")) return;
+    note(f, "cubec_fault_get_counts");
+    if (expect(f, cubec_fault_get_counts(f->d, counts), allow(f, C_NONE), "cubec_fault_get_counts"))
+        return;
     note(f, "cubec_fault_inject(kind %d, %" PRIu64 ") -> call #%" PRIu64, kind, n,
          counts[kind] + n);
     if (expect(f, cubec_fault_inject(f->d, (cubec_fault_kind)kind, n), allow(f, C_NONE),
@@ -2116,7 +2119,8 @@ static void after_step(fuzz *f)
         die(f, "the validation layer reported %u message(s)", atomic_load(&validation_messages));
     if (f->lost || f->pending == NO_FAULT) return;
     uint64_t counts[CUBEC_FAULT_KIND_COUNT];
-    if (expect(f, cubec_fault_counts(f->d, counts), allow(f, C_NONE), "cubec_fault_counts")) return;
+    if (expect(f, cubec_fault_get_counts(f->d, counts), allow(f, C_NONE), "cubec_fault_get_counts"))
+        return;
     if (counts[f->pending] >= f->pending_target) {
         note(f, "(the fault fired)");
         f->faults_fired++;
@@ -2132,20 +2136,72 @@ static void after_step(fuzz *f)
 /* ------------------------------------------------------------------------------------------ */
 /* The device's description, names and Vulkan objects. */
 
+/* The names of 0.1 (cubec.h, "Names of 0.1"): each answers as its new name does. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+static void op_old_names(fuzz *f)
+{
+    note(f, "the names of 0.1: cubec_device_count, cubec_profile_method, cubec_fault_counts, "
+            "cubec_stream_current, cubec_device_vulkan_handles, cubec_buffer_size, "
+            "cubec_memory_mode_push/get/pop");
+    uint32_t count = 0, count_now = 1;
+    if (!expect(f, cubec_device_count(&count), M(CUBEC_OK), "cubec_device_count") &&
+        !expect(f, cubec_device_get_count(&count_now), M(CUBEC_OK), "cubec_device_get_count") &&
+        count != count_now)
+        die(f, "cubec_device_count says %u, cubec_device_get_count %u", count, count_now);
+    cubec_timing t = 0;
+    if (!expect(f, cubec_profile_method(f->d, &t), allow(f, C_NONE), "cubec_profile_method") &&
+        t != f->timing)
+        die(f, "cubec_profile_method says %d, not %d", (int)t, (int)f->timing);
+    uint64_t counts[CUBEC_FAULT_KIND_COUNT];
+    expect(f, cubec_fault_counts(f->d, counts), allow(f, C_NONE), "cubec_fault_counts");
+    cubec_stream cur = 0;
+    expect(f, cubec_stream_current(f->d, &cur), allow(f, C_NONE), "cubec_stream_current");
+    cubec_vulkan_handles h = CUBEC_VULKAN_HANDLES_INIT;
+    expect(f, cubec_device_vulkan_handles(f->d, &h),
+           f->kernels_run ? allow(f, C_NONE) : M(CUBEC_UNSUPPORTED), "cubec_device_vulkan_handles");
+    if (f->nbufs) {
+        uint64_t size = 12345;
+        if (!expect(f, cubec_buffer_size(f->d, f->bufs[0].h, &size), allow(f, C_NONE),
+                    "cubec_buffer_size") &&
+            size != f->bufs[0].size)
+            die(f, "cubec_buffer_size is %" PRIu64 ", the model says %" PRIu64, size,
+                f->bufs[0].size);
+    }
+    /* An Auto window opened and closed by the old names: one deeper in between, as before after. */
+    cubec_memory_mode mode = CUBEC_MEMORY_MODE_AUTO;
+    uint32_t depth = 0, inside = 0;
+    if (expect(f, cubec_memory_mode_get(f->d, 0, &mode, &depth), allow(f, C_NONE),
+               "cubec_memory_mode_get") ||
+        depth >= 64)
+        return;
+    if (expect(f, cubec_memory_mode_push(f->d, 0, CUBEC_MEMORY_MODE_AUTO), allow(f, C_NONE),
+               "cubec_memory_mode_push"))
+        return;
+    if (!expect(f, cubec_memory_mode_get(f->d, 0, &mode, &inside), allow(f, C_NONE),
+                "cubec_memory_mode_get") &&
+        (inside != depth + 1 || mode != CUBEC_MEMORY_MODE_AUTO))
+        die(f, "inside cubec_memory_mode_push: depth %u mode %d, expected %u AUTO", inside,
+            (int)mode, depth + 1);
+    expect(f, cubec_memory_mode_pop(f->d, 0), allow(f, C_NONE), "cubec_memory_mode_pop");
+}
+#pragma GCC diagnostic pop
+
 static void op_info(fuzz *f)
 {
     switch (rnd(f, 6)) {
     case 0: {
         uint32_t count = 77;
         cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
-        note(f, "cubec_device_count, cubec_device_peek");
-        if (expect(f, cubec_device_count(&count), M(CUBEC_OK), "cubec_device_count")) return;
-        if (count == 0 || count == 77) die(f, "cubec_device_count says %u devices", count);
+        note(f, "cubec_device_get_count, cubec_device_peek");
+        if (expect(f, cubec_device_get_count(&count), M(CUBEC_OK), "cubec_device_get_count"))
+            return;
+        if (count == 0 || count == 77) die(f, "cubec_device_get_count says %u devices", count);
         expect(f, cubec_device_peek(0, &info), M(CUBEC_OK), "cubec_device_peek(0)");
         expect(f, cubec_device_peek(count, &info), refused(f) | M(CUBEC_NOT_FOUND),
                "cubec_device_peek past the count");
         expect(f, cubec_device_peek(0, NULL), refused(f), "cubec_device_peek(NULL)");
-        expect(f, cubec_device_count(NULL), refused(f), "cubec_device_count(NULL)");
+        expect(f, cubec_device_get_count(NULL), refused(f), "cubec_device_get_count(NULL)");
         return;
     }
     case 1: {
@@ -2167,24 +2223,26 @@ static void op_info(fuzz *f)
         if (cubec_version() != CUBEC_VERSION)
             die(f, "cubec_version() is 0x%x, the header's CUBEC_VERSION 0x%x", cubec_version(),
                 (unsigned)CUBEC_VERSION);
+        if (chance(f, 4)) op_old_names(f);
         cubec_timing t = 0;
-        if (!expect(f, cubec_profile_method(f->d, &t), allow(f, C_NONE), "cubec_profile_method") &&
+        if (!expect(f, cubec_profile_get_method(f->d, &t), allow(f, C_NONE),
+                    "cubec_profile_get_method") &&
             t != f->timing)
-            die(f, "cubec_profile_method changed from %d to %d", (int)f->timing, (int)t);
+            die(f, "cubec_profile_get_method changed from %d to %d", (int)f->timing, (int)t);
         return;
     }
     case 2: {
         cubec_vulkan_handles h = CUBEC_VULKAN_HANDLES_INIT;
         memset(&h, 0x5a, sizeof h);
         h.struct_size = sizeof h;
-        note(f, "cubec_device_vulkan_handles");
-        cubec_code c = expect(f, cubec_device_vulkan_handles(f->d, &h),
+        note(f, "cubec_device_get_vulkan_handles");
+        cubec_code c = expect(f, cubec_device_get_vulkan_handles(f->d, &h),
                               f->kernels_run ? allow(f, C_NONE) : M(CUBEC_UNSUPPORTED),
-                              "cubec_device_vulkan_handles");
+                              "cubec_device_get_vulkan_handles");
         if (c == CUBEC_OK && (!h.instance || !h.physical_device || !h.device))
-            die(f, "cubec_device_vulkan_handles returned a zero handle");
+            die(f, "cubec_device_get_vulkan_handles returned a zero handle");
         if (c != CUBEC_OK && (h.instance || h.device))
-            die(f, "a failed cubec_device_vulkan_handles did not clear its out-parameter");
+            die(f, "a failed cubec_device_get_vulkan_handles did not clear its out-parameter");
         return;
     }
     case 3: {
@@ -2232,12 +2290,13 @@ static void op_info(fuzz *f)
         return;
     default: {
         cubec_stream cur = 0;
-        note(f, "cubec_stream_current");
-        if (!expect(f, cubec_stream_current(f->d, &cur), allow(f, C_NONE),
-                    "cubec_stream_current") &&
+        note(f, "cubec_stream_get_current");
+        if (!expect(f, cubec_stream_get_current(f->d, &cur), allow(f, C_NONE),
+                    "cubec_stream_get_current") &&
             (cur & 0xffffffffffffull) % f->max_streams != f->slots[0])
-            die(f, "cubec_stream_current moved to another slot");
-        expect(f, cubec_stream_current(f->d, NULL), refused(f), "cubec_stream_current(NULL)");
+            die(f, "cubec_stream_get_current moved to another slot");
+        expect(f, cubec_stream_get_current(f->d, NULL), refused(f),
+               "cubec_stream_get_current(NULL)");
     }
     }
 }
@@ -2347,44 +2406,44 @@ static void op_window(fuzz *f)
     case 1: {
         cubec_memory_mode mode = (cubec_memory_mode)rnd(f, 3);
         if (chance(f, 10)) mode = (cubec_memory_mode)(3 + rnd(f, 5));
-        note(f, "cubec_memory_mode_push(stream[%d], %d) at depth %u", s, (int)mode, depth);
+        note(f, "cubec_memory_window_begin(stream[%d], %d) at depth %u", s, (int)mode, depth);
         int ok = mode <= CUBEC_MEMORY_MODE_DEDICATED && depth < MEM_WINDOWS_MAX;
-        if (!expect(f, cubec_memory_mode_push(f->d, stream_of(f, s), mode),
-                    ok ? allow(f, C_NONE) : refused(f), "cubec_memory_mode_push") &&
+        if (!expect(f, cubec_memory_window_begin(f->d, stream_of(f, s), mode),
+                    ok ? allow(f, C_NONE) : refused(f), "cubec_memory_window_begin") &&
             ok)
             f->win_modes[w][f->win_depth[w]++] = (uint8_t)mode;
         return;
     }
     case 2:
-        note(f, "cubec_memory_mode_pop(stream[%d]) at depth %u", s, depth);
-        if (!expect(f, cubec_memory_mode_pop(f->d, stream_of(f, s)),
-                    depth ? allow(f, C_NONE) : refused(f), "cubec_memory_mode_pop") &&
+        note(f, "cubec_memory_window_end(stream[%d]) at depth %u", s, depth);
+        if (!expect(f, cubec_memory_window_end(f->d, stream_of(f, s)),
+                    depth ? allow(f, C_NONE) : refused(f), "cubec_memory_window_end") &&
             depth)
             f->win_depth[w]--;
         return;
     default: {
         cubec_memory_mode mode = (cubec_memory_mode)77;
         uint32_t got = 77;
-        note(f, "cubec_memory_mode_get(stream[%d])", s);
+        note(f, "cubec_memory_window_get(stream[%d])", s);
         if (chance(f, 6)) {
-            expect(f, cubec_memory_mode_get(f->d, stream_of(f, s), NULL, NULL), allow(f, C_NONE),
-                   "cubec_memory_mode_get(NULL, NULL)");
+            expect(f, cubec_memory_window_get(f->d, stream_of(f, s), NULL, NULL), allow(f, C_NONE),
+                   "cubec_memory_window_get(NULL, NULL)");
             return;
         }
         if (chance(f, 6)) {
             /* A refused call clears its out-parameters (cubec.h's conventions). */
             cubec_stream bogus = 0x0bad000000000000ull | rnd(f, 1000);
-            note(f, "cubec_memory_mode_get(made-up stream)");
-            expect(f, cubec_memory_mode_get(f->d, bogus, &mode, &got), refused(f),
-                   "cubec_memory_mode_get of a made-up stream");
+            note(f, "cubec_memory_window_get(made-up stream)");
+            expect(f, cubec_memory_window_get(f->d, bogus, &mode, &got), refused(f),
+                   "cubec_memory_window_get of a made-up stream");
             if (mode != CUBEC_MEMORY_MODE_AUTO || got != 0)
-                die(f, "a refused cubec_memory_mode_get left mode %d depth %u", (int)mode, got);
+                die(f, "a refused cubec_memory_window_get left mode %d depth %u", (int)mode, got);
             return;
         }
-        if (!expect(f, cubec_memory_mode_get(f->d, stream_of(f, s), &mode, &got), allow(f, C_NONE),
-                    "cubec_memory_mode_get") &&
+        if (!expect(f, cubec_memory_window_get(f->d, stream_of(f, s), &mode, &got),
+                    allow(f, C_NONE), "cubec_memory_window_get") &&
             (mode != top || got != depth))
-            die(f, "cubec_memory_mode_get says mode %d depth %u; the model: mode %d depth %u",
+            die(f, "cubec_memory_window_get says mode %d depth %u; the model: mode %d depth %u",
                 (int)mode, got, (int)top, depth);
     }
     }
@@ -2818,7 +2877,7 @@ static void device_open(fuzz *f)
     MUST_OK(f, cubec_device_open(&desc, &f->d));
     f->info = (cubec_device_info)CUBEC_DEVICE_INFO_INIT;
     MUST_OK(f, cubec_device_get_info(f->d, &f->info));
-    MUST_OK(f, cubec_profile_method(f->d, &f->timing));
+    MUST_OK(f, cubec_profile_get_method(f->d, &f->timing));
     note(f, "cubec_device_open(%s, tasks_max %u, delay %u us)", f->kernels_run ? "vulkan" : "null",
          f->tasks_max, desc.null_delay_us);
     /* The slot count is configuration (docs/configuration.md); the tests set it, if at all, in
@@ -2827,7 +2886,7 @@ static void device_open(fuzz *f)
     f->max_streams = slots && *slots ? strtoull(slots, NULL, 10) : 128;
     MUST(f, f->max_streams >= 1);
     cubec_stream current = 0, s = 0;
-    MUST_OK(f, cubec_stream_current(f->d, &current));
+    MUST_OK(f, cubec_stream_get_current(f->d, &current));
     f->nstreams = 0;
     add_stream(f, current);
     f->streams[0] = CUBEC_STREAM_CURRENT; /* used as such; its slot is the resolved stream's */
@@ -2909,9 +2968,9 @@ static void lost_phase(fuzz *f, uint64_t seed)
             expect(f, cubec_stream_new(f->d, &s), lost, "cubec_stream_new after a lost device");
             break;
         case 4:
-            note(f, "lost: cubec_fault_counts");
-            expect(f, cubec_fault_counts(f->d, counts), lost,
-                   "cubec_fault_counts after a lost device");
+            note(f, "lost: cubec_fault_get_counts");
+            expect(f, cubec_fault_get_counts(f->d, counts), lost,
+                   "cubec_fault_get_counts after a lost device");
             break;
         case 5:
             note(f, "lost: cubec_memory_cleanup");
@@ -3034,7 +3093,7 @@ const char *const api_model_calls[][2] = {
     {"cubec_buffer_raw", "op_raw"},
     {"cubec_buffer_release", "op_release"},
     {"cubec_buffer_retain", "op_retain_size"},
-    {"cubec_buffer_size", "op_retain_size"},
+    {"cubec_buffer_get_size", "op_retain_size"},
     {"cubec_buffer_view", "op_view"},
     {"cubec_check", "op_check"},
     {"cubec_code_name", "op_info"},
@@ -3042,17 +3101,17 @@ const char *const api_model_calls[][2] = {
     {"cubec_version", "op_info"},
     {"cubec_copy", "op_copy"},
     {"cubec_device_close", "device_close"},
-    {"cubec_device_count", "op_info"},
+    {"cubec_device_get_count", "op_info"},
     {"cubec_device_get_info", "op_info"},
     {"cubec_device_open", "device_open"},
     {"cubec_device_peek", "op_info"},
-    {"cubec_device_vulkan_handles", "op_info"},
+    {"cubec_device_get_vulkan_handles", "op_info"},
     {"cubec_dry_run_begin", "op_dry"},
     {"cubec_dry_run_end", "op_dry"},
     {"cubec_event_free", "op_read_async"},
     {"cubec_event_query", "op_read_async"},
     {"cubec_event_wait", "op_read_async"},
-    {"cubec_fault_counts", "op_fault"},
+    {"cubec_fault_get_counts", "op_fault"},
     {"cubec_fault_inject", "op_fault"},
     {"cubec_fault_kind_name", "op_info"},
     {"cubec_feature_name", "op_info"},
@@ -3077,16 +3136,16 @@ const char *const api_model_calls[][2] = {
     {"cubec_launch", "op_launch"},
     {"cubec_matrix_type_name", "op_info"},
     {"cubec_memory_cleanup", "op_memory"},
-    {"cubec_memory_mode_get", "op_window"},
-    {"cubec_memory_mode_pop", "op_window"},
-    {"cubec_memory_mode_push", "op_window"},
+    {"cubec_memory_window_get", "op_window"},
+    {"cubec_memory_window_end", "op_window"},
+    {"cubec_memory_window_begin", "op_window"},
     {"cubec_memory_report_get", "op_memory"},
     {"cubec_memory_report_json", "op_memory"},
     {"cubec_memory_report_table", "op_memory"},
     {"cubec_profile_abandon", "op_profile"},
     {"cubec_profile_begin", "op_profile"},
     {"cubec_profile_end", "op_profile"},
-    {"cubec_profile_method", "op_info"},
+    {"cubec_profile_get_method", "op_info"},
     {"cubec_read", "op_read"},
     {"cubec_read_async", "op_read_async"},
     {"cubec_run_window_begin", "op_dry"},
@@ -3094,7 +3153,7 @@ const char *const api_model_calls[][2] = {
     {"cubec_status_code", "op_info"},
     {"cubec_status_free", "op_info"},
     {"cubec_status_message", "op_info"},
-    {"cubec_stream_current", "op_info"},
+    {"cubec_stream_get_current", "op_info"},
     {"cubec_stream_new", "op_stream"},
     {"cubec_string_free", "op_memory"},
     {"cubec_sync", "op_flush_sync"},
@@ -3105,6 +3164,15 @@ const char *const api_model_calls[][2] = {
     {"cubec_tuner_destroy", "op_tune"},
     {"cubec_write", "op_write"},
     {NULL, NULL},
+    {"cubec_buffer_size", "op_old_names"},
+    {"cubec_profile_method", "op_old_names"},
+    {"cubec_fault_counts", "op_old_names"},
+    {"cubec_device_vulkan_handles", "op_old_names"},
+    {"cubec_stream_current", "op_old_names"},
+    {"cubec_device_count", "op_old_names"},
+    {"cubec_memory_mode_push", "op_old_names"},
+    {"cubec_memory_mode_pop", "op_old_names"},
+    {"cubec_memory_mode_get", "op_old_names"},
 };
 
 void api_model_run(const api_model_config *config, api_model_stats *out_stats)

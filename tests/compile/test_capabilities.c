@@ -21,7 +21,7 @@
 static cubec_device_info peek_of(const cubec_device_info *opened)
 {
     uint32_t count = 0;
-    ASSERT_OK(cubec_device_count(&count));
+    ASSERT_OK(cubec_device_get_count(&count));
     cubec_device_info peeked = CUBEC_DEVICE_INFO_INIT;
     for (uint32_t i = 0; i < count; i++) {
         ASSERT_OK(cubec_device_peek(i, &peeked));

@@ -455,14 +455,14 @@ static void fault_in_queue(cubec_fault_kind kind, cubec_code code)
     snprintf(fault, sizeof fault, "injected fault: %s call #3", cubec_fault_kind_name(kind));
     cubec_device *d = test_device_open();
     uint64_t before[CUBEC_FAULT_KIND_COUNT], counts[CUBEC_FAULT_KIND_COUNT];
-    ASSERT_OK(cubec_fault_counts(d, before));
+    ASSERT_OK(cubec_fault_get_counts(d, before));
     ASSERT_OK(cubec_fault_inject(d, kind, 3));
     cubec_kernel k[K] = {{0}}, consume = {0};
     for (uint32_t i = 0; i < K; i++)
         ASSERT_OK(queue_salted_io(d, 100 + i, &k[i]));
     ASSERT_ERROR(cubec_kernel_compile_queued(d), code,
                  "1 of the 6 kernels queued did not compile; the first");
-    ASSERT_OK(cubec_fault_counts(d, counts));
+    ASSERT_OK(cubec_fault_get_counts(d, counts));
     assert_int_equal(counts[kind] - before[kind], K);
     const cubec_kernel_desc cd = {
         .struct_size = sizeof(cubec_kernel_desc), .name = "consume", .glsl = consume_src};
@@ -557,7 +557,7 @@ static void test_queue_and_disk_cache(void **state)
         kernel_disk_stats ds;
         kernel_disk_get_stats(d, &ds);
         uint64_t counts[CUBEC_FAULT_KIND_COUNT];
-        ASSERT_OK(cubec_fault_counts(d, counts));
+        ASSERT_OK(cubec_fault_get_counts(d, counts));
         assert_true(ds.enabled);
         /* The first device compiles all five and stores them; the second compiles none. */
         assert_int_equal(ds.spirv_hits, pass ? K : 0);

@@ -218,7 +218,7 @@ static void test_disabled(void **state)
     assert_int_equal(info.max_subgroup_size, info.subgroup_size);
     assert_false(d->gpu->caps.required_subgroup_size);
     uint32_t count = 0;
-    ASSERT_OK(cubec_device_count(&count));
+    ASSERT_OK(cubec_device_get_count(&count));
     cubec_device_info peeked = CUBEC_DEVICE_INFO_INIT;
     for (uint32_t i = 0; i < count; i++) {
         ASSERT_OK(cubec_device_peek(i, &peeked));

@@ -15,7 +15,7 @@
  *   trace    the graph workload with CUBEC_TRACE on: after every run, tests/profiling/
  *            check_trace.py must accept the file the device wrote when it closed.
  *
- * A clean run counts the fallible calls of each kind (cubec_fault_counts after opening and at the
+ * A clean run counts the fallible calls of each kind (cubec_fault_get_counts after opening and at the
  * end); then for every kind and every n up to its count the workload runs on a fresh device with
  * that one call made to fail (CUBEC_FAULT for calls made while opening, cubec_fault_inject after).
  * Every run, with the validation layer on (any message fails the test) and, in the ASan build,
@@ -230,7 +230,7 @@ static void after_call(cubec_status st, const char *what, int reports)
         return;
     }
     uint64_t counts[CUBEC_FAULT_KIND_COUNT];
-    cubec_status cs = cubec_fault_counts(R.d, counts);
+    cubec_status cs = cubec_fault_get_counts(R.d, counts);
     if (cs) {
         if (cubec_status_code(cs) == CUBEC_DEVICE_LOST &&
             strstr(cubec_status_message(cs), R.root)) {
@@ -244,7 +244,7 @@ static void after_call(cubec_status st, const char *what, int reports)
                         cubec_status_message(st), R.root);
             return;
         }
-        fail_msg("%s: cubec_fault_counts after %s: %s", run_name(), what, cubec_status_message(cs));
+        fail_msg("%s: cubec_fault_get_counts after %s: %s", run_name(), what, cubec_status_message(cs));
     }
     if (!R.fault_seen && counts[R.kind] >= R.n) {
         R.fault_seen = 1;
@@ -659,7 +659,7 @@ static void finish(cubec_stream s)
     st[2] = cubec_sync(R.d, s);
     st[3] = cubec_check(R.d, &any, 1);
     st[4] = cubec_buffer_create(R.d, s, 64, &nb);
-    st[5] = cubec_fault_counts(R.d, counts);
+    st[5] = cubec_fault_get_counts(R.d, counts);
     st[6] = cubec_graph_prepare(R.d, s);
     st[7] = cubec_profile_begin(R.d, s, &p);
     st[8] = cubec_read_async(R.d, s, any, 0, &word, 4, &ev);
@@ -1107,9 +1107,9 @@ static void test_sweep(void **state)
     R.staging = staging && staging[0] == '1';
     trace_before();
     R.d = test_device_open();
-    ASSERT_OK(cubec_fault_counts(R.d, open_counts));
+    ASSERT_OK(cubec_fault_get_counts(R.d, open_counts));
     chosen->run();
-    ASSERT_OK(cubec_fault_counts(R.d, counts));
+    ASSERT_OK(cubec_fault_get_counts(R.d, counts));
     uint64_t clean_reads = R.reads;
     test_device_close(R.d);
     trace_after(1);

@@ -90,7 +90,7 @@ static tbuf make_buffer(cubec_device *d, cubec_stream s, const uint32_t *data)
 static uint64_t fault_count(cubec_device *d, cubec_fault_kind kind)
 {
     uint64_t c[CUBEC_FAULT_KIND_COUNT];
-    ASSERT_OK(cubec_fault_counts(d, c));
+    ASSERT_OK(cubec_fault_get_counts(d, c));
     return c[kind];
 }
 
@@ -895,7 +895,7 @@ static void test_device_lost_fails_fast(void **state)
     ASSERT_ERROR(cubec_buffer_from(d, s, xs, BYTES, &nb), CUBEC_DEVICE_LOST, lost);
     ASSERT_ERROR(cubec_kernel_create(d, &kd, &nk), CUBEC_DEVICE_LOST, lost);
     ASSERT_ERROR(cubec_stream_new(d, &ns), CUBEC_DEVICE_LOST, lost);
-    ASSERT_ERROR(cubec_fault_counts(d, counts), CUBEC_DEVICE_LOST, lost);
+    ASSERT_ERROR(cubec_fault_get_counts(d, counts), CUBEC_DEVICE_LOST, lost);
     ASSERT_ERROR(cubec_fault_inject(d, CUBEC_FAULT_SUBMIT, 1), CUBEC_DEVICE_LOST, lost);
     ASSERT_ERROR(cubec_memory_cleanup(d, s), CUBEC_DEVICE_LOST, lost);
     ASSERT_ERROR(cubec_buffer_release(d, x.h), CUBEC_DEVICE_LOST, lost);
@@ -945,9 +945,9 @@ static void test_fault_injection_api(void **state)
     (void)state;
     cubec_device *d = open_device();
     uint64_t c0[CUBEC_FAULT_KIND_COUNT], c1[CUBEC_FAULT_KIND_COUNT];
-    ASSERT_OK(cubec_fault_counts(d, c0));
-    ASSERT_ERROR(cubec_fault_counts(d, NULL), CUBEC_INVALID_ARGUMENT, "out_counts");
-    ASSERT_ERROR(cubec_fault_counts(NULL, c1), CUBEC_INVALID_ARGUMENT, "device");
+    ASSERT_OK(cubec_fault_get_counts(d, c0));
+    ASSERT_ERROR(cubec_fault_get_counts(d, NULL), CUBEC_INVALID_ARGUMENT, "out_counts");
+    ASSERT_ERROR(cubec_fault_get_counts(NULL, c1), CUBEC_INVALID_ARGUMENT, "device");
     char past[32];
     snprintf(past, sizeof past, "kind %d", (int)CUBEC_FAULT_KIND_COUNT);
     ASSERT_ERROR(cubec_fault_inject(d, CUBEC_FAULT_KIND_COUNT, 1), CUBEC_INVALID_ARGUMENT, past);
@@ -969,7 +969,7 @@ static void test_fault_injection_api(void **state)
     cubec_kernel_desc r = {
         .struct_size = sizeof(cubec_kernel_desc), .name = "relu", .glsl = relu_src};
     ASSERT_OK(cubec_kernel_create(d, &p, &k1));
-    ASSERT_OK(cubec_fault_counts(d, c1));
+    ASSERT_OK(cubec_fault_get_counts(d, c1));
     assert_int_equal(c1[CUBEC_FAULT_COMPILE], c0[CUBEC_FAULT_COMPILE] + 1);
     assert_int_equal(c1[CUBEC_FAULT_PIPELINE], c0[CUBEC_FAULT_PIPELINE] + 1);
     cubec_kernel again = {0};
@@ -1037,7 +1037,7 @@ static void test_fault_injection_api(void **state)
     ASSERT_ERROR(cubec_flush(d, s1), CUBEC_INTERNAL, want);
     ASSERT_ERROR(cubec_check(d, &b, 1), CUBEC_INTERNAL, want);
     ASSERT_OK(cubec_check(d, &b2, 1));
-    ASSERT_OK(cubec_fault_counts(d, c1));
+    ASSERT_OK(cubec_fault_get_counts(d, c1));
     assert_int_equal(c1[CUBEC_FAULT_SUBMIT], submits + 2);
 
     ASSERT_OK(cubec_buffer_release(d, b));

@@ -516,7 +516,7 @@ static void one_round(uint64_t seed, unsigned round)
     }
     rounds_lost += lost;
     uint64_t counts[CUBEC_FAULT_KIND_COUNT] = {0};
-    cubec_status st = cubec_fault_counts(rs.d, counts);
+    cubec_status st = cubec_fault_get_counts(rs.d, counts);
     char armed[160];
     printf("round %u: faults %s, tasks_max %s: %s; %" PRIu64 " submits, %" PRIu64 " waits\n", round,
            kinds_armed(&rs, armed, sizeof armed), tasks,

@@ -1,5 +1,5 @@
 /* The fault sweep: a small MLP-like workload is run once cleanly to count its fallible calls of
- * each kind (cubec_fault_counts after opening the device and after the workload), then rerun on
+ * each kind (cubec_fault_get_counts after opening the device and after the workload), then rerun on
  * a fresh device once per kind and per call number n up to that count, with that one call made
  * to fail: through CUBEC_FAULT before cubec_device_open for calls made while opening, through
  * cubec_fault_inject right after it for the others.
@@ -280,7 +280,7 @@ static int after_call(run *r, cubec_status st, const char *what)
 {
     if (trace) {
         uint64_t c[CUBEC_FAULT_KIND_COUNT] = {0};
-        cubec_status_free(r->lost ? NULL : cubec_fault_counts(r->d, c));
+        cubec_status_free(r->lost ? NULL : cubec_fault_get_counts(r->d, c));
         fprintf(stderr, "  %s -> %s (submit %" PRIu64 ", wait %" PRIu64 ")\n", what,
                 st ? cubec_status_message(st) : "ok", c[CUBEC_FAULT_SUBMIT], c[CUBEC_FAULT_WAIT]);
     }
@@ -303,7 +303,7 @@ static int after_call(run *r, cubec_status st, const char *what)
         return 1;
     }
     uint64_t counts[CUBEC_FAULT_KIND_COUNT];
-    cubec_status cs = cubec_fault_counts(r->d, counts);
+    cubec_status cs = cubec_fault_get_counts(r->d, counts);
     if (cs && r->kind == CUBEC_FAULT_ENCODE && cubec_status_code(cs) == CUBEC_DEVICE_LOST &&
         strstr(cubec_status_message(cs), r->root)) {
         /* The call polled the GPU's progress and found the batch that failed on the
@@ -316,7 +316,7 @@ static int after_call(run *r, cubec_status st, const char *what)
         return 1;
     }
     if (cs)
-        fail_msg("%s: cubec_fault_counts after %s: %s", run_name(r), what,
+        fail_msg("%s: cubec_fault_get_counts after %s: %s", run_name(r), what,
                  cubec_status_message(cs));
     if (!r->fault_seen && counts[r->kind] >= r->n) {
         r->fault_seen = 1;
@@ -807,7 +807,7 @@ static void check_lost(run *r, cubec_stream s, lbuf *any)
     st[2] = cubec_sync(d, s);
     st[3] = cubec_check(d, &any->h, 1);
     st[4] = cubec_buffer_create(d, s, 64, &nb);
-    st[5] = cubec_fault_counts(d, counts);
+    st[5] = cubec_fault_get_counts(d, counts);
     double elapsed = now_s() - t0;
     for (int i = 0; i < 6; i++) {
         if (cubec_status_code(st[i]) != CUBEC_DEVICE_LOST)
@@ -1017,9 +1017,9 @@ static void test_fault_sweep(void **state)
     memset(&r, 0, sizeof r);
     r.clean = 1;
     r.d = test_device_open();
-    ASSERT_OK(cubec_fault_counts(r.d, open_counts));
+    ASSERT_OK(cubec_fault_get_counts(r.d, open_counts));
     workload(&r);
-    ASSERT_OK(cubec_fault_counts(r.d, counts));
+    ASSERT_OK(cubec_fault_get_counts(r.d, counts));
     uint64_t clean_reads = r.reads;
     workload_end(&r);
     test_device_close(r.d);

@@ -1,6 +1,6 @@
 /* Regression tests for the defects of issue 10, written against the public API only. Each test
  * says what the documentation promises and computes what it expects (CPU models of the uint
- * kernels, fault call numbers counted with cubec_fault_counts); each collects what it found,
+ * kernels, fault call numbers counted with cubec_fault_get_counts); each collects what it found,
  * releases everything, and fails at the end with the whole list, so that one run shows every
  * configuration that breaks.
  *
@@ -71,7 +71,7 @@ static void fail_if_found(const findings *fs, const char *what)
 static uint64_t submit_count(cubec_device *d)
 {
     uint64_t c[CUBEC_FAULT_KIND_COUNT];
-    ASSERT_OK(cubec_fault_counts(d, c));
+    ASSERT_OK(cubec_fault_get_counts(d, c));
     return c[CUBEC_FAULT_SUBMIT];
 }
 
@@ -301,7 +301,7 @@ static void profile_end_loses_its_flush(int system_timing)
     cubec_device *d = open_device();
     if (system_timing) unsetenv("CUBEC_TIMING");
     cubec_timing method;
-    ASSERT_OK(cubec_profile_method(d, &method));
+    ASSERT_OK(cubec_profile_get_method(d, &method));
     assert_int_equal(method, system_timing ? CUBEC_TIMING_SYSTEM : CUBEC_TIMING_DEVICE);
     cubec_kernel produce, consume, step;
     uint_kernels_create(d, &produce, &consume, &step);

@@ -3,8 +3,8 @@
  * tests that need a kernel to run skip on the null backend.
  *
  *  (a) test_refused_getters_clear_their_outputs: cubec.h says out-parameters are cleared on entry
- *      and written only on success; cubec_memory_mode_get, cubec_device_get_info,
- *      cubec_device_peek, cubec_fault_counts and cubec_profile_method left a refused call's
+ *      and written only on success; cubec_memory_window_get, cubec_device_get_info,
+ *      cubec_device_peek, cubec_fault_get_counts and cubec_profile_get_method left a refused call's
  *      outputs as the caller had them.
  *  (b) test_compile_queued_reports_a_finished_failure: a queued kernel that failed to compile,
  *      its job finished (so out of the queue's list) before cubec_kernel_compile_queued: the call
@@ -73,13 +73,13 @@ static void test_refused_getters_clear_their_outputs(void **state)
     uint32_t depth;
     memset(&mode, JUNK, sizeof mode);
     memset(&depth, JUNK, sizeof depth);
-    ASSERT_ERROR(cubec_memory_mode_get(d, bad_stream, &mode, &depth), CUBEC_INVALID_ARGUMENT,
-                 "cubec_memory_mode_get");
+    ASSERT_ERROR(cubec_memory_window_get(d, bad_stream, &mode, &depth), CUBEC_INVALID_ARGUMENT,
+                 "cubec_memory_window_get");
     assert_int_equal(mode, CUBEC_MEMORY_MODE_AUTO);
     assert_int_equal(depth, 0);
     memset(&mode, JUNK, sizeof mode);
     memset(&depth, JUNK, sizeof depth);
-    ASSERT_ERROR(cubec_memory_mode_get(NULL, CUBEC_STREAM_CURRENT, &mode, &depth),
+    ASSERT_ERROR(cubec_memory_window_get(NULL, CUBEC_STREAM_CURRENT, &mode, &depth),
                  CUBEC_INVALID_ARGUMENT, "device");
     assert_int_equal(mode, CUBEC_MEMORY_MODE_AUTO);
     assert_int_equal(depth, 0);
@@ -91,7 +91,7 @@ static void test_refused_getters_clear_their_outputs(void **state)
     assert_true(info.struct_size == sizeof info &&
                 all_zero(info.name, sizeof info - offsetof(cubec_device_info, name)));
     uint32_t count = 0;
-    ASSERT_OK(cubec_device_count(&count));
+    ASSERT_OK(cubec_device_get_count(&count));
     memset(&info, JUNK, sizeof info);
     info.struct_size = sizeof info;
     ASSERT_ERROR(cubec_device_peek(count + 5u, &info), CUBEC_INVALID_ARGUMENT, "cubec_device_peek");
@@ -100,23 +100,23 @@ static void test_refused_getters_clear_their_outputs(void **state)
 
     uint64_t counts[CUBEC_FAULT_KIND_COUNT];
     memset(counts, JUNK, sizeof counts);
-    ASSERT_ERROR(cubec_fault_counts(NULL, counts), CUBEC_INVALID_ARGUMENT, "device");
+    ASSERT_ERROR(cubec_fault_get_counts(NULL, counts), CUBEC_INVALID_ARGUMENT, "device");
     assert_true(all_zero(counts, sizeof counts));
 
     cubec_timing timing;
     memset(&timing, JUNK, sizeof timing);
-    ASSERT_ERROR(cubec_profile_method(NULL, &timing), CUBEC_INVALID_ARGUMENT, "device");
+    ASSERT_ERROR(cubec_profile_get_method(NULL, &timing), CUBEC_INVALID_ARGUMENT, "device");
     assert_int_equal(timing, 0);
 
     /* And each still answers when the call is good. */
-    ASSERT_OK(cubec_memory_mode_push(d, CUBEC_STREAM_CURRENT, CUBEC_MEMORY_MODE_PERSISTENT));
-    ASSERT_OK(cubec_memory_mode_get(d, CUBEC_STREAM_CURRENT, &mode, &depth));
+    ASSERT_OK(cubec_memory_window_begin(d, CUBEC_STREAM_CURRENT, CUBEC_MEMORY_MODE_PERSISTENT));
+    ASSERT_OK(cubec_memory_window_get(d, CUBEC_STREAM_CURRENT, &mode, &depth));
     assert_int_equal(mode, CUBEC_MEMORY_MODE_PERSISTENT);
     assert_int_equal(depth, 1);
-    ASSERT_OK(cubec_memory_mode_pop(d, CUBEC_STREAM_CURRENT));
+    ASSERT_OK(cubec_memory_window_end(d, CUBEC_STREAM_CURRENT));
     ASSERT_OK(cubec_device_get_info(d, &info));
     assert_true(info.name[0] != '\0');
-    ASSERT_OK(cubec_profile_method(d, &timing));
+    ASSERT_OK(cubec_profile_get_method(d, &timing));
     assert_true(timing == CUBEC_TIMING_DEVICE || timing == CUBEC_TIMING_SYSTEM);
     test_device_close(d);
 }

@@ -171,10 +171,10 @@ static void test_page_fault_reclaims_other_streams_pages(void **state)
     assert_true(peak >= 2); /* at least one page holds none of the kept buffers */
 
     uint64_t before[CUBEC_FAULT_KIND_COUNT], after[CUBEC_FAULT_KIND_COUNT];
-    ASSERT_OK(cubec_fault_counts(d, before));
+    ASSERT_OK(cubec_fault_get_counts(d, before));
     ASSERT_OK(cubec_fault_inject(d, CUBEC_FAULT_PAGE, 1));
     cubec_buffer b2 = make_written(d, s2, SMALL, 7);
-    ASSERT_OK(cubec_fault_counts(d, after));
+    ASSERT_OK(cubec_fault_get_counts(d, after));
     /* The injected failure and the retry that succeeded. */
     assert_int_equal(after[CUBEC_FAULT_PAGE] - before[CUBEC_FAULT_PAGE], 2);
     /* Stream 1 keeps the page of its live buffers only. */

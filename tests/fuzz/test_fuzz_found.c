@@ -167,7 +167,7 @@ static void test_fuzz_found_profile_begin_dropped_by_failed_drain(void **state)
     ASSERT_OK(cubec_graph_prepare(d, t));     /* t's slot isolated: drains go slot by slot */
     ASSERT_OK(uint_launch(d, t, produce, b, NONE, 64, 1, 1));
     uint64_t c[CUBEC_FAULT_KIND_COUNT];
-    ASSERT_OK(cubec_fault_counts(d, c));
+    ASSERT_OK(cubec_fault_get_counts(d, c));
     ASSERT_OK(cubec_fault_inject(d, CUBEC_FAULT_SUBMIT, 1));
     /* The second task fills t's batch (tasks_max 2): the drain of [t, s] loses t's submission. */
     cubec_status st = uint_launch(d, t, step, b, NONE, 64, 1, 2);

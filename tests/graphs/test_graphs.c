@@ -1245,7 +1245,7 @@ static void test_destroy_after_failed_wait_with_replays_queued(void **state)
     for (int i = 0; i < GRAPHS; i++)
         ASSERT_OK(cubec_graph_replay(d, s, g[i]));
     uint64_t counts[CUBEC_FAULT_KIND_COUNT];
-    ASSERT_OK(cubec_fault_counts(d, counts));
+    ASSERT_OK(cubec_fault_get_counts(d, counts));
     char want_msg[96];
     snprintf(want_msg, sizeof want_msg, "injected fault: wait call #%" PRIu64,
              counts[CUBEC_FAULT_WAIT] + 1);

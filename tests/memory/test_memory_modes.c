@@ -1,4 +1,4 @@
-/* Allocation modes and their windows (cubec_memory_mode_push / _pop, [memory]
+/* Allocation modes and their windows (cubec_memory_window_begin / _pop, [memory]
  * persistent_memory; docs/memory.md "Modes and windows") on a real device and, as
  * test_memory_modes_null, on the null backend. Each test routes buffers through nested windows
  * under one setting, and a model written here (the rule of docs/memory.md) says where each must
@@ -89,18 +89,18 @@ static void close_dev(cubec_device *d, model *m)
 
 static void push(cubec_device *d, cubec_stream s, model *m, int mode)
 {
-    ASSERT_OK(cubec_memory_mode_push(d, s, (cubec_memory_mode)mode));
+    ASSERT_OK(cubec_memory_window_begin(d, s, (cubec_memory_mode)mode));
     m->stack[m->depth++] = mode;
     cubec_memory_mode got;
     uint32_t depth;
-    ASSERT_OK(cubec_memory_mode_get(d, s, &got, &depth));
+    ASSERT_OK(cubec_memory_window_get(d, s, &got, &depth));
     assert_int_equal(got, mode);
     assert_int_equal(depth, m->depth);
 }
 
 static void pop(cubec_device *d, cubec_stream s, model *m)
 {
-    ASSERT_OK(cubec_memory_mode_pop(d, s));
+    ASSERT_OK(cubec_memory_window_end(d, s));
     m->depth--;
 }
 
@@ -309,7 +309,7 @@ static void test_windows_per_stream(void **state)
     cubec_stream a, b;
     ASSERT_OK(cubec_stream_new(d, &a));
     ASSERT_OK(cubec_stream_new(d, &b));
-    ASSERT_OK(cubec_memory_mode_push(d, a, CUBEC_MEMORY_MODE_PERSISTENT));
+    ASSERT_OK(cubec_memory_window_begin(d, a, CUBEC_MEMORY_MODE_PERSISTENT));
     cubec_buffer x, y;
     ASSERT_OK(cubec_buffer_create(d, b, 4096, &y));
     ASSERT_OK(cubec_buffer_create(d, a, 4096, &x));
@@ -321,10 +321,10 @@ static void test_windows_per_stream(void **state)
     assert_int_equal(rb.allocations, 1);
     cubec_memory_mode mode;
     uint32_t depth;
-    ASSERT_OK(cubec_memory_mode_get(d, b, &mode, &depth));
+    ASSERT_OK(cubec_memory_window_get(d, b, &mode, &depth));
     assert_int_equal(mode, CUBEC_MEMORY_MODE_AUTO);
     assert_int_equal(depth, 0);
-    ASSERT_OK(cubec_memory_mode_pop(d, a));
+    ASSERT_OK(cubec_memory_window_end(d, a));
     ASSERT_OK(cubec_buffer_release(d, x));
     ASSERT_OK(cubec_buffer_release(d, y));
     close_dev(d, &m);
@@ -338,28 +338,28 @@ static void test_refusals(void **state)
     cubec_device *d = open_with(ENABLED, &m);
     cubec_stream s;
     ASSERT_OK(cubec_stream_new(d, &s));
-    ASSERT_ERROR(cubec_memory_mode_pop(d, s), CUBEC_INVALID_ARGUMENT,
-                 "cubec_memory_mode_pop: stream");
-    ASSERT_ERROR(cubec_memory_mode_pop(d, s), CUBEC_INVALID_ARGUMENT,
+    ASSERT_ERROR(cubec_memory_window_end(d, s), CUBEC_INVALID_ARGUMENT,
+                 "cubec_memory_window_end: stream");
+    ASSERT_ERROR(cubec_memory_window_end(d, s), CUBEC_INVALID_ARGUMENT,
                  "no memory mode window is open");
-    ASSERT_ERROR(cubec_memory_mode_push(d, s, (cubec_memory_mode)7), CUBEC_INVALID_ARGUMENT,
-                 "cubec_memory_mode_push: mode 7 is not one of");
-    ASSERT_ERROR(cubec_memory_mode_push(d, s, (cubec_memory_mode)-1), CUBEC_INVALID_ARGUMENT,
+    ASSERT_ERROR(cubec_memory_window_begin(d, s, (cubec_memory_mode)7), CUBEC_INVALID_ARGUMENT,
+                 "cubec_memory_window_begin: mode 7 is not one of");
+    ASSERT_ERROR(cubec_memory_window_begin(d, s, (cubec_memory_mode)-1), CUBEC_INVALID_ARGUMENT,
                  "mode 4294967295");
-    ASSERT_ERROR(cubec_memory_mode_push(d, (cubec_stream)0x7777777, CUBEC_MEMORY_MODE_AUTO),
-                 CUBEC_INVALID_ARGUMENT, "cubec_memory_mode_push");
-    ASSERT_ERROR(cubec_memory_mode_push(NULL, s, CUBEC_MEMORY_MODE_AUTO), CUBEC_INVALID_ARGUMENT,
+    ASSERT_ERROR(cubec_memory_window_begin(d, (cubec_stream)0x7777777, CUBEC_MEMORY_MODE_AUTO),
+                 CUBEC_INVALID_ARGUMENT, "cubec_memory_window_begin");
+    ASSERT_ERROR(cubec_memory_window_begin(NULL, s, CUBEC_MEMORY_MODE_AUTO), CUBEC_INVALID_ARGUMENT,
                  "device is NULL");
     for (int i = 0; i < 64; i++)
-        ASSERT_OK(cubec_memory_mode_push(d, s, CUBEC_MEMORY_MODE_DEDICATED));
-    ASSERT_ERROR(cubec_memory_mode_push(d, s, CUBEC_MEMORY_MODE_AUTO), CUBEC_INVALID_ARGUMENT,
+        ASSERT_OK(cubec_memory_window_begin(d, s, CUBEC_MEMORY_MODE_DEDICATED));
+    ASSERT_ERROR(cubec_memory_window_begin(d, s, CUBEC_MEMORY_MODE_AUTO), CUBEC_INVALID_ARGUMENT,
                  "64 memory mode windows are open");
     uint32_t depth = 0;
-    ASSERT_OK(cubec_memory_mode_get(d, s, NULL, &depth));
+    ASSERT_OK(cubec_memory_window_get(d, s, NULL, &depth));
     assert_int_equal(depth, 64);
     for (int i = 0; i < 64; i++)
-        ASSERT_OK(cubec_memory_mode_pop(d, s));
-    ASSERT_ERROR(cubec_memory_mode_pop(d, s), CUBEC_INVALID_ARGUMENT, "no memory mode window");
+        ASSERT_OK(cubec_memory_window_end(d, s));
+    ASSERT_ERROR(cubec_memory_window_end(d, s), CUBEC_INVALID_ARGUMENT, "no memory mode window");
     close_dev(d, &m);
 
     /* A bad setting fails the open naming the key and the value. */
@@ -523,11 +523,11 @@ static void run_report_windows(setting set)
         int do_push = x->depth == 0 || (x->depth < REPORT_MAX_DEPTH && test_rand(&rng) % 3 != 0);
         if (do_push) {
             int mode = (int)(test_rand(&rng) % 3);
-            ASSERT_OK(cubec_memory_mode_push(d, x->s, (cubec_memory_mode)mode));
+            ASSERT_OK(cubec_memory_window_begin(d, x->s, (cubec_memory_mode)mode));
             x->stack[x->depth++] = mode;
             x->listed = 1;
         } else {
-            ASSERT_OK(cubec_memory_mode_pop(d, x->s));
+            ASSERT_OK(cubec_memory_window_end(d, x->s));
             x->depth--;
         }
         if (step % 5 == 0)
@@ -540,7 +540,7 @@ static void run_report_windows(setting set)
     /* Every window closed, innermost first: the slots stay listed, with no window. */
     for (int k = 0; k < 2; k++) {
         while (sm[k].depth) {
-            ASSERT_OK(cubec_memory_mode_pop(d, sm[k].s));
+            ASSERT_OK(cubec_memory_window_end(d, sm[k].s));
             sm[k].depth--;
             snprintf(when, sizeof when, "%s, closing slot %u to depth %d", setting_names[set],
                      sm[k].slot, sm[k].depth);

@@ -169,7 +169,7 @@ static void fill_free_refill_under(const cap_kind *kind, const char *preset, cub
     cubec_device *d = open_with(preset, kind, "41943040");
     cubec_stream s;
     ASSERT_OK(cubec_stream_new(d, &s));
-    if (mode != CUBEC_MEMORY_MODE_AUTO) ASSERT_OK(cubec_memory_mode_push(d, s, mode));
+    if (mode != CUBEC_MEMORY_MODE_AUTO) ASSERT_OK(cubec_memory_window_begin(d, s, mode));
     static model m;
     memset(&m, 0, sizeof m);
     uint32_t rng = 77;
@@ -240,7 +240,7 @@ static void fill_free_refill_under(const cap_kind *kind, const char *preset, cub
     memcpy(m.buf[1].bytes, m.buf[0].bytes, n);
     check_all(d, s, &m);
     check_budget_of(d, s, kind, cap);
-    if (mode != CUBEC_MEMORY_MODE_AUTO) ASSERT_OK(cubec_memory_mode_pop(d, s));
+    if (mode != CUBEC_MEMORY_MODE_AUTO) ASSERT_OK(cubec_memory_window_end(d, s));
     drop_all(d, &m);
     test_device_close(d);
 }
@@ -334,10 +334,10 @@ static void test_pressure_returns_persistent_slices(void **state)
     memset(&m, 0, sizeof m);
     uint32_t rng = 3;
     ASSERT_OK(try_create(d, s, &m, 1000, &rng)); /* lives on, in a sliced page */
-    ASSERT_OK(cubec_memory_mode_push(d, s, CUBEC_MEMORY_MODE_PERSISTENT));
+    ASSERT_OK(cubec_memory_window_begin(d, s, CUBEC_MEMORY_MODE_PERSISTENT));
     for (int i = 0; i < 6; i++)
         ASSERT_OK(try_create(d, s, &m, 2 * MiB, &rng));
-    ASSERT_OK(cubec_memory_mode_pop(d, s));
+    ASSERT_OK(cubec_memory_window_end(d, s));
     for (int i = 0; i < 5; i++)
         drop(d, &m, m.count - 1);
     ASSERT_OK(cubec_sync(d, s));
@@ -369,14 +369,14 @@ static void test_page_fault_absorbed(void **state)
     const cubec_memory_mode modes[] = {CUBEC_MEMORY_MODE_AUTO, CUBEC_MEMORY_MODE_PERSISTENT,
                                        CUBEC_MEMORY_MODE_DEDICATED};
     for (size_t i = 0; i < 3; i++) {
-        ASSERT_OK(cubec_memory_mode_push(d, s, modes[i]));
+        ASSERT_OK(cubec_memory_window_begin(d, s, modes[i]));
         uint64_t before[CUBEC_FAULT_KIND_COUNT], after[CUBEC_FAULT_KIND_COUNT];
-        ASSERT_OK(cubec_fault_counts(d, before));
+        ASSERT_OK(cubec_fault_get_counts(d, before));
         ASSERT_OK(cubec_fault_inject(d, CUBEC_FAULT_PAGE, 1));
         ASSERT_OK(try_create(d, s, &m, 20 * MiB + i * 4096, &rng)); /* needs a new page */
-        ASSERT_OK(cubec_fault_counts(d, after));
+        ASSERT_OK(cubec_fault_get_counts(d, after));
         assert_int_equal(after[CUBEC_FAULT_PAGE], before[CUBEC_FAULT_PAGE] + 2);
-        ASSERT_OK(cubec_memory_mode_pop(d, s));
+        ASSERT_OK(cubec_memory_window_end(d, s));
     }
     cubec_memory_report r = CUBEC_MEMORY_REPORT_INIT;
     ASSERT_OK(cubec_memory_report_get(d, s, &r));

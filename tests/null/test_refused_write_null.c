@@ -170,7 +170,7 @@ static void run_case(const rig *g, variant v)
     uint64_t submits_before = 0;
     if (lost) {
         uint64_t counts[CUBEC_FAULT_KIND_COUNT];
-        ASSERT_OK(cubec_fault_counts(d, counts));
+        ASSERT_OK(cubec_fault_get_counts(d, counts));
         submits_before = counts[CUBEC_FAULT_SUBMIT];
         ASSERT_OK(cubec_fault_inject(d, CUBEC_FAULT_SUBMIT, 1));
     }
@@ -180,7 +180,7 @@ static void run_case(const rig *g, variant v)
     if (wst) fail_msg("%s: the refused write returned %s", what, cubec_status_message(wst));
     if (lost) {
         uint64_t counts[CUBEC_FAULT_KIND_COUNT];
-        ASSERT_OK(cubec_fault_counts(d, counts));
+        ASSERT_OK(cubec_fault_get_counts(d, counts));
         if (counts[CUBEC_FAULT_SUBMIT] < submits_before + 1)
             fail_msg("%s: the write submitted nothing: the fault did not strike", what);
     }

@@ -142,7 +142,7 @@ static uint64_t now_ns(void)
 static uint64_t fault_count(cubec_device *d, cubec_fault_kind kind)
 {
     uint64_t c[CUBEC_FAULT_KIND_COUNT];
-    ASSERT_OK(cubec_fault_counts(d, c));
+    ASSERT_OK(cubec_fault_get_counts(d, c));
     return c[kind];
 }
 
@@ -172,7 +172,7 @@ static void test_buffer_ops_against_shadow(void **state)
     expect_bytes(d, s, b, 0, sb, sizeof sb, "b after a whole write");
 
     uint64_t size = 0;
-    ASSERT_OK(cubec_buffer_size(d, b, &size));
+    ASSERT_OK(cubec_buffer_get_size(d, b, &size));
     assert_int_equal(size, SIZE_B);
 
     /* Writes and reads at unaligned offsets and sizes. */
@@ -220,7 +220,7 @@ static void test_buffer_ops_against_shadow(void **state)
     memcpy(sb + 2 * al + 1020, sa, 4);
     expect_bytes(d, s, b, 0, sb, sizeof sb, "b after writes and copies through views");
     expect_bytes(d, s, a, 0, sa, sizeof sa, "a after a copy from a view");
-    ASSERT_OK(cubec_buffer_size(d, v2, &size));
+    ASSERT_OK(cubec_buffer_get_size(d, v2, &size));
     assert_int_equal(size, 512);
 
     /* Fills (cubec.h: a repeated 32-bit pattern in host byte order) through a buffer and a view. */
@@ -989,7 +989,7 @@ static void test_profiles(void **state)
     cubec_buffer x = make(&n, s, xs, sizeof xs, NULL);
     cubec_buffer y = make(&n, s, NULL, sizeof xs, NULL);
     cubec_timing method;
-    ASSERT_OK(cubec_profile_method(d, &method));
+    ASSERT_OK(cubec_profile_get_method(d, &method));
     assert_true(method == CUBEC_TIMING_DEVICE || method == CUBEC_TIMING_SYSTEM);
 
     /* A measurement of copies, on the host clock, between the calls. */

@@ -143,7 +143,7 @@ static void test_duration_scales_with_work(void **state)
     fixture f;
     fixture_open(&f);
     cubec_timing method;
-    ASSERT_OK(cubec_profile_method(f.d, &method));
+    ASSERT_OK(cubec_profile_get_method(f.d, &method));
     cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
     ASSERT_OK(cubec_device_get_info(f.d, &info));
     print_message("timing: %s (timestamp period %.3f ns)\n",
@@ -158,7 +158,7 @@ static void test_duration_scales_with_work(void **state)
 static uint64_t profile_nothing(fixture *f, uint64_t work, const char *where)
 {
     cubec_timing method;
-    ASSERT_OK(cubec_profile_method(f->d, &method));
+    ASSERT_OK(cubec_profile_get_method(f->d, &method));
     uint64_t t0 = clock_now_ns();
     cubec_profile p;
     ASSERT_OK(cubec_profile_begin(f->d, f->s, &p));
@@ -243,7 +243,7 @@ static void test_empty_window_beside_another_stream(void **state)
     ASSERT_OK(cubec_sync(f.d, s2));
     ASSERT_OK(cubec_sync(f.d, f.s));
     cubec_timing method;
-    ASSERT_OK(cubec_profile_method(f.d, &method));
+    ASSERT_OK(cubec_profile_get_method(f.d, &method));
     for (int round = 0; round < 3; round++) {
         cubec_profile p, q;
         ASSERT_OK(cubec_profile_begin(f.d, f.s, &p));
@@ -350,9 +350,9 @@ static void test_abandon(void **state)
     cubec_profile p;
     ASSERT_OK(cubec_profile_begin(f.d, f.s, &p));
     ASSERT_OK(busy(&f, f.v, WORDS, 10));
-    ASSERT_OK(cubec_fault_counts(f.d, before));
+    ASSERT_OK(cubec_fault_get_counts(f.d, before));
     ASSERT_OK(cubec_profile_abandon(f.d, f.s, p));
-    ASSERT_OK(cubec_fault_counts(f.d, after));
+    ASSERT_OK(cubec_fault_get_counts(f.d, after));
     /* Nothing was submitted or waited for. */
     assert_int_equal(before[CUBEC_FAULT_SUBMIT], after[CUBEC_FAULT_SUBMIT]);
     assert_int_equal(before[CUBEC_FAULT_WAIT], after[CUBEC_FAULT_WAIT]);
@@ -446,7 +446,7 @@ static void fixture_open_system(fixture *f)
     fixture_open(f);
     unsetenv("CUBEC_TIMING");
     cubec_timing method;
-    ASSERT_OK(cubec_profile_method(f->d, &method));
+    ASSERT_OK(cubec_profile_get_method(f->d, &method));
     assert_int_equal(method, CUBEC_TIMING_SYSTEM);
 }
 

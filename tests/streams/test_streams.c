@@ -72,14 +72,14 @@ static void test_stream_ids(void **state)
     cubec_stream ids[N + 1];
     for (uint32_t i = 0; i < N; i++)
         ids[i] = new_stream(d);
-    ASSERT_OK(cubec_stream_current(d, &ids[N]));
+    ASSERT_OK(cubec_stream_get_current(d, &ids[N]));
     assert_true(ids[N] != CUBEC_STREAM_CURRENT);
     for (uint32_t i = 0; i <= N; i++)
         for (uint32_t j = i + 1; j <= N; j++)
             if (ids[i] == ids[j])
                 fail_msg("streams %u and %u are both 0x%llx", i, j, (unsigned long long)ids[i]);
     cubec_stream again;
-    ASSERT_OK(cubec_stream_current(d, &again));
+    ASSERT_OK(cubec_stream_get_current(d, &again));
     assert_true(again == ids[N]);
     test_device_close(d);
 }
@@ -439,7 +439,7 @@ typedef struct current_arg {
 static void *current_thread(void *p)
 {
     current_arg *a = p;
-    a->st = cubec_stream_current(a->d, &a->id);
+    a->st = cubec_stream_get_current(a->d, &a->id);
     /* Queue a step on the current stream and return without waiting for it. */
     if (!a->st) a->st = uint_launch(a->d, CUBEC_STREAM_CURRENT, a->step, a->v, NONE, a->n, 3, 7);
     return NULL;
@@ -456,14 +456,14 @@ static void check_policy(cubec_device *d, int single)
     cubec_buffer v;
     ASSERT_OK(cubec_buffer_from(d, CUBEC_STREAM_CURRENT, want, N * 4, &v));
     cubec_stream mine, mine_again;
-    ASSERT_OK(cubec_stream_current(d, &mine));
+    ASSERT_OK(cubec_stream_get_current(d, &mine));
     current_arg arg = {.d = d, .step = k.step, .v = v, .n = N};
     pthread_t t;
     assert_int_equal(pthread_create(&t, NULL, current_thread, &arg), 0);
     pthread_join(t, NULL);
     ASSERT_OK(arg.st);
     cpu_step(want, N, 3, 7);
-    ASSERT_OK(cubec_stream_current(d, &mine_again));
+    ASSERT_OK(cubec_stream_get_current(d, &mine_again));
     assert_true(mine == mine_again);
     if (single) {
         if (arg.id != mine)

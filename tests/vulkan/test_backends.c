@@ -75,7 +75,7 @@ static void test_bad_name_refused(void **state)
         expect_refused(cubec_device_open(NULL, &d), "CUBEC_BACKEND open", bad[i]);
         assert_null(d);
         uint32_t count = 5;
-        expect_refused(cubec_device_count(&count), "CUBEC_BACKEND count", bad[i]);
+        expect_refused(cubec_device_get_count(&count), "CUBEC_BACKEND count", bad[i]);
         assert_int_equal(count, 0);
         cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
         expect_refused(cubec_device_peek(0, &info), "CUBEC_BACKEND peek", bad[i]);
@@ -93,7 +93,7 @@ static void test_every_backend_opens(void **state)
     for (int i = 0; i < NAMES; i++) {
         setenv("CUBEC_BACKEND", names[i], 1);
         uint32_t count = 0;
-        ASSERT_OK(cubec_device_count(&count));
+        ASSERT_OK(cubec_device_get_count(&count));
         if (count == 0) fail_msg("backend %s: no device", names[i]);
         cubec_device_info peeked = CUBEC_DEVICE_INFO_INIT;
         ASSERT_OK(cubec_device_peek(0, &peeked));

@@ -376,7 +376,7 @@ static void run_fill(world *w, const op_case *c, int ok)
 static void use_view(world *w, const op_case *c, cubec_buffer v)
 {
     uint64_t size = 1;
-    expect_ok(cubec_buffer_size(w->d, v, &size), c, "cubec_buffer_size of the view");
+    expect_ok(cubec_buffer_get_size(w->d, v, &size), c, "cubec_buffer_get_size of the view");
     if (size != c->size) {
         char what[256];
         describe(c, what, sizeof what);

@@ -30,7 +30,7 @@ static uint64_t alignment(cubec_device *d)
     assert_int_equal(info.host_register_alignment & (info.host_register_alignment - 1), 0);
     /* cubec_device_peek (what `cubec info` shows) reports the same for this device. */
     uint32_t count = 0, same = 0;
-    ASSERT_OK(cubec_device_count(&count));
+    ASSERT_OK(cubec_device_get_count(&count));
     for (uint32_t i = 0; i < count; i++) {
         cubec_device_info peeked = CUBEC_DEVICE_INFO_INIT;
         ASSERT_OK(cubec_device_peek(i, &peeked));

@@ -255,7 +255,7 @@ static void test_features_reported(void **state)
     cubec_device_info opened = CUBEC_DEVICE_INFO_INIT, peeked = CUBEC_DEVICE_INFO_INIT;
     ASSERT_OK(cubec_device_get_info(d, &opened));
     uint32_t count = 0;
-    ASSERT_OK(cubec_device_count(&count));
+    ASSERT_OK(cubec_device_get_count(&count));
     int found = 0;
     for (uint32_t i = 0; i < count && !found; i++) {
         ASSERT_OK(cubec_device_peek(i, &peeked));

@@ -130,7 +130,7 @@ static void test_disabled_by_config(void **state)
     cubec_device_info info = CUBEC_DEVICE_INFO_INIT, peeked = CUBEC_DEVICE_INFO_INIT;
     ASSERT_OK(cubec_device_get_info(d, &info));
     uint32_t count = 0;
-    ASSERT_OK(cubec_device_count(&count));
+    ASSERT_OK(cubec_device_get_count(&count));
     for (uint32_t i = 0; i < count; i++) {
         ASSERT_OK(cubec_device_peek(i, &peeked));
         if (strcmp(peeked.name, info.name) == 0) break;

@@ -1,4 +1,4 @@
-/* A program's own Vulkan code on cubec's memory (cubec.h cubec_device_vulkan_handles,
+/* A program's own Vulkan code on cubec's memory (cubec.h cubec_device_get_vulkan_handles,
  * docs/memory.md "Raw resources and the program's own Vulkan code"): the handles name cubec's
  * device (the raw VkBuffer's requirements and device address are read through them and agree with
  * cubec_buffer_raw), a program queue exists exactly where the family has a second queue, and on
@@ -24,7 +24,7 @@ static void fixture_open(fixture *f)
 {
     f->d = test_device_open();
     f->h = (cubec_vulkan_handles)CUBEC_VULKAN_HANDLES_INIT;
-    ASSERT_OK(cubec_device_vulkan_handles(f->d, &f->h));
+    ASSERT_OK(cubec_device_get_vulkan_handles(f->d, &f->h));
     assert_true(f->h.instance != 0 && f->h.physical_device != 0 && f->h.device != 0);
     assert_true(f->h.api_version >= VK_API_VERSION_1_2);
     f->device = (VkDevice)(uintptr_t)f->h.device;
@@ -174,10 +174,10 @@ static void test_refusals(void **state)
     cubec_vulkan_handles h = CUBEC_VULKAN_HANDLES_INIT;
     memset(&h, 0x5a, sizeof h);
     h.struct_size = sizeof h;
-    ASSERT_ERROR(cubec_device_vulkan_handles(NULL, &h), CUBEC_INVALID_ARGUMENT, "device is NULL");
+    ASSERT_ERROR(cubec_device_get_vulkan_handles(NULL, &h), CUBEC_INVALID_ARGUMENT, "device is NULL");
     assert_true(h.device == 0 && h.program_queue == 0);
     cubec_device *d = test_device_open();
-    ASSERT_ERROR(cubec_device_vulkan_handles(d, NULL), CUBEC_INVALID_ARGUMENT,
+    ASSERT_ERROR(cubec_device_get_vulkan_handles(d, NULL), CUBEC_INVALID_ARGUMENT,
                  "out_handles is NULL");
     test_device_close(d);
     setenv("CUBEC_BACKEND", "null", 1);
@@ -186,7 +186,7 @@ static void test_refusals(void **state)
     unsetenv("CUBEC_BACKEND");
     memset(&h, 0x5a, sizeof h);
     h.struct_size = sizeof h;
-    ASSERT_ERROR(cubec_device_vulkan_handles(n, &h), CUBEC_UNSUPPORTED, "null backend");
+    ASSERT_ERROR(cubec_device_get_vulkan_handles(n, &h), CUBEC_UNSUPPORTED, "null backend");
     assert_true(h.device == 0 && h.instance == 0);
     cubec_device_close(n);
 }

@@ -404,7 +404,7 @@ static cubec_status create_device(vk_context *ctx, int allow_push, uint32_t disa
     ctx->memory_budget = has_device_extension(ctx->physical, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
     if (ctx->memory_budget) exts[next++] = VK_EXT_MEMORY_BUDGET_EXTENSION_NAME;
     /* A second queue of the family, where it has one, for a program's own Vulkan work on
-     * cubec's memory (cubec_device_vulkan_handles): queues are externally synchronized, and
+     * cubec's memory (cubec_device_get_vulkan_handles): queues are externally synchronized, and
      * cubec's own is submitted to from its threads at any time. */
     const float prio[2] = {1.0f, 1.0f};
     const uint32_t queues = qf[family].queueCount >= 2 ? 2 : 1;
