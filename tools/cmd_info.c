@@ -230,7 +230,8 @@ int cli_info_main(int argc, char **argv)
     gpu_backend backend = (gpu_backend)0;
     if (!print_backends(&backend)) return CLI_EXIT_RUNTIME;
     uint32_t count = 0;
-    if (cli_failed("info", cubec_device_get_count(&count), "counting devices")) return CLI_EXIT_RUNTIME;
+    if (cli_failed("info", cubec_device_get_count(&count), "counting devices"))
+        return CLI_EXIT_RUNTIME;
     if (count == 0) {
         printf("no Vulkan devices (is a Vulkan driver installed? Mesa's lavapipe runs on any "
                "CPU)\n");

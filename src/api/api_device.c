@@ -55,7 +55,8 @@ cubec_status cubec_device_get_info(cubec_device *device, cubec_device_info *out_
     return NULL;
 }
 
-cubec_status cubec_device_get_vulkan_handles(cubec_device *device, cubec_vulkan_handles *out_handles)
+cubec_status cubec_device_get_vulkan_handles(cubec_device *device,
+                                             cubec_vulkan_handles *out_handles)
 {
     if (!out_handles) return INVALID_ARG("cubec_device_get_vulkan_handles: out_handles is NULL");
     RETURN_IF_ERROR(API_STRUCT_CHECK(out_handles, cubec_vulkan_handles, CUBEC_VULKAN_HANDLES_INIT,
@@ -191,7 +192,8 @@ cubec_status cubec_fault_inject(cubec_device *device, cubec_fault_kind kind, uin
     return api_unlock(device, NULL);
 }
 
-cubec_status cubec_fault_get_counts(cubec_device *device, uint64_t out_counts[CUBEC_FAULT_KIND_COUNT])
+cubec_status cubec_fault_get_counts(cubec_device *device,
+                                    uint64_t out_counts[CUBEC_FAULT_KIND_COUNT])
 {
     if (!out_counts) return INVALID_ARG("cubec_fault_get_counts: out_counts is NULL");
     memset(out_counts, 0, CUBEC_FAULT_KIND_COUNT * sizeof *out_counts);

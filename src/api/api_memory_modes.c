@@ -4,7 +4,7 @@
 #include "server/streams.h"
 
 cubec_status cubec_memory_window_begin(cubec_device *device, cubec_stream stream,
-                                    cubec_memory_mode mode)
+                                       cubec_memory_mode mode)
 {
     static const char fn[] = "cubec_memory_window_begin";
     RETURN_IF_ERROR(api_lock(device, fn));
@@ -27,7 +27,7 @@ cubec_status cubec_memory_window_end(cubec_device *device, cubec_stream stream)
 }
 
 cubec_status cubec_memory_window_get(cubec_device *device, cubec_stream stream,
-                                   cubec_memory_mode *out_mode, uint32_t *out_depth)
+                                     cubec_memory_mode *out_mode, uint32_t *out_depth)
 {
     static const char fn[] = "cubec_memory_window_get";
     /* Cleared on entry (cubec.h): a refused call leaves no stale window behind. */

@@ -63,8 +63,8 @@ static void expect_all_refused(cubec_device *d)
     assert_null(json);
     cubec_memory_report r = CUBEC_MEMORY_REPORT_INIT;
     ASSERT_ERROR(cubec_memory_report_get(d, 0, &r), CUBEC_INVALID_ARGUMENT, needle);
-    ASSERT_ERROR(cubec_memory_window_begin(d, 0, CUBEC_MEMORY_MODE_PERSISTENT), CUBEC_INVALID_ARGUMENT,
-                 needle);
+    ASSERT_ERROR(cubec_memory_window_begin(d, 0, CUBEC_MEMORY_MODE_PERSISTENT),
+                 CUBEC_INVALID_ARGUMENT, needle);
     ASSERT_ERROR(cubec_run_window_begin(d, 0, CUBEC_RUN_DRY), CUBEC_INVALID_ARGUMENT, needle);
     void *host = NULL;
     ASSERT_ERROR(cubec_host_alloc(d, 4096, &host), CUBEC_INVALID_ARGUMENT, needle);

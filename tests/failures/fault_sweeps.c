@@ -15,11 +15,11 @@
  *   trace    the graph workload with CUBEC_TRACE on: after every run, tests/profiling/
  *            check_trace.py must accept the file the device wrote when it closed.
  *
- * A clean run counts the fallible calls of each kind (cubec_fault_get_counts after opening and at the
- * end); then for every kind and every n up to its count the workload runs on a fresh device with
- * that one call made to fail (CUBEC_FAULT for calls made while opening, cubec_fault_inject after).
- * Every run, with the validation layer on (any message fails the test) and, in the ASan build,
- * LeakSanitizer watching:
+ * A clean run counts the fallible calls of each kind (cubec_fault_get_counts after opening and at
+ * the end); then for every kind and every n up to its count the workload runs on a fresh device
+ * with that one call made to fail (CUBEC_FAULT for calls made while opening, cubec_fault_inject
+ * after). Every run, with the validation layer on (any message fails the test) and, in the ASan
+ * build, LeakSanitizer watching:
  *  - every call returns success, or an error that names the root cause ("injected fault: <kind>
  *    call #<n>"): the call that made the failing call (a launch, copy or fill whose drain lost
  *    only another stream's submission succeeds, docs/errors.md (e)), or a call that reports
@@ -244,7 +244,8 @@ static void after_call(cubec_status st, const char *what, int reports)
                         cubec_status_message(st), R.root);
             return;
         }
-        fail_msg("%s: cubec_fault_get_counts after %s: %s", run_name(), what, cubec_status_message(cs));
+        fail_msg("%s: cubec_fault_get_counts after %s: %s", run_name(), what,
+                 cubec_status_message(cs));
     }
     if (!R.fault_seen && counts[R.kind] >= R.n) {
         R.fault_seen = 1;

@@ -174,7 +174,8 @@ static void test_refusals(void **state)
     cubec_vulkan_handles h = CUBEC_VULKAN_HANDLES_INIT;
     memset(&h, 0x5a, sizeof h);
     h.struct_size = sizeof h;
-    ASSERT_ERROR(cubec_device_get_vulkan_handles(NULL, &h), CUBEC_INVALID_ARGUMENT, "device is NULL");
+    ASSERT_ERROR(cubec_device_get_vulkan_handles(NULL, &h), CUBEC_INVALID_ARGUMENT,
+                 "device is NULL");
     assert_true(h.device == 0 && h.program_queue == 0);
     cubec_device *d = test_device_open();
     ASSERT_ERROR(cubec_device_get_vulkan_handles(d, NULL), CUBEC_INVALID_ARGUMENT,
