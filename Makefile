@@ -21,7 +21,7 @@ CMAKE_ARGS ?=
 DEB_PACKAGES = build-essential cmake pkg-config git libvulkan-dev mesa-vulkan-drivers \
                vulkan-validationlayers vulkan-tools libshaderc-dev glslc glslang-dev spirv-tools \
                libspirv-cross-c-shared-dev libinih-dev libcmocka-dev python3 clang-format clang-tidy \
-               clang libclang-rt-14-dev
+               clang libclang-rt-14-dev python3-cffi python3-pycparser abigail-tools
 
 .PHONY: demo test build build-san build-tsan build-fuzz fuzz fuzz-test fuzz-runs bench install-deps format format-check lint clean
 

@@ -9,6 +9,10 @@ function(run)
   message(STATUS "${out}")
 endfunction()
 run(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix})
+# The declarations for binding generators sit beside the header (docs/api.md, "Bindings").
+if(NOT EXISTS ${prefix}/include/cubec/cubec_cdef.h)
+  message(FATAL_ERROR "cubec_cdef.h was not installed beside cubec.h")
+endif()
 run(${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/install/consumer -B ${WORK_DIR}/consumer
     -DCMAKE_PREFIX_PATH=${prefix})
 run(${CMAKE_COMMAND} --build ${WORK_DIR}/consumer)
