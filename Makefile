@@ -3,7 +3,7 @@
 #   make test   checks the formatting, builds, lints, runs every test (ctest), then the ASan+UBSan
 #               build's tests, the ThreadSanitizer build's concurrency tests and each libFuzzer
 #               harness for FUZZ_TEST_SECONDS
-# Other targets: build, bench, install-deps, format, format-check, lint, clean, fuzz (each
+# Other targets: build, bench, abi-baseline, install-deps, format, format-check, lint, clean, fuzz (each
 # harness for FUZZ_SECONDS), fuzz-runs (FUZZ_RUNS inputs of fuzz_api over FUZZ_JOBS processes;
 # docs/reliability.md, "Fuzzing").
 
@@ -23,7 +23,7 @@ DEB_PACKAGES = build-essential cmake pkg-config git libvulkan-dev mesa-vulkan-dr
                libspirv-cross-c-shared-dev libinih-dev libcmocka-dev python3 clang-format clang-tidy \
                clang libclang-rt-14-dev python3-cffi python3-pycparser abigail-tools
 
-.PHONY: demo test build build-san build-tsan build-fuzz fuzz fuzz-test fuzz-runs bench install-deps format format-check lint clean
+.PHONY: abi-baseline demo test build build-san build-tsan build-fuzz fuzz fuzz-test fuzz-runs bench install-deps format format-check lint clean
 
 install-deps:
 	@missing=""; for p in $(DEB_PACKAGES); do \
@@ -106,6 +106,11 @@ test: format-check build lint build-san build-tsan build-fuzz
 
 bench: build
 	$(BUILD)/bin/cubec bench
+
+# Regenerates the ABI baseline (abi/libcubec.abi) from this build: commit it with the change and
+# the version bump that made it (docs/api.md, "Versions and the ABI").
+abi-baseline: build
+	cmake --build $(BUILD) --target abi-baseline
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
