@@ -1,11 +1,12 @@
 # cubec: the two commands of the README.
-#   make demo   installs what is missing (Debian 12, as root), builds, runs the examples
+#   make demo   installs what is missing (Debian 12, as root), builds the library and the examples
+#               it runs (quietly: examples/run_demo.sh), runs them and prints a summary
 #   make test   checks the formatting, builds, lints, runs every test (ctest), then the ASan+UBSan
 #               build's tests, the ThreadSanitizer build's concurrency tests and each libFuzzer
-#               harness for FUZZ_TEST_SECONDS
-# Other targets: build, bench, abi-baseline, install-deps, format, format-check, lint, clean, fuzz (each
-# harness for FUZZ_SECONDS), fuzz-runs (FUZZ_RUNS inputs of fuzz_api over FUZZ_JOBS processes;
-# docs/reliability.md, "Fuzzing").
+#               harness for FUZZ_TEST_SECONDS (the README's "What make test runs")
+# Other targets: build, docs (the API reference, $(BUILD)/docs/html), bench, abi-baseline, install-deps,
+# format, format-check, lint, clean, fuzz (each harness for FUZZ_SECONDS), fuzz-runs (FUZZ_RUNS inputs of
+# fuzz_api over FUZZ_JOBS processes; docs/reliability.md, "Fuzzing").
 
 BUILD      ?= build
 BUILD_SAN  ?= build-san
@@ -20,10 +21,11 @@ CMAKE_ARGS ?=
 
 DEB_PACKAGES = build-essential cmake pkg-config git libvulkan-dev mesa-vulkan-drivers \
                vulkan-validationlayers vulkan-tools libshaderc-dev glslc glslang-dev spirv-tools \
-               libspirv-cross-c-shared-dev libinih-dev libcmocka-dev python3 clang-format clang-tidy \
-               clang libclang-rt-14-dev python3-cffi python3-pycparser abigail-tools
+               libspirv-cross-c-shared-dev libinih-dev libcmocka-dev python3 python3-dev python3-numpy \
+               python3-pytest python3-venv clang-format clang-tidy clang libclang-rt-14-dev doxygen \
+               python3-cffi python3-pycparser abigail-tools
 
-.PHONY: abi-baseline demo test build build-san build-tsan build-fuzz fuzz fuzz-test fuzz-runs bench install-deps format format-check lint clean
+.PHONY: abi-baseline demo docs test build build-san build-tsan build-fuzz fuzz fuzz-test fuzz-runs bench install-deps format format-check lint clean
 
 install-deps:
 	@missing=""; for p in $(DEB_PACKAGES); do \
@@ -93,9 +95,18 @@ fuzz-test: build-fuzz
 fuzz-runs: build-fuzz
 	fuzz/run_parallel.sh $(BUILD_FUZZ) $(FUZZ_JOBS) $(FUZZ_RUNS)
 
-demo: build
-	@for ex in vector_add reduction mlp; do \
-	  echo "== $$ex"; $(BUILD)/bin/example_$$ex || exit 1; done
+# Builds only the library and the demo programs, quietly (examples/run_demo.sh), then runs them.
+# Python: the package's build target goes in DEMO_TARGETS and its examples in DEMO_EXTRA, one per
+# line as "name|command|checked against" (examples/run_demo.sh).
+DEMO_TARGETS ?=
+DEMO_EXTRA ?=
+demo: install-deps
+	@CUBEC_DEMO_TARGETS="$(DEMO_TARGETS)" CUBEC_DEMO_EXTRA="$(DEMO_EXTRA)" \
+	  sh examples/run_demo.sh $(BUILD) $(CMAKE_ARGS)
+
+# The API reference from cubec.h (tools/api_reference.sh, docs/Doxyfile): $(BUILD)/docs/html.
+docs: install-deps
+	sh tools/api_reference.sh $(BUILD)/docs
 
 test: format-check build lint build-san build-tsan build-fuzz
 	cd $(BUILD) && ctest --output-on-failure -j 2
@@ -104,8 +115,12 @@ test: format-check build lint build-san build-tsan build-fuzz
 	  "test_threads|test_stream_stress|test_graph_threads|test_compile_threads|test_compile_queue|test_copy_pool|test_fault_random_threads|test_autotune_system_timing|test_relocation_threads"
 	$(call run_fuzzers,$(FUZZ_TEST_SECONDS))
 
+# `cubec bench`, then the Python binding against C in one process (bench/python_bench.py; needs
+# the extension, built when python3-dev is installed).
 bench: build
 	$(BUILD)/bin/cubec bench
+	@if [ -f $(BUILD)/python/cubec/_cubec.abi3.so ]; then \
+	  PYTHONPATH=$(BUILD)/python /usr/bin/python3 bench/python_bench.py; fi
 
 # Regenerates the ABI baseline (abi/libcubec.abi) from this build: commit it with the change and
 # the version bump that made it (docs/api.md, "Versions and the ABI").
@@ -119,15 +134,16 @@ format:
 format-check: install-deps
 	clang-format --dry-run --Werror $$(git ls-files '*.c' '*.h')
 
-# clang-tidy (.clang-tidy) over the library's C files, with the Release build's compile commands.
+# clang-tidy (.clang-tidy) over the library's and the Python extension's C files, with the Release
+# build's compile commands (the extension's are there when python3-dev is installed).
 # LINT_PENDING: files whose findings are not fixed yet (none today); a file listed here is skipped
-# until it passes. Every other file under src/, new ones included, must pass.
+# until it passes. Every other file under src/ and python/src/, new ones included, must pass.
 LINT_PENDING =
-LINT_FILES = $(filter-out $(LINT_PENDING),$(shell git ls-files 'src/*.c'))
-# Findings in headers count under this checkout's src/ only: .clang-tidy's '/src/' alone also
+LINT_FILES = $(filter-out $(LINT_PENDING),$(shell git ls-files 'src/*.c' 'python/src/*.c'))
+# Findings in headers count under this checkout's src/ and python/src/ only: .clang-tidy's '/src/' alone also
 # matched include/cubec/cubec.h in a checkout at ~/src/cubec. The path is a regex: dots and
 # pluses in it are escaped.
-LINT_HEADERS = ^$(subst +,\+,$(subst .,\.,$(CURDIR)))/src/
+LINT_HEADERS = ^$(subst +,\+,$(subst .,\.,$(CURDIR)))/(python/)?src/
 
 # tools/check_layers.sh: src/api/ writes no device field, device.h includes no component header.
 # tools/check_calls.py: no circle of calls between more than two files of src/server.

@@ -77,7 +77,7 @@ static const figure_variant peak_ratio_variants[] = {
     {"memory.peak_ratio.adaptive", "cubec_adaptive", 1, "CUBEC_MEMORY_PRESET", "adaptive"},
 };
 
-/* The figures of BENCHMARKS.md, then the streams figures, measured against cubec itself.
+/* The figures of docs/benchmarks.md, then the streams figures, measured against cubec itself.
  * compile.warm_disk is measured against the same child processes without the disk cache.
  * Repetitions are odd so that the median is a sample. */
 static const figure_def figures[] = {
@@ -138,7 +138,10 @@ typedef struct options {
 static void usage(FILE *out)
 {
     fprintf(out, "usage: cubec bench [--json] [--quick] [--filter SUBSTR]... [--trace FILE]\n"
-                 "  --json           print the JSON object of BENCHMARKS.md instead of a table\n"
+                 "Measures the figures of docs/benchmarks.md (what each means, how it is\n"
+                 "measured, the results on lavapipe and an H200) on the default device.\n"
+                 "  --json           print the figures as the JSON object docs/benchmarks.md\n"
+                 "                   describes, instead of a table\n"
                  "  --quick          fewer repetitions and smaller sizes (a smoke test)\n"
                  "  --filter SUBSTR  run only the figures whose name contains SUBSTR\n"
                  "                   (or one of its results, e.g. streams.independent.4)\n"
@@ -231,8 +234,8 @@ static const char *type_name(cubec_device_type type)
     }
 }
 
-/* The sizes of BENCHMARKS.md for this device, clamped to what one binding may hold, so that both
- * sides get the same work wherever the suite runs. */
+/* The sizes of docs/benchmarks.md for this device, clamped to what one binding may hold, so that
+ * both sides get the same work wherever the suite runs. */
 static void make_params(const cubec_device_info *info, int quick, bench_params *p)
 {
     memset(p, 0, sizeof *p);

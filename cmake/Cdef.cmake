@@ -9,5 +9,6 @@ add_custom_command(OUTPUT ${CUBEC_CDEF}
           -P ${PROJECT_SOURCE_DIR}/cmake/GenerateCdef.cmake
   DEPENDS ${PROJECT_SOURCE_DIR}/include/cubec/cubec.h ${PROJECT_SOURCE_DIR}/cmake/GenerateCdef.cmake
           ${PROJECT_SOURCE_DIR}/cmake/cdef/stddef.h ${PROJECT_SOURCE_DIR}/cmake/cdef/stdint.h
+          ${PROJECT_SOURCE_DIR}/cmake/cdef/stdio.h ${PROJECT_SOURCE_DIR}/cmake/cdef/stdlib.h
   COMMENT "Generating cubec_cdef.h")
 add_custom_target(cubec_cdef ALL DEPENDS ${CUBEC_CDEF})

@@ -27,7 +27,16 @@ write_basic_package_version_file(${CMAKE_BINARY_DIR}/cubecConfigVersion.cmake
 install(FILES ${CMAKE_BINARY_DIR}/cubecConfig.cmake ${CMAKE_BINARY_DIR}/cubecConfigVersion.cmake
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/cubec)
 
-# The static archive needs the compiler stack's archives too: pkg-config --static lists them.
-string(REPLACE ";" " " CUBEC_PC_STATIC_LIBS "${CUBEC_STATIC_COMPILER_LIBS}")
-configure_file(${PROJECT_SOURCE_DIR}/cmake/cubec.pc.in ${CMAKE_BINARY_DIR}/cubec.pc @ONLY)
-install(FILES ${CMAKE_BINARY_DIR}/cubec.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+# The static archive needs the compiler stack's archives too: pkg-config --static lists them, by
+# file name (-l:libX.a, searched on the linker's path) rather than by this machine's absolute
+# paths, so the .pc holds on any machine with the same packages.
+set(CUBEC_PC_STATIC_LIBS)
+foreach(lib ${CUBEC_STATIC_COMPILER_LIBS})
+  get_filename_component(_name ${lib} NAME)
+  list(APPEND CUBEC_PC_STATIC_LIBS "-l:${_name}")
+endforeach()
+string(REPLACE ";" " " CUBEC_PC_STATIC_LIBS "${CUBEC_PC_STATIC_LIBS}")
+foreach(pc cubec cubec-shared)
+  configure_file(${PROJECT_SOURCE_DIR}/cmake/${pc}.pc.in ${CMAKE_BINARY_DIR}/${pc}.pc @ONLY)
+  install(FILES ${CMAKE_BINARY_DIR}/${pc}.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+endforeach()

@@ -9,6 +9,7 @@
  * `--memory` prints the default device's memory report right after opening it: what the device
  * holds before any buffer (the runtime's rings), with the same formatter programs call. */
 #include "cli.h"
+#include "info_json.h"
 
 #include "base/config.h"
 #include "gpu/gpu.h"
@@ -21,7 +22,7 @@ void cli_info_usage(FILE *out)
 {
     fprintf(
         out,
-        "usage: cubec info [--memory [--json]]\n"
+        "usage: cubec info [--json] | --memory [--json]\n"
         "\n"
         "Lists the backends cubec has (the one CUBEC_BACKEND selects marked), then every\n"
         "device of the selected backend with its name, type, vendor and device id, driver, API\n"
@@ -30,6 +31,9 @@ void cli_info_usage(FILE *out)
         "element types, and marks the one cubec_device_open(NULL) picks\n"
         "(CUBEC_DEVICE=<index or part of the name> changes it).\n"
         "\n"
+        "  --json     the same as one JSON object on stdout, for scripts: \"backends\",\n"
+        "             \"backend\", \"devices\" (each with every field of cubec_device_info,\n"
+        "             \"features\" by name, \"default\"), \"default_error\" (docs/cli.md)\n"
         "  --memory   open the default device and print its memory report as a table (per\n"
         "             stream slot, then the runtime's rings); it allocates nothing, so it\n"
         "             shows what a device holds before the first buffer\n"
@@ -129,6 +133,10 @@ static void print_device(uint32_t index, const cubec_device_info *d, int is_defa
            d->api_version & 0xFFFu);
     printf("  %-28s %s\n", "unified memory", d->unified_memory ? "yes (no staging copies)" : "no");
     printf("  %-28s %s\n", "push descriptors", d->push_descriptors ? "yes" : "no");
+    printf("  %-28s %s\n", "bounds checks (robust)",
+           d->robust == CUBEC_ROBUST_BUFFER ? "per buffer (robustBufferAccess2)"
+           : d->robust                      ? "per pool page (robustBufferAccess)"
+                                            : "none");
     printf("  %-28s %s\n", "device-local heap",
            cli_format_bytes(d->device_local_heap_size, b1, sizeof b1));
     printf("  %-28s %s\n", "max storage buffer range",
@@ -184,8 +192,9 @@ static int memory_main(int json)
 
 /* "backends: vulkan [selected], null": the backends of this build (GPU_BACKENDS), the one the
  * configuration selects (CUBEC_BACKEND, read as cubec_device_open reads it) marked; the devices
- * listed after it are that backend's. 0 when the configuration cannot be read (reported). */
-static int print_backends(gpu_backend *out_selected)
+ * listed after it are that backend's. With `json`, the opening of the JSON object instead. 0 when
+ * the configuration cannot be read (reported). */
+static int print_backends(gpu_backend *out_selected, int json)
 {
     cubec_config *c = malloc(sizeof *c); /* large (the pool list's text): not on the stack */
     if (!c) {
@@ -197,6 +206,13 @@ static int print_backends(gpu_backend *out_selected)
     free(c);
     if (cli_failed("info", err, "reading the configuration")) return 0;
     *out_selected = (gpu_backend)selected;
+    if (json) {
+        const char *names[GPU_BACKEND_COUNT];
+        for (int b = 0; b < GPU_BACKEND_COUNT; b++)
+            names[b] = gpu_backend_name((gpu_backend)b);
+        info_json_begin(stdout, names, GPU_BACKEND_COUNT, selected);
+        return 1;
+    }
     printf("backends:");
     for (int b = 0; b < GPU_BACKEND_COUNT; b++)
         printf("%s %s%s", b ? "," : "", gpu_backend_name((gpu_backend)b),
@@ -224,14 +240,19 @@ int cli_info_main(int argc, char **argv)
         if (argv[i][0] == '-') return cli_usage_error("info", "unknown flag '%s'", argv[i]);
         return cli_usage_error("info", "unexpected argument '%s'", argv[i]);
     }
-    if (json && !memory) return cli_usage_error("info", "flag '--json' needs '--memory'");
     if (memory) return memory_main(json);
 
-    gpu_backend backend = (gpu_backend)0;
-    if (!print_backends(&backend)) return CLI_EXIT_RUNTIME;
+    /* Counted before anything is printed, so that a failure (no driver) leaves stdout empty
+     * rather than half a JSON object. */
     uint32_t count = 0;
     if (cli_failed("info", cubec_device_get_count(&count), "counting devices"))
         return CLI_EXIT_RUNTIME;
+    gpu_backend backend = (gpu_backend)0;
+    if (!print_backends(&backend, json)) return CLI_EXIT_RUNTIME;
+    if (count == 0 && json) {
+        info_json_end(stdout, 0, "no devices");
+        return CLI_EXIT_RUNTIME;
+    }
     if (count == 0) {
         printf("no Vulkan devices (is a Vulkan driver installed? Mesa's lavapipe runs on any "
                "CPU)\n");
@@ -250,10 +271,16 @@ int cli_info_main(int argc, char **argv)
         have_default = status == NULL;
         cubec_device_close(device);
     }
+    char default_error[1024] = "";
+    if (status)
+        snprintf(default_error, sizeof default_error, "%s: %s",
+                 cubec_code_name(cubec_status_code(status)), cubec_status_message(status));
     if (cli_failed("info", status, "opening the default device")) exit_code = CLI_EXIT_RUNTIME;
 
-    printf("%" PRIu32 " %s device%s\n", count, gpu_backend_name(backend), count == 1 ? "" : "s");
-    int default_marked = 0;
+    if (!json)
+        printf("%" PRIu32 " %s device%s\n", count, gpu_backend_name(backend),
+               count == 1 ? "" : "s");
+    int default_marked = 0, listed = 0;
     for (uint32_t i = 0; i < count; i++) {
         cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
         char what[64];
@@ -266,10 +293,20 @@ int cli_info_main(int argc, char **argv)
          * takes the first of equals, so the first match is the one to mark. */
         const int is_default = have_default && !default_marked && same_device(&info, &default_info);
         default_marked |= is_default;
+        const uint64_t off = is_default ? info.features & ~default_info.features : 0;
+        if (json) {
+            info_json_device(stdout, !listed, i, &info, type_name(info.type),
+                             vendor_name(info.vendor_id), is_default, off);
+            listed++;
+            continue;
+        }
         printf("\n");
         print_device(i, &info, is_default);
-        if (is_default && default_info.features != info.features)
-            print_features("features off by config", info.features & ~default_info.features);
+        if (off) print_features("features off by config", (uint32_t)off);
+    }
+    if (json) {
+        info_json_end(stdout, listed, default_error[0] ? default_error : NULL);
+        return exit_code;
     }
     if (have_default && !default_marked) {
         printf("\ndefault device: %s (not in the list above?)\n", default_info.name);

@@ -1,14 +1,17 @@
 /* `cubec run`: one kernel, one launch, from the command line.
  *
  * It is the quickest way to try a kernel without writing a host program: buffers are described by
- * flags (the contents of a file, a constant, a ramp, zeros), the metadata by a list of scalars,
- * and what the kernel writes is printed and optionally saved to files. Which bindings count as
+ * flags (the contents of a raw or .npy file, a constant, a ramp, seeded random values, zeros) of
+ * typed elements (dtype.h), the metadata by a list of scalars, and what the kernel writes is
+ * printed in its binding's type and optionally saved to raw or .npy files. Which bindings count as
  * outputs is not guessed: the library reflects each binding's access from the SPIR-V, and every
  * binding with write access is read back.
  *
  * The whole command line is checked before the device is opened, so a typo costs nothing and is
  * answered with exit code 2 and a message naming the flag and the value. */
 #include "cli.h"
+#include "dtype.h"
+#include "npy.h"
 
 #include "base/file.h"
 
@@ -43,22 +46,36 @@ void cli_run_usage(FILE *out)
         "  --groups X[,Y,Z]        workgroup counts (Y and Z default to 1)\n"
         "  --buf SPEC              one storage binding, repeated in binding order:\n"
         "      file:PATH             the contents of a regular file (FIFOs, devices such as\n"
-        "                            /dev/zero and directories are refused)\n"
-        "      fill:SIZE:f32:VALUE   SIZE bytes of a repeated float (also u32, i32)\n"
-        "      iota:COUNT:f32        COUNT floats 0, 1, 2, ... (also u32)\n"
-        "      zero:SIZE             SIZE bytes of zeros\n"
-        "    SIZE is in bytes, with an optional K, M or G suffix (powers of 1024)\n"
+        "                            /dev/zero and directories are refused); a PATH ending\n"
+        "                            in .npy is a numpy array: its elements, with its dtype\n"
+        "                            and shape\n"
+        "      fill:SIZE:TYPE:VALUE  SIZE bytes of a repeated VALUE\n"
+        "      iota:COUNT:TYPE       COUNT elements 0, 1, 2, ...\n"
+        "      rand:COUNT:TYPE[:SEED] COUNT seeded random elements (SEED 0 if left out):\n"
+        "                            floats in [0, 1), integers over the type's whole\n"
+        "                            range; the same SEED gives the same values (docs/cli.md)\n"
+        "      zero:SIZE[:TYPE]      SIZE bytes of zeros\n"
+        "    TYPE is f16, f32, f64, i8, u8, i16, u16, i32, u32, i64 or u64 (numpy's float16\n"
+        "    ... uint64); SIZE is in bytes, with an optional K, M or G suffix (powers of 1024)\n"
         "  --define NAME[=VALUE]   a preprocessor definition for GLSL (repeatable)\n"
         "  --info-u32 V            append a uint32 to the metadata (CUBEC_INFO) bytes\n"
         "  --info-i32 V            append an int32\n"
         "  --info-f32 V            append a float32; the --info-* flags are taken in order\n"
         "  --entry NAME            the entry point (default main)\n"
         "  --optimize, -O          compile GLSL with optimization\n"
-        "  --device INDEX          the device to use (see `cubec info`; default: the best)\n"
+        "  --device INDEX|NAME     the device to use: its index or a part of its name, as\n"
+        "                          `cubec info` lists them (default: CUBEC_DEVICE, else the best)\n"
+        "  --no-robust             run without bounds checks: by default a load or store past\n"
+        "                          the end of a --buf reads zero or is dropped where the\n"
+        "                          device has robust buffer access (docs/reliability.md)\n"
         "  --print N               how many values to print per output binding (default 8)\n"
-        "  --print-u32             print the values as uint32 instead of float32\n"
+        "  --print-u32             print untyped bindings (zero:SIZE, a raw file:) as u32\n"
+        "                          instead of f32; typed ones print in their TYPE\n"
         "  --out-dir DIR           save each output binding to DIR/binding<i>.bin (replaced if\n"
         "                          a regular file is there; anything else is refused)\n"
+        "  --npy                   with --out-dir: save DIR/binding<i>.npy instead, a numpy\n"
+        "                          array of the binding's type (untyped: as printed) and the\n"
+        "                          shape of its .npy input (else one dimension)\n"
         "  --trace FILE            write a Chrome trace of the run to FILE (sets CUBEC_TRACE;\n"
         "                          open it in ui.perfetto.dev or chrome://tracing)\n"
         "  --help, -h              this text\n"
@@ -67,6 +84,8 @@ void cli_run_usage(FILE *out)
         "KERNEL is a regular file of at most 64 MiB.\n"
         "Example:\n"
         "  cubec run add.comp --groups 4 --info-u32 256 --buf iota:256:f32 --buf zero:1K\n"
+        "  cubec run add.comp --groups 4 --info-u32 256 --buf file:x.npy --buf zero:1K:f32 \\\n"
+        "      --out-dir out --npy\n"
         "Exit codes: 0 success, 1 runtime error, 2 usage error.\n");
 }
 
@@ -75,10 +94,10 @@ void cli_run_usage(FILE *out)
  * ------------------------------------------------------------------------------------------- */
 
 typedef enum buf_kind {
-    BUF_FILE,
+    BUF_FILE, /* raw bytes, or a .npy file (its name ends in .npy) */
     BUF_FILL,
-    BUF_IOTA_F32,
-    BUF_IOTA_U32,
+    BUF_IOTA,
+    BUF_RAND,
     BUF_ZERO,
 } buf_kind;
 
@@ -86,9 +105,15 @@ typedef struct buf_spec {
     const char *text; /* the --buf value as given, for messages */
     buf_kind kind;
     const char *path; /* BUF_FILE */
-    uint64_t size;    /* bytes (BUF_FILL, BUF_ZERO) */
-    uint64_t count;   /* elements (BUF_IOTA_*) */
-    uint32_t pattern; /* BUF_FILL: the 32-bit value repeated */
+    int npy;          /* BUF_FILE: a .npy file (type and shape from its header) */
+    dtype type;       /* the element type (DTYPE_NONE: untyped bytes) */
+    uint64_t size;    /* bytes (BUF_FILL, BUF_ZERO; BUF_IOTA and BUF_RAND: count * type size) */
+    uint64_t count;   /* elements (BUF_IOTA, BUF_RAND) */
+    uint64_t seed;    /* BUF_RAND */
+    unsigned char value[8]; /* BUF_FILL: one element, repeated */
+    /* A .npy input's shape, written back with --npy when the binding keeps its size. */
+    uint32_t ndim;
+    uint64_t shape[NPY_MAX_DIMS];
 } buf_spec;
 
 typedef struct run_args {
@@ -105,15 +130,24 @@ typedef struct run_args {
     const char *trace_path; /* --trace: CUBEC_TRACE for the device */
     uint32_t print_count;
     int print_u32;
+    int save_npy; /* --npy: --out-dir files are .npy, not raw */
     const char *entry_point;
     int optimize;
+    int no_robust; /* --no-robust: the device without its bounds-checked mode */
     int have_device;
     uint32_t device_index;
+    const char *device_name; /* --device NAME: a part of the device's name */
 } run_args;
 
 /* ---------------------------------------------------------------------------------------------
  * Value parsers: each returns 0 on success and leaves *out alone otherwise.
  * ------------------------------------------------------------------------------------------- */
+
+static int ends_with(const char *text, const char *suffix)
+{
+    const size_t n = strlen(text), m = strlen(suffix);
+    return n >= m && strcmp(text + n - m, suffix) == 0;
+}
 
 /* A uint32 in decimal or 0x hex, all of `text`, no sign. */
 static int parse_u32(const char *text, uint32_t *out)
@@ -213,6 +247,27 @@ static int split_spec(char *text, char **fields, int max)
     return n;
 }
 
+/* An element type field of a --buf spec; writes the message into `err` when it is not one. */
+static int parse_type(const char *text, dtype *out, char *err, size_t err_size)
+{
+    *out = dtype_parse(text);
+    if (*out != DTYPE_NONE) return 0;
+    snprintf(err, err_size, "unknown type '%s' (%s)", text, dtype_list());
+    return -1;
+}
+
+/* COUNT of an iota: or rand: spec, of `type`: elements, at least one, whose bytes fit 64 bits. */
+static int parse_count(const char *text, dtype type, buf_spec *spec, char *err, size_t err_size)
+{
+    if (parse_size(text, &spec->count) != 0 || spec->count == 0 ||
+        spec->count > UINT64_MAX / dtype_size(type)) {
+        snprintf(err, err_size, "COUNT '%s' is not a positive number of elements", text);
+        return -1;
+    }
+    spec->size = spec->count * dtype_size(type);
+    return 0;
+}
+
 /* Parses one --buf value. On error, writes a message (without the flag) into `err`. */
 static int parse_buf(const char *text, buf_spec *out, char *err, size_t err_size)
 {
@@ -233,66 +288,58 @@ static int parse_buf(const char *text, buf_spec *out, char *err, size_t err_size
         }
         spec.kind = BUF_FILE;
         spec.path = text + 5; /* points into argv, which outlives the parse */
+        spec.npy = ends_with(spec.path, ".npy");
     } else if (strcmp(f[0], "fill") == 0) {
         if (n != 4) {
-            snprintf(err, err_size, "expected fill:SIZE:f32|u32|i32:VALUE");
+            snprintf(err, err_size, "expected fill:SIZE:TYPE:VALUE");
             return -1;
         }
-        if (parse_size(f[1], &spec.size) != 0 || spec.size == 0 || spec.size % 4 != 0) {
-            snprintf(err, err_size, "SIZE '%s' is not a positive multiple of 4 bytes", f[1]);
+        if (parse_type(f[2], &spec.type, err, err_size) != 0) return -1;
+        const size_t es = dtype_size(spec.type);
+        if (parse_size(f[1], &spec.size) != 0 || spec.size == 0 || spec.size % es != 0) {
+            snprintf(err, err_size, "SIZE '%s' is not a positive multiple of %zu bytes (%s)", f[1],
+                     es, f[2]);
             return -1;
         }
         spec.kind = BUF_FILL;
-        int ok = 0;
-        if (strcmp(f[2], "f32") == 0) {
-            float v;
-            ok = parse_f32(f[3], &v) == 0;
-            if (ok) memcpy(&spec.pattern, &v, 4);
-        } else if (strcmp(f[2], "u32") == 0) {
-            ok = parse_u32(f[3], &spec.pattern) == 0;
-        } else if (strcmp(f[2], "i32") == 0) {
-            int32_t v;
-            ok = parse_i32(f[3], &v) == 0;
-            if (ok) memcpy(&spec.pattern, &v, 4);
-        } else {
-            snprintf(err, err_size, "unknown type '%s' (f32, u32 or i32)", f[2]);
-            return -1;
-        }
-        if (!ok) {
+        if (dtype_parse_value(spec.type, f[3], spec.value) != 0) {
             snprintf(err, err_size, "VALUE '%s' is not a valid %s", f[3], f[2]);
             return -1;
         }
-    } else if (strcmp(f[0], "iota") == 0) {
-        if (n != 3) {
-            snprintf(err, err_size, "expected iota:COUNT:f32 or iota:COUNT:u32");
+    } else if (strcmp(f[0], "iota") == 0 || strcmp(f[0], "rand") == 0) {
+        const int rand = f[0][0] == 'r';
+        if (rand ? n != 3 && n != 4 : n != 3) {
+            snprintf(err, err_size,
+                     rand ? "expected rand:COUNT:TYPE[:SEED]" : "expected iota:COUNT:TYPE");
             return -1;
         }
-        if (parse_size(f[1], &spec.count) != 0 || spec.count == 0 ||
-            spec.count > (UINT64_MAX >> 2)) {
-            snprintf(err, err_size, "COUNT '%s' is not a positive number", f[1]);
-            return -1;
+        if (parse_type(f[2], &spec.type, err, err_size) != 0) return -1;
+        if (parse_count(f[1], spec.type, &spec, err, err_size) != 0) return -1;
+        spec.kind = rand ? BUF_RAND : BUF_IOTA;
+        if (n == 4) {
+            char *end = NULL;
+            errno = 0;
+            spec.seed = strtoull(f[3], &end, 0);
+            if (f[3][0] < '0' || f[3][0] > '9' || errno != 0 || *end != '\0') {
+                snprintf(err, err_size, "SEED '%s' is not a number in 0..2^64-1", f[3]);
+                return -1;
+            }
         }
-        if (strcmp(f[2], "f32") == 0) {
-            spec.kind = BUF_IOTA_F32;
-        } else if (strcmp(f[2], "u32") == 0) {
-            spec.kind = BUF_IOTA_U32;
-        } else {
-            snprintf(err, err_size, "unknown type '%s' (f32 or u32)", f[2]);
-            return -1;
-        }
-        spec.size = spec.count * 4;
     } else if (strcmp(f[0], "zero") == 0) {
-        if (n != 2) {
-            snprintf(err, err_size, "expected zero:SIZE");
+        if (n != 2 && n != 3) {
+            snprintf(err, err_size, "expected zero:SIZE or zero:SIZE:TYPE");
             return -1;
         }
-        if (parse_size(f[1], &spec.size) != 0 || spec.size == 0) {
-            snprintf(err, err_size, "SIZE '%s' is not a positive byte count", f[1]);
+        if (n == 3 && parse_type(f[2], &spec.type, err, err_size) != 0) return -1;
+        const size_t es = dtype_size(spec.type);
+        if (parse_size(f[1], &spec.size) != 0 || spec.size == 0 || spec.size % es != 0) {
+            snprintf(err, err_size, "SIZE '%s' is not a positive byte count%s", f[1],
+                     es > 1 ? " that is a multiple of the type's size" : "");
             return -1;
         }
         spec.kind = BUF_ZERO;
     } else {
-        snprintf(err, err_size, "unknown kind '%s' (file, fill, iota or zero)", f[0]);
+        snprintf(err, err_size, "unknown kind '%s' (file, fill, iota, rand or zero)", f[0]);
         return -1;
     }
     *out = spec;
@@ -329,10 +376,15 @@ static int parse_args(int argc, char **argv, run_args *a, int *help)
 
         /* Flags without a value first. */
         if (strcmp(name, "--print-u32") == 0 || strcmp(name, "--optimize") == 0 ||
-            strcmp(name, "-O") == 0) {
+            strcmp(name, "-O") == 0 || strcmp(name, "--npy") == 0 ||
+            strcmp(name, "--no-robust") == 0) {
             if (eq != NULL) return cli_usage_error(CMD, "%s takes no value (got '%s')", name, arg);
             if (strcmp(name, "--print-u32") == 0) {
                 a->print_u32 = 1;
+            } else if (strcmp(name, "--npy") == 0) {
+                a->save_npy = 1;
+            } else if (strcmp(name, "--no-robust") == 0) {
+                a->no_robust = 1;
             } else {
                 a->optimize = 1;
             }
@@ -406,15 +458,24 @@ static int parse_args(int argc, char **argv, run_args *a, int *help)
             if (value[0] == '\0') return cli_usage_error(CMD, "--entry: the name is empty");
             a->entry_point = value;
         } else if (strcmp(name, "--device") == 0) {
-            if (parse_u32(value, &a->device_index) != 0)
-                return cli_usage_error(CMD, "--device '%s': not a device index", value);
-            a->have_device = 1;
+            /* As CUBEC_DEVICE reads it: all digits is an index (and must fit), anything else a
+             * part of a device name. */
+            if (value[0] == '\0') return cli_usage_error(CMD, "--device: the value is empty");
+            if (strspn(value, "0123456789") == strlen(value)) {
+                if (parse_u32(value, &a->device_index) != 0)
+                    return cli_usage_error(CMD, "--device '%s': not a device index in 0..%u", value,
+                                           UINT32_MAX);
+                a->have_device = 1;
+            } else {
+                a->device_name = value;
+            }
         }
     }
 
     if (a->kernel_path == NULL) return cli_usage_error(CMD, "no kernel file given");
     if (!a->have_groups) return cli_usage_error(CMD, "--groups is required");
     if (a->buf_count == 0) return cli_usage_error(CMD, "at least one --buf is required");
+    if (a->save_npy && a->out_dir == NULL) return cli_usage_error(CMD, "--npy needs --out-dir");
     if (a->buf_count > 32) {
         return cli_usage_error(CMD, "%" PRIu32 " --buf given; a kernel has at most 32 bindings",
                                a->buf_count);
@@ -440,8 +501,10 @@ static int read_file(const char *path, size_t limit, const char *what, char **ou
     return -1;
 }
 
-/* Writes `data` to `path`, a regular file (created or replaced; a FIFO or device is refused). */
-static int write_file(const char *path, const void *data, size_t size)
+/* Writes `data` to `path`, a regular file (created or replaced; a FIFO or device is refused):
+ * raw, or with `npy` as a .npy file of `type` and `shape` (ndim 0: one dimension). */
+static int write_output(const char *path, int npy, dtype type, const uint64_t *shape, uint32_t ndim,
+                        const void *data, size_t size)
 {
     FILE *f = NULL;
     cubec_status status = file_open_output(path, FILE_OUTPUT_TRUNCATE, 0, &f);
@@ -450,9 +513,10 @@ static int write_file(const char *path, const void *data, size_t size)
         cubec_status_free(status);
         return -1;
     }
-    const size_t written = fwrite(data, 1, size, f);
+    const int write_failed =
+        npy ? npy_write(f, type, shape, ndim, data, size) != 0 : fwrite(data, 1, size, f) != size;
     const int close_failed = fclose(f) != 0;
-    if (written != size || close_failed) {
+    if (write_failed || close_failed) {
         fprintf(stderr, "cubec run: cannot write '%s': %s\n", path, strerror(errno));
         return -1;
     }
@@ -472,12 +536,6 @@ static int ensure_dir(const char *path)
     return -1;
 }
 
-static int ends_with(const char *text, const char *suffix)
-{
-    const size_t n = strlen(text), m = strlen(suffix);
-    return n >= m && strcmp(text + n - m, suffix) == 0;
-}
-
 static double now_seconds(void)
 {
     struct timespec ts;
@@ -490,7 +548,8 @@ static double now_seconds(void)
  * ------------------------------------------------------------------------------------------- */
 
 /* Creates the buffer of one --buf spec; a file's bytes were read already (`file_data`,
- * `file_size`). Returns CLI_EXIT_OK or the exit code after reporting. */
+ * `file_size`: for a .npy file, its elements). Returns CLI_EXIT_OK or the exit code after
+ * reporting. */
 static int create_buffer(cubec_device *device, const buf_spec *spec, uint32_t binding,
                          const char *file_data, size_t file_size, cubec_buffer *out)
 {
@@ -498,48 +557,47 @@ static int create_buffer(cubec_device *device, const buf_spec *spec, uint32_t bi
     snprintf(what, sizeof what, "creating binding %" PRIu32 " from --buf '%s'", binding,
              spec->text);
     cubec_status status = NULL;
-    switch (spec->kind) {
-    case BUF_FILE:
+    const size_t es = dtype_size(spec->type);
+    /* A fill of an element of at most 4 bytes is a device fill of its repeated 32-bit word; the
+     * others (8-byte elements) are made on the host like iota and rand. */
+    const int device_fill = spec->kind == BUF_ZERO || (spec->kind == BUF_FILL && es <= 4);
+    if (spec->kind == BUF_FILE) {
         status = cubec_buffer_from(device, CUBEC_STREAM_CURRENT, file_data, file_size, out);
-        break;
-    case BUF_IOTA_F32:
-    case BUF_IOTA_U32: {
+    } else if (!device_fill) {
         if (spec->size > SIZE_MAX) return cli_usage_error(CMD, "--buf '%s': too big", spec->text);
-        uint32_t *words = malloc((size_t)spec->size);
-        if (words == NULL) {
+        unsigned char *bytes = malloc((size_t)spec->size);
+        if (bytes == NULL) {
             fprintf(stderr, "cubec run: --buf '%s': out of host memory\n", spec->text);
             return CLI_EXIT_RUNTIME;
         }
-        for (uint64_t i = 0; i < spec->count; i++) {
-            if (spec->kind == BUF_IOTA_U32) {
-                words[i] = (uint32_t)i;
-            } else {
-                const float v = (float)i;
-                memcpy(&words[i], &v, 4);
-            }
+        const uint64_t count = spec->size / es;
+        for (uint64_t i = 0; i < count; i++) {
+            unsigned char *at = bytes + i * es;
+            if (spec->kind == BUF_IOTA)
+                dtype_iota(spec->type, i, at);
+            else if (spec->kind == BUF_RAND)
+                dtype_random(spec->type, spec->seed, i, at);
+            else
+                memcpy(at, spec->value, es);
         }
-        status = cubec_buffer_from(device, CUBEC_STREAM_CURRENT, words, spec->size, out);
-        free(words);
-        break;
-    }
-    case BUF_FILL:
-    case BUF_ZERO: {
-        /* Allocated, then filled on the device: no host copy of a big constant buffer. A zero
-         * buffer whose size is not a multiple of 4 is written from the host instead, because
-         * cubec_fill works in 32-bit words. */
+        status = cubec_buffer_from(device, CUBEC_STREAM_CURRENT, bytes, spec->size, out);
+        free(bytes);
+    } else {
+        /* Allocated, then filled on the device: no host copy of a big constant buffer. The tail
+         * that is not a whole 32-bit word (cubec_fill's unit) is written from the host. */
         status = cubec_buffer_create(device, CUBEC_STREAM_CURRENT, spec->size, out);
-        if (status != NULL) break;
-        const uint32_t pattern = spec->kind == BUF_FILL ? spec->pattern : 0;
+        unsigned char word[4] = {0};
+        if (spec->kind == BUF_FILL)
+            for (size_t i = 0; i < 4; i++)
+                word[i] = spec->value[i % es];
+        uint32_t pattern;
+        memcpy(&pattern, word, 4);
         const uint64_t words_bytes = spec->size & ~(uint64_t)3;
-        if (words_bytes != 0)
+        if (status == NULL && words_bytes != 0)
             status = cubec_fill(device, CUBEC_STREAM_CURRENT, *out, 0, words_bytes, pattern);
-        if (status == NULL && words_bytes != spec->size) {
-            const uint8_t tail[3] = {0, 0, 0};
-            status = cubec_write(device, CUBEC_STREAM_CURRENT, *out, words_bytes, tail,
+        if (status == NULL && words_bytes != spec->size)
+            status = cubec_write(device, CUBEC_STREAM_CURRENT, *out, words_bytes, word,
                                  spec->size - words_bytes);
-        }
-        break;
-    }
     }
     return cli_failed(CMD, status, what) ? CLI_EXIT_RUNTIME : CLI_EXIT_OK;
 }
@@ -577,28 +635,36 @@ static int report_output(cubec_device *device, const run_args *a, uint32_t bindi
         return CLI_EXIT_RUNTIME;
     }
 
-    const uint64_t values = size / 4;
+    /* The binding's element type; untyped bytes show as f32 (u32 with --print-u32). */
+    const buf_spec *spec = &a->bufs[binding];
+    const dtype type = spec->type != DTYPE_NONE ? spec->type : a->print_u32 ? DTYPE_U32 : DTYPE_F32;
+    const size_t es = dtype_size(type);
+    const uint64_t values = size / es;
     const uint64_t shown = values < a->print_count ? values : a->print_count;
     printf("binding %" PRIu32 " (%s, %" PRIu64 " bytes, %s):", binding, access_name(access), size,
-           a->print_u32 ? "u32" : "f32");
+           dtype_name(type));
     for (uint64_t i = 0; i < shown; i++) {
-        uint32_t word;
-        memcpy(&word, data + i * 4, 4);
-        if (a->print_u32) {
-            printf(" %" PRIu32, word);
-        } else {
-            float v;
-            memcpy(&v, &word, 4);
-            printf(" %.9g", (double)v);
-        }
+        putchar(' ');
+        dtype_print(stdout, type, data + i * es);
     }
     printf("%s\n", shown < values ? " ..." : "");
 
     int exit_code = CLI_EXIT_OK;
     if (a->out_dir != NULL) {
         char path[4096];
-        snprintf(path, sizeof path, "%s/binding%" PRIu32 ".bin", a->out_dir, binding);
-        if (write_file(path, data, (size_t)size) != 0) {
+        snprintf(path, sizeof path, "%s/binding%" PRIu32 ".%s", a->out_dir, binding,
+                 a->save_npy ? "npy" : "bin");
+        /* A .npy input keeps its shape; anything else is one dimension of whole elements (a
+         * tail shorter than an element is not saved in a .npy file). */
+        const int same_shape = spec->ndim > 0 && spec->kind == BUF_FILE;
+        if (a->save_npy && size % es != 0)
+            fprintf(stderr,
+                    "cubec run: binding %" PRIu32 ": the last %" PRIu64 " bytes are not a "
+                    "whole %s and are left out of the .npy file\n",
+                    binding, size % es, dtype_name(type));
+        if (write_output(path, a->save_npy, type, same_shape ? spec->shape : NULL,
+                         same_shape ? spec->ndim : 0, data,
+                         a->save_npy ? values * es : size) != 0) {
             exit_code = CLI_EXIT_RUNTIME;
         } else {
             printf("  saved to %s\n", path);
@@ -643,6 +709,29 @@ static int run(const run_args *a)
         snprintf(what, sizeof what, "--buf '%s'", a->bufs[i].text);
         if (read_file(a->bufs[i].path, SIZE_MAX, what, &file_data[i], &file_size[i]) != 0)
             goto done;
+        if (a->bufs[i].npy) {
+            /* The elements after the header are the buffer; the type and shape are the
+             * binding's, for printing and --npy. */
+            npy_array arr;
+            char err[256];
+            if (npy_parse((const unsigned char *)file_data[i], file_size[i], &arr, err,
+                          sizeof err) != 0) {
+                fprintf(stderr, "cubec run: --buf '%s': %s\n", a->bufs[i].text, err);
+                goto done;
+            }
+            if (arr.data_size == 0) {
+                exit_code =
+                    cli_usage_error(CMD, "--buf '%s': the array has no elements", a->bufs[i].text);
+                goto done;
+            }
+            buf_spec *spec = &a->bufs[i];
+            spec->type = arr.type;
+            spec->ndim = arr.ndim ? arr.ndim : 1;
+            memcpy(spec->shape, arr.shape, sizeof spec->shape);
+            if (arr.ndim == 0) spec->shape[0] = 1;
+            memmove(file_data[i], file_data[i] + arr.data_offset, (size_t)arr.data_size);
+            file_size[i] = (size_t)arr.data_size;
+        }
         if (file_size[i] == 0) {
             /* A buffer of 0 bytes cannot be bound to a kernel: say so in terms of the flag. */
             exit_code = cli_usage_error(CMD, "--buf '%s': the file is empty", a->bufs[i].text);
@@ -651,11 +740,15 @@ static int run(const run_args *a)
     }
     if (a->out_dir != NULL && ensure_dir(a->out_dir) != 0) goto done;
 
-    cubec_device_desc device_desc = CUBEC_DEVICE_DESC_INIT;
+    /* Bounds-checked by default: `cubec run` cannot know what the kernel's info.n means, so a
+     * grid larger than a --buf must not write past it unnoticed. */
+    cubec_device_desc device_desc = {.struct_size = sizeof(cubec_device_desc),
+                                     .robust = !a->no_robust};
     if (a->have_device) {
         device_desc.select_by_index = 1;
         device_desc.index = a->device_index;
     }
+    device_desc.name = a->device_name;
     if (cli_failed(CMD, cubec_device_open(&device_desc, &device), "opening the device")) goto done;
     cubec_device_info device_info = CUBEC_DEVICE_INFO_INIT;
     if (cli_failed(CMD, cubec_device_get_info(device, &device_info), "reading the device info"))
@@ -733,7 +826,10 @@ static int run(const run_args *a)
     if (cli_failed(CMD, cubec_sync(device, CUBEC_STREAM_CURRENT), "running the kernel")) goto done;
     const double run_s = now_seconds() - t0;
 
-    printf("device:  %s\n", device_info.name);
+    printf("device:  %s, bounds checks %s\n", device_info.name,
+           device_info.robust == CUBEC_ROBUST_BUFFER ? "per buffer"
+           : device_info.robust                      ? "per pool page only"
+                                                     : "off");
     printf("kernel:  %s (%s), %" PRIu32 " binding%s, %" PRIu32 " bytes of info%s, workgroup "
            "%" PRIu32 "x%" PRIu32 "x%" PRIu32 ", compiled in %.3f ms\n",
            kernel_name, is_spirv ? "SPIR-V" : "GLSL", info.binding_count,

@@ -3,7 +3,7 @@
  *   cubec info                 the Vulkan devices present, their limits, and the default one
  *   cubec info --memory        the default device's memory report (--json for JSON)
  *   cubec run KERNEL ...       run one GLSL or SPIR-V kernel on buffers made from the command line
- *   cubec bench ...            the benchmark suite (bench/, see BENCHMARKS.md)
+ *   cubec bench ...            the benchmark suite (bench/, see docs/benchmarks.md)
  *   cubec version              the version and the git revision it was built from
  *
  * This file only dispatches to the subcommands and holds the helpers they share (cli.h); each
@@ -34,7 +34,7 @@ static void usage(FILE *out)
             "  info      list the Vulkan devices, their limits, and which one is the default;\n"
             "            `info --memory [--json]` prints the default device's memory report\n"
             "  run       run a GLSL (.comp) or SPIR-V (.spv) kernel on buffers given as flags\n"
-            "  bench     run the benchmark suite (a table, or --json)\n"
+            "  bench     run the benchmark suite (a table, or --json; docs/benchmarks.md)\n"
             "  version   print the version and the git revision of this build\n"
             "  help      print this, or `cubec help <command>` for a command's options\n"
             "\n"

@@ -135,11 +135,23 @@ if run_expect 0 trace "$CUBEC" run "$TMP/scale.comp" --groups 4 --info-u32 256 -
     --buf iota:256:f32 --buf zero:1K --out-dir "$TMP/out_trace" --trace "$TMP/run.trace.json"; then
     check_floats "$TMP/out_trace/binding1.bin" 256 "i * 2 + 0.5" || fail "trace: wrong output"
     expect_in trace "trace:" "$TMP/run.trace.json"
-    python3 "$CHECK_TRACE" "$TMP/run.trace.json" --launches 2 --min-streams 1 \
+    python3 "$CHECK_TRACE" "$TMP/run.trace.json" --launches 2 --min-streams 1 --submit-streams \
         --kernel scale.comp --kernel cubec.fill >"$TMP/trace_check.out" 2>&1 || {
         fail "trace: check_trace.py refused the trace:"
         sed 's/^/    /' "$TMP/trace_check.out" >&2
     }
+    # The fill of zero:1K says its 1024 bytes; every submit names the stream of the run's work
+    # (the stream of its launches), not 0.
+    python3 - "$TMP/run.trace.json" <<'EOF' || fail "trace: fill size or submit streams wrong"
+import json, sys
+events = [e for e in json.load(open(sys.argv[1]))["traceEvents"] if e.get("ph") == "X"]
+fills = [e for e in events if e["name"] == "cubec.fill"]
+assert len(fills) == 1 and fills[0]["args"]["bytes"] == 1024, fills
+work = {e["args"]["stream"] for e in events if e.get("cat") == "launch"}
+assert len(work) == 1 and 0 not in work, work
+submits = [e for e in events if e["name"] == "submit"]
+assert submits and all(e["args"]["stream"] in work for e in submits if e["args"]["tasks"]), submits
+EOF
 fi
 # A trace file that cannot be created fails the run (the device refuses to open).
 run_expect 1 trace_unwritable "$CUBEC" run "$TMP/scale.comp" --groups 1 --info-u32 1 \
@@ -226,7 +238,7 @@ run_expect 1 out_fifo "$CUBEC" run "$K" --groups 4 --info-u32 256 --info-f32 0.5
 run_expect 0 help "$CUBEC" --help && expect_in help "info" "run" "bench" "version"
 run_expect 0 run_help "$CUBEC" run --help &&
     expect_in run_help "--buf" "--groups" "--out-dir" "--trace"
-run_expect 0 bench_help "$CUBEC" bench --help && expect_in bench_help "--trace"
+run_expect 0 bench_help "$CUBEC" bench --help && expect_in bench_help "--trace" "docs/benchmarks.md"
 run_expect 0 info_help "$CUBEC" info --help
 run_expect 0 version "$CUBEC" version && expect_in version "cubec 0.2.0"
 run_expect 0 info "$CUBEC" info && expect_in info "[default]" "max storage buffer range"
@@ -441,7 +453,40 @@ assert t["auxiliary_bytes_reserved"] == aux and t["all_bytes_reserved"] == aux, 
 assert r["persistent_memory"] in ("enabled", "size-match", "disabled", "enforced"), r
 EOF
 fi
-run_expect 2 info_json_alone "$CUBEC" info --json && expect_in info_json_alone "--json" "--memory"
+# --json alone is the device list as JSON (tools/test_cli_scripting.sh checks its fields).
+run_expect 0 info_json_alone "$CUBEC" info --json &&
+    python3 -m json.tool "$TMP/info_json_alone.out" >/dev/null || fail "info --json: not JSON"
+
+# --- The bounds-checked mode: on by default in `cubec run` ----------------------------------------
+# 256 invocations write o[i] = i + 1 into a 16-word buffer: the first 16 words are right, and
+# the run says whether the stores past the end were checked (per buffer where the device has
+# robustBufferAccess2, as `cubec info` says).
+cat >"$TMP/oob.comp" <<'EOF'
+#version 450
+layout(local_size_x = 64) in;
+layout(set = 0, binding = 0) writeonly buffer O { uint o[]; };
+void main() { o[gl_GlobalInvocationID.x] = gl_GlobalInvocationID.x + 1u; }
+EOF
+run_expect 0 info_robust "$CUBEC" info
+robust_line=$(grep -F "bounds checks (robust)" "$TMP/info_robust.out" | head -n 1)
+case "$robust_line" in
+*"per buffer"*) want_checks="bounds checks per buffer" ;;
+*"per pool page"*) want_checks="bounds checks per pool page only" ;;
+*) want_checks="bounds checks off" ;;
+esac
+if run_expect 0 run_oob "$CUBEC" run "$TMP/oob.comp" --groups 4 --buf zero:64 --print-u32 \
+    --out-dir "$TMP/out_oob"; then
+    expect_in run_oob "$want_checks"
+    check_u32 "$TMP/out_oob/binding0.bin" 16 "i + 1" || fail "run_oob: wrong in-bounds values"
+fi
+if run_expect 0 run_oob_unchecked "$CUBEC" run "$TMP/oob.comp" --groups 1 --buf zero:256 \
+    --no-robust --print-u32 --out-dir "$TMP/out_oob_unchecked"; then
+    expect_in run_oob_unchecked "bounds checks off"
+    check_u32 "$TMP/out_oob_unchecked/binding0.bin" 64 "i + 1" ||
+        fail "run_oob_unchecked: wrong values"
+fi
+run_expect 2 run_no_robust_value "$CUBEC" run "$TMP/oob.comp" --groups 1 --buf zero:256 \
+    --no-robust=1 && expect_in run_no_robust_value "--no-robust takes no value"
 
 if [ "$FAILURES" -ne 0 ]; then
     echo "test_cli: $FAILURES failure(s)" >&2

@@ -23,6 +23,10 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#ifndef CUBEC_NO_CHECK_HELPER
+#include <stdio.h>  /* fprintf in CUBEC_CHECK */
+#include <stdlib.h> /* exit in CUBEC_CHECK */
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -154,6 +158,27 @@ CUBEC_MUST_USE cubec_status cubec_status_new(cubec_code code, const char *fmt, .
  * another major version, or (while the major version is 0) another minor one, must not use it. */
 uint32_t cubec_version(void);
 
+#ifndef CUBEC_NO_CHECK_HELPER
+/* CUBEC_CHECK(call): for programs whose only answer to a failed call is to stop (examples, small
+ * tools, a test's setup). It evaluates `call` (anything returning a cubec_status) once; on
+ * failure it prints "file:line: call: CODE: message" to stderr, frees the status and exits the
+ * process with EXIT_FAILURE. It is a macro so that the message can quote the call and its place,
+ * and a statement (do/while), so it cannot be used as a value. A program that must clean up or
+ * recover tests the status itself. A binding generator that wants the declarations alone defines
+ * CUBEC_NO_CHECK_HELPER before including this header (no <stdio.h>, no <stdlib.h>, no macro). */
+#define CUBEC_CHECK(call)                                                                          \
+    do {                                                                                           \
+        cubec_status cubec_check_status_ = (call);                                                 \
+        if (cubec_check_status_) {                                                                 \
+            fprintf(stderr, "%s:%d: %s: %s: %s\n", __FILE__, __LINE__, #call,                      \
+                    cubec_code_name(cubec_status_code(cubec_check_status_)),                       \
+                    cubec_status_message(cubec_check_status_));                                    \
+            cubec_status_free(cubec_check_status_);                                                \
+            exit(EXIT_FAILURE);                                                                    \
+        }                                                                                          \
+    } while (0)
+#endif
+
 /* ---------------------------------------------------------------------------------------------
  * Device
  * ------------------------------------------------------------------------------------------- */
@@ -240,7 +265,17 @@ typedef struct cubec_device_desc {
      * without a GPU, in milliseconds (docs/api.md). */
     const char *backend;
     uint32_t null_delay_us; /* null backend: 0 = CUBEC_NULL_DELAY_US or at once */
+    /* Non-zero turns on the bounds-checked mode (`[device] robust` / CUBEC_ROBUST=1 do too):
+     * Vulkan's robust buffer access, so that a kernel's load or store past the end of a buffer
+     * it was given reads zero or is dropped instead of reaching other memory. Where the device
+     * has VK_EXT_robustness2 the check is against each buffer's own size; with
+     * robustBufferAccess alone only against its pool page. Device-address (buffer_reference)
+     * accesses are never checked. cubec_device_info.robust says what is in force; kernels may
+     * run slower (docs/reliability.md, "The bounds-checked mode"). Added last (docs/api.md,
+     * "Struct growth"). */
+    int robust;
 } cubec_device_desc;
+/* A cubec_device_desc with its struct_size set: start every one with it ("Structs that grow"). */
 #define CUBEC_DEVICE_DESC_INIT                                                                     \
     {                                                                                              \
         .struct_size = sizeof(cubec_device_desc)                                                   \
@@ -318,11 +353,22 @@ typedef struct cubec_device_info {
      * VK_NV_cooperative_matrix's; at most CUBEC_MAX_MATRIX_SHAPES (the rest are left out). */
     uint32_t matrix_shape_count;
     cubec_matrix_shape matrix_shapes[CUBEC_MAX_MATRIX_SHAPES];
+    /* The bounds-checked mode (cubec_device_desc.robust; docs/reliability.md): 0 off;
+     * CUBEC_ROBUST_PAGE, robustBufferAccess (an access past a buffer stays within its pool page);
+     * CUBEC_ROBUST_BUFFER, robustBufferAccess2 too (it stays within the buffer: reads past it
+     * give zero, writes past it are dropped). cubec_device_peek gives what the mode would be.
+     * Added last (docs/api.md, "Struct growth"). */
+    int robust;
 } cubec_device_info;
+/* A cubec_device_info with its struct_size set: start every one with it ("Structs that grow"). */
 #define CUBEC_DEVICE_INFO_INIT                                                                     \
     {                                                                                              \
         .struct_size = sizeof(cubec_device_info)                                                   \
     }
+
+/* Values of cubec_device_info.robust besides 0. */
+#define CUBEC_ROBUST_PAGE 1
+#define CUBEC_ROBUST_BUFFER 2 /* robustBufferAccess2 too: checked against each buffer */
 
 /* Opens a device. `desc` may be NULL (defaults). */
 CUBEC_MUST_USE cubec_status cubec_device_open(const cubec_device_desc *desc,
@@ -539,6 +585,7 @@ typedef struct cubec_kernel_desc {
      * kernel's identity. */
     uint32_t required_subgroup_size;
 } cubec_kernel_desc;
+/* A cubec_kernel_desc with its struct_size set: start every one with it ("Structs that grow"). */
 #define CUBEC_KERNEL_DESC_INIT                                                                     \
     {                                                                                              \
         .struct_size = sizeof(cubec_kernel_desc)                                                   \
@@ -558,10 +605,57 @@ typedef struct cubec_kernel_info {
     uint32_t info_size;         /* bytes of metadata a launch passes (0 = none)       */
     int info_in_push_constants; /* 1: push constants; 0: storage buffer (or no info) */
     uint32_t workgroup_size[3];
+    /* The members of the metadata block (CUBEC_INFO) that cubec_kernel_get_info_field lists: one
+     * per member, a struct member's own members in its place (docs/kernels.md, "Filling the block
+     * by name"). Added last (docs/api.md, "Struct growth"). */
+    uint32_t info_field_count;
 } cubec_kernel_info;
+/* A cubec_kernel_info with its struct_size set: start every one with it ("Structs that grow"). */
 #define CUBEC_KERNEL_INFO_INIT                                                                     \
     {                                                                                              \
         .struct_size = sizeof(cubec_kernel_info)                                                   \
+    }
+
+/* The element type of a metadata member. */
+typedef enum cubec_info_type {
+    CUBEC_INFO_OTHER = 0, /* a type this header does not name */
+    CUBEC_INFO_BOOL = 1,  /* 4 bytes in a block, 0 or 1 */
+    CUBEC_INFO_INT8 = 2,
+    CUBEC_INFO_UINT8 = 3,
+    CUBEC_INFO_INT16 = 4,
+    CUBEC_INFO_UINT16 = 5,
+    CUBEC_INFO_FLOAT16 = 6,
+    CUBEC_INFO_INT32 = 7,
+    CUBEC_INFO_UINT32 = 8,
+    CUBEC_INFO_FLOAT32 = 9,
+    CUBEC_INFO_INT64 = 10,
+    CUBEC_INFO_UINT64 = 11,
+    CUBEC_INFO_FLOAT64 = 12,
+    CUBEC_INFO_STRUCT = 13,  /* an array of structs: its members are not listed */
+    CUBEC_INFO_ADDRESS = 14, /* a GL_EXT_buffer_reference: 8 bytes, a device address
+                                (cubec_raw_buffer.device_address) */
+} cubec_info_type;
+
+/* One member of a kernel's metadata block, with the std430 layout the launch's info bytes
+ * follow: the member's bytes are at `offset` in cubec_launch_desc.info. */
+typedef struct cubec_info_field {
+    uint32_t struct_size; /* CUBEC_INFO_FIELD_INIT */
+    /* The member's name in the source ("scale"); a member of a struct member is "outer.inner".
+     * Owned by the device: valid until it closes (a binding copies it at once). */
+    const char *name;
+    uint32_t offset;        /* bytes from the start of the block                             */
+    uint32_t size;          /* bytes it spans: array_length x array_stride for an array      */
+    cubec_info_type type;   /* the type of its scalars (a vector's, a matrix's components) */
+    uint32_t vector_size;   /* components: 1 for a scalar, 2..4 for vecN (a matrix's rows) */
+    uint32_t columns;       /* 1, or a matrix's columns                                   */
+    uint32_t array_length;  /* 0: not an array; else its elements, all dimensions together */
+    uint32_t array_stride;  /* bytes from one element to the next (0: not an array)       */
+    uint32_t matrix_stride; /* bytes from one column to the next (0: not a matrix)       */
+} cubec_info_field;
+/* A cubec_info_field with its struct_size set: start every one with it ("Structs that grow"). */
+#define CUBEC_INFO_FIELD_INIT                                                                      \
+    {                                                                                              \
+        .struct_size = sizeof(cubec_info_field)                                                    \
     }
 
 /* Compiles the GLSL (or validates the SPIR-V for the Vulkan version cubec uses on the device),
@@ -582,6 +676,17 @@ CUBEC_MUST_USE cubec_status cubec_kernel_create(cubec_device *device, const cube
                                                 cubec_kernel *out_kernel);
 CUBEC_MUST_USE cubec_status cubec_kernel_get_info(cubec_device *device, cubec_kernel kernel,
                                                   cubec_kernel_info *out_info);
+/* The metadata block's member `index` (0 .. cubec_kernel_info.info_field_count - 1), in the
+ * order of their offsets. An index past the count is CUBEC_INVALID_ARGUMENT naming both. A kernel
+ * still compiling is waited for, as by cubec_kernel_get_info. */
+CUBEC_MUST_USE cubec_status cubec_kernel_get_info_field(cubec_device *device, cubec_kernel kernel,
+                                                        uint32_t index,
+                                                        cubec_info_field *out_field);
+/* The metadata block's member called `name` (as cubec_info_field.name spells it). A name the
+ * block does not have is CUBEC_INVALID_ARGUMENT, listing the names it has. */
+CUBEC_MUST_USE cubec_status cubec_kernel_find_info_field(cubec_device *device, cubec_kernel kernel,
+                                                         const char *name,
+                                                         cubec_info_field *out_field);
 /* Destroys a kernel; launches already queued still run. A zero handle is accepted. A kernel
  * still compiling in the queue finishes compiling (another handle may share it). */
 CUBEC_MUST_USE cubec_status cubec_kernel_destroy(cubec_device *device, cubec_kernel kernel);
@@ -630,6 +735,7 @@ typedef struct cubec_launch_desc {
      * no other buffer is touched; with none declared the launch returns the error. */
     uint32_t declared_outputs;
 } cubec_launch_desc;
+/* A cubec_launch_desc with its struct_size set: start every one with it ("Structs that grow"). */
 #define CUBEC_LAUNCH_DESC_INIT                                                                     \
     {                                                                                              \
         .struct_size = sizeof(cubec_launch_desc)                                                   \
@@ -763,6 +869,8 @@ typedef struct cubec_profile_result {
     /* The two instants on the host's CLOCK_MONOTONIC time base (device timestamps converted). */
     uint64_t begin_ns, end_ns;
 } cubec_profile_result;
+/* A cubec_profile_result with its struct_size set: start every one with it ("Structs that grow").
+ */
 #define CUBEC_PROFILE_RESULT_INIT                                                                  \
     {                                                                                              \
         .struct_size = sizeof(cubec_profile_result)                                                \
@@ -850,6 +958,7 @@ typedef struct cubec_tuner_desc {
     uint32_t samples; /* profiled runs of each candidate; 0 = 10; at most 1000         */
     int memory_only;  /* non-zero: no persistent cache (choices last as long as the tuner) */
 } cubec_tuner_desc;
+/* A cubec_tuner_desc with its struct_size set: start every one with it ("Structs that grow"). */
 #define CUBEC_TUNER_DESC_INIT                                                                      \
     {                                                                                              \
         .struct_size = sizeof(cubec_tuner_desc)                                                    \
@@ -881,6 +990,7 @@ typedef struct cubec_tune_request {
      * choice; a stored choice with another checksum is measured again. */
     uint64_t checksum;
 } cubec_tune_request;
+/* A cubec_tune_request with its struct_size set: start every one with it ("Structs that grow"). */
 #define CUBEC_TUNE_REQUEST_INIT                                                                    \
     {                                                                                              \
         .struct_size = sizeof(cubec_tune_request)                                                  \
@@ -899,6 +1009,7 @@ typedef struct cubec_tune_result {
     cubec_tune_source source;
     uint64_t median_ns; /* the winner's median device time when it was measured (0: SINGLE) */
 } cubec_tune_result;
+/* A cubec_tune_result with its struct_size set: start every one with it ("Structs that grow"). */
 #define CUBEC_TUNE_RESULT_INIT                                                                     \
     {                                                                                              \
         .struct_size = sizeof(cubec_tune_result)                                                   \
@@ -918,6 +1029,7 @@ typedef struct cubec_tune_outcome {
     uint32_t samples;
     char reason[512]; /* REJECTED: the failure's message (cut to fit) */
 } cubec_tune_outcome;
+/* A cubec_tune_outcome with its struct_size set: start every one with it ("Structs that grow"). */
 #define CUBEC_TUNE_OUTCOME_INIT                                                                    \
     {                                                                                              \
         .struct_size = sizeof(cubec_tune_outcome)                                                  \
@@ -1034,6 +1146,7 @@ typedef struct cubec_memory_report {
      * "enforced" (docs/memory.md "Modes and windows"). */
     char persistent_memory[16];
 } cubec_memory_report;
+/* A cubec_memory_report with its struct_size set: start every one with it ("Structs that grow"). */
 #define CUBEC_MEMORY_REPORT_INIT                                                                   \
     {                                                                                              \
         .struct_size = sizeof(cubec_memory_report)                                                 \
@@ -1071,6 +1184,7 @@ typedef struct cubec_raw_buffer {
      * the bytes. */
     uint64_t device_address;
 } cubec_raw_buffer;
+/* A cubec_raw_buffer with its struct_size set: start every one with it ("Structs that grow"). */
 #define CUBEC_RAW_BUFFER_INIT                                                                      \
     {                                                                                              \
         .struct_size = sizeof(cubec_raw_buffer)                                                    \
@@ -1112,6 +1226,8 @@ typedef struct cubec_vulkan_handles {
     uint64_t program_queue;
     uint32_t program_queue_index; /* its index in the family (1), 0 without one */
 } cubec_vulkan_handles;
+/* A cubec_vulkan_handles with its struct_size set: start every one with it ("Structs that grow").
+ */
 #define CUBEC_VULKAN_HANDLES_INIT                                                                  \
     {                                                                                              \
         .struct_size = sizeof(cubec_vulkan_handles)                                                \
@@ -1139,26 +1255,35 @@ void cubec_string_free(char *s);
  * is an exported function that forwards to its new name.
  * ------------------------------------------------------------------------------------------- */
 
+/* Deprecated (0.2): cubec_buffer_get_size, which it forwards to. */
 CUBEC_DEPRECATED("use cubec_buffer_get_size")
 CUBEC_MUST_USE cubec_status cubec_buffer_size(cubec_device *device, cubec_buffer buffer,
                                               uint64_t *out_size);
+/* Deprecated (0.2): cubec_profile_get_method, which it forwards to. */
 CUBEC_DEPRECATED("use cubec_profile_get_method")
 CUBEC_MUST_USE cubec_status cubec_profile_method(cubec_device *device, cubec_timing *out_method);
+/* Deprecated (0.2): cubec_fault_get_counts, which it forwards to. */
 CUBEC_DEPRECATED("use cubec_fault_get_counts")
 CUBEC_MUST_USE cubec_status cubec_fault_counts(cubec_device *device,
                                                uint64_t out_counts[CUBEC_FAULT_KIND_COUNT]);
+/* Deprecated (0.2): cubec_device_get_vulkan_handles, which it forwards to. */
 CUBEC_DEPRECATED("use cubec_device_get_vulkan_handles")
 CUBEC_MUST_USE cubec_status cubec_device_vulkan_handles(cubec_device *device,
                                                         cubec_vulkan_handles *out_handles);
+/* Deprecated (0.2): cubec_stream_get_current, which it forwards to. */
 CUBEC_DEPRECATED("use cubec_stream_get_current")
 CUBEC_MUST_USE cubec_status cubec_stream_current(cubec_device *device, cubec_stream *out_stream);
+/* Deprecated (0.2): cubec_device_get_count, which it forwards to. */
 CUBEC_DEPRECATED("use cubec_device_get_count")
 CUBEC_MUST_USE cubec_status cubec_device_count(uint32_t *out_count);
+/* Deprecated (0.2): cubec_memory_window_begin, which it forwards to. */
 CUBEC_DEPRECATED("use cubec_memory_window_begin")
 CUBEC_MUST_USE cubec_status cubec_memory_mode_push(cubec_device *device, cubec_stream stream,
                                                    cubec_memory_mode mode);
+/* Deprecated (0.2): cubec_memory_window_end, which it forwards to. */
 CUBEC_DEPRECATED("use cubec_memory_window_end")
 CUBEC_MUST_USE cubec_status cubec_memory_mode_pop(cubec_device *device, cubec_stream stream);
+/* Deprecated (0.2): cubec_memory_window_get, which it forwards to. */
 CUBEC_DEPRECATED("use cubec_memory_window_get")
 CUBEC_MUST_USE cubec_status cubec_memory_mode_get(cubec_device *device, cubec_stream stream,
                                                   cubec_memory_mode *out_mode, uint32_t *out_depth);

@@ -9,6 +9,7 @@
 #include "server/run_mode.h"
 #include "server/streams.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -123,7 +124,7 @@ static cubec_status create(const char *fn, cubec_device *device, const cubec_ker
     int queue = mode == CREATE_AS_CONFIGURED ? device->config.compile_async : mode == CREATE_QUEUED;
     /* The identity is hashed before the lock, and the build releases it (server/kernels.h):
      * nothing is resolved before the build, so nothing can change underneath. */
-    uint64_t key = server_kernel_identity(desc);
+    uint64_t key = server_kernel_identity(desc, device->info.robust);
     RETURN_IF_ERROR(api_lock(device, fn));
     kernel_obj *k = calloc(1, sizeof *k);
     if (!k)
@@ -198,7 +199,85 @@ cubec_status cubec_kernel_get_info(cubec_device *device, cubec_kernel kernel,
         info.info_size = e->info_size;
         info.info_in_push_constants = e->info_in_push;
         memcpy(info.workgroup_size, e->refl.workgroup_size, sizeof info.workgroup_size);
+        info.info_field_count = e->layout ? e->layout->count : 0;
         api_struct_write(out_info, &info);
+    }
+    return api_unlock(device, err);
+}
+
+/* Writes field `f` into the caller's struct, as far as its struct_size declares. */
+static void copy_field(const kernel_info_field *f, cubec_info_field *out)
+{
+    const cubec_info_field whole = {.struct_size = sizeof whole,
+                                    .name = f->name,
+                                    .offset = f->offset,
+                                    .size = f->size,
+                                    .type = f->type,
+                                    .vector_size = f->vector_size,
+                                    .columns = f->columns,
+                                    .array_length = f->array_length,
+                                    .array_stride = f->array_stride,
+                                    .matrix_stride = f->matrix_stride};
+    api_struct_write(out, &whole);
+}
+
+/* The layout of a kernel that compiled; a queued kernel is waited for (its error returned). */
+static cubec_status kernel_layout(cubec_device *device, cubec_kernel kernel, const char *fn,
+                                  const pipeline_entry **out_entry)
+{
+    char arg[64];
+    snprintf(arg, sizeof arg, "%s: kernel", fn);
+    kernel_obj *k;
+    RETURN_IF_ERROR(compile_queue_resolve(device, kernel.id, arg, &k));
+    if (k->job) return status_annotate(status_clone(k->job->err), "%s", fn);
+    *out_entry = k->entry;
+    return NULL;
+}
+
+cubec_status cubec_kernel_get_info_field(cubec_device *device, cubec_kernel kernel, uint32_t index,
+                                         cubec_info_field *out_field)
+{
+    static const char fn[] = "cubec_kernel_get_info_field";
+    if (!out_field) return INVALID_ARG("%s: out_field is NULL", fn);
+    RETURN_IF_ERROR(
+        API_STRUCT_CHECK(out_field, cubec_info_field, CUBEC_INFO_FIELD_INIT, fn, "out_field"));
+    api_struct_clear(out_field);
+    RETURN_IF_ERROR(api_lock(device, fn));
+    const pipeline_entry *e = NULL;
+    cubec_status err = kernel_layout(device, kernel, fn, &e);
+    if (!err && e) {
+        uint32_t count = e->layout ? e->layout->count : 0;
+        if (index >= count)
+            err = INVALID_ARG("%s: index %u is past the %u metadata fields of kernel '%s'", fn,
+                              index, count, e->name);
+        else
+            copy_field(&e->layout->fields[index], out_field);
+    }
+    return api_unlock(device, err);
+}
+
+cubec_status cubec_kernel_find_info_field(cubec_device *device, cubec_kernel kernel,
+                                          const char *name, cubec_info_field *out_field)
+{
+    static const char fn[] = "cubec_kernel_find_info_field";
+    if (!out_field) return INVALID_ARG("%s: out_field is NULL", fn);
+    RETURN_IF_ERROR(
+        API_STRUCT_CHECK(out_field, cubec_info_field, CUBEC_INFO_FIELD_INIT, fn, "out_field"));
+    api_struct_clear(out_field);
+    if (!name) return INVALID_ARG("%s: name is NULL", fn);
+    RETURN_IF_ERROR(api_lock(device, fn));
+    const pipeline_entry *e = NULL;
+    cubec_status err = kernel_layout(device, kernel, fn, &e);
+    if (!err && e) {
+        const kernel_info_field *f = kernel_info_layout_find(e->layout, name);
+        if (f) {
+            copy_field(f, out_field);
+        } else {
+            char fields[512];
+            kernel_info_layout_describe(e->layout, fields, sizeof fields);
+            err = INVALID_ARG("%s: kernel '%s' has no metadata field '%s' (its fields: %s)", fn,
+                              e->name, name, fields);
+        }
     }
     return api_unlock(device, err);
 }
@@ -215,6 +294,30 @@ cubec_status cubec_kernel_destroy(cubec_device *device, cubec_kernel kernel)
         server_kernel_destroy(device, kernel.id, o);
     }
     return api_unlock(device, err);
+}
+
+/* The size of a C struct that mirrors the block member by member: the block's own size ends at
+ * its last member, where C pads the struct to its alignment, the widest scalar's (a double +
+ * float block is 12 bytes, its struct 16). The launch accepts it too, passing the block's bytes
+ * only: the padding is never read. */
+static uint32_t padded_info_size(const pipeline_entry *e)
+{
+    uint32_t align = e->layout && e->layout->scalar_align ? e->layout->scalar_align : 1;
+    return (e->info_size + align - 1) / align * align;
+}
+
+/* A wrong size names the block's members and offsets, so that the caller sees which member of
+ * the C struct went astray (a vec3 at 16, not at 4). */
+static cubec_status info_size_mismatch(const char *fn, uint32_t given, const pipeline_entry *e)
+{
+    char fields[640];
+    kernel_info_layout_describe(e->layout, fields, sizeof fields);
+    uint32_t padded = padded_info_size(e);
+    char also[48] = "";
+    if (padded != e->info_size) snprintf(also, sizeof also, " (or %u, padded as in C)", padded);
+    return INVALID_ARG("%s: desc->info_size is %u but kernel '%s' declares %u bytes of metadata%s: "
+                       "%s (std430 offsets, docs/kernels.md)",
+                       fn, given, e->name, e->info_size, also, fields);
 }
 
 /* `k` has its entry, or (entry NULL) did not compile in the queue: then only the buffers are
@@ -236,10 +339,8 @@ static cubec_status check_launch(cubec_device *d, const cubec_launch_desc *desc,
         return INVALID_ARG("%s: desc->declared_outputs is 0x%x, which names buffers past "
                            "buffer_count %u",
                            fn, desc->declared_outputs, desc->buffer_count);
-    if (e && desc->info_size != e->info_size)
-        return INVALID_ARG("%s: desc->info_size is %u but kernel '%s' declares %u bytes of "
-                           "metadata",
-                           fn, desc->info_size, e->name, e->info_size);
+    if (e && desc->info_size != e->info_size && desc->info_size != padded_info_size(e))
+        return info_size_mismatch(fn, desc->info_size, e);
     if (desc->info_size && !desc->info)
         return INVALID_ARG("%s: desc->info is NULL with info_size %u", fn, desc->info_size);
     for (uint32_t i = 0; i < desc->buffer_count; i++) {

@@ -9,10 +9,12 @@
 
 #include "base/features.h"
 #include "base/file.h"
+#include "base/hash.h"
 #include "gpu/gpu_backends.h"
 
 #include <errno.h>
 #include <ini.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,8 +24,12 @@
 
 typedef struct parse_state {
     cubec_config *config;
-    const char *origin; /* file path or "environment" */
+    const char *path; /* the ini file */
     cubec_status error;
+    /* The string reader's position: inih reads line by line, so the line last handed to it is
+     * the one whose key the handler sees (its own line numbers reach only syntax errors). */
+    const char *next;
+    int line;
 } parse_state;
 
 static int parse_bool(const char *v, int *out)
@@ -168,6 +174,7 @@ static const config_option options[] = {
      FIELD(wait_timeout_s)},
     {"device", "push_descriptors", "CUBEC_PUSH_DESCRIPTORS", CONFIG_BOOL, .fallback = 1,
      FIELD(push_descriptors)},
+    {"device", "robust", "CUBEC_ROBUST", CONFIG_BOOL, FIELD(robust)},
     {"device", "max_inflight_tasks", "CUBEC_MAX_INFLIGHT_TASKS", CONFIG_INT, 1, 1 << 24, 16384,
      FIELD(max_inflight_tasks)},
     {"device", "disable_features", "CUBEC_DISABLE_FEATURES", CONFIG_FEATURES,
@@ -421,10 +428,68 @@ static cubec_status apply(cubec_config *c, const config_option *o, const char *v
     return NULL;
 }
 
+/* Levenshtein distance of a and b, each cut to 63 bytes (keys are shorter). */
+static size_t edit_distance(const char *a, const char *b)
+{
+    size_t n = strnlen(a, 63), m = strnlen(b, 63);
+    size_t row[64];
+    for (size_t j = 0; j <= m; j++)
+        row[j] = j;
+    for (size_t i = 1; i <= n; i++) {
+        size_t diag = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= m; j++) {
+            size_t up = row[j];
+            size_t best = diag + (a[i - 1] != b[j - 1]);
+            if (up + 1 < best) best = up + 1;
+            if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
+            row[j] = best;
+            diag = up;
+        }
+    }
+    return row[m];
+}
+
+/* The ini option nearest to [section] key: the fewest edits to the key plus those to the
+ * section, so a key in the wrong section ([device] level) finds its own ([log] level). */
+static const config_option *nearest_option(const char *section, const char *key)
+{
+    const config_option *best = NULL;
+    size_t best_cost = SIZE_MAX;
+    for (size_t i = 0; i < OPTION_COUNT; i++) {
+        const config_option *o = &options[i];
+        if (!o->section) continue;
+        size_t cost = edit_distance(key, o->key) + edit_distance(section, o->section);
+        if (cost < best_cost) {
+            best_cost = cost;
+            best = o;
+        }
+    }
+    return best;
+}
+
+/* Records an unknown key as a warning (config.h: warned, not refused). */
+static void note_unknown_key(parse_state *st, const char *section, const char *key)
+{
+    cubec_config *c = st->config;
+    if (c->warning_count < CONFIG_MAX_WARNINGS) {
+        const config_option *near = nearest_option(section, key);
+        snprintf(c->warnings[c->warning_count], sizeof c->warnings[0],
+                 "config %s:%d: unknown key [%s] %s, ignored (did you mean [%s] %s? "
+                 "docs/configuration.md lists the keys)",
+                 st->path, st->line, section, key, near ? near->section : "",
+                 near ? near->key : "");
+    }
+    c->warning_count++;
+}
+
 static int config_ini_handler(void *user, const char *section, const char *key, const char *value)
 {
     parse_state *st = user;
     if (st->error) return 1;
+    /* Values are named by file and line: "config cubec.ini:3: [device] tasks_max = ...". */
+    char origin[700];
+    snprintf(origin, sizeof origin, "%s:%d", st->path, st->line);
     for (size_t i = 0; i < OPTION_COUNT; i++) {
         const config_option *o = &options[i];
         if (o->section && !strcmp(section, o->section) && !strcmp(key, o->key)) {
@@ -434,17 +499,32 @@ static int config_ini_handler(void *user, const char *section, const char *key, 
                 /* A pool list goes on over several lines (a line holds at most 198 bytes). */
                 char joined[CONFIG_POOLS_MAX_BYTES + 256];
                 snprintf(joined, sizeof joined, "%s; %s", held, value);
-                st->error = apply(st->config, o, joined, st->origin);
+                st->error = apply(st->config, o, joined, origin);
                 return 1;
             }
-            st->error = apply(st->config, o, value, st->origin);
+            st->error = apply(st->config, o, value, origin);
             st->config->sources[i] = SOURCE_FILE;
             return 1;
         }
     }
-    st->error = INVALID_ARG("config %s: unknown key [%s] %s (see docs/configuration.md)",
-                            st->origin, section, key);
+    note_unknown_key(st, section, key);
     return 1;
+}
+
+/* inih's reader over the file's text: one line per call (parse_file has checked that each fits
+ * in `size`), counting them. */
+static char *config_ini_reader(char *buf, int size, void *user)
+{
+    parse_state *st = user;
+    if (!*st->next) return NULL;
+    const char *eol = strchr(st->next, '\n');
+    size_t len = eol ? (size_t)(eol - st->next) + 1 : strlen(st->next);
+    if (len > (size_t)size - 1) len = (size_t)size - 1;
+    memcpy(buf, st->next, len);
+    buf[len] = 0;
+    st->next += len;
+    st->line++;
+    return buf;
 }
 
 static void config_defaults(cubec_config *c)
@@ -491,8 +571,8 @@ static cubec_status parse_file(cubec_config *c, const char *path, const char *na
         p += len + 1;
     }
     if (!err) {
-        parse_state st = {c, path, NULL};
-        int rc = ini_parse_string(text, config_ini_handler, &st);
+        parse_state st = {c, path, NULL, text, 0};
+        int rc = ini_parse_stream(config_ini_reader, &st, config_ini_handler, &st);
         err = st.error;
         if (!err && rc > 0)
             err = INVALID_ARG("%s '%s': syntax error on line %d", named_by, path, rc);
@@ -627,4 +707,35 @@ cubec_status config_load(cubec_config *out)
     else
         path[0] = 0;
     return config_load_from(out, path[0] && readable(path) ? path : NULL, 1);
+}
+
+/* The messages config_warn_once has logged, by hash: a process opening a device per thread or
+ * per test is told of a stray key once, not at every open. Past the table's size a message is
+ * logged again rather than forgotten. */
+#define WARNED_MAX 64
+static uint64_t warned[WARNED_MAX];
+static int warned_count;
+static pthread_mutex_t warned_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void config_warn_once(const cubec_config *c)
+{
+    int kept = c->warning_count < CONFIG_MAX_WARNINGS ? c->warning_count : CONFIG_MAX_WARNINGS;
+    for (int i = 0; i <= kept; i++) {
+        char more[CONFIG_WARNING_BYTES];
+        const char *message = c->warnings[i];
+        if (i == kept) {
+            if (c->warning_count <= kept) break;
+            snprintf(more, sizeof more, "config %s: %d more unknown keys, ignored", c->source,
+                     c->warning_count - kept);
+            message = more;
+        }
+        uint64_t h = hash_str(HASH_SEED, message);
+        int seen = 0;
+        pthread_mutex_lock(&warned_lock);
+        for (int k = 0; k < warned_count && !seen; k++)
+            seen = warned[k] == h;
+        if (!seen && warned_count < WARNED_MAX) warned[warned_count++] = h;
+        pthread_mutex_unlock(&warned_lock);
+        if (!seen) LOG(LOG_WARN, LOG_SYS_DEVICE, "%s", message);
+    }
 }

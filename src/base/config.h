@@ -30,6 +30,9 @@
 #define CONFIG_CACHE_DEFAULT_BYTES (256ll << 20)
 /* Room for the table's rows in cubec_config.sources. */
 #define CONFIG_MAX_OPTIONS 48
+/* Unknown keys kept for config_warn_once, and the room for each message. */
+#define CONFIG_MAX_WARNINGS 4
+#define CONFIG_WARNING_BYTES 800
 
 /* Options whose choices are "auto|off|on", in that order. */
 enum { CONFIG_AUTO, CONFIG_OFF, CONFIG_ON };
@@ -66,6 +69,7 @@ typedef struct cubec_config {
     int info_mode; /* [kernel] metadata CUBEC_KERNEL_METADATA: CONFIG_INFO_AUTO ... (below) */
     int64_t max_source_bytes; /* [kernel] max_source_bytes CUBEC_MAX_SOURCE_BYTES; 4 MiB */
     int push_descriptors;     /* [device] push_descriptors CUBEC_PUSH_DESCRIPTORS: 0 = pools */
+    int robust;               /* [device] robust CUBEC_ROBUST: bounds-checked buffer access */
     int timing_system;        /* [profiling] timing CUBEC_TIMING: device | system (host clock) */
     char trace_file[512]; /* [profiling] trace CUBEC_TRACE: Chrome trace JSON written at close */
     char cache_dir[448];  /* [compile] cache_dir CUBEC_CACHE_DIR: "" the XDG default, "none" off */
@@ -95,6 +99,13 @@ typedef struct cubec_config {
     /* Where each option's value came from, by table row: 0 default, 1 the ini file, 2 the
      * environment (for config_describe). */
     unsigned char sources[CONFIG_MAX_OPTIONS];
+    /* Keys of the ini file that name no option, one message each ("cubec.ini:2: unknown key [log]
+     * levl, ignored (did you mean [log] level?)"). They are warned about, not refused: a stray
+     * ./cubec.ini with a typo must not stop every program started in its directory. A value that
+     * does not parse is still refused. `warning_count` counts them all; the first
+     * CONFIG_MAX_WARNINGS are kept. */
+    char warnings[CONFIG_MAX_WARNINGS][CONFIG_WARNING_BYTES];
+    int warning_count;
 } cubec_config;
 /* After loading, log_levels has every subsystem set: those [log] subsystems does not name have
  * log_level, the default, whichever source set it. */
@@ -107,6 +118,10 @@ MUST_USE cubec_status config_load(cubec_config *out);
 /* Same, from an explicit ini path (NULL: none) and without the environment: for tests. */
 MUST_USE cubec_status config_load_from(cubec_config *out, const char *ini_path,
                                        int use_environment);
+
+/* Logs each of c->warnings (unknown keys) at warn level, once per process for each message: a
+ * program that opens many devices is told once. Call after the logger is configured from `c`. */
+void config_warn_once(const cubec_config *c);
 
 /* "config <origin>: [section] key = '<value>'" for the option read from environment variable
  * `env` (its origin being "environment <env>", the ini file's path, or "default"), into `buf`;

@@ -263,6 +263,9 @@ typedef struct gpu_ops {
 typedef struct gpu_cache_identity {
     uint8_t uuid[16]; /* Vulkan: VkPhysicalDeviceProperties.pipelineCacheUUID */
     uint32_t vendor_id, device_id, driver_version;
+    /* The bounds-checked mode (cubec_device_info.robust): drivers compile a pipeline's bounds
+     * checks into its code, so the pipelines of each mode are cached apart. */
+    int robust;
 } gpu_cache_identity;
 
 /* What every backend's device starts with. */
@@ -283,6 +286,7 @@ typedef struct gpu_open_desc {
     int validation;
     int force_staging;          /* treat unified memory as discrete (tests the staging paths) */
     int no_push_descriptors;    /* descriptor sets even where push descriptors exist */
+    int robust;                 /* bounds-checked buffer access where the device has it */
     uint32_t disabled_features; /* cubec_feature bits not to enable even when present */
     int queue_family;           /* 1 + the queue family to use; 0: chosen (compute-only first) */
     uint32_t null_delay_us;     /* null backend: submissions complete after this long */

@@ -6,6 +6,7 @@
  * happens not to touch still occupies its slot in the buffer list. */
 #include "kernel/reflect.h"
 
+#include "kernel/info_layout.h"
 #include "kernel/reflect_compat.h"
 #include "kernel/workgroup_memory.h"
 
@@ -136,6 +137,9 @@ typedef struct reflector {
     spvc_context ctx;
     spvc_compiler compiler;
     spvc_resources resources;
+    /* The base type of the block that holds the metadata (the info buffer's or the push-constant
+     * block's), 0 if none: its members are the kernel's info layout. */
+    spvc_type_id info_type;
 } reflector;
 
 static cubec_status spvc_failure(reflector *rf, const char *what, spvc_result r)
@@ -300,6 +304,7 @@ static cubec_status reflect_info_buffer(reflector *rf, const spvc_reflected_reso
                            resource_name(res), CUBEC_INFO_BINDING);
     RETURN_IF_ERROR(block_size(rf, res, &out->info_buffer_size));
     out->has_info_buffer = 1;
+    rf->info_type = res->base_type_id;
     return NULL;
 }
 
@@ -358,6 +363,7 @@ static cubec_status reflect_uniform_info(reflector *rf, kernel_reflection *out)
         RETURN_IF_ERROR(block_size(rf, res, &out->info_buffer_size));
         out->has_info_buffer = 1;
         out->info_uniform = 1;
+        rf->info_type = res->base_type_id;
     }
     return NULL;
 }
@@ -427,6 +433,7 @@ static cubec_status reflect_push_constants(reflector *rf, kernel_reflection *out
                            "is allowed",
                            n, resource_name(&list[0]), resource_name(&list[1]));
     RETURN_IF_ERROR(block_size(rf, &list[0], &out->push_constant_size));
+    rf->info_type = list[0].base_type_id;
     return NULL;
 }
 
@@ -514,6 +521,15 @@ cubec_status kernel_reflect_trusted(const uint32_t *words, size_t word_count,
                                     const char *entry_point, uint32_t vulkan_version, int validated,
                                     kernel_reflection *out)
 {
+    return kernel_reflect_layout(words, word_count, entry_point, vulkan_version, validated, out,
+                                 NULL);
+}
+
+cubec_status kernel_reflect_layout(const uint32_t *words, size_t word_count,
+                                   const char *entry_point, uint32_t vulkan_version, int validated,
+                                   kernel_reflection *out, kernel_info_layout **out_layout)
+{
+    if (out_layout) *out_layout = NULL;
     if (!out) return INVALID_ARG("kernel_reflect: out is NULL");
     memset(out, 0, sizeof *out);
     if (!words && word_count > 0)
@@ -538,8 +554,14 @@ cubec_status kernel_reflect_trusted(const uint32_t *words, size_t word_count,
         status = compat ? open_reflector(&rf, compat, compat_count)
                         : open_reflector(&rf, words, word_count);
     if (!status) status = reflect_module(&rf, entry_point, &result);
+    kernel_info_layout *layout = NULL;
+    if (!status && out_layout && rf.info_type)
+        status = kernel_info_layout_build(rf.compiler, rf.info_type, &layout);
     if (rf.ctx) spvc_context_destroy(rf.ctx);
     free(compat);
-    if (!status) *out = result;
+    if (!status) {
+        *out = result;
+        if (out_layout) *out_layout = layout;
+    }
     return status;
 }

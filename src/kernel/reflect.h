@@ -12,6 +12,7 @@
 #include "cubec/cubec.h"
 
 #include "base/status.h"
+#include "kernel/info_layout.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -72,5 +73,12 @@ MUST_USE cubec_status kernel_reflect(const uint32_t *words, size_t word_count,
 MUST_USE cubec_status kernel_reflect_trusted(const uint32_t *words, size_t word_count,
                                              const char *entry_point, uint32_t vulkan_version,
                                              int validated, kernel_reflection *out);
+/* kernel_reflect_trusted that also lists the metadata block's members (kernel/info_layout.h)
+ * into *out_layout (NULL: not asked; set to NULL when the kernel has no metadata block). The
+ * caller frees the layout with kernel_info_layout_free. */
+MUST_USE cubec_status kernel_reflect_layout(const uint32_t *words, size_t word_count,
+                                            const char *entry_point, uint32_t vulkan_version,
+                                            int validated, kernel_reflection *out,
+                                            kernel_info_layout **out_layout);
 
 #endif

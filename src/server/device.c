@@ -160,6 +160,7 @@ cubec_status server_open(const cubec_device_desc *desc, cubec_device **out)
         free(d);
         return err;
     }
+    config_warn_once(&d->config);
     d->faults = d->config.faults; /* CUBEC_FAULT, counted from this opening */
     pthread_mutex_init(&d->lock, NULL);
     pthread_cond_init(&d->kernels->built, NULL);
@@ -174,6 +175,7 @@ cubec_status server_open(const cubec_device_desc *desc, cubec_device **out)
                         .force_staging = d->config.force_staging,
                         .queue_family = (int)d->config.queue_family + 1,
                         .no_push_descriptors = !d->config.push_descriptors,
+                        .robust = desc->robust || d->config.robust,
                         .disabled_features = d->config.disabled_features,
                         .on_validation = desc->on_validation,
                         .on_validation_user = desc->on_validation_user};
@@ -191,6 +193,12 @@ cubec_status server_open(const cubec_device_desc *desc, cubec_device **out)
     }
     d->gpu->faults = &d->faults;
     d->info = d->gpu->info;
+    if ((desc->robust || d->config.robust) && !d->info.robust)
+        LOG(LOG_WARN, LOG_SYS_DEVICE,
+            "bounds-checked mode asked for (%s) but device '%s' has no robustBufferAccess: "
+            "kernels run unchecked (cubec_device_info.robust = 0)",
+            desc->robust ? "cubec_device_desc.robust" : "[device] robust / CUBEC_ROBUST",
+            d->info.name);
     d->sub->tasks_max = desc->tasks_max ? desc->tasks_max : (uint32_t)d->config.tasks_max;
     d->info.tasks_max = d->sub->tasks_max;
     d->sub->batch_task_cap = d->sub->tasks_max * 8 < 256 ? 256 : d->sub->tasks_max * 8;

@@ -91,6 +91,11 @@ static int blob_key(const gpu_cache_identity *id, key_buf *k)
     key_u64(k, id->vendor_id);
     key_u64(k, id->device_id);
     key_u64(k, id->driver_version);
+    /* Added only when on, so that the blob of a device without the mode keeps its key. */
+    if (id->robust) {
+        key_str(k, "robust");
+        key_u64(k, (uint64_t)id->robust);
+    }
     if (k->failed) free(k->data);
     return !k->failed;
 }

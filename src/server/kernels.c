@@ -29,7 +29,7 @@ static double now_ms(void)
     return (double)clock_now_ns() / 1e6;
 }
 
-uint64_t server_kernel_identity(const cubec_kernel_desc *desc)
+uint64_t server_kernel_identity(const cubec_kernel_desc *desc, int robust)
 {
     uint64_t h = HASH_SEED;
     if (desc->glsl) {
@@ -54,6 +54,11 @@ uint64_t server_kernel_identity(const cubec_kernel_desc *desc)
         h = hash_str(h, "required_subgroup_size");
         h = hash_u64(h, desc->required_subgroup_size);
     }
+    /* The driver compiles the bounds checks into the pipeline; hashed only when on, as above. */
+    if (robust) {
+        h = hash_str(h, "robust");
+        h = hash_u64(h, (uint64_t)robust);
+    }
     return h;
 }
 
@@ -63,6 +68,7 @@ static void destroy_entry(cubec_device *d, pipeline_entry *e)
     for (uint32_t i = 0; i < e->name_count; i++)
         free(e->names[i]);
     free(e->names);
+    kernel_info_layout_free(e->layout);
     if (e->pipeline) d->gpu->ops->pipeline_destroy(d->gpu, e->pipeline);
     free(e);
 }
@@ -164,8 +170,11 @@ static cubec_status reflect_glsl(const build_ctx *b, const cubec_kernel_desc *de
                                  const char *entry_point, pipeline_entry *e)
 {
     uint32_t version = vulkan_version(&b->info);
-    RETURN_IF_ERROR(
-        kernel_reflect_trusted(words, count, entry_point, version, e->spirv_from_disk, &e->refl));
+    /* A second reflection (the metadata moved to a storage buffer) replaces the first's. */
+    kernel_info_layout_free(e->layout);
+    e->layout = NULL;
+    RETURN_IF_ERROR(kernel_reflect_layout(words, count, entry_point, version, e->spirv_from_disk,
+                                          &e->refl, &e->layout));
     if (!e->spirv_from_disk) kernel_disk_store_spirv(b->d, desc, (int)form, words, count);
     return NULL;
 }
@@ -266,7 +275,8 @@ static cubec_status build_entry(const build_ctx *b, const cubec_kernel_desc *des
         err =
             capabilities_precheck(name, b->info.name, desc->spirv, desc->spirv_words, &b->features);
         if (!err)
-            err = kernel_reflect(desc->spirv, desc->spirv_words, entry_point, version, &e->refl);
+            err = kernel_reflect_layout(desc->spirv, desc->spirv_words, entry_point, version, 0,
+                                        &e->refl, &e->layout);
         if (err && cubec_status_code(err) != CUBEC_UNSUPPORTED)
             err = status_annotate(err, "kernel '%s'", name);
     }
@@ -432,7 +442,7 @@ cubec_status server_kernel_create(cubec_device *d, const cubec_kernel_desc *desc
 cubec_status server_kernel_create_locked(cubec_device *d, const cubec_kernel_desc *desc,
                                          pipeline_entry **out)
 {
-    uint64_t key = server_kernel_identity(desc);
+    uint64_t key = server_kernel_identity(desc, d->info.robust);
     pipeline_entry *e = lookup(d, key);
     if (e) {
         *out = e;

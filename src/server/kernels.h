@@ -7,6 +7,7 @@
 #include "gpu/gpu.h"
 #include "kernel/disk_cache.h"
 #include "kernel/glsl_compiler.h"
+#include "kernel/info_layout.h"
 #include "kernel/reflect.h"
 
 #include <pthread.h>
@@ -17,6 +18,7 @@ typedef struct pipeline_entry {
     uint64_t key;
     char name[64];
     kernel_reflection refl;
+    kernel_info_layout *layout; /* the metadata block's members; NULL without one */
     int info_in_push;
     uint32_t info_size;
     int spirv_from_disk; /* its SPIR-V came from the disk cache (server/kernel_disk.h) */
@@ -81,8 +83,9 @@ typedef struct kernel_cache {
     struct compile_queue *queue; /* server/compile_queue.c: made by the first queued kernel */
 } kernel_cache;
 
-/* The identity of a kernel: a hash of what defines it. Needs no lock. */
-uint64_t server_kernel_identity(const cubec_kernel_desc *desc);
+/* The identity of a kernel on a device in the bounds-checked mode `robust` (cubec_device_info's,
+ * immutable after open): a hash of what defines its pipeline. Needs no lock. */
+uint64_t server_kernel_identity(const cubec_kernel_desc *desc, int robust);
 /* The pipeline of `desc` (identity `key`), built when the device has none. Called with the device
  * lock held and returns with it held, but releases it while compiling, reflecting, checking and
  * creating the driver's pipeline, so other threads keep working: everything the caller resolved

@@ -157,6 +157,13 @@ launch_stamp *timing_stamp_add(launch_stamp **stamps, uint32_t *cap, uint32_t co
     s->slot = t->slot;
     memcpy(s->groups, t->groups, sizeof s->groups);
     s->indirect = t->indirect.alloc != NULL;
+    /* A transfer command has no grid; a builtin copy or fill kernel's grid (a grid-stride loop)
+     * says nothing of its size. Both carry the bytes they write: the last binding's accessed
+     * bytes (the builtins have at most two bindings, held in the task). */
+    s->transfer = t->kind == TASK_TRANSFER_COPY || t->kind == TASK_TRANSFER_FILL;
+    int builtin = t->kind == TASK_LAUNCH && strncmp(s->name, "cubec.", 6) == 0 && t->count &&
+                  t->count <= TASK_INLINE_BINDINGS;
+    s->bytes = s->transfer || builtin ? bound_bytes(&t->b[t->count - 1]) : 0;
     s->record_ns = clock_now_ns();
     return s;
 }
@@ -196,16 +203,22 @@ static void emit_launches(cubec_device *d, const launch_stamp *stamps, uint32_t 
             dur = (uint64_t)((double)delta * d->info.timestamp_period_ns);
         }
         if (d->timing->trace) {
-            char grid[64], from[48] = "";
-            if (s->indirect)
-                snprintf(grid, sizeof grid, "\"indirect\"");
+            char grid[96], from[48] = "";
+            if (s->transfer)
+                snprintf(grid, sizeof grid, "\"command\":\"transfer\",\"bytes\":%" PRIu64,
+                         s->bytes);
+            else if (s->indirect)
+                snprintf(grid, sizeof grid, "\"grid\":\"indirect\"");
             else
-                snprintf(grid, sizeof grid, "[%u,%u,%u]", s->groups[0], s->groups[1], s->groups[2]);
+                snprintf(grid, sizeof grid, "\"grid\":[%u,%u,%u]", s->groups[0], s->groups[1],
+                         s->groups[2]);
+            if (!s->transfer && s->bytes)
+                snprintf(grid + strlen(grid), sizeof grid - strlen(grid), ",\"bytes\":%" PRIu64,
+                         s->bytes);
             if (replay) snprintf(from, sizeof from, ",\"graph\":%" PRIu64, replay);
-            char args[192];
-            snprintf(args, sizeof args, "\"stream\":%" PRIu64 ",\"slot\":%u,\"grid\":%s%s%s",
-                     s->stream, s->slot, grid, from,
-                     ticks ? "" : ",\"time\":\"host, at recording\"");
+            char args[256];
+            snprintf(args, sizeof args, "\"stream\":%" PRIu64 ",\"slot\":%u,%s%s%s", s->stream,
+                     s->slot, grid, from, ticks ? "" : ",\"time\":\"host, at recording\"");
             trace_track(d->timing->trace, s->stream, s->slot);
             trace_complete(d->timing->trace, s->stream, s->name, "launch", begin, dur, args);
         }
@@ -268,10 +281,24 @@ static void on_settled(cubec_device *d, batch *b, cubec_status err, uint64_t sub
         return;
     }
     if (d->timing->trace) {
-        char args[96];
-        snprintf(args, sizeof args, "\"tasks\":%u,\"timeline_value\":%llu", d->sub->tasks,
-                 (unsigned long long)b->value);
-        timing_host(d, "submit", "submit", submit_ns, 0, args);
+        /* "stream": the first stream whose work it carries; with more than one, "streams"
+         * lists them (the first BATCH_STREAMS_NAMED) and "stream_count" counts them. */
+        char args[320];
+        int n = snprintf(args, sizeof args, "\"tasks\":%u,\"timeline_value\":%llu", d->sub->tasks,
+                         (unsigned long long)b->value);
+        if (b->stream_count > 1) {
+            uint32_t named =
+                b->stream_count < BATCH_STREAMS_NAMED ? b->stream_count : BATCH_STREAMS_NAMED;
+            n += snprintf(args + n, sizeof args - (size_t)n, ",\"stream_count\":%u,\"streams\":[",
+                          b->stream_count);
+            for (uint32_t i = 0; i < named; i++)
+                n += snprintf(args + n, sizeof args - (size_t)n, "%s%" PRIu64, i ? "," : "",
+                              b->streams[i]);
+            snprintf(args + n, sizeof args - (size_t)n, "]");
+        }
+        /* A batch of no stream's work (a host barrier alone): "stream": null. */
+        timing_host(d, "submit", "submit", submit_ns,
+                    b->stream_count ? b->streams[0] : TIMING_NO_STREAM, args);
     }
 }
 
@@ -287,8 +314,10 @@ void timing_host(cubec_device *d, const char *name, const char *category, uint64
                  uint64_t stream, const char *args_json)
 {
     if (!d->timing->trace) return;
-    char args[256];
-    snprintf(args, sizeof args, "\"stream\":%" PRIu64 "%s%s", stream, args_json ? "," : "",
+    char args[384]; /* a submit's arguments (320) and the stream */
+    char number[24] = "null";
+    if (stream != TIMING_NO_STREAM) snprintf(number, sizeof number, "%" PRIu64, stream);
+    snprintf(args, sizeof args, "\"stream\":%s%s%s", number, args_json ? "," : "",
              args_json ? args_json : "");
     uint64_t now = clock_now_ns();
     trace_complete(d->timing->trace, TRACE_HOST, name, category, begin_ns, now - begin_ns, args);

@@ -14,6 +14,10 @@ typedef struct launch_stamp {
     uint32_t slot;
     uint32_t groups[3];
     int indirect;
+    /* A copy or fill: a transfer command (CPU devices) or a builtin kernel ("cubec.fill",
+     * "cubec.copy"), and the bytes it writes; bytes 0 for every other launch. */
+    int transfer;
+    uint64_t bytes;
     uint64_t record_ns; /* host time it was recorded (the fallback without timestamps) */
 } launch_stamp;
 
@@ -43,7 +47,9 @@ void timing_graph_harvest(cubec_device *d, gpu_queries *pool, const launch_stamp
 void timing_batch_begin(cubec_device *d, batch *b);
 /* The batch finished: its launches go to the trace and the summary. */
 void timing_harvest(cubec_device *d, batch *b);
-/* A host event on the host track (a write, read, compilation, submission, sync). */
+/* A host event on the host track (a write, read, compilation, submission, sync), with its
+ * stream's number in args.stream (TIMING_NO_STREAM: null). */
+#define TIMING_NO_STREAM UINT64_MAX
 void timing_host(cubec_device *d, const char *name, const char *category, uint64_t begin_ns,
                  uint64_t stream, const char *args_json);
 /* Logs the kernel summary now if one is due (at most once a second, from syncs). */

@@ -137,6 +137,7 @@ cubec_status sub_begin(cubec_device *d, gpu_cmd **out_cmd)
     NOTIFY(d, begun, b);
     b->value = 0;
     b->last_task = NULL;
+    b->stream_count = 0;
     d->sub->open = b;
     d->sub->tasks = 0;
     /* Nothing is bound in a new command buffer. */

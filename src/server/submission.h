@@ -17,6 +17,8 @@ typedef struct held_range {
 } held_range;
 
 /* A recorded-but-not-yet-finished command buffer. */
+#define BATCH_STREAMS_NAMED 8
+
 typedef struct batch {
     held_range *held;
     uint32_t held_count, held_cap;
@@ -32,7 +34,21 @@ typedef struct batch {
      * times out names. */
     const char *last_task;
     uint64_t last_stream;
+    /* The distinct streams whose tasks it holds, in the order they came (the first
+     * BATCH_STREAMS_NAMED; stream_count counts them all): the trace's submit event names them. */
+    uint64_t streams[BATCH_STREAMS_NAMED];
+    uint32_t stream_count;
 } batch;
+
+/* Notes that a task of `stream` was recorded into `b`. */
+static inline void batch_note_stream(batch *b, uint64_t stream)
+{
+    uint32_t named = b->stream_count < BATCH_STREAMS_NAMED ? b->stream_count : BATCH_STREAMS_NAMED;
+    for (uint32_t i = 0; i < named; i++)
+        if (b->streams[i] == stream) return;
+    if (b->stream_count < BATCH_STREAMS_NAMED) b->streams[b->stream_count] = stream;
+    b->stream_count++;
+}
 
 /* What a command buffer has bound so far: a launch skips what is already there. Launches of one
  * kernel on the same buffers with the same metadata (a loop, a graph of steps) then record a
@@ -78,6 +94,11 @@ typedef struct submission {
     uint64_t next_value;         /* the value the open batch will signal */
     uint64_t completed_value;    /* last observed counter value */
     uint64_t host_visible_value; /* the latest submitted batch that ended with a host barrier */
+    /* The stream of the host transfer (server/transfer.c) recording now, 0 outside one: its
+     * copies are no tasks, so the batches they open note it for the trace (batch.streams). For
+     * the trace only: a transfer that waits with the lock dropped may let another thread's
+     * batch note it, or lose it for its later chunks. */
+    uint64_t transfer_stream;
     batch *batches;
     uint32_t batch_count, batch_cap;
     batch *open; /* NULL when nothing is recorded */

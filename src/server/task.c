@@ -319,7 +319,11 @@ static cubec_status metadata_slice(cubec_device *d, const task *t, gpu_binding *
 cubec_status server_record_task(cubec_device *d, task *t)
 {
     /* Kinds recorded by their own component (a timestamp: profile.c); launches never are. */
-    if (t->kind != TASK_LAUNCH && d->tasks->record[t->kind]) return d->tasks->record[t->kind](d, t);
+    if (t->kind != TASK_LAUNCH && d->tasks->record[t->kind]) {
+        cubec_status err = d->tasks->record[t->kind](d, t);
+        if (!err && d->sub->open) batch_note_stream(d->sub->open, t->stream);
+        return err;
+    }
     if (skip_if_input_failed(d, t)) {
         discard_task(d, t);
         return NULL;
@@ -334,6 +338,7 @@ cubec_status server_record_task(cubec_device *d, task *t)
         d->streams->slots[t->slot].recorded++;
         d->sub->open->last_task = task_name(t);
         d->sub->open->last_stream = t->stream;
+        batch_note_stream(d->sub->open, t->stream);
         recorder rec = {cmd, &d->sub->bound, &d->sub->hazards};
         err = server_emit_task(d, &rec, t, &info_buffer, d->timing->on ? d->sub->open : NULL);
     }

@@ -100,6 +100,13 @@ static int lands_in(const cubec_event *e, const unsigned char *base, uint64_t si
     return at < from + size && from < at + e->size;
 }
 
+/* The batch a host transfer just opened (or joined) carries the transfer's stream. */
+static void note_transfer_stream(cubec_device *d)
+{
+    if (d->sub->open && d->sub->transfer_stream)
+        batch_note_stream(d->sub->open, d->sub->transfer_stream);
+}
+
 /* Discrete GPUs: chunk by chunk through the upload ring, each full chunk submitted so that its
  * DMA overlaps the host copy of the next. */
 static cubec_status write_staged(cubec_device *d, buffer_obj *b, uint64_t at, const void *src,
@@ -116,6 +123,7 @@ static cubec_status write_staged(cubec_device *d, buffer_obj *b, uint64_t at, co
         gpu_mem_flush(d->gpu, d->rings->upload.mem, ring_at, n);
         gpu_cmd *cmd;
         RETURN_IF_ERROR(sub_begin(d, &cmd));
+        note_transfer_stream(d);
         hazard_range r = {page, at + done, n, 1};
         copy_hazards(d, cmd, b->alloc, &r);
         gpu_cmd_copy(cmd, d->rings->upload.mem, ring_at, page, at + done, n);
@@ -163,6 +171,7 @@ static cubec_status transfer_registered(cubec_device *d, buffer_obj *b, uint64_t
     uint64_t host_at = (uint64_t)((const unsigned char *)host - r->base);
     gpu_cmd *cmd;
     RETURN_IF_ERROR(sub_begin(d, &cmd));
+    note_transfer_stream(d);
     hazard_range hr = {page, at, size, to_device};
     copy_hazards(d, cmd, b->alloc, &hr);
     if (to_device)
@@ -187,7 +196,9 @@ cubec_status server_write(cubec_device *d, stream_ref s, buffer_obj *b, uint64_t
 {
     uint64_t t0 = d->timing->trace ? clock_now_ns() : 0, number = b->alloc->number;
     cubec_status err = server_back_buffers(d, &b, 1, NULL);
+    d->sub->transfer_stream = s.number;
     if (!err) err = write_body(d, s, b, offset, src, size);
+    d->sub->transfer_stream = 0;
     if (!err && d->timing->trace) trace_transfer(d, "write", "write", t0, s.number, number, size);
     return err;
 }
@@ -278,6 +289,7 @@ static cubec_status read_staged(cubec_device *d, buffer_obj *b, uint64_t at, voi
             RETURN_IF_ERROR(host_ring_alloc(d, &d->rings->readback, n, 16, &ring_at));
             gpu_cmd *cmd;
             RETURN_IF_ERROR(sub_begin(d, &cmd));
+            note_transfer_stream(d);
             hazard_range r = {page, at + done, n, 0};
             copy_hazards(d, cmd, b->alloc, &r);
             gpu_cmd_copy(cmd, page, at + done, d->rings->readback.mem, ring_at, n);
@@ -305,7 +317,9 @@ cubec_status server_read(cubec_device *d, stream_ref s, buffer_obj *b, uint64_t 
 {
     uint64_t t0 = d->timing->trace ? clock_now_ns() : 0, number = b->alloc->number;
     cubec_status err = server_back_buffers(d, &b, 1, NULL);
+    d->sub->transfer_stream = s.number;
     if (!err) err = read_body(d, s.slot, b, offset, dst, size);
+    d->sub->transfer_stream = 0;
     if (!err && d->timing->trace) trace_transfer(d, "read", "read", t0, s.number, number, size);
     return err;
 }
@@ -356,7 +370,9 @@ cubec_status server_read_async(cubec_device *d, stream_ref s, buffer_obj *b, uin
 {
     uint64_t t0 = d->timing->trace ? clock_now_ns() : 0, number = b->alloc->number;
     cubec_status err = server_back_buffers(d, &b, 1, NULL);
+    d->sub->transfer_stream = s.number;
     if (!err) err = read_async_body(d, s, b, offset, dst, size, out);
+    d->sub->transfer_stream = 0;
     if (!err && d->timing->trace)
         trace_transfer(d, "read (async start)", "read", t0, s.number, number, size);
     return err;
@@ -412,6 +428,7 @@ static cubec_status read_async_body(cubec_device *d, stream_ref s, buffer_obj *b
         err = gpu_mem_alloc(d->gpu, GPU_MEM_READBACK, size, &e->staging);
         gpu_cmd *cmd;
         if (!err) err = sub_begin(d, &cmd);
+        if (!err) note_transfer_stream(d);
         if (!err) {
             e->src = e->staging->mapped;
             hazard_range r = {page, at, size, 0};

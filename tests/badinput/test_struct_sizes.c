@@ -85,7 +85,7 @@ static void test_older_output_structs(void **state)
 
     /* Built before the capability query: the struct ended at host_register_alignment. */
     const size_t old = offsetof(cubec_device_info, min_subgroup_size);
-    cubec_device_info older;
+    cubec_device_info older = CUBEC_DEVICE_INFO_INIT;
     memset(&older, JUNK, sizeof older);
     older.struct_size = (uint32_t)old;
     ASSERT_OK(cubec_device_get_info(f->d, &older));
@@ -105,7 +105,7 @@ static void test_older_output_structs(void **state)
     cubec_memory_report r_whole = CUBEC_MEMORY_REPORT_INIT;
     ASSERT_OK(cubec_memory_report_get(f->d, f->s, &r_whole));
     const size_t r_old = offsetof(cubec_memory_report, window_mode);
-    static cubec_memory_report r_older;
+    static cubec_memory_report r_older = CUBEC_MEMORY_REPORT_INIT;
     memset(&r_older, JUNK, sizeof r_older);
     r_older.struct_size = (uint32_t)r_old;
     ASSERT_OK(cubec_memory_report_get(f->d, f->s, &r_older));
@@ -117,7 +117,7 @@ static void test_older_output_structs(void **state)
     /* A kernel info that ends before the per-binding access. */
     cubec_kernel_info ki_whole = CUBEC_KERNEL_INFO_INIT;
     ASSERT_OK(cubec_kernel_get_info(f->d, f->consume, &ki_whole));
-    cubec_kernel_info ki;
+    cubec_kernel_info ki = CUBEC_KERNEL_INFO_INIT;
     memset(&ki, JUNK, sizeof ki);
     ki.struct_size = (uint32_t)offsetof(cubec_kernel_info, access);
     ASSERT_OK(cubec_kernel_get_info(f->d, f->consume, &ki));
@@ -143,7 +143,7 @@ static void test_older_input_structs(void **state)
      * buffer_count, which a whole desc is refused for. */
     uint32_t meta[3] = {N, 3, 5};
     cubec_buffer bufs[2] = {x, y};
-    cubec_launch_desc ld;
+    cubec_launch_desc ld = CUBEC_LAUNCH_DESC_INIT;
     memset(&ld, JUNK, sizeof ld);
     ld.struct_size = (uint32_t)offsetof(cubec_launch_desc, declared_outputs);
     ld.kernel = f->consume;
@@ -166,7 +166,7 @@ static void test_older_input_structs(void **state)
 
     /* A kernel desc of a header before required_subgroup_size: 0x5a5a5a5a there (not a power of
      * two) would be refused. */
-    cubec_kernel_desc kd;
+    cubec_kernel_desc kd = CUBEC_KERNEL_DESC_INIT;
     memset(&kd, JUNK, sizeof kd);
     kd.struct_size = (uint32_t)offsetof(cubec_kernel_desc, required_subgroup_size);
     kd.name = "older_consume";
@@ -191,7 +191,7 @@ static void test_older_input_structs(void **state)
 
     /* A device desc that ends before `backend`: junk pointers there are not read, the device
      * opens on the default backend. */
-    cubec_device_desc dd;
+    cubec_device_desc dd = CUBEC_DEVICE_DESC_INIT;
     memset(&dd, JUNK, sizeof dd);
     dd.struct_size = (uint32_t)offsetof(cubec_device_desc, backend);
     dd.select_by_index = 0;
@@ -219,7 +219,7 @@ static void test_bad_sizes_refused(void **state)
     for (size_t i = 0; i < sizeof bad / sizeof bad[0] + 1; i++) {
         const int larger = i == sizeof bad / sizeof bad[0];
 #define BAD(type) (larger ? (uint32_t)sizeof(type) + 8u : bad[i])
-        cubec_device_info info;
+        cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
         memset(&info, JUNK, sizeof info);
         info.struct_size = BAD(cubec_device_info);
         expect_size_refused(cubec_device_get_info(f->d, &info), "out_info", info.struct_size,
@@ -229,21 +229,21 @@ static void test_bad_sizes_refused(void **state)
                             "CUBEC_DEVICE_INFO_INIT");
         assert_true(all_bytes(info.name, sizeof info - 4, JUNK));
 
-        cubec_kernel_info ki;
+        cubec_kernel_info ki = CUBEC_KERNEL_INFO_INIT;
         memset(&ki, JUNK, sizeof ki);
         ki.struct_size = BAD(cubec_kernel_info);
         expect_size_refused(cubec_kernel_get_info(f->d, f->consume, &ki), "out_info",
                             ki.struct_size, "CUBEC_KERNEL_INFO_INIT");
         assert_true(all_bytes((char *)&ki + 4, sizeof ki - 4, JUNK));
 
-        static cubec_memory_report r;
+        static cubec_memory_report r = CUBEC_MEMORY_REPORT_INIT;
         memset(&r, JUNK, sizeof r);
         r.struct_size = BAD(cubec_memory_report);
         expect_size_refused(cubec_memory_report_get(f->d, f->s, &r), "out_report", r.struct_size,
                             "CUBEC_MEMORY_REPORT_INIT");
         assert_true(all_bytes((char *)&r + 4, sizeof r - 4, JUNK));
 
-        cubec_vulkan_handles h;
+        cubec_vulkan_handles h = CUBEC_VULKAN_HANDLES_INIT;
         memset(&h, JUNK, sizeof h);
         h.struct_size = BAD(cubec_vulkan_handles);
         expect_size_refused(cubec_device_get_vulkan_handles(f->d, &h), "out_handles", h.struct_size,
@@ -252,7 +252,7 @@ static void test_bad_sizes_refused(void **state)
 
         cubec_buffer x;
         ASSERT_OK(cubec_buffer_create(f->d, f->s, 256, &x));
-        cubec_raw_buffer raw;
+        cubec_raw_buffer raw = CUBEC_RAW_BUFFER_INIT;
         memset(&raw, JUNK, sizeof raw);
         raw.struct_size = BAD(cubec_raw_buffer);
         cubec_guard guard = {7};
@@ -263,7 +263,7 @@ static void test_bad_sizes_refused(void **state)
         /* A refused profile end leaves the profile open: it still ends. */
         cubec_profile p;
         ASSERT_OK(cubec_profile_begin(f->d, f->s, &p));
-        cubec_profile_result pr;
+        cubec_profile_result pr = CUBEC_PROFILE_RESULT_INIT;
         memset(&pr, JUNK, sizeof pr);
         pr.struct_size = BAD(cubec_profile_result);
         expect_size_refused(cubec_profile_end(f->d, f->s, p, &pr), "out_result", pr.struct_size,
@@ -316,7 +316,7 @@ static void test_bad_sizes_refused(void **state)
         td_ok.name = "sized";
         td_ok.memory_only = 1;
         ASSERT_OK(cubec_tuner_create(f->d, &td_ok, &t));
-        cubec_tune_result tr;
+        cubec_tune_result tr = CUBEC_TUNE_RESULT_INIT;
         memset(&tr, JUNK, sizeof tr);
         tr.struct_size = BAD(cubec_tune_result);
         cubec_tune_request req = CUBEC_TUNE_REQUEST_INIT;
@@ -329,7 +329,7 @@ static void test_bad_sizes_refused(void **state)
         expect_size_refused(cubec_tune_choose(t, f->s, &req, &tr), "request", req.struct_size,
                             "CUBEC_TUNE_REQUEST_INIT");
         assert_true(all_bytes((char *)&tr + 4, sizeof tr - 4, JUNK));
-        cubec_tune_outcome to;
+        cubec_tune_outcome to = CUBEC_TUNE_OUTCOME_INIT;
         memset(&to, JUNK, sizeof to);
         to.struct_size = BAD(cubec_tune_outcome);
         expect_size_refused(cubec_tune_outcome_get(t, 0, &to), "out_outcome", to.struct_size,

@@ -16,6 +16,7 @@
     X(cubec_spec_constant)                                                                         \
     X(cubec_kernel_desc)                                                                           \
     X(cubec_kernel_info)                                                                           \
+    X(cubec_info_field)                                                                            \
     X(cubec_launch_desc)                                                                           \
     X(cubec_graph)                                                                                 \
     X(cubec_profile)                                                                               \

@@ -1525,6 +1525,31 @@ static const char *kernel_source(int kind)
     return kind == K_PRODUCE ? produce_src : kind == K_CONSUME ? consume_src : step_src;
 }
 
+/* A metadata field by index, then by the name it gave: the same member; the index just past the
+ * count is refused. */
+static void model_info_field(fuzz *f, cubec_kernel k)
+{
+    cubec_kernel_info ki = CUBEC_KERNEL_INFO_INIT;
+    if (expect(f, cubec_kernel_get_info(f->d, k, &ki), allow(f, C_NONE), "cubec_kernel_get_info"))
+        return;
+    uint32_t index = rnd(f, ki.info_field_count + 1);
+    cubec_info_field field = CUBEC_INFO_FIELD_INIT, by_name = CUBEC_INFO_FIELD_INIT;
+    note(f, "cubec_kernel_get_info_field(%u of %u)", index, ki.info_field_count);
+    if (index == ki.info_field_count) {
+        expect(f, cubec_kernel_get_info_field(f->d, k, index, &field), refused(f),
+               "cubec_kernel_get_info_field past the count");
+        return;
+    }
+    if (expect(f, cubec_kernel_get_info_field(f->d, k, index, &field), allow(f, C_NONE),
+               "cubec_kernel_get_info_field"))
+        return;
+    if (!expect(f, cubec_kernel_find_info_field(f->d, k, field.name, &by_name), allow(f, C_NONE),
+                "cubec_kernel_find_info_field") &&
+        (by_name.offset != field.offset || by_name.size != field.size))
+        die(f, "field '%s' is at %u by index but at %u by name", field.name, field.offset,
+            by_name.offset);
+}
+
 static void op_kernel(fuzz *f)
 {
     if (f->nkernels < MAX_KERNELS && chance(f, 2)) {
@@ -1555,6 +1580,7 @@ static void op_kernel(fuzz *f)
                     "cubec_kernel_get_info") &&
             ki.binding_count != (f->kernels[i].kind == K_CONSUME ? 2u : 1u))
             die(f, "kernel %d has %u bindings", i, ki.binding_count);
+        if (chance(f, 2)) model_info_field(f, f->kernels[i].h);
         return;
     }
     if (f->kernels[i].base) return;
@@ -2213,7 +2239,7 @@ static void op_info(fuzz *f)
              info.tasks_max != f->info.tasks_max))
             die(f, "cubec_device_get_info changed between two calls");
         /* A struct_size of 0 (the INIT macro forgotten) is refused and nothing is written. */
-        cubec_device_info unsized;
+        cubec_device_info unsized = CUBEC_DEVICE_INFO_INIT;
         memset(&unsized, 0x5a, sizeof unsized);
         unsized.struct_size = 0;
         expect(f, cubec_device_get_info(f->d, &unsized), refused(f),
@@ -3131,6 +3157,8 @@ const char *const api_model_calls[][2] = {
     {"cubec_kernel_create", "op_kernel"},
     {"cubec_kernel_destroy", "op_kernel"},
     {"cubec_kernel_get_info", "op_kernel"},
+    {"cubec_kernel_get_info_field", "model_info_field"},
+    {"cubec_kernel_find_info_field", "model_info_field"},
     {"cubec_kernel_queue", "op_queue"},
     {"cubec_kernel_wait", "op_queue"},
     {"cubec_launch", "op_launch"},

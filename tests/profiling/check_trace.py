@@ -1,15 +1,20 @@
 #!/usr/bin/env python3
 """Checks a Chrome trace-event file written by cubec (src/profiling/trace.c).
 
-usage: check_trace.py FILE [--launches N] [--min-streams K] [--kernel NAME ...]
+usage: check_trace.py FILE [--launches N] [--min-streams K] [--kernel NAME ...] [--submit-streams]
 
 The structure is checked always: the file is JSON with a "traceEvents" list; every complete
 event ("ph":"X") has a name, a pid, a tid and numeric ts >= 0 and dur >= 0; within each row
 (pid, tid) the complete events are in non-decreasing ts order in the file (the order the writer
 promises); and every row that carries events is named by a thread_name metadata event, so no
-row shows up in the viewer as a bare number. The options check the content: exactly N events of
+row shows up in the viewer as a bare number. Every "submit" event names the stream whose work it
+carries (args.stream >= 1, the first of args.streams when it carries several; null only for a
+batch of no task, a host barrier alone); every launch of a copy or fill (a transfer command, or a builtin
+"cubec.copy*" / "cubec.fill" kernel) carries the bytes it writes (args.bytes > 0), and no launch
+has the grid [0, 0, 0]. The options check the content: exactly N events of
 category "launch", launches on at least K distinct stream rows (tid != 0; tid 0 is the host),
-and each named kernel among the launches.
+and each named kernel among the launches; with --submit-streams, every stream a submit names has
+launch events (not for traces of lost work, whose launches may go untimed).
 
 Prints a one-line summary and exits 0, or prints every failed check and exits 1. Standard
 library only, so it runs wherever the tests run.
@@ -48,6 +53,65 @@ class Failures:
 def describe(index, event):
     name = event.get("name") if isinstance(event, dict) else None
     return f"event #{index} ({json.dumps(name)})" if name is not None else f"event #{index}"
+
+
+def is_stream(value):
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+
+def check_attribution(events, failures, submit_streams):
+    """Submits name their streams; copies and fills their size (see the module's text)."""
+    launch_streams = set()
+    for event in events:
+        if isinstance(event, dict) and event.get("cat") == "launch" and event.get("ph") == "X":
+            stream = (event.get("args") or {}).get("stream")
+            if is_stream(stream):
+                launch_streams.add(stream)
+    for index, event in enumerate(events):
+        if not isinstance(event, dict) or event.get("ph") != "X":
+            continue
+        what = describe(index, event)
+        args = event.get("args")
+        args = args if isinstance(args, dict) else {}
+        if event.get("cat") == "submit" and event.get("name") == "submit":
+            stream, streams = args.get("stream"), args.get("streams")
+            if stream is None and args.get("tasks") == 0 and streams is None:
+                continue  # a host barrier alone: no stream's work
+            if not is_stream(stream):
+                failures.add("submit", f"{what}: args.stream {stream!r} is not a stream >= 1")
+                continue
+            named = [stream]
+            if streams is not None:
+                if (
+                    not isinstance(streams, list)
+                    or not streams
+                    or not all(is_stream(s) for s in streams)
+                    or streams[0] != stream
+                ):
+                    failures.add(
+                        "submit", f"{what}: args.streams {streams!r} is not a list from {stream}"
+                    )
+                    continue
+                named = streams
+            if submit_streams:
+                for s in named:
+                    if s not in launch_streams:
+                        failures.add(
+                            "submit",
+                            f"{what}: carries stream {s}, which has no launch events "
+                            f"(launches are on {sorted(launch_streams)})",
+                        )
+        if event.get("cat") == "launch":
+            name = event.get("name")
+            builtin = isinstance(name, str) and (
+                name.startswith("cubec.copy") or name == "cubec.fill"
+            )
+            if args.get("grid") == [0, 0, 0]:
+                failures.add("grid", f"{what}: grid [0, 0, 0]")
+            if builtin or args.get("command") == "transfer":
+                size = args.get("bytes")
+                if not isinstance(size, int) or isinstance(size, bool) or size <= 0:
+                    failures.add("bytes", f"{what}: a copy or fill without args.bytes > 0")
 
 
 def check(trace, args, failures):
@@ -121,6 +185,8 @@ def check(trace, args, failures):
                 "but has no thread_name",
             )
 
+    check_attribution(events, failures, args.submit_streams)
+
     launch_streams = {tid for _, tid in launches if tid != 0}
     if args.launches is not None and len(launches) != args.launches:
         failures.add("launches", f"{len(launches)} launch events, expected {args.launches}")
@@ -166,6 +232,11 @@ def main(argv=None):
         action="extend",
         metavar="NAME",
         help="kernel names that must be launched (the option may repeat)",
+    )
+    parser.add_argument(
+        "--submit-streams",
+        action="store_true",
+        help="every stream a submit event names has launch events",
     )
     args = parser.parse_args(argv)
 

@@ -143,6 +143,7 @@ static void test_trace_two_streams(void **state)
     char command[8192];
     snprintf(command, sizeof command,
              "python3 '%s/tests/profiling/check_trace.py' '%s' --launches %u --min-streams 2 "
+             "--submit-streams "
              "--kernel produce --kernel consume",
              CUBEC_SOURCE_DIR, trace_path, PRODUCES + CONSUMES);
     int rc = system(command);

@@ -63,8 +63,11 @@ static void test_refusals(void **state)
     cubec_config c;
     char *path = write_ini("[device]\ntasks_max = many\n");
     ASSERT_ERROR(config_load_from(&c, path, 0), CUBEC_INVALID_ARGUMENT, "tasks_max = 'many'");
-    path = write_ini("[device]\nspeed = 11\n");
-    ASSERT_ERROR(config_load_from(&c, path, 0), CUBEC_INVALID_ARGUMENT, "unknown key");
+    /* A bad value names the file, the line and the key. */
+    path = write_ini("[log]\nlevel = warn\n\n[device]\ntasks_max = 0x10\n");
+    char where[4200];
+    snprintf(where, sizeof where, "config %s:5: [device] tasks_max = '0x10'", path);
+    ASSERT_ERROR(config_load_from(&c, path, 0), CUBEC_INVALID_ARGUMENT, where);
     path = write_ini("[device\nbroken\n");
     ASSERT_ERROR(config_load_from(&c, path, 0), CUBEC_INVALID_ARGUMENT, "line 1");
     unlink(path);
@@ -200,13 +203,84 @@ static void test_disable_features(void **state)
     unlink(path);
 }
 
+/* An unknown key is a warning, not an error (a stray ./cubec.ini with a typo used to make every
+ * device open in its directory fail): the file loads, the keys it does know apply, and the
+ * warning names the file, the line and the nearest valid key, in the same section or another. */
+static void test_unknown_keys_warn(void **state)
+{
+    (void)state;
+    char *path = write_ini("[log]\nlevl = info\n; a comment\n[device]\ntasks_max = 9\n"
+                           "[device]\nlevel = debug\n[memory]\nmax_byte = 5\n");
+    cubec_config c;
+    ASSERT_OK(config_load_from(&c, path, 0));
+    assert_int_equal(c.tasks_max, 9);
+    assert_int_equal(c.log_level, LOG_WARN); /* the misspelt key changed nothing */
+    assert_int_equal(c.warning_count, 3);
+    const char *want[3][2] = {
+        {":2: unknown key [log] levl", "did you mean [log] level?"},
+        {":7: unknown key [device] level", "did you mean [device] select?"},
+        {":9: unknown key [memory] max_byte", "did you mean [memory] max_bytes?"}};
+    for (int i = 0; i < 3; i++) {
+        char head[4200];
+        snprintf(head, sizeof head, "config %s%s", path, want[i][0]);
+        if (strstr(c.warnings[i], head) != c.warnings[i] || !strstr(c.warnings[i], want[i][1]))
+            fail_msg("warning %d is '%s', expected '%s' ... '%s'", i, c.warnings[i], head,
+                     want[i][1]);
+    }
+    /* Past the kept messages, the rest are counted. */
+    path = write_ini("[a]\nk1 = 1\nk2 = 2\nk3 = 3\nk4 = 4\nk5 = 5\nk6 = 6\n");
+    ASSERT_OK(config_load_from(&c, path, 0));
+    assert_int_equal(c.warning_count, 6);
+    assert_non_null(strstr(c.warnings[CONFIG_MAX_WARNINGS - 1], ":5: unknown key [a] k4"));
+    unlink(path);
+}
+
+/* config_warn_once logs each warning at warn level once per process, however many devices open
+ * with the same file, and says how many were left out. */
+static void test_unknown_keys_logged_once(void **state)
+{
+    (void)state;
+    char log_path[4096];
+    snprintf(log_path, sizeof log_path, "%s/cubec_test_config_log_%d.txt", test_tmp_dir(),
+             (int)getpid());
+    unlink(log_path);
+    char *path = write_ini("[log]\nlevl = info\n[x]\na = 1\nb = 2\nc = 3\nd = 4\n");
+    cubec_config c;
+    ASSERT_OK(config_load_from(&c, path, 0));
+    ASSERT_OK(log_configure(LOG_WARN, log_path));
+    config_warn_once(&c);
+    config_warn_once(&c);
+    ASSERT_OK(log_configure(LOG_WARN, NULL));
+    FILE *f = fopen(log_path, "r");
+    assert_non_null(f);
+    char line[2048];
+    int levl = 0, more = 0, lines = 0;
+    while (fgets(line, sizeof line, f)) {
+        lines++;
+        levl += strstr(line, "warn device] config") && strstr(line, "unknown key [log] levl") &&
+                strstr(line, "did you mean [log] level?");
+        more += strstr(line, ": 1 more unknown keys, ignored") != NULL;
+    }
+    fclose(f);
+    unlink(log_path);
+    unlink(path);
+    assert_int_equal(levl, 1);
+    assert_int_equal(more, 1);
+    assert_int_equal(lines, CONFIG_MAX_WARNINGS + 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_defaults),         cmocka_unit_test(test_ini_and_environment),
-        cmocka_unit_test(test_refusals),         cmocka_unit_test(test_log_levels),
-        cmocka_unit_test(test_log_subsystems),   cmocka_unit_test(test_profiling_keys),
+        cmocka_unit_test(test_defaults),
+        cmocka_unit_test(test_ini_and_environment),
+        cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_log_levels),
+        cmocka_unit_test(test_log_subsystems),
+        cmocka_unit_test(test_profiling_keys),
         cmocka_unit_test(test_disable_features),
+        cmocka_unit_test(test_unknown_keys_warn),
+        cmocka_unit_test(test_unknown_keys_logged_once),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -103,6 +103,18 @@ static cubec_status shared_instance(int validation, VkInstance *out)
     if (!instances[validation]) r = vkCreateInstance(&ci, NULL, &instances[validation]);
     *out = instances[validation];
     pthread_mutex_unlock(&instances_lock);
+    /* The loader says INCOMPATIBLE_DRIVER when it finds no driver at all (no ICD installed, or
+     * VK_ICD_FILENAMES naming nothing): the one failure a new user meets first, so it says what
+     * to install rather than only the Vulkan code. */
+    if (r == VK_ERROR_INCOMPATIBLE_DRIVER)
+        return status_make(
+            CUBEC_UNSUPPORTED,
+            "vkCreateInstance: VK_ERROR_INCOMPATIBLE_DRIVER: the Vulkan loader "
+            "found no usable driver. Install one: mesa-vulkan-drivers for the CPU "
+            "device (lavapipe; `apt-get install mesa-vulkan-drivers` on Debian), "
+            "or your GPU's Vulkan driver; then `vulkaninfo --summary` (vulkan-tools) "
+            "should list a device. If VK_ICD_FILENAMES or VK_DRIVER_FILES is set, "
+            "check the files it names");
     return vk_status(r, "vkCreateInstance");
 }
 
@@ -158,6 +170,20 @@ static int has_device_extension(VkPhysicalDevice pd, const char *name)
         found |= strcmp(p[i].extensionName, name) == 0;
     free(p);
     return found;
+}
+
+/* The bounds-checked mode the device can give: CUBEC_ROBUST_BUFFER with VK_EXT_robustness2's
+ * robustBufferAccess2, CUBEC_ROBUST_PAGE with robustBufferAccess alone, else 0. */
+static int robust_level(VkPhysicalDevice pd)
+{
+    VkPhysicalDeviceRobustness2FeaturesEXT r2 = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ROBUSTNESS_2_FEATURES_EXT};
+    int has_r2 = has_device_extension(pd, VK_EXT_ROBUSTNESS_2_EXTENSION_NAME);
+    VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2,
+                                    .pNext = has_r2 ? &r2 : NULL};
+    vkGetPhysicalDeviceFeatures2(pd, &f2);
+    if (!f2.features.robustBufferAccess) return 0;
+    return r2.robustBufferAccess2 ? CUBEC_ROBUST_BUFFER : CUBEC_ROBUST_PAGE;
 }
 
 void vk_fill_info(VkInstance instance, VkPhysicalDevice pd, cubec_device_info *out)
@@ -229,6 +255,7 @@ void vk_fill_info(VkInstance instance, VkPhysicalDevice pd, cubec_device_info *o
         }
     }
     vk_matrix_shapes_query(instance, pd, have.extensions, out);
+    out->robust = robust_level(pd); /* what the mode would be; vk_gpu_open sets what it is */
     VkPhysicalDeviceMemoryProperties mp;
     vkGetPhysicalDeviceMemoryProperties(pd, &mp);
     for (uint32_t i = 0; i < mp.memoryHeapCount; i++)
@@ -323,7 +350,7 @@ static int monotonic_calibration(const vk_context *ctx)
 }
 
 static cubec_status create_device(vk_context *ctx, int allow_push, uint32_t disabled_features,
-                                  int queue_family)
+                                  int queue_family, int robust)
 {
     uint32_t nq = 0;
     vkGetPhysicalDeviceQueueFamilyProperties(ctx->physical, &nq, NULL);
@@ -400,6 +427,20 @@ static cubec_status create_device(vk_context *ctx, int allow_push, uint32_t disa
     int host_import =
         has_device_extension(ctx->physical, VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME);
     if (host_import) exts[next++] = VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME;
+    /* The bounds-checked mode ([device] robust): robustBufferAccess bounds an access by the
+     * VkBuffer, which is a whole pool page in cubec; robustBufferAccess2 by the descriptor's
+     * range, which is the buffer's own size (vk_emit_bind_buffers), so only it keeps a write
+     * past one buffer off its neighbours in the page. */
+    VkPhysicalDeviceRobustness2FeaturesEXT robust2 = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ROBUSTNESS_2_FEATURES_EXT,
+        .robustBufferAccess2 = VK_TRUE};
+    ctx->robust = robust ? robust_level(ctx->physical) : 0;
+    if (ctx->robust) want.core.features.robustBufferAccess = VK_TRUE;
+    if (ctx->robust == CUBEC_ROBUST_BUFFER) {
+        exts[next++] = VK_EXT_ROBUSTNESS_2_EXTENSION_NAME;
+        robust2.pNext = want.v12.pNext;
+        want.v12.pNext = &robust2;
+    }
     /* The heap's budget and this process's use of it, for the memory report (docs/memory.md). */
     ctx->memory_budget = has_device_extension(ctx->physical, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
     if (ctx->memory_budget) exts[next++] = VK_EXT_MEMORY_BUDGET_EXTENSION_NAME;
@@ -481,7 +522,7 @@ cubec_status vk_context_create(const vk_context_desc *desc, vk_context *ctx)
         ctx->subgroup_size = info.subgroup_size;
         ctx->unified = info.unified_memory && !desc->force_staging;
         err = create_device(ctx, !desc->no_push_descriptors, desc->disabled_features,
-                            desc->queue_family);
+                            desc->queue_family, desc->robust);
         if (!err) query_size_control(ctx);
     }
     if (!err) {
@@ -534,10 +575,20 @@ cubec_status vk_context_create(const vk_context_desc *desc, vk_context *ctx)
         return err;
     }
     LOG(LOG_INFO, LOG_SYS_DEVICE,
-        "selected device %u '%s' (%s), %s memory, push descriptors %s, fault reports %s",
+        "selected device %u '%s' (%s), %s memory, push descriptors %s, fault reports %s, "
+        "bounds checks %s",
         ctx->physical_index, ctx->props.deviceName, ctx->driver_name,
         ctx->unified ? "unified" : "discrete", ctx->push_descriptor ? "on" : "off",
-        ctx->get_device_fault_info ? "on" : "off");
+        ctx->get_device_fault_info ? "on" : "off",
+        ctx->robust == CUBEC_ROBUST_BUFFER ? "per buffer (robustBufferAccess2)"
+        : ctx->robust                      ? "per page (robustBufferAccess)"
+                                           : "off");
+    /* Said on its own line: a user who turned validation on (CUBEC_VALIDATION=1) and sees no
+     * message should be able to tell a clean program from a layer that never loaded. */
+    if (desc->validation)
+        LOG(LOG_INFO, LOG_SYS_DEVICE,
+            "validation layer on: VK_LAYER_KHRONOS_validation with synchronization validation; "
+            "its messages are logged as errors (subsystem validation)");
     return NULL;
 }
 

@@ -16,6 +16,7 @@ typedef struct vk_context_desc {
     int validation;
     int force_staging;          /* treat unified memory as discrete (tests the staging paths) */
     int no_push_descriptors;    /* descriptor pools even when push descriptors exist */
+    int robust;                 /* enable robustBufferAccess (and robustBufferAccess2) */
     uint32_t disabled_features; /* cubec_feature bits not to enable even when present */
     int queue_family;           /* 1 + the queue family to use; 0: chosen */
     void (*on_validation)(void *user, const char *message);
@@ -45,6 +46,7 @@ typedef struct vk_context {
     int metadata_device_local;     /* ... and it is device-local on a discrete device        */
     int scalar_block_layout;       /* enabled: std430 uniform blocks                         */
     int buffer_device_address;     /* enabled: pages have device addresses (cubec_buffer_raw) */
+    int robust; /* the bounds-checked mode in force: 0, CUBEC_ROBUST_PAGE or CUBEC_ROBUST_BUFFER */
     /* VK_EXT_external_memory_host: the program's memory imported as buffers. 0 / NULL
      * without it. */
     uint64_t host_import_alignment;

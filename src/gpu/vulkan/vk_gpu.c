@@ -716,6 +716,7 @@ cubec_status vk_gpu_open(const gpu_open_desc *desc, gpu **out)
                           .validation = desc->validation,
                           .force_staging = desc->force_staging,
                           .no_push_descriptors = desc->no_push_descriptors,
+                          .robust = desc->robust,
                           .disabled_features = desc->disabled_features,
                           .queue_family = desc->queue_family,
                           .on_validation = desc->on_validation,
@@ -738,7 +739,9 @@ cubec_status vk_gpu_open(const gpu_open_desc *desc, gpu **out)
         g->info.min_subgroup_size = g->info.max_subgroup_size = g->info.subgroup_size;
     g->info.push_descriptors = v->vk.push_descriptor != NULL;
     g->info.unified_memory = v->vk.unified;
+    g->info.robust = v->vk.robust;
     vk_pipeline_cache_identity(v->vk.physical, &g->cache_id);
+    g->cache_id.robust = v->vk.robust;
     g->caps = (gpu_caps){.unified = v->vk.unified,
                          .push_descriptors = v->vk.push_descriptor != NULL,
                          .timestamps = v->vk.timestamps,

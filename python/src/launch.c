@@ -1,0 +1,342 @@
+/* Launches: k(*buffers, groups=, info=, stream=) as one vectorcall with the GIL kept (the
+ * enqueue does not block), and pre-bound launches, l = k.bind(...) then l() or l(info=...),
+ * which skip the argument conversion on every call. */
+#include <string.h>
+
+#include "pycubec.h"
+#include "structmember.h"
+
+int pyc_groups_arg(PyObject *obj, uint32_t out[3])
+{
+    out[0] = out[1] = out[2] = 1;
+    if (!obj) {
+        pyc_raise_code(CUBEC_INVALID_ARGUMENT, "launch: groups= is required");
+        return -1;
+    }
+    if (PyLong_Check(obj)) {
+        unsigned long v = PyLong_AsUnsignedLong(obj);
+        if (PyErr_Occurred() || v > UINT32_MAX) {
+            PyErr_Clear();
+            pyc_raise_code(CUBEC_INVALID_ARGUMENT, "launch: groups %R is not a uint32", obj);
+            return -1;
+        }
+        out[0] = (uint32_t)v;
+        return 0;
+    }
+    if (!PyTuple_Check(obj) && !PyList_Check(obj)) {
+        PyErr_Format(PyExc_TypeError, "launch: groups must be an int or 1-3 ints, not %R", obj);
+        return -1;
+    }
+    Py_ssize_t n = PySequence_Size(obj);
+    if (n < 1 || n > 3) {
+        pyc_raise_code(CUBEC_INVALID_ARGUMENT, "launch: groups %R must hold 1 to 3 counts", obj);
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = PySequence_GetItem(obj, i);
+        unsigned long v = item && PyLong_Check(item) ? PyLong_AsUnsignedLong(item) : ~0ul;
+        Py_XDECREF(item);
+        if (PyErr_Occurred() || v > UINT32_MAX) {
+            PyErr_Clear();
+            pyc_raise_code(CUBEC_INVALID_ARGUMENT, "launch: groups %R must hold uint32 counts",
+                           obj);
+            return -1;
+        }
+        out[i] = (uint32_t)v;
+    }
+    return 0;
+}
+
+/* info= : None, bytes, or anything with the buffer protocol (a numpy record or array); a dict
+ * needs the kernel's reflected field list, which cubec_kernel_get_info does not report yet.
+ * `view` holds the buffer while its obj is set. */
+int pyc_info_arg(pyc_kernel *kernel, PyObject *obj, const void **out_ptr, uint32_t *out_size,
+                 Py_buffer *view)
+{
+    view->obj = NULL;
+    *out_ptr = NULL;
+    *out_size = 0;
+    if (!obj || obj == Py_None) {
+        return 0;
+    }
+    if (PyBytes_Check(obj)) {
+        char *p;
+        Py_ssize_t n;
+        if (PyBytes_AsStringAndSize(obj, &p, &n) < 0) {
+            return -1;
+        }
+        *out_ptr = p;
+        *out_size = (uint32_t)n;
+        return 0;
+    }
+    if (PyDict_Check(obj)) {
+        PyErr_Format(PyExc_TypeError,
+                     "launch of %R: info= as a dict needs the kernel's field list, which this "
+                     "cubec does not report yet; pass a numpy record or bytes",
+                     kernel->name);
+        return -1;
+    }
+    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS) < 0) {
+        view->obj = NULL;
+        PyErr_Clear();
+        PyErr_Format(PyExc_TypeError,
+                     "launch of %R: info must be bytes, a numpy record or array, not %R",
+                     kernel->name, obj);
+        return -1;
+    }
+    *out_ptr = view->buf;
+    *out_size = (uint32_t)view->len;
+    return 0;
+}
+
+void pyc_launch_args_done(pyc_launch_args *args)
+{
+    if (args->info_view.obj) {
+        PyBuffer_Release(&args->info_view);
+    }
+}
+
+int pyc_launch_parse(pyc_kernel *kernel, PyObject *const *args, Py_ssize_t nargs, PyObject *groups,
+                     PyObject *info, PyObject *stream, pyc_launch_args *out)
+{
+    out->info_view.obj = NULL;
+    if (!kernel->kernel.id || !kernel->device->dev || kernel->device->close_pending) {
+        pyc_raise_code(CUBEC_INVALID_ARGUMENT, "launch of %R: the %s", kernel->name,
+                       kernel->kernel.id ? "device is closed" : "kernel was destroyed");
+        return -1;
+    }
+    if (nargs > 32) {
+        pyc_raise_code(CUBEC_INVALID_ARGUMENT, "launch of %R: %zd buffers, at most 32",
+                       kernel->name, nargs);
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < nargs; i++) {
+        PyObject *b = args[i];
+        if (Py_TYPE(b) != pyc.buffer_type) {
+            PyErr_Format(PyExc_TypeError, "launch of %R: argument %zd is not a cubec.Buffer: %R",
+                         kernel->name, i, b);
+            return -1;
+        }
+        if (((pyc_buffer *)b)->device != kernel->device) {
+            pyc_raise_code(CUBEC_INVALID_ARGUMENT,
+                           "launch of %R: buffer %zd belongs to another device", kernel->name, i);
+            return -1;
+        }
+        out->ids[i] = ((pyc_buffer *)b)->buf;
+    }
+    out->desc = (cubec_launch_desc)CUBEC_LAUNCH_DESC_INIT;
+    out->desc.kernel = kernel->kernel;
+    out->desc.buffers = out->ids;
+    out->desc.buffer_count = (uint32_t)nargs;
+    if (pyc_groups_arg(groups, out->desc.groups) < 0 ||
+        pyc_stream_arg(kernel->device, stream, "launch", &out->stream) < 0 ||
+        pyc_info_arg(kernel, info, &out->desc.info, &out->desc.info_size, &out->info_view) < 0) {
+        return -1;
+    }
+    return 0;
+}
+
+/* The launch's keyword arguments; interned names match by identity first. */
+static int launch_kwargs(PyObject *kwnames, PyObject *const *kwvalues, PyObject **groups,
+                         PyObject **info, PyObject **stream)
+{
+    Py_ssize_t n = PyTuple_Size(kwnames);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *key = PyTuple_GetItem(kwnames, i);
+        PyObject **slot = key == pyc.str_groups   ? groups
+                          : key == pyc.str_info   ? info
+                          : key == pyc.str_stream ? stream
+                                                  : NULL;
+        if (!slot) {
+            slot = PyUnicode_CompareWithASCIIString(key, "groups") == 0   ? groups
+                   : PyUnicode_CompareWithASCIIString(key, "info") == 0   ? info
+                   : PyUnicode_CompareWithASCIIString(key, "stream") == 0 ? stream
+                                                                          : NULL;
+        }
+        if (!slot) {
+            PyErr_Format(PyExc_TypeError, "launch got an unexpected keyword argument '%U'", key);
+            return -1;
+        }
+        *slot = kwvalues[i];
+    }
+    return 0;
+}
+
+PyObject *pyc_kernel_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    pyc_kernel *k = (pyc_kernel *)self;
+    Py_ssize_t nargs = PYC_NARGS(nargsf);
+    PyObject *groups = NULL, *info = NULL, *stream = NULL;
+    if (kwnames && launch_kwargs(kwnames, args + nargs, &groups, &info, &stream) < 0) {
+        return NULL;
+    }
+    pyc_launch_args a;
+    if (pyc_launch_parse(k, args, nargs, groups, info, stream, &a) < 0) {
+        pyc_launch_args_done(&a);
+        return NULL;
+    }
+    cubec_status st = cubec_launch(k->device->dev, a.stream, &a.desc);
+    pyc_launch_args_done(&a);
+    if (st) {
+        return pyc_raise(st);
+    }
+    Py_RETURN_NONE;
+}
+
+/* l() / l(info=...): the bound launch, with new metadata if given. */
+static PyObject *launch_call(PyObject *self, PyObject *const *args, size_t nargsf,
+                             PyObject *kwnames)
+{
+    pyc_launch *l = (pyc_launch *)self;
+    Py_ssize_t nargs = PYC_NARGS(nargsf);
+    cubec_device *dev = l->kernel->device->close_pending ? NULL : l->kernel->device->dev;
+    if (!dev || !l->kernel->kernel.id) {
+        return pyc_raise_code(CUBEC_INVALID_ARGUMENT, "launch of %R: the %s", l->kernel->name,
+                              dev ? "kernel was destroyed" : "device is closed");
+    }
+    if (!kwnames && nargs == 0) {
+        cubec_status st = cubec_launch(dev, l->stream, &l->desc);
+        if (st) {
+            return pyc_raise(st);
+        }
+        Py_RETURN_NONE;
+    }
+    PyObject *groups = NULL, *info = NULL, *stream = NULL;
+    if (nargs || launch_kwargs(kwnames, args + nargs, &groups, &info, &stream) < 0 || groups ||
+        stream) {
+        if (!PyErr_Occurred()) {
+            PyErr_SetString(PyExc_TypeError, "a bound launch takes only info=");
+        }
+        return NULL;
+    }
+    cubec_launch_desc desc = l->desc;
+    Py_buffer view;
+    if (pyc_info_arg(l->kernel, info, &desc.info, &desc.info_size, &view) < 0) {
+        return NULL;
+    }
+    cubec_status st = cubec_launch(dev, l->stream, &desc);
+    if (view.obj) {
+        PyBuffer_Release(&view);
+    }
+    if (st) {
+        return pyc_raise(st);
+    }
+    Py_RETURN_NONE;
+}
+
+/* k.bind(*buffers, groups=, info=None, stream=None): a Launch with everything converted once. */
+static PyObject *kernel_bind(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                             PyObject *kwnames)
+{
+    pyc_kernel *k = (pyc_kernel *)self;
+    PyObject *groups = NULL, *info = NULL, *stream = NULL;
+    if (kwnames && launch_kwargs(kwnames, args + nargs, &groups, &info, &stream) < 0) {
+        return NULL;
+    }
+    pyc_launch_args a;
+    if (pyc_launch_parse(k, args, nargs, groups, info, stream, &a) < 0) {
+        pyc_launch_args_done(&a);
+        return NULL;
+    }
+    pyc_launch *l = PyObject_New(pyc_launch, pyc.launch_type);
+    if (!l) {
+        pyc_launch_args_done(&a);
+        return NULL;
+    }
+    l->vectorcall = launch_call;
+    Py_INCREF((PyObject *)k);
+    l->kernel = k;
+    l->stream = a.stream;
+    l->stream_obj = stream && stream != Py_None ? (Py_INCREF(stream), stream) : NULL;
+    l->info = NULL;
+    l->buffers = PyTuple_New(nargs);
+    l->desc = a.desc;
+    memcpy(l->ids, a.ids, sizeof(cubec_buffer) * (size_t)nargs);
+    l->desc.buffers = l->ids;
+    if (l->buffers) {
+        for (Py_ssize_t i = 0; i < nargs; i++) {
+            Py_INCREF(args[i]);
+            PyTuple_SetItem(l->buffers, i, args[i]);
+        }
+    }
+    if (a.desc.info_size) {
+        l->info = PyMem_Malloc(a.desc.info_size);
+        if (l->info) {
+            memcpy(l->info, a.desc.info, a.desc.info_size);
+        }
+    }
+    l->desc.info = l->info;
+    pyc_launch_args_done(&a);
+    if (!l->buffers || (a.desc.info_size && !l->info)) {
+        Py_DECREF(l);
+        return PyErr_NoMemory();
+    }
+    return (PyObject *)l;
+}
+
+static void launch_dealloc(PyObject *self)
+{
+    pyc_launch *l = (pyc_launch *)self;
+    PyTypeObject *tp = Py_TYPE(self);
+    PyMem_Free(l->info);
+    Py_XDECREF(l->buffers);
+    Py_XDECREF(l->stream_obj);
+    Py_DECREF((PyObject *)l->kernel);
+    PyObject_Free(self);
+    Py_DECREF(tp);
+}
+
+static PyObject *launch_get_kernel(PyObject *self, void *c)
+{
+    (void)c;
+    PyObject *v = (PyObject *)((pyc_launch *)self)->kernel;
+    Py_INCREF(v);
+    return v;
+}
+
+static PyObject *launch_get_buffers(PyObject *self, void *c)
+{
+    (void)c;
+    PyObject *v = ((pyc_launch *)self)->buffers;
+    Py_INCREF(v);
+    return v;
+}
+
+static PyGetSetDef launch_getset[] = {
+    {"kernel", launch_get_kernel, NULL, "The kernel it launches.", NULL},
+    {"buffers", launch_get_buffers, NULL, "The buffers it binds (kept alive).", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyMemberDef launch_members[] = {
+    {"__vectorcalloffset__", T_PYSSIZET, offsetof(pyc_launch, vectorcall), READONLY, NULL},
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyType_Slot launch_slots[] = {
+    {Py_tp_dealloc, launch_dealloc},
+    {Py_tp_call, pyc_call_via_vectorcall},
+    {Py_tp_members, launch_members},
+    {Py_tp_getset, launch_getset},
+    {Py_tp_doc, "A pre-bound launch (Kernel.bind): l() queues it, l(info=...) with new "
+                "metadata."},
+    {0, NULL},
+};
+
+static PyType_Spec launch_spec = {"cubec.Launch", sizeof(pyc_launch), 0,
+                                  Py_TPFLAGS_DEFAULT | Py_TPFLAGS_DISALLOW_INSTANTIATION |
+                                      Py_TPFLAGS_HAVE_VECTORCALL,
+                                  launch_slots};
+
+static PyMethodDef kernel_methods[] = {
+    {"bind", (PyCFunction)(void (*)(void))kernel_bind, METH_FASTCALL | METH_KEYWORDS,
+     "bind(*buffers, groups=, info=None, stream=None): a pre-bound Launch."},
+    {NULL, NULL, 0, NULL},
+};
+
+int pyc_register_launch(PyObject *module)
+{
+    (void)module;
+    pyc_type_define(PYC_LAUNCH, &launch_spec, &pyc.launch_type);
+    return pyc_type_add(PYC_KERNEL, kernel_methods, NULL);
+}

@@ -1,0 +1,123 @@
+"""Refused arguments: each raises an exception naming the argument and its value, and the
+objects stay usable afterwards (checked against numpy)."""
+
+import os
+import tempfile
+
+import numpy as np
+import pytest
+
+import cubec
+from conftest import saxpy_info
+
+
+def test_device_index_and_name(dev):
+    with pytest.raises(cubec.InvalidArgument, match="device index -1"):
+        cubec.Device(-1)
+    with pytest.raises(cubec.NotFound, match="no-such-gpu"):
+        cubec.Device("no-such-gpu")
+    with pytest.raises(TypeError, match="device must be an index, a name or None"):
+        cubec.Device(1.5)
+    named = cubec.Device(dev.info["name"][:5])
+    assert named.info["name"] == dev.info["name"]
+    named.close()
+
+
+def test_shapes_and_dtypes(dev):
+    with pytest.raises(ValueError, match=r"shape must hold ints >= 0, got -3 at index 1"):
+        dev.empty((2, -3))
+    with pytest.raises(TypeError, match="shape must be an int or a sequence"):
+        dev.empty(None)
+    with pytest.raises(TypeError):
+        dev.empty(4, "no-such-dtype")
+    with pytest.raises(TypeError, match="needs a shape"):
+        dev.zeros()
+
+
+def test_launch_arguments(dev, saxpy):
+    n = 64
+    x = np.ones(n, np.float32)
+    a, b, c = dev.buffer(x), dev.buffer(x), dev.empty(n)
+    info = saxpy_info(n, 1.0)
+    with pytest.raises(cubec.InvalidArgument, match="groups= is required"):
+        saxpy(a, b, c, info=info)
+    with pytest.raises(cubec.InvalidArgument, match=r"groups \(1, 2, 3, 4\) must hold 1 to 3"):
+        saxpy(a, b, c, groups=(1, 2, 3, 4), info=info)
+    with pytest.raises(cubec.InvalidArgument, match="groups -1 is not a uint32"):
+        saxpy(a, b, c, groups=-1, info=info)
+    with pytest.raises(TypeError, match="info must be bytes, a numpy record or array, not 3.5"):
+        saxpy(a, b, c, groups=1, info=3.5)
+    with pytest.raises(TypeError, match="info= as a dict"):
+        saxpy(a, b, c, groups=1, info={"n": n, "alpha": 1.0})
+    with pytest.raises(cubec.InvalidArgument, match="info"):
+        saxpy(a, b, c, groups=1, info=b"\0" * 4)
+    with pytest.raises(TypeError, match="stream must be a cubec.Stream or None, not 7"):
+        saxpy(a, b, c, groups=1, info=info, stream=7)
+    other = cubec.Device()
+    try:
+        with pytest.raises(cubec.InvalidArgument, match="belongs to another device"):
+            saxpy(a, b, c, groups=1, info=info, stream=other.stream())
+        with pytest.raises(cubec.InvalidArgument, match="buffer 1 belongs to another device"):
+            saxpy(a, other.empty(n), c, groups=1, info=info)
+    finally:
+        other.close()
+    with pytest.raises(TypeError, match="a bound launch takes only info="):
+        saxpy.bind(a, b, c, groups=1, info=info)(groups=2)
+    saxpy(a, b, c, groups=1, info=info)  # still usable
+    np.testing.assert_array_equal(c.numpy(), 2 * x)
+
+
+def test_kernel_sources(dev):
+    with pytest.raises(cubec.InvalidArgument, match=r"exactly one of glsl=, spirv= and path= \(got 0\)"):
+        dev.kernel()
+    with pytest.raises(cubec.InvalidArgument, match=r"\(got 2\)"):
+        dev.kernel(glsl="x", spirv=b"\0" * 4)
+    with pytest.raises(cubec.InvalidArgument, match="spirv holds 6 bytes"):
+        dev.kernel(spirv=b"\0" * 6)
+    with pytest.raises(cubec.InvalidSpirv):
+        dev.kernel(spirv=b"\0" * 8)
+    with pytest.raises(TypeError, match="defines must be a dict"):
+        dev.kernel(glsl="#version 450\nvoid main() {}", defines=["A"])
+    with pytest.raises(cubec.InvalidArgument, match="spec constant 0 = 4294967296 does not fit"):
+        dev.kernel(glsl="#version 450\nvoid main() {}", spec={0: 1 << 32})
+    with pytest.raises(FileNotFoundError):
+        dev.kernel(path="/nonexistent/kernel.comp")
+
+
+def test_kernel_from_a_file(dev):
+    src = """#version 450
+layout(local_size_x = 1) in;
+layout(set = 0, binding = 0) writeonly buffer O { uint o[]; };
+void main() { o[gl_GlobalInvocationID.x] = 7u * gl_GlobalInvocationID.x; }
+"""
+    fd, path = tempfile.mkstemp(suffix=".comp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(src)
+        k = dev.kernel(path=path)
+    finally:
+        os.remove(path)
+    assert k.name == path
+    out = dev.empty(5, "uint32")
+    k(out, groups=5)
+    np.testing.assert_array_equal(out.numpy(), 7 * np.arange(5, dtype=np.uint32))
+
+
+def test_transfer_arguments(dev):
+    b = dev.zeros(4, "float32")
+    with pytest.raises(cubec.InvalidArgument, match="offset must be an int >= 0, got -4"):
+        b.write(np.ones(1, np.float32), offset=-4)
+    with pytest.raises(cubec.InvalidArgument):
+        b.write(np.ones(8, np.float32))  # past the end: cubec names the range
+    with pytest.raises(cubec.InvalidArgument, match="elements of 8 bytes"):
+        dev.zeros(4, "float64").fill(1.0)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'strem'"):
+        b.numpy(strem=None)
+    np.testing.assert_array_equal(b.numpy(), np.zeros(4, np.float32))
+
+
+def test_host_empty_needs_a_device():
+    with pytest.raises(cubec.InvalidArgument, match="no device is open"):
+        cubec.host_empty(4)
+    with pytest.raises(TypeError, match="device must be a cubec.Device, not 3"):
+        cubec.host_empty(4, device=3)

@@ -1,0 +1,129 @@
+"""The core of the package: devices, buffers, kernels and launches, each checked against numpy."""
+
+import numpy as np
+import pytest
+
+import cubec
+from conftest import saxpy_info
+
+
+def test_devices_lists_the_device_opened(dev):
+    names = [d["name"] for d in cubec.devices()]
+    assert dev.info["name"] in names
+
+
+def test_check_and_sync(dev):
+    a = dev.buffer(np.arange(8, dtype=np.int32))
+    b = a.copy()
+    dev.sync()
+    assert dev.check(a, b) is None
+    np.testing.assert_array_equal(b.numpy(), np.arange(8, dtype=np.int32))
+    with pytest.raises(TypeError, match="argument 1 is not a Buffer"):
+        dev.check(a, "b")
+
+
+def test_buffer_round_trip_keeps_dtype_and_shape(dev):
+    a = np.arange(24, dtype=np.int16).reshape(4, 6)
+    b = dev.buffer(a)
+    assert b.shape == (4, 6) and b.dtype == np.int16 and b.nbytes == a.nbytes
+    np.testing.assert_array_equal(b.numpy(), a)
+
+
+def test_zeros_and_fill(dev):
+    z = dev.zeros((3, 5), "int32")
+    np.testing.assert_array_equal(z.numpy(), np.zeros((3, 5), np.int32))
+    z.fill(-7)
+    np.testing.assert_array_equal(z.numpy(), np.full((3, 5), -7, np.int32))
+    odd = dev.zeros(7, "uint8")
+    np.testing.assert_array_equal(odd.numpy(), np.zeros(7, np.uint8))
+
+
+def test_read_into_out_and_write_at_offset(dev):
+    b = dev.zeros(8, "float32")
+    b.write(np.array([1.5, 2.5], np.float32), offset=8)
+    out = np.empty(8, np.float32)
+    assert b.read(out=out) is out
+    expect = np.zeros(8, np.float32)
+    expect[2:4] = [1.5, 2.5]
+    np.testing.assert_array_equal(out, expect)
+    with pytest.raises(cubec.InvalidArgument, match="out holds 16 bytes"):
+        b.read(out=np.empty(4, np.float32))
+
+
+def test_copy_and_copy_to(dev):
+    a = dev.buffer(np.arange(16, dtype=np.uint32))
+    c = a.copy()
+    np.testing.assert_array_equal(c.numpy(), np.arange(16, dtype=np.uint32))
+    d = dev.zeros(16, "uint32")
+    a.copy_to(d, size=16, src_offset=16, dst_offset=0)
+    expect = np.zeros(16, np.uint32)
+    expect[:4] = [4, 5, 6, 7]
+    np.testing.assert_array_equal(d.numpy(), expect)
+
+
+def test_saxpy_with_a_numpy_record(dev, saxpy):
+    n = 1000
+    x = np.random.default_rng(1).random(n, dtype=np.float32)
+    y = np.random.default_rng(2).random(n, dtype=np.float32)
+    bx, by, bz = dev.buffer(x), dev.buffer(y), dev.empty(n)
+    saxpy(bx, by, bz, groups=(n + 63) // 64, info=saxpy_info(n, 3.0))
+    np.testing.assert_allclose(bz.numpy(), 3.0 * x + y, rtol=1e-6)
+    assert saxpy.bindings == 3 and saxpy.info_size == 8 and saxpy.access == ("r", "r", "w")
+
+
+def test_saxpy_with_bytes_and_a_stream(dev, saxpy):
+    n = 100
+    x = np.arange(n, dtype=np.float32)
+    bx, by, bz = dev.buffer(x), dev.buffer(x), dev.empty(n)
+    s = dev.stream()
+    saxpy(bx, by, bz, groups=2, info=saxpy_info(n, -1.0).tobytes(), stream=s)
+    s.sync()
+    np.testing.assert_allclose(bz.numpy(stream=s), np.zeros(n, np.float32))
+
+
+def test_bound_launch_and_new_info(dev, saxpy):
+    n = 256
+    x = np.linspace(0, 1, n, dtype=np.float32)
+    bx, by, bz = dev.buffer(x), dev.buffer(np.ones(n, np.float32)), dev.empty(n)
+    launch = saxpy.bind(bx, by, bz, groups=(4, 1, 1), info=saxpy_info(n, 2.0))
+    launch()
+    np.testing.assert_allclose(bz.numpy(), 2.0 * x + 1.0, rtol=1e-6)
+    launch(info=saxpy_info(n, 5.0))
+    np.testing.assert_allclose(bz.numpy(), 5.0 * x + 1.0, rtol=1e-6)
+    del bx, by  # the launch keeps its buffers alive
+    launch()
+    np.testing.assert_allclose(bz.numpy(), 2.0 * x + 1.0, rtol=1e-6)
+
+
+def test_defines_and_spec_constants(dev):
+    src = """#version 450
+layout(local_size_x = 1) in;
+layout(constant_id = 0) const uint SCALE = 1;
+layout(set = 0, binding = 0) writeonly buffer O { uint o[]; };
+void main() { o[gl_GlobalInvocationID.x] = gl_GlobalInvocationID.x * SCALE + OFFSET; }
+"""
+    k = dev.kernel(glsl=src, defines={"OFFSET": 10}, spec={0: 3})
+    out = dev.empty(8, "uint32")
+    k(out, groups=8)
+    np.testing.assert_array_equal(out.numpy(), np.arange(8, dtype=np.uint32) * 3 + 10)
+
+
+def test_errors_are_the_class_of_their_code(dev, saxpy):
+    b = dev.empty(4)
+    with pytest.raises(cubec.InvalidArgument, match="3 storage buffers") as e:
+        saxpy(b, b, groups=1, info=saxpy_info(4, 1.0))
+    assert isinstance(e.value, ValueError) and e.value.code == 1
+    with pytest.raises(cubec.CompileFailed, match="broken"):
+        dev.kernel(glsl="#version 450\nvoid main() { broken }", name="broken")
+    with pytest.raises(TypeError, match="not a cubec.Buffer"):
+        saxpy(b, b, 3, groups=1)
+    with pytest.raises(TypeError, match="unexpected keyword"):
+        saxpy(b, b, b, groups=1, colour=2)
+
+
+def test_error_classes_follow_the_c_list():
+    names = {c.code_name: c for c in vars(cubec).values()
+             if isinstance(c, type) and issubclass(c, cubec.Error) and c is not cubec.Error}
+    assert names["CUBEC_OUT_OF_MEMORY"] is cubec.OutOfMemory
+    assert names["CUBEC_TIMEOUT"] is cubec.Timeout and issubclass(cubec.Timeout, TimeoutError)
+    assert sorted(c.code for c in names.values()) == list(range(1, len(names) + 1))
