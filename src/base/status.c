@@ -66,13 +66,9 @@ const char *cubec_status_message(cubec_status status)
 /* Whether `code` is one of CUBEC_CODES. */
 static int known_code(cubec_code code)
 {
-    switch (code) {
-#define CODE_KNOWN(name, value, description)                                                       \
-    case name: return 1;
-        CUBEC_CODES(CODE_KNOWN)
+#define CODE_KNOWN(name, value, description) || code == name
+    return 0 CUBEC_CODES(CODE_KNOWN);
 #undef CODE_KNOWN
-    }
-    return 0;
 }
 
 cubec_status cubec_status_new(cubec_code code, const char *fmt, ...)
