@@ -27,11 +27,12 @@ static const char *type_name(cubec_device_type type)
 }
 
 /* Prints the names of the feature bits set in `features`, e.g. "int8 int64 float16 ...". */
-static void print_features(uint32_t features)
+static void print_features(uint64_t features)
 {
     printf("  features:");
-    for (uint32_t bit = 0; bit < 32; bit++) {
-        if (features & (1u << bit)) printf(" %s", cubec_feature_name((cubec_feature)(1u << bit)));
+    for (uint32_t bit = 0; bit < 64; bit++) {
+        const uint64_t one = (uint64_t)1 << bit; /* features is 64 bits wide (docs/api.md) */
+        if (features & one) printf(" %s", cubec_feature_name(one));
     }
     printf("\n");
 }
