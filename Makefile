@@ -4,8 +4,8 @@
 #   make test   checks the formatting, builds, lints, runs every test (ctest), then the ASan+UBSan
 #               build's tests, the ThreadSanitizer build's concurrency tests and each libFuzzer
 #               harness for FUZZ_TEST_SECONDS (the README's "What make test runs")
-# Other targets: build, docs (the API reference, $(BUILD)/docs/html), bench, install-deps, format,
-# format-check, lint, clean, fuzz (each harness for FUZZ_SECONDS), fuzz-runs (FUZZ_RUNS inputs of
+# Other targets: build, docs (the API reference, $(BUILD)/docs/html), bench, abi-baseline, install-deps,
+# format, format-check, lint, clean, fuzz (each harness for FUZZ_SECONDS), fuzz-runs (FUZZ_RUNS inputs of
 # fuzz_api over FUZZ_JOBS processes; docs/reliability.md, "Fuzzing").
 
 BUILD      ?= build
@@ -22,9 +22,10 @@ CMAKE_ARGS ?=
 DEB_PACKAGES = build-essential cmake pkg-config git libvulkan-dev mesa-vulkan-drivers \
                vulkan-validationlayers vulkan-tools libshaderc-dev glslc glslang-dev spirv-tools \
                libspirv-cross-c-shared-dev libinih-dev libcmocka-dev python3 python3-dev python3-numpy \
-               python3-pytest python3-venv clang-format clang-tidy clang libclang-rt-14-dev doxygen
+               python3-pytest python3-venv clang-format clang-tidy clang libclang-rt-14-dev doxygen \
+               python3-cffi python3-pycparser abigail-tools
 
-.PHONY: demo docs test build build-san build-tsan build-fuzz fuzz fuzz-test fuzz-runs bench install-deps format format-check lint clean
+.PHONY: abi-baseline demo docs test build build-san build-tsan build-fuzz fuzz fuzz-test fuzz-runs bench install-deps format format-check lint clean
 
 install-deps:
 	@missing=""; for p in $(DEB_PACKAGES); do \
@@ -121,6 +122,11 @@ bench: build
 	$(BUILD)/bin/cubec bench
 	@if [ -f $(BUILD)/python/cubec/_cubec.abi3.so ]; then \
 	  PYTHONPATH=$(BUILD)/python /usr/bin/python3 bench/python_bench.py; fi
+
+# Regenerates the ABI baseline (abi/libcubec.abi) from this build: commit it with the change and
+# the version bump that made it (docs/api.md, "Versions and the ABI").
+abi-baseline: build
+	cmake --build $(BUILD) --target abi-baseline
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')

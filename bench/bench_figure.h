@@ -45,7 +45,7 @@ typedef struct bench_params {
     uint32_t cross_launches;    /* streams.cross: launches in the chain per repetition      */
     uint32_t interleave_rounds; /* streams.interleave: rounds of one launch per stream     */
     uint32_t gemm_n;            /* kernel.gemm_f16: N of the N x N x N multiply            */
-    uint32_t features;          /* cubec_feature bits of the device                        */
+    uint64_t features;          /* cubec_feature bits of the device                        */
     uint32_t mlp_steps;         /* memory.peak_ratio: training steps of the MLP loop        */
 } bench_params;
 

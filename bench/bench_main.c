@@ -493,9 +493,9 @@ static void run_figure(const figure_def *def, size_t first, const bench_params *
                                 .baseline_device_value = NAN};
     }
     if (def->needs & ~params->features) {
-        const uint32_t missing = def->needs & ~params->features;
+        const uint64_t missing = def->needs & ~params->features;
         res->skipped = bench_errorf("the device lacks the feature %s (cubec info)",
-                                    cubec_feature_name((cubec_feature)(missing & (~missing + 1))));
+                                    cubec_feature_name(missing & (~missing + 1)));
         bench_err_free(err); /* nothing was measured */
         return;
     }
@@ -598,7 +598,7 @@ static int run_suite(const options *options_in)
 
     /* The device cubec picks decides the sizes and which device the baseline opens. */
     cubec_device *dev = NULL;
-    cubec_device_info info;
+    cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
     bench_err err = bench_from_status(cubec_device_open(NULL, &dev), "cubec_device_open");
     if (!err) err = bench_from_status(cubec_device_get_info(dev, &info), "cubec_device_get_info");
     cubec_device_close(dev);

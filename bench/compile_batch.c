@@ -65,7 +65,8 @@ static void destroy_kernels(batch_fig *f)
 static bench_err check_kernel(batch_fig *f, uint32_t i, uint32_t salt)
 {
     static const bench_tiny_info info = {.n = BENCH_TINY_WORDS, .step = 1};
-    const cubec_launch_desc launch = {.kernel = f->kernels[i],
+    const cubec_launch_desc launch = {.struct_size = sizeof(cubec_launch_desc),
+                                      .kernel = f->kernels[i],
                                       .buffers = &f->buf,
                                       .buffer_count = 1,
                                       .info = &info,
@@ -91,7 +92,8 @@ static bench_err run_batch(batch_fig *f, bench_sample *out)
     for (uint32_t i = 0; i < BATCH; i++) {
         snprintf(values[i], sizeof values[i], "%u", first + i);
         defines[i] = (cubec_define){"SALT", values[i]};
-        descs[i] = (cubec_kernel_desc){.name = "bench_batch",
+        descs[i] = (cubec_kernel_desc){.struct_size = sizeof(cubec_kernel_desc),
+                                       .name = "bench_batch",
                                        .glsl = bench_glsl_salted,
                                        .defines = &defines[i],
                                        .define_count = 1};

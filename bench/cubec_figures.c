@@ -98,7 +98,7 @@ static bench_err kernel_create(cu_fig *f, const cubec_kernel_desc *desc, uint32_
                                uint32_t info_size, cubec_kernel *out)
 {
     CU_TRY(cubec_kernel_create(f->dev, desc, out));
-    cubec_kernel_info info;
+    cubec_kernel_info info = CUBEC_KERNEL_INFO_INIT;
     CU_TRY(cubec_kernel_get_info(f->dev, *out, &info));
     if (info.binding_count != bindings || info.info_size != info_size)
         return bench_errorf("kernel %s reflects %u bindings and %u info bytes, expected %u and %u",
@@ -109,7 +109,8 @@ static bench_err kernel_create(cu_fig *f, const cubec_kernel_desc *desc, uint32_
 /* The tiny kernel and `count` zeroed 256-byte buffers (one in buf[0], or `many`). */
 static bench_err tiny_setup(cu_fig *f, uint32_t count)
 {
-    const cubec_kernel_desc desc = {.name = "bench_tiny", .glsl = bench_glsl_tiny};
+    const cubec_kernel_desc desc = {
+        .struct_size = sizeof(cubec_kernel_desc), .name = "bench_tiny", .glsl = bench_glsl_tiny};
     BENCH_TRY(kernel_create(f, &desc, 1, sizeof(bench_tiny_info), &f->kernel));
     if (count == 1) {
         CU_TRY(cubec_buffer_create(f->dev, STREAM, BENCH_RANGE_STRIDE, &f->buf[0]));
@@ -131,6 +132,7 @@ static bench_err tiny_launch_on(cu_fig *f, cubec_stream stream, const cubec_buff
 {
     static const bench_tiny_info info = {.n = BENCH_TINY_WORDS, .step = 1};
     const cubec_launch_desc desc = {
+        .struct_size = sizeof(cubec_launch_desc),
         .kernel = f->kernel,
         .buffers = buffer,
         .buffer_count = 1,
@@ -203,7 +205,7 @@ static const bench_impl enqueue_impl = {tiny_only_setup, enqueue_run, tiny_verif
  * figure. NaN where the device has no timestamps (the profile then measures host time). */
 static bench_err profile_close(cu_fig *f, cubec_profile prof, double scale, bench_sample *out)
 {
-    cubec_profile_result r;
+    cubec_profile_result r = CUBEC_PROFILE_RESULT_INIT;
     CU_TRY(cubec_profile_end(f->dev, STREAM, prof, &r));
     out->device_value = r.method == CUBEC_TIMING_DEVICE && r.duration_ns
                             ? scale / ((double)r.duration_ns * 1e-9)
@@ -363,7 +365,7 @@ static bench_err direct_setup(void *dev, const bench_params *params, void **out_
     if (pinned) {
         CU_TRY(cubec_host_alloc(f->dev, bytes, &f->pinned));
     } else {
-        cubec_device_info info;
+        cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
         CU_TRY(cubec_device_get_info(f->dev, &info));
         uint64_t a = info.host_register_alignment;
         f->registered = aligned_alloc(a, (bytes + a - 1) / a * a);
@@ -503,7 +505,9 @@ static bench_err vector_setup(void *dev, const bench_params *params, void **out_
 {
     cu_fig *f = fig_new(dev, params, out_state);
     if (!f) return bench_errorf("out of host memory");
-    const cubec_kernel_desc desc = {.name = "bench_vector_add", .glsl = bench_glsl_vector_add};
+    const cubec_kernel_desc desc = {.struct_size = sizeof(cubec_kernel_desc),
+                                    .name = "bench_vector_add",
+                                    .glsl = bench_glsl_vector_add};
     BENCH_TRY(kernel_create(f, &desc, 3, sizeof(bench_vector_info), &f->kernel));
     const uint64_t bytes = f->p.vector_n * 4;
     for (int i = 0; i < 3; i++)
@@ -517,6 +521,7 @@ static bench_err vector_run(void *state, bench_sample *out)
     cu_fig *f = state;
     const bench_vector_info info = {.n4 = (uint32_t)(f->p.vector_n / 4)};
     const cubec_launch_desc desc = {
+        .struct_size = sizeof(cubec_launch_desc),
         .kernel = f->kernel,
         .buffers = f->buf,
         .buffer_count = 3,
@@ -557,7 +562,7 @@ static bench_err empty_run(void *state, bench_sample *out)
     CU_TRY(cubec_sync(f->dev, STREAM));
     cubec_profile prof;
     CU_TRY(cubec_profile_begin(f->dev, STREAM, &prof));
-    cubec_profile_result r;
+    cubec_profile_result r = CUBEC_PROFILE_RESULT_INIT;
     CU_TRY(cubec_profile_end(f->dev, STREAM, prof, &r));
     out->value = (double)r.duration_ns / 1e3;
     /* An empty window measures 0 with Device timing (no timestamps are read): true, not a
@@ -579,7 +584,7 @@ static const bench_impl empty_impl = {empty_setup, empty_run, empty_verify, fig_
 
 static bench_err live_allocations(cu_fig *f, uint64_t *out)
 {
-    cubec_memory_report report;
+    cubec_memory_report report = CUBEC_MEMORY_REPORT_INIT;
     CU_TRY(cubec_memory_report_get(f->dev, STREAM, &report));
     *out = report.allocations;
     return NULL;
@@ -616,7 +621,7 @@ static bench_err alloc_verify(void *state)
     for (uint64_t s = f->p.alloc_min_bytes; s <= f->p.alloc_max_bytes; s *= 2) {
         uint64_t size = 0;
         CU_TRY(cubec_buffer_create(f->dev, STREAM, s, &f->buf[0]));
-        CU_TRY(cubec_buffer_size(f->dev, f->buf[0], &size));
+        CU_TRY(cubec_buffer_get_size(f->dev, f->buf[0], &size));
         cubec_buffer b = f->buf[0];
         f->buf[0] = (cubec_buffer){0};
         CU_TRY(cubec_buffer_release(f->dev, b));
@@ -658,7 +663,7 @@ typedef struct mlp_run {
 
 static bench_err mlp_sample(mlp_run *r)
 {
-    cubec_memory_report rep;
+    cubec_memory_report rep = CUBEC_MEMORY_REPORT_INIT;
     CU_TRY(cubec_memory_report_get(r->f->dev, STREAM, &rep));
     if (rep.bytes_in_use != r->in_use)
         return bench_errorf("the report has %llu bytes in use, the loop %llu",
@@ -690,7 +695,7 @@ static bench_err peak_setup(void *dev, const bench_params *params, void **out_st
     if (!f) return bench_errorf("out of host memory");
     f->many = calloc(2 * MLP_LAYERS, sizeof *f->many);
     if (!f->many) return bench_errorf("out of host memory");
-    CU_TRY(cubec_memory_mode_push(f->dev, STREAM, CUBEC_MEMORY_MODE_PERSISTENT));
+    CU_TRY(cubec_memory_window_begin(f->dev, STREAM, CUBEC_MEMORY_MODE_PERSISTENT));
     bench_err err = NULL;
     for (uint32_t i = 0; i < MLP_LAYERS && !err; i++) {
         err = bench_from_status(cubec_buffer_create(f->dev, STREAM,
@@ -705,7 +710,7 @@ static bench_err peak_setup(void *dev, const bench_params *params, void **out_st
         if (!err) f->many_count++;
     }
     bench_err pop =
-        bench_from_status(cubec_memory_mode_pop(f->dev, STREAM), "cubec_memory_mode_pop");
+        bench_from_status(cubec_memory_window_end(f->dev, STREAM), "cubec_memory_window_end");
     if (err) {
         bench_err_free(pop);
         return err;
@@ -753,7 +758,7 @@ static bench_err peak_run(void *state, bench_sample *out)
 static bench_err peak_verify(void *state)
 {
     cu_fig *f = state;
-    cubec_memory_report rep;
+    cubec_memory_report rep = CUBEC_MEMORY_REPORT_INIT;
     CU_TRY(cubec_memory_report_get(f->dev, STREAM, &rep));
     uint64_t weights = 0;
     for (uint32_t i = 0; i < MLP_LAYERS; i++)
@@ -791,6 +796,7 @@ static bench_err salted_create_launch(cu_fig *f, uint32_t salt, cubec_kernel *ou
     snprintf(value, sizeof value, "%u", salt);
     const cubec_define define = {"SALT", value};
     const cubec_kernel_desc desc = {
+        .struct_size = sizeof(cubec_kernel_desc),
         .name = "bench_salted",
         .glsl = bench_glsl_salted,
         .defines = &define,
@@ -799,6 +805,7 @@ static bench_err salted_create_launch(cu_fig *f, uint32_t salt, cubec_kernel *ou
     CU_TRY(cubec_kernel_create(f->dev, &desc, out_kernel));
     static const bench_tiny_info info = {.n = BENCH_TINY_WORDS, .step = 1};
     const cubec_launch_desc launch = {
+        .struct_size = sizeof(cubec_launch_desc),
         .kernel = *out_kernel,
         .buffers = &f->buf[0],
         .buffer_count = 1,
@@ -902,7 +909,8 @@ static bench_err streams_independent_setup(void *dev, const bench_params *params
     const uint32_t n = f->p.threads;
     if (n == 0 || n > BENCH_MAX_THREADS || f->p.thread_launches == 0)
         return bench_errorf("%u threads of %u launches each", n, f->p.thread_launches);
-    const cubec_kernel_desc desc = {.name = "bench_tiny", .glsl = bench_glsl_tiny};
+    const cubec_kernel_desc desc = {
+        .struct_size = sizeof(cubec_kernel_desc), .name = "bench_tiny", .glsl = bench_glsl_tiny};
     BENCH_TRY(kernel_create(f, &desc, 1, sizeof(bench_tiny_info), &f->kernel));
     f->many = calloc(n, sizeof *f->many);
     if (!f->many) return bench_errorf("out of host memory");
@@ -982,7 +990,8 @@ static bench_err cross_setup(void *dev, const bench_params *params, void **out_s
     cu_fig *f = fig_new(dev, params, out_state);
     if (!f) return bench_errorf("out of host memory");
     if (f->p.cross_launches == 0) return bench_errorf("a chain of 0 launches");
-    const cubec_kernel_desc desc = {.name = "bench_tiny", .glsl = bench_glsl_tiny};
+    const cubec_kernel_desc desc = {
+        .struct_size = sizeof(cubec_kernel_desc), .name = "bench_tiny", .glsl = bench_glsl_tiny};
     BENCH_TRY(kernel_create(f, &desc, 1, sizeof(bench_tiny_info), &f->kernel));
     for (; f->stream_count < 2; f->stream_count++)
         CU_TRY(cubec_stream_new(f->dev, &f->streams[f->stream_count]));
@@ -1042,7 +1051,8 @@ static bench_err interleave_setup(void *dev, const bench_params *params, void **
     if (!f) return bench_errorf("out of host memory");
     if (f->p.interleave_rounds == 0) return bench_errorf("0 rounds");
     const uint32_t n = BENCH_INTERLEAVE_STREAMS;
-    const cubec_kernel_desc desc = {.name = "bench_tiny", .glsl = bench_glsl_tiny};
+    const cubec_kernel_desc desc = {
+        .struct_size = sizeof(cubec_kernel_desc), .name = "bench_tiny", .glsl = bench_glsl_tiny};
     BENCH_TRY(kernel_create(f, &desc, 1, sizeof(bench_tiny_info), &f->kernel));
     f->many = calloc(n, sizeof *f->many);
     if (!f->many) return bench_errorf("out of host memory");

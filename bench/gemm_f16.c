@@ -82,7 +82,7 @@ static bench_err setup(void *dev, const bench_params *params, void **out_state, 
     if (!f) return bench_errorf("out of host memory");
     f->dev = dev;
     f->n = params->gemm_n;
-    cubec_device_info info;
+    cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
     CU_TRY(cubec_device_get_info(f->dev, &info));
     const gemm_f16_config cfg = GEMM_F16_DEFAULT;
     cubec_matrix_shape shape;
@@ -95,6 +95,7 @@ static bench_err setup(void *dev, const bench_params *params, void **out_state, 
     gemm_f16_defines defines;
     if (!scalar) gemm_f16_make_defines(&defines, &shape, &cfg, info.subgroup_size);
     const cubec_kernel_desc kd = {
+        .struct_size = sizeof(cubec_kernel_desc),
         .name = scalar ? "bench_gemm_scalar" : "bench_gemm_f16",
         .glsl = scalar ? scalar_glsl : gemm_f16_source(source, sizeof source),
         .defines = scalar ? NULL : defines.list,
@@ -134,7 +135,8 @@ static bench_err run(void *state, bench_sample *out)
 {
     gemm_fig *f = state;
     const uint32_t dims[3] = {f->n, f->n, f->n};
-    const cubec_launch_desc desc = {.kernel = f->kernel,
+    const cubec_launch_desc desc = {.struct_size = sizeof(cubec_launch_desc),
+                                    .kernel = f->kernel,
                                     .buffers = f->buf,
                                     .buffer_count = 3,
                                     .info = dims,
@@ -142,7 +144,7 @@ static bench_err run(void *state, bench_sample *out)
                                     .groups = {f->groups[0], f->groups[1], 1}};
     const double tflop = 2.0 * (double)f->n * f->n * f->n * GEMM_LAUNCHES * 1e-12;
     cubec_profile prof;
-    cubec_profile_result r;
+    cubec_profile_result r = CUBEC_PROFILE_RESULT_INIT;
     double t0 = bench_now();
     CU_TRY(cubec_profile_begin(f->dev, CUBEC_STREAM_CURRENT, &prof));
     for (int i = 0; i < GEMM_LAUNCHES; i++)

@@ -48,7 +48,8 @@ static bench_err issue(graph_fig *f)
 {
     static const bench_tiny_info info = {.n = BENCH_TINY_WORDS, .step = 1};
     for (uint32_t i = 0; i < f->p.chain_launches; i++) {
-        const cubec_launch_desc desc = {.kernel = f->kernel,
+        const cubec_launch_desc desc = {.struct_size = sizeof(cubec_launch_desc),
+                                        .kernel = f->kernel,
                                         .buffers = &f->bufs[f->buf_count > 1 ? i : 0],
                                         .buffer_count = 1,
                                         .info = &info,
@@ -68,7 +69,8 @@ static bench_err setup(void *dev, const bench_params *params, int independent, i
     f->dev = dev;
     f->p = *params;
     CU_TRY(cubec_stream_new(f->dev, &f->stream));
-    const cubec_kernel_desc kd = {.name = "bench_tiny", .glsl = bench_glsl_tiny};
+    const cubec_kernel_desc kd = {
+        .struct_size = sizeof(cubec_kernel_desc), .name = "bench_tiny", .glsl = bench_glsl_tiny};
     CU_TRY(cubec_kernel_create(f->dev, &kd, &f->kernel));
     uint32_t n = independent ? f->p.chain_launches : 1;
     f->bufs = calloc(n, sizeof *f->bufs);
@@ -142,7 +144,7 @@ static bench_err profiled(graph_fig *f, int replay, bench_sample *out)
         CU_TRY(cubec_graph_replay(f->dev, f->stream, f->graph));
     else
         BENCH_TRY(issue(f));
-    cubec_profile_result r;
+    cubec_profile_result r = CUBEC_PROFILE_RESULT_INIT;
     CU_TRY(cubec_profile_end(f->dev, f->stream, prof, &r));
     f->rounds++;
     out->value = (double)r.duration_ns / 1e3 / f->p.chain_launches;

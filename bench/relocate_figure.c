@@ -61,7 +61,7 @@ static bench_err reloc_setup(void *dev, const bench_params *params, void **out_s
 
 static bench_err current_page(reloc_fig *f, uint64_t *out)
 {
-    cubec_memory_report r;
+    cubec_memory_report r = CUBEC_MEMORY_REPORT_INIT;
     CU_TRY(cubec_memory_report_get(f->dev, STREAM, &r));
     if (strcmp(r.pools[0].kind, "arena") != 0)
         return bench_errorf("the device's first pool is \"%s\", not the arena", r.pools[0].kind);
@@ -75,7 +75,7 @@ static bench_err current_page(reloc_fig *f, uint64_t *out)
  * milliseconds; this figure is one relocation's cost. Bounded: 10 s. */
 static bench_err wait_pages_returned(reloc_fig *f)
 {
-    cubec_memory_report r;
+    cubec_memory_report r = CUBEC_MEMORY_REPORT_INIT;
     for (int i = 0; i < 10000; i++) {
         CU_TRY(cubec_memory_report_get(f->dev, STREAM, &r));
         if (!r.budget_returning_bytes) return NULL;
@@ -121,7 +121,7 @@ static bench_err reloc_verify(void *state)
     }
     free(got);
     BENCH_TRY(err);
-    cubec_memory_report r;
+    cubec_memory_report r = CUBEC_MEMORY_REPORT_INIT;
     CU_TRY(cubec_memory_report_get(f->dev, STREAM, &r));
     if (r.pools[0].outdated_pages != 0 || r.pools[0].relocated_bytes != f->runs * f->each * BUFFERS)
         return bench_errorf(

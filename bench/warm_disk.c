@@ -45,11 +45,15 @@ static bench_err salted_launch(cubec_device *dev, cubec_buffer buf, uint32_t sal
     char value[16];
     snprintf(value, sizeof value, "%u", salt);
     const cubec_define define = {"SALT", value};
-    const cubec_kernel_desc desc = {
-        .name = "bench_salted", .glsl = bench_glsl_salted, .defines = &define, .define_count = 1};
+    const cubec_kernel_desc desc = {.struct_size = sizeof(cubec_kernel_desc),
+                                    .name = "bench_salted",
+                                    .glsl = bench_glsl_salted,
+                                    .defines = &define,
+                                    .define_count = 1};
     static const bench_tiny_info info = {.n = BENCH_TINY_WORDS, .step = 1};
     CU_TRY(cubec_kernel_create(dev, &desc, out_kernel));
-    const cubec_launch_desc launch = {.kernel = *out_kernel,
+    const cubec_launch_desc launch = {.struct_size = sizeof(cubec_launch_desc),
+                                      .kernel = *out_kernel,
                                       .buffers = &buf,
                                       .buffer_count = 1,
                                       .info = &info,

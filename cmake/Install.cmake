@@ -10,13 +10,21 @@ install(TARGETS cubec_shared EXPORT cubecTargets
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(FILES $<TARGET_FILE:cubec_static> DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/cubec DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(FILES ${CUBEC_CDEF} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/cubec)
 
 set_target_properties(cubec_shared PROPERTIES EXPORT_NAME cubec)
 install(EXPORT cubecTargets NAMESPACE cubec:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/cubec)
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/cubecConfig.cmake.in
   ${CMAKE_BINARY_DIR}/cubecConfig.cmake INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/cubec)
+# find_package(cubec 0.2) accepts what the soname accepts: the same minor version while the
+# major version is 0, the same major version after (src/CMakeLists.txt).
+if(PROJECT_VERSION_MAJOR EQUAL 0)
+  set(_cubec_compat SameMinorVersion)
+else()
+  set(_cubec_compat SameMajorVersion)
+endif()
 write_basic_package_version_file(${CMAKE_BINARY_DIR}/cubecConfigVersion.cmake
-  VERSION ${PROJECT_VERSION} COMPATIBILITY SameMajorVersion)
+  VERSION ${PROJECT_VERSION} COMPATIBILITY ${_cubec_compat})
 install(FILES ${CMAKE_BINARY_DIR}/cubecConfig.cmake ${CMAKE_BINARY_DIR}/cubecConfigVersion.cmake
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/cubec)
 

@@ -58,11 +58,14 @@ int main(void)
     cubec_kernel k[VARIANTS];
     for (int v = 0; v < VARIANTS; v++) {
         const cubec_define def = {.name = "SCALE", .value = scale_text[v]};
-        CUBEC_CHECK(cubec_kernel_queue(
-            dev,
-            &(cubec_kernel_desc){
-                .name = "scale", .glsl = SCALE_GLSL, .defines = &def, .define_count = 1},
-            &k[v]));
+        CUBEC_CHECK(
+            cubec_kernel_queue(dev,
+                               &(cubec_kernel_desc){.struct_size = sizeof(cubec_kernel_desc),
+                                                    .name = "scale",
+                                                    .glsl = SCALE_GLSL,
+                                                    .defines = &def,
+                                                    .define_count = 1},
+                               &k[v]));
     }
     CUBEC_CHECK(cubec_kernel_wait(dev, k[0]));     /* this one alone */
     CUBEC_CHECK(cubec_kernel_compile_queued(dev)); /* and every other */
@@ -75,16 +78,16 @@ int main(void)
     /* The metadata block, filled by name: cubec reflects CUBEC_INFO's members (name, offset,
      * type), so the info bytes need not mirror the block with a C struct whose padding may differ
      * (docs/kernels.md, "Filling the block by name"). */
-    cubec_kernel_info kinfo;
+    cubec_kernel_info kinfo = CUBEC_KERNEL_INFO_INIT;
     CUBEC_CHECK(cubec_kernel_get_info(dev, k[0], &kinfo));
     for (uint32_t f = 0; f < kinfo.info_field_count; f++) {
-        cubec_info_field field;
-        CUBEC_CHECK(cubec_kernel_info_field(dev, k[0], f, &field));
+        cubec_info_field field = CUBEC_INFO_FIELD_INIT;
+        CUBEC_CHECK(cubec_kernel_get_info_field(dev, k[0], f, &field));
         printf("info member %" PRIu32 ": '%s' at offset %" PRIu32 ", %" PRIu32 " bytes\n", f,
                field.name, field.offset, field.size);
     }
-    cubec_info_field n_field;
-    CUBEC_CHECK(cubec_kernel_info_field_find(dev, k[0], "n", &n_field));
+    cubec_info_field n_field = CUBEC_INFO_FIELD_INIT;
+    CUBEC_CHECK(cubec_kernel_find_info_field(dev, k[0], "n", &n_field));
     uint8_t info_bytes[16] = {0};
     const int layout_ok = n_field.type == CUBEC_INFO_UINT32 && n_field.offset == 0 &&
                           kinfo.info_size == sizeof(uint32_t);
@@ -99,7 +102,8 @@ int main(void)
     memcpy(info_bytes + n_field.offset, &n, sizeof n);
     cubec_launch_desc launch[VARIANTS];
     for (int v = 0; v < VARIANTS; v++) {
-        launch[v] = (cubec_launch_desc){.kernel = k[v],
+        launch[v] = (cubec_launch_desc){.struct_size = sizeof(cubec_launch_desc),
+                                        .kernel = k[v],
                                         .buffers = &out[v],
                                         .buffer_count = 1,
                                         .info = info_bytes,
@@ -127,7 +131,7 @@ int main(void)
     for (int v = 0; v < VARIANTS; v++)
         CUBEC_CHECK(cubec_launch(dev, s, &launch[v]));
     CUBEC_CHECK(cubec_profile_abandon(dev, s, dropped)); /* no measurement, no wait */
-    cubec_profile_result r;
+    cubec_profile_result r = CUBEC_PROFILE_RESULT_INIT;
     CUBEC_CHECK(cubec_profile_end(dev, s, whole, &r));
 
     /* Step 4: the real results. */

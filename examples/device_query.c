@@ -1,5 +1,6 @@
 /* device_query: what the machine offers, before and after opening a device.
  *
+ *   0. check that the library is the version this program was built against (cubec_version);
  *   1. count the Vulkan devices and describe each without opening it (cubec_device_peek): the
  *      features cubec would enable, the cooperative-matrix shapes, the limits that shape kernels;
  *   2. open the default device and read what was enabled (cubec_device_get_info), the timing
@@ -27,11 +28,12 @@ static const char *type_name(cubec_device_type type)
 }
 
 /* Prints the names of the feature bits set in `features`, e.g. "int8 int64 float16 ...". */
-static void print_features(uint32_t features)
+static void print_features(uint64_t features)
 {
     printf("  features:");
-    for (uint32_t bit = 0; bit < 32; bit++) {
-        if (features & (1u << bit)) printf(" %s", cubec_feature_name((cubec_feature)(1u << bit)));
+    for (uint32_t bit = 0; bit < 64; bit++) {
+        const uint64_t one = (uint64_t)1 << bit; /* features is 64 bits wide (docs/api.md) */
+        if (features & one) printf(" %s", cubec_feature_name(one));
     }
     printf("\n");
 }
@@ -43,12 +45,25 @@ static cubec_device_info peeked[MAX_DEVICES];
 
 int main(void)
 {
+    /* Step 0: the library is the one this program was built for. The version is packed
+     * (major << 16 | minor << 8 | patch); while the major version is 0 a different minor one is
+     * incompatible too (cubec.h, cubec_version). */
+    const uint32_t lib = cubec_version();
+    printf("cubec %" PRIu32 ".%" PRIu32 ".%" PRIu32 " (built against %d.%d.%d)\n", lib >> 16,
+           (lib >> 8) & 0xffu, lib & 0xffu, CUBEC_VERSION_MAJOR, CUBEC_VERSION_MINOR,
+           CUBEC_VERSION_PATCH);
+    if (lib >> 8 != (uint32_t)CUBEC_VERSION >> 8) {
+        fprintf(stderr, "device_query: FAILED: the library's version differs from the header's\n");
+        return 1;
+    }
+
     /* Step 1: every device, unopened. Peeking creates no VkDevice: it is cheap. */
     uint32_t count = 0;
-    CUBEC_CHECK(cubec_device_count(&count));
+    CUBEC_CHECK(cubec_device_get_count(&count));
     printf("%" PRIu32 " Vulkan device(s)\n", count);
     for (uint32_t i = 0; i < count && i < MAX_DEVICES; i++) {
         cubec_device_info *info = &peeked[i];
+        info->struct_size = sizeof *info; /* what CUBEC_DEVICE_INFO_INIT sets */
         CUBEC_CHECK(cubec_device_peek(i, info));
         printf("[%" PRIu32 "] %s (%s), %s, driver %s\n", i, info->name, type_name(info->type),
                info->unified_memory ? "unified memory" : "discrete memory", info->driver);
@@ -70,18 +85,18 @@ int main(void)
     /* Step 2: the default device (CUBEC_DEVICE picks another by index or name). */
     cubec_device *dev;
     CUBEC_CHECK(cubec_device_open(NULL, &dev));
-    cubec_device_info info;
+    cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
     CUBEC_CHECK(cubec_device_get_info(dev, &info));
     cubec_timing timing;
-    CUBEC_CHECK(cubec_profile_method(dev, &timing));
+    CUBEC_CHECK(cubec_profile_get_method(dev, &timing));
     cubec_stream mine;
-    CUBEC_CHECK(cubec_stream_current(dev, &mine));
+    CUBEC_CHECK(cubec_stream_get_current(dev, &mine));
     printf("opened: %s; profiles use %s; this thread's stream is %" PRIu64 "\n", info.name,
            timing == CUBEC_TIMING_DEVICE ? "GPU timestamps" : "the host clock around syncs", mine);
     /* The Vulkan objects behind the device, for a program's own Vulkan code (docs/memory.md,
      * "Raw resources"); the null backend (CUBEC_BACKEND=null) has none. */
-    cubec_vulkan_handles vk;
-    cubec_status st = cubec_device_vulkan_handles(dev, &vk);
+    cubec_vulkan_handles vk = CUBEC_VULKAN_HANDLES_INIT;
+    cubec_status st = cubec_device_get_vulkan_handles(dev, &vk);
     if (st == NULL) {
         printf("Vulkan: VkDevice 0x%" PRIx64 ", API %" PRIu32 ".%" PRIu32 ", queue family %" PRIu32
                ", %s\n",

@@ -123,7 +123,7 @@ int main(int argc, char **argv)
 
     cubec_device *device = NULL;
     CUBEC_CHECK(cubec_device_open(NULL, &device));
-    cubec_device_info info;
+    cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
     CUBEC_CHECK(cubec_device_get_info(device, &info));
     cubec_matrix_shape shape;
     int has_shape = gemm_f16_pick_shape(&info, cfg.shape_n, &shape);
@@ -141,7 +141,8 @@ int main(int argc, char **argv)
     gemm_f16_defines defines;
     gemm_f16_make_defines(&defines, &shape, &cfg, info.subgroup_size);
     static char source[GEMM_F16_SOURCE_SIZE];
-    const cubec_kernel_desc kd = {.name = "gemm_f16",
+    const cubec_kernel_desc kd = {.struct_size = sizeof(cubec_kernel_desc),
+                                  .name = "gemm_f16",
                                   .glsl = gemm_f16_source(source, sizeof source),
                                   .defines = defines.list,
                                   .define_count = 10};
@@ -186,6 +187,7 @@ int main(int argc, char **argv)
     CUBEC_CHECK(cubec_buffer_create(device, 0, c_count * 4, &buffers[2]));
     const uint32_t dims[3] = {m, n, k};
     const cubec_launch_desc launch = {
+        .struct_size = sizeof(cubec_launch_desc),
         .kernel = kernel,
         .buffers = buffers,
         .buffer_count = 3,
@@ -199,7 +201,7 @@ int main(int argc, char **argv)
     CUBEC_CHECK(cubec_read(device, 0, buffers[2], 0, c, c_count * 4));
     uint64_t bad = check(a, b, c, m, n, k);
     cubec_profile profile;
-    cubec_profile_result result;
+    cubec_profile_result result = CUBEC_PROFILE_RESULT_INIT;
     double t0 = now();
     CUBEC_CHECK(cubec_profile_begin(device, 0, &profile));
     for (uint32_t r = 0; r < reps; r++)

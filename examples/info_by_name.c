@@ -50,8 +50,8 @@ static const char *type_name(cubec_info_type t)
 static void set_member(cubec_device *device, cubec_kernel kernel, unsigned char *block,
                        const char *name, const void *value, size_t size)
 {
-    cubec_info_field field;
-    CUBEC_CHECK(cubec_kernel_info_field_find(device, kernel, name, &field));
+    cubec_info_field field = CUBEC_INFO_FIELD_INIT;
+    CUBEC_CHECK(cubec_kernel_find_info_field(device, kernel, name, &field));
     if (size > field.size) {
         fprintf(stderr, "info_by_name: %zu bytes for '%s', which holds %u\n", size, name,
                 field.size);
@@ -64,8 +64,9 @@ int main(void)
 {
     /* Step 1: bounds checks on. cubec_device_info.robust says what the device gives. */
     cubec_device *device = NULL;
-    CUBEC_CHECK(cubec_device_open(&(cubec_device_desc){.robust = 1}, &device));
-    cubec_device_info device_info;
+    CUBEC_CHECK(cubec_device_open(
+        &(cubec_device_desc){.struct_size = sizeof(cubec_device_desc), .robust = 1}, &device));
+    cubec_device_info device_info = CUBEC_DEVICE_INFO_INIT;
     CUBEC_CHECK(cubec_device_get_info(device, &device_info));
     printf("device: %s, bounds checks %s\n", device_info.name,
            device_info.robust == CUBEC_ROBUST_BUFFER ? "per buffer"
@@ -74,16 +75,19 @@ int main(void)
 
     /* Step 2: the kernel. */
     cubec_kernel kernel = {0};
-    CUBEC_CHECK(cubec_kernel_create(
-        device, &(cubec_kernel_desc){.name = "shift_scale", .glsl = KERNEL_GLSL}, &kernel));
+    CUBEC_CHECK(cubec_kernel_create(device,
+                                    &(cubec_kernel_desc){.struct_size = sizeof(cubec_kernel_desc),
+                                                         .name = "shift_scale",
+                                                         .glsl = KERNEL_GLSL},
+                                    &kernel));
 
     /* Step 3: the block as reflected. */
-    cubec_kernel_info info;
+    cubec_kernel_info info = CUBEC_KERNEL_INFO_INIT;
     CUBEC_CHECK(cubec_kernel_get_info(device, kernel, &info));
     printf("metadata block: %u bytes, %u members\n", info.info_size, info.info_field_count);
     for (uint32_t i = 0; i < info.info_field_count; i++) {
-        cubec_info_field f;
-        CUBEC_CHECK(cubec_kernel_info_field(device, kernel, i, &f));
+        cubec_info_field f = CUBEC_INFO_FIELD_INIT;
+        CUBEC_CHECK(cubec_kernel_get_info_field(device, kernel, i, &f));
         printf("  %-6s at %2u, %2u bytes, %s x %u\n", f.name, f.offset, f.size, type_name(f.type),
                f.vector_size);
     }
@@ -107,7 +111,8 @@ int main(void)
     CUBEC_CHECK(cubec_buffer_from(device, CUBEC_STREAM_CURRENT, x, N * sizeof *x, &bufs[0]));
     CUBEC_CHECK(cubec_buffer_create(device, CUBEC_STREAM_CURRENT, N * sizeof *y, &bufs[1]));
     CUBEC_CHECK(cubec_launch(device, CUBEC_STREAM_CURRENT,
-                             &(cubec_launch_desc){.kernel = kernel,
+                             &(cubec_launch_desc){.struct_size = sizeof(cubec_launch_desc),
+                                                  .kernel = kernel,
                                                   .buffers = bufs,
                                                   .buffer_count = 2,
                                                   .info = block,

@@ -1,8 +1,8 @@
 /* memory_report: where buffers live, and what the device's memory holds.
  *
- *   1. "weights" are created inside a PERSISTENT allocation window (cubec_memory_mode_push / _pop):
- *      exact-fit slices of the persistent pool, kept through cleanups; cubec_memory_mode_get says
- *      which window is open;
+ *   1. "weights" are created inside a PERSISTENT allocation window (cubec_memory_window_begin /
+ * _pop): exact-fit slices of the persistent pool, kept through cleanups; cubec_memory_window_get
+ * says which window is open;
  *   2. activations come from the ordinary pools, and are released;
  *   3. the memory report (cubec_memory_report_get) is checked against what the program did: the
  *      persistent pool holds exactly the weights' bytes, and the layout's pools hold nothing
@@ -29,14 +29,14 @@ int main(void)
     const cubec_stream s = CUBEC_STREAM_CURRENT;
 
     /* Step 1: weights in the persistent pool. */
-    CUBEC_CHECK(cubec_memory_mode_push(dev, s, CUBEC_MEMORY_MODE_PERSISTENT));
+    CUBEC_CHECK(cubec_memory_window_begin(dev, s, CUBEC_MEMORY_MODE_PERSISTENT));
     cubec_memory_mode mode;
     uint32_t depth;
-    CUBEC_CHECK(cubec_memory_mode_get(dev, s, &mode, &depth));
+    CUBEC_CHECK(cubec_memory_window_get(dev, s, &mode, &depth));
     cubec_buffer weights;
     CUBEC_CHECK(cubec_buffer_create(dev, s, WEIGHT_BYTES, &weights));
     CUBEC_CHECK(cubec_fill(dev, s, weights, 0, WEIGHT_BYTES, 0x3f800000u)); /* 1.0f */
-    CUBEC_CHECK(cubec_memory_mode_pop(dev, s));
+    CUBEC_CHECK(cubec_memory_window_end(dev, s));
 
     /* Step 2: short-lived buffers from the preset's pools. */
     cubec_buffer act[ACTIVATIONS];
@@ -47,7 +47,8 @@ int main(void)
     CUBEC_CHECK(cubec_sync(dev, s));
 
     /* Step 3: the report. bytes_in_use counts live buffers as requested. */
-    static cubec_memory_report before, after; /* large: not on the stack */
+    static cubec_memory_report before = CUBEC_MEMORY_REPORT_INIT,
+                               after = CUBEC_MEMORY_REPORT_INIT; /* large: not on the stack */
     CUBEC_CHECK(cubec_memory_report_get(dev, s, &before));
     CUBEC_CHECK(cubec_memory_cleanup(dev, s));
     CUBEC_CHECK(cubec_memory_report_get(dev, s, &after));
@@ -61,7 +62,7 @@ int main(void)
     cubec_string_free(json);
 
     /* Step 4: the raw buffer. Waits for cubec's uses of the bytes, then guards them. */
-    cubec_raw_buffer raw;
+    cubec_raw_buffer raw = CUBEC_RAW_BUFFER_INIT;
     cubec_guard guard;
     CUBEC_CHECK(cubec_buffer_raw(dev, s, weights, &raw, &guard));
     printf("weights: VkBuffer 0x%" PRIx64 " at offset %" PRIu64 ", %" PRIu64 " bytes, device "

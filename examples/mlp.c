@@ -134,6 +134,7 @@ static cubec_status queue_linear(cubec_device *device, cubec_stream stream, cube
     const linear_info info = {.m = m, .n = n, .k = k};
     const cubec_buffer buffers[4] = {x, w, bias, y};
     const cubec_launch_desc launch = {
+        .struct_size = sizeof(cubec_launch_desc),
         .kernel = kernel,
         .buffers = buffers,
         .buffer_count = 4,
@@ -230,7 +231,7 @@ int main(void)
     cpu_linear(hidden_ref, w2, b2, logits_ref, BATCH, OUT_FEATURES, HIDDEN, 0);
 
     CUBEC_CHECK(cubec_device_open(NULL, &device));
-    cubec_device_info device_info;
+    cubec_device_info device_info = CUBEC_DEVICE_INFO_INIT;
     CUBEC_CHECK(cubec_device_get_info(device, &device_info));
     printf("device: %s (%s)\n", device_info.name, device_info.driver);
 
@@ -241,6 +242,7 @@ int main(void)
     const cubec_define relu_defines[2] = {{.name = "TILE", .value = tile_text},
                                           {.name = "APPLY_RELU", .value = NULL}};
     const cubec_kernel_desc relu_desc = {
+        .struct_size = sizeof(cubec_kernel_desc),
         .name = "linear_relu",
         .glsl = LINEAR_GLSL,
         .defines = relu_defines,
@@ -248,6 +250,7 @@ int main(void)
         .optimize = 1,
     };
     const cubec_kernel_desc plain_desc = {
+        .struct_size = sizeof(cubec_kernel_desc),
         .name = "linear",
         .glsl = LINEAR_GLSL,
         .defines = relu_defines,
@@ -331,7 +334,7 @@ int main(void)
     }
     /* The GPU time of one replay, from timestamps around it (cubec_profile_*). */
     cubec_profile profile;
-    cubec_profile_result measured;
+    cubec_profile_result measured = CUBEC_PROFILE_RESULT_INIT;
     CUBEC_CHECK(cubec_profile_begin(device, stream, &profile));
     CUBEC_CHECK(cubec_graph_replay(device, stream, graph));
     CUBEC_CHECK(cubec_profile_end(device, stream, profile, &measured));

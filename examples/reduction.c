@@ -99,6 +99,7 @@ static cubec_status queue_sum(cubec_device *device, cubec_stream stream, cubec_k
     const reduce_info pass1_info = {.n = n};
     const cubec_buffer pass1_buffers[2] = {input, partials};
     const cubec_launch_desc pass1 = {
+        .struct_size = sizeof(cubec_launch_desc),
         .kernel = kernel,
         .buffers = pass1_buffers,
         .buffer_count = 2,
@@ -112,6 +113,7 @@ static cubec_status queue_sum(cubec_device *device, cubec_stream stream, cubec_k
     const reduce_info pass2_info = {.n = PARTIALS};
     const cubec_buffer pass2_buffers[2] = {partials, total};
     const cubec_launch_desc pass2 = {
+        .struct_size = sizeof(cubec_launch_desc),
         .kernel = kernel,
         .buffers = pass2_buffers,
         .buffer_count = 2,
@@ -150,7 +152,7 @@ int main(void)
     }
 
     CUBEC_CHECK(cubec_device_open(NULL, &device));
-    cubec_device_info device_info;
+    cubec_device_info device_info = CUBEC_DEVICE_INFO_INIT;
     CUBEC_CHECK(cubec_device_get_info(device, &device_info));
     printf("device: %s (%s)\n", device_info.name, device_info.driver);
 
@@ -159,6 +161,7 @@ int main(void)
     snprintf(wg_size_text, sizeof wg_size_text, "%u", WG_SIZE);
     const cubec_define defines[1] = {{.name = "WG_SIZE", .value = wg_size_text}};
     const cubec_kernel_desc kernel_desc = {
+        .struct_size = sizeof(cubec_kernel_desc),
         .name = "reduce_sum",
         .glsl = REDUCE_GLSL,
         .defines = defines,
@@ -171,7 +174,7 @@ int main(void)
 
     /* The kernel's info tells what the library found in the SPIR-V: which bindings it reads and
      * writes, and where the metadata goes. Worth a look when writing a new kernel. */
-    cubec_kernel_info kernel_info;
+    cubec_kernel_info kernel_info = CUBEC_KERNEL_INFO_INIT;
     CUBEC_CHECK(cubec_kernel_get_info(device, kernel, &kernel_info));
     printf("kernel: %" PRIu32 " bindings, %" PRIu32 " bytes of info in %s, workgroup %" PRIu32 "\n",
            kernel_info.binding_count, kernel_info.info_size,

@@ -38,10 +38,13 @@ int main(void)
 {
     cubec_device *dev;
     CUBEC_CHECK(cubec_device_open(NULL, &dev));
-    cubec_device_info info;
+    cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
     CUBEC_CHECK(cubec_device_get_info(dev, &info));
     cubec_kernel saxpy;
-    CUBEC_CHECK(cubec_kernel_create(dev, &(cubec_kernel_desc){.name = "saxpy", .glsl = SAXPY_GLSL},
+    CUBEC_CHECK(cubec_kernel_create(dev,
+                                    &(cubec_kernel_desc){.struct_size = sizeof(cubec_kernel_desc),
+                                                         .name = "saxpy",
+                                                         .glsl = SAXPY_GLSL},
                                     &saxpy));
 
     /* Step 4 first: the input lives in memory the program registers. Registration wants an
@@ -68,7 +71,8 @@ int main(void)
         CUBEC_CHECK(cubec_buffer_create(dev, s[k], HALF * sizeof(float), &out[k]));
         const cubec_buffer bind[2] = {in[k], out[k]};
         CUBEC_CHECK(cubec_launch(dev, s[k],
-                                 &(cubec_launch_desc){.kernel = saxpy,
+                                 &(cubec_launch_desc){.struct_size = sizeof(cubec_launch_desc),
+                                                      .kernel = saxpy,
                                                       .buffers = bind,
                                                       .buffer_count = 2,
                                                       .info = &params[k],
@@ -91,7 +95,7 @@ int main(void)
         CUBEC_CHECK(cubec_copy(dev, gather, out[k], 0, view[k], 0, HALF * sizeof(float)));
     }
     uint64_t view_size;
-    CUBEC_CHECK(cubec_buffer_size(dev, view[1], &view_size));
+    CUBEC_CHECK(cubec_buffer_get_size(dev, view[1], &view_size));
     /* A view keeps its buffer's memory alive: `all` may be released now and read through a view
      * later. Here another reference is taken and dropped, as a library holding on to a caller's
      * buffer would. */

@@ -73,7 +73,8 @@ static cubec_status compile(cubec_device *device, candidate *c)
     snprintf(rn, sizeof rn, "%" PRIu32, c->shape->rn);
     const cubec_define defines[] = {
         {"WG_X", wg_x}, {"WG_Y", wg_y}, {"RM", rm}, {"RN", rn}, {"TK", "16"}};
-    const cubec_kernel_desc desc = {.name = c->shape->name,
+    const cubec_kernel_desc desc = {.struct_size = sizeof(cubec_kernel_desc),
+                                    .name = c->shape->name,
                                     .glsl = c->source,
                                     .defines = defines,
                                     .define_count = 5,
@@ -96,7 +97,8 @@ static cubec_status run_candidate(cubec_device *device, cubec_stream stream, voi
     const uint32_t n = c->size;
     const matmul_info info = {n, n, n};
     const cubec_buffer buffers[3] = {c->a, c->b, c->c};
-    const cubec_launch_desc launch = {.kernel = c->kernel,
+    const cubec_launch_desc launch = {.struct_size = sizeof(cubec_launch_desc),
+                                      .kernel = c->kernel,
                                       .buffers = buffers,
                                       .buffer_count = 3,
                                       .info = &info,
@@ -180,7 +182,7 @@ int main(int argc, char **argv)
         hb[i] = random_float(&seed);
 
     CUBEC_CHECK(cubec_device_open(NULL, &device));
-    cubec_device_info info;
+    cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
     CUBEC_CHECK(cubec_device_get_info(device, &info));
     printf("device: %s (%s)\n", info.name, info.driver);
     CUBEC_CHECK(cubec_buffer_from(device, stream, ha, bytes, &a));
@@ -188,7 +190,10 @@ int main(int argc, char **argv)
     CUBEC_CHECK(cubec_buffer_create(device, stream, bytes, &c));
 
     /* One warm-up run and five timed runs per candidate (the defaults are 2 and 10). */
-    const cubec_tuner_desc tuner_desc = {.name = "example.matmul", .warmup = 1, .samples = 5};
+    const cubec_tuner_desc tuner_desc = {.struct_size = sizeof(cubec_tuner_desc),
+                                         .name = "example.matmul",
+                                         .warmup = 1,
+                                         .samples = 5};
     CUBEC_CHECK(cubec_tuner_create(device, &tuner_desc, &tuner));
     cubec_tune_candidate tc[SHAPE_COUNT];
     for (size_t i = 0; i < SHAPE_COUNT; i++) {
@@ -198,15 +203,18 @@ int main(int argc, char **argv)
     }
     char key[64];
     snprintf(key, sizeof key, "m=%zu,n=%zu,k=%zu", n, n, n);
-    const cubec_tune_request request = {
-        .key = key, .candidates = tc, .candidate_count = SHAPE_COUNT, .checksum = fnv1a(source)};
-    cubec_tune_result choice;
+    const cubec_tune_request request = {.struct_size = sizeof(cubec_tune_request),
+                                        .key = key,
+                                        .candidates = tc,
+                                        .candidate_count = SHAPE_COUNT,
+                                        .checksum = fnv1a(source)};
+    cubec_tune_result choice = CUBEC_TUNE_RESULT_INIT;
     CUBEC_CHECK(cubec_tune_choose(tuner, stream, &request, &choice));
 
     if (choice.source == CUBEC_TUNE_MEASURED) {
         printf("measured %zu candidates for %s:\n", SHAPE_COUNT, key);
         for (uint32_t i = 0; i < SHAPE_COUNT; i++) {
-            cubec_tune_outcome o;
+            cubec_tune_outcome o = CUBEC_TUNE_OUTCOME_INIT;
             CUBEC_CHECK(cubec_tune_outcome_get(tuner, i, &o));
             if (o.state == CUBEC_TUNE_TIMED)
                 printf("  %-14s median %9.1f us  (%.2f GFLOP/s)%s\n", SHAPES[i].name,

@@ -105,14 +105,15 @@ int main(void)
     /* Step 1: open the default device. A NULL desc means "all defaults"; CUBEC_DEVICE in the
      * environment can pick another device (see `cubec info` for the list). */
     CUBEC_CHECK(cubec_device_open(NULL, &device));
-    cubec_device_info device_info;
+    cubec_device_info device_info = CUBEC_DEVICE_INFO_INIT;
     CUBEC_CHECK(cubec_device_get_info(device, &device_info));
     printf("device: %s (%s)\n", device_info.name, device_info.driver);
 
     /* Step 2: compile the kernel. The desc is read only during the call; zeroed fields take
      * their defaults (entry point "main", no defines, no optimization). */
     double t0 = now_seconds();
-    const cubec_kernel_desc kernel_desc = {.name = "vector_add", .glsl = VECTOR_ADD_GLSL};
+    const cubec_kernel_desc kernel_desc = {
+        .struct_size = sizeof(cubec_kernel_desc), .name = "vector_add", .glsl = VECTOR_ADD_GLSL};
     CUBEC_CHECK(cubec_kernel_create(device, &kernel_desc, &kernel));
     const double compile_s = now_seconds() - t0;
 
@@ -139,6 +140,7 @@ int main(void)
     if (groups > (1u << 17)) groups = 1u << 17;
     const cubec_buffer bindings[3] = {a, b, c};
     const cubec_launch_desc launch = {
+        .struct_size = sizeof(cubec_launch_desc),
         .kernel = kernel,
         .buffers = bindings,
         .buffer_count = 3,

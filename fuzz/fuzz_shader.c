@@ -49,7 +49,7 @@ static void create(const cubec_kernel_desc *desc, const char *what)
         check(st, what);
         return;
     }
-    cubec_kernel_info info;
+    cubec_kernel_info info = CUBEC_KERNEL_INFO_INIT;
     st = cubec_kernel_get_info(device, k, &info);
     if (st) {
         fprintf(stderr, "fuzz_shader: %s: kernel made, but get_info: %s\n", what,
@@ -73,7 +73,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         device = NULL;
     }
     if (!device) {
-        cubec_device_desc desc = {.backend = "null"};
+        cubec_device_desc desc = {.struct_size = sizeof(cubec_device_desc), .backend = "null"};
         cubec_status st = cubec_device_open(&desc, &device);
         if (st) {
             fprintf(stderr, "fuzz_shader: the null device did not open: %s\n",
@@ -85,7 +85,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!glsl) abort();
     memcpy(glsl, data, size);
     glsl[size] = '\0';
-    create(&(cubec_kernel_desc){.name = "fuzz_glsl", .glsl = glsl, .optimize = size && data[0] & 1},
+    create(&(cubec_kernel_desc){.struct_size = sizeof(cubec_kernel_desc),
+                                .name = "fuzz_glsl",
+                                .glsl = glsl,
+                                .optimize = size && data[0] & 1},
            "cubec_kernel_create (GLSL)");
     free(glsl);
 
@@ -94,7 +97,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         uint32_t *spirv = malloc(words * 4);
         if (!spirv) abort();
         memcpy(spirv, data, words * 4);
-        create(&(cubec_kernel_desc){.name = "fuzz_spirv", .spirv = spirv, .spirv_words = words},
+        create(&(cubec_kernel_desc){.struct_size = sizeof(cubec_kernel_desc),
+                                    .name = "fuzz_spirv",
+                                    .spirv = spirv,
+                                    .spirv_words = words},
                "cubec_kernel_create (SPIR-V)");
         free(spirv);
     }

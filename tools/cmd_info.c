@@ -83,13 +83,13 @@ static int same_device(const cubec_device_info *a, const cubec_device_info *b)
 }
 
 /* The names of the cubec_feature bits in `bits`, wrapped under the value column. */
-static void print_features(const char *label, uint32_t bits)
+static void print_features(const char *label, uint64_t bits)
 {
     printf("  %-28s", label);
     int column = 31, any = 0;
-    for (uint32_t bit = 1; bit; bit <<= 1) {
+    for (uint64_t bit = 1; bit; bit <<= 1) {
         if (!(bits & bit)) continue;
-        const char *name = cubec_feature_name((cubec_feature)bit);
+        const char *name = cubec_feature_name(bit);
         int width = (int)strlen(name) + 1;
         if (any && column + width > 100) {
             printf("\n  %-28s", "");
@@ -179,7 +179,7 @@ static int memory_main(int json)
         exit_code = CLI_EXIT_RUNTIME;
     } else {
         if (!json) {
-            cubec_device_info info;
+            cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
             if (cubec_device_get_info(device, &info) == NULL)
                 printf("memory of %s (nothing allocated by this command)\n", info.name);
         }
@@ -245,7 +245,8 @@ int cli_info_main(int argc, char **argv)
     /* Counted before anything is printed, so that a failure (no driver) leaves stdout empty
      * rather than half a JSON object. */
     uint32_t count = 0;
-    if (cli_failed("info", cubec_device_count(&count), "counting devices")) return CLI_EXIT_RUNTIME;
+    if (cli_failed("info", cubec_device_get_count(&count), "counting devices"))
+        return CLI_EXIT_RUNTIME;
     gpu_backend backend = (gpu_backend)0;
     if (!print_backends(&backend, json)) return CLI_EXIT_RUNTIME;
     if (count == 0 && json) {
@@ -261,7 +262,7 @@ int cli_info_main(int argc, char **argv)
     /* Open the default device only long enough to learn which one it is. Failing to open it is
      * reported, but the list is still worth printing: it is what one needs to pick another. */
     int exit_code = CLI_EXIT_OK;
-    cubec_device_info default_info;
+    cubec_device_info default_info = CUBEC_DEVICE_INFO_INIT;
     int have_default = 0;
     cubec_device *device = NULL;
     cubec_status status = cubec_device_open(NULL, &device);
@@ -281,7 +282,7 @@ int cli_info_main(int argc, char **argv)
                count == 1 ? "" : "s");
     int default_marked = 0, listed = 0;
     for (uint32_t i = 0; i < count; i++) {
-        cubec_device_info info;
+        cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
         char what[64];
         snprintf(what, sizeof what, "reading device %" PRIu32, i);
         if (cli_failed("info", cubec_device_peek(i, &info), what)) {

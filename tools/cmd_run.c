@@ -617,7 +617,7 @@ static int report_output(cubec_device *device, const run_args *a, uint32_t bindi
                          cubec_access access, cubec_buffer buffer)
 {
     uint64_t size = 0;
-    if (cli_failed(CMD, cubec_buffer_size(device, buffer, &size), "reading a buffer's size"))
+    if (cli_failed(CMD, cubec_buffer_get_size(device, buffer, &size), "reading a buffer's size"))
         return CLI_EXIT_RUNTIME;
     if (size > SIZE_MAX) {
         fprintf(stderr, "cubec run: binding %" PRIu32 " is too big for host memory\n", binding);
@@ -742,14 +742,15 @@ static int run(const run_args *a)
 
     /* Bounds-checked by default: `cubec run` cannot know what the kernel's info.n means, so a
      * grid larger than a --buf must not write past it unnoticed. */
-    cubec_device_desc device_desc = {.robust = !a->no_robust};
+    cubec_device_desc device_desc = {.struct_size = sizeof(cubec_device_desc),
+                                     .robust = !a->no_robust};
     if (a->have_device) {
         device_desc.select_by_index = 1;
         device_desc.index = a->device_index;
     }
     device_desc.name = a->device_name;
     if (cli_failed(CMD, cubec_device_open(&device_desc, &device), "opening the device")) goto done;
-    cubec_device_info device_info;
+    cubec_device_info device_info = CUBEC_DEVICE_INFO_INIT;
     if (cli_failed(CMD, cubec_device_get_info(device, &device_info), "reading the device info"))
         goto done;
 
@@ -757,6 +758,7 @@ static int run(const run_args *a)
     const char *slash = strrchr(a->kernel_path, '/');
     const char *kernel_name = slash ? slash + 1 : a->kernel_path;
     cubec_kernel_desc desc = {
+        .struct_size = sizeof(cubec_kernel_desc),
         .name = kernel_name,
         .defines = a->defines,
         .define_count = a->define_count,
@@ -775,7 +777,7 @@ static int run(const run_args *a)
         goto done;
     const double compile_s = now_seconds() - t0;
 
-    cubec_kernel_info info;
+    cubec_kernel_info info = CUBEC_KERNEL_INFO_INIT;
     if (cli_failed(CMD, cubec_kernel_get_info(device, kernel, &info), "reading the kernel info"))
         goto done;
 
@@ -807,6 +809,7 @@ static int run(const run_args *a)
     }
 
     const cubec_launch_desc launch = {
+        .struct_size = sizeof(cubec_launch_desc),
         .kernel = kernel,
         .buffers = buffers,
         .buffer_count = a->buf_count,

@@ -83,7 +83,7 @@ cd "$TMP" || exit 1
 
 # --- No Vulkan driver ---------------------------------------------------------------------------
 # The loader finds no ICD: the message says what to install and how to check, from cubec info
-# (cubec_device_count) and from cubec run (cubec_device_open).
+# (cubec_device_get_count) and from cubec run (cubec_device_open).
 for cmd in info run; do
     args=(info)
     [ $cmd = run ] && args=("${RUN_DOUBLE[@]}")

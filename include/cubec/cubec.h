@@ -9,8 +9,12 @@
  *  - Handles are opaque. Buffers, kernels, graphs and profiles are generation-counted ids: a
  *    released or stale id, one from another device, or a made-up one is detected and refused
  *    with CUBEC_INVALID_ARGUMENT (graphs: CUBEC_GRAPH_STATE), never dereferenced; the message
- *    says which it was. Release/destroy functions accept a zero handle.
+ *    says which it was. Release/destroy functions accept a zero handle. The device pointer is
+ *    checked too: a call on a closed device, or on a pointer cubec_device_open did not return,
+ *    is refused with CUBEC_INVALID_ARGUMENT naming it, never dereferenced (docs/api.md).
  *  - Desc structs are read only during the call; a zeroed field means "the default".
+ *  - Structs that may grow carry their size first (struct_size) and have a CUBEC_<NAME>_INIT
+ *    macro that sets it: start every one with it (see "Structs that grow" below).
  *  - Every function is thread-safe: one device lock orders the calls of all threads (GPU waits
  *    and kernel compilation release it).
  */
@@ -40,9 +44,40 @@ extern "C" {
 #pragma GCC visibility push(default)
 #endif
 
+/* The version of this header. CMake reads these three lines (the one place the version is
+ * written) and names the shared library after them: its soname is libcubec.so.MAJOR.MINOR while
+ * MAJOR is 0 and libcubec.so.MAJOR after, and an incompatible change to the ABI moves it
+ * (docs/api.md, "Versions and the ABI"). */
 #define CUBEC_VERSION_MAJOR 0
-#define CUBEC_VERSION_MINOR 1
+#define CUBEC_VERSION_MINOR 2
 #define CUBEC_VERSION_PATCH 0
+
+/* A version packed into one number that compares in order: major << 16 | minor << 8 | patch
+ * (minor and patch stay below 256). */
+#define CUBEC_MAKE_VERSION(major, minor, patch)                                                    \
+    (((uint32_t)(major) << 16) | ((uint32_t)(minor) << 8) | (uint32_t)(patch))
+/* The version of this header, packed: compare it with cubec_version() to refuse a library that
+ * is not the one a program (or a binding) was built for. */
+#define CUBEC_VERSION                                                                              \
+    CUBEC_MAKE_VERSION(CUBEC_VERSION_MAJOR, CUBEC_VERSION_MINOR, CUBEC_VERSION_PATCH)
+
+/* Structs that grow (docs/api.md, "Struct growth"). Each struct the library reads or writes
+ * whole carries its size as its first member, `struct_size`, which the caller sets with the
+ * struct's CUBEC_<NAME>_INIT macro (a designated initializer: add the fields after it, or write
+ * `.struct_size = sizeof(cubec_<name>)` in a compound literal). The library reads only the bytes
+ * the caller declared (the fields past them take their defaults, zero) and writes only that many
+ * into an output struct, so a program built against an older header keeps working with a newer
+ * library. A struct_size of 0 (the macro forgotten), one below 4 or one larger than the library
+ * knows (a program built against a newer header) is refused with CUBEC_INVALID_ARGUMENT naming
+ * the argument, the value and the macro, and nothing is written. */
+
+/* Marks a name kept for one release after its rename (docs/api.md, "Naming"): the compiler warns
+ * at each use and names the new one. */
+#if defined(__GNUC__) || defined(__clang__)
+#define CUBEC_DEPRECATED(message) __attribute__((deprecated(message)))
+#else
+#define CUBEC_DEPRECATED(message)
+#endif
 
 /* Marks a function whose result must not be dropped: every function that returns a cubec_status
  * carries it, since a dropped status is both a missed error and a leak. The compiler then warns
@@ -116,6 +151,20 @@ const char *cubec_status_message(cubec_status status);
 const char *cubec_code_name(cubec_code code);
 /* Frees a status; NULL is accepted. */
 void cubec_status_free(cubec_status status);
+/* A new status of `code` whose message is the printf-style `fmt`, for a callback that fails with
+ * an error of its own (an autotune candidate's run): cubec then owns it as any status. CUBEC_OK
+ * gives NULL (success). A code not in CUBEC_CODES gives a CUBEC_INVALID_ARGUMENT status naming
+ * it, with the message after it. A binding passes "%s" and its text. Never NULL for an error: if
+ * the host is out of memory, a static CUBEC_OUT_OF_MEMORY status without the message. */
+CUBEC_MUST_USE cubec_status cubec_status_new(cubec_code code, const char *fmt, ...)
+#if defined(__GNUC__) || defined(__clang__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* The library's version, packed as CUBEC_VERSION packs the header's: a program built against
+ * another major version, or (while the major version is 0) another minor one, must not use it. */
+uint32_t cubec_version(void);
 
 #ifndef CUBEC_NO_CHECK_HELPER
 /* CUBEC_CHECK(call): for programs whose only answer to a failed call is to stop (examples, small
@@ -194,17 +243,25 @@ typedef enum cubec_feature {
 } cubec_feature;
 
 /* The short name of one feature, as `cubec info` and CUBEC_DISABLE_FEATURES spell it ("float16",
- * "storage_buffer_16bit"); "unknown" for a value that is not exactly one cubec_feature. */
-const char *cubec_feature_name(cubec_feature feature);
+ * "storage_buffer_16bit"); "unknown" for a value that is not exactly one cubec_feature. It takes
+ * 64 bits like cubec_device_info.features: bits past 1 << 30, which an enum constant cannot hold,
+ * will be macros of type uint64_t. */
+const char *cubec_feature_name(uint64_t feature);
 
 typedef struct cubec_device_desc {
+    uint32_t struct_size; /* CUBEC_DEVICE_DESC_INIT */
     /* Which device: -1 or unset (0 with `select_by_index` false) means "the best one"
      * (discrete > integrated > virtual > CPU), unless CUBEC_DEVICE says otherwise. */
     int select_by_index; /* non-zero: use `index` */
     uint32_t index;      /* index in Vulkan's enumeration order (see `cubec info`)  */
     const char *name;    /* if set: the first device whose name contains this text */
     /* Non-zero turns on the Khronos validation layer (CUBEC_VALIDATION=1 does too).
-     * Validation messages are logged; `on_validation` is also called for each. */
+     * Validation messages are logged; `on_validation` is also called for each. Threads: it is
+     * called on the thread whose Vulkan call the layer reports, which is any thread inside a
+     * cubec call on this device (often with the device lock held) or one of cubec's own
+     * threads (the submission thread, the compile workers, the thread that frees large pages),
+     * and from several at once. It must return quickly and call no cubec function on this
+     * device (the lock it may hold is not recursive); `message` lasts only for the call. */
     int validation;
     void (*on_validation)(void *user, const char *message);
     void *on_validation_user;
@@ -226,6 +283,11 @@ typedef struct cubec_device_desc {
      * "Struct growth"). */
     int robust;
 } cubec_device_desc;
+/* A cubec_device_desc with its struct_size set: start every one with it ("Structs that grow"). */
+#define CUBEC_DEVICE_DESC_INIT                                                                     \
+    {                                                                                              \
+        .struct_size = sizeof(cubec_device_desc)                                                   \
+    }
 
 /* Element types of cooperative matrices (Vulkan's VkComponentTypeKHR, renumbered). */
 typedef enum cubec_matrix_type {
@@ -248,7 +310,8 @@ typedef enum cubec_matrix_type {
 const char *cubec_matrix_type_name(cubec_matrix_type type);
 
 /* One multiply-add a subgroup can do with cooperative matrices: result (M x N) = A (M x K) *
- * B (K x N) + C (M x N). */
+ * B (K x N) + C (M x N). An element of an array inside cubec_device_info: it never grows (a
+ * change is an incompatible one, docs/api.md "Struct growth"). */
 typedef struct cubec_matrix_shape {
     uint32_t m, n, k;
     cubec_matrix_type a, b, c, result;
@@ -259,6 +322,7 @@ typedef struct cubec_matrix_shape {
 #define CUBEC_MAX_MATRIX_SHAPES 48
 
 typedef struct cubec_device_info {
+    uint32_t struct_size; /* CUBEC_DEVICE_INFO_INIT */
     char name[256];
     char driver[256];
     uint32_t vendor_id;
@@ -280,18 +344,15 @@ typedef struct cubec_device_info {
     int push_descriptors; /* VK_KHR_push_descriptor is in use                          */
     uint32_t tasks_max;
     /* cubec_feature bits: enabled on this device (cubec_device_get_info), or that the device has
-     * and cubec_device_open would enable, the configuration aside (cubec_device_peek). Added last
-     * (docs/api.md, "Struct growth"): a program built against a header without it must be
-     * rebuilt, as the library writes the whole struct. */
-    uint32_t features;
+     * and cubec_device_open would enable, the configuration aside (cubec_device_peek). */
+    uint64_t features;
     /* cubec_host_register takes addresses and sizes that are multiples of this (the device's
      * minImportedHostPointerAlignment, or the host page size where it cannot import); also
-     * filled by cubec_device_peek. Added after `features` (docs/api.md, "Struct growth"). */
+     * filled by cubec_device_peek. */
     uint64_t host_register_alignment;
-    /* Added with the capability query (docs/api.md, "Struct growth"); also filled by
-     * cubec_device_peek. The range of subgroup sizes the device may run a compute kernel with
-     * (VK_EXT_subgroup_size_control; both equal subgroup_size without it, where it does not
-     * cover compute shaders, and in cubec_device_get_info where disable_features turned
+    /* Also filled by cubec_device_peek. The range of subgroup sizes the device may run a compute
+     * kernel with (VK_EXT_subgroup_size_control; both equal subgroup_size without it, where it does
+     * not cover compute shaders, and in cubec_device_get_info where disable_features turned
      * subgroup_size_control off): what cubec_kernel_desc.required_subgroup_size may ask. */
     uint32_t min_subgroup_size;
     uint32_t max_subgroup_size;
@@ -307,6 +368,11 @@ typedef struct cubec_device_info {
      * Added last (docs/api.md, "Struct growth"). */
     int robust;
 } cubec_device_info;
+/* A cubec_device_info with its struct_size set: start every one with it ("Structs that grow"). */
+#define CUBEC_DEVICE_INFO_INIT                                                                     \
+    {                                                                                              \
+        .struct_size = sizeof(cubec_device_info)                                                   \
+    }
 
 /* Values of cubec_device_info.robust besides 0. */
 #define CUBEC_ROBUST_PAGE 1   /* robustBufferAccess: accesses stay within the pool page */
@@ -315,12 +381,14 @@ typedef struct cubec_device_info {
 /* Opens a device. `desc` may be NULL (defaults). */
 CUBEC_MUST_USE cubec_status cubec_device_open(const cubec_device_desc *desc,
                                               cubec_device **out_device);
-/* Waits for all queued work, frees every buffer, kernel and Vulkan object. NULL is accepted. */
+/* Waits for all queued work, frees every buffer, kernel and Vulkan object. NULL is accepted, and
+ * so is a device already closed (or a pointer that never was one): ignored, with a warning in
+ * the log. Every later call on the pointer is refused (not an open device). */
 void cubec_device_close(cubec_device *device);
 CUBEC_MUST_USE cubec_status cubec_device_get_info(cubec_device *device,
                                                   cubec_device_info *out_info);
 /* Number of Vulkan devices present, and the info of one of them without opening it. */
-CUBEC_MUST_USE cubec_status cubec_device_count(uint32_t *out_count);
+CUBEC_MUST_USE cubec_status cubec_device_get_count(uint32_t *out_count);
 CUBEC_MUST_USE cubec_status cubec_device_peek(uint32_t index, cubec_device_info *out_info);
 
 /* ---------------------------------------------------------------------------------------------
@@ -344,7 +412,7 @@ CUBEC_MUST_USE cubec_status cubec_device_peek(uint32_t index, cubec_device_info 
  * from that stream's pools. Streams need no destruction.
  *
  * A stream id other than CUBEC_STREAM_CURRENT must be one the device handed out
- * (cubec_stream_new, cubec_stream_current); any other value is refused with
+ * (cubec_stream_new, cubec_stream_get_current); any other value is refused with
  * CUBEC_INVALID_ARGUMENT naming the function and the id.
  * ------------------------------------------------------------------------------------------- */
 
@@ -354,7 +422,8 @@ typedef uint64_t cubec_stream;
 /* A new stream of this device, distinct from every other stream. */
 CUBEC_MUST_USE cubec_status cubec_stream_new(cubec_device *device, cubec_stream *out_stream);
 /* The id the calling thread's current stream resolves to (for logs and comparisons). */
-CUBEC_MUST_USE cubec_status cubec_stream_current(cubec_device *device, cubec_stream *out_stream);
+CUBEC_MUST_USE cubec_status cubec_stream_get_current(cubec_device *device,
+                                                     cubec_stream *out_stream);
 
 /* ---------------------------------------------------------------------------------------------
  * Buffers
@@ -384,8 +453,8 @@ CUBEC_MUST_USE cubec_status cubec_buffer_from(cubec_device *device, cubec_stream
 CUBEC_MUST_USE cubec_status cubec_buffer_view(cubec_device *device, cubec_buffer buffer,
                                               uint64_t offset, uint64_t size,
                                               cubec_buffer *out_view);
-CUBEC_MUST_USE cubec_status cubec_buffer_size(cubec_device *device, cubec_buffer buffer,
-                                              uint64_t *out_size);
+CUBEC_MUST_USE cubec_status cubec_buffer_get_size(cubec_device *device, cubec_buffer buffer,
+                                                  uint64_t *out_size);
 CUBEC_MUST_USE cubec_status cubec_buffer_retain(cubec_device *device, cubec_buffer buffer);
 /* Drops one reference; a zero handle is accepted. Returns an error for a stale handle. */
 CUBEC_MUST_USE cubec_status cubec_buffer_release(cubec_device *device, cubec_buffer buffer);
@@ -484,6 +553,8 @@ typedef struct cubec_kernel {
     uint64_t id;
 } cubec_kernel;
 
+/* Array elements (defines, spec constants, tune candidates, pool reports, matrix shapes) carry
+ * no size and never grow: the array's stride is fixed by the header (docs/api.md). */
 typedef struct cubec_define {
     const char *name;
     const char *value; /* NULL: defined with no value */
@@ -501,6 +572,7 @@ typedef struct cubec_spec_constant {
 #define CUBEC_MAX_SPEC_CONSTANTS 64
 
 typedef struct cubec_kernel_desc {
+    uint32_t struct_size;  /* CUBEC_KERNEL_DESC_INIT */
     const char *name;      /* for logs and errors; default "kernel"              */
     const char *glsl;      /* GLSL compute source, or NULL                         */
     const uint32_t *spirv; /* SPIR-V words, or NULL (exactly one of glsl / spirv) */
@@ -521,6 +593,11 @@ typedef struct cubec_kernel_desc {
      * kernel's identity. */
     uint32_t required_subgroup_size;
 } cubec_kernel_desc;
+/* A cubec_kernel_desc with its struct_size set: start every one with it ("Structs that grow"). */
+#define CUBEC_KERNEL_DESC_INIT                                                                     \
+    {                                                                                              \
+        .struct_size = sizeof(cubec_kernel_desc)                                                   \
+    }
 
 typedef enum cubec_access {
     CUBEC_ACCESS_READ = 1,
@@ -529,17 +606,23 @@ typedef enum cubec_access {
 } cubec_access;
 
 typedef struct cubec_kernel_info {
+    uint32_t struct_size;       /* CUBEC_KERNEL_INFO_INIT */
     uint64_t hash;              /* kernel identity: hash of what defines it            */
     uint32_t binding_count;     /* storage buffers a launch passes                    */
     cubec_access access[32];    /* per binding                                        */
     uint32_t info_size;         /* bytes of metadata a launch passes (0 = none)       */
     int info_in_push_constants; /* 1: push constants; 0: storage buffer (or no info) */
     uint32_t workgroup_size[3];
-    /* The members of the metadata block (CUBEC_INFO) that cubec_kernel_info_field lists: one per
-     * member, a struct member's own members in its place (docs/kernels.md, "Filling the block
+    /* The members of the metadata block (CUBEC_INFO) that cubec_kernel_get_info_field lists: one
+     * per member, a struct member's own members in its place (docs/kernels.md, "Filling the block
      * by name"). Added last (docs/api.md, "Struct growth"). */
     uint32_t info_field_count;
 } cubec_kernel_info;
+/* A cubec_kernel_info with its struct_size set: start every one with it ("Structs that grow"). */
+#define CUBEC_KERNEL_INFO_INIT                                                                     \
+    {                                                                                              \
+        .struct_size = sizeof(cubec_kernel_info)                                                   \
+    }
 
 /* The element type of a metadata member. */
 typedef enum cubec_info_type {
@@ -564,6 +647,7 @@ typedef enum cubec_info_type {
 /* One member of a kernel's metadata block, with the std430 layout the launch's info bytes
  * follow: the member's bytes are at `offset` in cubec_launch_desc.info. */
 typedef struct cubec_info_field {
+    uint32_t struct_size; /* CUBEC_INFO_FIELD_INIT */
     /* The member's name in the source ("scale"); a member of a struct member is "outer.inner".
      * Owned by the device: valid until it closes (a binding copies it at once). */
     const char *name;
@@ -576,6 +660,11 @@ typedef struct cubec_info_field {
     uint32_t array_stride;  /* bytes from one element to the next (0: not an array)       */
     uint32_t matrix_stride; /* bytes from one column to the next (0: not a matrix)       */
 } cubec_info_field;
+/* A cubec_info_field with its struct_size set: start every one with it ("Structs that grow"). */
+#define CUBEC_INFO_FIELD_INIT                                                                      \
+    {                                                                                              \
+        .struct_size = sizeof(cubec_info_field)                                                    \
+    }
 
 /* Compiles the GLSL (or validates the SPIR-V for the Vulkan version cubec uses on the device),
  * reflects its interface and creates its pipeline. Before any Vulkan object is made, it refuses
@@ -598,11 +687,12 @@ CUBEC_MUST_USE cubec_status cubec_kernel_get_info(cubec_device *device, cubec_ke
 /* The metadata block's member `index` (0 .. cubec_kernel_info.info_field_count - 1), in the
  * order of their offsets. An index past the count is CUBEC_INVALID_ARGUMENT naming both. A kernel
  * still compiling is waited for, as by cubec_kernel_get_info. */
-CUBEC_MUST_USE cubec_status cubec_kernel_info_field(cubec_device *device, cubec_kernel kernel,
-                                                    uint32_t index, cubec_info_field *out_field);
+CUBEC_MUST_USE cubec_status cubec_kernel_get_info_field(cubec_device *device, cubec_kernel kernel,
+                                                        uint32_t index,
+                                                        cubec_info_field *out_field);
 /* The metadata block's member called `name` (as cubec_info_field.name spells it). A name the
  * block does not have is CUBEC_INVALID_ARGUMENT, listing the names it has. */
-CUBEC_MUST_USE cubec_status cubec_kernel_info_field_find(cubec_device *device, cubec_kernel kernel,
+CUBEC_MUST_USE cubec_status cubec_kernel_find_info_field(cubec_device *device, cubec_kernel kernel,
                                                          const char *name,
                                                          cubec_info_field *out_field);
 /* Destroys a kernel; launches already queued still run. A zero handle is accepted. A kernel
@@ -636,6 +726,7 @@ CUBEC_MUST_USE cubec_status cubec_kernel_compile_queued(cubec_device *device);
  * ------------------------------------------------------------------------------------------- */
 
 typedef struct cubec_launch_desc {
+    uint32_t struct_size; /* CUBEC_LAUNCH_DESC_INIT */
     cubec_kernel kernel;
     const cubec_buffer *buffers; /* one per storage binding, in binding order */
     uint32_t buffer_count;
@@ -652,6 +743,11 @@ typedef struct cubec_launch_desc {
      * no other buffer is touched; with none declared the launch returns the error. */
     uint32_t declared_outputs;
 } cubec_launch_desc;
+/* A cubec_launch_desc with its struct_size set: start every one with it ("Structs that grow"). */
+#define CUBEC_LAUNCH_DESC_INIT                                                                     \
+    {                                                                                              \
+        .struct_size = sizeof(cubec_launch_desc)                                                   \
+    }
 
 /* Queues a launch on the stream. Never blocks on the GPU; allocates nothing when warm. */
 CUBEC_MUST_USE cubec_status cubec_launch(cubec_device *device, cubec_stream stream,
@@ -685,8 +781,8 @@ CUBEC_MUST_USE cubec_status cubec_sync_check(cubec_device *device, cubec_stream 
 CUBEC_MUST_USE cubec_status cubec_fault_inject(cubec_device *device, cubec_fault_kind kind,
                                                uint64_t nth);
 /* How many fallible calls of each kind the device made so far. */
-CUBEC_MUST_USE cubec_status cubec_fault_counts(cubec_device *device,
-                                               uint64_t out_counts[CUBEC_FAULT_KIND_COUNT]);
+CUBEC_MUST_USE cubec_status cubec_fault_get_counts(cubec_device *device,
+                                                   uint64_t out_counts[CUBEC_FAULT_KIND_COUNT]);
 /* The name of a kind as CUBEC_FAULT spells it, e.g. "page" for CUBEC_FAULT_PAGE; "unknown" for a
  * value that is not a kind. */
 const char *cubec_fault_kind_name(cubec_fault_kind kind);
@@ -775,11 +871,18 @@ typedef enum cubec_timing {
 } cubec_timing;
 
 typedef struct cubec_profile_result {
+    uint32_t struct_size; /* CUBEC_PROFILE_RESULT_INIT */
     uint64_t duration_ns;
     cubec_timing method;
     /* The two instants on the host's CLOCK_MONOTONIC time base (device timestamps converted). */
     uint64_t begin_ns, end_ns;
 } cubec_profile_result;
+/* A cubec_profile_result with its struct_size set: start every one with it ("Structs that grow").
+ */
+#define CUBEC_PROFILE_RESULT_INIT                                                                  \
+    {                                                                                              \
+        .struct_size = sizeof(cubec_profile_result)                                                \
+    }
 
 /* Starts a profile of the work queued on `stream` from now on. Does not wait for the GPU with
  * Device timing (System timing syncs the stream). */
@@ -794,7 +897,8 @@ CUBEC_MUST_USE cubec_status cubec_profile_end(cubec_device *device, cubec_stream
 CUBEC_MUST_USE cubec_status cubec_profile_abandon(cubec_device *device, cubec_stream stream,
                                                   cubec_profile profile);
 /* The method profiles of this device use. */
-CUBEC_MUST_USE cubec_status cubec_profile_method(cubec_device *device, cubec_timing *out_method);
+CUBEC_MUST_USE cubec_status cubec_profile_get_method(cubec_device *device,
+                                                     cubec_timing *out_method);
 
 /* ---------------------------------------------------------------------------------------------
  * Dry runs (docs/dry-runs.md)
@@ -854,6 +958,7 @@ CUBEC_MUST_USE cubec_status cubec_dry_run_end(void);
 typedef struct cubec_tuner_s cubec_tuner;
 
 typedef struct cubec_tuner_desc {
+    uint32_t struct_size; /* CUBEC_TUNER_DESC_INIT */
     /* Required: names the tuner in messages and its namespace on disk (choices of tuners of
      * other names never mix). At most CUBEC_TUNE_MAX_NAME_BYTES bytes. */
     const char *name;
@@ -861,6 +966,11 @@ typedef struct cubec_tuner_desc {
     uint32_t samples; /* profiled runs of each candidate; 0 = 10; at most 1000         */
     int memory_only;  /* non-zero: no persistent cache (choices last as long as the tuner) */
 } cubec_tuner_desc;
+/* A cubec_tuner_desc with its struct_size set: start every one with it ("Structs that grow"). */
+#define CUBEC_TUNER_DESC_INIT                                                                      \
+    {                                                                                              \
+        .struct_size = sizeof(cubec_tuner_desc)                                                    \
+    }
 
 #define CUBEC_TUNE_MAX_NAME_BYTES 256u
 #define CUBEC_TUNE_MAX_KEY_BYTES 4096u
@@ -869,7 +979,10 @@ typedef struct cubec_tuner_desc {
 
 /* One way of doing the work. `run` queues one execution of it on `stream` (launches, copies,
  * fills; no read or sync is needed) and returns NULL, or an error, which rejects the candidate
- * (cubec takes the status over and frees it). It must not call the same tuner. */
+ * (cubec takes the status over and frees it): another call's error, or one of its own from
+ * cubec_status_new. Threads: it is called on the thread inside cubec_tune_choose, one candidate
+ * at a time per tuner (the tuner's lock held, the device lock not held), so it may call any cubec
+ * function on the device but must not call the same tuner. */
 typedef struct cubec_tune_candidate {
     const char *name; /* required, unique among the request's candidates: stored with the choice */
     cubec_status (*run)(cubec_device *device, cubec_stream stream, void *user);
@@ -877,13 +990,19 @@ typedef struct cubec_tune_candidate {
 } cubec_tune_candidate;
 
 typedef struct cubec_tune_request {
-    const char *key; /* required, non-empty, at most CUBEC_TUNE_MAX_KEY_BYTES bytes */
+    uint32_t struct_size; /* CUBEC_TUNE_REQUEST_INIT */
+    const char *key;      /* required, non-empty, at most CUBEC_TUNE_MAX_KEY_BYTES bytes */
     const cubec_tune_candidate *candidates;
     uint32_t candidate_count; /* 1..CUBEC_TUNE_MAX_CANDIDATES; one is chosen unmeasured */
     /* Non-zero: a value of the caller's (a hash of the candidates' sources, say) stored with the
      * choice; a stored choice with another checksum is measured again. */
     uint64_t checksum;
 } cubec_tune_request;
+/* A cubec_tune_request with its struct_size set: start every one with it ("Structs that grow"). */
+#define CUBEC_TUNE_REQUEST_INIT                                                                    \
+    {                                                                                              \
+        .struct_size = sizeof(cubec_tune_request)                                                  \
+    }
 
 typedef enum cubec_tune_source {
     CUBEC_TUNE_MEASURED = 1, /* the candidates were measured by this call                  */
@@ -893,10 +1012,16 @@ typedef enum cubec_tune_source {
 } cubec_tune_source;
 
 typedef struct cubec_tune_result {
-    uint32_t index; /* the winner, an index into request->candidates */
+    uint32_t struct_size; /* CUBEC_TUNE_RESULT_INIT */
+    uint32_t index;       /* the winner, an index into request->candidates */
     cubec_tune_source source;
     uint64_t median_ns; /* the winner's median device time when it was measured (0: SINGLE) */
 } cubec_tune_result;
+/* A cubec_tune_result with its struct_size set: start every one with it ("Structs that grow"). */
+#define CUBEC_TUNE_RESULT_INIT                                                                     \
+    {                                                                                              \
+        .struct_size = sizeof(cubec_tune_result)                                                   \
+    }
 
 typedef enum cubec_tune_state {
     CUBEC_TUNE_NOT_RUN = 0,  /* the last call measured nothing (a cached choice), or not it */
@@ -905,12 +1030,18 @@ typedef enum cubec_tune_state {
 } cubec_tune_state;
 
 typedef struct cubec_tune_outcome {
+    uint32_t struct_size; /* CUBEC_TUNE_OUTCOME_INIT */
     cubec_tune_state state;
     cubec_code code;            /* REJECTED: the failure's code                */
     uint64_t median_ns, min_ns; /* TIMED: over `samples` profiled runs         */
     uint32_t samples;
     char reason[512]; /* REJECTED: the failure's message (cut to fit) */
 } cubec_tune_outcome;
+/* A cubec_tune_outcome with its struct_size set: start every one with it ("Structs that grow"). */
+#define CUBEC_TUNE_OUTCOME_INIT                                                                    \
+    {                                                                                              \
+        .struct_size = sizeof(cubec_tune_outcome)                                                  \
+    }
 
 /* Creates a tuner of `device`. Touches no file until a choice is looked up. */
 CUBEC_MUST_USE cubec_status cubec_tuner_create(cubec_device *device, const cubec_tuner_desc *desc,
@@ -937,7 +1068,7 @@ CUBEC_MUST_USE cubec_status cubec_tune_outcome_get(cubec_tuner *tuner, uint32_t 
  * ------------------------------------------------------------------------------------------- */
 
 /* Allocation modes (docs/memory.md "Modes and windows"). A window, opened by
- * cubec_memory_mode_push and closed by cubec_memory_mode_pop, decides how the buffers that
+ * cubec_memory_window_begin and closed by cubec_memory_window_end, decides how the buffers that
  * `stream` creates while it is the innermost open window are allocated:
  *   AUTO        from the [memory] preset's pools (what happens with no window open);
  *   PERSISTENT  exact-fit slices of the persistent pool, reused only by buffers of the same
@@ -985,6 +1116,7 @@ typedef struct cubec_pool_report {
 #define CUBEC_MAX_POOLS 32
 
 typedef struct cubec_memory_report {
+    uint32_t struct_size; /* CUBEC_MEMORY_REPORT_INIT */
     uint32_t pool_count;
     cubec_pool_report pools[CUBEC_MAX_POOLS];
     uint64_t bytes_in_use; /* sums over the pools */
@@ -995,7 +1127,7 @@ typedef struct cubec_memory_report {
     /* Device-wide: pages made under a dry run that have no device memory yet (they get it at
      * their first real use). Counted in pages and bytes_reserved like any other page. */
     uint64_t pages_unbacked;
-    /* Allocations outside the layout's pools (cubec_memory_mode_push): the persistent pool's
+    /* Allocations outside the layout's pools (cubec_memory_window_begin): the persistent pool's
      * exact-fit slices (kind "persistent") and dedicated allocations (kind "dedicated"); both
      * count in the totals above. page_size is the largest slice or allocation held. */
     cubec_pool_report persistent;
@@ -1013,7 +1145,7 @@ typedef struct cubec_memory_report {
      * thread of their own, docs/memory.md "Relocation and guards"): out of every pool and of
      * budget_used_bytes already, counted by the driver until freed; 0 once every free is done. */
     uint64_t budget_returning_bytes;
-    /* The stream's slot's allocation windows, as cubec_memory_mode_get gives them: the innermost
+    /* The stream's slot's allocation windows, as cubec_memory_window_get gives them: the innermost
      * window's mode (AUTO when none is open) and how many are open. The window, not the routing
      * persistent_memory applies on top of it. */
     cubec_memory_mode window_mode;
@@ -1022,6 +1154,11 @@ typedef struct cubec_memory_report {
      * "enforced" (docs/memory.md "Modes and windows"). */
     char persistent_memory[16];
 } cubec_memory_report;
+/* A cubec_memory_report with its struct_size set: start every one with it ("Structs that grow"). */
+#define CUBEC_MEMORY_REPORT_INIT                                                                   \
+    {                                                                                              \
+        .struct_size = sizeof(cubec_memory_report)                                                 \
+    }
 
 CUBEC_MUST_USE cubec_status cubec_memory_report_get(cubec_device *device, cubec_stream stream,
                                                     cubec_memory_report *out_report);
@@ -1031,18 +1168,20 @@ CUBEC_MUST_USE cubec_status cubec_memory_cleanup(cubec_device *device, cubec_str
 
 /* Opens a window of `mode`. A value that is not a cubec_memory_mode, or a 65th open window, is
  * refused with CUBEC_INVALID_ARGUMENT naming it. */
-CUBEC_MUST_USE cubec_status cubec_memory_mode_push(cubec_device *device, cubec_stream stream,
-                                                   cubec_memory_mode mode);
+CUBEC_MUST_USE cubec_status cubec_memory_window_begin(cubec_device *device, cubec_stream stream,
+                                                      cubec_memory_mode mode);
 /* Closes the innermost window; CUBEC_INVALID_ARGUMENT when none is open. */
-CUBEC_MUST_USE cubec_status cubec_memory_mode_pop(cubec_device *device, cubec_stream stream);
+CUBEC_MUST_USE cubec_status cubec_memory_window_end(cubec_device *device, cubec_stream stream);
 /* The mode the innermost window sets (AUTO when none is open) and how many windows are open
  * (either out pointer may be NULL). This is the window, not the routing [memory]
  * persistent_memory may apply on top of it. */
-CUBEC_MUST_USE cubec_status cubec_memory_mode_get(cubec_device *device, cubec_stream stream,
-                                                  cubec_memory_mode *out_mode, uint32_t *out_depth);
+CUBEC_MUST_USE cubec_status cubec_memory_window_get(cubec_device *device, cubec_stream stream,
+                                                    cubec_memory_mode *out_mode,
+                                                    uint32_t *out_depth);
 
 /* The backend's object behind a buffer, for a program's own GPU code (cubec_buffer_raw). */
 typedef struct cubec_raw_buffer {
+    uint32_t struct_size; /* CUBEC_RAW_BUFFER_INIT */
     /* Vulkan: the VkBuffer (a non-dispatchable handle, as an integer) holding the buffer's bytes
      * among others'. Null backend: the host address of that memory. */
     uint64_t buffer;
@@ -1053,6 +1192,11 @@ typedef struct cubec_raw_buffer {
      * the bytes. */
     uint64_t device_address;
 } cubec_raw_buffer;
+/* A cubec_raw_buffer with its struct_size set: start every one with it ("Structs that grow"). */
+#define CUBEC_RAW_BUFFER_INIT                                                                      \
+    {                                                                                              \
+        .struct_size = sizeof(cubec_raw_buffer)                                                    \
+    }
 
 /* Keeps an allocation alive and its memory in place (docs/memory.md "Relocation and guards"). */
 typedef struct cubec_guard {
@@ -1078,6 +1222,7 @@ CUBEC_MUST_USE cubec_status cubec_guard_release(cubec_device *device, cubec_guar
  * bytes), the program's submission to program_queue, a wait for its completion (a fence), then
  * cubec_guard_release; cubec's work on the buffer after that sees the program's writes. */
 typedef struct cubec_vulkan_handles {
+    uint32_t struct_size;     /* CUBEC_VULKAN_HANDLES_INIT */
     uint64_t instance;        /* VkInstance */
     uint64_t physical_device; /* VkPhysicalDevice */
     uint64_t device;          /* VkDevice */
@@ -1089,11 +1234,17 @@ typedef struct cubec_vulkan_handles {
     uint64_t program_queue;
     uint32_t program_queue_index; /* its index in the family (1), 0 without one */
 } cubec_vulkan_handles;
+/* A cubec_vulkan_handles with its struct_size set: start every one with it ("Structs that grow").
+ */
+#define CUBEC_VULKAN_HANDLES_INIT                                                                  \
+    {                                                                                              \
+        .struct_size = sizeof(cubec_vulkan_handles)                                                \
+    }
 
 /* The device's Vulkan objects into *out_handles; CUBEC_UNSUPPORTED on a backend without them (the
  * null backend). */
-CUBEC_MUST_USE cubec_status cubec_device_vulkan_handles(cubec_device *device,
-                                                        cubec_vulkan_handles *out_handles);
+CUBEC_MUST_USE cubec_status cubec_device_get_vulkan_handles(cubec_device *device,
+                                                            cubec_vulkan_handles *out_handles);
 
 /* The whole device's memory as JSON: one entry per stream slot that has allocated memory (its
  * slot number, preset, window mode and depth, its pools with the fields of cubec_pool_report, and
@@ -1106,6 +1257,44 @@ CUBEC_MUST_USE cubec_status cubec_memory_report_json(cubec_device *device, char 
 CUBEC_MUST_USE cubec_status cubec_memory_report_table(cubec_device *device, char **out_text);
 /* Frees a string the library returned. NULL is accepted. */
 void cubec_string_free(char *s);
+
+/* ---------------------------------------------------------------------------------------------
+ * Names of 0.1, kept for this release (0.2) and removed in the next (docs/api.md, "Naming"): each
+ * is an exported function that forwards to its new name.
+ * ------------------------------------------------------------------------------------------- */
+
+/* Deprecated (0.2): cubec_buffer_get_size, which it forwards to. */
+CUBEC_DEPRECATED("use cubec_buffer_get_size")
+CUBEC_MUST_USE cubec_status cubec_buffer_size(cubec_device *device, cubec_buffer buffer,
+                                              uint64_t *out_size);
+/* Deprecated (0.2): cubec_profile_get_method, which it forwards to. */
+CUBEC_DEPRECATED("use cubec_profile_get_method")
+CUBEC_MUST_USE cubec_status cubec_profile_method(cubec_device *device, cubec_timing *out_method);
+/* Deprecated (0.2): cubec_fault_get_counts, which it forwards to. */
+CUBEC_DEPRECATED("use cubec_fault_get_counts")
+CUBEC_MUST_USE cubec_status cubec_fault_counts(cubec_device *device,
+                                               uint64_t out_counts[CUBEC_FAULT_KIND_COUNT]);
+/* Deprecated (0.2): cubec_device_get_vulkan_handles, which it forwards to. */
+CUBEC_DEPRECATED("use cubec_device_get_vulkan_handles")
+CUBEC_MUST_USE cubec_status cubec_device_vulkan_handles(cubec_device *device,
+                                                        cubec_vulkan_handles *out_handles);
+/* Deprecated (0.2): cubec_stream_get_current, which it forwards to. */
+CUBEC_DEPRECATED("use cubec_stream_get_current")
+CUBEC_MUST_USE cubec_status cubec_stream_current(cubec_device *device, cubec_stream *out_stream);
+/* Deprecated (0.2): cubec_device_get_count, which it forwards to. */
+CUBEC_DEPRECATED("use cubec_device_get_count")
+CUBEC_MUST_USE cubec_status cubec_device_count(uint32_t *out_count);
+/* Deprecated (0.2): cubec_memory_window_begin, which it forwards to. */
+CUBEC_DEPRECATED("use cubec_memory_window_begin")
+CUBEC_MUST_USE cubec_status cubec_memory_mode_push(cubec_device *device, cubec_stream stream,
+                                                   cubec_memory_mode mode);
+/* Deprecated (0.2): cubec_memory_window_end, which it forwards to. */
+CUBEC_DEPRECATED("use cubec_memory_window_end")
+CUBEC_MUST_USE cubec_status cubec_memory_mode_pop(cubec_device *device, cubec_stream stream);
+/* Deprecated (0.2): cubec_memory_window_get, which it forwards to. */
+CUBEC_DEPRECATED("use cubec_memory_window_get")
+CUBEC_MUST_USE cubec_status cubec_memory_mode_get(cubec_device *device, cubec_stream stream,
+                                                  cubec_memory_mode *out_mode, uint32_t *out_depth);
 
 #if defined(__GNUC__)
 #pragma GCC visibility pop

@@ -45,8 +45,7 @@ static int kernel_finish(pyc_kernel *k)
     if (k->vectorcall == pyc_kernel_call) return 0;
     cubec_device *dev = pyc_device_handle(k->device, "compile_queue");
     if (!dev) return -1;
-    cubec_kernel_info info;
-    memset(&info, 0, sizeof info);
+    cubec_kernel_info info = CUBEC_KERNEL_INFO_INIT;
     cubec_status status;
     PYC_WITHOUT_GIL_ON(k->device, status = cubec_kernel_wait(dev, k->kernel);
                        if (!status) status = cubec_kernel_get_info(dev, k->kernel, &info));
@@ -155,8 +154,7 @@ static PyObject *queue_kernel(PyObject *op, PyObject *args, PyObject *kwargs)
     }
     if (!source || !name_obj) goto done;
     cubec_define define_list[256];
-    cubec_kernel_desc desc;
-    memset(&desc, 0, sizeof desc);
+    cubec_kernel_desc desc = CUBEC_KERNEL_DESC_INIT;
     desc.glsl = PyUnicode_AsUTF8AndSize(source, NULL);
     desc.name = PyUnicode_AsUTF8AndSize(name_obj, NULL);
     desc.optimize = optimize;
@@ -239,8 +237,7 @@ static PyObject *queue_exit(PyObject *op, PyObject *const *args, Py_ssize_t narg
     const Py_ssize_t count = PyList_Size(self->kernels);
     for (Py_ssize_t i = 0; i < count; i++) {
         pyc_kernel *k = (pyc_kernel *)PyList_GetItem(self->kernels, i);
-        cubec_kernel_info info;
-        memset(&info, 0, sizeof info);
+        cubec_kernel_info info = CUBEC_KERNEL_INFO_INIT;
         cubec_status own = cubec_kernel_get_info(dev, k->kernel, &info);
         if (own) {
             cubec_status_free(own);

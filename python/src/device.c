@@ -23,9 +23,10 @@ static PyObject *info_dict(const cubec_device_info *info)
     if (!features) {
         return NULL;
     }
-    for (int bit = 0; bit < 32; bit++) {
-        if (info->features & (1u << bit)) {
-            PyObject *name = PyUnicode_FromString(cubec_feature_name((cubec_feature)(1u << bit)));
+    for (int bit = 0; bit < 64; bit++) {
+        const uint64_t feature = (uint64_t)1 << bit;
+        if (info->features & feature) {
+            PyObject *name = PyUnicode_FromString(cubec_feature_name(feature));
             if (!name || PyList_Append(features, name) < 0) {
                 Py_XDECREF(name);
                 Py_DECREF(features);
@@ -78,13 +79,13 @@ static PyObject *devices(PyObject *self, PyObject *unused)
     (void)unused;
     uint32_t count = 0;
     cubec_status st;
-    PYC_WITHOUT_GIL(st = cubec_device_count(&count));
+    PYC_WITHOUT_GIL(st = cubec_device_get_count(&count));
     if (pyc_check(st) < 0) {
         return NULL;
     }
     PyObject *list = PyList_New(0);
     for (uint32_t i = 0; list && i < count; i++) {
-        cubec_device_info info;
+        cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
         PYC_WITHOUT_GIL(st = cubec_device_peek(i, &info));
         if (pyc_check(st) < 0) {
             Py_DECREF(list);
@@ -117,8 +118,7 @@ static PyObject *device_new(PyTypeObject *type, PyObject *args, PyObject *kwargs
                                      &backend, &robust)) {
         return NULL;
     }
-    cubec_device_desc desc;
-    memset(&desc, 0, sizeof desc);
+    cubec_device_desc desc = CUBEC_DEVICE_DESC_INIT;
     desc.backend = backend;
     PyObject *name_bytes = NULL;
     if (PyLong_Check(which)) {
@@ -158,6 +158,7 @@ static PyObject *device_new(PyTypeObject *type, PyObject *args, PyObject *kwargs
     PyThreadState *unlocked = PyEval_SaveThread();
     st = cubec_device_open(&desc, &dev);
     if (!st) {
+        self->info = (cubec_device_info)CUBEC_DEVICE_INFO_INIT;
         st = cubec_device_get_info(dev, &self->info);
         if (st) {
             cubec_device_close(dev);

@@ -57,7 +57,8 @@ int pyc_kernel_load_fields(pyc_kernel *k)
     }
     for (uint32_t i = 0; i < n; i++) {
         pyc_info_field *field = &k->fields[i];
-        if (pyc_check(cubec_kernel_info_field(k->device->dev, k->kernel, i, &field->f)) < 0) {
+        field->f.struct_size = sizeof field->f;
+        if (pyc_check(cubec_kernel_get_info_field(k->device->dev, k->kernel, i, &field->f)) < 0) {
             return -1;
         }
         field->name = PyUnicode_InternFromString(field->f.name);

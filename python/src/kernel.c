@@ -176,8 +176,7 @@ static PyObject *device_kernel(PyObject *self, PyObject *const *args, Py_ssize_t
     }
     PyObject *result = NULL, *glsl = NULL, *spirv = NULL, *name_obj = NULL;
     Py_buffer spirv_view = {0};
-    cubec_kernel_desc desc;
-    memset(&desc, 0, sizeof desc);
+    cubec_kernel_desc desc = CUBEC_KERNEL_DESC_INIT;
     cubec_define defines[256];
     cubec_spec_constant spec[CUBEC_MAX_SPEC_CONSTANTS];
     if (path_arg) {
@@ -273,6 +272,7 @@ static PyObject *device_kernel(PyObject *self, PyObject *const *args, Py_ssize_t
     PyThreadState *unlocked = PyEval_SaveThread();
     st = cubec_kernel_create(dev, &desc, &k->kernel);
     if (!st) {
+        k->info = (cubec_kernel_info)CUBEC_KERNEL_INFO_INIT;
         st = cubec_kernel_get_info(dev, k->kernel, &k->info);
     }
     PyEval_RestoreThread(unlocked);

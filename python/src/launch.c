@@ -144,7 +144,7 @@ int pyc_launch_parse(pyc_kernel *kernel, PyObject *const *args, Py_ssize_t nargs
         }
         out->ids[i] = ((pyc_buffer *)b)->buf;
     }
-    memset(&out->desc, 0, sizeof out->desc);
+    out->desc = (cubec_launch_desc)CUBEC_LAUNCH_DESC_INIT;
     out->desc.kernel = kernel->kernel;
     out->desc.buffers = out->ids;
     out->desc.buffer_count = (uint32_t)nargs;

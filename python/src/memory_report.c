@@ -133,6 +133,7 @@ static PyObject *memory_report(PyObject *device, PyObject *args, PyObject *kwarg
     /* Large (over 3 KiB of pools): on the heap rather than the stack. */
     cubec_memory_report *report = PyMem_Calloc(1, sizeof *report);
     if (!report) return PyErr_NoMemory();
+    report->struct_size = sizeof *report;
     cubec_status status = cubec_memory_report_get(dev, id, report);
     PyObject *result = status ? pyc_raise(status) : report_dict(report);
     PyMem_Free(report);

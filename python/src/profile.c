@@ -76,7 +76,7 @@ static PyObject *profile_exit(PyObject *op, PyObject *const *args, Py_ssize_t na
         cubec_status_free(cubec_profile_abandon(dev, self->stream, profile));
         Py_RETURN_FALSE;
     }
-    cubec_profile_result result = {0};
+    cubec_profile_result result = CUBEC_PROFILE_RESULT_INIT;
     cubec_status status;
     PYC_WITHOUT_GIL_ON(self->device,
                        status = cubec_profile_end(dev, self->stream, profile, &result));

@@ -14,11 +14,6 @@
 #include <stdio.h>
 #include <string.h>
 
-/* cubec's internal status constructor (src/base/status.h), linked into the module with the
- * rest of the library: the public cubec_status_new of issue 23 section 1 replaces it once it
- * lands on main. */
-cubec_status status_make(cubec_code code, const char *fmt, ...);
-
 typedef struct pyc_tuner {
     PyObject_HEAD pyc_device *device;
     cubec_tuner *tuner; /* NULL once destroyed */
@@ -50,8 +45,8 @@ static cubec_status status_from_exception(const char *name, PyObject *exc)
     const char *t = type_name ? PyUnicode_AsUTF8AndSize(type_name, NULL) : NULL;
     const char *m = text ? PyUnicode_AsUTF8AndSize(text, NULL) : NULL;
     PyErr_Clear();
-    cubec_status status = status_make(CUBEC_INVALID_ARGUMENT, "candidate '%s' raised %s: %s", name,
-                                      t ? t : "an exception", m ? m : "(no message)");
+    cubec_status status = cubec_status_new(CUBEC_INVALID_ARGUMENT, "candidate '%s' raised %s: %s",
+                                           name, t ? t : "an exception", m ? m : "(no message)");
     Py_XDECREF(type_name);
     Py_XDECREF(text);
     return status;
@@ -107,7 +102,7 @@ static PyObject *tuner_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     if (!dev) return NULL;
     const char *text = PyUnicode_AsUTF8AndSize(name, NULL);
     if (!text) return NULL;
-    cubec_tuner_desc desc = {0};
+    cubec_tuner_desc desc = CUBEC_TUNER_DESC_INIT;
     desc.name = text;
     desc.warmup = warmup;
     desc.samples = samples;
@@ -198,12 +193,12 @@ static PyObject *tuner_choose(PyObject *op, PyObject *args, PyObject *kwargs)
         c[i].run = candidate_run;
         c[i].user = &users[i];
     }
-    cubec_tune_request request = {0};
+    cubec_tune_request request = CUBEC_TUNE_REQUEST_INIT;
     request.key = key;
     request.candidates = c;
     request.candidate_count = (uint32_t)count;
     request.checksum = checksum;
-    cubec_tune_result r = {0};
+    cubec_tune_result r = CUBEC_TUNE_RESULT_INIT;
     cubec_status status;
     /* Measuring runs and profiles every candidate (waits for the GPU); the candidates take the
      * GIL back to run their Python code. */
@@ -239,8 +234,7 @@ static PyObject *tuner_outcome(PyObject *op, PyObject *arg)
     if (!tuner) return NULL;
     const unsigned long index = PyLong_AsUnsignedLong(arg);
     if (PyErr_Occurred()) return NULL;
-    cubec_tune_outcome o;
-    memset(&o, 0, sizeof o);
+    cubec_tune_outcome o = CUBEC_TUNE_OUTCOME_INIT;
     if (pyc_check(cubec_tune_outcome_get(tuner, (uint32_t)index, &o)) < 0) return NULL;
     const char *state = o.state == CUBEC_TUNE_TIMED      ? "timed"
                         : o.state == CUBEC_TUNE_REJECTED ? "rejected"

@@ -104,7 +104,7 @@ static cubec_status window_begin(pyc_window *self, cubec_device *dev)
 {
     switch (self->kind) {
     case WINDOW_MEMORY:
-        return cubec_memory_mode_push(dev, self->stream, (cubec_memory_mode)self->mode);
+        return cubec_memory_window_begin(dev, self->stream, (cubec_memory_mode)self->mode);
     case WINDOW_RUN: return cubec_run_window_begin(dev, self->stream, (cubec_run_mode)self->mode);
     case WINDOW_DRY:
     default: return cubec_dry_run_begin();
@@ -114,7 +114,7 @@ static cubec_status window_begin(pyc_window *self, cubec_device *dev)
 static cubec_status window_end(pyc_window *self, cubec_device *dev)
 {
     switch (self->kind) {
-    case WINDOW_MEMORY: return cubec_memory_mode_pop(dev, self->stream);
+    case WINDOW_MEMORY: return cubec_memory_window_end(dev, self->stream);
     case WINDOW_RUN: return cubec_run_window_end(dev, self->stream);
     case WINDOW_DRY:
     default: return cubec_dry_run_end();

@@ -62,13 +62,13 @@ cubec_status cubec_buffer_view(cubec_device *device, cubec_buffer buffer, uint64
     return api_unlock(device, err);
 }
 
-cubec_status cubec_buffer_size(cubec_device *device, cubec_buffer buffer, uint64_t *out_size)
+cubec_status cubec_buffer_get_size(cubec_device *device, cubec_buffer buffer, uint64_t *out_size)
 {
-    if (!out_size) return INVALID_ARG("cubec_buffer_size: out_size is NULL");
+    if (!out_size) return INVALID_ARG("cubec_buffer_get_size: out_size is NULL");
     *out_size = 0;
-    RETURN_IF_ERROR(api_lock(device, "cubec_buffer_size"));
+    RETURN_IF_ERROR(api_lock(device, "cubec_buffer_get_size"));
     buffer_obj *b;
-    cubec_status err = api_buffer(device, buffer, "cubec_buffer_size: buffer", &b);
+    cubec_status err = api_buffer(device, buffer, "cubec_buffer_get_size: buffer", &b);
     if (!err) *out_size = b->size;
     return api_unlock(device, err);
 }

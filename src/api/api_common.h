@@ -3,6 +3,7 @@
 #ifndef CUBEC_API_COMMON_H
 #define CUBEC_API_COMMON_H
 
+#include "base/device_registry.h"
 #include "server/buffers.h"
 #include "server/device.h"
 #include "server/health.h"
@@ -11,10 +12,21 @@
 #include <inttypes.h>
 #include <stdio.h>
 
+/* NULL when `d` is an open device: the check before anything touches it, so that a closed or
+ * made-up pointer is refused rather than dereferenced (base/device_registry.h). */
+MUST_USE static inline cubec_status api_device(const cubec_device *d, const char *fn)
+{
+    if (!d) return INVALID_ARG("%s: device is NULL", fn);
+    if (!device_registry_is_open(d))
+        return INVALID_ARG("%s: device %p is not an open device (closed, or never opened)", fn,
+                           (const void *)d);
+    return NULL;
+}
+
 /* Locks the device; on error nothing is locked. */
 MUST_USE static inline cubec_status api_lock(cubec_device *d, const char *fn)
 {
-    if (!d) return INVALID_ARG("%s: device is NULL", fn);
+    RETURN_IF_ERROR(api_device(d, fn));
     pthread_mutex_lock(&d->lock);
     cubec_status err = server_check_alive(d);
     if (err) {

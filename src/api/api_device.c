@@ -1,7 +1,9 @@
 /* Public entry points: devices, streams, flush/sync, checks and fault injection (memory is in
  * api_memory.c). */
 #include "api/api_common.h"
+#include "api/api_struct.h"
 #include "base/config.h"
+#include "base/log.h"
 #include "gpu/gpu.h"
 #include "server/buffers.h"
 #include "server/device.h"
@@ -16,36 +18,59 @@ cubec_status cubec_device_open(const cubec_device_desc *desc, cubec_device **out
 {
     if (!out_device) return INVALID_ARG("cubec_device_open: out_device is NULL");
     *out_device = NULL;
-    return server_open(desc, out_device);
+    if (!desc) return server_open(NULL, out_device);
+    RETURN_IF_ERROR(API_STRUCT_CHECK(desc, cubec_device_desc, CUBEC_DEVICE_DESC_INIT,
+                                     "cubec_device_open", "desc"));
+    cubec_device_desc whole;
+    api_struct_read(desc, &whole, sizeof whole);
+    return server_open(&whole, out_device);
 }
 
 void cubec_device_close(cubec_device *device)
 {
-    if (device) server_close(device);
+    if (!device) return;
+    /* Taken out of the registry first: a second close, or calls racing this one that come after
+     * it, find it closed. A pointer that is not open is left alone (closing returns nothing to
+     * refuse with), and said so in the log. */
+    if (!device_registry_remove(device)) {
+        LOG(LOG_WARN, LOG_SYS_DEVICE,
+            "cubec_device_close: device %p is not an open device (closed, or never opened): "
+            "ignored",
+            (void *)device);
+        return;
+    }
+    server_close(device);
 }
 
 cubec_status cubec_device_get_info(cubec_device *device, cubec_device_info *out_info)
 {
     if (!out_info) return INVALID_ARG("cubec_device_get_info: out_info is NULL");
-    memset(out_info, 0, sizeof *out_info);
-    if (!device) return INVALID_ARG("cubec_device_get_info: device is NULL");
+    RETURN_IF_ERROR(API_STRUCT_CHECK(out_info, cubec_device_info, CUBEC_DEVICE_INFO_INIT,
+                                     "cubec_device_get_info", "out_info"));
+    api_struct_clear(out_info);
+    RETURN_IF_ERROR(api_device(device, "cubec_device_get_info"));
     pthread_mutex_lock(&device->lock);
-    *out_info = device->info;
+    api_struct_write(out_info, &device->info);
     pthread_mutex_unlock(&device->lock);
     return NULL;
 }
 
-cubec_status cubec_device_vulkan_handles(cubec_device *device, cubec_vulkan_handles *out_handles)
+cubec_status cubec_device_get_vulkan_handles(cubec_device *device,
+                                             cubec_vulkan_handles *out_handles)
 {
-    if (!out_handles) return INVALID_ARG("cubec_device_vulkan_handles: out_handles is NULL");
-    memset(out_handles, 0, sizeof *out_handles);
-    if (!device) return INVALID_ARG("cubec_device_vulkan_handles: device is NULL");
+    if (!out_handles) return INVALID_ARG("cubec_device_get_vulkan_handles: out_handles is NULL");
+    RETURN_IF_ERROR(API_STRUCT_CHECK(out_handles, cubec_vulkan_handles, CUBEC_VULKAN_HANDLES_INIT,
+                                     "cubec_device_get_vulkan_handles", "out_handles"));
+    api_struct_clear(out_handles);
+    RETURN_IF_ERROR(api_device(device, "cubec_device_get_vulkan_handles"));
     /* Constant from open to close: no lock needed. */
     if (!device->gpu->ops->vulkan_handles)
         return status_make(CUBEC_UNSUPPORTED,
-                           "cubec_device_vulkan_handles: the %s backend has no Vulkan objects",
+                           "cubec_device_get_vulkan_handles: the %s backend has no Vulkan objects",
                            device->gpu->ops->name);
-    device->gpu->ops->vulkan_handles(device->gpu, out_handles);
+    cubec_vulkan_handles whole = CUBEC_VULKAN_HANDLES_INIT;
+    device->gpu->ops->vulkan_handles(device->gpu, &whole);
+    api_struct_write(out_handles, &whole);
     return NULL;
 }
 
@@ -61,26 +86,28 @@ static cubec_status configured_backend(const char *call, gpu_backend *out)
     return status_annotate(err, "%s", call);
 }
 
-cubec_status cubec_device_count(uint32_t *out_count)
+cubec_status cubec_device_get_count(uint32_t *out_count)
 {
-    if (!out_count) return INVALID_ARG("cubec_device_count: out_count is NULL");
+    if (!out_count) return INVALID_ARG("cubec_device_get_count: out_count is NULL");
     *out_count = 0;
     gpu_backend backend = (gpu_backend)0;
-    RETURN_IF_ERROR(configured_backend("cubec_device_count", &backend));
+    RETURN_IF_ERROR(configured_backend("cubec_device_get_count", &backend));
     return gpu_device_count(backend, out_count);
 }
 
 cubec_status cubec_device_peek(uint32_t index, cubec_device_info *out_info)
 {
     if (!out_info) return INVALID_ARG("cubec_device_peek: out_info is NULL");
-    memset(out_info, 0, sizeof *out_info);
+    RETURN_IF_ERROR(API_STRUCT_CHECK(out_info, cubec_device_info, CUBEC_DEVICE_INFO_INIT,
+                                     "cubec_device_peek", "out_info"));
+    api_struct_clear(out_info);
     gpu_backend backend = (gpu_backend)0;
     RETURN_IF_ERROR(configured_backend("cubec_device_peek", &backend));
     /* Into a copy: a backend that fails part way must not leave half an answer (cubec.h). */
-    cubec_device_info info;
+    cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
     cubec_status err = gpu_device_peek(backend, index, &info);
     if (err) return status_annotate(err, "cubec_device_peek");
-    *out_info = info;
+    api_struct_write(out_info, &info);
     return NULL;
 }
 
@@ -110,11 +137,11 @@ cubec_status cubec_stream_new(cubec_device *device, cubec_stream *out_stream)
     return api_unlock(device, server_stream_new(device, out_stream));
 }
 
-cubec_status cubec_stream_current(cubec_device *device, cubec_stream *out_stream)
+cubec_status cubec_stream_get_current(cubec_device *device, cubec_stream *out_stream)
 {
-    if (!out_stream) return INVALID_ARG("cubec_stream_current: out_stream is NULL");
+    if (!out_stream) return INVALID_ARG("cubec_stream_get_current: out_stream is NULL");
     *out_stream = 0;
-    RETURN_IF_ERROR(api_lock(device, "cubec_stream_current"));
+    RETURN_IF_ERROR(api_lock(device, "cubec_stream_get_current"));
     return api_unlock(device, server_stream_current(device, out_stream));
 }
 
@@ -165,11 +192,12 @@ cubec_status cubec_fault_inject(cubec_device *device, cubec_fault_kind kind, uin
     return api_unlock(device, NULL);
 }
 
-cubec_status cubec_fault_counts(cubec_device *device, uint64_t out_counts[CUBEC_FAULT_KIND_COUNT])
+cubec_status cubec_fault_get_counts(cubec_device *device,
+                                    uint64_t out_counts[CUBEC_FAULT_KIND_COUNT])
 {
-    if (!out_counts) return INVALID_ARG("cubec_fault_counts: out_counts is NULL");
+    if (!out_counts) return INVALID_ARG("cubec_fault_get_counts: out_counts is NULL");
     memset(out_counts, 0, CUBEC_FAULT_KIND_COUNT * sizeof *out_counts);
-    RETURN_IF_ERROR(api_lock(device, "cubec_fault_counts"));
+    RETURN_IF_ERROR(api_lock(device, "cubec_fault_get_counts"));
     for (int k = 0; k < CUBEC_FAULT_KIND_COUNT; k++)
         out_counts[k] = device->faults.count[k];
     return api_unlock(device, NULL);

@@ -1,6 +1,7 @@
 /* Public entry points: kernels and launches. Launch checks every argument against the kernel's
  * reflected interface and the device limits before anything is recorded. */
 #include "api/api_common.h"
+#include "api/api_struct.h"
 #include "server/buffers.h"
 #include "server/compile_queue.h"
 #include "server/kernels.h"
@@ -71,7 +72,7 @@ static cubec_status check_desc(const char *fn, cubec_device *device, const cubec
      * and memory in proportion to them. The check reads at most limit + 1 bytes of the GLSL; only
      * a refused source is measured in full, for the message. The limit is the device's
      * configuration ([kernel] max_source_bytes), immutable after open: read without the lock. */
-    if (!device) return INVALID_ARG("%s: device is NULL", fn);
+    RETURN_IF_ERROR(api_device(device, fn));
     uint64_t limit = (uint64_t)device->config.max_source_bytes;
     if (desc->spirv && desc->spirv_words > limit / 4)
         return INVALID_ARG("%s: desc->spirv_words is %zu, more than the limit of %" PRIu64
@@ -106,11 +107,17 @@ static cubec_status check_desc(const char *fn, cubec_device *device, const cubec
  * queue. */
 enum { CREATE_NOW, CREATE_QUEUED, CREATE_AS_CONFIGURED };
 
-static cubec_status create(const char *fn, cubec_device *device, const cubec_kernel_desc *desc,
+static cubec_status create(const char *fn, cubec_device *device, const cubec_kernel_desc *user,
                            int mode, cubec_kernel *out_kernel)
 {
     if (!out_kernel) return INVALID_ARG("%s: out_kernel is NULL", fn);
     out_kernel->id = 0;
+    /* The caller's declared bytes, as a whole desc of this library's size. */
+    if (!user) return INVALID_ARG("%s: desc is NULL", fn);
+    RETURN_IF_ERROR(API_STRUCT_CHECK(user, cubec_kernel_desc, CUBEC_KERNEL_DESC_INIT, fn, "desc"));
+    cubec_kernel_desc whole;
+    api_struct_read(user, &whole, sizeof whole);
+    const cubec_kernel_desc *desc = &whole;
     RETURN_IF_ERROR(check_desc(fn, device, desc));
     if (!device) return INVALID_ARG("%s: device is NULL", fn); /* check_desc refused it already */
     /* [compile] async_create is immutable after open: read without the lock. */
@@ -175,7 +182,9 @@ cubec_status cubec_kernel_get_info(cubec_device *device, cubec_kernel kernel,
                                    cubec_kernel_info *out_info)
 {
     if (!out_info) return INVALID_ARG("cubec_kernel_get_info: out_info is NULL");
-    memset(out_info, 0, sizeof *out_info);
+    RETURN_IF_ERROR(API_STRUCT_CHECK(out_info, cubec_kernel_info, CUBEC_KERNEL_INFO_INIT,
+                                     "cubec_kernel_get_info", "out_info"));
+    api_struct_clear(out_info);
     RETURN_IF_ERROR(api_lock(device, "cubec_kernel_get_info"));
     kernel_obj *k;
     cubec_status err =
@@ -183,28 +192,33 @@ cubec_status cubec_kernel_get_info(cubec_device *device, cubec_kernel kernel,
     if (!err && k->job) err = status_annotate(status_clone(k->job->err), "cubec_kernel_get_info");
     if (!err) {
         const pipeline_entry *e = k->entry;
-        out_info->hash = e->key;
-        out_info->binding_count = e->refl.binding_count;
-        memcpy(out_info->access, e->refl.access, sizeof out_info->access);
-        out_info->info_size = e->info_size;
-        out_info->info_in_push_constants = e->info_in_push;
-        memcpy(out_info->workgroup_size, e->refl.workgroup_size, sizeof out_info->workgroup_size);
-        out_info->info_field_count = e->layout ? e->layout->count : 0;
+        cubec_kernel_info info = CUBEC_KERNEL_INFO_INIT;
+        info.hash = e->key;
+        info.binding_count = e->refl.binding_count;
+        memcpy(info.access, e->refl.access, sizeof info.access);
+        info.info_size = e->info_size;
+        info.info_in_push_constants = e->info_in_push;
+        memcpy(info.workgroup_size, e->refl.workgroup_size, sizeof info.workgroup_size);
+        info.info_field_count = e->layout ? e->layout->count : 0;
+        api_struct_write(out_info, &info);
     }
     return api_unlock(device, err);
 }
 
+/* Writes field `f` into the caller's struct, as far as its struct_size declares. */
 static void copy_field(const kernel_info_field *f, cubec_info_field *out)
 {
-    *out = (cubec_info_field){.name = f->name,
-                              .offset = f->offset,
-                              .size = f->size,
-                              .type = f->type,
-                              .vector_size = f->vector_size,
-                              .columns = f->columns,
-                              .array_length = f->array_length,
-                              .array_stride = f->array_stride,
-                              .matrix_stride = f->matrix_stride};
+    const cubec_info_field whole = {.struct_size = sizeof whole,
+                                    .name = f->name,
+                                    .offset = f->offset,
+                                    .size = f->size,
+                                    .type = f->type,
+                                    .vector_size = f->vector_size,
+                                    .columns = f->columns,
+                                    .array_length = f->array_length,
+                                    .array_stride = f->array_stride,
+                                    .matrix_stride = f->matrix_stride};
+    api_struct_write(out, &whole);
 }
 
 /* The layout of a kernel that compiled; a queued kernel is waited for (its error returned). */
@@ -220,12 +234,14 @@ static cubec_status kernel_layout(cubec_device *device, cubec_kernel kernel, con
     return NULL;
 }
 
-cubec_status cubec_kernel_info_field(cubec_device *device, cubec_kernel kernel, uint32_t index,
-                                     cubec_info_field *out_field)
+cubec_status cubec_kernel_get_info_field(cubec_device *device, cubec_kernel kernel, uint32_t index,
+                                         cubec_info_field *out_field)
 {
-    static const char fn[] = "cubec_kernel_info_field";
+    static const char fn[] = "cubec_kernel_get_info_field";
     if (!out_field) return INVALID_ARG("%s: out_field is NULL", fn);
-    memset(out_field, 0, sizeof *out_field);
+    RETURN_IF_ERROR(
+        API_STRUCT_CHECK(out_field, cubec_info_field, CUBEC_INFO_FIELD_INIT, fn, "out_field"));
+    api_struct_clear(out_field);
     RETURN_IF_ERROR(api_lock(device, fn));
     const pipeline_entry *e = NULL;
     cubec_status err = kernel_layout(device, kernel, fn, &e);
@@ -240,12 +256,14 @@ cubec_status cubec_kernel_info_field(cubec_device *device, cubec_kernel kernel, 
     return api_unlock(device, err);
 }
 
-cubec_status cubec_kernel_info_field_find(cubec_device *device, cubec_kernel kernel,
+cubec_status cubec_kernel_find_info_field(cubec_device *device, cubec_kernel kernel,
                                           const char *name, cubec_info_field *out_field)
 {
-    static const char fn[] = "cubec_kernel_info_field_find";
+    static const char fn[] = "cubec_kernel_find_info_field";
     if (!out_field) return INVALID_ARG("%s: out_field is NULL", fn);
-    memset(out_field, 0, sizeof *out_field);
+    RETURN_IF_ERROR(
+        API_STRUCT_CHECK(out_field, cubec_info_field, CUBEC_INFO_FIELD_INIT, fn, "out_field"));
+    api_struct_clear(out_field);
     if (!name) return INVALID_ARG("%s: name is NULL", fn);
     RETURN_IF_ERROR(api_lock(device, fn));
     const pipeline_entry *e = NULL;
@@ -363,9 +381,19 @@ static cubec_status check_launch(cubec_device *d, const cubec_launch_desc *desc,
     return NULL;
 }
 
-cubec_status cubec_launch(cubec_device *device, cubec_stream stream, const cubec_launch_desc *desc)
+cubec_status cubec_launch(cubec_device *device, cubec_stream stream, const cubec_launch_desc *user)
 {
-    if (!desc) return INVALID_ARG("cubec_launch: desc is NULL");
+    if (!user) return INVALID_ARG("cubec_launch: desc is NULL");
+    /* The hot path: a desc of this library's size is read where it is; an older caller's is
+     * copied into a whole one first. */
+    const cubec_launch_desc *desc = user;
+    cubec_launch_desc whole;
+    if (user->struct_size != sizeof whole) {
+        RETURN_IF_ERROR(API_STRUCT_CHECK(user, cubec_launch_desc, CUBEC_LAUNCH_DESC_INIT,
+                                         "cubec_launch", "desc"));
+        api_struct_read(user, &whole, sizeof whole);
+        desc = &whole;
+    }
     if (desc->buffer_count > 32)
         return INVALID_ARG("cubec_launch: desc->buffer_count %u is more than 32",
                            desc->buffer_count);

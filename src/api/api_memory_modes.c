@@ -3,10 +3,10 @@
 #include "server/memory_windows.h"
 #include "server/streams.h"
 
-cubec_status cubec_memory_mode_push(cubec_device *device, cubec_stream stream,
-                                    cubec_memory_mode mode)
+cubec_status cubec_memory_window_begin(cubec_device *device, cubec_stream stream,
+                                       cubec_memory_mode mode)
 {
-    static const char fn[] = "cubec_memory_mode_push";
+    static const char fn[] = "cubec_memory_window_begin";
     RETURN_IF_ERROR(api_lock(device, fn));
     stream_ref s;
     cubec_status err = api_slot(device, stream, fn, &s);
@@ -14,9 +14,9 @@ cubec_status cubec_memory_mode_push(cubec_device *device, cubec_stream stream,
     return api_unlock(device, err);
 }
 
-cubec_status cubec_memory_mode_pop(cubec_device *device, cubec_stream stream)
+cubec_status cubec_memory_window_end(cubec_device *device, cubec_stream stream)
 {
-    static const char fn[] = "cubec_memory_mode_pop";
+    static const char fn[] = "cubec_memory_window_end";
     RETURN_IF_ERROR(api_lock(device, fn));
     stream_ref s;
     cubec_status err = api_slot(device, stream, fn, &s);
@@ -26,10 +26,10 @@ cubec_status cubec_memory_mode_pop(cubec_device *device, cubec_stream stream)
     return api_unlock(device, err);
 }
 
-cubec_status cubec_memory_mode_get(cubec_device *device, cubec_stream stream,
-                                   cubec_memory_mode *out_mode, uint32_t *out_depth)
+cubec_status cubec_memory_window_get(cubec_device *device, cubec_stream stream,
+                                     cubec_memory_mode *out_mode, uint32_t *out_depth)
 {
-    static const char fn[] = "cubec_memory_mode_get";
+    static const char fn[] = "cubec_memory_window_get";
     /* Cleared on entry (cubec.h): a refused call leaves no stale window behind. */
     if (out_mode) *out_mode = CUBEC_MEMORY_MODE_AUTO;
     if (out_depth) *out_depth = 0;

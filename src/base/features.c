@@ -22,8 +22,9 @@ static const feature_entry *find_bit(uint32_t bit)
     return NULL;
 }
 
-const char *cubec_feature_name(cubec_feature feature)
+const char *cubec_feature_name(uint64_t feature)
 {
+    if (feature >> 32) return "unknown"; /* no feature has a bit there yet */
     const feature_entry *e = find_bit((uint32_t)feature);
     return e ? e->name : "unknown";
 }

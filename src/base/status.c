@@ -63,6 +63,35 @@ const char *cubec_status_message(cubec_status status)
     return status ? status->message : "ok";
 }
 
+/* Whether `code` is one of CUBEC_CODES. */
+static int known_code(cubec_code code)
+{
+#define CODE_KNOWN(name, value, description) || code == name
+    return 0 CUBEC_CODES(CODE_KNOWN);
+#undef CODE_KNOWN
+}
+
+cubec_status cubec_status_new(cubec_code code, const char *fmt, ...)
+{
+    if (code == CUBEC_OK) return NULL;
+    if (!fmt) fmt = "(no message)";
+    va_list ap;
+    va_start(ap, fmt);
+    char *message = strfmtv(fmt, ap);
+    va_end(ap);
+    if (!message) return &oom_status;
+    /* A code outside the list would reach programs that switch over it: refused, keeping the
+     * message so that the callback's failure is not lost. */
+    cubec_status s = known_code(code)
+                         ? status_make(code, "%s", message)
+                         : status_make(CUBEC_INVALID_ARGUMENT,
+                                       "cubec_status_new: code %d is not a cubec_code (see "
+                                       "CUBEC_CODES); the message was: %s",
+                                       (int)code, message);
+    free(message);
+    return s;
+}
+
 void cubec_status_free(cubec_status status)
 {
     if (!status || status == &oom_status) return;

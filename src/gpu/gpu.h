@@ -253,7 +253,7 @@ typedef struct gpu_ops {
     void (*pipeline_cache_enable)(gpu *g);
     /* The memory budget of the heap device pages live in (optional: NULL reads as none). */
     void (*memory_budget)(gpu *g, gpu_budget *out);
-    /* The backend's own objects for a program's code (cubec_device_vulkan_handles); NULL where
+    /* The backend's own objects for a program's code (cubec_device_get_vulkan_handles); NULL where
      * there are none (the null backend). */
     void (*vulkan_handles)(gpu *g, cubec_vulkan_handles *out);
 } gpu_ops;
@@ -308,7 +308,7 @@ typedef enum gpu_backend {
 /* Opens a device of `backend` (src/gpu/gpu.c dispatches to the backend's open). */
 MUST_USE cubec_status gpu_open(gpu_backend backend, const gpu_open_desc *desc, gpu **out);
 void gpu_close(gpu *g);
-/* Enumeration without opening (cubec info, cubec_device_count / _peek). */
+/* Enumeration without opening (cubec info, cubec_device_get_count / _peek). */
 MUST_USE cubec_status gpu_device_count(gpu_backend backend, uint32_t *out_count);
 MUST_USE cubec_status gpu_device_peek(gpu_backend backend, uint32_t index, cubec_device_info *out);
 /* Parses a backend name (a row of GPU_BACKENDS; NULL or "": the first, the default); an unknown

@@ -1,6 +1,6 @@
 /* The members of a kernel's metadata block (CUBEC_INFO, or a push-constant block of the source's
  * own), read from SPIRV-Cross's reflection: names, std430 offsets and sizes, element types and
- * shapes. cubec_kernel_info_field hands them out so that C and bindings fill the block by name
+ * shapes. cubec_kernel_get_info_field hands them out so that C and bindings fill the block by name
  * instead of mirroring it with a C struct, and the launch's size check names them when the
  * caller's size is wrong. Only reflect.c builds a layout (it owns the SPIRV-Cross session). */
 #ifndef CUBEC_KERNEL_INFO_LAYOUT_H
@@ -47,7 +47,7 @@ const kernel_info_field *kernel_info_layout_find(const kernel_info_layout *layou
                                                  const char *name);
 
 /* Writes "name at offset (type), ..." into buf (at most `size` bytes, ending in "..." when cut):
- * the launch's size check and cubec_kernel_info_field_find name the members with it. */
+ * the launch's size check and cubec_kernel_find_info_field name the members with it. */
 void kernel_info_layout_describe(const kernel_info_layout *layout, char *buf, size_t size);
 
 /* The GLSL-like name of a field's type ("float", "vec3", "uint[4]", "dmat2"), into buf. */

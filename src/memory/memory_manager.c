@@ -185,7 +185,7 @@ static cubec_status add_page(memory_manager *m, uint32_t index, uint64_t size, i
 
 static void totals(const memory_manager *m, uint64_t *reserved, uint64_t *in_use, uint64_t *count)
 {
-    cubec_memory_report r;
+    cubec_memory_report r = CUBEC_MEMORY_REPORT_INIT;
     memory_report_fill(m, &r);
     *reserved = r.bytes_reserved;
     *in_use = r.bytes_in_use;

@@ -24,8 +24,8 @@ cubec_status memory_modes_push(memory_modes *mm, uint32_t mode)
                            "CUBEC_MEMORY_MODE_PERSISTENT (1), CUBEC_MEMORY_MODE_DEDICATED (2)",
                            mode);
     if (mm->depth == MEMORY_MODE_MAX_DEPTH)
-        return INVALID_ARG("%u memory mode windows are open already, the most that nest (a push "
-                           "without its pop?)",
+        return INVALID_ARG("%u memory mode windows are open already, the most that nest (a begin "
+                           "without its end?)",
                            MEMORY_MODE_MAX_DEPTH);
     mm->windows[mm->depth++] = (uint8_t)mode;
     return NULL;
@@ -34,8 +34,8 @@ cubec_status memory_modes_push(memory_modes *mm, uint32_t mode)
 cubec_status memory_modes_pop(memory_modes *mm)
 {
     if (mm->depth == 0)
-        return INVALID_ARG("no memory mode window is open on this stream's slot (a pop without "
-                           "its push?)");
+        return INVALID_ARG("no memory mode window is open on this stream's slot (an end without "
+                           "its begin?)");
     mm->depth--;
     return NULL;
 }

@@ -1,8 +1,8 @@
 /* Allocation modes and their windows (spec 3.5), and the two places outside the layout's pools
  * they route to: the persistent pool and dedicated allocations.
  *
- * A stream slot's memory keeps a stack of windows. cubec_memory_mode_push opens one (Auto,
- * Persistent or Dedicated), cubec_memory_mode_pop closes the innermost; the innermost decides how
+ * A stream slot's memory keeps a stack of windows. cubec_memory_window_begin opens one (Auto,
+ * Persistent or Dedicated), cubec_memory_window_end closes the innermost; the innermost decides how
  * the slot's next buffers are allocated (no window: Auto). [memory] persistent_memory bends the
  * rule for the persistent pool:
  *   enabled     Persistent windows route to the persistent pool (the default);

@@ -79,7 +79,7 @@ static compile_job *job_new(const cubec_kernel_desc *desc, uint64_t key)
 {
     compile_job *j = calloc(1, sizeof *j);
     if (!j) return NULL;
-    cubec_kernel_desc measured;
+    cubec_kernel_desc measured = CUBEC_KERNEL_DESC_INIT;
     size_t bytes = copy_desc(desc, &measured, NULL);
     j->copy = malloc(bytes ? bytes : 1);
     if (!j->copy) {

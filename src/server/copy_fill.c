@@ -67,18 +67,26 @@ cubec_status server_builtin_kernels(cubec_device *d)
 {
     if (d->kernels->copy) return NULL;
     cubec_define word1 = {"WORD", "uint"}, word4 = {"WORD", "uvec4"};
-    cubec_kernel_desc c1 = {.name = "cubec.copy",
+    cubec_kernel_desc c1 = {.struct_size = sizeof(cubec_kernel_desc),
+                            .name = "cubec.copy",
                             .glsl = copy_src,
                             .defines = &word1,
                             .define_count = 1,
                             .optimize = 1};
-    cubec_kernel_desc c4 = {.name = "cubec.copy4",
+    cubec_kernel_desc c4 = {.struct_size = sizeof(cubec_kernel_desc),
+                            .name = "cubec.copy4",
                             .glsl = copy_src,
                             .defines = &word4,
                             .define_count = 1,
                             .optimize = 1};
-    cubec_kernel_desc f = {.name = "cubec.fill", .glsl = fill_src, .optimize = 1};
-    cubec_kernel_desc m = {.name = "cubec.move", .glsl = move_src, .optimize = 1};
+    cubec_kernel_desc f = {.struct_size = sizeof(cubec_kernel_desc),
+                           .name = "cubec.fill",
+                           .glsl = fill_src,
+                           .optimize = 1};
+    cubec_kernel_desc m = {.struct_size = sizeof(cubec_kernel_desc),
+                           .name = "cubec.move",
+                           .glsl = move_src,
+                           .optimize = 1};
     pipeline_entry *a, *b, *c, *e;
     RETURN_IF_ERROR(server_kernel_create_locked(d, &c1, &a));
     RETURN_IF_ERROR(server_kernel_create_locked(d, &c4, &b));

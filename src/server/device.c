@@ -2,6 +2,7 @@
  * rings. Closing waits for the GPU, then frees everything still alive, so teardown is
  * validation-clean even when the program forgot to release buffers. */
 #include "server/device.h"
+#include "base/device_registry.h"
 #include "base/log.h"
 #include "server/buffers.h"
 #include "server/compile_queue.h"
@@ -47,9 +48,29 @@ typedef struct device_parts {
     task_hooks tasks;
 } device_parts;
 
+/* A zeroed block for a device at an address no recently closed device had: a stale pointer to a
+ * closed device must stay refused, not name this one (base/device_registry.h). Blocks at such
+ * addresses are held until one at a fresh address is found, then freed. */
+static device_parts *fresh_block(void)
+{
+    enum { TRIES = 64 };
+    device_parts *held[TRIES];
+    device_parts *p = NULL;
+    int n = 0;
+    while (n < TRIES) {
+        p = calloc(1, sizeof *p);
+        if (!p || !device_registry_was_closed(&p->device)) break;
+        held[n++] = p;
+        p = NULL;
+    }
+    while (n > 0)
+        free(held[--n]);
+    return p;
+}
+
 static cubec_device *device_alloc(void)
 {
-    device_parts *p = calloc(1, sizeof *p);
+    device_parts *p = fresh_block();
     if (!p) return NULL;
     cubec_device *d = &p->device;
     d->buffers = &p->buffers;
@@ -124,7 +145,7 @@ static cubec_status check_desc(const cubec_device_desc *desc)
 
 cubec_status server_open(const cubec_device_desc *desc, cubec_device **out)
 {
-    cubec_device_desc zero = {0};
+    cubec_device_desc zero = CUBEC_DEVICE_DESC_INIT;
     if (!desc) desc = &zero;
     RETURN_IF_ERROR(check_desc(desc));
     cubec_device *d = device_alloc();
@@ -222,6 +243,7 @@ cubec_status server_open(const cubec_device_desc *desc, cubec_device **out)
         if (!err) err = host_ring_init(d, &d->rings->readback, 64u << 20, 4, GPU_MEM_READBACK);
         if (!err) err = copy_pool_create(copy_helpers(&d->config), &d->rings->copies);
     }
+    if (!err) err = device_registry_add(d);
     if (err) {
         server_close(d);
         return err;

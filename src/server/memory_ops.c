@@ -168,7 +168,7 @@ cubec_status server_memory_each_slot(cubec_device *d,
                                      void *user)
 {
     sub_poll(d);
-    cubec_memory_report r;
+    cubec_memory_report r = CUBEC_MEMORY_REPORT_INIT;
     for (uint32_t i = 0; i < d->streams->max_streams; i++) {
         if (!d->streams->slots[i].memory) continue;
         memset(&r, 0, sizeof r);
@@ -196,7 +196,7 @@ cubec_status server_memory_cleanup(cubec_device *d, stream_ref s)
 /* Bytes reserved and in use in the pools of every slot. */
 static void device_memory_totals(const cubec_device *d, uint64_t *reserved, uint64_t *in_use)
 {
-    cubec_memory_report r;
+    cubec_memory_report r = CUBEC_MEMORY_REPORT_INIT;
     for (uint32_t i = 0; i < d->streams->max_streams; i++) {
         if (!d->streams->slots[i].memory) continue;
         memory_report_fill(d->streams->slots[i].memory, &r);

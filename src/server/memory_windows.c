@@ -1,4 +1,4 @@
-/* Allocation windows of a stream's slot (cubec_memory_mode_push / _pop / _get, docs/memory.md
+/* Allocation windows of a stream's slot (cubec_memory_window_begin / _pop / _get, docs/memory.md
  * "Modes and windows"). The windows live with the slot's pools (memory/memory_modes.h), which route
  * each allocation by them. */
 #include "server/memory_windows.h"
@@ -17,8 +17,8 @@ cubec_status server_memory_mode_pop(cubec_device *d, stream_ref s)
 {
     memory_manager *m = d->streams->slots[s.slot].memory;
     if (!m)
-        return INVALID_ARG("no memory mode window is open on this stream's slot (a pop without "
-                           "its push?)");
+        return INVALID_ARG("no memory mode window is open on this stream's slot (an end without "
+                           "its begin?)");
     return memory_modes_pop(memory_manager_modes(m));
 }
 

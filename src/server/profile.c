@@ -230,7 +230,8 @@ cubec_status server_profile_end(cubec_device *d, stream_ref s, uint64_t id,
     RETURN_IF_ERROR(lookup(d, s, id, "cubec_profile_end", &p));
     if (!p) return status_make(CUBEC_INTERNAL, "cubec_profile_end: no profile object");
     cubec_status err = NULL;
-    cubec_profile_result r = {.method = d->profiles->timing};
+    cubec_profile_result r = {.struct_size = sizeof(cubec_profile_result),
+                              .method = d->profiles->timing};
     if (d->profiles->timing == CUBEC_TIMING_SYSTEM) {
         uint64_t begin_ns = p->begin_ns;
         err = sync_slot(d, slot);

@@ -4,11 +4,12 @@
  * A stream id packs the device tag (16 bits) over a 48-bit number. Numbers come from one
  * process-wide counter, so every thread's default stream and every cubec_stream_new stream is
  * distinct; the tag makes an id of another device detectable. The slot is number % max_streams.
- * A device remembers the numbers of the ids it handed out (cubec_stream_new, cubec_stream_current)
- * as ranges, a few bytes for a run of streams made one after another, and accepts an explicit id
- * only when it names one of them: a made-up number under the device's tag would otherwise fold
- * onto some slot, possibly one that records another stream's graph. The scheduler's backend (what
- * recording a queued task means) is the task machinery's, handed in at init (server/task.c). */
+ * A device remembers the numbers of the ids it handed out (cubec_stream_new,
+ * cubec_stream_get_current) as ranges, a few bytes for a run of streams made one after another, and
+ * accepts an explicit id only when it names one of them: a made-up number under the device's tag
+ * would otherwise fold onto some slot, possibly one that records another stream's graph. The
+ * scheduler's backend (what recording a queued task means) is the task machinery's, handed in at
+ * init (server/task.c). */
 #include "server/streams.h"
 #include "base/log.h"
 #include "server/buffers.h"
@@ -56,7 +57,7 @@ cubec_status server_stream_resolve(cubec_device *d, cubec_stream stream, const c
         if (!range_set_has(&d->streams->issued, number))
             return INVALID_ARG("%s: stream 0x%016" PRIx64
                                " was not created by cubec_stream_new on this device (nor returned "
-                               "by cubec_stream_current): its number %" PRIu64
+                               "by cubec_stream_get_current): its number %" PRIu64
                                " names no stream of this device",
                                fn, stream, number);
     }

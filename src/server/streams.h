@@ -58,7 +58,7 @@ typedef struct stream_slots {
     uint32_t max_streams;
     int single; /* policy `single`: every thread's current stream is the same */
     /* The numbers of the stream ids this device handed out (cubec_stream_new,
-     * cubec_stream_current): an explicit id must name one of them. */
+     * cubec_stream_get_current): an explicit id must name one of them. */
     range_set issued;
     scheduler sched;
 } stream_slots;

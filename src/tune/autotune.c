@@ -15,6 +15,7 @@
 #include "tune/autotune.h"
 
 #include "api/api_common.h"
+#include "api/api_struct.h"
 #include "base/hash.h"
 #include "base/log.h"
 #include "base/strfmt.h"
@@ -87,13 +88,18 @@ static cubec_status reentered(const cubec_tuner *t, const char *fn)
 
 /* ---- creation ---------------------------------------------------------------------------- */
 
-cubec_status cubec_tuner_create(cubec_device *device, const cubec_tuner_desc *desc,
+cubec_status cubec_tuner_create(cubec_device *device, const cubec_tuner_desc *user,
                                 cubec_tuner **out_tuner)
 {
     if (!out_tuner) return INVALID_ARG("cubec_tuner_create: out_tuner is NULL");
     *out_tuner = NULL;
-    if (!device) return INVALID_ARG("cubec_tuner_create: device is NULL");
-    if (!desc) return INVALID_ARG("cubec_tuner_create: desc is NULL");
+    RETURN_IF_ERROR(api_device(device, "cubec_tuner_create"));
+    if (!user) return INVALID_ARG("cubec_tuner_create: desc is NULL");
+    RETURN_IF_ERROR(API_STRUCT_CHECK(user, cubec_tuner_desc, CUBEC_TUNER_DESC_INIT,
+                                     "cubec_tuner_create", "desc"));
+    cubec_tuner_desc whole = CUBEC_TUNER_DESC_INIT;
+    api_struct_read(user, &whole, sizeof whole);
+    const cubec_tuner_desc *desc = &whole;
     if (!desc->name || !desc->name[0])
         return INVALID_ARG("cubec_tuner_create: desc->name is %s (a tuner needs a name)",
                            desc->name ? "empty" : "NULL");
@@ -478,7 +484,7 @@ static cubec_status run_once(cubec_device *d, cubec_stream s, const cubec_tune_c
         reject(o, status_annotate(st, "its run returned an error"));
         return settle(d, s);
     }
-    cubec_profile_result r;
+    cubec_profile_result r = CUBEC_PROFILE_RESULT_INIT;
     st = cubec_profile_end(d, s, p, &r);
     if (st) {
         if (cubec_status_code(st) != CUBEC_PROFILE_INVALID) return st;
@@ -605,13 +611,17 @@ static cubec_status choose(cubec_tuner *t, cubec_stream stream, const cubec_tune
     t->outcomes = outcomes;
     t->outcome_count = r->candidate_count;
     if (r->candidate_count == 1) {
-        *out = (cubec_tune_result){.index = 0, .source = CUBEC_TUNE_SINGLE};
+        *out = (cubec_tune_result){
+            .struct_size = sizeof(cubec_tune_result), .index = 0, .source = CUBEC_TUNE_SINGLE};
         return NULL;
     }
     const choice *c = find_choice(t, r->key);
     char why[512];
     if (c && choice_fits(r, c->count, c->index, c->name, c->checksum, why, sizeof why)) {
-        *out = (cubec_tune_result){c->index, CUBEC_TUNE_MEMORY, c->median_ns};
+        *out = (cubec_tune_result){.struct_size = sizeof(cubec_tune_result),
+                                   .index = c->index,
+                                   .source = CUBEC_TUNE_MEMORY,
+                                   .median_ns = c->median_ns};
         return NULL;
     }
     uint32_t index = 0;
@@ -620,7 +630,10 @@ static cubec_status choose(cubec_tuner *t, cubec_stream stream, const cubec_tune
         remember(t, r, index, median);
         LOG(LOG_DEBUG, LOG_SYS_PROFILING, "autotune: tuner '%s', key '%s': %s, stored", t->name,
             r->key, r->candidates[index].name);
-        *out = (cubec_tune_result){index, CUBEC_TUNE_DISK, median};
+        *out = (cubec_tune_result){.struct_size = sizeof(cubec_tune_result),
+                                   .index = index,
+                                   .source = CUBEC_TUNE_DISK,
+                                   .median_ns = median};
         return NULL;
     }
     RETURN_IF_ERROR(measure(t, stream, r, &index, &median));
@@ -629,25 +642,36 @@ static cubec_status choose(cubec_tuner *t, cubec_stream stream, const cubec_tune
     LOG(LOG_INFO, LOG_SYS_PROFILING,
         "autotune: tuner '%s', key '%s': chose %s (median %.3f us) of %" PRIu32 " candidates",
         t->name, r->key, r->candidates[index].name, (double)median / 1e3, r->candidate_count);
-    *out = (cubec_tune_result){index, CUBEC_TUNE_MEASURED, median};
+    *out = (cubec_tune_result){.struct_size = sizeof(cubec_tune_result),
+                               .index = index,
+                               .source = CUBEC_TUNE_MEASURED,
+                               .median_ns = median};
     return NULL;
 }
 
 cubec_status cubec_tune_choose(cubec_tuner *tuner, cubec_stream stream,
-                               const cubec_tune_request *request, cubec_tune_result *out_result)
+                               const cubec_tune_request *user, cubec_tune_result *out_result)
 {
     if (!out_result) return INVALID_ARG("cubec_tune_choose: out_result is NULL");
-    memset(out_result, 0, sizeof *out_result);
+    RETURN_IF_ERROR(API_STRUCT_CHECK(out_result, cubec_tune_result, CUBEC_TUNE_RESULT_INIT,
+                                     "cubec_tune_choose", "out_result"));
+    if (user)
+        RETURN_IF_ERROR(API_STRUCT_CHECK(user, cubec_tune_request, CUBEC_TUNE_REQUEST_INIT,
+                                         "cubec_tune_choose", "request"));
+    api_struct_clear(out_result);
     if (!tuner) return INVALID_ARG("cubec_tune_choose: tuner is NULL");
-    if (!request) return INVALID_ARG("cubec_tune_choose: request is NULL");
+    if (!user) return INVALID_ARG("cubec_tune_choose: request is NULL");
+    cubec_tune_request whole = CUBEC_TUNE_REQUEST_INIT;
+    api_struct_read(user, &whole, sizeof whole);
+    const cubec_tune_request *request = &whole;
     if (measuring_here(tuner)) return reentered(tuner, "cubec_tune_choose");
     atomic_fetch_add(&tuner->users, 1);
     pthread_mutex_lock(&tuner->lock);
-    cubec_tune_result r = {0};
+    cubec_tune_result r = CUBEC_TUNE_RESULT_INIT;
     cubec_status err = choose(tuner, stream, request, &r);
     pthread_mutex_unlock(&tuner->lock);
     atomic_fetch_sub(&tuner->users, 1);
-    if (!err) *out_result = r;
+    if (!err) api_struct_write(out_result, &r);
     return err;
 }
 
@@ -655,7 +679,9 @@ cubec_status cubec_tune_outcome_get(cubec_tuner *tuner, uint32_t index,
                                     cubec_tune_outcome *out_outcome)
 {
     if (!out_outcome) return INVALID_ARG("cubec_tune_outcome_get: out_outcome is NULL");
-    memset(out_outcome, 0, sizeof *out_outcome);
+    RETURN_IF_ERROR(API_STRUCT_CHECK(out_outcome, cubec_tune_outcome, CUBEC_TUNE_OUTCOME_INIT,
+                                     "cubec_tune_outcome_get", "out_outcome"));
+    api_struct_clear(out_outcome);
     if (!tuner) return INVALID_ARG("cubec_tune_outcome_get: tuner is NULL");
     if (measuring_here(tuner)) return reentered(tuner, "cubec_tune_outcome_get");
     atomic_fetch_add(&tuner->users, 1);
@@ -666,7 +692,7 @@ cubec_status cubec_tune_outcome_get(cubec_tuner *tuner, uint32_t index,
                           "last chose among %" PRIu32 " candidates",
                           index, tuner->name, tuner->outcome_count);
     else
-        *out_outcome = tuner->outcomes[index];
+        api_struct_write(out_outcome, &tuner->outcomes[index]);
     pthread_mutex_unlock(&tuner->lock);
     atomic_fetch_sub(&tuner->users, 1);
     return err;

@@ -31,7 +31,8 @@ static int setup(void **state)
         f->data[i] = i * 7 + 3;
     ASSERT_OK(cubec_buffer_from(f->d, 0, f->data, sizeof f->data, &f->a));
     ASSERT_OK(cubec_buffer_from(f->d, 0, f->data, sizeof f->data, &f->b));
-    cubec_kernel_desc kd = {.name = "add", .glsl = ok_src};
+    cubec_kernel_desc kd = {
+        .struct_size = sizeof(cubec_kernel_desc), .name = "add", .glsl = ok_src};
     ASSERT_OK(cubec_kernel_create(f->d, &kd, &f->k));
     *state = f;
     return 0;
@@ -75,7 +76,7 @@ static void test_null_arguments(void **state)
     ASSERT_ERROR(cubec_launch(f->d, 0, NULL), CUBEC_INVALID_ARGUMENT, "desc is NULL");
     ASSERT_ERROR(cubec_kernel_create(f->d, NULL, &f->k), CUBEC_INVALID_ARGUMENT, "desc is NULL");
     ASSERT_ERROR(cubec_event_wait(NULL), CUBEC_INVALID_ARGUMENT, "event is NULL");
-    cubec_raw_buffer raw = {1, 1, 1, 1};
+    cubec_raw_buffer raw = {.struct_size = sizeof raw, 1, 1, 1, 1};
     cubec_guard guard = {7};
     ASSERT_ERROR(cubec_buffer_raw(f->d, 0, f->a, NULL, &guard), CUBEC_INVALID_ARGUMENT, "out_raw");
     assert_int_equal(guard.id, 0);
@@ -101,7 +102,7 @@ static void test_released_handles(void **state)
     uint32_t x[4];
     ASSERT_ERROR(cubec_read(f->d, 0, tmp, 0, x, sizeof x), CUBEC_INVALID_ARGUMENT, "released");
     ASSERT_ERROR(cubec_buffer_release(f->d, tmp), CUBEC_INVALID_ARGUMENT, "released");
-    cubec_raw_buffer raw;
+    cubec_raw_buffer raw = CUBEC_RAW_BUFFER_INIT;
     cubec_guard guard = {7};
     ASSERT_ERROR(cubec_buffer_raw(f->d, 0, tmp, &raw, &guard), CUBEC_INVALID_ARGUMENT, "released");
     assert_int_equal(guard.id, 0);
@@ -112,12 +113,13 @@ static void test_released_handles(void **state)
     ASSERT_ERROR(cubec_write(f->d, 0, tmp, 0, x, sizeof x), CUBEC_INVALID_ARGUMENT, "released");
     ASSERT_OK(cubec_buffer_release(f->d, fresh));
     cubec_kernel k;
-    cubec_kernel_desc kd = {.glsl = ok_src};
+    cubec_kernel_desc kd = {.struct_size = sizeof(cubec_kernel_desc), .glsl = ok_src};
     ASSERT_OK(cubec_kernel_create(f->d, &kd, &k));
     ASSERT_OK(cubec_kernel_destroy(f->d, k));
     cubec_buffer bufs[2] = {f->a, f->b};
     uint32_t add = 1;
-    cubec_launch_desc ld = {.kernel = k,
+    cubec_launch_desc ld = {.struct_size = sizeof(cubec_launch_desc),
+                            .kernel = k,
                             .buffers = bufs,
                             .buffer_count = 2,
                             .info = &add,
@@ -140,7 +142,8 @@ static void test_other_device(void **state)
                  "another device");
     cubec_buffer bufs[2] = {foreign, f->b};
     uint32_t add = 1;
-    cubec_launch_desc ld = {.kernel = f->k,
+    cubec_launch_desc ld = {.struct_size = sizeof(cubec_launch_desc),
+                            .kernel = f->k,
                             .buffers = bufs,
                             .buffer_count = 2,
                             .info = &add,
@@ -183,7 +186,7 @@ static void test_zero_size(void **state)
     cubec_buffer z;
     ASSERT_OK(cubec_buffer_create(f->d, 0, 0, &z));
     uint64_t size = 99;
-    ASSERT_OK(cubec_buffer_size(f->d, z, &size));
+    ASSERT_OK(cubec_buffer_get_size(f->d, z, &size));
     assert_int_equal(size, 0);
     uint32_t x = 5;
     ASSERT_OK(cubec_write(f->d, 0, z, 0, &x, 0));
@@ -192,7 +195,8 @@ static void test_zero_size(void **state)
     ASSERT_OK(cubec_write(f->d, 0, f->a, 0, &x, 0)); /* 0 bytes into a real buffer: no change */
     cubec_buffer bufs[2] = {z, f->b};
     uint32_t add = 1;
-    cubec_launch_desc ld = {.kernel = f->k,
+    cubec_launch_desc ld = {.struct_size = sizeof(cubec_launch_desc),
+                            .kernel = f->k,
                             .buffers = bufs,
                             .buffer_count = 2,
                             .info = &add,
@@ -209,7 +213,7 @@ static void test_zero_size(void **state)
 static void test_too_large(void **state)
 {
     fixture *f = *state;
-    cubec_device_info info;
+    cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
     ASSERT_OK(cubec_device_get_info(f->d, &info));
     cubec_buffer huge = {77};
     ASSERT_ERROR(cubec_buffer_create(f->d, 0, UINT64_MAX, &huge), CUBEC_OUT_OF_MEMORY, "bytes");
@@ -221,11 +225,12 @@ static void test_too_large(void **state)
 static void test_launch_mismatch(void **state)
 {
     fixture *f = *state;
-    cubec_device_info info;
+    cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
     ASSERT_OK(cubec_device_get_info(f->d, &info));
     cubec_buffer bufs[3] = {f->a, f->b, f->a};
     uint64_t add = 1;
-    cubec_launch_desc ld = {.kernel = f->k,
+    cubec_launch_desc ld = {.struct_size = sizeof(cubec_launch_desc),
+                            .kernel = f->k,
                             .buffers = bufs,
                             .buffer_count = 1,
                             .info = &add,
@@ -263,7 +268,8 @@ static void test_bad_kernels(void **state)
     fixture *f = *state;
     cubec_kernel k = {55};
     /* GLSL that does not compile: shaderc's diagnostics name the line. */
-    cubec_kernel_desc kd = {.name = "broken",
+    cubec_kernel_desc kd = {.struct_size = sizeof(cubec_kernel_desc),
+                            .name = "broken",
                             .glsl = "#version 450\n"
                                     "layout(local_size_x = 1) in;\n"
                                     "void main() {\n"
@@ -273,20 +279,27 @@ static void test_bad_kernels(void **state)
     assert_int_equal(k.id, 0);
     /* Malformed SPIR-V: garbage, and a valid header with nothing after it. */
     uint32_t garbage[8] = {1, 2, 3, 4, 5, 6, 7, 8};
-    cubec_kernel_desc sd = {.name = "garbage", .spirv = garbage, .spirv_words = 8};
+    cubec_kernel_desc sd = {.struct_size = sizeof(cubec_kernel_desc),
+                            .name = "garbage",
+                            .spirv = garbage,
+                            .spirv_words = 8};
     ASSERT_ERROR(cubec_kernel_create(f->d, &sd, &k), CUBEC_INVALID_SPIRV, "garbage");
     uint32_t header[5] = {0x07230203u, 0x00010000u, 0, 1, 0};
     sd.spirv = header;
     sd.spirv_words = 5;
     ASSERT_ERROR(cubec_kernel_create(f->d, &sd, &k), CUBEC_INVALID_SPIRV, NULL);
     /* Both or neither source. */
-    cubec_kernel_desc both = {.glsl = ok_src, .spirv = garbage, .spirv_words = 8};
+    cubec_kernel_desc both = {.struct_size = sizeof(cubec_kernel_desc),
+                              .glsl = ok_src,
+                              .spirv = garbage,
+                              .spirv_words = 8};
     ASSERT_ERROR(cubec_kernel_create(f->d, &both, &k), CUBEC_INVALID_ARGUMENT, "exactly one");
-    cubec_kernel_desc neither = {.name = "x"};
+    cubec_kernel_desc neither = {.struct_size = sizeof(cubec_kernel_desc), .name = "x"};
     ASSERT_ERROR(cubec_kernel_create(f->d, &neither, &k), CUBEC_INVALID_ARGUMENT, "exactly one");
     /* A workgroup larger than the device allows: like every device limit, CUBEC_UNSUPPORTED
      * (tests/vulkan/test_kernel_limits.c checks each limit). */
-    cubec_kernel_desc big = {.name = "wide",
+    cubec_kernel_desc big = {.struct_size = sizeof(cubec_kernel_desc),
+                             .name = "wide",
                              .glsl = "#version 450\n"
                                      "layout(local_size_x = 1024, local_size_y = 1024) in;\n"
                                      "void main() {}\n"};

@@ -115,7 +115,7 @@ static void write_ini_text(const char *text)
 
 static cubec_status open_null(const cubec_device_desc *given, cubec_device **out)
 {
-    cubec_device_desc desc = given ? *given : (cubec_device_desc){0};
+    cubec_device_desc desc = given ? *given : (cubec_device_desc)CUBEC_DEVICE_DESC_INIT;
     desc.backend = "null";
     *out = NULL;
     return cubec_device_open(&desc, out);
@@ -152,7 +152,7 @@ static cubec_device_info expect_opens(const cubec_device_desc *desc)
 {
     cubec_device *d = NULL;
     ASSERT_OK(open_null(desc, &d));
-    cubec_device_info info;
+    cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
     ASSERT_OK(cubec_device_get_info(d, &info));
     cubec_device_close(d);
     return info;
@@ -418,18 +418,32 @@ static void test_integer_ranges(void **state)
 static void test_desc_ranges(void **state)
 {
     (void)state;
-    EXPECT_REFUSED(&((cubec_device_desc){.tasks_max = 4000000000u}), "desc->tasks_max",
-                   "4000000000", "1..65536");
-    EXPECT_REFUSED(&((cubec_device_desc){.tasks_max = 65537}), "desc->tasks_max", "65537");
-    EXPECT_REFUSED(&((cubec_device_desc){.null_delay_us = 4000000000u}), "desc->null_delay_us",
-                   "4000000000", "0..10000000");
-    EXPECT_REFUSED(&((cubec_device_desc){.null_delay_us = 10000001}), "desc->null_delay_us",
-                   "10000001");
-    assert_int_equal(expect_opens(&((cubec_device_desc){.tasks_max = 65536})).tasks_max, 65536);
-    assert_int_equal(expect_opens(&((cubec_device_desc){.tasks_max = 1})).tasks_max, 1);
+    EXPECT_REFUSED(
+        &((cubec_device_desc){.struct_size = sizeof(cubec_device_desc), .tasks_max = 4000000000u}),
+        "desc->tasks_max", "4000000000", "1..65536");
+    EXPECT_REFUSED(
+        &((cubec_device_desc){.struct_size = sizeof(cubec_device_desc), .tasks_max = 65537}),
+        "desc->tasks_max", "65537");
+    EXPECT_REFUSED(&((cubec_device_desc){.struct_size = sizeof(cubec_device_desc),
+                                         .null_delay_us = 4000000000u}),
+                   "desc->null_delay_us", "4000000000", "0..10000000");
+    EXPECT_REFUSED(
+        &((cubec_device_desc){.struct_size = sizeof(cubec_device_desc), .null_delay_us = 10000001}),
+        "desc->null_delay_us", "10000001");
+    assert_int_equal(expect_opens(&((cubec_device_desc){.struct_size = sizeof(cubec_device_desc),
+                                                        .tasks_max = 65536}))
+                         .tasks_max,
+                     65536);
+    assert_int_equal(expect_opens(&((cubec_device_desc){.struct_size = sizeof(cubec_device_desc),
+                                                        .tasks_max = 1}))
+                         .tasks_max,
+                     1);
     /* The desc wins over the environment, which is still checked. */
     setenv("CUBEC_TASKS_MAX", "9", 1);
-    assert_int_equal(expect_opens(&((cubec_device_desc){.tasks_max = 3})).tasks_max, 3);
+    assert_int_equal(expect_opens(&((cubec_device_desc){.struct_size = sizeof(cubec_device_desc),
+                                                        .tasks_max = 3}))
+                         .tasks_max,
+                     3);
 }
 
 /* CUBEC_DEVICE: all digits is an index; one that does not fit 32 bits used to wrap (4294967296
@@ -487,7 +501,7 @@ static void test_other_kinds(void **state)
         EXPECT_REFUSED(NULL, cases[i].env, value, cases[i].says);
         unsetenv(cases[i].env);
     }
-    setenv("CUBEC_BACKEND", "", 1); /* empty: the default, as for cubec_device_count */
+    setenv("CUBEC_BACKEND", "", 1); /* empty: the default, as for cubec_device_get_count */
     cubec_config c;
     ASSERT_OK(config_load_from(&c, NULL, 1));
     assert_int_equal(c.backend, GPU_BACKEND_vulkan);

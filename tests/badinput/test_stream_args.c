@@ -46,7 +46,8 @@ typedef struct fixture {
 
 static cubec_launch_desc step_desc(fixture *f, const cubec_buffer *buf, const uint32_t *add)
 {
-    return (cubec_launch_desc){.kernel = f->step,
+    return (cubec_launch_desc){.struct_size = sizeof(cubec_launch_desc),
+                               .kernel = f->step,
                                .buffers = buf,
                                .buffer_count = 1,
                                .info = add,
@@ -86,9 +87,11 @@ static int setup(void **state)
     }
     ASSERT_OK(cubec_buffer_from(f->d, f->a, f->want_x, sizeof f->want_x, &f->x));
     ASSERT_OK(cubec_buffer_from(f->d, f->b, f->want_y, sizeof f->want_y, &f->y));
-    cubec_kernel_desc kd = {.name = "step", .glsl = step_src};
+    cubec_kernel_desc kd = {
+        .struct_size = sizeof(cubec_kernel_desc), .name = "step", .glsl = step_src};
     ASSERT_OK(cubec_kernel_create(f->d, &kd, &f->step));
-    cubec_kernel_desc kc = {.name = "copy_add", .glsl = copy_add_src};
+    cubec_kernel_desc kc = {
+        .struct_size = sizeof(cubec_kernel_desc), .name = "copy_add", .glsl = copy_add_src};
     ASSERT_OK(cubec_kernel_create(f->d, &kc, &f->copy_add));
     queue_work(f, 1);
     *state = f;
@@ -154,7 +157,7 @@ static void expect_stream_refused_why(fixture *f, cubec_stream s, const char *wh
     assert_int_equal(out.id, 0);
     REFUSED(cubec_sync(f->d, s), "cubec_sync");
     REFUSED(cubec_flush(f->d, s), "cubec_flush");
-    cubec_memory_report r;
+    cubec_memory_report r = CUBEC_MEMORY_REPORT_INIT;
     REFUSED(cubec_memory_report_get(f->d, s, &r), "cubec_memory_report_get");
     REFUSED(cubec_memory_cleanup(f->d, s), "cubec_memory_cleanup");
 #undef REFUSED
@@ -175,7 +178,7 @@ static void test_stream_of_another_device(void **state)
     expect_stream_refused(f, f->foreign);
     /* The other device's current stream too (its id carries that device's tag). */
     cubec_stream other_current;
-    ASSERT_OK(cubec_stream_current(f->other, &other_current));
+    ASSERT_OK(cubec_stream_get_current(f->other, &other_current));
     expect_stream_refused(f, other_current);
     /* And the stream is fine on its own device. */
     cubec_buffer t;
@@ -226,7 +229,7 @@ typedef struct current_of_thread {
 static void *ask_current(void *arg)
 {
     current_of_thread *c = arg;
-    c->st = cubec_stream_current(c->d, &c->id);
+    c->st = cubec_stream_get_current(c->d, &c->id);
     return NULL;
 }
 
@@ -241,7 +244,7 @@ static void test_streams_handed_out_are_accepted(void **state)
     pthread_join(t, NULL);
     ASSERT_OK(c.st);
     cubec_stream mine;
-    ASSERT_OK(cubec_stream_current(f->d, &mine));
+    ASSERT_OK(cubec_stream_get_current(f->d, &mine));
     assert_true(mine != c.id);
     cubec_stream on[] = {f->a, f->b, mine, c.id};
     for (uint32_t i = 0; i < 4; i++) {
@@ -268,7 +271,8 @@ static void test_released_buffer_on_another_stream(void **state)
     /* b queues a kernel reading t; a releases t while it is queued. */
     uint32_t add = 5;
     cubec_buffer io[2] = {t, out};
-    cubec_launch_desc ld = {.kernel = f->copy_add,
+    cubec_launch_desc ld = {.struct_size = sizeof(cubec_launch_desc),
+                            .kernel = f->copy_add,
                             .buffers = io,
                             .buffer_count = 2,
                             .info = &add,

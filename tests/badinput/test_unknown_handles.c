@@ -125,7 +125,7 @@ static void test_buffers(void **state)
 static void test_kernels(void **state)
 {
     fixture *f = *state;
-    cubec_kernel_info info;
+    cubec_kernel_info info = CUBEC_KERNEL_INFO_INIT;
     expect_unknown(cubec_kernel_get_info(f->d, (cubec_kernel){made_up()}, &info),
                    CUBEC_INVALID_ARGUMENT, "cubec_kernel_get_info: kernel: kernel handle");
     expect_unknown(cubec_kernel_destroy(f->d, (cubec_kernel){never_issued(f->step.id)}),
@@ -162,7 +162,7 @@ static void test_graphs(void **state)
 static void test_profiles(void **state)
 {
     fixture *f = *state;
-    cubec_profile_result r;
+    cubec_profile_result r = CUBEC_PROFILE_RESULT_INIT;
     expect_unknown(cubec_profile_end(f->d, f->s, (cubec_profile){made_up()}, &r),
                    CUBEC_INVALID_ARGUMENT,
                    "cubec_profile_end: profile: profile handle 0x7abc000012345678 is unknown: no "
@@ -216,7 +216,8 @@ static void test_released_handles_never_alias(void **state)
 {
     (void)state;
     cubec_device *d = NULL;
-    ASSERT_OK(cubec_device_open(&(cubec_device_desc){.backend = "null"}, &d));
+    ASSERT_OK(cubec_device_open(
+        &(cubec_device_desc){.struct_size = sizeof(cubec_device_desc), .backend = "null"}, &d));
     cubec_stream s = new_stream(d);
     uint32_t old_words[N], new_words[N], got[N];
     for (uint32_t i = 0; i < N; i++) {
@@ -252,7 +253,7 @@ static void test_released_handles_never_alias(void **state)
     expect_unknown(cubec_read(d, s, stale, 0, got, sizeof got), CUBEC_INVALID_ARGUMENT, needle);
     for (uint32_t i = 0; i < N; i++)
         assert_int_equal(got[i], 0xababababu); /* nothing was read */
-    cubec_kernel_info ki;
+    cubec_kernel_info ki = CUBEC_KERNEL_INFO_INIT;
     expect_unknown(cubec_kernel_get_info(d, stale_k, &ki), CUBEC_INVALID_ARGUMENT,
                    "is stale: that kernel was destroyed");
     expect_unknown(cubec_buffer_release(d, stale), CUBEC_INVALID_ARGUMENT,

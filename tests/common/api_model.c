@@ -941,14 +941,16 @@ static void op_retain_size(fuzz *f)
     }
     uint64_t size = 12345;
     if (chance(f, 8)) {
-        note(f, "cubec_buffer_size(buf %d, NULL)", i);
-        expect(f, cubec_buffer_size(f->d, b->h, NULL), refused(f), "cubec_buffer_size NULL");
+        note(f, "cubec_buffer_get_size(buf %d, NULL)", i);
+        expect(f, cubec_buffer_get_size(f->d, b->h, NULL), refused(f),
+               "cubec_buffer_get_size NULL");
         return;
     }
-    note(f, "cubec_buffer_size(buf %d)", i);
-    if (!expect(f, cubec_buffer_size(f->d, b->h, &size), allow(f, C_NONE), "cubec_buffer_size") &&
+    note(f, "cubec_buffer_get_size(buf %d)", i);
+    if (!expect(f, cubec_buffer_get_size(f->d, b->h, &size), allow(f, C_NONE),
+                "cubec_buffer_get_size") &&
         size != b->size)
-        die(f, "cubec_buffer_size of buf %d is %" PRIu64 ", the model says %" PRIu64, i, size,
+        die(f, "cubec_buffer_get_size of buf %d is %" PRIu64 ", the model says %" PRIu64, i, size,
             b->size);
 }
 
@@ -1320,7 +1322,8 @@ static cubec_status issue(fuzz *f, int s, const m_op *o)
         return cubec_fill(f->d, stream_of(f, s), o->h0, o->fill_off, o->fill_size, o->mul);
     uint32_t info[3] = {o->n, o->mul, o->add};
     cubec_buffer bufs[2] = {o->h0, o->h1};
-    cubec_launch_desc ld = {.kernel = o->k,
+    cubec_launch_desc ld = {.struct_size = sizeof(cubec_launch_desc),
+                            .kernel = o->k,
                             .buffers = bufs,
                             .buffer_count = o->kind == K_CONSUME ? 2 : 1,
                             .info = info,
@@ -1445,7 +1448,8 @@ static void launch_refused(fuzz *f, int s, const m_op *o)
     uint32_t info[3] = {o->n, o->mul, o->add};
     cubec_buffer bufs[3] = {o->h0, o->kind == K_CONSUME ? o->h1 : NONE, NONE};
     uint32_t count = o->kind == K_CONSUME ? 2 : 1;
-    cubec_launch_desc ld = {.kernel = o->k,
+    cubec_launch_desc ld = {.struct_size = sizeof(cubec_launch_desc),
+                            .kernel = o->k,
                             .buffers = bufs,
                             .buffer_count = count,
                             .info = info,
@@ -1525,22 +1529,22 @@ static const char *kernel_source(int kind)
  * count is refused. */
 static void model_info_field(fuzz *f, cubec_kernel k)
 {
-    cubec_kernel_info ki;
+    cubec_kernel_info ki = CUBEC_KERNEL_INFO_INIT;
     if (expect(f, cubec_kernel_get_info(f->d, k, &ki), allow(f, C_NONE), "cubec_kernel_get_info"))
         return;
     uint32_t index = rnd(f, ki.info_field_count + 1);
-    cubec_info_field field, by_name;
-    note(f, "cubec_kernel_info_field(%u of %u)", index, ki.info_field_count);
+    cubec_info_field field = CUBEC_INFO_FIELD_INIT, by_name = CUBEC_INFO_FIELD_INIT;
+    note(f, "cubec_kernel_get_info_field(%u of %u)", index, ki.info_field_count);
     if (index == ki.info_field_count) {
-        expect(f, cubec_kernel_info_field(f->d, k, index, &field), refused(f),
-               "cubec_kernel_info_field past the count");
+        expect(f, cubec_kernel_get_info_field(f->d, k, index, &field), refused(f),
+               "cubec_kernel_get_info_field past the count");
         return;
     }
-    if (expect(f, cubec_kernel_info_field(f->d, k, index, &field), allow(f, C_NONE),
-               "cubec_kernel_info_field"))
+    if (expect(f, cubec_kernel_get_info_field(f->d, k, index, &field), allow(f, C_NONE),
+               "cubec_kernel_get_info_field"))
         return;
-    if (!expect(f, cubec_kernel_info_field_find(f->d, k, field.name, &by_name), allow(f, C_NONE),
-                "cubec_kernel_info_field_find") &&
+    if (!expect(f, cubec_kernel_find_info_field(f->d, k, field.name, &by_name), allow(f, C_NONE),
+                "cubec_kernel_find_info_field") &&
         (by_name.offset != field.offset || by_name.size != field.size))
         die(f, "field '%s' is at %u by index but at %u by name", field.name, field.offset,
             by_name.offset);
@@ -1554,8 +1558,11 @@ static void op_kernel(fuzz *f)
         snprintf(value, sizeof value, "%u", ++f->kernel_variants);
         snprintf(name, sizeof name, "variant%u", f->kernel_variants);
         cubec_define def = {"FUZZ_VARIANT", value};
-        cubec_kernel_desc kd = {
-            .name = name, .glsl = kernel_source(kind), .defines = &def, .define_count = 1};
+        cubec_kernel_desc kd = {.struct_size = sizeof(cubec_kernel_desc),
+                                .name = name,
+                                .glsl = kernel_source(kind),
+                                .defines = &def,
+                                .define_count = 1};
         cubec_kernel k = {0x77};
         note(f, "cubec_kernel_create(%s, kind %d)", name, kind);
         if (!expect(f, cubec_kernel_create(f->d, &kd, &k), allow(f, C_COMPILES),
@@ -1567,7 +1574,7 @@ static void op_kernel(fuzz *f)
     }
     int i = pick_kernel(f);
     if (chance(f, 4)) {
-        cubec_kernel_info ki;
+        cubec_kernel_info ki = CUBEC_KERNEL_INFO_INIT;
         note(f, "cubec_kernel_get_info(kernel %d)", i);
         if (!expect(f, cubec_kernel_get_info(f->d, f->kernels[i].h, &ki), allow(f, C_NONE),
                     "cubec_kernel_get_info") &&
@@ -1584,7 +1591,7 @@ static void op_kernel(fuzz *f)
     f->kernels[i] = f->kernels[--f->nkernels];
     if (chance(f, 2)) {
         uint32_t dead = f->dead_kernel_count < DEAD ? f->dead_kernel_count : DEAD;
-        cubec_kernel_info ki;
+        cubec_kernel_info ki = CUBEC_KERNEL_INFO_INIT;
         note(f, "cubec_kernel_get_info(destroyed kernel)");
         expect(f, cubec_kernel_get_info(f->d, f->dead_kernels[rnd(f, dead)], &ki), refused(f),
                "cubec_kernel_get_info of a destroyed kernel");
@@ -1706,7 +1713,7 @@ static void op_profile(fuzz *f)
     uint32_t dead = f->dead_profile_count < DEAD ? f->dead_profile_count : DEAD;
     if (dead && chance(f, 8)) {
         cubec_profile stale = f->dead_profiles[rnd(f, dead)];
-        cubec_profile_result r;
+        cubec_profile_result r = CUBEC_PROFILE_RESULT_INIT;
         note(f, "cubec_profile_end(stale profile)");
         expect(f, cubec_profile_end(f->d, stream_of(f, 0), stale, &r), refused(f),
                "cubec_profile_end of a consumed profile");
@@ -1736,7 +1743,7 @@ static void op_profile(fuzz *f)
         drop_profile(f, i);
         return;
     }
-    cubec_profile_result r;
+    cubec_profile_result r = CUBEC_PROFILE_RESULT_INIT;
     if (f->nstreams > 1 && chance(f, 8)) {
         int other = (p->stream + 1 + (int)rnd(f, (uint32_t)f->nstreams - 1)) % f->nstreams;
         note(f, "cubec_profile_end(profile on stream[%d]) from stream[%d]", p->stream, other);
@@ -1752,6 +1759,7 @@ static void op_profile(fuzz *f)
     note(f, "cubec_profile_end(profile on stream[%d])%s", s,
          p->poisoned ? " (may be invalid)" : "");
     memset(&r, 0x5a, sizeof r);
+    r.struct_size = sizeof r;
     uint64_t t_begin = p->t_begin;
     cubec_code c =
         expect(f, cubec_profile_end(f->d, stream_of(f, s), p->p, &r), ok, "cubec_profile_end");
@@ -2039,7 +2047,7 @@ static void op_memory(fuzz *f)
                "cubec_memory_cleanup");
         return;
     default: {
-        static cubec_memory_report r;
+        static cubec_memory_report r = CUBEC_MEMORY_REPORT_INIT;
         /* Quiesced (every stream synced): what no handle, guard, graph or event holds has gone
          * back, so the bytes in use lie between what live handles and guards hold and what the
          * model holds at all. */
@@ -2112,8 +2120,9 @@ static void op_fault(fuzz *f)
     int kind = kinds[rnd(f, sizeof kinds / sizeof kinds[0])];
     uint64_t n = 1 + rnd(f, 3);
     uint64_t counts[CUBEC_FAULT_KIND_COUNT];
-    note(f, "cubec_fault_counts");
-    if (expect(f, cubec_fault_counts(f->d, counts), allow(f, C_NONE), "cubec_fault_counts")) return;
+    note(f, "cubec_fault_get_counts");
+    if (expect(f, cubec_fault_get_counts(f->d, counts), allow(f, C_NONE), "cubec_fault_get_counts"))
+        return;
     note(f, "cubec_fault_inject(kind %d, %" PRIu64 ") -> call #%" PRIu64, kind, n,
          counts[kind] + n);
     if (expect(f, cubec_fault_inject(f->d, (cubec_fault_kind)kind, n), allow(f, C_NONE),
@@ -2136,7 +2145,8 @@ static void after_step(fuzz *f)
         die(f, "the validation layer reported %u message(s)", atomic_load(&validation_messages));
     if (f->lost || f->pending == NO_FAULT) return;
     uint64_t counts[CUBEC_FAULT_KIND_COUNT];
-    if (expect(f, cubec_fault_counts(f->d, counts), allow(f, C_NONE), "cubec_fault_counts")) return;
+    if (expect(f, cubec_fault_get_counts(f->d, counts), allow(f, C_NONE), "cubec_fault_get_counts"))
+        return;
     if (counts[f->pending] >= f->pending_target) {
         note(f, "(the fault fired)");
         f->faults_fired++;
@@ -2152,47 +2162,113 @@ static void after_step(fuzz *f)
 /* ------------------------------------------------------------------------------------------ */
 /* The device's description, names and Vulkan objects. */
 
+/* The names of 0.1 (cubec.h, "Names of 0.1"): each answers as its new name does. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+static void op_old_names(fuzz *f)
+{
+    note(f, "the names of 0.1: cubec_device_count, cubec_profile_method, cubec_fault_counts, "
+            "cubec_stream_current, cubec_device_vulkan_handles, cubec_buffer_size, "
+            "cubec_memory_mode_push/get/pop");
+    uint32_t count = 0, count_now = 1;
+    if (!expect(f, cubec_device_count(&count), M(CUBEC_OK), "cubec_device_count") &&
+        !expect(f, cubec_device_get_count(&count_now), M(CUBEC_OK), "cubec_device_get_count") &&
+        count != count_now)
+        die(f, "cubec_device_count says %u, cubec_device_get_count %u", count, count_now);
+    cubec_timing t = 0;
+    if (!expect(f, cubec_profile_method(f->d, &t), allow(f, C_NONE), "cubec_profile_method") &&
+        t != f->timing)
+        die(f, "cubec_profile_method says %d, not %d", (int)t, (int)f->timing);
+    uint64_t counts[CUBEC_FAULT_KIND_COUNT];
+    expect(f, cubec_fault_counts(f->d, counts), allow(f, C_NONE), "cubec_fault_counts");
+    cubec_stream cur = 0;
+    expect(f, cubec_stream_current(f->d, &cur), allow(f, C_NONE), "cubec_stream_current");
+    cubec_vulkan_handles h = CUBEC_VULKAN_HANDLES_INIT;
+    expect(f, cubec_device_vulkan_handles(f->d, &h),
+           f->kernels_run ? allow(f, C_NONE) : M(CUBEC_UNSUPPORTED), "cubec_device_vulkan_handles");
+    if (f->nbufs) {
+        uint64_t size = 12345;
+        if (!expect(f, cubec_buffer_size(f->d, f->bufs[0].h, &size), allow(f, C_NONE),
+                    "cubec_buffer_size") &&
+            size != f->bufs[0].size)
+            die(f, "cubec_buffer_size is %" PRIu64 ", the model says %" PRIu64, size,
+                f->bufs[0].size);
+    }
+    /* An Auto window opened and closed by the old names: one deeper in between, as before after. */
+    cubec_memory_mode mode = CUBEC_MEMORY_MODE_AUTO;
+    uint32_t depth = 0, inside = 0;
+    if (expect(f, cubec_memory_mode_get(f->d, 0, &mode, &depth), allow(f, C_NONE),
+               "cubec_memory_mode_get") ||
+        depth >= 64)
+        return;
+    if (expect(f, cubec_memory_mode_push(f->d, 0, CUBEC_MEMORY_MODE_AUTO), allow(f, C_NONE),
+               "cubec_memory_mode_push"))
+        return;
+    if (!expect(f, cubec_memory_mode_get(f->d, 0, &mode, &inside), allow(f, C_NONE),
+                "cubec_memory_mode_get") &&
+        (inside != depth + 1 || mode != CUBEC_MEMORY_MODE_AUTO))
+        die(f, "inside cubec_memory_mode_push: depth %u mode %d, expected %u AUTO", inside,
+            (int)mode, depth + 1);
+    expect(f, cubec_memory_mode_pop(f->d, 0), allow(f, C_NONE), "cubec_memory_mode_pop");
+}
+#pragma GCC diagnostic pop
+
 static void op_info(fuzz *f)
 {
     switch (rnd(f, 6)) {
     case 0: {
         uint32_t count = 77;
-        cubec_device_info info;
-        note(f, "cubec_device_count, cubec_device_peek");
-        if (expect(f, cubec_device_count(&count), M(CUBEC_OK), "cubec_device_count")) return;
-        if (count == 0 || count == 77) die(f, "cubec_device_count says %u devices", count);
+        cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
+        note(f, "cubec_device_get_count, cubec_device_peek");
+        if (expect(f, cubec_device_get_count(&count), M(CUBEC_OK), "cubec_device_get_count"))
+            return;
+        if (count == 0 || count == 77) die(f, "cubec_device_get_count says %u devices", count);
         expect(f, cubec_device_peek(0, &info), M(CUBEC_OK), "cubec_device_peek(0)");
         expect(f, cubec_device_peek(count, &info), refused(f) | M(CUBEC_NOT_FOUND),
                "cubec_device_peek past the count");
         expect(f, cubec_device_peek(0, NULL), refused(f), "cubec_device_peek(NULL)");
-        expect(f, cubec_device_count(NULL), refused(f), "cubec_device_count(NULL)");
+        expect(f, cubec_device_get_count(NULL), refused(f), "cubec_device_get_count(NULL)");
         return;
     }
     case 1: {
-        cubec_device_info info;
+        cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
         note(f, "cubec_device_get_info");
         if (!expect(f, cubec_device_get_info(f->d, &info), allow(f, C_NONE) | M(CUBEC_OK),
                     "cubec_device_get_info") &&
             (info.storage_offset_alignment != f->info.storage_offset_alignment ||
              info.tasks_max != f->info.tasks_max))
             die(f, "cubec_device_get_info changed between two calls");
+        /* A struct_size of 0 (the INIT macro forgotten) is refused and nothing is written. */
+        cubec_device_info unsized = CUBEC_DEVICE_INFO_INIT;
+        memset(&unsized, 0x5a, sizeof unsized);
+        unsized.struct_size = 0;
+        expect(f, cubec_device_get_info(f->d, &unsized), refused(f),
+               "cubec_device_get_info with struct_size 0");
+        if (unsized.vendor_id != 0x5a5a5a5au)
+            die(f, "a refused cubec_device_get_info wrote into its out-parameter");
+        if (cubec_version() != CUBEC_VERSION)
+            die(f, "cubec_version() is 0x%x, the header's CUBEC_VERSION 0x%x", cubec_version(),
+                (unsigned)CUBEC_VERSION);
+        if (chance(f, 4)) op_old_names(f);
         cubec_timing t = 0;
-        if (!expect(f, cubec_profile_method(f->d, &t), allow(f, C_NONE), "cubec_profile_method") &&
+        if (!expect(f, cubec_profile_get_method(f->d, &t), allow(f, C_NONE),
+                    "cubec_profile_get_method") &&
             t != f->timing)
-            die(f, "cubec_profile_method changed from %d to %d", (int)f->timing, (int)t);
+            die(f, "cubec_profile_get_method changed from %d to %d", (int)f->timing, (int)t);
         return;
     }
     case 2: {
-        cubec_vulkan_handles h;
+        cubec_vulkan_handles h = CUBEC_VULKAN_HANDLES_INIT;
         memset(&h, 0x5a, sizeof h);
-        note(f, "cubec_device_vulkan_handles");
-        cubec_code c = expect(f, cubec_device_vulkan_handles(f->d, &h),
+        h.struct_size = sizeof h;
+        note(f, "cubec_device_get_vulkan_handles");
+        cubec_code c = expect(f, cubec_device_get_vulkan_handles(f->d, &h),
                               f->kernels_run ? allow(f, C_NONE) : M(CUBEC_UNSUPPORTED),
-                              "cubec_device_vulkan_handles");
+                              "cubec_device_get_vulkan_handles");
         if (c == CUBEC_OK && (!h.instance || !h.physical_device || !h.device))
-            die(f, "cubec_device_vulkan_handles returned a zero handle");
+            die(f, "cubec_device_get_vulkan_handles returned a zero handle");
         if (c != CUBEC_OK && (h.instance || h.device))
-            die(f, "a failed cubec_device_vulkan_handles did not clear its out-parameter");
+            die(f, "a failed cubec_device_get_vulkan_handles did not clear its out-parameter");
         return;
     }
     case 3: {
@@ -2219,22 +2295,34 @@ static void op_info(fuzz *f)
         return;
     }
     case 4:
-        note(f, "cubec_status_code/message/free(NULL), cubec_code_name");
+        note(f, "cubec_status_code/message/free(NULL), cubec_code_name, cubec_status_new");
         if (cubec_status_code(NULL) != CUBEC_OK || strcmp(cubec_status_message(NULL), "ok"))
             die(f, "a NULL status is not CUBEC_OK \"ok\"");
         cubec_status_free(NULL);
         if (strcmp(cubec_code_name(CUBEC_TIMEOUT), "CUBEC_TIMEOUT") ||
             strcmp(cubec_code_name((cubec_code)99), "CUBEC_UNKNOWN_CODE"))
             die(f, "cubec_code_name names a code wrongly");
+        {
+            /* A status of the program's own: its code and message; OK is success (NULL). */
+            cubec_status own = cubec_status_new(CUBEC_UNSUPPORTED, "model %s %d", "step", 7);
+            if (cubec_status_code(own) != CUBEC_UNSUPPORTED ||
+                strcmp(cubec_status_message(own), "model step 7"))
+                die(f, "cubec_status_new made %s \"%s\"", cubec_code_name(cubec_status_code(own)),
+                    cubec_status_message(own));
+            cubec_status_free(own);
+            if (cubec_status_new(CUBEC_OK, "fine"))
+                die(f, "cubec_status_new(CUBEC_OK) is not NULL");
+        }
         return;
     default: {
         cubec_stream cur = 0;
-        note(f, "cubec_stream_current");
-        if (!expect(f, cubec_stream_current(f->d, &cur), allow(f, C_NONE),
-                    "cubec_stream_current") &&
+        note(f, "cubec_stream_get_current");
+        if (!expect(f, cubec_stream_get_current(f->d, &cur), allow(f, C_NONE),
+                    "cubec_stream_get_current") &&
             (cur & 0xffffffffffffull) % f->max_streams != f->slots[0])
-            die(f, "cubec_stream_current moved to another slot");
-        expect(f, cubec_stream_current(f->d, NULL), refused(f), "cubec_stream_current(NULL)");
+            die(f, "cubec_stream_get_current moved to another slot");
+        expect(f, cubec_stream_get_current(f->d, NULL), refused(f),
+               "cubec_stream_get_current(NULL)");
     }
     }
 }
@@ -2344,44 +2432,44 @@ static void op_window(fuzz *f)
     case 1: {
         cubec_memory_mode mode = (cubec_memory_mode)rnd(f, 3);
         if (chance(f, 10)) mode = (cubec_memory_mode)(3 + rnd(f, 5));
-        note(f, "cubec_memory_mode_push(stream[%d], %d) at depth %u", s, (int)mode, depth);
+        note(f, "cubec_memory_window_begin(stream[%d], %d) at depth %u", s, (int)mode, depth);
         int ok = mode <= CUBEC_MEMORY_MODE_DEDICATED && depth < MEM_WINDOWS_MAX;
-        if (!expect(f, cubec_memory_mode_push(f->d, stream_of(f, s), mode),
-                    ok ? allow(f, C_NONE) : refused(f), "cubec_memory_mode_push") &&
+        if (!expect(f, cubec_memory_window_begin(f->d, stream_of(f, s), mode),
+                    ok ? allow(f, C_NONE) : refused(f), "cubec_memory_window_begin") &&
             ok)
             f->win_modes[w][f->win_depth[w]++] = (uint8_t)mode;
         return;
     }
     case 2:
-        note(f, "cubec_memory_mode_pop(stream[%d]) at depth %u", s, depth);
-        if (!expect(f, cubec_memory_mode_pop(f->d, stream_of(f, s)),
-                    depth ? allow(f, C_NONE) : refused(f), "cubec_memory_mode_pop") &&
+        note(f, "cubec_memory_window_end(stream[%d]) at depth %u", s, depth);
+        if (!expect(f, cubec_memory_window_end(f->d, stream_of(f, s)),
+                    depth ? allow(f, C_NONE) : refused(f), "cubec_memory_window_end") &&
             depth)
             f->win_depth[w]--;
         return;
     default: {
         cubec_memory_mode mode = (cubec_memory_mode)77;
         uint32_t got = 77;
-        note(f, "cubec_memory_mode_get(stream[%d])", s);
+        note(f, "cubec_memory_window_get(stream[%d])", s);
         if (chance(f, 6)) {
-            expect(f, cubec_memory_mode_get(f->d, stream_of(f, s), NULL, NULL), allow(f, C_NONE),
-                   "cubec_memory_mode_get(NULL, NULL)");
+            expect(f, cubec_memory_window_get(f->d, stream_of(f, s), NULL, NULL), allow(f, C_NONE),
+                   "cubec_memory_window_get(NULL, NULL)");
             return;
         }
         if (chance(f, 6)) {
             /* A refused call clears its out-parameters (cubec.h's conventions). */
             cubec_stream bogus = 0x0bad000000000000ull | rnd(f, 1000);
-            note(f, "cubec_memory_mode_get(made-up stream)");
-            expect(f, cubec_memory_mode_get(f->d, bogus, &mode, &got), refused(f),
-                   "cubec_memory_mode_get of a made-up stream");
+            note(f, "cubec_memory_window_get(made-up stream)");
+            expect(f, cubec_memory_window_get(f->d, bogus, &mode, &got), refused(f),
+                   "cubec_memory_window_get of a made-up stream");
             if (mode != CUBEC_MEMORY_MODE_AUTO || got != 0)
-                die(f, "a refused cubec_memory_mode_get left mode %d depth %u", (int)mode, got);
+                die(f, "a refused cubec_memory_window_get left mode %d depth %u", (int)mode, got);
             return;
         }
-        if (!expect(f, cubec_memory_mode_get(f->d, stream_of(f, s), &mode, &got), allow(f, C_NONE),
-                    "cubec_memory_mode_get") &&
+        if (!expect(f, cubec_memory_window_get(f->d, stream_of(f, s), &mode, &got),
+                    allow(f, C_NONE), "cubec_memory_window_get") &&
             (mode != top || got != depth))
-            die(f, "cubec_memory_mode_get says mode %d depth %u; the model: mode %d depth %u",
+            die(f, "cubec_memory_window_get says mode %d depth %u; the model: mode %d depth %u",
                 (int)mode, got, (int)top, depth);
     }
     }
@@ -2407,7 +2495,7 @@ static void op_raw(fuzz *f)
         return;
     }
     int s = pick_stream(f);
-    cubec_raw_buffer raw;
+    cubec_raw_buffer raw = CUBEC_RAW_BUFFER_INIT;
     cubec_guard g = {77};
     if (chance(f, 8)) {
         note(f, "cubec_buffer_raw(bad handle or NULL out)");
@@ -2564,7 +2652,8 @@ static void op_queue(fuzz *f)
     snprintf(value, sizeof value, "%u", ++f->kernel_variants);
     snprintf(name, sizeof name, "queued%u", f->kernel_variants);
     cubec_define def = {"FUZZ_VARIANT", value};
-    cubec_kernel_desc kd = {.name = name,
+    cubec_kernel_desc kd = {.struct_size = sizeof(cubec_kernel_desc),
+                            .name = name,
                             .glsl = bad ? bad_glsl : kernel_source(kind),
                             .defines = &def,
                             .define_count = 1};
@@ -2585,8 +2674,12 @@ static void op_queue(fuzz *f)
         /* A launch declaring no output returns the compile error. */
         cubec_buffer none = NONE;
         uint32_t info[3] = {0};
-        cubec_launch_desc ld = {
-            .kernel = k, .buffers = &none, .buffer_count = 0, .info = info, .info_size = 12};
+        cubec_launch_desc ld = {.struct_size = sizeof(cubec_launch_desc),
+                                .kernel = k,
+                                .buffers = &none,
+                                .buffer_count = 0,
+                                .info = info,
+                                .info_size = 12};
         ld.groups[0] = ld.groups[1] = ld.groups[2] = 1;
         note(f, "cubec_launch of %s, which does not compile", name);
         expect(f, cubec_launch(f->d, stream_of(f, pick_stream(f)), &ld),
@@ -2597,7 +2690,7 @@ static void op_queue(fuzz *f)
     note(f, "cubec_kernel_wait(%s)", name);
     c = expect(f, cubec_kernel_wait(f->d, k), allow(f, C_COMPILES) | fails, "cubec_kernel_wait");
     if (bad && !c) die(f, "cubec_kernel_wait of a kernel that does not compile succeeded");
-    cubec_kernel_info ki;
+    cubec_kernel_info ki = CUBEC_KERNEL_INFO_INIT;
     c = expect(f, cubec_kernel_get_info(f->d, k, &ki), allow(f, C_COMPILES) | fails,
                "cubec_kernel_get_info of a queued kernel");
     if (bad && !f->failed.id && chance(f, 2)) {
@@ -2641,8 +2734,11 @@ static cubec_status tune_run(cubec_device *device, cubec_stream stream, void *us
 static void op_tune(fuzz *f)
 {
     if (!f->tuner) {
-        cubec_tuner_desc td = {
-            .name = "model", .warmup = rnd(f, 2), .samples = 1 + rnd(f, 2), .memory_only = 1};
+        cubec_tuner_desc td = {.struct_size = sizeof(cubec_tuner_desc),
+                               .name = "model",
+                               .warmup = rnd(f, 2),
+                               .samples = 1 + rnd(f, 2),
+                               .memory_only = 1};
         cubec_tuner *t = (cubec_tuner *)&td;
         if (chance(f, 6)) {
             td.samples = CUBEC_TUNE_MAX_SAMPLES + 1;
@@ -2684,8 +2780,11 @@ static void op_tune(fuzz *f)
     }
     char keytext[16];
     snprintf(keytext, sizeof keytext, "key%u", key);
-    cubec_tune_request req = {.key = keytext, .candidates = cands, .candidate_count = count};
-    cubec_tune_result r = {77, 77, 77};
+    cubec_tune_request req = {.struct_size = sizeof(cubec_tune_request),
+                              .key = keytext,
+                              .candidates = cands,
+                              .candidate_count = count};
+    cubec_tune_result r = {.struct_size = sizeof r, 77, 77, 77};
     if (chance(f, 8)) {
         req.candidate_count = 0;
         note(f, "cubec_tune_choose(no candidates)");
@@ -2695,7 +2794,7 @@ static void op_tune(fuzz *f)
     }
     if (chance(f, 5)) {
         uint32_t index = rnd(f, 4);
-        cubec_tune_outcome o;
+        cubec_tune_outcome o = CUBEC_TUNE_OUTCOME_INIT;
         note(f, "cubec_tune_outcome_get(%u)", index);
         cubec_code c =
             expect(f, cubec_tune_outcome_get(f->tuner, index, &o),
@@ -2737,7 +2836,7 @@ static void op_tune(fuzz *f)
             b->a->bytes[b->off + j] = (uint8_t)(pattern >> (8 * (j % 4)));
         mark(b->a, b->off, size, pending ? SUSPECT : KNOWN);
         f->tuned[key] = r.index + 1;
-        cubec_tune_outcome o;
+        cubec_tune_outcome o = CUBEC_TUNE_OUTCOME_INIT;
         for (uint32_t k = 0; k < count; k++) {
             if (expect(f, cubec_tune_outcome_get(f->tuner, k, &o), allow(f, C_NONE),
                        "cubec_tune_outcome_get"))
@@ -2793,7 +2892,7 @@ static void device_open(fuzz *f)
     static const uint32_t delays[] = {0, 0, 20, 300};
     f->tasks_max = tasks[rnd(f, sizeof tasks / sizeof tasks[0])];
     const char *v = getenv("CUBEC_TEST_VALIDATION");
-    cubec_device_desc desc = {.tasks_max = f->tasks_max};
+    cubec_device_desc desc = {.struct_size = sizeof(cubec_device_desc), .tasks_max = f->tasks_max};
     if (f->kernels_run) {
         desc.validation = !(v && v[0] == '0');
         desc.on_validation = on_validation;
@@ -2802,8 +2901,9 @@ static void device_open(fuzz *f)
         desc.null_delay_us = delays[rnd(f, sizeof delays / sizeof delays[0])];
     }
     MUST_OK(f, cubec_device_open(&desc, &f->d));
+    f->info = (cubec_device_info)CUBEC_DEVICE_INFO_INIT;
     MUST_OK(f, cubec_device_get_info(f->d, &f->info));
-    MUST_OK(f, cubec_profile_method(f->d, &f->timing));
+    MUST_OK(f, cubec_profile_get_method(f->d, &f->timing));
     note(f, "cubec_device_open(%s, tasks_max %u, delay %u us)", f->kernels_run ? "vulkan" : "null",
          f->tasks_max, desc.null_delay_us);
     /* The slot count is configuration (docs/configuration.md); the tests set it, if at all, in
@@ -2812,7 +2912,7 @@ static void device_open(fuzz *f)
     f->max_streams = slots && *slots ? strtoull(slots, NULL, 10) : 128;
     MUST(f, f->max_streams >= 1);
     cubec_stream current = 0, s = 0;
-    MUST_OK(f, cubec_stream_current(f->d, &current));
+    MUST_OK(f, cubec_stream_get_current(f->d, &current));
     f->nstreams = 0;
     add_stream(f, current);
     f->streams[0] = CUBEC_STREAM_CURRENT; /* used as such; its slot is the resolved stream's */
@@ -2821,7 +2921,8 @@ static void device_open(fuzz *f)
         add_stream(f, s);
     }
     for (int kind = 0; kind < 3; kind++) {
-        cubec_kernel_desc kd = {.name = "base", .glsl = kernel_source(kind)};
+        cubec_kernel_desc kd = {
+            .struct_size = sizeof(cubec_kernel_desc), .name = "base", .glsl = kernel_source(kind)};
         if (f->cfg->spirv[kind]) {
             kd.glsl = NULL;
             kd.spirv = f->cfg->spirv[kind];
@@ -2845,8 +2946,18 @@ static void device_close(fuzz *f)
     while (f->nevents)
         event_finish(f, f->nevents - 1, f->lost);
     note(f, "cubec_device_close");
+    cubec_device *closed = f->d;
     cubec_device_close(f->d);
     f->d = NULL;
+    /* The closed pointer is refused by name, never dereferenced (docs/api.md "Handles"); a
+     * second close is ignored. */
+    cubec_status st = cubec_sync(closed, 0);
+    if (cubec_status_code(st) != CUBEC_INVALID_ARGUMENT ||
+        !strstr(cubec_status_message(st), "is not an open device"))
+        die(f, "a call on a closed device returned %s: %s", cubec_code_name(cubec_status_code(st)),
+            cubec_status_message(st));
+    cubec_status_free(st);
+    cubec_device_close(closed);
     hosts_close(f);
     model_reset(f);
     if (atomic_load(&validation_messages))
@@ -2883,9 +2994,9 @@ static void lost_phase(fuzz *f, uint64_t seed)
             expect(f, cubec_stream_new(f->d, &s), lost, "cubec_stream_new after a lost device");
             break;
         case 4:
-            note(f, "lost: cubec_fault_counts");
-            expect(f, cubec_fault_counts(f->d, counts), lost,
-                   "cubec_fault_counts after a lost device");
+            note(f, "lost: cubec_fault_get_counts");
+            expect(f, cubec_fault_get_counts(f->d, counts), lost,
+                   "cubec_fault_get_counts after a lost device");
             break;
         case 5:
             note(f, "lost: cubec_memory_cleanup");
@@ -2905,7 +3016,7 @@ static void lost_phase(fuzz *f, uint64_t seed)
                    "cubec_write after a lost device");
         }
     }
-    cubec_device_info info;
+    cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
     note(f, "lost: cubec_device_get_info");
     expect(f, cubec_device_get_info(f->d, &info), M(CUBEC_OK), "cubec_device_get_info");
     device_close(f);
@@ -2920,7 +3031,8 @@ static void op_lose_device(fuzz *f)
     if (f->pending != NO_FAULT) return;
     uint64_t side_seed = rnd64(f);
     int s = pick_stream(f);
-    cubec_kernel_desc kd = {.name = "busy", .glsl = busy_src};
+    cubec_kernel_desc kd = {
+        .struct_size = sizeof(cubec_kernel_desc), .name = "busy", .glsl = busy_src};
     cubec_kernel busy = {0};
     cubec_buffer scratch = {0};
     note(f, "cubec_kernel_create(busy)");
@@ -3007,23 +3119,25 @@ const char *const api_model_calls[][2] = {
     {"cubec_buffer_raw", "op_raw"},
     {"cubec_buffer_release", "op_release"},
     {"cubec_buffer_retain", "op_retain_size"},
-    {"cubec_buffer_size", "op_retain_size"},
+    {"cubec_buffer_get_size", "op_retain_size"},
     {"cubec_buffer_view", "op_view"},
     {"cubec_check", "op_check"},
     {"cubec_code_name", "op_info"},
+    {"cubec_status_new", "op_info"},
+    {"cubec_version", "op_info"},
     {"cubec_copy", "op_copy"},
     {"cubec_device_close", "device_close"},
-    {"cubec_device_count", "op_info"},
+    {"cubec_device_get_count", "op_info"},
     {"cubec_device_get_info", "op_info"},
     {"cubec_device_open", "device_open"},
     {"cubec_device_peek", "op_info"},
-    {"cubec_device_vulkan_handles", "op_info"},
+    {"cubec_device_get_vulkan_handles", "op_info"},
     {"cubec_dry_run_begin", "op_dry"},
     {"cubec_dry_run_end", "op_dry"},
     {"cubec_event_free", "op_read_async"},
     {"cubec_event_query", "op_read_async"},
     {"cubec_event_wait", "op_read_async"},
-    {"cubec_fault_counts", "op_fault"},
+    {"cubec_fault_get_counts", "op_fault"},
     {"cubec_fault_inject", "op_fault"},
     {"cubec_fault_kind_name", "op_info"},
     {"cubec_feature_name", "op_info"},
@@ -3043,23 +3157,23 @@ const char *const api_model_calls[][2] = {
     {"cubec_kernel_create", "op_kernel"},
     {"cubec_kernel_destroy", "op_kernel"},
     {"cubec_kernel_get_info", "op_kernel"},
-    {"cubec_kernel_info_field", "model_info_field"},
-    {"cubec_kernel_info_field_find", "model_info_field"},
+    {"cubec_kernel_get_info_field", "model_info_field"},
+    {"cubec_kernel_find_info_field", "model_info_field"},
     {"cubec_kernel_queue", "op_queue"},
     {"cubec_kernel_wait", "op_queue"},
     {"cubec_launch", "op_launch"},
     {"cubec_matrix_type_name", "op_info"},
     {"cubec_memory_cleanup", "op_memory"},
-    {"cubec_memory_mode_get", "op_window"},
-    {"cubec_memory_mode_pop", "op_window"},
-    {"cubec_memory_mode_push", "op_window"},
+    {"cubec_memory_window_get", "op_window"},
+    {"cubec_memory_window_end", "op_window"},
+    {"cubec_memory_window_begin", "op_window"},
     {"cubec_memory_report_get", "op_memory"},
     {"cubec_memory_report_json", "op_memory"},
     {"cubec_memory_report_table", "op_memory"},
     {"cubec_profile_abandon", "op_profile"},
     {"cubec_profile_begin", "op_profile"},
     {"cubec_profile_end", "op_profile"},
-    {"cubec_profile_method", "op_info"},
+    {"cubec_profile_get_method", "op_info"},
     {"cubec_read", "op_read"},
     {"cubec_read_async", "op_read_async"},
     {"cubec_run_window_begin", "op_dry"},
@@ -3067,7 +3181,7 @@ const char *const api_model_calls[][2] = {
     {"cubec_status_code", "op_info"},
     {"cubec_status_free", "op_info"},
     {"cubec_status_message", "op_info"},
-    {"cubec_stream_current", "op_info"},
+    {"cubec_stream_get_current", "op_info"},
     {"cubec_stream_new", "op_stream"},
     {"cubec_string_free", "op_memory"},
     {"cubec_sync", "op_flush_sync"},
@@ -3078,6 +3192,15 @@ const char *const api_model_calls[][2] = {
     {"cubec_tuner_destroy", "op_tune"},
     {"cubec_write", "op_write"},
     {NULL, NULL},
+    {"cubec_buffer_size", "op_old_names"},
+    {"cubec_profile_method", "op_old_names"},
+    {"cubec_fault_counts", "op_old_names"},
+    {"cubec_device_vulkan_handles", "op_old_names"},
+    {"cubec_stream_current", "op_old_names"},
+    {"cubec_device_count", "op_old_names"},
+    {"cubec_memory_mode_push", "op_old_names"},
+    {"cubec_memory_mode_pop", "op_old_names"},
+    {"cubec_memory_mode_get", "op_old_names"},
 };
 
 void api_model_run(const api_model_config *config, api_model_stats *out_stats)

@@ -10,8 +10,11 @@ cubec_kernel make_kernel_defined(cubec_device *d, const char *name, const char *
                                  const cubec_define *defines, uint32_t define_count)
 {
     cubec_kernel k = {0};
-    cubec_kernel_desc desc = {
-        .name = name, .glsl = glsl, .defines = defines, .define_count = define_count};
+    cubec_kernel_desc desc = {.struct_size = sizeof(cubec_kernel_desc),
+                              .name = name,
+                              .glsl = glsl,
+                              .defines = defines,
+                              .define_count = define_count};
     ASSERT_OK(cubec_kernel_create(d, &desc, &k));
     return k;
 }

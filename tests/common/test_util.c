@@ -37,7 +37,9 @@ cubec_device *test_device_open(void)
      * everywhere else the layer is on and any message fails the test. */
     const char *v = getenv("CUBEC_TEST_VALIDATION");
     int validation = !(v && v[0] == '0');
-    cubec_device_desc desc = {.validation = validation, .on_validation = on_validation};
+    cubec_device_desc desc = {.struct_size = sizeof(cubec_device_desc),
+                              .validation = validation,
+                              .on_validation = on_validation};
     cubec_device *d = NULL;
     cubec_status st = cubec_device_open(&desc, &d);
     if (st) fail_msg("cubec_device_open: %s", cubec_status_message(st));

@@ -54,7 +54,8 @@ cubec_status busy_launch(cubec_device *d, cubec_stream s, cubec_kernel busy, cub
                          uint32_t words, uint32_t steps)
 {
     uint32_t info[3] = {steps, LCG_MUL, LCG_ADD};
-    cubec_launch_desc ld = {.kernel = busy,
+    cubec_launch_desc ld = {.struct_size = sizeof(cubec_launch_desc),
+                            .kernel = busy,
                             .buffers = &v,
                             .buffer_count = 1,
                             .info = info,

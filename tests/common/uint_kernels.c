@@ -9,7 +9,8 @@ cubec_status uint_launch_indirect(cubec_device *d, cubec_stream s, cubec_kernel 
 {
     uint32_t info[3] = {n, mul, add};
     cubec_buffer bufs[2] = {a, b};
-    cubec_launch_desc ld = {.kernel = k,
+    cubec_launch_desc ld = {.struct_size = sizeof(cubec_launch_desc),
+                            .kernel = k,
                             .buffers = bufs,
                             .buffer_count = b.id ? 2 : 1,
                             .info = info,

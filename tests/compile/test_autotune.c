@@ -81,7 +81,9 @@ typedef struct cand {
     uint32_t steps;
     uint32_t runs;
     uint64_t total_steps; /* over all its runs on v */
-    int mode; /* 0: runs; 1: its run returns an error; 2: reads a buffer carrying a failure */
+    /* 0: runs; 1: its run returns an error; 2: reads a buffer carrying a failure; 3: its run
+     * returns an error of its own (cubec_status_new) */
+    int mode;
 } cand;
 
 static cubec_status run_cand(cubec_device *d, cubec_stream s, void *user)
@@ -90,9 +92,12 @@ static cubec_status run_cand(cubec_device *d, cubec_stream s, void *user)
     c->runs++;
     if (c->mode == 1) {
         /* No buffer for the kernel's one binding: refused by name. */
-        const cubec_launch_desc bad = {.kernel = c->busy, .groups = {1, 1, 1}};
+        const cubec_launch_desc bad = {
+            .struct_size = sizeof(cubec_launch_desc), .kernel = c->busy, .groups = {1, 1, 1}};
         return cubec_launch(d, s, &bad);
     }
+    if (c->mode == 3)
+        return cubec_status_new(CUBEC_UNSUPPORTED, "tile %u needs %s", c->steps, "float16");
     cubec_status st = busy_launch(d, s, c->busy, c->v, WORDS, c->steps);
     if (!st) c->total_steps += c->steps;
     return st;
@@ -157,8 +162,11 @@ static int system_timing(void)
 
 static cubec_tuner *make_tuner(cubec_device *d, const char *name, int memory_only)
 {
-    const cubec_tuner_desc desc = {
-        .name = name, .warmup = WARMUP, .samples = SAMPLES, .memory_only = memory_only};
+    const cubec_tuner_desc desc = {.struct_size = sizeof(cubec_tuner_desc),
+                                   .name = name,
+                                   .warmup = WARMUP,
+                                   .samples = SAMPLES,
+                                   .memory_only = memory_only};
     cubec_tuner *t = NULL;
     ASSERT_OK(cubec_tuner_create(d, &desc, &t));
     return t;
@@ -167,16 +175,19 @@ static cubec_tuner *make_tuner(cubec_device *d, const char *name, int memory_onl
 static cubec_tune_result choose(fixture *f, cubec_tuner *t, const char *key, uint32_t n,
                                 uint64_t checksum)
 {
-    const cubec_tune_request req = {
-        .key = key, .candidates = f->tc, .candidate_count = n, .checksum = checksum};
-    cubec_tune_result r;
+    const cubec_tune_request req = {.struct_size = sizeof(cubec_tune_request),
+                                    .key = key,
+                                    .candidates = f->tc,
+                                    .candidate_count = n,
+                                    .checksum = checksum};
+    cubec_tune_result r = CUBEC_TUNE_RESULT_INIT;
     ASSERT_OK(cubec_tune_choose(t, f->s, &req, &r));
     return r;
 }
 
 static cubec_tune_outcome outcome(cubec_tuner *t, uint32_t i)
 {
-    cubec_tune_outcome o;
+    cubec_tune_outcome o = CUBEC_TUNE_OUTCOME_INIT;
     ASSERT_OK(cubec_tune_outcome_get(t, i, &o));
     return o;
 }
@@ -267,7 +278,10 @@ static void test_failing_and_poisoned_rejected(void **state)
     check_cand(&f, 2);
 
     /* None valid: one error that names the tuner, the key and every candidate's reason. */
-    cubec_tune_request req = {.key = "shape 7", .candidates = f.tc, .candidate_count = 2};
+    cubec_tune_request req = {.struct_size = sizeof(cubec_tune_request),
+                              .key = "shape 7",
+                              .candidates = f.tc,
+                              .candidate_count = 2};
     ASSERT_ERROR(cubec_tune_choose(t, f.s, &req, &r), CUBEC_PROFILE_INVALID,
                  "tuner 'rejects', key 'shape 7': every candidate was rejected: [0] a: its run "
                  "returned an error");
@@ -286,6 +300,29 @@ static void test_failing_and_poisoned_rejected(void **state)
     ASSERT_OK(cubec_tuner_destroy(t));
     f.c[1].v = own1;
     ASSERT_OK(cubec_buffer_release(f.d, tainted));
+    fixture_close(&f);
+}
+
+/* A candidate (a Python one, say) fails with a status of its own: rejected with its code and
+ * message, the other chosen. */
+static void test_candidate_own_status(void **state)
+{
+    (void)state;
+    fixture f;
+    fixture_open(&f);
+    f.c[0].mode = 3;
+    f.c[0].steps = 16;
+    cubec_tuner *t = make_tuner(f.d, "own-status", 1);
+    cubec_tune_result r = choose(&f, t, "k", 2, 0);
+    assert_int_equal(r.index, 1);
+    cubec_tune_outcome o0 = outcome(t, 0);
+    assert_int_equal(o0.state, CUBEC_TUNE_REJECTED);
+    assert_int_equal(o0.code, CUBEC_UNSUPPORTED);
+    assert_non_null(strstr(o0.reason, "its run returned an error: tile 16 needs float16"));
+    assert_int_equal(f.c[0].runs, 1);
+    assert_int_equal(outcome(t, 1).state, CUBEC_TUNE_TIMED);
+    check_cand(&f, 1);
+    ASSERT_OK(cubec_tuner_destroy(t));
     fixture_close(&f);
 }
 
@@ -380,7 +417,11 @@ typedef struct chooser {
 static void *choose_thread(void *arg)
 {
     chooser *c = arg;
-    const cubec_tune_request req = {.key = "threads", .candidates = c->f->tc, .candidate_count = 2};
+    const cubec_tune_request req = {.struct_size = sizeof(cubec_tune_request),
+                                    .key = "threads",
+                                    .candidates = c->f->tc,
+                                    .candidate_count = 2};
+    c->r = (cubec_tune_result)CUBEC_TUNE_RESULT_INIT;
     c->st = cubec_tune_choose(c->t, c->s, &req, &c->r);
     return NULL;
 }
@@ -557,10 +598,13 @@ static cubec_status run_reenter(cubec_device *d, cubec_stream s, void *user)
     (void)d;
     reenter *re = user;
     cubec_tune_candidate c = {"x", run_reenter, re};
-    cubec_tune_request req = {.key = "inner", .candidates = &c, .candidate_count = 1};
-    cubec_tune_result r;
+    cubec_tune_request req = {.struct_size = sizeof(cubec_tune_request),
+                              .key = "inner",
+                              .candidates = &c,
+                              .candidate_count = 1};
+    cubec_tune_result r = CUBEC_TUNE_RESULT_INIT;
     if (!re->choose) re->choose = cubec_tune_choose(re->t, s, &req, &r);
-    cubec_tune_outcome o;
+    cubec_tune_outcome o = CUBEC_TUNE_OUTCOME_INIT;
     if (!re->outcome) re->outcome = cubec_tune_outcome_get(re->t, 0, &o);
     return NULL;
 }
@@ -571,7 +615,7 @@ static void test_bad_arguments(void **state)
     fixture f;
     fixture_open(&f);
     cubec_tuner *t = NULL;
-    cubec_tuner_desc desc = {.name = "bad"};
+    cubec_tuner_desc desc = {.struct_size = sizeof(cubec_tuner_desc), .name = "bad"};
     ASSERT_ERROR(cubec_tuner_create(NULL, &desc, &t), CUBEC_INVALID_ARGUMENT, "device is NULL");
     ASSERT_ERROR(cubec_tuner_create(f.d, NULL, &t), CUBEC_INVALID_ARGUMENT, "desc is NULL");
     ASSERT_ERROR(cubec_tuner_create(f.d, &desc, NULL), CUBEC_INVALID_ARGUMENT, "out_tuner is NULL");
@@ -595,8 +639,11 @@ static void test_bad_arguments(void **state)
     assert_null(t);
     t = make_tuner(f.d, "bad", 0);
 
-    cubec_tune_result r;
-    cubec_tune_request req = {.key = "k", .candidates = f.tc, .candidate_count = 2};
+    cubec_tune_result r = CUBEC_TUNE_RESULT_INIT;
+    cubec_tune_request req = {.struct_size = sizeof(cubec_tune_request),
+                              .key = "k",
+                              .candidates = f.tc,
+                              .candidate_count = 2};
     ASSERT_ERROR(cubec_tune_choose(NULL, f.s, &req, &r), CUBEC_INVALID_ARGUMENT, "tuner is NULL");
     ASSERT_ERROR(cubec_tune_choose(t, f.s, NULL, &r), CUBEC_INVALID_ARGUMENT, "request is NULL");
     ASSERT_ERROR(cubec_tune_choose(t, f.s, &req, NULL), CUBEC_INVALID_ARGUMENT,
@@ -644,7 +691,7 @@ static void test_bad_arguments(void **state)
     assert_true(tune_entry_path(t, "k", path, sizeof path)[0]);
     assert_int_equal(access(path, F_OK), -1);
 
-    cubec_tune_outcome o;
+    cubec_tune_outcome o = CUBEC_TUNE_OUTCOME_INIT;
     ASSERT_ERROR(cubec_tune_outcome_get(t, 0, &o), CUBEC_INVALID_ARGUMENT,
                  "index 0 is out of range: tuner 'bad' last chose among 0 candidates");
     ASSERT_ERROR(cubec_tune_outcome_get(NULL, 0, &o), CUBEC_INVALID_ARGUMENT, "tuner is NULL");
@@ -653,7 +700,10 @@ static void test_bad_arguments(void **state)
     /* A candidate that calls its own tuner is refused, not left waiting for itself. */
     reenter re = {t, NULL, NULL};
     cubec_tune_candidate rc[2] = {{"x", run_reenter, &re}, {"y", run_cand, &f.c[0]}};
-    req = (cubec_tune_request){.key = "re", .candidates = rc, .candidate_count = 2};
+    req = (cubec_tune_request){.struct_size = sizeof(cubec_tune_request),
+                               .key = "re",
+                               .candidates = rc,
+                               .candidate_count = 2};
     ASSERT_OK(cubec_tune_choose(t, f.s, &req, &r));
     ASSERT_ERROR(re.choose, CUBEC_INVALID_ARGUMENT, "called that tuner while it measured");
     ASSERT_ERROR(re.outcome, CUBEC_INVALID_ARGUMENT, "called that tuner while it measured");
@@ -671,6 +721,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_fast_candidate_chosen, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tuning_inside_dry_run, setup, teardown),
         cmocka_unit_test_setup_teardown(test_failing_and_poisoned_rejected, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_candidate_own_status, setup, teardown),
         cmocka_unit_test_setup_teardown(test_choice_reused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_threads_measure_once, setup, teardown),
         cmocka_unit_test_setup_teardown(test_damaged_entry_measured_again, setup, teardown),

@@ -21,8 +21,8 @@
 static cubec_device_info peek_of(const cubec_device_info *opened)
 {
     uint32_t count = 0;
-    ASSERT_OK(cubec_device_count(&count));
-    cubec_device_info peeked;
+    ASSERT_OK(cubec_device_get_count(&count));
+    cubec_device_info peeked = CUBEC_DEVICE_INFO_INIT;
     for (uint32_t i = 0; i < count; i++) {
         ASSERT_OK(cubec_device_peek(i, &peeked));
         if (strcmp(peeked.name, opened->name) == 0) return peeked;
@@ -38,7 +38,7 @@ static void test_info_matches_peek(void **state)
 {
     (void)state;
     cubec_device *d = test_device_open();
-    cubec_device_info info;
+    cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
     ASSERT_OK(cubec_device_get_info(d, &info));
     cubec_device_info peeked = peek_of(&info);
     assert_int_equal(info.features, peeked.features);
@@ -147,10 +147,11 @@ static void test_cooperative_matrix(void **state)
 {
     (void)state;
     cubec_device *d = test_device_open();
-    cubec_device_info info;
+    cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
     ASSERT_OK(cubec_device_get_info(d, &info));
     words m = khr_cooperative_matrix_module();
-    cubec_kernel_desc kd = {.name = "coop", .spirv = m.w, .spirv_words = m.n};
+    cubec_kernel_desc kd = {
+        .struct_size = sizeof(cubec_kernel_desc), .name = "coop", .spirv = m.w, .spirv_words = m.n};
     cubec_kernel k = {0};
     char want[512];
     if (info.features & CUBEC_FEATURE_COOPERATIVE_MATRIX) {
@@ -168,7 +169,8 @@ static void test_cooperative_matrix(void **state)
     }
     assert_int_equal(k.id, 0);
 
-    cubec_kernel_desc nv = {.name = "coop_nv", .glsl = nv_src};
+    cubec_kernel_desc nv = {
+        .struct_size = sizeof(cubec_kernel_desc), .name = "coop_nv", .glsl = nv_src};
     if (info.features & CUBEC_FEATURE_COOPERATIVE_MATRIX_NV) {
         ASSERT_OK(cubec_kernel_create(d, &nv, &k));
         ASSERT_OK(cubec_kernel_destroy(d, k));
@@ -200,7 +202,7 @@ static void test_disabled_by_config(void **state)
            1);
     cubec_device *d = test_device_open();
     unsetenv("CUBEC_DISABLE_FEATURES");
-    cubec_device_info info;
+    cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
     ASSERT_OK(cubec_device_get_info(d, &info));
     cubec_device_info peeked = peek_of(&info);
     uint32_t gone = off | CUBEC_FEATURE_BFLOAT16_DOT_PRODUCT |
@@ -210,7 +212,8 @@ static void test_disabled_by_config(void **state)
     assert_int_equal(info.matrix_shape_count, 0);
 
     cubec_kernel k = {0};
-    cubec_kernel_desc kd = {.name = "bda", .glsl = bda_src};
+    cubec_kernel_desc kd = {
+        .struct_size = sizeof(cubec_kernel_desc), .name = "bda", .glsl = bda_src};
     char want[512];
     if (peeked.features & CUBEC_FEATURE_BUFFER_DEVICE_ADDRESS) {
         snprintf(want, sizeof want,
@@ -260,7 +263,8 @@ static void run_in_out(cubec_device *d, const cubec_kernel_desc *kd, const void 
     ASSERT_OK(cubec_buffer_create(d, 0, out_bytes, &b[1]));
     cubec_kernel k;
     ASSERT_OK(cubec_kernel_create(d, kd, &k));
-    cubec_launch_desc ld = {.kernel = k,
+    cubec_launch_desc ld = {.struct_size = sizeof(cubec_launch_desc),
+                            .kernel = k,
                             .buffers = b,
                             .buffer_count = 2,
                             .info = &n,
@@ -299,9 +303,10 @@ static void test_subgroup_arithmetic(void **state)
 {
     (void)state;
     cubec_device *d = test_device_open();
-    cubec_device_info info;
+    cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
     ASSERT_OK(cubec_device_get_info(d, &info));
-    cubec_kernel_desc kd = {.name = "subgroup_sums", .glsl = subgroup_src};
+    cubec_kernel_desc kd = {
+        .struct_size = sizeof(cubec_kernel_desc), .name = "subgroup_sums", .glsl = subgroup_src};
     if (!(info.features & CUBEC_FEATURE_SUBGROUP_ARITHMETIC)) {
         expect_refused(d, &kd, "GroupNonUniformArithmetic");
         test_device_close(d);
@@ -373,9 +378,10 @@ static void test_buffer_device_address(void **state)
 {
     (void)state;
     cubec_device *d = test_device_open();
-    cubec_device_info info;
+    cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
     ASSERT_OK(cubec_device_get_info(d, &info));
-    cubec_kernel_desc kd = {.name = "addresses", .glsl = address_src};
+    cubec_kernel_desc kd = {
+        .struct_size = sizeof(cubec_kernel_desc), .name = "addresses", .glsl = address_src};
     static uint32_t x[BDA_N], big[BDA_N + 2 * BDA_PAD / 4], got[BDA_N];
     uint32_t seed = 21;
     for (uint32_t i = 0; i < BDA_N; i++)
@@ -388,7 +394,7 @@ static void test_buffer_device_address(void **state)
     assert_int_equal(BDA_PAD % info.storage_offset_alignment, 0);
     ASSERT_OK(cubec_buffer_view(d, whole, BDA_PAD, sizeof x, &dst));
     ASSERT_OK(cubec_buffer_create(d, 0, sizeof x, &o));
-    cubec_raw_buffer raw_src, raw_dst;
+    cubec_raw_buffer raw_src = CUBEC_RAW_BUFFER_INIT, raw_dst = CUBEC_RAW_BUFFER_INIT;
     cubec_guard g_src, g_dst;
     ASSERT_OK(cubec_buffer_raw(d, 0, src, &raw_src, &g_src));
     ASSERT_OK(cubec_buffer_raw(d, 0, dst, &raw_dst, &g_dst));
@@ -405,13 +411,14 @@ static void test_buffer_device_address(void **state)
         assert_int_equal(raw_src.device_address % 4, 0);
         cubec_kernel k;
         ASSERT_OK(cubec_kernel_create(d, &kd, &k));
-        cubec_kernel_info ki;
+        cubec_kernel_info ki = CUBEC_KERNEL_INFO_INIT;
         ASSERT_OK(cubec_kernel_get_info(d, k, &ki));
         assert_int_equal(ki.info_size, sizeof(address_info));
         assert_int_equal(ki.binding_count, 1);
         const address_info ai = {raw_src.device_address, raw_dst.device_address, BDA_N,
                                  2654435761u};
-        cubec_launch_desc ld = {.kernel = k,
+        cubec_launch_desc ld = {.struct_size = sizeof(cubec_launch_desc),
+                                .kernel = k,
                                 .buffers = &o,
                                 .buffer_count = 1,
                                 .info = &ai,
@@ -475,7 +482,8 @@ enum { NARROW_N = 1000 };
 static void run_narrow(cubec_device *d, const cubec_device_info *info, int bits)
 {
     const cubec_define def = {"T", bits == 8 ? "int8_t" : "int16_t"};
-    cubec_kernel_desc kd = {.name = bits == 8 ? "int8" : "int16",
+    cubec_kernel_desc kd = {.struct_size = sizeof(cubec_kernel_desc),
+                            .name = bits == 8 ? "int8" : "int16",
                             .glsl = narrow_src,
                             .defines = &def,
                             .define_count = 1};
@@ -507,7 +515,7 @@ static void test_narrow_integer_arithmetic(void **state)
 {
     (void)state;
     cubec_device *d = test_device_open();
-    cubec_device_info info;
+    cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
     ASSERT_OK(cubec_device_get_info(d, &info));
     run_narrow(d, &info, 8);
     run_narrow(d, &info, 16);

@@ -73,8 +73,11 @@ static cubec_status queue_salted(cubec_device *d, const char *name, uint32_t sal
     char value[16];
     snprintf(value, sizeof value, "%u", salt);
     const cubec_define define = {"SALT", value};
-    const cubec_kernel_desc desc = {
-        .name = name, .glsl = salted_src, .defines = &define, .define_count = 1};
+    const cubec_kernel_desc desc = {.struct_size = sizeof(cubec_kernel_desc),
+                                    .name = name,
+                                    .glsl = salted_src,
+                                    .defines = &define,
+                                    .define_count = 1};
     return cubec_kernel_queue(d, &desc, out);
 }
 
@@ -271,7 +274,7 @@ static void test_dedupe(void **state)
     assert_int_equal(q.deduped, 4);
     assert_int_equal(q.ready, 1);
     assert_int_equal(server_stats_get(d).compiles - s0.compiles, 1);
-    cubec_kernel_info first, info;
+    cubec_kernel_info first = CUBEC_KERNEL_INFO_INIT, info = CUBEC_KERNEL_INFO_INIT;
     ASSERT_OK(cubec_kernel_get_info(d, k[0], &first));
     for (int i = 0; i < 6; i++) {
         ASSERT_OK(cubec_kernel_get_info(d, k[i], &info));
@@ -299,15 +302,18 @@ static void test_async_error_lands_on_outputs(void **state)
     ASSERT_OK(cubec_write(d, STREAM, bx, 0, x, sizeof x));
     ASSERT_OK(cubec_write(d, STREAM, by, 0, y0, sizeof y0));
     /* Returns at once, error or not. */
-    const cubec_kernel_desc bd = {.name = "broken.comp", .glsl = broken_src};
+    const cubec_kernel_desc bd = {
+        .struct_size = sizeof(cubec_kernel_desc), .name = "broken.comp", .glsl = broken_src};
     cubec_kernel broken = {0}, consume = {0};
     ASSERT_OK(cubec_kernel_create(d, &bd, &broken));
-    const cubec_kernel_desc cd = {.name = "consume", .glsl = consume_src};
+    const cubec_kernel_desc cd = {
+        .struct_size = sizeof(cubec_kernel_desc), .name = "consume", .glsl = consume_src};
     ASSERT_OK(cubec_kernel_create(d, &cd, &consume));
 
     uint32_t info[3] = {N, 3, 5};
     cubec_buffer xy[2] = {bx, by};
-    cubec_launch_desc ld = {.kernel = broken,
+    cubec_launch_desc ld = {.struct_size = sizeof(cubec_launch_desc),
+                            .kernel = broken,
                             .buffers = xy,
                             .buffer_count = 2,
                             .info = info,
@@ -332,7 +338,7 @@ static void test_async_error_lands_on_outputs(void **state)
     ld.buffers = (cubec_buffer[2]){bx, bz};
     ASSERT_ERROR(cubec_launch(d, STREAM, &ld), CUBEC_COMPILE_FAILED, "declares no outputs");
     ASSERT_ERROR(cubec_kernel_wait(d, broken), CUBEC_COMPILE_FAILED, "broken.comp:8: error");
-    cubec_kernel_info ki;
+    cubec_kernel_info ki = CUBEC_KERNEL_INFO_INIT;
     ASSERT_ERROR(cubec_kernel_get_info(d, broken, &ki), CUBEC_COMPILE_FAILED, "broken.comp:8");
     /* A write clears the output; the good kernel then runs from it. */
     ASSERT_OK(cubec_write(d, STREAM, by, 0, y0, sizeof y0));
@@ -363,12 +369,14 @@ static void test_failed_kernel_in_profile_and_capture(void **state)
     for (uint32_t i = 0; i < N; i++)
         x[i] = i ^ 0x5a5a5a5au;
     ASSERT_OK(cubec_write(d, s, bx, 0, x, sizeof x));
-    const cubec_kernel_desc bd = {.name = "broken.comp", .glsl = broken_src};
+    const cubec_kernel_desc bd = {
+        .struct_size = sizeof(cubec_kernel_desc), .name = "broken.comp", .glsl = broken_src};
     cubec_kernel broken = {0};
     ASSERT_OK(cubec_kernel_create(d, &bd, &broken));
     uint32_t info[3] = {N, 3, 5};
     cubec_buffer xy[2] = {bx, by};
-    const cubec_launch_desc ld = {.kernel = broken,
+    const cubec_launch_desc ld = {.struct_size = sizeof(cubec_launch_desc),
+                                  .kernel = broken,
                                   .buffers = xy,
                                   .buffer_count = 2,
                                   .info = info,
@@ -376,7 +384,7 @@ static void test_failed_kernel_in_profile_and_capture(void **state)
                                   .groups = {(N + 63) / 64, 1, 1},
                                   .declared_outputs = 1u << 1};
     cubec_profile p;
-    cubec_profile_result r;
+    cubec_profile_result r = CUBEC_PROFILE_RESULT_INIT;
     ASSERT_OK(cubec_profile_begin(d, s, &p));
     ASSERT_OK(cubec_launch(d, s, &ld));
     ASSERT_ERROR(cubec_profile_end(d, s, p, &r), CUBEC_PROFILE_INVALID, "broken.comp:8: error");
@@ -410,8 +418,11 @@ static cubec_status queue_salted_io(cubec_device *d, uint32_t salt, cubec_kernel
     char value[16];
     snprintf(value, sizeof value, "%u", salt);
     const cubec_define define = {"SALT", value};
-    const cubec_kernel_desc desc = {
-        .name = "faulty", .glsl = salted_io_src, .defines = &define, .define_count = 1};
+    const cubec_kernel_desc desc = {.struct_size = sizeof(cubec_kernel_desc),
+                                    .name = "faulty",
+                                    .glsl = salted_io_src,
+                                    .defines = &define,
+                                    .define_count = 1};
     return cubec_kernel_queue(d, &desc, out);
 }
 
@@ -420,7 +431,8 @@ static cubec_status launch_io(cubec_device *d, cubec_kernel k, cubec_buffer in, 
 {
     static const uint32_t info[3] = {N, 3, 1};
     cubec_buffer io[2] = {in, out};
-    cubec_launch_desc ld = {.kernel = k,
+    cubec_launch_desc ld = {.struct_size = sizeof(cubec_launch_desc),
+                            .kernel = k,
                             .buffers = io,
                             .buffer_count = 2,
                             .info = info,
@@ -443,16 +455,17 @@ static void fault_in_queue(cubec_fault_kind kind, cubec_code code)
     snprintf(fault, sizeof fault, "injected fault: %s call #3", cubec_fault_kind_name(kind));
     cubec_device *d = test_device_open();
     uint64_t before[CUBEC_FAULT_KIND_COUNT], counts[CUBEC_FAULT_KIND_COUNT];
-    ASSERT_OK(cubec_fault_counts(d, before));
+    ASSERT_OK(cubec_fault_get_counts(d, before));
     ASSERT_OK(cubec_fault_inject(d, kind, 3));
     cubec_kernel k[K] = {{0}}, consume = {0};
     for (uint32_t i = 0; i < K; i++)
         ASSERT_OK(queue_salted_io(d, 100 + i, &k[i]));
     ASSERT_ERROR(cubec_kernel_compile_queued(d), code,
                  "1 of the 6 kernels queued did not compile; the first");
-    ASSERT_OK(cubec_fault_counts(d, counts));
+    ASSERT_OK(cubec_fault_get_counts(d, counts));
     assert_int_equal(counts[kind] - before[kind], K);
-    const cubec_kernel_desc cd = {.name = "consume", .glsl = consume_src};
+    const cubec_kernel_desc cd = {
+        .struct_size = sizeof(cubec_kernel_desc), .name = "consume", .glsl = consume_src};
     ASSERT_OK(cubec_kernel_create(d, &cd, &consume));
     static uint32_t in[N], got[N], want[N];
     for (uint32_t i = 0; i < N; i++)
@@ -544,7 +557,7 @@ static void test_queue_and_disk_cache(void **state)
         kernel_disk_stats ds;
         kernel_disk_get_stats(d, &ds);
         uint64_t counts[CUBEC_FAULT_KIND_COUNT];
-        ASSERT_OK(cubec_fault_counts(d, counts));
+        ASSERT_OK(cubec_fault_get_counts(d, counts));
         assert_true(ds.enabled);
         /* The first device compiles all five and stores them; the second compiles none. */
         assert_int_equal(ds.spirv_hits, pass ? K : 0);
@@ -561,21 +574,24 @@ static void test_queue_refusals(void **state)
     cubec_kernel k = {0};
     ASSERT_ERROR(cubec_kernel_queue(d, NULL, &k), CUBEC_INVALID_ARGUMENT,
                  "cubec_kernel_queue: desc is NULL");
-    const cubec_kernel_desc pd = {.name = "produce", .glsl = produce_src};
+    const cubec_kernel_desc pd = {
+        .struct_size = sizeof(cubec_kernel_desc), .name = "produce", .glsl = produce_src};
     ASSERT_ERROR(cubec_kernel_queue(d, &pd, NULL), CUBEC_INVALID_ARGUMENT,
                  "cubec_kernel_queue: out_kernel is NULL");
     ASSERT_ERROR(cubec_kernel_wait(d, (cubec_kernel){12345}), CUBEC_INVALID_ARGUMENT,
                  "cubec_kernel_wait: kernel");
     ASSERT_OK(cubec_kernel_compile_queued(d)); /* nothing queued */
     /* Without [compile] async_create, cubec_kernel_create still returns the compile error. */
-    const cubec_kernel_desc bd = {.name = "broken.comp", .glsl = broken_src};
+    const cubec_kernel_desc bd = {
+        .struct_size = sizeof(cubec_kernel_desc), .name = "broken.comp", .glsl = broken_src};
     ASSERT_ERROR(cubec_kernel_create(d, &bd, &k), CUBEC_COMPILE_FAILED, "broken.comp:8: error");
     assert_int_equal(k.id, 0);
     ASSERT_OK(cubec_kernel_queue(d, &pd, &k));
     cubec_buffer o = {0};
     ASSERT_OK(cubec_buffer_create(d, STREAM, N * 4, &o));
     uint32_t info[3] = {N, 1, 1};
-    cubec_launch_desc ld = {.kernel = k,
+    cubec_launch_desc ld = {.struct_size = sizeof(cubec_launch_desc),
+                            .kernel = k,
                             .buffers = &o,
                             .buffer_count = 1,
                             .info = info,

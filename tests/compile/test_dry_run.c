@@ -205,7 +205,7 @@ static void process_wide_dry_run(void **state)
 
 static cubec_memory_report report_of(fixture *f)
 {
-    cubec_memory_report r;
+    cubec_memory_report r = CUBEC_MEMORY_REPORT_INIT;
     ASSERT_OK(cubec_memory_report_get(f->d, f->s, &r));
     return r;
 }
@@ -322,7 +322,7 @@ static void raw_resource_backs_page(void **state)
     cubec_memory_report r1 = report_of(f);
     assert_int_equal(r1.pages_unbacked, r0.pages_unbacked + 1);
     expect_heap(f, &r0, 0, "a page made under a dry run");
-    cubec_raw_buffer raw;
+    cubec_raw_buffer raw = CUBEC_RAW_BUFFER_INIT;
     cubec_guard guard;
     ASSERT_OK(cubec_buffer_raw(f->d, f->s, a, &raw, &guard));
     assert_int_equal(report_of(f).pages_unbacked, r0.pages_unbacked);
@@ -424,15 +424,21 @@ static void dry_launch_of_queued_kernels(void **state)
              "layout(std430, binding = 0) buffer V { uint v[]; };\n"
              "void main() { uint i = gl_GlobalInvocationID.x;\n"
              "  if (i < info.n) v[i] = v[i] * info.mul + info.add + 1u; }\n");
-    ASSERT_OK(cubec_kernel_queue(f->d, &(cubec_kernel_desc){.name = "queued", .glsl = src}, &good));
-    ASSERT_OK(cubec_kernel_queue(
-        f->d, &(cubec_kernel_desc){.name = "broken", .glsl = "#version 450\nvoid main() { x; }\n"},
-        &bad));
+    ASSERT_OK(cubec_kernel_queue(f->d,
+                                 &(cubec_kernel_desc){.struct_size = sizeof(cubec_kernel_desc),
+                                                      .name = "queued",
+                                                      .glsl = src},
+                                 &good));
+    ASSERT_OK(cubec_kernel_queue(f->d,
+                                 &(cubec_kernel_desc){.struct_size = sizeof(cubec_kernel_desc),
+                                                      .name = "broken",
+                                                      .glsl = "#version 450\nvoid main() { x; }\n"},
+                                 &bad));
     ASSERT_OK(cubec_run_window_begin(f->d, f->s, CUBEC_RUN_DRY));
     ASSERT_OK(uint_launch(f->d, f->s, good, v, NONE, N, 3, 1));
     ASSERT_ERROR(uint_launch(f->d, f->s, bad, v, NONE, N, 3, 1), CUBEC_COMPILE_FAILED, "broken");
     ASSERT_OK(cubec_run_window_end(f->d, f->s));
-    cubec_kernel_info info;
+    cubec_kernel_info info = CUBEC_KERNEL_INFO_INIT;
     ASSERT_OK(cubec_kernel_get_info(f->d, good, &info)); /* it built */
     expect_words(f, v, host);                            /* dropped, and nothing tainted */
     ASSERT_OK(cubec_kernel_destroy(f->d, good));

@@ -39,7 +39,8 @@ static cubec_status create(cubec_device *d, const cubec_device_info *info,
     gemm_f16_defines defines;
     gemm_f16_make_defines(&defines, &shape, cfg, info->subgroup_size ? info->subgroup_size : 32);
     static char source[GEMM_F16_SOURCE_SIZE];
-    const cubec_kernel_desc kd = {.name = "gemm_f16",
+    const cubec_kernel_desc kd = {.struct_size = sizeof(cubec_kernel_desc),
+                                  .name = "gemm_f16",
                                   .glsl = gemm_f16_source(source, sizeof source),
                                   .defines = defines.list,
                                   .define_count = 10};
@@ -68,7 +69,8 @@ static void run_and_check(cubec_device *d, const cubec_device_info *info,
     ASSERT_OK(cubec_buffer_from(d, 0, b, sizeof(uint16_t) * K * N, &bufs[1]));
     ASSERT_OK(cubec_buffer_create(d, 0, sizeof(float) * M * N, &bufs[2]));
     const uint32_t dims[3] = {M, N, K};
-    const cubec_launch_desc ld = {.kernel = k,
+    const cubec_launch_desc ld = {.struct_size = sizeof(cubec_launch_desc),
+                                  .kernel = k,
                                   .buffers = bufs,
                                   .buffer_count = 3,
                                   .info = dims,
@@ -98,7 +100,7 @@ static void test_gemm(void **state)
 {
     (void)state;
     cubec_device *d = test_device_open();
-    cubec_device_info info;
+    cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
     ASSERT_OK(cubec_device_get_info(d, &info));
     const gemm_f16_config configs[] = {
         GEMM_F16_DEFAULT,
@@ -126,11 +128,17 @@ static void test_gemm(void **state)
         cubec_buffer b;
         ASSERT_OK(cubec_buffer_from(d, 0, v, sizeof v, &b));
         cubec_kernel k;
-        ASSERT_OK(cubec_kernel_create(d, &(cubec_kernel_desc){.name = "p", .glsl = plus_one}, &k));
-        ASSERT_OK(
-            cubec_launch(d, 0,
-                         &(cubec_launch_desc){
-                             .kernel = k, .buffers = &b, .buffer_count = 1, .groups = {1, 1, 1}}));
+        ASSERT_OK(cubec_kernel_create(d,
+                                      &(cubec_kernel_desc){.struct_size = sizeof(cubec_kernel_desc),
+                                                           .name = "p",
+                                                           .glsl = plus_one},
+                                      &k));
+        ASSERT_OK(cubec_launch(d, 0,
+                               &(cubec_launch_desc){.struct_size = sizeof(cubec_launch_desc),
+                                                    .kernel = k,
+                                                    .buffers = &b,
+                                                    .buffer_count = 1,
+                                                    .groups = {1, 1, 1}}));
         ASSERT_OK(cubec_read(d, 0, b, 0, v, sizeof v));
         for (int i = 0; i < 64; i++)
             assert_int_equal(v[i], 1);

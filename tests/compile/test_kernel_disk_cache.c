@@ -64,8 +64,11 @@ static cubec_kernel create_salted(cubec_device *d, uint32_t salt)
     char value[16];
     snprintf(value, sizeof value, "%u", salt);
     const cubec_define define = {"SALT", value};
-    const cubec_kernel_desc desc = {
-        .name = "salted", .glsl = salted_src, .defines = &define, .define_count = 1};
+    const cubec_kernel_desc desc = {.struct_size = sizeof(cubec_kernel_desc),
+                                    .name = "salted",
+                                    .glsl = salted_src,
+                                    .defines = &define,
+                                    .define_count = 1};
     cubec_kernel k = {0};
     ASSERT_OK(cubec_kernel_create(d, &desc, &k));
     return k;
@@ -180,7 +183,7 @@ static void test_robust_pipelines_apart(void **state)
     setenv("CUBEC_ROBUST", "1", 1);
     d = test_device_open();
     unsetenv("CUBEC_ROBUST");
-    cubec_device_info info;
+    cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
     ASSERT_OK(cubec_device_get_info(d, &info));
     assert_true(run_salted(d, 1));
     kernel_disk_stats s = stats_of(d);
@@ -213,7 +216,8 @@ static void test_refused_kernel_not_stored(void **state)
     for (int round = 0; round < 2; round++) {
         cubec_device *d = test_device_open();
         cubec_kernel k;
-        cubec_kernel_desc kd = {.name = "refused", .glsl = src};
+        cubec_kernel_desc kd = {
+            .struct_size = sizeof(cubec_kernel_desc), .name = "refused", .glsl = src};
         ASSERT_ERROR(cubec_kernel_create(d, &kd, &k), CUBEC_INVALID_SPIRV, "uniform buffer 'U'");
         assert_int_equal(stats_of(d).spirv_hits, 0);
         test_device_close(d);
@@ -361,7 +365,8 @@ static void run_lru(cubec_device *d, uint32_t salt, uint32_t extra)
     snprintf(value, sizeof value, "%u", salt);
     const cubec_define define = {"SALT", value};
     const cubec_spec_constant spec = {0, extra};
-    const cubec_kernel_desc desc = {.name = "lru",
+    const cubec_kernel_desc desc = {.struct_size = sizeof(cubec_kernel_desc),
+                                    .name = "lru",
                                     .glsl = lru_src,
                                     .defines = &define,
                                     .define_count = 1,
@@ -725,8 +730,11 @@ static long blob_after_builds(uint32_t first, uint32_t n, int queued)
         char value[16];
         snprintf(value, sizeof value, "%u", first + i);
         const cubec_define define = {"SALT", value};
-        const cubec_kernel_desc desc = {
-            .name = "salted", .glsl = salted_src, .defines = &define, .define_count = 1};
+        const cubec_kernel_desc desc = {.struct_size = sizeof(cubec_kernel_desc),
+                                        .name = "salted",
+                                        .glsl = salted_src,
+                                        .defines = &define,
+                                        .define_count = 1};
         ASSERT_OK(cubec_kernel_queue(d, &desc, &ks[i]));
     }
     if (queued) ASSERT_OK(cubec_kernel_compile_queued(d));

@@ -36,7 +36,8 @@ static int null_backend(void)
 
 static cubec_kernel_desc desc_of(const cubec_define *local, uint32_t size)
 {
-    return (cubec_kernel_desc){.name = "sg",
+    return (cubec_kernel_desc){.struct_size = sizeof(cubec_kernel_desc),
+                               .name = "sg",
                                .glsl = size_src,
                                .defines = local,
                                .define_count = 1,
@@ -53,7 +54,7 @@ static uint64_t run_size(cubec_device *d, uint32_t local, uint32_t size, uint32_
     cubec_kernel_desc kd = desc_of(&def, size);
     cubec_kernel k;
     ASSERT_OK(cubec_kernel_create(d, &kd, &k));
-    cubec_kernel_info ki;
+    cubec_kernel_info ki = CUBEC_KERNEL_INFO_INIT;
     ASSERT_OK(cubec_kernel_get_info(d, k, &ki));
     assert_int_equal(ki.workgroup_size[0], local);
     uint32_t n = local * GROUPS;
@@ -62,8 +63,11 @@ static uint64_t run_size(cubec_device *d, uint32_t local, uint32_t size, uint32_
     cubec_buffer b;
     ASSERT_OK(cubec_buffer_create(d, 0, n * sizeof *got, &b));
     ASSERT_OK(cubec_fill(d, 0, b, 0, n * sizeof *got, 0xdeadbeefu));
-    cubec_launch_desc ld = {
-        .kernel = k, .buffers = &b, .buffer_count = 1, .groups = {GROUPS, 1, 1}};
+    cubec_launch_desc ld = {.struct_size = sizeof(cubec_launch_desc),
+                            .kernel = k,
+                            .buffers = &b,
+                            .buffer_count = 1,
+                            .groups = {GROUPS, 1, 1}};
     ASSERT_OK(cubec_launch(d, 0, &ld));
     ASSERT_OK(cubec_read(d, 0, b, 0, got, n * sizeof *got));
     if (!null_backend())
@@ -89,7 +93,7 @@ static void test_each_size(void **state)
     setenv("CUBEC_CACHE_DIR", dir, 1);
     cubec_device *d = test_device_open();
     setenv("CUBEC_CACHE_DIR", "none", 1);
-    cubec_device_info info;
+    cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
     ASSERT_OK(cubec_device_get_info(d, &info));
     print_message("device '%s': subgroup size %u, range %u..%u, size control %s\n", info.name,
                   info.subgroup_size, info.min_subgroup_size, info.max_subgroup_size,
@@ -127,7 +131,7 @@ static void test_refusals(void **state)
 {
     (void)state;
     cubec_device *d = test_device_open();
-    cubec_device_info info;
+    cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
     ASSERT_OK(cubec_device_get_info(d, &info));
     const gpu_caps *caps = &d->gpu->caps;
     const cubec_define def = {"LOCAL", "64"};
@@ -207,15 +211,15 @@ static void test_disabled(void **state)
     setenv("CUBEC_DISABLE_FEATURES", "subgroup_size_control", 1);
     cubec_device *d = test_device_open();
     unsetenv("CUBEC_DISABLE_FEATURES");
-    cubec_device_info info;
+    cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
     ASSERT_OK(cubec_device_get_info(d, &info));
     assert_int_equal(info.features & CUBEC_FEATURE_SUBGROUP_SIZE_CONTROL, 0);
     assert_int_equal(info.min_subgroup_size, info.subgroup_size);
     assert_int_equal(info.max_subgroup_size, info.subgroup_size);
     assert_false(d->gpu->caps.required_subgroup_size);
     uint32_t count = 0;
-    ASSERT_OK(cubec_device_count(&count));
-    cubec_device_info peeked = {0};
+    ASSERT_OK(cubec_device_get_count(&count));
+    cubec_device_info peeked = CUBEC_DEVICE_INFO_INIT;
     for (uint32_t i = 0; i < count; i++) {
         ASSERT_OK(cubec_device_peek(i, &peeked));
         if (strcmp(peeked.name, info.name) == 0) break;

@@ -15,11 +15,11 @@
  *   trace    the graph workload with CUBEC_TRACE on: after every run, tests/profiling/
  *            check_trace.py must accept the file the device wrote when it closed.
  *
- * A clean run counts the fallible calls of each kind (cubec_fault_counts after opening and at the
- * end); then for every kind and every n up to its count the workload runs on a fresh device with
- * that one call made to fail (CUBEC_FAULT for calls made while opening, cubec_fault_inject after).
- * Every run, with the validation layer on (any message fails the test) and, in the ASan build,
- * LeakSanitizer watching:
+ * A clean run counts the fallible calls of each kind (cubec_fault_get_counts after opening and at
+ * the end); then for every kind and every n up to its count the workload runs on a fresh device
+ * with that one call made to fail (CUBEC_FAULT for calls made while opening, cubec_fault_inject
+ * after). Every run, with the validation layer on (any message fails the test) and, in the ASan
+ * build, LeakSanitizer watching:
  *  - every call returns success, or an error that names the root cause ("injected fault: <kind>
  *    call #<n>"): the call that made the failing call (a launch, copy or fill whose drain lost
  *    only another stream's submission succeeds, docs/errors.md (e)), or a call that reports
@@ -230,7 +230,7 @@ static void after_call(cubec_status st, const char *what, int reports)
         return;
     }
     uint64_t counts[CUBEC_FAULT_KIND_COUNT];
-    cubec_status cs = cubec_fault_counts(R.d, counts);
+    cubec_status cs = cubec_fault_get_counts(R.d, counts);
     if (cs) {
         if (cubec_status_code(cs) == CUBEC_DEVICE_LOST &&
             strstr(cubec_status_message(cs), R.root)) {
@@ -244,7 +244,8 @@ static void after_call(cubec_status st, const char *what, int reports)
                         cubec_status_message(st), R.root);
             return;
         }
-        fail_msg("%s: cubec_fault_counts after %s: %s", run_name(), what, cubec_status_message(cs));
+        fail_msg("%s: cubec_fault_get_counts after %s: %s", run_name(), what,
+                 cubec_status_message(cs));
     }
     if (!R.fault_seen && counts[R.kind] >= R.n) {
         R.fault_seen = 1;
@@ -456,7 +457,8 @@ static void launch(int ki, cubec_stream s, mbuf *const *bufs, int count, mbuf *o
     cubec_buffer hs[4];
     for (int i = 0; i < count; i++)
         hs[i] = bufs[i]->h;
-    cubec_launch_desc ld = {.kernel = R.k[ki],
+    cubec_launch_desc ld = {.struct_size = sizeof(cubec_launch_desc),
+                            .kernel = R.k[ki],
                             .buffers = hs,
                             .buffer_count = (uint32_t)count,
                             .info = info,
@@ -580,7 +582,8 @@ static void make_kernels(void)
     for (int i = 0; i < K_COUNT; i++) {
         R.kok[i] = 0;
         if (R.lost) continue;
-        cubec_kernel_desc kd = {.name = names[i], .glsl = srcs[i]};
+        cubec_kernel_desc kd = {
+            .struct_size = sizeof(cubec_kernel_desc), .name = names[i], .glsl = srcs[i]};
         cubec_kernel k = {0};
         cubec_status st = cubec_kernel_create(R.d, &kd, &k);
         after_call(st, "cubec_kernel_create", 0);
@@ -657,7 +660,7 @@ static void finish(cubec_stream s)
     st[2] = cubec_sync(R.d, s);
     st[3] = cubec_check(R.d, &any, 1);
     st[4] = cubec_buffer_create(R.d, s, 64, &nb);
-    st[5] = cubec_fault_counts(R.d, counts);
+    st[5] = cubec_fault_get_counts(R.d, counts);
     st[6] = cubec_graph_prepare(R.d, s);
     st[7] = cubec_profile_begin(R.d, s, &p);
     st[8] = cubec_read_async(R.d, s, any, 0, &word, 4, &ev);
@@ -781,7 +784,7 @@ static void workload_graph(void)
 static void profile_end(cubec_stream s, cubec_profile p, int first_out, int profiled)
 {
     if (R.lost || !p.id) return;
-    cubec_profile_result res = {0};
+    cubec_profile_result res = CUBEC_PROFILE_RESULT_INIT;
     cubec_status st = cubec_profile_end(R.d, s, p, &res);
     after_call(st, "cubec_profile_end", 1);
     if (!st) {
@@ -1105,9 +1108,9 @@ static void test_sweep(void **state)
     R.staging = staging && staging[0] == '1';
     trace_before();
     R.d = test_device_open();
-    ASSERT_OK(cubec_fault_counts(R.d, open_counts));
+    ASSERT_OK(cubec_fault_get_counts(R.d, open_counts));
     chosen->run();
-    ASSERT_OK(cubec_fault_counts(R.d, counts));
+    ASSERT_OK(cubec_fault_get_counts(R.d, counts));
     uint64_t clean_reads = R.reads;
     test_device_close(R.d);
     trace_after(1);
@@ -1138,7 +1141,9 @@ static void test_sweep(void **state)
                 snprintf(root, sizeof root, "injected fault: %s call #%" PRIu64, kind, n);
                 setenv("CUBEC_FAULT", spec, 1);
                 trace_before();
-                cubec_device_desc desc = {.validation = 1, .on_validation = count_message};
+                cubec_device_desc desc = {.struct_size = sizeof(cubec_device_desc),
+                                          .validation = 1,
+                                          .on_validation = count_message};
                 const char *v = getenv("CUBEC_TEST_VALIDATION");
                 if (v && v[0] == '0') desc.validation = 0;
                 cubec_device *d = NULL;

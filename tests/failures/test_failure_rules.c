@@ -90,7 +90,7 @@ static tbuf make_buffer(cubec_device *d, cubec_stream s, const uint32_t *data)
 static uint64_t fault_count(cubec_device *d, cubec_fault_kind kind)
 {
     uint64_t c[CUBEC_FAULT_KIND_COUNT];
-    ASSERT_OK(cubec_fault_counts(d, c));
+    ASSERT_OK(cubec_fault_get_counts(d, c));
     return c[kind];
 }
 
@@ -440,7 +440,7 @@ static void test_host_write_clears_only_its_range(void **state)
     cubec_device *d = open_device();
     kernels k = kernels_create(d);
     cubec_stream s = new_stream(d);
-    cubec_device_info info;
+    cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
     ASSERT_OK(cubec_device_get_info(d, &info));
     tbuf y = make_buffer(d, s, NULL);
     ASSERT_OK(uint_launch(d, s, k.produce, y.h, NONE, N, 1, 1));
@@ -803,7 +803,7 @@ static void test_lost_submission_taints_its_writes(void **state)
     tbuf big = make_buffer(d, s, NULL); /* only its first half is written */
     tbuf o1 = make_buffer(d, s, NULL);
     tbuf o2 = make_buffer(d, s, NULL);
-    cubec_device_info info;
+    cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
     ASSERT_OK(cubec_device_get_info(d, &info));
     assert_int_equal(info.tasks_max, 4);
     cubec_buffer half = {0};
@@ -878,7 +878,8 @@ static void test_device_lost_fails_fast(void **state)
     cubec_buffer nb = {0};
     cubec_kernel nk = {0};
     cubec_stream ns = 0;
-    cubec_kernel_desc kd = {.name = "late", .glsl = produce_src};
+    cubec_kernel_desc kd = {
+        .struct_size = sizeof(cubec_kernel_desc), .name = "late", .glsl = produce_src};
     const char *lost = "lost";
     ASSERT_ERROR(cubec_read(d, s, x.h, 0, got, BYTES), CUBEC_DEVICE_LOST, lost);
     ASSERT_ERROR(cubec_read(d, s, y.h, 0, got, BYTES), CUBEC_DEVICE_LOST, lost);
@@ -894,7 +895,7 @@ static void test_device_lost_fails_fast(void **state)
     ASSERT_ERROR(cubec_buffer_from(d, s, xs, BYTES, &nb), CUBEC_DEVICE_LOST, lost);
     ASSERT_ERROR(cubec_kernel_create(d, &kd, &nk), CUBEC_DEVICE_LOST, lost);
     ASSERT_ERROR(cubec_stream_new(d, &ns), CUBEC_DEVICE_LOST, lost);
-    ASSERT_ERROR(cubec_fault_counts(d, counts), CUBEC_DEVICE_LOST, lost);
+    ASSERT_ERROR(cubec_fault_get_counts(d, counts), CUBEC_DEVICE_LOST, lost);
     ASSERT_ERROR(cubec_fault_inject(d, CUBEC_FAULT_SUBMIT, 1), CUBEC_DEVICE_LOST, lost);
     ASSERT_ERROR(cubec_memory_cleanup(d, s), CUBEC_DEVICE_LOST, lost);
     ASSERT_ERROR(cubec_buffer_release(d, x.h), CUBEC_DEVICE_LOST, lost);
@@ -923,7 +924,8 @@ static void count_message(void *user, const char *message)
 static cubec_status open_with_faults(const char *spec, cubec_device **out)
 {
     setenv("CUBEC_FAULT", spec, 1);
-    cubec_device_desc desc = {.validation = 1, .on_validation = count_message};
+    cubec_device_desc desc = {
+        .struct_size = sizeof(cubec_device_desc), .validation = 1, .on_validation = count_message};
     const char *v = getenv("CUBEC_TEST_VALIDATION");
     if (v && v[0] == '0') desc.validation = 0;
     cubec_status st = cubec_device_open(&desc, out);
@@ -943,15 +945,15 @@ static void test_fault_injection_api(void **state)
     (void)state;
     cubec_device *d = open_device();
     uint64_t c0[CUBEC_FAULT_KIND_COUNT], c1[CUBEC_FAULT_KIND_COUNT];
-    ASSERT_OK(cubec_fault_counts(d, c0));
-    ASSERT_ERROR(cubec_fault_counts(d, NULL), CUBEC_INVALID_ARGUMENT, "out_counts");
-    ASSERT_ERROR(cubec_fault_counts(NULL, c1), CUBEC_INVALID_ARGUMENT, "device");
+    ASSERT_OK(cubec_fault_get_counts(d, c0));
+    ASSERT_ERROR(cubec_fault_get_counts(d, NULL), CUBEC_INVALID_ARGUMENT, "out_counts");
+    ASSERT_ERROR(cubec_fault_get_counts(NULL, c1), CUBEC_INVALID_ARGUMENT, "device");
     char past[32];
     snprintf(past, sizeof past, "kind %d", (int)CUBEC_FAULT_KIND_COUNT);
     ASSERT_ERROR(cubec_fault_inject(d, CUBEC_FAULT_KIND_COUNT, 1), CUBEC_INVALID_ARGUMENT, past);
     ASSERT_ERROR(cubec_fault_inject(d, (cubec_fault_kind)-1, 1), CUBEC_INVALID_ARGUMENT, "kind -1");
     ASSERT_ERROR(cubec_fault_inject(NULL, CUBEC_FAULT_PAGE, 1), CUBEC_INVALID_ARGUMENT, "device");
-    cubec_device_info info;
+    cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
     ASSERT_OK(cubec_device_get_info(d, &info));
     if (info.unified_memory) assert_true(c0[CUBEC_FAULT_MAP] >= 1); /* the metadata ring */
     assert_int_equal(c0[CUBEC_FAULT_PAGE], 0);
@@ -960,11 +962,14 @@ static void test_fault_injection_api(void **state)
 
     /* A kernel: one compilation and one pipeline; the same kernel again is cached (no calls). */
     cubec_kernel k1 = {0}, k2 = {0}, k3 = {0};
-    cubec_kernel_desc p = {.name = "produce", .glsl = produce_src};
-    cubec_kernel_desc c = {.name = "consume", .glsl = consume_src};
-    cubec_kernel_desc r = {.name = "relu", .glsl = relu_src};
+    cubec_kernel_desc p = {
+        .struct_size = sizeof(cubec_kernel_desc), .name = "produce", .glsl = produce_src};
+    cubec_kernel_desc c = {
+        .struct_size = sizeof(cubec_kernel_desc), .name = "consume", .glsl = consume_src};
+    cubec_kernel_desc r = {
+        .struct_size = sizeof(cubec_kernel_desc), .name = "relu", .glsl = relu_src};
     ASSERT_OK(cubec_kernel_create(d, &p, &k1));
-    ASSERT_OK(cubec_fault_counts(d, c1));
+    ASSERT_OK(cubec_fault_get_counts(d, c1));
     assert_int_equal(c1[CUBEC_FAULT_COMPILE], c0[CUBEC_FAULT_COMPILE] + 1);
     assert_int_equal(c1[CUBEC_FAULT_PIPELINE], c0[CUBEC_FAULT_PIPELINE] + 1);
     cubec_kernel again = {0};
@@ -985,7 +990,8 @@ static void test_fault_injection_api(void **state)
     ASSERT_OK(cubec_fault_inject(d, CUBEC_FAULT_PIPELINE, 2));
     ASSERT_OK(cubec_kernel_create(d, &r, &k3));
     cubec_kernel k4 = {0};
-    cubec_kernel_desc st = {.name = "step", .glsl = step_src};
+    cubec_kernel_desc st = {
+        .struct_size = sizeof(cubec_kernel_desc), .name = "step", .glsl = step_src};
     ASSERT_ERROR(cubec_kernel_create(d, &st, &k4), CUBEC_INTERNAL, "injected fault: pipeline call");
     assert_int_equal(k4.id, 0);
     ASSERT_OK(cubec_kernel_create(d, &st, &k4)); /* one-shot: the retry works */
@@ -993,7 +999,8 @@ static void test_fault_injection_api(void **state)
     ASSERT_OK(cubec_fault_inject(d, CUBEC_FAULT_COMPILE, 1));
     ASSERT_OK(cubec_fault_inject(d, CUBEC_FAULT_COMPILE, 0));
     cubec_kernel k5 = {0};
-    cubec_kernel_desc bz = {.name = "busy", .glsl = busy_src};
+    cubec_kernel_desc bz = {
+        .struct_size = sizeof(cubec_kernel_desc), .name = "busy", .glsl = busy_src};
     ASSERT_OK(cubec_kernel_create(d, &bz, &k5));
 
     /* page: a stream's first buffer needs a page (one page call); a second small one fits it. */
@@ -1030,7 +1037,7 @@ static void test_fault_injection_api(void **state)
     ASSERT_ERROR(cubec_flush(d, s1), CUBEC_INTERNAL, want);
     ASSERT_ERROR(cubec_check(d, &b, 1), CUBEC_INTERNAL, want);
     ASSERT_OK(cubec_check(d, &b2, 1));
-    ASSERT_OK(cubec_fault_counts(d, c1));
+    ASSERT_OK(cubec_fault_get_counts(d, c1));
     assert_int_equal(c1[CUBEC_FAULT_SUBMIT], submits + 2);
 
     ASSERT_OK(cubec_buffer_release(d, b));
@@ -1094,8 +1101,10 @@ static void test_fault_environment(void **state)
     ASSERT_OK(open_with_faults("compile:2,submit:1", &d));
     assert_non_null(d);
     cubec_kernel k1 = {0}, k2 = {0};
-    cubec_kernel_desc p = {.name = "produce", .glsl = produce_src};
-    cubec_kernel_desc c = {.name = "consume", .glsl = consume_src};
+    cubec_kernel_desc p = {
+        .struct_size = sizeof(cubec_kernel_desc), .name = "produce", .glsl = produce_src};
+    cubec_kernel_desc c = {
+        .struct_size = sizeof(cubec_kernel_desc), .name = "consume", .glsl = consume_src};
     ASSERT_OK(cubec_kernel_create(d, &p, &k1));
     ASSERT_ERROR(cubec_kernel_create(d, &c, &k2), CUBEC_COMPILE_FAILED,
                  "injected fault: compile call #2");

@@ -220,7 +220,8 @@ static void do_mix(thread_state *t, mbuf *a, mbuf *b, mbuf *y, uint32_t c)
         ref[i] = a->ref[i] * 3u + b->ref[i] + c;
     cubec_buffer hs[3] = {a->h, b->h, y->h};
     uint32_t info[2] = {WORDS, c};
-    cubec_launch_desc ld = {.kernel = t->rs->mix,
+    cubec_launch_desc ld = {.struct_size = sizeof(cubec_launch_desc),
+                            .kernel = t->rs->mix,
                             .buffers = hs,
                             .buffer_count = 3,
                             .info = info,
@@ -240,7 +241,8 @@ static void do_acc(thread_state *t, mbuf *acc, mbuf *y)
         ref[i] = acc->ref[i] + y->ref[i];
     cubec_buffer hs[2] = {acc->h, y->h};
     uint32_t info[1] = {WORDS};
-    cubec_launch_desc ld = {.kernel = t->rs->acc,
+    cubec_launch_desc ld = {.struct_size = sizeof(cubec_launch_desc),
+                            .kernel = t->rs->acc,
                             .buffers = hs,
                             .buffer_count = 2,
                             .info = info,
@@ -475,7 +477,11 @@ static void one_round(uint64_t seed, unsigned round)
     setenv("CUBEC_TASKS_MAX", tasks, 1);
     rs.d = test_device_open();
     unsetenv("CUBEC_TASKS_MAX");
-    cubec_kernel_desc mk = {.name = "mix", .glsl = mix_src}, ak = {.name = "acc", .glsl = acc_src};
+    cubec_kernel_desc mk = {.struct_size = sizeof(cubec_kernel_desc),
+                            .name = "mix",
+                            .glsl = mix_src},
+                      ak = {
+                          .struct_size = sizeof(cubec_kernel_desc), .name = "acc", .glsl = acc_src};
     ASSERT_OK(cubec_kernel_create(rs.d, &mk, &rs.mix));
     ASSERT_OK(cubec_kernel_create(rs.d, &ak, &rs.acc));
     /* One to three faults of distinct kinds, at call numbers in the range the workload makes. */
@@ -510,7 +516,7 @@ static void one_round(uint64_t seed, unsigned round)
     }
     rounds_lost += lost;
     uint64_t counts[CUBEC_FAULT_KIND_COUNT] = {0};
-    cubec_status st = cubec_fault_counts(rs.d, counts);
+    cubec_status st = cubec_fault_get_counts(rs.d, counts);
     char armed[160];
     printf("round %u: faults %s, tasks_max %s: %s; %" PRIu64 " submits, %" PRIu64 " waits\n", round,
            kinds_armed(&rs, armed, sizeof armed), tasks,

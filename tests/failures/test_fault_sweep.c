@@ -1,5 +1,5 @@
 /* The fault sweep: a small MLP-like workload is run once cleanly to count its fallible calls of
- * each kind (cubec_fault_counts after opening the device and after the workload), then rerun on
+ * each kind (cubec_fault_get_counts after opening the device and after the workload), then rerun on
  * a fresh device once per kind and per call number n up to that count, with that one call made
  * to fail: through CUBEC_FAULT before cubec_device_open for calls made while opening, through
  * cubec_fault_inject right after it for the others.
@@ -280,7 +280,7 @@ static int after_call(run *r, cubec_status st, const char *what)
 {
     if (trace) {
         uint64_t c[CUBEC_FAULT_KIND_COUNT] = {0};
-        cubec_status_free(r->lost ? NULL : cubec_fault_counts(r->d, c));
+        cubec_status_free(r->lost ? NULL : cubec_fault_get_counts(r->d, c));
         fprintf(stderr, "  %s -> %s (submit %" PRIu64 ", wait %" PRIu64 ")\n", what,
                 st ? cubec_status_message(st) : "ok", c[CUBEC_FAULT_SUBMIT], c[CUBEC_FAULT_WAIT]);
     }
@@ -303,7 +303,7 @@ static int after_call(run *r, cubec_status st, const char *what)
         return 1;
     }
     uint64_t counts[CUBEC_FAULT_KIND_COUNT];
-    cubec_status cs = cubec_fault_counts(r->d, counts);
+    cubec_status cs = cubec_fault_get_counts(r->d, counts);
     if (cs && r->kind == CUBEC_FAULT_ENCODE && cubec_status_code(cs) == CUBEC_DEVICE_LOST &&
         strstr(cubec_status_message(cs), r->root)) {
         /* The call polled the GPU's progress and found the batch that failed on the
@@ -316,7 +316,7 @@ static int after_call(run *r, cubec_status st, const char *what)
         return 1;
     }
     if (cs)
-        fail_msg("%s: cubec_fault_counts after %s: %s", run_name(r), what,
+        fail_msg("%s: cubec_fault_get_counts after %s: %s", run_name(r), what,
                  cubec_status_message(cs));
     if (!r->fault_seen && counts[r->kind] >= r->n) {
         r->fault_seen = 1;
@@ -465,7 +465,8 @@ static void op_launch(run *r, cubec_kernel k, int kernel_ok, const char *name, c
     cubec_buffer hs[5];
     for (int i = 0; i < count; i++)
         hs[i] = bufs[i]->h;
-    cubec_launch_desc ld = {.kernel = k,
+    cubec_launch_desc ld = {.struct_size = sizeof(cubec_launch_desc),
+                            .kernel = k,
                             .buffers = hs,
                             .buffer_count = (uint32_t)count,
                             .info = info,
@@ -510,7 +511,8 @@ static void op_accumulate(run *r, cubec_stream s, lbuf *acc, lbuf *y)
     }
     uint32_t n = acc->words;
     cubec_buffer hs[2] = {acc->h, y->h};
-    cubec_launch_desc ld = {.kernel = r->accumulate,
+    cubec_launch_desc ld = {.struct_size = sizeof(cubec_launch_desc),
+                            .kernel = r->accumulate,
                             .buffers = hs,
                             .buffer_count = 2,
                             .info = &n,
@@ -805,7 +807,7 @@ static void check_lost(run *r, cubec_stream s, lbuf *any)
     st[2] = cubec_sync(d, s);
     st[3] = cubec_check(d, &any->h, 1);
     st[4] = cubec_buffer_create(d, s, 64, &nb);
-    st[5] = cubec_fault_counts(d, counts);
+    st[5] = cubec_fault_get_counts(d, counts);
     double elapsed = now_s() - t0;
     for (int i = 0; i < 6; i++) {
         if (cubec_status_code(st[i]) != CUBEC_DEVICE_LOST)
@@ -844,8 +846,11 @@ static cubec_kernel make_kernel(run *r, const char *name, const char *src, const
     cubec_kernel k = {0};
     *ok = 0;
     if (r->lost) return k;
-    cubec_kernel_desc desc = {
-        .name = name, .glsl = src, .defines = def, .define_count = def ? 1 : 0};
+    cubec_kernel_desc desc = {.struct_size = sizeof(cubec_kernel_desc),
+                              .name = name,
+                              .glsl = src,
+                              .defines = def,
+                              .define_count = def ? 1 : 0};
     cubec_status st = cubec_kernel_create(r->d, &desc, &k);
     after_call(r, st, "cubec_kernel_create");
     if (st) {
@@ -1012,9 +1017,9 @@ static void test_fault_sweep(void **state)
     memset(&r, 0, sizeof r);
     r.clean = 1;
     r.d = test_device_open();
-    ASSERT_OK(cubec_fault_counts(r.d, open_counts));
+    ASSERT_OK(cubec_fault_get_counts(r.d, open_counts));
     workload(&r);
-    ASSERT_OK(cubec_fault_counts(r.d, counts));
+    ASSERT_OK(cubec_fault_get_counts(r.d, counts));
     uint64_t clean_reads = r.reads;
     workload_end(&r);
     test_device_close(r.d);
@@ -1046,7 +1051,9 @@ static void test_fault_sweep(void **state)
                 char spec[64];
                 snprintf(spec, sizeof spec, "%s:%" PRIu64, kind, n);
                 setenv("CUBEC_FAULT", spec, 1);
-                cubec_device_desc desc = {.validation = 1, .on_validation = count_message};
+                cubec_device_desc desc = {.struct_size = sizeof(cubec_device_desc),
+                                          .validation = 1,
+                                          .on_validation = count_message};
                 const char *v = getenv("CUBEC_TEST_VALIDATION");
                 if (v && v[0] == '0') desc.validation = 0;
                 cubec_device *d = NULL;

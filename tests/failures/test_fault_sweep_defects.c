@@ -96,7 +96,7 @@ static void wait_behind_failed_batch(void)
     ASSERT_OK(uint_launch(d, s, produce, o, NONE, WORDS, 1, 2));
     ASSERT_OK(cubec_flush(d, s));
     ASSERT_OK(uint_launch(d, s, produce, o, NONE, WORDS, 1, 3));
-    cubec_profile_result r;
+    cubec_profile_result r = CUBEC_PROFILE_RESULT_INIT;
     ASSERT_ERROR(cubec_profile_end(d, s, p, &r), CUBEC_DEVICE_LOST,
                  "injected fault: encode call #");
     test_device_close(d); /* fails on any validation message */

@@ -1,6 +1,6 @@
 /* Regression tests for the defects of issue 10, written against the public API only. Each test
  * says what the documentation promises and computes what it expects (CPU models of the uint
- * kernels, fault call numbers counted with cubec_fault_counts); each collects what it found,
+ * kernels, fault call numbers counted with cubec_fault_get_counts); each collects what it found,
  * releases everything, and fails at the end with the whole list, so that one run shows every
  * configuration that breaks.
  *
@@ -71,7 +71,7 @@ static void fail_if_found(const findings *fs, const char *what)
 static uint64_t submit_count(cubec_device *d)
 {
     uint64_t c[CUBEC_FAULT_KIND_COUNT];
-    ASSERT_OK(cubec_fault_counts(d, c));
+    ASSERT_OK(cubec_fault_get_counts(d, c));
     return c[CUBEC_FAULT_SUBMIT];
 }
 
@@ -301,7 +301,7 @@ static void profile_end_loses_its_flush(int system_timing)
     cubec_device *d = open_device();
     if (system_timing) unsetenv("CUBEC_TIMING");
     cubec_timing method;
-    ASSERT_OK(cubec_profile_method(d, &method));
+    ASSERT_OK(cubec_profile_get_method(d, &method));
     assert_int_equal(method, system_timing ? CUBEC_TIMING_SYSTEM : CUBEC_TIMING_DEVICE);
     cubec_kernel produce, consume, step;
     uint_kernels_create(d, &produce, &consume, &step);
@@ -317,8 +317,9 @@ static void profile_end_loses_its_flush(int system_timing)
     ASSERT_OK(uint_launch(d, s, consume, x.h, y.h, N, 3, 1)); /* queued, not submitted */
     uint64_t call = submit_count(d) + 1;
     ASSERT_OK(cubec_fault_inject(d, CUBEC_FAULT_SUBMIT, 1));
-    cubec_profile_result r;
+    cubec_profile_result r = CUBEC_PROFILE_RESULT_INIT;
     memset(&r, 0x5a, sizeof r);
+    r.struct_size = sizeof r;
     cubec_status st = cubec_profile_end(d, s, p, &r);
     cubec_code code = cubec_status_code(st);
     char msg[1024];
@@ -383,13 +384,14 @@ static void count_validation(void *user, const char *message)
 static cubec_device *open_with_tasks_max(uint32_t tasks_max)
 {
     const char *v = getenv("CUBEC_TEST_VALIDATION");
-    cubec_device_desc desc = {.validation = !(v && v[0] == '0'),
+    cubec_device_desc desc = {.struct_size = sizeof(cubec_device_desc),
+                              .validation = !(v && v[0] == '0'),
                               .on_validation = count_validation,
                               .tasks_max = tasks_max};
     cubec_device *d = NULL;
     cubec_status st = cubec_device_open(&desc, &d);
     if (st) fail_msg("cubec_device_open(tasks_max %u): %s", tasks_max, cubec_status_message(st));
-    cubec_device_info info;
+    cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
     ASSERT_OK(cubec_device_get_info(d, &info));
     assert_int_equal(info.tasks_max, tasks_max);
     return d;
@@ -612,19 +614,21 @@ static void test_made_up_kernel_handle_is_unknown(void **state)
     ASSERT_OK(cubec_buffer_create(d, 0, BYTES, &b));
     for (size_t i = 0; i < MADE_UP; i++) {
         uint32_t info[3] = {N, 1, 0};
-        cubec_launch_desc ld = {.kernel = {made_up_ids[i]},
+        cubec_launch_desc ld = {.struct_size = sizeof(cubec_launch_desc),
+                                .kernel = {made_up_ids[i]},
                                 .buffers = &b,
                                 .buffer_count = 1,
                                 .info = info,
                                 .info_size = sizeof info,
                                 .groups = {N / 64, 1, 1}};
         expect_unknown(&fs, cubec_launch(d, 0, &ld), "cubec_launch", made_up_ids[i]);
-        cubec_kernel_info ki;
+        cubec_kernel_info ki = CUBEC_KERNEL_INFO_INIT;
         expect_unknown(&fs, cubec_kernel_get_info(d, (cubec_kernel){made_up_ids[i]}, &ki),
                        "cubec_kernel_get_info", made_up_ids[i]);
     }
     uint32_t info[3] = {N, 1, 0};
-    cubec_launch_desc ld = {.kernel = foreign,
+    cubec_launch_desc ld = {.struct_size = sizeof(cubec_launch_desc),
+                            .kernel = foreign,
                             .buffers = &b,
                             .buffer_count = 1,
                             .info = info,
@@ -684,7 +688,8 @@ static void test_close_after_loss_with_queued_launches(void **state)
     tbuf y = make_numbered_buffer(d, t, NULL, BYTES);
     tbuf z = make_numbered_buffer(d, s, NULL, 4096 * 4);
     cubec_kernel busy;
-    cubec_kernel_desc bd = {.name = "busy", .glsl = busy_src};
+    cubec_kernel_desc bd = {
+        .struct_size = sizeof(cubec_kernel_desc), .name = "busy", .glsl = busy_src};
     ASSERT_OK(cubec_kernel_create(d, &bd, &busy));
     ASSERT_OK(cubec_sync(d, s));
     ASSERT_OK(cubec_sync(d, t));

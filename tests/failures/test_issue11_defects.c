@@ -55,7 +55,8 @@ static staged staged_open(void)
     setenv("CUBEC_FORCE_STAGING", "1", 1);
     staged s = {.d = test_device_open()};
     unsetenv("CUBEC_FORCE_STAGING");
-    const cubec_kernel_desc kd = {.name = "busy", .glsl = busy_src};
+    const cubec_kernel_desc kd = {
+        .struct_size = sizeof(cubec_kernel_desc), .name = "busy", .glsl = busy_src};
     ASSERT_OK(cubec_kernel_create(s.d, &kd, &s.busy));
     s.init = malloc(BUSY_WORDS * sizeof *s.init);
     s.got = calloc(BUSY_WORDS, sizeof *s.got);
@@ -119,7 +120,8 @@ static void test_event_after_success_returns_results(void **state)
 static cubec_device *tainted_buffer(cubec_kernel *produce, cubec_buffer *x)
 {
     cubec_device *d = test_device_open();
-    const cubec_kernel_desc kd = {.name = "produce", .glsl = produce_src};
+    const cubec_kernel_desc kd = {
+        .struct_size = sizeof(cubec_kernel_desc), .name = "produce", .glsl = produce_src};
     ASSERT_OK(cubec_kernel_create(d, &kd, produce));
     ASSERT_OK(cubec_buffer_create(d, CUBEC_STREAM_CURRENT, WORDS * 4u, x));
     ASSERT_OK(uint_launch(d, CUBEC_STREAM_CURRENT, *produce, *x, NONE, WORDS, 3, 5));
@@ -191,7 +193,8 @@ static void test_long_kernel_wait_times_out(void **state)
     cubec_device *d = test_device_open();
     unsetenv("CUBEC_WAIT_TIMEOUT");
     cubec_kernel spin;
-    const cubec_kernel_desc kd = {.name = "spin", .glsl = spin_src};
+    const cubec_kernel_desc kd = {
+        .struct_size = sizeof(cubec_kernel_desc), .name = "spin", .glsl = spin_src};
     ASSERT_OK(cubec_kernel_create(d, &kd, &spin));
     const uint32_t words = 64u * 64u;
     cubec_buffer v;

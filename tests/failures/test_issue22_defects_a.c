@@ -3,8 +3,8 @@
  * tests that need a kernel to run skip on the null backend.
  *
  *  (a) test_refused_getters_clear_their_outputs: cubec.h says out-parameters are cleared on entry
- *      and written only on success; cubec_memory_mode_get, cubec_device_get_info,
- *      cubec_device_peek, cubec_fault_counts and cubec_profile_method left a refused call's
+ *      and written only on success; cubec_memory_window_get, cubec_device_get_info,
+ *      cubec_device_peek, cubec_fault_get_counts and cubec_profile_get_method left a refused call's
  *      outputs as the caller had them.
  *  (b) test_compile_queued_reports_a_finished_failure: a queued kernel that failed to compile,
  *      its job finished (so out of the queue's list) before cubec_kernel_compile_queued: the call
@@ -73,46 +73,50 @@ static void test_refused_getters_clear_their_outputs(void **state)
     uint32_t depth;
     memset(&mode, JUNK, sizeof mode);
     memset(&depth, JUNK, sizeof depth);
-    ASSERT_ERROR(cubec_memory_mode_get(d, bad_stream, &mode, &depth), CUBEC_INVALID_ARGUMENT,
-                 "cubec_memory_mode_get");
+    ASSERT_ERROR(cubec_memory_window_get(d, bad_stream, &mode, &depth), CUBEC_INVALID_ARGUMENT,
+                 "cubec_memory_window_get");
     assert_int_equal(mode, CUBEC_MEMORY_MODE_AUTO);
     assert_int_equal(depth, 0);
     memset(&mode, JUNK, sizeof mode);
     memset(&depth, JUNK, sizeof depth);
-    ASSERT_ERROR(cubec_memory_mode_get(NULL, CUBEC_STREAM_CURRENT, &mode, &depth),
+    ASSERT_ERROR(cubec_memory_window_get(NULL, CUBEC_STREAM_CURRENT, &mode, &depth),
                  CUBEC_INVALID_ARGUMENT, "device");
     assert_int_equal(mode, CUBEC_MEMORY_MODE_AUTO);
     assert_int_equal(depth, 0);
 
-    cubec_device_info info;
+    cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
     memset(&info, JUNK, sizeof info);
+    info.struct_size = sizeof info;
     ASSERT_ERROR(cubec_device_get_info(NULL, &info), CUBEC_INVALID_ARGUMENT, "device is NULL");
-    assert_true(all_zero(&info, sizeof info));
+    assert_true(info.struct_size == sizeof info &&
+                all_zero(info.name, sizeof info - offsetof(cubec_device_info, name)));
     uint32_t count = 0;
-    ASSERT_OK(cubec_device_count(&count));
+    ASSERT_OK(cubec_device_get_count(&count));
     memset(&info, JUNK, sizeof info);
+    info.struct_size = sizeof info;
     ASSERT_ERROR(cubec_device_peek(count + 5u, &info), CUBEC_INVALID_ARGUMENT, "cubec_device_peek");
-    assert_true(all_zero(&info, sizeof info));
+    assert_true(info.struct_size == sizeof info &&
+                all_zero(info.name, sizeof info - offsetof(cubec_device_info, name)));
 
     uint64_t counts[CUBEC_FAULT_KIND_COUNT];
     memset(counts, JUNK, sizeof counts);
-    ASSERT_ERROR(cubec_fault_counts(NULL, counts), CUBEC_INVALID_ARGUMENT, "device");
+    ASSERT_ERROR(cubec_fault_get_counts(NULL, counts), CUBEC_INVALID_ARGUMENT, "device");
     assert_true(all_zero(counts, sizeof counts));
 
     cubec_timing timing;
     memset(&timing, JUNK, sizeof timing);
-    ASSERT_ERROR(cubec_profile_method(NULL, &timing), CUBEC_INVALID_ARGUMENT, "device");
+    ASSERT_ERROR(cubec_profile_get_method(NULL, &timing), CUBEC_INVALID_ARGUMENT, "device");
     assert_int_equal(timing, 0);
 
     /* And each still answers when the call is good. */
-    ASSERT_OK(cubec_memory_mode_push(d, CUBEC_STREAM_CURRENT, CUBEC_MEMORY_MODE_PERSISTENT));
-    ASSERT_OK(cubec_memory_mode_get(d, CUBEC_STREAM_CURRENT, &mode, &depth));
+    ASSERT_OK(cubec_memory_window_begin(d, CUBEC_STREAM_CURRENT, CUBEC_MEMORY_MODE_PERSISTENT));
+    ASSERT_OK(cubec_memory_window_get(d, CUBEC_STREAM_CURRENT, &mode, &depth));
     assert_int_equal(mode, CUBEC_MEMORY_MODE_PERSISTENT);
     assert_int_equal(depth, 1);
-    ASSERT_OK(cubec_memory_mode_pop(d, CUBEC_STREAM_CURRENT));
+    ASSERT_OK(cubec_memory_window_end(d, CUBEC_STREAM_CURRENT));
     ASSERT_OK(cubec_device_get_info(d, &info));
     assert_true(info.name[0] != '\0');
-    ASSERT_OK(cubec_profile_method(d, &timing));
+    ASSERT_OK(cubec_profile_get_method(d, &timing));
     assert_true(timing == CUBEC_TIMING_DEVICE || timing == CUBEC_TIMING_SYSTEM);
     test_device_close(d);
 }
@@ -132,8 +136,10 @@ static void test_compile_queued_reports_a_finished_failure(void **state)
 {
     (void)state;
     cubec_device *d = test_device_open();
-    const cubec_kernel_desc bd = {.name = "broken.comp", .glsl = broken_src};
-    const cubec_kernel_desc gd = {.name = "good.comp", .glsl = good_src};
+    const cubec_kernel_desc bd = {
+        .struct_size = sizeof(cubec_kernel_desc), .name = "broken.comp", .glsl = broken_src};
+    const cubec_kernel_desc gd = {
+        .struct_size = sizeof(cubec_kernel_desc), .name = "good.comp", .glsl = good_src};
     cubec_kernel broken, good;
     ASSERT_OK(cubec_kernel_queue(d, &bd, &broken));
     /* The wait returns once the job finished: it has left the queue's list. */
@@ -209,17 +215,24 @@ static void *destroy_when_measuring(void *arg)
 static void choose_with(cubec_device *d, tune_ctx *c,
                         cubec_status (*run)(cubec_device *, cubec_stream, void *))
 {
-    const cubec_tuner_desc td = {.name = "doomed", .warmup = 1, .samples = 2, .memory_only = 1};
+    const cubec_tuner_desc td = {.struct_size = sizeof(cubec_tuner_desc),
+                                 .name = "doomed",
+                                 .warmup = 1,
+                                 .samples = 2,
+                                 .memory_only = 1};
     ASSERT_OK(cubec_tuner_create(d, &td, &c->tuner));
     const cubec_tune_candidate cands[2] = {{"one", run, c}, {"two", run, c}};
-    const cubec_tune_request req = {.key = "k", .candidates = cands, .candidate_count = 2};
-    cubec_tune_result r;
+    const cubec_tune_request req = {.struct_size = sizeof(cubec_tune_request),
+                                    .key = "k",
+                                    .candidates = cands,
+                                    .candidate_count = 2};
+    cubec_tune_result r = CUBEC_TUNE_RESULT_INIT;
     ASSERT_OK(cubec_tune_choose(c->tuner, CUBEC_STREAM_CURRENT, &req, &r));
     assert_int_equal(r.source, CUBEC_TUNE_MEASURED);
     assert_true(r.index < 2);
     /* Both candidates ran every warm-up and sample round: the tuner was not torn down. */
     assert_int_equal(c->runs, 2u * (1u + 2u));
-    cubec_tune_outcome o;
+    cubec_tune_outcome o = CUBEC_TUNE_OUTCOME_INIT;
     ASSERT_OK(cubec_tune_outcome_get(c->tuner, 1, &o));
     assert_int_equal(o.state, CUBEC_TUNE_TIMED);
     ASSERT_OK(cubec_tuner_destroy(c->tuner)); /* idle now: destroyed */
@@ -278,7 +291,8 @@ static void test_close_after_timeout_with_disk_cache(void **state)
     unsetenv("CUBEC_WAIT_TIMEOUT");
     setenv("CUBEC_CACHE_DIR", "none", 1);
     cubec_kernel spin;
-    const cubec_kernel_desc kd = {.name = "spin", .glsl = spin_src};
+    const cubec_kernel_desc kd = {
+        .struct_size = sizeof(cubec_kernel_desc), .name = "spin", .glsl = spin_src};
     ASSERT_OK(cubec_kernel_create(d, &kd, &spin));
     const uint32_t words = 64u * 64u;
     cubec_buffer v;
@@ -318,7 +332,7 @@ static void test_shared_size_uses_the_spec_values(void **state)
 {
     (void)state;
     cubec_device *d = test_device_open();
-    cubec_device_info info;
+    cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
     ASSERT_OK(cubec_device_get_info(d, &info));
     const uint32_t too_many = info.max_shared_memory_size / 4u + 1024u; /* words */
     char src[1024], want[160];
@@ -326,8 +340,11 @@ static void test_shared_size_uses_the_spec_values(void **state)
     /* Default fits, the value given does not: refused, with the specialized size. */
     shared_src(src, sizeof src, SHARED_WORDS);
     cubec_spec_constant big = {.id = 3, .value = too_many};
-    cubec_kernel_desc kd = {
-        .name = "shared_big", .glsl = src, .spec_constants = &big, .spec_constant_count = 1};
+    cubec_kernel_desc kd = {.struct_size = sizeof(cubec_kernel_desc),
+                            .name = "shared_big",
+                            .glsl = src,
+                            .spec_constants = &big,
+                            .spec_constant_count = 1};
     cubec_kernel k;
     snprintf(want, sizeof want,
              "%llu bytes of shared (Workgroup) memory exceed the device limit of %u bytes",
@@ -342,14 +359,20 @@ static void test_shared_size_uses_the_spec_values(void **state)
     /* Default too large, the value given fits: accepted, and it runs with SHARED_WORDS. */
     shared_src(src, sizeof src, too_many);
     cubec_spec_constant fits = {.id = 3, .value = SHARED_WORDS};
-    kd = (cubec_kernel_desc){
-        .name = "shared_fits", .glsl = src, .spec_constants = &fits, .spec_constant_count = 1};
+    kd = (cubec_kernel_desc){.struct_size = sizeof(cubec_kernel_desc),
+                             .name = "shared_fits",
+                             .glsl = src,
+                             .spec_constants = &fits,
+                             .spec_constant_count = 1};
     ASSERT_OK(cubec_kernel_create(d, &kd, &k));
     cubec_buffer y;
     ASSERT_OK(cubec_buffer_create(d, CUBEC_STREAM_CURRENT, SHARED_WORDS * 4u, &y));
     ASSERT_OK(cubec_fill(d, CUBEC_STREAM_CURRENT, y, 0, SHARED_WORDS * 4u, 0));
-    const cubec_launch_desc ld = {
-        .kernel = k, .buffers = &y, .buffer_count = 1, .groups = {1, 1, 1}};
+    const cubec_launch_desc ld = {.struct_size = sizeof(cubec_launch_desc),
+                                  .kernel = k,
+                                  .buffers = &y,
+                                  .buffer_count = 1,
+                                  .groups = {1, 1, 1}};
     ASSERT_OK(cubec_launch(d, CUBEC_STREAM_CURRENT, &ld));
     uint32_t got[SHARED_WORDS];
     ASSERT_OK(cubec_read(d, CUBEC_STREAM_CURRENT, y, 0, got, sizeof got));
@@ -392,7 +415,7 @@ static void test_cleanup_backs_a_dry_run_target(void **state)
     ASSERT_OK(cubec_run_window_begin(d, s, CUBEC_RUN_DRY));
     ASSERT_OK(cubec_buffer_create(d, s, 2 * MiB + 1, &grow));
     ASSERT_OK(cubec_run_window_end(d, s));
-    cubec_memory_report r;
+    cubec_memory_report r = CUBEC_MEMORY_REPORT_INIT;
     ASSERT_OK(cubec_memory_report_get(d, s, &r));
     uint32_t arena = 0;
     while (arena < r.pool_count && strcmp(r.pools[arena].kind, "arena") != 0)
@@ -469,7 +492,7 @@ static void test_host_unregister_lands_pending_reads(void **state)
 {
     (void)state;
     cubec_device *d = test_device_open();
-    cubec_device_info info;
+    cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
     ASSERT_OK(cubec_device_get_info(d, &info));
     const uint64_t align = info.host_register_alignment;
     const uint64_t bytes = (READ_WORDS * 4u + align - 1) / align * align;

@@ -62,7 +62,7 @@ static cubec_buffer make_written(cubec_device *d, cubec_stream s, uint64_t bytes
 
 static cubec_memory_report report(cubec_device *d, cubec_stream s)
 {
-    cubec_memory_report r;
+    cubec_memory_report r = CUBEC_MEMORY_REPORT_INIT;
     ASSERT_OK(cubec_memory_report_get(d, s, &r));
     return r;
 }
@@ -105,12 +105,12 @@ static void test_null_heap_reclaims_other_streams_pages(void **state)
     char cap_text[32];
     snprintf(cap_text, sizeof cap_text, "%" PRIu64, cap);
     setenv("CUBEC_NULL_HEAP_BYTES", cap_text, 1);
-    cubec_device_desc desc = {.backend = "null"};
+    cubec_device_desc desc = {.struct_size = sizeof(cubec_device_desc), .backend = "null"};
     cubec_device *d = NULL;
     cubec_status st = cubec_device_open(&desc, &d);
     unsetenv("CUBEC_NULL_HEAP_BYTES");
     ASSERT_OK(st);
-    cubec_device_info info;
+    cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
     ASSERT_OK(cubec_device_get_info(d, &info));
     assert_int_equal(info.device_local_heap_size, cap);
 
@@ -171,10 +171,10 @@ static void test_page_fault_reclaims_other_streams_pages(void **state)
     assert_true(peak >= 2); /* at least one page holds none of the kept buffers */
 
     uint64_t before[CUBEC_FAULT_KIND_COUNT], after[CUBEC_FAULT_KIND_COUNT];
-    ASSERT_OK(cubec_fault_counts(d, before));
+    ASSERT_OK(cubec_fault_get_counts(d, before));
     ASSERT_OK(cubec_fault_inject(d, CUBEC_FAULT_PAGE, 1));
     cubec_buffer b2 = make_written(d, s2, SMALL, 7);
-    ASSERT_OK(cubec_fault_counts(d, after));
+    ASSERT_OK(cubec_fault_get_counts(d, after));
     /* The injected failure and the retry that succeeded. */
     assert_int_equal(after[CUBEC_FAULT_PAGE] - before[CUBEC_FAULT_PAGE], 2);
     /* Stream 1 keeps the page of its live buffers only. */

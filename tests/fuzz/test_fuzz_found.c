@@ -41,7 +41,7 @@ static void test_fuzz_found_empty_view_check_reports_neighbours(void **state)
     uint_kernels_create(d, &produce, &consume, &step);
     cubec_stream s = new_stream(d);
     tbuf b = make_numbered_buffer(d, s, NULL, 256);
-    cubec_device_info info;
+    cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
     ASSERT_OK(cubec_device_get_info(d, &info));
     uint64_t at = info.storage_offset_alignment; /* inside the buffer, not at its start */
     assert_true(at < 256);
@@ -147,8 +147,10 @@ static void test_fuzz_found_profile_begin_dropped_by_failed_drain(void **state)
 {
     (void)state;
     const char *v = getenv("CUBEC_TEST_VALIDATION");
-    cubec_device_desc desc = {
-        .validation = !(v && v[0] == '0'), .on_validation = count_message, .tasks_max = 2};
+    cubec_device_desc desc = {.struct_size = sizeof(cubec_device_desc),
+                              .validation = !(v && v[0] == '0'),
+                              .on_validation = count_message,
+                              .tasks_max = 2};
     cubec_device *d = NULL;
     ASSERT_OK(cubec_device_open(&desc, &d));
     cubec_kernel produce, consume, step;
@@ -165,7 +167,7 @@ static void test_fuzz_found_profile_begin_dropped_by_failed_drain(void **state)
     ASSERT_OK(cubec_graph_prepare(d, t));     /* t's slot isolated: drains go slot by slot */
     ASSERT_OK(uint_launch(d, t, produce, b, NONE, 64, 1, 1));
     uint64_t c[CUBEC_FAULT_KIND_COUNT];
-    ASSERT_OK(cubec_fault_counts(d, c));
+    ASSERT_OK(cubec_fault_get_counts(d, c));
     ASSERT_OK(cubec_fault_inject(d, CUBEC_FAULT_SUBMIT, 1));
     /* The second task fills t's batch (tasks_max 2): the drain of [t, s] loses t's submission. */
     cubec_status st = uint_launch(d, t, step, b, NONE, 64, 1, 2);
@@ -175,8 +177,9 @@ static void test_fuzz_found_profile_begin_dropped_by_failed_drain(void **state)
     cubec_graph g = {0};
     cubec_status_free(cubec_graph_end(d, t, &g)); /* drops the preparation */
 
-    cubec_profile_result r;
+    cubec_profile_result r = CUBEC_PROFILE_RESULT_INIT;
     memset(&r, 0, sizeof r);
+    r.struct_size = sizeof r;
     st = cubec_profile_end(d, s, p, &r);
     cubec_code code = cubec_status_code(st);
     char msg[1024];

@@ -193,7 +193,7 @@ static void test_capture_while_other_threads_launch(void **state)
     assert_int_equal(w[0].rounds, CAPTURES * REPLAYS);
     for (uint32_t i = 1; i < 1 + EAGER_THREADS; i++)
         assert_int_equal(w[i].rounds, EAGER_ROUNDS);
-    cubec_memory_report r;
+    cubec_memory_report r = CUBEC_MEMORY_REPORT_INIT;
     for (uint32_t i = 0; i < 1 + EAGER_THREADS; i++) {
         ASSERT_OK(cubec_memory_report_get(d, w[i].s, &r));
         assert_int_equal(r.allocations, 0);

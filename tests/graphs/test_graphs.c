@@ -81,7 +81,8 @@ static cubec_status launch_big(cubec_device *d, cubec_stream s, cubec_kernel k, 
     uint32_t info[67] = {N, mul, 0};
     info[66] = add; /* pad[63] */
     cubec_buffer bufs[2] = {x, y};
-    cubec_launch_desc ld = {.kernel = k,
+    cubec_launch_desc ld = {.struct_size = sizeof(cubec_launch_desc),
+                            .kernel = k,
                             .buffers = bufs,
                             .buffer_count = 2,
                             .info = info,
@@ -599,13 +600,13 @@ static void test_new_page_while_recording(void **state)
     random_words(xs, N, &rng);
     tbuf x = make_buffer(d, s, xs), y = make_buffer(d, s, NULL);
     const uint64_t big_size = 64ull << 20; /* larger than anything allocated so far */
-    cubec_memory_report before;
+    cubec_memory_report before = CUBEC_MEMORY_REPORT_INIT;
     ASSERT_OK(cubec_memory_report_get(d, s, &before));
 
     begin_after_warm_up(d, s, k.consume, x.h, y.h, 3, 1);
     cubec_buffer big = {0};
     ASSERT_OK(cubec_buffer_create(d, s, big_size, &big));
-    cubec_memory_report during;
+    cubec_memory_report during = CUBEC_MEMORY_REPORT_INIT;
     ASSERT_OK(cubec_memory_report_get(d, s, &during));
     assert_true(during.bytes_reserved > before.bytes_reserved); /* a page was added */
     cubec_graph g = end_capture(d, s);
@@ -614,7 +615,7 @@ static void test_new_page_while_recording(void **state)
     ASSERT_OK(cubec_buffer_release(d, big));
 
     /* More than the device's largest allocation: refused, and the capture is doomed. */
-    cubec_device_info info;
+    cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
     ASSERT_OK(cubec_device_get_info(d, &info));
     begin_after_warm_up(d, s, k.consume, x.h, y.h, 3, 1);
     big.id = 99;
@@ -710,7 +711,7 @@ static void test_begin_reports_warmup_failure(void **state)
 
 static uint64_t bytes_in_use(cubec_device *d, cubec_stream s)
 {
-    cubec_memory_report r;
+    cubec_memory_report r = CUBEC_MEMORY_REPORT_INIT;
     ASSERT_OK(cubec_memory_report_get(d, s, &r));
     return r.bytes_in_use;
 }
@@ -1244,7 +1245,7 @@ static void test_destroy_after_failed_wait_with_replays_queued(void **state)
     for (int i = 0; i < GRAPHS; i++)
         ASSERT_OK(cubec_graph_replay(d, s, g[i]));
     uint64_t counts[CUBEC_FAULT_KIND_COUNT];
-    ASSERT_OK(cubec_fault_counts(d, counts));
+    ASSERT_OK(cubec_fault_get_counts(d, counts));
     char want_msg[96];
     snprintf(want_msg, sizeof want_msg, "injected fault: wait call #%" PRIu64,
              counts[CUBEC_FAULT_WAIT] + 1);
@@ -1311,7 +1312,7 @@ static void test_profile_spanning_capture_returns_no_time(void **state)
     ASSERT_OK(cubec_profile_begin(d, s, &p)); /* before the window: accepted */
     ASSERT_OK(cubec_graph_begin(d, s));
     ASSERT_OK(uint_launch(d, s, k.consume, x.h, y.h, N, 3, 1));
-    cubec_profile_result r = {0};
+    cubec_profile_result r = CUBEC_PROFILE_RESULT_INIT;
     cubec_status st = cubec_profile_end(d, s, p, &r);
     cubec_code code = cubec_status_code(st);
     char msg[512];
@@ -1400,7 +1401,8 @@ static cubec_status dense(cubec_device *d, cubec_stream s, cubec_kernel k, cubec
 {
     uint32_t info[3] = {BATCH, n_in, n_out};
     cubec_buffer bufs[4] = {x, w, b, y};
-    cubec_launch_desc ld = {.kernel = k,
+    cubec_launch_desc ld = {.struct_size = sizeof(cubec_launch_desc),
+                            .kernel = k,
                             .buffers = bufs,
                             .buffer_count = 4,
                             .info = info,

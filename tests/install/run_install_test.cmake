@@ -38,6 +38,10 @@ function(check_libcubec program expect_shared)
 endfunction()
 
 run(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix})
+# The declarations for binding generators sit beside the header (docs/api.md, "Bindings").
+if(NOT EXISTS ${prefix}/include/cubec/cubec_cdef.h)
+  message(FATAL_ERROR "cubec_cdef.h was not installed beside cubec.h")
+endif()
 unset(ENV{LD_LIBRARY_PATH})
 
 # The installed CLI.

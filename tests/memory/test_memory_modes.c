@@ -1,4 +1,4 @@
-/* Allocation modes and their windows (cubec_memory_mode_push / _pop, [memory]
+/* Allocation modes and their windows (cubec_memory_window_begin / _pop, [memory]
  * persistent_memory; docs/memory.md "Modes and windows") on a real device and, as
  * test_memory_modes_null, on the null backend. Each test routes buffers through nested windows
  * under one setting, and a model written here (the rule of docs/memory.md) says where each must
@@ -73,7 +73,7 @@ static cubec_device *open_with(setting set, model *m)
     cubec_device *d = test_device_open();
     memset(m, 0, sizeof *m);
     m->set = set;
-    cubec_device_info info;
+    cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
     ASSERT_OK(cubec_device_get_info(d, &info));
     m->alignment = info.storage_offset_alignment < 16 ? 16 : info.storage_offset_alignment;
     return d;
@@ -89,18 +89,18 @@ static void close_dev(cubec_device *d, model *m)
 
 static void push(cubec_device *d, cubec_stream s, model *m, int mode)
 {
-    ASSERT_OK(cubec_memory_mode_push(d, s, (cubec_memory_mode)mode));
+    ASSERT_OK(cubec_memory_window_begin(d, s, (cubec_memory_mode)mode));
     m->stack[m->depth++] = mode;
     cubec_memory_mode got;
     uint32_t depth;
-    ASSERT_OK(cubec_memory_mode_get(d, s, &got, &depth));
+    ASSERT_OK(cubec_memory_window_get(d, s, &got, &depth));
     assert_int_equal(got, mode);
     assert_int_equal(depth, m->depth);
 }
 
 static void pop(cubec_device *d, cubec_stream s, model *m)
 {
-    ASSERT_OK(cubec_memory_mode_pop(d, s));
+    ASSERT_OK(cubec_memory_window_end(d, s));
     m->depth--;
 }
 
@@ -143,7 +143,7 @@ static void check(cubec_device *d, cubec_stream s, const model *m)
                      (unsigned long long)m->buf[i].size);
         free(got);
     }
-    cubec_memory_report r;
+    cubec_memory_report r = CUBEC_MEMORY_REPORT_INIT;
     ASSERT_OK(cubec_memory_report_get(d, s, &r));
     assert_string_equal(r.persistent.kind, "persistent");
     assert_string_equal(r.dedicated.kind, "dedicated");
@@ -230,7 +230,7 @@ static void test_windows_enforced(void **state)
 
 static uint32_t pages_of(cubec_device *d, cubec_stream s, int persistent)
 {
-    cubec_memory_report r;
+    cubec_memory_report r = CUBEC_MEMORY_REPORT_INIT;
     ASSERT_OK(cubec_memory_report_get(d, s, &r));
     return persistent ? r.persistent.pages : r.dedicated.pages;
 }
@@ -249,7 +249,7 @@ static void test_persistent_reuse_and_dedicated_return(void **state)
     create(d, s, &m, 100 * KiB, &rng);
     create(d, s, &m, 100 * KiB, &rng);
     assert_int_equal(pages_of(d, s, 1), 2);
-    cubec_memory_report r;
+    cubec_memory_report r = CUBEC_MEMORY_REPORT_INIT;
     ASSERT_OK(cubec_memory_report_get(d, s, &r));
     assert_int_equal(r.persistent.bytes_reserved, 2 * effective(&m, 100 * KiB));
     assert_int_equal(r.persistent.page_size, effective(&m, 100 * KiB));
@@ -309,11 +309,11 @@ static void test_windows_per_stream(void **state)
     cubec_stream a, b;
     ASSERT_OK(cubec_stream_new(d, &a));
     ASSERT_OK(cubec_stream_new(d, &b));
-    ASSERT_OK(cubec_memory_mode_push(d, a, CUBEC_MEMORY_MODE_PERSISTENT));
+    ASSERT_OK(cubec_memory_window_begin(d, a, CUBEC_MEMORY_MODE_PERSISTENT));
     cubec_buffer x, y;
     ASSERT_OK(cubec_buffer_create(d, b, 4096, &y));
     ASSERT_OK(cubec_buffer_create(d, a, 4096, &x));
-    cubec_memory_report ra, rb;
+    cubec_memory_report ra = CUBEC_MEMORY_REPORT_INIT, rb = CUBEC_MEMORY_REPORT_INIT;
     ASSERT_OK(cubec_memory_report_get(d, a, &ra));
     ASSERT_OK(cubec_memory_report_get(d, b, &rb));
     assert_int_equal(ra.persistent.allocations, 1);
@@ -321,10 +321,10 @@ static void test_windows_per_stream(void **state)
     assert_int_equal(rb.allocations, 1);
     cubec_memory_mode mode;
     uint32_t depth;
-    ASSERT_OK(cubec_memory_mode_get(d, b, &mode, &depth));
+    ASSERT_OK(cubec_memory_window_get(d, b, &mode, &depth));
     assert_int_equal(mode, CUBEC_MEMORY_MODE_AUTO);
     assert_int_equal(depth, 0);
-    ASSERT_OK(cubec_memory_mode_pop(d, a));
+    ASSERT_OK(cubec_memory_window_end(d, a));
     ASSERT_OK(cubec_buffer_release(d, x));
     ASSERT_OK(cubec_buffer_release(d, y));
     close_dev(d, &m);
@@ -338,28 +338,28 @@ static void test_refusals(void **state)
     cubec_device *d = open_with(ENABLED, &m);
     cubec_stream s;
     ASSERT_OK(cubec_stream_new(d, &s));
-    ASSERT_ERROR(cubec_memory_mode_pop(d, s), CUBEC_INVALID_ARGUMENT,
-                 "cubec_memory_mode_pop: stream");
-    ASSERT_ERROR(cubec_memory_mode_pop(d, s), CUBEC_INVALID_ARGUMENT,
+    ASSERT_ERROR(cubec_memory_window_end(d, s), CUBEC_INVALID_ARGUMENT,
+                 "cubec_memory_window_end: stream");
+    ASSERT_ERROR(cubec_memory_window_end(d, s), CUBEC_INVALID_ARGUMENT,
                  "no memory mode window is open");
-    ASSERT_ERROR(cubec_memory_mode_push(d, s, (cubec_memory_mode)7), CUBEC_INVALID_ARGUMENT,
-                 "cubec_memory_mode_push: mode 7 is not one of");
-    ASSERT_ERROR(cubec_memory_mode_push(d, s, (cubec_memory_mode)-1), CUBEC_INVALID_ARGUMENT,
+    ASSERT_ERROR(cubec_memory_window_begin(d, s, (cubec_memory_mode)7), CUBEC_INVALID_ARGUMENT,
+                 "cubec_memory_window_begin: mode 7 is not one of");
+    ASSERT_ERROR(cubec_memory_window_begin(d, s, (cubec_memory_mode)-1), CUBEC_INVALID_ARGUMENT,
                  "mode 4294967295");
-    ASSERT_ERROR(cubec_memory_mode_push(d, (cubec_stream)0x7777777, CUBEC_MEMORY_MODE_AUTO),
-                 CUBEC_INVALID_ARGUMENT, "cubec_memory_mode_push");
-    ASSERT_ERROR(cubec_memory_mode_push(NULL, s, CUBEC_MEMORY_MODE_AUTO), CUBEC_INVALID_ARGUMENT,
+    ASSERT_ERROR(cubec_memory_window_begin(d, (cubec_stream)0x7777777, CUBEC_MEMORY_MODE_AUTO),
+                 CUBEC_INVALID_ARGUMENT, "cubec_memory_window_begin");
+    ASSERT_ERROR(cubec_memory_window_begin(NULL, s, CUBEC_MEMORY_MODE_AUTO), CUBEC_INVALID_ARGUMENT,
                  "device is NULL");
     for (int i = 0; i < 64; i++)
-        ASSERT_OK(cubec_memory_mode_push(d, s, CUBEC_MEMORY_MODE_DEDICATED));
-    ASSERT_ERROR(cubec_memory_mode_push(d, s, CUBEC_MEMORY_MODE_AUTO), CUBEC_INVALID_ARGUMENT,
+        ASSERT_OK(cubec_memory_window_begin(d, s, CUBEC_MEMORY_MODE_DEDICATED));
+    ASSERT_ERROR(cubec_memory_window_begin(d, s, CUBEC_MEMORY_MODE_AUTO), CUBEC_INVALID_ARGUMENT,
                  "64 memory mode windows are open");
     uint32_t depth = 0;
-    ASSERT_OK(cubec_memory_mode_get(d, s, NULL, &depth));
+    ASSERT_OK(cubec_memory_window_get(d, s, NULL, &depth));
     assert_int_equal(depth, 64);
     for (int i = 0; i < 64; i++)
-        ASSERT_OK(cubec_memory_mode_pop(d, s));
-    ASSERT_ERROR(cubec_memory_mode_pop(d, s), CUBEC_INVALID_ARGUMENT, "no memory mode window");
+        ASSERT_OK(cubec_memory_window_end(d, s));
+    ASSERT_ERROR(cubec_memory_window_end(d, s), CUBEC_INVALID_ARGUMENT, "no memory mode window");
     close_dev(d, &m);
 
     /* A bad setting fails the open naming the key and the value. */
@@ -472,7 +472,7 @@ static void check_windows_reported(cubec_device *d, const slot_model sm[2], sett
                                    const char *when)
 {
     for (int k = 0; k < 2; k++) {
-        cubec_memory_report r;
+        cubec_memory_report r = CUBEC_MEMORY_REPORT_INIT;
         ASSERT_OK(cubec_memory_report_get(d, sm[k].s, &r));
         if ((int)r.window_mode != model_mode(&sm[k]) || (int)r.window_depth != sm[k].depth)
             fail_msg("%s: slot %u reports window mode %d depth %u, the model %d depth %d", when,
@@ -523,11 +523,11 @@ static void run_report_windows(setting set)
         int do_push = x->depth == 0 || (x->depth < REPORT_MAX_DEPTH && test_rand(&rng) % 3 != 0);
         if (do_push) {
             int mode = (int)(test_rand(&rng) % 3);
-            ASSERT_OK(cubec_memory_mode_push(d, x->s, (cubec_memory_mode)mode));
+            ASSERT_OK(cubec_memory_window_begin(d, x->s, (cubec_memory_mode)mode));
             x->stack[x->depth++] = mode;
             x->listed = 1;
         } else {
-            ASSERT_OK(cubec_memory_mode_pop(d, x->s));
+            ASSERT_OK(cubec_memory_window_end(d, x->s));
             x->depth--;
         }
         if (step % 5 == 0)
@@ -540,7 +540,7 @@ static void run_report_windows(setting set)
     /* Every window closed, innermost first: the slots stay listed, with no window. */
     for (int k = 0; k < 2; k++) {
         while (sm[k].depth) {
-            ASSERT_OK(cubec_memory_mode_pop(d, sm[k].s));
+            ASSERT_OK(cubec_memory_window_end(d, sm[k].s));
             sm[k].depth--;
             snprintf(when, sizeof when, "%s, closing slot %u to depth %d", setting_names[set],
                      sm[k].slot, sm[k].depth);

@@ -109,7 +109,7 @@ static void exercise(const char *preset, const char *pools, cubec_memory_report 
     for (int i = 0; i < SLOTS; i++)
         drop_buffer(d, &m[i]);
     ASSERT_OK(cubec_memory_cleanup(d, s));
-    cubec_memory_report after;
+    cubec_memory_report after = CUBEC_MEMORY_REPORT_INIT;
     ASSERT_OK(cubec_memory_report_get(d, s, &after));
     assert_int_equal(after.allocations, 0);
     assert_int_equal(after.bytes_reserved, 0);
@@ -128,7 +128,7 @@ static uint32_t buffer_pools(const cubec_memory_report *r, const char *kind)
 static void test_ladder(void **state)
 {
     (void)state;
-    cubec_memory_report r;
+    cubec_memory_report r = CUBEC_MEMORY_REPORT_INIT;
     exercise(NULL, NULL, &r); /* the default */
     assert_string_equal(r.preset, "ladder");
     assert_true(buffer_pools(&r, "sliced") >= 1);
@@ -140,7 +140,7 @@ static void test_ladder(void **state)
 static void test_exclusive(void **state)
 {
     (void)state;
-    cubec_memory_report r;
+    cubec_memory_report r = CUBEC_MEMORY_REPORT_INIT;
     exercise("exclusive", NULL, &r);
     assert_string_equal(r.preset, "exclusive");
     assert_int_equal(buffer_pools(&r, "sliced"), 0);
@@ -154,7 +154,7 @@ static void test_exclusive(void **state)
 static void test_custom(void **state)
 {
     (void)state;
-    cubec_memory_report r;
+    cubec_memory_report r = CUBEC_MEMORY_REPORT_INIT;
     /* A small cap, so that the run spills into the next pool. */
     exercise(NULL,
              "sliced:page=1MiB,max_slice=64KiB,cap=1MiB; sliced:page=8MiB,max_slice=4MiB; "
@@ -175,7 +175,7 @@ static void test_custom(void **state)
 static void test_adaptive(void **state)
 {
     (void)state;
-    cubec_memory_report r;
+    cubec_memory_report r = CUBEC_MEMORY_REPORT_INIT;
     exercise("adaptive", NULL, &r);
     assert_string_equal(r.preset, "adaptive");
     assert_string_equal(r.pools[0].kind, "sliced");
@@ -255,7 +255,7 @@ static void test_ini_lines_add_up(void **state)
     ASSERT_OK(cubec_stream_new(d, &s));
     cubec_buffer b;
     ASSERT_OK(cubec_buffer_create(d, s, 100, &b));
-    cubec_memory_report r;
+    cubec_memory_report r = CUBEC_MEMORY_REPORT_INIT;
     ASSERT_OK(cubec_memory_report_get(d, s, &r));
     assert_string_equal(r.preset, "custom");
     assert_int_equal(buffer_pools(&r, "sliced"), 2);

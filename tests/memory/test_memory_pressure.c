@@ -119,7 +119,7 @@ static void drop_all(cubec_device *d, model *m)
  * null heap its use, which is those pages: nothing else takes device memory there). */
 static void check_budget_of(cubec_device *d, cubec_stream s, const cap_kind *kind, uint64_t cap)
 {
-    cubec_memory_report r;
+    cubec_memory_report r = CUBEC_MEMORY_REPORT_INIT;
     ASSERT_OK(cubec_memory_report_get(d, s, &r));
     assert_string_equal(r.budget_source, kind->source);
     assert_int_equal(r.budget_bytes, cap);
@@ -139,7 +139,7 @@ static void check_budget(cubec_device *d, cubec_stream s, uint64_t cap)
  * rule; an exclusive pool or an arena takes up to its max_slice_size. */
 static void pool_tried(cubec_device *d, cubec_stream s, uint64_t size, char *out, size_t cap)
 {
-    cubec_memory_report r;
+    cubec_memory_report r = CUBEC_MEMORY_REPORT_INIT;
     ASSERT_OK(cubec_memory_report_get(d, s, &r));
     int fill_rule = strcmp(r.preset, "ladder") == 0;
     for (uint32_t i = 0; i < r.pool_count; i++) {
@@ -169,7 +169,7 @@ static void fill_free_refill_under(const cap_kind *kind, const char *preset, cub
     cubec_device *d = open_with(preset, kind, "41943040");
     cubec_stream s;
     ASSERT_OK(cubec_stream_new(d, &s));
-    if (mode != CUBEC_MEMORY_MODE_AUTO) ASSERT_OK(cubec_memory_mode_push(d, s, mode));
+    if (mode != CUBEC_MEMORY_MODE_AUTO) ASSERT_OK(cubec_memory_window_begin(d, s, mode));
     static model m;
     memset(&m, 0, sizeof m);
     uint32_t rng = 77;
@@ -193,7 +193,7 @@ static void fill_free_refill_under(const cap_kind *kind, const char *preset, cub
     /* The bytes reserved and in use (one stream's pools are every stream's here), and the pages
      * held that the cap refused to go past. */
     check_budget_of(d, s, kind, cap);
-    cubec_memory_report r;
+    cubec_memory_report r = CUBEC_MEMORY_REPORT_INIT;
     ASSERT_OK(cubec_memory_report_get(d, s, &r));
     char totals[128], held[96], cap_held[192];
     snprintf(totals, sizeof totals,
@@ -240,7 +240,7 @@ static void fill_free_refill_under(const cap_kind *kind, const char *preset, cub
     memcpy(m.buf[1].bytes, m.buf[0].bytes, n);
     check_all(d, s, &m);
     check_budget_of(d, s, kind, cap);
-    if (mode != CUBEC_MEMORY_MODE_AUTO) ASSERT_OK(cubec_memory_mode_pop(d, s));
+    if (mode != CUBEC_MEMORY_MODE_AUTO) ASSERT_OK(cubec_memory_window_end(d, s));
     drop_all(d, &m);
     test_device_close(d);
 }
@@ -334,14 +334,14 @@ static void test_pressure_returns_persistent_slices(void **state)
     memset(&m, 0, sizeof m);
     uint32_t rng = 3;
     ASSERT_OK(try_create(d, s, &m, 1000, &rng)); /* lives on, in a sliced page */
-    ASSERT_OK(cubec_memory_mode_push(d, s, CUBEC_MEMORY_MODE_PERSISTENT));
+    ASSERT_OK(cubec_memory_window_begin(d, s, CUBEC_MEMORY_MODE_PERSISTENT));
     for (int i = 0; i < 6; i++)
         ASSERT_OK(try_create(d, s, &m, 2 * MiB, &rng));
-    ASSERT_OK(cubec_memory_mode_pop(d, s));
+    ASSERT_OK(cubec_memory_window_end(d, s));
     for (int i = 0; i < 5; i++)
         drop(d, &m, m.count - 1);
     ASSERT_OK(cubec_sync(d, s));
-    cubec_memory_report r;
+    cubec_memory_report r = CUBEC_MEMORY_REPORT_INIT;
     ASSERT_OK(cubec_memory_report_get(d, s, &r));
     assert_int_equal(r.persistent.pages, 6);
     assert_int_equal(r.persistent.allocations, 1);
@@ -369,16 +369,16 @@ static void test_page_fault_absorbed(void **state)
     const cubec_memory_mode modes[] = {CUBEC_MEMORY_MODE_AUTO, CUBEC_MEMORY_MODE_PERSISTENT,
                                        CUBEC_MEMORY_MODE_DEDICATED};
     for (size_t i = 0; i < 3; i++) {
-        ASSERT_OK(cubec_memory_mode_push(d, s, modes[i]));
+        ASSERT_OK(cubec_memory_window_begin(d, s, modes[i]));
         uint64_t before[CUBEC_FAULT_KIND_COUNT], after[CUBEC_FAULT_KIND_COUNT];
-        ASSERT_OK(cubec_fault_counts(d, before));
+        ASSERT_OK(cubec_fault_get_counts(d, before));
         ASSERT_OK(cubec_fault_inject(d, CUBEC_FAULT_PAGE, 1));
         ASSERT_OK(try_create(d, s, &m, 20 * MiB + i * 4096, &rng)); /* needs a new page */
-        ASSERT_OK(cubec_fault_counts(d, after));
+        ASSERT_OK(cubec_fault_get_counts(d, after));
         assert_int_equal(after[CUBEC_FAULT_PAGE], before[CUBEC_FAULT_PAGE] + 2);
-        ASSERT_OK(cubec_memory_mode_pop(d, s));
+        ASSERT_OK(cubec_memory_window_end(d, s));
     }
-    cubec_memory_report r;
+    cubec_memory_report r = CUBEC_MEMORY_REPORT_INIT;
     ASSERT_OK(cubec_memory_report_get(d, s, &r));
     assert_int_equal(r.persistent.allocations, 1);
     assert_int_equal(r.dedicated.allocations, 1);
@@ -396,9 +396,9 @@ static void test_budget_reported(void **state)
     ASSERT_OK(cubec_stream_new(d, &s));
     cubec_buffer b;
     ASSERT_OK(cubec_buffer_create(d, s, 1 * MiB, &b));
-    cubec_device_info info;
+    cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
     ASSERT_OK(cubec_device_get_info(d, &info));
-    cubec_memory_report r;
+    cubec_memory_report r = CUBEC_MEMORY_REPORT_INIT;
     ASSERT_OK(cubec_memory_report_get(d, s, &r));
     assert_true(r.budget_bytes > 0);
     if (!strcmp(r.budget_source, "heap size")) {

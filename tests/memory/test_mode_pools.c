@@ -28,7 +28,7 @@ static memory_manager *make(fake_source *f, persistent_memory setting)
 
 static cubec_memory_report report(const memory_manager *m)
 {
-    cubec_memory_report r;
+    cubec_memory_report r = CUBEC_MEMORY_REPORT_INIT;
     memory_report_fill(m, &r);
     return r;
 }

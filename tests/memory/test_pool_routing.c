@@ -36,7 +36,7 @@ static memory_manager *make(const memory_config *c, fake_source *f)
 
 static cubec_pool_report pool_report(const memory_manager *m, uint32_t i)
 {
-    cubec_memory_report r;
+    cubec_memory_report r = CUBEC_MEMORY_REPORT_INIT;
     memory_report_fill(m, &r);
     assert_true(i < r.pool_count);
     return r.pools[i];
@@ -238,7 +238,7 @@ static void check_model(const memory_manager *m, const live *l, uint32_t n, uint
             assert_true(apart);
         }
     }
-    cubec_memory_report r;
+    cubec_memory_report r = CUBEC_MEMORY_REPORT_INIT;
     memory_report_fill(m, &r);
     assert_int_equal(r.allocations, n);
     assert_int_equal(r.bytes_in_use, in_use);
@@ -248,7 +248,7 @@ static void random_run(const memory_config *c, const char *preset_name)
 {
     fake_source f = {0};
     memory_manager *m = make(c, &f);
-    cubec_memory_report r;
+    cubec_memory_report r = CUBEC_MEMORY_REPORT_INIT;
     memory_report_fill(m, &r);
     assert_string_equal(r.preset, preset_name);
     enum { N = 160 };

@@ -51,7 +51,7 @@ static void close_arena(cubec_device *d)
 
 static cubec_pool_report arena(cubec_device *d, cubec_stream s)
 {
-    cubec_memory_report r;
+    cubec_memory_report r = CUBEC_MEMORY_REPORT_INIT;
     ASSERT_OK(cubec_memory_report_get(d, s, &r));
     assert_string_equal(r.pools[0].kind, "arena");
     return r.pools[0];
@@ -214,7 +214,7 @@ static void test_graph_prepare_relocates_and_graphs_guard(void **state)
     /* A graph copying a's first 64 KiB into `grow` guards both buffers' page. */
     ASSERT_OK(cubec_copy(d, s, sc.a.b, 0, sc.grow.b, 0, 64 * KiB)); /* the warm-up */
     ASSERT_OK(cubec_graph_begin(d, s));
-    cubec_raw_buffer raw;
+    cubec_raw_buffer raw = CUBEC_RAW_BUFFER_INIT;
     cubec_guard guard;
     ASSERT_ERROR(cubec_buffer_raw(d, s, sc.a.b, &raw, &guard), CUBEC_GRAPH_STATE,
                  "cubec_buffer_raw: refused while stream");
@@ -261,7 +261,7 @@ static void test_graph_prepare_relocates_and_graphs_guard(void **state)
  * which reports every feature, the host address of the bytes (docs/memory.md). */
 static void expect_device_address(cubec_device *d, const cubec_raw_buffer *raw)
 {
-    cubec_device_info info;
+    cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
     ASSERT_OK(cubec_device_get_info(d, &info));
     if (!(info.features & CUBEC_FEATURE_BUFFER_DEVICE_ADDRESS)) {
         assert_int_equal(raw->device_address, 0);
@@ -278,13 +278,13 @@ static void test_raw_guard_keeps_the_page(void **state)
     cubec_device *d = open_arena(&s);
     uint32_t rng = 13;
     scene sc = outdated_scene(d, s, &rng, 0);
-    cubec_raw_buffer raw;
+    cubec_raw_buffer raw = CUBEC_RAW_BUFFER_INIT;
     cubec_guard guard;
     ASSERT_OK(cubec_buffer_raw(d, s, sc.view, &raw, &guard));
     assert_true(guard.id != 0);
     assert_true(raw.buffer != 0);
     assert_int_equal(raw.size, VIEW_SIZE);
-    cubec_raw_buffer whole;
+    cubec_raw_buffer whole = CUBEC_RAW_BUFFER_INIT;
     cubec_guard g2;
     ASSERT_OK(cubec_buffer_raw(d, s, sc.a.b, &whole, &g2));
     assert_true(whole.buffer == raw.buffer);
@@ -346,7 +346,7 @@ static void test_full_arena_relocates(void **state)
      * pressure, emptying the outdated pages before the arena fills. A raw guard holds each
      * keep[k]'s page in place until the 64th page size is there. */
     cubec_guard guard[63];
-    cubec_raw_buffer raw;
+    cubec_raw_buffer raw = CUBEC_RAW_BUFFER_INIT;
     keep[0] = make(d, s, 100, &rng);
     ASSERT_OK(cubec_buffer_raw(d, s, keep[0].b, &raw, &guard[0]));
     cubec_buffer big = {0};
@@ -403,7 +403,7 @@ static void pressure_scene(const char *cap, const char *source, uint32_t seed)
     cubec_stream s;
     cubec_device *d = open_arena(&s);
     unsetenv(cap);
-    cubec_memory_report m;
+    cubec_memory_report m = CUBEC_MEMORY_REPORT_INIT;
     ASSERT_OK(cubec_memory_report_get(d, s, &m));
     assert_string_equal(m.budget_source, source);
     assert_int_equal(m.budget_bytes, 9 * MiB);
@@ -668,7 +668,7 @@ static void test_raw_waits_for_other_streams(void **state)
     model_fill(x.bytes, 16 * KiB, 0x01020304u);
     ASSERT_OK(cubec_copy(d, o, z.b, 0, x.b, 32 * KiB, 8 * KiB));
     memcpy(x.bytes + 32 * KiB, z.bytes, 8 * KiB);
-    cubec_raw_buffer raw;
+    cubec_raw_buffer raw = CUBEC_RAW_BUFFER_INIT;
     cubec_guard guard;
     ASSERT_OK(cubec_buffer_raw(d, s, x.b, &raw, &guard));
     assert_int_equal(raw.size, x.size);
@@ -683,7 +683,7 @@ static void test_raw_waits_for_other_streams(void **state)
     assert_int_equal(r.relocated_bytes, z.size);
     assert_int_equal(r.outdated_pages, 1);
     assert_int_equal(r.guarded_pages, 1);
-    cubec_raw_buffer again;
+    cubec_raw_buffer again = CUBEC_RAW_BUFFER_INIT;
     cubec_guard g;
     ASSERT_OK(cubec_buffer_raw(d, s, x.b, &again, &g));
     ASSERT_OK(cubec_guard_release(d, g));
@@ -759,7 +759,7 @@ static void test_returning_pages_reported(void **state)
     assert_int_equal(r.relocations, 1);
     assert_int_equal(r.outdated_pages, 0);
     assert_int_equal(r.bytes_reserved, r.page_size); /* the old page is no pool's */
-    cubec_memory_report m;
+    cubec_memory_report m = CUBEC_MEMORY_REPORT_INIT;
     ASSERT_OK(cubec_memory_report_get(d, s, &m));
     if (m.budget_returning_bytes != 0 && m.budget_returning_bytes != old_page)
         fail_msg("returning %llu bytes, not 0 or the old page's %llu",

@@ -108,7 +108,7 @@ static uint32_t pick_size(run *r)
  * starts with the rings). */
 static cubec_pool_report arena_of(run *r, uint32_t stream)
 {
-    cubec_memory_report rep;
+    cubec_memory_report rep = CUBEC_MEMORY_REPORT_INIT;
     ASSERT_OK(cubec_memory_report_get(r->d, r->s[stream], &rep));
     cubec_pool_report none = {0};
     return strcmp(rep.pools[0].kind, "arena") == 0 ? rep.pools[0] : none;
@@ -141,7 +141,7 @@ static void open_epoch(run *r)
     if (cap_env) unsetenv(cap_env);
     for (uint32_t i = 0; i < STREAMS; i++)
         ASSERT_OK(cubec_stream_new(r->d, &r->s[i]));
-    cubec_memory_report rep;
+    cubec_memory_report rep = CUBEC_MEMORY_REPORT_INIT;
     ASSERT_OK(cubec_memory_report_get(r->d, r->s[0], &rep));
     if (r->cap != CAP_NONE) {
         assert_string_equal(rep.budget_source, r->cap == CAP_MAX_BYTES ? "max_bytes" : "null heap");
@@ -308,7 +308,7 @@ static void check_guards(run *r)
             continue;
         }
         const mbuf *m = &r->live[find(r, g->b)];
-        cubec_raw_buffer now;
+        cubec_raw_buffer now = CUBEC_RAW_BUFFER_INIT;
         cubec_guard again;
         ASSERT_OK(cubec_buffer_raw(r->d, r->s[rnd(r, STREAMS)], g->b, &now, &again));
         if (now.buffer != g->first.buffer || now.offset + g->view_at != g->first.offset)
@@ -480,7 +480,7 @@ static void op_copy(run *r, mbuf *src, mbuf *dst)
 
 static void op_view(run *r, const mbuf *m)
 {
-    cubec_device_info info;
+    cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
     ASSERT_OK(cubec_device_get_info(r->d, &info));
     uint32_t align = (uint32_t)info.storage_offset_alignment;
     uint32_t at = align * rnd(r, m->size / align + 1);
@@ -503,7 +503,7 @@ static void op_cleanup(run *r)
 /* The raw buffer (page) of `b`, without keeping its guard. */
 static uint64_t page_of(run *r, cubec_buffer b)
 {
-    cubec_raw_buffer raw;
+    cubec_raw_buffer raw = CUBEC_RAW_BUFFER_INIT;
     cubec_guard g;
     ASSERT_OK(cubec_buffer_raw(r->d, r->s[0], b, &raw, &g));
     ASSERT_OK(cubec_guard_release(r->d, g));
@@ -561,7 +561,7 @@ static void op_guard(run *r, const mbuf *m)
     } else {
         mguard *g = &r->guards[r->guard_count];
         memset(g, 0, sizeof *g);
-        cubec_device_info info;
+        cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
         ASSERT_OK(cubec_device_get_info(r->d, &info));
         uint32_t align = (uint32_t)info.storage_offset_alignment;
         g->view_at = rnd(r, 2) ? align * rnd(r, m->size / align + 1) : 0;
@@ -569,6 +569,7 @@ static void op_guard(run *r, const mbuf *m)
         cubec_buffer on = m->b;
         if (g->view_at)
             ASSERT_OK(cubec_buffer_view(r->d, m->b, g->view_at, m->size - g->view_at, &on));
+        g->first = (cubec_raw_buffer)CUBEC_RAW_BUFFER_INIT;
         ASSERT_OK(cubec_buffer_raw(r->d, r->s[pick_stream(r)], on, &g->first, &g->g));
         if (g->view_at) ASSERT_OK(cubec_buffer_release(r->d, on)); /* the guard outlives it */
         assert_true(g->g.id != 0);

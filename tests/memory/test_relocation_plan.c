@@ -34,7 +34,7 @@ static memory_manager *make_arena(fake_source *f)
 
 static cubec_pool_report arena_report(const memory_manager *m)
 {
-    cubec_memory_report r;
+    cubec_memory_report r = CUBEC_MEMORY_REPORT_INIT;
     memory_report_fill(m, &r);
     assert_string_equal(r.pools[0].kind, "arena");
     return r.pools[0];

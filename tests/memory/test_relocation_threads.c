@@ -168,7 +168,7 @@ static void test_relocation_while_streams_work(void **state)
     uint64_t relocations = 0;
     for (int i = 0; i < WORKERS; i++) {
         if (w[i].error[0]) fail_msg("worker %d: %s", i, w[i].error);
-        cubec_memory_report r;
+        cubec_memory_report r = CUBEC_MEMORY_REPORT_INIT;
         ASSERT_OK(cubec_memory_report_get(d, w[i].s, &r));
         relocations += r.pools[0].relocations;
     }

@@ -26,10 +26,10 @@ static cubec_device *open_noncoherent(int staging)
         setenv("CUBEC_FORCE_STAGING", "1", 1);
     else
         unsetenv("CUBEC_FORCE_STAGING");
-    cubec_device_desc desc = {.backend = "null"};
+    cubec_device_desc desc = {.struct_size = sizeof(cubec_device_desc), .backend = "null"};
     cubec_device *d = NULL;
     ASSERT_OK(cubec_device_open(&desc, &d));
-    cubec_device_info info;
+    cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
     ASSERT_OK(cubec_device_get_info(d, &info));
     assert_int_equal(info.unified_memory, !staging);
     return d;

@@ -99,7 +99,10 @@ typedef struct rig {
 static rig rig_open(int staged)
 {
     if (staged) setenv("CUBEC_FORCE_STAGING", "1", 1);
-    cubec_device_desc desc = {.backend = "null", .tasks_max = 64, .null_delay_us = DELAY_US};
+    cubec_device_desc desc = {.struct_size = sizeof(cubec_device_desc),
+                              .backend = "null",
+                              .tasks_max = 64,
+                              .null_delay_us = DELAY_US};
     rig g = {0};
     cubec_status opened = cubec_device_open(&desc, &g.d);
     unsetenv("CUBEC_FORCE_STAGING");
@@ -107,7 +110,8 @@ static rig rig_open(int staged)
     ASSERT_OK(cubec_stream_new(g.d, &g.s1));
     ASSERT_OK(cubec_stream_new(g.d, &g.s2));
     ASSERT_OK(cubec_stream_new(g.d, &g.s3));
-    const cubec_kernel_desc kd = {.name = "produce", .glsl = produce_src};
+    const cubec_kernel_desc kd = {
+        .struct_size = sizeof(cubec_kernel_desc), .name = "produce", .glsl = produce_src};
     ASSERT_OK(cubec_kernel_create(g.d, &kd, &g.produce));
     return g;
 }
@@ -166,7 +170,7 @@ static void run_case(const rig *g, variant v)
     uint64_t submits_before = 0;
     if (lost) {
         uint64_t counts[CUBEC_FAULT_KIND_COUNT];
-        ASSERT_OK(cubec_fault_counts(d, counts));
+        ASSERT_OK(cubec_fault_get_counts(d, counts));
         submits_before = counts[CUBEC_FAULT_SUBMIT];
         ASSERT_OK(cubec_fault_inject(d, CUBEC_FAULT_SUBMIT, 1));
     }
@@ -176,7 +180,7 @@ static void run_case(const rig *g, variant v)
     if (wst) fail_msg("%s: the refused write returned %s", what, cubec_status_message(wst));
     if (lost) {
         uint64_t counts[CUBEC_FAULT_KIND_COUNT];
-        ASSERT_OK(cubec_fault_counts(d, counts));
+        ASSERT_OK(cubec_fault_get_counts(d, counts));
         if (counts[CUBEC_FAULT_SUBMIT] < submits_before + 1)
             fail_msg("%s: the write submitted nothing: the fault did not strike", what);
     }

@@ -50,10 +50,13 @@ typedef struct nulldev {
 
 static nulldev open_null(uint32_t tasks_max, uint32_t delay_us)
 {
-    cubec_device_desc desc = {.backend = "null", .tasks_max = tasks_max, .null_delay_us = delay_us};
+    cubec_device_desc desc = {.struct_size = sizeof(cubec_device_desc),
+                              .backend = "null",
+                              .tasks_max = tasks_max,
+                              .null_delay_us = delay_us};
     nulldev n = {0};
     ASSERT_OK(cubec_device_open(&desc, &n.d));
-    cubec_device_info info;
+    cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
     ASSERT_OK(cubec_device_get_info(n.d, &info));
     assert_int_equal(info.type, CUBEC_DEVICE_TYPE_CPU);
     assert_non_null(strstr(info.name, "null"));
@@ -62,7 +65,7 @@ static nulldev open_null(uint32_t tasks_max, uint32_t delay_us)
 
 static uint64_t align_of(cubec_device *d)
 {
-    cubec_device_info info;
+    cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
     ASSERT_OK(cubec_device_get_info(d, &info));
     return info.storage_offset_alignment;
 }
@@ -139,7 +142,7 @@ static uint64_t now_ns(void)
 static uint64_t fault_count(cubec_device *d, cubec_fault_kind kind)
 {
     uint64_t c[CUBEC_FAULT_KIND_COUNT];
-    ASSERT_OK(cubec_fault_counts(d, c));
+    ASSERT_OK(cubec_fault_get_counts(d, c));
     return c[kind];
 }
 
@@ -169,7 +172,7 @@ static void test_buffer_ops_against_shadow(void **state)
     expect_bytes(d, s, b, 0, sb, sizeof sb, "b after a whole write");
 
     uint64_t size = 0;
-    ASSERT_OK(cubec_buffer_size(d, b, &size));
+    ASSERT_OK(cubec_buffer_get_size(d, b, &size));
     assert_int_equal(size, SIZE_B);
 
     /* Writes and reads at unaligned offsets and sizes. */
@@ -217,7 +220,7 @@ static void test_buffer_ops_against_shadow(void **state)
     memcpy(sb + 2 * al + 1020, sa, 4);
     expect_bytes(d, s, b, 0, sb, sizeof sb, "b after writes and copies through views");
     expect_bytes(d, s, a, 0, sa, sizeof sa, "a after a copy from a view");
-    ASSERT_OK(cubec_buffer_size(d, v2, &size));
+    ASSERT_OK(cubec_buffer_get_size(d, v2, &size));
     assert_int_equal(size, 512);
 
     /* Fills (cubec.h: a repeated 32-bit pattern in host byte order) through a buffer and a view. */
@@ -520,7 +523,7 @@ static void test_profile_begin_survives_lost_drain(void **state)
     cubec_buffer ya = make(&n, a, words, sizeof words, NULL);
     cubec_buffer xb = make(&n, b, words, sizeof words, NULL);
     cubec_profile p0 = {0}, p = {0};
-    cubec_profile_result r;
+    cubec_profile_result r = CUBEC_PROFILE_RESULT_INIT;
     ASSERT_OK(cubec_profile_begin(d, b, &p0)); /* writes the query pair p will reuse */
     ASSERT_OK(cubec_profile_end(d, b, p0, &r));
     ASSERT_OK(cubec_graph_prepare(d, a));
@@ -531,6 +534,7 @@ static void test_profile_begin_survives_lost_drain(void **state)
     /* a copy on C of A's and B's buffers drains A, then B: A's submission is lost */
     ASSERT_ERROR(cubec_copy(d, c, ya, 0, xb, 0, sizeof words), CUBEC_INTERNAL, "injected fault");
     memset(&r, 0, sizeof r);
+    r.struct_size = sizeof r;
     cubec_status st = cubec_profile_end(d, b, p, &r);
     cubec_code code = cubec_status_code(st);
     char msg[512];
@@ -569,7 +573,7 @@ static void test_lost_submission_frees_memory(void **state)
     ASSERT_OK(cubec_buffer_release(d, y));
     ASSERT_OK(cubec_sync(d, s));
     ASSERT_OK(cubec_memory_cleanup(d, s));
-    cubec_memory_report r;
+    cubec_memory_report r = CUBEC_MEMORY_REPORT_INIT;
     ASSERT_OK(cubec_memory_report_get(d, s, &r));
     uint64_t in_use = r.bytes_in_use;
     ASSERT_OK(cubec_buffer_release(d, x));
@@ -985,7 +989,7 @@ static void test_profiles(void **state)
     cubec_buffer x = make(&n, s, xs, sizeof xs, NULL);
     cubec_buffer y = make(&n, s, NULL, sizeof xs, NULL);
     cubec_timing method;
-    ASSERT_OK(cubec_profile_method(d, &method));
+    ASSERT_OK(cubec_profile_get_method(d, &method));
     assert_true(method == CUBEC_TIMING_DEVICE || method == CUBEC_TIMING_SYSTEM);
 
     /* A measurement of copies, on the host clock, between the calls. */
@@ -994,7 +998,7 @@ static void test_profiles(void **state)
     ASSERT_OK(cubec_profile_begin(d, s, &p));
     for (int i = 0; i < 8; i++)
         ASSERT_OK(cubec_copy(d, s, x, 0, y, 0, sizeof xs));
-    cubec_profile_result r;
+    cubec_profile_result r = CUBEC_PROFILE_RESULT_INIT;
     ASSERT_OK(cubec_profile_end(d, s, p, &r));
     uint64_t t1 = now_ns();
     assert_int_equal(r.method, method);
@@ -1015,7 +1019,7 @@ static void test_profiles(void **state)
     ASSERT_OK(cubec_profile_begin(d, s, &inner));
     ASSERT_ERROR(cubec_profile_end(d, other, inner, &r), CUBEC_INVALID_ARGUMENT, "not on stream");
     ASSERT_OK(cubec_profile_end(d, s, inner, &r));
-    cubec_profile_result ro;
+    cubec_profile_result ro = CUBEC_PROFILE_RESULT_INIT;
     ASSERT_OK(cubec_profile_end(d, s, outer, &ro));
     assert_true(ro.begin_ns <= r.begin_ns && r.end_ns <= ro.end_ns);
     ASSERT_OK(cubec_profile_begin(d, s, &p));
@@ -1031,6 +1035,7 @@ static void test_profiles(void **state)
     ASSERT_OK(cubec_profile_begin(d, s, &p));
     ASSERT_OK(uint_launch(d, s, consume, x, y, FW, 1, 0));
     memset(&r, 0xff, sizeof r);
+    r.struct_size = sizeof r;
     char msg[2048];
     cubec_code c = take_error(cubec_profile_end(d, s, p, &r), msg, sizeof msg, "profile end");
     assert_int_equal(c, CUBEC_PROFILE_INVALID);
@@ -1103,7 +1108,7 @@ static void test_memory_report_follows_allocations(void **state)
     cubec_device *d = n.d;
     cubec_stream s = new_stream(d);
     uint64_t al = align_of(d);
-    cubec_memory_report r;
+    cubec_memory_report r = CUBEC_MEMORY_REPORT_INIT;
     ASSERT_OK(cubec_memory_report_get(d, s, &r));
     check_report_sums(&r);
     assert_int_equal(r.bytes_in_use, 0);

@@ -16,7 +16,8 @@
 static cubec_device *open_null(uint32_t delay_us, const char *limit)
 {
     setenv("CUBEC_WAIT_TIMEOUT", limit, 1);
-    cubec_device_desc desc = {.backend = "null", .null_delay_us = delay_us};
+    cubec_device_desc desc = {
+        .struct_size = sizeof(cubec_device_desc), .backend = "null", .null_delay_us = delay_us};
     cubec_device *d = NULL;
     cubec_status st = cubec_device_open(&desc, &d);
     unsetenv("CUBEC_WAIT_TIMEOUT");
@@ -75,7 +76,7 @@ static void test_bad_limits_are_refused(void **state)
     const char *bad[] = {"-1", "abc", "1e9", "", "0.5s", "nan"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         setenv("CUBEC_WAIT_TIMEOUT", bad[i], 1);
-        cubec_device_desc desc = {.backend = "null"};
+        cubec_device_desc desc = {.struct_size = sizeof(cubec_device_desc), .backend = "null"};
         cubec_device *d = NULL;
         cubec_status st = cubec_device_open(&desc, &d);
         unsetenv("CUBEC_WAIT_TIMEOUT");

@@ -73,7 +73,7 @@ static uint64_t profile_busy(fixture *f, uint32_t steps)
     cubec_profile p;
     ASSERT_OK(cubec_profile_begin(f->d, f->s, &p));
     ASSERT_OK(busy(f, f->v, WORDS, steps));
-    cubec_profile_result r;
+    cubec_profile_result r = CUBEC_PROFILE_RESULT_INIT;
     ASSERT_OK(cubec_profile_end(f->d, f->s, p, &r));
     uint64_t wall = clock_now_ns() - t0;
     assert_true(r.duration_ns > 0);
@@ -143,8 +143,8 @@ static void test_duration_scales_with_work(void **state)
     fixture f;
     fixture_open(&f);
     cubec_timing method;
-    ASSERT_OK(cubec_profile_method(f.d, &method));
-    cubec_device_info info;
+    ASSERT_OK(cubec_profile_get_method(f.d, &method));
+    cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
     ASSERT_OK(cubec_device_get_info(f.d, &info));
     print_message("timing: %s (timestamp period %.3f ns)\n",
                   method == CUBEC_TIMING_DEVICE ? "device" : "system", info.timestamp_period_ns);
@@ -158,11 +158,11 @@ static void test_duration_scales_with_work(void **state)
 static uint64_t profile_nothing(fixture *f, uint64_t work, const char *where)
 {
     cubec_timing method;
-    ASSERT_OK(cubec_profile_method(f->d, &method));
+    ASSERT_OK(cubec_profile_get_method(f->d, &method));
     uint64_t t0 = clock_now_ns();
     cubec_profile p;
     ASSERT_OK(cubec_profile_begin(f->d, f->s, &p));
-    cubec_profile_result r;
+    cubec_profile_result r = CUBEC_PROFILE_RESULT_INIT;
     ASSERT_OK(cubec_profile_end(f->d, f->s, p, &r));
     uint64_t wall = clock_now_ns() - t0;
     assert_int_equal(r.duration_ns, r.end_ns - r.begin_ns);
@@ -214,7 +214,7 @@ static void test_empty_windows(void **state)
     queue_work(&f);
     (void)profile_nothing(&f, work, "nested in a window with work");
     ASSERT_OK(busy(&f, f.v, WORDS, 100));
-    cubec_profile_result r;
+    cubec_profile_result r = CUBEC_PROFILE_RESULT_INIT;
     ASSERT_OK(cubec_profile_end(f.d, f.s, outer, &r));
     assert_true(r.duration_ns > 0);
     uint32_t *runs = malloc(4 * WORDS * sizeof *runs);
@@ -243,14 +243,14 @@ static void test_empty_window_beside_another_stream(void **state)
     ASSERT_OK(cubec_sync(f.d, s2));
     ASSERT_OK(cubec_sync(f.d, f.s));
     cubec_timing method;
-    ASSERT_OK(cubec_profile_method(f.d, &method));
+    ASSERT_OK(cubec_profile_get_method(f.d, &method));
     for (int round = 0; round < 3; round++) {
         cubec_profile p, q;
         ASSERT_OK(cubec_profile_begin(f.d, f.s, &p));
         ASSERT_OK(cubec_flush(f.d, f.s));
         ASSERT_OK(cubec_profile_begin(f.d, s2, &q));
         ASSERT_OK(busy_launch(f.d, s2, f.busy, v2, WORDS, STEPS));
-        cubec_profile_result rq, rp;
+        cubec_profile_result rq = CUBEC_PROFILE_RESULT_INIT, rp = CUBEC_PROFILE_RESULT_INIT;
         ASSERT_OK(cubec_profile_end(f.d, s2, q, &rq));
         ASSERT_OK(cubec_profile_end(f.d, f.s, p, &rp));
         if (rq.duration_ns == 0) fail_msg("round %d: the window around a launch measured 0", round);
@@ -281,7 +281,7 @@ static void test_window_with_only_a_replay(void **state)
     cubec_profile p;
     ASSERT_OK(cubec_profile_begin(f.d, f.s, &p));
     ASSERT_OK(cubec_graph_replay(f.d, f.s, g));
-    cubec_profile_result r;
+    cubec_profile_result r = CUBEC_PROFILE_RESULT_INIT;
     ASSERT_OK(cubec_profile_end(f.d, f.s, p, &r));
     if (r.duration_ns == 0) fail_msg("a window around a replay measured 0 ns");
     ASSERT_OK(cubec_graph_destroy(f.d, f.s, g));
@@ -306,7 +306,7 @@ static void test_nested_and_overlapping(void **state)
     ASSERT_OK(busy(&f, f.v, WORDS, STEPS));
     ASSERT_OK(cubec_profile_begin(f.d, f.s, &inner));
     ASSERT_OK(busy(&f, f.v, WORDS, STEPS));
-    cubec_profile_result ri, ro;
+    cubec_profile_result ri = CUBEC_PROFILE_RESULT_INIT, ro = CUBEC_PROFILE_RESULT_INIT;
     ASSERT_OK(cubec_profile_end(f.d, f.s, inner, &ri));
     ASSERT_OK(busy(&f, f.v, WORDS, STEPS));
     ASSERT_OK(cubec_profile_end(f.d, f.s, outer, &ro));
@@ -324,7 +324,7 @@ static void test_nested_and_overlapping(void **state)
     ASSERT_OK(busy(&f, f.v, WORDS, STEPS));
     ASSERT_OK(cubec_profile_begin(f.d, f.s, &p2));
     ASSERT_OK(busy(&f, f.v, WORDS, STEPS));
-    cubec_profile_result r1, r2;
+    cubec_profile_result r1 = CUBEC_PROFILE_RESULT_INIT, r2 = CUBEC_PROFILE_RESULT_INIT;
     ASSERT_OK(cubec_profile_end(f.d, f.s, p1, &r1));
     ASSERT_OK(busy(&f, f.v, WORDS, STEPS));
     ASSERT_OK(cubec_profile_end(f.d, f.s, p2, &r2));
@@ -350,13 +350,13 @@ static void test_abandon(void **state)
     cubec_profile p;
     ASSERT_OK(cubec_profile_begin(f.d, f.s, &p));
     ASSERT_OK(busy(&f, f.v, WORDS, 10));
-    ASSERT_OK(cubec_fault_counts(f.d, before));
+    ASSERT_OK(cubec_fault_get_counts(f.d, before));
     ASSERT_OK(cubec_profile_abandon(f.d, f.s, p));
-    ASSERT_OK(cubec_fault_counts(f.d, after));
+    ASSERT_OK(cubec_fault_get_counts(f.d, after));
     /* Nothing was submitted or waited for. */
     assert_int_equal(before[CUBEC_FAULT_SUBMIT], after[CUBEC_FAULT_SUBMIT]);
     assert_int_equal(before[CUBEC_FAULT_WAIT], after[CUBEC_FAULT_WAIT]);
-    cubec_profile_result r;
+    cubec_profile_result r = CUBEC_PROFILE_RESULT_INIT;
     ASSERT_ERROR(cubec_profile_end(f.d, f.s, p, &r), CUBEC_INVALID_ARGUMENT, "profile");
     ASSERT_ERROR(cubec_profile_abandon(f.d, f.s, p), CUBEC_INVALID_ARGUMENT, "profile");
     /* Many abandoned profiles: their queries are reused, and a later profile still measures. */
@@ -397,7 +397,7 @@ static void test_poisoned_by_failed_launch(void **state)
     ASSERT_OK(cubec_profile_begin(f.d, other, &q));
     cubec_buffer t = tainted_buffer(&f); /* a launch of f.s fails while p is open */
     ASSERT_OK(busy(&f, f.v, WORDS, 10));
-    cubec_profile_result r;
+    cubec_profile_result r = CUBEC_PROFILE_RESULT_INIT;
     ASSERT_ERROR(cubec_profile_end(f.d, f.s, p, &r), CUBEC_PROFILE_INVALID,
                  "the submission of its work failed");
     assert_int_equal(r.duration_ns, 0);
@@ -423,7 +423,7 @@ static void test_poisoned_by_skipped_launch(void **state)
     ASSERT_OK(cubec_profile_begin(f.d, other, &q));
     ASSERT_OK(busy(&f, f.v, WORDS, 10));
     ASSERT_OK(busy(&f, t, 64, 10)); /* reads the tainted buffer: skipped */
-    cubec_profile_result r;
+    cubec_profile_result r = CUBEC_PROFILE_RESULT_INIT;
     ASSERT_ERROR(cubec_profile_end(f.d, f.s, p, &r), CUBEC_PROFILE_INVALID, "was skipped");
     /* A profile of another stream saw no failure on its stream. */
     ASSERT_OK(cubec_profile_end(f.d, other, q, &r));
@@ -446,7 +446,7 @@ static void fixture_open_system(fixture *f)
     fixture_open(f);
     unsetenv("CUBEC_TIMING");
     cubec_timing method;
-    ASSERT_OK(cubec_profile_method(f->d, &method));
+    ASSERT_OK(cubec_profile_get_method(f->d, &method));
     assert_int_equal(method, CUBEC_TIMING_SYSTEM);
 }
 
@@ -459,7 +459,7 @@ static void test_system_timing(void **state)
     cubec_profile p;
     ASSERT_OK(cubec_profile_begin(f.d, f.s, &p));
     ASSERT_OK(busy(&f, f.v, WORDS, 10));
-    cubec_profile_result r;
+    cubec_profile_result r = CUBEC_PROFILE_RESULT_INIT;
     ASSERT_OK(cubec_profile_end(f.d, f.s, p, &r));
     assert_int_equal(r.method, CUBEC_TIMING_SYSTEM);
     cubec_buffer t = tainted_buffer(&f);
@@ -510,7 +510,7 @@ static void test_system_end_while_another_thread_abandons(void **state)
     abandon_arg a = {f.d, f.s, p, NULL};
     pthread_t t;
     assert_int_equal(pthread_create(&t, NULL, abandon_later, &a), 0);
-    cubec_profile_result r = {0};
+    cubec_profile_result r = CUBEC_PROFILE_RESULT_INIT;
     uint64_t t0 = clock_now_ns();
     cubec_status end = cubec_profile_end(f.d, f.s, p, &r);
     uint64_t wall = clock_now_ns() - t0;
@@ -540,7 +540,7 @@ static void test_system_end_while_another_thread_abandons(void **state)
         assert_int_equal(r.duration_ns, r.end_ns - r.begin_ns);
     }
     /* Either way the profile is gone, and the profiled launches ran. */
-    cubec_profile_result r2;
+    cubec_profile_result r2 = CUBEC_PROFILE_RESULT_INIT;
     ASSERT_ERROR(cubec_profile_end(f.d, f.s, p, &r2), CUBEC_INVALID_ARGUMENT, "profile");
     uint32_t want = 7;
     for (uint32_t k = 0; k < ABANDON_LAUNCHES * ABANDON_STEPS; k++)
@@ -572,7 +572,7 @@ static void test_bad_arguments(void **state)
                  "device");
     cubec_profile p;
     ASSERT_OK(cubec_profile_begin(f.d, f.s, &p));
-    cubec_profile_result r;
+    cubec_profile_result r = CUBEC_PROFILE_RESULT_INIT;
     ASSERT_ERROR(cubec_profile_end(f.d, f.s, p, NULL), CUBEC_INVALID_ARGUMENT, "out_result");
     char want[128];
     snprintf(want, sizeof want, "not on stream %" PRIu64, (uint64_t)(other & 0xffffffffffffull));

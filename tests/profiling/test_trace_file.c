@@ -370,7 +370,8 @@ static void test_trace_read_while_buffer_released(void **state)
     setenv("CUBEC_TRACE", trace_path, 1);
     cubec_device *d = test_device_open();
     cubec_kernel busy;
-    const cubec_kernel_desc kd = {.name = "busy", .glsl = busy_src};
+    const cubec_kernel_desc kd = {
+        .struct_size = sizeof(cubec_kernel_desc), .name = "busy", .glsl = busy_src};
     ASSERT_OK(cubec_kernel_create(d, &kd, &busy));
     enum { BUSY_WORDS = 64u * 1024u, STEPS = 2000u };
     uint32_t *init = malloc(BUSY_WORDS * sizeof *init), *got = malloc(BUSY_WORDS * sizeof *got);

@@ -258,7 +258,8 @@ static void op_axpb(worker *w)
     before_write(w, b, s);
     uint32_t n = 1 + rnd(w, b->words);
     uint32_t info[3] = {n, test_rand(&w->rng) | 1, test_rand(&w->rng)};
-    cubec_launch_desc ld = {.kernel = w->sh->axpb,
+    cubec_launch_desc ld = {.struct_size = sizeof(cubec_launch_desc),
+                            .kernel = w->sh->axpb,
                             .buffers = &b->h,
                             .buffer_count = 1,
                             .info = info,
@@ -292,7 +293,8 @@ static void op_add(worker *w, input *a, input *bb)
     if (bb->words < n) n = bb->words;
     uint32_t info[2] = {n, test_rand(&w->rng)};
     cubec_buffer bufs[3] = {a->h, bb->h, c->h};
-    cubec_launch_desc ld = {.kernel = w->sh->add,
+    cubec_launch_desc ld = {.struct_size = sizeof(cubec_launch_desc),
+                            .kernel = w->sh->add,
                             .buffers = bufs,
                             .buffer_count = 3,
                             .info = info,
@@ -534,8 +536,10 @@ static void test_streams_under_stress(void **state)
     sh->seed = env_u32("CUBEC_STRESS_SEED", 20250101);
     pthread_mutex_init(&sh->lock, NULL);
     sh->d = test_device_open();
-    cubec_kernel_desc ka = {.name = "axpb", .glsl = axpb_src};
-    cubec_kernel_desc kb = {.name = "add", .glsl = add_src};
+    cubec_kernel_desc ka = {
+        .struct_size = sizeof(cubec_kernel_desc), .name = "axpb", .glsl = axpb_src};
+    cubec_kernel_desc kb = {
+        .struct_size = sizeof(cubec_kernel_desc), .name = "add", .glsl = add_src};
     ASSERT_OK(cubec_kernel_create(sh->d, &ka, &sh->axpb));
     ASSERT_OK(cubec_kernel_create(sh->d, &kb, &sh->add));
     worker *w = calloc(THREADS, sizeof *w);
@@ -569,7 +573,7 @@ static void test_streams_under_stress(void **state)
     /* Nothing leaks: every stream's pools are empty once the GPU is done. */
     for (uint32_t i = 0; i < THREADS; i++)
         for (uint32_t s = 0; s < STREAMS; s++) {
-            cubec_memory_report r;
+            cubec_memory_report r = CUBEC_MEMORY_REPORT_INIT;
             ASSERT_OK(cubec_memory_cleanup(sh->d, sh->streams[i][s]));
             ASSERT_OK(cubec_memory_report_get(sh->d, sh->streams[i][s], &r));
             if (r.allocations)

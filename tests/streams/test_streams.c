@@ -72,14 +72,14 @@ static void test_stream_ids(void **state)
     cubec_stream ids[N + 1];
     for (uint32_t i = 0; i < N; i++)
         ids[i] = new_stream(d);
-    ASSERT_OK(cubec_stream_current(d, &ids[N]));
+    ASSERT_OK(cubec_stream_get_current(d, &ids[N]));
     assert_true(ids[N] != CUBEC_STREAM_CURRENT);
     for (uint32_t i = 0; i <= N; i++)
         for (uint32_t j = i + 1; j <= N; j++)
             if (ids[i] == ids[j])
                 fail_msg("streams %u and %u are both 0x%llx", i, j, (unsigned long long)ids[i]);
     cubec_stream again;
-    ASSERT_OK(cubec_stream_current(d, &again));
+    ASSERT_OK(cubec_stream_get_current(d, &again));
     assert_true(again == ids[N]);
     test_device_close(d);
 }
@@ -350,7 +350,7 @@ static uint64_t run_chains(cubec_device *d, uint32_t nstreams, uint32_t rounds)
     }
     uint64_t allocations = 0;
     for (uint32_t i = 0; i < nstreams; i++) {
-        cubec_memory_report rep;
+        cubec_memory_report rep = CUBEC_MEMORY_REPORT_INIT;
         ASSERT_OK(cubec_memory_report_get(d, s[i], &rep));
         allocations += rep.allocations;
     }
@@ -392,7 +392,7 @@ static void test_many_streams_fold_onto_few_slots(void **state)
      * of the 3 slots; 3 of them cover all). */
     for (uint32_t i = 0; i < 3; i++) {
         cubec_stream s = new_stream(d);
-        cubec_memory_report rep;
+        cubec_memory_report rep = CUBEC_MEMORY_REPORT_INIT;
         ASSERT_OK(cubec_memory_cleanup(d, s));
         ASSERT_OK(cubec_memory_report_get(d, s, &rep));
         assert_int_equal(rep.allocations, 0);
@@ -439,7 +439,7 @@ typedef struct current_arg {
 static void *current_thread(void *p)
 {
     current_arg *a = p;
-    a->st = cubec_stream_current(a->d, &a->id);
+    a->st = cubec_stream_get_current(a->d, &a->id);
     /* Queue a step on the current stream and return without waiting for it. */
     if (!a->st) a->st = uint_launch(a->d, CUBEC_STREAM_CURRENT, a->step, a->v, NONE, a->n, 3, 7);
     return NULL;
@@ -456,14 +456,14 @@ static void check_policy(cubec_device *d, int single)
     cubec_buffer v;
     ASSERT_OK(cubec_buffer_from(d, CUBEC_STREAM_CURRENT, want, N * 4, &v));
     cubec_stream mine, mine_again;
-    ASSERT_OK(cubec_stream_current(d, &mine));
+    ASSERT_OK(cubec_stream_get_current(d, &mine));
     current_arg arg = {.d = d, .step = k.step, .v = v, .n = N};
     pthread_t t;
     assert_int_equal(pthread_create(&t, NULL, current_thread, &arg), 0);
     pthread_join(t, NULL);
     ASSERT_OK(arg.st);
     cpu_step(want, N, 3, 7);
-    ASSERT_OK(cubec_stream_current(d, &mine_again));
+    ASSERT_OK(cubec_stream_get_current(d, &mine_again));
     assert_true(mine == mine_again);
     if (single) {
         if (arg.id != mine)
@@ -511,7 +511,7 @@ static void test_per_thread_policy(void **state)
 static void read_after_sync(cubec_device *d, cubec_stream s, cubec_buffer buf, void *dst,
                             uint64_t size, const char *name)
 {
-    cubec_device_info info;
+    cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
     ASSERT_OK(cubec_device_get_info(d, &info));
     cubec_event *e = NULL;
     ASSERT_OK(cubec_read_async(d, s, buf, 0, dst, size, &e));
@@ -618,7 +618,7 @@ static void test_metadata_arena_recycled_when_drained_by_another_slot(void **sta
     kernels k = kernels_create(d);
     cubec_kernel big = make_kernel(d, "arena_info", arena_info_src);
     enum { N = 64, INFO = 60000, ITER = 1500, WARM = 100 };
-    cubec_kernel_info ki;
+    cubec_kernel_info ki = CUBEC_KERNEL_INFO_INIT;
     ASSERT_OK(cubec_kernel_get_info(d, big, &ki));
     assert_int_equal(ki.info_size, INFO);
     cubec_stream a = new_stream(d), b = new_stream(d);
@@ -636,7 +636,8 @@ static void test_metadata_arena_recycled_when_drained_by_another_slot(void **sta
         info[1] = it;
         for (uint32_t j = 0; j < 64; j++)
             info[2 + j] = it * 64 + j;
-        cubec_launch_desc ld = {.kernel = big,
+        cubec_launch_desc ld = {.struct_size = sizeof(cubec_launch_desc),
+                                .kernel = big,
                                 .buffers = &xb,
                                 .buffer_count = 1,
                                 .info = info,
@@ -700,7 +701,8 @@ static void test_large_metadata_chain(void **state)
         info[1] = it * 1000;
         for (uint32_t j = 0; j < 64; j++)
             info[2 + j] = it * 64 + j;
-        cubec_launch_desc ld = {.kernel = big,
+        cubec_launch_desc ld = {.struct_size = sizeof(cubec_launch_desc),
+                                .kernel = big,
                                 .buffers = &v,
                                 .buffer_count = 1,
                                 .info = info,

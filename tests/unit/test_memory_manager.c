@@ -53,7 +53,7 @@ static void expect_layout(const memory_config *c, const uint64_t (*sliced)[2], u
 {
     fake_source f = {0};
     memory_manager *m = make(c, &f);
-    cubec_memory_report r;
+    cubec_memory_report r = CUBEC_MEMORY_REPORT_INIT;
     memory_report_fill(m, &r);
     assert_int_equal(r.pool_count, n + 1);
     for (uint32_t i = 0; i < n; i++) {
@@ -102,7 +102,7 @@ static void test_layout(void **state)
     fake_source f = {0};
     const memory_config huge = {UINT64_MAX, UINT64_MAX, 4};
     memory_manager *m = make(&huge, &f);
-    cubec_memory_report r;
+    cubec_memory_report r = CUBEC_MEMORY_REPORT_INIT;
     memory_report_fill(m, &r);
     assert_true(r.pool_count <= MEMORY_MAX_POOLS);
     assert_true(r.pool_count <= CUBEC_MAX_POOLS - 3);
@@ -178,7 +178,7 @@ static void test_routing(void **state)
         assert_true(all[i]->offset + all[i]->size <= ((fake_page *)all[i]->page)->size);
         memory_free(m, all[i]);
     }
-    cubec_memory_report r;
+    cubec_memory_report r = CUBEC_MEMORY_REPORT_INIT;
     memory_report_fill(m, &r);
     assert_int_equal(r.allocations, 0);
     assert_int_equal(r.bytes_in_use, 0);
@@ -276,7 +276,7 @@ static void test_too_big_and_bad_sizes(void **state)
         assert_int_equal(a.pool, 2);
         assert_int_equal(a.offset, 0);
         assert_true(((fake_page *)a.page)->size >= sizes[i]);
-        cubec_memory_report r;
+        cubec_memory_report r = CUBEC_MEMORY_REPORT_INIT;
         memory_report_fill(m, &r);
         assert_int_equal(r.pools[2].bytes_in_use, sizes[i]);
         assert_true(r.pools[2].bytes_padding < 256);
@@ -306,7 +306,7 @@ static void test_oom_cleanup_then_retry(void **state)
     assert_int_equal(f.free_calls, 1);
     assert_false(held->live);
     assert_int_equal(f.live_bytes, 20 * MiB);
-    cubec_memory_report r;
+    cubec_memory_report r = CUBEC_MEMORY_REPORT_INIT;
     memory_report_fill(m, &r);
     assert_int_equal(r.pages, 1);
     assert_int_equal(r.bytes_reserved, 20 * MiB);
@@ -328,7 +328,7 @@ static uint32_t reclaim_other(void *user)
 {
     (void)user;
     heap_of_hook->calls++;
-    cubec_memory_report r;
+    cubec_memory_report r = CUBEC_MEMORY_REPORT_INIT;
     uint32_t released = memory_release_empty(heap_of_hook->other);
     memory_report_fill(heap_of_hook->other, &r);
     assert_int_equal(r.pages, 0);
@@ -393,7 +393,7 @@ static void test_oom_persistent_error(void **state)
     f.capacity = 36 * MiB;
     memory_manager *m = make(&LAVAPIPE, &f);
     mem_alloc a = alloc_ok(m, 3 * MiB);
-    cubec_memory_report before, after;
+    cubec_memory_report before = CUBEC_MEMORY_REPORT_INIT, after = CUBEC_MEMORY_REPORT_INIT;
     memory_report_fill(m, &before);
     mem_alloc b;
     /* requested size, the page tried (padded to 256), bytes reserved, bytes in use, the cause */
@@ -492,7 +492,7 @@ static void test_periodic_cleanup(void **state)
     assert_int_equal(f.live_pages, 1);
     memory_cleanup(m, 1);
     assert_int_equal(f.live_pages, 0);
-    cubec_memory_report r;
+    cubec_memory_report r = CUBEC_MEMORY_REPORT_INIT;
     memory_report_fill(m, &r);
     assert_int_equal(r.pages, 0);
     assert_int_equal(r.bytes_reserved, 0);
@@ -508,7 +508,7 @@ static void test_stale_free_ignored(void **state)
     mem_alloc a = alloc_ok(m, 1000), b = alloc_ok(m, 20 * MiB), c = alloc_ok(m, 1000);
     memory_free(m, &a);
     memory_free(m, &b);
-    cubec_memory_report before, after;
+    cubec_memory_report before = CUBEC_MEMORY_REPORT_INIT, after = CUBEC_MEMORY_REPORT_INIT;
     memory_report_fill(m, &before);
     memory_free(m, &a);
     memory_free(m, &b);
@@ -550,7 +550,7 @@ static uint64_t extent(const cubec_memory_report *r, const mem_alloc *a, uint64_
 static void check_model(const memory_manager *m, const fake_source *f, const model *md,
                         uint64_t align)
 {
-    cubec_memory_report r;
+    cubec_memory_report r = CUBEC_MEMORY_REPORT_INIT;
     memory_report_fill(m, &r);
     mem_alloc *s = malloc((md->n ? md->n : 1) * sizeof *s);
     assert_non_null(s);

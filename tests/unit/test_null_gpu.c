@@ -117,7 +117,7 @@ static void test_enumeration(void **state)
     assert_int_equal(n, 1);
     ASSERT_ERROR(null_gpu_count(NULL), CUBEC_INVALID_ARGUMENT, "out_count");
 
-    cubec_device_info info;
+    cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
     ASSERT_OK(null_gpu_peek(0, &info));
     assert_string_equal(info.name, "cubec null device");
     assert_int_equal(info.type, CUBEC_DEVICE_TYPE_CPU);
@@ -199,7 +199,7 @@ static void test_ops_and_caps(void **state)
     assert_int_equal(g->caps.calibrated_clock, 1);
     assert_int_equal(g->caps.physical_index, 0);
     assert_null(g->faults);
-    cubec_device_info peeked;
+    cubec_device_info peeked = CUBEC_DEVICE_INFO_INIT;
     ASSERT_OK(null_gpu_peek(0, &peeked));
     assert_memory_equal(&g->info, &peeked, sizeof peeked);
     assert_int_equal(timeline(g), 0);

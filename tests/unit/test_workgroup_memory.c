@@ -386,8 +386,9 @@ static void test_limits(void **state)
 static void test_limits_of_info(void **state)
 {
     (void)state;
-    cubec_device_info info;
+    cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
     memset(&info, 0, sizeof info);
+    info.struct_size = sizeof info;
     info.max_workgroup_size[0] = 1;
     info.max_workgroup_size[1] = 2;
     info.max_workgroup_size[2] = 3;

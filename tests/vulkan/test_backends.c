@@ -67,7 +67,7 @@ static void test_bad_name_refused(void **state)
     (void)state;
     static const char *const bad[] = {"cuda", "Vulkan", "null ", "webgpu"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        cubec_device_desc desc = {.backend = bad[i]};
+        cubec_device_desc desc = {.struct_size = sizeof(cubec_device_desc), .backend = bad[i]};
         cubec_device *d = NULL;
         expect_refused(cubec_device_open(&desc, &d), "cubec_device_desc.backend", bad[i]);
         assert_null(d);
@@ -75,9 +75,9 @@ static void test_bad_name_refused(void **state)
         expect_refused(cubec_device_open(NULL, &d), "CUBEC_BACKEND open", bad[i]);
         assert_null(d);
         uint32_t count = 5;
-        expect_refused(cubec_device_count(&count), "CUBEC_BACKEND count", bad[i]);
+        expect_refused(cubec_device_get_count(&count), "CUBEC_BACKEND count", bad[i]);
         assert_int_equal(count, 0);
-        cubec_device_info info;
+        cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
         expect_refused(cubec_device_peek(0, &info), "CUBEC_BACKEND peek", bad[i]);
         gpu_backend b;
         expect_refused(gpu_backend_parse(bad[i], &b), "gpu_backend_parse", bad[i]);
@@ -93,18 +93,18 @@ static void test_every_backend_opens(void **state)
     for (int i = 0; i < NAMES; i++) {
         setenv("CUBEC_BACKEND", names[i], 1);
         uint32_t count = 0;
-        ASSERT_OK(cubec_device_count(&count));
+        ASSERT_OK(cubec_device_get_count(&count));
         if (count == 0) fail_msg("backend %s: no device", names[i]);
-        cubec_device_info peeked;
+        cubec_device_info peeked = CUBEC_DEVICE_INFO_INIT;
         ASSERT_OK(cubec_device_peek(0, &peeked));
         cubec_device *d = test_device_open(); /* the configuration's backend, validation on */
-        cubec_device_info opened;
+        cubec_device_info opened = CUBEC_DEVICE_INFO_INIT;
         ASSERT_OK(cubec_device_get_info(d, &opened));
         test_device_close(d);
         unsetenv("CUBEC_BACKEND");
         int found = 0;
         for (uint32_t k = 0; k < count && !found; k++) {
-            cubec_device_info info;
+            cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
             ASSERT_OK(gpu_device_peek((gpu_backend)i, k, &info));
             found = !strcmp(info.name, opened.name);
         }
@@ -112,7 +112,7 @@ static void test_every_backend_opens(void **state)
             fail_msg("backend %s opened '%s', not a device it lists", names[i], opened.name);
         /* The desc names it too, past a configuration that names another row. */
         setenv("CUBEC_BACKEND", names[(i + 1) % NAMES], 1);
-        cubec_device_desc desc = {.backend = names[i]};
+        cubec_device_desc desc = {.struct_size = sizeof(cubec_device_desc), .backend = names[i]};
         ASSERT_OK(cubec_device_open(&desc, &d));
         ASSERT_OK(cubec_device_get_info(d, &opened));
         cubec_device_close(d);

@@ -376,7 +376,7 @@ static void run_fill(world *w, const op_case *c, int ok)
 static void use_view(world *w, const op_case *c, cubec_buffer v)
 {
     uint64_t size = 1;
-    expect_ok(cubec_buffer_size(w->d, v, &size), c, "cubec_buffer_size of the view");
+    expect_ok(cubec_buffer_get_size(w->d, v, &size), c, "cubec_buffer_get_size of the view");
     if (size != c->size) {
         char what[256];
         describe(c, what, sizeof what);
@@ -465,7 +465,7 @@ static void test_buffer_ops_table(void **state)
     memset(&w, 0, sizeof w);
     w.rng = 20261130u;
     w.d = test_device_open();
-    cubec_device_info info;
+    cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
     ASSERT_OK(cubec_device_get_info(w.d, &info));
     w.runs_kernels = strcmp(info.name, "cubec null device") != 0;
     w.align = info.storage_offset_alignment;
@@ -479,7 +479,8 @@ static void test_buffer_ops_table(void **state)
     ASSERT_OK(cubec_buffer_view(w.d, w.a, 0, 0, &w.view0));
     ASSERT_OK(cubec_buffer_create(w.d, w.s, BUF_BYTES, &w.released));
     ASSERT_OK(cubec_buffer_release(w.d, w.released));
-    cubec_kernel_desc kd = {.name = "produce", .glsl = produce_src};
+    cubec_kernel_desc kd = {
+        .struct_size = sizeof(cubec_kernel_desc), .name = "produce", .glsl = produce_src};
     ASSERT_OK(cubec_kernel_create(w.d, &kd, &w.produce));
 
     for (size_t i = 0; i < ROWS; i++) {

@@ -107,13 +107,15 @@ static void test_build_runs_without_the_device_lock(void **state)
 {
     (void)state;
     cubec_device *d = test_device_open();
-    const cubec_kernel_desc sd = {.name = "step", .glsl = step_src};
+    const cubec_kernel_desc sd = {
+        .struct_size = sizeof(cubec_kernel_desc), .name = "step", .glsl = step_src};
     cubec_kernel step;
     ASSERT_OK(cubec_kernel_create(d, &sd, &step));
     gate g;
     gate_init(&g, "held", 0);
     server_kernel_set_compile_hook(d, hook, &g);
-    const cubec_kernel_desc hd = {.name = "held", .glsl = produce_src};
+    const cubec_kernel_desc hd = {
+        .struct_size = sizeof(cubec_kernel_desc), .name = "held", .glsl = produce_src};
     creator a = {.d = d, .desc = &hd};
     pthread_t t;
     start(&t, &a);
@@ -158,7 +160,8 @@ static void test_same_kernel_built_once(void **state)
     gate g;
     gate_init(&g, "twin", 1);
     server_kernel_set_compile_hook(d, hook, &g);
-    const cubec_kernel_desc td = {.name = "twin", .glsl = produce_src};
+    const cubec_kernel_desc td = {
+        .struct_size = sizeof(cubec_kernel_desc), .name = "twin", .glsl = produce_src};
     creator c[2] = {{.d = d, .desc = &td}, {.d = d, .desc = &td}};
     pthread_t t[2];
     start(&t[0], &c[0]);
@@ -176,7 +179,7 @@ static void test_same_kernel_built_once(void **state)
     assert_int_equal(s1.build_waits - s0.build_waits, 1);
     assert_int_equal(s1.compiles - s0.compiles, 1);
     assert_int_not_equal(c[0].k.id, c[1].k.id);
-    cubec_kernel_info i0, i1;
+    cubec_kernel_info i0 = CUBEC_KERNEL_INFO_INIT, i1 = CUBEC_KERNEL_INFO_INIT;
     ASSERT_OK(cubec_kernel_get_info(d, c[0].k, &i0));
     ASSERT_OK(cubec_kernel_get_info(d, c[1].k, &i1));
     assert_true(i0.hash == i1.hash);
@@ -192,7 +195,8 @@ static void test_build_finishing_after_device_lost(void **state)
 {
     (void)state;
     cubec_device *d = test_device_open();
-    const cubec_kernel_desc sd = {.name = "step", .glsl = step_src};
+    const cubec_kernel_desc sd = {
+        .struct_size = sizeof(cubec_kernel_desc), .name = "step", .glsl = step_src};
     cubec_kernel step;
     ASSERT_OK(cubec_kernel_create(d, &sd, &step));
     cubec_buffer v;
@@ -201,7 +205,8 @@ static void test_build_finishing_after_device_lost(void **state)
     gate g;
     gate_init(&g, "late", 0);
     server_kernel_set_compile_hook(d, hook, &g);
-    const cubec_kernel_desc ld = {.name = "late", .glsl = produce_src};
+    const cubec_kernel_desc ld = {
+        .struct_size = sizeof(cubec_kernel_desc), .name = "late", .glsl = produce_src};
     creator a = {.d = d, .desc = &ld, .k = {.id = 1}};
     pthread_t t;
     start(&t, &a);

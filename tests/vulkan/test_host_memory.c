@@ -23,16 +23,16 @@ static void pattern(unsigned char *p, size_t n, uint32_t seed)
 
 static uint64_t alignment(cubec_device *d)
 {
-    cubec_device_info info;
+    cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
     ASSERT_OK(cubec_device_get_info(d, &info));
     assert_true(info.host_register_alignment >= 1);
     /* a power of two, as Vulkan's minImportedHostPointerAlignment is */
     assert_int_equal(info.host_register_alignment & (info.host_register_alignment - 1), 0);
     /* cubec_device_peek (what `cubec info` shows) reports the same for this device. */
     uint32_t count = 0, same = 0;
-    ASSERT_OK(cubec_device_count(&count));
+    ASSERT_OK(cubec_device_get_count(&count));
     for (uint32_t i = 0; i < count; i++) {
-        cubec_device_info peeked;
+        cubec_device_info peeked = CUBEC_DEVICE_INFO_INIT;
         ASSERT_OK(cubec_device_peek(i, &peeked));
         same += !strcmp(peeked.name, info.name) &&
                 peeked.host_register_alignment == info.host_register_alignment;
@@ -176,7 +176,7 @@ static void run_all(int force)
 {
     if (force) setenv("CUBEC_FORCE_STAGING", "1", 1);
     cubec_device *d = test_device_open();
-    cubec_device_info info;
+    cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
     ASSERT_OK(cubec_device_get_info(d, &info));
     int staged = force || !info.unified_memory;
     registered_round_trips(d, staged);

@@ -1,4 +1,4 @@
-/* The metadata block's members by name (cubec_kernel_info_field, docs/kernels.md "Filling the
+/* The metadata block's members by name (cubec_kernel_get_info_field, docs/kernels.md "Filling the
  * block by name"): the reflected offsets, sizes and shapes of CUBEC_INFO's members against the
  * offsets a C compiler gives a struct that mirrors the block (offsetof), in every metadata form; a
  * block filled by name alone read back by the kernel; the C struct's padded size accepted at
@@ -72,7 +72,10 @@ static const want_field a_want[] = {
 static cubec_kernel make(cubec_device *d, const char *name, const char *src)
 {
     cubec_kernel k;
-    ASSERT_OK(cubec_kernel_create(d, &(cubec_kernel_desc){.name = name, .glsl = src}, &k));
+    ASSERT_OK(cubec_kernel_create(
+        d,
+        &(cubec_kernel_desc){.struct_size = sizeof(cubec_kernel_desc), .name = name, .glsl = src},
+        &k));
     return k;
 }
 
@@ -98,8 +101,8 @@ static void expect_field(const cubec_info_field *f, const want_field *w)
 static void set_field(cubec_device *d, cubec_kernel k, unsigned char *block, const char *name,
                       const void *value, size_t size)
 {
-    cubec_info_field f;
-    ASSERT_OK(cubec_kernel_info_field_find(d, k, name, &f));
+    cubec_info_field f = CUBEC_INFO_FIELD_INIT;
+    ASSERT_OK(cubec_kernel_find_info_field(d, k, name, &f));
     assert_true(size <= f.size);
     memcpy(block + f.offset, value, size);
 }
@@ -119,16 +122,16 @@ static void check_form(const char *form)
     cubec_device *d = test_device_open();
     unsetenv("CUBEC_KERNEL_METADATA");
     cubec_kernel k = make(d, "fields", a_src);
-    cubec_kernel_info ki;
+    cubec_kernel_info ki = CUBEC_KERNEL_INFO_INIT;
     ASSERT_OK(cubec_kernel_get_info(d, k, &ki));
     if (ki.info_field_count != A_FIELDS)
         fail_msg("%s: %u fields, want %zu", form, ki.info_field_count, A_FIELDS);
     for (uint32_t i = 0; i < A_FIELDS; i++) {
-        cubec_info_field f;
-        ASSERT_OK(cubec_kernel_info_field(d, k, i, &f));
+        cubec_info_field f = CUBEC_INFO_FIELD_INIT;
+        ASSERT_OK(cubec_kernel_get_info_field(d, k, i, &f));
         expect_field(&f, &a_want[i]);
-        cubec_info_field by_name;
-        ASSERT_OK(cubec_kernel_info_field_find(d, k, a_want[i].name, &by_name));
+        cubec_info_field by_name = CUBEC_INFO_FIELD_INIT;
+        ASSERT_OK(cubec_kernel_find_info_field(d, k, a_want[i].name, &by_name));
         assert_int_equal(by_name.offset, f.offset);
     }
     /* The block ends at the last member: 88 bytes, where the C struct (aligned to 16 by its vec3)
@@ -145,8 +148,8 @@ static void check_form(const char *form)
     set_field(d, k, block, "s", &s, sizeof s);
     set_field(d, k, block, "off", off, sizeof off);
     set_field(d, k, block, "lanes", lanes, sizeof lanes);
-    cubec_info_field mf;
-    ASSERT_OK(cubec_kernel_info_field_find(d, k, "m", &mf));
+    cubec_info_field mf = CUBEC_INFO_FIELD_INIT;
+    ASSERT_OK(cubec_kernel_find_info_field(d, k, "m", &mf));
     for (uint32_t c = 0; c < 2; c++) /* column by column, at the matrix stride */
         memcpy(block + mf.offset + c * mf.matrix_stride, &m[2 * c], 2 * sizeof(float));
     set_field(d, k, block, "inner.a", &a, sizeof a);
@@ -155,7 +158,8 @@ static void check_form(const char *form)
     cubec_buffer out;
     ASSERT_OK(cubec_buffer_create(d, CUBEC_STREAM_CURRENT, A_WORDS * 4, &out));
     ASSERT_OK(cubec_launch(d, CUBEC_STREAM_CURRENT,
-                           &(cubec_launch_desc){.kernel = k,
+                           &(cubec_launch_desc){.struct_size = sizeof(cubec_launch_desc),
+                                                .kernel = k,
                                                 .buffers = &out,
                                                 .buffer_count = 1,
                                                 .info = block,
@@ -214,22 +218,22 @@ static void test_double_float_padded_struct(void **state)
 {
     (void)state;
     cubec_device *d = test_device_open();
-    cubec_device_info info;
+    cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
     ASSERT_OK(cubec_device_get_info(d, &info));
     if (!(info.features & CUBEC_FEATURE_FLOAT64)) {
         test_device_close(d);
         skip();
     }
     cubec_kernel k = make(d, "df", df_src);
-    cubec_kernel_info ki;
+    cubec_kernel_info ki = CUBEC_KERNEL_INFO_INIT;
     ASSERT_OK(cubec_kernel_get_info(d, k, &ki));
     assert_int_equal(ki.info_size, offsetof(double_float, f) + sizeof(float));
     assert_int_equal(sizeof(double_float), 16);
     assert_int_equal(ki.info_field_count, 2);
-    cubec_info_field f;
-    ASSERT_OK(cubec_kernel_info_field(d, k, 0, &f));
+    cubec_info_field f = CUBEC_INFO_FIELD_INIT;
+    ASSERT_OK(cubec_kernel_get_info_field(d, k, 0, &f));
     expect_field(&f, &(want_field){"d", offsetof(double_float, d), 8, CUBEC_INFO_FLOAT64, 1, 1});
-    ASSERT_OK(cubec_kernel_info_field(d, k, 1, &f));
+    ASSERT_OK(cubec_kernel_get_info_field(d, k, 1, &f));
     expect_field(&f, &(want_field){"f", offsetof(double_float, f), 4, CUBEC_INFO_FLOAT32, 1, 1});
 
     cubec_buffer out;
@@ -238,7 +242,8 @@ static void test_double_float_padded_struct(void **state)
     for (int i = 0; i < 2; i++) {
         double_float block = {.d = 1.25 + i, .f = -3.5f - (float)i};
         ASSERT_OK(cubec_launch(d, CUBEC_STREAM_CURRENT,
-                               &(cubec_launch_desc){.kernel = k,
+                               &(cubec_launch_desc){.struct_size = sizeof(cubec_launch_desc),
+                                                    .kernel = k,
                                                     .buffers = &out,
                                                     .buffer_count = 1,
                                                     .info = &block,
@@ -256,7 +261,8 @@ static void test_double_float_padded_struct(void **state)
     /* Neither the block's size nor the struct's: refused, naming the members. */
     unsigned char big[20] = {0};
     ASSERT_ERROR(cubec_launch(d, CUBEC_STREAM_CURRENT,
-                              &(cubec_launch_desc){.kernel = k,
+                              &(cubec_launch_desc){.struct_size = sizeof(cubec_launch_desc),
+                                                   .kernel = k,
                                                    .buffers = &out,
                                                    .buffer_count = 1,
                                                    .info = big,
@@ -289,7 +295,8 @@ static void test_vec3_mismatch_names_offsets(void **state)
     cubec_buffer out;
     ASSERT_OK(cubec_buffer_create(d, CUBEC_STREAM_CURRENT, 4, &out));
     ASSERT_ERROR(cubec_launch(d, CUBEC_STREAM_CURRENT,
-                              &(cubec_launch_desc){.kernel = k,
+                              &(cubec_launch_desc){.struct_size = sizeof(cubec_launch_desc),
+                                                   .kernel = k,
                                                    .buffers = &out,
                                                    .buffer_count = 1,
                                                    .info = &packed,
@@ -315,7 +322,7 @@ static void test_address_and_uint64(void **state)
 {
     (void)state;
     cubec_device *d = test_device_open();
-    cubec_device_info info;
+    cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
     ASSERT_OK(cubec_device_get_info(d, &info));
     if (!(info.features & CUBEC_FEATURE_BUFFER_DEVICE_ADDRESS) ||
         !(info.features & CUBEC_FEATURE_INT64)) {
@@ -338,13 +345,13 @@ static void test_address_and_uint64(void **state)
         {"big", offsetof(addr_block, big), 8, CUBEC_INFO_UINT64, 1, 1},
         {"tail", offsetof(addr_block, tail), 4, CUBEC_INFO_UINT32, 1, 1},
     };
-    cubec_kernel_info ki;
+    cubec_kernel_info ki = CUBEC_KERNEL_INFO_INIT;
     ASSERT_OK(cubec_kernel_get_info(d, k, &ki));
     assert_int_equal(ki.info_field_count, 4);
     assert_int_equal(ki.info_size, offsetof(addr_block, tail) + 4);
     for (uint32_t i = 0; i < 4; i++) {
-        cubec_info_field f;
-        ASSERT_OK(cubec_kernel_info_field(d, k, i, &f));
+        cubec_info_field f = CUBEC_INFO_FIELD_INIT;
+        ASSERT_OK(cubec_kernel_get_info_field(d, k, i, &f));
         expect_field(&f, &want[i]);
     }
     ASSERT_OK(cubec_kernel_destroy(d, k));
@@ -366,24 +373,25 @@ static void test_refusals(void **state)
                              "layout(local_size_x = 1) in;\n"
                              "layout(set = 0, binding = 0) buffer B { float x[]; };\n"
                              "void main() { x[0] = 1.0; }\n");
-    cubec_info_field f;
-    ASSERT_ERROR(cubec_kernel_info_field(d, k, 2, &f), CUBEC_INVALID_ARGUMENT,
-                 "cubec_kernel_info_field: index 2 is past the 2 metadata fields of kernel 'two'");
-    ASSERT_ERROR(cubec_kernel_info_field_find(d, k, "scal", &f), CUBEC_INVALID_ARGUMENT,
+    cubec_info_field f = CUBEC_INFO_FIELD_INIT;
+    ASSERT_ERROR(
+        cubec_kernel_get_info_field(d, k, 2, &f), CUBEC_INVALID_ARGUMENT,
+        "cubec_kernel_get_info_field: index 2 is past the 2 metadata fields of kernel 'two'");
+    ASSERT_ERROR(cubec_kernel_find_info_field(d, k, "scal", &f), CUBEC_INVALID_ARGUMENT,
                  "kernel 'two' has no metadata field 'scal' (its fields: n at 0 (uint), scale at "
                  "4 (float))");
-    ASSERT_ERROR(cubec_kernel_info_field_find(d, k, NULL, &f), CUBEC_INVALID_ARGUMENT,
+    ASSERT_ERROR(cubec_kernel_find_info_field(d, k, NULL, &f), CUBEC_INVALID_ARGUMENT,
                  "name is NULL");
-    ASSERT_ERROR(cubec_kernel_info_field(d, k, 0, NULL), CUBEC_INVALID_ARGUMENT,
+    ASSERT_ERROR(cubec_kernel_get_info_field(d, k, 0, NULL), CUBEC_INVALID_ARGUMENT,
                  "out_field is NULL");
-    ASSERT_ERROR(cubec_kernel_info_field(d, (cubec_kernel){12345}, 0, &f), CUBEC_INVALID_ARGUMENT,
-                 "cubec_kernel_info_field: kernel");
-    cubec_kernel_info ki;
+    ASSERT_ERROR(cubec_kernel_get_info_field(d, (cubec_kernel){12345}, 0, &f),
+                 CUBEC_INVALID_ARGUMENT, "cubec_kernel_get_info_field: kernel");
+    cubec_kernel_info ki = CUBEC_KERNEL_INFO_INIT;
     ASSERT_OK(cubec_kernel_get_info(d, none, &ki));
     assert_int_equal(ki.info_field_count, 0);
-    ASSERT_ERROR(cubec_kernel_info_field(d, none, 0, &f), CUBEC_INVALID_ARGUMENT,
+    ASSERT_ERROR(cubec_kernel_get_info_field(d, none, 0, &f), CUBEC_INVALID_ARGUMENT,
                  "index 0 is past the 0 metadata fields of kernel 'none'");
-    ASSERT_ERROR(cubec_kernel_info_field_find(d, none, "n", &f), CUBEC_INVALID_ARGUMENT,
+    ASSERT_ERROR(cubec_kernel_find_info_field(d, none, "n", &f), CUBEC_INVALID_ARGUMENT,
                  "has no metadata field 'n' (its fields: no members)");
     ASSERT_OK(cubec_kernel_destroy(d, k));
     ASSERT_OK(cubec_kernel_destroy(d, none));

@@ -90,7 +90,8 @@ static void test_runs_on_device(void **state)
     char *src = read_kernel_file();
     cubec_device *d = test_device_open();
     cubec_kernel k;
-    cubec_kernel_desc kd = {.name = "scale_offset.comp", .glsl = src};
+    cubec_kernel_desc kd = {
+        .struct_size = sizeof(cubec_kernel_desc), .name = "scale_offset.comp", .glsl = src};
     ASSERT_OK(cubec_kernel_create(d, &kd, &k));
     enum { N = 1000 };
     float x[N], y[N], ref[N];
@@ -105,7 +106,8 @@ static void test_runs_on_device(void **state)
     ASSERT_OK(cubec_buffer_from(d, 0, x, sizeof x, &b[0]));
     ASSERT_OK(cubec_buffer_create(d, 0, sizeof y, &b[1]));
     ASSERT_OK(cubec_fill(d, 0, b[1], 0, sizeof y, 0));
-    cubec_launch_desc ld = {.kernel = k,
+    cubec_launch_desc ld = {.struct_size = sizeof(cubec_launch_desc),
+                            .kernel = k,
                             .buffers = b,
                             .buffer_count = 2,
                             .info = &info,

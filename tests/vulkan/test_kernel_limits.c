@@ -63,7 +63,8 @@ static cubec_status create_glsl(cubec_device *d, const char *name, const char *s
                                 const cubec_define *defines, uint32_t define_count,
                                 const char *entry_point, cubec_kernel *k)
 {
-    cubec_kernel_desc kd = {.name = name,
+    cubec_kernel_desc kd = {.struct_size = sizeof(cubec_kernel_desc),
+                            .name = name,
                             .glsl = src,
                             .defines = defines,
                             .define_count = define_count,
@@ -74,8 +75,11 @@ static cubec_status create_glsl(cubec_device *d, const char *name, const char *s
 static cubec_status create_spirv(cubec_device *d, const char *name, const spirv *m,
                                  const char *entry_point, cubec_kernel *k)
 {
-    cubec_kernel_desc kd = {
-        .name = name, .spirv = m->words, .spirv_words = m->count, .entry_point = entry_point};
+    cubec_kernel_desc kd = {.struct_size = sizeof(cubec_kernel_desc),
+                            .name = name,
+                            .spirv = m->words,
+                            .spirv_words = m->count,
+                            .entry_point = entry_point};
     return cubec_kernel_create(d, &kd, k);
 }
 
@@ -90,7 +94,8 @@ static void run_and_check(cubec_device *d, cubec_kernel k, uint32_t groups, cons
         got[i] = 0xdeadbeefu;
     cubec_buffer out;
     ASSERT_OK(cubec_buffer_from(d, 0, got, n * sizeof *got, &out));
-    cubec_launch_desc ld = {.kernel = k,
+    cubec_launch_desc ld = {.struct_size = sizeof(cubec_launch_desc),
+                            .kernel = k,
                             .buffers = &out,
                             .buffer_count = 1,
                             .info = info,
@@ -261,7 +266,7 @@ static void test_workgroup_size(void **state)
 {
     (void)state;
     cubec_device *d = test_device_open();
-    cubec_device_info info;
+    cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
     ASSERT_OK(cubec_device_get_info(d, &info));
     const uint32_t *max = info.max_workgroup_size, inv = info.max_workgroup_invocations;
     cubec_kernel k = {7};
@@ -324,7 +329,7 @@ static void test_shared_memory(void **state)
 {
     (void)state;
     cubec_device *d = test_device_open();
-    cubec_device_info info;
+    cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
     ASSERT_OK(cubec_device_get_info(d, &info));
     uint32_t limit = info.max_shared_memory_size, n = limit / 4;
     cubec_kernel k = {7};
@@ -365,7 +370,7 @@ static void test_push_constants(void **state)
 {
     (void)state;
     cubec_device *d = test_device_open();
-    cubec_device_info info;
+    cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
     ASSERT_OK(cubec_device_get_info(d, &info));
     uint32_t limit = info.max_push_constants_size, n = limit / 4;
     cubec_kernel k = {7};
@@ -381,7 +386,7 @@ static void test_push_constants(void **state)
     /* Exactly the limit: the launch's info bytes are the push constants. */
     snprintf(value, sizeof value, "%uu", n);
     ASSERT_OK(create_glsl(d, "push", push_src, &def, 1, NULL, &k));
-    cubec_kernel_info ki;
+    cubec_kernel_info ki = CUBEC_KERNEL_INFO_INIT;
     ASSERT_OK(cubec_kernel_get_info(d, k, &ki));
     assert_int_equal(ki.info_size, limit);
     assert_int_equal(ki.info_in_push_constants, 1);
@@ -407,7 +412,7 @@ static void test_capabilities(void **state)
 {
     (void)state;
     cubec_device *d = test_device_open();
-    cubec_device_info info;
+    cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
     ASSERT_OK(cubec_device_get_info(d, &info));
     cubec_kernel k = {7};
     static const char shared64_src[] =
@@ -472,7 +477,11 @@ static void test_capabilities(void **state)
         uint64_t acc[2] = {1000, 0};
         cubec_buffer a;
         ASSERT_OK(cubec_buffer_from(d, 0, acc, sizeof acc, &a));
-        cubec_launch_desc ld = {.kernel = k, .buffers = &a, .buffer_count = 1, .groups = {4, 1, 1}};
+        cubec_launch_desc ld = {.struct_size = sizeof(cubec_launch_desc),
+                                .kernel = k,
+                                .buffers = &a,
+                                .buffer_count = 1,
+                                .groups = {4, 1, 1}};
         ASSERT_OK(cubec_launch(d, 0, &ld));
         ASSERT_OK(cubec_read(d, 0, a, 0, acc, sizeof acc));
         uint64_t sum = 1000, top = 0;
@@ -519,7 +528,7 @@ static void test_metadata_limit(void **state)
 
     snprintf(value, sizeof value, "%uu", n);
     ASSERT_OK(create_glsl(d, "meta", info_src, &def, 1, NULL, &k));
-    cubec_kernel_info ki;
+    cubec_kernel_info ki = CUBEC_KERNEL_INFO_INIT;
     ASSERT_OK(cubec_kernel_get_info(d, k, &ki));
     assert_int_equal(ki.info_size, CUBEC_KERNEL_MAX_INFO_BYTES);
     assert_int_equal(ki.info_in_push_constants, 0);
@@ -535,7 +544,8 @@ static void test_metadata_limit(void **state)
     cubec_buffer out[LAUNCHES];
     for (int l = 0; l < LAUNCHES; l++) {
         ASSERT_OK(cubec_buffer_create(d, 0, CUBEC_KERNEL_MAX_INFO_BYTES, &out[l]));
-        cubec_launch_desc ld = {.kernel = k,
+        cubec_launch_desc ld = {.struct_size = sizeof(cubec_launch_desc),
+                                .kernel = k,
                                 .buffers = &out[l],
                                 .buffer_count = 1,
                                 .info = v + (size_t)l * n,

@@ -37,9 +37,10 @@ static void test_saxpy_chain(void **state)
     ASSERT_OK(cubec_buffer_from(d, 0, x, N * sizeof *x, &bx));
     ASSERT_OK(cubec_buffer_from(d, 0, y, N * sizeof *y, &by));
     cubec_kernel k;
-    cubec_kernel_desc kd = {.name = "saxpy", .glsl = saxpy_src};
+    cubec_kernel_desc kd = {
+        .struct_size = sizeof(cubec_kernel_desc), .name = "saxpy", .glsl = saxpy_src};
     ASSERT_OK(cubec_kernel_create(d, &kd, &k));
-    cubec_kernel_info ki;
+    cubec_kernel_info ki = CUBEC_KERNEL_INFO_INIT;
     ASSERT_OK(cubec_kernel_get_info(d, k, &ki));
     assert_int_equal(ki.binding_count, 2);
     assert_int_equal(ki.access[0], CUBEC_ACCESS_READ);
@@ -49,7 +50,8 @@ static void test_saxpy_chain(void **state)
     for (int r = 0; r < ROUNDS; r++) {
         saxpy_info info = {N, 0.5f + (float)r * 0.01f};
         cubec_buffer bufs[2] = {bx, by};
-        cubec_launch_desc ld = {.kernel = k,
+        cubec_launch_desc ld = {.struct_size = sizeof(cubec_launch_desc),
+                                .kernel = k,
                                 .buffers = bufs,
                                 .buffer_count = 2,
                                 .info = &info,
@@ -65,7 +67,7 @@ static void test_saxpy_chain(void **state)
     /* Same source again: same identity, no second compilation. */
     cubec_kernel k2;
     ASSERT_OK(cubec_kernel_create(d, &kd, &k2));
-    cubec_kernel_info ki2;
+    cubec_kernel_info ki2 = CUBEC_KERNEL_INFO_INIT;
     ASSERT_OK(cubec_kernel_get_info(d, k2, &ki2));
     assert_true(ki2.hash == ki.hash);
     assert_true(k2.id != k.id);
@@ -91,7 +93,7 @@ static void test_views_and_indirect(void **state)
 {
     (void)state;
     cubec_device *d = test_device_open();
-    cubec_device_info di;
+    cubec_device_info di = CUBEC_DEVICE_INFO_INIT;
     ASSERT_OK(cubec_device_get_info(d, &di));
     uint64_t part = di.storage_offset_alignment > 128 ? di.storage_offset_alignment : 128;
     enum { PARTS = 8 };
@@ -102,13 +104,15 @@ static void test_views_and_indirect(void **state)
     cubec_buffer whole;
     ASSERT_OK(cubec_buffer_from(d, 0, host, part * PARTS, &whole));
     cubec_kernel k;
-    cubec_kernel_desc kd = {.name = "scale", .glsl = scale_src};
+    cubec_kernel_desc kd = {
+        .struct_size = sizeof(cubec_kernel_desc), .name = "scale", .glsl = scale_src};
     ASSERT_OK(cubec_kernel_create(d, &kd, &k));
     for (uint32_t p = 0; p < PARTS; p++) {
         cubec_buffer view;
         ASSERT_OK(cubec_buffer_view(d, whole, p * part, part, &view));
         uint32_t mul = p + 2;
-        cubec_launch_desc ld = {.kernel = k,
+        cubec_launch_desc ld = {.struct_size = sizeof(cubec_launch_desc),
+                                .kernel = k,
                                 .buffers = &view,
                                 .buffer_count = 1,
                                 .info = &mul,
@@ -126,7 +130,8 @@ static void test_views_and_indirect(void **state)
     ASSERT_OK(cubec_fill(d, 0, counts, 0, 16, 1));
     ASSERT_OK(cubec_fill(d, 0, counts, 0, 4, words / 32));
     uint32_t mul = 3;
-    cubec_launch_desc ld = {.kernel = k,
+    cubec_launch_desc ld = {.struct_size = sizeof(cubec_launch_desc),
+                            .kernel = k,
                             .buffers = &whole,
                             .buffer_count = 1,
                             .info = &mul,
@@ -196,12 +201,13 @@ static void test_big_info(void **state)
 {
     (void)state;
     cubec_device *d = test_device_open();
-    cubec_device_info di;
+    cubec_device_info di = CUBEC_DEVICE_INFO_INIT;
     ASSERT_OK(cubec_device_get_info(d, &di));
     cubec_kernel k;
-    cubec_kernel_desc kd = {.name = "big_info", .glsl = big_info_src};
+    cubec_kernel_desc kd = {
+        .struct_size = sizeof(cubec_kernel_desc), .name = "big_info", .glsl = big_info_src};
     ASSERT_OK(cubec_kernel_create(d, &kd, &k));
-    cubec_kernel_info ki;
+    cubec_kernel_info ki = CUBEC_KERNEL_INFO_INIT;
     ASSERT_OK(cubec_kernel_get_info(d, k, &ki));
     assert_int_equal(ki.info_size, 320);
     assert_int_equal(ki.info_in_push_constants, 320 <= di.max_push_constants_size);
@@ -211,7 +217,8 @@ static void test_big_info(void **state)
         float coef[80];
         for (int i = 0; i < 80; i++)
             coef[i] = (float)(i * (round + 1));
-        cubec_launch_desc ld = {.kernel = k,
+        cubec_launch_desc ld = {.struct_size = sizeof(cubec_launch_desc),
+                                .kernel = k,
                                 .buffers = &out,
                                 .buffer_count = 1,
                                 .info = coef,
@@ -252,7 +259,8 @@ typedef struct layout_info {
 static void layout_launch(cubec_device *d, cubec_stream s, cubec_kernel k, cubec_buffer b,
                           const layout_info *info, float *ref)
 {
-    cubec_launch_desc ld = {.kernel = k,
+    cubec_launch_desc ld = {.struct_size = sizeof(cubec_launch_desc),
+                            .kernel = k,
                             .buffers = &b,
                             .buffer_count = 1,
                             .info = info,
@@ -268,14 +276,18 @@ static void test_metadata_layout_and_reuse(void **state)
     (void)state;
     cubec_device *d = test_device_open();
     cubec_kernel k1, k2;
-    cubec_kernel_desc kd = {.name = "layout", .glsl = layout_src};
+    cubec_kernel_desc kd = {
+        .struct_size = sizeof(cubec_kernel_desc), .name = "layout", .glsl = layout_src};
     ASSERT_OK(cubec_kernel_create(d, &kd, &k1));
     /* The same source under another define: a second pipeline reading the same block. */
     cubec_define other = {"SECOND", "1"};
-    cubec_kernel_desc kd2 = {
-        .name = "layout2", .glsl = layout_src, .defines = &other, .define_count = 1};
+    cubec_kernel_desc kd2 = {.struct_size = sizeof(cubec_kernel_desc),
+                             .name = "layout2",
+                             .glsl = layout_src,
+                             .defines = &other,
+                             .define_count = 1};
     ASSERT_OK(cubec_kernel_create(d, &kd2, &k2));
-    cubec_kernel_info ki;
+    cubec_kernel_info ki = CUBEC_KERNEL_INFO_INIT;
     ASSERT_OK(cubec_kernel_get_info(d, k1, &ki));
     assert_int_equal(ki.info_size, sizeof(layout_info));
     float host[64], ref[64];
@@ -335,7 +347,7 @@ static void test_queue_family_choice(void **state)
 {
     (void)state;
     setenv("CUBEC_QUEUE_FAMILY", "31", 1);
-    cubec_device_desc desc = {0};
+    cubec_device_desc desc = CUBEC_DEVICE_DESC_INIT;
     cubec_device *d = NULL;
     cubec_status st = cubec_device_open(&desc, &d);
     assert_int_equal(cubec_status_code(st), CUBEC_INVALID_ARGUMENT);
@@ -346,7 +358,8 @@ static void test_queue_family_choice(void **state)
     d = test_device_open();
     unsetenv("CUBEC_QUEUE_FAMILY");
     cubec_kernel k;
-    cubec_kernel_desc kd = {.name = "layout", .glsl = layout_src};
+    cubec_kernel_desc kd = {
+        .struct_size = sizeof(cubec_kernel_desc), .name = "layout", .glsl = layout_src};
     ASSERT_OK(cubec_kernel_create(d, &kd, &k));
     float host[64], ref[64];
     for (int i = 0; i < 64; i++)
@@ -375,7 +388,7 @@ static void test_memory_report(void **state)
         ASSERT_OK(cubec_buffer_create(d, 0, size, &b[i]));
         total += size;
     }
-    cubec_memory_report r;
+    cubec_memory_report r = CUBEC_MEMORY_REPORT_INIT;
     ASSERT_OK(cubec_memory_report_get(d, 0, &r));
     assert_int_equal(r.allocations, 16);
     assert_int_equal(r.bytes_in_use, total);

@@ -158,7 +158,7 @@ static void test_report_matches_allocations(void **state)
     }
     const uint64_t count[2] = {N1, N2};
 
-    cubec_memory_report r[2];
+    cubec_memory_report r[2] = {CUBEC_MEMORY_REPORT_INIT, CUBEC_MEMORY_REPORT_INIT};
     for (int k = 0; k < 2; k++) {
         ASSERT_OK(cubec_memory_report_get(d, s[k], &r[k]));
         assert_int_equal(r[k].allocations, count[k]);
@@ -340,23 +340,24 @@ static void test_table_rows_match_report(void **state)
     cubec_buffer plain[2], kept[3], gone;
     ASSERT_OK(cubec_buffer_create(d, s[0], 5000, &plain[0]));
     ASSERT_OK(cubec_buffer_create(d, s[1], 7000, &plain[1]));
-    ASSERT_OK(cubec_memory_mode_push(d, s[0], CUBEC_MEMORY_MODE_PERSISTENT));
+    ASSERT_OK(cubec_memory_window_begin(d, s[0], CUBEC_MEMORY_MODE_PERSISTENT));
     ASSERT_OK(cubec_buffer_create(d, s[0], 3000, &kept[0]));
     ASSERT_OK(cubec_buffer_create(d, s[0], 70001, &kept[1]));
-    ASSERT_OK(cubec_memory_mode_push(d, s[0], CUBEC_MEMORY_MODE_DEDICATED));
+    ASSERT_OK(cubec_memory_window_begin(d, s[0], CUBEC_MEMORY_MODE_DEDICATED));
     ASSERT_OK(cubec_buffer_create(d, s[0], (1u << 20) + 5, &kept[2]));
-    ASSERT_OK(cubec_memory_mode_pop(d, s[0]));
-    ASSERT_OK(cubec_memory_mode_pop(d, s[0]));
+    ASSERT_OK(cubec_memory_window_end(d, s[0]));
+    ASSERT_OK(cubec_memory_window_end(d, s[0]));
     ASSERT_OK(cubec_buffer_release(d, kept[0])); /* its slice stays, free */
     ASSERT_OK(cubec_sync(d, s[0]));
     /* A third slot held a dedicated allocation, whose page went back with it. */
-    ASSERT_OK(cubec_memory_mode_push(d, s[2], CUBEC_MEMORY_MODE_DEDICATED));
+    ASSERT_OK(cubec_memory_window_begin(d, s[2], CUBEC_MEMORY_MODE_DEDICATED));
     ASSERT_OK(cubec_buffer_create(d, s[2], 12345, &gone));
-    ASSERT_OK(cubec_memory_mode_pop(d, s[2]));
+    ASSERT_OK(cubec_memory_window_end(d, s[2]));
     ASSERT_OK(cubec_buffer_release(d, gone));
     ASSERT_OK(cubec_sync(d, s[2]));
 
-    cubec_memory_report r[3];
+    cubec_memory_report r[3] = {CUBEC_MEMORY_REPORT_INIT, CUBEC_MEMORY_REPORT_INIT,
+                                CUBEC_MEMORY_REPORT_INIT};
     for (int k = 0; k < 3; k++)
         ASSERT_OK(cubec_memory_report_get(d, s[k], &r[k]));
     assert_int_equal(r[2].dedicated.pages, 0);

@@ -77,17 +77,19 @@ static int setup(fixture *f)
 {
     memset(f, 0, sizeof *f);
     f->d = test_device_open();
-    cubec_device_info info;
+    cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
     ASSERT_OK(cubec_device_get_info(f->d, &info));
     if (!(info.features & CUBEC_FEATURE_BUFFER_DEVICE_ADDRESS)) {
         test_device_close(f->d);
         return 0;
     }
-    cubec_kernel_desc kd = {.name = "spin", .glsl = spin_src};
+    cubec_kernel_desc kd = {
+        .struct_size = sizeof(cubec_kernel_desc), .name = "spin", .glsl = spin_src};
     ASSERT_OK(cubec_kernel_create(f->d, &kd, &f->k));
     static const uint32_t zeros[N];
     ASSERT_OK(cubec_buffer_from(f->d, 0, zeros, sizeof zeros, &f->guarded));
     ASSERT_OK(cubec_buffer_create(f->d, 0, N * sizeof(uint32_t), &f->o));
+    f->raw = (cubec_raw_buffer)CUBEC_RAW_BUFFER_INIT;
     ASSERT_OK(cubec_buffer_raw(f->d, 0, f->guarded, &f->raw, &f->guard));
     assert_true(f->raw.device_address != 0);
     return 1;
@@ -101,7 +103,8 @@ static void launch(fixture *f, int reads)
                           ROUNDS,
                           (uint32_t)reads,
                           0};
-    cubec_launch_desc ld = {.kernel = f->k,
+    cubec_launch_desc ld = {.struct_size = sizeof(cubec_launch_desc),
+                            .kernel = f->k,
                             .buffers = &f->o,
                             .buffer_count = 1,
                             .info = &si,

@@ -82,7 +82,7 @@ static void run_oob(cubec_device *d, outcome *o)
     ASSERT_OK(cubec_buffer_create(d, s, GROUPS * WORDS * 4, &dst));
     ASSERT_OK(cubec_fill(d, s, dst, 0, GROUPS * WORDS * 4, 0xffffffffu));
 
-    cubec_raw_buffer rx, rn;
+    cubec_raw_buffer rx = CUBEC_RAW_BUFFER_INIT, rn = CUBEC_RAW_BUFFER_INIT;
     cubec_guard gx, gn;
     ASSERT_OK(cubec_buffer_raw(d, s, x, &rx, &gx));
     ASSERT_OK(cubec_buffer_raw(d, s, next, &rn, &gn));
@@ -91,12 +91,18 @@ static void run_oob(cubec_device *d, outcome *o)
     ASSERT_OK(cubec_guard_release(d, gn));
 
     cubec_kernel k;
-    ASSERT_OK(cubec_kernel_create(d, &(cubec_kernel_desc){.name = "oob", .glsl = oob_src}, &k));
+    ASSERT_OK(cubec_kernel_create(d,
+                                  &(cubec_kernel_desc){.struct_size = sizeof(cubec_kernel_desc),
+                                                       .name = "oob",
+                                                       .glsl = oob_src},
+                                  &k));
     const cubec_buffer bufs[3] = {x, src, dst};
-    ASSERT_OK(cubec_launch(
-        d, s,
-        &(cubec_launch_desc){
-            .kernel = k, .buffers = bufs, .buffer_count = 3, .groups = {GROUPS, 1, 1}}));
+    ASSERT_OK(cubec_launch(d, s,
+                           &(cubec_launch_desc){.struct_size = sizeof(cubec_launch_desc),
+                                                .kernel = k,
+                                                .buffers = bufs,
+                                                .buffer_count = 3,
+                                                .groups = {GROUPS, 1, 1}}));
     ASSERT_OK(cubec_read(d, s, x, 0, o->x, sizeof o->x));
     ASSERT_OK(cubec_read(d, s, next, 0, o->neighbour, sizeof o->neighbour));
     ASSERT_OK(cubec_read(d, s, dst, 0, o->copied, sizeof o->copied));
@@ -123,7 +129,7 @@ static void test_without_the_mode(void **state)
 {
     (void)state;
     cubec_device *d = open_robust(0);
-    cubec_device_info info;
+    cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
     ASSERT_OK(cubec_device_get_info(d, &info));
     assert_int_equal(info.robust, 0);
     outcome o;
@@ -145,9 +151,9 @@ static void test_with_the_mode(void **state)
 {
     (void)state;
     cubec_device *d = open_robust(1);
-    cubec_device_info info;
+    cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
     ASSERT_OK(cubec_device_get_info(d, &info));
-    cubec_device_info peek;
+    cubec_device_info peek = CUBEC_DEVICE_INFO_INIT;
     ASSERT_OK(cubec_device_peek(0, &peek));
     if (info.robust != CUBEC_ROBUST_BUFFER) {
         /* The device lacks robustBufferAccess2: the neighbour in the page is not protected. */
@@ -179,21 +185,23 @@ static void test_desc_and_identity(void **state)
     (void)state;
     cubec_device *plain = test_device_open();
     const char *v = getenv("CUBEC_TEST_VALIDATION"); /* as test_device_open reads it */
-    cubec_device_desc desc = {.validation = !(v && v[0] == '0'), .robust = 1};
+    cubec_device_desc desc = {
+        .struct_size = sizeof(cubec_device_desc), .validation = !(v && v[0] == '0'), .robust = 1};
     cubec_device *robust = NULL;
     ASSERT_OK(cubec_device_open(&desc, &robust));
-    cubec_device_info pi, ri;
+    cubec_device_info pi = CUBEC_DEVICE_INFO_INIT, ri = CUBEC_DEVICE_INFO_INIT;
     ASSERT_OK(cubec_device_get_info(plain, &pi));
     ASSERT_OK(cubec_device_get_info(robust, &ri));
     assert_int_equal(pi.robust, 0);
-    cubec_device_info peek;
+    cubec_device_info peek = CUBEC_DEVICE_INFO_INIT;
     ASSERT_OK(cubec_device_peek(0, &peek));
     if (strcmp(ri.name, peek.name) == 0) assert_int_equal(ri.robust, peek.robust);
-    cubec_kernel_desc kd = {.name = "oob", .glsl = oob_src};
+    cubec_kernel_desc kd = {
+        .struct_size = sizeof(cubec_kernel_desc), .name = "oob", .glsl = oob_src};
     cubec_kernel kp, kr;
     ASSERT_OK(cubec_kernel_create(plain, &kd, &kp));
     ASSERT_OK(cubec_kernel_create(robust, &kd, &kr));
-    cubec_kernel_info kpi, kri;
+    cubec_kernel_info kpi = CUBEC_KERNEL_INFO_INIT, kri = CUBEC_KERNEL_INFO_INIT;
     ASSERT_OK(cubec_kernel_get_info(plain, kp, &kpi));
     ASSERT_OK(cubec_kernel_get_info(robust, kr, &kri));
     if (ri.robust) assert_true(kpi.hash != kri.hash);

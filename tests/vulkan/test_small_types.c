@@ -36,10 +36,11 @@ static float half_to_float(uint16_t h)
 
 static int has(cubec_device *d, uint32_t features)
 {
-    cubec_device_info info;
+    cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
     ASSERT_OK(cubec_device_get_info(d, &info));
     if ((info.features & features) == features) return 1;
-    print_message("skipped: the device lacks features 0x%x\n", features & ~info.features);
+    print_message("skipped: the device lacks features 0x%llx\n",
+                  (unsigned long long)(features & ~info.features));
     return 0;
 }
 
@@ -91,15 +92,17 @@ static void test_float16_storage(void **state)
     ASSERT_OK(cubec_buffer_create(d, 0, N * sizeof *h, &bh));
     ASSERT_OK(cubec_buffer_create(d, 0, N * sizeof *f, &bf));
     cubec_kernel k;
-    cubec_kernel_desc kd = {.name = "storage16", .glsl = storage16_src};
+    cubec_kernel_desc kd = {
+        .struct_size = sizeof(cubec_kernel_desc), .name = "storage16", .glsl = storage16_src};
     ASSERT_OK(cubec_kernel_create(d, &kd, &k));
-    cubec_kernel_info ki;
+    cubec_kernel_info ki = CUBEC_KERNEL_INFO_INIT;
     ASSERT_OK(cubec_kernel_get_info(d, k, &ki));
     assert_int_equal(ki.info_size, sizeof(storage16_info));
     assert_int_equal(ki.info_in_push_constants, 1);
     storage16_info info = {N, 7, 0};
     cubec_buffer bufs[3] = {ba, bh, bf};
-    cubec_launch_desc ld = {.kernel = k,
+    cubec_launch_desc ld = {.struct_size = sizeof(cubec_launch_desc),
+                            .kernel = k,
                             .buffers = bufs,
                             .buffer_count = 3,
                             .info = &info,
@@ -151,10 +154,12 @@ static void test_float16_arithmetic(void **state)
     cubec_buffer ba;
     ASSERT_OK(cubec_buffer_from(d, 0, a, sizeof a, &ba));
     cubec_kernel k;
-    cubec_kernel_desc kd = {.name = "arith16", .glsl = arith16_src};
+    cubec_kernel_desc kd = {
+        .struct_size = sizeof(cubec_kernel_desc), .name = "arith16", .glsl = arith16_src};
     ASSERT_OK(cubec_kernel_create(d, &kd, &k));
     uint32_t n = N;
-    cubec_launch_desc ld = {.kernel = k,
+    cubec_launch_desc ld = {.struct_size = sizeof(cubec_launch_desc),
+                            .kernel = k,
                             .buffers = &ba,
                             .buffer_count = 1,
                             .info = &n,
@@ -214,11 +219,13 @@ static void test_int8_storage(void **state)
     ASSERT_OK(cubec_buffer_create(d, 0, sizeof w, &bw));
     ASSERT_OK(cubec_buffer_create(d, 0, sizeof b, &bb));
     cubec_kernel k;
-    cubec_kernel_desc kd = {.name = "storage8", .glsl = storage8_src};
+    cubec_kernel_desc kd = {
+        .struct_size = sizeof(cubec_kernel_desc), .name = "storage8", .glsl = storage8_src};
     ASSERT_OK(cubec_kernel_create(d, &kd, &k));
     storage8_info info = {N, -5, {0, 0, 0}};
     cubec_buffer bufs[4] = {bu, bs, bw, bb};
-    cubec_launch_desc ld = {.kernel = k,
+    cubec_launch_desc ld = {.struct_size = sizeof(cubec_launch_desc),
+                            .kernel = k,
                             .buffers = bufs,
                             .buffer_count = 4,
                             .info = &info,
@@ -245,10 +252,10 @@ static void test_features_reported(void **state)
 {
     (void)state;
     cubec_device *d = test_device_open();
-    cubec_device_info opened, peeked;
+    cubec_device_info opened = CUBEC_DEVICE_INFO_INIT, peeked = CUBEC_DEVICE_INFO_INIT;
     ASSERT_OK(cubec_device_get_info(d, &opened));
     uint32_t count = 0;
-    ASSERT_OK(cubec_device_count(&count));
+    ASSERT_OK(cubec_device_get_count(&count));
     int found = 0;
     for (uint32_t i = 0; i < count && !found; i++) {
         ASSERT_OK(cubec_device_peek(i, &peeked));
@@ -265,7 +272,7 @@ static void test_features_reported(void **state)
     assert_string_equal(cubec_feature_name((cubec_feature)0), "unknown");
     assert_string_equal(
         cubec_feature_name((cubec_feature)(CUBEC_FEATURE_INT8 | CUBEC_FEATURE_INT16)), "unknown");
-    print_message("device features: 0x%x\n", opened.features);
+    print_message("device features: 0x%llx\n", (unsigned long long)opened.features);
     test_device_close(d);
 }
 

@@ -37,12 +37,19 @@ static uint64_t run_case(cubec_device *d, const cubec_spec_constant *spec, uint3
                          uint32_t add, float scale, int negate, const float *x, cubec_buffer *b)
 {
     cubec_kernel k;
-    cubec_kernel_desc kd = {
-        .name = "spec", .glsl = spec_src, .spec_constants = spec, .spec_constant_count = count};
+    cubec_kernel_desc kd = {.struct_size = sizeof(cubec_kernel_desc),
+                            .name = "spec",
+                            .glsl = spec_src,
+                            .spec_constants = spec,
+                            .spec_constant_count = count};
     ASSERT_OK(cubec_kernel_create(d, &kd, &k));
-    cubec_kernel_info ki;
+    cubec_kernel_info ki = CUBEC_KERNEL_INFO_INIT;
     ASSERT_OK(cubec_kernel_get_info(d, k, &ki));
-    cubec_launch_desc ld = {.kernel = k, .buffers = b, .buffer_count = 2, .groups = {N / 64, 1, 1}};
+    cubec_launch_desc ld = {.struct_size = sizeof(cubec_launch_desc),
+                            .kernel = k,
+                            .buffers = b,
+                            .buffer_count = 2,
+                            .groups = {N / 64, 1, 1}};
     ASSERT_OK(cubec_launch(d, 0, &ld));
     float y[N];
     ASSERT_OK(cubec_read(d, 0, b[1], 0, y, sizeof y));
@@ -143,7 +150,10 @@ static void test_bad_descriptions(void **state)
     (void)state;
     cubec_device *d = test_device_open();
     cubec_kernel k;
-    cubec_kernel_desc kd = {.name = "spec", .glsl = spec_src, .spec_constant_count = 1};
+    cubec_kernel_desc kd = {.struct_size = sizeof(cubec_kernel_desc),
+                            .name = "spec",
+                            .glsl = spec_src,
+                            .spec_constant_count = 1};
     ASSERT_ERROR(cubec_kernel_create(d, &kd, &k), CUBEC_INVALID_ARGUMENT,
                  "desc->spec_constants is NULL with spec_constant_count 1");
     const cubec_spec_constant dup[] = {{1, 0}, {1, 2}};
@@ -165,8 +175,11 @@ static void test_bad_descriptions(void **state)
                                  "layout(std430, binding = 0) buffer A { uint a[]; };\n"
                                  "void main() { a[gl_GlobalInvocationID.x] = 1u; }\n";
     const cubec_spec_constant wg[] = {{0, 32}};
-    cubec_kernel_desc kw = {
-        .name = "wg", .glsl = wg_src, .spec_constants = wg, .spec_constant_count = 1};
+    cubec_kernel_desc kw = {.struct_size = sizeof(cubec_kernel_desc),
+                            .name = "wg",
+                            .glsl = wg_src,
+                            .spec_constants = wg,
+                            .spec_constant_count = 1};
     ASSERT_ERROR(cubec_kernel_create(d, &kw, &k), CUBEC_INVALID_SPIRV,
                  "workgroup size x is a specialization constant (SpecId 0)");
     static const char wide_src[] = "#version 450\n"
@@ -175,8 +188,11 @@ static void test_bad_descriptions(void **state)
                                    "layout(std430, binding = 0) buffer A { uint a[]; };\n"
                                    "void main() { a[0] = uint(D); }\n";
     const cubec_spec_constant wide[] = {{4, 2}};
-    cubec_kernel_desc kd64 = {
-        .name = "wide", .glsl = wide_src, .spec_constants = wide, .spec_constant_count = 1};
+    cubec_kernel_desc kd64 = {.struct_size = sizeof(cubec_kernel_desc),
+                              .name = "wide",
+                              .glsl = wide_src,
+                              .spec_constants = wide,
+                              .spec_constant_count = 1};
     ASSERT_ERROR(cubec_kernel_create(d, &kd64, &k), CUBEC_UNSUPPORTED,
                  "specialization constant 4 is 64-bit");
     /* The device still works: a good description after the refusals. */

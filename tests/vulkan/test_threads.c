@@ -38,7 +38,8 @@ static void *run(void *arg)
     if (!st) st = cubec_buffer_create(w->d, 0, WORDS * 4, &c);
     for (uint32_t r = 0; r < ROUNDS && !st; r++) {
         uint32_t info[2] = {WORDS, w->id + r};
-        cubec_launch_desc ld = {.kernel = w->k,
+        cubec_launch_desc ld = {.struct_size = sizeof(cubec_launch_desc),
+                                .kernel = w->k,
                                 .buffers = &b,
                                 .buffer_count = 1,
                                 .info = info,
@@ -71,7 +72,8 @@ static void test_threads_share_a_device(void **state)
     (void)state;
     cubec_device *d = test_device_open();
     cubec_kernel k;
-    cubec_kernel_desc kd = {.name = "add", .glsl = add_src};
+    cubec_kernel_desc kd = {
+        .struct_size = sizeof(cubec_kernel_desc), .name = "add", .glsl = add_src};
     ASSERT_OK(cubec_kernel_create(d, &kd, &k));
     pthread_t t[THREADS];
     worker w[THREADS];
@@ -83,7 +85,7 @@ static void test_threads_share_a_device(void **state)
         pthread_join(t[i], NULL);
     for (uint32_t i = 0; i < THREADS; i++)
         if (w[i].failed) fail_msg("worker %u: %s", i, w[i].why);
-    cubec_memory_report r;
+    cubec_memory_report r = CUBEC_MEMORY_REPORT_INIT;
     ASSERT_OK(cubec_memory_report_get(d, 0, &r));
     assert_int_equal(r.allocations, 0);
     test_device_close(d);

@@ -45,7 +45,7 @@ static const char uint8_src[] =
 
 static cubec_status create(cubec_device *d, const char *name, const char *glsl, cubec_kernel *k)
 {
-    cubec_kernel_desc kd = {.name = name, .glsl = glsl};
+    cubec_kernel_desc kd = {.struct_size = sizeof(cubec_kernel_desc), .name = name, .glsl = glsl};
     return cubec_kernel_create(d, &kd, k);
 }
 
@@ -53,7 +53,7 @@ static cubec_status create(cubec_device *d, const char *name, const char *glsl, 
  * answer (64 bytes incremented). */
 static void expect_device_works(cubec_device *d)
 {
-    cubec_device_info info;
+    cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
     ASSERT_OK(cubec_device_get_info(d, &info));
     if (!(info.features & CUBEC_FEATURE_STORAGE_BUFFER_8BIT)) return;
     uint8_t bytes[64];
@@ -63,7 +63,11 @@ static void expect_device_works(cubec_device *d)
     ASSERT_OK(cubec_buffer_from(d, 0, bytes, sizeof bytes, &b));
     cubec_kernel k;
     ASSERT_OK(create(d, "uint8", uint8_src, &k));
-    cubec_launch_desc ld = {.kernel = k, .buffers = &b, .buffer_count = 1, .groups = {1, 1, 1}};
+    cubec_launch_desc ld = {.struct_size = sizeof(cubec_launch_desc),
+                            .kernel = k,
+                            .buffers = &b,
+                            .buffer_count = 1,
+                            .groups = {1, 1, 1}};
     ASSERT_OK(cubec_launch(d, 0, &ld));
     ASSERT_OK(cubec_read(d, 0, b, 0, bytes, sizeof bytes));
     for (int i = 0; i < 64; i++)
@@ -77,7 +81,7 @@ static void test_device_lacks_feature(void **state)
 {
     (void)state;
     cubec_device *d = test_device_open();
-    cubec_device_info info;
+    cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
     ASSERT_OK(cubec_device_get_info(d, &info));
     cubec_kernel k = {0};
     if (info.features & CUBEC_FEATURE_SUBGROUP_CLUSTERED) {
@@ -123,10 +127,10 @@ static void test_disabled_by_config(void **state)
     setenv("CUBEC_DISABLE_FEATURES", "storage_buffer_16bit, float64", 1);
     cubec_device *d = test_device_open();
     unsetenv("CUBEC_DISABLE_FEATURES");
-    cubec_device_info info, peeked;
+    cubec_device_info info = CUBEC_DEVICE_INFO_INIT, peeked = CUBEC_DEVICE_INFO_INIT;
     ASSERT_OK(cubec_device_get_info(d, &info));
     uint32_t count = 0;
-    ASSERT_OK(cubec_device_count(&count));
+    ASSERT_OK(cubec_device_get_count(&count));
     for (uint32_t i = 0; i < count; i++) {
         ASSERT_OK(cubec_device_peek(i, &peeked));
         if (strcmp(peeked.name, info.name) == 0) break;

@@ -1,4 +1,4 @@
-/* A program's own Vulkan code on cubec's memory (cubec.h cubec_device_vulkan_handles,
+/* A program's own Vulkan code on cubec's memory (cubec.h cubec_device_get_vulkan_handles,
  * docs/memory.md "Raw resources and the program's own Vulkan code"): the handles name cubec's
  * device (the raw VkBuffer's requirements and device address are read through them and agree with
  * cubec_buffer_raw), a program queue exists exactly where the family has a second queue, and on
@@ -23,7 +23,8 @@ typedef struct fixture {
 static void fixture_open(fixture *f)
 {
     f->d = test_device_open();
-    ASSERT_OK(cubec_device_vulkan_handles(f->d, &f->h));
+    f->h = (cubec_vulkan_handles)CUBEC_VULKAN_HANDLES_INIT;
+    ASSERT_OK(cubec_device_get_vulkan_handles(f->d, &f->h));
     assert_true(f->h.instance != 0 && f->h.physical_device != 0 && f->h.device != 0);
     assert_true(f->h.api_version >= VK_API_VERSION_1_2);
     f->device = (VkDevice)(uintptr_t)f->h.device;
@@ -73,7 +74,7 @@ static void test_handles_name_cubecs_device(void **state)
     pattern(words, 3);
     cubec_buffer b;
     ASSERT_OK(cubec_buffer_from(f.d, STREAM, words, sizeof words, &b));
-    cubec_raw_buffer raw;
+    cubec_raw_buffer raw = CUBEC_RAW_BUFFER_INIT;
     cubec_guard guard;
     ASSERT_OK(cubec_buffer_raw(f.d, STREAM, b, &raw, &guard));
     assert_int_equal(raw.size, sizeof words);
@@ -81,7 +82,7 @@ static void test_handles_name_cubecs_device(void **state)
     VkMemoryRequirements req;
     vkGetBufferMemoryRequirements(f.device, vb, &req);
     assert_true(raw.offset + raw.size <= req.size);
-    cubec_device_info info;
+    cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
     ASSERT_OK(cubec_device_get_info(f.d, &info));
     if (info.features & CUBEC_FEATURE_BUFFER_DEVICE_ADDRESS) {
         VkBufferDeviceAddressInfo ai = {.sType = VK_STRUCTURE_TYPE_BUFFER_DEVICE_ADDRESS_INFO,
@@ -119,7 +120,7 @@ static void test_program_fill_round_trip(void **state)
     ASSERT_OK(cubec_buffer_from(f.d, STREAM, after, sizeof after, &c));
     /* Queued, not synced: the raw call orders it first. */
     ASSERT_OK(cubec_fill(f.d, STREAM, b, 0, sizeof mid, 0x01010101u));
-    cubec_raw_buffer raw;
+    cubec_raw_buffer raw = CUBEC_RAW_BUFFER_INIT;
     cubec_guard guard;
     ASSERT_OK(cubec_buffer_raw(f.d, STREAM, b, &raw, &guard));
 
@@ -170,12 +171,14 @@ static void test_program_fill_round_trip(void **state)
 static void test_refusals(void **state)
 {
     (void)state;
-    cubec_vulkan_handles h;
+    cubec_vulkan_handles h = CUBEC_VULKAN_HANDLES_INIT;
     memset(&h, 0x5a, sizeof h);
-    ASSERT_ERROR(cubec_device_vulkan_handles(NULL, &h), CUBEC_INVALID_ARGUMENT, "device is NULL");
+    h.struct_size = sizeof h;
+    ASSERT_ERROR(cubec_device_get_vulkan_handles(NULL, &h), CUBEC_INVALID_ARGUMENT,
+                 "device is NULL");
     assert_true(h.device == 0 && h.program_queue == 0);
     cubec_device *d = test_device_open();
-    ASSERT_ERROR(cubec_device_vulkan_handles(d, NULL), CUBEC_INVALID_ARGUMENT,
+    ASSERT_ERROR(cubec_device_get_vulkan_handles(d, NULL), CUBEC_INVALID_ARGUMENT,
                  "out_handles is NULL");
     test_device_close(d);
     setenv("CUBEC_BACKEND", "null", 1);
@@ -183,7 +186,8 @@ static void test_refusals(void **state)
     ASSERT_OK(cubec_device_open(NULL, &n));
     unsetenv("CUBEC_BACKEND");
     memset(&h, 0x5a, sizeof h);
-    ASSERT_ERROR(cubec_device_vulkan_handles(n, &h), CUBEC_UNSUPPORTED, "null backend");
+    h.struct_size = sizeof h;
+    ASSERT_ERROR(cubec_device_get_vulkan_handles(n, &h), CUBEC_UNSUPPORTED, "null backend");
     assert_true(h.device == 0 && h.instance == 0);
     cubec_device_close(n);
 }

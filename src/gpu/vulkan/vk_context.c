@@ -445,7 +445,7 @@ static cubec_status create_device(vk_context *ctx, int allow_push, uint32_t disa
     ctx->memory_budget = has_device_extension(ctx->physical, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
     if (ctx->memory_budget) exts[next++] = VK_EXT_MEMORY_BUDGET_EXTENSION_NAME;
     /* A second queue of the family, where it has one, for a program's own Vulkan work on
-     * cubec's memory (cubec_device_vulkan_handles): queues are externally synchronized, and
+     * cubec's memory (cubec_device_get_vulkan_handles): queues are externally synchronized, and
      * cubec's own is submitted to from its threads at any time. */
     const float prio[2] = {1.0f, 1.0f};
     const uint32_t queues = qf[family].queueCount >= 2 ? 2 : 1;
@@ -514,7 +514,7 @@ cubec_status vk_context_create(const vk_context_desc *desc, vk_context *ctx)
     if (!err) {
         vkGetPhysicalDeviceProperties(ctx->physical, &ctx->props);
         vkGetPhysicalDeviceMemoryProperties(ctx->physical, &ctx->memory);
-        cubec_device_info info;
+        cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
         vk_fill_info(ctx->instance, ctx->physical, &info);
         snprintf(ctx->driver_name, sizeof ctx->driver_name, "%s", info.driver);
         ctx->max_allocation_size = info.max_allocation_size;

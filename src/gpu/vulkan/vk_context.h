@@ -31,7 +31,7 @@ typedef struct vk_context {
     VkQueue queue;
     uint32_t queue_family;
     /* Queue 1 of that family, created for the program's own submissions (cubec never submits
-     * to it: cubec_device_vulkan_handles); VK_NULL_HANDLE when the family has one queue. */
+     * to it: cubec_device_get_vulkan_handles); VK_NULL_HANDLE when the family has one queue. */
     VkQueue program_queue;
     uint32_t physical_index;
     VkPhysicalDeviceProperties props;

@@ -658,6 +658,7 @@ static void vk_vulkan_handles(gpu *g, cubec_vulkan_handles *out)
 {
     const vk_context *ctx = &vk_gpu_of(g)->vk;
     *out = (cubec_vulkan_handles){
+        .struct_size = sizeof(cubec_vulkan_handles),
         .instance = (uint64_t)(uintptr_t)ctx->instance,
         .physical_device = (uint64_t)(uintptr_t)ctx->physical,
         .device = (uint64_t)(uintptr_t)ctx->device,

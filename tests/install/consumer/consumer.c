@@ -22,10 +22,14 @@ int main(void)
         v[i] = ref[i] = (float)i * 1.5f;
     cubec_buffer b;
     cubec_kernel k;
-    cubec_kernel_desc kd = {.glsl = src};
+    cubec_kernel_desc kd = {.struct_size = sizeof(cubec_kernel_desc), .glsl = src};
     st = cubec_buffer_from(d, CUBEC_STREAM_CURRENT, v, sizeof v, &b);
     if (!st) st = cubec_kernel_create(d, &kd, &k);
-    cubec_launch_desc ld = {.kernel = k, .buffers = &b, .buffer_count = 1, .groups = {1, 1, 1}};
+    cubec_launch_desc ld = {.struct_size = sizeof(cubec_launch_desc),
+                            .kernel = k,
+                            .buffers = &b,
+                            .buffer_count = 1,
+                            .groups = {1, 1, 1}};
     if (!st) st = cubec_launch(d, CUBEC_STREAM_CURRENT, &ld);
     if (!st) st = cubec_read(d, CUBEC_STREAM_CURRENT, b, 0, v, sizeof v);
     int bad = st != NULL;
