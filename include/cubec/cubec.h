@@ -50,7 +50,7 @@ extern "C" {
  * (docs/api.md, "Versions and the ABI"). */
 #define CUBEC_VERSION_MAJOR 0
 #define CUBEC_VERSION_MINOR 2
-#define CUBEC_VERSION_PATCH 0
+#define CUBEC_VERSION_PATCH 1
 
 /* A version packed into one number that compares in order: major << 16 | minor << 8 | patch
  * (minor and patch stay below 256). */
@@ -471,6 +471,88 @@ CUBEC_MUST_USE cubec_status cubec_write(cubec_device *device, cubec_stream strea
 CUBEC_MUST_USE cubec_status cubec_read(cubec_device *device, cubec_stream stream, cubec_buffer src,
                                        uint64_t offset, void *dst, uint64_t size);
 
+/* ---------------------------------------------------------------------------------------------
+ * Images (docs/images.md)
+ *
+ * An image is device memory a kernel reads and writes as texels (GLSL image2D/image3D with a
+ * format qualifier): its memory comes from the stream's pools like a buffer's, so ordering,
+ * failures (taint) and graphs treat it as they treat a buffer. Its contents are undefined until
+ * written. Texels travel to and from the host tightly packed: row after row (x fastest), slice
+ * after slice, width * height * depth * cubec_image_format_size bytes.
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct cubec_image {
+    uint64_t id;
+} cubec_image;
+
+/* Texel formats (the GLSL format qualifier in brackets). */
+typedef enum cubec_image_format {
+    CUBEC_IMAGE_FORMAT_UNDEFINED = 0,
+    CUBEC_IMAGE_FORMAT_R8_UNORM = 1,      /* r8 */
+    CUBEC_IMAGE_FORMAT_RGBA8_UNORM = 2,   /* rgba8 */
+    CUBEC_IMAGE_FORMAT_R16_SFLOAT = 3,    /* r16f */
+    CUBEC_IMAGE_FORMAT_RGBA16_SFLOAT = 4, /* rgba16f */
+    CUBEC_IMAGE_FORMAT_R32_SFLOAT = 5,    /* r32f */
+    CUBEC_IMAGE_FORMAT_RGBA32_SFLOAT = 6, /* rgba32f */
+    CUBEC_IMAGE_FORMAT_R32_UINT = 7,      /* r32ui */
+    CUBEC_IMAGE_FORMAT_RGBA32_UINT = 8,   /* rgba32ui */
+    CUBEC_IMAGE_FORMAT_R32_SINT = 9,      /* r32i */
+} cubec_image_format;
+
+typedef struct cubec_image_desc {
+    uint32_t struct_size; /* CUBEC_IMAGE_DESC_INIT */
+    cubec_image_format format;
+    uint32_t width, height; /* at least 1 each */
+    uint32_t depth;         /* 0 or 1: a 2D image; more: a 3D image of that many slices */
+} cubec_image_desc;
+/* A cubec_image_desc with its struct_size set: start every one with it ("Structs that grow"). */
+#define CUBEC_IMAGE_DESC_INIT                                                                      \
+    {                                                                                              \
+        .struct_size = sizeof(cubec_image_desc)                                                    \
+    }
+
+/* Bytes of one texel of `format`; 0 for a value that is not a format. */
+uint32_t cubec_image_format_size(cubec_image_format format);
+/* Creates an image from the pools of `stream`, which owns it. Refused: a format the device
+ * cannot use as a storage image (CUBEC_UNSUPPORTED naming it), a size of 0 or past the device's
+ * image limits (CUBEC_INVALID_ARGUMENT naming the value). */
+CUBEC_MUST_USE cubec_status cubec_image_create(cubec_device *device, cubec_stream stream,
+                                               const cubec_image_desc *desc,
+                                               cubec_image *out_image);
+/* Drops the image; a zero handle is accepted. Its memory returns to the pools once no queued
+ * work uses it. */
+CUBEC_MUST_USE cubec_status cubec_image_release(cubec_device *device, cubec_image image);
+/* Copies every texel from host memory (`size` must be the image's packed size), after all
+ * earlier work on the stream that uses the image; the host memory may be reused at once. */
+CUBEC_MUST_USE cubec_status cubec_image_write(cubec_device *device, cubec_stream stream,
+                                              cubec_image dst, const void *src, uint64_t size);
+/* Copies every texel to host memory after all earlier work on the stream; blocks. A texel
+ * carrying a failure returns it, as cubec_read does. */
+CUBEC_MUST_USE cubec_status cubec_image_read(cubec_device *device, cubec_stream stream,
+                                             cubec_image src, void *dst, uint64_t size);
+
+/* What a launch binds besides its storage buffers (cubec_launch_desc.resources). */
+typedef enum cubec_resource_kind {
+    CUBEC_RESOURCE_NONE = 0,
+    CUBEC_RESOURCE_STORAGE_IMAGE = 1, /* `image` as an image2D/image3D */
+    /* Reserved for sampled images with a sampler and texel buffers (docs/images.md, "Stages");
+     * refused with CUBEC_UNSUPPORTED until they land. */
+    CUBEC_RESOURCE_SAMPLED_IMAGE = 2,
+    CUBEC_RESOURCE_UNIFORM_TEXEL_BUFFER = 3,
+    CUBEC_RESOURCE_STORAGE_TEXEL_BUFFER = 4,
+} cubec_resource_kind;
+
+/* One binding of a launch other than a storage buffer. An element of an array whose stride the
+ * header fixes: no struct_size (docs/api.md). */
+typedef struct cubec_resource {
+    cubec_resource_kind kind;
+    uint32_t set;     /* the descriptor set (0 until kernels with more sets are accepted) */
+    uint32_t binding; /* the binding in that set, as the kernel declares it */
+    uint32_t filter;  /* reserved (sampled images: 0 nearest, 1 linear); 0 */
+    cubec_image image;
+    cubec_buffer buffer; /* reserved (texel buffers); 0 */
+} cubec_resource;
+
 /* A wait object for asynchronous work. */
 /* ---------------------------------------------------------------------------------------------
  * Host memory (docs/api.md, "Host memory")
@@ -742,6 +824,10 @@ typedef struct cubec_launch_desc {
      * compile in the queue (cubec_kernel_queue): those buffers then carry the compile error, and
      * no other buffer is touched; with none declared the launch returns the error. */
     uint32_t declared_outputs;
+    /* Images (and, later, samplers and texel buffers) the kernel declares, each naming its set
+     * and binding (cubec_resource); every image binding of the kernel must be given once. */
+    const cubec_resource *resources;
+    uint32_t resource_count;
 } cubec_launch_desc;
 /* A cubec_launch_desc with its struct_size set: start every one with it ("Structs that grow"). */
 #define CUBEC_LAUNCH_DESC_INIT                                                                     \

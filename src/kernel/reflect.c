@@ -8,6 +8,7 @@
 
 #include "kernel/info_layout.h"
 #include "kernel/reflect_compat.h"
+#include "kernel/reflect_resources.h"
 #include "kernel/workgroup_memory.h"
 
 /* libspirv.h defines (not declares) a const kDefaultMaxIdBound at file scope, which in C is an
@@ -201,15 +202,10 @@ static cubec_status select_entry_point(reflector *rf, const char *entry_point)
 static cubec_status reject_other_resources(reflector *rf)
 {
     static const spvc_resource_type refused[] = {
-        SPVC_RESOURCE_TYPE_STAGE_INPUT,
-        SPVC_RESOURCE_TYPE_STAGE_OUTPUT,
-        SPVC_RESOURCE_TYPE_SUBPASS_INPUT,
-        SPVC_RESOURCE_TYPE_STORAGE_IMAGE,
-        SPVC_RESOURCE_TYPE_SAMPLED_IMAGE,
-        SPVC_RESOURCE_TYPE_ATOMIC_COUNTER,
-        SPVC_RESOURCE_TYPE_SEPARATE_IMAGE,
-        SPVC_RESOURCE_TYPE_SEPARATE_SAMPLERS,
-        SPVC_RESOURCE_TYPE_ACCELERATION_STRUCTURE,
+        SPVC_RESOURCE_TYPE_STAGE_INPUT,          SPVC_RESOURCE_TYPE_STAGE_OUTPUT,
+        SPVC_RESOURCE_TYPE_SUBPASS_INPUT,        SPVC_RESOURCE_TYPE_SAMPLED_IMAGE,
+        SPVC_RESOURCE_TYPE_ATOMIC_COUNTER,       SPVC_RESOURCE_TYPE_SEPARATE_IMAGE,
+        SPVC_RESOURCE_TYPE_SEPARATE_SAMPLERS,    SPVC_RESOURCE_TYPE_ACCELERATION_STRUCTURE,
         SPVC_RESOURCE_TYPE_SHADER_RECORD_BUFFER,
     };
     for (size_t t = 0; t < sizeof refused / sizeof refused[0]; t++) {
@@ -225,7 +221,8 @@ static cubec_status reject_other_resources(reflector *rf)
                 spvc_compiler_get_decoration(rf->compiler, list[0].id, SpvDecorationBinding);
             return status_make(CUBEC_INVALID_SPIRV,
                                "kernel declares a %s '%s' (set %u, binding %u): cubec kernels may "
-                               "use only storage buffers (set 0) and one push-constant block",
+                               "use only storage buffers and storage images (set 0) and one "
+                               "push-constant block",
                                resource_type_name(refused[t]), resource_name(&list[0]), set,
                                binding);
         }
@@ -500,6 +497,7 @@ static cubec_status reflect_module(reflector *rf, const char *entry_point, kerne
     RETURN_IF_ERROR(reject_other_resources(rf));
     RETURN_IF_ERROR(reflect_uniform_info(rf, out));
     RETURN_IF_ERROR(reflect_storage_buffers(rf, out));
+    RETURN_IF_ERROR(kernel_reflect_resources(rf->compiler, rf->resources, out));
     RETURN_IF_ERROR(reflect_push_constants(rf, out));
     /* With both, a launch's info bytes would have two possible destinations. */
     if (out->has_info_buffer && out->push_constant_size > 0)

@@ -130,7 +130,12 @@ static cubec_status build_pipeline(const build_ctx *b, pipeline_entry *e, const 
                                    const cubec_kernel_desc *desc)
 {
     RETURN_IF_ERROR(count_fault(b, CUBEC_FAULT_PIPELINE, CUBEC_INTERNAL));
+    gpu_resource_slot slots[KERNEL_MAX_RESOURCES];
+    for (uint32_t i = 0; i < e->refl.resource_count; i++)
+        slots[i] = (gpu_resource_slot){e->refl.resources[i].binding, GPU_RESOURCE_STORAGE_IMAGE};
     gpu_pipeline_desc pd = {.spirv = words,
+                            .resources = slots,
+                            .resource_count = e->refl.resource_count,
                             .spec = (const gpu_spec_constant *)desc->spec_constants,
                             .spec_count = desc->spec_constant_count,
                             .required_subgroup_size = pipeline_subgroup_size(b, desc),

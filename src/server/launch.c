@@ -33,14 +33,15 @@ cubec_status server_launch(cubec_device *d, stream_ref s, const launch_args *a)
     uint32_t writes = 0;
     for (uint32_t i = 0; i < a->buffer_count; i++)
         if (e->refl.access[i] & CUBEC_ACCESS_WRITE) writes |= 1u << i;
-    RETURN_IF_ERROR(server_align(d, slot, a->buffers, a->buffer_count, writes, a->indirect));
+    for (uint32_t k = 0; k < a->resource_count; k++)
+        if (e->refl.resources[k].access & CUBEC_ACCESS_WRITE) writes |= 1u << (a->buffer_count + k);
+    uint32_t bound = a->buffer_count + a->resource_count;
+    RETURN_IF_ERROR(server_align(d, slot, a->buffers, bound, writes, a->indirect));
     slot_state *ss = &d->streams->slots[slot];
     /* What does not fit the task record goes to the slot's arena until recording: metadata
      * beyond TASK_INLINE_INFO bytes, bindings beyond TASK_INLINE_BINDINGS (8-byte aligned). */
     uint32_t info_bytes = e->info_size > TASK_INLINE_INFO ? e->info_size : 0;
-    uint32_t bind_bytes = a->buffer_count > TASK_INLINE_BINDINGS
-                              ? a->buffer_count * (uint32_t)sizeof(bound_range)
-                              : 0;
+    uint32_t bind_bytes = bound > TASK_INLINE_BINDINGS ? bound * (uint32_t)sizeof(bound_range) : 0;
     uint32_t info_at = ss->arena_used, bind_at = (info_at + info_bytes + 7u) & ~7u;
     if (info_bytes + bind_bytes) {
         uint32_t need = bind_at + bind_bytes;
@@ -58,14 +59,15 @@ cubec_status server_launch(cubec_device *d, stream_ref s, const launch_args *a)
     RETURN_IF_ERROR(server_reserve_task(d, s, TASK_LAUNCH, &t));
     t->name = a->name ? a->name : e->name;
     t->entry = e;
-    t->count = a->buffer_count;
+    t->count = bound;
+    t->resources = a->resource_count;
     t->write_mask = writes;
     t->bind_at = bind_at;
-    for (uint32_t i = 0; i < a->buffer_count; i++) {
+    for (uint32_t i = 0; i < bound; i++) {
         const buffer_obj *b = a->buffers[i];
         bound_range *r = task_b(d->streams->slots, t, i);
         hold(r, b->alloc, buffer_device_offset(b), b->size);
-        if (a->leads) r->lead = a->leads[i];
+        if (a->leads && i < a->buffer_count) r->lead = a->leads[i];
     }
     t->indirect.alloc = NULL;
     if (a->indirect)

@@ -51,6 +51,9 @@ typedef enum task_kind {
     TASK_TRANSFER_COPY, /* a copy command b[0] -> b[1] (CPU devices; server/copy_fill.c) */
     TASK_TRANSFER_FILL, /* a fill command of b[0] with `pattern` (CPU devices; copy_fill.c) */
     TASK_TIMESTAMP,     /* a profile's begin or end timestamp (server/profile.c) */
+    TASK_IMAGE_INIT,    /* an image's one layout transition, b[0] its memory (server/images.c) */
+    TASK_IMAGE_COPY,    /* packed texels b[0] -> b[1], one of them an image's memory
+                           (`pattern` 1: into the image) (server/images.c) */
     TASK_KIND_COUNT
 } task_kind;
 
@@ -80,6 +83,9 @@ typedef struct task {
     bound_range indirect; /* alloc NULL when the counts are static */
     uint32_t write_mask;  /* bit i: binding i is written */
     uint32_t bind_at;     /* offset in the slot's arena when count > TASK_INLINE_BINDINGS */
+    /* TASK_LAUNCH: the last `resources` bindings are the memory of the images the kernel
+     * declares, in the order of entry->refl.resources (server/launch_resources.c). */
+    uint32_t resources;
     bound_range b[TASK_INLINE_BINDINGS];
     uint64_t profile; /* TASK_TIMESTAMP: the profile's id */
     int profile_end;  /* TASK_TIMESTAMP: 1 for the end timestamp */
@@ -125,6 +131,14 @@ MUST_USE cubec_status server_record_dispatch(cubec_device *d, const recorder *re
                                              const pipeline_entry *e, const gpu_binding *bindings,
                                              uint32_t n, const gpu_binding *info_buffer,
                                              const void *push_data);
+/* server_record_dispatch with `ni` images bound beside the buffers (their descriptors are
+ * written every time: the bind cache keeps buffers only). */
+MUST_USE cubec_status server_record_dispatch_images(cubec_device *d, const recorder *rec,
+                                                    const pipeline_entry *e,
+                                                    const gpu_binding *bindings, uint32_t n,
+                                                    const gpu_binding *info_buffer,
+                                                    const void *push_data,
+                                                    const gpu_image_binding *images, uint32_t ni);
 /* Records a task's barrier, bindings and dispatch (or copy). `info_buffer` holds its metadata
  * when the kernel reads it from a buffer; with `timed_in`, the launch is timed in that batch. */
 MUST_USE cubec_status server_emit_task(cubec_device *d, const recorder *rec, const task *t,
@@ -179,7 +193,12 @@ static inline uint32_t task_bindings(const task *t)
 
 static inline int task_reads(const task *t, uint32_t i)
 {
-    if (t->kind == TASK_LAUNCH) return (t->entry->refl.access[i] & CUBEC_ACCESS_READ) != 0;
+    if (t->kind == TASK_LAUNCH) {
+        uint32_t first = t->count - t->resources;
+        cubec_access a =
+            i < first ? t->entry->refl.access[i] : t->entry->refl.resources[i - first].access;
+        return (a & CUBEC_ACCESS_READ) != 0;
+    }
     return (int)((task_kinds[t->kind].read_mask >> i) & 1);
 }
 

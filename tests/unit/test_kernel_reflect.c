@@ -215,11 +215,30 @@ static void test_layout_rules(void **state)
          "layout(std140, binding = 1) uniform U { uint u; };\n"
          "void main() { a[0] = u; }\n",
          "uniform buffer 'U'"},
-        {"storage image", 1,
+        /* Storage images are accepted at set 0 (docs/images.md); these are not. */
+        {"storage image in set 1", 1,
          "#version 450\nlayout(local_size_x = 1) in;\n"
-         "layout(binding = 0, r32f) uniform image2D img;\n"
+         "layout(set = 1, binding = 0, r32f) uniform image2D img;\n"
          "void main() { imageStore(img, ivec2(0), vec4(1.0)); }\n",
-         "storage image"},
+         "storage image 'img' is in descriptor set 1"},
+        {"array of storage images", 1,
+         "#version 450\nlayout(local_size_x = 1) in;\n"
+         "layout(binding = 0, r32f) uniform image2D imgs[2];\n"
+         "void main() { imageStore(imgs[1], ivec2(0), vec4(1.0)); }\n",
+         "is an array of images"},
+        {"storage image on a buffer's binding", 1,
+         "#version 450\nlayout(local_size_x = 1) in;\n"
+         "layout(std430, binding = 0) buffer A { float a[]; };\n"
+         "layout(std430, binding = 1) buffer B { float b[]; };\n"
+         "layout(binding = 1, r32f) uniform image2D img;\n"
+         "void main() { imageStore(img, ivec2(0), vec4(a[0] + b[0])); }\n",
+         "storage image 'img' is at binding 1, taken by the storage buffers (0..n-1)"},
+        {"sampled image", 1,
+         "#version 450\nlayout(local_size_x = 1) in;\n"
+         "layout(std430, binding = 0) buffer A { vec4 a[]; };\n"
+         "layout(binding = 1) uniform sampler2D tex;\n"
+         "void main() { a[0] = textureLod(tex, vec2(0.5), 0.0); }\n",
+         "sampled image 'tex'"},
         {"binding 32", 1,
          "#version 450\nlayout(local_size_x = 1) in;\n"
          "layout(std430, binding = 32) buffer A { uint a[]; };\n"

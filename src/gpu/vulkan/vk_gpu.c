@@ -115,6 +115,7 @@ static cubec_status vk_mem_back(gpu *g, gpu_mem *gm)
         return err;
     }
     m->memory = memory;
+    m->memory_type = type;
     gm->unbacked = 0;
     return NULL;
 }
@@ -312,7 +313,7 @@ static cubec_status build_pipeline(vk_gpu *v, const gpu_pipeline_desc *desc, gpu
                                      .codeSize = desc->words * 4,
                                      .pCode = desc->spirv};
     VK_RETURN_IF_ERROR(vkCreateShaderModule(dev, &smci, NULL, &p->module), "vkCreateShaderModule");
-    VkDescriptorSetLayoutBinding b[GPU_MAX_BINDINGS];
+    VkDescriptorSetLayoutBinding b[GPU_MAX_BINDINGS + GPU_MAX_RESOURCES];
     uint32_t n = 0;
     for (uint32_t i = 0; i < desc->binding_count + (desc->info_buffer ? 1 : 0); i++) {
         int info = i >= desc->binding_count;
@@ -323,6 +324,12 @@ static cubec_status build_pipeline(vk_gpu *v, const gpu_pipeline_desc *desc, gpu
             .descriptorCount = 1,
             .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT};
     }
+    for (uint32_t i = 0; i < desc->resource_count && i < GPU_MAX_RESOURCES; i++)
+        b[n++] = (VkDescriptorSetLayoutBinding){.binding = desc->resources[i].binding,
+                                                .descriptorType =
+                                                    vk_descriptor_type(desc->resources[i].type),
+                                                .descriptorCount = 1,
+                                                .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT};
     p->info_uniform = desc->info_buffer && desc->info_uniform;
     VkDescriptorSetLayoutCreateInfo dslci = {
         .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
@@ -682,6 +689,9 @@ static const gpu_ops vk_ops = {.name = "vulkan",
                                .mem_destroy = vk_mem_destroy,
                                .mem_raw = vk_mem_raw,
                                .vulkan_handles = vk_vulkan_handles,
+                               .image_requirements = vk_image_requirements,
+                               .image_create = vk_image_create,
+                               .image_destroy = vk_image_destroy,
                                .mem_import_host = vk_mem_import_host,
                                .pipeline_create = vk_pipeline_create,
                                .pipeline_destroy = vk_pipeline_destroy,

@@ -71,12 +71,13 @@ static cubec_status allocate_set(vk_cmd *c, const gpu_pipeline *p, VkDescriptorS
                    (uint64_t)c->descriptor_pool_count + 1, sizeof(VkDescriptorPool)))
         return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (descriptor pools)");
     VkDescriptorPool *n = c->descriptor_pools;
-    VkDescriptorPoolSize sizes[2] = {
+    VkDescriptorPoolSize sizes[3] = {
         {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, c->sets * GPU_MAX_BINDINGS},
-        {VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER, c->sets}};
+        {VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER, c->sets},
+        {VK_DESCRIPTOR_TYPE_STORAGE_IMAGE, c->sets * GPU_MAX_RESOURCES}};
     VkDescriptorPoolCreateInfo dpci = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
                                        .maxSets = c->sets,
-                                       .poolSizeCount = 2,
+                                       .poolSizeCount = 3,
                                        .pPoolSizes = sizes};
     VK_RETURN_IF_ERROR(vkCreateDescriptorPool(dev, &dpci, NULL, &n[c->descriptor_pool_count]),
                        "vkCreateDescriptorPool");
@@ -85,10 +86,12 @@ static cubec_status allocate_set(vk_cmd *c, const gpu_pipeline *p, VkDescriptorS
 }
 
 cubec_status vk_emit_bind_buffers(vk_cmd *c, const gpu_pipeline *p, const gpu_binding *b,
-                                  uint32_t n, const gpu_binding *info)
+                                  uint32_t n, const gpu_binding *info,
+                                  const gpu_image_binding *images, uint32_t ni)
 {
     VkDescriptorBufferInfo infos[GPU_MAX_BINDINGS];
-    VkWriteDescriptorSet w[GPU_MAX_BINDINGS];
+    VkDescriptorImageInfo image_infos[GPU_MAX_RESOURCES];
+    VkWriteDescriptorSet w[GPU_MAX_BINDINGS + GPU_MAX_RESOURCES];
     uint32_t count = 0;
     for (uint32_t i = 0; i < n + (info ? 1 : 0); i++) {
         const gpu_binding *x = i < n ? &b[i] : info;
@@ -101,6 +104,15 @@ cubec_status vk_emit_bind_buffers(vk_cmd *c, const gpu_pipeline *p, const gpu_bi
                                                                 : VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
                                           .pBufferInfo = &infos[count]};
         count++;
+    }
+    for (uint32_t i = 0; i < ni && i < GPU_MAX_RESOURCES; i++) {
+        image_infos[i] =
+            (VkDescriptorImageInfo){VK_NULL_HANDLE, images[i].image->view, VK_IMAGE_LAYOUT_GENERAL};
+        w[count++] = (VkWriteDescriptorSet){.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
+                                            .dstBinding = images[i].binding,
+                                            .descriptorCount = 1,
+                                            .descriptorType = vk_descriptor_type(images[i].type),
+                                            .pImageInfo = &image_infos[i]};
     }
     if (!count) return NULL;
     vk_gpu *v = c->g;
