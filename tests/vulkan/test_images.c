@@ -56,6 +56,21 @@ static const char double3d_src[] =
     "  imageStore(img, p, imageLoad(img, p) * 2u);\n"
     "}\n";
 
+/* Adds `add` to every texel of an r32ui 2D image `a` (read-write) and writes 3x the old texel
+ * into `b` (write-only). */
+static const char step2d_src[] = "#version 450\n"
+                                 "layout(local_size_x = 8, local_size_y = 8) in;\n"
+                                 "layout(binding = 0, r32ui) uniform uimage2D a;\n"
+                                 "layout(binding = 1, r32ui) uniform writeonly uimage2D b;\n"
+                                 "CUBEC_INFO(uint add;)\n"
+                                 "void main() {\n"
+                                 "  ivec2 p = ivec2(gl_GlobalInvocationID.xy);\n"
+                                 "  if (any(greaterThanEqual(p, imageSize(a)))) return;\n"
+                                 "  uint v = imageLoad(a, p).r;\n"
+                                 "  imageStore(a, p, uvec4(v + info.add));\n"
+                                 "  imageStore(b, p, uvec4(v * 3u));\n"
+                                 "}\n";
+
 static cubec_kernel make_kernel(cubec_device *d, const char *name, const char *src)
 {
     cubec_kernel k;
@@ -289,13 +304,120 @@ static void test_refusals(void **state)
     test_device_close(d);
 }
 
+enum { SW = 19, SH = 11, SN = SW * SH };
+
+static void step_launch(cubec_device *d, cubec_stream s, cubec_kernel k, cubec_image a,
+                        cubec_image b, uint32_t add)
+{
+    cubec_resource res[2] = {
+        {.kind = CUBEC_RESOURCE_STORAGE_IMAGE, .binding = 0, .image = a},
+        {.kind = CUBEC_RESOURCE_STORAGE_IMAGE, .binding = 1, .image = b},
+    };
+    cubec_launch_desc ld = CUBEC_LAUNCH_DESC_INIT;
+    ld.kernel = k;
+    ld.resources = res;
+    ld.resource_count = 2;
+    ld.info = &add;
+    ld.info_size = sizeof add;
+    ld.groups[0] = (SW + 7) / 8;
+    ld.groups[1] = (SH + 7) / 8;
+    ld.groups[2] = 1;
+    ASSERT_OK(cubec_launch(d, s, &ld));
+}
+
+static void expect_texels(cubec_device *d, cubec_stream s, cubec_image im, const uint32_t *want,
+                          const char *what)
+{
+    uint32_t got[SN];
+    ASSERT_OK(cubec_image_read(d, s, im, got, sizeof got));
+    for (int i = 0; i < SN; i++)
+        if (got[i] != want[i]) fail_msg("%s: texel %d is %u, want %u", what, i, got[i], want[i]);
+}
+
+/* Images are ordered, tainted and captured as buffers are: a launch on another stream reads
+ * what a write queued on the first wrote; a lost submission taints the image it would have
+ * written, a launch reading it is skipped and taints its output image, a write clears it; a
+ * captured launch on images replays. */
+static void test_order_taint_graph(void **state)
+{
+    (void)state;
+    cubec_device *d = test_device_open();
+    cubec_kernel k = make_kernel(d, "step2d", step2d_src);
+    cubec_stream s1, s2;
+    ASSERT_OK(cubec_stream_new(d, &s1));
+    ASSERT_OK(cubec_stream_new(d, &s2));
+    cubec_image a = make_image(d, CUBEC_IMAGE_FORMAT_R32_UINT, SW, SH, 1);
+    cubec_image b = make_image(d, CUBEC_IMAGE_FORMAT_R32_UINT, SW, SH, 1);
+    uint32_t x[SN], want_a[SN], want_b[SN];
+    for (uint32_t i = 0; i < SN; i++)
+        x[i] = i * 13u + 5u;
+
+    /* Across streams: written on s1 (not synced), launched on s2. */
+    ASSERT_OK(cubec_image_write(d, s1, a, x, sizeof x));
+    step_launch(d, s2, k, a, b, 4);
+    for (int i = 0; i < SN; i++) {
+        want_a[i] = x[i] + 4u;
+        want_b[i] = x[i] * 3u;
+    }
+    expect_texels(d, s2, a, want_a, "a after the launch on another stream");
+    expect_texels(d, s2, b, want_b, "b after the launch on another stream");
+
+    /* Taint: the batch holding the write and a launch is lost. */
+    ASSERT_OK(cubec_image_write(d, s1, a, x, sizeof x));
+    step_launch(d, s1, k, a, b, 1);
+    ASSERT_OK(cubec_fault_inject(d, CUBEC_FAULT_SUBMIT, 1));
+    ASSERT_ERROR(cubec_flush(d, s1), CUBEC_INTERNAL, "injected fault: submit");
+    uint32_t got[SN];
+    ASSERT_ERROR(cubec_image_read(d, s1, a, got, sizeof got), CUBEC_INTERNAL, "injected fault");
+    /* A launch reading the tainted image is skipped: its output image takes the failure. */
+    step_launch(d, s1, k, a, b, 1);
+    ASSERT_ERROR(cubec_image_read(d, s1, b, got, sizeof got), CUBEC_INTERNAL, "was skipped");
+    /* Written again: good, and the launch runs. */
+    ASSERT_OK(cubec_image_write(d, s1, a, x, sizeof x));
+    step_launch(d, s1, k, a, b, 2);
+    for (int i = 0; i < SN; i++) {
+        want_a[i] = x[i] + 2u;
+        want_b[i] = x[i] * 3u;
+    }
+    expect_texels(d, s1, a, want_a, "a written again");
+    expect_texels(d, s1, b, want_b, "b after the launch from a written again");
+
+    /* A graph of two launches on images, replayed three times. */
+    ASSERT_OK(cubec_graph_prepare(d, s1));
+    cubec_image c;
+    cubec_image_desc id = CUBEC_IMAGE_DESC_INIT;
+    id.format = CUBEC_IMAGE_FORMAT_R32_UINT;
+    id.width = SW;
+    id.height = SH;
+    ASSERT_OK(cubec_graph_begin(d, s1));
+    ASSERT_ERROR(cubec_image_create(d, s1, &id, &c), CUBEC_GRAPH_STATE, "cubec_image_create");
+    step_launch(d, s1, k, a, b, 10);
+    step_launch(d, s1, k, b, a, 0); /* a = 3 * b's old texels: reads what the first wrote */
+    cubec_graph g;
+    ASSERT_OK(cubec_graph_end(d, s1, &g));
+    for (int r = 0; r < 3; r++)
+        ASSERT_OK(cubec_graph_replay(d, s1, g));
+    for (int r = 0; r < 3; r++)
+        for (int i = 0; i < SN; i++) {
+            uint32_t b1 = want_a[i] * 3u; /* first launch: b = 3a, a += 10 */
+            want_a[i] = b1 * 3u;          /* second: a = 3b (b += 0) */
+            want_b[i] = b1;
+        }
+    expect_texels(d, s1, a, want_a, "a after three replays");
+    expect_texels(d, s1, b, want_b, "b after three replays");
+    ASSERT_OK(cubec_graph_destroy(d, s1, g));
+    ASSERT_OK(cubec_image_release(d, a));
+    ASSERT_OK(cubec_image_release(d, b));
+    ASSERT_OK(cubec_kernel_destroy(d, k));
+    test_device_close(d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_invert_rgba8),
-        cmocka_unit_test(test_blur_r32f_with_buffer),
-        cmocka_unit_test(test_3d_r32ui),
-        cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_invert_rgba8),      cmocka_unit_test(test_blur_r32f_with_buffer),
+        cmocka_unit_test(test_3d_r32ui),          cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_order_taint_graph),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
