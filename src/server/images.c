@@ -74,15 +74,18 @@ cubec_status server_image_create(cubec_device *d, stream_ref s, const gpu_image_
 {
     uint64_t size = 0, align = 0;
     RETURN_IF_ERROR(d->gpu->ops->image_requirements(d->gpu, desc, &size, &align));
+    if (!align) align = 1;
     /* Room to align the image inside the allocation: pools align to less than an image may
      * need (bufferImageGranularity on NVIDIA). */
     cubec_buffer handle;
     RETURN_IF_ERROR(server_buffer_create(d, s, size + align, 0, &handle));
     buffer_obj *b = handle_table_get(&d->buffers->handles, handle.id);
     image_obj *im = calloc(1, sizeof *im);
-    cubec_status err =
-        im ? NULL : status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (image record)");
-    if (!err) err = server_back_buffers(d, &b, 1, NULL); /* a dry run's page gets memory */
+    if (!im) {
+        server_buffer_release(d, handle.id, b);
+        return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (image record)");
+    }
+    cubec_status err = server_back_buffers(d, &b, 1, NULL); /* a dry run's page gets memory */
     if (!err) {
         uint64_t at = buffer_device_offset(b);
         at = (at + align - 1) / align * align;

@@ -882,9 +882,9 @@ static void execute(const null_cmd *c)
                 memmove(buf, img, (size_t)im->bytes);
             break;
         }
-        case GPU_OP_IMAGE_INIT: break;
         /* No kernels run: the server marks their outputs written. Barriers order nothing here:
-         * commands are carried out one after the other. */
+         * commands are carried out one after the other; images have no layouts. */
+        case GPU_OP_IMAGE_INIT:
         case GPU_OP_BARRIER:
         case GPU_OP_BIND_PIPELINE:
         case GPU_OP_BIND_BUFFERS:
@@ -1118,9 +1118,9 @@ static cubec_status null_image_create(gpu *g, const gpu_image_desc *desc, gpu_me
                                       uint64_t offset, gpu_image **out)
 {
     *out = NULL;
-    uint64_t size = 0, align = 0;
+    uint64_t size = 0, align = 16;
     RETURN_IF_ERROR(null_image_requirements(g, desc, &size, &align));
-    if (!m || offset % align || !in_range(offset, size, m->size))
+    if (!m || !align || offset % align || !in_range(offset, size, m->size))
         return status_make(CUBEC_INTERNAL,
                            "null gpu image: %" PRIu64 " bytes at offset %" PRIu64
                            " do not fit the page",
