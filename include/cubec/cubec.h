@@ -581,8 +581,9 @@ typedef struct cubec_kernel_desc {
     uint32_t define_count;
     const char *entry_point; /* default "main"                                      */
     int optimize;            /* non-zero: shaderc -O                                */
-    /* Values for the module's 32-bit specialization constants; ids it does not declare, 64-bit
-     * constants and the workgroup size's (local_size_x_id ...) are refused. */
+    /* Values for the module's 32-bit specialization constants; ids it does not declare and
+     * 64-bit constants are refused. A workgroup size (local_size_x_id ...) and shared arrays that
+     * they set take these values, and the limits are checked on them (docs/kernels.md). */
     const cubec_spec_constant *spec_constants;
     uint32_t spec_constant_count;
     /* The subgroup size the kernel runs with (gl_SubgroupSize), or 0: the driver's choice. A
