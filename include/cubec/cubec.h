@@ -618,6 +618,10 @@ typedef struct cubec_kernel_info {
      * per member, a struct member's own members in its place (docs/kernels.md, "Filling the block
      * by name"). Added last (docs/api.md, "Struct growth"). */
     uint32_t info_field_count;
+    /* Bytes of shared (Workgroup) memory the kernel declares, as the driver counts them: with the
+     * values of its specialization constants, as workgroup_size is (docs/kernels.md,
+     * "Specialization constants"). Added last (docs/api.md, "Struct growth"). */
+    uint64_t shared_memory_size;
 } cubec_kernel_info;
 /* A cubec_kernel_info with its struct_size set: start every one with it ("Structs that grow"). */
 #define CUBEC_KERNEL_INFO_INIT                                                                     \

@@ -120,9 +120,9 @@ static void test_workgroup_size_from_spec_constant(void **state)
 }
 
 /* ggml's pattern at two BLOCK_SIZEs: the workgroup and tmp[BLOCK_SIZE * 2] follow the value
- * given, and the sums match the CPU's. Without a value the workgroup is 1 x 1 x 1: glslang gives
- * local_size_x_id's constant a default of its own (1), not BLOCK_SIZE's 32, and cubec reports
- * what the driver will run. */
+ * given (cubec_kernel_get_info reports both), and the sums match the CPU's. Without a value the
+ * workgroup is 1 x 1 x 1: glslang gives local_size_x_id's constant a default of its own (1), not
+ * BLOCK_SIZE's 32, and cubec reports what the driver will run. */
 static void test_ggml_style_reduction(void **state)
 {
     (void)state;
@@ -139,6 +139,7 @@ static void test_ggml_style_reduction(void **state)
     cubec_kernel_info ki = CUBEC_KERNEL_INFO_INIT;
     ASSERT_OK(cubec_kernel_get_info(d, k, &ki));
     assert_int_equal(ki.workgroup_size[0], 1);
+    assert_int_equal(ki.shared_memory_size, 32 * 2 * sizeof(float));
     ASSERT_OK(cubec_kernel_destroy(d, k));
 
     static const uint32_t blocks[] = {16, 128};
@@ -149,6 +150,7 @@ static void test_ggml_style_reduction(void **state)
         ki = (cubec_kernel_info)CUBEC_KERNEL_INFO_INIT;
         ASSERT_OK(cubec_kernel_get_info(d, k, &ki));
         assert_int_equal(ki.workgroup_size[0], block);
+        assert_int_equal(ki.shared_memory_size, block * 2 * sizeof(float));
         cubec_launch_desc ld = CUBEC_LAUNCH_DESC_INIT;
         ld.kernel = k;
         ld.buffers = b;
