@@ -119,6 +119,46 @@ static void test_workgroup_size_from_spec_constant(void **state)
     test_device_close(d);
 }
 
+/* Creates ggml_style_src's kernel with BLOCK_SIZE = `block`, checks the workgroup size and shared
+ * memory cubec_kernel_get_info reports, runs it on a grid sized from them over x (b[0]) and checks
+ * each workgroup's sum (b[1]) against the CPU's. */
+static void run_reduction(cubec_device *d, uint32_t block, const float *x, const cubec_buffer *b)
+{
+    const uint32_t per_group = 2 * block, groups = N / per_group;
+    const cubec_spec_constant spec = {0, block};
+    cubec_kernel k = create(d, "ggml_reduce", ggml_style_src, &spec, 1);
+    cubec_kernel_info ki = CUBEC_KERNEL_INFO_INIT;
+    ASSERT_OK(cubec_kernel_get_info(d, k, &ki));
+    assert_int_equal(ki.workgroup_size[0], block);
+    assert_int_equal(ki.shared_memory_size, block * 2 * sizeof(float));
+    cubec_launch_desc ld = CUBEC_LAUNCH_DESC_INIT;
+    ld.kernel = k;
+    ld.buffers = b;
+    ld.buffer_count = 2;
+    ld.groups[0] = N / (2 * ki.workgroup_size[0]);
+    ld.groups[1] = ld.groups[2] = 1;
+    ASSERT_OK(cubec_launch(d, 0, &ld));
+    static float y[N];
+    ASSERT_OK(cubec_read(d, 0, b[1], 0, y, groups * sizeof(float)));
+    for (uint32_t g = 0; g < groups; g++) {
+        double want = 0;
+        for (uint32_t i = 0; i < per_group; i++)
+            want += x[g * per_group + i];
+        if (y[g] < want - 1e-3 || y[g] > want + 1e-3)
+            fail_msg("BLOCK_SIZE %u: group %u sums to %f, want %f", block, g, (double)y[g], want);
+    }
+    ASSERT_OK(cubec_kernel_destroy(d, k));
+}
+
+static void make_input(cubec_device *d, float *x, cubec_buffer *b)
+{
+    uint32_t seed = 11;
+    for (int i = 0; i < N; i++)
+        x[i] = test_randf(&seed);
+    ASSERT_OK(cubec_buffer_from(d, 0, x, N * sizeof(float), &b[0]));
+    ASSERT_OK(cubec_buffer_create(d, 0, N * sizeof(float), &b[1]));
+}
+
 /* ggml's pattern at two BLOCK_SIZEs: the workgroup and tmp[BLOCK_SIZE * 2] follow the value
  * given (cubec_kernel_get_info reports both), and the sums match the CPU's. Without a value the
  * workgroup is 1 x 1 x 1: glslang gives local_size_x_id's constant a default of its own (1), not
@@ -128,51 +168,51 @@ static void test_ggml_style_reduction(void **state)
     (void)state;
     cubec_device *d = test_device_open();
     static float x[N];
-    uint32_t seed = 11;
-    for (int i = 0; i < N; i++)
-        x[i] = test_randf(&seed);
     cubec_buffer b[2];
-    ASSERT_OK(cubec_buffer_from(d, 0, x, sizeof x, &b[0]));
-    ASSERT_OK(cubec_buffer_create(d, 0, N * sizeof(float), &b[1]));
-
+    make_input(d, x, b);
     cubec_kernel k = create(d, "ggml_default", ggml_style_src, NULL, 0);
     cubec_kernel_info ki = CUBEC_KERNEL_INFO_INIT;
     ASSERT_OK(cubec_kernel_get_info(d, k, &ki));
     assert_int_equal(ki.workgroup_size[0], 1);
     assert_int_equal(ki.shared_memory_size, 32 * 2 * sizeof(float));
     ASSERT_OK(cubec_kernel_destroy(d, k));
-
-    static const uint32_t blocks[] = {16, 128};
-    for (size_t c = 0; c < sizeof blocks / sizeof blocks[0]; c++) {
-        const uint32_t block = blocks[c], per_group = 2 * block, groups = N / per_group;
-        const cubec_spec_constant spec = {0, block};
-        k = create(d, "ggml_reduce", ggml_style_src, &spec, 1);
-        ki = (cubec_kernel_info)CUBEC_KERNEL_INFO_INIT;
-        ASSERT_OK(cubec_kernel_get_info(d, k, &ki));
-        assert_int_equal(ki.workgroup_size[0], block);
-        assert_int_equal(ki.shared_memory_size, block * 2 * sizeof(float));
-        cubec_launch_desc ld = CUBEC_LAUNCH_DESC_INIT;
-        ld.kernel = k;
-        ld.buffers = b;
-        ld.buffer_count = 2;
-        ld.groups[0] = N / (2 * ki.workgroup_size[0]);
-        ld.groups[1] = ld.groups[2] = 1;
-        ASSERT_OK(cubec_launch(d, 0, &ld));
-        static float y[N];
-        ASSERT_OK(cubec_read(d, 0, b[1], 0, y, groups * sizeof(float)));
-        for (uint32_t g = 0; g < groups; g++) {
-            double want = 0;
-            for (uint32_t i = 0; i < per_group; i++)
-                want += x[g * per_group + i];
-            if (y[g] < want - 1e-3 || y[g] > want + 1e-3)
-                fail_msg("BLOCK_SIZE %u: group %u sums to %f, want %f", block, g, (double)y[g],
-                         want);
-        }
-        ASSERT_OK(cubec_kernel_destroy(d, k));
-    }
+    run_reduction(d, 16, x, b);
+    run_reduction(d, 128, x, b);
     ASSERT_OK(cubec_buffer_release(d, b[0]));
     ASSERT_OK(cubec_buffer_release(d, b[1]));
     test_device_close(d);
+}
+
+/* The disk cache keeps the SPIR-V of a GLSL source once for all its specializations (the values go
+ * to the pipeline, docs/kernel-cache.md); each specialization is measured from it with its own
+ * values. A second device, whose SPIR-V comes from the cache, gets the sizes of the values it
+ * gives, not those of the first device's kernels. */
+static void test_disk_cache_keeps_specializations_apart(void **state)
+{
+    (void)state;
+    char dir[128];
+    test_temp_dir(dir, sizeof dir, "cubec_test_spec_shapes");
+    setenv("CUBEC_CACHE_DIR", dir, 1);
+    static float x[N];
+    cubec_buffer b[2];
+    cubec_device *d = test_device_open();
+    make_input(d, x, b);
+    run_reduction(d, 16, x, b);
+    ASSERT_OK(cubec_buffer_release(d, b[0]));
+    ASSERT_OK(cubec_buffer_release(d, b[1]));
+    test_device_close(d);
+    assert_int_equal(test_count_entries(dir, "spirv"), 1);
+
+    d = test_device_open();
+    make_input(d, x, b);
+    run_reduction(d, 64, x, b);
+    run_reduction(d, 16, x, b);
+    ASSERT_OK(cubec_buffer_release(d, b[0]));
+    ASSERT_OK(cubec_buffer_release(d, b[1]));
+    test_device_close(d);
+    assert_int_equal(test_count_entries(dir, "spirv"), 1);
+    setenv("CUBEC_CACHE_DIR", "none", 1);
+    test_remove_tree(dir);
 }
 
 /* A shared array of WORDS * 2 floats plus a counter (the length an OpSpecConstantOp). Every
@@ -317,6 +357,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_workgroup_size_from_spec_constant),
         cmocka_unit_test(test_ggml_style_reduction),
+        cmocka_unit_test(test_disk_cache_keeps_specializations_apart),
         cmocka_unit_test(test_shared_limit_on_specialized_size),
         cmocka_unit_test(test_workgroup_limits_on_specialized_size),
     };
