@@ -581,8 +581,9 @@ typedef struct cubec_kernel_desc {
     uint32_t define_count;
     const char *entry_point; /* default "main"                                      */
     int optimize;            /* non-zero: shaderc -O                                */
-    /* Values for the module's 32-bit specialization constants; ids it does not declare, 64-bit
-     * constants and the workgroup size's (local_size_x_id ...) are refused. */
+    /* Values for the module's 32-bit specialization constants; ids it does not declare and
+     * 64-bit constants are refused. A workgroup size (local_size_x_id ...) and shared arrays that
+     * they set take these values, and the limits are checked on them (docs/kernels.md). */
     const cubec_spec_constant *spec_constants;
     uint32_t spec_constant_count;
     /* The subgroup size the kernel runs with (gl_SubgroupSize), or 0: the driver's choice. A
@@ -617,6 +618,10 @@ typedef struct cubec_kernel_info {
      * per member, a struct member's own members in its place (docs/kernels.md, "Filling the block
      * by name"). Added last (docs/api.md, "Struct growth"). */
     uint32_t info_field_count;
+    /* Bytes of shared (Workgroup) memory the kernel declares, as the driver counts them: with the
+     * values of its specialization constants, as workgroup_size is (docs/kernels.md,
+     * "Specialization constants"). Added last (docs/api.md, "Struct growth"). */
+    uint64_t shared_memory_size;
 } cubec_kernel_info;
 /* A cubec_kernel_info with its struct_size set: start every one with it ("Structs that grow"). */
 #define CUBEC_KERNEL_INFO_INIT                                                                     \
