@@ -191,3 +191,13 @@ def test_numpy_of_a_failed_buffer_raises():
         np.from_dlpack(z)
     np.testing.assert_array_equal(x.numpy(), np.ones(64, np.float32))  # untouched: mapped
     d.close()
+
+
+def test_views_of_empty_buffers_and_views_of_dtype(dev):
+    e = dev.empty((0, 3), "float64")
+    v = e.numpy()
+    assert v.shape == (0, 3) and v.dtype == np.float64
+    rec = np.dtype([("a", "<u4"), ("b", "<f4")])
+    r = dev.buffer(np.array([(1, 2.0), (3, 4.0)], dtype=rec))
+    rv = r.numpy()
+    assert rv.dtype == rec and rv["a"].tolist() == [1, 3] and rv["b"].tolist() == [2.0, 4.0]
