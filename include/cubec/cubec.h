@@ -535,9 +535,11 @@ CUBEC_MUST_USE cubec_status cubec_image_read(cubec_device *device, cubec_stream 
 typedef enum cubec_resource_kind {
     CUBEC_RESOURCE_NONE = 0,
     CUBEC_RESOURCE_STORAGE_IMAGE = 1, /* `image` as an image2D/image3D */
-    /* Reserved for sampled images with a sampler and texel buffers (docs/images.md, "Stages");
-     * refused with CUBEC_UNSUPPORTED until they land. */
+    /* `image` with a sampler (`filter`; clamp to edge, normalized coordinates) as a
+     * sampler2D/sampler3D: a combined image sampler. */
     CUBEC_RESOURCE_SAMPLED_IMAGE = 2,
+    /* Reserved for texel buffers (docs/images.md, "Stages not done yet"); refused with
+     * CUBEC_UNSUPPORTED until they land. */
     CUBEC_RESOURCE_UNIFORM_TEXEL_BUFFER = 3,
     CUBEC_RESOURCE_STORAGE_TEXEL_BUFFER = 4,
 } cubec_resource_kind;
@@ -548,7 +550,7 @@ typedef struct cubec_resource {
     cubec_resource_kind kind;
     uint32_t set;     /* the descriptor set (0 until kernels with more sets are accepted) */
     uint32_t binding; /* the binding in that set, as the kernel declares it */
-    uint32_t filter;  /* reserved (sampled images: 0 nearest, 1 linear); 0 */
+    uint32_t filter;  /* sampled images: 0 nearest, 1 linear; else 0 */
     cubec_image image;
     cubec_buffer buffer; /* reserved (texel buffers); 0 */
 } cubec_resource;

@@ -361,8 +361,8 @@ static cubec_status check_launch(cubec_device *d, const cubec_launch_desc *desc,
                                fn, i, bufs[i]->size, d->info.max_storage_buffer_range);
     }
     if (e)
-        RETURN_IF_ERROR(
-            api_launch_resources(d, desc, e, bufs + desc->buffer_count, &a->resource_count));
+        RETURN_IF_ERROR(api_launch_resources(d, desc, e, bufs + desc->buffer_count,
+                                             &a->resource_count, &a->linear_mask));
     a->buffers = bufs;
     a->buffer_count = desc->buffer_count;
     a->info = desc->info;

@@ -7,12 +7,13 @@
 #include "server/kernels.h"
 
 /* Fills out[k] with the memory of the image given for the kernel's resource k (the order of
- * e->refl.resources), for every resource the kernel declares; *out_count is their number.
+ * e->refl.resources), for every resource the kernel declares; *out_count is their number,
+ * bit k of *out_linear says resource k is sampled with linear filtering.
  * Refused, naming the element and value: a kind not supported yet, a set or binding the kernel
  * does not declare as that kind, a binding given twice or not at all, a released image, an
  * image of another dimension. */
 MUST_USE cubec_status api_launch_resources(cubec_device *d, const cubec_launch_desc *desc,
                                            const pipeline_entry *e, buffer_obj **out,
-                                           uint32_t *out_count);
+                                           uint32_t *out_count, uint32_t *out_linear);
 
 #endif

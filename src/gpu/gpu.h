@@ -104,6 +104,7 @@ typedef struct gpu_image_desc {
 /* What a pipeline binds besides storage buffers, and how (a descriptor type). */
 typedef enum gpu_resource_type {
     GPU_RESOURCE_STORAGE_IMAGE = 1,
+    GPU_RESOURCE_SAMPLED_IMAGE = 2, /* with a sampler: a combined image sampler */
 } gpu_resource_type;
 
 /* A binding of set 0 other than a storage buffer: its number and type. */
@@ -116,7 +117,8 @@ typedef struct gpu_resource_slot {
 typedef struct gpu_image_binding {
     gpu_image *image;
     uint32_t binding;
-    uint32_t type; /* gpu_resource_type */
+    uint32_t type;   /* gpu_resource_type */
+    uint32_t linear; /* GPU_RESOURCE_SAMPLED_IMAGE: 1 linear filtering, 0 nearest */
 } gpu_image_binding;
 
 #define GPU_MAX_RESOURCES 8 /* images a pipeline binds at most (KERNEL_MAX_RESOURCES) */

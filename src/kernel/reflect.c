@@ -197,16 +197,20 @@ static cubec_status select_entry_point(reflector *rf, const char *entry_point)
                        entry_point, n ? found : "none");
 }
 
-/* Everything a kernel may declare is a storage buffer, a push-constant block or the metadata
- * block as a uniform buffer (reflect_uniform_info); any other kind would need a descriptor type
- * the launch path never creates. */
+/* Everything a kernel may declare is a storage buffer, a push-constant block, the metadata
+ * block as a uniform buffer (reflect_uniform_info), or a storage or sampled image
+ * (kernel/reflect_resources.c); any other kind would need a descriptor type the launch path
+ * never creates. */
 static cubec_status reject_other_resources(reflector *rf)
 {
     static const spvc_resource_type refused[] = {
-        SPVC_RESOURCE_TYPE_STAGE_INPUT,          SPVC_RESOURCE_TYPE_STAGE_OUTPUT,
-        SPVC_RESOURCE_TYPE_SUBPASS_INPUT,        SPVC_RESOURCE_TYPE_SAMPLED_IMAGE,
-        SPVC_RESOURCE_TYPE_ATOMIC_COUNTER,       SPVC_RESOURCE_TYPE_SEPARATE_IMAGE,
-        SPVC_RESOURCE_TYPE_SEPARATE_SAMPLERS,    SPVC_RESOURCE_TYPE_ACCELERATION_STRUCTURE,
+        SPVC_RESOURCE_TYPE_STAGE_INPUT,
+        SPVC_RESOURCE_TYPE_STAGE_OUTPUT,
+        SPVC_RESOURCE_TYPE_SUBPASS_INPUT,
+        SPVC_RESOURCE_TYPE_ATOMIC_COUNTER,
+        SPVC_RESOURCE_TYPE_SEPARATE_IMAGE,
+        SPVC_RESOURCE_TYPE_SEPARATE_SAMPLERS,
+        SPVC_RESOURCE_TYPE_ACCELERATION_STRUCTURE,
         SPVC_RESOURCE_TYPE_SHADER_RECORD_BUFFER,
     };
     for (size_t t = 0; t < sizeof refused / sizeof refused[0]; t++) {

@@ -131,7 +131,10 @@ static cubec_status build_pipeline(const build_ctx *b, pipeline_entry *e, const 
     RETURN_IF_ERROR(count_fault(b, CUBEC_FAULT_PIPELINE, CUBEC_INTERNAL));
     gpu_resource_slot slots[KERNEL_MAX_RESOURCES];
     for (uint32_t i = 0; i < e->refl.resource_count; i++)
-        slots[i] = (gpu_resource_slot){e->refl.resources[i].binding, GPU_RESOURCE_STORAGE_IMAGE};
+        slots[i] = (gpu_resource_slot){e->refl.resources[i].binding,
+                                       e->refl.resources[i].kind == CUBEC_RESOURCE_SAMPLED_IMAGE
+                                           ? GPU_RESOURCE_SAMPLED_IMAGE
+                                           : GPU_RESOURCE_STORAGE_IMAGE};
     gpu_pipeline_desc pd = {.spirv = words,
                             .resources = slots,
                             .resource_count = e->refl.resource_count,

@@ -61,6 +61,7 @@ cubec_status server_launch(cubec_device *d, stream_ref s, const launch_args *a)
     t->entry = e;
     t->count = bound;
     t->resources = a->resource_count;
+    t->linear_mask = a->linear_mask;
     t->write_mask = writes;
     t->bind_at = bind_at;
     for (uint32_t i = 0; i < bound; i++) {

@@ -292,8 +292,12 @@ cubec_status server_emit_task(cubec_device *d, const recorder *rec, const task *
         if (i < n)
             infos[i] = (gpu_binding){p, r->offset, r->size};
         else
-            images[i - n] = (gpu_image_binding){r->alloc->image, e->refl.resources[i - n].binding,
-                                                GPU_RESOURCE_STORAGE_IMAGE};
+            images[i - n] =
+                (gpu_image_binding){r->alloc->image, e->refl.resources[i - n].binding,
+                                    e->refl.resources[i - n].kind == CUBEC_RESOURCE_SAMPLED_IMAGE
+                                        ? GPU_RESOURCE_SAMPLED_IMAGE
+                                        : GPU_RESOURCE_STORAGE_IMAGE,
+                                    (t->linear_mask >> (i - n)) & 1u};
         ranges[i] =
             (hazard_range){p, bound_start(r), bound_bytes(r), (int)((t->write_mask >> i) & 1)};
     }

@@ -86,6 +86,7 @@ typedef struct task {
     /* TASK_LAUNCH: the last `resources` bindings are the memory of the images the kernel
      * declares, in the order of entry->refl.resources (server/launch_resources.c). */
     uint32_t resources;
+    uint32_t linear_mask; /* bit k: resource k is sampled with linear filtering */
     bound_range b[TASK_INLINE_BINDINGS];
     uint64_t profile; /* TASK_TIMESTAMP: the profile's id */
     int profile_end;  /* TASK_TIMESTAMP: 1 for the end timestamp */

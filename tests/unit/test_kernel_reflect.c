@@ -233,12 +233,19 @@ static void test_layout_rules(void **state)
          "layout(binding = 1, r32f) uniform image2D img;\n"
          "void main() { imageStore(img, ivec2(0), vec4(a[0] + b[0])); }\n",
          "storage image 'img' is at binding 1, taken by the storage buffers (0..n-1)"},
-        {"sampled image", 1,
+        {"sampled image in set 1", 1,
          "#version 450\nlayout(local_size_x = 1) in;\n"
          "layout(std430, binding = 0) buffer A { vec4 a[]; };\n"
-         "layout(binding = 1) uniform sampler2D tex;\n"
+         "layout(set = 1, binding = 1) uniform sampler2D tex;\n"
          "void main() { a[0] = textureLod(tex, vec2(0.5), 0.0); }\n",
-         "sampled image 'tex'"},
+         "sampled image 'tex' is in descriptor set 1"},
+        {"separate sampler", 1,
+         "#version 450\nlayout(local_size_x = 1) in;\n"
+         "layout(std430, binding = 0) buffer A { vec4 a[]; };\n"
+         "layout(binding = 1) uniform texture2D t;\n"
+         "layout(binding = 2) uniform sampler s;\n"
+         "void main() { a[0] = textureLod(sampler2D(t, s), vec2(0.5), 0.0); }\n",
+         "separate image 't'"},
         {"binding 32", 1,
          "#version 450\nlayout(local_size_x = 1) in;\n"
          "layout(std430, binding = 32) buffer A { uint a[]; };\n"

@@ -631,6 +631,8 @@ static void vk_gpu_destroy(gpu *g)
         vkDeviceWaitIdle(v->vk.device);
         vk_pipeline_cache_destroy(v);
         if (v->timeline) vkDestroySemaphore(v->vk.device, v->timeline, NULL);
+        for (int i = 0; i < 2; i++)
+            if (v->samplers[i]) vkDestroySampler(v->vk.device, v->samplers[i], NULL);
     }
     vk_context_destroy(&v->vk);
     free(v);

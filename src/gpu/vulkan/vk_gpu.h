@@ -28,6 +28,10 @@ typedef struct vk_gpu {
      * destroying them would wait for it or pull memory from under it; host memory is freed. */
     int abandoned;
     vk_reaper reaper; /* frees large pages in the background (vk_reaper.h) */
+    /* Samplers of sampled images, nearest and linear (clamp to edge, normalized coordinates):
+     * made with the first image (under the device lock, before any launch can bind one) and
+     * only read after. */
+    VkSampler samplers[2];
 } vk_gpu;
 
 typedef struct vk_mem {

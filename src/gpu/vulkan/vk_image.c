@@ -35,11 +35,22 @@ VkDescriptorType vk_descriptor_type(uint32_t type)
 {
     switch ((gpu_resource_type)type) {
     case GPU_RESOURCE_STORAGE_IMAGE: return VK_DESCRIPTOR_TYPE_STORAGE_IMAGE;
+    case GPU_RESOURCE_SAMPLED_IMAGE: return VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER;
     }
     return VK_DESCRIPTOR_TYPE_STORAGE_IMAGE;
 }
 
-static VkImageCreateInfo image_info(const gpu_image_desc *desc)
+/* Sampled too where the format can be: an image is made before the kernels that bind it. */
+static VkImageUsageFlags sampled_usage(vk_gpu *v, uint32_t format)
+{
+    VkFormatProperties fp = {0};
+    vkGetPhysicalDeviceFormatProperties(v->vk.physical, formats[format].format, &fp);
+    return (fp.optimalTilingFeatures & VK_FORMAT_FEATURE_SAMPLED_IMAGE_BIT)
+               ? VK_IMAGE_USAGE_SAMPLED_BIT
+               : 0;
+}
+
+static VkImageCreateInfo image_info(vk_gpu *v, const gpu_image_desc *desc)
 {
     int three_d = desc->depth > 1;
     return (VkImageCreateInfo){.sType = VK_STRUCTURE_TYPE_IMAGE_CREATE_INFO,
@@ -50,9 +61,9 @@ static VkImageCreateInfo image_info(const gpu_image_desc *desc)
                                .arrayLayers = 1,
                                .samples = VK_SAMPLE_COUNT_1_BIT,
                                .tiling = VK_IMAGE_TILING_OPTIMAL,
-                               .usage = VK_IMAGE_USAGE_STORAGE_BIT |
-                                        VK_IMAGE_USAGE_TRANSFER_SRC_BIT |
-                                        VK_IMAGE_USAGE_TRANSFER_DST_BIT,
+                               .usage =
+                                   VK_IMAGE_USAGE_STORAGE_BIT | VK_IMAGE_USAGE_TRANSFER_SRC_BIT |
+                                   VK_IMAGE_USAGE_TRANSFER_DST_BIT | sampled_usage(v, desc->format),
                                .sharingMode = VK_SHARING_MODE_EXCLUSIVE,
                                .initialLayout = VK_IMAGE_LAYOUT_UNDEFINED};
 }
@@ -72,7 +83,7 @@ static cubec_status check_desc(vk_gpu *v, const gpu_image_desc *desc)
                            "image format %" PRIu32 " (VkFormat %d): the device cannot use it as a "
                            "storage image",
                            desc->format, (int)formats[desc->format].format);
-    VkImageCreateInfo ici = image_info(desc);
+    VkImageCreateInfo ici = image_info(v, desc);
     VkImageFormatProperties ip = {0};
     VkResult r = vkGetPhysicalDeviceImageFormatProperties(v->vk.physical, ici.format, ici.imageType,
                                                           ici.tiling, ici.usage, 0, &ip);
@@ -96,7 +107,7 @@ cubec_status vk_image_requirements(gpu *g, const gpu_image_desc *desc, uint64_t 
 {
     vk_gpu *v = vk_gpu_of(g);
     RETURN_IF_ERROR(check_desc(v, desc));
-    VkImageCreateInfo ici = image_info(desc);
+    VkImageCreateInfo ici = image_info(v, desc);
     VkImage image = VK_NULL_HANDLE;
     VK_RETURN_IF_ERROR(vkCreateImage(v->vk.device, &ici, NULL, &image), "vkCreateImage");
     VkMemoryRequirements req = {0};
@@ -113,6 +124,27 @@ cubec_status vk_image_requirements(gpu *g, const gpu_image_desc *desc, uint64_t 
     return NULL;
 }
 
+/* The two samplers, made once. */
+static cubec_status make_samplers(vk_gpu *v)
+{
+    for (int i = 0; i < 2; i++) {
+        if (v->samplers[i]) continue;
+        VkFilter f = i ? VK_FILTER_LINEAR : VK_FILTER_NEAREST;
+        VkSamplerCreateInfo sci = {.sType = VK_STRUCTURE_TYPE_SAMPLER_CREATE_INFO,
+                                   .magFilter = f,
+                                   .minFilter = f,
+                                   .mipmapMode = VK_SAMPLER_MIPMAP_MODE_NEAREST,
+                                   .addressModeU = VK_SAMPLER_ADDRESS_MODE_CLAMP_TO_EDGE,
+                                   .addressModeV = VK_SAMPLER_ADDRESS_MODE_CLAMP_TO_EDGE,
+                                   .addressModeW = VK_SAMPLER_ADDRESS_MODE_CLAMP_TO_EDGE,
+                                   .maxLod = 0.0f,
+                                   .borderColor = VK_BORDER_COLOR_FLOAT_TRANSPARENT_BLACK};
+        VK_RETURN_IF_ERROR(vkCreateSampler(v->vk.device, &sci, NULL, &v->samplers[i]),
+                           "vkCreateSampler");
+    }
+    return NULL;
+}
+
 cubec_status vk_image_create(gpu *g, const gpu_image_desc *desc, gpu_mem *m, uint64_t offset,
                              gpu_image **out)
 {
@@ -120,12 +152,13 @@ cubec_status vk_image_create(gpu *g, const gpu_image_desc *desc, gpu_mem *m, uin
     VkDevice dev = v->vk.device;
     *out = NULL;
     RETURN_IF_ERROR(check_desc(v, desc));
+    RETURN_IF_ERROR(make_samplers(v));
     const vk_mem *page = (const vk_mem *)m;
     gpu_image *im = calloc(1, sizeof *im);
     if (!im) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (image record)");
     im->desc = *desc;
     im->texel_bytes = formats[desc->format].bytes;
-    VkImageCreateInfo ici = image_info(desc);
+    VkImageCreateInfo ici = image_info(v, desc);
     cubec_status err = vk_status(vkCreateImage(dev, &ici, NULL, &im->image), "vkCreateImage");
     VkMemoryRequirements req = {0};
     if (!err) {

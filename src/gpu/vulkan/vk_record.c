@@ -71,13 +71,14 @@ static cubec_status allocate_set(vk_cmd *c, const gpu_pipeline *p, VkDescriptorS
                    (uint64_t)c->descriptor_pool_count + 1, sizeof(VkDescriptorPool)))
         return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (descriptor pools)");
     VkDescriptorPool *n = c->descriptor_pools;
-    VkDescriptorPoolSize sizes[3] = {
+    VkDescriptorPoolSize sizes[4] = {
         {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, c->sets * GPU_MAX_BINDINGS},
         {VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER, c->sets},
-        {VK_DESCRIPTOR_TYPE_STORAGE_IMAGE, c->sets * GPU_MAX_RESOURCES}};
+        {VK_DESCRIPTOR_TYPE_STORAGE_IMAGE, c->sets * GPU_MAX_RESOURCES},
+        {VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER, c->sets * GPU_MAX_RESOURCES}};
     VkDescriptorPoolCreateInfo dpci = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
                                        .maxSets = c->sets,
-                                       .poolSizeCount = 3,
+                                       .poolSizeCount = 4,
                                        .pPoolSizes = sizes};
     VK_RETURN_IF_ERROR(vkCreateDescriptorPool(dev, &dpci, NULL, &n[c->descriptor_pool_count]),
                        "vkCreateDescriptorPool");
@@ -106,8 +107,11 @@ cubec_status vk_emit_bind_buffers(vk_cmd *c, const gpu_pipeline *p, const gpu_bi
         count++;
     }
     for (uint32_t i = 0; i < ni && i < GPU_MAX_RESOURCES; i++) {
+        VkSampler sampler = images[i].type == GPU_RESOURCE_SAMPLED_IMAGE
+                                ? c->g->samplers[images[i].linear ? 1 : 0]
+                                : VK_NULL_HANDLE;
         image_infos[i] =
-            (VkDescriptorImageInfo){VK_NULL_HANDLE, images[i].image->view, VK_IMAGE_LAYOUT_GENERAL};
+            (VkDescriptorImageInfo){sampler, images[i].image->view, VK_IMAGE_LAYOUT_GENERAL};
         w[count++] = (VkWriteDescriptorSet){.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
                                             .dstBinding = images[i].binding,
                                             .descriptorCount = 1,
