@@ -166,6 +166,12 @@ Py_ssize_t pyc_itemsize(PyObject *dtype);
  * TypeError naming `who`. */
 int pyc_kwargs(const char *who, PyObject *kwnames, PyObject *const *kwvalues,
                const char *const *names, PyObject **out);
+/* Positional and keyword arguments together: the first nargs names (at most max_positional)
+ * take the positional values, the others come by keyword as in pyc_kwargs; a name given both
+ * ways, or one of the first `required` names given neither way, raises TypeError naming `who`. */
+int pyc_args(const char *who, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
+             const char *const *names, Py_ssize_t max_positional, Py_ssize_t required,
+             PyObject **out);
 
 /* Creates a Buffer object that takes over `buf` (released on failure). */
 PyObject *pyc_buffer_wrap(pyc_device *device, cubec_buffer buf, uint64_t size, PyObject *dtype,

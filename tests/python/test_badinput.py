@@ -34,6 +34,25 @@ def test_shapes_and_dtypes(dev):
         dev.zeros()
 
 
+@pytest.mark.parametrize("make", ["empty", "zeros", "host_empty", "module.host_empty"])
+def test_shape_and_dtype_by_position_or_keyword(dev, make):
+    """Device.empty/zeros/host_empty and cubec.host_empty merge positions and keywords alike."""
+    fn = getattr(cubec, "host_empty") if make.startswith("module.") else getattr(dev, make)
+    who = make.replace("module.", "") if make.startswith("module.") else "Device." + make
+    for got in (fn((2, 3), "int32"), fn(shape=(2, 3), dtype="int32"), fn((2, 3), dtype="int32")):
+        assert tuple(got.shape) == (2, 3) and np.dtype(got.dtype) == np.int32
+    with pytest.raises(TypeError, match=rf"{who}\(\) takes at most 2 positional arguments"):
+        fn(4, "float32", None)
+    with pytest.raises(TypeError, match=rf"{who}\(\) got 'shape' twice"):
+        fn(4, shape=4)
+    with pytest.raises(TypeError, match=rf"{who}\(\) got 'dtype' twice"):
+        fn(4, "float32", dtype="float32")
+    with pytest.raises(TypeError, match=rf"{who}\(\) needs a shape"):
+        fn(dtype="float32")
+    with pytest.raises(TypeError, match=rf"{who}\(\) got an unexpected keyword argument 'shap'"):
+        fn(shap=4)
+
+
 def test_launch_arguments(dev, saxpy):
     n = 64
     x = np.ones(n, np.float32)
