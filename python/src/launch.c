@@ -182,17 +182,32 @@ static int launch_kwargs(PyObject *kwnames, PyObject *const *kwvalues, PyObject 
     return 0;
 }
 
+/* The arguments of k(...) and of k.bind(...), which take the same ones: buffers by position,
+ * groups=, info= and stream= by keyword, converted into `out`. On failure `out` is released
+ * already; on success the caller releases it (pyc_launch_args_done). `stream_obj` gets the
+ * stream= object (borrowed, NULL when absent), which a bound launch keeps alive. */
+static int launch_args(pyc_kernel *k, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
+                       pyc_launch_args *out, PyObject **stream_obj)
+{
+    PyObject *groups = NULL, *info = NULL, *stream = NULL;
+    out->info.view.obj = NULL;
+    out->info.heap = NULL;
+    if ((kwnames && launch_kwargs(kwnames, args + nargs, &groups, &info, &stream) < 0) ||
+        pyc_launch_parse(k, args, nargs, groups, info, stream, out) < 0) {
+        pyc_launch_args_done(out);
+        return -1;
+    }
+    *stream_obj = stream;
+    return 0;
+}
+
 PyObject *pyc_kernel_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
     pyc_kernel *k = (pyc_kernel *)self;
     Py_ssize_t nargs = PYC_NARGS(nargsf);
-    PyObject *groups = NULL, *info = NULL, *stream = NULL;
-    if (kwnames && launch_kwargs(kwnames, args + nargs, &groups, &info, &stream) < 0) {
-        return NULL;
-    }
     pyc_launch_args a;
-    if (pyc_launch_parse(k, args, nargs, groups, info, stream, &a) < 0) {
-        pyc_launch_args_done(&a);
+    PyObject *stream = NULL;
+    if (launch_args(k, args, nargs, kwnames, &a, &stream) < 0) {
         return NULL;
     }
     cubec_status st = cubec_launch(k->device->dev, a.stream, &a.desc);
@@ -248,13 +263,9 @@ static PyObject *kernel_bind(PyObject *self, PyObject *const *args, Py_ssize_t n
                              PyObject *kwnames)
 {
     pyc_kernel *k = (pyc_kernel *)self;
-    PyObject *groups = NULL, *info = NULL, *stream = NULL;
-    if (kwnames && launch_kwargs(kwnames, args + nargs, &groups, &info, &stream) < 0) {
-        return NULL;
-    }
     pyc_launch_args a;
-    if (pyc_launch_parse(k, args, nargs, groups, info, stream, &a) < 0) {
-        pyc_launch_args_done(&a);
+    PyObject *stream = NULL;
+    if (launch_args(k, args, nargs, kwnames, &a, &stream) < 0) {
         return NULL;
     }
     pyc_launch *l = PyObject_New(pyc_launch, pyc.launch_type);
