@@ -42,8 +42,8 @@ int pyc_args(const char *who, PyObject *const *args, Py_ssize_t nargs, PyObject 
              PyObject **out)
 {
     if (nargs > max_positional) {
-        PyErr_Format(PyExc_TypeError, "%s() takes at most %zd positional arguments", who,
-                     max_positional);
+        PyErr_Format(PyExc_TypeError, "%s() takes at most %zd positional argument%s", who,
+                     max_positional, max_positional == 1 ? "" : "s");
         return -1;
     }
     if (pyc_kwargs(who, kwnames, args + nargs, names, out) < 0) {

@@ -288,13 +288,10 @@ static PyObject *buffer_read(PyObject *self, PyObject *const *args, Py_ssize_t n
     pyc_buffer *b = (pyc_buffer *)self;
     static const char *const names[] = {"out", "stream", NULL};
     PyObject *kw[2];
-    if (nargs > 1 || pyc_kwargs("Buffer.read", kwnames, args + nargs, names, kw) < 0) {
-        if (!PyErr_Occurred()) {
-            PyErr_SetString(PyExc_TypeError, "Buffer.read() takes at most one positional out");
-        }
+    if (pyc_args("Buffer.read", args, nargs, kwnames, names, 1, 0, kw) < 0) {
         return NULL;
     }
-    PyObject *out = nargs ? args[0] : kw[0];
+    PyObject *out = kw[0];
     cubec_stream stream;
     cubec_device *dev = live(b, "Buffer.read");
     if (!dev || pyc_stream_arg(b->device, kw[1], "Buffer.read", &stream) < 0) {
