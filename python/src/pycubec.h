@@ -75,8 +75,9 @@ typedef struct pyc_launch {
     PyObject *stream_obj;
     cubec_stream stream;
     cubec_launch_desc desc;
-    cubec_buffer ids[32];
-    void *info; /* PyMem copy of the bound metadata, or NULL */
+    cubec_buffer ids[32]; /* the bound buffers, then those reached by address */
+    void *info;           /* PyMem copy of the bound metadata, or NULL */
+    PyObject *addressed;  /* tuple of the Buffers reached by address, kept alive, or NULL */
 } pyc_launch;
 
 /* cubec.Stream: a stream id of one device. */
@@ -188,9 +189,10 @@ void pyc_info_release(pyc_info_hold *hold);
 
 typedef struct pyc_launch_args {
     cubec_launch_desc desc;
-    cubec_buffer ids[32];
+    cubec_buffer ids[32]; /* the bound buffers, then those reached by address */
     cubec_stream stream;
     pyc_info_hold info;
+    PyObject *addressed[32]; /* the Buffers reached by address (borrowed) */
 } pyc_launch_args;
 int pyc_launch_parse(pyc_kernel *kernel, PyObject *const *args, Py_ssize_t nargs, PyObject *groups,
                      PyObject *info, PyObject *stream, pyc_launch_args *out);
