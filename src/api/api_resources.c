@@ -20,11 +20,12 @@ cubec_status api_launch_resources(cubec_device *d, const cubec_launch_desc *desc
         return INVALID_ARG("%s: desc->resource_count is %u but kernel '%s' declares %u storage "
                            "and sampled images",
                            fn, desc->resource_count, e->name, r->resource_count);
-    /* A task's write mask has a bit per binding, buffers and images together. */
-    if (desc->buffer_count + r->resource_count > 32)
-        return INVALID_ARG("%s: desc->buffer_count %u and kernel '%s''s %u storage images are more "
-                           "than 32 bindings",
-                           fn, desc->buffer_count, e->name, r->resource_count);
+    /* A task's write mask has a bit per range: buffers, those reached by address and images. */
+    if (desc->buffer_count + desc->address_buffer_count + r->resource_count > 32)
+        return INVALID_ARG("%s: desc->buffer_count %u, desc->address_buffer_count %u and kernel "
+                           "'%s''s %u images are more than 32",
+                           fn, desc->buffer_count, desc->address_buffer_count, e->name,
+                           r->resource_count);
     uint32_t given = 0; /* bit k: the kernel's resource k was given */
     for (uint32_t i = 0; i < desc->resource_count; i++) {
         const cubec_resource *x = &desc->resources[i];

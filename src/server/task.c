@@ -285,13 +285,14 @@ cubec_status server_emit_task(cubec_device *d, const recorder *rec, const task *
     const pipeline_entry *e = t->entry;
     gpu_binding infos[32];
     gpu_image_binding images[GPU_MAX_RESOURCES];
-    uint32_t n = t->count - t->resources;
+    /* Ranges: bound buffers, then those reached by address (not bound), then images. */
+    uint32_t n = t->count - t->resources, bound = n - t->addressed;
     for (uint32_t i = 0; i < t->count; i++) {
         const bound_range *r = task_b(d->streams->slots, t, i);
         gpu_mem *p = r->alloc->mem.page;
-        if (i < n)
+        if (i < bound)
             infos[i] = (gpu_binding){p, r->offset, r->size};
-        else
+        else if (i >= n)
             images[i - n] =
                 (gpu_image_binding){r->alloc->image, e->refl.resources[i - n].binding,
                                     e->refl.resources[i - n].kind == CUBEC_RESOURCE_SAMPLED_IMAGE
@@ -306,7 +307,7 @@ cubec_status server_emit_task(cubec_device *d, const recorder *rec, const task *
         ranges[nr++] = (hazard_range){t->indirect.alloc->mem.page, t->indirect.offset, 12, 0};
     sub_hazards_in(d, rec->hazards, cmd, ranges, nr,
                    t->indirect.alloc ? SUB_COMPUTE_INDIRECT : SUB_COMPUTE);
-    RETURN_IF_ERROR(server_record_dispatch_images(d, rec, e, infos, n, info_buffer,
+    RETURN_IF_ERROR(server_record_dispatch_images(d, rec, e, infos, bound, info_buffer,
                                                   server_task_info(d, t), images, t->resources));
     int timed = timed_in && timing_launch_begin(d, timed_in, t);
     if (t->indirect.alloc)

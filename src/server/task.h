@@ -76,6 +76,12 @@ typedef struct task {
     uint64_t stream;  /* the stream's number, for failure messages */
     const char *name; /* the kernel's name, for failure messages (lives until close) */
     uint32_t count;   /* bindings */
+    /* A launch: the last `addressed` of its `count` ranges are reached by device address
+     * (cubec_launch_desc.address_buffers): held, ordered and tainted, never bound. Bit i of
+     * address_reads: range i is one of them that the launch reads (reflection says it for the
+     * bound ones). */
+    uint32_t addressed;
+    uint32_t address_reads;
     const struct pipeline_entry *entry;
     uint32_t groups[3];
     uint32_t info_size;
@@ -195,10 +201,11 @@ static inline uint32_t task_bindings(const task *t)
 static inline int task_reads(const task *t, uint32_t i)
 {
     if (t->kind == TASK_LAUNCH) {
-        uint32_t first = t->count - t->resources;
-        cubec_access a =
-            i < first ? t->entry->refl.access[i] : t->entry->refl.resources[i - first].access;
-        return (a & CUBEC_ACCESS_READ) != 0;
+        /* Ranges: bound buffers, then those reached by address, then images. */
+        uint32_t images = t->count - t->resources, bound = images - t->addressed;
+        if (i < bound) return (t->entry->refl.access[i] & CUBEC_ACCESS_READ) != 0;
+        if (i < images) return (int)((t->address_reads >> i) & 1);
+        return (t->entry->refl.resources[i - images].access & CUBEC_ACCESS_READ) != 0;
     }
     return (int)((task_kinds[t->kind].read_mask >> i) & 1);
 }
