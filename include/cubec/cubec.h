@@ -484,8 +484,9 @@ CUBEC_MUST_USE cubec_status cubec_read(cubec_device *device, cubec_stream stream
  * after slice, width * height * depth * cubec_image_format_size bytes.
  * ------------------------------------------------------------------------------------------- */
 
+/* An image handle (cubec_image_create); 0 names none. */
 typedef struct cubec_image {
-    uint64_t id;
+    uint64_t id; /* generation-counted, like every handle */
 } cubec_image;
 
 /* Texel formats (the GLSL format qualifier in brackets). */
@@ -502,11 +503,12 @@ typedef enum cubec_image_format {
     CUBEC_IMAGE_FORMAT_R32_SINT = 9,      /* r32i */
 } cubec_image_format;
 
+/* What cubec_image_create makes (start it with CUBEC_IMAGE_DESC_INIT). */
 typedef struct cubec_image_desc {
-    uint32_t struct_size; /* CUBEC_IMAGE_DESC_INIT */
-    cubec_image_format format;
-    uint32_t width, height; /* at least 1 each */
-    uint32_t depth;         /* 0 or 1: a 2D image; more: a 3D image of that many slices */
+    uint32_t struct_size;      /* CUBEC_IMAGE_DESC_INIT */
+    cubec_image_format format; /* its texels */
+    uint32_t width, height;    /* at least 1 each */
+    uint32_t depth;            /* 0 or 1: a 2D image; more: a 3D image of that many slices */
 } cubec_image_desc;
 /* A cubec_image_desc with its struct_size set: start every one with it ("Structs that grow"). */
 #define CUBEC_IMAGE_DESC_INIT                                                                      \
@@ -550,12 +552,12 @@ typedef enum cubec_resource_kind {
 /* One binding of a launch other than a storage buffer. An element of an array whose stride the
  * header fixes: no struct_size (docs/api.md). */
 typedef struct cubec_resource {
-    cubec_resource_kind kind;
-    uint32_t set;     /* the descriptor set (0 until kernels with more sets are accepted) */
-    uint32_t binding; /* the binding in that set, as the kernel declares it */
-    uint32_t filter;  /* sampled images: 0 nearest, 1 linear; else 0 */
-    cubec_image image;
-    cubec_buffer buffer; /* reserved (texel buffers); 0 */
+    cubec_resource_kind kind; /* what is bound */
+    uint32_t set;             /* the descriptor set (0 until kernels with more sets are accepted) */
+    uint32_t binding;         /* the binding in that set, as the kernel declares it */
+    uint32_t filter;          /* sampled images: 0 nearest, 1 linear; else 0 */
+    cubec_image image;        /* the image of an image kind */
+    cubec_buffer buffer;      /* reserved (texel buffers); 0 */
 } cubec_resource;
 
 /* A wait object for asynchronous work. */
@@ -844,14 +846,14 @@ typedef struct cubec_launch_desc {
      * is at most 32. A buffer reached by address and not declared is the program's to order
      * (cubec_sync). */
     const cubec_buffer *address_buffers;
-    uint32_t address_buffer_count;
-    uint32_t address_reads;
-    uint32_t address_writes;
+    uint32_t address_buffer_count; /* address_buffers[0 .. count-1] */
+    uint32_t address_reads;        /* bit i: the launch reads address_buffers[i] */
+    uint32_t address_writes;       /* bit i: the launch writes address_buffers[i] */
     /* Images the kernel declares (storage, and sampled with a sampler), each naming its set and
      * binding (cubec_resource); every image binding of the kernel must be given once. Buffers,
      * buffers reached by address and images together are at most 32. */
     const cubec_resource *resources;
-    uint32_t resource_count;
+    uint32_t resource_count; /* resources[0 .. count-1] */
 } cubec_launch_desc;
 /* A cubec_launch_desc with its struct_size set: start every one with it ("Structs that grow"). */
 #define CUBEC_LAUNCH_DESC_INIT                                                                     \
