@@ -320,6 +320,29 @@ static cubec_status info_size_mismatch(const char *fn, uint32_t given, const pip
                        fn, given, e->name, e->info_size, also, fields);
 }
 
+/* A buffer bound as a uniform block: it must hold the block and start where the device allows
+ * a uniform buffer to (minUniformBufferOffsetAlignment, which on some devices is larger than the
+ * storage alignment that buffers' allocations keep: docs/kernels.md). Past the device's
+ * maxUniformBufferRange only the start is bound, which holds the block. */
+static cubec_status check_uniform_buffer(cubec_device *d, const char *fn, uint32_t i,
+                                         const buffer_obj *b, const pipeline_entry *e)
+{
+    const kernel_slot *s = &e->refl.slots[i];
+    if (b->size < s->block_size)
+        return INVALID_ARG("%s: desc->buffers[%u] is %" PRIu64 " bytes, smaller than the uniform "
+                           "block of %u bytes that kernel '%s' reads at set %u binding %u",
+                           fn, i, b->size, s->block_size, e->name, s->set, s->binding);
+    uint64_t align = d->gpu->caps.uniform_offset_alignment;
+    uint64_t offset = buffer_device_offset(b);
+    if (align && offset % align)
+        return INVALID_ARG("%s: desc->buffers[%u] starts at byte %" PRIu64 " of its memory, not a "
+                           "multiple of the device's uniform-buffer offset alignment %" PRIu64
+                           ": kernel '%s' binds it as the uniform block at set %u binding %u "
+                           "(bind a view at an aligned offset)",
+                           fn, i, offset, align, e->name, s->set, s->binding);
+    return NULL;
+}
+
 /* `k` has its entry, or (entry NULL) did not compile in the queue: then only the buffers are
  * checked, the interface being unknown. */
 static cubec_status check_launch(cubec_device *d, const cubec_launch_desc *desc,
@@ -329,8 +352,12 @@ static cubec_status check_launch(cubec_device *d, const cubec_launch_desc *desc,
     const pipeline_entry *e = k->entry;
     a->entry = e;
     a->name = k->name;
-    if (e && desc->buffer_count != e->refl.binding_count)
-        return INVALID_ARG("%s: desc->buffer_count is %u but kernel '%s' has %u storage buffers",
+    /* More buffers than the module's layout takes are fine: they are not bound (a caller's
+     * layout may be a superset of what an optimizer left, docs/kernels.md). */
+    if (e && desc->buffer_count < e->refl.binding_count)
+        return INVALID_ARG("%s: desc->buffer_count is %u but kernel '%s' takes %u buffers (its "
+                           "bindings, gaps included, docs/kernels.md \"Bringing existing "
+                           "shaders\")",
                            fn, desc->buffer_count, e->name, e->refl.binding_count);
     if (desc->buffer_count && !desc->buffers)
         return INVALID_ARG("%s: desc->buffers is NULL with buffer_count %u", fn,
@@ -352,6 +379,10 @@ static cubec_status check_launch(cubec_device *d, const cubec_launch_desc *desc,
         }
         if (bufs[i]->size == 0)
             return INVALID_ARG("%s: desc->buffers[%u] has size 0 and cannot be bound", fn, i);
+        if (e && i < e->refl.binding_count && e->refl.slots[i].kind == KERNEL_SLOT_UNIFORM) {
+            RETURN_IF_ERROR(check_uniform_buffer(d, fn, i, bufs[i], e));
+            continue;
+        }
         if (bufs[i]->size > d->info.max_storage_buffer_range)
             return INVALID_ARG("%s: desc->buffers[%u] is %" PRIu64
                                " bytes, more than the device's max_storage_buffer_range %" PRIu64

@@ -130,6 +130,10 @@ static cubec_status build_pipeline(const build_ctx *b, pipeline_entry *e, const 
                                    const cubec_kernel_desc *desc)
 {
     RETURN_IF_ERROR(count_fault(b, CUBEC_FAULT_PIPELINE, CUBEC_INTERNAL));
+    gpu_slot slots[KERNEL_MAX_SLOTS];
+    for (uint32_t i = 0; i < e->refl.binding_count; i++)
+        slots[i] =
+            (gpu_slot){e->refl.slots[i].kind, e->refl.slots[i].set, e->refl.slots[i].binding};
     gpu_pipeline_desc pd = {.spirv = words,
                             .spec = (const gpu_spec_constant *)desc->spec_constants,
                             .spec_count = desc->spec_constant_count,
@@ -137,6 +141,8 @@ static cubec_status build_pipeline(const build_ctx *b, pipeline_entry *e, const 
                             .words = word_count,
                             .entry_point = entry_point,
                             .binding_count = e->refl.binding_count,
+                            .slots = slots,
+                            .set_count = e->refl.set_count,
                             .info_buffer = e->refl.has_info_buffer,
                             .info_uniform = e->refl.info_uniform,
                             .push_size = e->refl.push_constant_size,
@@ -227,6 +233,23 @@ static cubec_status specialize_shared_size(const char *name, const uint32_t *wor
     return NULL;
 }
 
+/* A uniform block is bound with a range of at most maxUniformBufferRange: a larger block would
+ * read past it (undefined in Vulkan), so it is refused here, naming it. */
+static cubec_status check_uniform_blocks(const char *name, const kernel_reflection *r,
+                                         uint64_t max_uniform_range)
+{
+    for (uint32_t i = 0; i < r->binding_count; i++) {
+        const kernel_slot *s = &r->slots[i];
+        if (s->kind == KERNEL_SLOT_UNIFORM && s->block_size > max_uniform_range)
+            return status_make(CUBEC_UNSUPPORTED,
+                               "kernel '%s': the uniform block at set %u binding %u is %u bytes, "
+                               "more than the device's maxUniformBufferRange of %" PRIu64
+                               " bytes; declare it as a readonly buffer",
+                               name, s->set, s->binding, s->block_size, max_uniform_range);
+    }
+    return NULL;
+}
+
 /* Compiles, reflects, checks and creates the pipeline of `desc` into a new entry that only this
  * thread sees until it is published. Errors come back unannotated by the device (publish notes
  * them). */
@@ -292,6 +315,7 @@ static cubec_status build_entry(const build_ctx *b, const cubec_kernel_desc *des
         limits.required_subgroup_size = pipeline_subgroup_size(b, desc);
         limits.max_workgroup_subgroups = b->d->gpu->caps.max_workgroup_subgroups;
         err = kernel_limits_check(name, &e->refl, &limits);
+        if (!err) err = check_uniform_blocks(name, &e->refl, b->d->gpu->caps.max_uniform_range);
     }
     if (!err) {
         e->info_in_push = e->refl.push_constant_size > 0;

@@ -249,15 +249,18 @@ cubec_status server_emit_task(cubec_device *d, const recorder *rec, const task *
     }
     const pipeline_entry *e = t->entry;
     gpu_binding infos[32];
-    uint32_t n = t->count;
+    /* Buffers past the module's slots are not bound; those at slots it left unused are passed
+     * but not bound (the backend skips them). Neither is accessed, so neither orders anything. */
+    uint32_t n = t->count < e->refl.binding_count ? t->count : e->refl.binding_count;
+    uint32_t nr = 0;
     for (uint32_t i = 0; i < n; i++) {
         const bound_range *r = task_b(d->streams->slots, t, i);
         gpu_mem *p = r->alloc->mem.page;
         infos[i] = (gpu_binding){p, r->offset, r->size};
-        ranges[i] =
-            (hazard_range){p, bound_start(r), bound_bytes(r), (int)((t->write_mask >> i) & 1)};
+        if (e->refl.access[i])
+            ranges[nr++] =
+                (hazard_range){p, bound_start(r), bound_bytes(r), (int)((t->write_mask >> i) & 1)};
     }
-    uint32_t nr = n;
     if (t->indirect.alloc)
         ranges[nr++] = (hazard_range){t->indirect.alloc->mem.page, t->indirect.offset, 12, 0};
     sub_hazards_in(d, rec->hazards, cmd, ranges, nr,

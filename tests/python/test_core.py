@@ -110,7 +110,7 @@ void main() { o[gl_GlobalInvocationID.x] = gl_GlobalInvocationID.x * SCALE + OFF
 
 def test_errors_are_the_class_of_their_code(dev, saxpy):
     b = dev.empty(4)
-    with pytest.raises(cubec.InvalidArgument, match="3 storage buffers") as e:
+    with pytest.raises(cubec.InvalidArgument, match="takes 3 buffers") as e:
         saxpy(b, b, groups=1, info=saxpy_info(4, 1.0))
     assert isinstance(e.value, ValueError) and e.value.code == 1
     with pytest.raises(cubec.CompileFailed, match="broken"):
