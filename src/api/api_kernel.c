@@ -306,15 +306,30 @@ static uint32_t padded_info_size(const pipeline_entry *e)
     return (e->info_size + align - 1) / align * align;
 }
 
+/* A module's own push-constant block (not CUBEC_INFO's) takes any info_size from its declared
+ * size up to the device's maxPushConstantsSize, as a Vulkan push range may be larger than the
+ * block: a C struct pads at its end (issue 24). Only the block's bytes are pushed; the rest is
+ * never read. CUBEC_INFO blocks keep the exact sizes, which catch a struct that went astray. */
+static int push_range_fits(const cubec_device *d, const pipeline_entry *e, uint32_t size)
+{
+    return e->info_in_push && e->refl.push_block_own && size > e->info_size &&
+           size <= d->info.max_push_constants_size;
+}
+
 /* A wrong size names the block's members and offsets, so that the caller sees which member of
  * the C struct went astray (a vec3 at 16, not at 4). */
-static cubec_status info_size_mismatch(const char *fn, uint32_t given, const pipeline_entry *e)
+static cubec_status info_size_mismatch(const cubec_device *d, const char *fn, uint32_t given,
+                                       const pipeline_entry *e)
 {
     char fields[640];
     kernel_info_layout_describe(e->layout, fields, sizeof fields);
     uint32_t padded = padded_info_size(e);
-    char also[48] = "";
-    if (padded != e->info_size) snprintf(also, sizeof also, " (or %u, padded as in C)", padded);
+    char also[96] = "";
+    if (push_range_fits(d, e, e->info_size + 1))
+        snprintf(also, sizeof also, " (or up to maxPushConstantsSize %u)",
+                 d->info.max_push_constants_size);
+    else if (padded != e->info_size)
+        snprintf(also, sizeof also, " (or %u, padded as in C)", padded);
     return INVALID_ARG("%s: desc->info_size is %u but kernel '%s' declares %u bytes of metadata%s: "
                        "%s (std430 offsets, docs/kernels.md)",
                        fn, given, e->name, e->info_size, also, fields);
@@ -366,8 +381,9 @@ static cubec_status check_launch(cubec_device *d, const cubec_launch_desc *desc,
         return INVALID_ARG("%s: desc->declared_outputs is 0x%x, which names buffers past "
                            "buffer_count %u",
                            fn, desc->declared_outputs, desc->buffer_count);
-    if (e && desc->info_size != e->info_size && desc->info_size != padded_info_size(e))
-        return info_size_mismatch(fn, desc->info_size, e);
+    if (e && desc->info_size != e->info_size && desc->info_size != padded_info_size(e) &&
+        !push_range_fits(d, e, desc->info_size))
+        return info_size_mismatch(d, fn, desc->info_size, e);
     if (desc->info_size && !desc->info)
         return INVALID_ARG("%s: desc->info is NULL with info_size %u", fn, desc->info_size);
     for (uint32_t i = 0; i < desc->buffer_count; i++) {

@@ -490,6 +490,8 @@ static cubec_status reflect_push_constants(reflector *rf, kernel_reflection *out
                            n, resource_name(&list[0]), resource_name(&list[1]));
     RETURN_IF_ERROR(block_size(rf, &list[0], &out->push_constant_size));
     rf->info_type = list[0].base_type_id;
+    const char *block = spvc_compiler_get_name(rf->compiler, list[0].base_type_id);
+    out->push_block_own = !block || strcmp(block, "CubecInfo") != 0;
     return NULL;
 }
 

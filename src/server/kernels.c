@@ -12,6 +12,7 @@
 #include "base/log.h"
 #include "kernel/capabilities.h"
 #include "kernel/limits.h"
+#include "kernel/push_to_buffer.h"
 #include "kernel/workgroup_memory.h"
 #include "server/device.h"
 #include "server/health.h"
@@ -250,6 +251,30 @@ static cubec_status check_uniform_blocks(const char *name, const kernel_reflecti
     return NULL;
 }
 
+/* A push-constant block larger than the device's maxPushConstantsSize: the module is rewritten so
+ * that the block is a read-only storage buffer at the metadata binding (kernel/push_to_buffer.h),
+ * and reflected again (validated: the rewrite must give a module the driver accepts). The
+ * launch's info bytes then go through the metadata ring like a CUBEC_INFO block in a buffer. */
+static cubec_status move_push_block(const char *name, const uint32_t *words, size_t count,
+                                    const char *entry_point, uint32_t version, pipeline_entry *e,
+                                    uint32_t **moved, size_t *moved_count)
+{
+    uint32_t size = e->refl.push_constant_size;
+    cubec_status err = kernel_push_to_buffer(words, count, moved, moved_count);
+    if (!err) {
+        kernel_info_layout_free(e->layout);
+        e->layout = NULL;
+        err = kernel_reflect_layout(*moved, *moved_count, entry_point, version, 0, &e->refl,
+                                    &e->layout);
+    }
+    if (err)
+        return status_annotate(err,
+                               "kernel '%s': moving its push-constant block of %u bytes to a "
+                               "buffer",
+                               name, size);
+    return NULL;
+}
+
 /* Compiles, reflects, checks and creates the pipeline of `desc` into a new entry that only this
  * thread sees until it is published. Errors come back unannotated by the device (publish notes
  * them). */
@@ -303,10 +328,19 @@ static cubec_status build_entry(const build_ctx *b, const cubec_kernel_desc *des
         if (err && cubec_status_code(err) != CUBEC_UNSUPPORTED)
             err = status_annotate(err, "kernel '%s'", name);
     }
+    uint32_t *moved = NULL;
+    size_t moved_count = 0;
+    if (!err && e->refl.push_constant_size > b->info.max_push_constants_size &&
+        !e->refl.has_info_buffer)
+        err = move_push_block(name, desc->glsl ? words : desc->spirv,
+                              desc->glsl ? count : desc->spirv_words, entry_point, version, e,
+                              &moved, &moved_count);
+    /* The module the pipeline is made of: the rewritten one, the compiled GLSL or the caller's. */
+    const uint32_t *module = moved ? moved : desc->glsl ? words : desc->spirv;
+    size_t module_words = moved ? moved_count : desc->glsl ? count : desc->spirv_words;
     if (!err) err = check_spec_constants(name, &e->refl, desc);
     if (!err && desc->spec_constant_count)
-        err = specialize_shared_size(name, desc->glsl ? words : desc->spirv,
-                                     desc->glsl ? count : desc->spirv_words, desc, &e->refl);
+        err = specialize_shared_size(name, module, module_words, desc, &e->refl);
     if (!err)
         err = capabilities_check(name, b->info.name, e->refl.capabilities, e->refl.capability_count,
                                  &b->features);
@@ -320,10 +354,10 @@ static cubec_status build_entry(const build_ctx *b, const cubec_kernel_desc *des
     if (!err) {
         e->info_in_push = e->refl.push_constant_size > 0;
         e->info_size = e->info_in_push ? e->refl.push_constant_size : e->refl.info_buffer_size;
-        err = build_pipeline(b, e, desc->glsl ? words : desc->spirv,
-                             desc->glsl ? count : desc->spirv_words, entry_point, desc);
+        err = build_pipeline(b, e, module, module_words, entry_point, desc);
         if (err) err = status_annotate(err, "kernel '%s'", name);
     }
+    free(moved);
     free(words);
     if (err) {
         destroy_entry(b->d, e);
