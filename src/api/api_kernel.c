@@ -313,7 +313,7 @@ static uint32_t padded_info_size(const pipeline_entry *e)
  * never read. CUBEC_INFO blocks keep the exact sizes, which catch a struct that went astray. */
 static int push_range_fits(const cubec_device *d, const pipeline_entry *e, uint32_t size)
 {
-    return e->info_in_push && e->refl.push_block_own && size > e->info_size &&
+    return e->info_in_push && e->push_block_own && size > e->info_size &&
            size <= d->info.max_push_constants_size;
 }
 

@@ -224,7 +224,7 @@ static cubec_status reject_other_resources(reflector *rf)
                 spvc_compiler_get_decoration(rf->compiler, list[0].id, SpvDecorationBinding);
             return status_make(CUBEC_INVALID_SPIRV,
                                "kernel declares a %s '%s' (set %u, binding %u): cubec kernels may "
-                               "use only storage buffers (set 0) and one push-constant block",
+                               "use only storage and uniform buffers and one push-constant block",
                                resource_type_name(refused[t]), resource_name(&list[0]), set,
                                binding);
         }
@@ -491,8 +491,6 @@ static cubec_status reflect_push_constants(reflector *rf, kernel_reflection *out
                            n, resource_name(&list[0]), resource_name(&list[1]));
     RETURN_IF_ERROR(block_size(rf, &list[0], &out->push_constant_size));
     rf->info_type = list[0].base_type_id;
-    const char *block = spvc_compiler_get_name(rf->compiler, list[0].base_type_id);
-    out->push_block_own = !block || strcmp(block, "CubecInfo") != 0;
     return NULL;
 }
 

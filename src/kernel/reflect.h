@@ -58,13 +58,10 @@ typedef struct kernel_reflection {
                                     else READ_WRITE (on the variable, the block or every member);
                                     READ for a uniform block, 0 for an unused slot */
     uint32_t push_constant_size; /* declared size of the push-constant block, 0 if none */
-    /* The push block is the module's own, not CUBEC_INFO's (whose block is named CubecInfo):
-     * a launch may pass more bytes than it declares, as a Vulkan push range may be larger. */
-    int push_block_own;
-    int has_info_buffer;        /* a metadata block at binding CUBEC_INFO_BINDING */
-    int info_uniform;           /* ... which is a uniform buffer (else a storage buffer) */
-    uint32_t info_buffer_size;  /* its declared size */
-    uint32_t workgroup_size[3]; /* LocalSize of the entry point, specialized */
+    int has_info_buffer;         /* a metadata block at binding CUBEC_INFO_BINDING */
+    int info_uniform;            /* ... which is a uniform buffer (else a storage buffer) */
+    uint32_t info_buffer_size;   /* its declared size */
+    uint32_t workgroup_size[3];  /* LocalSize of the entry point, specialized */
     /* Per dimension, the SPIR-V id of the specialization constant (or expression) that gives it
      * (local_size_x_id ...), 0 for a literal; and its SpecId + 1 (0: none), for messages. */
     uint32_t workgroup_size_ids[3];

@@ -351,6 +351,9 @@ static cubec_status build_entry(const build_ctx *b, const cubec_kernel_desc *des
     }
     if (!err) {
         e->info_in_push = e->refl.push_constant_size > 0;
+        /* A GLSL source that names CUBEC_INFO has its metadata block in cubec's hands (the name
+         * of its block, CubecInfo, is gone from optimized modules); SPIR-V's is its own. */
+        e->push_block_own = e->info_in_push && (!desc->glsl || !strstr(desc->glsl, "CUBEC_INFO"));
         e->info_size = e->info_in_push ? e->refl.push_constant_size : e->refl.info_buffer_size;
         err = build_pipeline(b, e, module, module_words, entry_point, desc);
         if (err) err = status_annotate(err, "kernel '%s'", name);

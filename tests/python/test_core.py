@@ -71,6 +71,24 @@ def test_saxpy_with_a_numpy_record(dev, saxpy):
     assert saxpy.bindings == 3 and saxpy.info_size == 8 and saxpy.access == ("r", "r", "w")
 
 
+def test_layout_as_written_gap_extra_buffer_and_uniform(dev):
+    # Binding 1 is a gap, binding 2 a uniform block; a fourth buffer is past the layout.
+    src = """#version 450
+layout(local_size_x = 64) in;
+layout(std430, binding = 0) readonly buffer A { uint a[]; };
+layout(std140, binding = 2) uniform U { uint mul; uint add; } u;
+layout(std430, binding = 3) writeonly buffer C { uint c[]; };
+void main() { uint i = gl_GlobalInvocationID.x; c[i] = a[i] * u.mul + u.add; }
+"""
+    k = dev.kernel(glsl=src, name="layout")
+    assert k.bindings == 4 and k.access == ("r", None, "r", "w")
+    a = np.arange(128, dtype=np.uint32)
+    ba, gap, extra = dev.buffer(a), dev.empty(4, "uint32"), dev.empty(4, "uint32")
+    ub, bc = dev.buffer(np.array([3, 5, 0, 0], dtype=np.uint32)), dev.empty(128, "uint32")
+    k(ba, gap, ub, bc, extra, groups=2)
+    np.testing.assert_array_equal(bc.numpy(), a * 3 + 5)
+
+
 def test_saxpy_with_bytes_and_a_stream(dev, saxpy):
     n = 100
     x = np.arange(n, dtype=np.float32)

@@ -368,6 +368,45 @@ static void test_failure_through_uniform_buffer(void **state)
     test_device_close(d);
 }
 
+/* A buffer that carries a failure at a slot the module leaves unbound (the gap, or past the last
+ * binding) is not an input: the launch runs and its output is good. */
+static void test_failure_in_unbound_buffer_is_not_an_input(void **state)
+{
+    (void)state;
+    cubec_device *d = open_device();
+    cubec_stream s = new_stream(d);
+    cubec_kernel produce = make_kernel(d, "produce", produce_src);
+    cubec_kernel k = kernel_of(d, "gap", gap_src);
+    uint32_t a[N], zero[N], want[N];
+    fill_words(a, N, 11);
+    memset(zero, 0, sizeof zero);
+    tbuf bad = make_numbered_buffer(d, s, zero, sizeof zero);
+    tbuf in = make_numbered_buffer(d, s, a, sizeof a);
+    tbuf out = make_numbered_buffer(d, s, zero, sizeof zero);
+    taint_by_lost_submission(d, s, produce, bad.h, N, 1, 0);
+    cubec_buffer bufs[4] = {in.h, bad.h, out.h, bad.h};
+    const uint32_t pc[2] = {4, 9};
+    cubec_launch_desc ld = CUBEC_LAUNCH_DESC_INIT;
+    ld.kernel = k;
+    ld.buffers = bufs;
+    ld.buffer_count = 4;
+    ld.info = pc;
+    ld.info_size = sizeof pc;
+    ld.groups[0] = N / 64;
+    ld.groups[1] = ld.groups[2] = 1;
+    ASSERT_OK(cubec_launch(d, s, &ld));
+    ASSERT_OK(cubec_sync_check(d, s, &out.h, 1));
+    for (uint32_t i = 0; i < N; i++)
+        want[i] = a[i] * 4u + 9u;
+    expect_range_in(d, s, out.h, N, 0, N, want, "c of the launch beside a failed buffer");
+    ASSERT_OK(cubec_buffer_release(d, bad.h));
+    ASSERT_OK(cubec_buffer_release(d, in.h));
+    ASSERT_OK(cubec_buffer_release(d, out.h));
+    ASSERT_OK(cubec_kernel_destroy(d, produce));
+    ASSERT_OK(cubec_kernel_destroy(d, k));
+    test_device_close(d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -378,6 +417,7 @@ int main(void)
         cmocka_unit_test(test_push_block_beside_uniform_block),
         cmocka_unit_test(test_graph_of_uniform_kernel),
         cmocka_unit_test(test_failure_through_uniform_buffer),
+        cmocka_unit_test(test_failure_in_unbound_buffer_is_not_an_input),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
