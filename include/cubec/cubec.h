@@ -467,7 +467,10 @@ CUBEC_MUST_USE cubec_status cubec_buffer_release(cubec_device *device, cubec_buf
  * host memory may be reused as soon as the call returns. */
 CUBEC_MUST_USE cubec_status cubec_write(cubec_device *device, cubec_stream stream, cubec_buffer dst,
                                         uint64_t offset, const void *src, uint64_t size);
-/* Copies buffer bytes to host memory after all earlier work on the stream; blocks. */
+/* Copies buffer bytes to host memory after all earlier work on the stream that uses the buffer
+ * (the streams' work that writes it, on other streams too); blocks. A launch uses the buffers it
+ * binds and those it declares in cubec_launch_desc.address_buffers; one that reaches the buffer
+ * through a device address without declaring it is not waited for (cubec_sync first). */
 CUBEC_MUST_USE cubec_status cubec_read(cubec_device *device, cubec_stream stream, cubec_buffer src,
                                        uint64_t offset, void *dst, uint64_t size);
 
@@ -749,6 +752,19 @@ typedef struct cubec_launch_desc {
      * compile in the queue (cubec_kernel_queue): those buffers then carry the compile error, and
      * no other buffer is touched; with none declared the launch returns the error. */
     uint32_t declared_outputs;
+    /* Buffers the kernel reaches through device addresses (GL_EXT_buffer_reference, the address
+     * from cubec_buffer_raw) instead of a binding. Declared here, they are ordered, held, tainted
+     * and captured into graphs as bound buffers are: a cubec_read waits for the launch that
+     * writes one, the launch is skipped when one it reads carries a failure, and one it writes
+     * carries the launch's failure (or its compile error, as declared_outputs do). They are not
+     * bound. Bit i of address_reads / address_writes: the launch reads / writes
+     * address_buffers[i]; each buffer needs at least one. buffer_count plus address_buffer_count
+     * is at most 32. A buffer reached by address and not declared is the program's to order
+     * (cubec_sync). */
+    const cubec_buffer *address_buffers;
+    uint32_t address_buffer_count;
+    uint32_t address_reads;
+    uint32_t address_writes;
 } cubec_launch_desc;
 /* A cubec_launch_desc with its struct_size set: start every one with it ("Structs that grow"). */
 #define CUBEC_LAUNCH_DESC_INIT                                                                     \
