@@ -98,7 +98,8 @@ static int read_file(glsl_sources *s, const char *path, const glsl_source_file *
         file->path = strfmt("%s", path);
     }
     if (!file || !file->path ||
-        array_grow((void **)&s->files, &s->file_cap, s->file_count + 1, sizeof *s->files) != 0) {
+        array_grow((void **)&s->files, &s->file_cap, s->file_count + 1,
+                   sizeof(glsl_source_file *)) != 0) {
         if (file) free(file->path);
         free(file);
         free(text);
@@ -272,15 +273,14 @@ cubec_status glsl_sources_gather(const char *fn, const char *source, const char 
     size_t own = strlen(source);
     s->max_bytes = max_bytes;
     s->total_bytes = own < max_bytes ? own : max_bytes;
-    cubec_status err = NULL;
-    if (source_path && !(s->source_dir = dir_of(source_path)))
-        err = status_make(CUBEC_OUT_OF_MEMORY, "%s: host out of memory (includes)", fn);
-    if (!err && dir_count && !(s->dirs = calloc(dir_count, sizeof *s->dirs)))
-        err = status_make(CUBEC_OUT_OF_MEMORY, "%s: host out of memory (includes)", fn);
-    for (uint32_t i = 0; !err && i < dir_count; i++, s->dir_count++)
-        if (!(s->dirs[i] = strfmt("%s", dirs[i])))
-            err = status_make(CUBEC_OUT_OF_MEMORY, "%s: host out of memory (includes)", fn);
-    if (!err) err = scan(s, NULL, source, own);
+    int ok = !source_path || (s->source_dir = dir_of(source_path)) != NULL;
+    char **copies = ok && dir_count ? calloc(dir_count, sizeof *copies) : NULL;
+    ok = ok && (dir_count == 0 || copies);
+    s->dirs = copies;
+    for (uint32_t i = 0; ok && copies && i < dir_count; i++, s->dir_count++)
+        ok = (copies[i] = strfmt("%s", dirs[i])) != NULL;
+    cubec_status err = ok ? scan(s, NULL, source, own)
+                          : status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (includes)");
     /* Files found are appended as they are read: this walks them all, each once. */
     for (uint32_t i = 0; !err && i < s->file_count; i++)
         err = scan(s, s->files[i], s->files[i]->text, s->files[i]->length);
