@@ -50,7 +50,7 @@ extern "C" {
  * (docs/api.md, "Versions and the ABI"). */
 #define CUBEC_VERSION_MAJOR 0
 #define CUBEC_VERSION_MINOR 2
-#define CUBEC_VERSION_PATCH 0
+#define CUBEC_VERSION_PATCH 1
 
 /* A version packed into one number that compares in order: major << 16 | minor << 8 | patch
  * (minor and patch stay below 256). */
@@ -581,8 +581,9 @@ typedef struct cubec_kernel_desc {
     uint32_t define_count;
     const char *entry_point; /* default "main"                                      */
     int optimize;            /* non-zero: shaderc -O                                */
-    /* Values for the module's 32-bit specialization constants; ids it does not declare, 64-bit
-     * constants and the workgroup size's (local_size_x_id ...) are refused. */
+    /* Values for the module's 32-bit specialization constants; ids it does not declare and
+     * 64-bit constants are refused. A workgroup size (local_size_x_id ...) and shared arrays that
+     * they set take these values, and the limits are checked on them (docs/kernels.md). */
     const cubec_spec_constant *spec_constants;
     uint32_t spec_constant_count;
     /* The subgroup size the kernel runs with (gl_SubgroupSize), or 0: the driver's choice. A
@@ -629,6 +630,10 @@ typedef struct cubec_kernel_info {
      * per member, a struct member's own members in its place (docs/kernels.md, "Filling the block
      * by name"). Added last (docs/api.md, "Struct growth"). */
     uint32_t info_field_count;
+    /* Bytes of shared (Workgroup) memory the kernel declares, as the driver counts them: with the
+     * values of its specialization constants, as workgroup_size is (docs/kernels.md,
+     * "Specialization constants"). Added last (docs/api.md, "Struct growth"). */
+    uint64_t shared_memory_size;
 } cubec_kernel_info;
 /* A cubec_kernel_info with its struct_size set: start every one with it ("Structs that grow"). */
 #define CUBEC_KERNEL_INFO_INIT                                                                     \
@@ -1223,8 +1228,27 @@ typedef struct cubec_guard {
 CUBEC_MUST_USE cubec_status cubec_buffer_raw(cubec_device *device, cubec_stream stream,
                                              cubec_buffer buffer, cubec_raw_buffer *out_raw,
                                              cubec_guard *out_guard);
-/* Releases a guard; a zero or already released guard is ignored. */
+/* Releases a guard; a zero or already released guard is ignored. Releasing the guard of a
+ * cubec_buffer_map unmaps: the pointer must not be used after it. */
 CUBEC_MUST_USE cubec_status cubec_guard_release(cubec_device *device, cubec_guard guard);
+
+/* The host address of `buffer`'s bytes (a view gives its own first byte) where its memory is
+ * host-visible and coherent (docs/memory.md "Host mappings"): every CPU device (lavapipe, the null
+ * backend) and integrated GPUs; a discrete GPU's device-local memory is refused with
+ * CUBEC_UNSUPPORTED naming the buffer (read it with cubec_read). The call first waits for every
+ * queued and running use of the bytes on every stream, as cubec_buffer_raw does, and makes what
+ * the GPU wrote visible to the host, so *out_ptr holds the bytes as cubec_read would return them;
+ * a range that carries a failure is refused with that failure (never the bytes of a failed
+ * result). Until cubec_guard_release(*out_guard) the pointer stays valid: the allocation outlives
+ * the buffer's handles and relocation leaves its page in place. While mapped, the program orders
+ * its host accesses with the GPU's as with CUDA's managed memory: host writes are seen by work
+ * enqueued after them; bytes that work enqueued after the map writes are to be read after
+ * cubec_sync (or cubec_check) of its stream. Host writes clear no failure (a cubec_write does).
+ * The device's close frees the memory: the pointer dies with the device, guard or not. A size-0
+ * buffer maps to NULL. Refused while `stream` records a graph. */
+CUBEC_MUST_USE cubec_status cubec_buffer_map(cubec_device *device, cubec_stream stream,
+                                             cubec_buffer buffer, void **out_ptr,
+                                             cubec_guard *out_guard);
 
 /* The Vulkan objects of a device, for a program's own Vulkan code on cubec's memory (each handle
  * as an integer: cast it back to its Vulkan type). The program may create its own command pools,

@@ -170,6 +170,16 @@ int pyc_kwargs(const char *who, PyObject *kwnames, PyObject *const *kwvalues,
 /* Creates a Buffer object that takes over `buf` (released on failure). */
 PyObject *pyc_buffer_wrap(pyc_device *device, cubec_buffer buf, uint64_t size, PyObject *dtype,
                           PyObject *shape);
+/* mapping.c: a zero-copy view of the buffer's bytes (cubec_buffer_map, after the stream's work on
+ * the buffer): the Mapping object (buffer protocol, bytes) or a numpy array of the buffer's dtype
+ * and shape over it, whose base keeps the buffer, its device and the map alive. NULL with
+ * *out_unsupported set and no exception where the memory is not host-visible (then copy);
+ * NULL with an exception on other errors. */
+PyObject *pyc_buffer_mapping(pyc_buffer *b, cubec_stream stream, int *out_unsupported);
+PyObject *pyc_buffer_view_array(pyc_buffer *b, cubec_stream stream, int *out_unsupported);
+/* The Buffer type's bf_getbuffer: numpy's export of such a view, BufferError where the memory is
+ * not host-visible. */
+int pyc_buffer_getbuffer(PyObject *self, Py_buffer *view, int flags);
 /* Fills `desc` from a launch's arguments (see launch.c); used by k(...) and k.bind(...). */
 /* A launch's metadata bytes while they are in use: a borrowed buffer (bytes, a numpy record),
  * or a block built from an info= dict, in `local` or, when larger, on the heap. */

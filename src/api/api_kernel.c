@@ -237,6 +237,7 @@ cubec_status cubec_kernel_get_info(cubec_device *device, cubec_kernel kernel,
         info.info_in_push_constants = e->info_in_push;
         memcpy(info.workgroup_size, e->refl.workgroup_size, sizeof info.workgroup_size);
         info.info_field_count = e->layout ? e->layout->count : 0;
+        info.shared_memory_size = e->refl.shared_memory_size;
         api_struct_write(out_info, &info);
     }
     return api_unlock(device, err);
