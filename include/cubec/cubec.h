@@ -598,6 +598,18 @@ typedef struct cubec_kernel_desc {
      * subgroups stay allowed: the workgroup size need not be a multiple of it. Part of the
      * kernel's identity. */
     uint32_t required_subgroup_size;
+    /* GLSL as projects keep it (docs/kernels.md, "Bringing existing shaders"); added last.
+     * `#include "x"` is looked up next to the including file (for the kernel's own source, next
+     * to glsl_path), then in include_dirs in order; `#include <x>` in include_dirs only. The
+     * files are read when the kernel is created, and their bytes are part of its identity (an
+     * edited include is compiled again). An include not found fails with CUBEC_COMPILE_FAILED
+     * naming the file, the including file and line, and the directories searched. */
+    const char *glsl_path; /* the file `glsl` was read from (NULL: none); messages name it */
+    const char *const *include_dirs;
+    uint32_t include_dir_count;
+    /* Text inserted right after the source's #version line (e.g. `#extension ... : require`
+     * lines), or NULL; messages keep the source's own line numbers. Part of the identity. */
+    const char *preamble;
 } cubec_kernel_desc;
 /* A cubec_kernel_desc with its struct_size set: start every one with it ("Structs that grow"). */
 #define CUBEC_KERNEL_DESC_INIT                                                                     \

@@ -89,6 +89,28 @@ static cubec_status check_desc(const char *fn, cubec_device *device, const cubec
     for (uint32_t i = 0; i < desc->define_count; i++)
         if (!desc->defines[i].name || !desc->defines[i].name[0])
             return INVALID_ARG("%s: desc->defines[%u].name is empty", fn, i);
+    /* What GLSL brings of its project means nothing to SPIR-V: silently ignoring it would hide a
+     * caller's mistake. */
+    if (desc->spirv && (desc->glsl_path || desc->include_dir_count || desc->preamble))
+        return INVALID_ARG("%s: desc->%s is set for a SPIR-V kernel; glsl_path, include_dirs and "
+                           "preamble apply to GLSL",
+                           fn,
+                           desc->glsl_path           ? "glsl_path"
+                           : desc->include_dir_count ? "include_dirs"
+                                                     : "preamble");
+    if (desc->include_dir_count && !desc->include_dirs)
+        return INVALID_ARG("%s: desc->include_dirs is NULL with include_dir_count %u", fn,
+                           desc->include_dir_count);
+    for (uint32_t i = 0; i < desc->include_dir_count; i++)
+        if (!desc->include_dirs[i] || !desc->include_dirs[i][0])
+            return INVALID_ARG("%s: desc->include_dirs[%u] is %s", fn, i,
+                               desc->include_dirs[i] ? "empty" : "NULL");
+    if (desc->glsl_path && !desc->glsl_path[0])
+        return INVALID_ARG("%s: desc->glsl_path is empty (NULL: the source came from no file)", fn);
+    if (desc->preamble && strnlen(desc->preamble, (size_t)limit + 1) > limit)
+        return INVALID_ARG("%s: desc->preamble is %zu bytes long, more than the limit of %" PRIu64
+                           " bytes ([kernel] max_source_bytes, CUBEC_MAX_SOURCE_BYTES)",
+                           fn, strlen(desc->preamble), limit);
     if (desc->spec_constant_count && !desc->spec_constants)
         return INVALID_ARG("%s: desc->spec_constants is NULL with spec_constant_count %u", fn,
                            desc->spec_constant_count);
@@ -124,17 +146,29 @@ static cubec_status create(const char *fn, cubec_device *device, const cubec_ker
     int queue = mode == CREATE_AS_CONFIGURED ? device->config.compile_async : mode == CREATE_QUEUED;
     /* The identity is hashed before the lock, and the build releases it (server/kernels.h):
      * nothing is resolved before the build, so nothing can change underneath. */
-    uint64_t key = server_kernel_identity(desc, device->info.robust);
-    RETURN_IF_ERROR(api_lock(device, fn));
+    /* The files a GLSL kernel includes are read now, once: their bytes are part of the identity,
+     * and the build compiles this snapshot of them. */
+    glsl_sources *includes = NULL;
+    if (desc->glsl)
+        RETURN_IF_ERROR(glsl_sources_gather(fn, desc->glsl, desc->glsl_path, desc->include_dirs,
+                                            desc->include_dir_count,
+                                            (uint64_t)device->config.max_source_bytes, &includes));
+    uint64_t key = server_kernel_identity(desc, includes, device->info.robust);
+    cubec_status err = api_lock(device, fn);
+    if (err) {
+        glsl_sources_free(includes);
+        return err;
+    }
     kernel_obj *k = calloc(1, sizeof *k);
-    if (!k)
+    if (!k) {
+        glsl_sources_free(includes);
         return api_unlock(device, status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (kernel)"));
-    cubec_status err = NULL;
+    }
     if (queue) {
-        err = compile_queue_add(device, desc, key, k);
+        err = compile_queue_add(device, desc, &includes, key, k);
     } else {
         pipeline_entry *e;
-        err = server_kernel_create(device, desc, key, &e);
+        err = server_kernel_create(device, desc, includes, key, &e);
         if (!err) {
             k->entry = e;
             err = server_kernel_name(e, desc->name, &k->name);
@@ -145,6 +179,9 @@ static cubec_status create(const char *fn, cubec_device *device, const cubec_ker
         compile_queue_drop_handle(device, k);
         free(k);
     }
+    /* A queued job took the snapshot; otherwise the build is over. Freed under the lock: a
+     * queued kernel's job frees its own there too. */
+    glsl_sources_free(includes);
     return api_unlock(device, err);
 }
 

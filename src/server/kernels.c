@@ -29,7 +29,14 @@ static double now_ms(void)
     return (double)clock_now_ns() / 1e6;
 }
 
-uint64_t server_kernel_identity(const cubec_kernel_desc *desc, int robust)
+static void hash_add(void *ctx, const void *bytes, size_t n)
+{
+    uint64_t *h = ctx;
+    *h = hash_bytes(*h, bytes, n);
+}
+
+uint64_t server_kernel_identity(const cubec_kernel_desc *desc, const glsl_sources *includes,
+                                int robust)
 {
     uint64_t h = HASH_SEED;
     if (desc->glsl) {
@@ -53,6 +60,26 @@ uint64_t server_kernel_identity(const cubec_kernel_desc *desc, int robust)
     if (desc->required_subgroup_size) {
         h = hash_str(h, "required_subgroup_size");
         h = hash_u64(h, desc->required_subgroup_size);
+    }
+    /* What a GLSL kernel brings of its project: hashed only when set, as above. The included
+     * files' bytes are part of the identity, so an edited include is compiled again. */
+    if (desc->glsl && desc->glsl_path) {
+        h = hash_str(h, "glsl_path");
+        h = hash_str(h, desc->glsl_path);
+    }
+    if (desc->glsl && desc->include_dir_count) {
+        h = hash_str(h, "include_dirs");
+        h = hash_u64(h, desc->include_dir_count);
+        for (uint32_t i = 0; i < desc->include_dir_count; i++)
+            h = hash_str(h, desc->include_dirs[i]);
+    }
+    if (desc->glsl && desc->preamble && desc->preamble[0]) {
+        h = hash_str(h, "preamble");
+        h = hash_str(h, desc->preamble);
+    }
+    if (desc->glsl && glsl_sources_any(includes)) {
+        h = hash_str(h, "includes");
+        glsl_sources_digest(includes, hash_add, &h);
     }
     /* The driver compiles the bounds checks into the pipeline; hashed only when on, as above. */
     if (robust) {
@@ -82,6 +109,7 @@ typedef struct build_ctx {
     cubec_device_info info;
     feature_set features;
     glsl_compiler *compiler;
+    glsl_sources *includes; /* the build's own (the creating call's, or its queued job's) */
     server_compile_hook hook;
     void *hook_user;
     double t0;
@@ -159,11 +187,14 @@ static cubec_status compile_glsl(const build_ctx *b, const cubec_kernel_desc *de
                                  const char *name, glsl_info_form form, uint32_t **words,
                                  size_t *count, int *from_disk)
 {
-    *from_disk = kernel_disk_load_spirv(b->d, desc, (int)form, words, count);
+    *from_disk = kernel_disk_load_spirv(b->d, desc, b->includes, (int)form, words, count);
     if (*from_disk) return NULL;
     RETURN_IF_ERROR(count_fault(b, CUBEC_FAULT_COMPILE, CUBEC_COMPILE_FAILED));
-    RETURN_IF_ERROR(glsl_compile(b->compiler, name, desc->glsl, desc->defines, desc->define_count,
-                                 desc->entry_point, desc->optimize, form, words, count));
+    glsl_source_options more = {
+        .preamble = desc->preamble, .file_name = desc->glsl_path, .includes = b->includes};
+    RETURN_IF_ERROR(glsl_compile_with(b->compiler, name, desc->glsl, &more, desc->defines,
+                                      desc->define_count, desc->entry_point, desc->optimize, form,
+                                      words, count));
     return NULL;
 }
 
@@ -181,7 +212,8 @@ static cubec_status reflect_glsl(const build_ctx *b, const cubec_kernel_desc *de
     e->layout = NULL;
     RETURN_IF_ERROR(kernel_reflect_layout(words, count, entry_point, version, e->spirv_from_disk,
                                           &e->refl, &e->layout));
-    if (!e->spirv_from_disk) kernel_disk_store_spirv(b->d, desc, (int)form, words, count);
+    if (!e->spirv_from_disk)
+        kernel_disk_store_spirv(b->d, desc, b->includes, (int)form, words, count);
     return NULL;
 }
 
@@ -388,8 +420,8 @@ static int in_flight(const cubec_device *d, uint64_t key)
 }
 
 /* Under the device lock: what the build needs of the device. */
-static cubec_status build_begin(cubec_device *d, const cubec_kernel_desc *desc, int locked,
-                                build_ctx *out)
+static cubec_status build_begin(cubec_device *d, const cubec_kernel_desc *desc,
+                                glsl_sources *includes, int locked, build_ctx *out)
 {
     kernel_disk_begin(d);
     if (desc->glsl && !d->kernels->compiler)
@@ -399,6 +431,7 @@ static cubec_status build_begin(cubec_device *d, const cubec_kernel_desc *desc, 
                        .info = d->info,
                        .features = d->gpu->features,
                        .compiler = d->kernels->compiler,
+                       .includes = includes,
                        .hook = d->kernels->hook,
                        .hook_user = d->kernels->hook_user,
                        .t0 = now_ms(),
@@ -459,8 +492,8 @@ static cubec_status publish(cubec_device *d, const build_ctx *b, const cubec_ker
     return NULL;
 }
 
-cubec_status server_kernel_create(cubec_device *d, const cubec_kernel_desc *desc, uint64_t key,
-                                  pipeline_entry **out)
+cubec_status server_kernel_create(cubec_device *d, const cubec_kernel_desc *desc,
+                                  glsl_sources *includes, uint64_t key, pipeline_entry **out)
 {
     for (;;) {
         pipeline_entry *e = lookup(d, key);
@@ -480,7 +513,7 @@ cubec_status server_kernel_create(cubec_device *d, const cubec_kernel_desc *desc
         RETURN_IF_ERROR(server_check_alive(d));
     }
     build_ctx b;
-    RETURN_IF_ERROR(build_begin(d, desc, 0, &b));
+    RETURN_IF_ERROR(build_begin(d, desc, includes, 0, &b));
     kernel_build mark = {.key = key, .next = d->kernels->building};
     d->kernels->building = &mark;
     /* Compiling may take minutes (a macro bomb within the source limit does): other threads'
@@ -501,14 +534,14 @@ cubec_status server_kernel_create(cubec_device *d, const cubec_kernel_desc *desc
 cubec_status server_kernel_create_locked(cubec_device *d, const cubec_kernel_desc *desc,
                                          pipeline_entry **out)
 {
-    uint64_t key = server_kernel_identity(desc, d->info.robust);
+    uint64_t key = server_kernel_identity(desc, NULL, d->info.robust);
     pipeline_entry *e = lookup(d, key);
     if (e) {
         *out = e;
         return NULL;
     }
     build_ctx b;
-    RETURN_IF_ERROR(build_begin(d, desc, 1, &b));
+    RETURN_IF_ERROR(build_begin(d, desc, NULL, 1, &b));
     cubec_status err = build_entry(&b, desc, key, &e);
     return publish(d, &b, desc, key, e, err, out);
 }
