@@ -50,7 +50,7 @@ extern "C" {
  * (docs/api.md, "Versions and the ABI"). */
 #define CUBEC_VERSION_MAJOR 0
 #define CUBEC_VERSION_MINOR 2
-#define CUBEC_VERSION_PATCH 1
+#define CUBEC_VERSION_PATCH 2
 
 /* A version packed into one number that compares in order: major << 16 | minor << 8 | patch
  * (minor and patch stay below 256). */
