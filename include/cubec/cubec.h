@@ -463,7 +463,8 @@ CUBEC_MUST_USE cubec_status cubec_buffer_release(cubec_device *device, cubec_buf
  * Transfers. Offsets and sizes are in bytes within the buffer; offset+size must fit.
  * ------------------------------------------------------------------------------------------- */
 
-/* Copies host memory into the buffer, after all earlier work on the stream that uses it. The
+/* Copies host memory into the buffer, after all earlier work on the stream that uses it (as for
+ * cubec_read, below: a launch uses what it binds and what it declares in address_buffers). The
  * host memory may be reused as soon as the call returns. */
 CUBEC_MUST_USE cubec_status cubec_write(cubec_device *device, cubec_stream stream, cubec_buffer dst,
                                         uint64_t offset, const void *src, uint64_t size);
