@@ -761,9 +761,9 @@ typedef struct cubec_launch_desc {
      * is at most 32. A buffer reached by address and not declared is the program's to order
      * (cubec_sync). */
     const cubec_buffer *address_buffers;
-    uint32_t address_buffer_count;
-    uint32_t address_reads;
-    uint32_t address_writes;
+    uint32_t address_buffer_count; /* entries of address_buffers */
+    uint32_t address_reads;        /* bit i: the launch reads address_buffers[i] */
+    uint32_t address_writes;       /* bit i: the launch writes address_buffers[i] */
 } cubec_launch_desc;
 /* A cubec_launch_desc with its struct_size set: start every one with it ("Structs that grow"). */
 #define CUBEC_LAUNCH_DESC_INIT                                                                     \
