@@ -6,42 +6,7 @@
 # usage: test_cli.sh PATH/TO/cubec
 set -u
 
-CUBEC=${1:?usage: test_cli.sh PATH/TO/cubec}
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-FAILURES=0
-
-fail() {
-    echo "FAIL: $*" >&2
-    FAILURES=$((FAILURES + 1))
-}
-
-# run_expect RC NAME CMD...: runs CMD, keeps its stdout/stderr in $TMP/NAME.{out,err}, and checks
-# the exit code.
-run_expect() {
-    local want=$1 name=$2
-    shift 2
-    "$@" >"$TMP/$name.out" 2>"$TMP/$name.err"
-    local rc=$?
-    if [ "$rc" -ne "$want" ]; then
-        fail "$name: exit code $rc, expected $want: $*"
-        sed 's/^/    /' "$TMP/$name.out" "$TMP/$name.err" >&2
-        return 1
-    fi
-    return 0
-}
-
-# expect_in NAME TEXT...: each TEXT must occur in $TMP/NAME.err (or .out).
-expect_in() {
-    local name=$1
-    shift
-    for text in "$@"; do
-        if ! grep -qF -- "$text" "$TMP/$name.err" "$TMP/$name.out"; then
-            fail "$name: the message does not mention '$text':"
-            sed 's/^/    /' "$TMP/$name.err" >&2
-        fi
-    done
-}
+. "$(dirname "$0")/cli_test_lib.sh"
 
 # check_floats FILE COUNT EXPR: FILE must hold exactly COUNT float32 values equal to EXPR (a
 # Python expression of i, evaluated in float32 by rounding through struct).
@@ -555,8 +520,4 @@ run_expect 2 spec_twice "$CUBEC" run "$TMP/proj/k.comp" --groups 1 --buf zero:4 
 run_expect 2 include_no_dir "$CUBEC" run "$TMP/proj/k.comp" --groups 1 --buf zero:4 -I &&
     expect_in include_no_dir "-I needs a directory"
 
-if [ "$FAILURES" -ne 0 ]; then
-    echo "test_cli: $FAILURES failure(s)" >&2
-    exit 1
-fi
-echo "test_cli: all checks passed"
+cli_test_end test_cli

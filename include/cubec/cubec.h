@@ -467,7 +467,10 @@ CUBEC_MUST_USE cubec_status cubec_buffer_release(cubec_device *device, cubec_buf
  * host memory may be reused as soon as the call returns. */
 CUBEC_MUST_USE cubec_status cubec_write(cubec_device *device, cubec_stream stream, cubec_buffer dst,
                                         uint64_t offset, const void *src, uint64_t size);
-/* Copies buffer bytes to host memory after all earlier work on the stream; blocks. */
+/* Copies buffer bytes to host memory after all earlier work on the stream that uses the buffer
+ * (the streams' work that writes it, on other streams too); blocks. A launch uses the buffers it
+ * binds and those it declares in cubec_launch_desc.address_buffers; one that reaches the buffer
+ * through a device address without declaring it is not waited for (cubec_sync first). */
 CUBEC_MUST_USE cubec_status cubec_read(cubec_device *device, cubec_stream stream, cubec_buffer src,
                                        uint64_t offset, void *dst, uint64_t size);
 
@@ -527,8 +530,10 @@ CUBEC_MUST_USE cubec_status cubec_fill(cubec_device *device, cubec_stream stream
 /* ---------------------------------------------------------------------------------------------
  * Kernels
  *
- * A kernel is a GLSL compute shader (compiled at run time) or SPIR-V words. Its storage buffers
- * are set 0, bindings 0..n-1: a launch passes n buffers in that order. Each binding's access
+ * A kernel is a GLSL compute shader (compiled at run time) or SPIR-V words. A launch's buffers
+ * fill its layout as written: buffer i is set 0 binding i, further sets follow the highest
+ * binding of the set before; gaps take a buffer that is not bound, and uniform blocks take
+ * theirs like storage blocks (docs/kernels.md, "Bringing existing shaders"). Each binding's access
  * (readonly / writeonly / read-write) is taken from the SPIR-V and drives hazard tracking.
  *
  * Metadata ("info": sizes, scalars) is declared in GLSL with the CUBEC_INFO macro, which cubec
@@ -621,7 +626,7 @@ typedef enum cubec_access {
 typedef struct cubec_kernel_info {
     uint32_t struct_size;       /* CUBEC_KERNEL_INFO_INIT */
     uint64_t hash;              /* kernel identity: hash of what defines it            */
-    uint32_t binding_count;     /* storage buffers a launch passes                    */
+    uint32_t binding_count;     /* buffers a launch passes at least (gaps included)   */
     cubec_access access[32];    /* per binding                                        */
     uint32_t info_size;         /* bytes of metadata a launch passes (0 = none)       */
     int info_in_push_constants; /* 1: push constants; 0: storage buffer (or no info) */
@@ -745,7 +750,7 @@ CUBEC_MUST_USE cubec_status cubec_kernel_compile_queued(cubec_device *device);
 typedef struct cubec_launch_desc {
     uint32_t struct_size; /* CUBEC_LAUNCH_DESC_INIT */
     cubec_kernel kernel;
-    const cubec_buffer *buffers; /* one per storage binding, in binding order */
+    const cubec_buffer *buffers; /* one per binding, in binding order (docs/kernels.md) */
     uint32_t buffer_count;
     const void *info; /* metadata bytes, exactly the kernel's info_size */
     uint32_t info_size;
@@ -759,6 +764,19 @@ typedef struct cubec_launch_desc {
      * compile in the queue (cubec_kernel_queue): those buffers then carry the compile error, and
      * no other buffer is touched; with none declared the launch returns the error. */
     uint32_t declared_outputs;
+    /* Buffers the kernel reaches through device addresses (GL_EXT_buffer_reference, the address
+     * from cubec_buffer_raw) instead of a binding. Declared here, they are ordered, held, tainted
+     * and captured into graphs as bound buffers are: a cubec_read waits for the launch that
+     * writes one, the launch is skipped when one it reads carries a failure, and one it writes
+     * carries the launch's failure (or its compile error, as declared_outputs do). They are not
+     * bound. Bit i of address_reads / address_writes: the launch reads / writes
+     * address_buffers[i]; each buffer needs at least one. buffer_count plus address_buffer_count
+     * is at most 32. A buffer reached by address and not declared is the program's to order
+     * (cubec_sync). */
+    const cubec_buffer *address_buffers;
+    uint32_t address_buffer_count;
+    uint32_t address_reads;
+    uint32_t address_writes;
 } cubec_launch_desc;
 /* A cubec_launch_desc with its struct_size set: start every one with it ("Structs that grow"). */
 #define CUBEC_LAUNCH_DESC_INIT                                                                     \

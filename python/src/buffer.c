@@ -134,37 +134,13 @@ static PyObject *create(pyc_device *d, PyObject *shape_arg, PyObject *dtype_arg,
 
 static const char *const create_names[] = {"shape", "dtype", "stream", NULL};
 
-static int create_args(const char *who, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
-                       PyObject **kw)
-{
-    if (nargs > 2) {
-        PyErr_Format(PyExc_TypeError, "%s() takes at most 2 positional arguments", who);
-        return -1;
-    }
-    if (pyc_kwargs(who, kwnames, args + nargs, create_names, kw) < 0) {
-        return -1;
-    }
-    for (Py_ssize_t i = 0; i < nargs; i++) {
-        if (kw[i]) {
-            PyErr_Format(PyExc_TypeError, "%s() got '%s' twice", who, create_names[i]);
-            return -1;
-        }
-        kw[i] = args[i];
-    }
-    if (!kw[0]) {
-        PyErr_Format(PyExc_TypeError, "%s() needs a shape", who);
-        return -1;
-    }
-    return 0;
-}
-
 /* dev.empty(shape, dtype=float32, stream=None): contents undefined until written. */
 static PyObject *device_empty(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                               PyObject *kwnames)
 {
     PyObject *kw[3];
     cubec_stream stream;
-    if (create_args("Device.empty", args, nargs, kwnames, kw) < 0) {
+    if (pyc_args("Device.empty", args, nargs, kwnames, create_names, 2, 1, kw) < 0) {
         return NULL;
     }
     return create((pyc_device *)self, kw[0], kw[1], kw[2], "Device.empty", &stream);
@@ -176,7 +152,7 @@ static PyObject *device_zeros(PyObject *self, PyObject *const *args, Py_ssize_t 
 {
     PyObject *kw[3];
     cubec_stream stream;
-    if (create_args("Device.zeros", args, nargs, kwnames, kw) < 0) {
+    if (pyc_args("Device.zeros", args, nargs, kwnames, create_names, 2, 1, kw) < 0) {
         return NULL;
     }
     pyc_buffer *b =
@@ -334,13 +310,10 @@ static PyObject *buffer_read(PyObject *self, PyObject *const *args, Py_ssize_t n
     pyc_buffer *b = (pyc_buffer *)self;
     static const char *const names[] = {"out", "stream", NULL};
     PyObject *kw[2];
-    if (nargs > 1 || pyc_kwargs("Buffer.read", kwnames, args + nargs, names, kw) < 0) {
-        if (!PyErr_Occurred()) {
-            PyErr_SetString(PyExc_TypeError, "Buffer.read() takes at most one positional out");
-        }
+    if (pyc_args("Buffer.read", args, nargs, kwnames, names, 1, 0, kw) < 0) {
         return NULL;
     }
-    PyObject *out = nargs ? args[0] : kw[0];
+    PyObject *out = kw[0];
     cubec_stream stream;
     cubec_device *dev = live(b, "Buffer.read");
     if (!dev || pyc_stream_arg(b->device, kw[1], "Buffer.read", &stream) < 0) {

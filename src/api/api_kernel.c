@@ -344,18 +344,87 @@ static uint32_t padded_info_size(const pipeline_entry *e)
     return (e->info_size + align - 1) / align * align;
 }
 
+/* A module's own push-constant block (not CUBEC_INFO's) takes any info_size from its declared
+ * size up to the device's maxPushConstantsSize, as a Vulkan push range may be larger than the
+ * block: a C struct pads at its end (issue 24). Only the block's bytes are pushed; the rest is
+ * never read. CUBEC_INFO blocks keep the exact sizes, which catch a struct that went astray. */
+static int push_range_fits(const cubec_device *d, const pipeline_entry *e, uint32_t size)
+{
+    return e->info_in_push && e->push_block_own && size > e->info_size &&
+           size <= d->info.max_push_constants_size;
+}
+
 /* A wrong size names the block's members and offsets, so that the caller sees which member of
  * the C struct went astray (a vec3 at 16, not at 4). */
-static cubec_status info_size_mismatch(const char *fn, uint32_t given, const pipeline_entry *e)
+static cubec_status info_size_mismatch(const cubec_device *d, const char *fn, uint32_t given,
+                                       const pipeline_entry *e)
 {
     char fields[640];
     kernel_info_layout_describe(e->layout, fields, sizeof fields);
     uint32_t padded = padded_info_size(e);
-    char also[48] = "";
-    if (padded != e->info_size) snprintf(also, sizeof also, " (or %u, padded as in C)", padded);
+    char also[96] = "";
+    if (push_range_fits(d, e, e->info_size + 1))
+        snprintf(also, sizeof also, " (or up to maxPushConstantsSize %u)",
+                 d->info.max_push_constants_size);
+    else if (padded != e->info_size)
+        snprintf(also, sizeof also, " (or %u, padded as in C)", padded);
     return INVALID_ARG("%s: desc->info_size is %u but kernel '%s' declares %u bytes of metadata%s: "
                        "%s (std430 offsets, docs/kernels.md)",
                        fn, given, e->name, e->info_size, also, fields);
+}
+
+/* A buffer bound as a uniform block: it must hold the block and start where the device allows
+ * a uniform buffer to (minUniformBufferOffsetAlignment, which on some devices is larger than the
+ * storage alignment that buffers' allocations keep: docs/kernels.md). Past the device's
+ * maxUniformBufferRange only the start is bound, which holds the block. */
+static cubec_status check_uniform_buffer(cubec_device *d, const char *fn, uint32_t i,
+                                         const buffer_obj *b, const pipeline_entry *e)
+{
+    const kernel_slot *s = &e->refl.slots[i];
+    if (b->size < s->block_size)
+        return INVALID_ARG("%s: desc->buffers[%u] is %" PRIu64 " bytes, smaller than the uniform "
+                           "block of %u bytes that kernel '%s' reads at set %u binding %u",
+                           fn, i, b->size, s->block_size, e->name, s->set, s->binding);
+    uint64_t align = d->gpu->caps.uniform_offset_alignment;
+    uint64_t offset = buffer_device_offset(b);
+    if (align && offset % align)
+        return INVALID_ARG("%s: desc->buffers[%u] starts at byte %" PRIu64 " of its memory, not a "
+                           "multiple of the device's uniform-buffer offset alignment %" PRIu64
+                           ": kernel '%s' binds it as the uniform block at set %u binding %u "
+                           "(bind a view at an aligned offset)",
+                           fn, i, offset, align, e->name, s->set, s->binding);
+    return NULL;
+}
+
+/* The buffers a launch reaches through device addresses: handles of this device, and writes
+ * only among them (cubec_launch checked that they fit beside the bound ones). They are not
+ * bound, so neither size limit of a binding applies. */
+static cubec_status check_address_buffers(cubec_device *d, const cubec_launch_desc *desc,
+                                          buffer_obj **out)
+{
+    static const char fn[] = "cubec_launch";
+    uint32_t n = desc->address_buffer_count;
+    if (n && !desc->address_buffers)
+        return INVALID_ARG("%s: desc->address_buffers is NULL with address_buffer_count %u", fn, n);
+    if ((uint64_t)desc->address_reads >> n || (uint64_t)desc->address_writes >> n)
+        return INVALID_ARG(
+            "%s: desc->address_%s is 0x%x, which names buffers past "
+            "address_buffer_count %u",
+            fn, (uint64_t)desc->address_reads >> n ? "reads" : "writes",
+            (uint64_t)desc->address_reads >> n ? desc->address_reads : desc->address_writes, n);
+    for (uint32_t i = 0; i < n; i++) {
+        out[i] = handle_table_get(&d->buffers->handles, desc->address_buffers[i].id);
+        if (!out[i]) { /* only now spend time on the message */
+            char arg[64];
+            snprintf(arg, sizeof arg, "cubec_launch: desc->address_buffers[%u]", i);
+            return api_buffer(d, desc->address_buffers[i], arg, &out[i]);
+        }
+        if (!(((desc->address_reads | desc->address_writes) >> i) & 1))
+            return INVALID_ARG("%s: desc->address_buffers[%u] is neither read nor written: set "
+                               "bit %u of desc->address_reads or desc->address_writes",
+                               fn, i, i);
+    }
+    return NULL;
 }
 
 /* `k` has its entry, or (entry NULL) did not compile in the queue: then only the buffers are
@@ -367,8 +436,12 @@ static cubec_status check_launch(cubec_device *d, const cubec_launch_desc *desc,
     const pipeline_entry *e = k->entry;
     a->entry = e;
     a->name = k->name;
-    if (e && desc->buffer_count != e->refl.binding_count)
-        return INVALID_ARG("%s: desc->buffer_count is %u but kernel '%s' has %u storage buffers",
+    /* More buffers than the module's layout takes are fine: they are not bound (a caller's
+     * layout may be a superset of what an optimizer left, docs/kernels.md). */
+    if (e && desc->buffer_count < e->refl.binding_count)
+        return INVALID_ARG("%s: desc->buffer_count is %u but kernel '%s' takes %u buffers (its "
+                           "bindings, gaps included, docs/kernels.md \"Bringing existing "
+                           "shaders\")",
                            fn, desc->buffer_count, e->name, e->refl.binding_count);
     if (desc->buffer_count && !desc->buffers)
         return INVALID_ARG("%s: desc->buffers is NULL with buffer_count %u", fn,
@@ -377,8 +450,9 @@ static cubec_status check_launch(cubec_device *d, const cubec_launch_desc *desc,
         return INVALID_ARG("%s: desc->declared_outputs is 0x%x, which names buffers past "
                            "buffer_count %u",
                            fn, desc->declared_outputs, desc->buffer_count);
-    if (e && desc->info_size != e->info_size && desc->info_size != padded_info_size(e))
-        return info_size_mismatch(fn, desc->info_size, e);
+    if (e && desc->info_size != e->info_size && desc->info_size != padded_info_size(e) &&
+        !push_range_fits(d, e, desc->info_size))
+        return info_size_mismatch(d, fn, desc->info_size, e);
     if (desc->info_size && !desc->info)
         return INVALID_ARG("%s: desc->info is NULL with info_size %u", fn, desc->info_size);
     for (uint32_t i = 0; i < desc->buffer_count; i++) {
@@ -390,14 +464,22 @@ static cubec_status check_launch(cubec_device *d, const cubec_launch_desc *desc,
         }
         if (bufs[i]->size == 0)
             return INVALID_ARG("%s: desc->buffers[%u] has size 0 and cannot be bound", fn, i);
+        if (e && i < e->refl.binding_count && e->refl.slots[i].kind == KERNEL_SLOT_UNIFORM) {
+            RETURN_IF_ERROR(check_uniform_buffer(d, fn, i, bufs[i], e));
+            continue;
+        }
         if (bufs[i]->size > d->info.max_storage_buffer_range)
             return INVALID_ARG("%s: desc->buffers[%u] is %" PRIu64
                                " bytes, more than the device's max_storage_buffer_range %" PRIu64
                                " (bind views of it)",
                                fn, i, bufs[i]->size, d->info.max_storage_buffer_range);
     }
+    RETURN_IF_ERROR(check_address_buffers(d, desc, bufs + desc->buffer_count));
     a->buffers = bufs;
     a->buffer_count = desc->buffer_count;
+    a->address_count = desc->address_buffer_count;
+    a->address_reads = desc->address_reads;
+    a->address_writes = desc->address_writes;
     a->info = desc->info;
     if (desc->indirect.id) {
         RETURN_IF_ERROR(
@@ -435,6 +517,11 @@ cubec_status cubec_launch(cubec_device *device, cubec_stream stream, const cubec
     if (desc->buffer_count > 32)
         return INVALID_ARG("cubec_launch: desc->buffer_count %u is more than 32",
                            desc->buffer_count);
+    /* One task holds both kinds, and its masks have 32 bits. */
+    if (desc->address_buffer_count > 32 - desc->buffer_count)
+        return INVALID_ARG("cubec_launch: desc->buffer_count %u plus desc->address_buffer_count "
+                           "%u is more than 32",
+                           desc->buffer_count, desc->address_buffer_count);
     RETURN_IF_ERROR(api_lock(device, "cubec_launch"));
     buffer_obj *bufs[32];
     launch_args a = {0};
@@ -454,8 +541,11 @@ cubec_status cubec_launch(cubec_device *device, cubec_stream stream, const cubec
         return api_unlock(device, err);
     }
     if (!err && k->entry) err = server_launch(device, s, &a);
+    /* The address buffers it writes are declared outputs too: they follow the bound ones. */
     if (!err && !k->entry)
-        err = compile_queue_fail_launch(device, s, k, bufs, desc->buffer_count,
-                                        desc->declared_outputs);
+        err = compile_queue_fail_launch(
+            device, s, k, bufs, desc->buffer_count + desc->address_buffer_count,
+            desc->declared_outputs |
+                (uint32_t)((uint64_t)desc->address_writes << desc->buffer_count));
     return api_unlock(device, err);
 }
