@@ -50,7 +50,7 @@ extern "C" {
  * (docs/api.md, "Versions and the ABI"). */
 #define CUBEC_VERSION_MAJOR 0
 #define CUBEC_VERSION_MINOR 2
-#define CUBEC_VERSION_PATCH 1
+#define CUBEC_VERSION_PATCH 2
 
 /* A version packed into one number that compares in order: major << 16 | minor << 8 | patch
  * (minor and patch stay below 256). */
@@ -463,7 +463,8 @@ CUBEC_MUST_USE cubec_status cubec_buffer_release(cubec_device *device, cubec_buf
  * Transfers. Offsets and sizes are in bytes within the buffer; offset+size must fit.
  * ------------------------------------------------------------------------------------------- */
 
-/* Copies host memory into the buffer, after all earlier work on the stream that uses it. The
+/* Copies host memory into the buffer, after all earlier work on the stream that uses it (as for
+ * cubec_read, below: a launch uses what it binds and what it declares in address_buffers). The
  * host memory may be reused as soon as the call returns. */
 CUBEC_MUST_USE cubec_status cubec_write(cubec_device *device, cubec_stream stream, cubec_buffer dst,
                                         uint64_t offset, const void *src, uint64_t size);
@@ -774,9 +775,9 @@ typedef struct cubec_launch_desc {
      * is at most 32. A buffer reached by address and not declared is the program's to order
      * (cubec_sync). */
     const cubec_buffer *address_buffers;
-    uint32_t address_buffer_count;
-    uint32_t address_reads;
-    uint32_t address_writes;
+    uint32_t address_buffer_count; /* entries of address_buffers */
+    uint32_t address_reads;        /* bit i: the launch reads address_buffers[i] */
+    uint32_t address_writes;       /* bit i: the launch writes address_buffers[i] */
 } cubec_launch_desc;
 /* A cubec_launch_desc with its struct_size set: start every one with it ("Structs that grow"). */
 #define CUBEC_LAUNCH_DESC_INIT                                                                     \

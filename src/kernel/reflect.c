@@ -530,13 +530,17 @@ static cubec_status reflect_workgroup_size(reflector *rf, kernel_reflection *out
     return NULL;
 }
 
-cubec_status kernel_reflect_specialize(const uint32_t *words, size_t word_count,
-                                       const cubec_spec_constant *spec, uint32_t spec_count,
-                                       kernel_reflection *r)
+/* kernel_reflect_specialize; `strict`: a shape these values leave invalid (a shared array whose
+ * length cannot be evaluated, a length below 1) is an error. Reflection with the defaults is not
+ * strict: the values the pipeline gets may fix what the defaults break. */
+static cubec_status specialize(const uint32_t *words, size_t word_count,
+                               const cubec_spec_constant *spec, uint32_t spec_count, int strict,
+                               kernel_reflection *r)
 {
     workgroup_memory shared;
     RETURN_IF_ERROR(
         workgroup_memory_scan_specialized(words, word_count, spec, spec_count, &shared));
+    if (strict) RETURN_IF_ERROR(workgroup_memory_problem(&shared));
     uint32_t ids[3], axes[3], n = 0;
     for (uint32_t i = 0; i < 3; i++)
         if (r->workgroup_size_ids[i]) {
@@ -569,6 +573,13 @@ cubec_status kernel_reflect_specialize(const uint32_t *words, size_t word_count,
     r->shared_memory_size = shared.bytes;
     r->shared_int64_atomics = shared.int64_atomics;
     return NULL;
+}
+
+cubec_status kernel_reflect_specialize(const uint32_t *words, size_t word_count,
+                                       const cubec_spec_constant *spec, uint32_t spec_count,
+                                       kernel_reflection *r)
+{
+    return specialize(words, word_count, spec, spec_count, 1, r);
 }
 
 /* What the module declares, whatever the entry point uses: the driver gets the whole module. */
@@ -647,7 +658,7 @@ cubec_status kernel_reflect_layout(const uint32_t *words, size_t word_count,
                         : open_reflector(&rf, words, word_count);
     if (!status) status = reflect_module(&rf, entry_point, &result);
     /* Shared memory and a workgroup size from specialization constants, with the defaults. */
-    if (!status) status = kernel_reflect_specialize(words, word_count, NULL, 0, &result);
+    if (!status) status = specialize(words, word_count, NULL, 0, 0, &result);
     kernel_info_layout *layout = NULL;
     if (!status && out_layout && rf.info_type)
         status = kernel_info_layout_build(rf.compiler, rf.info_type, &layout);

@@ -96,9 +96,10 @@ typedef struct kernel_reflection {
  * buffers, a layout of more than KERNEL_MAX_SLOTS slots, a storage and a uniform buffer at one
  * binding, a runtime-sized or writable info buffer, and both an info buffer and push constants.
  * CUBEC_UNSUPPORTED for a module declaring more than KERNEL_MAX_CAPABILITIES capabilities, or a
- * Workgroup variable or workgroup size given by a specialization-constant expression that cannot
- * be evaluated (kernel/workgroup_memory.h). The workgroup size and shared memory are those of the
- * specialization constants' defaults. Validation messages read "SPIR-V validation failed
+ * workgroup size given by a specialization-constant expression that cannot be evaluated
+ * (kernel/workgroup_memory.h). The workgroup size and shared memory are those of the
+ * specialization constants' defaults; shapes the defaults leave invalid are refused by
+ * kernel_reflect_specialize, not here. Validation messages read "SPIR-V validation failed
  * (Vulkan 1.2, at instruction N): <the validator's message>". */
 MUST_USE cubec_status kernel_reflect(const uint32_t *words, size_t word_count,
                                      const char *entry_point, uint32_t vulkan_version,
@@ -120,7 +121,10 @@ MUST_USE cubec_status kernel_reflect_layout(const uint32_t *words, size_t word_c
  * a constant not given keeps its default): the workgroup size where specialization constants set
  * it, and the shared memory, as the driver and the validation layer will see them
  * (VUID-RuntimeSpirv-Workgroup-06530). A dimension specialized to 0 is CUBEC_INVALID_ARGUMENT
- * naming the constant and the value. */
+ * naming the constant and the value; a shared array whose length these values leave unknown, or
+ * an array of length below 1, is refused as workgroup_memory_problem says. kernel_reflect does
+ * not refuse those for the defaults: run this, with the pipeline's values (none: the defaults),
+ * before a module goes to the driver. */
 MUST_USE cubec_status kernel_reflect_specialize(const uint32_t *words, size_t word_count,
                                                 const cubec_spec_constant *spec,
                                                 uint32_t spec_count, kernel_reflection *r);

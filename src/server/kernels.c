@@ -254,7 +254,8 @@ static cubec_status check_spec_constants(const char *name, const kernel_reflecti
 /* Reflection measured the workgroup size and shared arrays that specialization constants set
  * with their defaults; the pipeline gets the values of `desc`, and so do the driver and the
  * validation layer (VUID-RuntimeSpirv-Workgroup-06530): the limits are checked against those, and
- * cubec_kernel_get_info reports them. */
+ * cubec_kernel_get_info reports them. Run without values too: the defaults can leave an array
+ * of length 0 that reflection does not refuse (kernel_reflect_specialize). */
 static cubec_status specialize_shapes(const char *name, const uint32_t *words, size_t count,
                                       const cubec_kernel_desc *desc, kernel_reflection *r)
 {
@@ -369,8 +370,7 @@ static cubec_status build_entry(const build_ctx *b, const cubec_kernel_desc *des
     const uint32_t *module = moved ? moved : desc->glsl ? words : desc->spirv;
     size_t module_words = moved ? moved_count : desc->glsl ? count : desc->spirv_words;
     if (!err) err = check_spec_constants(name, &e->refl, desc);
-    if (!err && desc->spec_constant_count)
-        err = specialize_shapes(name, module, module_words, desc, &e->refl);
+    if (!err) err = specialize_shapes(name, module, module_words, desc, &e->refl);
     if (!err)
         err = capabilities_check(name, b->info.name, e->refl.capabilities, e->refl.capability_count,
                                  &b->features);
