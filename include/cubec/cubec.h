@@ -606,8 +606,8 @@ typedef struct cubec_kernel_desc {
      * edited include is compiled again). An include not found fails with CUBEC_COMPILE_FAILED
      * naming the file, the including file and line, and the directories searched. */
     const char *glsl_path; /* the file `glsl` was read from (NULL: none); messages name it */
-    const char *const *include_dirs; /* directories `#include` searches, in order (may be NULL) */
-    uint32_t include_dir_count;      /* how many include_dirs holds                       */
+    const char *const *include_dirs; /* directories `#include` searches, in order, or NULL */
+    uint32_t include_dir_count;      /* entries of include_dirs                        */
     /* Text inserted right after the source's `#version` line (e.g. `#extension ... : require`
      * lines), or NULL; messages keep the source's own line numbers. Part of the identity. */
     const char *preamble;

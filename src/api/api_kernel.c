@@ -150,8 +150,8 @@ static cubec_status create(const char *fn, cubec_device *device, const cubec_ker
      * and the build compiles this snapshot of them. */
     glsl_sources *includes = NULL;
     if (desc->glsl)
-        RETURN_IF_ERROR(glsl_sources_gather(fn, desc->glsl, desc->glsl_path, desc->include_dirs,
-                                            desc->include_dir_count,
+        RETURN_IF_ERROR(glsl_sources_gather(fn, desc->glsl, desc->preamble, desc->glsl_path,
+                                            desc->include_dirs, desc->include_dir_count,
                                             (uint64_t)device->config.max_source_bytes, &includes));
     uint64_t key = server_kernel_identity(desc, includes, device->info.robust);
     cubec_status err = api_lock(device, fn);

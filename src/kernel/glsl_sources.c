@@ -262,9 +262,9 @@ static cubec_status scan(glsl_sources *s, const glsl_source_file *requester, con
     return NULL;
 }
 
-cubec_status glsl_sources_gather(const char *fn, const char *source, const char *source_path,
-                                 const char *const *dirs, uint32_t dir_count, uint64_t max_bytes,
-                                 glsl_sources **out)
+cubec_status glsl_sources_gather(const char *fn, const char *source, const char *preamble,
+                                 const char *source_path, const char *const *dirs,
+                                 uint32_t dir_count, uint64_t max_bytes, glsl_sources **out)
 {
     *out = NULL;
     glsl_sources *s = calloc(1, sizeof *s);
@@ -281,6 +281,7 @@ cubec_status glsl_sources_gather(const char *fn, const char *source, const char 
         ok = (copies[i] = strfmt("%s", dirs[i])) != NULL;
     cubec_status err = ok ? scan(s, NULL, source, own)
                           : status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (includes)");
+    if (!err && preamble) err = scan(s, NULL, preamble, strlen(preamble));
     /* Files found are appended as they are read: this walks them all, each once. */
     for (uint32_t i = 0; !err && i < s->file_count; i++)
         err = scan(s, s->files[i], s->files[i]->text, s->files[i]->length);

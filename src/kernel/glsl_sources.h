@@ -26,12 +26,13 @@ typedef struct glsl_sources glsl_sources;
  * here; glslang itself has no limit and recurses forever). */
 #define GLSL_MAX_INCLUDE_DEPTH 32
 
-/* Gathers the files `source` may include. `source_path` (NULL: none) is the file the source was
- * read from; `dirs` the include directories. `max_bytes` bounds the bytes of all files read (the
+/* Gathers the files `source` and `preamble` (NULL: none; it is part of the source to the
+ * compiler) may include. `source_path` (NULL: none) is the file the source was read from; `dirs`
+ * the include directories. `max_bytes` bounds the bytes of all files read (the
  * device's source limit); more is refused as CUBEC_INVALID_ARGUMENT naming the file. `fn` names
  * the API call in messages. Files not found are recorded as such (the compiler reports them, if
  * the preprocessor reaches their #include). */
-MUST_USE cubec_status glsl_sources_gather(const char *fn, const char *source,
+MUST_USE cubec_status glsl_sources_gather(const char *fn, const char *source, const char *preamble,
                                           const char *source_path, const char *const *dirs,
                                           uint32_t dir_count, uint64_t max_bytes,
                                           glsl_sources **out);

@@ -343,6 +343,28 @@ static void test_preamble_keeps_lines(void **state)
     test_device_close(d);
 }
 
+/* A file the preamble includes is part of the key like the source's own includes. */
+static void test_preamble_include_in_key(void **state)
+{
+    (void)state;
+    project p;
+    test_temp_dir(p.root, sizeof p.root, "cubec_test_glsl_includes");
+    make_project(p.root, scale_twice);
+    project_desc(&p);
+    write_file(p.root, "kernels/pre.glsl", "#define OFFSET 0.5\n");
+    p.desc.define_count = 1; /* SCALE only: OFFSET comes from the preamble's include */
+    p.desc.preamble = "#include \"pre.glsl\"";
+    cubec_device *d = test_device_open();
+    cubec_kernel a, b;
+    ASSERT_OK(cubec_kernel_create(d, &p.desc, &a));
+    run_and_check(d, a, 2.0f);
+    write_file(p.root, "kernels/pre.glsl", "#define OFFSET 0.5 + 1.0\n");
+    ASSERT_OK(cubec_kernel_create(d, &p.desc, &b));
+    assert_true(kernel_hash(d, a) != kernel_hash(d, b));
+    test_device_close(d);
+    test_remove_tree(p.root);
+}
+
 /* Bad arguments are named. */
 static void test_bad_arguments(void **state)
 {
@@ -381,6 +403,7 @@ int main(void)
         cmocka_unit_test(test_include_cycle),
         cmocka_unit_test(test_preamble_extension),
         cmocka_unit_test(test_preamble_keeps_lines),
+        cmocka_unit_test(test_preamble_include_in_key),
         cmocka_unit_test(test_bad_arguments),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

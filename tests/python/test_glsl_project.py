@@ -2,6 +2,9 @@
 with #include next to the file and through a directory, an extension from the preamble, and an
 edited include compiled again. Results are checked against numpy."""
 
+import pathlib
+import tempfile
+
 import numpy as np
 import pytest
 
@@ -20,13 +23,16 @@ void main() {
 
 
 @pytest.fixture
-def project(tmp_path):
-    (tmp_path / "kernels" / "lib").mkdir(parents=True)
-    (tmp_path / "inc").mkdir()
-    (tmp_path / "kernels" / "k.comp").write_text(KERNEL)
-    (tmp_path / "kernels" / "lib" / "f.glsl").write_text("float f(float x) { return x * SCALE; }\n")
-    (tmp_path / "inc" / "consts.glsl").write_text("#define BIAS 0.25\n")
-    return tmp_path
+def project():
+    # tempfile, not pytest's tmp_path: that one stays behind in $TMPDIR, which ctest checks empty.
+    with tempfile.TemporaryDirectory(prefix="cubec_test_glsl_project_") as tmp:
+        root = pathlib.Path(tmp)
+        (root / "kernels" / "lib").mkdir(parents=True)
+        (root / "inc").mkdir()
+        (root / "kernels" / "k.comp").write_text(KERNEL)
+        (root / "kernels" / "lib" / "f.glsl").write_text("float f(float x) { return x * SCALE; }\n")
+        (root / "inc" / "consts.glsl").write_text("#define BIAS 0.25\n")
+        yield root
 
 
 def run(dev, kernel):
