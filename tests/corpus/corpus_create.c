@@ -5,8 +5,9 @@
  * refusals; this program only reports them, so that the list of accepted refusal kinds lives in
  * one place.
  *
- *   corpus_create [--no-validation] FILE.spv...
+ *   corpus_create [--no-validation] [--spec ID=VALUE,...] FILE.spv [[--spec ...] FILE.spv]...
  *
+ * `--spec` gives the next module (only) those specialization constants instead of its defaults.
  * The validation layer is on by default and each of its messages is printed as
  * `VALIDATION\t<message>`: a module cubec accepts must also be one Vulkan accepts. Exit status: 0
  * every module was handed over (whatever cubec answered) and the layer said nothing, 1 a file
@@ -70,6 +71,26 @@ static void module_name(const char *path, char *out, size_t cap)
     if (len > 4 && strcmp(out + len - 4, ".spv") == 0) out[len - 4] = '\0';
 }
 
+/* Parses "ID=VALUE,ID=VALUE..." into `out` (at most `cap`); returns the count, or -1. */
+static int parse_spec(const char *text, cubec_spec_constant *out, int cap)
+{
+    int n = 0;
+    const char *p = text;
+    while (*p) {
+        char *end = NULL;
+        unsigned long id = strtoul(p, &end, 10);
+        if (end == p || *end != '=' || n == cap) return -1;
+        p = end + 1;
+        unsigned long value = strtoul(p, &end, 0);
+        if (end == p || (*end != ',' && *end != '\0')) return -1;
+        out[n].id = (uint32_t)id;
+        out[n].value = (uint32_t)value;
+        n++;
+        p = *end ? end + 1 : end;
+    }
+    return n;
+}
+
 /* Messages may span lines; the report keeps one module per line. */
 static void print_one_line(const char *text)
 {
@@ -85,7 +106,8 @@ int main(int argc, char **argv)
         first = 2;
     }
     if (first >= argc) {
-        fprintf(stderr, "usage: corpus_create [--no-validation] FILE.spv...\n");
+        fprintf(stderr,
+                "usage: corpus_create [--no-validation] [--spec ID=VALUE,...] FILE.spv...\n");
         return 2;
     }
     cubec_device_desc desc = {.struct_size = sizeof(cubec_device_desc),
@@ -99,7 +121,21 @@ int main(int argc, char **argv)
         return 1;
     }
     int rc = 0;
+    cubec_spec_constant spec[CUBEC_MAX_SPEC_CONSTANTS];
+    int spec_count = 0;
     for (int i = first; i < argc; i++) {
+        if (strcmp(argv[i], "--spec") == 0) {
+            spec_count =
+                i + 1 < argc ? parse_spec(argv[i + 1], spec, CUBEC_MAX_SPEC_CONSTANTS) : -1;
+            if (spec_count < 0) {
+                fprintf(stderr, "corpus_create: --spec wants ID=VALUE,... (got %s)\n",
+                        i + 1 < argc ? argv[i + 1] : "nothing");
+                cubec_device_close(device);
+                return 2;
+            }
+            i++;
+            continue;
+        }
         size_t words = 0;
         uint32_t *spirv = read_words(argv[i], &words);
         if (!spirv) {
@@ -112,6 +148,9 @@ int main(int argc, char **argv)
         kd.name = name;
         kd.spirv = spirv;
         kd.spirv_words = words;
+        kd.spec_constants = spec_count ? spec : NULL;
+        kd.spec_constant_count = (uint32_t)spec_count;
+        spec_count = 0; /* for this module only */
         cubec_kernel kernel = {0};
         st = cubec_kernel_create(device, &kd, &kernel);
         if (st) {
