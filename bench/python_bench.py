@@ -41,24 +41,19 @@ import numpy as np
 
 import cubec
 
-SAXPY = """#version 450
-layout(local_size_x = 64) in;
-layout(set = 0, binding = 0) readonly buffer X { float x[]; };
-layout(set = 0, binding = 1) readonly buffer Y { float y[]; };
-layout(set = 0, binding = 2) writeonly buffer Z { float z[]; };
-CUBEC_INFO(uint n; float alpha;)
-void main() {
-    uint i = gl_GlobalInvocationID.x;
-    if (i < info.n) z[i] = info.alpha * x[i] + y[i];
-}
-"""
+# The kernel the Python tests check (3 buffers, 8 bytes of info), defined once beside them; no
+# bytecode is left in the source tree for it.
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests",
+                                "python"))
+from saxpy_kernel import SAXPY, saxpy_info  # noqa: E402 (found through the path above)
 
 
 def launch_figures(dev, n, rounds):
     k = dev.kernel(glsl=SAXPY, name="bench_saxpy")
     x = np.arange(64, dtype=np.float32)
     a, b, c = dev.buffer(x), dev.buffer(x), dev.empty(64)
-    info = np.array([(64, 2.0)], dtype=[("n", "<u4"), ("alpha", "<f4")])[0]
+    info = saxpy_info(64, 2.0)
     s = dev.stream()
     bound = k.bind(a, b, c, groups=1, info=info, stream=s)
     bufs = (a, b, c)
@@ -106,7 +101,7 @@ def replay_figures(dev, n, rounds):
     s = dev.stream()
     x = np.arange(64, dtype=np.float32)
     a, b, c = dev.buffer(x, stream=s), dev.buffer(x, stream=s), dev.empty(64, stream=s)
-    info = np.array([(64, 3.0)], dtype=[("n", "<u4"), ("alpha", "<f4")])[0]
+    info = saxpy_info(64, 3.0)
     k(a, b, c, groups=1, info=info, stream=s)  # the warm-up
     s.sync()
     with dev.capture(s) as g:

@@ -6,42 +6,7 @@
 # usage: test_cli.sh PATH/TO/cubec
 set -u
 
-CUBEC=${1:?usage: test_cli.sh PATH/TO/cubec}
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-FAILURES=0
-
-fail() {
-    echo "FAIL: $*" >&2
-    FAILURES=$((FAILURES + 1))
-}
-
-# run_expect RC NAME CMD...: runs CMD, keeps its stdout/stderr in $TMP/NAME.{out,err}, and checks
-# the exit code.
-run_expect() {
-    local want=$1 name=$2
-    shift 2
-    "$@" >"$TMP/$name.out" 2>"$TMP/$name.err"
-    local rc=$?
-    if [ "$rc" -ne "$want" ]; then
-        fail "$name: exit code $rc, expected $want: $*"
-        sed 's/^/    /' "$TMP/$name.out" "$TMP/$name.err" >&2
-        return 1
-    fi
-    return 0
-}
-
-# expect_in NAME TEXT...: each TEXT must occur in $TMP/NAME.err (or .out).
-expect_in() {
-    local name=$1
-    shift
-    for text in "$@"; do
-        if ! grep -qF -- "$text" "$TMP/$name.err" "$TMP/$name.out"; then
-            fail "$name: the message does not mention '$text':"
-            sed 's/^/    /' "$TMP/$name.err" >&2
-        fi
-    done
-}
+. "$(dirname "$0")/cli_test_lib.sh"
 
 # check_floats FILE COUNT EXPR: FILE must hold exactly COUNT float32 values equal to EXPR (a
 # Python expression of i, evaluated in float32 by rounding through struct).
@@ -242,7 +207,7 @@ run_expect 0 run_help "$CUBEC" run --help &&
     expect_in run_help "--buf" "--groups" "--out-dir" "--trace"
 run_expect 0 bench_help "$CUBEC" bench --help && expect_in bench_help "--trace" "docs/benchmarks.md"
 run_expect 0 info_help "$CUBEC" info --help
-run_expect 0 version "$CUBEC" version && expect_in version "cubec 0.2.0"
+run_expect 0 version "$CUBEC" version && expect_in version "cubec 0.2.1"
 run_expect 0 info "$CUBEC" info && expect_in info "[default]" "max storage buffer range"
 # The backends line names every row of GPU_BACKENDS (src/gpu/gpu_backends.h), vulkan selected.
 SRC_DIR="$(cd "$(dirname "$0")/.." && pwd)"
@@ -490,8 +455,4 @@ fi
 run_expect 2 run_no_robust_value "$CUBEC" run "$TMP/oob.comp" --groups 1 --buf zero:256 \
     --no-robust=1 && expect_in run_no_robust_value "--no-robust takes no value"
 
-if [ "$FAILURES" -ne 0 ]; then
-    echo "test_cli: $FAILURES failure(s)" >&2
-    exit 1
-fi
-echo "test_cli: all checks passed"
+cli_test_end test_cli

@@ -7,50 +7,9 @@
 # usage: test_cli_env.sh PATH/TO/cubec
 set -u
 
-CUBEC=${1:?usage: test_cli_env.sh PATH/TO/cubec}
-CUBEC=$(cd "$(dirname "$CUBEC")" && pwd)/$(basename "$CUBEC")
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-FAILURES=0
+. "$(dirname "$0")/cli_test_lib.sh"
 # The ini file must be the one found in the working directory.
 unset CUBEC_CONFIG
-
-fail() {
-    echo "FAIL: $*" >&2
-    FAILURES=$((FAILURES + 1))
-}
-
-# run_expect RC NAME CMD...: runs CMD, keeps its stdout/stderr in $TMP/NAME.{out,err}, and checks
-# the exit code.
-run_expect() {
-    local want=$1 name=$2
-    shift 2
-    "$@" >"$TMP/$name.out" 2>"$TMP/$name.err"
-    local rc=$?
-    if [ "$rc" -ne "$want" ]; then
-        fail "$name: exit code $rc, expected $want: $*"
-        sed 's/^/    /' "$TMP/$name.out" "$TMP/$name.err" >&2
-        return 1
-    fi
-    return 0
-}
-
-# expect_in NAME TEXT...: each TEXT must occur in $TMP/NAME.err or .out.
-expect_in() {
-    local name=$1
-    shift
-    for text in "$@"; do
-        if ! grep -qF -- "$text" "$TMP/$name.err" "$TMP/$name.out"; then
-            fail "$name: the output does not mention '$text':"
-            sed 's/^/    /' "$TMP/$name.out" "$TMP/$name.err" >&2
-        fi
-    done
-}
-
-# count_in NAME TEXT: how many lines of $TMP/NAME.err and .out hold TEXT.
-count_in() {
-    cat "$TMP/$1.err" "$TMP/$1.out" | grep -cF -- "$2"
-}
 
 cat >"$TMP/double.comp" <<'EOF'
 #version 450
@@ -104,8 +63,4 @@ if CUBEC_VALIDATION=0 CUBEC_LOG_LEVEL=info run_expect 0 validation_off "$CUBEC" 
         fail "validation_off: the log says the layer is on"
 fi
 
-if [ "$FAILURES" -ne 0 ]; then
-    echo "test_cli_env: $FAILURES failure(s)" >&2
-    exit 1
-fi
-echo "test_cli_env: all checks passed"
+cli_test_end test_cli_env

@@ -50,7 +50,7 @@ extern "C" {
  * (docs/api.md, "Versions and the ABI"). */
 #define CUBEC_VERSION_MAJOR 0
 #define CUBEC_VERSION_MINOR 2
-#define CUBEC_VERSION_PATCH 0
+#define CUBEC_VERSION_PATCH 1
 
 /* A version packed into one number that compares in order: major << 16 | minor << 8 | patch
  * (minor and patch stay below 256). */
@@ -467,7 +467,10 @@ CUBEC_MUST_USE cubec_status cubec_buffer_release(cubec_device *device, cubec_buf
  * host memory may be reused as soon as the call returns. */
 CUBEC_MUST_USE cubec_status cubec_write(cubec_device *device, cubec_stream stream, cubec_buffer dst,
                                         uint64_t offset, const void *src, uint64_t size);
-/* Copies buffer bytes to host memory after all earlier work on the stream; blocks. */
+/* Copies buffer bytes to host memory after all earlier work on the stream that uses the buffer
+ * (the streams' work that writes it, on other streams too); blocks. A launch uses the buffers it
+ * binds and those it declares in cubec_launch_desc.address_buffers; one that reaches the buffer
+ * through a device address without declaring it is not waited for (cubec_sync first). */
 CUBEC_MUST_USE cubec_status cubec_read(cubec_device *device, cubec_stream stream, cubec_buffer src,
                                        uint64_t offset, void *dst, uint64_t size);
 
@@ -581,8 +584,9 @@ typedef struct cubec_kernel_desc {
     uint32_t define_count;
     const char *entry_point; /* default "main"                                      */
     int optimize;            /* non-zero: shaderc -O                                */
-    /* Values for the module's 32-bit specialization constants; ids it does not declare, 64-bit
-     * constants and the workgroup size's (local_size_x_id ...) are refused. */
+    /* Values for the module's 32-bit specialization constants; ids it does not declare and
+     * 64-bit constants are refused. A workgroup size (local_size_x_id ...) and shared arrays that
+     * they set take these values, and the limits are checked on them (docs/kernels.md). */
     const cubec_spec_constant *spec_constants;
     uint32_t spec_constant_count;
     /* The subgroup size the kernel runs with (gl_SubgroupSize), or 0: the driver's choice. A
@@ -617,6 +621,10 @@ typedef struct cubec_kernel_info {
      * per member, a struct member's own members in its place (docs/kernels.md, "Filling the block
      * by name"). Added last (docs/api.md, "Struct growth"). */
     uint32_t info_field_count;
+    /* Bytes of shared (Workgroup) memory the kernel declares, as the driver counts them: with the
+     * values of its specialization constants, as workgroup_size is (docs/kernels.md,
+     * "Specialization constants"). Added last (docs/api.md, "Struct growth"). */
+    uint64_t shared_memory_size;
 } cubec_kernel_info;
 /* A cubec_kernel_info with its struct_size set: start every one with it ("Structs that grow"). */
 #define CUBEC_KERNEL_INFO_INIT                                                                     \
@@ -742,6 +750,19 @@ typedef struct cubec_launch_desc {
      * compile in the queue (cubec_kernel_queue): those buffers then carry the compile error, and
      * no other buffer is touched; with none declared the launch returns the error. */
     uint32_t declared_outputs;
+    /* Buffers the kernel reaches through device addresses (GL_EXT_buffer_reference, the address
+     * from cubec_buffer_raw) instead of a binding. Declared here, they are ordered, held, tainted
+     * and captured into graphs as bound buffers are: a cubec_read waits for the launch that
+     * writes one, the launch is skipped when one it reads carries a failure, and one it writes
+     * carries the launch's failure (or its compile error, as declared_outputs do). They are not
+     * bound. Bit i of address_reads / address_writes: the launch reads / writes
+     * address_buffers[i]; each buffer needs at least one. buffer_count plus address_buffer_count
+     * is at most 32. A buffer reached by address and not declared is the program's to order
+     * (cubec_sync). */
+    const cubec_buffer *address_buffers;
+    uint32_t address_buffer_count;
+    uint32_t address_reads;
+    uint32_t address_writes;
 } cubec_launch_desc;
 /* A cubec_launch_desc with its struct_size set: start every one with it ("Structs that grow"). */
 #define CUBEC_LAUNCH_DESC_INIT                                                                     \
@@ -1211,8 +1232,27 @@ typedef struct cubec_guard {
 CUBEC_MUST_USE cubec_status cubec_buffer_raw(cubec_device *device, cubec_stream stream,
                                              cubec_buffer buffer, cubec_raw_buffer *out_raw,
                                              cubec_guard *out_guard);
-/* Releases a guard; a zero or already released guard is ignored. */
+/* Releases a guard; a zero or already released guard is ignored. Releasing the guard of a
+ * cubec_buffer_map unmaps: the pointer must not be used after it. */
 CUBEC_MUST_USE cubec_status cubec_guard_release(cubec_device *device, cubec_guard guard);
+
+/* The host address of `buffer`'s bytes (a view gives its own first byte) where its memory is
+ * host-visible and coherent (docs/memory.md "Host mappings"): every CPU device (lavapipe, the null
+ * backend) and integrated GPUs; a discrete GPU's device-local memory is refused with
+ * CUBEC_UNSUPPORTED naming the buffer (read it with cubec_read). The call first waits for every
+ * queued and running use of the bytes on every stream, as cubec_buffer_raw does, and makes what
+ * the GPU wrote visible to the host, so *out_ptr holds the bytes as cubec_read would return them;
+ * a range that carries a failure is refused with that failure (never the bytes of a failed
+ * result). Until cubec_guard_release(*out_guard) the pointer stays valid: the allocation outlives
+ * the buffer's handles and relocation leaves its page in place. While mapped, the program orders
+ * its host accesses with the GPU's as with CUDA's managed memory: host writes are seen by work
+ * enqueued after them; bytes that work enqueued after the map writes are to be read after
+ * cubec_sync (or cubec_check) of its stream. Host writes clear no failure (a cubec_write does).
+ * The device's close frees the memory: the pointer dies with the device, guard or not. A size-0
+ * buffer maps to NULL. Refused while `stream` records a graph. */
+CUBEC_MUST_USE cubec_status cubec_buffer_map(cubec_device *device, cubec_stream stream,
+                                             cubec_buffer buffer, void **out_ptr,
+                                             cubec_guard *out_guard);
 
 /* The Vulkan objects of a device, for a program's own Vulkan code on cubec's memory (each handle
  * as an integer: cast it back to its Vulkan type). The program may create its own command pools,

@@ -102,6 +102,37 @@ def _element_count(buf):
     return count
 
 
+def _groups_for(n):
+    """Workgroups of _LOCAL_SIZE invocations that cover `n` elements."""
+    return (n + _LOCAL_SIZE - 1) // _LOCAL_SIZE
+
+
+def _check_dtype(who, p, buf):
+    """Refuses a buffer whose dtype is not the parameter's."""
+    np = _np()
+    if np.dtype(buf.dtype) != np.dtype(p.dtype):
+        raise TypeError(f"{who}() {p.name!r}: a buffer of {np.dtype(buf.dtype)}, "
+                        f"the template says {p.dtype}")
+
+
+def _split_inputs(who, in_params, args):
+    """The call's inputs as (buffers in order, {name: scalar}); each buffer's dtype checked."""
+    if len(args) != len(in_params):
+        raise TypeError(f"{who}() takes {len(in_params)} inputs "
+                        f"({', '.join(p.name for p in in_params)}), got {len(args)}")
+    buffers, scalar_values = [], {}
+    for p, a in zip(in_params, args):
+        if _is_buffer(a):
+            _check_dtype(who, p, a)
+            buffers.append(a)
+        elif _is_scalar(a):
+            scalar_values[p.name] = a
+        else:
+            raise TypeError(f"{who}() input {p.name!r}: a cubec buffer or a number, "
+                            f"not {type(a).__name__}")
+    return buffers, scalar_values
+
+
 def _grid(groups):
     """Workgroup counts covering `groups` workgroups: x up to the guaranteed limit, then y."""
     if groups <= _MAX_GROUPS_X:
@@ -226,19 +257,7 @@ class ElementwiseKernel:
 
         `out`: the output buffer (a tuple for several); new buffers shaped like the first input
         buffer otherwise. `size`: the element count (default: the first array's)."""
-        if len(args) != len(self.in_params):
-            raise TypeError(f"{self.name}() takes {len(self.in_params)} inputs "
-                            f"({', '.join(p.name for p in self.in_params)}), got {len(args)}")
-        buffers, scalar_values = [], {}
-        for p, a in zip(self.in_params, args):
-            if _is_buffer(a):
-                self._check_dtype(p, a)
-                buffers.append(a)
-            elif _is_scalar(a):
-                scalar_values[p.name] = a
-            else:
-                raise TypeError(f"{self.name}() input {p.name!r}: a cubec buffer or a number, "
-                                f"not {type(a).__name__}")
+        buffers, scalar_values = _split_inputs(self.name, self.in_params, args)
         outs = self._outputs(out, buffers, size)
         arrays = buffers + list(outs)
         if not arrays:
@@ -254,16 +273,10 @@ class ElementwiseKernel:
         ordered, _, fmt = _info_block(scalars)
         info = _pack(fmt, ordered, scalar_values, n)
         k = self.kernel(device, tuple(p.name for p in scalars))
-        groups = _grid((n + _LOCAL_SIZE - 1) // _LOCAL_SIZE)
+        groups = _grid(_groups_for(n))
         if n > 0:
             k(*arrays, groups=groups, info=info, stream=stream)
         return outs[0] if len(outs) == 1 else tuple(outs)
-
-    def _check_dtype(self, p, buf):
-        np = _np()
-        if np.dtype(buf.dtype) != np.dtype(p.dtype):
-            raise TypeError(f"{self.name}() {p.name!r}: a buffer of {np.dtype(buf.dtype)}, "
-                            f"the template says {p.dtype}")
 
     def _outputs(self, out, buffers, size):
         if out is None:
@@ -280,7 +293,7 @@ class ElementwiseKernel:
             if not _is_buffer(o):
                 raise TypeError(f"{self.name}() output {p.name!r}: a cubec buffer, not "
                                 f"{type(o).__name__}")
-            self._check_dtype(p, o)
+            _check_dtype(self.name, p, o)
         return outs
 
 
@@ -388,22 +401,7 @@ class ReductionKernel:
 
     def __call__(self, *args, out=None, stream=None):
         """Reduces every element of the inputs; returns `out` or a new one-element buffer."""
-        if len(args) != len(self.in_params):
-            raise TypeError(f"{self.name}() takes {len(self.in_params)} inputs "
-                            f"({', '.join(p.name for p in self.in_params)}), got {len(args)}")
-        buffers, scalar_values = [], {}
-        for p, a in zip(self.in_params, args):
-            if _is_buffer(a):
-                np = _np()
-                if np.dtype(a.dtype) != np.dtype(p.dtype):
-                    raise TypeError(f"{self.name}() {p.name!r}: a buffer of {np.dtype(a.dtype)}, "
-                                    f"the template says {p.dtype}")
-                buffers.append(a)
-            elif _is_scalar(a):
-                scalar_values[p.name] = a
-            else:
-                raise TypeError(f"{self.name}() input {p.name!r}: a cubec buffer or a number, "
-                                f"not {type(a).__name__}")
+        buffers, scalar_values = _split_inputs(self.name, self.in_params, args)
         if not buffers:
             raise TypeError(f"{self.name}(): at least one input must be a buffer")
         device = buffers[0].device
@@ -417,7 +415,7 @@ class ReductionKernel:
         elif not _is_buffer(out) or _np().dtype(out.dtype) != _np().dtype(o.dtype):
             raise TypeError(f"{self.name}() out=: a cubec buffer of {o.dtype}")
         rt_dtype = next(d for g, d, _, _ in _TYPES.values() if g == self.reduce_type)
-        groups = max(1, min(_REDUCE_GROUPS, (n + _LOCAL_SIZE - 1) // _LOCAL_SIZE))
+        groups = max(1, min(_REDUCE_GROUPS, _groups_for(n)))
         partial = device.empty((groups,), rt_dtype)
         scalars = [p for p in self.in_params if p.name in scalar_values]
         ordered, _, fmt = _info_block(scalars)

@@ -37,6 +37,34 @@ int pyc_kwargs(const char *who, PyObject *kwnames, PyObject *const *kwvalues,
     return 0;
 }
 
+int pyc_args(const char *who, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
+             const char *const *names, Py_ssize_t max_positional, Py_ssize_t required,
+             PyObject **out)
+{
+    if (nargs > max_positional) {
+        PyErr_Format(PyExc_TypeError, "%s() takes at most %zd positional argument%s", who,
+                     max_positional, max_positional == 1 ? "" : "s");
+        return -1;
+    }
+    if (pyc_kwargs(who, kwnames, args + nargs, names, out) < 0) {
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < nargs; i++) {
+        if (out[i]) {
+            PyErr_Format(PyExc_TypeError, "%s() got '%s' twice", who, names[i]);
+            return -1;
+        }
+        out[i] = args[i];
+    }
+    for (Py_ssize_t i = 0; i < required; i++) {
+        if (!out[i]) {
+            PyErr_Format(PyExc_TypeError, "%s() needs a %s", who, names[i]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 PyObject *pyc_numpy(void)
 {
     if (!pyc.numpy) {

@@ -1,6 +1,7 @@
 /* cubec.Buffer: a cubec_buffer with a numpy dtype and shape. Its constructors on the device
  * (empty, zeros, buffer), its transfers (numpy, read, write: the GIL is released for the
- * blocking and the large ones), copy and fill, and its release on collection. */
+ * blocking and the large ones; numpy's zero-copy views come from mapping.c), copy and fill, and
+ * its release on collection. */
 #include <string.h>
 
 #include "pycubec.h"
@@ -133,37 +134,13 @@ static PyObject *create(pyc_device *d, PyObject *shape_arg, PyObject *dtype_arg,
 
 static const char *const create_names[] = {"shape", "dtype", "stream", NULL};
 
-static int create_args(const char *who, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
-                       PyObject **kw)
-{
-    if (nargs > 2) {
-        PyErr_Format(PyExc_TypeError, "%s() takes at most 2 positional arguments", who);
-        return -1;
-    }
-    if (pyc_kwargs(who, kwnames, args + nargs, create_names, kw) < 0) {
-        return -1;
-    }
-    for (Py_ssize_t i = 0; i < nargs; i++) {
-        if (kw[i]) {
-            PyErr_Format(PyExc_TypeError, "%s() got '%s' twice", who, create_names[i]);
-            return -1;
-        }
-        kw[i] = args[i];
-    }
-    if (!kw[0]) {
-        PyErr_Format(PyExc_TypeError, "%s() needs a shape", who);
-        return -1;
-    }
-    return 0;
-}
-
 /* dev.empty(shape, dtype=float32, stream=None): contents undefined until written. */
 static PyObject *device_empty(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                               PyObject *kwnames)
 {
     PyObject *kw[3];
     cubec_stream stream;
-    if (create_args("Device.empty", args, nargs, kwnames, kw) < 0) {
+    if (pyc_args("Device.empty", args, nargs, kwnames, create_names, 2, 1, kw) < 0) {
         return NULL;
     }
     return create((pyc_device *)self, kw[0], kw[1], kw[2], "Device.empty", &stream);
@@ -175,7 +152,7 @@ static PyObject *device_zeros(PyObject *self, PyObject *const *args, Py_ssize_t 
 {
     PyObject *kw[3];
     cubec_stream stream;
-    if (create_args("Device.zeros", args, nargs, kwnames, kw) < 0) {
+    if (pyc_args("Device.zeros", args, nargs, kwnames, create_names, 2, 1, kw) < 0) {
         return NULL;
     }
     pyc_buffer *b =
@@ -281,22 +258,43 @@ static PyObject *new_array(pyc_buffer *b)
     return np ? PyObject_CallMethod(np, "empty", "OO", b->shape, b->dtype) : NULL;
 }
 
-/* buf.numpy(stream=None): a new array with the buffer's contents (after the stream's work).
- * cubec's public API maps no device buffer for the host, so this is always a copy. */
+/* buf.numpy(stream=None, copy=None): the buffer's contents after the stream's work on it. Where
+ * its memory is host-visible (cubec_buffer_map) a zero-copy view whose base (a cubec.Mapping)
+ * keeps the buffer and its device alive and unmaps when collected; elsewhere a new array.
+ * copy=True always copies; copy=False raises BufferError where only a copy is possible. */
 static PyObject *buffer_numpy(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                               PyObject *kwnames)
 {
     pyc_buffer *b = (pyc_buffer *)self;
-    static const char *const names[] = {"stream", NULL};
-    PyObject *kw[1];
+    static const char *const names[] = {"stream", "copy", NULL};
+    PyObject *kw[2];
     if (nargs) {
-        return PyErr_Format(PyExc_TypeError, "Buffer.numpy() takes only stream=");
+        return PyErr_Format(PyExc_TypeError, "Buffer.numpy() takes only stream= and copy=");
     }
     cubec_stream stream;
     cubec_device *dev = live(b, "Buffer.numpy");
     if (!dev || pyc_kwargs("Buffer.numpy", kwnames, args, names, kw) < 0 ||
         pyc_stream_arg(b->device, kw[0], "Buffer.numpy", &stream) < 0) {
         return NULL;
+    }
+    int copy = -1; /* None: a view where possible */
+    if (kw[1] && kw[1] != Py_None) {
+        copy = PyObject_IsTrue(kw[1]);
+        if (copy < 0) {
+            return NULL;
+        }
+    }
+    if (copy != 1) {
+        int unsupported = 0;
+        PyObject *view = pyc_buffer_view_array(b, stream, &unsupported);
+        if (view || !unsupported) {
+            return view;
+        }
+        if (copy == 0) {
+            return PyErr_Format(PyExc_BufferError,
+                                "Buffer.numpy: copy=False, but the buffer's memory is not "
+                                "host-visible on this device: only a copy can be made");
+        }
     }
     PyObject *arr = new_array(b);
     if (arr && read_into(b, stream, arr, "Buffer.numpy") < 0) {
@@ -312,13 +310,10 @@ static PyObject *buffer_read(PyObject *self, PyObject *const *args, Py_ssize_t n
     pyc_buffer *b = (pyc_buffer *)self;
     static const char *const names[] = {"out", "stream", NULL};
     PyObject *kw[2];
-    if (nargs > 1 || pyc_kwargs("Buffer.read", kwnames, args + nargs, names, kw) < 0) {
-        if (!PyErr_Occurred()) {
-            PyErr_SetString(PyExc_TypeError, "Buffer.read() takes at most one positional out");
-        }
+    if (pyc_args("Buffer.read", args, nargs, kwnames, names, 1, 0, kw) < 0) {
         return NULL;
     }
-    PyObject *out = nargs ? args[0] : kw[0];
+    PyObject *out = kw[0];
     cubec_stream stream;
     cubec_device *dev = live(b, "Buffer.read");
     if (!dev || pyc_stream_arg(b->device, kw[1], "Buffer.read", &stream) < 0) {
@@ -529,7 +524,10 @@ static PyObject *buffer_repr(PyObject *self)
 #define PYC_FAST(fn) (PyCFunction)(void (*)(void))(fn), METH_FASTCALL | METH_KEYWORDS
 
 static PyMethodDef buffer_methods[] = {
-    {"numpy", PYC_FAST(buffer_numpy), "numpy(stream=None): a new array with the contents."},
+    {"numpy", PYC_FAST(buffer_numpy),
+     "numpy(stream=None, copy=None): the contents as a zero-copy view where the memory is "
+     "host-visible, else a copy (copy=True: always a copy; copy=False: BufferError instead of "
+     "one)."},
     {"read", PYC_FAST(buffer_read), "read(out=None, stream=None): reads into out or a new array."},
     {"write", PYC_FAST(buffer_write), "write(array, offset=0, stream=None): writes the bytes."},
     {"fill", PYC_FAST(buffer_fill), "fill(value, stream=None): every element set to value."},
@@ -555,6 +553,7 @@ static PyType_Slot buffer_slots[] = {
     {Py_tp_repr, buffer_repr},
     {Py_tp_methods, buffer_methods},
     {Py_tp_getset, buffer_getset},
+    {Py_bf_getbuffer, pyc_buffer_getbuffer}, /* mapping.c: memoryview(buf) where host-visible */
     {Py_tp_doc, "Device memory with a numpy dtype and shape (Device.empty, zeros, buffer)."},
     {0, NULL},
 };

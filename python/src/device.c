@@ -261,13 +261,10 @@ static PyObject *device_sync(PyObject *self, PyObject *const *args, Py_ssize_t n
     pyc_device *d = (pyc_device *)self;
     static const char *const names[] = {"stream", NULL};
     PyObject *kw[1];
-    if (nargs > 1) {
-        return PyErr_Format(PyExc_TypeError, "Device.sync() takes at most 1 argument");
-    }
-    if (pyc_kwargs("Device.sync", kwnames, args + nargs, names, kw) < 0) {
+    if (pyc_args("Device.sync", args, nargs, kwnames, names, 1, 0, kw) < 0) {
         return NULL;
     }
-    PyObject *stream_obj = nargs ? args[0] : kw[0];
+    PyObject *stream_obj = kw[0];
     cubec_device *dev = pyc_device_handle(d, "Device.sync");
     cubec_stream stream;
     if (!dev || pyc_stream_arg(d, stream_obj, "Device.sync", &stream) < 0) {

@@ -1,8 +1,10 @@
 /* DLPack export of buffers: Buffer.__dlpack__(*, stream=None, max_version=None, dl_device=None,
- * copy=None) and Buffer.__dlpack_device__(). cubec's public API maps no device buffer for the
- * host, so the only honest device is kDLCPU through a copy: __dlpack__ reads the buffer (after
- * the work queued on it: the read synchronises) into a new numpy array and hands out that
- * array's memory; copy=False raises BufferError, as the protocol asks. Never kDLVulkan: no
+ * copy=None) and Buffer.__dlpack_device__(). The device is always kDLCPU: where the buffer's
+ * memory is host-visible (cubec_buffer_map: lavapipe, CPU devices, integrated GPUs) the capsule
+ * hands out the mapped bytes themselves, after the work queued on the buffer (the map waits for
+ * it), kept mapped and alive until the consumer's deleter runs; elsewhere (a discrete GPU's
+ * device-local memory) it hands out a synchronised copy, flagged IS_COPIED, and copy=False
+ * raises BufferError, as the protocol asks. copy=True always copies. Never kDLVulkan: no
  * consumer gives it a meaning. The structs are DLPack's stable C ABI (dlpack.h 1.x), written
  * here rather than taken from Debian's 0.6 header. */
 #include <stdlib.h>
@@ -157,10 +159,12 @@ static PyObject *buffer_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t
                                 type, id);
         }
     }
-    if (kw[3] && kw[3] != Py_None && !PyObject_IsTrue(kw[3])) {
-        return PyErr_Format(PyExc_BufferError,
-                            "Buffer.__dlpack__: copy=False, but a cubec buffer is device memory "
-                            "the host cannot see: exporting it needs a copy");
+    int copy = -1; /* None: the mapped bytes where possible */
+    if (kw[3] && kw[3] != Py_None) {
+        copy = PyObject_IsTrue(kw[3]);
+        if (copy < 0) {
+            return NULL;
+        }
     }
     int versioned = 0;
     if (kw[1] && kw[1] != Py_None) {
@@ -183,7 +187,40 @@ static PyObject *buffer_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t
     if (dtype_of(b->dtype, &dt) < 0) {
         return NULL;
     }
-    PyObject *array = PyObject_CallMethod(self, "numpy", NULL);
+    PyObject *array = NULL;
+    int copied = 1;
+    if (copy != 1) {
+        if (!pyc_device_handle(b->device, "Buffer.__dlpack__")) {
+            return NULL;
+        }
+        if (!b->buf.id) {
+            return pyc_raise_code(CUBEC_INVALID_ARGUMENT,
+                                  "Buffer.__dlpack__: the buffer was released");
+        }
+        int unsupported = 0;
+        array = pyc_buffer_view_array(b, CUBEC_STREAM_CURRENT, &unsupported);
+        if (!array && !unsupported) {
+            return NULL;
+        }
+        if (!array && copy == 0) {
+            return PyErr_Format(PyExc_BufferError,
+                                "Buffer.__dlpack__: copy=False, but the buffer's memory is not "
+                                "host-visible on this device: exporting it needs a copy");
+        }
+        copied = array == NULL;
+    }
+    if (!array) {
+        /* buf.numpy(copy=True): a synchronised copy. */
+        PyObject *method = PyObject_GetAttrString(self, "numpy");
+        PyObject *noargs = PyTuple_New(0);
+        PyObject *kwargs = Py_BuildValue("{s:O}", "copy", Py_True);
+        if (method && noargs && kwargs) {
+            array = PyObject_Call(method, noargs, kwargs);
+        }
+        Py_XDECREF(method);
+        Py_XDECREF(noargs);
+        Py_XDECREF(kwargs);
+    }
     if (!array) {
         return NULL;
     }
@@ -208,7 +245,7 @@ static PyObject *buffer_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t
         t->version = (DLPackVersion){1, 0};
         t->manager_ctx = ctx;
         t->deleter = delete_versioned;
-        t->flags = DLPACK_FLAG_BITMASK_IS_COPIED;
+        t->flags = copied ? DLPACK_FLAG_BITMASK_IS_COPIED : 0;
         t->dl_tensor = tensor;
         capsule = PyCapsule_New(t, "dltensor_versioned", capsule_versioned);
     } else {
@@ -234,7 +271,8 @@ static PyObject *buffer_dlpack_device(PyObject *self, PyObject *unused)
 static PyMethodDef buffer_methods[] = {
     {"__dlpack__", (PyCFunction)(void (*)(void))buffer_dlpack, METH_FASTCALL | METH_KEYWORDS,
      "__dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None): a kDLCPU "
-     "capsule of a synchronised host copy (copy=False raises BufferError)."},
+     "capsule of the mapped bytes where the buffer is host-visible, else of a synchronised "
+     "copy (copy=False raises BufferError there)."},
     {"__dlpack_device__", buffer_dlpack_device, METH_NOARGS, "(kDLCPU, 0)."},
     {NULL, NULL, 0, NULL},
 };

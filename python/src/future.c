@@ -91,13 +91,10 @@ static PyObject *future_result(PyObject *self, PyObject *const *args, Py_ssize_t
     pyc_future *f = (pyc_future *)self;
     static const char *const names[] = {"timeout", NULL};
     PyObject *kw[1];
-    if (nargs > 1 || pyc_kwargs("Future.result", kwnames, args + nargs, names, kw) < 0) {
-        if (!PyErr_Occurred()) {
-            PyErr_SetString(PyExc_TypeError, "Future.result() takes at most one timeout");
-        }
+    if (pyc_args("Future.result", args, nargs, kwnames, names, 1, 0, kw) < 0) {
         return NULL;
     }
-    PyObject *timeout = nargs ? args[0] : kw[0];
+    PyObject *timeout = kw[0];
     if (!f->event || f->settled) {
         return outcome(f);
     }
@@ -187,13 +184,10 @@ static PyObject *buffer_read_async(PyObject *self, PyObject *const *args, Py_ssi
     pyc_buffer *b = (pyc_buffer *)self;
     static const char *const names[] = {"out", "stream", NULL};
     PyObject *kw[2];
-    if (nargs > 1 || pyc_kwargs("Buffer.read_async", kwnames, args + nargs, names, kw) < 0) {
-        if (!PyErr_Occurred()) {
-            PyErr_SetString(PyExc_TypeError, "Buffer.read_async() takes at most one out");
-        }
+    if (pyc_args("Buffer.read_async", args, nargs, kwnames, names, 1, 0, kw) < 0) {
         return NULL;
     }
-    PyObject *out = nargs ? args[0] : kw[0];
+    PyObject *out = kw[0];
     cubec_stream stream;
     cubec_device *dev = pyc_device_handle(b->device, "Buffer.read_async");
     if (!dev || pyc_stream_arg(b->device, kw[1], "Buffer.read_async", &stream) < 0) {

@@ -112,16 +112,9 @@ static PyObject *graph_replay(PyObject *op, PyObject *const *args, Py_ssize_t na
     cubec_stream stream = self->stream;
     if (nargs > 1 || kwnames) {
         static const char *const names[] = {"stream", NULL};
-        PyObject *stream_obj = nargs > 0 ? args[0] : NULL;
-        PyObject *kw[1] = {NULL};
-        if (nargs > 1) {
-            PyErr_Format(PyExc_TypeError, "replay() takes at most 1 argument (%zd given)", nargs);
-            return NULL;
-        }
-        if (pyc_kwargs("replay", kwnames, args + nargs, names, kw) < 0) return NULL;
-        if (kw[0]) stream_obj = kw[0];
-        if (stream_obj && pyc_stream_arg(self->device, stream_obj, "replay", &stream) < 0)
-            return NULL;
+        PyObject *kw[1];
+        if (pyc_args("replay", args, nargs, kwnames, names, 1, 0, kw) < 0) return NULL;
+        if (kw[0] && pyc_stream_arg(self->device, kw[0], "replay", &stream) < 0) return NULL;
     } else if (nargs == 1 && pyc_stream_arg(self->device, args[0], "replay", &stream) < 0) {
         return NULL;
     }

@@ -120,30 +120,6 @@ done:
 
 static const char *const names[] = {"shape", "dtype", "device", NULL};
 
-static int parse(const char *who, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
-                 PyObject **kw)
-{
-    if (nargs > 2) {
-        PyErr_Format(PyExc_TypeError, "%s() takes at most 2 positional arguments", who);
-        return -1;
-    }
-    if (pyc_kwargs(who, kwnames, args + nargs, names, kw) < 0) {
-        return -1;
-    }
-    for (Py_ssize_t i = 0; i < nargs; i++) {
-        if (kw[i]) {
-            PyErr_Format(PyExc_TypeError, "%s() got '%s' twice", who, names[i]);
-            return -1;
-        }
-        kw[i] = args[i];
-    }
-    if (!kw[0]) {
-        PyErr_Format(PyExc_TypeError, "%s() needs a shape", who);
-        return -1;
-    }
-    return 0;
-}
-
 /* cubec.host_empty(shape, dtype=float32, device=None): on `device`, or the first device opened
  * that is still open. */
 static PyObject *module_host_empty(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
@@ -151,7 +127,7 @@ static PyObject *module_host_empty(PyObject *self, PyObject *const *args, Py_ssi
 {
     (void)self;
     PyObject *kw[3];
-    if (parse("host_empty", args, nargs, kwnames, kw) < 0) {
+    if (pyc_args("host_empty", args, nargs, kwnames, names, 2, 1, kw) < 0) {
         return NULL;
     }
     pyc_device *d = pyc.default_device;
@@ -174,7 +150,7 @@ static PyObject *device_host_empty(PyObject *self, PyObject *const *args, Py_ssi
                                    PyObject *kwnames)
 {
     PyObject *kw[3];
-    if (parse("Device.host_empty", args, nargs, kwnames, kw) < 0) {
+    if (pyc_args("Device.host_empty", args, nargs, kwnames, names, 2, 1, kw) < 0) {
         return NULL;
     }
     if (kw[2]) {

@@ -328,6 +328,11 @@ static PyObject *get_workgroup_size(PyObject *self, void *c)
     const uint32_t *w = ((pyc_kernel *)self)->info.workgroup_size;
     return Py_BuildValue("(III)", w[0], w[1], w[2]);
 }
+static PyObject *get_shared_memory_size(PyObject *self, void *c)
+{
+    (void)c;
+    return PyLong_FromUnsignedLongLong(((pyc_kernel *)self)->info.shared_memory_size);
+}
 static PyObject *get_access(PyObject *self, void *c)
 {
     (void)c;
@@ -366,7 +371,10 @@ static PyObject *kernel_repr(PyObject *self)
 static PyGetSetDef kernel_getset[] = {
     {"bindings", get_bindings, NULL, "Storage buffers a launch passes.", NULL},
     {"info_size", get_info_size, NULL, "Bytes of metadata (info=) a launch passes.", NULL},
-    {"workgroup_size", get_workgroup_size, NULL, "The local size (x, y, z).", NULL},
+    {"workgroup_size", get_workgroup_size, NULL,
+     "The local size (x, y, z), with the kernel's specialization constants.", NULL},
+    {"shared_memory_size", get_shared_memory_size, NULL,
+     "Bytes of shared memory, with the kernel's specialization constants.", NULL},
     {"access", get_access, NULL, "Each binding's access: 'r', 'w' or 'rw'.", NULL},
     {"name", get_name, NULL, "The kernel's name.", NULL},
     {"device", get_device, NULL, "Its device.", NULL},

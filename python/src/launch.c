@@ -1,6 +1,6 @@
-/* Launches: k(*buffers, groups=, info=, stream=) as one vectorcall with the GIL kept (the
- * enqueue does not block), and pre-bound launches, l = k.bind(...) then l() or l(info=...),
- * which skip the argument conversion on every call. */
+/* Launches: k(*buffers, groups=, info=, stream=, address_reads=, address_writes=) as one vectorcall
+ * with the GIL kept (the enqueue does not block), and pre-bound launches, l = k.bind(...) then l()
+ * or l(info=...), which skip the argument conversion on every call. */
 #include <string.h>
 
 #include "pycubec.h"
@@ -156,22 +156,29 @@ int pyc_launch_parse(pyc_kernel *kernel, PyObject *const *args, Py_ssize_t nargs
     return 0;
 }
 
+/* The keyword arguments of a launch (NULL when absent, borrowed). */
+typedef struct launch_kw {
+    PyObject *groups, *info, *stream, *address_reads, *address_writes;
+} launch_kw;
+
 /* The launch's keyword arguments; interned names match by identity first. */
-static int launch_kwargs(PyObject *kwnames, PyObject *const *kwvalues, PyObject **groups,
-                         PyObject **info, PyObject **stream)
+static int launch_kwargs(PyObject *kwnames, PyObject *const *kwvalues, launch_kw *kw)
 {
     Py_ssize_t n = PyTuple_Size(kwnames);
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *key = PyTuple_GetItem(kwnames, i);
-        PyObject **slot = key == pyc.str_groups   ? groups
-                          : key == pyc.str_info   ? info
-                          : key == pyc.str_stream ? stream
+        PyObject **slot = key == pyc.str_groups   ? &kw->groups
+                          : key == pyc.str_info   ? &kw->info
+                          : key == pyc.str_stream ? &kw->stream
                                                   : NULL;
         if (!slot) {
-            slot = PyUnicode_CompareWithASCIIString(key, "groups") == 0   ? groups
-                   : PyUnicode_CompareWithASCIIString(key, "info") == 0   ? info
-                   : PyUnicode_CompareWithASCIIString(key, "stream") == 0 ? stream
-                                                                          : NULL;
+            slot =
+                PyUnicode_CompareWithASCIIString(key, "groups") == 0           ? &kw->groups
+                : PyUnicode_CompareWithASCIIString(key, "info") == 0           ? &kw->info
+                : PyUnicode_CompareWithASCIIString(key, "stream") == 0         ? &kw->stream
+                : PyUnicode_CompareWithASCIIString(key, "address_reads") == 0  ? &kw->address_reads
+                : PyUnicode_CompareWithASCIIString(key, "address_writes") == 0 ? &kw->address_writes
+                                                                               : NULL;
         }
         if (!slot) {
             PyErr_Format(PyExc_TypeError, "launch got an unexpected keyword argument '%U'", key);
@@ -182,17 +189,99 @@ static int launch_kwargs(PyObject *kwnames, PyObject *const *kwvalues, PyObject 
     return 0;
 }
 
+/* address_reads= / address_writes=: the Buffers the kernel reaches through device addresses
+ * (cubec_launch_desc.address_buffers, docs/kernels.md); one in both lists is read and written.
+ * They follow the `nargs` bound buffers in out->ids. */
+static int address_args(pyc_kernel *k, Py_ssize_t nargs, const launch_kw *kw, pyc_launch_args *out)
+{
+    static const char *const names[2] = {"address_reads", "address_writes"};
+    PyObject *given[2] = {kw->address_reads, kw->address_writes};
+    uint32_t count = 0, masks[2] = {0, 0};
+    for (int w = 0; w < 2; w++) {
+        if (!given[w] || given[w] == Py_None) {
+            continue;
+        }
+        PyObject *items = PySequence_Tuple(given[w]);
+        if (!items) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_TypeError,
+                         "launch of %R: %s must be a sequence of cubec.Buffer, "
+                         "not %R",
+                         k->name, names[w], given[w]);
+            return -1;
+        }
+        for (Py_ssize_t i = 0; i < PyTuple_Size(items); i++) {
+            PyObject *b = PyTuple_GetItem(items, i);
+            if (Py_TYPE(b) != pyc.buffer_type || ((pyc_buffer *)b)->device != k->device) {
+                int other = Py_TYPE(b) == pyc.buffer_type;
+                Py_DECREF(items);
+                if (other) {
+                    pyc_raise_code(CUBEC_INVALID_ARGUMENT,
+                                   "launch of %R: %s[%zd] belongs to another device", k->name,
+                                   names[w], i);
+                } else {
+                    PyErr_Format(PyExc_TypeError, "launch of %R: %s[%zd] is not a cubec.Buffer: %R",
+                                 k->name, names[w], i, b);
+                }
+                return -1;
+            }
+            uint32_t j = 0;
+            while (j < count && out->addressed[j] != b) {
+                j++;
+            }
+            if (j == count) {
+                if (nargs + (Py_ssize_t)count >= 32) {
+                    Py_DECREF(items);
+                    pyc_raise_code(CUBEC_INVALID_ARGUMENT,
+                                   "launch of %R: more than 32 buffers bound and reached by "
+                                   "address",
+                                   k->name);
+                    return -1;
+                }
+                /* The tuple holds the items only until here; the call's arguments hold them
+                 * for the launch (and bind keeps them). */
+                out->addressed[count] = b;
+                out->ids[nargs + count] = ((pyc_buffer *)b)->buf;
+                count++;
+            }
+            masks[w] |= 1u << j;
+        }
+        Py_DECREF(items);
+    }
+    out->desc.address_buffers = out->ids + nargs;
+    out->desc.address_buffer_count = count;
+    out->desc.address_reads = masks[0];
+    out->desc.address_writes = masks[1];
+    return 0;
+}
+
+/* The arguments of k(...) and of k.bind(...), which take the same ones: buffers by position,
+ * groups=, info= and stream= by keyword, converted into `out`. On failure `out` is released
+ * already; on success the caller releases it (pyc_launch_args_done). `stream_obj` gets the
+ * stream= object (borrowed, NULL when absent), which a bound launch keeps alive. */
+static int launch_args(pyc_kernel *k, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
+                       pyc_launch_args *out, PyObject **stream_obj)
+{
+    launch_kw kw = {NULL, NULL, NULL, NULL, NULL};
+    out->info.view.obj = NULL;
+    out->info.heap = NULL;
+    if ((kwnames && launch_kwargs(kwnames, args + nargs, &kw) < 0) ||
+        pyc_launch_parse(k, args, nargs, kw.groups, kw.info, kw.stream, out) < 0 ||
+        ((kw.address_reads || kw.address_writes) && address_args(k, nargs, &kw, out) < 0)) {
+        pyc_launch_args_done(out);
+        return -1;
+    }
+    *stream_obj = kw.stream;
+    return 0;
+}
+
 PyObject *pyc_kernel_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
     pyc_kernel *k = (pyc_kernel *)self;
     Py_ssize_t nargs = PYC_NARGS(nargsf);
-    PyObject *groups = NULL, *info = NULL, *stream = NULL;
-    if (kwnames && launch_kwargs(kwnames, args + nargs, &groups, &info, &stream) < 0) {
-        return NULL;
-    }
     pyc_launch_args a;
-    if (pyc_launch_parse(k, args, nargs, groups, info, stream, &a) < 0) {
-        pyc_launch_args_done(&a);
+    PyObject *stream = NULL;
+    if (launch_args(k, args, nargs, kwnames, &a, &stream) < 0) {
         return NULL;
     }
     cubec_status st = cubec_launch(k->device->dev, a.stream, &a.desc);
@@ -221,9 +310,9 @@ static PyObject *launch_call(PyObject *self, PyObject *const *args, size_t nargs
         }
         Py_RETURN_NONE;
     }
-    PyObject *groups = NULL, *info = NULL, *stream = NULL;
-    if (nargs || launch_kwargs(kwnames, args + nargs, &groups, &info, &stream) < 0 || groups ||
-        stream) {
+    launch_kw kw = {NULL, NULL, NULL, NULL, NULL};
+    if (nargs || launch_kwargs(kwnames, args + nargs, &kw) < 0 || kw.groups || kw.stream ||
+        kw.address_reads || kw.address_writes) {
         if (!PyErr_Occurred()) {
             PyErr_SetString(PyExc_TypeError, "a bound launch takes only info=");
         }
@@ -231,7 +320,7 @@ static PyObject *launch_call(PyObject *self, PyObject *const *args, size_t nargs
     }
     cubec_launch_desc desc = l->desc;
     pyc_info_hold hold;
-    if (pyc_info_arg(l->kernel, info, &desc.info, &desc.info_size, &hold) < 0) {
+    if (pyc_info_arg(l->kernel, kw.info, &desc.info, &desc.info_size, &hold) < 0) {
         pyc_info_release(&hold);
         return NULL;
     }
@@ -243,18 +332,15 @@ static PyObject *launch_call(PyObject *self, PyObject *const *args, size_t nargs
     Py_RETURN_NONE;
 }
 
-/* k.bind(*buffers, groups=, info=None, stream=None): a Launch with everything converted once. */
+/* k.bind(*buffers, groups=, info=None, stream=None, address_reads=None, address_writes=None): a
+ * Launch with everything converted once. */
 static PyObject *kernel_bind(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                              PyObject *kwnames)
 {
     pyc_kernel *k = (pyc_kernel *)self;
-    PyObject *groups = NULL, *info = NULL, *stream = NULL;
-    if (kwnames && launch_kwargs(kwnames, args + nargs, &groups, &info, &stream) < 0) {
-        return NULL;
-    }
     pyc_launch_args a;
-    if (pyc_launch_parse(k, args, nargs, groups, info, stream, &a) < 0) {
-        pyc_launch_args_done(&a);
+    PyObject *stream = NULL;
+    if (launch_args(k, args, nargs, kwnames, &a, &stream) < 0) {
         return NULL;
     }
     pyc_launch *l = PyObject_New(pyc_launch, pyc.launch_type);
@@ -269,14 +355,21 @@ static PyObject *kernel_bind(PyObject *self, PyObject *const *args, Py_ssize_t n
     l->stream_obj = stream && stream != Py_None ? (Py_INCREF(stream), stream) : NULL;
     l->info = NULL;
     l->buffers = PyTuple_New(nargs);
+    uint32_t reached = a.desc.address_buffer_count;
+    l->addressed = reached ? PyTuple_New(reached) : NULL;
     l->desc = a.desc;
-    memcpy(l->ids, a.ids, sizeof(cubec_buffer) * (size_t)nargs);
+    memcpy(l->ids, a.ids, sizeof(cubec_buffer) * ((size_t)nargs + reached));
     l->desc.buffers = l->ids;
+    l->desc.address_buffers = l->ids + nargs;
     if (l->buffers) {
         for (Py_ssize_t i = 0; i < nargs; i++) {
             Py_INCREF(args[i]);
             PyTuple_SetItem(l->buffers, i, args[i]);
         }
+    }
+    for (uint32_t i = 0; l->addressed && i < reached; i++) {
+        Py_INCREF(a.addressed[i]);
+        PyTuple_SetItem(l->addressed, i, a.addressed[i]);
     }
     if (a.desc.info_size) {
         l->info = PyMem_Malloc(a.desc.info_size);
@@ -286,7 +379,7 @@ static PyObject *kernel_bind(PyObject *self, PyObject *const *args, Py_ssize_t n
     }
     l->desc.info = l->info;
     pyc_launch_args_done(&a);
-    if (!l->buffers || (a.desc.info_size && !l->info)) {
+    if (!l->buffers || (reached && !l->addressed) || (a.desc.info_size && !l->info)) {
         Py_DECREF(l);
         return PyErr_NoMemory();
     }
@@ -299,6 +392,7 @@ static void launch_dealloc(PyObject *self)
     PyTypeObject *tp = Py_TYPE(self);
     PyMem_Free(l->info);
     Py_XDECREF(l->buffers);
+    Py_XDECREF(l->addressed);
     Py_XDECREF(l->stream_obj);
     Py_DECREF((PyObject *)l->kernel);
     PyObject_Free(self);
@@ -349,7 +443,8 @@ static PyType_Spec launch_spec = {"cubec.Launch", sizeof(pyc_launch), 0,
 
 static PyMethodDef kernel_methods[] = {
     {"bind", (PyCFunction)(void (*)(void))kernel_bind, METH_FASTCALL | METH_KEYWORDS,
-     "bind(*buffers, groups=, info=None, stream=None): a pre-bound Launch."},
+     "bind(*buffers, groups=, info=None, stream=None, address_reads=None, address_writes=None): "
+     "a pre-bound Launch."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -75,8 +75,9 @@ typedef struct pyc_launch {
     PyObject *stream_obj;
     cubec_stream stream;
     cubec_launch_desc desc;
-    cubec_buffer ids[32];
-    void *info; /* PyMem copy of the bound metadata, or NULL */
+    cubec_buffer ids[32]; /* the bound buffers, then those reached by address */
+    void *info;           /* PyMem copy of the bound metadata, or NULL */
+    PyObject *addressed;  /* tuple of the Buffers reached by address, kept alive, or NULL */
 } pyc_launch;
 
 /* cubec.Stream: a stream id of one device. */
@@ -166,10 +167,26 @@ Py_ssize_t pyc_itemsize(PyObject *dtype);
  * TypeError naming `who`. */
 int pyc_kwargs(const char *who, PyObject *kwnames, PyObject *const *kwvalues,
                const char *const *names, PyObject **out);
+/* Positional and keyword arguments together: the first nargs names (at most max_positional)
+ * take the positional values, the others come by keyword as in pyc_kwargs; a name given both
+ * ways, or one of the first `required` names given neither way, raises TypeError naming `who`. */
+int pyc_args(const char *who, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
+             const char *const *names, Py_ssize_t max_positional, Py_ssize_t required,
+             PyObject **out);
 
 /* Creates a Buffer object that takes over `buf` (released on failure). */
 PyObject *pyc_buffer_wrap(pyc_device *device, cubec_buffer buf, uint64_t size, PyObject *dtype,
                           PyObject *shape);
+/* mapping.c: a zero-copy view of the buffer's bytes (cubec_buffer_map, after the stream's work on
+ * the buffer): the Mapping object (buffer protocol, bytes) or a numpy array of the buffer's dtype
+ * and shape over it, whose base keeps the buffer, its device and the map alive. NULL with
+ * *out_unsupported set and no exception where the memory is not host-visible (then copy);
+ * NULL with an exception on other errors. */
+PyObject *pyc_buffer_mapping(pyc_buffer *b, cubec_stream stream, int *out_unsupported);
+PyObject *pyc_buffer_view_array(pyc_buffer *b, cubec_stream stream, int *out_unsupported);
+/* The Buffer type's bf_getbuffer: numpy's export of such a view, BufferError where the memory is
+ * not host-visible. */
+int pyc_buffer_getbuffer(PyObject *self, Py_buffer *view, int flags);
 /* Fills `desc` from a launch's arguments (see launch.c); used by k(...) and k.bind(...). */
 /* A launch's metadata bytes while they are in use: a borrowed buffer (bytes, a numpy record),
  * or a block built from an info= dict, in `local` or, when larger, on the heap. */
@@ -182,9 +199,10 @@ void pyc_info_release(pyc_info_hold *hold);
 
 typedef struct pyc_launch_args {
     cubec_launch_desc desc;
-    cubec_buffer ids[32];
+    cubec_buffer ids[32]; /* the bound buffers, then those reached by address */
     cubec_stream stream;
     pyc_info_hold info;
+    PyObject *addressed[32]; /* the Buffers reached by address (borrowed) */
 } pyc_launch_args;
 int pyc_launch_parse(pyc_kernel *kernel, PyObject *const *args, Py_ssize_t nargs, PyObject *groups,
                      PyObject *info, PyObject *stream, pyc_launch_args *out);

@@ -200,6 +200,7 @@ cubec_status cubec_kernel_get_info(cubec_device *device, cubec_kernel kernel,
         info.info_in_push_constants = e->info_in_push;
         memcpy(info.workgroup_size, e->refl.workgroup_size, sizeof info.workgroup_size);
         info.info_field_count = e->layout ? e->layout->count : 0;
+        info.shared_memory_size = e->refl.shared_memory_size;
         api_struct_write(out_info, &info);
     }
     return api_unlock(device, err);
@@ -320,6 +321,37 @@ static cubec_status info_size_mismatch(const char *fn, uint32_t given, const pip
                        fn, given, e->name, e->info_size, also, fields);
 }
 
+/* The buffers a launch reaches through device addresses: handles of this device, and writes
+ * only among them (cubec_launch checked that they fit beside the bound ones). They are not
+ * bound, so neither size limit of a binding applies. */
+static cubec_status check_address_buffers(cubec_device *d, const cubec_launch_desc *desc,
+                                          buffer_obj **out)
+{
+    static const char fn[] = "cubec_launch";
+    uint32_t n = desc->address_buffer_count;
+    if (n && !desc->address_buffers)
+        return INVALID_ARG("%s: desc->address_buffers is NULL with address_buffer_count %u", fn, n);
+    if ((uint64_t)desc->address_reads >> n || (uint64_t)desc->address_writes >> n)
+        return INVALID_ARG(
+            "%s: desc->address_%s is 0x%x, which names buffers past "
+            "address_buffer_count %u",
+            fn, (uint64_t)desc->address_reads >> n ? "reads" : "writes",
+            (uint64_t)desc->address_reads >> n ? desc->address_reads : desc->address_writes, n);
+    for (uint32_t i = 0; i < n; i++) {
+        out[i] = handle_table_get(&d->buffers->handles, desc->address_buffers[i].id);
+        if (!out[i]) { /* only now spend time on the message */
+            char arg[64];
+            snprintf(arg, sizeof arg, "cubec_launch: desc->address_buffers[%u]", i);
+            return api_buffer(d, desc->address_buffers[i], arg, &out[i]);
+        }
+        if (!(((desc->address_reads | desc->address_writes) >> i) & 1))
+            return INVALID_ARG("%s: desc->address_buffers[%u] is neither read nor written: set "
+                               "bit %u of desc->address_reads or desc->address_writes",
+                               fn, i, i);
+    }
+    return NULL;
+}
+
 /* `k` has its entry, or (entry NULL) did not compile in the queue: then only the buffers are
  * checked, the interface being unknown. */
 static cubec_status check_launch(cubec_device *d, const cubec_launch_desc *desc,
@@ -358,8 +390,12 @@ static cubec_status check_launch(cubec_device *d, const cubec_launch_desc *desc,
                                " (bind views of it)",
                                fn, i, bufs[i]->size, d->info.max_storage_buffer_range);
     }
+    RETURN_IF_ERROR(check_address_buffers(d, desc, bufs + desc->buffer_count));
     a->buffers = bufs;
     a->buffer_count = desc->buffer_count;
+    a->address_count = desc->address_buffer_count;
+    a->address_reads = desc->address_reads;
+    a->address_writes = desc->address_writes;
     a->info = desc->info;
     if (desc->indirect.id) {
         RETURN_IF_ERROR(
@@ -397,6 +433,11 @@ cubec_status cubec_launch(cubec_device *device, cubec_stream stream, const cubec
     if (desc->buffer_count > 32)
         return INVALID_ARG("cubec_launch: desc->buffer_count %u is more than 32",
                            desc->buffer_count);
+    /* One task holds both kinds, and its masks have 32 bits. */
+    if (desc->address_buffer_count > 32 - desc->buffer_count)
+        return INVALID_ARG("cubec_launch: desc->buffer_count %u plus desc->address_buffer_count "
+                           "%u is more than 32",
+                           desc->buffer_count, desc->address_buffer_count);
     RETURN_IF_ERROR(api_lock(device, "cubec_launch"));
     buffer_obj *bufs[32];
     launch_args a = {0};
@@ -416,8 +457,11 @@ cubec_status cubec_launch(cubec_device *device, cubec_stream stream, const cubec
         return api_unlock(device, err);
     }
     if (!err && k->entry) err = server_launch(device, s, &a);
+    /* The address buffers it writes are declared outputs too: they follow the bound ones. */
     if (!err && !k->entry)
-        err = compile_queue_fail_launch(device, s, k, bufs, desc->buffer_count,
-                                        desc->declared_outputs);
+        err = compile_queue_fail_launch(
+            device, s, k, bufs, desc->buffer_count + desc->address_buffer_count,
+            desc->declared_outputs |
+                (uint32_t)((uint64_t)desc->address_writes << desc->buffer_count));
     return api_unlock(device, err);
 }

@@ -76,6 +76,23 @@ cubec_status cubec_buffer_raw(cubec_device *device, cubec_stream stream, cubec_b
     return api_unlock(device, err);
 }
 
+cubec_status cubec_buffer_map(cubec_device *device, cubec_stream stream, cubec_buffer buffer,
+                              void **out_ptr, cubec_guard *out_guard)
+{
+    if (out_ptr) *out_ptr = NULL;
+    if (out_guard) out_guard->id = 0;
+    if (!out_ptr || !out_guard)
+        return INVALID_ARG("cubec_buffer_map: out_ptr (%p) and out_guard (%p) are required",
+                           (void *)out_ptr, (void *)out_guard);
+    RETURN_IF_ERROR(api_lock(device, "cubec_buffer_map"));
+    stream_ref s;
+    buffer_obj *b;
+    cubec_status err = api_slot(device, stream, "cubec_buffer_map", &s);
+    if (!err) err = api_buffer(device, buffer, "cubec_buffer_map: buffer", &b);
+    if (!err) err = server_buffer_map(device, s, b, buffer.id, out_ptr, out_guard);
+    return api_unlock(device, err);
+}
+
 cubec_status cubec_guard_release(cubec_device *device, cubec_guard guard)
 {
     if (guard.id == 0) return NULL;

@@ -2,6 +2,7 @@
 #include "kernel/limits.h"
 
 #include <inttypes.h>
+#include <stdio.h>
 
 kernel_limits kernel_limits_of(const cubec_device_info *info)
 {
@@ -16,25 +17,44 @@ kernel_limits kernel_limits_of(const cubec_device_info *info)
     return l;
 }
 
+static const char axis[3] = {'x', 'y', 'z'};
+
+/* Where specialization constants set the workgroup size, which ones and their values, so that a
+ * refusal names what the caller gave ("; x is specialization constant 0 = 2048"); "" if none. */
+static void spec_sources(const kernel_reflection *r, char *buf, size_t cap)
+{
+    size_t at = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < 3; i++) {
+        if (!r->workgroup_size_spec[i]) continue;
+        int w = snprintf(buf + at, cap - at, "%s%c is specialization constant %u = %u",
+                         at ? ", " : "; ", axis[i], r->workgroup_size_spec[i] - 1u,
+                         r->workgroup_size[i]);
+        if (w < 0 || (size_t)w >= cap - at) break;
+        at += (size_t)w;
+    }
+}
+
 cubec_status kernel_limits_check(const char *kernel, const kernel_reflection *r,
                                  const kernel_limits *limits)
 {
-    static const char axis[3] = {'x', 'y', 'z'};
     const uint32_t *wg = r->workgroup_size;
+    char from_spec[160];
+    spec_sources(r, from_spec, sizeof from_spec);
     for (int i = 0; i < 3; i++)
         if (wg[i] > limits->max_workgroup_size[i])
             return status_make(CUBEC_UNSUPPORTED,
                                "kernel '%s': workgroup size %c = %u exceeds the device limit of "
-                               "%u (maxComputeWorkGroupSize[%d])",
-                               kernel, axis[i], wg[i], limits->max_workgroup_size[i], i);
+                               "%u (maxComputeWorkGroupSize[%d])%s",
+                               kernel, axis[i], wg[i], limits->max_workgroup_size[i], i, from_spec);
     uint64_t invocations = (uint64_t)wg[0] * wg[1] * wg[2];
     if (invocations > limits->max_workgroup_invocations)
         return status_make(CUBEC_UNSUPPORTED,
                            "kernel '%s': a workgroup of %u x %u x %u = %" PRIu64
                            " invocations exceeds the device limit of %u "
-                           "(maxComputeWorkGroupInvocations)",
+                           "(maxComputeWorkGroupInvocations)%s",
                            kernel, wg[0], wg[1], wg[2], invocations,
-                           limits->max_workgroup_invocations);
+                           limits->max_workgroup_invocations, from_spec);
     uint64_t subgroups_hold =
         (uint64_t)limits->required_subgroup_size * limits->max_workgroup_subgroups;
     if (subgroups_hold && invocations > subgroups_hold)
@@ -42,9 +62,10 @@ cubec_status kernel_limits_check(const char *kernel, const kernel_reflection *r,
                            "kernel '%s': a workgroup of %u x %u x %u = %" PRIu64
                            " invocations exceeds the device limit of %" PRIu64
                            " with desc->required_subgroup_size %u (maxComputeWorkgroupSubgroups: "
-                           "%u subgroups a workgroup)",
+                           "%u subgroups a workgroup)%s",
                            kernel, wg[0], wg[1], wg[2], invocations, subgroups_hold,
-                           limits->required_subgroup_size, limits->max_workgroup_subgroups);
+                           limits->required_subgroup_size, limits->max_workgroup_subgroups,
+                           from_spec);
     if (r->shared_memory_size > limits->max_shared_memory_size)
         return status_make(CUBEC_UNSUPPORTED,
                            "kernel '%s': %" PRIu64

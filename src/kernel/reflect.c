@@ -18,6 +18,7 @@
 #undef kDefaultMaxIdBound
 #include <spirv_cross/spirv_cross_c.h>
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -440,8 +441,9 @@ static cubec_status reflect_push_constants(reflector *rf, kernel_reflection *out
 /* The WorkgroupSize built-in overrides LocalSize when present; it is read explicitly rather than
  * relying on SPIRV-Cross to mirror it into LocalSize. (LocalSizeId needs Vulkan 1.3's
  * maintenance4, which cubec does not enable: the validator, run without allowing it, has already
- * refused it.) A size that comes from specialization constants is refused: cubec never
- * specializes, so the driver would use the defaults while launches might assume otherwise. */
+ * refused it.) A dimension that comes from a specialization constant (local_size_x_id) is noted
+ * with the constant's id: its value is the pipeline's, evaluated by kernel_reflect_specialize
+ * (the defaults here). */
 static cubec_status reflect_workgroup_size(reflector *rf, kernel_reflection *out)
 {
     spvc_specialization_constant sc[3];
@@ -449,15 +451,13 @@ static cubec_status reflect_workgroup_size(reflector *rf, kernel_reflection *out
     spvc_constant_id builtin = spvc_compiler_get_work_group_size_specialization_constants(
         rf->compiler, &sc[0], &sc[1], &sc[2]);
     static const char axis[3] = {'x', 'y', 'z'};
-    for (int i = 0; i < 3; i++)
-        if (sc[i].id != 0)
-            return status_make(CUBEC_INVALID_SPIRV,
-                               "workgroup size %c is a specialization constant (SpecId %u): "
-                               "cubec reads the workgroup size from the module (it sizes grids and "
-                               "checks limits with it); use a literal local_size_%c "
-                               "or a define",
-                               axis[i], sc[i].constant_id, axis[i]);
     for (unsigned i = 0; i < 3; i++) {
+        if (sc[i].id != 0) {
+            out->workgroup_size_ids[i] = sc[i].id;
+            if (spvc_compiler_has_decoration(rf->compiler, sc[i].id, SpvDecorationSpecId))
+                out->workgroup_size_spec[i] = sc[i].constant_id + 1u;
+            continue;
+        }
         uint32_t v = builtin != 0
                          ? spvc_constant_get_scalar_u32(
                                spvc_compiler_get_constant_handle(rf->compiler, builtin), 0, i)
@@ -471,6 +471,47 @@ static cubec_status reflect_workgroup_size(reflector *rf, kernel_reflection *out
                                axis[i]);
         out->workgroup_size[i] = v;
     }
+    return NULL;
+}
+
+cubec_status kernel_reflect_specialize(const uint32_t *words, size_t word_count,
+                                       const cubec_spec_constant *spec, uint32_t spec_count,
+                                       kernel_reflection *r)
+{
+    workgroup_memory shared;
+    RETURN_IF_ERROR(
+        workgroup_memory_scan_specialized(words, word_count, spec, spec_count, &shared));
+    uint32_t ids[3], axes[3], n = 0;
+    for (uint32_t i = 0; i < 3; i++)
+        if (r->workgroup_size_ids[i]) {
+            axes[n] = i;
+            ids[n++] = r->workgroup_size_ids[i];
+        }
+    uint64_t values[3] = {0, 0, 0};
+    if (n) {
+        cubec_status err =
+            workgroup_memory_constants(words, word_count, spec, spec_count, ids, n, values);
+        if (err) return status_annotate(err, "the workgroup size");
+    }
+    static const char axis[3] = {'x', 'y', 'z'};
+    for (uint32_t k = 0; k < n; k++) {
+        uint32_t i = axes[k];
+        /* 0 (or a value past 32 bits) is no workgroup: the driver's behaviour is undefined. */
+        if (values[k] == 0 || values[k] > UINT32_MAX) {
+            if (r->workgroup_size_spec[i])
+                return status_make(CUBEC_INVALID_ARGUMENT,
+                                   "workgroup size %c is specialization constant %u = %" PRIu64
+                                   ": a workgroup size must be at least 1",
+                                   axis[i], r->workgroup_size_spec[i] - 1u, values[k]);
+            return status_make(CUBEC_INVALID_SPIRV,
+                               "workgroup size %c evaluates to %" PRIu64
+                               ": a workgroup size must be at least 1",
+                               axis[i], values[k]);
+        }
+        r->workgroup_size[i] = (uint32_t)values[k];
+    }
+    r->shared_memory_size = shared.bytes;
+    r->shared_int64_atomics = shared.int64_atomics;
     return NULL;
 }
 
@@ -539,13 +580,9 @@ cubec_status kernel_reflect_layout(const uint32_t *words, size_t word_count,
     if (vulkan_version == 0) vulkan_version = KERNEL_VULKAN_DEFAULT;
     if (!validated) RETURN_IF_ERROR(validate(words, word_count, vulkan_version));
 
-    workgroup_memory shared;
-    RETURN_IF_ERROR(workgroup_memory_scan(words, word_count, &shared));
     reflector rf = {0};
     kernel_reflection result;
     memset(&result, 0, sizeof result);
-    result.shared_memory_size = shared.bytes;
-    result.shared_int64_atomics = shared.int64_atomics;
     /* Modules with cooperative matrices are reflected from a copy SPIRV-Cross can parse. */
     uint32_t *compat = NULL;
     size_t compat_count = 0;
@@ -554,6 +591,8 @@ cubec_status kernel_reflect_layout(const uint32_t *words, size_t word_count,
         status = compat ? open_reflector(&rf, compat, compat_count)
                         : open_reflector(&rf, words, word_count);
     if (!status) status = reflect_module(&rf, entry_point, &result);
+    /* Shared memory and a workgroup size from specialization constants, with the defaults. */
+    if (!status) status = kernel_reflect_specialize(words, word_count, NULL, 0, &result);
     kernel_info_layout *layout = NULL;
     if (!status && out_layout && rf.info_type)
         status = kernel_info_layout_build(rf.compiler, rf.info_type, &layout);

@@ -32,11 +32,16 @@ typedef struct kernel_reflection {
     int has_info_buffer;         /* a metadata block at binding CUBEC_INFO_BINDING */
     int info_uniform;            /* ... which is a uniform buffer (else a storage buffer) */
     uint32_t info_buffer_size;   /* its declared size */
-    uint32_t workgroup_size[3];  /* LocalSize of the entry point */
-    uint64_t shared_memory_size; /* bytes of Workgroup variables (kernel/workgroup_memory.h) */
+    uint32_t workgroup_size[3];  /* LocalSize of the entry point, specialized */
+    /* Per dimension, the SPIR-V id of the specialization constant (or expression) that gives it
+     * (local_size_x_id ...), 0 for a literal; and its SpecId + 1 (0: none), for messages. */
+    uint32_t workgroup_size_ids[3];
+    uint32_t workgroup_size_spec[3];
+    uint64_t shared_memory_size; /* bytes of Workgroup variables (kernel/workgroup_memory.h),
+                                    specialized */
     int shared_int64_atomics;    /* a 64-bit integer atomic on Workgroup memory */
     /* Specialization constants: their ids and which are 64-bit (at most
-     * KERNEL_MAX_SPEC_CONSTANTS; one that sets the workgroup size is refused). */
+     * KERNEL_MAX_SPEC_CONSTANTS). */
     uint32_t spec_count;
     uint32_t spec_ids[KERNEL_MAX_SPEC_CONSTANTS];
     unsigned char spec_wide[KERNEL_MAX_SPEC_CONSTANTS];
@@ -60,11 +65,12 @@ typedef struct kernel_reflection {
  * refuses (its message is included), no such GLCompute entry point, resources other than set-0
  * storage buffers and one push-constant block, a set other than 0, arrays of buffers, bindings
  * not contiguous from 0 (the missing binding is named), a binding above CUBEC_INFO_BINDING, a
- * runtime-sized or writable info buffer, both an info buffer and push constants, and a workgroup
- * size given by specialization constants. CUBEC_UNSUPPORTED for a module declaring more than
- * KERNEL_MAX_CAPABILITIES capabilities, or a Workgroup variable sized by a specialization-constant
- * expression. Validation messages read "SPIR-V validation failed (Vulkan 1.2, at instruction N):
- * <the validator's message>". */
+ * runtime-sized or writable info buffer, and both an info buffer and push constants.
+ * CUBEC_UNSUPPORTED for a module declaring more than KERNEL_MAX_CAPABILITIES capabilities, or a
+ * Workgroup variable or workgroup size given by a specialization-constant expression that cannot
+ * be evaluated (kernel/workgroup_memory.h). The workgroup size and shared memory are those of the
+ * specialization constants' defaults. Validation messages read "SPIR-V validation failed
+ * (Vulkan 1.2, at instruction N): <the validator's message>". */
 MUST_USE cubec_status kernel_reflect(const uint32_t *words, size_t word_count,
                                      const char *entry_point, uint32_t vulkan_version,
                                      kernel_reflection *out);
@@ -80,5 +86,14 @@ MUST_USE cubec_status kernel_reflect_layout(const uint32_t *words, size_t word_c
                                             const char *entry_point, uint32_t vulkan_version,
                                             int validated, kernel_reflection *out,
                                             kernel_info_layout **out_layout);
+
+/* Specializes `r` (from kernel_reflect of the same `words`) to the values `spec` gives (by SpecId;
+ * a constant not given keeps its default): the workgroup size where specialization constants set
+ * it, and the shared memory, as the driver and the validation layer will see them
+ * (VUID-RuntimeSpirv-Workgroup-06530). A dimension specialized to 0 is CUBEC_INVALID_ARGUMENT
+ * naming the constant and the value. */
+MUST_USE cubec_status kernel_reflect_specialize(const uint32_t *words, size_t word_count,
+                                                const cubec_spec_constant *spec,
+                                                uint32_t spec_count, kernel_reflection *r);
 
 #endif

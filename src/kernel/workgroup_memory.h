@@ -1,4 +1,9 @@
-/* What a SPIR-V module does with Workgroup ("shared") memory, from a walk of its words.
+/* What a SPIR-V module does with Workgroup ("shared") memory, from a walk of its words, under
+ * the values its specialization constants get (cubec_kernel_desc.spec_constants, else their
+ * defaults): integer constants, specialization constants and OpSpecConstantOp expressions are
+ * evaluated as the driver evaluates them, so a shared array sized by BLOCK_SIZE * 2 is measured
+ * with the BLOCK_SIZE the pipeline gets. The same values give the workgroup size when it comes
+ * from specialization constants (workgroup_memory_constants; reflect.c asks for them).
  *
  * SPIRV-Cross's C API lists resources, not Workgroup variables, and cannot tell which atomics
  * touch which storage class; both matter to the device. The sum of the sizes of the Workgroup
@@ -31,9 +36,10 @@ typedef struct workgroup_memory {
  *
  * Errors: CUBEC_INVALID_ARGUMENT for NULL `words` or `out`; CUBEC_INVALID_SPIRV for words that do
  * not walk as instructions (a module the validator refused); CUBEC_UNSUPPORTED for a Workgroup
- * variable whose array length is a specialization-constant expression (an OpSpecConstantOp: its
- * value is not computed here, so its size is unknown); CUBEC_OUT_OF_MEMORY. A length that is a
- * specialization constant itself counts with its default value. */
+ * variable whose array length cannot be evaluated (an OpSpecConstantOp on floats, an opcode other
+ * than integer arithmetic, bit, logical and comparison operations, conversions, Select and
+ * CompositeExtract, or a division by zero: SPIR-V leaves it undefined); CUBEC_OUT_OF_MEMORY.
+ * Specialization constants count with their defaults. */
 MUST_USE cubec_status workgroup_memory_scan(const uint32_t *words, size_t word_count,
                                             workgroup_memory *out);
 /* The same, with the values the pipeline's specialization constants get (`spec`, by SpecId; a
@@ -41,5 +47,14 @@ MUST_USE cubec_status workgroup_memory_scan(const uint32_t *words, size_t word_c
 MUST_USE cubec_status workgroup_memory_scan_specialized(const uint32_t *words, size_t word_count,
                                                         const cubec_spec_constant *spec,
                                                         uint32_t spec_count, workgroup_memory *out);
+
+/* The values, under `spec` as above, of the integer or bool constants whose result ids are `ids`
+ * (OpConstant, OpSpecConstant, OpSpecConstantOp...) into `values`: the workgroup size of
+ * local_size_x_id and its kin. CUBEC_UNSUPPORTED names an id that is not such a constant or whose
+ * value cannot be evaluated. */
+MUST_USE cubec_status workgroup_memory_constants(const uint32_t *words, size_t word_count,
+                                                 const cubec_spec_constant *spec,
+                                                 uint32_t spec_count, const uint32_t *ids,
+                                                 uint32_t id_count, uint64_t *values);
 
 #endif

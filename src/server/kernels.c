@@ -12,7 +12,6 @@
 #include "base/log.h"
 #include "kernel/capabilities.h"
 #include "kernel/limits.h"
-#include "kernel/workgroup_memory.h"
 #include "server/device.h"
 #include "server/health.h"
 #include "server/kernel_disk.h"
@@ -213,17 +212,16 @@ static cubec_status check_spec_constants(const char *name, const kernel_reflecti
     return NULL;
 }
 
-/* Reflection measured shared arrays sized by specialization constants with their defaults; the
- * pipeline gets the values of `desc`, and so do the driver and the validation layer
- * (VUID-RuntimeSpirv-Workgroup-06530): the limit is checked against those. */
-static cubec_status specialize_shared_size(const char *name, const uint32_t *words, size_t count,
-                                           const cubec_kernel_desc *desc, kernel_reflection *r)
+/* Reflection measured the workgroup size and shared arrays that specialization constants set
+ * with their defaults; the pipeline gets the values of `desc`, and so do the driver and the
+ * validation layer (VUID-RuntimeSpirv-Workgroup-06530): the limits are checked against those, and
+ * cubec_kernel_get_info reports them. */
+static cubec_status specialize_shapes(const char *name, const uint32_t *words, size_t count,
+                                      const cubec_kernel_desc *desc, kernel_reflection *r)
 {
-    workgroup_memory shared;
-    cubec_status err = workgroup_memory_scan_specialized(words, count, desc->spec_constants,
-                                                         desc->spec_constant_count, &shared);
+    cubec_status err =
+        kernel_reflect_specialize(words, count, desc->spec_constants, desc->spec_constant_count, r);
     if (err) return status_annotate(err, "kernel '%s'", name);
-    r->shared_memory_size = shared.bytes;
     return NULL;
 }
 
@@ -282,8 +280,8 @@ static cubec_status build_entry(const build_ctx *b, const cubec_kernel_desc *des
     }
     if (!err) err = check_spec_constants(name, &e->refl, desc);
     if (!err && desc->spec_constant_count)
-        err = specialize_shared_size(name, desc->glsl ? words : desc->spirv,
-                                     desc->glsl ? count : desc->spirv_words, desc, &e->refl);
+        err = specialize_shapes(name, desc->glsl ? words : desc->spirv,
+                                desc->glsl ? count : desc->spirv_words, desc, &e->refl);
     if (!err)
         err = capabilities_check(name, b->info.name, e->refl.capabilities, e->refl.capability_count,
                                  &b->features);

@@ -30,17 +30,19 @@ cubec_status server_launch(cubec_device *d, stream_ref s, const launch_args *a)
     const pipeline_entry *e = a->entry;
     if (!a->indirect && (a->groups[0] == 0 || a->groups[1] == 0 || a->groups[2] == 0))
         return NULL; /* an empty grid launches nothing, like a zero cube count in CubeCL */
-    uint32_t writes = 0;
+    /* The ranges the task holds: the bound buffers, then those reached by address, which are
+     * ordered, held and tainted alike and only left out of the descriptors. */
+    uint32_t count = a->buffer_count + a->address_count;
+    uint32_t writes = a->address_count ? a->address_writes << a->buffer_count : 0;
+    uint32_t address_reads = a->address_count ? a->address_reads << a->buffer_count : 0;
     for (uint32_t i = 0; i < a->buffer_count; i++)
         if (e->refl.access[i] & CUBEC_ACCESS_WRITE) writes |= 1u << i;
-    RETURN_IF_ERROR(server_align(d, slot, a->buffers, a->buffer_count, writes, a->indirect));
+    RETURN_IF_ERROR(server_align(d, slot, a->buffers, count, writes, a->indirect));
     slot_state *ss = &d->streams->slots[slot];
     /* What does not fit the task record goes to the slot's arena until recording: metadata
      * beyond TASK_INLINE_INFO bytes, bindings beyond TASK_INLINE_BINDINGS (8-byte aligned). */
     uint32_t info_bytes = e->info_size > TASK_INLINE_INFO ? e->info_size : 0;
-    uint32_t bind_bytes = a->buffer_count > TASK_INLINE_BINDINGS
-                              ? a->buffer_count * (uint32_t)sizeof(bound_range)
-                              : 0;
+    uint32_t bind_bytes = count > TASK_INLINE_BINDINGS ? count * (uint32_t)sizeof(bound_range) : 0;
     uint32_t info_at = ss->arena_used, bind_at = (info_at + info_bytes + 7u) & ~7u;
     if (info_bytes + bind_bytes) {
         uint32_t need = bind_at + bind_bytes;
@@ -58,10 +60,12 @@ cubec_status server_launch(cubec_device *d, stream_ref s, const launch_args *a)
     RETURN_IF_ERROR(server_reserve_task(d, s, TASK_LAUNCH, &t));
     t->name = a->name ? a->name : e->name;
     t->entry = e;
-    t->count = a->buffer_count;
+    t->count = count;
+    t->addressed = a->address_count;
+    t->address_reads = address_reads;
     t->write_mask = writes;
     t->bind_at = bind_at;
-    for (uint32_t i = 0; i < a->buffer_count; i++) {
+    for (uint32_t i = 0; i < count; i++) {
         const buffer_obj *b = a->buffers[i];
         bound_range *r = task_b(d->streams->slots, t, i);
         hold(r, b->alloc, buffer_device_offset(b), b->size);

@@ -8,8 +8,13 @@
 typedef struct launch_args {
     const pipeline_entry *entry;
     const char *name; /* the kernel handle's name (NULL: the pipeline's) */
+    /* buffer_count bound buffers, then address_count reached by device address (not bound;
+     * cubec_launch_desc.address_buffers). */
     buffer_obj *const *buffers;
     uint32_t buffer_count;
+    uint32_t address_count;
+    uint32_t address_reads;  /* bit i: the launch reads buffers[buffer_count + i] */
+    uint32_t address_writes; /* bit i: the launch writes buffers[buffer_count + i] */
     const void *info;
     uint32_t groups[3];
     buffer_obj *indirect;

@@ -249,11 +249,11 @@ cubec_status server_emit_task(cubec_device *d, const recorder *rec, const task *
     }
     const pipeline_entry *e = t->entry;
     gpu_binding infos[32];
-    uint32_t n = t->count;
+    uint32_t n = t->count, bound = t->count - t->addressed;
     for (uint32_t i = 0; i < n; i++) {
         const bound_range *r = task_b(d->streams->slots, t, i);
         gpu_mem *p = r->alloc->mem.page;
-        infos[i] = (gpu_binding){p, r->offset, r->size};
+        if (i < bound) infos[i] = (gpu_binding){p, r->offset, r->size};
         ranges[i] =
             (hazard_range){p, bound_start(r), bound_bytes(r), (int)((t->write_mask >> i) & 1)};
     }
@@ -263,7 +263,7 @@ cubec_status server_emit_task(cubec_device *d, const recorder *rec, const task *
     sub_hazards_in(d, rec->hazards, cmd, ranges, nr,
                    t->indirect.alloc ? SUB_COMPUTE_INDIRECT : SUB_COMPUTE);
     RETURN_IF_ERROR(
-        server_record_dispatch(d, rec, e, infos, n, info_buffer, server_task_info(d, t)));
+        server_record_dispatch(d, rec, e, infos, bound, info_buffer, server_task_info(d, t)));
     int timed = timed_in && timing_launch_begin(d, timed_in, t);
     if (t->indirect.alloc)
         gpu_cmd_dispatch_indirect(cmd, t->indirect.alloc->mem.page, t->indirect.offset);

@@ -73,6 +73,12 @@ typedef struct task {
     uint64_t stream;  /* the stream's number, for failure messages */
     const char *name; /* the kernel's name, for failure messages (lives until close) */
     uint32_t count;   /* bindings */
+    /* A launch: the last `addressed` of its `count` ranges are reached by device address
+     * (cubec_launch_desc.address_buffers): held, ordered and tainted, never bound. Bit i of
+     * address_reads: range i is one of them that the launch reads (reflection says it for the
+     * bound ones). */
+    uint32_t addressed;
+    uint32_t address_reads;
     const struct pipeline_entry *entry;
     uint32_t groups[3];
     uint32_t info_size;
@@ -179,7 +185,9 @@ static inline uint32_t task_bindings(const task *t)
 
 static inline int task_reads(const task *t, uint32_t i)
 {
-    if (t->kind == TASK_LAUNCH) return (t->entry->refl.access[i] & CUBEC_ACCESS_READ) != 0;
+    if (t->kind == TASK_LAUNCH)
+        return i < t->count - t->addressed ? (t->entry->refl.access[i] & CUBEC_ACCESS_READ) != 0
+                                           : (int)((t->address_reads >> i) & 1);
     return (int)((task_kinds[t->kind].read_mask >> i) & 1);
 }
 

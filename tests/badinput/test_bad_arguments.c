@@ -263,6 +263,43 @@ static void test_launch_mismatch(void **state)
     ASSERT_ERROR(cubec_launch(f->d, 0, &ld), CUBEC_INVALID_ARGUMENT, "indirect_offset");
 }
 
+/* The buffers a launch declares it reaches by address: each refusal names the member and its
+ * value, and nothing runs (the teardown finds the buffers unchanged). */
+static void test_launch_address_buffers(void **state)
+{
+    fixture *f = *state;
+    cubec_buffer bufs[2] = {f->a, f->b};
+    cubec_buffer reached[2] = {f->b, {12345}};
+    uint32_t add = 1;
+    cubec_launch_desc ld = {.struct_size = sizeof(cubec_launch_desc),
+                            .kernel = f->k,
+                            .buffers = bufs,
+                            .buffer_count = 2,
+                            .info = &add,
+                            .info_size = 4,
+                            .groups = {1, 1, 1},
+                            .address_buffer_count = 1,
+                            .address_reads = 1};
+    ASSERT_ERROR(cubec_launch(f->d, 0, &ld), CUBEC_INVALID_ARGUMENT,
+                 "desc->address_buffers is NULL with address_buffer_count 1");
+    ld.address_buffers = reached;
+    ld.address_buffer_count = 31;
+    ASSERT_ERROR(cubec_launch(f->d, 0, &ld), CUBEC_INVALID_ARGUMENT,
+                 "desc->buffer_count 2 plus desc->address_buffer_count 31 is more than 32");
+    ld.address_buffer_count = 2;
+    ASSERT_ERROR(cubec_launch(f->d, 0, &ld), CUBEC_INVALID_ARGUMENT, "desc->address_buffers[1]");
+    ld.address_buffer_count = 1;
+    ld.address_writes = 2;
+    ASSERT_ERROR(cubec_launch(f->d, 0, &ld), CUBEC_INVALID_ARGUMENT,
+                 "desc->address_writes is 0x2, which names buffers past address_buffer_count 1");
+    ld.address_writes = 0;
+    ld.address_reads = 4;
+    ASSERT_ERROR(cubec_launch(f->d, 0, &ld), CUBEC_INVALID_ARGUMENT, "desc->address_reads is 0x4");
+    ld.address_reads = 0;
+    ASSERT_ERROR(cubec_launch(f->d, 0, &ld), CUBEC_INVALID_ARGUMENT,
+                 "desc->address_buffers[0] is neither read nor written");
+}
+
 static void test_bad_kernels(void **state)
 {
     fixture *f = *state;
@@ -316,6 +353,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_zero_size, setup, teardown),
         cmocka_unit_test_setup_teardown(test_too_large, setup, teardown),
         cmocka_unit_test_setup_teardown(test_launch_mismatch, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_launch_address_buffers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_kernels, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -11,15 +11,15 @@
  * and the compile queue (queue, wait, compile_queued, a kernel that does not compile); flush,
  * sync, check, sync_check; stream_new/current; profile begin/end/abandon; graph
  * prepare/begin/end/replay/destroy, with the calls a capture window refuses tried inside it;
- * memory report (struct, JSON, table) and cleanup; memory windows (push/pop/get); raw resources
- * and guards; registered and pinned host memory, which transfers then use; dry runs (the
- * process-wide one and run windows, DRY and REAL nested); tuners (create, choose, outcome,
- * destroy); device count/peek/info/Vulkan handles and the name functions; fault injection of
- * every kind; a device closed with everything live, or lost, and opened again; and invalid
- * arguments of all of them (released, zero and made-up handles, ranges past the end, unaligned
- * copies and fills, misaligned views and host ranges, NULL pointers, wrong launch descriptions,
- * stale profiles and graphs, wrong graph transitions, bad modes, windows closed that are not
- * open). On lavapipe the validation layer is on and any message fails the run.
+ * memory report (struct, JSON, table) and cleanup; memory windows (push/pop/get); raw resources,
+ * host mappings (the bytes at the pointer checked) and guards; registered and pinned host memory,
+ * which transfers then use; dry runs (the process-wide one and run windows, DRY and REAL nested);
+ * tuners (create, choose, outcome, destroy); device count/peek/info/Vulkan handles and the name
+ * functions; fault injection of every kind; a device closed with everything live, or lost, and
+ * opened again; and invalid arguments of all of them (released, zero and made-up handles, ranges
+ * past the end, unaligned copies and fills, misaligned views and host ranges, NULL pointers, wrong
+ * launch descriptions, stale profiles and graphs, wrong graph transitions, bad modes, windows
+ * closed that are not open). On lavapipe the validation layer is on and any message fails the run.
  *
  * The model keeps every byte of every allocation with one of three states:
  *   KNOWN    its value is in the model: a successful read (also through a pending event, and on
@@ -2531,6 +2531,45 @@ static void op_raw(fuzz *f)
     f->guards[f->nguards++] = g;
 }
 
+/* A host mapping: a guard like op_raw's (released there), and the bytes at its pointer, which
+ * hold what a read would return once every use finished (on lavapipe and the null backend alike:
+ * both map every page and are coherent). */
+static void op_map(fuzz *f)
+{
+    int s = pick_stream(f);
+    void *p = (void *)f;
+    cubec_guard g = {77};
+    if (chance(f, 8)) {
+        note(f, "cubec_buffer_map(bad handle or NULL out)");
+        int i = pick_buf(f, 0);
+        expect(f,
+               i >= 0 && chance(f, 2)
+                   ? cubec_buffer_map(f->d, stream_of(f, s), f->bufs[i].h, &p, NULL)
+                   : cubec_buffer_map(f->d, stream_of(f, s), bad_buffer(f), &p, &g),
+               refused(f), "cubec_buffer_map refused");
+        return;
+    }
+    int i = pick_buf(f, 0);
+    if (i < 0 || f->nguards >= MAX_GUARDS) return;
+    m_buf *b = &f->bufs[i];
+    uint32_t fail = range_has(b->a, b->off, b->size, SUSPECT) ? FAILURE_CODES : 0;
+    note(f, "cubec_buffer_map(stream[%d], buf %d [alloc #%" PRIu64 " +%" PRIu64 ", %" PRIu64 "])",
+         s, i, b->a->number, b->off, b->size);
+    cubec_code c = expect(f, cubec_buffer_map(f->d, stream_of(f, s), b->h, &p, &g),
+                          allow(f, C_SUBMITS) | fail, "cubec_buffer_map");
+    if (c) {
+        if (g.id || p) die(f, "a failed cubec_buffer_map left its out-parameters set");
+        return;
+    }
+    if (!g.id || (b->size != 0) != (p != NULL))
+        die(f, "cubec_buffer_map gave pointer %p and guard %" PRIu64 " for %" PRIu64 " bytes", p,
+            g.id, b->size);
+    if (b->size) compare(f, b->a, b->off, p, b->size, "the bytes at cubec_buffer_map's pointer");
+    b->a->refs++;
+    f->guarded[f->nguards] = b->a;
+    f->guards[f->nguards++] = g;
+}
+
 /* ------------------------------------------------------------------------------------------ */
 /* Dry runs: inside a window of its own (or the process-wide dry run) a launch or a replay on the
  * stream is checked and dropped; a REAL window inside opts the stream back in. */
@@ -3078,7 +3117,8 @@ static const weighted ops[] = {
     {op_flush_sync, 5}, {op_check, 3},         {op_profile, 4},    {op_capture, 2},
     {op_replay, 5},     {op_graph_destroy, 1}, {op_memory, 2},     {op_fault, 1},
     {op_info, 1},       {op_host, 2},          {op_window, 2},     {op_raw, 2},
-    {op_dry, 2},        {op_queue, 1},         {op_tune, 1},       {op_event, 2},
+    {op_map, 1},        {op_dry, 2},           {op_queue, 1},      {op_tune, 1},
+    {op_event, 2},
 };
 
 /* Rarer than one weight unit in `ops`: one step in RARE. */
@@ -3117,6 +3157,7 @@ const char *const api_model_calls[][2] = {
     {"cubec_buffer_create", "op_create"},
     {"cubec_buffer_from", "op_create"},
     {"cubec_buffer_raw", "op_raw"},
+    {"cubec_buffer_map", "op_map"},
     {"cubec_buffer_release", "op_release"},
     {"cubec_buffer_retain", "op_retain_size"},
     {"cubec_buffer_get_size", "op_retain_size"},

@@ -5,10 +5,10 @@
  * by [memory] max_bytes, and on the null backend by the null heap's size too). Every test checks
  * the bytes before and after and reads through the old handles; those built on outdated_scene
  * also through a view, and that a failure carried by part of the buffer moved with it. Guards: a
- * graph's pages and a raw resource's page stay where they are until the graph or the guard
- * goes. Around them: nothing relocates while another stream records a graph, another stream's
- * queued work runs before a relocation's copies, a failed copy leaves its buffers carrying the
- * failure, and a raw resource waits for other streams' work. */
+ * graph's pages and a raw resource's (or a host mapping's) page stay where they are until the graph
+ * or the guard goes. Around them: nothing relocates while another stream records a graph, another
+ * stream's queued work runs before a relocation's copies, a failed copy leaves its buffers carrying
+ * the failure, and a raw resource waits for other streams' work. */
 #include "test_util.h"
 
 #include "base/log.h"
@@ -322,6 +322,48 @@ static void test_raw_guard_keeps_the_page(void **state)
     assert_int_equal(r.relocations, 1);
     expect_bytes(d, s, sc.a.b, 0, sc.a.bytes, sc.a.size, "after the guard went");
     ASSERT_ERROR(cubec_buffer_raw(d, s, sc.a.b, NULL, &guard), CUBEC_INVALID_ARGUMENT, "out_raw");
+    drop_scene(d, &sc);
+    close_arena(d);
+}
+
+/* A host mapping guards its page as a raw resource does: relocation skips it while mapped, the
+ * pointer keeps showing the bytes (and host writes through it land in the buffer), and once the
+ * guard goes the buffer moves with those bytes. */
+static void test_map_keeps_the_page(void **state)
+{
+    (void)state;
+    cubec_stream s;
+    cubec_device *d = open_arena(&s);
+    uint32_t rng = 17;
+    scene sc = outdated_scene(d, s, &rng, 0);
+    void *p;
+    cubec_guard guard;
+    ASSERT_OK(cubec_buffer_map(d, s, sc.view, &p, &guard));
+    assert_memory_equal(p, sc.a.bytes + VIEW_AT, VIEW_SIZE);
+    assert_int_equal(arena(d, s).guarded_pages, 1);
+    ASSERT_OK(cubec_memory_cleanup(d, s));
+    cubec_pool_report r = arena(d, s);
+    assert_int_equal(r.outdated_pages, 1);
+    assert_int_equal(r.relocations, 0);
+    memset(p, 0x3d, 64);
+    memset(sc.a.bytes + VIEW_AT, 0x3d, 64);
+    /* The mapping outlives the view it came from. */
+    ASSERT_OK(cubec_buffer_release(d, sc.view));
+    ASSERT_OK(cubec_memory_cleanup(d, s));
+    assert_int_equal(arena(d, s).relocations, 0);
+    assert_memory_equal(p, sc.a.bytes + VIEW_AT, VIEW_SIZE);
+    ASSERT_OK(cubec_buffer_view(d, sc.a.b, VIEW_AT, VIEW_SIZE, &sc.view));
+    ASSERT_OK(cubec_guard_release(d, guard));
+    assert_int_equal(arena(d, s).guarded_pages, 0);
+    ASSERT_OK(cubec_memory_cleanup(d, s));
+    r = arena(d, s);
+    assert_int_equal(r.outdated_pages, 0);
+    assert_int_equal(r.relocations, 1);
+    expect_bytes(d, s, sc.a.b, 0, sc.a.bytes, sc.a.size, "after the mapping went");
+    /* Mapped again, the pointer is the new place's. */
+    ASSERT_OK(cubec_buffer_map(d, s, sc.view, &p, &guard));
+    assert_memory_equal(p, sc.a.bytes + VIEW_AT, VIEW_SIZE);
+    ASSERT_OK(cubec_guard_release(d, guard));
     drop_scene(d, &sc);
     close_arena(d);
 }
@@ -788,6 +830,7 @@ int main(void)
         cmocka_unit_test(test_cleanup_relocates),
         cmocka_unit_test(test_graph_prepare_relocates_and_graphs_guard),
         cmocka_unit_test(test_raw_guard_keeps_the_page),
+        cmocka_unit_test(test_map_keeps_the_page),
         cmocka_unit_test(test_full_arena_relocates),
         cmocka_unit_test(test_pressure_relocates),
         cmocka_unit_test(test_pressure_relocates_before_a_refusal),

@@ -34,6 +34,25 @@ def test_shapes_and_dtypes(dev):
         dev.zeros()
 
 
+@pytest.mark.parametrize("make", ["empty", "zeros", "host_empty", "module.host_empty"])
+def test_shape_and_dtype_by_position_or_keyword(dev, make):
+    """Device.empty/zeros/host_empty and cubec.host_empty merge positions and keywords alike."""
+    fn = getattr(cubec, "host_empty") if make.startswith("module.") else getattr(dev, make)
+    who = make.replace("module.", "") if make.startswith("module.") else "Device." + make
+    for got in (fn((2, 3), "int32"), fn(shape=(2, 3), dtype="int32"), fn((2, 3), dtype="int32")):
+        assert tuple(got.shape) == (2, 3) and np.dtype(got.dtype) == np.int32
+    with pytest.raises(TypeError, match=rf"{who}\(\) takes at most 2 positional arguments"):
+        fn(4, "float32", None)
+    with pytest.raises(TypeError, match=rf"{who}\(\) got 'shape' twice"):
+        fn(4, shape=4)
+    with pytest.raises(TypeError, match=rf"{who}\(\) got 'dtype' twice"):
+        fn(4, "float32", dtype="float32")
+    with pytest.raises(TypeError, match=rf"{who}\(\) needs a shape"):
+        fn(dtype="float32")
+    with pytest.raises(TypeError, match=rf"{who}\(\) got an unexpected keyword argument 'shap'"):
+        fn(shap=4)
+
+
 def test_launch_arguments(dev, saxpy):
     n = 64
     x = np.ones(n, np.float32)
@@ -134,3 +153,36 @@ def test_odd_arguments_are_refused_by_name(dev):
         b.__dlpack__(max_version="1.0")
     with pytest.raises(TypeError, match="dl_device must be a tuple"):
         b.__dlpack__(dl_device=1)
+
+
+def test_a_value_by_position_and_by_keyword_is_refused(dev, saxpy):
+    """read, read_async, Future.result, Device.sync and Graph.replay take their one argument by
+    position or by keyword; given both ways it is refused, neither silently dropped."""
+    n = 64
+    x = np.arange(n, dtype=np.float32)
+    a, b, c = dev.buffer(x), dev.buffer(x), dev.empty(n)
+    s = dev.stream()
+    with dev.capture(s) as g:
+        saxpy(a, b, c, groups=1, info=saxpy_info(n, 2.0), stream=s)
+    out = np.zeros(n, np.float32)
+    future = a.read_async()
+    calls = [
+        ("Buffer.read", "out", lambda: a.read(out, out=out), lambda: a.read(out, None)),
+        ("Buffer.read_async", "out", lambda: a.read_async(out, out=out),
+         lambda: a.read_async(out, None)),
+        ("Future.result", "timeout", lambda: future.result(5.0, timeout=5.0),
+         lambda: future.result(5.0, None)),
+        ("Device.sync", "stream", lambda: dev.sync(s, stream=s), lambda: dev.sync(s, None)),
+        ("replay", "stream", lambda: g.replay(s, stream=s), lambda: g.replay(s, None)),
+    ]
+    for who, name, both_ways, too_many in calls:
+        with pytest.raises(TypeError, match=rf"{who}\(\) got '{name}' twice"):
+            both_ways()
+        with pytest.raises(TypeError, match=rf"{who}\(\) takes at most 1 positional argument"):
+            too_many()
+    # Each still works with its argument given one way, checked against numpy.
+    g.replay(stream=s)
+    dev.sync(s)
+    np.testing.assert_array_equal(future.result(timeout=5.0), x)
+    np.testing.assert_array_equal(a.read(out=out), x)
+    np.testing.assert_array_equal(c.read(), 2.0 * x + x)

@@ -108,6 +108,34 @@ void main() { o[gl_GlobalInvocationID.x] = gl_GlobalInvocationID.x * SCALE + OFF
     np.testing.assert_array_equal(out.numpy(), np.arange(8, dtype=np.uint32) * 3 + 10)
 
 
+def test_workgroup_and_shared_memory_from_spec(dev):
+    """A workgroup size (local_size_x_id) and a shared array (BLOCK * 2) set by spec constants:
+    workgroup_size and shared_memory_size report the values given, and the grid sized from them
+    covers the output (each element its workgroup's sum of 2 * BLOCK ones)."""
+    src = """#version 450
+layout(local_size_x_id = 0) in;
+layout(constant_id = 0) const uint BLOCK = 32;
+layout(set = 0, binding = 0) writeonly buffer O { uint o[]; };
+shared uint tmp[BLOCK * 2u];
+void main() {
+    uint t = gl_LocalInvocationID.x;
+    tmp[t] = 1u; tmp[t + BLOCK] = 1u;
+    barrier();
+    uint s = 0u;
+    for (uint i = 0u; i < 2u * BLOCK; i++) s += tmp[i];
+    o[gl_GlobalInvocationID.x] = s + 1000u * gl_WorkGroupID.x;
+}
+"""
+    for block in (16, 64):
+        k = dev.kernel(glsl=src, spec={0: block})
+        assert k.workgroup_size == (block, 1, 1)
+        assert k.shared_memory_size == 4 * 2 * block
+        out = dev.empty(256, "uint32")
+        k(out, groups=256 // k.workgroup_size[0])
+        want = 2 * block + 1000 * (np.arange(256, dtype=np.uint32) // block)
+        np.testing.assert_array_equal(out.numpy(), want)
+
+
 def test_errors_are_the_class_of_their_code(dev, saxpy):
     b = dev.empty(4)
     with pytest.raises(cubec.InvalidArgument, match="3 storage buffers") as e:

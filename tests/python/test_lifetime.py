@@ -106,6 +106,19 @@ EXIT_ORDERS = {
         d = cubec.Device()
         f = d.buffer(np.ones(1 << 18, np.float32)).read_async()
     """,
+    "mapped views alive at exit": """
+        d = cubec.Device()
+        v = d.buffer(np.ones(64, np.float32)).numpy()
+        t = np.from_dlpack(d.zeros(8, "int32"))
+        c = d.zeros(4).__dlpack__()
+        assert v.sum() == 64 and t.sum() == 0
+    """,
+    "device closed, mapped view alive at exit": """
+        d = cubec.Device()
+        v = d.buffer(np.ones(64, np.float32)).numpy()
+        d.close()
+        v[:] = 2
+    """,
     "only the objects referenced, no device name": """
         b = cubec.Device().empty(16)
         s = b.device.stream()

@@ -103,6 +103,13 @@ def test_reduction_refuses_bad_input(dev):
     r = cubec.reduction("float x, float y", "float s", "x + y", "a + b", "0")
     with pytest.raises(ValueError, match="inputs of 4 and 5 elements"):
         r(dev.zeros(4, np.float32), dev.zeros(5, np.float32))
+    # The inputs are checked as the element-wise template checks them.
+    with pytest.raises(TypeError, match=r"takes 2 inputs \(x, y\), got 1"):
+        r(dev.zeros(4, np.float32))
+    with pytest.raises(TypeError, match="'y': a buffer of int32, the template says float32"):
+        r(dev.zeros(4, np.float32), dev.zeros(4, np.int32))
+    with pytest.raises(TypeError, match="input 'x': a cubec buffer or a number, not str"):
+        r("x", dev.zeros(4, np.float32))
 
 
 def test_the_same_template_twice_hits_cubecs_kernel_cache(scratch, monkeypatch):

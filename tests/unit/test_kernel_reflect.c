@@ -249,11 +249,6 @@ static void test_layout_rules(void **state)
          "CUBEC_INFO(uint n;)\n"
          "void main() { a[0] = info.n + pc.m; }\n",
          "both a push-constant block and an info buffer"},
-        {"spec constant workgroup", 1,
-         "#version 450\nlayout(local_size_x_id = 0) in;\n"
-         "layout(std430, binding = 0) buffer A { uint a[]; };\n"
-         "void main() { a[0] = 1u; }\n",
-         "specialization constant"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         print_message("case: %s\n", cases[i].what);
@@ -338,6 +333,46 @@ static void test_workgroup_size_builtin(void **state)
     assert_int_equal(r.workgroup_size[0], 32);
     assert_int_equal(r.workgroup_size[1], 2);
     assert_int_equal(r.workgroup_size[2], 1);
+    free(m.words);
+}
+
+/* A workgroup size from specialization constants (local_size_x_id, local_size_z_id) is reflected
+ * with the defaults, each dimension noting its constant, and specialized to the values given; a
+ * shared array sized by an expression of the same constant follows. glslang gives the workgroup
+ * size's constants a default of 1 of their own, whatever BX's declared default (the driver runs
+ * an unspecialized pipeline with x = 1), so the defaults are 1 x 2 x 1 while tile has 129. */
+static void test_workgroup_size_from_spec_constants(void **state)
+{
+    module m = compile(state,
+                       "#version 450\nlayout(local_size_x_id = 3, local_size_y = 2, "
+                       "local_size_z_id = 5) in;\n"
+                       "layout(constant_id = 3) const uint BX = 64;\n"
+                       "layout(constant_id = 5) const uint BZ = 1;\n"
+                       "layout(std430, binding = 0) buffer A { uint a[]; };\n"
+                       "shared uint tile[BX * 2u + 1u];\n"
+                       "void main() { tile[gl_LocalInvocationIndex] = 1u; barrier();\n"
+                       "  a[0] = tile[0] + gl_WorkGroupSize.x; }\n",
+                       1);
+    kernel_reflection r;
+    expect_ok(kernel_reflect(m.words, m.count, "main", 0, &r));
+    const uint32_t defaults[3] = {1, 2, 1};
+    assert_memory_equal(r.workgroup_size, defaults, sizeof defaults);
+    assert_int_equal(r.workgroup_size_spec[0], 3 + 1);
+    assert_int_equal(r.workgroup_size_spec[1], 0);
+    assert_int_equal(r.workgroup_size_spec[2], 5 + 1);
+    assert_int_equal(r.shared_memory_size, 4 * (64 * 2 + 1));
+    const cubec_spec_constant given[] = {{5, 4}, {3, 16}};
+    expect_ok(kernel_reflect_specialize(m.words, m.count, given, 2, &r));
+    const uint32_t specialized[3] = {16, 2, 4};
+    assert_memory_equal(r.workgroup_size, specialized, sizeof specialized);
+    assert_int_equal(r.shared_memory_size, 4 * (16 * 2 + 1));
+    /* A dimension of 0 is no workgroup: refused naming the constant and the value. */
+    const cubec_spec_constant zero[] = {{5, 0}};
+    cubec_status err = kernel_reflect_specialize(m.words, m.count, zero, 1, &r);
+    assert_int_equal(cubec_status_code(err), CUBEC_INVALID_ARGUMENT);
+    assert_non_null(
+        strstr(cubec_status_message(err), "workgroup size z is specialization constant 5 = 0"));
+    cubec_status_free(err);
     free(m.words);
 }
 
@@ -514,6 +549,7 @@ int main(void)
         cmocka_unit_test(test_push_constant_size),
         cmocka_unit_test(test_workgroup_size_builtin),
         cmocka_unit_test(test_workgroup_size_builtin_overrides),
+        cmocka_unit_test(test_workgroup_size_from_spec_constants),
         cmocka_unit_test(test_access_decoration_placement),
         cmocka_unit_test(test_not_compute),
         cmocka_unit_test(test_vulkan_version),

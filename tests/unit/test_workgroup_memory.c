@@ -171,20 +171,155 @@ static void test_overflow_saturates(void **state)
     assert_int_equal(wm.variables, 2);
 }
 
-/* A length only specialization could fix is refused, naming the variable. */
+/* A length given by an OpSpecConstantOp expression is evaluated with the values the pipeline
+ * gets (ggml's `shared float tmp[BLOCK_SIZE * 2]`): uint[16 * 2] = 128 bytes by default,
+ * uint[100 * 2] = 800 with SpecId 0 = 100. */
 static void test_spec_constant_expression(void **state)
 {
     (void)state;
-    module m = compute_module("%n = OpSpecConstant %uint 16\n"
+    module m = compute_module("OpDecorate %n SpecId 0\n"
+                              "%n = OpSpecConstant %uint 16\n"
                               "%n2 = OpSpecConstantOp %uint IMul %n %c2\n"
                               "%a = OpTypeArray %uint %n2\n"
                               "%pa = OpTypePointer Workgroup %a\n"
                               "%tile = OpVariable %pa Workgroup\n",
                               "");
     workgroup_memory wm;
-    ASSERT_ERROR(workgroup_memory_scan(m.words, m.count, &wm), CUBEC_UNSUPPORTED,
+    ASSERT_OK(workgroup_memory_scan(m.words, m.count, &wm));
+    assert_int_equal(wm.bytes, 4 * 16 * 2);
+    const cubec_spec_constant given[] = {{.id = 0, .value = 100}};
+    ASSERT_OK(workgroup_memory_scan_specialized(m.words, m.count, given, 1, &wm));
+    assert_int_equal(wm.bytes, 4 * 100 * 2);
+    free(m.words);
+}
+
+/* Each OpSpecConstantOp opcode the evaluator knows, on a = 13 (SpecId 0), b = 4 (SpecId 1) and
+ * sa = -13 (signed, SpecId 2), as the length of a uint array: the expected length is computed
+ * here in C. Bool results choose between two lengths through Select. Then the same with
+ * a = 100, b = 7, sa = -9 given as specialization values. */
+static void test_spec_op_evaluation(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *expr;
+        int op; /* which formula below */
+    } cases[] = {
+        {"%len = OpSpecConstantOp %uint IAdd %a %b\n", 0},
+        {"%len = OpSpecConstantOp %uint ISub %a %b\n", 1},
+        {"%len = OpSpecConstantOp %uint IMul %a %b\n", 2},
+        {"%len = OpSpecConstantOp %uint UDiv %a %b\n", 3},
+        {"%len = OpSpecConstantOp %uint UMod %a %b\n", 4},
+        {"%q = OpSpecConstantOp %int SDiv %sa %bi\n%len = OpSpecConstantOp %uint SNegate %q\n", 5},
+        {"%q = OpSpecConstantOp %int SRem %sa %bi\n%len = OpSpecConstantOp %uint ISub %c10 %q\n",
+         6},
+        {"%q = OpSpecConstantOp %int SMod %sa %bi\n%len = OpSpecConstantOp %uint IAdd %q %c10\n",
+         7},
+        {"%len = OpSpecConstantOp %uint ShiftLeftLogical %a %b\n", 8},
+        {"%len = OpSpecConstantOp %uint ShiftRightLogical %a %c1\n", 9},
+        {"%q = OpSpecConstantOp %int ShiftRightArithmetic %sa %c1\n"
+         "%len = OpSpecConstantOp %uint SNegate %q\n",
+         10},
+        {"%len = OpSpecConstantOp %uint BitwiseOr %a %b\n", 11},
+        {"%len = OpSpecConstantOp %uint BitwiseXor %a %b\n", 12},
+        {"%len = OpSpecConstantOp %uint BitwiseAnd %a %c10\n", 13},
+        {"%q = OpSpecConstantOp %uint Not %a\n%len = OpSpecConstantOp %uint BitwiseAnd %q %c10\n",
+         14},
+        {"%p = OpSpecConstantOp %bool UGreaterThan %a %b\n"
+         "%len = OpSpecConstantOp %uint Select %p %a %b\n",
+         15},
+        {"%p = OpSpecConstantOp %bool ULessThan %a %b\n"
+         "%len = OpSpecConstantOp %uint Select %p %a %b\n",
+         16},
+        {"%p = OpSpecConstantOp %bool SLessThan %sa %bi\n"
+         "%len = OpSpecConstantOp %uint Select %p %a %b\n",
+         17},
+        {"%p = OpSpecConstantOp %bool IEqual %a %b\n"
+         "%len = OpSpecConstantOp %uint Select %p %a %c10\n",
+         18},
+        {"%p = OpSpecConstantOp %bool UGreaterThanEqual %a %c10\n"
+         "%p2 = OpSpecConstantOp %bool LogicalNot %p\n"
+         "%len = OpSpecConstantOp %uint Select %p2 %a %b\n",
+         19},
+        {"%len = OpSpecConstantOp %uint CompositeExtract %vec 1\n", 20},
+    };
+    static const char decls[] = "OpDecorate %a SpecId 0\n"
+                                "OpDecorate %b SpecId 1\n"
+                                "OpDecorate %sa SpecId 2\n"
+                                "%int = OpTypeInt 32 1\n"
+                                "%uv3 = OpTypeVector %uint 3\n"
+                                "%a = OpSpecConstant %uint 13\n"
+                                "%b = OpSpecConstant %uint 4\n"
+                                "%sa = OpSpecConstant %int -13\n"
+                                "%bi = OpSpecConstantOp %int IAdd %b %c0\n"
+                                "%vec = OpSpecConstantComposite %uv3 %a %b %c1\n";
+    const cubec_spec_constant given[] = {{0, 100}, {1, 7}, {2, (uint32_t)-9}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char types[2048];
+        snprintf(types, sizeof types,
+                 "%s%s%%arr = OpTypeArray %%uint %%len\n%%pa = OpTypePointer Workgroup %%arr\n"
+                 "%%tile = OpVariable %%pa Workgroup\n",
+                 decls, cases[i].expr);
+        module m = compute_module(types, "");
+        for (int with_spec = 0; with_spec < 2; with_spec++) {
+            uint32_t a = with_spec ? 100 : 13, b = with_spec ? 7 : 4;
+            int32_t sa = with_spec ? -9 : -13;
+            int64_t want = 0;
+            switch (cases[i].op) {
+            case 0: want = a + b; break;
+            case 1: want = a - b; break;
+            case 2: want = a * b; break;
+            case 3: want = a / b; break;
+            case 4: want = a % b; break;
+            case 5: want = -(sa / (int32_t)b); break;   /* C and SPIR-V both round to zero */
+            case 6: want = 10 - sa % (int32_t)b; break; /* the sign of the dividend */
+            case 7:
+                want = ((sa % (int32_t)b) + (int32_t)b) % (int32_t)b + 10;
+                break; /* divisor's */
+            case 8: want = a << b; break;
+            case 9: want = a >> 1; break;
+            case 10: want = -(sa < 0 ? -((-sa + 1) / 2) : sa / 2); break; /* floor(sa / 2) */
+            case 11: want = a | b; break;
+            case 12: want = a ^ b; break;
+            case 13: want = a & 10u; break;
+            case 14: want = ~a & 10u; break;
+            case 15: want = a > b ? a : b; break;
+            case 16: want = a < b ? a : b; break;
+            case 17: want = sa < (int32_t)b ? a : b; break;
+            case 18: want = a == b ? a : 10; break;
+            case 19: want = !(a >= 10) ? a : b; break;
+            case 20: want = b; break;
+            }
+            workgroup_memory wm;
+            print_message("case %zu (%s) with_spec %d: want length %lld\n", i, cases[i].expr,
+                          with_spec, (long long)want);
+            ASSERT_OK(
+                workgroup_memory_scan_specialized(m.words, m.count, given, with_spec ? 3 : 0, &wm));
+            assert_int_equal(wm.bytes, 4 * (uint64_t)want);
+        }
+        free(m.words);
+    }
+}
+
+/* A length that cannot be evaluated is refused, naming the variable: a division by zero (SPIR-V
+ * leaves it undefined) reached only through the specialization value. */
+static void test_spec_constant_expression_refused(void **state)
+{
+    (void)state;
+    module m = compute_module("OpDecorate %d SpecId 3\n"
+                              "%d = OpSpecConstant %uint 2\n"
+                              "%n2 = OpSpecConstantOp %uint UDiv %c10 %d\n"
+                              "%a = OpTypeArray %uint %n2\n"
+                              "%pa = OpTypePointer Workgroup %a\n"
+                              "%tile = OpVariable %pa Workgroup\n",
+                              "");
+    workgroup_memory wm;
+    ASSERT_OK(workgroup_memory_scan(m.words, m.count, &wm));
+    assert_int_equal(wm.bytes, 4 * 5);
+    const cubec_spec_constant zero[] = {{.id = 3, .value = 0}};
+    ASSERT_ERROR(workgroup_memory_scan_specialized(m.words, m.count, zero, 1, &wm),
+                 CUBEC_UNSUPPORTED,
                  "Workgroup (shared) variable 'tile' has an array length given by a "
-                 "specialization-constant expression");
+                 "specialization-constant expression that cubec cannot evaluate");
     assert_int_equal(wm.bytes, 0);
     free(m.words);
 }
@@ -412,6 +547,8 @@ int main(void)
         cmocka_unit_test(test_specialized_sizes),
         cmocka_unit_test(test_overflow_saturates),
         cmocka_unit_test(test_spec_constant_expression),
+        cmocka_unit_test(test_spec_op_evaluation),
+        cmocka_unit_test(test_spec_constant_expression_refused),
         cmocka_unit_test(test_int64_atomics),
         cmocka_unit_test(test_malformed),
         cmocka_unit_test(test_limits),
