@@ -530,8 +530,10 @@ CUBEC_MUST_USE cubec_status cubec_fill(cubec_device *device, cubec_stream stream
 /* ---------------------------------------------------------------------------------------------
  * Kernels
  *
- * A kernel is a GLSL compute shader (compiled at run time) or SPIR-V words. Its storage buffers
- * are set 0, bindings 0..n-1: a launch passes n buffers in that order. Each binding's access
+ * A kernel is a GLSL compute shader (compiled at run time) or SPIR-V words. A launch's buffers
+ * fill its layout as written: buffer i is set 0 binding i, further sets follow the highest
+ * binding of the set before; gaps take a buffer that is not bound, and uniform blocks take
+ * theirs like storage blocks (docs/kernels.md, "Bringing existing shaders"). Each binding's access
  * (readonly / writeonly / read-write) is taken from the SPIR-V and drives hazard tracking.
  *
  * Metadata ("info": sizes, scalars) is declared in GLSL with the CUBEC_INFO macro, which cubec
@@ -612,7 +614,7 @@ typedef enum cubec_access {
 typedef struct cubec_kernel_info {
     uint32_t struct_size;       /* CUBEC_KERNEL_INFO_INIT */
     uint64_t hash;              /* kernel identity: hash of what defines it            */
-    uint32_t binding_count;     /* storage buffers a launch passes                    */
+    uint32_t binding_count;     /* buffers a launch passes at least (gaps included)   */
     cubec_access access[32];    /* per binding                                        */
     uint32_t info_size;         /* bytes of metadata a launch passes (0 = none)       */
     int info_in_push_constants; /* 1: push constants; 0: storage buffer (or no info) */
@@ -736,7 +738,7 @@ CUBEC_MUST_USE cubec_status cubec_kernel_compile_queued(cubec_device *device);
 typedef struct cubec_launch_desc {
     uint32_t struct_size; /* CUBEC_LAUNCH_DESC_INIT */
     cubec_kernel kernel;
-    const cubec_buffer *buffers; /* one per storage binding, in binding order */
+    const cubec_buffer *buffers; /* one per binding, in binding order (docs/kernels.md) */
     uint32_t buffer_count;
     const void *info; /* metadata bytes, exactly the kernel's info_size */
     uint32_t info_size;

@@ -339,6 +339,12 @@ static PyObject *get_access(PyObject *self, void *c)
     const cubec_kernel_info *info = &((pyc_kernel *)self)->info;
     PyObject *t = PyTuple_New(info->binding_count);
     for (uint32_t i = 0; t && i < info->binding_count; i++) {
+        /* None: a binding the module leaves out (a gap), whose buffer is not bound. */
+        if (info->access[i] == 0) {
+            Py_INCREF(Py_None);
+            PyTuple_SetItem(t, i, Py_None);
+            continue;
+        }
         const char *a = info->access[i] == CUBEC_ACCESS_READ    ? "r"
                         : info->access[i] == CUBEC_ACCESS_WRITE ? "w"
                                                                 : "rw";

@@ -307,18 +307,56 @@ static uint32_t padded_info_size(const pipeline_entry *e)
     return (e->info_size + align - 1) / align * align;
 }
 
+/* A module's own push-constant block (not CUBEC_INFO's) takes any info_size from its declared
+ * size up to the device's maxPushConstantsSize, as a Vulkan push range may be larger than the
+ * block: a C struct pads at its end (issue 24). Only the block's bytes are pushed; the rest is
+ * never read. CUBEC_INFO blocks keep the exact sizes, which catch a struct that went astray. */
+static int push_range_fits(const cubec_device *d, const pipeline_entry *e, uint32_t size)
+{
+    return e->info_in_push && e->push_block_own && size > e->info_size &&
+           size <= d->info.max_push_constants_size;
+}
+
 /* A wrong size names the block's members and offsets, so that the caller sees which member of
  * the C struct went astray (a vec3 at 16, not at 4). */
-static cubec_status info_size_mismatch(const char *fn, uint32_t given, const pipeline_entry *e)
+static cubec_status info_size_mismatch(const cubec_device *d, const char *fn, uint32_t given,
+                                       const pipeline_entry *e)
 {
     char fields[640];
     kernel_info_layout_describe(e->layout, fields, sizeof fields);
     uint32_t padded = padded_info_size(e);
-    char also[48] = "";
-    if (padded != e->info_size) snprintf(also, sizeof also, " (or %u, padded as in C)", padded);
+    char also[96] = "";
+    if (push_range_fits(d, e, e->info_size + 1))
+        snprintf(also, sizeof also, " (or up to maxPushConstantsSize %u)",
+                 d->info.max_push_constants_size);
+    else if (padded != e->info_size)
+        snprintf(also, sizeof also, " (or %u, padded as in C)", padded);
     return INVALID_ARG("%s: desc->info_size is %u but kernel '%s' declares %u bytes of metadata%s: "
                        "%s (std430 offsets, docs/kernels.md)",
                        fn, given, e->name, e->info_size, also, fields);
+}
+
+/* A buffer bound as a uniform block: it must hold the block and start where the device allows
+ * a uniform buffer to (minUniformBufferOffsetAlignment, which on some devices is larger than the
+ * storage alignment that buffers' allocations keep: docs/kernels.md). Past the device's
+ * maxUniformBufferRange only the start is bound, which holds the block. */
+static cubec_status check_uniform_buffer(cubec_device *d, const char *fn, uint32_t i,
+                                         const buffer_obj *b, const pipeline_entry *e)
+{
+    const kernel_slot *s = &e->refl.slots[i];
+    if (b->size < s->block_size)
+        return INVALID_ARG("%s: desc->buffers[%u] is %" PRIu64 " bytes, smaller than the uniform "
+                           "block of %u bytes that kernel '%s' reads at set %u binding %u",
+                           fn, i, b->size, s->block_size, e->name, s->set, s->binding);
+    uint64_t align = d->gpu->caps.uniform_offset_alignment;
+    uint64_t offset = buffer_device_offset(b);
+    if (align && offset % align)
+        return INVALID_ARG("%s: desc->buffers[%u] starts at byte %" PRIu64 " of its memory, not a "
+                           "multiple of the device's uniform-buffer offset alignment %" PRIu64
+                           ": kernel '%s' binds it as the uniform block at set %u binding %u "
+                           "(bind a view at an aligned offset)",
+                           fn, i, offset, align, e->name, s->set, s->binding);
+    return NULL;
 }
 
 /* The buffers a launch reaches through device addresses: handles of this device, and writes
@@ -361,8 +399,12 @@ static cubec_status check_launch(cubec_device *d, const cubec_launch_desc *desc,
     const pipeline_entry *e = k->entry;
     a->entry = e;
     a->name = k->name;
-    if (e && desc->buffer_count != e->refl.binding_count)
-        return INVALID_ARG("%s: desc->buffer_count is %u but kernel '%s' has %u storage buffers",
+    /* More buffers than the module's layout takes are fine: they are not bound (a caller's
+     * layout may be a superset of what an optimizer left, docs/kernels.md). */
+    if (e && desc->buffer_count < e->refl.binding_count)
+        return INVALID_ARG("%s: desc->buffer_count is %u but kernel '%s' takes %u buffers (its "
+                           "bindings, gaps included, docs/kernels.md \"Bringing existing "
+                           "shaders\")",
                            fn, desc->buffer_count, e->name, e->refl.binding_count);
     if (desc->buffer_count && !desc->buffers)
         return INVALID_ARG("%s: desc->buffers is NULL with buffer_count %u", fn,
@@ -371,8 +413,9 @@ static cubec_status check_launch(cubec_device *d, const cubec_launch_desc *desc,
         return INVALID_ARG("%s: desc->declared_outputs is 0x%x, which names buffers past "
                            "buffer_count %u",
                            fn, desc->declared_outputs, desc->buffer_count);
-    if (e && desc->info_size != e->info_size && desc->info_size != padded_info_size(e))
-        return info_size_mismatch(fn, desc->info_size, e);
+    if (e && desc->info_size != e->info_size && desc->info_size != padded_info_size(e) &&
+        !push_range_fits(d, e, desc->info_size))
+        return info_size_mismatch(d, fn, desc->info_size, e);
     if (desc->info_size && !desc->info)
         return INVALID_ARG("%s: desc->info is NULL with info_size %u", fn, desc->info_size);
     for (uint32_t i = 0; i < desc->buffer_count; i++) {
@@ -384,6 +427,10 @@ static cubec_status check_launch(cubec_device *d, const cubec_launch_desc *desc,
         }
         if (bufs[i]->size == 0)
             return INVALID_ARG("%s: desc->buffers[%u] has size 0 and cannot be bound", fn, i);
+        if (e && i < e->refl.binding_count && e->refl.slots[i].kind == KERNEL_SLOT_UNIFORM) {
+            RETURN_IF_ERROR(check_uniform_buffer(d, fn, i, bufs[i], e));
+            continue;
+        }
         if (bufs[i]->size > d->info.max_storage_buffer_range)
             return INVALID_ARG("%s: desc->buffers[%u] is %" PRIu64
                                " bytes, more than the device's max_storage_buffer_range %" PRIu64

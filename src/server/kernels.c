@@ -12,6 +12,7 @@
 #include "base/log.h"
 #include "kernel/capabilities.h"
 #include "kernel/limits.h"
+#include "kernel/push_to_buffer.h"
 #include "server/device.h"
 #include "server/health.h"
 #include "server/kernel_disk.h"
@@ -129,6 +130,10 @@ static cubec_status build_pipeline(const build_ctx *b, pipeline_entry *e, const 
                                    const cubec_kernel_desc *desc)
 {
     RETURN_IF_ERROR(count_fault(b, CUBEC_FAULT_PIPELINE, CUBEC_INTERNAL));
+    gpu_slot slots[KERNEL_MAX_SLOTS];
+    for (uint32_t i = 0; i < e->refl.binding_count; i++)
+        slots[i] =
+            (gpu_slot){e->refl.slots[i].kind, e->refl.slots[i].set, e->refl.slots[i].binding};
     gpu_pipeline_desc pd = {.spirv = words,
                             .spec = (const gpu_spec_constant *)desc->spec_constants,
                             .spec_count = desc->spec_constant_count,
@@ -136,6 +141,8 @@ static cubec_status build_pipeline(const build_ctx *b, pipeline_entry *e, const 
                             .words = word_count,
                             .entry_point = entry_point,
                             .binding_count = e->refl.binding_count,
+                            .slots = slots,
+                            .set_count = e->refl.set_count,
                             .info_buffer = e->refl.has_info_buffer,
                             .info_uniform = e->refl.info_uniform,
                             .push_size = e->refl.push_constant_size,
@@ -225,6 +232,47 @@ static cubec_status specialize_shapes(const char *name, const uint32_t *words, s
     return NULL;
 }
 
+/* A uniform block is bound with a range of at most maxUniformBufferRange: a larger block would
+ * read past it (undefined in Vulkan), so it is refused here, naming it. */
+static cubec_status check_uniform_blocks(const char *name, const kernel_reflection *r,
+                                         uint64_t max_uniform_range)
+{
+    for (uint32_t i = 0; i < r->binding_count; i++) {
+        const kernel_slot *s = &r->slots[i];
+        if (s->kind == KERNEL_SLOT_UNIFORM && s->block_size > max_uniform_range)
+            return status_make(CUBEC_UNSUPPORTED,
+                               "kernel '%s': the uniform block at set %u binding %u is %u bytes, "
+                               "more than the device's maxUniformBufferRange of %" PRIu64
+                               " bytes; declare it as a readonly buffer",
+                               name, s->set, s->binding, s->block_size, max_uniform_range);
+    }
+    return NULL;
+}
+
+/* A push-constant block larger than the device's maxPushConstantsSize: the module is rewritten so
+ * that the block is a read-only storage buffer at the metadata binding (kernel/push_to_buffer.h),
+ * and reflected again (validated: the rewrite must give a module the driver accepts). The
+ * launch's info bytes then go through the metadata ring like a CUBEC_INFO block in a buffer. */
+static cubec_status move_push_block(const char *name, const uint32_t *words, size_t count,
+                                    const char *entry_point, uint32_t version, pipeline_entry *e,
+                                    uint32_t **moved, size_t *moved_count)
+{
+    uint32_t size = e->refl.push_constant_size;
+    cubec_status err = kernel_push_to_buffer(words, count, moved, moved_count);
+    if (!err) {
+        kernel_info_layout_free(e->layout);
+        e->layout = NULL;
+        err = kernel_reflect_layout(*moved, *moved_count, entry_point, version, 0, &e->refl,
+                                    &e->layout);
+    }
+    if (err)
+        return status_annotate(err,
+                               "kernel '%s': moving its push-constant block of %u bytes to a "
+                               "buffer",
+                               name, size);
+    return NULL;
+}
+
 /* Compiles, reflects, checks and creates the pipeline of `desc` into a new entry that only this
  * thread sees until it is published. Errors come back unannotated by the device (publish notes
  * them). */
@@ -278,10 +326,19 @@ static cubec_status build_entry(const build_ctx *b, const cubec_kernel_desc *des
         if (err && cubec_status_code(err) != CUBEC_UNSUPPORTED)
             err = status_annotate(err, "kernel '%s'", name);
     }
+    uint32_t *moved = NULL;
+    size_t moved_count = 0;
+    if (!err && e->refl.push_constant_size > b->info.max_push_constants_size &&
+        !e->refl.has_info_buffer)
+        err = move_push_block(name, desc->glsl ? words : desc->spirv,
+                              desc->glsl ? count : desc->spirv_words, entry_point, version, e,
+                              &moved, &moved_count);
+    /* The module the pipeline is made of: the rewritten one, the compiled GLSL or the caller's. */
+    const uint32_t *module = moved ? moved : desc->glsl ? words : desc->spirv;
+    size_t module_words = moved ? moved_count : desc->glsl ? count : desc->spirv_words;
     if (!err) err = check_spec_constants(name, &e->refl, desc);
     if (!err && desc->spec_constant_count)
-        err = specialize_shapes(name, desc->glsl ? words : desc->spirv,
-                                desc->glsl ? count : desc->spirv_words, desc, &e->refl);
+        err = specialize_shapes(name, module, module_words, desc, &e->refl);
     if (!err)
         err = capabilities_check(name, b->info.name, e->refl.capabilities, e->refl.capability_count,
                                  &b->features);
@@ -290,14 +347,18 @@ static cubec_status build_entry(const build_ctx *b, const cubec_kernel_desc *des
         limits.required_subgroup_size = pipeline_subgroup_size(b, desc);
         limits.max_workgroup_subgroups = b->d->gpu->caps.max_workgroup_subgroups;
         err = kernel_limits_check(name, &e->refl, &limits);
+        if (!err) err = check_uniform_blocks(name, &e->refl, b->d->gpu->caps.max_uniform_range);
     }
     if (!err) {
         e->info_in_push = e->refl.push_constant_size > 0;
+        /* A GLSL source that names CUBEC_INFO has its metadata block in cubec's hands (the name
+         * of its block, CubecInfo, is gone from optimized modules); SPIR-V's is its own. */
+        e->push_block_own = e->info_in_push && (!desc->glsl || !strstr(desc->glsl, "CUBEC_INFO"));
         e->info_size = e->info_in_push ? e->refl.push_constant_size : e->refl.info_buffer_size;
-        err = build_pipeline(b, e, desc->glsl ? words : desc->spirv,
-                             desc->glsl ? count : desc->spirv_words, entry_point, desc);
+        err = build_pipeline(b, e, module, module_words, entry_point, desc);
         if (err) err = status_annotate(err, "kernel '%s'", name);
     }
+    free(moved);
     free(words);
     if (err) {
         destroy_entry(b->d, e);

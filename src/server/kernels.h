@@ -20,6 +20,10 @@ typedef struct pipeline_entry {
     kernel_reflection refl;
     kernel_info_layout *layout; /* the metadata block's members; NULL without one */
     int info_in_push;
+    /* The push block is the module's own, not CUBEC_INFO's: a launch may pass more bytes than it
+     * declares, up to maxPushConstantsSize, as a Vulkan push range may be larger than the block
+     * (api_kernel.c). */
+    int push_block_own;
     uint32_t info_size;
     int spirv_from_disk; /* its SPIR-V came from the disk cache (server/kernel_disk.h) */
     double pipeline_ms;  /* of the build, the driver's pipeline creation (the compile log line) */
