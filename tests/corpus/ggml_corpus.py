@@ -50,11 +50,8 @@ DEVICE_KINDS = [
 
 # cubec's own gaps that issue 24 is closing (its "What must work" 1-3). Allowed while listed, so
 # that the test measures today's share; each line goes when the work that closes it has landed
-# (point 1, shapes from specialization constants, has: its two kinds are gone).
-PENDING_KINDS = [
-    ("gap: bindings with a gap (issue 24, 2)",
-     r"^CUBEC_INVALID_SPIRV: .*binding \d+ is missing: bindings must be contiguous"),
-]
+# (points 1-3 have: spec-constant shapes, binding gaps, push blocks over the limit; none is left).
+PENDING_KINDS = []
 
 # Modules whose default specialization is not a valid module, created with the values ggml gives
 # them instead (ggml never runs them with the defaults). flash_attn's defaults (HSV 32, D_split 16)
