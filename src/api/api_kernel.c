@@ -406,12 +406,13 @@ static cubec_status check_address_buffers(cubec_device *d, const cubec_launch_de
     uint32_t n = desc->address_buffer_count;
     if (n && !desc->address_buffers)
         return INVALID_ARG("%s: desc->address_buffers is NULL with address_buffer_count %u", fn, n);
-    if ((uint64_t)desc->address_reads >> n || (uint64_t)desc->address_writes >> n)
-        return INVALID_ARG(
-            "%s: desc->address_%s is 0x%x, which names buffers past "
-            "address_buffer_count %u",
-            fn, (uint64_t)desc->address_reads >> n ? "reads" : "writes",
-            (uint64_t)desc->address_reads >> n ? desc->address_reads : desc->address_writes, n);
+    /* 64-bit shifts: n may be 32. */
+    const int reads_past = ((uint64_t)desc->address_reads >> n) != 0;
+    if (reads_past || (uint64_t)desc->address_writes >> n)
+        return INVALID_ARG("%s: desc->address_%s is 0x%x, which names buffers past "
+                           "address_buffer_count %u",
+                           fn, reads_past ? "reads" : "writes",
+                           reads_past ? desc->address_reads : desc->address_writes, n);
     for (uint32_t i = 0; i < n; i++) {
         out[i] = handle_table_get(&d->buffers->handles, desc->address_buffers[i].id);
         if (!out[i]) { /* only now spend time on the message */
