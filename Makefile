@@ -117,11 +117,14 @@ test: format-check build lint build-san build-tsan build-fuzz
 	$(call run_fuzzers,$(FUZZ_TEST_SECONDS))
 
 # `cubec bench`, then the Python binding against C in one process (bench/python_bench.py; needs
-# the extension, built when python3-dev is installed).
+# the extension, built when python3-dev is installed), then shaders.ggml_accepted: the share of
+# ggml's shader modules cubec accepts (tests/corpus/ggml_corpus.py; built with the tests).
 bench: build
 	$(BUILD)/bin/cubec bench
 	@if [ -f $(BUILD)/python/cubec/_cubec.abi3.so ]; then \
 	  PYTHONPATH=$(BUILD)/python /usr/bin/python3 bench/python_bench.py; fi
+	@if [ -x $(BUILD)/bin/corpus_create ]; then \
+	  CUBEC_LOG_LEVEL=error CUBEC_CACHE_DIR=none python3 tests/corpus/ggml_corpus.py --build-dir $(BUILD) --bench; fi
 
 # Regenerates the ABI baseline (abi/libcubec.abi) from this build: commit it with the change and
 # the version bump that made it (docs/api.md, "Versions and the ABI").

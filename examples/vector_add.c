@@ -6,7 +6,8 @@
  *   2. compile a GLSL compute kernel at run time,
  *   3. upload the inputs into device buffers,
  *   4. launch the kernel and wait for it,
- *   5. read the result back and check it against the same sum computed on the CPU,
+ *   5. read the result back and check it against the same sum computed on the CPU; where the
+ *      device's memory is host-visible (lavapipe, integrated GPUs), also look at c in place,
  *   6. release everything.
  *
  * Every cubec call that can fail returns a cubec_status: NULL means success; anything else is an
@@ -190,6 +191,32 @@ int main(void)
         goto done;
     }
 
+    /* Step 5b: where the buffer's memory is host-visible, cubec_buffer_map hands out a pointer to
+     * c itself (no copy); a discrete GPU's device-local memory is refused with CUBEC_UNSUPPORTED,
+     * and cubec_read above is the way there. The guard keeps the bytes in place until released. */
+    const float *mapped = NULL;
+    cubec_guard guard = {0};
+    cubec_status map_status = cubec_buffer_map(device, stream, c, (void **)&mapped, &guard);
+    const char *in_place = "is not host-visible (cubec_read is the way)";
+    if (map_status == NULL) {
+        in_place = "mapped in place: the same bytes";
+        for (uint32_t i = 0; i < n; i++) {
+            if (mapped[i] != host_c[i]) {
+                in_place = "mapped in place: DIFFERENT bytes";
+                mismatches++;
+            }
+        }
+        CUBEC_CHECK(cubec_guard_release(device, guard));
+    } else if (cubec_status_code(map_status) != CUBEC_UNSUPPORTED) {
+        fprintf(stderr, "vector_add: cubec_buffer_map: %s\n", cubec_status_message(map_status));
+        mismatches++;
+    }
+    cubec_status_free(map_status);
+    if (mismatches != 0) {
+        fprintf(stderr, "vector_add: FAILED: the mapped buffer differs from the read\n");
+        goto done;
+    }
+
     printf("vector_add: c = a + b for n = %" PRIu32 " floats: all %" PRIu32 " elements match "
            "the CPU (c[0] = %g, c[n-1] = %g)\n",
            n, n, (double)host_c[0], (double)host_c[n - 1]);
@@ -201,7 +228,7 @@ int main(void)
     printf("  first launch+sync %8.3f ms (includes pipeline creation)\n", first_launch_s * 1e3);
     printf("  warm launch       %8.3f ms per launch (%d queued, one sync), %.2f GB/s\n",
            launch_s * 1e3, TIMED_LAUNCHES, 3.0 * (double)bytes / launch_s * 1e-9);
-    printf("  read back c       %8.3f ms\n", read_s * 1e3);
+    printf("  read back c       %8.3f ms; c %s\n", read_s * 1e3, in_place);
     exit_code = EXIT_SUCCESS;
 
 done:

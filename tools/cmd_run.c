@@ -58,6 +58,11 @@ void cli_run_usage(FILE *out)
         "    TYPE is f16, f32, f64, i8, u8, i16, u16, i32, u32, i64 or u64 (numpy's float16\n"
         "    ... uint64); SIZE is in bytes, with an optional K, M or G suffix (powers of 1024)\n"
         "  --define NAME[=VALUE]   a preprocessor definition for GLSL (repeatable)\n"
+        "  -I DIR                  where GLSL's #include looks, after the including file's\n"
+        "                          own directory (repeatable, searched in order)\n"
+        "  --preamble TEXT         GLSL inserted after #version (e.g. #extension lines)\n"
+        "  --spec ID=VALUE         a specialization constant (repeatable); the value's type:\n"
+        "                          64 or 64u uint, -3 or 3i int, 1.5 or 2f float, true/false\n"
         "  --info-u32 V            append a uint32 to the metadata (CUBEC_INFO) bytes\n"
         "  --info-i32 V            append an int32\n"
         "  --info-f32 V            append a float32; the --info-* flags are taken in order\n"
@@ -122,6 +127,11 @@ typedef struct run_args {
     int have_groups;
     cubec_define *defines;
     uint32_t define_count;
+    const char **include_dirs; /* -I, in order */
+    uint32_t include_dir_count;
+    const char *preamble;
+    cubec_spec_constant *specs; /* --spec */
+    uint32_t spec_count;
     uint32_t *info_words; /* every --info-* value is 4 bytes */
     uint32_t info_count;
     buf_spec *bufs;
@@ -207,6 +217,45 @@ static int parse_size(const char *text, uint64_t *out)
     if (v > UINT64_MAX / multiplier) return -1;
     *out = (uint64_t)v * multiplier;
     return 0;
+}
+
+/* A --spec value: the 32 bits of a uint ("64", "0x40", "64u"), an int ("-3", "3i"), a float
+ * ("1.5", "2f", "1e-3") or a bool ("true", "false"), as a specialization constant of that type
+ * takes them. */
+static int parse_spec_value(const char *text, uint32_t *out)
+{
+    if (strcmp(text, "true") == 0 || strcmp(text, "false") == 0) {
+        *out = text[0] == 't';
+        return 0;
+    }
+    const size_t len = strlen(text);
+    if (len == 0 || len >= 64) return -1;
+    char body[64];
+    memcpy(body, text, len + 1);
+    const char last = body[len - 1];
+    const int hex = strncmp(body, "0x", 2) == 0 || strncmp(body, "0X", 2) == 0;
+    char type = 0;
+    if (!hex && (last == 'u' || last == 'i' || last == 'f' || last == 'F' || last == 'U')) {
+        type = (char)(last == 'F' ? 'f' : last == 'U' ? 'u' : last);
+        body[len - 1] = '\0';
+    } else if (!hex && strpbrk(body, ".eE") != NULL) {
+        type = 'f';
+    } else {
+        type = body[0] == '-' ? 'i' : 'u';
+    }
+    if (type == 'f') {
+        float v;
+        if (parse_f32(body, &v) != 0) return -1;
+        memcpy(out, &v, sizeof v);
+        return 0;
+    }
+    if (type == 'i') {
+        int32_t v;
+        if (parse_i32(body, &v) != 0) return -1;
+        memcpy(out, &v, sizeof v);
+        return 0;
+    }
+    return parse_u32(body, out);
 }
 
 /* "X[,Y,Z]": one to three counts, each at least 1. */
@@ -366,6 +415,15 @@ static int parse_args(int argc, char **argv, run_args *a, int *help)
             continue;
         }
 
+        /* -I DIR or -IDIR, as C compilers take it. */
+        if (strncmp(arg, "-I", 2) == 0) {
+            const char *dir = arg[2] ? arg + 2 : (i + 1 < argc ? argv[++i] : NULL);
+            if (dir == NULL) return cli_usage_error(CMD, "-I needs a directory");
+            if (dir[0] == '\0') return cli_usage_error(CMD, "-I: the directory is empty");
+            a->include_dirs[a->include_dir_count++] = dir;
+            continue;
+        }
+
         /* The flag's name, and its value from "--flag=value" or the next argument. */
         char name[64];
         const char *eq = strchr(arg, '=');
@@ -393,7 +451,8 @@ static int parse_args(int argc, char **argv, run_args *a, int *help)
 
         static const char *const valued[] = {"--groups",   "--define", "--info-u32", "--info-i32",
                                              "--info-f32", "--buf",    "--out-dir",  "--print",
-                                             "--entry",    "--device", "--trace"};
+                                             "--entry",    "--device", "--trace",    "--spec",
+                                             "--preamble"};
         int known = 0;
         for (size_t k = 0; k < sizeof valued / sizeof valued[0]; k++)
             known |= !strcmp(name, valued[k]);
@@ -425,6 +484,31 @@ static int parse_args(int argc, char **argv, run_args *a, int *help)
             a->defines[a->define_count].name = def_name;
             a->defines[a->define_count].value = v_eq ? v_eq + 1 : NULL;
             a->define_count++;
+        } else if (strcmp(name, "--spec") == 0) {
+            const char *v_eq = strchr(value, '=');
+            char id_text[16];
+            const size_t len = v_eq ? (size_t)(v_eq - value) : 0;
+            uint32_t id = 0, bits = 0;
+            if (v_eq == NULL || len == 0 || len >= sizeof id_text)
+                return cli_usage_error(CMD, "--spec '%s': expected ID=VALUE (e.g. 0=64, 1=1.5f)",
+                                       value);
+            memcpy(id_text, value, len);
+            id_text[len] = '\0';
+            if (parse_u32(id_text, &id) != 0)
+                return cli_usage_error(CMD, "--spec '%s': the id '%s' is not a uint32", value,
+                                       id_text);
+            if (parse_spec_value(v_eq + 1, &bits) != 0)
+                return cli_usage_error(CMD,
+                                       "--spec '%s': the value '%s' is not a uint (64, 64u), "
+                                       "int (-3, 3i), float (1.5, 2f) or bool (true, false)",
+                                       value, v_eq + 1);
+            for (uint32_t k = 0; k < a->spec_count; k++)
+                if (a->specs[k].id == id)
+                    return cli_usage_error(CMD, "--spec '%s': id %" PRIu32 " is given twice", value,
+                                           id);
+            a->specs[a->spec_count++] = (cubec_spec_constant){id, bits};
+        } else if (strcmp(name, "--preamble") == 0) {
+            a->preamble = value;
         } else if (strcmp(name, "--info-u32") == 0) {
             uint32_t v;
             if (parse_u32(value, &v) != 0)
@@ -764,13 +848,25 @@ static int run(const run_args *a)
         .define_count = a->define_count,
         .entry_point = a->entry_point,
         .optimize = a->optimize,
+        .spec_constants = a->specs,
+        .spec_constant_count = a->spec_count,
     };
     if (is_spirv) {
+        if (a->include_dir_count || a->preamble) {
+            exit_code = cli_usage_error(CMD, "%s applies to GLSL; '%s' is SPIR-V",
+                                        a->include_dir_count ? "-I" : "--preamble", a->kernel_path);
+            goto done;
+        }
         /* The bytes were malloc'ed, so they are aligned for uint32_t. */
         desc.spirv = (const uint32_t *)(const void *)source;
         desc.spirv_words = source_size / 4;
     } else {
         desc.glsl = source;
+        /* #include "x" looks next to the kernel's file first, as compilers do. */
+        desc.glsl_path = a->kernel_path;
+        desc.include_dirs = a->include_dirs;
+        desc.include_dir_count = a->include_dir_count;
+        desc.preamble = a->preamble;
     }
     double t0 = now_seconds();
     if (cli_failed(CMD, cubec_kernel_create(device, &desc, &kernel), "creating the kernel"))
@@ -916,9 +1012,12 @@ int cli_run_main(int argc, char **argv)
     a.defines = calloc(n, sizeof *a.defines);
     a.info_words = calloc(n, sizeof *a.info_words);
     a.bufs = calloc(n, sizeof *a.bufs);
+    a.include_dirs = calloc(n, sizeof *a.include_dirs);
+    a.specs = calloc(n, sizeof *a.specs);
     int help = 0;
     int exit_code;
-    if (a.defines == NULL || a.info_words == NULL || a.bufs == NULL) {
+    if (a.defines == NULL || a.info_words == NULL || a.bufs == NULL || a.include_dirs == NULL ||
+        a.specs == NULL) {
         fprintf(stderr, "cubec run: out of host memory\n");
         exit_code = CLI_EXIT_RUNTIME;
     } else {
@@ -938,6 +1037,8 @@ int cli_run_main(int argc, char **argv)
             free((char *)a.defines[i].name);
     }
     free(a.defines);
+    free(a.include_dirs);
+    free(a.specs);
     free(a.info_words);
     free(a.bufs);
     return exit_code;

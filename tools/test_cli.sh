@@ -207,7 +207,7 @@ run_expect 0 run_help "$CUBEC" run --help &&
     expect_in run_help "--buf" "--groups" "--out-dir" "--trace"
 run_expect 0 bench_help "$CUBEC" bench --help && expect_in bench_help "--trace" "docs/benchmarks.md"
 run_expect 0 info_help "$CUBEC" info --help
-run_expect 0 version "$CUBEC" version && expect_in version "cubec 0.2.2"
+run_expect 0 version "$CUBEC" version && expect_in version "cubec 0.2.3"
 run_expect 0 info "$CUBEC" info && expect_in info "[default]" "max storage buffer range"
 # The backends line names every row of GPU_BACKENDS (src/gpu/gpu_backends.h), vulkan selected.
 SRC_DIR="$(cd "$(dirname "$0")/.." && pwd)"
@@ -454,5 +454,70 @@ if run_expect 0 run_oob_unchecked "$CUBEC" run "$TMP/oob.comp" --groups 1 --buf 
 fi
 run_expect 2 run_no_robust_value "$CUBEC" run "$TMP/oob.comp" --groups 1 --buf zero:256 \
     --no-robust=1 && expect_in run_no_robust_value "--no-robust takes no value"
+
+# --- GLSL as projects keep it: -I, --define, --preamble, --spec ----------------------------------
+# #include "lib/f.glsl" next to the kernel's file, <consts.glsl> through -I, SCALE from --define,
+# and one specialization constant of each type: o[i] = -(f(i * MUL + ADD + SUB + BIAS)).
+mkdir -p "$TMP/proj/lib" "$TMP/proj/inc"
+cat >"$TMP/proj/k.comp" <<'EOF'
+#version 450
+#include "lib/f.glsl"
+#include <consts.glsl>
+layout(local_size_x = 64) in;
+layout(constant_id = 0) const uint MUL = 1;
+layout(constant_id = 1) const float ADD = 0.0;
+layout(constant_id = 2) const int SUB = 0;
+layout(constant_id = 3) const bool NEG = false;
+layout(set = 0, binding = 0) writeonly buffer O { float o[]; };
+void main()
+{
+    uint i = gl_GlobalInvocationID.x;
+    float v = f(float(i) * float(MUL) + ADD + float(SUB) + BIAS);
+    o[i] = NEG ? -v : v;
+}
+EOF
+echo 'float f(float x) { return x * SCALE; }' >"$TMP/proj/lib/f.glsl"
+echo '#define BIAS 0.25' >"$TMP/proj/inc/consts.glsl"
+if run_expect 0 run_project "$CUBEC" run "$TMP/proj/k.comp" --groups 1 --buf zero:256:f32 \
+    --define SCALE=2.0 -I "$TMP/proj/inc" --spec 0=3 --spec 1=1.5f --spec 2=-1 --spec 3=true \
+    --out-dir "$TMP/out_project"; then
+    check_floats "$TMP/out_project/binding0.bin" 64 "-((i * 3 + 1.5 - 1 + 0.25) * 2)" ||
+        fail "run_project: wrong output"
+fi
+# -IDIR, the suffixes u and i, a float written 2f, NEG left at its default.
+if run_expect 0 run_project_suffixes "$CUBEC" run "$TMP/proj/k.comp" --groups 1 \
+    --buf zero:256:f32 --define SCALE=1.0 "-I$TMP/proj/inc" --spec 0=2u --spec 2=4i --spec 1=2f \
+    --out-dir "$TMP/out_project_suffixes"; then
+    check_floats "$TMP/out_project_suffixes/binding0.bin" 64 "i * 2 + 2 + 4 + 0.25" ||
+        fail "run_project_suffixes: wrong output"
+fi
+# An include not found names the file, the line and where it looked.
+run_expect 1 run_missing_include "$CUBEC" run "$TMP/proj/k.comp" --groups 1 --buf zero:256:f32 \
+    --define SCALE=1.0 && expect_in run_missing_include "k.comp:3: error: '#include'" \
+    "consts.glsl" "no include directory to search"
+# A preamble: the extension the kernel needs, which its source does not enable.
+cat >"$TMP/int8.comp" <<'EOF'
+#version 450
+layout(local_size_x = 64) in;
+layout(set = 0, binding = 0) writeonly buffer O { uint o[]; };
+void main() { int8_t v = int8_t(gl_GlobalInvocationID.x); o[gl_GlobalInvocationID.x] = uint(v + int8_t(1)); }
+EOF
+run_expect 1 run_no_preamble "$CUBEC" run "$TMP/int8.comp" --groups 1 --buf zero:256 &&
+    expect_in run_no_preamble "int8.comp:4: error"
+if run_expect 0 run_preamble "$CUBEC" run "$TMP/int8.comp" --groups 1 --buf zero:256 \
+    --preamble "#extension GL_EXT_shader_explicit_arithmetic_types_int8 : require" --print-u32 \
+    --out-dir "$TMP/out_preamble"; then
+    check_u32 "$TMP/out_preamble/binding0.bin" 64 "i + 1" || fail "run_preamble: wrong values"
+fi
+run_expect 2 spec_no_eq "$CUBEC" run "$TMP/proj/k.comp" --groups 1 --buf zero:4 --spec 3 &&
+    expect_in spec_no_eq "--spec '3': expected ID=VALUE"
+run_expect 2 spec_bad_value "$CUBEC" run "$TMP/proj/k.comp" --groups 1 --buf zero:4 \
+    --spec 1=x1.5 && expect_in spec_bad_value "--spec '1=x1.5': the value 'x1.5' is not"
+run_expect 2 spec_bad_id "$CUBEC" run "$TMP/proj/k.comp" --groups 1 --buf zero:4 --spec a=1 &&
+    expect_in spec_bad_id "the id 'a' is not a uint32"
+run_expect 2 spec_twice "$CUBEC" run "$TMP/proj/k.comp" --groups 1 --buf zero:4 --spec 0=1 \
+    --spec 0=2 && expect_in spec_twice "id 0 is given twice"
+run_expect 2 include_no_dir "$CUBEC" run "$TMP/proj/k.comp" --groups 1 --buf zero:4 -I &&
+    expect_in include_no_dir "-I needs a directory"
 
 cli_test_end test_cli

@@ -50,7 +50,7 @@ extern "C" {
  * (docs/api.md, "Versions and the ABI"). */
 #define CUBEC_VERSION_MAJOR 0
 #define CUBEC_VERSION_MINOR 2
-#define CUBEC_VERSION_PATCH 2
+#define CUBEC_VERSION_PATCH 3
 
 /* A version packed into one number that compares in order: major << 16 | minor << 8 | patch
  * (minor and patch stay below 256). */
@@ -463,7 +463,8 @@ CUBEC_MUST_USE cubec_status cubec_buffer_release(cubec_device *device, cubec_buf
  * Transfers. Offsets and sizes are in bytes within the buffer; offset+size must fit.
  * ------------------------------------------------------------------------------------------- */
 
-/* Copies host memory into the buffer, after all earlier work on the stream that uses it. The
+/* Copies host memory into the buffer, after all earlier work on the stream that uses it (as for
+ * cubec_read, below: a launch uses what it binds and what it declares in address_buffers). The
  * host memory may be reused as soon as the call returns. */
 CUBEC_MUST_USE cubec_status cubec_write(cubec_device *device, cubec_stream stream, cubec_buffer dst,
                                         uint64_t offset, const void *src, uint64_t size);
@@ -507,7 +508,8 @@ typedef enum cubec_image_format {
 typedef struct cubec_image_desc {
     uint32_t struct_size;      /* CUBEC_IMAGE_DESC_INIT */
     cubec_image_format format; /* its texels */
-    uint32_t width, height;    /* at least 1 each */
+    uint32_t width;            /* texels per row, at least 1 */
+    uint32_t height;           /* rows, at least 1 */
     uint32_t depth;            /* 0 or 1: a 2D image; more: a 3D image of that many slices */
 } cubec_image_desc;
 /* A cubec_image_desc with its struct_size set: start every one with it ("Structs that grow"). */
@@ -616,8 +618,10 @@ CUBEC_MUST_USE cubec_status cubec_fill(cubec_device *device, cubec_stream stream
 /* ---------------------------------------------------------------------------------------------
  * Kernels
  *
- * A kernel is a GLSL compute shader (compiled at run time) or SPIR-V words. Its storage buffers
- * are set 0, bindings 0..n-1: a launch passes n buffers in that order. Each binding's access
+ * A kernel is a GLSL compute shader (compiled at run time) or SPIR-V words. A launch's buffers
+ * fill its layout as written: buffer i is set 0 binding i, further sets follow the highest
+ * binding of the set before; gaps take a buffer that is not bound, and uniform blocks take
+ * theirs like storage blocks (docs/kernels.md, "Bringing existing shaders"). Each binding's access
  * (readonly / writeonly / read-write) is taken from the SPIR-V and drives hazard tracking.
  *
  * Metadata ("info": sizes, scalars) is declared in GLSL with the CUBEC_INFO macro, which cubec
@@ -682,6 +686,18 @@ typedef struct cubec_kernel_desc {
      * subgroups stay allowed: the workgroup size need not be a multiple of it. Part of the
      * kernel's identity. */
     uint32_t required_subgroup_size;
+    /* GLSL as projects keep it (docs/kernels.md, "Bringing existing shaders"); added last.
+     * `#include "x"` is looked up next to the including file (for the kernel's own source, next
+     * to glsl_path), then in include_dirs in order; `#include <x>` in include_dirs only. The
+     * files are read when the kernel is created, and their bytes are part of its identity (an
+     * edited include is compiled again). An include not found fails with CUBEC_COMPILE_FAILED
+     * naming the file, the including file and line, and the directories searched. */
+    const char *glsl_path; /* the file `glsl` was read from (NULL: none); messages name it */
+    const char *const *include_dirs; /* directories `#include` searches, in order, or NULL */
+    uint32_t include_dir_count;      /* entries of include_dirs                        */
+    /* Text inserted right after the source's `#version` line (e.g. `#extension ... : require`
+     * lines), or NULL; messages keep the source's own line numbers. Part of the identity. */
+    const char *preamble;
 } cubec_kernel_desc;
 /* A cubec_kernel_desc with its struct_size set: start every one with it ("Structs that grow"). */
 #define CUBEC_KERNEL_DESC_INIT                                                                     \
@@ -698,7 +714,7 @@ typedef enum cubec_access {
 typedef struct cubec_kernel_info {
     uint32_t struct_size;       /* CUBEC_KERNEL_INFO_INIT */
     uint64_t hash;              /* kernel identity: hash of what defines it            */
-    uint32_t binding_count;     /* storage buffers a launch passes                    */
+    uint32_t binding_count;     /* buffers a launch passes at least (gaps included)   */
     cubec_access access[32];    /* per binding                                        */
     uint32_t info_size;         /* bytes of metadata a launch passes (0 = none)       */
     int info_in_push_constants; /* 1: push constants; 0: storage buffer (or no info) */
@@ -822,7 +838,7 @@ CUBEC_MUST_USE cubec_status cubec_kernel_compile_queued(cubec_device *device);
 typedef struct cubec_launch_desc {
     uint32_t struct_size; /* CUBEC_LAUNCH_DESC_INIT */
     cubec_kernel kernel;
-    const cubec_buffer *buffers; /* one per storage binding, in binding order */
+    const cubec_buffer *buffers; /* one per binding, in binding order (docs/kernels.md) */
     uint32_t buffer_count;
     const void *info; /* metadata bytes, exactly the kernel's info_size */
     uint32_t info_size;
@@ -846,7 +862,7 @@ typedef struct cubec_launch_desc {
      * is at most 32. A buffer reached by address and not declared is the program's to order
      * (cubec_sync). */
     const cubec_buffer *address_buffers;
-    uint32_t address_buffer_count; /* address_buffers[0 .. count-1] */
+    uint32_t address_buffer_count; /* entries of address_buffers */
     uint32_t address_reads;        /* bit i: the launch reads address_buffers[i] */
     uint32_t address_writes;       /* bit i: the launch writes address_buffers[i] */
     /* Images the kernel declares (storage, and sampled with a sampler), each naming its set and

@@ -1,4 +1,5 @@
-/* cubec.Kernel (dev.kernel(glsl= | spirv= | path=, defines=, spec=, name=)): compiles with the
+/* cubec.Kernel (dev.kernel(glsl= | spirv= | path=, defines=, spec=, name=, include_dirs=,
+ * preamble=)): compiles with the
  * GIL released, keeps the reflected interface, and destroys the kernel on collection. Its call,
  * k(*buffers, groups=, info=, stream=), and k.bind(...) are in launch.c. */
 #include <math.h>
@@ -139,6 +140,58 @@ static PyObject *read_file(PyObject *path_arg)
     return data;
 }
 
+/* include_dirs=: a list (or tuple) of str, bytes or os.PathLike, as file system bytes kept by
+ * `keep`; *out is PyMem_Malloc'ed (PyMem_Free it). */
+static int parse_include_dirs(PyObject *obj, const char ***out, uint32_t *out_count, PyObject *keep)
+{
+    *out = NULL;
+    *out_count = 0;
+    if (!obj || obj == Py_None) {
+        return 0;
+    }
+    if (PyUnicode_Check(obj) || PyBytes_Check(obj)) {
+        PyErr_Format(PyExc_TypeError,
+                     "Device.kernel: include_dirs must be a list of directories, not the single "
+                     "%R (write [%R])",
+                     obj, obj);
+        return -1;
+    }
+    if (!PyList_Check(obj) && !PyTuple_Check(obj)) {
+        PyErr_Format(PyExc_TypeError, "Device.kernel: include_dirs must be a list, not %R", obj);
+        return -1;
+    }
+    Py_ssize_t n = PySequence_Size(obj);
+    if (n < 0) {
+        return -1;
+    }
+    const char **dirs = PyMem_Malloc((size_t)(n ? n : 1) * sizeof *dirs);
+    if (!dirs) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = PySequence_GetItem(obj, i), *bytes = NULL;
+        if (item && !PyUnicode_FSConverter(item, &bytes)) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_TypeError,
+                         "Device.kernel: include_dirs[%zd] must be a str, bytes or os.PathLike, "
+                         "not %R",
+                         i, item);
+        } else if (item && PyList_Append(keep, bytes) == 0) {
+            dirs[i] = PyBytes_AsString(bytes);
+        }
+        Py_XDECREF(bytes);
+        Py_XDECREF(item);
+        if (PyErr_Occurred()) {
+            PyMem_Free(dirs);
+            return -1;
+        }
+    }
+    *out = dirs;
+    *out_count = (uint32_t)n;
+    return 0;
+}
+
 /* A keyword argument that was given and is not None, else NULL. */
 static PyObject *given(PyObject *arg)
 {
@@ -149,9 +202,10 @@ static PyObject *device_kernel(PyObject *self, PyObject *const *args, Py_ssize_t
                                PyObject *kwnames)
 {
     pyc_device *d = (pyc_device *)self;
-    static const char *const names[] = {"glsl", "spirv",    "path",  "defines", "spec",
-                                        "name", "optimize", "entry", NULL};
-    PyObject *kw[8];
+    static const char *const names[] = {"glsl",         "spirv",    "path",     "defines",
+                                        "spec",         "name",     "optimize", "entry",
+                                        "include_dirs", "preamble", NULL};
+    PyObject *kw[10];
     if (nargs) {
         return PyErr_Format(PyExc_TypeError,
                             "Device.kernel() takes keywords only: glsl=, spirv= or path=");
@@ -176,6 +230,7 @@ static PyObject *device_kernel(PyObject *self, PyObject *const *args, Py_ssize_t
     }
     PyObject *result = NULL, *glsl = NULL, *spirv = NULL, *name_obj = NULL;
     Py_buffer spirv_view = {0};
+    const char **include_dirs = NULL;
     cubec_kernel_desc desc = CUBEC_KERNEL_DESC_INIT;
     cubec_define defines[256];
     cubec_spec_constant spec[CUBEC_MAX_SPEC_CONSTANTS];
@@ -194,6 +249,18 @@ static PyObject *device_kernel(PyObject *self, PyObject *const *args, Py_ssize_t
         }
         if (!kw[5] || kw[5] == Py_None) {
             name_obj = PyObject_Str(path_arg);
+        }
+        /* The file's path: #include "x" looks next to it, and messages name it. */
+        PyObject *fs_path = NULL;
+        if (glsl && PyUnicode_FSConverter(path_arg, &fs_path)) {
+            desc.glsl_path = PyBytes_AsString(fs_path);
+            int bad = PyList_Append(keep, fs_path) < 0;
+            Py_DECREF(fs_path);
+            if (bad) {
+                goto done;
+            }
+        } else if (PyErr_Occurred()) {
+            goto done;
         }
     } else if (glsl_arg) {
         if (!PyUnicode_Check(glsl_arg)) {
@@ -255,6 +322,23 @@ static PyObject *device_kernel(PyObject *self, PyObject *const *args, Py_ssize_t
     }
     desc.defines = defines;
     desc.spec_constants = spec;
+    if (parse_include_dirs(kw[8], &include_dirs, &desc.include_dir_count, keep) < 0) {
+        goto done;
+    }
+    desc.include_dirs = include_dirs;
+    if (given(kw[9])) {
+        if (!PyUnicode_Check(kw[9])) {
+            PyErr_Format(PyExc_TypeError, "Device.kernel: preamble must be a str, not %R", kw[9]);
+            goto done;
+        }
+        PyObject *preamble = PyUnicode_AsUTF8String(kw[9]);
+        if (!preamble || PyList_Append(keep, preamble) < 0) {
+            Py_XDECREF(preamble);
+            goto done;
+        }
+        desc.preamble = PyBytes_AsString(preamble);
+        Py_DECREF(preamble);
+    }
 
     pyc_kernel *k = PyObject_New(pyc_kernel, pyc.kernel_type);
     if (!k) {
@@ -288,6 +372,7 @@ static PyObject *device_kernel(PyObject *self, PyObject *const *args, Py_ssize_t
     k->vectorcall = pyc_kernel_call;
     result = (PyObject *)k;
 done:
+    PyMem_Free(include_dirs);
     if (spirv_view.obj) {
         PyBuffer_Release(&spirv_view);
     }
@@ -339,6 +424,12 @@ static PyObject *get_access(PyObject *self, void *c)
     const cubec_kernel_info *info = &((pyc_kernel *)self)->info;
     PyObject *t = PyTuple_New(info->binding_count);
     for (uint32_t i = 0; t && i < info->binding_count; i++) {
+        /* None: a binding the module leaves out (a gap), whose buffer is not bound. */
+        if (info->access[i] == 0) {
+            Py_INCREF(Py_None);
+            PyTuple_SetItem(t, i, Py_None);
+            continue;
+        }
         const char *a = info->access[i] == CUBEC_ACCESS_READ    ? "r"
                         : info->access[i] == CUBEC_ACCESS_WRITE ? "w"
                                                                 : "rw";
@@ -405,7 +496,9 @@ static PyType_Spec kernel_spec = {"cubec.Kernel", sizeof(pyc_kernel), 0,
 static PyMethodDef device_methods[] = {
     {"kernel", (PyCFunction)(void (*)(void))device_kernel, METH_FASTCALL | METH_KEYWORDS,
      "kernel(glsl=|spirv=|path=, defines=None, spec=None, name=None, optimize=False, "
-     "entry=None): compiles (or finds in the cache) a kernel."},
+     "entry=None, include_dirs=None, preamble=None): compiles (or finds in the cache) a kernel. "
+     "#include \"x\" looks next to path= first, then in include_dirs; preamble is inserted "
+     "after #version."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -90,6 +90,28 @@ static cubec_status check_desc(const char *fn, cubec_device *device, const cubec
     for (uint32_t i = 0; i < desc->define_count; i++)
         if (!desc->defines[i].name || !desc->defines[i].name[0])
             return INVALID_ARG("%s: desc->defines[%u].name is empty", fn, i);
+    /* What GLSL brings of its project means nothing to SPIR-V: silently ignoring it would hide a
+     * caller's mistake. */
+    if (desc->spirv && (desc->glsl_path || desc->include_dir_count || desc->preamble))
+        return INVALID_ARG("%s: desc->%s is set for a SPIR-V kernel; glsl_path, include_dirs and "
+                           "preamble apply to GLSL",
+                           fn,
+                           desc->glsl_path           ? "glsl_path"
+                           : desc->include_dir_count ? "include_dirs"
+                                                     : "preamble");
+    if (desc->include_dir_count && !desc->include_dirs)
+        return INVALID_ARG("%s: desc->include_dirs is NULL with include_dir_count %u", fn,
+                           desc->include_dir_count);
+    for (uint32_t i = 0; i < desc->include_dir_count; i++)
+        if (!desc->include_dirs[i] || !desc->include_dirs[i][0])
+            return INVALID_ARG("%s: desc->include_dirs[%u] is %s", fn, i,
+                               desc->include_dirs[i] ? "empty" : "NULL");
+    if (desc->glsl_path && !desc->glsl_path[0])
+        return INVALID_ARG("%s: desc->glsl_path is empty (NULL: the source came from no file)", fn);
+    if (desc->preamble && strnlen(desc->preamble, (size_t)limit + 1) > limit)
+        return INVALID_ARG("%s: desc->preamble is %zu bytes long, more than the limit of %" PRIu64
+                           " bytes ([kernel] max_source_bytes, CUBEC_MAX_SOURCE_BYTES)",
+                           fn, strlen(desc->preamble), limit);
     if (desc->spec_constant_count && !desc->spec_constants)
         return INVALID_ARG("%s: desc->spec_constants is NULL with spec_constant_count %u", fn,
                            desc->spec_constant_count);
@@ -125,17 +147,29 @@ static cubec_status create(const char *fn, cubec_device *device, const cubec_ker
     int queue = mode == CREATE_AS_CONFIGURED ? device->config.compile_async : mode == CREATE_QUEUED;
     /* The identity is hashed before the lock, and the build releases it (server/kernels.h):
      * nothing is resolved before the build, so nothing can change underneath. */
-    uint64_t key = server_kernel_identity(desc, device->info.robust);
-    RETURN_IF_ERROR(api_lock(device, fn));
+    /* The files a GLSL kernel includes are read now, once: their bytes are part of the identity,
+     * and the build compiles this snapshot of them. */
+    glsl_sources *includes = NULL;
+    if (desc->glsl)
+        RETURN_IF_ERROR(glsl_sources_gather(fn, desc->glsl, desc->preamble, desc->glsl_path,
+                                            desc->include_dirs, desc->include_dir_count,
+                                            (uint64_t)device->config.max_source_bytes, &includes));
+    uint64_t key = server_kernel_identity(desc, includes, device->info.robust);
+    cubec_status err = api_lock(device, fn);
+    if (err) {
+        glsl_sources_free(includes);
+        return err;
+    }
     kernel_obj *k = calloc(1, sizeof *k);
-    if (!k)
+    if (!k) {
+        glsl_sources_free(includes);
         return api_unlock(device, status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (kernel)"));
-    cubec_status err = NULL;
+    }
     if (queue) {
-        err = compile_queue_add(device, desc, key, k);
+        err = compile_queue_add(device, desc, &includes, key, k);
     } else {
         pipeline_entry *e;
-        err = server_kernel_create(device, desc, key, &e);
+        err = server_kernel_create(device, desc, includes, key, &e);
         if (!err) {
             k->entry = e;
             err = server_kernel_name(e, desc->name, &k->name);
@@ -146,6 +180,9 @@ static cubec_status create(const char *fn, cubec_device *device, const cubec_ker
         compile_queue_drop_handle(device, k);
         free(k);
     }
+    /* A queued job took the snapshot; otherwise the build is over. Freed under the lock: a
+     * queued kernel's job frees its own there too. */
+    glsl_sources_free(includes);
     return api_unlock(device, err);
 }
 
@@ -308,18 +345,56 @@ static uint32_t padded_info_size(const pipeline_entry *e)
     return (e->info_size + align - 1) / align * align;
 }
 
+/* A module's own push-constant block (not CUBEC_INFO's) takes any info_size from its declared
+ * size up to the device's maxPushConstantsSize, as a Vulkan push range may be larger than the
+ * block: a C struct pads at its end (issue 24). Only the block's bytes are pushed; the rest is
+ * never read. CUBEC_INFO blocks keep the exact sizes, which catch a struct that went astray. */
+static int push_range_fits(const cubec_device *d, const pipeline_entry *e, uint32_t size)
+{
+    return e->info_in_push && e->push_block_own && size > e->info_size &&
+           size <= d->info.max_push_constants_size;
+}
+
 /* A wrong size names the block's members and offsets, so that the caller sees which member of
  * the C struct went astray (a vec3 at 16, not at 4). */
-static cubec_status info_size_mismatch(const char *fn, uint32_t given, const pipeline_entry *e)
+static cubec_status info_size_mismatch(const cubec_device *d, const char *fn, uint32_t given,
+                                       const pipeline_entry *e)
 {
     char fields[640];
     kernel_info_layout_describe(e->layout, fields, sizeof fields);
     uint32_t padded = padded_info_size(e);
-    char also[48] = "";
-    if (padded != e->info_size) snprintf(also, sizeof also, " (or %u, padded as in C)", padded);
+    char also[96] = "";
+    if (push_range_fits(d, e, e->info_size + 1))
+        snprintf(also, sizeof also, " (or up to maxPushConstantsSize %u)",
+                 d->info.max_push_constants_size);
+    else if (padded != e->info_size)
+        snprintf(also, sizeof also, " (or %u, padded as in C)", padded);
     return INVALID_ARG("%s: desc->info_size is %u but kernel '%s' declares %u bytes of metadata%s: "
                        "%s (std430 offsets, docs/kernels.md)",
                        fn, given, e->name, e->info_size, also, fields);
+}
+
+/* A buffer bound as a uniform block: it must hold the block and start where the device allows
+ * a uniform buffer to (minUniformBufferOffsetAlignment, which on some devices is larger than the
+ * storage alignment that buffers' allocations keep: docs/kernels.md). Past the device's
+ * maxUniformBufferRange only the start is bound, which holds the block. */
+static cubec_status check_uniform_buffer(cubec_device *d, const char *fn, uint32_t i,
+                                         const buffer_obj *b, const pipeline_entry *e)
+{
+    const kernel_slot *s = &e->refl.slots[i];
+    if (b->size < s->block_size)
+        return INVALID_ARG("%s: desc->buffers[%u] is %" PRIu64 " bytes, smaller than the uniform "
+                           "block of %u bytes that kernel '%s' reads at set %u binding %u",
+                           fn, i, b->size, s->block_size, e->name, s->set, s->binding);
+    uint64_t align = d->gpu->caps.uniform_offset_alignment;
+    uint64_t offset = buffer_device_offset(b);
+    if (align && offset % align)
+        return INVALID_ARG("%s: desc->buffers[%u] starts at byte %" PRIu64 " of its memory, not a "
+                           "multiple of the device's uniform-buffer offset alignment %" PRIu64
+                           ": kernel '%s' binds it as the uniform block at set %u binding %u "
+                           "(bind a view at an aligned offset)",
+                           fn, i, offset, align, e->name, s->set, s->binding);
+    return NULL;
 }
 
 /* The buffers a launch reaches through device addresses: handles of this device, and writes
@@ -332,12 +407,13 @@ static cubec_status check_address_buffers(cubec_device *d, const cubec_launch_de
     uint32_t n = desc->address_buffer_count;
     if (n && !desc->address_buffers)
         return INVALID_ARG("%s: desc->address_buffers is NULL with address_buffer_count %u", fn, n);
-    if ((uint64_t)desc->address_reads >> n || (uint64_t)desc->address_writes >> n)
-        return INVALID_ARG(
-            "%s: desc->address_%s is 0x%x, which names buffers past "
-            "address_buffer_count %u",
-            fn, (uint64_t)desc->address_reads >> n ? "reads" : "writes",
-            (uint64_t)desc->address_reads >> n ? desc->address_reads : desc->address_writes, n);
+    /* 64-bit shifts: n may be 32. */
+    const int reads_past = ((uint64_t)desc->address_reads >> n) != 0;
+    if (reads_past || (uint64_t)desc->address_writes >> n)
+        return INVALID_ARG("%s: desc->address_%s is 0x%x, which names buffers past "
+                           "address_buffer_count %u",
+                           fn, reads_past ? "reads" : "writes",
+                           reads_past ? desc->address_reads : desc->address_writes, n);
     for (uint32_t i = 0; i < n; i++) {
         out[i] = handle_table_get(&d->buffers->handles, desc->address_buffers[i].id);
         if (!out[i]) { /* only now spend time on the message */
@@ -362,8 +438,12 @@ static cubec_status check_launch(cubec_device *d, const cubec_launch_desc *desc,
     const pipeline_entry *e = k->entry;
     a->entry = e;
     a->name = k->name;
-    if (e && desc->buffer_count != e->refl.binding_count)
-        return INVALID_ARG("%s: desc->buffer_count is %u but kernel '%s' has %u storage buffers",
+    /* More buffers than the module's layout takes are fine: they are not bound (a caller's
+     * layout may be a superset of what an optimizer left, docs/kernels.md). */
+    if (e && desc->buffer_count < e->refl.binding_count)
+        return INVALID_ARG("%s: desc->buffer_count is %u but kernel '%s' takes %u buffers (its "
+                           "bindings, gaps included, docs/kernels.md \"Bringing existing "
+                           "shaders\")",
                            fn, desc->buffer_count, e->name, e->refl.binding_count);
     if (desc->buffer_count && !desc->buffers)
         return INVALID_ARG("%s: desc->buffers is NULL with buffer_count %u", fn,
@@ -372,8 +452,9 @@ static cubec_status check_launch(cubec_device *d, const cubec_launch_desc *desc,
         return INVALID_ARG("%s: desc->declared_outputs is 0x%x, which names buffers past "
                            "buffer_count %u",
                            fn, desc->declared_outputs, desc->buffer_count);
-    if (e && desc->info_size != e->info_size && desc->info_size != padded_info_size(e))
-        return info_size_mismatch(fn, desc->info_size, e);
+    if (e && desc->info_size != e->info_size && desc->info_size != padded_info_size(e) &&
+        !push_range_fits(d, e, desc->info_size))
+        return info_size_mismatch(d, fn, desc->info_size, e);
     if (desc->info_size && !desc->info)
         return INVALID_ARG("%s: desc->info is NULL with info_size %u", fn, desc->info_size);
     for (uint32_t i = 0; i < desc->buffer_count; i++) {
@@ -385,6 +466,10 @@ static cubec_status check_launch(cubec_device *d, const cubec_launch_desc *desc,
         }
         if (bufs[i]->size == 0)
             return INVALID_ARG("%s: desc->buffers[%u] has size 0 and cannot be bound", fn, i);
+        if (e && i < e->refl.binding_count && e->refl.slots[i].kind == KERNEL_SLOT_UNIFORM) {
+            RETURN_IF_ERROR(check_uniform_buffer(d, fn, i, bufs[i], e));
+            continue;
+        }
         if (bufs[i]->size > d->info.max_storage_buffer_range)
             return INVALID_ARG("%s: desc->buffers[%u] is %" PRIu64
                                " bytes, more than the device's max_storage_buffer_range %" PRIu64

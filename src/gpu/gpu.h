@@ -107,16 +107,16 @@ typedef enum gpu_resource_type {
     GPU_RESOURCE_SAMPLED_IMAGE = 2, /* with a sampler: a combined image sampler */
 } gpu_resource_type;
 
-/* A binding of set 0 other than a storage buffer: its number and type. */
+/* A binding other than a buffer: its place and type. */
 typedef struct gpu_resource_slot {
-    uint32_t binding;
+    uint32_t set, binding;
     uint32_t type; /* gpu_resource_type */
 } gpu_resource_slot;
 
 /* An image bound for a dispatch (gpu_cmd_bind_resources). */
 typedef struct gpu_image_binding {
     gpu_image *image;
-    uint32_t binding;
+    uint32_t set, binding;
     uint32_t type;   /* gpu_resource_type */
     uint32_t linear; /* GPU_RESOURCE_SAMPLED_IMAGE: 1 linear filtering, 0 nearest */
 } gpu_image_binding;
@@ -133,12 +133,32 @@ typedef struct gpu_spec_constant {
     uint32_t value;
 } gpu_spec_constant;
 
+/* How the buffer at one position of a bind is bound (kernel/reflect.h's kernel_slot). */
+typedef enum gpu_slot_kind {
+    GPU_SLOT_UNUSED = 0, /* not bound: the module declares nothing there */
+    GPU_SLOT_STORAGE,
+    GPU_SLOT_UNIFORM,
+} gpu_slot_kind;
+
+#define GPU_MAX_SETS 4 /* KERNEL_MAX_SETS */
+
+/* The descriptor a bind's buffer i fills: (set, binding) and its type. */
+typedef struct gpu_slot {
+    uint8_t kind; /* gpu_slot_kind */
+    uint8_t set;
+    uint8_t binding;
+} gpu_slot;
+
 typedef struct gpu_pipeline_desc {
     const uint32_t *spirv;
     size_t words;
     const char *entry_point;
-    uint32_t binding_count;        /* storage buffers at bindings 0..n-1 */
-    int info_buffer;               /* and the metadata buffer at GPU_INFO_BINDING */
+    uint32_t binding_count; /* buffers a bind passes (slots, or storage at 0..n-1) */
+    /* Where each of them is bound (binding_count of them; NULL: storage buffers at set 0
+     * bindings 0..n-1), and one past the highest set (0 or 1 with slots NULL). */
+    const gpu_slot *slots;
+    uint32_t set_count;
+    int info_buffer;               /* and the metadata buffer at set 0 GPU_INFO_BINDING */
     int info_uniform;              /* ... as a uniform buffer rather than a storage buffer */
     uint32_t push_size;            /* bytes of push constants (0: none) */
     const char *name;              /* for messages */
@@ -150,7 +170,8 @@ typedef struct gpu_pipeline_desc {
      * max_subgroup_size], the workgroup at most that many times caps.max_workgroup_subgroups
      * invocations (the server checks all of it first). */
     uint32_t required_subgroup_size;
-    /* Images at other bindings of set 0 (resource_count of them, at most GPU_MAX_RESOURCES). */
+    /* Images at bindings no buffer takes, in sets below set_count (resource_count of them, at
+     * most GPU_MAX_RESOURCES). */
     const gpu_resource_slot *resources;
     uint32_t resource_count;
 } gpu_pipeline_desc;
@@ -187,6 +208,9 @@ typedef struct gpu_caps {
     int uniform_info;
     uint64_t metadata_alignment;
     uint64_t max_uniform_range;
+    /* minUniformBufferOffsetAlignment: where a buffer bound as a module's uniform block may
+     * start. */
+    uint64_t uniform_offset_alignment;
     /* GPU_MEM_METADATA is device memory the host writes through the BAR window: a kernel reads
      * its metadata from there as fast as push constants, without a push-constant range. */
     int metadata_device_local;

@@ -7,6 +7,7 @@
  * text into the preamble, so such defines are refused up front. */
 #include "kernel/glsl_compiler.h"
 
+#include "base/strfmt.h"
 #include "kernel/reflect.h"
 
 #include <shaderc/shaderc.h>
@@ -38,7 +39,7 @@ static const char info_push_constants[] =
 static const char info_storage_buffer[] =
     "layout(std430, set = 0, binding = CUBEC_INFO_BINDING) readonly buffer CubecInfo { M } info;";
 /* A uniform block with std430 offsets needs GL_EXT_scalar_block_layout, which glsl_compile
- * enables right after the #version line (with_scalar_layout). */
+ * enables right after the #version line (with_head). */
 static const char info_uniform_buffer[] =
     "layout(std430, set = 0, binding = CUBEC_INFO_BINDING) uniform CubecInfo { M } info;";
 
@@ -146,9 +147,125 @@ static const char *info_block(glsl_info_form form)
     return info_storage_buffer;
 }
 
+/* The state of #include during one shaderc run: the snapshot that serves the files, and the
+ * chain of files being included (chain[d] is the file included at depth d; depth 0 is the
+ * kernel's source), from which a cycle is told. */
+typedef struct includer {
+    glsl_sources *sources;
+    const char *file_name; /* the kernel's source in diagnostics */
+    const glsl_source_file *chain[GLSL_MAX_INCLUDE_DEPTH + 1];
+    int stopped; /* nesting passed the limit: every later include fails at once */
+    /* The include that passed it, and why: shaderc asks again for a quoted name that failed (as
+     * <name>), and only the second answer is reported, so it gets the same message. */
+    size_t stop_depth;
+    char stop_name[256];
+    char *stop_message;
+} includer;
+
+/* A result and the message it may own. */
+typedef struct include_answer {
+    shaderc_include_result result;
+    char *message;
+} include_answer;
+
+static shaderc_include_result *include_failure(include_answer *a, char *message)
+{
+    static const char no_memory[] = "not included: host out of memory";
+    a->message = message;
+    a->result.source_name = "";
+    a->result.source_name_length = 0;
+    a->result.content = message ? message : no_memory;
+    a->result.content_length = strlen(a->result.content);
+    return &a->result;
+}
+
+/* The chain of includes that reached the depth limit, up to the first file that repeats (the
+ * cycle), as "a.comp -> b.glsl -> c.glsl -> b.glsl". */
+static char *cycle_message(const includer *inc, const glsl_source_file *next)
+{
+    const glsl_source_file *path[GLSL_MAX_INCLUDE_DEPTH + 2];
+    size_t n = 0;
+    for (size_t d = 1; d <= GLSL_MAX_INCLUDE_DEPTH; d++)
+        path[n++] = inc->chain[d];
+    path[n++] = next;
+    size_t end = n, repeat = n;
+    for (size_t i = 0; i < n && repeat == n; i++)
+        for (size_t j = 0; j < i; j++)
+            if (path[i] && path[i] == path[j]) {
+                end = i + 1;
+                repeat = i;
+                break;
+            }
+    char *text = strfmt("%s", inc->file_name);
+    for (size_t i = 0; text && i < end; i++) {
+        char *more = strfmt("%s -> %s", text, path[i] ? path[i]->path : "?");
+        free(text);
+        text = more;
+    }
+    if (!text) return NULL;
+    char *out =
+        repeat < n
+            ? strfmt("include cycle: %s (includes nest at most %d deep; guard the file "
+                     "with #ifndef/#define)",
+                     text, GLSL_MAX_INCLUDE_DEPTH)
+            : strfmt("includes nest deeper than %d: %s -> ...", GLSL_MAX_INCLUDE_DEPTH, text);
+    free(text);
+    return out;
+}
+
+static shaderc_include_result *include_resolve(void *user, const char *requested, int type,
+                                               const char *requesting, size_t depth)
+{
+    (void)requesting; /* the depth says which file asks: the chain's */
+    includer *inc = user;
+    include_answer *a = calloc(1, sizeof *a);
+    if (!a) return NULL;
+    if (inc->stopped)
+        return include_failure(
+            a,
+            depth == inc->stop_depth && strcmp(requested, inc->stop_name) == 0 && inc->stop_message
+                ? strfmt("%s", inc->stop_message)
+                : strfmt("not included: the include cycle (or nesting too deep) reported "
+                         "first"));
+    const glsl_source_file *requester =
+        depth >= 2 && depth - 1 <= GLSL_MAX_INCLUDE_DEPTH ? inc->chain[depth - 1] : NULL;
+    const char *why = "not found: no directory to search (the kernel has no glsl_path and no "
+                      "include_dirs)";
+    const glsl_source_file *file =
+        inc->sources ? glsl_sources_resolve(inc->sources, requester, requested,
+                                            type == shaderc_include_type_standard, &why)
+                     : NULL;
+    if (!file) return include_failure(a, strfmt("%s", why));
+    if (depth > GLSL_MAX_INCLUDE_DEPTH) {
+        /* glslang has no limit of its own: an unguarded cycle would recurse until memory runs
+         * out, and a file that includes itself twice would double the work per level. */
+        inc->stopped = 1;
+        inc->stop_depth = depth;
+        snprintf(inc->stop_name, sizeof inc->stop_name, "%s", requested);
+        free(inc->stop_message);
+        inc->stop_message = cycle_message(inc, file);
+        return include_failure(a, inc->stop_message ? strfmt("%s", inc->stop_message) : NULL);
+    }
+    inc->chain[depth] = file;
+    a->result.source_name = file->path;
+    a->result.source_name_length = strlen(file->path);
+    a->result.content = file->text;
+    a->result.content_length = file->length;
+    return &a->result;
+}
+
+static void include_release(void *user, shaderc_include_result *result)
+{
+    (void)user;
+    include_answer *a = (include_answer *)result; /* result is the first member */
+    if (!a) return;
+    free(a->message);
+    free(a);
+}
+
 static shaderc_compile_options_t make_options(const cubec_define *defines, uint32_t define_count,
                                               const char *entry_point, int optimize,
-                                              glsl_info_form form)
+                                              glsl_info_form form, includer *inc)
 {
     shaderc_compile_options_t options = shaderc_compile_options_initialize();
     if (!options) return NULL;
@@ -170,6 +287,13 @@ static shaderc_compile_options_t make_options(const cubec_define *defines, uint3
     if (strcmp(entry_point, "main") != 0) add_macro(options, entry_point, "main");
     for (uint32_t i = 0; i < define_count; i++)
         add_macro(options, defines[i].name, defines[i].value);
+    /* Always set: without an includer glslang refuses #include with a message that names no
+     * file and no directory. */
+    memset(inc->chain, 0, sizeof inc->chain);
+    inc->stopped = 0;
+    free(inc->stop_message);
+    inc->stop_message = NULL;
+    shaderc_compile_options_set_include_callbacks(options, include_resolve, include_release, inc);
     return options;
 }
 
@@ -254,7 +378,7 @@ static const char *version_directive(const char *p)
     return strncmp(p, "version", 7) == 0 && !is_ident_char(p[7]) ? p + 7 : NULL;
 }
 
-static cubec_status check_version(const char *name, const char *source)
+static cubec_status check_version(const char *name, const char *file_name, const char *source)
 {
     static const char need[] = "compute shaders require es profile with version 310 or above, "
                                "or non-es profile with version 420 or above";
@@ -267,33 +391,41 @@ static cubec_status check_version(const char *name, const char *source)
         if (version >= 150) return NULL; /* glslang diagnoses the rest well */
         return status_make(CUBEC_COMPILE_FAILED,
                            "kernel '%s': GLSL compilation failed:\n%s:%d: error: #version %ld: %s",
-                           name, name, line, version, need);
+                           name, file_name, line, version, need);
     }
     return status_make(CUBEC_COMPILE_FAILED,
                        "kernel '%s': GLSL compilation failed:\n%s:%d: error: the source must start "
                        "with a #version directive (e.g. #version 450): %s",
-                       name, name, line, need);
+                       name, file_name, line, need);
 }
 
-/* The source with GL_EXT_scalar_block_layout enabled right after its #version line (the
- * uniform metadata block is std430), and a #line directive so that diagnostics keep the source's
- * own line numbers. NULL when the host is out of memory; check_version has seen the #version. */
-static char *with_scalar_layout(const char *source)
+/* Whether `name` can stand in a #line directive's string: glslang reads it without escapes. */
+static int line_name_ok(const char *name)
+{
+    return strpbrk(name, "\"\\\n\r") == NULL;
+}
+
+/* The source with text inserted right after its #version line: GL_EXT_scalar_block_layout when
+ * the metadata is a uniform block with std430 offsets (`scalar`), then the caller's preamble
+ * (named "<preamble>" in diagnostics), then a #line directive so that diagnostics keep the
+ * source's own line numbers and name. NULL when the host is out of memory; check_version has seen
+ * the #version. */
+static char *with_head(const char *source, int scalar, const char *preamble, const char *file_name)
 {
     int line = 1;
     const char *q = version_directive(first_token(source, &line));
     const char *eol = q ? strchr(q, '\n') : NULL;
     size_t head = eol ? (size_t)(eol + 1 - source) : strlen(source);
-    char tail[96];
-    int n =
-        snprintf(tail, sizeof tail, "%s#extension GL_EXT_scalar_block_layout : require\n#line %d\n",
-                 eol ? "" : "\n", line + 1);
-    size_t rest = strlen(source + head);
-    char *out = malloc(head + (size_t)n + rest + 1);
-    if (!out) return NULL;
-    memcpy(out, source, head);
-    memcpy(out + head, tail, (size_t)n);
-    memcpy(out + head + (size_t)n, source + head, rest + 1);
+    int named = preamble && line_name_ok(file_name);
+    size_t plen = preamble ? strlen(preamble) : 0;
+    char *middle = strfmt("%s%s%s%s%s%s#line %d%s%s%s\n", eol ? "" : "\n",
+                          scalar ? "#extension GL_EXT_scalar_block_layout : require\n" : "",
+                          named ? "#line 1 \"<preamble>\"\n" : "", preamble ? preamble : "",
+                          plen && preamble[plen - 1] != '\n' ? "\n" : "", "", line + 1,
+                          named ? " \"" : "", named ? file_name : "", named ? "\"" : "");
+    if (!middle) return NULL;
+    char *out = strfmt("%.*s%s%s", (int)head, source, middle, source + head);
+    free(middle);
     return out;
 }
 
@@ -301,17 +433,18 @@ static char *with_scalar_layout(const char *source)
 static cubec_status compile_once(glsl_compiler *compiler, const char *name, const char *source,
                                  const cubec_define *defines, uint32_t define_count,
                                  const char *entry_point, int optimize, glsl_info_form form,
-                                 uint32_t **out_words, size_t *out_word_count)
+                                 includer *inc, uint32_t **out_words, size_t *out_word_count)
 {
     shaderc_compile_options_t options =
-        make_options(defines, define_count, entry_point, optimize, form);
+        make_options(defines, define_count, entry_point, optimize, form, inc);
     if (!options)
         return status_make(CUBEC_OUT_OF_MEMORY,
                            "kernel '%s': host out of memory creating shaderc options", name);
-    /* The kernel's name is the "file name" in diagnostics: "<name>:<line>: error: ...". The
-     * entry point passed here is ignored by glslang for GLSL; the GLSL function is main. */
-    shaderc_compilation_result_t result = shaderc_compile_into_spv(
-        compiler->shaderc, source, strlen(source), shaderc_compute_shader, name, "main", options);
+    /* The kernel's name (or path) is the "file name" in diagnostics: "<name>:<line>: error: ...".
+     * The entry point passed here is ignored by glslang for GLSL; the GLSL function is main. */
+    shaderc_compilation_result_t result =
+        shaderc_compile_into_spv(compiler->shaderc, source, strlen(source), shaderc_compute_shader,
+                                 inc->file_name, "main", options);
     shaderc_compile_options_release(options);
     if (!result)
         return status_make(CUBEC_OUT_OF_MEMORY,
@@ -467,14 +600,15 @@ static int defines_entry_function(const char *text, size_t length, const char *n
 static cubec_status check_entry_function(glsl_compiler *compiler, const char *name,
                                          const char *source, const cubec_define *defines,
                                          uint32_t define_count, const char *entry_point,
-                                         glsl_info_form form)
+                                         glsl_info_form form, includer *inc)
 {
-    shaderc_compile_options_t options = make_options(defines, define_count, "main", 0, form);
+    shaderc_compile_options_t options = make_options(defines, define_count, "main", 0, form, inc);
     if (!options)
         return status_make(CUBEC_OUT_OF_MEMORY,
                            "kernel '%s': host out of memory creating shaderc options", name);
     shaderc_compilation_result_t result = shaderc_compile_into_preprocessed_text(
-        compiler->shaderc, source, strlen(source), shaderc_compute_shader, name, "main", options);
+        compiler->shaderc, source, strlen(source), shaderc_compute_shader, inc->file_name, "main",
+        options);
     shaderc_compile_options_release(options);
     if (!result)
         return status_make(CUBEC_OUT_OF_MEMORY,
@@ -540,15 +674,15 @@ static cubec_status rename_entry_point(const char *name, const char *entry_point
 static cubec_status compile_checked(glsl_compiler *compiler, const char *name, const char *source,
                                     const cubec_define *defines, uint32_t define_count,
                                     const char *entry_point, int optimize, glsl_info_form form,
-                                    uint32_t **out_words, size_t *out_word_count)
+                                    includer *inc, uint32_t **out_words, size_t *out_word_count)
 {
     uint32_t *words = NULL;
     size_t count = 0;
     RETURN_IF_ERROR(compile_once(compiler, name, source, defines, define_count, entry_point, 0,
-                                 form, &words, &count));
+                                 form, inc, &words, &count));
     if (strcmp(entry_point, "main") != 0) {
-        cubec_status s =
-            check_entry_function(compiler, name, source, defines, define_count, entry_point, form);
+        cubec_status s = check_entry_function(compiler, name, source, defines, define_count,
+                                              entry_point, form, inc);
         if (s) {
             free(words);
             return s;
@@ -558,7 +692,7 @@ static cubec_status compile_checked(glsl_compiler *compiler, const char *name, c
         uint32_t *opt = NULL;
         size_t opt_count = 0;
         cubec_status s = compile_once(compiler, name, source, defines, define_count, entry_point, 1,
-                                      form, &opt, &opt_count);
+                                      form, inc, &opt, &opt_count);
         if (s) {
             free(words);
             return s;
@@ -588,6 +722,15 @@ cubec_status glsl_compile(glsl_compiler *compiler, const char *name, const char 
                           const char *entry_point, int optimize, glsl_info_form form,
                           uint32_t **out_words, size_t *out_word_count)
 {
+    return glsl_compile_with(compiler, name, source, NULL, defines, define_count, entry_point,
+                             optimize, form, out_words, out_word_count);
+}
+
+cubec_status glsl_compile_with(glsl_compiler *compiler, const char *name, const char *source,
+                               const glsl_source_options *more, const cubec_define *defines,
+                               uint32_t define_count, const char *entry_point, int optimize,
+                               glsl_info_form form, uint32_t **out_words, size_t *out_word_count)
+{
     if (out_words) *out_words = NULL;
     if (out_word_count) *out_word_count = 0;
     if (!compiler) return INVALID_ARG("glsl_compile: compiler is NULL");
@@ -605,18 +748,23 @@ cubec_status glsl_compile(glsl_compiler *compiler, const char *name, const char 
             return INVALID_ARG("glsl_compile: entry_point '%s' is reserved: cubec defines it",
                                entry_point);
     RETURN_IF_ERROR(check_defines(defines, define_count, entry_point));
-    RETURN_IF_ERROR(check_version(name, source));
+    includer inc = {.sources = more ? more->includes : NULL,
+                    .file_name =
+                        more && more->file_name && more->file_name[0] ? more->file_name : name};
+    RETURN_IF_ERROR(check_version(name, inc.file_name, source));
 
-    char *scalar = NULL;
-    if (form == GLSL_INFO_UNIFORM) {
-        scalar = with_scalar_layout(source);
-        if (!scalar)
+    const char *preamble = more && more->preamble && more->preamble[0] ? more->preamble : NULL;
+    char *headed = NULL;
+    if (form == GLSL_INFO_UNIFORM || preamble) {
+        headed = with_head(source, form == GLSL_INFO_UNIFORM, preamble, inc.file_name);
+        if (!headed)
             return status_make(CUBEC_OUT_OF_MEMORY, "kernel '%s': host out of memory (source)",
                                name);
-        source = scalar;
+        source = headed;
     }
     cubec_status s = compile_checked(compiler, name, source, defines, define_count, entry_point,
-                                     optimize, form, out_words, out_word_count);
-    free(scalar);
+                                     optimize, form, &inc, out_words, out_word_count);
+    free(inc.stop_message);
+    free(headed);
     return s;
 }

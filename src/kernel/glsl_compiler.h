@@ -12,6 +12,7 @@
 #include "cubec/cubec.h"
 
 #include "base/status.h"
+#include "kernel/glsl_sources.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -49,5 +50,28 @@ MUST_USE cubec_status glsl_compile(glsl_compiler *compiler, const char *name, co
                                    const cubec_define *defines, uint32_t define_count,
                                    const char *entry_point, int optimize, glsl_info_form form,
                                    uint32_t **out_words, size_t *out_word_count);
+
+/* What a kernel brings beyond its source text (docs/kernels.md, "Bringing existing shaders"). */
+typedef struct glsl_source_options {
+    /* Text inserted after the #version line (extension lines, defines), or NULL. A #line follows
+     * it, so diagnostics keep the source's own line numbers; the preamble's own lines are
+     * reported as "<preamble>:N". */
+    const char *preamble;
+    /* The kernel's source in diagnostics ("<file_name>:<line>: error"), e.g. the path it was read
+     * from; NULL: the kernel's name. */
+    const char *file_name;
+    /* Resolves #include (served from this snapshot, see glsl_sources.h); NULL: an #include is
+     * not found, with a message saying that no directory was given. */
+    glsl_sources *includes;
+} glsl_source_options;
+
+/* glsl_compile with `more` (NULL: none of it). An #include not found fails with
+ * CUBEC_COMPILE_FAILED naming the file, the including file and line and the directories searched;
+ * includes nested deeper than GLSL_MAX_INCLUDE_DEPTH (a cycle) fail with the chain of files. */
+MUST_USE cubec_status glsl_compile_with(glsl_compiler *compiler, const char *name,
+                                        const char *source, const glsl_source_options *more,
+                                        const cubec_define *defines, uint32_t define_count,
+                                        const char *entry_point, int optimize, glsl_info_form form,
+                                        uint32_t **out_words, size_t *out_word_count);
 
 #endif

@@ -26,7 +26,6 @@
 
 #define SPIRV_MAGIC 0x07230203u
 #define SPIRV_HEADER_WORDS 5u
-#define MAX_BINDINGS 32u
 
 static uint32_t byte_swap32(uint32_t v)
 {
@@ -197,10 +196,9 @@ static cubec_status select_entry_point(reflector *rf, const char *entry_point)
                        entry_point, n ? found : "none");
 }
 
-/* Everything a kernel may declare is a storage buffer, a push-constant block, the metadata
- * block as a uniform buffer (reflect_uniform_info), or a storage or sampled image
- * (kernel/reflect_resources.c); any other kind would need a descriptor type the launch path
- * never creates. */
+/* Everything a kernel may declare is a storage or uniform buffer, a push-constant block, or a
+ * storage or sampled image (kernel/reflect_resources.c); any other kind would need a descriptor
+ * type the launch path never creates. */
 static cubec_status reject_other_resources(reflector *rf)
 {
     static const spvc_resource_type refused[] = {
@@ -226,8 +224,8 @@ static cubec_status reject_other_resources(reflector *rf)
                 spvc_compiler_get_decoration(rf->compiler, list[0].id, SpvDecorationBinding);
             return status_make(CUBEC_INVALID_SPIRV,
                                "kernel declares a %s '%s' (set %u, binding %u): cubec kernels may "
-                               "use only storage buffers and storage images (set 0) and one "
-                               "push-constant block",
+                               "use only storage and uniform buffers, storage and sampled "
+                               "images and one push-constant block",
                                resource_type_name(refused[t]), resource_name(&list[0]), set,
                                binding);
         }
@@ -337,88 +335,146 @@ static void set_and_binding(const reflector *rf, const spvc_reflected_resource *
     *out_binding = spvc_compiler_get_decoration(rf->compiler, res->id, SpvDecorationBinding);
 }
 
-/* A uniform buffer is accepted only as the metadata block at the info binding (CUBEC_INFO with
- * [kernel] metadata = uniform): uniform blocks are read-only, so only its size is needed. */
-static cubec_status reflect_uniform_info(reflector *rf, kernel_reflection *out)
+/* One declared buffer of the module's layout, before the slots are numbered. */
+typedef struct layout_entry {
+    unsigned set, binding;
+    int uniform;
+    unsigned access;
+    uint32_t block_size;
+} layout_entry;
+
+/* The metadata block (CUBEC_INFO) at set 0 binding CUBEC_INFO_BINDING, as a uniform buffer
+ * ([kernel] metadata = uniform): uniform blocks are read-only, so only its size is needed. */
+static cubec_status reflect_uniform_info(reflector *rf, const spvc_reflected_resource *res,
+                                         kernel_reflection *out)
+{
+    spvc_type t = spvc_compiler_get_type_handle(rf->compiler, res->type_id);
+    if (out->has_info_buffer || spvc_type_get_num_array_dimensions(t) > 0)
+        return status_make(CUBEC_INVALID_SPIRV,
+                           "more than one block at the info binding %u ('%s' is one)",
+                           CUBEC_INFO_BINDING, resource_name(res));
+    RETURN_IF_ERROR(block_size(rf, res, &out->info_buffer_size));
+    out->has_info_buffer = 1;
+    out->info_uniform = 1;
+    rf->info_type = res->base_type_id;
+    return NULL;
+}
+
+/* Adds the storage (uniform = 0) or uniform buffers of the module to `entries`; the info block
+ * is taken out here. Variables that alias one binding are combined later. */
+static cubec_status collect_buffers(reflector *rf, int uniform, layout_entry *entries,
+                                    uint32_t *count, kernel_reflection *out)
 {
     const spvc_reflected_resource *list = NULL;
     size_t n = 0;
     spvc_result r = spvc_resources_get_resource_list_for_type(
-        rf->resources, SPVC_RESOURCE_TYPE_UNIFORM_BUFFER, &list, &n);
-    if (r != SPVC_SUCCESS) return spvc_failure(rf, "listing uniform buffers", r);
+        rf->resources,
+        uniform ? SPVC_RESOURCE_TYPE_UNIFORM_BUFFER : SPVC_RESOURCE_TYPE_STORAGE_BUFFER, &list, &n);
+    if (r != SPVC_SUCCESS) return spvc_failure(rf, "listing buffers", r);
+    const char *kind = uniform ? "uniform buffer" : "storage buffer";
     for (size_t i = 0; i < n; i++) {
         const spvc_reflected_resource *res = &list[i];
         unsigned set, binding;
         set_and_binding(rf, res, &set, &binding);
-        if (set != 0 || binding != CUBEC_INFO_BINDING)
+        if (set == 0 && binding == CUBEC_INFO_BINDING) {
+            RETURN_IF_ERROR(uniform ? reflect_uniform_info(rf, res, out)
+                                    : reflect_info_buffer(rf, res, out));
+            continue;
+        }
+        if (set >= KERNEL_MAX_SETS)
             return status_make(CUBEC_INVALID_SPIRV,
-                               "kernel declares a uniform buffer '%s' (set %u, binding %u): cubec "
-                               "kernels may use only storage buffers (set 0), one push-constant "
-                               "block, and a uniform buffer only as the metadata block at set 0 "
-                               "binding %u",
-                               resource_name(res), set, binding, CUBEC_INFO_BINDING);
+                               "%s '%s' is in descriptor set %u: cubec binds sets 0..%u (Vulkan "
+                               "guarantees %u bound sets)",
+                               kind, resource_name(res), set, KERNEL_MAX_SETS - 1, KERNEL_MAX_SETS);
+        if (binding >= KERNEL_MAX_SLOTS)
+            return status_make(CUBEC_INVALID_SPIRV,
+                               "%s '%s' is at set %u binding %u: a launch binds at most %u "
+                               "buffers, so bindings must be below %u",
+                               kind, resource_name(res), set, binding, KERNEL_MAX_SLOTS,
+                               KERNEL_MAX_SLOTS);
         spvc_type t = spvc_compiler_get_type_handle(rf->compiler, res->type_id);
-        if (out->has_info_buffer || spvc_type_get_num_array_dimensions(t) > 0)
+        if (spvc_type_get_num_array_dimensions(t) > 0)
             return status_make(CUBEC_INVALID_SPIRV,
-                               "more than one block at the info binding %u ('%s' is one)",
-                               CUBEC_INFO_BINDING, resource_name(res));
-        RETURN_IF_ERROR(block_size(rf, res, &out->info_buffer_size));
-        out->has_info_buffer = 1;
-        out->info_uniform = 1;
-        rf->info_type = res->base_type_id;
+                               "%s '%s' at set %u binding %u is an array of buffers: cubec "
+                               "binds one buffer per binding",
+                               kind, resource_name(res), set, binding);
+        layout_entry *e = &entries[(*count)++];
+        *e = (layout_entry){set, binding, uniform, CUBEC_ACCESS_READ, 0};
+        if (uniform)
+            RETURN_IF_ERROR(block_size(rf, res, &e->block_size));
+        else
+            e->access = (unsigned)buffer_access(rf, res);
     }
     return NULL;
 }
 
-static cubec_status reflect_storage_buffers(reflector *rf, kernel_reflection *out)
+/* Numbers the launch's buffer slots from the module's layout: set 0's bindings first (slot i is
+ * binding i), then each further set that has buffers, its binding b at the slot after the
+ * previous set's highest binding plus b. Gaps stay gaps (an unused slot), so a module an
+ * optimizer stripped of a binding takes the buffers its source's layout took. */
+static cubec_status number_slots(const layout_entry *entries, uint32_t count,
+                                 kernel_reflection *out)
 {
-    const spvc_reflected_resource *list = NULL;
-    size_t n = 0;
-    spvc_result r = spvc_resources_get_resource_list_for_type(
-        rf->resources, SPVC_RESOURCE_TYPE_STORAGE_BUFFER, &list, &n);
-    if (r != SPVC_SUCCESS) return spvc_failure(rf, "listing storage buffers", r);
-
-    /* Accesses of variables that alias one binding are combined. */
-    unsigned access_bits[MAX_BINDINGS] = {0};
-    uint32_t end = 0; /* one past the highest user binding */
-    for (size_t i = 0; i < n; i++) {
-        const spvc_reflected_resource *res = &list[i];
-        unsigned set, binding;
-        set_and_binding(rf, res, &set, &binding);
-        if (set != 0)
-            return status_make(CUBEC_INVALID_SPIRV,
-                               "storage buffer '%s' is in descriptor set %u: cubec kernels use "
-                               "set 0 only",
-                               resource_name(res), set);
-        if (binding > CUBEC_INFO_BINDING)
-            return status_make(CUBEC_INVALID_SPIRV,
-                               "storage buffer '%s' is at binding %u: kernels may use at most %u "
-                               "bindings (0..%u for buffers, %u for the info buffer)",
-                               resource_name(res), binding, MAX_BINDINGS, CUBEC_INFO_BINDING - 1,
-                               CUBEC_INFO_BINDING);
-        spvc_type t = spvc_compiler_get_type_handle(rf->compiler, res->type_id);
-        if (spvc_type_get_num_array_dimensions(t) > 0)
-            return status_make(CUBEC_INVALID_SPIRV,
-                               "storage buffer '%s' at binding %u is an array of buffers: cubec "
-                               "binds one buffer per binding",
-                               resource_name(res), binding);
-        if (binding == CUBEC_INFO_BINDING) {
-            RETURN_IF_ERROR(reflect_info_buffer(rf, res, out));
-            continue;
-        }
-        access_bits[binding] |= (unsigned)buffer_access(rf, res);
-        if (binding + 1 > end) end = binding + 1;
+    int highest[KERNEL_MAX_SETS];
+    for (unsigned s = 0; s < KERNEL_MAX_SETS; s++)
+        highest[s] = -1;
+    for (uint32_t i = 0; i < count; i++)
+        if ((int)entries[i].binding > highest[entries[i].set])
+            highest[entries[i].set] = (int)entries[i].binding;
+    uint32_t base[KERNEL_MAX_SETS], next = 0;
+    out->set_count = 1;
+    for (unsigned s = 0; s < KERNEL_MAX_SETS; s++) {
+        base[s] = next;
+        if (highest[s] < 0) continue;
+        next += (uint32_t)highest[s] + 1;
+        out->set_count = s + 1;
     }
-    for (uint32_t b = 0; b < end; b++) {
-        if (access_bits[b] == 0)
+    if (next > KERNEL_MAX_SLOTS)
+        return status_make(CUBEC_INVALID_SPIRV,
+                           "the module's descriptor layout takes %u buffer slots (each set up to "
+                           "its highest binding, docs/kernels.md): a launch binds at most %u",
+                           next, KERNEL_MAX_SLOTS);
+    unsigned bits[KERNEL_MAX_SLOTS] = {0};
+    for (uint32_t i = 0; i < count; i++) {
+        const layout_entry *e = &entries[i];
+        uint32_t at = base[e->set] + e->binding;
+        kernel_slot *slot = &out->slots[at];
+        uint8_t kind = e->uniform ? KERNEL_SLOT_UNIFORM : KERNEL_SLOT_STORAGE;
+        if (slot->kind != KERNEL_SLOT_UNUSED && slot->kind != kind)
             return status_make(CUBEC_INVALID_SPIRV,
-                               "storage buffer binding %u is missing: bindings must be contiguous "
-                               "from 0 (the highest is %u)",
-                               b, end - 1);
-        out->access[b] = (cubec_access)access_bits[b];
+                               "set %u binding %u is declared both as a storage and as a uniform "
+                               "buffer: a binding has one descriptor type",
+                               e->set, e->binding);
+        slot->kind = kind;
+        slot->set = (uint8_t)e->set;
+        slot->binding = (uint8_t)e->binding;
+        if (e->block_size > slot->block_size) slot->block_size = e->block_size;
+        bits[at] |= e->access;
     }
-    out->binding_count = end;
+    for (uint32_t i = 0; i < next; i++)
+        out->access[i] = (cubec_access)bits[i];
+    out->binding_count = next;
     return NULL;
+}
+
+static cubec_status reflect_buffers(reflector *rf, kernel_reflection *out)
+{
+    size_t storage = 0, uniform = 0;
+    const spvc_reflected_resource *list = NULL;
+    spvc_result r = spvc_resources_get_resource_list_for_type(
+        rf->resources, SPVC_RESOURCE_TYPE_STORAGE_BUFFER, &list, &storage);
+    if (r == SPVC_SUCCESS)
+        r = spvc_resources_get_resource_list_for_type(
+            rf->resources, SPVC_RESOURCE_TYPE_UNIFORM_BUFFER, &list, &uniform);
+    if (r != SPVC_SUCCESS) return spvc_failure(rf, "listing buffers", r);
+    layout_entry *entries = calloc(storage + uniform + 1, sizeof *entries);
+    if (!entries) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (reflection)");
+    uint32_t count = 0;
+    cubec_status err = collect_buffers(rf, 1, entries, &count, out);
+    if (!err) err = collect_buffers(rf, 0, entries, &count, out);
+    if (!err) err = number_slots(entries, count, out);
+    free(entries);
+    return err;
 }
 
 static cubec_status reflect_push_constants(reflector *rf, kernel_reflection *out)
@@ -475,13 +531,17 @@ static cubec_status reflect_workgroup_size(reflector *rf, kernel_reflection *out
     return NULL;
 }
 
-cubec_status kernel_reflect_specialize(const uint32_t *words, size_t word_count,
-                                       const cubec_spec_constant *spec, uint32_t spec_count,
-                                       kernel_reflection *r)
+/* kernel_reflect_specialize; `strict`: a shape these values leave invalid (a shared array whose
+ * length cannot be evaluated, a length below 1) is an error. Reflection with the defaults is not
+ * strict: the values the pipeline gets may fix what the defaults break. */
+static cubec_status specialize(const uint32_t *words, size_t word_count,
+                               const cubec_spec_constant *spec, uint32_t spec_count, int strict,
+                               kernel_reflection *r)
 {
     workgroup_memory shared;
     RETURN_IF_ERROR(
         workgroup_memory_scan_specialized(words, word_count, spec, spec_count, &shared));
+    if (strict) RETURN_IF_ERROR(workgroup_memory_problem(&shared));
     uint32_t ids[3], axes[3], n = 0;
     for (uint32_t i = 0; i < 3; i++)
         if (r->workgroup_size_ids[i]) {
@@ -516,6 +576,13 @@ cubec_status kernel_reflect_specialize(const uint32_t *words, size_t word_count,
     return NULL;
 }
 
+cubec_status kernel_reflect_specialize(const uint32_t *words, size_t word_count,
+                                       const cubec_spec_constant *spec, uint32_t spec_count,
+                                       kernel_reflection *r)
+{
+    return specialize(words, word_count, spec, spec_count, 1, r);
+}
+
 /* What the module declares, whatever the entry point uses: the driver gets the whole module. */
 static cubec_status reflect_capabilities(reflector *rf, kernel_reflection *out)
 {
@@ -540,8 +607,7 @@ static cubec_status reflect_module(reflector *rf, const char *entry_point, kerne
     spvc_result r = spvc_compiler_create_shader_resources(rf->compiler, &rf->resources);
     if (r != SPVC_SUCCESS) return spvc_failure(rf, "collecting resources", r);
     RETURN_IF_ERROR(reject_other_resources(rf));
-    RETURN_IF_ERROR(reflect_uniform_info(rf, out));
-    RETURN_IF_ERROR(reflect_storage_buffers(rf, out));
+    RETURN_IF_ERROR(reflect_buffers(rf, out));
     RETURN_IF_ERROR(kernel_reflect_resources(rf->compiler, rf->resources, out));
     RETURN_IF_ERROR(reflect_push_constants(rf, out));
     /* With both, a launch's info bytes would have two possible destinations. */
@@ -594,7 +660,7 @@ cubec_status kernel_reflect_layout(const uint32_t *words, size_t word_count,
                         : open_reflector(&rf, words, word_count);
     if (!status) status = reflect_module(&rf, entry_point, &result);
     /* Shared memory and a workgroup size from specialization constants, with the defaults. */
-    if (!status) status = kernel_reflect_specialize(words, word_count, NULL, 0, &result);
+    if (!status) status = specialize(words, word_count, NULL, 0, 0, &result);
     kernel_info_layout *layout = NULL;
     if (!status && out_layout && rf.info_type)
         status = kernel_info_layout_build(rf.compiler, rf.info_type, &layout);

@@ -1,11 +1,15 @@
 /* SPIR-V validation and reflection of compute kernels.
  *
- * cubec's launch model is fixed: storage buffers at set 0, bindings 0..n-1, passed in that
- * order, plus an optional metadata ("info") block in push constants or in a read-only storage
- * buffer at binding CUBEC_INFO_BINDING. This module checks that a module fits that model and
- * reports what the launch path and hazard tracking need: the binding count, each binding's
- * access (from NonWritable / NonReadable), the info block's size and the workgroup size.
- * Anything that does not fit is refused here, with a message, so later layers can trust it. */
+ * cubec's launch model: a launch's buffers fill the module's descriptor layout as written
+ * (docs/kernels.md, "Bringing existing shaders"): set 0 first, buffer i at binding i; each
+ * further set the module uses follows the previous one's highest binding. A binding the module
+ * does not declare (a gap an optimizer left) takes a buffer that is not bound, as do buffers past
+ * the last one; storage and uniform buffers may sit at any binding. Besides those, an optional
+ * metadata ("info") block in push constants or in a read-only buffer at set 0 binding
+ * CUBEC_INFO_BINDING. This module checks that a module fits that model and reports what the
+ * launch path and hazard tracking need: the buffer slots (set, binding, kind), each one's access
+ * (from NonWritable / NonReadable), the info block's size and the workgroup size. Anything that
+ * does not fit is refused here, with a message, so later layers can trust it. */
 #ifndef CUBEC_KERNEL_REFLECT_H
 #define CUBEC_KERNEL_REFLECT_H
 
@@ -24,6 +28,26 @@
 /* The most specialization constants a module may declare (kernels declare a few). */
 #define KERNEL_MAX_SPEC_CONSTANTS 128
 
+/* The most descriptor sets a module may use: Vulkan guarantees maxBoundDescriptorSets >= 4. */
+#define KERNEL_MAX_SETS 4
+/* The most buffer slots of a launch (cubec_launch_desc.buffer_count's limit). */
+#define KERNEL_MAX_SLOTS 32
+
+/* What a launch buffer at one slot is bound as. */
+typedef enum kernel_slot_kind {
+    KERNEL_SLOT_UNUSED = 0, /* no binding: a gap the module left (the buffer is not bound) */
+    KERNEL_SLOT_STORAGE,    /* a storage buffer */
+    KERNEL_SLOT_UNIFORM,    /* a uniform buffer (read-only) */
+} kernel_slot_kind;
+
+/* A launch buffer's place in the module's layout. */
+typedef struct kernel_slot {
+    uint8_t kind; /* kernel_slot_kind */
+    uint8_t set;
+    uint8_t binding;
+    uint32_t block_size; /* a uniform block's declared size: the buffer must hold it */
+} kernel_slot;
+
 /* The most images (and other resources besides storage buffers) a kernel binds. */
 #define KERNEL_MAX_RESOURCES 8
 
@@ -37,9 +61,14 @@ typedef struct kernel_resource {
 } kernel_resource;
 
 typedef struct kernel_reflection {
-    uint32_t binding_count;      /* storage buffers at set 0 bindings 0..binding_count-1 */
-    cubec_access access[32];     /* per binding: NonWritable -> READ, NonReadable -> WRITE,
-                                    else READ_WRITE (on the variable, the block or every member) */
+    /* The buffers a launch passes at least: one past the module's last slot. Slot i is
+     * slots[i]; buffers past binding_count are not bound. */
+    uint32_t binding_count;
+    kernel_slot slots[KERNEL_MAX_SLOTS];
+    uint32_t set_count;          /* one past the highest set used (1 when none is) */
+    cubec_access access[32];     /* per slot: NonWritable -> READ, NonReadable -> WRITE,
+                                    else READ_WRITE (on the variable, the block or every member);
+                                    READ for a uniform block, 0 for an unused slot */
     uint32_t push_constant_size; /* declared size of the push-constant block, 0 if none */
     int has_info_buffer;         /* a metadata block at binding CUBEC_INFO_BINDING */
     int info_uniform;            /* ... which is a uniform buffer (else a storage buffer) */
@@ -77,14 +106,15 @@ typedef struct kernel_reflection {
  *
  * Errors: CUBEC_INVALID_ARGUMENT for NULL `out` (or NULL `words` with a non-zero count);
  * CUBEC_INVALID_SPIRV for an empty module or one without the SPIR-V magic, a module the validator
- * refuses (its message is included), no such GLCompute entry point, resources other than set-0
- * storage buffers and one push-constant block, a set other than 0, arrays of buffers, bindings
- * not contiguous from 0 (the missing binding is named), a binding above CUBEC_INFO_BINDING, a
- * runtime-sized or writable info buffer, and both an info buffer and push constants.
+ * refuses (its message is included), no such GLCompute entry point, resources other than
+ * storage and uniform buffers and one push-constant block, a set past KERNEL_MAX_SETS, arrays of
+ * buffers, a layout of more than KERNEL_MAX_SLOTS slots, a storage and a uniform buffer at one
+ * binding, a runtime-sized or writable info buffer, and both an info buffer and push constants.
  * CUBEC_UNSUPPORTED for a module declaring more than KERNEL_MAX_CAPABILITIES capabilities, or a
- * Workgroup variable or workgroup size given by a specialization-constant expression that cannot
- * be evaluated (kernel/workgroup_memory.h). The workgroup size and shared memory are those of the
- * specialization constants' defaults. Validation messages read "SPIR-V validation failed
+ * workgroup size given by a specialization-constant expression that cannot be evaluated
+ * (kernel/workgroup_memory.h). The workgroup size and shared memory are those of the
+ * specialization constants' defaults; shapes the defaults leave invalid are refused by
+ * kernel_reflect_specialize, not here. Validation messages read "SPIR-V validation failed
  * (Vulkan 1.2, at instruction N): <the validator's message>". */
 MUST_USE cubec_status kernel_reflect(const uint32_t *words, size_t word_count,
                                      const char *entry_point, uint32_t vulkan_version,
@@ -106,7 +136,10 @@ MUST_USE cubec_status kernel_reflect_layout(const uint32_t *words, size_t word_c
  * a constant not given keeps its default): the workgroup size where specialization constants set
  * it, and the shared memory, as the driver and the validation layer will see them
  * (VUID-RuntimeSpirv-Workgroup-06530). A dimension specialized to 0 is CUBEC_INVALID_ARGUMENT
- * naming the constant and the value. */
+ * naming the constant and the value; a shared array whose length these values leave unknown, or
+ * an array of length below 1, is refused as workgroup_memory_problem says. kernel_reflect does
+ * not refuse those for the defaults: run this, with the pipeline's values (none: the defaults),
+ * before a module goes to the driver. */
 MUST_USE cubec_status kernel_reflect_specialize(const uint32_t *words, size_t word_count,
                                                 const cubec_spec_constant *spec,
                                                 uint32_t spec_count, kernel_reflection *r);

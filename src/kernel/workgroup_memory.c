@@ -7,6 +7,7 @@
 
 #include <spirv_cross/spirv.h>
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,15 +19,17 @@
 #define SIZE_HUGE (UINT64_MAX - 1)
 
 typedef struct id_info {
-    uint64_t size;    /* types: bytes; integer and bool constants: their value (bool: 0 or 1) */
-    uint32_t ref;     /* pointer types: the pointee; values: their type */
-    uint32_t aux;     /* integer and float types: the width; pointer types: the storage class;
-                         constants: the word index of the instruction that defined them */
-    uint32_t name_at; /* word index of the OpName string, 0 if none */
-    uint32_t spec_id; /* specialization constants: SpecId + 1 (0: not decorated) */
-    uint16_t op;      /* the opcode that defined the id */
-    uint8_t unknown;  /* types: the size depends on a value not evaluated; constants: their value
-                         is not known (a float, an operation not evaluated, a division by 0) */
+    uint64_t size;       /* types: bytes; integer and bool constants: their value (bool: 0 or 1) */
+    uint32_t ref;        /* pointer types: the pointee; values: their type */
+    uint32_t aux;        /* integer and float types: the width; pointer types: the storage class;
+                            constants: the word index of the instruction that defined them */
+    uint32_t name_at;    /* word index of the OpName string, 0 if none */
+    uint32_t spec_id;    /* specialization constants: SpecId + 1 (0: not decorated) */
+    uint16_t op;         /* the opcode that defined the id */
+    uint8_t unknown;     /* types: the size depends on a value not evaluated; constants: their value
+                            is not known (a float, an operation not evaluated, a division by 0) */
+    uint8_t short_array; /* types: an array of length < 1 is (part of) it */
+    uint8_t is_signed;   /* integer types: signed */
 } id_info;
 
 typedef struct walk {
@@ -36,6 +39,8 @@ typedef struct walk {
     id_info *ids;
     const cubec_spec_constant *spec; /* the values given for the pipeline */
     uint32_t spec_count;
+    uint32_t short_type;  /* the first array type whose length is below 1, 0 if none */
+    int64_t short_length; /* ... its length */
 } walk;
 
 static uint64_t add_sat(uint64_t a, uint64_t b)
@@ -118,8 +123,28 @@ static int is_constant_op(uint32_t op)
     }
 }
 
+static int64_t sign_extend(uint64_t v, uint32_t width);
+
+/* An array length must be at least 1 (a signed one read as signed): the validator checks literal
+ * ones, but one that specialization sets is checked only by the driver, or by the validation
+ * layer (VUID-VkPipelineShaderStageCreateInfo-pSpecializationInfo-06719). ggml's flash_attn has
+ * a length of 0 with its defaults. */
+static void note_length(walk *w, uint32_t type, const id_info *len)
+{
+    const id_info *lt = len->ref < w->bound ? &w->ids[len->ref] : NULL;
+    if (!lt || lt->op != SpvOpTypeInt) return;
+    int64_t v = lt->is_signed ? sign_extend(len->size, lt->aux)
+                              : (len->size > INT64_MAX ? INT64_MAX : (int64_t)len->size);
+    if (v >= 1) return;
+    w->ids[type].short_array = 1;
+    if (!w->short_type) {
+        w->short_type = type;
+        w->short_length = v;
+    }
+}
+
 /* Records a type's size from its parts. */
-static int size_type(const walk *w, size_t at, uint32_t n, uint32_t op, id_info *t)
+static int size_type(walk *w, size_t at, uint32_t n, uint32_t op, id_info *t)
 {
     const uint32_t *ins = w->words + at;
     switch (op) {
@@ -129,6 +154,7 @@ static int size_type(const walk *w, size_t at, uint32_t n, uint32_t op, id_info 
         if (n < 3) return 0;
         t->aux = ins[2];
         t->size = ins[2] / 8;
+        if (op == SpvOpTypeInt && n >= 4) t->is_signed = ins[3] != 0;
         return 1;
     case SpvOpTypeVector:
     case SpvOpTypeMatrix: {
@@ -141,11 +167,14 @@ static int size_type(const walk *w, size_t at, uint32_t n, uint32_t op, id_info 
     case SpvOpTypeArray: {
         const id_info *elem = operand(w, at, n, 2), *len = operand(w, at, n, 3);
         if (!elem || !len) return 0;
-        if (is_constant_op(len->op) && !len->unknown)
+        if (is_constant_op(len->op) && !len->unknown) {
             t->size = mul_sat(elem->size, len->size);
-        else
+            note_length(w, ins[1], len);
+        } else {
             t->unknown = 1; /* a length whose value was not evaluated */
+        }
         t->unknown |= elem->unknown;
+        t->short_array |= elem->short_array;
         return 1;
     }
     case SpvOpTypeStruct:
@@ -154,6 +183,7 @@ static int size_type(const walk *w, size_t at, uint32_t n, uint32_t op, id_info 
             if (!m) return 0;
             t->size = add_sat(t->size, m->size);
             t->unknown |= m->unknown;
+            t->short_array |= m->short_array;
         }
         return 1;
     case SpvOpTypePointer: {
@@ -421,24 +451,38 @@ static void id_name(const walk *w, uint32_t id, char *buf, size_t cap)
     snprintf(buf, cap, "%%%u", id);
 }
 
+/* Notes the first problem these values leave the module with (workgroup_memory.problem). */
+static void note_problem(const walk *w, uint32_t var, int problem, int64_t length,
+                         workgroup_memory *out)
+{
+    if (out->problem) return;
+    char name[80];
+    id_name(w, var, name, sizeof name);
+    out->problem = problem;
+    out->length = length;
+    snprintf(out->what, sizeof out->what, "%s", name);
+}
+
 static cubec_status add_variable(const walk *w, size_t at, uint32_t n, workgroup_memory *out)
 {
     const uint32_t *ins = w->words + at;
-    if (n < 4 || ins[3] != SpvStorageClassWorkgroup) return NULL;
+    if (n < 4) return malformed(at);
     const id_info *ptr = operand(w, at, n, 1);
     if (!ptr || ptr->op != SpvOpTypePointer || ptr->ref >= w->bound) return malformed(at);
     const id_info *pointee = &w->ids[ptr->ref];
+    const int shared = ins[3] == SpvStorageClassWorkgroup;
+    if (pointee->short_array && !out->problem) {
+        note_problem(w, ins[2], WORKGROUP_LENGTH_BELOW_ONE, w->short_length, out);
+        out->what_shared = shared;
+    }
+    if (!shared) return NULL;
     if (pointee->unknown) {
-        char name[80];
-        id_name(w, ins[2], name, sizeof name);
-        return status_make(CUBEC_UNSUPPORTED,
-                           "Workgroup (shared) variable %s has an array length given by a "
-                           "specialization-constant expression that cubec cannot evaluate (a "
-                           "float, an operation other than integer arithmetic, bit, logical and "
-                           "comparison operations, Select and CompositeExtract, or a division by "
-                           "zero), so its size is unknown; use a literal length, a specialization "
-                           "constant or a define",
-                           name);
+        /* Not counted: its size is unknown (workgroup_memory_problem refuses the kernel). */
+        if (!out->problem) {
+            note_problem(w, ins[2], WORKGROUP_LENGTH_UNKNOWN, 0, out);
+            out->what_shared = 1;
+        }
+        return NULL;
     }
     out->bytes = add_sat(out->bytes, pointee->size);
     out->variables++;
@@ -491,7 +535,33 @@ static cubec_status walk_module(walk *w, workgroup_memory *out)
         at += n;
     }
     if (out->bytes == SIZE_HUGE) out->bytes = UINT64_MAX;
+    if (w->short_type && !out->problem) {
+        out->problem = WORKGROUP_LENGTH_BELOW_ONE;
+        out->length = w->short_length;
+        snprintf(out->what, sizeof out->what, "array type %%%u", w->short_type);
+    }
     return NULL;
+}
+
+cubec_status workgroup_memory_problem(const workgroup_memory *wm)
+{
+    if (!wm || !wm->problem) return NULL;
+    const char *kind = wm->what_shared ? "Workgroup (shared) variable " : "";
+    if (wm->problem == WORKGROUP_LENGTH_UNKNOWN)
+        return status_make(CUBEC_UNSUPPORTED,
+                           "%s%s has an array length given by a specialization-constant "
+                           "expression that cubec cannot evaluate (a float, an operation other "
+                           "than integer arithmetic, bit, logical and comparison operations, "
+                           "Select and CompositeExtract, or a division by zero), so its size is "
+                           "unknown; use a literal length, a specialization constant or a define",
+                           kind, wm->what);
+    return status_make(CUBEC_INVALID_SPIRV,
+                       "%s%s has an array length of %" PRId64
+                       " with these specialization values: Vulkan requires every length to be "
+                       "at least 1 once specialized "
+                       "(VUID-VkPipelineShaderStageCreateInfo-pSpecializationInfo-06719); give "
+                       "values that make it at least 1",
+                       kind, wm->what, wm->length);
 }
 
 /* The walk with `spec`, and the values of the constants `ids` (`id_count` of them) once it is

@@ -52,6 +52,16 @@ static size_t copy_desc(const cubec_kernel_desc *src, cubec_kernel_desc *dst, ch
     dst->name = copy_str(base, &at, src->name);
     dst->glsl = copy_str(base, &at, src->glsl);
     dst->entry_point = copy_str(base, &at, src->entry_point);
+    dst->glsl_path = copy_str(base, &at, src->glsl_path);
+    dst->preamble = copy_str(base, &at, src->preamble);
+    if (src->include_dir_count) {
+        const char **dirs = carve(base, &at, src->include_dir_count * sizeof *dirs);
+        for (uint32_t i = 0; i < src->include_dir_count; i++) {
+            const char *dir = copy_str(base, &at, src->include_dirs[i]);
+            if (dirs) dirs[i] = dir;
+        }
+        dst->include_dirs = dirs;
+    }
     if (src->spirv) {
         uint32_t *w = carve(base, &at, src->spirv_words * sizeof *w);
         if (w) memcpy(w, src->spirv, src->spirv_words * sizeof *w);
@@ -97,6 +107,7 @@ static void job_release(compile_job *j)
     if (!j || --j->refs) return;
     cubec_status_free(j->err);
     free(j->copy);
+    glsl_sources_free(j->includes);
     free(j);
 }
 
@@ -160,6 +171,8 @@ static void finish(compile_queue *q, compile_job *j, pipeline_entry *e, cubec_st
     }
     free(j->copy); /* nothing reads the description any more */
     j->copy = NULL;
+    glsl_sources_free(j->includes);
+    j->includes = NULL;
     memset(&j->desc, 0, sizeof j->desc);
     pthread_cond_broadcast(&q->done);
     job_release(j);
@@ -173,7 +186,7 @@ static void run_job(cubec_device *d, compile_queue *q, compile_job *j)
     q->waiting--;
     pipeline_entry *e = NULL;
     cubec_status err = server_check_alive(d);
-    if (!err) err = server_kernel_create(d, &j->desc, j->key, &e);
+    if (!err) err = server_kernel_create(d, &j->desc, j->includes, j->key, &e);
     finish(q, j, e, err);
 }
 
@@ -216,8 +229,8 @@ static void wake_worker(cubec_device *d, compile_queue *q)
     q->stats.threads++;
 }
 
-cubec_status compile_queue_add(cubec_device *d, const cubec_kernel_desc *desc, uint64_t key,
-                               kernel_obj *k)
+cubec_status compile_queue_add(cubec_device *d, const cubec_kernel_desc *desc,
+                               glsl_sources **includes, uint64_t key, kernel_obj *k)
 {
     compile_queue *q = queue_of(d);
     if (!q) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (compile queue)");
@@ -235,6 +248,8 @@ cubec_status compile_queue_add(cubec_device *d, const cubec_kernel_desc *desc, u
     } else {
         j = job_new(desc, key);
         if (!j) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (queued kernel)");
+        j->includes = *includes;
+        *includes = NULL;
         if (q->tail)
             q->tail->next = j;
         else

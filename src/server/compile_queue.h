@@ -18,6 +18,7 @@ typedef struct compile_job {
     uint64_t key;
     cubec_kernel_desc desc; /* a deep copy (in `copy`), freed once compiled */
     void *copy;
+    glsl_sources *includes;   /* the files its GLSL includes, read when it was queued (owned) */
     int taken;                /* a thread compiles it */
     int done;                 /* compiled: `entry` or `err` is set */
     pipeline_entry *entry;    /* done without error: the published pipeline */
@@ -52,10 +53,11 @@ typedef struct compile_queue {
     compile_queue_stats stats;
 } compile_queue;
 
-/* Fills a new handle `k` for `desc` (checked by api/, identity `key`): its entry when the kernel
- * is compiled already, else a job, queued unless one of that identity is. */
+/* Fills a new handle `k` for `desc` (checked by api/, identity `key`, included files
+ * *includes): its entry when the kernel is compiled already, else a job, queued unless one of that
+ * identity is. A new job takes *includes (and sets it NULL): it compiles what was hashed. */
 MUST_USE cubec_status compile_queue_add(cubec_device *d, const cubec_kernel_desc *desc,
-                                        uint64_t key, kernel_obj *k);
+                                        glsl_sources **includes, uint64_t key, kernel_obj *k);
 /* The kernel handle `id` (refused as `arg` when it is not one), once it is no longer compiling:
  * the handle has its entry, or its job ended with an error (k->job->err). Waits only for that
  * kernel, releasing the device lock meanwhile; a job no thread has taken is compiled here. */

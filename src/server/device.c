@@ -50,29 +50,10 @@ typedef struct device_parts {
     image_table images;
 } device_parts;
 
-/* A zeroed block for a device at an address no recently closed device had: a stale pointer to a
- * closed device must stay refused, not name this one (base/device_registry.h). Blocks at such
- * addresses are held until one at a fresh address is found, then freed. */
-static device_parts *fresh_block(void)
-{
-    enum { TRIES = 64 };
-    device_parts *held[TRIES];
-    device_parts *p = NULL;
-    int n = 0;
-    while (n < TRIES) {
-        p = calloc(1, sizeof *p);
-        if (!p || !device_registry_was_closed(&p->device)) break;
-        held[n++] = p;
-        p = NULL;
-    }
-    while (n > 0)
-        free(held[--n]);
-    return p;
-}
-
 static cubec_device *device_alloc(void)
 {
-    device_parts *p = fresh_block();
+    /* Never at a closed device's address: closed devices stay parked (base/device_registry.h). */
+    device_parts *p = calloc(1, sizeof *p);
     if (!p) return NULL;
     cubec_device *d = &p->device;
     d->buffers = &p->buffers;
@@ -324,7 +305,9 @@ void server_close(cubec_device *d)
     handle_tag_release(d->tag); /* its handles now read as issued by no open device */
     pthread_cond_destroy(&d->kernels->built);
     pthread_mutex_destroy(&d->lock);
-    free(d);
+    /* The block stays allocated a while, so that a stale pointer to it never names a later
+     * device; the one parked longest ago goes now. */
+    free(device_registry_park(d));
 }
 
 void server_fault_inject(cubec_device *d, cubec_fault_kind kind, uint64_t nth)

@@ -66,7 +66,13 @@ static void key_str(key_buf *k, const char *s)
  * size are given to the pipeline, not to the compiler, so each of their values shares one SPIR-V
  * entry (the kernel's identity, server_kernel_identity, tells the pipelines apart, and the driver's
  * pipeline cache keys its entries by the whole create info). */
-static int spirv_key(const cubec_kernel_desc *desc, int form, key_buf *k)
+static void key_feed(void *ctx, const void *bytes, size_t n)
+{
+    key_add(ctx, bytes, n);
+}
+
+static int spirv_key(const cubec_kernel_desc *desc, const glsl_sources *includes, int form,
+                     key_buf *k)
 {
     *k = (key_buf){0};
     key_str(k, "glsl to spirv");
@@ -79,6 +85,19 @@ static int spirv_key(const cubec_kernel_desc *desc, int form, key_buf *k)
         key_str(k, desc->defines[i].value);
     }
     key_str(k, desc->glsl);
+    /* What a project's shader brings (desc->glsl_path names the file in messages and is where
+     * quoted includes are looked for first): added only when set, so that the entries of other
+     * kernels keep their keys. The included files go in whole, paths and bytes. */
+    if (desc->glsl_path || desc->include_dir_count || (desc->preamble && desc->preamble[0]) ||
+        glsl_sources_any(includes)) {
+        key_str(k, "project");
+        key_str(k, desc->glsl_path);
+        key_u64(k, desc->include_dir_count);
+        for (uint32_t i = 0; i < desc->include_dir_count; i++)
+            key_str(k, desc->include_dirs[i]);
+        key_str(k, desc->preamble && desc->preamble[0] ? desc->preamble : NULL);
+        glsl_sources_digest(includes, key_feed, k);
+    }
     if (k->failed) free(k->data);
     return !k->failed;
 }
@@ -158,13 +177,14 @@ void kernel_disk_begin(cubec_device *d)
     free(k.data);
 }
 
-int kernel_disk_load_spirv(cubec_device *d, const cubec_kernel_desc *desc, int form,
-                           uint32_t **out_words, size_t *out_count)
+int kernel_disk_load_spirv(cubec_device *d, const cubec_kernel_desc *desc,
+                           const glsl_sources *includes, int form, uint32_t **out_words,
+                           size_t *out_count)
 {
     *out_words = NULL;
     *out_count = 0;
     key_buf k;
-    if (!d->kernels->disk || !spirv_key(desc, form, &k)) return 0;
+    if (!d->kernels->disk || !spirv_key(desc, includes, form, &k)) return 0;
     void *data = NULL;
     size_t size = 0;
     int hit = disk_cache_get(d->kernels->disk, "spirv", k.data, k.size, &data, &size);
@@ -180,11 +200,12 @@ int kernel_disk_load_spirv(cubec_device *d, const cubec_kernel_desc *desc, int f
     return 1;
 }
 
-void kernel_disk_store_spirv(cubec_device *d, const cubec_kernel_desc *desc, int form,
-                             const uint32_t *words, size_t count)
+void kernel_disk_store_spirv(cubec_device *d, const cubec_kernel_desc *desc,
+                             const glsl_sources *includes, int form, const uint32_t *words,
+                             size_t count)
 {
     key_buf k;
-    if (!d->kernels->disk || !spirv_key(desc, form, &k)) return;
+    if (!d->kernels->disk || !spirv_key(desc, includes, form, &k)) return;
     (void)disk_cache_put(d->kernels->disk, "spirv", k.data, k.size, words, count * 4);
     free(k.data);
 }

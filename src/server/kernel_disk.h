@@ -6,6 +6,7 @@
 #include "cubec/cubec.h"
 
 #include "kernel/disk_cache.h"
+#include "kernel/glsl_sources.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -27,12 +28,15 @@ typedef struct kernel_disk_stats {
  * merge needs). A cache that cannot be opened is logged once and left off. */
 void kernel_disk_begin(cubec_device *d);
 /* The SPIR-V of a GLSL kernel compiled with its metadata in the form `form` (glsl_info_form), from
- * the disk: 1 with *out_words malloc'ed, or 0. Without the device lock. */
-int kernel_disk_load_spirv(cubec_device *d, const cubec_kernel_desc *desc, int form,
-                           uint32_t **out_words, size_t *out_count);
+ * the disk: 1 with *out_words malloc'ed, or 0. The key holds the included files `includes`
+ * (paths and bytes; NULL: none). Without the device lock. */
+int kernel_disk_load_spirv(cubec_device *d, const cubec_kernel_desc *desc,
+                           const glsl_sources *includes, int form, uint32_t **out_words,
+                           size_t *out_count);
 /* Stores what the compiler made of it. Without the device lock. */
-void kernel_disk_store_spirv(cubec_device *d, const cubec_kernel_desc *desc, int form,
-                             const uint32_t *words, size_t count);
+void kernel_disk_store_spirv(cubec_device *d, const cubec_kernel_desc *desc,
+                             const glsl_sources *includes, int form, const uint32_t *words,
+                             size_t count);
 /* At close, with the GPU idle: saves the pipeline cache when it holds something new (merging
  * what another process saved meanwhile), then closes the cache. */
 void kernel_disk_end(cubec_device *d);

@@ -12,6 +12,7 @@
 #include "base/log.h"
 #include "kernel/capabilities.h"
 #include "kernel/limits.h"
+#include "kernel/push_to_buffer.h"
 #include "server/device.h"
 #include "server/health.h"
 #include "server/kernel_disk.h"
@@ -28,7 +29,14 @@ static double now_ms(void)
     return (double)clock_now_ns() / 1e6;
 }
 
-uint64_t server_kernel_identity(const cubec_kernel_desc *desc, int robust)
+static void hash_add(void *ctx, const void *bytes, size_t n)
+{
+    uint64_t *h = ctx;
+    *h = hash_bytes(*h, bytes, n);
+}
+
+uint64_t server_kernel_identity(const cubec_kernel_desc *desc, const glsl_sources *includes,
+                                int robust)
 {
     uint64_t h = HASH_SEED;
     if (desc->glsl) {
@@ -52,6 +60,26 @@ uint64_t server_kernel_identity(const cubec_kernel_desc *desc, int robust)
     if (desc->required_subgroup_size) {
         h = hash_str(h, "required_subgroup_size");
         h = hash_u64(h, desc->required_subgroup_size);
+    }
+    /* What a GLSL kernel brings of its project: hashed only when set, as above. The included
+     * files' bytes are part of the identity, so an edited include is compiled again. */
+    if (desc->glsl && desc->glsl_path) {
+        h = hash_str(h, "glsl_path");
+        h = hash_str(h, desc->glsl_path);
+    }
+    if (desc->glsl && desc->include_dir_count) {
+        h = hash_str(h, "include_dirs");
+        h = hash_u64(h, desc->include_dir_count);
+        for (uint32_t i = 0; i < desc->include_dir_count; i++)
+            h = hash_str(h, desc->include_dirs[i]);
+    }
+    if (desc->glsl && desc->preamble && desc->preamble[0]) {
+        h = hash_str(h, "preamble");
+        h = hash_str(h, desc->preamble);
+    }
+    if (desc->glsl && glsl_sources_any(includes)) {
+        h = hash_str(h, "includes");
+        glsl_sources_digest(includes, hash_add, &h);
     }
     /* The driver compiles the bounds checks into the pipeline; hashed only when on, as above. */
     if (robust) {
@@ -81,6 +109,7 @@ typedef struct build_ctx {
     cubec_device_info info;
     feature_set features;
     glsl_compiler *compiler;
+    glsl_sources *includes; /* the build's own (the creating call's, or its queued job's) */
     server_compile_hook hook;
     void *hook_user;
     double t0;
@@ -129,14 +158,18 @@ static cubec_status build_pipeline(const build_ctx *b, pipeline_entry *e, const 
                                    const cubec_kernel_desc *desc)
 {
     RETURN_IF_ERROR(count_fault(b, CUBEC_FAULT_PIPELINE, CUBEC_INTERNAL));
-    gpu_resource_slot slots[KERNEL_MAX_RESOURCES];
+    gpu_resource_slot images[KERNEL_MAX_RESOURCES];
     for (uint32_t i = 0; i < e->refl.resource_count; i++)
-        slots[i] = (gpu_resource_slot){e->refl.resources[i].binding,
-                                       e->refl.resources[i].kind == CUBEC_RESOURCE_SAMPLED_IMAGE
-                                           ? GPU_RESOURCE_SAMPLED_IMAGE
-                                           : GPU_RESOURCE_STORAGE_IMAGE};
+        images[i] = (gpu_resource_slot){e->refl.resources[i].set, e->refl.resources[i].binding,
+                                        e->refl.resources[i].kind == CUBEC_RESOURCE_SAMPLED_IMAGE
+                                            ? GPU_RESOURCE_SAMPLED_IMAGE
+                                            : GPU_RESOURCE_STORAGE_IMAGE};
+    gpu_slot slots[KERNEL_MAX_SLOTS];
+    for (uint32_t i = 0; i < e->refl.binding_count; i++)
+        slots[i] =
+            (gpu_slot){e->refl.slots[i].kind, e->refl.slots[i].set, e->refl.slots[i].binding};
     gpu_pipeline_desc pd = {.spirv = words,
-                            .resources = slots,
+                            .resources = images,
                             .resource_count = e->refl.resource_count,
                             .spec = (const gpu_spec_constant *)desc->spec_constants,
                             .spec_count = desc->spec_constant_count,
@@ -144,6 +177,8 @@ static cubec_status build_pipeline(const build_ctx *b, pipeline_entry *e, const 
                             .words = word_count,
                             .entry_point = entry_point,
                             .binding_count = e->refl.binding_count,
+                            .slots = slots,
+                            .set_count = e->refl.set_count,
                             .info_buffer = e->refl.has_info_buffer,
                             .info_uniform = e->refl.info_uniform,
                             .push_size = e->refl.push_constant_size,
@@ -160,11 +195,14 @@ static cubec_status compile_glsl(const build_ctx *b, const cubec_kernel_desc *de
                                  const char *name, glsl_info_form form, uint32_t **words,
                                  size_t *count, int *from_disk)
 {
-    *from_disk = kernel_disk_load_spirv(b->d, desc, (int)form, words, count);
+    *from_disk = kernel_disk_load_spirv(b->d, desc, b->includes, (int)form, words, count);
     if (*from_disk) return NULL;
     RETURN_IF_ERROR(count_fault(b, CUBEC_FAULT_COMPILE, CUBEC_COMPILE_FAILED));
-    RETURN_IF_ERROR(glsl_compile(b->compiler, name, desc->glsl, desc->defines, desc->define_count,
-                                 desc->entry_point, desc->optimize, form, words, count));
+    glsl_source_options more = {
+        .preamble = desc->preamble, .file_name = desc->glsl_path, .includes = b->includes};
+    RETURN_IF_ERROR(glsl_compile_with(b->compiler, name, desc->glsl, &more, desc->defines,
+                                      desc->define_count, desc->entry_point, desc->optimize, form,
+                                      words, count));
     return NULL;
 }
 
@@ -182,7 +220,8 @@ static cubec_status reflect_glsl(const build_ctx *b, const cubec_kernel_desc *de
     e->layout = NULL;
     RETURN_IF_ERROR(kernel_reflect_layout(words, count, entry_point, version, e->spirv_from_disk,
                                           &e->refl, &e->layout));
-    if (!e->spirv_from_disk) kernel_disk_store_spirv(b->d, desc, (int)form, words, count);
+    if (!e->spirv_from_disk)
+        kernel_disk_store_spirv(b->d, desc, b->includes, (int)form, words, count);
     return NULL;
 }
 
@@ -223,13 +262,55 @@ static cubec_status check_spec_constants(const char *name, const kernel_reflecti
 /* Reflection measured the workgroup size and shared arrays that specialization constants set
  * with their defaults; the pipeline gets the values of `desc`, and so do the driver and the
  * validation layer (VUID-RuntimeSpirv-Workgroup-06530): the limits are checked against those, and
- * cubec_kernel_get_info reports them. */
+ * cubec_kernel_get_info reports them. Run without values too: the defaults can leave an array
+ * of length 0 that reflection does not refuse (kernel_reflect_specialize). */
 static cubec_status specialize_shapes(const char *name, const uint32_t *words, size_t count,
                                       const cubec_kernel_desc *desc, kernel_reflection *r)
 {
     cubec_status err =
         kernel_reflect_specialize(words, count, desc->spec_constants, desc->spec_constant_count, r);
     if (err) return status_annotate(err, "kernel '%s'", name);
+    return NULL;
+}
+
+/* A uniform block is bound with a range of at most maxUniformBufferRange: a larger block would
+ * read past it (undefined in Vulkan), so it is refused here, naming it. */
+static cubec_status check_uniform_blocks(const char *name, const kernel_reflection *r,
+                                         uint64_t max_uniform_range)
+{
+    for (uint32_t i = 0; i < r->binding_count; i++) {
+        const kernel_slot *s = &r->slots[i];
+        if (s->kind == KERNEL_SLOT_UNIFORM && s->block_size > max_uniform_range)
+            return status_make(CUBEC_UNSUPPORTED,
+                               "kernel '%s': the uniform block at set %u binding %u is %u bytes, "
+                               "more than the device's maxUniformBufferRange of %" PRIu64
+                               " bytes; declare it as a readonly buffer",
+                               name, s->set, s->binding, s->block_size, max_uniform_range);
+    }
+    return NULL;
+}
+
+/* A push-constant block larger than the device's maxPushConstantsSize: the module is rewritten so
+ * that the block is a read-only storage buffer at the metadata binding (kernel/push_to_buffer.h),
+ * and reflected again (validated: the rewrite must give a module the driver accepts). The
+ * launch's info bytes then go through the metadata ring like a CUBEC_INFO block in a buffer. */
+static cubec_status move_push_block(const char *name, const uint32_t *words, size_t count,
+                                    const char *entry_point, uint32_t version, pipeline_entry *e,
+                                    uint32_t **moved, size_t *moved_count)
+{
+    uint32_t size = e->refl.push_constant_size;
+    cubec_status err = kernel_push_to_buffer(words, count, moved, moved_count);
+    if (!err) {
+        kernel_info_layout_free(e->layout);
+        e->layout = NULL;
+        err = kernel_reflect_layout(*moved, *moved_count, entry_point, version, 0, &e->refl,
+                                    &e->layout);
+    }
+    if (err)
+        return status_annotate(err,
+                               "kernel '%s': moving its push-constant block of %u bytes to a "
+                               "buffer",
+                               name, size);
     return NULL;
 }
 
@@ -286,10 +367,18 @@ static cubec_status build_entry(const build_ctx *b, const cubec_kernel_desc *des
         if (err && cubec_status_code(err) != CUBEC_UNSUPPORTED)
             err = status_annotate(err, "kernel '%s'", name);
     }
+    uint32_t *moved = NULL;
+    size_t moved_count = 0;
+    if (!err && e->refl.push_constant_size > b->info.max_push_constants_size &&
+        !e->refl.has_info_buffer)
+        err = move_push_block(name, desc->glsl ? words : desc->spirv,
+                              desc->glsl ? count : desc->spirv_words, entry_point, version, e,
+                              &moved, &moved_count);
+    /* The module the pipeline is made of: the rewritten one, the compiled GLSL or the caller's. */
+    const uint32_t *module = moved ? moved : desc->glsl ? words : desc->spirv;
+    size_t module_words = moved ? moved_count : desc->glsl ? count : desc->spirv_words;
     if (!err) err = check_spec_constants(name, &e->refl, desc);
-    if (!err && desc->spec_constant_count)
-        err = specialize_shapes(name, desc->glsl ? words : desc->spirv,
-                                desc->glsl ? count : desc->spirv_words, desc, &e->refl);
+    if (!err) err = specialize_shapes(name, module, module_words, desc, &e->refl);
     if (!err)
         err = capabilities_check(name, b->info.name, e->refl.capabilities, e->refl.capability_count,
                                  &b->features);
@@ -298,14 +387,18 @@ static cubec_status build_entry(const build_ctx *b, const cubec_kernel_desc *des
         limits.required_subgroup_size = pipeline_subgroup_size(b, desc);
         limits.max_workgroup_subgroups = b->d->gpu->caps.max_workgroup_subgroups;
         err = kernel_limits_check(name, &e->refl, &limits);
+        if (!err) err = check_uniform_blocks(name, &e->refl, b->d->gpu->caps.max_uniform_range);
     }
     if (!err) {
         e->info_in_push = e->refl.push_constant_size > 0;
+        /* A GLSL source that names CUBEC_INFO has its metadata block in cubec's hands (the name
+         * of its block, CubecInfo, is gone from optimized modules); SPIR-V's is its own. */
+        e->push_block_own = e->info_in_push && (!desc->glsl || !strstr(desc->glsl, "CUBEC_INFO"));
         e->info_size = e->info_in_push ? e->refl.push_constant_size : e->refl.info_buffer_size;
-        err = build_pipeline(b, e, desc->glsl ? words : desc->spirv,
-                             desc->glsl ? count : desc->spirv_words, entry_point, desc);
+        err = build_pipeline(b, e, module, module_words, entry_point, desc);
         if (err) err = status_annotate(err, "kernel '%s'", name);
     }
+    free(moved);
     free(words);
     if (err) {
         destroy_entry(b->d, e);
@@ -335,8 +428,8 @@ static int in_flight(const cubec_device *d, uint64_t key)
 }
 
 /* Under the device lock: what the build needs of the device. */
-static cubec_status build_begin(cubec_device *d, const cubec_kernel_desc *desc, int locked,
-                                build_ctx *out)
+static cubec_status build_begin(cubec_device *d, const cubec_kernel_desc *desc,
+                                glsl_sources *includes, int locked, build_ctx *out)
 {
     kernel_disk_begin(d);
     if (desc->glsl && !d->kernels->compiler)
@@ -346,6 +439,7 @@ static cubec_status build_begin(cubec_device *d, const cubec_kernel_desc *desc, 
                        .info = d->info,
                        .features = d->gpu->features,
                        .compiler = d->kernels->compiler,
+                       .includes = includes,
                        .hook = d->kernels->hook,
                        .hook_user = d->kernels->hook_user,
                        .t0 = now_ms(),
@@ -406,8 +500,8 @@ static cubec_status publish(cubec_device *d, const build_ctx *b, const cubec_ker
     return NULL;
 }
 
-cubec_status server_kernel_create(cubec_device *d, const cubec_kernel_desc *desc, uint64_t key,
-                                  pipeline_entry **out)
+cubec_status server_kernel_create(cubec_device *d, const cubec_kernel_desc *desc,
+                                  glsl_sources *includes, uint64_t key, pipeline_entry **out)
 {
     for (;;) {
         pipeline_entry *e = lookup(d, key);
@@ -427,7 +521,7 @@ cubec_status server_kernel_create(cubec_device *d, const cubec_kernel_desc *desc
         RETURN_IF_ERROR(server_check_alive(d));
     }
     build_ctx b;
-    RETURN_IF_ERROR(build_begin(d, desc, 0, &b));
+    RETURN_IF_ERROR(build_begin(d, desc, includes, 0, &b));
     kernel_build mark = {.key = key, .next = d->kernels->building};
     d->kernels->building = &mark;
     /* Compiling may take minutes (a macro bomb within the source limit does): other threads'
@@ -448,14 +542,14 @@ cubec_status server_kernel_create(cubec_device *d, const cubec_kernel_desc *desc
 cubec_status server_kernel_create_locked(cubec_device *d, const cubec_kernel_desc *desc,
                                          pipeline_entry **out)
 {
-    uint64_t key = server_kernel_identity(desc, d->info.robust);
+    uint64_t key = server_kernel_identity(desc, NULL, d->info.robust);
     pipeline_entry *e = lookup(d, key);
     if (e) {
         *out = e;
         return NULL;
     }
     build_ctx b;
-    RETURN_IF_ERROR(build_begin(d, desc, 1, &b));
+    RETURN_IF_ERROR(build_begin(d, desc, NULL, 1, &b));
     cubec_status err = build_entry(&b, desc, key, &e);
     return publish(d, &b, desc, key, e, err, out);
 }

@@ -20,6 +20,10 @@ typedef struct pipeline_entry {
     kernel_reflection refl;
     kernel_info_layout *layout; /* the metadata block's members; NULL without one */
     int info_in_push;
+    /* The push block is the module's own, not CUBEC_INFO's: a launch may pass more bytes than it
+     * declares, up to maxPushConstantsSize, as a Vulkan push range may be larger than the block
+     * (api_kernel.c). */
+    int push_block_own;
     uint32_t info_size;
     int spirv_from_disk; /* its SPIR-V came from the disk cache (server/kernel_disk.h) */
     double pipeline_ms;  /* of the build, the driver's pipeline creation (the compile log line) */
@@ -84,15 +88,19 @@ typedef struct kernel_cache {
 } kernel_cache;
 
 /* The identity of a kernel on a device in the bounds-checked mode `robust` (cubec_device_info's,
- * immutable after open): a hash of what defines its pipeline. Needs no lock. */
-uint64_t server_kernel_identity(const cubec_kernel_desc *desc, int robust);
-/* The pipeline of `desc` (identity `key`), built when the device has none. Called with the device
- * lock held and returns with it held, but releases it while compiling, reflecting, checking and
- * creating the driver's pipeline, so other threads keep working: everything the caller resolved
- * before may have changed meanwhile (api_kernel.c resolves nothing before). A build of the same
- * identity already in flight on another thread is waited for. */
+ * immutable after open): a hash of what defines its pipeline, the files a GLSL kernel includes
+ * (`includes`, gathered from the disk when it was created; NULL: none) among them. Needs no
+ * lock. */
+uint64_t server_kernel_identity(const cubec_kernel_desc *desc, const glsl_sources *includes,
+                                int robust);
+/* The pipeline of `desc` (identity `key`, its included files `includes`), built when the device has
+ * none. Called with the device lock held and returns with it held, but releases it while compiling,
+ * reflecting, checking and creating the driver's pipeline, so other threads keep working:
+ * everything the caller resolved before may have changed meanwhile (api_kernel.c resolves nothing
+ * before). A build of the same identity already in flight on another thread is waited for. */
 MUST_USE cubec_status server_kernel_create(cubec_device *d, const cubec_kernel_desc *desc,
-                                           uint64_t key, pipeline_entry **out);
+                                           glsl_sources *includes, uint64_t key,
+                                           pipeline_entry **out);
 /* The same, keeping the device lock throughout: for cubec's built-in kernels, compiled from the
  * copy and fill paths, which hold resolved buffers. */
 MUST_USE cubec_status server_kernel_create_locked(cubec_device *d, const cubec_kernel_desc *desc,

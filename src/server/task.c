@@ -285,29 +285,35 @@ cubec_status server_emit_task(cubec_device *d, const recorder *rec, const task *
     const pipeline_entry *e = t->entry;
     gpu_binding infos[32];
     gpu_image_binding images[GPU_MAX_RESOURCES];
-    /* Ranges: bound buffers, then those reached by address (not bound), then images. */
+    /* The bound buffers, then those reached by address (ordered, never bound), then images. Of
+     * the bound buffers, those past the module's slots are not passed to the backend, and those
+     * at slots it left unused are passed but not bound (the backend skips them); neither is
+     * accessed, so neither orders anything. */
     uint32_t n = t->count - t->resources, bound = n - t->addressed;
+    uint32_t passed = bound < e->refl.binding_count ? bound : e->refl.binding_count;
+    uint32_t nr = 0;
     for (uint32_t i = 0; i < t->count; i++) {
         const bound_range *r = task_b(d->streams->slots, t, i);
         gpu_mem *p = r->alloc->mem.page;
-        if (i < bound)
+        if (i < passed) {
             infos[i] = (gpu_binding){p, r->offset, r->size};
-        else if (i >= n)
-            images[i - n] =
-                (gpu_image_binding){r->alloc->image, e->refl.resources[i - n].binding,
-                                    e->refl.resources[i - n].kind == CUBEC_RESOURCE_SAMPLED_IMAGE
-                                        ? GPU_RESOURCE_SAMPLED_IMAGE
-                                        : GPU_RESOURCE_STORAGE_IMAGE,
-                                    (t->linear_mask >> (i - n)) & 1u};
-        ranges[i] =
-            (hazard_range){p, bound_start(r), bound_bytes(r), (int)((t->write_mask >> i) & 1)};
+        } else if (i >= n) {
+            const kernel_resource *k = &e->refl.resources[i - n];
+            images[i - n] = (gpu_image_binding){r->alloc->image, k->set, k->binding,
+                                                k->kind == CUBEC_RESOURCE_SAMPLED_IMAGE
+                                                    ? GPU_RESOURCE_SAMPLED_IMAGE
+                                                    : GPU_RESOURCE_STORAGE_IMAGE,
+                                                (t->linear_mask >> (i - n)) & 1u};
+        }
+        if (i >= bound || (i < passed && e->refl.access[i]))
+            ranges[nr++] =
+                (hazard_range){p, bound_start(r), bound_bytes(r), (int)((t->write_mask >> i) & 1)};
     }
-    uint32_t nr = t->count;
     if (t->indirect.alloc)
         ranges[nr++] = (hazard_range){t->indirect.alloc->mem.page, t->indirect.offset, 12, 0};
     sub_hazards_in(d, rec->hazards, cmd, ranges, nr,
                    t->indirect.alloc ? SUB_COMPUTE_INDIRECT : SUB_COMPUTE);
-    RETURN_IF_ERROR(server_record_dispatch_images(d, rec, e, infos, bound, info_buffer,
+    RETURN_IF_ERROR(server_record_dispatch_images(d, rec, e, infos, passed, info_buffer,
                                                   server_task_info(d, t), images, t->resources));
     int timed = timed_in && timing_launch_begin(d, timed_in, t);
     if (t->indirect.alloc)

@@ -237,8 +237,7 @@ static void test_launch_mismatch(void **state)
                             .info_size = 4,
                             .groups = {1, 1, 1}};
     ASSERT_ERROR(cubec_launch(f->d, 0, &ld), CUBEC_INVALID_ARGUMENT, "buffer_count is 1");
-    ld.buffer_count = 3;
-    ASSERT_ERROR(cubec_launch(f->d, 0, &ld), CUBEC_INVALID_ARGUMENT, "has 2 storage buffers");
+    ASSERT_ERROR(cubec_launch(f->d, 0, &ld), CUBEC_INVALID_ARGUMENT, "takes 2 buffers");
     ld.buffer_count = 2;
     ld.info_size = 8;
     ASSERT_ERROR(cubec_launch(f->d, 0, &ld), CUBEC_INVALID_ARGUMENT, "info_size is 8");

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { OPENS = 24 };
+enum { OPENS = 24, MANY_OPENS = 400 };
 
 static cubec_device *open_null(void)
 {
@@ -123,6 +123,27 @@ static void test_reopened_devices_never_reuse_a_closed_address(void **state)
     }
 }
 
+/* A long-lived process opens and closes many devices: every open succeeds (the allocator hands
+ * back closed devices' addresses, and an open that looked for a fresh one failed after ~95 of
+ * them with "host out of memory (device)"), and none takes the address of any closed before. */
+static void test_many_reopens_succeed_at_fresh_addresses(void **state)
+{
+    (void)state;
+    static cubec_device *closed[MANY_OPENS];
+    for (int i = 0; i < MANY_OPENS; i++) {
+        cubec_device *d = NULL;
+        cubec_device_desc desc = CUBEC_DEVICE_DESC_INIT;
+        desc.backend = "null";
+        cubec_status st = cubec_device_open(&desc, &d);
+        if (st) fail_msg("open %d of %d: %s", i + 1, MANY_OPENS, cubec_status_message(st));
+        for (int j = 0; j < i; j++)
+            assert_ptr_not_equal(d, closed[j]);
+        cubec_device_close(d);
+        closed[i] = d;
+    }
+    ASSERT_ERROR(cubec_sync(closed[0], 0), CUBEC_INVALID_ARGUMENT, "is not an open device");
+}
+
 /* Two devices open at once: a call on one is not refused because of the other, and closing one
  * leaves the other usable. */
 static void test_two_open_devices(void **state)
@@ -144,6 +165,7 @@ int main(void)
         cmocka_unit_test(test_closed_device_refused),
         cmocka_unit_test(test_made_up_device_refused),
         cmocka_unit_test(test_reopened_devices_never_reuse_a_closed_address),
+        cmocka_unit_test(test_many_reopens_succeed_at_fresh_addresses),
         cmocka_unit_test(test_two_open_devices),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

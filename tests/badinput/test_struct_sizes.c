@@ -160,8 +160,22 @@ static void test_older_input_structs(void **state)
     uint32_t got[N];
     ASSERT_OK(cubec_read(f->d, f->s, y, 0, got, sizeof got));
     assert_memory_equal(got, want, sizeof got);
-    /* The same junk in a whole desc is read, and refused. */
+    /* A desc of a header before address_buffers: junk there (a made-up pointer, a count past
+     * 32) is never read. */
+    ld.struct_size = (uint32_t)offsetof(cubec_launch_desc, address_buffers);
+    ld.declared_outputs = 0;
+    memset(got, 0, sizeof got);
+    ASSERT_OK(cubec_launch(f->d, f->s, &ld));
+    ASSERT_OK(cubec_read(f->d, f->s, y, 0, got, sizeof got));
+    assert_memory_equal(got, want, sizeof got);
+    /* The same junk in a whole desc is read, and refused: the address buffers' count first,
+     * then, with those members cleared, declared_outputs. */
     ld.struct_size = sizeof ld;
+    ASSERT_ERROR(cubec_launch(f->d, f->s, &ld), CUBEC_INVALID_ARGUMENT, "address_buffer_count");
+    ld.address_buffers = NULL;
+    ld.address_buffer_count = 0;
+    ld.address_reads = ld.address_writes = 0;
+    memset(&ld.declared_outputs, JUNK, sizeof ld.declared_outputs);
     ASSERT_ERROR(cubec_launch(f->d, f->s, &ld), CUBEC_INVALID_ARGUMENT, "declared_outputs");
 
     /* A kernel desc of a header before required_subgroup_size: 0x5a5a5a5a there (not a power of
@@ -186,6 +200,12 @@ static void test_older_input_structs(void **state)
     assert_memory_equal(got, want, sizeof got);
     ASSERT_OK(cubec_kernel_destroy(f->d, k));
     kd.struct_size = sizeof kd;
+    /* The pointers added after it are dereferenced when set: junk there cannot be survived, so
+     * they are cleared, and the junk subgroup size is what is refused. */
+    kd.glsl_path = NULL;
+    kd.include_dirs = NULL;
+    kd.include_dir_count = 0;
+    kd.preamble = NULL;
     ASSERT_ERROR(cubec_kernel_create(f->d, &kd, &k), CUBEC_INVALID_ARGUMENT,
                  "required_subgroup_size");
 

@@ -97,8 +97,8 @@ static void dry_launch_is_dropped(void **state)
     ASSERT_OK(uint_launch(f->d, f->s, f->step, v, NONE, N, 3, 1));
     ASSERT_OK(uint_launch(f->d, f->s, f->step, v, NONE, N, 3, 1));
     /* Still checked: a bad argument is refused as in a real launch. */
-    ASSERT_ERROR(uint_launch(f->d, f->s, f->step, v, v, N, 3, 1), CUBEC_INVALID_ARGUMENT,
-                 "buffer_count");
+    ASSERT_ERROR(uint_launch(f->d, f->s, f->step, NONE, NONE, N, 3, 1), CUBEC_INVALID_ARGUMENT,
+                 "desc->buffers[0]");
     ASSERT_OK(cubec_run_window_end(f->d, f->s));
     ASSERT_OK(cubec_sync(f->d, f->s));
     server_stats after = server_stats_get(f->d);

@@ -71,6 +71,24 @@ def test_saxpy_with_a_numpy_record(dev, saxpy):
     assert saxpy.bindings == 3 and saxpy.info_size == 8 and saxpy.access == ("r", "r", "w")
 
 
+def test_layout_as_written_gap_extra_buffer_and_uniform(dev):
+    # Binding 1 is a gap, binding 2 a uniform block; a fourth buffer is past the layout.
+    src = """#version 450
+layout(local_size_x = 64) in;
+layout(std430, binding = 0) readonly buffer A { uint a[]; };
+layout(std140, binding = 2) uniform U { uint mul; uint add; } u;
+layout(std430, binding = 3) writeonly buffer C { uint c[]; };
+void main() { uint i = gl_GlobalInvocationID.x; c[i] = a[i] * u.mul + u.add; }
+"""
+    k = dev.kernel(glsl=src, name="layout")
+    assert k.bindings == 4 and k.access == ("r", None, "r", "w")
+    a = np.arange(128, dtype=np.uint32)
+    ba, gap, extra = dev.buffer(a), dev.empty(4, "uint32"), dev.empty(4, "uint32")
+    ub, bc = dev.buffer(np.array([3, 5, 0, 0], dtype=np.uint32)), dev.empty(128, "uint32")
+    k(ba, gap, ub, bc, extra, groups=2)
+    np.testing.assert_array_equal(bc.numpy(), a * 3 + 5)
+
+
 def test_saxpy_with_bytes_and_a_stream(dev, saxpy):
     n = 100
     x = np.arange(n, dtype=np.float32)
@@ -138,7 +156,7 @@ void main() {
 
 def test_errors_are_the_class_of_their_code(dev, saxpy):
     b = dev.empty(4)
-    with pytest.raises(cubec.InvalidArgument, match="3 storage buffers") as e:
+    with pytest.raises(cubec.InvalidArgument, match="takes 3 buffers") as e:
         saxpy(b, b, groups=1, info=saxpy_info(4, 1.0))
     assert isinstance(e.value, ValueError) and e.value.code == 1
     with pytest.raises(cubec.CompileFailed, match="broken"):

@@ -198,29 +198,23 @@ static void test_layout_rules(void **state)
         const char *src;
         const char *needle;
     } cases[] = {
-        {"gap", 1,
+        {"set 4", 1,
          "#version 450\nlayout(local_size_x = 1) in;\n"
-         "layout(std430, binding = 0) buffer A { uint a[]; };\n"
-         "layout(std430, binding = 2) buffer C { uint c[]; };\n"
-         "void main() { a[0] = c[0]; }\n",
-         "binding 1 is missing"},
-        {"set 1", 1,
-         "#version 450\nlayout(local_size_x = 1) in;\n"
-         "layout(std430, set = 1, binding = 0) buffer A { uint a[]; };\n"
+         "layout(std430, set = 4, binding = 0) buffer A { uint a[]; };\n"
          "void main() { a[0] = 1u; }\n",
-         "descriptor set 1"},
-        {"uniform buffer", 1,
+         "descriptor set 4"},
+        {"33 slots over two sets", 1,
          "#version 450\nlayout(local_size_x = 1) in;\n"
-         "layout(std430, binding = 0) buffer A { uint a[]; };\n"
-         "layout(std140, binding = 1) uniform U { uint u; };\n"
-         "void main() { a[0] = u; }\n",
-         "uniform buffer 'U'"},
-        /* Storage images are accepted at set 0 (docs/images.md); these are not. */
-        {"storage image in set 1", 1,
+         "layout(std430, set = 0, binding = 20) buffer A { uint a[]; };\n"
+         "layout(std430, set = 1, binding = 11) buffer B { uint b[]; };\n"
+         "void main() { a[0] = b[0]; }\n",
+         "33 buffer slots"},
+        /* Images are accepted in sets 0..3 (docs/images.md); these are not. */
+        {"storage image in set 4", 1,
          "#version 450\nlayout(local_size_x = 1) in;\n"
-         "layout(set = 1, binding = 0, r32f) uniform image2D img;\n"
+         "layout(set = 4, binding = 0, r32f) uniform image2D img;\n"
          "void main() { imageStore(img, ivec2(0), vec4(1.0)); }\n",
-         "storage image 'img' is in descriptor set 1"},
+         "storage image 'img' is in descriptor set 4"},
         {"array of storage images", 1,
          "#version 450\nlayout(local_size_x = 1) in;\n"
          "layout(binding = 0, r32f) uniform image2D imgs[2];\n"
@@ -232,13 +226,7 @@ static void test_layout_rules(void **state)
          "layout(std430, binding = 1) buffer B { float b[]; };\n"
          "layout(binding = 1, r32f) uniform image2D img;\n"
          "void main() { imageStore(img, ivec2(0), vec4(a[0] + b[0])); }\n",
-         "storage image 'img' is at binding 1, taken by the storage buffers (0..n-1)"},
-        {"sampled image in set 1", 1,
-         "#version 450\nlayout(local_size_x = 1) in;\n"
-         "layout(std430, binding = 0) buffer A { vec4 a[]; };\n"
-         "layout(set = 1, binding = 1) uniform sampler2D tex;\n"
-         "void main() { a[0] = textureLod(tex, vec2(0.5), 0.0); }\n",
-         "sampled image 'tex' is in descriptor set 1"},
+         "storage image 'img' is at set 0 binding 1, which a buffer also declares"},
         {"separate sampler", 1,
          "#version 450\nlayout(local_size_x = 1) in;\n"
          "layout(std430, binding = 0) buffer A { vec4 a[]; };\n"
@@ -282,6 +270,48 @@ static void test_layout_rules(void **state)
         expect_refused(m.words, m.count, "main", CUBEC_INVALID_SPIRV, cases[i].needle);
         free(m.words);
     }
+}
+
+/* The layout as written (issue 24): a gap an optimizer left is an unused slot, uniform blocks take
+ * slots like storage blocks, and set 1 follows set 0's highest binding. */
+static void test_layout_as_written(void **state)
+{
+    module m = compile(state,
+                       "#version 450\nlayout(local_size_x = 1) in;\n"
+                       "layout(std430, binding = 0) readonly buffer A { uint a[]; };\n"
+                       "layout(std140, binding = 2) uniform U { uvec4 u; float f; };\n"
+                       "layout(std430, binding = 3) writeonly buffer C { uint c[]; };\n"
+                       "layout(std430, set = 2, binding = 1) buffer D { uint d[]; };\n"
+                       "void main() { c[0] = a[0] + u.x + uint(f); d[0] += 1u; }\n",
+                       1);
+    kernel_reflection r;
+    expect_ok(kernel_reflect(m.words, m.count, "main", 0, &r));
+    /* Set 0 takes slots 0..3 (binding 1 unused); set 2 takes 4..5 (binding 0 unused). */
+    assert_int_equal(r.binding_count, 6);
+    assert_int_equal(r.set_count, 3);
+    static const struct {
+        uint8_t kind, set, binding;
+        cubec_access access;
+    } want[6] = {
+        {KERNEL_SLOT_STORAGE, 0, 0, CUBEC_ACCESS_READ},
+        {KERNEL_SLOT_UNUSED, 0, 0, 0},
+        {KERNEL_SLOT_UNIFORM, 0, 2, CUBEC_ACCESS_READ},
+        {KERNEL_SLOT_STORAGE, 0, 3, CUBEC_ACCESS_WRITE},
+        {KERNEL_SLOT_UNUSED, 0, 0, 0},
+        {KERNEL_SLOT_STORAGE, 2, 1, CUBEC_ACCESS_READ_WRITE},
+    };
+    for (int i = 0; i < 6; i++) {
+        print_message("slot %d\n", i);
+        assert_int_equal(r.slots[i].kind, want[i].kind);
+        assert_int_equal(r.access[i], want[i].access);
+        if (want[i].kind == KERNEL_SLOT_UNUSED) continue;
+        assert_int_equal(r.slots[i].set, want[i].set);
+        assert_int_equal(r.slots[i].binding, want[i].binding);
+    }
+    /* std140: a uvec4 then a float, 20 bytes as declared. */
+    assert_int_equal(r.slots[2].block_size, 20);
+    assert_int_equal(r.has_info_buffer, 0);
+    free(m.words);
 }
 
 /* 31 user buffers (0..30) is the most there can be; binding 31 is then taken by info. */
@@ -571,6 +601,7 @@ int main(void)
         cmocka_unit_test(test_wrong_entry_point),
         cmocka_unit_test(test_layout_rules),
         cmocka_unit_test(test_max_bindings),
+        cmocka_unit_test(test_layout_as_written),
         cmocka_unit_test(test_no_resources),
         cmocka_unit_test(test_push_constant_size),
         cmocka_unit_test(test_workgroup_size_builtin),

@@ -300,8 +300,9 @@ static void test_spec_op_evaluation(void **state)
     }
 }
 
-/* A length that cannot be evaluated is refused, naming the variable: a division by zero (SPIR-V
- * leaves it undefined) reached only through the specialization value. */
+/* A length that cannot be evaluated is recorded as the module's problem under those values,
+ * naming the variable, and refused by workgroup_memory_problem: a division by zero (SPIR-V leaves
+ * it undefined) reached only through the specialization value. The defaults have no problem. */
 static void test_spec_constant_expression_refused(void **state)
 {
     (void)state;
@@ -315,12 +316,66 @@ static void test_spec_constant_expression_refused(void **state)
     workgroup_memory wm;
     ASSERT_OK(workgroup_memory_scan(m.words, m.count, &wm));
     assert_int_equal(wm.bytes, 4 * 5);
+    assert_int_equal(wm.problem, WORKGROUP_SHAPE_OK);
+    assert_null(workgroup_memory_problem(&wm));
     const cubec_spec_constant zero[] = {{.id = 3, .value = 0}};
-    ASSERT_ERROR(workgroup_memory_scan_specialized(m.words, m.count, zero, 1, &wm),
-                 CUBEC_UNSUPPORTED,
+    ASSERT_OK(workgroup_memory_scan_specialized(m.words, m.count, zero, 1, &wm));
+    assert_int_equal(wm.problem, WORKGROUP_LENGTH_UNKNOWN);
+    assert_int_equal(wm.bytes, 0);
+    ASSERT_ERROR(workgroup_memory_problem(&wm), CUBEC_UNSUPPORTED,
                  "Workgroup (shared) variable 'tile' has an array length given by a "
                  "specialization-constant expression that cubec cannot evaluate");
-    assert_int_equal(wm.bytes, 0);
+    free(m.words);
+}
+
+/* An array length below 1 once specialized (Vulkan forbids it, VUID-...-06719) is recorded with
+ * the variable and the length: 0 from an unsigned expression (ggml's flash_attn with its
+ * defaults), -2 from a signed one; the values that make it 1 or more clear it. */
+static void test_length_below_one(void **state)
+{
+    (void)state;
+    module m = compute_module("OpDecorate %b SpecId 0\n"
+                              "OpDecorate %s SpecId 1\n"
+                              "%int = OpTypeInt 32 1\n"
+                              "%b = OpSpecConstant %uint 16\n"
+                              "%s = OpSpecConstant %uint 32\n"
+                              "%q = OpSpecConstantOp %uint UDiv %b %s\n"
+                              "%a = OpTypeArray %float %q\n"
+                              "%pa = OpTypePointer Workgroup %a\n"
+                              "%tile = OpVariable %pa Workgroup\n",
+                              "");
+    workgroup_memory wm;
+    ASSERT_OK(workgroup_memory_scan(m.words, m.count, &wm)); /* 16 / 32 = 0 */
+    assert_int_equal(wm.problem, WORKGROUP_LENGTH_BELOW_ONE);
+    assert_int_equal(wm.length, 0);
+    ASSERT_ERROR(workgroup_memory_problem(&wm), CUBEC_INVALID_SPIRV,
+                 "Workgroup (shared) variable 'tile' has an array length of 0 with these "
+                 "specialization values");
+    const cubec_spec_constant fix[] = {{0, 128}, {1, 32}};
+    ASSERT_OK(workgroup_memory_scan_specialized(m.words, m.count, fix, 2, &wm));
+    assert_int_equal(wm.problem, WORKGROUP_SHAPE_OK);
+    assert_int_equal(wm.bytes, 4 * 4);
+    free(m.words);
+
+    /* A signed length of -2 in a Private array no variable of which is named: the type. */
+    m = compute_module("OpDecorate %k SpecId 2\n"
+                       "%int = OpTypeInt 32 1\n"
+                       "%k = OpSpecConstant %int 3\n"
+                       "%two = OpConstant %int 2\n"
+                       "%len = OpSpecConstantOp %int ISub %k %two\n"
+                       "%a = OpTypeArray %float %len\n"
+                       "%pa = OpTypePointer Private %a\n"
+                       "%priv = OpVariable %pa Private\n",
+                       "");
+    ASSERT_OK(workgroup_memory_scan(m.words, m.count, &wm));
+    assert_int_equal(wm.problem, WORKGROUP_SHAPE_OK);
+    const cubec_spec_constant neg[] = {{2, 0}};
+    ASSERT_OK(workgroup_memory_scan_specialized(m.words, m.count, neg, 1, &wm));
+    assert_int_equal(wm.problem, WORKGROUP_LENGTH_BELOW_ONE);
+    assert_int_equal(wm.length, -2);
+    assert_int_equal(wm.what_shared, 0);
+    ASSERT_ERROR(workgroup_memory_problem(&wm), CUBEC_INVALID_SPIRV,
+                 "has an array length of -2 with these specialization values");
     free(m.words);
 }
 
@@ -549,6 +604,7 @@ int main(void)
         cmocka_unit_test(test_spec_constant_expression),
         cmocka_unit_test(test_spec_op_evaluation),
         cmocka_unit_test(test_spec_constant_expression_refused),
+        cmocka_unit_test(test_length_below_one),
         cmocka_unit_test(test_int64_atomics),
         cmocka_unit_test(test_malformed),
         cmocka_unit_test(test_limits),

@@ -352,6 +352,61 @@ static void test_workgroup_limits_on_specialized_size(void **state)
     test_device_close(d);
 }
 
+/* Per-subgroup partial sums as ggml writes them (partial[BLOCK_SIZE / SUBGROUP_SIZE]): with
+ * the defaults (16 / 32) the array has length 0, which Vulkan forbids once specialized (the
+ * validation layer reports VUID-VkPipelineShaderStageCreateInfo-pSpecializationInfo-06719; before
+ * the check cubec handed it to the driver). Refused naming the variable and the length; with
+ * values that make it 4 the kernel runs and sums 1 + 2 + 3 + 4. */
+static void test_array_length_below_one(void **state)
+{
+    (void)state;
+    cubec_device *d = test_device_open();
+    static const char src[] =
+        "#version 450\n"
+        "layout(local_size_x_id = 0) in;\n"
+        "layout(constant_id = 0) const uint BLOCK_SIZE = 16;\n"
+        "layout(constant_id = 1) const uint SUBGROUP_SIZE = 32;\n"
+        "layout(std430, binding = 0) writeonly buffer Y { float y[]; };\n"
+        "shared float partial[BLOCK_SIZE / SUBGROUP_SIZE];\n"
+        "void main() {\n"
+        "  uint t = gl_LocalInvocationID.x;\n"
+        "  if (t < BLOCK_SIZE / SUBGROUP_SIZE) partial[t] = float(t + 1u);\n"
+        "  barrier();\n"
+        "  if (t == 0u) {\n"
+        "    float s = 0.0;\n"
+        "    for (uint i = 0u; i < BLOCK_SIZE / SUBGROUP_SIZE; i++) s += partial[i];\n"
+        "    y[0] = s;\n"
+        "  }\n"
+        "}\n";
+    ASSERT_ERROR(try_create(d, "partial", src, NULL, 0), CUBEC_INVALID_SPIRV,
+                 "kernel 'partial': Workgroup (shared) variable 'partial' has an array length of "
+                 "0 with these specialization values: Vulkan requires every length to be at least "
+                 "1 once specialized");
+    const cubec_spec_constant still_zero[] = {{0, 16}};
+    ASSERT_ERROR(try_create(d, "partial", src, still_zero, 1), CUBEC_INVALID_SPIRV,
+                 "array length of 0");
+    const cubec_spec_constant fits[] = {{0, 128}, {1, 32}};
+    cubec_kernel k = create(d, "partial", src, fits, 2);
+    cubec_kernel_info ki = CUBEC_KERNEL_INFO_INIT;
+    ASSERT_OK(cubec_kernel_get_info(d, k, &ki));
+    assert_int_equal(ki.workgroup_size[0], 128);
+    assert_int_equal(ki.shared_memory_size, 4 * sizeof(float));
+    cubec_buffer y;
+    ASSERT_OK(cubec_buffer_create(d, 0, sizeof(float), &y));
+    cubec_launch_desc ld = CUBEC_LAUNCH_DESC_INIT;
+    ld.kernel = k;
+    ld.buffers = &y;
+    ld.buffer_count = 1;
+    ld.groups[0] = ld.groups[1] = ld.groups[2] = 1;
+    ASSERT_OK(cubec_launch(d, 0, &ld));
+    float sum = 0;
+    ASSERT_OK(cubec_read(d, 0, y, 0, &sum, sizeof sum));
+    assert_float_equal(sum, 1.0f + 2.0f + 3.0f + 4.0f, 0.0f);
+    ASSERT_OK(cubec_kernel_destroy(d, k));
+    ASSERT_OK(cubec_buffer_release(d, y));
+    test_device_close(d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -360,6 +415,7 @@ int main(void)
         cmocka_unit_test(test_disk_cache_keeps_specializations_apart),
         cmocka_unit_test(test_shared_limit_on_specialized_size),
         cmocka_unit_test(test_workgroup_limits_on_specialized_size),
+        cmocka_unit_test(test_array_length_below_one),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

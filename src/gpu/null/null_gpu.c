@@ -488,7 +488,10 @@ static cubec_status null_pipeline_create(gpu *base, const gpu_pipeline_desc *des
                            "kernel '%s': first word 0x%08" PRIx32 " is not the SPIR-V magic number "
                            "0x%08x",
                            name, desc->spirv[0], NULL_SPIRV_MAGIC);
-    uint32_t max_buffers = desc->info_buffer ? GPU_INFO_BINDING : GPU_MAX_BINDINGS - 1;
+    /* Without slots the buffers sit at set 0 below the info binding; with them, reflection
+     * placed them (sets after 0 may reach binding 31). */
+    uint32_t max_buffers =
+        desc->info_buffer && !desc->slots ? GPU_INFO_BINDING : GPU_MAX_BINDINGS - 1;
     if (desc->binding_count > max_buffers)
         return INVALID_ARG("kernel '%s': binding_count %" PRIu32 " exceeds %" PRIu32, name,
                            desc->binding_count, max_buffers);
@@ -1227,6 +1230,7 @@ cubec_status null_gpu_open(const gpu_open_desc *desc, gpu **out)
      * buffers, so the server's paths for them run here too. */
     g->base.caps.uniform_info = 1;
     g->base.caps.metadata_alignment = 64;
+    g->base.caps.uniform_offset_alignment = 64;
     g->base.caps.max_uniform_range = 65536;
     g->base.caps.metadata_device_local = !g->base.caps.unified;
     /* Subgroup size control for compute kernels, lavapipe's 8..8 with its 32 subgroups a

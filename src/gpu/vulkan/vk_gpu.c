@@ -49,12 +49,15 @@ static cubec_status vk_mem_create_unbacked_kind(gpu *g, gpu_mem_kind kind, uint6
     m->base.unbacked = 1;
     /* Pages have a device address where the device offers one (cubec_buffer_raw). */
     int device_address = kind == GPU_MEM_DEVICE && v->vk.buffer_device_address;
+    /* Device pages may be bound as uniform buffers too: a module's uniform block takes a launch
+     * buffer like a storage block does (docs/kernels.md, "Bringing existing shaders"). */
+    int uniform = kind == GPU_MEM_METADATA || kind == GPU_MEM_DEVICE;
     VkBufferCreateInfo bci = {
         .sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
         .size = size,
         .usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
                  VK_BUFFER_USAGE_TRANSFER_DST_BIT | VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT |
-                 (kind == GPU_MEM_METADATA ? VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT : 0) |
+                 (uniform ? VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT : 0) |
                  (device_address ? VK_BUFFER_USAGE_SHADER_DEVICE_ADDRESS_BIT : 0),
         .sharingMode = VK_SHARING_MODE_EXCLUSIVE};
     cubec_status err =
@@ -295,9 +298,79 @@ static void vk_pipeline_destroy(gpu *g, gpu_pipeline *p)
     }
     if (p->pipeline) vkDestroyPipeline(dev, p->pipeline, NULL);
     if (p->layout) vkDestroyPipelineLayout(dev, p->layout, NULL);
-    if (p->set_layout) vkDestroyDescriptorSetLayout(dev, p->set_layout, NULL);
+    for (uint32_t i = 0; i < GPU_MAX_SETS; i++)
+        if (p->set_layouts[i]) vkDestroyDescriptorSetLayout(dev, p->set_layouts[i], NULL);
     if (p->module) vkDestroyShaderModule(dev, p->module, NULL);
     free(p);
+}
+
+/* The bind positions of `desc`: its slots, or storage buffers at set 0 bindings 0..n-1. */
+static cubec_status pipeline_slots(const gpu_pipeline_desc *desc, gpu_pipeline *p)
+{
+    if (desc->binding_count > GPU_MAX_BINDINGS - 1 || desc->set_count > GPU_MAX_SETS)
+        return status_make(CUBEC_INTERNAL,
+                           "kernel '%s': %u bindings in %u sets, more than %d in %d",
+                           desc->name ? desc->name : "(unnamed)", desc->binding_count,
+                           desc->set_count, GPU_MAX_BINDINGS - 1, GPU_MAX_SETS);
+    p->slot_count = desc->binding_count;
+    p->set_count = desc->set_count ? desc->set_count : 1;
+    for (uint32_t i = 0; i < desc->binding_count; i++)
+        p->slots[i] = desc->slots ? desc->slots[i] : (gpu_slot){GPU_SLOT_STORAGE, 0, (uint8_t)i};
+    return NULL;
+}
+
+/* The descriptor set layouts and the pipeline layout: the module's bindings as written. */
+static cubec_status build_layout(vk_gpu *v, const gpu_pipeline_desc *desc, gpu_pipeline *p)
+{
+    VkDevice dev = v->vk.device;
+    RETURN_IF_ERROR(pipeline_slots(desc, p));
+    p->info_uniform = desc->info_buffer && desc->info_uniform;
+    for (uint32_t set = 0; set < p->set_count; set++) {
+        VkDescriptorSetLayoutBinding b[GPU_MAX_BINDINGS + GPU_MAX_RESOURCES];
+        uint32_t n = 0;
+        for (uint32_t i = 0; i < p->slot_count; i++) {
+            const gpu_slot *s = &p->slots[i];
+            if (s->kind == GPU_SLOT_UNUSED || s->set != set) continue;
+            b[n++] = (VkDescriptorSetLayoutBinding){
+                .binding = s->binding,
+                .descriptorType = s->kind == GPU_SLOT_UNIFORM ? VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER
+                                                              : VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                .descriptorCount = 1,
+                .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT};
+        }
+        for (uint32_t i = 0; i < desc->resource_count && i < GPU_MAX_RESOURCES; i++)
+            if (desc->resources[i].set == set)
+                b[n++] = (VkDescriptorSetLayoutBinding){
+                    .binding = desc->resources[i].binding,
+                    .descriptorType = vk_descriptor_type(desc->resources[i].type),
+                    .descriptorCount = 1,
+                    .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT};
+        if (set == 0 && desc->info_buffer)
+            b[n++] = (VkDescriptorSetLayoutBinding){
+                .binding = GPU_INFO_BINDING,
+                .descriptorType = p->info_uniform ? VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER
+                                                  : VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                .descriptorCount = 1,
+                .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT};
+        VkDescriptorSetLayoutCreateInfo dslci = {
+            .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
+            .flags = set == 0 && v->base.caps.push_descriptors
+                         ? VK_DESCRIPTOR_SET_LAYOUT_CREATE_PUSH_DESCRIPTOR_BIT_KHR
+                         : 0,
+            .bindingCount = n,
+            .pBindings = b};
+        VK_RETURN_IF_ERROR(vkCreateDescriptorSetLayout(dev, &dslci, NULL, &p->set_layouts[set]),
+                           "vkCreateDescriptorSetLayout");
+    }
+    VkPushConstantRange pcr = {VK_SHADER_STAGE_COMPUTE_BIT, 0, desc->push_size};
+    VkPipelineLayoutCreateInfo plci = {.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO,
+                                       .setLayoutCount = p->set_count,
+                                       .pSetLayouts = p->set_layouts,
+                                       .pushConstantRangeCount = pcr.size ? 1 : 0,
+                                       .pPushConstantRanges = &pcr};
+    VK_RETURN_IF_ERROR(vkCreatePipelineLayout(dev, &plci, NULL, &p->layout),
+                       "vkCreatePipelineLayout");
+    return NULL;
 }
 
 static cubec_status build_pipeline(vk_gpu *v, const gpu_pipeline_desc *desc, gpu_pipeline *p)
@@ -313,41 +386,7 @@ static cubec_status build_pipeline(vk_gpu *v, const gpu_pipeline_desc *desc, gpu
                                      .codeSize = desc->words * 4,
                                      .pCode = desc->spirv};
     VK_RETURN_IF_ERROR(vkCreateShaderModule(dev, &smci, NULL, &p->module), "vkCreateShaderModule");
-    VkDescriptorSetLayoutBinding b[GPU_MAX_BINDINGS + GPU_MAX_RESOURCES];
-    uint32_t n = 0;
-    for (uint32_t i = 0; i < desc->binding_count + (desc->info_buffer ? 1 : 0); i++) {
-        int info = i >= desc->binding_count;
-        b[n++] = (VkDescriptorSetLayoutBinding){
-            .binding = info ? GPU_INFO_BINDING : i,
-            .descriptorType = info && desc->info_uniform ? VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER
-                                                         : VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-            .descriptorCount = 1,
-            .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT};
-    }
-    for (uint32_t i = 0; i < desc->resource_count && i < GPU_MAX_RESOURCES; i++)
-        b[n++] = (VkDescriptorSetLayoutBinding){.binding = desc->resources[i].binding,
-                                                .descriptorType =
-                                                    vk_descriptor_type(desc->resources[i].type),
-                                                .descriptorCount = 1,
-                                                .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT};
-    p->info_uniform = desc->info_buffer && desc->info_uniform;
-    VkDescriptorSetLayoutCreateInfo dslci = {
-        .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
-        .flags = v->base.caps.push_descriptors
-                     ? VK_DESCRIPTOR_SET_LAYOUT_CREATE_PUSH_DESCRIPTOR_BIT_KHR
-                     : 0,
-        .bindingCount = n,
-        .pBindings = b};
-    VK_RETURN_IF_ERROR(vkCreateDescriptorSetLayout(dev, &dslci, NULL, &p->set_layout),
-                       "vkCreateDescriptorSetLayout");
-    VkPushConstantRange pcr = {VK_SHADER_STAGE_COMPUTE_BIT, 0, desc->push_size};
-    VkPipelineLayoutCreateInfo plci = {.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO,
-                                       .setLayoutCount = 1,
-                                       .pSetLayouts = &p->set_layout,
-                                       .pushConstantRangeCount = pcr.size ? 1 : 0,
-                                       .pPushConstantRanges = &pcr};
-    VK_RETURN_IF_ERROR(vkCreatePipelineLayout(dev, &plci, NULL, &p->layout),
-                       "vkCreatePipelineLayout");
+    RETURN_IF_ERROR(build_layout(v, desc, p));
     VkSpecializationMapEntry entries[GPU_MAX_SPEC_CONSTANTS];
     uint32_t values[GPU_MAX_SPEC_CONSTANTS];
     uint32_t spec_count =
@@ -754,24 +793,25 @@ cubec_status vk_gpu_open(const gpu_open_desc *desc, gpu **out)
     g->info.robust = v->vk.robust;
     vk_pipeline_cache_identity(v->vk.physical, &g->cache_id);
     g->cache_id.robust = v->vk.robust;
-    g->caps = (gpu_caps){.unified = v->vk.unified,
-                         .push_descriptors = v->vk.push_descriptor != NULL,
-                         .timestamps = v->vk.timestamps,
-                         .timestamp_bits = v->vk.timestamp_bits,
-                         .host_query_reset = v->vk.host_query_reset,
-                         .calibrated_clock = v->vk.get_calibrated_timestamps != NULL,
-                         .physical_index = v->vk.physical_index,
-                         .deferred_recording = 1,
-                         .host_import_alignment = v->vk.host_import_alignment,
-                         .uniform_info = v->vk.scalar_block_layout,
-                         .metadata_alignment =
-                             max_u64(v->vk.props.limits.minStorageBufferOffsetAlignment,
-                                     v->vk.props.limits.minUniformBufferOffsetAlignment),
-                         .max_uniform_range = v->vk.props.limits.maxUniformBufferRange,
-                         .metadata_device_local = v->vk.metadata_device_local,
-                         .runs_kernels = 1,
-                         .required_subgroup_size = v->vk.required_subgroup_size,
-                         .max_workgroup_subgroups = v->vk.max_workgroup_subgroups};
+    g->caps = (gpu_caps){
+        .unified = v->vk.unified,
+        .push_descriptors = v->vk.push_descriptor != NULL,
+        .timestamps = v->vk.timestamps,
+        .timestamp_bits = v->vk.timestamp_bits,
+        .host_query_reset = v->vk.host_query_reset,
+        .calibrated_clock = v->vk.get_calibrated_timestamps != NULL,
+        .physical_index = v->vk.physical_index,
+        .deferred_recording = 1,
+        .host_import_alignment = v->vk.host_import_alignment,
+        .uniform_info = v->vk.scalar_block_layout,
+        .metadata_alignment = max_u64(v->vk.props.limits.minStorageBufferOffsetAlignment,
+                                      v->vk.props.limits.minUniformBufferOffsetAlignment),
+        .max_uniform_range = v->vk.props.limits.maxUniformBufferRange,
+        .uniform_offset_alignment = v->vk.props.limits.minUniformBufferOffsetAlignment,
+        .metadata_device_local = v->vk.metadata_device_local,
+        .runs_kernels = 1,
+        .required_subgroup_size = v->vk.required_subgroup_size,
+        .max_workgroup_subgroups = v->vk.max_workgroup_subgroups};
     VkSemaphoreTypeCreateInfo tci = {.sType = VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO,
                                      .semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE,
                                      .initialValue = 0};

@@ -53,10 +53,17 @@ struct gpu_image {
 
 struct gpu_pipeline {
     VkShaderModule module;
-    VkDescriptorSetLayout set_layout;
+    /* One layout per set up to the highest the module uses (empty for a set it skips); set 0's
+     * is pushed where push descriptors exist, the others come from the command buffer's pools
+     * (Vulkan allows one push-descriptor set per pipeline layout). */
+    VkDescriptorSetLayout set_layouts[GPU_MAX_SETS];
+    uint32_t set_count;
     VkPipelineLayout layout;
     VkPipeline pipeline;
     int info_uniform; /* the metadata binding is a uniform buffer */
+    /* Where a bind's buffer i goes (slot_count of them; past them, buffers are not bound). */
+    gpu_slot slots[GPU_MAX_BINDINGS];
+    uint32_t slot_count;
 };
 
 /* A command buffer: the seam's command list (gpu/cmd_list.h), encoded into `cmd` when it is needed

@@ -52,14 +52,14 @@ void vk_emit_bind_pipeline(vk_cmd *c, const gpu_pipeline *p)
 }
 
 /* A set from the command buffer's pools, adding a pool when the current one is full. */
-static cubec_status allocate_set(vk_cmd *c, const gpu_pipeline *p, VkDescriptorSet *out)
+static cubec_status allocate_set(vk_cmd *c, VkDescriptorSetLayout layout, VkDescriptorSet *out)
 {
     VkDevice dev = c->g->vk.device;
     while (c->current_pool < c->descriptor_pool_count) {
         VkDescriptorSetAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
                                           .descriptorPool = c->descriptor_pools[c->current_pool],
                                           .descriptorSetCount = 1,
-                                          .pSetLayouts = &p->set_layout};
+                                          .pSetLayouts = &layout};
         VkResult r = vkAllocateDescriptorSets(dev, &ai, out);
         if (r == VK_SUCCESS) return NULL;
         if (r != VK_ERROR_OUT_OF_POOL_MEMORY && r != VK_ERROR_FRAGMENTED_POOL)
@@ -73,7 +73,7 @@ static cubec_status allocate_set(vk_cmd *c, const gpu_pipeline *p, VkDescriptorS
     VkDescriptorPool *n = c->descriptor_pools;
     VkDescriptorPoolSize sizes[4] = {
         {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, c->sets * GPU_MAX_BINDINGS},
-        {VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER, c->sets},
+        {VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER, c->sets * GPU_MAX_BINDINGS},
         {VK_DESCRIPTOR_TYPE_STORAGE_IMAGE, c->sets * GPU_MAX_RESOURCES},
         {VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER, c->sets * GPU_MAX_RESOURCES}};
     VkDescriptorPoolCreateInfo dpci = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
@@ -83,53 +83,84 @@ static cubec_status allocate_set(vk_cmd *c, const gpu_pipeline *p, VkDescriptorS
     VK_RETURN_IF_ERROR(vkCreateDescriptorPool(dev, &dpci, NULL, &n[c->descriptor_pool_count]),
                        "vkCreateDescriptorPool");
     c->current_pool = c->descriptor_pool_count++;
-    return allocate_set(c, p, out);
+    return allocate_set(c, layout, out);
+}
+
+/* Writes one set's descriptors: pushed for set 0 where push descriptors exist (its layout was
+ * made for that), else in a set from the command buffer's pools. */
+static cubec_status write_set(vk_cmd *c, const gpu_pipeline *p, uint32_t set,
+                              VkWriteDescriptorSet *w, uint32_t count)
+{
+    vk_gpu *v = c->g;
+    if (set == 0 && v->base.caps.push_descriptors) {
+        v->vk.push_descriptor(c->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p->layout, 0, count, w);
+        return NULL;
+    }
+    VkDescriptorSet ds = VK_NULL_HANDLE;
+    RETURN_IF_ERROR(allocate_set(c, p->set_layouts[set], &ds));
+    for (uint32_t i = 0; i < count; i++)
+        w[i].dstSet = ds;
+    vkUpdateDescriptorSets(v->vk.device, count, w, 0, NULL);
+    vkCmdBindDescriptorSets(c->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p->layout, set, 1, &ds, 0,
+                            NULL);
+    return NULL;
 }
 
 cubec_status vk_emit_bind_buffers(vk_cmd *c, const gpu_pipeline *p, const gpu_binding *b,
                                   uint32_t n, const gpu_binding *info,
                                   const gpu_image_binding *images, uint32_t ni)
 {
-    VkDescriptorBufferInfo infos[GPU_MAX_BINDINGS];
-    VkDescriptorImageInfo image_infos[GPU_MAX_RESOURCES];
-    VkWriteDescriptorSet w[GPU_MAX_BINDINGS + GPU_MAX_RESOURCES];
-    uint32_t count = 0;
-    for (uint32_t i = 0; i < n + (info ? 1 : 0); i++) {
-        const gpu_binding *x = i < n ? &b[i] : info;
-        infos[count] = (VkDescriptorBufferInfo){vk_buffer_of(x->mem), x->offset, x->size};
-        w[count] = (VkWriteDescriptorSet){.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
-                                          .dstBinding = i < n ? i : GPU_INFO_BINDING,
-                                          .descriptorCount = 1,
-                                          .descriptorType = i >= n && p->info_uniform
-                                                                ? VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER
-                                                                : VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-                                          .pBufferInfo = &infos[count]};
-        count++;
+    /* Buffers past the pipeline's slots, and those at slots the module left unused, are not
+     * bound (docs/kernels.md, "Bringing existing shaders"). */
+    uint32_t bound = n < p->slot_count ? n : p->slot_count;
+    /* A uniform binding's range is at most maxUniformBufferRange: the block, which reflection
+     * checked fits, is at its start. */
+    uint64_t uniform_range = c->g->vk.props.limits.maxUniformBufferRange;
+    for (uint32_t set = 0; set < p->set_count; set++) {
+        VkDescriptorBufferInfo infos[GPU_MAX_BINDINGS];
+        VkDescriptorImageInfo image_infos[GPU_MAX_RESOURCES];
+        VkWriteDescriptorSet w[GPU_MAX_BINDINGS + GPU_MAX_RESOURCES];
+        uint32_t count = 0;
+        for (uint32_t i = 0; i < bound + (info && set == 0 ? 1 : 0); i++) {
+            const gpu_binding *x = i < bound ? &b[i] : info;
+            int uniform;
+            uint32_t binding;
+            if (i < bound) {
+                const gpu_slot *s = &p->slots[i];
+                if (s->kind == GPU_SLOT_UNUSED || s->set != set) continue;
+                uniform = s->kind == GPU_SLOT_UNIFORM;
+                binding = s->binding;
+            } else {
+                uniform = p->info_uniform;
+                binding = GPU_INFO_BINDING;
+            }
+            uint64_t size = uniform && x->size > uniform_range ? uniform_range : x->size;
+            infos[count] = (VkDescriptorBufferInfo){vk_buffer_of(x->mem), x->offset, size};
+            w[count] = (VkWriteDescriptorSet){.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
+                                              .dstBinding = binding,
+                                              .descriptorCount = 1,
+                                              .descriptorType =
+                                                  uniform ? VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER
+                                                          : VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                                              .pBufferInfo = &infos[count]};
+            count++;
+        }
+        for (uint32_t i = 0; i < ni && i < GPU_MAX_RESOURCES; i++) {
+            if (images[i].set != set) continue;
+            VkSampler sampler = images[i].type == GPU_RESOURCE_SAMPLED_IMAGE
+                                    ? c->g->samplers[images[i].linear ? 1 : 0]
+                                    : VK_NULL_HANDLE;
+            image_infos[i] =
+                (VkDescriptorImageInfo){sampler, images[i].image->view, VK_IMAGE_LAYOUT_GENERAL};
+            w[count++] =
+                (VkWriteDescriptorSet){.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
+                                       .dstBinding = images[i].binding,
+                                       .descriptorCount = 1,
+                                       .descriptorType = vk_descriptor_type(images[i].type),
+                                       .pImageInfo = &image_infos[i]};
+        }
+        if (count) RETURN_IF_ERROR(write_set(c, p, set, w, count));
     }
-    for (uint32_t i = 0; i < ni && i < GPU_MAX_RESOURCES; i++) {
-        VkSampler sampler = images[i].type == GPU_RESOURCE_SAMPLED_IMAGE
-                                ? c->g->samplers[images[i].linear ? 1 : 0]
-                                : VK_NULL_HANDLE;
-        image_infos[i] =
-            (VkDescriptorImageInfo){sampler, images[i].image->view, VK_IMAGE_LAYOUT_GENERAL};
-        w[count++] = (VkWriteDescriptorSet){.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
-                                            .dstBinding = images[i].binding,
-                                            .descriptorCount = 1,
-                                            .descriptorType = vk_descriptor_type(images[i].type),
-                                            .pImageInfo = &image_infos[i]};
-    }
-    if (!count) return NULL;
-    vk_gpu *v = c->g;
-    if (v->base.caps.push_descriptors) {
-        v->vk.push_descriptor(c->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p->layout, 0, count, w);
-        return NULL;
-    }
-    VkDescriptorSet set = VK_NULL_HANDLE;
-    RETURN_IF_ERROR(allocate_set(c, p, &set));
-    for (uint32_t i = 0; i < count; i++)
-        w[i].dstSet = set;
-    vkUpdateDescriptorSets(v->vk.device, count, w, 0, NULL);
-    vkCmdBindDescriptorSets(c->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p->layout, 0, 1, &set, 0, NULL);
     return NULL;
 }
 
