@@ -558,8 +558,11 @@ typedef struct cubec_resource {
     uint32_t set;             /* the descriptor set (0 until kernels with more sets are accepted) */
     uint32_t binding;         /* the binding in that set, as the kernel declares it */
     uint32_t filter;          /* sampled images: 0 nearest, 1 linear; else 0 */
-    cubec_image image;        /* the image of an image kind */
-    cubec_buffer buffer;      /* reserved (texel buffers); 0 */
+    /* Texel buffers: how `buffer`'s bytes are read as texels (a cubec_image_format; 0: the
+     * format the kernel declares). Else 0. */
+    uint32_t format;
+    cubec_image image;   /* the image of an image kind */
+    cubec_buffer buffer; /* the buffer of a texel-buffer kind */
 } cubec_resource;
 
 /* A wait object for asynchronous work. */
