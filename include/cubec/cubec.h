@@ -50,7 +50,7 @@ extern "C" {
  * (docs/api.md, "Versions and the ABI"). */
 #define CUBEC_VERSION_MAJOR 0
 #define CUBEC_VERSION_MINOR 2
-#define CUBEC_VERSION_PATCH 2
+#define CUBEC_VERSION_PATCH 3
 
 /* A version packed into one number that compares in order: major << 16 | minor << 8 | patch
  * (minor and patch stay below 256). */
@@ -475,6 +475,96 @@ CUBEC_MUST_USE cubec_status cubec_write(cubec_device *device, cubec_stream strea
 CUBEC_MUST_USE cubec_status cubec_read(cubec_device *device, cubec_stream stream, cubec_buffer src,
                                        uint64_t offset, void *dst, uint64_t size);
 
+/* ---------------------------------------------------------------------------------------------
+ * Images (docs/images.md)
+ *
+ * An image is device memory a kernel reads and writes as texels (GLSL image2D/image3D with a
+ * format qualifier): its memory comes from the stream's pools like a buffer's, so ordering,
+ * failures (taint) and graphs treat it as they treat a buffer. Its contents are undefined until
+ * written. Texels travel to and from the host tightly packed: row after row (x fastest), slice
+ * after slice, width * height * depth * cubec_image_format_size bytes.
+ * ------------------------------------------------------------------------------------------- */
+
+/* An image handle (cubec_image_create); 0 names none. */
+typedef struct cubec_image {
+    uint64_t id; /* generation-counted, like every handle */
+} cubec_image;
+
+/* Texel formats (the GLSL format qualifier in brackets). */
+typedef enum cubec_image_format {
+    CUBEC_IMAGE_FORMAT_UNDEFINED = 0,
+    CUBEC_IMAGE_FORMAT_R8_UNORM = 1,      /* r8 */
+    CUBEC_IMAGE_FORMAT_RGBA8_UNORM = 2,   /* rgba8 */
+    CUBEC_IMAGE_FORMAT_R16_SFLOAT = 3,    /* r16f */
+    CUBEC_IMAGE_FORMAT_RGBA16_SFLOAT = 4, /* rgba16f */
+    CUBEC_IMAGE_FORMAT_R32_SFLOAT = 5,    /* r32f */
+    CUBEC_IMAGE_FORMAT_RGBA32_SFLOAT = 6, /* rgba32f */
+    CUBEC_IMAGE_FORMAT_R32_UINT = 7,      /* r32ui */
+    CUBEC_IMAGE_FORMAT_RGBA32_UINT = 8,   /* rgba32ui */
+    CUBEC_IMAGE_FORMAT_R32_SINT = 9,      /* r32i */
+} cubec_image_format;
+
+/* What cubec_image_create makes (start it with CUBEC_IMAGE_DESC_INIT). */
+typedef struct cubec_image_desc {
+    uint32_t struct_size;      /* CUBEC_IMAGE_DESC_INIT */
+    cubec_image_format format; /* its texels */
+    uint32_t width;            /* texels per row, at least 1 */
+    uint32_t height;           /* rows, at least 1 */
+    uint32_t depth;            /* 0 or 1: a 2D image; more: a 3D image of that many slices */
+} cubec_image_desc;
+/* A cubec_image_desc with its struct_size set: start every one with it ("Structs that grow"). */
+#define CUBEC_IMAGE_DESC_INIT                                                                      \
+    {                                                                                              \
+        .struct_size = sizeof(cubec_image_desc)                                                    \
+    }
+
+/* Bytes of one texel of `format`; 0 for a value that is not a format. */
+uint32_t cubec_image_format_size(cubec_image_format format);
+/* Creates an image from the pools of `stream`, which owns it. Refused: a format the device
+ * cannot use as a storage image (CUBEC_UNSUPPORTED naming it), a size of 0 or past the device's
+ * image limits (CUBEC_INVALID_ARGUMENT naming the value). */
+CUBEC_MUST_USE cubec_status cubec_image_create(cubec_device *device, cubec_stream stream,
+                                               const cubec_image_desc *desc,
+                                               cubec_image *out_image);
+/* Drops the image; a zero handle is accepted. Its memory returns to the pools once no queued
+ * work uses it. */
+CUBEC_MUST_USE cubec_status cubec_image_release(cubec_device *device, cubec_image image);
+/* Copies every texel from host memory (`size` must be the image's packed size), after all
+ * earlier work on the stream that uses the image; the host memory may be reused at once. */
+CUBEC_MUST_USE cubec_status cubec_image_write(cubec_device *device, cubec_stream stream,
+                                              cubec_image dst, const void *src, uint64_t size);
+/* Copies every texel to host memory after all earlier work on the stream; blocks. A texel
+ * carrying a failure returns it, as cubec_read does. */
+CUBEC_MUST_USE cubec_status cubec_image_read(cubec_device *device, cubec_stream stream,
+                                             cubec_image src, void *dst, uint64_t size);
+
+/* What a launch binds besides its storage buffers (cubec_launch_desc.resources). */
+typedef enum cubec_resource_kind {
+    CUBEC_RESOURCE_NONE = 0,
+    CUBEC_RESOURCE_STORAGE_IMAGE = 1, /* `image` as an image2D/image3D */
+    /* `image` with a sampler (`filter`; clamp to edge, normalized coordinates) as a
+     * sampler2D/sampler3D: a combined image sampler. */
+    CUBEC_RESOURCE_SAMPLED_IMAGE = 2,
+    /* Reserved for texel buffers (docs/images.md, "Stages not done yet"); refused with
+     * CUBEC_UNSUPPORTED until they land. */
+    CUBEC_RESOURCE_UNIFORM_TEXEL_BUFFER = 3,
+    CUBEC_RESOURCE_STORAGE_TEXEL_BUFFER = 4,
+} cubec_resource_kind;
+
+/* One binding of a launch other than a storage buffer. An element of an array whose stride the
+ * header fixes: no struct_size (docs/api.md). */
+typedef struct cubec_resource {
+    cubec_resource_kind kind; /* what is bound */
+    uint32_t set;             /* the descriptor set (0 until kernels with more sets are accepted) */
+    uint32_t binding;         /* the binding in that set, as the kernel declares it */
+    uint32_t filter;          /* sampled images: 0 nearest, 1 linear; else 0 */
+    /* Texel buffers: how `buffer`'s bytes are read as texels (a cubec_image_format; 0: the
+     * format the kernel declares). Else 0. */
+    uint32_t format;
+    cubec_image image;   /* the image of an image kind */
+    cubec_buffer buffer; /* the buffer of a texel-buffer kind */
+} cubec_resource;
+
 /* A wait object for asynchronous work. */
 /* ---------------------------------------------------------------------------------------------
  * Host memory (docs/api.md, "Host memory")
@@ -778,6 +868,11 @@ typedef struct cubec_launch_desc {
     uint32_t address_buffer_count; /* entries of address_buffers */
     uint32_t address_reads;        /* bit i: the launch reads address_buffers[i] */
     uint32_t address_writes;       /* bit i: the launch writes address_buffers[i] */
+    /* Images the kernel declares (storage, and sampled with a sampler), each naming its set and
+     * binding (cubec_resource); every image binding of the kernel must be given once. Buffers,
+     * buffers reached by address and images together are at most 32. */
+    const cubec_resource *resources;
+    uint32_t resource_count; /* resources[0 .. count-1] */
 } cubec_launch_desc;
 /* A cubec_launch_desc with its struct_size set: start every one with it ("Structs that grow"). */
 #define CUBEC_LAUNCH_DESC_INIT                                                                     \

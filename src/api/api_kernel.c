@@ -1,6 +1,7 @@
 /* Public entry points: kernels and launches. Launch checks every argument against the kernel's
  * reflected interface and the device limits before anything is recorded. */
 #include "api/api_common.h"
+#include "api/api_resources.h"
 #include "api/api_struct.h"
 #include "server/buffers.h"
 #include "server/compile_queue.h"
@@ -476,6 +477,11 @@ static cubec_status check_launch(cubec_device *d, const cubec_launch_desc *desc,
                                fn, i, bufs[i]->size, d->info.max_storage_buffer_range);
     }
     RETURN_IF_ERROR(check_address_buffers(d, desc, bufs + desc->buffer_count));
+    /* Images after the buffers reached by address: a task's last ranges are its images. */
+    if (e)
+        RETURN_IF_ERROR(api_launch_resources(d, desc, e,
+                                             bufs + desc->buffer_count + desc->address_buffer_count,
+                                             &a->resource_count, &a->linear_mask));
     a->buffers = bufs;
     a->buffer_count = desc->buffer_count;
     a->address_count = desc->address_buffer_count;
@@ -524,7 +530,7 @@ cubec_status cubec_launch(cubec_device *device, cubec_stream stream, const cubec
                            "%u is more than 32",
                            desc->buffer_count, desc->address_buffer_count);
     RETURN_IF_ERROR(api_lock(device, "cubec_launch"));
-    buffer_obj *bufs[32];
+    buffer_obj *bufs[32 + KERNEL_MAX_RESOURCES];
     launch_args a = {0};
     stream_ref s;
     /* The kernel first: a queued one still compiling is waited for (the device lock is released

@@ -72,16 +72,45 @@ void gpu_cmd_bind_pipeline(gpu_cmd *c, const gpu_pipeline *p)
 void gpu_cmd_bind_buffers(gpu_cmd *c, const gpu_pipeline *p, const gpu_binding *b, uint32_t n,
                           const gpu_binding *info)
 {
+    gpu_cmd_bind_resources(c, p, b, n, info, NULL, 0);
+}
+
+void gpu_cmd_bind_resources(gpu_cmd *c, const gpu_pipeline *p, const gpu_binding *b, uint32_t n,
+                            const gpu_binding *info, const gpu_image_binding *images, uint32_t ni)
+{
     uint32_t count = n + (info ? 1 : 0);
-    if (!count) return;
-    gpu_cmd_entry *e = append(c, GPU_OP_BIND_BUFFERS, count * sizeof(gpu_binding));
+    if (!count && !ni) return;
+    gpu_cmd_entry *e = append(c, GPU_OP_BIND_BUFFERS,
+                              count * sizeof(gpu_binding) + ni * sizeof(gpu_image_binding));
     if (!e) return;
     e->u.buffers.p = p;
     e->u.buffers.n = n;
     e->u.buffers.info = info != NULL;
+    e->u.buffers.images = ni;
     gpu_binding *to = (gpu_binding *)(e + 1);
     if (n) memcpy(to, b, n * sizeof *b);
     if (info) to[n] = *info;
+    if (ni) memcpy(to + count, images, ni * sizeof *images);
+}
+
+void gpu_cmd_image_init(gpu_cmd *c, gpu_image *im)
+{
+    gpu_cmd_entry *e = append(c, GPU_OP_IMAGE_INIT, 0);
+    if (!e) return;
+    e->u.image.im = im;
+    e->u.image.m = NULL;
+    e->u.image.offset = 0;
+    e->u.image.to_image = 0;
+}
+
+void gpu_cmd_copy_image(gpu_cmd *c, gpu_image *im, gpu_mem *m, uint64_t offset, int to_image)
+{
+    gpu_cmd_entry *e = append(c, GPU_OP_COPY_IMAGE, 0);
+    if (!e) return;
+    e->u.image.im = im;
+    e->u.image.m = m;
+    e->u.image.offset = offset;
+    e->u.image.to_image = (uint32_t)to_image;
 }
 
 void gpu_cmd_push_constants(gpu_cmd *c, const gpu_pipeline *p, const void *data, uint32_t size)

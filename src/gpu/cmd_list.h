@@ -29,6 +29,8 @@ typedef enum gpu_cmd_op {
     GPU_OP_FILL,
     GPU_OP_TIMESTAMP,
     GPU_OP_RESET_QUERIES,
+    GPU_OP_IMAGE_INIT,
+    GPU_OP_COPY_IMAGE,
 } gpu_cmd_op;
 
 /* One entry; bindings and push-constant bytes follow it, padded to 8 bytes. */
@@ -43,6 +45,7 @@ typedef struct gpu_cmd_entry {
         struct {
             const gpu_pipeline *p;
             uint32_t n, info; /* n gpu_binding follow, and the metadata binding when info */
+            uint32_t images;  /* then this many gpu_image_binding */
         } buffers;
         struct {
             const gpu_pipeline *p;
@@ -68,6 +71,12 @@ typedef struct gpu_cmd_entry {
             gpu_queries *q;
             uint32_t a, b; /* timestamp: query, stage; reset: first, count */
         } queries;
+        struct {
+            gpu_image *im;
+            gpu_mem *m; /* GPU_OP_COPY_IMAGE: the packed bytes, at offset */
+            uint64_t offset;
+            uint32_t to_image;
+        } image;
     } u;
 } gpu_cmd_entry;
 
@@ -103,6 +112,12 @@ static inline const gpu_cmd_entry *gpu_cmd_list_next(const gpu_cmd *c, const gpu
 static inline const gpu_binding *gpu_cmd_entry_bindings(const gpu_cmd_entry *e)
 {
     return (const gpu_binding *)(e + 1);
+}
+/* The images of a GPU_OP_BIND_BUFFERS entry (u.buffers.images of them, after the bindings). */
+static inline const gpu_image_binding *gpu_cmd_entry_images(const gpu_cmd_entry *e)
+{
+    return (const gpu_image_binding *)(gpu_cmd_entry_bindings(e) + e->u.buffers.n +
+                                       e->u.buffers.info);
 }
 static inline const void *gpu_cmd_entry_bytes(const gpu_cmd_entry *e)
 {

@@ -36,6 +36,7 @@ typedef struct gpu gpu;
 typedef struct gpu_pipeline gpu_pipeline;
 typedef struct gpu_cmd gpu_cmd;
 typedef struct gpu_queries gpu_queries;
+typedef struct gpu_image gpu_image;
 
 /* What memory is for; the backend picks the memory type. */
 typedef enum gpu_mem_kind {
@@ -94,6 +95,34 @@ typedef struct gpu_binding {
     uint64_t offset, size;
 } gpu_binding;
 
+/* An image's shape (docs/images.md): `format` is a cubec_image_format; depth 1 is a 2D image. */
+typedef struct gpu_image_desc {
+    uint32_t format;
+    uint32_t width, height, depth;
+} gpu_image_desc;
+
+/* What a pipeline binds besides storage buffers, and how (a descriptor type). */
+typedef enum gpu_resource_type {
+    GPU_RESOURCE_STORAGE_IMAGE = 1,
+    GPU_RESOURCE_SAMPLED_IMAGE = 2, /* with a sampler: a combined image sampler */
+} gpu_resource_type;
+
+/* A binding other than a buffer: its place and type. */
+typedef struct gpu_resource_slot {
+    uint32_t set, binding;
+    uint32_t type; /* gpu_resource_type */
+} gpu_resource_slot;
+
+/* An image bound for a dispatch (gpu_cmd_bind_resources). */
+typedef struct gpu_image_binding {
+    gpu_image *image;
+    uint32_t set, binding;
+    uint32_t type;   /* gpu_resource_type */
+    uint32_t linear; /* GPU_RESOURCE_SAMPLED_IMAGE: 1 linear filtering, 0 nearest */
+} gpu_image_binding;
+
+#define GPU_MAX_RESOURCES 8 /* images a pipeline binds at most (KERNEL_MAX_RESOURCES) */
+
 #define GPU_MAX_SPEC_CONSTANTS 64 /* CUBEC_MAX_SPEC_CONSTANTS */
 #define GPU_MAX_BINDINGS 33       /* 32 buffers and the metadata buffer */
 #define GPU_INFO_BINDING 31       /* binding of the metadata buffer (CUBEC_INFO_BINDING) */
@@ -141,6 +170,10 @@ typedef struct gpu_pipeline_desc {
      * max_subgroup_size], the workgroup at most that many times caps.max_workgroup_subgroups
      * invocations (the server checks all of it first). */
     uint32_t required_subgroup_size;
+    /* Images at bindings no buffer takes, in sets below set_count (resource_count of them, at
+     * most GPU_MAX_RESOURCES). */
+    const gpu_resource_slot *resources;
+    uint32_t resource_count;
 } gpu_pipeline_desc;
 
 typedef enum gpu_cmd_use {
@@ -279,6 +312,16 @@ typedef struct gpu_ops {
     /* The backend's own objects for a program's code (cubec_device_get_vulkan_handles); NULL where
      * there are none (the null backend). */
     void (*vulkan_handles)(gpu *g, cubec_vulkan_handles *out);
+    /* Images (docs/images.md). image_requirements: the bytes and alignment an image of `desc`
+     * needs in a page, or CUBEC_UNSUPPORTED naming a format the device cannot store to.
+     * image_create binds a new image to [offset, +size) of the device page `m` (the server
+     * allocated it from its pools with those requirements), in no layout yet: the first command
+     * on it is gpu_cmd_image_init. */
+    cubec_status (*image_requirements)(gpu *g, const gpu_image_desc *desc, uint64_t *out_size,
+                                       uint64_t *out_alignment);
+    cubec_status (*image_create)(gpu *g, const gpu_image_desc *desc, gpu_mem *m, uint64_t offset,
+                                 gpu_image **out);
+    void (*image_destroy)(gpu *g, gpu_image *im);
 } gpu_ops;
 
 /* What a blob of a driver's pipeline cache is valid for: cubec's disk cache files one per
@@ -349,6 +392,16 @@ void gpu_cmd_bind_pipeline(gpu_cmd *c, const gpu_pipeline *p);
  * `info` is not NULL; checked by the backend when it carries the list out. */
 void gpu_cmd_bind_buffers(gpu_cmd *c, const gpu_pipeline *p, const gpu_binding *b, uint32_t n,
                           const gpu_binding *info);
+/* gpu_cmd_bind_buffers, with `ni` images at their bindings in the same set (one update: a set
+ * without push descriptors is written whole). */
+void gpu_cmd_bind_resources(gpu_cmd *c, const gpu_pipeline *p, const gpu_binding *b, uint32_t n,
+                            const gpu_binding *info, const gpu_image_binding *images, uint32_t ni);
+/* Puts a new image in the one layout cubec keeps images in (Vulkan's GENERAL: storage, sampling
+ * and copies all work in it, so no later command changes layouts); its contents are undefined. */
+void gpu_cmd_image_init(gpu_cmd *c, gpu_image *im);
+/* Copies every texel of `im` from (to_image 1) or to (0) tightly packed bytes of `m` at
+ * `offset`. */
+void gpu_cmd_copy_image(gpu_cmd *c, gpu_image *im, gpu_mem *m, uint64_t offset, int to_image);
 void gpu_cmd_push_constants(gpu_cmd *c, const gpu_pipeline *p, const void *data, uint32_t size);
 void gpu_cmd_dispatch(gpu_cmd *c, uint32_t x, uint32_t y, uint32_t z);
 void gpu_cmd_dispatch_indirect(gpu_cmd *c, gpu_mem *m, uint64_t offset);
@@ -395,6 +448,10 @@ static inline void gpu_mem_free(gpu *g, gpu_mem *m)
 MUST_USE cubec_status gpu_mem_import(gpu *g, void *ptr, uint64_t size, gpu_mem **out);
 MUST_USE cubec_status gpu_pipeline_create(gpu *g, const gpu_pipeline_desc *desc,
                                           gpu_pipeline **out);
+static inline void gpu_image_free(gpu *g, gpu_image *im)
+{
+    if (im) g->ops->image_destroy(g, im);
+}
 /* Submits; a failure leaves nothing submitted. */
 MUST_USE cubec_status gpu_submit(gpu *g, const gpu_submit_item *items, uint32_t n);
 /* Waits are counted by the caller with gpu_fault(g, CUBEC_FAULT_WAIT, ...) under its lock: the

@@ -8,6 +8,7 @@
 
 #include "kernel/info_layout.h"
 #include "kernel/reflect_compat.h"
+#include "kernel/reflect_resources.h"
 #include "kernel/workgroup_memory.h"
 
 /* libspirv.h defines (not declares) a const kDefaultMaxIdBound at file scope, which in C is an
@@ -195,16 +196,15 @@ static cubec_status select_entry_point(reflector *rf, const char *entry_point)
                        entry_point, n ? found : "none");
 }
 
-/* Everything a kernel may declare is a storage or uniform buffer or a push-constant block; any
- * other kind would need a descriptor type the launch path never creates. */
+/* Everything a kernel may declare is a storage or uniform buffer, a push-constant block, or a
+ * storage or sampled image (kernel/reflect_resources.c); any other kind would need a descriptor
+ * type the launch path never creates. */
 static cubec_status reject_other_resources(reflector *rf)
 {
     static const spvc_resource_type refused[] = {
         SPVC_RESOURCE_TYPE_STAGE_INPUT,
         SPVC_RESOURCE_TYPE_STAGE_OUTPUT,
         SPVC_RESOURCE_TYPE_SUBPASS_INPUT,
-        SPVC_RESOURCE_TYPE_STORAGE_IMAGE,
-        SPVC_RESOURCE_TYPE_SAMPLED_IMAGE,
         SPVC_RESOURCE_TYPE_ATOMIC_COUNTER,
         SPVC_RESOURCE_TYPE_SEPARATE_IMAGE,
         SPVC_RESOURCE_TYPE_SEPARATE_SAMPLERS,
@@ -224,7 +224,8 @@ static cubec_status reject_other_resources(reflector *rf)
                 spvc_compiler_get_decoration(rf->compiler, list[0].id, SpvDecorationBinding);
             return status_make(CUBEC_INVALID_SPIRV,
                                "kernel declares a %s '%s' (set %u, binding %u): cubec kernels may "
-                               "use only storage and uniform buffers and one push-constant block",
+                               "use only storage and uniform buffers, storage and sampled "
+                               "images and one push-constant block",
                                resource_type_name(refused[t]), resource_name(&list[0]), set,
                                binding);
         }
@@ -607,6 +608,7 @@ static cubec_status reflect_module(reflector *rf, const char *entry_point, kerne
     if (r != SPVC_SUCCESS) return spvc_failure(rf, "collecting resources", r);
     RETURN_IF_ERROR(reject_other_resources(rf));
     RETURN_IF_ERROR(reflect_buffers(rf, out));
+    RETURN_IF_ERROR(kernel_reflect_resources(rf->compiler, rf->resources, out));
     RETURN_IF_ERROR(reflect_push_constants(rf, out));
     /* With both, a launch's info bytes would have two possible destinations. */
     if (out->has_info_buffer && out->push_constant_size > 0)

@@ -48,6 +48,18 @@ typedef struct kernel_slot {
     uint32_t block_size; /* a uniform block's declared size: the buffer must hold it */
 } kernel_slot;
 
+/* The most images (and other resources besides storage buffers) a kernel binds. */
+#define KERNEL_MAX_RESOURCES 8
+
+/* A binding other than a storage buffer (kernel/reflect_resources.c). */
+typedef struct kernel_resource {
+    uint32_t set, binding;
+    cubec_resource_kind kind; /* what a launch must bind there */
+    cubec_access access;      /* NonWritable -> READ, NonReadable -> WRITE, else READ_WRITE */
+    uint32_t dims;            /* 2 or 3 (image2D, image3D) */
+    char name[48];            /* the variable's name, for messages */
+} kernel_resource;
+
 typedef struct kernel_reflection {
     /* The buffers a launch passes at least: one past the module's last slot. Slot i is
      * slots[i]; buffers past binding_count are not bound. */
@@ -77,6 +89,9 @@ typedef struct kernel_reflection {
     uint32_t capability_count; /* OpCapability declarations, as SpvCapability values, */
     uint32_t capabilities[KERNEL_MAX_CAPABILITIES]; /* checked against the device by
                                                        kernel/capabilities.h */
+    /* Storage images (at most KERNEL_MAX_RESOURCES), in the order SPIRV-Cross lists them. */
+    uint32_t resource_count;
+    kernel_resource resources[KERNEL_MAX_RESOURCES];
 } kernel_reflection;
 
 /* The Vulkan version kernel_reflect validates for when it is given 0: the version cubec's

@@ -56,6 +56,13 @@ static void free_into_slot(cubec_device *d, uint32_t slot, const mem_alloc *m)
     memory_free(d->streams->slots[slot].memory, m);
 }
 
+/* A deferred free: the image bound to the memory goes before the memory. */
+static void free_deferred(cubec_device *d, const deferred_free *f)
+{
+    gpu_image_free(d->gpu, f->image);
+    free_into_slot(d, f->slot, &f->mem);
+}
+
 void server_memory_destroy(cubec_device *d)
 {
     /* Called after the queue went idle (or the device was abandoned). */
@@ -65,7 +72,7 @@ void server_memory_destroy(cubec_device *d)
     free(d->buffers->retired);
     d->buffers->retired = NULL;
     for (uint32_t i = 0; i < d->buffers->deferred_count; i++)
-        free_into_slot(d, d->buffers->deferred[i].slot, &d->buffers->deferred[i].mem);
+        free_deferred(d, &d->buffers->deferred[i]);
     d->buffers->deferred_count = 0;
     free(d->buffers->deferred);
     d->buffers->deferred = NULL;
@@ -87,7 +94,7 @@ void server_run_deferred_frees(cubec_device *d)
     uint32_t keep = 0;
     for (uint32_t i = 0; i < d->buffers->deferred_count; i++) {
         if (d->buffers->deferred[i].after <= d->sub->completed_value)
-            free_into_slot(d, d->buffers->deferred[i].slot, &d->buffers->deferred[i].mem);
+            free_deferred(d, &d->buffers->deferred[i]);
         else
             d->buffers->deferred[keep++] = d->buffers->deferred[i];
     }
@@ -135,15 +142,19 @@ void server_alloc_release(cubec_device *d, alloc_obj *a)
                  * racing it. */
                 cubec_status e = sub_wait_flags(d, a->last_use, WAIT_KEEP_LOCK);
                 cubec_status_free(e);
+                gpu_image_free(d->gpu, a->image);
                 free_into_slot(d, a->slot, &a->mem);
                 free(a);
                 return;
             }
             d->buffers->deferred[d->buffers->deferred_count++] =
-                (deferred_free){a->mem, a->slot, a->last_use};
+                (deferred_free){a->mem, a->slot, a->last_use, a->image};
         } else {
+            gpu_image_free(d->gpu, a->image);
             free_into_slot(d, a->slot, &a->mem);
         }
+    } else {
+        gpu_image_free(d->gpu, a->image);
     }
     free(a);
 }

@@ -28,6 +28,9 @@ typedef struct alloc_obj {
     uint32_t raw_guards;
     uint64_t number; /* "buffer #n" in failure messages */
     taint_map taint; /* byte ranges that carry a failure (offsets within the allocation) */
+    /* The image bound to this memory (server/images.c), or NULL: destroyed with the memory, once
+     * no batch uses it. */
+    gpu_image *image;
 } alloc_obj;
 
 #define NO_SLOT UINT32_MAX
@@ -41,8 +44,9 @@ typedef struct buffer_obj {
 
 typedef struct deferred_free {
     mem_alloc mem;
-    uint32_t slot;  /* whose pools get it back */
-    uint64_t after; /* free once the timeline reaches this */
+    uint32_t slot;    /* whose pools get it back */
+    uint64_t after;   /* free once the timeline reaches this */
+    gpu_image *image; /* bound to the memory: destroyed first (NULL: none) */
 } deferred_free;
 
 /* Backend memory of its own (an async read's staging) that the GPU may still use. */

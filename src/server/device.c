@@ -11,6 +11,7 @@
 #include "server/graph.h"
 #include "server/host_memory.h"
 #include "server/host_ring.h"
+#include "server/images.h"
 #include "server/kernels.h"
 #include "server/launch_timing.h"
 #include "server/memory_ops.h"
@@ -46,6 +47,7 @@ typedef struct device_parts {
     run_modes runs;
     device_clock clock;
     task_hooks tasks;
+    image_table images;
 } device_parts;
 
 static cubec_device *device_alloc(void)
@@ -67,6 +69,7 @@ static cubec_device *device_alloc(void)
     d->runs = &p->runs;
     d->clock = &p->clock;
     d->tasks = &p->tasks;
+    d->images = &p->images;
     return d;
 }
 
@@ -198,6 +201,7 @@ cubec_status server_open(const cubec_device_desc *desc, cubec_device **out)
     handle_table_init(&d->buffers->handles, d->tag, "buffer");
     handle_table_init(&d->kernels->handles, d->tag, "kernel");
     handle_table_init(&d->buffers->guards, d->tag, "guard");
+    server_images_init(d);
     server_graphs_init(d);
     server_host_memory_init(d);
     d->info.host_register_alignment = d->host->alignment;
@@ -266,6 +270,7 @@ void server_close(cubec_device *d)
         server_graphs_destroy(d);
     }
     server_guards_destroy(d); /* their references go before the buffers' */
+    server_images_destroy(d); /* their pins and buffer handles, likewise */
     for (uint32_t i = 0; i < d->buffers->handles.count; i++) {
         buffer_obj *b = d->buffers->handles.slots[i].object;
         if (!b) continue;

@@ -25,6 +25,7 @@ typedef struct launch_timing launch_timing;
 typedef struct run_modes run_modes;
 typedef struct device_clock device_clock;
 typedef struct task_hooks task_hooks;
+typedef struct image_table image_table;
 
 /* A device composes its components; the comment says which lock guards each member. */
 struct cubec_device_s {
@@ -51,6 +52,7 @@ struct cubec_device_s {
     run_modes *runs;         /* device lock: dry-run windows, pages made under them */
     device_clock *clock;     /* device lock */
     task_hooks *tasks;       /* set once at open: what components above do with tasks */
+    image_table *images;     /* device lock */
 };
 
 /* What tests and logs read of a device's work, copied under its lock. */

@@ -158,11 +158,19 @@ static cubec_status build_pipeline(const build_ctx *b, pipeline_entry *e, const 
                                    const cubec_kernel_desc *desc)
 {
     RETURN_IF_ERROR(count_fault(b, CUBEC_FAULT_PIPELINE, CUBEC_INTERNAL));
+    gpu_resource_slot images[KERNEL_MAX_RESOURCES];
+    for (uint32_t i = 0; i < e->refl.resource_count; i++)
+        images[i] = (gpu_resource_slot){e->refl.resources[i].set, e->refl.resources[i].binding,
+                                        e->refl.resources[i].kind == CUBEC_RESOURCE_SAMPLED_IMAGE
+                                            ? GPU_RESOURCE_SAMPLED_IMAGE
+                                            : GPU_RESOURCE_STORAGE_IMAGE};
     gpu_slot slots[KERNEL_MAX_SLOTS];
     for (uint32_t i = 0; i < e->refl.binding_count; i++)
         slots[i] =
             (gpu_slot){e->refl.slots[i].kind, e->refl.slots[i].set, e->refl.slots[i].binding};
     gpu_pipeline_desc pd = {.spirv = words,
+                            .resources = images,
+                            .resource_count = e->refl.resource_count,
                             .spec = (const gpu_spec_constant *)desc->spec_constants,
                             .spec_count = desc->spec_constant_count,
                             .required_subgroup_size = pipeline_subgroup_size(b, desc),

@@ -37,6 +37,10 @@ cubec_status server_launch(cubec_device *d, stream_ref s, const launch_args *a)
     uint32_t address_reads = a->address_count ? a->address_reads << a->buffer_count : 0;
     for (uint32_t i = 0; i < a->buffer_count; i++)
         if (e->refl.access[i] & CUBEC_ACCESS_WRITE) writes |= 1u << i;
+    /* Images last: their write bits follow the buffers reached by address. */
+    for (uint32_t k = 0; k < a->resource_count; k++)
+        if (e->refl.resources[k].access & CUBEC_ACCESS_WRITE) writes |= 1u << (count + k);
+    count += a->resource_count;
     RETURN_IF_ERROR(server_align(d, slot, a->buffers, count, writes, a->indirect));
     slot_state *ss = &d->streams->slots[slot];
     /* What does not fit the task record goes to the slot's arena until recording: metadata
@@ -63,13 +67,15 @@ cubec_status server_launch(cubec_device *d, stream_ref s, const launch_args *a)
     t->count = count;
     t->addressed = a->address_count;
     t->address_reads = address_reads;
+    t->resources = a->resource_count;
+    t->linear_mask = a->linear_mask;
     t->write_mask = writes;
     t->bind_at = bind_at;
     for (uint32_t i = 0; i < count; i++) {
         const buffer_obj *b = a->buffers[i];
         bound_range *r = task_b(d->streams->slots, t, i);
         hold(r, b->alloc, buffer_device_offset(b), b->size);
-        if (a->leads) r->lead = a->leads[i];
+        if (a->leads && i < a->buffer_count) r->lead = a->leads[i];
     }
     t->indirect.alloc = NULL;
     if (a->indirect)

@@ -25,6 +25,15 @@ cubec_status server_record_dispatch(cubec_device *d, const recorder *rec, const 
                                     const gpu_binding *bindings, uint32_t n,
                                     const gpu_binding *info_buffer, const void *push_data)
 {
+    return server_record_dispatch_images(d, rec, e, bindings, n, info_buffer, push_data, NULL, 0);
+}
+
+cubec_status server_record_dispatch_images(cubec_device *d, const recorder *rec,
+                                           const pipeline_entry *e, const gpu_binding *bindings,
+                                           uint32_t n, const gpu_binding *info_buffer,
+                                           const void *push_data, const gpu_image_binding *images,
+                                           uint32_t ni)
+{
     gpu_cmd *cmd = rec->cmd;
     bind_cache *bc = rec->bound;
     if (bc->pipeline != e->pipeline) {
@@ -33,7 +42,12 @@ cubec_status server_record_dispatch(cubec_device *d, const recorder *rec, const 
     }
     const gpu_binding *info = e->refl.has_info_buffer ? info_buffer : NULL;
     uint32_t count = n + (info ? 1 : 0);
-    if (count && d->gpu->caps.push_descriptors) {
+    if (ni) {
+        /* Everything in one update (a set without push descriptors is written whole); the
+         * cache, which holds buffers only, no longer says what is bound. */
+        gpu_cmd_bind_resources(cmd, e->pipeline, bindings, n, info, images, ni);
+        bc->descriptors_for = NULL;
+    } else if (count && d->gpu->caps.push_descriptors) {
         /* Pushed descriptors stay bound for later dispatches of the same layout. */
         int bound = bc->descriptors_for == e->pipeline && bc->descriptor_count == count &&
                     memcmp(bc->descriptors, bindings, n * sizeof *bindings) == 0 &&
@@ -68,6 +82,8 @@ const task_kind_info task_kinds[TASK_KIND_COUNT] = {
     [TASK_TRANSFER_COPY] = {"cubec.copy", 2, 1u << 0},
     [TASK_TRANSFER_FILL] = {"cubec.fill", 1, 0},
     [TASK_TIMESTAMP] = {"cubec.timestamp", 0, 0},
+    [TASK_IMAGE_INIT] = {"cubec.image_init", 1, 0},
+    [TASK_IMAGE_COPY] = {"cubec.image_copy", 2, 1u << 0},
 };
 
 /* Releases what a task holds (its references on the allocations it binds). Inlined: recording
@@ -222,7 +238,7 @@ cubec_status server_emit_task(cubec_device *d, const recorder *rec, const task *
                               const gpu_binding *info_buffer, batch *timed_in)
 {
     gpu_cmd *cmd = rec->cmd;
-    hazard_range ranges[33];
+    hazard_range ranges[33]; /* 32 bindings (buffers and images) and the indirect count */
     /* While the program holds a guard (cubec_buffer_raw), any command may reach the guarded
      * bytes through their device address, which no binding names and so no hazard range holds:
      * each command then comes after every earlier one (cubec.h, cubec_buffer_raw). One load when
@@ -247,19 +263,48 @@ cubec_status server_emit_task(cubec_device *d, const recorder *rec, const task *
         if (timed) timing_launch_end(d, timed_in);
         return NULL;
     }
+    if (t->kind == TASK_IMAGE_INIT || t->kind == TASK_IMAGE_COPY) {
+        /* An image's commands: its memory is a range of a page like a buffer's, so hazards
+         * order them as copies. */
+        uint32_t nb = t->kind == TASK_IMAGE_COPY ? 2 : 1;
+        for (uint32_t i = 0; i < nb; i++)
+            ranges[i] = (hazard_range){t->b[i].alloc->mem.page, t->b[i].offset, t->b[i].size,
+                                       (int)((t->write_mask >> i) & 1)};
+        sub_hazards_in(d, rec->hazards, cmd, ranges, nb, SUB_TRANSFER);
+        int timed = timed_in && timing_launch_begin(d, timed_in, t);
+        if (t->kind == TASK_IMAGE_INIT) {
+            gpu_cmd_image_init(cmd, t->b[0].alloc->image);
+        } else {
+            int to_image = t->pattern != 0;
+            const bound_range *img = &t->b[to_image ? 1 : 0], *buf = &t->b[to_image ? 0 : 1];
+            gpu_cmd_copy_image(cmd, img->alloc->image, buf->alloc->mem.page, buf->offset, to_image);
+        }
+        if (timed) timing_launch_end(d, timed_in);
+        return NULL;
+    }
     const pipeline_entry *e = t->entry;
     gpu_binding infos[32];
-    /* The bound buffers, then those reached by address (ordered, never bound). Of the bound
-     * ones, those past the module's slots are not passed to the backend, and those at slots it
-     * left unused are passed but not bound (the backend skips them); neither is accessed, so
-     * neither orders anything. */
-    uint32_t n = t->count, bound = t->count - t->addressed;
+    gpu_image_binding images[GPU_MAX_RESOURCES];
+    /* The bound buffers, then those reached by address (ordered, never bound), then images. Of
+     * the bound buffers, those past the module's slots are not passed to the backend, and those
+     * at slots it left unused are passed but not bound (the backend skips them); neither is
+     * accessed, so neither orders anything. */
+    uint32_t n = t->count - t->resources, bound = n - t->addressed;
     uint32_t passed = bound < e->refl.binding_count ? bound : e->refl.binding_count;
     uint32_t nr = 0;
-    for (uint32_t i = 0; i < n; i++) {
+    for (uint32_t i = 0; i < t->count; i++) {
         const bound_range *r = task_b(d->streams->slots, t, i);
         gpu_mem *p = r->alloc->mem.page;
-        if (i < passed) infos[i] = (gpu_binding){p, r->offset, r->size};
+        if (i < passed) {
+            infos[i] = (gpu_binding){p, r->offset, r->size};
+        } else if (i >= n) {
+            const kernel_resource *k = &e->refl.resources[i - n];
+            images[i - n] = (gpu_image_binding){r->alloc->image, k->set, k->binding,
+                                                k->kind == CUBEC_RESOURCE_SAMPLED_IMAGE
+                                                    ? GPU_RESOURCE_SAMPLED_IMAGE
+                                                    : GPU_RESOURCE_STORAGE_IMAGE,
+                                                (t->linear_mask >> (i - n)) & 1u};
+        }
         if (i >= bound || (i < passed && e->refl.access[i]))
             ranges[nr++] =
                 (hazard_range){p, bound_start(r), bound_bytes(r), (int)((t->write_mask >> i) & 1)};
@@ -268,8 +313,8 @@ cubec_status server_emit_task(cubec_device *d, const recorder *rec, const task *
         ranges[nr++] = (hazard_range){t->indirect.alloc->mem.page, t->indirect.offset, 12, 0};
     sub_hazards_in(d, rec->hazards, cmd, ranges, nr,
                    t->indirect.alloc ? SUB_COMPUTE_INDIRECT : SUB_COMPUTE);
-    RETURN_IF_ERROR(
-        server_record_dispatch(d, rec, e, infos, passed, info_buffer, server_task_info(d, t)));
+    RETURN_IF_ERROR(server_record_dispatch_images(d, rec, e, infos, passed, info_buffer,
+                                                  server_task_info(d, t), images, t->resources));
     int timed = timed_in && timing_launch_begin(d, timed_in, t);
     if (t->indirect.alloc)
         gpu_cmd_dispatch_indirect(cmd, t->indirect.alloc->mem.page, t->indirect.offset);

@@ -51,6 +51,9 @@ typedef enum task_kind {
     TASK_TRANSFER_COPY, /* a copy command b[0] -> b[1] (CPU devices; server/copy_fill.c) */
     TASK_TRANSFER_FILL, /* a fill command of b[0] with `pattern` (CPU devices; copy_fill.c) */
     TASK_TIMESTAMP,     /* a profile's begin or end timestamp (server/profile.c) */
+    TASK_IMAGE_INIT,    /* an image's one layout transition, b[0] its memory (server/images.c) */
+    TASK_IMAGE_COPY,    /* packed texels b[0] -> b[1], one of them an image's memory
+                           (`pattern` 1: into the image) (server/images.c) */
     TASK_KIND_COUNT
 } task_kind;
 
@@ -86,6 +89,10 @@ typedef struct task {
     bound_range indirect; /* alloc NULL when the counts are static */
     uint32_t write_mask;  /* bit i: binding i is written */
     uint32_t bind_at;     /* offset in the slot's arena when count > TASK_INLINE_BINDINGS */
+    /* TASK_LAUNCH: the last `resources` bindings are the memory of the images the kernel
+     * declares, in the order of entry->refl.resources (server/launch_resources.c). */
+    uint32_t resources;
+    uint32_t linear_mask; /* bit k: resource k is sampled with linear filtering */
     bound_range b[TASK_INLINE_BINDINGS];
     uint64_t profile; /* TASK_TIMESTAMP: the profile's id */
     int profile_end;  /* TASK_TIMESTAMP: 1 for the end timestamp */
@@ -131,6 +138,14 @@ MUST_USE cubec_status server_record_dispatch(cubec_device *d, const recorder *re
                                              const pipeline_entry *e, const gpu_binding *bindings,
                                              uint32_t n, const gpu_binding *info_buffer,
                                              const void *push_data);
+/* server_record_dispatch with `ni` images bound beside the buffers (their descriptors are
+ * written every time: the bind cache keeps buffers only). */
+MUST_USE cubec_status server_record_dispatch_images(cubec_device *d, const recorder *rec,
+                                                    const pipeline_entry *e,
+                                                    const gpu_binding *bindings, uint32_t n,
+                                                    const gpu_binding *info_buffer,
+                                                    const void *push_data,
+                                                    const gpu_image_binding *images, uint32_t ni);
 /* Records a task's barrier, bindings and dispatch (or copy). `info_buffer` holds its metadata
  * when the kernel reads it from a buffer; with `timed_in`, the launch is timed in that batch. */
 MUST_USE cubec_status server_emit_task(cubec_device *d, const recorder *rec, const task *t,
@@ -185,9 +200,13 @@ static inline uint32_t task_bindings(const task *t)
 
 static inline int task_reads(const task *t, uint32_t i)
 {
-    if (t->kind == TASK_LAUNCH)
-        return i < t->count - t->addressed ? (t->entry->refl.access[i] & CUBEC_ACCESS_READ) != 0
-                                           : (int)((t->address_reads >> i) & 1);
+    if (t->kind == TASK_LAUNCH) {
+        /* Ranges: bound buffers, then those reached by address, then images. */
+        uint32_t images = t->count - t->resources, bound = images - t->addressed;
+        if (i < bound) return (t->entry->refl.access[i] & CUBEC_ACCESS_READ) != 0;
+        if (i < images) return (int)((t->address_reads >> i) & 1);
+        return (t->entry->refl.resources[i - images].access & CUBEC_ACCESS_READ) != 0;
+    }
     return (int)((task_kinds[t->kind].read_mask >> i) & 1);
 }
 

@@ -3103,6 +3103,55 @@ static void op_lose_device(fuzz *f)
     device_open(f);
 }
 
+/* Images (docs/images.md): one made, written, read back and compared, released, with its
+ * refusals. Only where nothing can fail under it (no armed fault, no dry run, a live device):
+ * the model keeps no image state across steps. */
+static void op_image(fuzz *f)
+{
+    int s = pick_stream(f);
+    if (f->pending != NO_FAULT || f->lost || f->dry_global || f->run_depth[s]) return;
+    cubec_stream st = stream_of(f, s);
+    uint32_t w = 1 + (uint32_t)rnd(f, 9), h = 1 + (uint32_t)rnd(f, 5);
+    cubec_image_desc id = CUBEC_IMAGE_DESC_INIT;
+    id.format = rnd(f, 2) ? CUBEC_IMAGE_FORMAT_R32_UINT : CUBEC_IMAGE_FORMAT_RGBA8_UNORM;
+    id.width = w;
+    id.height = h;
+    uint64_t bytes = (uint64_t)w * h * cubec_image_format_size(id.format);
+    cubec_image im = {0};
+    note(f, "cubec_image_create(stream[%d], %ux%u format %d)", s, w, h, (int)id.format);
+    if (rnd(f, 8) == 0) {
+        id.width = 0;
+        expect(f, cubec_image_create(f->d, st, &id, &im), refused(f), "cubec_image_create 0 wide");
+        return;
+    }
+    if (expect(f, cubec_image_create(f->d, st, &id, &im), allow(f, C_CREATES | C_SUBMITS),
+               "cubec_image_create"))
+        return;
+    /* One block for both (host_mem may place two blocks in one registered range, overlapping). */
+    uint8_t *src = host_mem(f, 2 * bytes), *got = src + bytes;
+    MUST(f, src);
+    for (uint64_t i = 0; i < bytes; i++)
+        src[i] = (uint8_t)rnd(f, 256);
+    expect(f, cubec_image_write(f->d, st, im, src, bytes + 1), refused(f),
+           "cubec_image_write of the wrong size");
+    if (!expect(f, cubec_image_write(f->d, st, im, src, bytes), allow(f, C_SUBMITS),
+                "cubec_image_write") &&
+        !expect(f, cubec_image_read(f->d, st, im, got, bytes), allow(f, C_SUBMITS),
+                "cubec_image_read") &&
+        memcmp(src, got, (size_t)bytes) != 0) {
+        uint64_t at = 0;
+        while (src[at] == got[at])
+            at++;
+        die(f,
+            "cubec_image_read did not return what cubec_image_write wrote: byte %" PRIu64
+            " of %" PRIu64 " is 0x%02x, written 0x%02x",
+            at, bytes, got[at], src[at]);
+    }
+    host_mem_free(f, src);
+    expect(f, cubec_image_release(f->d, im), allow(f, C_SUBMITS), "cubec_image_release");
+    expect(f, cubec_image_release(f->d, im), refused(f), "cubec_image_release twice");
+}
+
 /* ------------------------------------------------------------------------------------------ */
 
 typedef struct weighted {
@@ -3118,7 +3167,7 @@ static const weighted ops[] = {
     {op_replay, 5},     {op_graph_destroy, 1}, {op_memory, 2},     {op_fault, 1},
     {op_info, 1},       {op_host, 2},          {op_window, 2},     {op_raw, 2},
     {op_map, 1},        {op_dry, 2},           {op_queue, 1},      {op_tune, 1},
-    {op_event, 2},
+    {op_event, 2},      {op_image, 1},
 };
 
 /* Rarer than one weight unit in `ops`: one step in RARE. */
@@ -3155,6 +3204,11 @@ static void step(fuzz *f)
  * call without a row fails tests/api_model_covers_header.sh. */
 const char *const api_model_calls[][2] = {
     {"cubec_buffer_create", "op_create"},
+    {"cubec_image_create", "op_image"},
+    {"cubec_image_format_size", "op_image"},
+    {"cubec_image_read", "op_image"},
+    {"cubec_image_release", "op_image"},
+    {"cubec_image_write", "op_image"},
     {"cubec_buffer_from", "op_create"},
     {"cubec_buffer_raw", "op_raw"},
     {"cubec_buffer_map", "op_map"},

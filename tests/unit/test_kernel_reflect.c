@@ -209,11 +209,31 @@ static void test_layout_rules(void **state)
          "layout(std430, set = 1, binding = 11) buffer B { uint b[]; };\n"
          "void main() { a[0] = b[0]; }\n",
          "33 buffer slots"},
-        {"storage image", 1,
+        /* Images are accepted in sets 0..3 (docs/images.md); these are not. */
+        {"storage image in set 4", 1,
          "#version 450\nlayout(local_size_x = 1) in;\n"
-         "layout(binding = 0, r32f) uniform image2D img;\n"
+         "layout(set = 4, binding = 0, r32f) uniform image2D img;\n"
          "void main() { imageStore(img, ivec2(0), vec4(1.0)); }\n",
-         "storage image"},
+         "storage image 'img' is in descriptor set 4"},
+        {"array of storage images", 1,
+         "#version 450\nlayout(local_size_x = 1) in;\n"
+         "layout(binding = 0, r32f) uniform image2D imgs[2];\n"
+         "void main() { imageStore(imgs[1], ivec2(0), vec4(1.0)); }\n",
+         "is an array of images"},
+        {"storage image on a buffer's binding", 1,
+         "#version 450\nlayout(local_size_x = 1) in;\n"
+         "layout(std430, binding = 0) buffer A { float a[]; };\n"
+         "layout(std430, binding = 1) buffer B { float b[]; };\n"
+         "layout(binding = 1, r32f) uniform image2D img;\n"
+         "void main() { imageStore(img, ivec2(0), vec4(a[0] + b[0])); }\n",
+         "storage image 'img' is at set 0 binding 1, which a buffer also declares"},
+        {"separate sampler", 1,
+         "#version 450\nlayout(local_size_x = 1) in;\n"
+         "layout(std430, binding = 0) buffer A { vec4 a[]; };\n"
+         "layout(binding = 1) uniform texture2D t;\n"
+         "layout(binding = 2) uniform sampler s;\n"
+         "void main() { a[0] = textureLod(sampler2D(t, s), vec2(0.5), 0.0); }\n",
+         "separate image 't'"},
         {"binding 32", 1,
          "#version 450\nlayout(local_size_x = 1) in;\n"
          "layout(std430, binding = 32) buffer A { uint a[]; };\n"

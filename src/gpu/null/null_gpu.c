@@ -27,6 +27,7 @@
 
 #include "gpu/cmd_list.h"
 
+#include "base/image_formats.h"
 #include "base/log.h"
 
 #include <inttypes.h>
@@ -132,6 +133,12 @@ static struct timespec to_timespec(uint64_t ns)
 }
 
 /* 1 when [offset, offset+size) lies in a buffer of `limit` bytes (without overflowing). */
+/* An image: packed texels in a page (docs/images.md). */
+struct gpu_image {
+    gpu_mem *m;
+    uint64_t offset, bytes;
+};
+
 static int in_range(uint64_t offset, uint64_t size, uint64_t limit)
 {
     return offset <= limit && size <= limit - offset;
@@ -713,6 +720,19 @@ static cubec_status check_entry(const null_gpu *g, const gpu_cmd_entry *e,
                                e->u.queries.a, q ? q->count : 0);
         return NULL;
     }
+    case GPU_OP_IMAGE_INIT:
+        if (!e->u.image.im) return status_make(CUBEC_INTERNAL, "null gpu: image_init of NULL");
+        return NULL;
+    case GPU_OP_COPY_IMAGE: {
+        const gpu_image *im = e->u.image.im;
+        const gpu_mem *m = e->u.image.m;
+        if (!im || !m || !in_range(e->u.image.offset, im->bytes, m->size))
+            return status_make(CUBEC_INTERNAL,
+                               "null gpu: image copy of %" PRIu64 " bytes at [%" PRIu64
+                               "] of %" PRIu64 " bytes is out of range",
+                               im ? im->bytes : 0, e->u.image.offset, m ? m->size : 0);
+        return NULL;
+    }
     case GPU_OP_RESET_QUERIES: {
         const null_queries *q = (const null_queries *)e->u.queries.q;
         if (!q || !in_range(e->u.queries.a, e->u.queries.b, q->count))
@@ -854,8 +874,20 @@ static void execute(const null_cmd *c)
         case GPU_OP_RESET_QUERIES:
             reset_range((null_queries *)e->u.queries.q, e->u.queries.a, e->u.queries.b);
             break;
+        case GPU_OP_COPY_IMAGE: {
+            /* The null image's texels are packed bytes of its page. */
+            const gpu_image *im = e->u.image.im;
+            unsigned char *img = host_of(im->m) + im->offset;
+            unsigned char *buf = host_of(e->u.image.m) + e->u.image.offset;
+            if (e->u.image.to_image)
+                memmove(img, buf, (size_t)im->bytes);
+            else
+                memmove(buf, img, (size_t)im->bytes);
+            break;
+        }
         /* No kernels run: the server marks their outputs written. Barriers order nothing here:
-         * commands are carried out one after the other. */
+         * commands are carried out one after the other; images have no layouts. */
+        case GPU_OP_IMAGE_INIT:
         case GPU_OP_BARRIER:
         case GPU_OP_BIND_PIPELINE:
         case GPU_OP_BIND_BUFFERS:
@@ -1070,6 +1102,45 @@ static void null_mem_raw(gpu *g, gpu_mem *m, uint64_t *out_handle, uint64_t *out
     *out_handle = *out_address = (uint64_t)(uintptr_t)((null_mem *)m)->host;
 }
 
+/* --- Images: packed texels in a page (docs/images.md) ------------------------------------ */
+
+static cubec_status null_image_requirements(gpu *g, const gpu_image_desc *desc, uint64_t *out_size,
+                                            uint64_t *out_alignment)
+{
+    (void)g;
+    uint32_t texel = image_format_bytes(desc->format);
+    if (!texel)
+        return INVALID_ARG("null gpu image: format %" PRIu32 " is not a cubec_image_format",
+                           desc->format);
+    *out_size = (uint64_t)texel * desc->width * desc->height * (desc->depth ? desc->depth : 1);
+    *out_alignment = 16;
+    return NULL;
+}
+
+static cubec_status null_image_create(gpu *g, const gpu_image_desc *desc, gpu_mem *m,
+                                      uint64_t offset, gpu_image **out)
+{
+    *out = NULL;
+    uint64_t size = 0, align = 16;
+    RETURN_IF_ERROR(null_image_requirements(g, desc, &size, &align));
+    if (!m || !align || offset % align || !in_range(offset, size, m->size))
+        return status_make(CUBEC_INTERNAL,
+                           "null gpu image: %" PRIu64 " bytes at offset %" PRIu64
+                           " do not fit the page",
+                           size, offset);
+    gpu_image *im = calloc(1, sizeof *im);
+    if (!im) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (image record)");
+    *im = (gpu_image){m, offset, size};
+    *out = im;
+    return NULL;
+}
+
+static void null_image_destroy(gpu *g, gpu_image *im)
+{
+    (void)g;
+    free(im);
+}
+
 static const gpu_ops null_ops = {
     .name = "null",
     .destroy = null_destroy,
@@ -1082,6 +1153,9 @@ static const gpu_ops null_ops = {
     .mem_back = null_mem_back,
     .mem_raw = null_mem_raw,
     .mem_import_host = null_mem_import_host,
+    .image_requirements = null_image_requirements,
+    .image_create = null_image_create,
+    .image_destroy = null_image_destroy,
     .pipeline_create = null_pipeline_create,
     .pipeline_destroy = null_pipeline_destroy,
     .cmd_create = null_cmd_create,

@@ -23,7 +23,8 @@ static cubec_status replay(vk_cmd *c)
         case GPU_OP_BIND_BUFFERS: {
             const gpu_binding *b = gpu_cmd_entry_bindings(e);
             RETURN_IF_ERROR(vk_emit_bind_buffers(c, e->u.buffers.p, b, e->u.buffers.n,
-                                                 e->u.buffers.info ? &b[e->u.buffers.n] : NULL));
+                                                 e->u.buffers.info ? &b[e->u.buffers.n] : NULL,
+                                                 gpu_cmd_entry_images(e), e->u.buffers.images));
             break;
         }
         case GPU_OP_PUSH_CONSTANTS:
@@ -47,6 +48,11 @@ static cubec_status replay(vk_cmd *c)
             break;
         case GPU_OP_RESET_QUERIES:
             vk_emit_reset_queries(c, e->u.queries.q, e->u.queries.a, e->u.queries.b);
+            break;
+        case GPU_OP_IMAGE_INIT: vk_emit_image_init(c, e->u.image.im); break;
+        case GPU_OP_COPY_IMAGE:
+            vk_emit_copy_image(c, e->u.image.im, e->u.image.m, e->u.image.offset,
+                               (int)e->u.image.to_image);
             break;
         }
     }

@@ -118,6 +118,7 @@ static cubec_status vk_mem_back(gpu *g, gpu_mem *gm)
         return err;
     }
     m->memory = memory;
+    m->memory_type = type;
     gm->unbacked = 0;
     return NULL;
 }
@@ -325,7 +326,7 @@ static cubec_status build_layout(vk_gpu *v, const gpu_pipeline_desc *desc, gpu_p
     RETURN_IF_ERROR(pipeline_slots(desc, p));
     p->info_uniform = desc->info_buffer && desc->info_uniform;
     for (uint32_t set = 0; set < p->set_count; set++) {
-        VkDescriptorSetLayoutBinding b[GPU_MAX_BINDINGS];
+        VkDescriptorSetLayoutBinding b[GPU_MAX_BINDINGS + GPU_MAX_RESOURCES];
         uint32_t n = 0;
         for (uint32_t i = 0; i < p->slot_count; i++) {
             const gpu_slot *s = &p->slots[i];
@@ -337,6 +338,13 @@ static cubec_status build_layout(vk_gpu *v, const gpu_pipeline_desc *desc, gpu_p
                 .descriptorCount = 1,
                 .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT};
         }
+        for (uint32_t i = 0; i < desc->resource_count && i < GPU_MAX_RESOURCES; i++)
+            if (desc->resources[i].set == set)
+                b[n++] = (VkDescriptorSetLayoutBinding){
+                    .binding = desc->resources[i].binding,
+                    .descriptorType = vk_descriptor_type(desc->resources[i].type),
+                    .descriptorCount = 1,
+                    .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT};
         if (set == 0 && desc->info_buffer)
             b[n++] = (VkDescriptorSetLayoutBinding){
                 .binding = GPU_INFO_BINDING,
@@ -662,6 +670,8 @@ static void vk_gpu_destroy(gpu *g)
         vkDeviceWaitIdle(v->vk.device);
         vk_pipeline_cache_destroy(v);
         if (v->timeline) vkDestroySemaphore(v->vk.device, v->timeline, NULL);
+        for (int i = 0; i < 2; i++)
+            if (v->samplers[i]) vkDestroySampler(v->vk.device, v->samplers[i], NULL);
     }
     vk_context_destroy(&v->vk);
     free(v);
@@ -720,6 +730,9 @@ static const gpu_ops vk_ops = {.name = "vulkan",
                                .mem_destroy = vk_mem_destroy,
                                .mem_raw = vk_mem_raw,
                                .vulkan_handles = vk_vulkan_handles,
+                               .image_requirements = vk_image_requirements,
+                               .image_create = vk_image_create,
+                               .image_destroy = vk_image_destroy,
                                .mem_import_host = vk_mem_import_host,
                                .pipeline_create = vk_pipeline_create,
                                .pipeline_destroy = vk_pipeline_destroy,

@@ -28,6 +28,10 @@ typedef struct vk_gpu {
      * destroying them would wait for it or pull memory from under it; host memory is freed. */
     int abandoned;
     vk_reaper reaper; /* frees large pages in the background (vk_reaper.h) */
+    /* Samplers of sampled images, nearest and linear (clamp to edge, normalized coordinates):
+     * made with the first image (under the device lock, before any launch can bind one) and
+     * only read after. */
+    VkSampler samplers[2];
 } vk_gpu;
 
 typedef struct vk_mem {
@@ -35,8 +39,17 @@ typedef struct vk_mem {
     VkBuffer buffer;
     VkDeviceMemory memory;
     int coherent;
-    int imported; /* the program's memory: never mapped through Vulkan */
+    int imported;         /* the program's memory: never mapped through Vulkan */
+    uint32_t memory_type; /* of `memory` (images bound to a page must allow it) */
 } vk_mem;
+
+/* An image bound to a range of a device page (vk_image.c). */
+struct gpu_image {
+    VkImage image;
+    VkImageView view;
+    gpu_image_desc desc;
+    uint32_t texel_bytes;
+};
 
 struct gpu_pipeline {
     VkShaderModule module;
@@ -96,7 +109,8 @@ void vk_emit_barrier(vk_cmd *c, uint32_t src_stages, uint32_t src_access, uint32
                      uint32_t dst_access);
 void vk_emit_bind_pipeline(vk_cmd *c, const gpu_pipeline *p);
 MUST_USE cubec_status vk_emit_bind_buffers(vk_cmd *c, const gpu_pipeline *p, const gpu_binding *b,
-                                           uint32_t n, const gpu_binding *info);
+                                           uint32_t n, const gpu_binding *info,
+                                           const gpu_image_binding *images, uint32_t ni);
 void vk_emit_push_constants(vk_cmd *c, const gpu_pipeline *p, const void *data, uint32_t size);
 void vk_emit_dispatch(vk_cmd *c, uint32_t x, uint32_t y, uint32_t z);
 void vk_emit_dispatch_indirect(vk_cmd *c, gpu_mem *m, uint64_t offset);
@@ -105,6 +119,15 @@ void vk_emit_copy(vk_cmd *c, gpu_mem *src, uint64_t src_offset, gpu_mem *dst, ui
 void vk_emit_fill(vk_cmd *c, gpu_mem *dst, uint64_t offset, uint64_t size, uint32_t pattern);
 void vk_emit_timestamp(vk_cmd *c, gpu_queries *q, uint32_t query, uint32_t stage);
 void vk_emit_reset_queries(vk_cmd *c, gpu_queries *q, uint32_t first, uint32_t count);
+/* gpu/vulkan/vk_image.c: images in pages, their commands and descriptor types. */
+MUST_USE cubec_status vk_image_requirements(gpu *g, const gpu_image_desc *desc, uint64_t *out_size,
+                                            uint64_t *out_alignment);
+MUST_USE cubec_status vk_image_create(gpu *g, const gpu_image_desc *desc, gpu_mem *m,
+                                      uint64_t offset, gpu_image **out);
+void vk_image_destroy(gpu *g, gpu_image *im);
+void vk_emit_image_init(vk_cmd *c, gpu_image *im);
+void vk_emit_copy_image(vk_cmd *c, gpu_image *im, gpu_mem *m, uint64_t offset, int to_image);
+VkDescriptorType vk_descriptor_type(uint32_t type);
 /* Test hook: the Vulkan device under a gpu (tests that provoke a validation message). */
 VkDevice vk_gpu_device(gpu *g);
 

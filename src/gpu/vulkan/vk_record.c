@@ -71,12 +71,14 @@ static cubec_status allocate_set(vk_cmd *c, VkDescriptorSetLayout layout, VkDesc
                    (uint64_t)c->descriptor_pool_count + 1, sizeof(VkDescriptorPool)))
         return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (descriptor pools)");
     VkDescriptorPool *n = c->descriptor_pools;
-    VkDescriptorPoolSize sizes[2] = {
+    VkDescriptorPoolSize sizes[4] = {
         {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, c->sets * GPU_MAX_BINDINGS},
-        {VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER, c->sets * GPU_MAX_BINDINGS}};
+        {VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER, c->sets * GPU_MAX_BINDINGS},
+        {VK_DESCRIPTOR_TYPE_STORAGE_IMAGE, c->sets * GPU_MAX_RESOURCES},
+        {VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER, c->sets * GPU_MAX_RESOURCES}};
     VkDescriptorPoolCreateInfo dpci = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
                                        .maxSets = c->sets,
-                                       .poolSizeCount = 2,
+                                       .poolSizeCount = 4,
                                        .pPoolSizes = sizes};
     VK_RETURN_IF_ERROR(vkCreateDescriptorPool(dev, &dpci, NULL, &n[c->descriptor_pool_count]),
                        "vkCreateDescriptorPool");
@@ -105,7 +107,8 @@ static cubec_status write_set(vk_cmd *c, const gpu_pipeline *p, uint32_t set,
 }
 
 cubec_status vk_emit_bind_buffers(vk_cmd *c, const gpu_pipeline *p, const gpu_binding *b,
-                                  uint32_t n, const gpu_binding *info)
+                                  uint32_t n, const gpu_binding *info,
+                                  const gpu_image_binding *images, uint32_t ni)
 {
     /* Buffers past the pipeline's slots, and those at slots the module left unused, are not
      * bound (docs/kernels.md, "Bringing existing shaders"). */
@@ -115,7 +118,8 @@ cubec_status vk_emit_bind_buffers(vk_cmd *c, const gpu_pipeline *p, const gpu_bi
     uint64_t uniform_range = c->g->vk.props.limits.maxUniformBufferRange;
     for (uint32_t set = 0; set < p->set_count; set++) {
         VkDescriptorBufferInfo infos[GPU_MAX_BINDINGS];
-        VkWriteDescriptorSet w[GPU_MAX_BINDINGS];
+        VkDescriptorImageInfo image_infos[GPU_MAX_RESOURCES];
+        VkWriteDescriptorSet w[GPU_MAX_BINDINGS + GPU_MAX_RESOURCES];
         uint32_t count = 0;
         for (uint32_t i = 0; i < bound + (info && set == 0 ? 1 : 0); i++) {
             const gpu_binding *x = i < bound ? &b[i] : info;
@@ -140,6 +144,20 @@ cubec_status vk_emit_bind_buffers(vk_cmd *c, const gpu_pipeline *p, const gpu_bi
                                                           : VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
                                               .pBufferInfo = &infos[count]};
             count++;
+        }
+        for (uint32_t i = 0; i < ni && i < GPU_MAX_RESOURCES; i++) {
+            if (images[i].set != set) continue;
+            VkSampler sampler = images[i].type == GPU_RESOURCE_SAMPLED_IMAGE
+                                    ? c->g->samplers[images[i].linear ? 1 : 0]
+                                    : VK_NULL_HANDLE;
+            image_infos[i] =
+                (VkDescriptorImageInfo){sampler, images[i].image->view, VK_IMAGE_LAYOUT_GENERAL};
+            w[count++] =
+                (VkWriteDescriptorSet){.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
+                                       .dstBinding = images[i].binding,
+                                       .descriptorCount = 1,
+                                       .descriptorType = vk_descriptor_type(images[i].type),
+                                       .pImageInfo = &image_infos[i]};
         }
         if (count) RETURN_IF_ERROR(write_set(c, p, set, w, count));
     }
