@@ -13,6 +13,10 @@
  * differ or are refused makes every rank return CUBEC_INVALID_ARGUMENT naming that rank, so no
  * rank is left waiting in MPI.
  *
+ * A communicator is used by one thread at a time (as MPI's collectives on one communicator are);
+ * two communicators over two duplicates of a communicator may run on two threads where MPI was
+ * initialized with MPI_THREAD_MULTIPLE.
+ *
  * Ordering: a collective reads what was queued on `stream` before it (and the other streams'
  * writers of its input, as cubec_read does) and writes its result with cubec_write on `stream`, so
  * later work on the stream sees the result. The call returns when the result has been written.
