@@ -6,6 +6,8 @@
  *  - every collective, dtype (f32, f16, i32) and op (sum, max), at sizes of 1 element, fewer
  *    elements than ranks, a count not divisible by the rank count, and one spanning many chunks
  *    (a communicator with 256-byte chunks) and several default 1 MiB chunks;
+ *  - f16 sums that fall between two f16 values, some exactly halfway: rounded once, to nearest
+ *    even;
  *  - ordering: the collective reads a fill queued on its stream before it, and a copy queued
  *    after it sees its result;
  *  - failures: a failure written into one rank's input makes every rank's output carry a failure
@@ -238,6 +240,52 @@ static void test_reduce_scatter(void **state)
     }
 }
 
+/* f16 sums that need rounding: rank r's element i is 1 + m / 1024 with m = (i * 37 + r * 11) % 1024
+ * (exact in f16), so the sum lies in [size, 2 * size) where f16's step is 2^-9 (2 ranks) or 2^-8
+ * (4 ranks): many sums fall between two f16 values, some exactly halfway. cubec_mpi sums in f32
+ * (exact here) and rounds once, to nearest, ties to even; the reference does the same in double
+ * with nearbyint (the default rounding mode rounds ties to even). */
+static float half_value(uint16_t h)
+{
+    const int e = (h >> 10) & 0x1f, m = h & 0x3ff; /* normal numbers only, all this test makes */
+    return ldexpf(1.0f + (float)m / 1024.0f, e - 15) * ((h & 0x8000) ? -1.0f : 1.0f);
+}
+
+static void test_f16_sum_rounds_once_to_nearest_even(void **state)
+{
+    (void)state;
+    const uint64_t n = 4096;
+    uint16_t *host = malloc(n * 2), *got = malloc(n * 2);
+    assert_non_null(host);
+    assert_non_null(got);
+    for (uint64_t i = 0; i < n; i++)
+        host[i] = (uint16_t)((15u << 10) | ((i * 37u + (uint64_t)g_rank * 11u) % 1024u));
+    cubec_buffer b = buffer_with(host, n * 2);
+    ASSERT_OK(
+        cubec_mpi_allreduce(g_small, CUBEC_STREAM_CURRENT, b, b, n, CUBEC_MPI_F16, CUBEC_MPI_SUM));
+    ASSERT_OK(cubec_read(g_dev, CUBEC_STREAM_CURRENT, b, 0, got, n * 2));
+    int ties = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        double sum = 0.0;
+        for (int r = 0; r < g_size; r++)
+            sum += 1.0 + (double)((i * 37u + (uint64_t)r * 11u) % 1024u) / 1024.0;
+        int e = 0;
+        (void)frexp(sum, &e); /* sum = f * 2^e, f in [0.5, 1): the f16 step is 2^(e - 11) */
+        const double units = sum / ldexp(1.0, e - 11);
+        if (units - floor(units) == 0.5) ties++;
+        const double want = nearbyint(units) * ldexp(1.0, e - 11);
+        if ((double)half_value(got[i]) != want)
+            fail_msg("rank %d: f16 sum %" PRIu64 " is %.6f, the nearest f16 (ties to even) of "
+                     "%.6f is %.6f",
+                     g_rank, i, (double)half_value(got[i]), sum, want);
+    }
+    /* The sizes chosen make some sums exact ties, so ties to even is really tested. */
+    assert_true(ties > 0);
+    free(host);
+    free(got);
+    ASSERT_OK(cubec_buffer_release(g_dev, b));
+}
+
 /* The collective reads what was queued before it on its stream (a fill of rank+1 in every i32)
  * and work queued after it (a copy) sees its result. */
 static void test_ordering_on_the_stream(void **state)
@@ -411,6 +459,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_broadcast),
         cmocka_unit_test(test_allgather),
         cmocka_unit_test(test_reduce_scatter),
+        cmocka_unit_test(test_f16_sum_rounds_once_to_nearest_even),
         cmocka_unit_test(test_ordering_on_the_stream),
         cmocka_unit_test(test_failure_reaches_every_rank),
         cmocka_unit_test(test_bad_arguments_refused_on_every_rank),
