@@ -6,8 +6,10 @@
  * constants too: ncnn specializes on the blob shapes it inferred), launched with the push
  * constants, bindings and grids of their forward functions and of record_pipeline
  * (src/command.cpp: groups = ceil(dispatcher extent / local size) per axis), and checked against
- * a CPU reference. Each runs in fp32 and, where the device has fp16 storage and arithmetic, in
- * ncnn's fp16 storage + arithmetic variant of the same source. */
+ * a CPU reference. Each runs in fp32, in ncnn's fp16 packed variant (halves in uint words,
+ * fp32 arithmetic: what ncnn uses where the device lacks 16-bit storage) and, where the device
+ * has fp16 storage and arithmetic, in ncnn's fp16 storage + arithmetic variant of the same
+ * source. */
 #include "corpus_files.h"
 #include "test_util.h"
 
@@ -16,7 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef enum ncnn_precision { NCNN_FP32, NCNN_FP16 } ncnn_precision;
+/* ncnn's storage and arithmetic choices (Option: use_fp16_packed, use_fp16_storage,
+ * use_fp16_arithmetic); both 16-bit ones store halves, so the buffers' bytes are the same. */
+typedef enum ncnn_precision { NCNN_FP32, NCNN_FP16, NCNN_FP16_PACKED } ncnn_precision;
 
 /* The macros compile_spirv_module defines (custom_defines, gpu.cpp) that these shaders use, for
  * ncnn's default options (no fp16 anything): the `else` branch of each choice there. ncnn also
@@ -58,6 +62,28 @@ static const cubec_define ncnn_fp16_defines[] = {
     {"psc(x)", "(x==0?p.x:x)"},
     {"NCNN_fp16_storage", "1"},
     {"NCNN_fp16_arithmetic", "1"},
+    {"ncnn_glsl_version", "1"},
+};
+
+/* The same for opt.use_fp16_packed alone: halves packed two to a uint (four to a uvec2), unpacked
+ * to float for arithmetic; a single half is stored by a compare-and-swap loop on its word. */
+static const cubec_define ncnn_fp16_packed_defines[] = {
+    {"sfp", "uint"},
+    {"sfpvec2", "uint"},
+    {"sfpvec4", "uvec2"},
+    {"afp", "float"},
+    {"afpvec2", "vec2"},
+    {"afpvec4", "vec4"},
+    {"afpmat4", "mat4"},
+    {"buffer_ld1(buf,i)", "unpackHalf2x16(buf[(i)/2])[(i)%2]"},
+    {"buffer_st1(buf,i,v)",
+     "{uint _i=uint(i);uint _id2=_i/2;uint _im2=_i%2;float _vs=float(v);uint _old_v, _new_v;do{"
+     "_old_v=atomicCompSwap(buf[_id2],0,0);vec2 _v=unpackHalf2x16(_old_v);_v[_im2]=_vs;_new_v="
+     "packHalf2x16(_v);} while(atomicCompSwap(buf[_id2],_old_v,_new_v)!=_old_v);}"},
+    {"buffer_ld4(buf,i)", "vec4(unpackHalf2x16(buf[i].x),unpackHalf2x16(buf[i].y))"},
+    {"buffer_st4(buf,i,v)", "{buf[i]=uvec2(packHalf2x16(v.rg),packHalf2x16(v.ba));}"},
+    {"psc(x)", "(x==0?p.x:x)"},
+    {"NCNN_fp16_packed", "1"},
     {"ncnn_glsl_version", "1"},
 };
 
@@ -118,10 +144,16 @@ static cubec_kernel ncnn_kernel(cubec_device *d, ncnn_precision prec, const char
     kd.glsl = glsl;
     kd.glsl_path = path; /* innerproduct's #include "vulkan_activation.comp" is found beside it */
     kd.preamble = preamble;
-    kd.defines = prec == NCNN_FP16 ? ncnn_fp16_defines : ncnn_fp32_defines;
-    kd.define_count = prec == NCNN_FP16
-                          ? (uint32_t)(sizeof ncnn_fp16_defines / sizeof ncnn_fp16_defines[0])
-                          : (uint32_t)(sizeof ncnn_fp32_defines / sizeof ncnn_fp32_defines[0]);
+    if (prec == NCNN_FP16) {
+        kd.defines = ncnn_fp16_defines;
+        kd.define_count = sizeof ncnn_fp16_defines / sizeof ncnn_fp16_defines[0];
+    } else if (prec == NCNN_FP16_PACKED) {
+        kd.defines = ncnn_fp16_packed_defines;
+        kd.define_count = sizeof ncnn_fp16_packed_defines / sizeof ncnn_fp16_packed_defines[0];
+    } else {
+        kd.defines = ncnn_fp32_defines;
+        kd.define_count = sizeof ncnn_fp32_defines / sizeof ncnn_fp32_defines[0];
+    }
     kd.spec_constants = sc;
     kd.spec_constant_count = spec_count + 3;
     cubec_kernel k;
@@ -158,11 +190,11 @@ static uint32_t ceil_div(uint32_t a, uint32_t b)
  * them and the results the tests compare exactly. */
 static void *to_device(ncnn_precision prec, const float *v, size_t n)
 {
-    size_t es = prec == NCNN_FP16 ? 2 : 4;
+    size_t es = prec == NCNN_FP32 ? 4 : 2;
     unsigned char *out = malloc(n * es);
     assert_non_null(out);
     for (size_t i = 0; i < n; i++) {
-        if (prec == NCNN_FP16) {
+        if (prec != NCNN_FP32) {
             unsigned short h = corpus_float_to_half(v[i]);
             memcpy(out + i * 2, &h, 2);
         } else {
@@ -174,7 +206,7 @@ static void *to_device(ncnn_precision prec, const float *v, size_t n)
 
 static float from_device(ncnn_precision prec, const void *bytes, size_t i)
 {
-    if (prec == NCNN_FP16) {
+    if (prec != NCNN_FP32) {
         unsigned short h;
         memcpy(&h, (const unsigned char *)bytes + i * 2, 2);
         return corpus_half_to_float(h);
@@ -188,14 +220,14 @@ static cubec_buffer upload(cubec_device *d, ncnn_precision prec, const float *v,
 {
     void *bytes = to_device(prec, v, n);
     cubec_buffer b;
-    ASSERT_OK(cubec_buffer_from(d, 0, bytes, n * (prec == NCNN_FP16 ? 2 : 4), &b));
+    ASSERT_OK(cubec_buffer_from(d, 0, bytes, n * (prec == NCNN_FP32 ? 4 : 2), &b));
     free(bytes);
     return b;
 }
 
 static float *download(cubec_device *d, ncnn_precision prec, cubec_buffer b, size_t n)
 {
-    size_t es = prec == NCNN_FP16 ? 2 : 4;
+    size_t es = prec == NCNN_FP32 ? 4 : 2;
     void *bytes = malloc(n * es);
     float *out = malloc(n * sizeof *out);
     assert_true(bytes && out);
@@ -274,6 +306,12 @@ static void test_relu_fp16(void **state)
     run_relu(NCNN_FP16);
 }
 
+static void test_relu_fp16_packed(void **state)
+{
+    (void)state;
+    run_relu(NCNN_FP16_PACKED);
+}
+
 /* Softmax_vulkan on a 2-D blob (w columns, h rows) along axis 1, each row: its four pipelines in
  * the order forward_inplace records them (reduce max, exp(v - max), reduce sum, divide), all
  * with the specializations {axis, the blob's dims w h d c cstep, the workspace's}, the push
@@ -287,7 +325,7 @@ static void run_softmax(ncnn_precision prec)
         test_device_close(d);
         return;
     }
-    const uint32_t w = 37, h = 6, es = prec == NCNN_FP16 ? 2 : 4;
+    const uint32_t w = 37, h = 6, es = prec == NCNN_FP32 ? 4 : 2;
     const uint32_t cstep = ncnn_cstep(w * h, es), ws_w = h, ws_cstep = ncnn_cstep(ws_w, es);
     const int32_t shape[13] = {1, /* axis */
                                2, (int32_t)w,    (int32_t)h, 1, 1, (int32_t)cstep,
@@ -309,7 +347,7 @@ static void run_softmax(ncnn_precision prec)
     assert_non_null(x);
     uint32_t seed = 5;
     for (uint32_t i = 0; i < w * h; i++)
-        x[i] = prec == NCNN_FP16 ? (float)(int)(test_randf(&seed) * 16.0f) * 0.125f
+        x[i] = prec != NCNN_FP32 ? (float)(int)(test_randf(&seed) * 16.0f) * 0.125f
                                  : 3.0f * test_randf(&seed);
     cubec_buffer blob = upload(d, prec, x, cstep);
     cubec_buffer max_ws, sum_ws;
@@ -326,7 +364,7 @@ static void run_softmax(ncnn_precision prec)
     float *out = download(d, prec, blob, w * h);
 
     /* fp16 keeps 11 bits: exp and the division each round, the sum of 37 halves rounds 37 times. */
-    const double tol = prec == NCNN_FP16 ? 4e-3 : 2e-6;
+    const double tol = prec != NCNN_FP32 ? 4e-3 : 2e-6;
     for (uint32_t r = 0; r < h; r++) {
         double mx = -INFINITY, sum = 0;
         for (uint32_t c = 0; c < w; c++)
@@ -363,6 +401,12 @@ static void test_softmax_fp16(void **state)
     run_softmax(NCNN_FP16);
 }
 
+static void test_softmax_fp16_packed(void **state)
+{
+    (void)state;
+    run_softmax(NCNN_FP16_PACKED);
+}
+
 /* BinaryOp_vulkan for two 3-D blobs of one shape (pack1, no broadcast): specializations
  * {op_type, with_scalar, b, then dims w h*d c cstep of A, B and the output}, local size
  * min(4, w), min(4, h), min(4, c) of the output, push constants the same fifteen shape values,
@@ -375,7 +419,7 @@ static void run_binaryop(ncnn_precision prec)
         test_device_close(d);
         return;
     }
-    const uint32_t w = 5, h = 3, c = 4, es = prec == NCNN_FP16 ? 2 : 4;
+    const uint32_t w = 5, h = 3, c = 4, es = prec == NCNN_FP32 ? 4 : 2;
     const uint32_t cstep = ncnn_cstep(w * h, es), total = cstep * c;
     float *a = calloc(total, sizeof *a), *b = calloc(total, sizeof *b);
     assert_true(a && b);
@@ -422,8 +466,8 @@ static void run_binaryop(ncnn_precision prec)
                 }
                 /* Every result but a quotient is exact in both precisions; a quotient is
                  * rounded once (fp16: to 11 bits; fp32: within the 2.5 ulp Vulkan allows). */
-                double tol = cases[t].op != 3 ? 0 : prec == NCNN_FP16 ? 1e-3 : 1e-6;
-                if (prec == NCNN_FP16) want = corpus_half_to_float(corpus_float_to_half(want));
+                double tol = cases[t].op != 3 ? 0 : prec != NCNN_FP32 ? 1e-3 : 1e-6;
+                if (prec != NCNN_FP32) want = corpus_half_to_float(corpus_float_to_half(want));
                 if (fabs((double)out[at] - (double)want) > tol * fabs((double)want))
                     fail_msg("binaryop op %d (scalar %d) channel %u [%u]: %g, expected %g",
                              cases[t].op, cases[t].with_scalar, q, i, (double)out[at],
@@ -449,6 +493,12 @@ static void test_binaryop_fp16(void **state)
 {
     (void)state;
     run_binaryop(NCNN_FP16);
+}
+
+static void test_binaryop_fp16_packed(void **state)
+{
+    (void)state;
+    run_binaryop(NCNN_FP16_PACKED);
 }
 
 /* InnerProduct_vulkan's pipeline for pack1 blobs with fewer than 32 inputs (num_input and
@@ -504,9 +554,15 @@ static void test_innerproduct_fp32(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_relu_fp32),         cmocka_unit_test(test_relu_fp16),
-        cmocka_unit_test(test_softmax_fp32),      cmocka_unit_test(test_softmax_fp16),
-        cmocka_unit_test(test_binaryop_fp32),     cmocka_unit_test(test_binaryop_fp16),
+        cmocka_unit_test(test_relu_fp32),
+        cmocka_unit_test(test_relu_fp16),
+        cmocka_unit_test(test_relu_fp16_packed),
+        cmocka_unit_test(test_softmax_fp32),
+        cmocka_unit_test(test_softmax_fp16),
+        cmocka_unit_test(test_softmax_fp16_packed),
+        cmocka_unit_test(test_binaryop_fp32),
+        cmocka_unit_test(test_binaryop_fp16),
+        cmocka_unit_test(test_binaryop_fp16_packed),
         cmocka_unit_test(test_innerproduct_fp32),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
