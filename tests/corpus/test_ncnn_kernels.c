@@ -506,21 +506,26 @@ static void test_binaryop_fp16_packed(void **state)
  * activation_type, activation_params[0], [1], then dims w h c cstep of the flattened input and
  * of the output}, local size {min(64, out w), 1, 1}, bindings {bottom, top, weight, bias}, push
  * constants the ten shape values, dispatcher the output. Leaky ReLU (activation 2) with slope
- * 0.1 after the bias, from vulkan_activation.comp, included as innerproduct.comp includes it. */
-static void test_innerproduct_fp32(void **state)
+ * 0.1 after the bias, from vulkan_activation.comp, included as innerproduct.comp includes it.
+ * All three precisions. */
+static void run_innerproduct(ncnn_precision prec)
 {
-    (void)state;
     cubec_device *d = test_device_open();
-    const uint32_t num_input = 27, num_output = 13;
-    const uint32_t in_cstep = ncnn_cstep(num_input, 4), out_cstep = ncnn_cstep(num_output, 4);
+    if (prec == NCNN_FP16 && !has_fp16(d)) {
+        test_device_close(d);
+        return;
+    }
+    const uint32_t num_input = 27, num_output = 13, es = prec == NCNN_FP32 ? 4 : 2;
+    const uint32_t in_cstep = ncnn_cstep(num_input, es), out_cstep = ncnn_cstep(num_output, es);
     const int32_t shape[10] = {1, (int32_t)num_input,  1, 1, (int32_t)in_cstep,
                                1, (int32_t)num_output, 1, 1, (int32_t)out_cstep};
     uint32_t spec[14] = {1, 2, f32_bits(0.1f), f32_bits(0.0f)};
     memcpy(spec + 4, shape, sizeof shape);
     const uint32_t lx = num_output < 64 ? num_output : 64;
-    cubec_kernel k = ncnn_kernel(d, NCNN_FP32, "innerproduct.comp", spec, 14, lx, 1, 1);
+    cubec_kernel k = ncnn_kernel(d, prec, "innerproduct.comp", spec, 14, lx, 1, 1);
 
-    float x[27], weight[13 * 27], bias[13], out[13];
+    /* Inputs rounded to what the buffers hold, so that the reference starts from the same. */
+    float x[27], weight[13 * 27], bias[13];
     uint32_t seed = 3;
     for (uint32_t i = 0; i < num_input; i++)
         x[i] = test_randf(&seed);
@@ -528,13 +533,34 @@ static void test_innerproduct_fp32(void **state)
         weight[i] = test_randf(&seed); /* row q: output q's weights (weight_data_packed) */
     for (uint32_t i = 0; i < num_output; i++)
         bias[i] = test_randf(&seed);
+    if (prec != NCNN_FP32) {
+        for (uint32_t i = 0; i < num_input; i++)
+            x[i] = corpus_half_to_float(corpus_float_to_half(x[i]));
+        for (uint32_t i = 0; i < num_input * num_output; i++)
+            weight[i] = corpus_half_to_float(corpus_float_to_half(weight[i]));
+        for (uint32_t i = 0; i < num_output; i++)
+            bias[i] = corpus_half_to_float(corpus_float_to_half(bias[i]));
+    }
+    /* Each blob as ncnn allocates it: its cstep, a multiple of 16 bytes. That matters for fp16
+     * packed, which reads halves two to a uint: 27 halves end inside their 14th word. */
+    const uint32_t weight_cstep = ncnn_cstep(num_input * num_output, es);
+    const uint32_t bias_cstep = ncnn_cstep(num_output, es);
+    float x_blob[32] = {0}, weight_blob[13 * 27 + 16] = {0}, bias_blob[16] = {0};
+    assert_true(in_cstep <= 32 && weight_cstep <= 13 * 27 + 16 && bias_cstep <= 16);
+    memcpy(x_blob, x, sizeof x);
+    memcpy(weight_blob, weight, sizeof weight);
+    memcpy(bias_blob, bias, sizeof bias);
     cubec_buffer bufs[4];
-    ASSERT_OK(cubec_buffer_from(d, 0, x, sizeof x, &bufs[0]));
-    ASSERT_OK(cubec_buffer_create(d, 0, (size_t)out_cstep * 4, &bufs[1]));
-    ASSERT_OK(cubec_buffer_from(d, 0, weight, sizeof weight, &bufs[2]));
-    ASSERT_OK(cubec_buffer_from(d, 0, bias, sizeof bias, &bufs[3]));
+    bufs[0] = upload(d, prec, x_blob, in_cstep);
+    ASSERT_OK(cubec_buffer_create(d, 0, (size_t)out_cstep * es, &bufs[1]));
+    bufs[2] = upload(d, prec, weight_blob, weight_cstep);
+    bufs[3] = upload(d, prec, bias_blob, bias_cstep);
     launch(d, k, bufs, 4, shape, sizeof shape, ceil_div(num_output, lx), 1, 1);
-    ASSERT_OK(cubec_read(d, 0, bufs[1], 0, out, sizeof out));
+    float *out = download(d, prec, bufs[1], num_output);
+    /* fp32 sums 27 products; fp16 arithmetic rounds each of the 27 steps to 11 bits (at most
+     * 27 x 2^-11 of the terms' magnitudes); fp16 packed sums in fp32 and rounds the store. */
+    const double tol_mag = prec == NCNN_FP16 ? 2e-2 : 1e-6;
+    const double tol_rel = prec == NCNN_FP32 ? 0 : 1e-3;
     for (uint32_t q = 0; q < num_output; q++) {
         double sum = bias[q], mag = fabs(bias[q]);
         for (uint32_t i = 0; i < num_input; i++) {
@@ -542,13 +568,32 @@ static void test_innerproduct_fp32(void **state)
             mag += fabs((double)weight[q * num_input + i] * (double)x[i]);
         }
         double want = sum < 0 ? sum * (double)0.1f : sum;
-        if (fabs((double)out[q] - want) > 1e-6 * mag)
+        if (fabs((double)out[q] - want) > tol_mag * mag + tol_rel * fabs(want))
             fail_msg("innerproduct output %u: %g, expected %g", q, (double)out[q], want);
     }
+    free(out);
     for (int i = 0; i < 4; i++)
         ASSERT_OK(cubec_buffer_release(d, bufs[i]));
     ASSERT_OK(cubec_kernel_destroy(d, k));
     test_device_close(d);
+}
+
+static void test_innerproduct_fp32(void **state)
+{
+    (void)state;
+    run_innerproduct(NCNN_FP32);
+}
+
+static void test_innerproduct_fp16(void **state)
+{
+    (void)state;
+    run_innerproduct(NCNN_FP16);
+}
+
+static void test_innerproduct_fp16_packed(void **state)
+{
+    (void)state;
+    run_innerproduct(NCNN_FP16_PACKED);
 }
 
 int main(void)
@@ -564,6 +609,8 @@ int main(void)
         cmocka_unit_test(test_binaryop_fp16),
         cmocka_unit_test(test_binaryop_fp16_packed),
         cmocka_unit_test(test_innerproduct_fp32),
+        cmocka_unit_test(test_innerproduct_fp16),
+        cmocka_unit_test(test_innerproduct_fp16_packed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
