@@ -51,7 +51,7 @@ cubec_status server_buffer_export(cubec_device *d, uint64_t id, const buffer_obj
 
 static void uuid_text(const uint8_t u[16], char out[33])
 {
-    for (int i = 0; i < 16; i++)
+    for (size_t i = 0; i < 16; i++)
         snprintf(out + 2 * i, 3, "%02x", u[i]);
 }
 

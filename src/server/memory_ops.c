@@ -292,9 +292,12 @@ cubec_status server_buffer_adopt(cubec_device *d, stream_ref s, gpu_mem *page, u
     RETURN_IF_ERROR(server_slot_memory(d, s.slot, &m));
     alloc_obj *a = calloc(1, sizeof *a);
     buffer_obj *b = calloc(1, sizeof *b);
-    cubec_status err = a && b
-                           ? memory_adopt(m, page, page->size, &a->mem)
-                           : status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (buffer record)");
+    if (!a || !b) {
+        free(a);
+        free(b);
+        return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (buffer record)");
+    }
+    cubec_status err = memory_adopt(m, page, page->size, &a->mem);
     if (err) {
         free(a);
         free(b);

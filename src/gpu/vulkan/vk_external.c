@@ -151,6 +151,7 @@ cubec_status vk_mem_create_exportable(gpu *g, uint64_t size, gpu_mem **out)
     vk_gpu *v = vk_gpu_of(g);
     vk_mem *m = NULL;
     RETURN_IF_ERROR(new_external(v, size, GPU_EXTERNAL_EXPORTABLE, &m));
+    if (!m) return status_make(CUBEC_INTERNAL, "vk mem_create_exportable: no buffer record");
     VkExportMemoryAllocateInfo exp = {.sType = VK_STRUCTURE_TYPE_EXPORT_MEMORY_ALLOCATE_INFO,
                                       .handleTypes = OPAQUE_FD};
     cubec_status err = external_memory(v, m, 0, -1, &exp);
@@ -183,6 +184,7 @@ cubec_status vk_mem_import_fd(gpu *g, int fd, uint64_t allocation_size, int dedi
     /* The buffer spans the whole allocation: a dedicated allocation's buffer must need exactly
      * its size, and the exporter's buffer's size rounded up is what it allocated. */
     RETURN_IF_ERROR(new_external(v, allocation_size, GPU_EXTERNAL_IMPORTED, &m));
+    if (!m) return status_make(CUBEC_INTERNAL, "vk mem_import_fd: no buffer record");
     VkImportMemoryFdInfoKHR imp = {
         .sType = VK_STRUCTURE_TYPE_IMPORT_MEMORY_FD_INFO_KHR, .handleType = OPAQUE_FD, .fd = fd};
     cubec_status err = external_memory(v, m, allocation_size, dedicated != 0, &imp);
