@@ -314,6 +314,50 @@ static void test_timeline_export_and_values(void **state)
     test_device_close(a);
 }
 
+/* A fault at each step of an import (the count before the import, the map of the imported page
+ * after it succeeded on unified memory) fails the import and leaves the caller's fd open and
+ * importable: the memory that was imported (a duplicate) goes with the failure. */
+static void test_import_faults_keep_the_fd(void **state)
+{
+    (void)state;
+    cubec_device *a = test_device_open(), *b = test_device_open();
+    if (!has_memory_fd(a)) {
+        test_device_close(b);
+        test_device_close(a);
+        return;
+    }
+    cubec_stream s = CUBEC_STREAM_CURRENT;
+    cubec_buffer x = {0}, y = {0};
+    ASSERT_OK(cubec_buffer_create_exportable(a, s, 1024, &x));
+    uint32_t words[256];
+    for (uint32_t i = 0; i < 256; i++)
+        words[i] = i * 2654435761u;
+    ASSERT_OK(cubec_write(a, s, x, 0, words, sizeof words));
+    ASSERT_OK(cubec_sync(a, s));
+    cubec_export_info e = CUBEC_EXPORT_INFO_INIT;
+    ASSERT_OK(cubec_buffer_export(a, x, &e));
+    const cubec_import_desc desc = import_of(&e);
+    /* The import's map fault counts first; on unified memory the imported page is mapped after
+     * the import, which is the second. */
+    const int maps = info_of(b).unified_memory ? 2 : 1;
+    for (int nth = 1; nth <= maps; nth++) {
+        ASSERT_OK(cubec_fault_inject(b, CUBEC_FAULT_MAP, (uint64_t)nth));
+        ASSERT_ERROR(cubec_buffer_import(b, s, &desc, &y), CUBEC_INTERNAL, "injected fault: map");
+        assert_int_equal(y.id, 0);
+        assert_true(fd_open(desc.fd));
+        ASSERT_OK(cubec_fault_inject(b, CUBEC_FAULT_MAP, 0));
+    }
+    ASSERT_OK(cubec_buffer_import(b, s, &desc, &y));
+    assert_false(fd_open(desc.fd));
+    uint32_t got[256];
+    ASSERT_OK(cubec_read(b, s, y, 0, got, sizeof got));
+    assert_memory_equal(got, words, sizeof got);
+    ASSERT_OK(cubec_buffer_release(b, y));
+    ASSERT_OK(cubec_buffer_release(a, x));
+    test_device_close(b);
+    test_device_close(a);
+}
+
 /* The null backend has no external handles: each call refuses naming it. */
 static void test_export_import_null_backend(void **state)
 {
@@ -344,6 +388,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_export_import_both_ways),
         cmocka_unit_test(test_export_import_refusals),
+        cmocka_unit_test(test_import_faults_keep_the_fd),
         cmocka_unit_test(test_timeline_export_and_values),
         cmocka_unit_test(test_export_import_null_backend),
     };
