@@ -527,10 +527,12 @@ CUBEC_MUST_USE cubec_status cubec_buffer_export(cubec_device *device, cubec_buff
 typedef struct cubec_import_desc {
     uint32_t struct_size; /* CUBEC_IMPORT_DESC_INIT */
     int fd;               /* from cubec_buffer_export on a device of the same physical device */
+    /* The exporter's cubec_export_info.allocation_size, unchanged (a driver cannot always tell a
+     * wrong one from the fd). */
     uint64_t allocation_size;
-    uint64_t offset; /* a multiple of cubec_device_info.storage_offset_alignment */
-    uint64_t size;   /* offset + size within allocation_size; 0 is refused */
-    int dedicated;
+    uint64_t offset;         /* a multiple of cubec_device_info.storage_offset_alignment */
+    uint64_t size;           /* offset + size within allocation_size; 0 is refused */
+    int dedicated;           /* the exporter's cubec_export_info.dedicated, unchanged */
     uint8_t device_uuid[16]; /* the exporter's: compared with this device's */
 } cubec_import_desc;
 /* A cubec_import_desc with its struct_size set: start every one with it ("Structs that grow"). */
