@@ -300,7 +300,11 @@ static void test_refusals(void **state)
     ASSERT_ERROR(cubec_launch(d, 0, &ld), CUBEC_INVALID_ARGUMENT, "desc->resources[1].filter 1");
     res[1].filter = 0;
     res[1].kind = CUBEC_RESOURCE_UNIFORM_TEXEL_BUFFER;
-    ASSERT_ERROR(cubec_launch(d, 0, &ld), CUBEC_UNSUPPORTED, "desc->resources[1].kind 3");
+    ASSERT_ERROR(cubec_launch(d, 0, &ld), CUBEC_INVALID_ARGUMENT,
+                 "where kernel 'invert' declares no uniform texel buffer");
+    res[1].kind = (cubec_resource_kind)7;
+    ASSERT_ERROR(cubec_launch(d, 0, &ld), CUBEC_INVALID_ARGUMENT,
+                 "desc->resources[1].kind 7 is not a cubec_resource_kind");
     res[1].kind = CUBEC_RESOURCE_STORAGE_IMAGE;
     ASSERT_OK(cubec_image_release(d, im));
     res[1].image = im;
