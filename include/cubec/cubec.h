@@ -50,7 +50,7 @@ extern "C" {
  * (docs/api.md, "Versions and the ABI"). */
 #define CUBEC_VERSION_MAJOR 0
 #define CUBEC_VERSION_MINOR 2
-#define CUBEC_VERSION_PATCH 6
+#define CUBEC_VERSION_PATCH 7
 
 /* A version packed into one number that compares in order: major << 16 | minor << 8 | patch
  * (minor and patch stay below 256). */
@@ -674,13 +674,24 @@ typedef enum cubec_resource_kind {
     CUBEC_RESOURCE_SAMPLER = 6,
 } cubec_resource_kind;
 
+#define CUBEC_FILTER_NEAREST 0u /* cubec_resource.filter: the nearest texel */
+#define CUBEC_FILTER_LINEAR 1u  /* cubec_resource.filter: bilinear (trilinear in 3D) filtering */
+/* cubec_resource.filter's address modes (Vulkan's VkSamplerAddressMode, the same in every
+ * dimension), what coordinates outside [0, 1] read. */
+#define CUBEC_ADDRESS_CLAMP_TO_EDGE 0u      /* the edge texel */
+#define CUBEC_ADDRESS_REPEAT 0x10u          /* the image tiles: coordinates wrap around */
+#define CUBEC_ADDRESS_MIRRORED_REPEAT 0x20u /* the image tiles, every other copy mirrored */
+
 /* One binding of a launch other than a storage buffer. An element of an array whose stride the
  * header fixes: no struct_size (docs/api.md). */
 typedef struct cubec_resource {
     cubec_resource_kind kind; /* what is bound */
     uint32_t set;             /* the descriptor set, as the kernel declares it (0..3) */
     uint32_t binding;         /* the binding in that set, as the kernel declares it */
-    uint32_t filter;          /* sampled images and samplers: 0 nearest, 1 linear; else 0 */
+    /* Sampled images and samplers: CUBEC_FILTER_NEAREST (0) or CUBEC_FILTER_LINEAR, or'ed with
+     * an address mode (CUBEC_ADDRESS_CLAMP_TO_EDGE, 0, or CUBEC_ADDRESS_REPEAT or
+     * CUBEC_ADDRESS_MIRRORED_REPEAT); else 0. */
+    uint32_t filter;
     /* Texel buffers: how `buffer`'s bytes are read as texels (a cubec_image_format; 0: the
      * format the kernel declares, which only an imageBuffer does). Else 0. */
     uint32_t format;

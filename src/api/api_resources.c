@@ -117,7 +117,7 @@ cubec_status api_launch_resources(cubec_device *d, const cubec_launch_desc *desc
                                   const pipeline_entry *e, buffer_obj **out, launch_args *res)
 {
     res->resource_count = 0;
-    res->linear_mask = 0;
+    res->sampler_bits = 0;
     res->texel_formats = 0;
     const kernel_reflection *r = &e->refl;
     if (!desc->resource_count && !r->resource_count) return NULL; /* the common launch */
@@ -143,9 +143,11 @@ cubec_status api_launch_resources(cubec_device *d, const cubec_launch_desc *desc
             return INVALID_ARG("%s: desc->resources[%u].kind %d is not a cubec_resource_kind", fn,
                                i, (int)x->kind);
         int filtered = x->kind == CUBEC_RESOURCE_SAMPLED_IMAGE || x->kind == CUBEC_RESOURCE_SAMPLER;
-        if (x->filter > 1 || (x->filter && !filtered))
-            return INVALID_ARG("%s: desc->resources[%u].filter %u: 0 (nearest) or 1 (linear), "
-                               "and 1 only for a sampled image or a sampler",
+        uint32_t address = (x->filter & 0x30u) >> 4;
+        if ((x->filter & ~0x31u) || address == 3 || (x->filter && !filtered))
+            return INVALID_ARG("%s: desc->resources[%u].filter %#x: CUBEC_FILTER_NEAREST or "
+                               "CUBEC_FILTER_LINEAR, or'ed with at most one CUBEC_ADDRESS_* mode, "
+                               "and non-zero only for a sampled image or a sampler",
                                fn, i, x->filter);
         uint32_t k = 0;
         while (k < r->resource_count &&
@@ -168,14 +170,15 @@ cubec_status api_launch_resources(cubec_device *d, const cubec_launch_desc *desc
         } else if (x->kind != CUBEC_RESOURCE_SAMPLER) {
             RETURN_IF_ERROR(resolve_image(d, i, x, kr, &out[k], &formats[k]));
         }
-        if (x->filter) res->linear_mask |= 1u << k;
+        res->sampler_bits |= (x->filter & 1u) << k | address << (8 + 2 * k);
     }
     /* Linear filtering of a format the device cannot filter is undefined in Vulkan: refused
      * here rather than left to the validation layer. A sampled image is filtered by its own
      * sampler, a texture by each separate sampler that samples it. */
     const uint32_t linear_formats = d->gpu->caps.linear_formats;
-    for (uint32_t k = 0; res->linear_mask >> k; k++) {
-        if (!(res->linear_mask >> k & 1)) continue;
+    uint32_t linear = res->sampler_bits & 0xffu;
+    for (uint32_t k = 0; linear >> k; k++) {
+        if (!(linear >> k & 1)) continue;
         uint32_t filtered = r->resources[k].kind == CUBEC_RESOURCE_SAMPLER
                                 ? r->resources[k].samples & ((1u << nmem) - 1u)
                                 : 1u << k;

@@ -9,7 +9,7 @@
 
 /* Fills out[k] with the memory of the image or texel buffer given for the kernel's resource k
  * (the order of e->refl.resources), for every one of them with memory, and in `a`:
- * resource_count (their number), linear_mask (bit k: resource k filters linearly) and
+ * resource_count (their number), sampler_bits (filter and address mode per resource) and
  * texel_formats (4 bits per resource k: a texel buffer's format).
  * Refused, naming the element and value: a kind that is not one, a set or binding the kernel
  * does not declare as that kind, a binding given twice or not at all, a released image or

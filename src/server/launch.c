@@ -68,7 +68,7 @@ cubec_status server_launch(cubec_device *d, stream_ref s, const launch_args *a)
     t->addressed = a->address_count;
     t->address_reads = address_reads;
     t->resources = a->resource_count;
-    t->linear_mask = a->linear_mask;
+    t->sampler_bits = a->sampler_bits;
     t->texel_formats = a->texel_formats;
     t->write_mask = writes;
     t->bind_at = bind_at;

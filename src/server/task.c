@@ -306,7 +306,8 @@ cubec_status server_emit_task(cubec_device *d, const recorder *rec, const task *
                                             .set = k->set,
                                             .binding = k->binding,
                                             .type = (uint32_t)k->kind,
-                                            .linear = (t->linear_mask >> j) & 1u};
+                                            .linear = (t->sampler_bits >> j) & 1u,
+                                            .address = (t->sampler_bits >> (8 + 2 * j)) & 3u};
             if (texel) {
                 images[j].mem = p;
                 images[j].offset = r->offset;
@@ -325,7 +326,8 @@ cubec_status server_emit_task(cubec_device *d, const recorder *rec, const task *
         images[ni] = (gpu_image_binding){.set = k->set,
                                          .binding = k->binding,
                                          .type = GPU_RESOURCE_SAMPLER,
-                                         .linear = (t->linear_mask >> ni) & 1u};
+                                         .linear = (t->sampler_bits >> ni) & 1u,
+                                         .address = (t->sampler_bits >> (8 + 2 * ni)) & 3u};
     }
     if (t->indirect.alloc)
         ranges[nr++] = (hazard_range){t->indirect.alloc->mem.page, t->indirect.offset, 12, 0};

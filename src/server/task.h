@@ -93,7 +93,7 @@ typedef struct task {
      * the kernel declares, in the order of entry->refl.resources (api/api_resources.c); its
      * samplers follow them there and hold no memory. */
     uint32_t resources;
-    uint32_t linear_mask;   /* bit k: resource k is sampled with linear filtering */
+    uint32_t sampler_bits;  /* launch_args.sampler_bits: filter and address mode per resource */
     uint32_t texel_formats; /* 4 bits per resource k: a texel buffer's cubec_image_format */
     bound_range b[TASK_INLINE_BINDINGS];
     uint64_t profile; /* TASK_TIMESTAMP: the profile's id */

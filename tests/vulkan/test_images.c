@@ -296,8 +296,17 @@ static void test_refusals(void **state)
     ASSERT_ERROR(cubec_launch(d, 0, &ld), CUBEC_INVALID_ARGUMENT,
                  "names set 0 binding 1, where kernel 'invert' declares no sampled image");
     res[1].kind = CUBEC_RESOURCE_STORAGE_IMAGE;
-    res[1].filter = 1;
-    ASSERT_ERROR(cubec_launch(d, 0, &ld), CUBEC_INVALID_ARGUMENT, "desc->resources[1].filter 1");
+    /* A filter on a storage image, two address modes at once, an unknown bit. */
+    static const uint32_t bad_filters[] = {CUBEC_FILTER_LINEAR, CUBEC_ADDRESS_REPEAT,
+                                           CUBEC_ADDRESS_REPEAT | CUBEC_ADDRESS_MIRRORED_REPEAT,
+                                           0x40u};
+    static const char *const bad_needles[] = {
+        "desc->resources[1].filter 0x1", "desc->resources[1].filter 0x10",
+        "desc->resources[1].filter 0x30", "desc->resources[1].filter 0x40"};
+    for (int b = 0; b < 4; b++) {
+        res[1].filter = bad_filters[b];
+        ASSERT_ERROR(cubec_launch(d, 0, &ld), CUBEC_INVALID_ARGUMENT, bad_needles[b]);
+    }
     res[1].filter = 0;
     res[1].kind = CUBEC_RESOURCE_UNIFORM_TEXEL_BUFFER;
     ASSERT_ERROR(cubec_launch(d, 0, &ld), CUBEC_INVALID_ARGUMENT,
@@ -455,10 +464,23 @@ static int clampi(int v, int hi)
     return v < 0 ? 0 : v > hi ? hi : v;
 }
 
-/* An rgba8 image sampled with nearest and linear filtering, checked against CPU references
- * (clamp to edge; texel centres at half-integers). Nearest points keep a quarter texel from the
- * edges between texels, where rounding may pick either; linear results carry the device's
- * subtexel precision (Vulkan requires 4 bits; 0.02 covers it for values in [0, 1]). */
+/* Texel index i of a row of n as Vulkan's address modes place it (the spec's "Wrapping
+ * Operation" on integer texel coordinates). */
+static int wrapi(int i, int n, uint32_t address)
+{
+    if (address == CUBEC_ADDRESS_REPEAT) return ((i % n) + n) % n;
+    if (address == CUBEC_ADDRESS_MIRRORED_REPEAT) {
+        int m = ((i % (2 * n)) + 2 * n) % (2 * n) - n; /* (i mod 2n) - n */
+        return (n - 1) - (m >= 0 ? m : -(1 + m));
+    }
+    return clampi(i, n - 1);
+}
+
+/* An rgba8 image sampled with nearest and linear filtering, in each address mode (clamp to edge,
+ * repeat, mirrored repeat), checked against CPU references (texel centres at half-integers).
+ * Nearest points keep a quarter texel from the edges between texels, where rounding may pick
+ * either, and reach a whole image past each side; linear results carry the device's subtexel
+ * precision (Vulkan requires 4 bits; 0.02 covers it for values in [0, 1]). */
 static void check_sampling(int separate)
 {
     cubec_device *d = test_device_open();
@@ -474,11 +496,14 @@ static void check_sampling(int separate)
     cubec_buffer buv, bout;
     ASSERT_OK(cubec_buffer_create(d, 0, sizeof uv, &buv));
     ASSERT_OK(cubec_buffer_create(d, 0, sizeof out, &bout));
-    for (uint32_t filter = 0; filter < 2; filter++) {
+    static const uint32_t modes[3] = {CUBEC_ADDRESS_CLAMP_TO_EDGE, CUBEC_ADDRESS_REPEAT,
+                                      CUBEC_ADDRESS_MIRRORED_REPEAT};
+    for (uint32_t run = 0; run < 6; run++) {
+        uint32_t filter = run % 2, address = modes[run / 2];
         for (int i = 0; i < N; i++) {
-            if (filter == 0) { /* a texel (some outside the image), away from its edges */
-                int tx = (int)(test_randf(&seed) * (W + 2)) - 1;
-                int ty = (int)(test_randf(&seed) * (H + 2)) - 1;
+            if (filter == 0) { /* a texel (many outside the image), away from its edges */
+                int tx = (int)(test_randf(&seed) * (3 * W)) - W;
+                int ty = (int)(test_randf(&seed) * (3 * H)) - H;
                 uv[2 * i] = ((float)tx + 0.25f + 0.5f * test_randf(&seed)) / W;
                 uv[2 * i + 1] = ((float)ty + 0.25f + 0.5f * test_randf(&seed)) / H;
             } else {
@@ -489,8 +514,11 @@ static void check_sampling(int separate)
         ASSERT_OK(cubec_write(d, 0, buv, 0, uv, sizeof uv));
         cubec_buffer bufs[2] = {buv, bout};
         cubec_resource res[2] = {
-            {.kind = CUBEC_RESOURCE_SAMPLED_IMAGE, .binding = 2, .filter = filter, .image = im},
-            {.kind = CUBEC_RESOURCE_SAMPLER, .set = 1, .binding = 0, .filter = filter},
+            {.kind = CUBEC_RESOURCE_SAMPLED_IMAGE,
+             .binding = 2,
+             .filter = filter | address,
+             .image = im},
+            {.kind = CUBEC_RESOURCE_SAMPLER, .set = 1, .binding = 0, .filter = filter | address},
         };
         if (separate) {
             res[0].kind = CUBEC_RESOURCE_SAMPLED_TEXTURE;
@@ -513,15 +541,15 @@ static void check_sampling(int separate)
             float want[4];
             float x = uv[2 * i] * W, y = uv[2 * i + 1] * H;
             if (filter == 0) {
-                int tx = clampi((int)floorf(x), W - 1), ty = clampi((int)floorf(y), H - 1);
+                int tx = wrapi((int)floorf(x), W, address), ty = wrapi((int)floorf(y), H, address);
                 for (int c = 0; c < 4; c++)
                     want[c] = px[(ty * W + tx) * 4 + c] / 255.0f;
             } else {
                 float fx = x - 0.5f, fy = y - 0.5f;
                 int x0 = (int)floorf(fx), y0 = (int)floorf(fy);
                 float ax = fx - (float)x0, ay = fy - (float)y0;
-                int xa = clampi(x0, W - 1), xb = clampi(x0 + 1, W - 1);
-                int ya = clampi(y0, H - 1), yb = clampi(y0 + 1, H - 1);
+                int xa = wrapi(x0, W, address), xb = wrapi(x0 + 1, W, address);
+                int ya = wrapi(y0, H, address), yb = wrapi(y0 + 1, H, address);
                 for (int c = 0; c < 4; c++) {
                     float t00 = px[(ya * W + xa) * 4 + c] / 255.0f;
                     float t10 = px[(ya * W + xb) * 4 + c] / 255.0f;
@@ -533,8 +561,8 @@ static void check_sampling(int separate)
             }
             for (int c = 0; c < 4; c++)
                 if (fabsf(out[4 * i + c] - want[c]) > (filter ? 0.02f : 1e-6f))
-                    fail_msg("%s sample %d at (%f, %f) channel %d: %f, want %f",
-                             filter ? "linear" : "nearest", i, uv[2 * i], uv[2 * i + 1], c,
+                    fail_msg("%s (address %#x) sample %d at (%f, %f) channel %d: %f, want %f",
+                             filter ? "linear" : "nearest", address, i, uv[2 * i], uv[2 * i + 1], c,
                              out[4 * i + c], want[c]);
         }
     }

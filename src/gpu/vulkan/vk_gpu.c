@@ -678,7 +678,7 @@ static void vk_gpu_destroy(gpu *g)
         vkDeviceWaitIdle(v->vk.device);
         vk_pipeline_cache_destroy(v);
         if (v->timeline) vkDestroySemaphore(v->vk.device, v->timeline, NULL);
-        for (int i = 0; i < 2; i++)
+        for (int i = 0; i < 6; i++)
             if (v->samplers[i]) vkDestroySampler(v->vk.device, v->samplers[i], NULL);
     }
     if (v->views_lock_ready) pthread_mutex_destroy(&v->views_lock);

@@ -30,7 +30,7 @@ typedef struct vk_gpu {
     vk_reaper reaper; /* frees large pages in the background (vk_reaper.h) */
     /* Samplers of sampled images and sampler bindings, nearest and linear (clamp to edge,
      * normalized coordinates): made with the device (vk_images_init) and only read after. */
-    VkSampler samplers[2];
+    VkSampler samplers[6]; /* [address mode * 2 + linear] (vk_image.c) */
     /* Guards every page's texel-buffer views: batches are encoded on several threads. */
     pthread_mutex_t views_lock;
     int views_lock_ready;

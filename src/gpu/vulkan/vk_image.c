@@ -134,19 +134,24 @@ cubec_status vk_image_requirements(gpu *g, const gpu_image_desc *desc, uint64_t 
     return NULL;
 }
 
-/* The two samplers, made with the device. */
+/* The six samplers (two filters by three address modes), made with the device: normalized
+ * coordinates, no mipmaps. */
 static cubec_status make_samplers(vk_gpu *v)
 {
-    for (int i = 0; i < 2; i++) {
+    static const VkSamplerAddressMode modes[3] = {VK_SAMPLER_ADDRESS_MODE_CLAMP_TO_EDGE,
+                                                  VK_SAMPLER_ADDRESS_MODE_REPEAT,
+                                                  VK_SAMPLER_ADDRESS_MODE_MIRRORED_REPEAT};
+    for (int i = 0; i < 6; i++) {
         if (v->samplers[i]) continue;
-        VkFilter f = i ? VK_FILTER_LINEAR : VK_FILTER_NEAREST;
+        VkFilter f = i % 2 ? VK_FILTER_LINEAR : VK_FILTER_NEAREST;
+        VkSamplerAddressMode mode = modes[i / 2];
         VkSamplerCreateInfo sci = {.sType = VK_STRUCTURE_TYPE_SAMPLER_CREATE_INFO,
                                    .magFilter = f,
                                    .minFilter = f,
                                    .mipmapMode = VK_SAMPLER_MIPMAP_MODE_NEAREST,
-                                   .addressModeU = VK_SAMPLER_ADDRESS_MODE_CLAMP_TO_EDGE,
-                                   .addressModeV = VK_SAMPLER_ADDRESS_MODE_CLAMP_TO_EDGE,
-                                   .addressModeW = VK_SAMPLER_ADDRESS_MODE_CLAMP_TO_EDGE,
+                                   .addressModeU = mode,
+                                   .addressModeV = mode,
+                                   .addressModeW = mode,
                                    .maxLod = 0.0f,
                                    .borderColor = VK_BORDER_COLOR_FLOAT_TRANSPARENT_BLACK};
         VK_RETURN_IF_ERROR(vkCreateSampler(v->vk.device, &sci, NULL, &v->samplers[i]),

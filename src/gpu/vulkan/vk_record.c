@@ -166,7 +166,8 @@ cubec_status vk_emit_bind_buffers(vk_cmd *c, const gpu_pipeline *p, const gpu_bi
                 continue;
             }
             int sampled = x->type == GPU_RESOURCE_SAMPLED_IMAGE || x->type == GPU_RESOURCE_SAMPLER;
-            VkSampler sampler = sampled ? c->g->samplers[x->linear ? 1 : 0] : VK_NULL_HANDLE;
+            VkSampler sampler =
+                sampled ? c->g->samplers[x->address * 2 + (x->linear ? 1 : 0)] : VK_NULL_HANDLE;
             image_infos[i] =
                 x->type == GPU_RESOURCE_SAMPLER
                     ? (VkDescriptorImageInfo){sampler, VK_NULL_HANDLE, VK_IMAGE_LAYOUT_UNDEFINED}
