@@ -50,7 +50,7 @@ extern "C" {
  * (docs/api.md, "Versions and the ABI"). */
 #define CUBEC_VERSION_MAJOR 0
 #define CUBEC_VERSION_MINOR 2
-#define CUBEC_VERSION_PATCH 5
+#define CUBEC_VERSION_PATCH 7
 
 /* A version packed into one number that compares in order: major << 16 | minor << 8 | patch
  * (minor and patch stay below 256). */
@@ -662,24 +662,41 @@ typedef enum cubec_resource_kind {
     /* `image` with a sampler (`filter`; clamp to edge, normalized coordinates) as a
      * sampler2D/sampler3D: a combined image sampler. */
     CUBEC_RESOURCE_SAMPLED_IMAGE = 2,
-    /* Reserved for texel buffers (docs/images.md, "Stages not done yet"); refused with
-     * CUBEC_UNSUPPORTED until they land. */
+    /* `buffer`'s bytes as texels of `format` (docs/images.md, "Texel buffers"): a
+     * samplerBuffer/usamplerBuffer/isamplerBuffer (or textureBuffer) read with texelFetch ... */
     CUBEC_RESOURCE_UNIFORM_TEXEL_BUFFER = 3,
+    /* ... or an imageBuffer with imageLoad/imageStore. */
     CUBEC_RESOURCE_STORAGE_TEXEL_BUFFER = 4,
+    /* `image` as a texture2D/texture3D: a sampled image without a sampler, sampled through a
+     * separate `sampler` binding (sampler2D(t, s)) or read with texelFetch. */
+    CUBEC_RESOURCE_SAMPLED_TEXTURE = 5,
+    /* A `sampler` binding of its own: `filter` (clamp to edge, normalized coordinates). */
+    CUBEC_RESOURCE_SAMPLER = 6,
 } cubec_resource_kind;
+
+#define CUBEC_FILTER_NEAREST 0u /* cubec_resource.filter: the nearest texel */
+#define CUBEC_FILTER_LINEAR 1u  /* cubec_resource.filter: bilinear (trilinear in 3D) filtering */
+/* cubec_resource.filter's address modes (Vulkan's VkSamplerAddressMode, the same in every
+ * dimension), what coordinates outside [0, 1] read. */
+#define CUBEC_ADDRESS_CLAMP_TO_EDGE 0u      /* the edge texel */
+#define CUBEC_ADDRESS_REPEAT 0x10u          /* the image tiles: coordinates wrap around */
+#define CUBEC_ADDRESS_MIRRORED_REPEAT 0x20u /* the image tiles, every other copy mirrored */
 
 /* One binding of a launch other than a storage buffer. An element of an array whose stride the
  * header fixes: no struct_size (docs/api.md). */
 typedef struct cubec_resource {
     cubec_resource_kind kind; /* what is bound */
-    uint32_t set;             /* the descriptor set (0 until kernels with more sets are accepted) */
+    uint32_t set;             /* the descriptor set, as the kernel declares it (0..3) */
     uint32_t binding;         /* the binding in that set, as the kernel declares it */
-    uint32_t filter;          /* sampled images: 0 nearest, 1 linear; else 0 */
+    /* Sampled images and samplers: CUBEC_FILTER_NEAREST (0) or CUBEC_FILTER_LINEAR, or'ed with
+     * an address mode (CUBEC_ADDRESS_CLAMP_TO_EDGE, 0, or CUBEC_ADDRESS_REPEAT or
+     * CUBEC_ADDRESS_MIRRORED_REPEAT); else 0. */
+    uint32_t filter;
     /* Texel buffers: how `buffer`'s bytes are read as texels (a cubec_image_format; 0: the
-     * format the kernel declares). Else 0. */
+     * format the kernel declares, which only an imageBuffer does). Else 0. */
     uint32_t format;
-    cubec_image image;   /* the image of an image kind */
-    cubec_buffer buffer; /* the buffer of a texel-buffer kind */
+    cubec_image image;   /* the image of an image or texture kind */
+    cubec_buffer buffer; /* the buffer (or view) of a texel-buffer kind */
 } cubec_resource;
 
 /* A wait object for asynchronous work. */
@@ -985,9 +1002,9 @@ typedef struct cubec_launch_desc {
     uint32_t address_buffer_count; /* entries of address_buffers */
     uint32_t address_reads;        /* bit i: the launch reads address_buffers[i] */
     uint32_t address_writes;       /* bit i: the launch writes address_buffers[i] */
-    /* Images the kernel declares (storage, and sampled with a sampler), each naming its set and
-     * binding (cubec_resource); every image binding of the kernel must be given once. Buffers,
-     * buffers reached by address and images together are at most 32. */
+    /* The images, texel buffers and samplers the kernel declares, each naming its set and
+     * binding (cubec_resource); every such binding of the kernel must be given once. Buffers,
+     * buffers reached by address, images and texel buffers together are at most 32. */
     const cubec_resource *resources;
     uint32_t resource_count; /* resources[0 .. count-1] */
 } cubec_launch_desc;

@@ -479,9 +479,8 @@ static cubec_status check_launch(cubec_device *d, const cubec_launch_desc *desc,
     RETURN_IF_ERROR(check_address_buffers(d, desc, bufs + desc->buffer_count));
     /* Images after the buffers reached by address: a task's last ranges are its images. */
     if (e)
-        RETURN_IF_ERROR(api_launch_resources(d, desc, e,
-                                             bufs + desc->buffer_count + desc->address_buffer_count,
-                                             &a->resource_count, &a->linear_mask));
+        RETURN_IF_ERROR(api_launch_resources(
+            d, desc, e, bufs + desc->buffer_count + desc->address_buffer_count, a));
     a->buffers = bufs;
     a->buffer_count = desc->buffer_count;
     a->address_count = desc->address_buffer_count;

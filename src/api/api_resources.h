@@ -5,15 +5,20 @@
 
 #include "server/buffers.h"
 #include "server/kernels.h"
+#include "server/launch.h"
 
-/* Fills out[k] with the memory of the image given for the kernel's resource k (the order of
- * e->refl.resources), for every resource the kernel declares; *out_count is their number,
- * bit k of *out_linear says resource k is sampled with linear filtering.
- * Refused, naming the element and value: a kind not supported yet, a set or binding the kernel
- * does not declare as that kind, a binding given twice or not at all, a released image, an
- * image of another dimension. */
+/* Fills out[k] with the memory of the image or texel buffer given for the kernel's resource k
+ * (the order of e->refl.resources), for every one of them with memory, and in `a`:
+ * resource_count (their number), sampler_bits (filter and address mode per resource) and
+ * texel_formats (4 bits per resource k: a texel buffer's format).
+ * Refused, naming the element and value: a kind that is not one, a set or binding the kernel
+ * does not declare as that kind, a binding given twice or not at all, a released image or
+ * buffer, an image of another dimension, a format whose texels are not of the type the kernel
+ * reads, a texel buffer without a format, of a format the device cannot use in texel buffers,
+ * misaligned or past maxTexelBufferElements, a linear filter of a format the device cannot
+ * filter linearly, a sampled image of a format it cannot sample. */
 MUST_USE cubec_status api_launch_resources(cubec_device *d, const cubec_launch_desc *desc,
                                            const pipeline_entry *e, buffer_obj **out,
-                                           uint32_t *out_count, uint32_t *out_linear);
+                                           launch_args *a);
 
 #endif

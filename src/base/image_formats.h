@@ -20,4 +20,26 @@ static inline uint32_t image_format_bytes(uint32_t format)
     return format < sizeof bytes ? bytes[format] : 0;
 }
 
+/* Whether the texels of `format` are unsigned (1) or signed (2) integers, else 0 (floats and
+ * unorm): a kernel's usampler/uimage reads only the first, isampler/iimage the second
+ * (kernel/reflect.h KERNEL_NUMERIC_*). */
+static inline uint32_t image_format_numeric(uint32_t format)
+{
+    switch (format) {
+    case CUBEC_IMAGE_FORMAT_R32_UINT:
+    case CUBEC_IMAGE_FORMAT_RGBA32_UINT: return 1;
+    case CUBEC_IMAGE_FORMAT_R32_SINT: return 2;
+    default: return 0;
+    }
+}
+
+/* The GLSL format qualifier of `format`, for messages ("?" for a value that is not one). */
+static inline const char *image_format_name(uint32_t format)
+{
+    static const char *const names[] = {
+        "(none)", "r8", "rgba8", "r16f", "rgba16f", "r32f", "rgba32f", "r32ui", "rgba32ui", "r32i",
+    };
+    return format < sizeof names / sizeof names[0] ? names[format] : "?";
+}
+
 #endif

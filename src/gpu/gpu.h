@@ -117,10 +117,15 @@ typedef struct gpu_image_desc {
     uint32_t width, height, depth;
 } gpu_image_desc;
 
-/* What a pipeline binds besides storage buffers, and how (a descriptor type). */
+/* What a pipeline binds besides storage buffers, and how (a descriptor type). The values are
+ * those of cubec_resource_kind, so the server passes a kernel's kinds through. */
 typedef enum gpu_resource_type {
     GPU_RESOURCE_STORAGE_IMAGE = 1,
     GPU_RESOURCE_SAMPLED_IMAGE = 2, /* with a sampler: a combined image sampler */
+    GPU_RESOURCE_UNIFORM_TEXEL_BUFFER = 3,
+    GPU_RESOURCE_STORAGE_TEXEL_BUFFER = 4,
+    GPU_RESOURCE_SAMPLED_TEXTURE = 5, /* a sampled image without a sampler */
+    GPU_RESOURCE_SAMPLER = 6,         /* a sampler alone */
 } gpu_resource_type;
 
 /* A binding other than a buffer: its place and type. */
@@ -129,12 +134,17 @@ typedef struct gpu_resource_slot {
     uint32_t type; /* gpu_resource_type */
 } gpu_resource_slot;
 
-/* An image bound for a dispatch (gpu_cmd_bind_resources). */
+/* A resource bound for a dispatch (gpu_cmd_bind_resources): an image (image kinds), a range of
+ * a page read as texels of `format` (texel buffers), or nothing (a sampler). */
 typedef struct gpu_image_binding {
     gpu_image *image;
     uint32_t set, binding;
-    uint32_t type;   /* gpu_resource_type */
-    uint32_t linear; /* GPU_RESOURCE_SAMPLED_IMAGE: 1 linear filtering, 0 nearest */
+    uint32_t type;    /* gpu_resource_type */
+    uint32_t linear;  /* sampled images and samplers: 1 linear filtering, 0 nearest */
+    uint32_t address; /* ... and 0 clamp to edge, 1 repeat, 2 mirrored repeat */
+    gpu_mem *mem;     /* texel buffers: the page, the range and its cubec_image_format */
+    uint64_t offset, size;
+    uint32_t format;
 } gpu_image_binding;
 
 #define GPU_MAX_RESOURCES 8 /* images a pipeline binds at most (KERNEL_MAX_RESOURCES) */
@@ -248,6 +258,15 @@ typedef struct gpu_caps {
     int export_memory;
     int export_timeline;
     uint8_t device_uuid[16];
+    /* Per cubec_image_format f, bit f: images of it can be sampled (sampled_formats) and
+     * filtered linearly (linear_formats); texel buffers of it can be read and written
+     * (texel_formats: a page carries both texel usages, so a view's format needs both
+     * features). */
+    uint32_t sampled_formats;
+    uint32_t linear_formats;
+    uint32_t texel_formats;
+    uint32_t max_texel_elements;     /* texels a texel buffer holds at most */
+    uint64_t texel_offset_alignment; /* where a texel buffer may start in its page */
 } gpu_caps;
 
 /* What the process may use of the heap device pages (GPU_MEM_DEVICE) come from. */

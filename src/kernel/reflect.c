@@ -206,8 +206,6 @@ static cubec_status reject_other_resources(reflector *rf)
         SPVC_RESOURCE_TYPE_STAGE_OUTPUT,
         SPVC_RESOURCE_TYPE_SUBPASS_INPUT,
         SPVC_RESOURCE_TYPE_ATOMIC_COUNTER,
-        SPVC_RESOURCE_TYPE_SEPARATE_IMAGE,
-        SPVC_RESOURCE_TYPE_SEPARATE_SAMPLERS,
         SPVC_RESOURCE_TYPE_ACCELERATION_STRUCTURE,
         SPVC_RESOURCE_TYPE_SHADER_RECORD_BUFFER,
     };
@@ -224,8 +222,8 @@ static cubec_status reject_other_resources(reflector *rf)
                 spvc_compiler_get_decoration(rf->compiler, list[0].id, SpvDecorationBinding);
             return status_make(CUBEC_INVALID_SPIRV,
                                "kernel declares a %s '%s' (set %u, binding %u): cubec kernels may "
-                               "use only storage and uniform buffers, storage and sampled "
-                               "images and one push-constant block",
+                               "use only storage and uniform buffers, images, texel buffers, "
+                               "samplers and one push-constant block",
                                resource_type_name(refused[t]), resource_name(&list[0]), set,
                                binding);
         }

@@ -56,9 +56,19 @@ typedef struct kernel_resource {
     uint32_t set, binding;
     cubec_resource_kind kind; /* what a launch must bind there */
     cubec_access access;      /* NonWritable -> READ, NonReadable -> WRITE, else READ_WRITE */
-    uint32_t dims;            /* 2 or 3 (image2D, image3D) */
-    char name[48];            /* the variable's name, for messages */
+    uint32_t dims;            /* 2 or 3 (image2D, image3D); 1 for a texel buffer; 0: sampler */
+    uint32_t format;          /* the declared format qualifier as a cubec_image_format, 0: none */
+    uint32_t numeric;         /* what it reads: KERNEL_NUMERIC_FLOAT, _UINT or _SINT */
+    /* A sampler: bit k, it samples resource k (sampler2D(t, s) pairs); all ones where the pairs
+     * could not be worked out. */
+    uint32_t samples;
+    char name[48]; /* the variable's name, for messages */
 } kernel_resource;
+
+/* The texel type a resource reads or writes: a float (and unorm) format, or an integer one. */
+#define KERNEL_NUMERIC_FLOAT 0
+#define KERNEL_NUMERIC_UINT 1
+#define KERNEL_NUMERIC_SINT 2
 
 typedef struct kernel_reflection {
     /* The buffers a launch passes at least: one past the module's last slot. Slot i is
@@ -89,8 +99,10 @@ typedef struct kernel_reflection {
     uint32_t capability_count; /* OpCapability declarations, as SpvCapability values, */
     uint32_t capabilities[KERNEL_MAX_CAPABILITIES]; /* checked against the device by
                                                        kernel/capabilities.h */
-    /* Storage images (at most KERNEL_MAX_RESOURCES), in the order SPIRV-Cross lists them. */
+    /* Images, texel buffers and samplers (at most KERNEL_MAX_RESOURCES): first those with
+     * memory (memory_resource_count of them), then the separate samplers. */
     uint32_t resource_count;
+    uint32_t memory_resource_count;
     kernel_resource resources[KERNEL_MAX_RESOURCES];
 } kernel_reflection;
 

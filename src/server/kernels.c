@@ -153,6 +153,17 @@ static uint32_t pipeline_subgroup_size(const build_ctx *b, const cubec_kernel_de
     return b->d->gpu->caps.required_subgroup_size ? desc->required_subgroup_size : 0;
 }
 
+/* gpu_resource_type takes cubec_resource_kind's values: a kernel's kinds pass through. */
+_Static_assert((int)GPU_RESOURCE_STORAGE_IMAGE == (int)CUBEC_RESOURCE_STORAGE_IMAGE &&
+                   (int)GPU_RESOURCE_SAMPLED_IMAGE == (int)CUBEC_RESOURCE_SAMPLED_IMAGE &&
+                   (int)GPU_RESOURCE_UNIFORM_TEXEL_BUFFER ==
+                       (int)CUBEC_RESOURCE_UNIFORM_TEXEL_BUFFER &&
+                   (int)GPU_RESOURCE_STORAGE_TEXEL_BUFFER ==
+                       (int)CUBEC_RESOURCE_STORAGE_TEXEL_BUFFER &&
+                   (int)GPU_RESOURCE_SAMPLED_TEXTURE == (int)CUBEC_RESOURCE_SAMPLED_TEXTURE &&
+                   (int)GPU_RESOURCE_SAMPLER == (int)CUBEC_RESOURCE_SAMPLER,
+               "gpu_resource_type and cubec_resource_kind differ");
+
 static cubec_status build_pipeline(const build_ctx *b, pipeline_entry *e, const uint32_t *words,
                                    size_t word_count, const char *entry_point,
                                    const cubec_kernel_desc *desc)
@@ -161,9 +172,7 @@ static cubec_status build_pipeline(const build_ctx *b, pipeline_entry *e, const 
     gpu_resource_slot images[KERNEL_MAX_RESOURCES];
     for (uint32_t i = 0; i < e->refl.resource_count; i++)
         images[i] = (gpu_resource_slot){e->refl.resources[i].set, e->refl.resources[i].binding,
-                                        e->refl.resources[i].kind == CUBEC_RESOURCE_SAMPLED_IMAGE
-                                            ? GPU_RESOURCE_SAMPLED_IMAGE
-                                            : GPU_RESOURCE_STORAGE_IMAGE};
+                                        (uint32_t)e->refl.resources[i].kind};
     gpu_slot slots[KERNEL_MAX_SLOTS];
     for (uint32_t i = 0; i < e->refl.binding_count; i++)
         slots[i] =

@@ -37,7 +37,7 @@ cubec_status server_launch(cubec_device *d, stream_ref s, const launch_args *a)
     uint32_t address_reads = a->address_count ? a->address_reads << a->buffer_count : 0;
     for (uint32_t i = 0; i < a->buffer_count; i++)
         if (e->refl.access[i] & CUBEC_ACCESS_WRITE) writes |= 1u << i;
-    /* Images last: their write bits follow the buffers reached by address. */
+    /* Images and texel buffers last: their write bits follow the buffers reached by address. */
     for (uint32_t k = 0; k < a->resource_count; k++)
         if (e->refl.resources[k].access & CUBEC_ACCESS_WRITE) writes |= 1u << (count + k);
     count += a->resource_count;
@@ -68,7 +68,8 @@ cubec_status server_launch(cubec_device *d, stream_ref s, const launch_args *a)
     t->addressed = a->address_count;
     t->address_reads = address_reads;
     t->resources = a->resource_count;
-    t->linear_mask = a->linear_mask;
+    t->sampler_bits = a->sampler_bits;
+    t->texel_formats = a->texel_formats;
     t->write_mask = writes;
     t->bind_at = bind_at;
     for (uint32_t i = 0; i < count; i++) {

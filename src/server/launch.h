@@ -20,10 +20,13 @@ typedef struct launch_args {
     buffer_obj *indirect;
     uint64_t indirect_offset;
     const uint32_t *leads; /* per buffer: bytes bound but not accessed (NULL: none) */
-    /* Images: `buffers` holds this many more, the memory of the kernel's images in the order of
-     * entry->refl.resources (api/api_resources.c resolves them). */
+    /* Images and texel buffers: `buffers` holds this many more, their memory in the order of
+     * entry->refl.resources (api/api_resources.c resolves them); samplers have none. */
     uint32_t resource_count;
-    uint32_t linear_mask; /* bit k: the kernel's resource k is sampled with linear filtering */
+    /* The kernel's resource k is sampled with linear filtering where bit k is set, and with
+     * address mode (bits 8 + 2k, 9 + 2k): 0 clamp to edge, 1 repeat, 2 mirrored repeat. */
+    uint32_t sampler_bits;
+    uint32_t texel_formats; /* 4 bits per resource k: a texel buffer's cubec_image_format */
 } launch_args;
 /* Queues a launch on `slot` (arguments were checked by api/). */
 MUST_USE cubec_status server_launch(cubec_device *d, stream_ref s, const launch_args *a);

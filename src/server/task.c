@@ -298,23 +298,43 @@ cubec_status server_emit_task(cubec_device *d, const recorder *rec, const task *
         if (i < passed) {
             infos[i] = (gpu_binding){p, r->offset, r->size};
         } else if (i >= n) {
-            const kernel_resource *k = &e->refl.resources[i - n];
-            images[i - n] = (gpu_image_binding){r->alloc->image, k->set, k->binding,
-                                                k->kind == CUBEC_RESOURCE_SAMPLED_IMAGE
-                                                    ? GPU_RESOURCE_SAMPLED_IMAGE
-                                                    : GPU_RESOURCE_STORAGE_IMAGE,
-                                                (t->linear_mask >> (i - n)) & 1u};
+            uint32_t j = i - n;
+            const kernel_resource *k = &e->refl.resources[j];
+            int texel = k->kind == CUBEC_RESOURCE_UNIFORM_TEXEL_BUFFER ||
+                        k->kind == CUBEC_RESOURCE_STORAGE_TEXEL_BUFFER;
+            images[j] = (gpu_image_binding){.image = texel ? NULL : r->alloc->image,
+                                            .set = k->set,
+                                            .binding = k->binding,
+                                            .type = (uint32_t)k->kind,
+                                            .linear = (t->sampler_bits >> j) & 1u,
+                                            .address = (t->sampler_bits >> (8 + 2 * j)) & 3u};
+            if (texel) {
+                images[j].mem = p;
+                images[j].offset = r->offset;
+                images[j].size = r->size;
+                images[j].format = (t->texel_formats >> (4 * j)) & 15u;
+            }
         }
         if (i >= bound || (i < passed && e->refl.access[i]))
             ranges[nr++] =
                 (hazard_range){p, bound_start(r), bound_bytes(r), (int)((t->write_mask >> i) & 1)};
+    }
+    /* The samplers, after the resources with memory: no range, only a filter. */
+    uint32_t ni = t->resources;
+    for (; ni < e->refl.resource_count; ni++) {
+        const kernel_resource *k = &e->refl.resources[ni];
+        images[ni] = (gpu_image_binding){.set = k->set,
+                                         .binding = k->binding,
+                                         .type = GPU_RESOURCE_SAMPLER,
+                                         .linear = (t->sampler_bits >> ni) & 1u,
+                                         .address = (t->sampler_bits >> (8 + 2 * ni)) & 3u};
     }
     if (t->indirect.alloc)
         ranges[nr++] = (hazard_range){t->indirect.alloc->mem.page, t->indirect.offset, 12, 0};
     sub_hazards_in(d, rec->hazards, cmd, ranges, nr,
                    t->indirect.alloc ? SUB_COMPUTE_INDIRECT : SUB_COMPUTE);
     RETURN_IF_ERROR(server_record_dispatch_images(d, rec, e, infos, passed, info_buffer,
-                                                  server_task_info(d, t), images, t->resources));
+                                                  server_task_info(d, t), images, ni));
     int timed = timed_in && timing_launch_begin(d, timed_in, t);
     if (t->indirect.alloc)
         gpu_cmd_dispatch_indirect(cmd, t->indirect.alloc->mem.page, t->indirect.offset);

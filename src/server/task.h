@@ -89,10 +89,12 @@ typedef struct task {
     bound_range indirect; /* alloc NULL when the counts are static */
     uint32_t write_mask;  /* bit i: binding i is written */
     uint32_t bind_at;     /* offset in the slot's arena when count > TASK_INLINE_BINDINGS */
-    /* TASK_LAUNCH: the last `resources` bindings are the memory of the images the kernel
-     * declares, in the order of entry->refl.resources (server/launch_resources.c). */
+    /* TASK_LAUNCH: the last `resources` bindings are the memory of the images and texel buffers
+     * the kernel declares, in the order of entry->refl.resources (api/api_resources.c); its
+     * samplers follow them there and hold no memory. */
     uint32_t resources;
-    uint32_t linear_mask; /* bit k: resource k is sampled with linear filtering */
+    uint32_t sampler_bits;  /* launch_args.sampler_bits: filter and address mode per resource */
+    uint32_t texel_formats; /* 4 bits per resource k: a texel buffer's cubec_image_format */
     bound_range b[TASK_INLINE_BINDINGS];
     uint64_t profile; /* TASK_TIMESTAMP: the profile's id */
     int profile_end;  /* TASK_TIMESTAMP: 1 for the end timestamp */

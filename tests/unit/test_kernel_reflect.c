@@ -114,6 +114,75 @@ static void test_simple_kernel(void **state)
 }
 
 /* The module's OpCapability declarations are reported, in order, for kernel/capabilities. */
+/* Every kind of resource besides buffers, told apart: SPIRV-Cross lists texel buffers as
+ * storage or sampled images (or separate images) of dimension Buffer. Those with memory come
+ * first; each sampler knows the textures it samples. */
+static const char resources_src[] =
+    "#version 450\nlayout(local_size_x = 1) in;\n"
+    "layout(std430, binding = 0) buffer A { vec4 a[]; };\n"
+    "layout(binding = 1, r32ui) uniform writeonly uimageBuffer sb;\n"
+    "layout(binding = 2) uniform isamplerBuffer ub;\n"
+    "layout(set = 2, binding = 0) uniform textureBuffer tb;\n"
+    "layout(binding = 3) uniform sampler s0;\n"
+    "layout(binding = 4) uniform texture2D t0;\n"
+    "layout(binding = 5) uniform texture3D t1;\n"
+    "layout(binding = 6) uniform sampler s1;\n"
+    "layout(binding = 7, rgba8) uniform readonly image2D im;\n"
+    "void main() {\n"
+    "  imageStore(sb, 0, uvec4(texelFetch(ub, 0).r));\n"
+    "  a[0] = texelFetch(tb, 0) + textureLod(sampler2D(t0, s1), vec2(0.5), 0.0) +\n"
+    "         textureLod(sampler3D(t1, s1), vec3(0.5), 0.0) + imageLoad(im, ivec2(0));\n"
+    "}\n";
+
+static void test_resources(void **state)
+{
+    module m = compile(state, resources_src, 1);
+    kernel_reflection r;
+    expect_ok(kernel_reflect(m.words, m.count, "main", 0, &r));
+    assert_int_equal(r.resource_count, 8);
+    assert_int_equal(r.memory_resource_count, 6);
+    assert_int_equal(r.set_count, 3);
+    int seen = 0;
+    for (uint32_t k = 0; k < r.resource_count; k++) {
+        const kernel_resource *x = &r.resources[k];
+        if (k >= r.memory_resource_count) assert_int_equal(x->kind, CUBEC_RESOURCE_SAMPLER);
+        if (x->set == 0 && x->binding == 1) {
+            assert_int_equal(x->kind, CUBEC_RESOURCE_STORAGE_TEXEL_BUFFER);
+            assert_int_equal(x->format, CUBEC_IMAGE_FORMAT_R32_UINT);
+            assert_int_equal(x->numeric, KERNEL_NUMERIC_UINT);
+            assert_int_equal(x->access, CUBEC_ACCESS_WRITE);
+            assert_int_equal(x->dims, 1);
+        } else if (x->set == 0 && x->binding == 2) {
+            assert_int_equal(x->kind, CUBEC_RESOURCE_UNIFORM_TEXEL_BUFFER);
+            assert_int_equal(x->format, 0);
+            assert_int_equal(x->numeric, KERNEL_NUMERIC_SINT);
+            assert_int_equal(x->access, CUBEC_ACCESS_READ);
+        } else if (x->set == 2 && x->binding == 0) {
+            assert_int_equal(x->kind, CUBEC_RESOURCE_UNIFORM_TEXEL_BUFFER);
+            assert_int_equal(x->numeric, KERNEL_NUMERIC_FLOAT);
+        } else if (x->binding == 4 || x->binding == 5) {
+            assert_int_equal(x->kind, CUBEC_RESOURCE_SAMPLED_TEXTURE);
+            assert_int_equal(x->dims, x->binding == 4 ? 2 : 3);
+        } else if (x->binding == 7) {
+            assert_int_equal(x->kind, CUBEC_RESOURCE_STORAGE_IMAGE);
+            assert_int_equal(x->format, CUBEC_IMAGE_FORMAT_RGBA8_UNORM);
+            assert_int_equal(x->access, CUBEC_ACCESS_READ);
+        } else if (x->binding == 3) {
+            assert_int_equal(x->samples, 0); /* declared, samples nothing */
+        } else if (x->binding == 6) {
+            uint32_t want = 0;
+            for (uint32_t j = 0; j < r.memory_resource_count; j++)
+                if (r.resources[j].binding == 4 || r.resources[j].binding == 5) want |= 1u << j;
+            assert_int_equal(x->samples, want);
+        } else {
+            fail_msg("unexpected resource at set %u binding %u", x->set, x->binding);
+        }
+        seen |= 1 << (x->set * 8 + x->binding);
+    }
+    assert_int_equal(seen, 0xfe | 1 << 16);
+    free(m.words);
+}
+
 static void test_capabilities(void **state)
 {
     static const char src16[] = "#version 450\n"
@@ -227,13 +296,19 @@ static void test_layout_rules(void **state)
          "layout(binding = 1, r32f) uniform image2D img;\n"
          "void main() { imageStore(img, ivec2(0), vec4(a[0] + b[0])); }\n",
          "storage image 'img' is at set 0 binding 1, which a buffer also declares"},
-        {"separate sampler", 1,
+        {"array of samplers", 1,
          "#version 450\nlayout(local_size_x = 1) in;\n"
          "layout(std430, binding = 0) buffer A { vec4 a[]; };\n"
          "layout(binding = 1) uniform texture2D t;\n"
-         "layout(binding = 2) uniform sampler s;\n"
-         "void main() { a[0] = textureLod(sampler2D(t, s), vec2(0.5), 0.0); }\n",
-         "separate image 't'"},
+         "layout(binding = 2) uniform sampler s[2];\n"
+         "void main() { a[0] = textureLod(sampler2D(t, s[1]), vec2(0.5), 0.0); }\n",
+         "sampler 's' at binding 2 is an array of images or samplers"},
+        {"texel buffer on a buffer's binding", 1,
+         "#version 450\nlayout(local_size_x = 1) in;\n"
+         "layout(std430, binding = 0) buffer A { vec4 a[]; };\n"
+         "layout(binding = 0) uniform samplerBuffer t;\n"
+         "void main() { a[0] = texelFetch(t, 0); }\n",
+         "sampled image 't' is at set 0 binding 0, which a buffer also declares"},
         {"binding 32", 1,
          "#version 450\nlayout(local_size_x = 1) in;\n"
          "layout(std430, binding = 32) buffer A { uint a[]; };\n"
@@ -611,6 +686,7 @@ int main(void)
         cmocka_unit_test(test_not_compute),
         cmocka_unit_test(test_vulkan_version),
         cmocka_unit_test(test_shared_memory),
+        cmocka_unit_test(test_resources),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

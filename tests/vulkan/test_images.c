@@ -296,11 +296,24 @@ static void test_refusals(void **state)
     ASSERT_ERROR(cubec_launch(d, 0, &ld), CUBEC_INVALID_ARGUMENT,
                  "names set 0 binding 1, where kernel 'invert' declares no sampled image");
     res[1].kind = CUBEC_RESOURCE_STORAGE_IMAGE;
-    res[1].filter = 1;
-    ASSERT_ERROR(cubec_launch(d, 0, &ld), CUBEC_INVALID_ARGUMENT, "desc->resources[1].filter 1");
+    /* A filter on a storage image, two address modes at once, an unknown bit. */
+    static const uint32_t bad_filters[] = {CUBEC_FILTER_LINEAR, CUBEC_ADDRESS_REPEAT,
+                                           CUBEC_ADDRESS_REPEAT | CUBEC_ADDRESS_MIRRORED_REPEAT,
+                                           0x40u};
+    static const char *const bad_needles[] = {
+        "desc->resources[1].filter 0x1", "desc->resources[1].filter 0x10",
+        "desc->resources[1].filter 0x30", "desc->resources[1].filter 0x40"};
+    for (int b = 0; b < 4; b++) {
+        res[1].filter = bad_filters[b];
+        ASSERT_ERROR(cubec_launch(d, 0, &ld), CUBEC_INVALID_ARGUMENT, bad_needles[b]);
+    }
     res[1].filter = 0;
     res[1].kind = CUBEC_RESOURCE_UNIFORM_TEXEL_BUFFER;
-    ASSERT_ERROR(cubec_launch(d, 0, &ld), CUBEC_UNSUPPORTED, "desc->resources[1].kind 3");
+    ASSERT_ERROR(cubec_launch(d, 0, &ld), CUBEC_INVALID_ARGUMENT,
+                 "where kernel 'invert' declares no uniform texel buffer");
+    res[1].kind = (cubec_resource_kind)7;
+    ASSERT_ERROR(cubec_launch(d, 0, &ld), CUBEC_INVALID_ARGUMENT,
+                 "desc->resources[1].kind 7 is not a cubec_resource_kind");
     res[1].kind = CUBEC_RESOURCE_STORAGE_IMAGE;
     ASSERT_OK(cubec_image_release(d, im));
     res[1].image = im;
@@ -431,18 +444,45 @@ static const char sample_src[] = "#version 450\n"
                                  "  if (i < info.n) o[i] = textureLod(tex, uv[i], 0.0);\n"
                                  "}\n";
 
+/* The same through a texture and a separate sampler (in set 1), as HLSL-style shaders write
+ * it. */
+static const char sample_separate_src[] =
+    "#version 450\n"
+    "layout(local_size_x = 64) in;\n"
+    "layout(std430, binding = 0) readonly buffer UV { vec2 uv[]; };\n"
+    "layout(std430, binding = 1) writeonly buffer Out { vec4 o[]; };\n"
+    "layout(binding = 2) uniform texture2D tex;\n"
+    "layout(set = 1, binding = 0) uniform sampler smp;\n"
+    "CUBEC_INFO(uint n;)\n"
+    "void main() {\n"
+    "  uint i = gl_GlobalInvocationID.x;\n"
+    "  if (i < info.n) o[i] = textureLod(sampler2D(tex, smp), uv[i], 0.0);\n"
+    "}\n";
+
 static int clampi(int v, int hi)
 {
     return v < 0 ? 0 : v > hi ? hi : v;
 }
 
-/* An rgba8 image sampled with nearest and linear filtering, checked against CPU references
- * (clamp to edge; texel centres at half-integers). Nearest points keep a quarter texel from the
- * edges between texels, where rounding may pick either; linear results carry the device's
- * subtexel precision (Vulkan requires 4 bits; 0.02 covers it for values in [0, 1]). */
-static void test_sampled_nearest_linear(void **state)
+/* Texel index i of a row of n as Vulkan's address modes place it (the spec's "Wrapping
+ * Operation" on integer texel coordinates). */
+static int wrapi(int i, int n, uint32_t address)
 {
-    (void)state;
+    if (address == CUBEC_ADDRESS_REPEAT) return ((i % n) + n) % n;
+    if (address == CUBEC_ADDRESS_MIRRORED_REPEAT) {
+        int m = ((i % (2 * n)) + 2 * n) % (2 * n) - n; /* (i mod 2n) - n */
+        return (n - 1) - (m >= 0 ? m : -(1 + m));
+    }
+    return clampi(i, n - 1);
+}
+
+/* An rgba8 image sampled with nearest and linear filtering, in each address mode (clamp to edge,
+ * repeat, mirrored repeat), checked against CPU references (texel centres at half-integers).
+ * Nearest points keep a quarter texel from the edges between texels, where rounding may pick
+ * either, and reach a whole image past each side; linear results carry the device's subtexel
+ * precision (Vulkan requires 4 bits; 0.02 covers it for values in [0, 1]). */
+static void check_sampling(int separate)
+{
     cubec_device *d = test_device_open();
     enum { W = 7, H = 5, N = 256 };
     unsigned char px[W * H * 4];
@@ -451,16 +491,19 @@ static void test_sampled_nearest_linear(void **state)
         px[i] = (unsigned char)(test_randf(&seed) * 255.0f);
     cubec_image im = make_image(d, CUBEC_IMAGE_FORMAT_RGBA8_UNORM, W, H, 1);
     ASSERT_OK(cubec_image_write(d, 0, im, px, sizeof px));
-    cubec_kernel k = make_kernel(d, "sample", sample_src);
+    cubec_kernel k = make_kernel(d, "sample", separate ? sample_separate_src : sample_src);
     float uv[N * 2], out[N * 4];
     cubec_buffer buv, bout;
     ASSERT_OK(cubec_buffer_create(d, 0, sizeof uv, &buv));
     ASSERT_OK(cubec_buffer_create(d, 0, sizeof out, &bout));
-    for (uint32_t filter = 0; filter < 2; filter++) {
+    static const uint32_t modes[3] = {CUBEC_ADDRESS_CLAMP_TO_EDGE, CUBEC_ADDRESS_REPEAT,
+                                      CUBEC_ADDRESS_MIRRORED_REPEAT};
+    for (uint32_t run = 0; run < 6; run++) {
+        uint32_t filter = run % 2, address = modes[run / 2];
         for (int i = 0; i < N; i++) {
-            if (filter == 0) { /* a texel (some outside the image), away from its edges */
-                int tx = (int)(test_randf(&seed) * (W + 2)) - 1;
-                int ty = (int)(test_randf(&seed) * (H + 2)) - 1;
+            if (filter == 0) { /* a texel (many outside the image), away from its edges */
+                int tx = (int)(test_randf(&seed) * (3 * W)) - W;
+                int ty = (int)(test_randf(&seed) * (3 * H)) - H;
                 uv[2 * i] = ((float)tx + 0.25f + 0.5f * test_randf(&seed)) / W;
                 uv[2 * i + 1] = ((float)ty + 0.25f + 0.5f * test_randf(&seed)) / H;
             } else {
@@ -470,8 +513,17 @@ static void test_sampled_nearest_linear(void **state)
         }
         ASSERT_OK(cubec_write(d, 0, buv, 0, uv, sizeof uv));
         cubec_buffer bufs[2] = {buv, bout};
-        cubec_resource res = {
-            .kind = CUBEC_RESOURCE_SAMPLED_IMAGE, .binding = 2, .filter = filter, .image = im};
+        cubec_resource res[2] = {
+            {.kind = CUBEC_RESOURCE_SAMPLED_IMAGE,
+             .binding = 2,
+             .filter = filter | address,
+             .image = im},
+            {.kind = CUBEC_RESOURCE_SAMPLER, .set = 1, .binding = 0, .filter = filter | address},
+        };
+        if (separate) {
+            res[0].kind = CUBEC_RESOURCE_SAMPLED_TEXTURE;
+            res[0].filter = 0;
+        }
         uint32_t n = N;
         cubec_launch_desc ld = CUBEC_LAUNCH_DESC_INIT;
         ld.kernel = k;
@@ -479,8 +531,8 @@ static void test_sampled_nearest_linear(void **state)
         ld.buffer_count = 2;
         ld.info = &n;
         ld.info_size = sizeof n;
-        ld.resources = &res;
-        ld.resource_count = 1;
+        ld.resources = res;
+        ld.resource_count = separate ? 2 : 1;
         ld.groups[0] = N / 64;
         ld.groups[1] = ld.groups[2] = 1;
         ASSERT_OK(cubec_launch(d, 0, &ld));
@@ -489,15 +541,15 @@ static void test_sampled_nearest_linear(void **state)
             float want[4];
             float x = uv[2 * i] * W, y = uv[2 * i + 1] * H;
             if (filter == 0) {
-                int tx = clampi((int)floorf(x), W - 1), ty = clampi((int)floorf(y), H - 1);
+                int tx = wrapi((int)floorf(x), W, address), ty = wrapi((int)floorf(y), H, address);
                 for (int c = 0; c < 4; c++)
                     want[c] = px[(ty * W + tx) * 4 + c] / 255.0f;
             } else {
                 float fx = x - 0.5f, fy = y - 0.5f;
                 int x0 = (int)floorf(fx), y0 = (int)floorf(fy);
                 float ax = fx - (float)x0, ay = fy - (float)y0;
-                int xa = clampi(x0, W - 1), xb = clampi(x0 + 1, W - 1);
-                int ya = clampi(y0, H - 1), yb = clampi(y0 + 1, H - 1);
+                int xa = wrapi(x0, W, address), xb = wrapi(x0 + 1, W, address);
+                int ya = wrapi(y0, H, address), yb = wrapi(y0 + 1, H, address);
                 for (int c = 0; c < 4; c++) {
                     float t00 = px[(ya * W + xa) * 4 + c] / 255.0f;
                     float t10 = px[(ya * W + xb) * 4 + c] / 255.0f;
@@ -509,8 +561,8 @@ static void test_sampled_nearest_linear(void **state)
             }
             for (int c = 0; c < 4; c++)
                 if (fabsf(out[4 * i + c] - want[c]) > (filter ? 0.02f : 1e-6f))
-                    fail_msg("%s sample %d at (%f, %f) channel %d: %f, want %f",
-                             filter ? "linear" : "nearest", i, uv[2 * i], uv[2 * i + 1], c,
+                    fail_msg("%s (address %#x) sample %d at (%f, %f) channel %d: %f, want %f",
+                             filter ? "linear" : "nearest", address, i, uv[2 * i], uv[2 * i + 1], c,
                              out[4 * i + c], want[c]);
         }
     }
@@ -521,12 +573,102 @@ static void test_sampled_nearest_linear(void **state)
     test_device_close(d);
 }
 
+static void test_sampled_nearest_linear(void **state)
+{
+    (void)state;
+    check_sampling(0);
+}
+
+/* A texture2D sampled through a separate sampler (sampler2D(t, s)), both filters. */
+static void test_separate_sampler(void **state)
+{
+    (void)state;
+    check_sampling(1);
+}
+
+/* Reads an r32ui image through a combined sampler (binding 1) and through a texture with a
+ * separate sampler (bindings 2 and 3), nearest, at texel centres. */
+static const char sample_uint_src[] =
+    "#version 450\n"
+    "layout(local_size_x = 64) in;\n"
+    "layout(std430, binding = 0) writeonly buffer Out { uint o[]; };\n"
+    "layout(binding = 1) uniform usampler2D a;\n"
+    "layout(binding = 2) uniform utexture2D t;\n"
+    "layout(binding = 3) uniform sampler s;\n"
+    "void main() {\n"
+    "  uint i = gl_GlobalInvocationID.x;\n"
+    "  if (i >= 16u) return;\n"
+    "  vec2 uv = (vec2(i % 4u, i / 4u) + 0.5) / 4.0;\n"
+    "  o[i] = textureLod(a, uv, 0.0).r + 1000u * textureLod(usampler2D(t, s), uv, 0.0).r;\n"
+    "}\n";
+
+/* Linear filtering of a format the device cannot filter (r32ui never is) is refused by name at
+ * launch, for a combined sampler and for a separate sampler of a texture, before the validation
+ * layer would see it; nearest sampling of it runs and is checked. */
+static void test_linear_refused(void **state)
+{
+    (void)state;
+    cubec_device *d = test_device_open();
+    uint32_t px[16], px2[16];
+    for (uint32_t i = 0; i < 16; i++) {
+        px[i] = i * 7u + 1u;
+        px2[i] = 100u - i;
+    }
+    cubec_image a = make_image(d, CUBEC_IMAGE_FORMAT_R32_UINT, 4, 4, 1);
+    cubec_image t = make_image(d, CUBEC_IMAGE_FORMAT_R32_UINT, 4, 4, 1);
+    ASSERT_OK(cubec_image_write(d, 0, a, px, sizeof px));
+    ASSERT_OK(cubec_image_write(d, 0, t, px2, sizeof px2));
+    cubec_kernel k = make_kernel(d, "sample_uint", sample_uint_src);
+    cubec_buffer out;
+    ASSERT_OK(cubec_buffer_create(d, 0, sizeof px, &out));
+    cubec_resource res[3] = {
+        {.kind = CUBEC_RESOURCE_SAMPLED_IMAGE, .binding = 1, .filter = 1, .image = a},
+        {.kind = CUBEC_RESOURCE_SAMPLED_TEXTURE, .binding = 2, .image = t},
+        {.kind = CUBEC_RESOURCE_SAMPLER, .binding = 3},
+    };
+    cubec_launch_desc ld = CUBEC_LAUNCH_DESC_INIT;
+    ld.kernel = k;
+    ld.buffers = &out;
+    ld.buffer_count = 1;
+    ld.resources = res;
+    ld.resource_count = 3;
+    ld.groups[0] = ld.groups[1] = ld.groups[2] = 1;
+    ASSERT_ERROR(cubec_launch(d, 0, &ld), CUBEC_UNSUPPORTED,
+                 "set 0 binding 1 is filtered linearly (filter 1), but the device cannot filter "
+                 "format r32ui of 'a' at binding 1 linearly");
+    res[0].filter = 0;
+    res[2].filter = 1;
+    ASSERT_ERROR(cubec_launch(d, 0, &ld), CUBEC_UNSUPPORTED,
+                 "set 0 binding 3 is filtered linearly (filter 1), but the device cannot filter "
+                 "format r32ui of 't' at binding 2 linearly");
+    res[2].filter = 0;
+    ASSERT_OK(cubec_launch(d, 0, &ld));
+    uint32_t got[16];
+    ASSERT_OK(cubec_read(d, 0, out, 0, got, sizeof got));
+    for (uint32_t i = 0; i < 16; i++)
+        if (got[i] != px[i] + 1000u * px2[i])
+            fail_msg("texel %u: %u, want %u", i, got[i], px[i] + 1000u * px2[i]);
+    /* A texture of a float format bound to a kernel that reads unsigned integers. */
+    cubec_image f = make_image(d, CUBEC_IMAGE_FORMAT_R32_SFLOAT, 4, 4, 1);
+    res[1].image = f;
+    ASSERT_ERROR(cubec_launch(d, 0, &ld), CUBEC_INVALID_ARGUMENT,
+                 "desc->resources[1].image has format r32f (float texels) but 't' at binding 2 "
+                 "reads unsigned integer texels");
+    ASSERT_OK(cubec_image_release(d, f));
+    ASSERT_OK(cubec_buffer_release(d, out));
+    ASSERT_OK(cubec_image_release(d, a));
+    ASSERT_OK(cubec_image_release(d, t));
+    ASSERT_OK(cubec_kernel_destroy(d, k));
+    test_device_close(d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_invert_rgba8),      cmocka_unit_test(test_blur_r32f_with_buffer),
         cmocka_unit_test(test_3d_r32ui),          cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_order_taint_graph), cmocka_unit_test(test_sampled_nearest_linear),
+        cmocka_unit_test(test_separate_sampler),  cmocka_unit_test(test_linear_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -183,6 +183,8 @@ static void test_sascha_filters(void **state)
 enum { GW = 64, GH = 64 }; /* the sample's grid_width and grid_height */
 
 /* game_of_life_init.comp: the pattern it writes at (x, y). */
+enum { GENS = 12 }; /* generations with the sample's repeating sampler */
+
 static int init_alive(int x, int y)
 {
     int mx = (x & 16) ? 7 : 3, my = (y & 16) ? 7 : 3;
@@ -191,14 +193,18 @@ static int init_alive(int x, int y)
            (wx == 1 && wy == 2) || (wx == 2 && wy == 2);
 }
 
-/* The texel a nearest sample at (x, y) reads. cubec's samplers clamp to the edge; the sample's
- * own sampler repeats (VK_SAMPLER_ADDRESS_MODE_REPEAT), which cubec_resource cannot ask for, so
- * the cells of the outer rows and columns see their edge neighbours again instead of the far
- * side's (docs/kernels.md, "Bringing existing shaders"). */
-static const unsigned char *cell(const unsigned char *grid, int x, int y)
+/* The texel a nearest sample at (x, y) reads: the sample's sampler repeats
+ * (VK_SAMPLER_ADDRESS_MODE_REPEAT: the grid wraps around, CUBEC_ADDRESS_REPEAT); with clamping
+ * (CUBEC_ADDRESS_CLAMP_TO_EDGE) the outer cells see their edge neighbours again instead. */
+static const unsigned char *cell(const unsigned char *grid, int x, int y, int wrap)
 {
-    x = x < 0 ? 0 : x >= GW ? GW - 1 : x;
-    y = y < 0 ? 0 : y >= GH ? GH - 1 : y;
+    if (wrap) {
+        x = (x + GW) % GW;
+        y = (y + GH) % GH;
+    } else {
+        x = x < 0 ? 0 : x >= GW ? GW - 1 : x;
+        y = y < 0 ? 0 : y >= GH ? GH - 1 : y;
+    }
     return grid + ((size_t)y * GW + x) * 4;
 }
 
@@ -209,10 +215,10 @@ static int rgb_nonzero(const unsigned char *t)
 
 /* game_of_life_update.comp at (x, y) of `prev`, in its float arithmetic and order: rgb of the
  * new cell (its alpha is 0). */
-static void update_cell(const unsigned char *prev, int x, int y, float out[3])
+static void update_cell(const unsigned char *prev, int x, int y, int wrap, float out[3])
 {
     float u = ((float)x + 0.5f) / (float)GW, v = ((float)y + 0.5f) / (float)GH;
-    const unsigned char *self = cell(prev, x, y);
+    const unsigned char *self = cell(prev, x, y, wrap);
     int alive = rgb_nonzero(self), neighbors = 0;
     float total[3];
     for (int c = 0; c < 3; c++)
@@ -220,7 +226,7 @@ static void update_cell(const unsigned char *prev, int x, int y, float out[3])
     static const int off[8][2] = {{-1, -1}, {0, -1}, {1, -1}, {-1, 0},
                                   {1, 0},   {-1, 1}, {0, 1},  {1, 1}};
     for (int i = 0; i < 8; i++) {
-        const unsigned char *t = cell(prev, x + off[i][0], y + off[i][1]);
+        const unsigned char *t = cell(prev, x + off[i][0], y + off[i][1], wrap);
         if (rgb_nonzero(t)) {
             neighbors++;
             for (int c = 0; c < 3; c++)
@@ -242,13 +248,16 @@ static void update_cell(const unsigned char *prev, int x, int y, float out[3])
 
 /* One launch of a game-of-life kernel as the sample binds it: the output storage image at set 0
  * binding 0 and, for update and mutate, the previous generation as a combined image sampler at
- * set 1 binding 0 (nearest); the grid in 8 x 8 workgroups. */
+ * set 1 binding 0 (nearest, `address` a CUBEC_ADDRESS_* mode); the grid in 8 x 8 workgroups. */
 static void life_launch(cubec_device *d, cubec_kernel k, cubec_image out, const cubec_image *prev,
-                        const float *counter)
+                        uint32_t address, const float *counter)
 {
     cubec_resource res[2] = {
         {.kind = CUBEC_RESOURCE_STORAGE_IMAGE, .set = 0, .binding = 0, .image = out},
-        {.kind = CUBEC_RESOURCE_SAMPLED_IMAGE, .set = 1, .binding = 0, .filter = 0},
+        {.kind = CUBEC_RESOURCE_SAMPLED_IMAGE,
+         .set = 1,
+         .binding = 0,
+         .filter = CUBEC_FILTER_NEAREST | address},
     };
     if (prev) res[1].image = *prev;
     cubec_launch_desc ld = CUBEC_LAUNCH_DESC_INIT;
@@ -266,7 +275,7 @@ static void life_launch(cubec_device *d, cubec_kernel k, cubec_image out, const 
 }
 
 /* The sample's compute work: init writes the first generation (checked exactly: every value is
- * 0.0 or 1.0); update runs four generations, ping-ponging between two images as the sample's
+ * 0.0 or 1.0); update runs GENS generations, ping-ponging between two images as the sample's
  * frames do, each checked against the rule applied to the generation the device produced before
  * it (so that a one-LSB difference cannot grow into a different pattern); mutate ages the living
  * cells with the push constant and is checked the same way. The generations must stay alive:
@@ -282,7 +291,7 @@ static void test_game_of_life(void **state)
     cubec_kernel mutate = project_kernel(d, "vulkan-samples/game_of_life_mutate.comp");
     cubec_image img[2] = {rgba8_image(d, GW, GH), rgba8_image(d, GW, GH)};
 
-    life_launch(d, init, img[0], NULL, NULL);
+    life_launch(d, init, img[0], NULL, 0, NULL);
     ASSERT_OK(cubec_image_read(d, 0, img[0], cur, bytes));
     int alive = 0;
     for (int y = 0; y < GH; y++)
@@ -297,14 +306,18 @@ static void test_game_of_life(void **state)
     assert_true(alive > GW * GH / 8);
 
     int from = 0;
-    for (int gen = 1; gen <= 4; gen++, from ^= 1) {
-        life_launch(d, update, img[from ^ 1], &img[from], NULL);
+    /* GENS generations with the sample's repeating sampler, then one clamping (the two differ at
+     * the border, so each reference fails the other mode). */
+    for (int gen = 1; gen <= GENS + 1; gen++, from ^= 1) {
+        int wrap = gen <= GENS;
+        life_launch(d, update, img[from ^ 1], &img[from],
+                    wrap ? CUBEC_ADDRESS_REPEAT : CUBEC_ADDRESS_CLAMP_TO_EDGE, NULL);
         ASSERT_OK(cubec_image_read(d, 0, img[from ^ 1], next, bytes));
         alive = 0;
         for (int y = 0; y < GH; y++)
             for (int x = 0; x < GW; x++) {
                 float want[3];
-                update_cell(cur, x, y, want);
+                update_cell(cur, x, y, wrap, want);
                 const unsigned char *t = next + ((size_t)y * GW + x) * 4;
                 for (int c = 0; c < 3; c++)
                     expect_unorm8(t[c], want[c], "update", x, y, c);
@@ -316,7 +329,7 @@ static void test_game_of_life(void **state)
     }
 
     const float counter = 0.6f;
-    life_launch(d, mutate, img[from ^ 1], &img[from], &counter);
+    life_launch(d, mutate, img[from ^ 1], &img[from], CUBEC_ADDRESS_REPEAT, &counter);
     ASSERT_OK(cubec_image_read(d, 0, img[from ^ 1], next, bytes));
     for (size_t i = 0; i < (size_t)GW * GH; i++) {
         const unsigned char *p = cur + i * 4, *t = next + i * 4;

@@ -1240,6 +1240,12 @@ cubec_status null_gpu_open(const gpu_open_desc *desc, gpu **out)
     g->base.caps.required_subgroup_size =
         !(desc->disabled_features & CUBEC_FEATURE_SUBGROUP_SIZE_CONTROL);
     g->base.caps.max_workgroup_subgroups = 32;
+    /* Every cubec format samples, filters and serves texel buffers here, with lavapipe's
+     * texel-buffer limits. */
+    g->base.caps.sampled_formats = g->base.caps.linear_formats = g->base.caps.texel_formats =
+        0x3feu;
+    g->base.caps.max_texel_elements = 1u << 27;
+    g->base.caps.texel_offset_alignment = 16;
     /* The info describes the device as opened, like the Vulkan backend's. */
     g->base.info.unified_memory = g->base.caps.unified;
     g->base.info.push_descriptors = g->base.caps.push_descriptors;

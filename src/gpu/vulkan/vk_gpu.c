@@ -56,6 +56,13 @@ static cubec_status vk_mem_create_unbacked_kind(gpu *g, gpu_mem_kind kind, uint6
                                : kind == GPU_MEM_METADATA
                                    ? vk_page_usage(0)
                                    : vk_page_usage(0) & ~VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT;
+    /* Any buffer may be bound as a texel buffer (docs/images.md) where the device has a format
+     * for it: a view's format then needs the features of both usages (vk_images_init).
+     * Exported and imported pages (vk_external.c) keep vk_page_usage alone. */
+    m->texel_usage = v->base.caps.texel_formats != 0;
+    if (m->texel_usage)
+        usage |=
+            VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT | VK_BUFFER_USAGE_STORAGE_TEXEL_BUFFER_BIT;
     VkBufferCreateInfo bci = {.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
                               .size = size,
                               .usage = usage,
@@ -200,6 +207,7 @@ static void vk_mem_destroy(gpu *g, gpu_mem *gm)
 {
     vk_mem *m = (vk_mem *)gm;
     VkDevice dev = vk_gpu_of(g)->vk.device;
+    vk_texel_views_destroy(vk_gpu_of(g), m); /* before the buffer they view */
     if (vk_gpu_of(g)->abandoned) {
         free(m);
         return;
@@ -670,9 +678,10 @@ static void vk_gpu_destroy(gpu *g)
         vkDeviceWaitIdle(v->vk.device);
         vk_pipeline_cache_destroy(v);
         if (v->timeline) vkDestroySemaphore(v->vk.device, v->timeline, NULL);
-        for (int i = 0; i < 2; i++)
+        for (int i = 0; i < 6; i++)
             if (v->samplers[i]) vkDestroySampler(v->vk.device, v->samplers[i], NULL);
     }
+    if (v->views_lock_ready) pthread_mutex_destroy(&v->views_lock);
     vk_context_destroy(&v->vk);
     free(v);
 }
@@ -790,6 +799,7 @@ cubec_status vk_gpu_open(const gpu_open_desc *desc, gpu **out)
     vk_matrix_shapes_keep(&g->info, g->info.features);
     /* Without size control for compute kernels (subgroup_size_control turned off, too), a kernel
      * runs with the one size, as cubec_device_peek says of a device that lacks it. */
+    v->views_lock_ready = pthread_mutex_init(&v->views_lock, NULL) == 0;
     if (!v->vk.required_subgroup_size)
         g->info.min_subgroup_size = g->info.max_subgroup_size = g->info.subgroup_size;
     g->info.push_descriptors = v->vk.push_descriptor != NULL;
@@ -832,6 +842,9 @@ cubec_status vk_gpu_open(const gpu_open_desc *desc, gpu **out)
     VkSemaphoreCreateInfo sci = {.sType = VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO, .pNext = &tci};
     err = vk_status(vkCreateSemaphore(v->vk.device, &sci, NULL, &v->timeline),
                     "vkCreateSemaphore(timeline)");
+    if (!err && !v->views_lock_ready)
+        err = status_make(CUBEC_INTERNAL, "the texel-buffer views' lock could not be made");
+    if (!err) err = vk_images_init(v);
     if (!err) err = vk_pipeline_cache_init(v);
     if (err) {
         vk_gpu_destroy(g);

@@ -28,10 +28,12 @@ typedef struct vk_gpu {
      * destroying them would wait for it or pull memory from under it; host memory is freed. */
     int abandoned;
     vk_reaper reaper; /* frees large pages in the background (vk_reaper.h) */
-    /* Samplers of sampled images, nearest and linear (clamp to edge, normalized coordinates):
-     * made with the first image (under the device lock, before any launch can bind one) and
-     * only read after. */
-    VkSampler samplers[2];
+    /* Samplers of sampled images and sampler bindings, nearest and linear (clamp to edge,
+     * normalized coordinates): made with the device (vk_images_init) and only read after. */
+    VkSampler samplers[6]; /* [address mode * 2 + linear] (vk_image.c) */
+    /* Guards every page's texel-buffer views: batches are encoded on several threads. */
+    pthread_mutex_t views_lock;
+    int views_lock_ready;
 } vk_gpu;
 
 typedef struct vk_mem {
@@ -45,6 +47,10 @@ typedef struct vk_mem {
      * an importer must repeat (vk_external.c). */
     uint64_t allocation_size;
     int dedicated;
+    /* Texel-buffer views of ranges of this page (vk_texel_views.c), destroyed with it. */
+    struct vk_texel_view *views;
+    uint32_t view_count, view_cap;
+    int texel_usage; /* the buffer was made with both texel-buffer usages */
 } vk_mem;
 
 /* An image bound to a range of a device page (vk_image.c). */
@@ -132,6 +138,17 @@ void vk_image_destroy(gpu *g, gpu_image *im);
 void vk_emit_image_init(vk_cmd *c, gpu_image *im);
 void vk_emit_copy_image(vk_cmd *c, gpu_image *im, gpu_mem *m, uint64_t offset, int to_image);
 VkDescriptorType vk_descriptor_type(uint32_t type);
+/* The VkFormat of a cubec_image_format (VK_FORMAT_UNDEFINED for a value that is not one). */
+VkFormat vk_image_format(uint32_t format);
+/* At device creation: the samplers, and the format features and texel-buffer limits in the
+ * caps (sampled_formats ... texel_offset_alignment). */
+MUST_USE cubec_status vk_images_init(vk_gpu *v);
+/* gpu/vulkan/vk_texel_views.c: the view of `size` bytes at `offset` of page `m` as texels of
+ * `format`, made on first use and kept with the page. */
+MUST_USE cubec_status vk_texel_view(vk_gpu *v, vk_mem *m, uint64_t offset, uint64_t size,
+                                    uint32_t format, VkBufferView *out);
+/* Destroys the page's views (before its buffer). */
+void vk_texel_views_destroy(vk_gpu *v, vk_mem *m);
 /* Test hook: the Vulkan device under a gpu (tests that provoke a validation message). */
 VkDevice vk_gpu_device(gpu *g);
 

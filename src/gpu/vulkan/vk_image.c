@@ -1,6 +1,7 @@
-/* Images in the Vulkan backend (docs/images.md): the formats cubec names, the VkImage bound to a
- * range of a device page the server allocated from its pools, its view, and the commands that
- * touch an image (its one layout transition and the copies to and from packed bytes).
+/* Images in the Vulkan backend (docs/images.md): the formats cubec names and what the device can
+ * do with them, the samplers, the VkImage bound to a range of a device page the server allocated
+ * from its pools, its view, and the commands that touch an image (its one layout transition and
+ * the copies to and from packed bytes).
  *
  * Why images live in pages: ordering, failures (taint), holds and graphs all key on a range of a
  * page, so an image there is tracked as a buffer is, without a second set of those mechanisms.
@@ -36,8 +37,17 @@ VkDescriptorType vk_descriptor_type(uint32_t type)
     switch ((gpu_resource_type)type) {
     case GPU_RESOURCE_STORAGE_IMAGE: return VK_DESCRIPTOR_TYPE_STORAGE_IMAGE;
     case GPU_RESOURCE_SAMPLED_IMAGE: return VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER;
+    case GPU_RESOURCE_UNIFORM_TEXEL_BUFFER: return VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER;
+    case GPU_RESOURCE_STORAGE_TEXEL_BUFFER: return VK_DESCRIPTOR_TYPE_STORAGE_TEXEL_BUFFER;
+    case GPU_RESOURCE_SAMPLED_TEXTURE: return VK_DESCRIPTOR_TYPE_SAMPLED_IMAGE;
+    case GPU_RESOURCE_SAMPLER: return VK_DESCRIPTOR_TYPE_SAMPLER;
     }
     return VK_DESCRIPTOR_TYPE_STORAGE_IMAGE;
+}
+
+VkFormat vk_image_format(uint32_t format)
+{
+    return format < FORMAT_COUNT ? formats[format].format : VK_FORMAT_UNDEFINED;
 }
 
 /* Sampled too where the format can be: an image is made before the kernels that bind it. */
@@ -124,25 +134,58 @@ cubec_status vk_image_requirements(gpu *g, const gpu_image_desc *desc, uint64_t 
     return NULL;
 }
 
-/* The two samplers, made once. */
+/* The six samplers (two filters by three address modes), made with the device: normalized
+ * coordinates, no mipmaps. */
 static cubec_status make_samplers(vk_gpu *v)
 {
-    for (int i = 0; i < 2; i++) {
+    static const VkSamplerAddressMode modes[3] = {VK_SAMPLER_ADDRESS_MODE_CLAMP_TO_EDGE,
+                                                  VK_SAMPLER_ADDRESS_MODE_REPEAT,
+                                                  VK_SAMPLER_ADDRESS_MODE_MIRRORED_REPEAT};
+    for (int i = 0; i < 6; i++) {
         if (v->samplers[i]) continue;
-        VkFilter f = i ? VK_FILTER_LINEAR : VK_FILTER_NEAREST;
+        VkFilter f = i % 2 ? VK_FILTER_LINEAR : VK_FILTER_NEAREST;
+        VkSamplerAddressMode mode = modes[i / 2];
         VkSamplerCreateInfo sci = {.sType = VK_STRUCTURE_TYPE_SAMPLER_CREATE_INFO,
                                    .magFilter = f,
                                    .minFilter = f,
                                    .mipmapMode = VK_SAMPLER_MIPMAP_MODE_NEAREST,
-                                   .addressModeU = VK_SAMPLER_ADDRESS_MODE_CLAMP_TO_EDGE,
-                                   .addressModeV = VK_SAMPLER_ADDRESS_MODE_CLAMP_TO_EDGE,
-                                   .addressModeW = VK_SAMPLER_ADDRESS_MODE_CLAMP_TO_EDGE,
+                                   .addressModeU = mode,
+                                   .addressModeV = mode,
+                                   .addressModeW = mode,
                                    .maxLod = 0.0f,
                                    .borderColor = VK_BORDER_COLOR_FLOAT_TRANSPARENT_BLACK};
         VK_RETURN_IF_ERROR(vkCreateSampler(v->vk.device, &sci, NULL, &v->samplers[i]),
                            "vkCreateSampler");
     }
     return NULL;
+}
+
+/* Which cubec formats have all of `need` in `features` of the device, as bits by format. */
+static uint32_t formats_with(vk_gpu *v, int buffer_features, VkFormatFeatureFlags need)
+{
+    uint32_t mask = 0;
+    for (uint32_t f = 1; f < FORMAT_COUNT; f++) {
+        VkFormatProperties fp = {0};
+        vkGetPhysicalDeviceFormatProperties(v->vk.physical, formats[f].format, &fp);
+        VkFormatFeatureFlags have = buffer_features ? fp.bufferFeatures : fp.optimalTilingFeatures;
+        if ((have & need) == need) mask |= 1u << f;
+    }
+    return mask;
+}
+
+cubec_status vk_images_init(vk_gpu *v)
+{
+    gpu_caps *caps = &v->base.caps;
+    caps->sampled_formats = formats_with(v, 0, VK_FORMAT_FEATURE_SAMPLED_IMAGE_BIT);
+    caps->linear_formats = formats_with(v, 0,
+                                        VK_FORMAT_FEATURE_SAMPLED_IMAGE_BIT |
+                                            VK_FORMAT_FEATURE_SAMPLED_IMAGE_FILTER_LINEAR_BIT);
+    caps->texel_formats = formats_with(v, 1,
+                                       VK_FORMAT_FEATURE_UNIFORM_TEXEL_BUFFER_BIT |
+                                           VK_FORMAT_FEATURE_STORAGE_TEXEL_BUFFER_BIT);
+    caps->max_texel_elements = v->vk.props.limits.maxTexelBufferElements;
+    caps->texel_offset_alignment = v->vk.props.limits.minTexelBufferOffsetAlignment;
+    return make_samplers(v);
 }
 
 cubec_status vk_image_create(gpu *g, const gpu_image_desc *desc, gpu_mem *m, uint64_t offset,
@@ -152,7 +195,6 @@ cubec_status vk_image_create(gpu *g, const gpu_image_desc *desc, gpu_mem *m, uin
     VkDevice dev = v->vk.device;
     *out = NULL;
     RETURN_IF_ERROR(check_desc(v, desc));
-    RETURN_IF_ERROR(make_samplers(v));
     const vk_mem *page = (const vk_mem *)m;
     gpu_image *im = calloc(1, sizeof *im);
     if (!im) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (image record)");

@@ -1,7 +1,8 @@
 /* Recording into a Vulkan command buffer, from the entries of a command list when it is encoded
  * (vk_command_list.c). Nothing here allocates from the host heap once warm: bindings are pushed
  * (VK_KHR_push_descriptor) or taken from the command buffer's descriptor pools, which are reset
- * when it is encoded again. */
+ * when it is encoded again, and texel buffers' views are made once per page range
+ * (vk_texel_views.c). */
 #include "base/array.h"
 #include "gpu/vulkan/vk_gpu.h"
 #include "gpu/vulkan/vk_result.h"
@@ -71,14 +72,18 @@ static cubec_status allocate_set(vk_cmd *c, VkDescriptorSetLayout layout, VkDesc
                    (uint64_t)c->descriptor_pool_count + 1, sizeof(VkDescriptorPool)))
         return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (descriptor pools)");
     VkDescriptorPool *n = c->descriptor_pools;
-    VkDescriptorPoolSize sizes[4] = {
+    VkDescriptorPoolSize sizes[8] = {
         {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, c->sets * GPU_MAX_BINDINGS},
         {VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER, c->sets * GPU_MAX_BINDINGS},
         {VK_DESCRIPTOR_TYPE_STORAGE_IMAGE, c->sets * GPU_MAX_RESOURCES},
-        {VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER, c->sets * GPU_MAX_RESOURCES}};
+        {VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER, c->sets * GPU_MAX_RESOURCES},
+        {VK_DESCRIPTOR_TYPE_SAMPLED_IMAGE, c->sets * GPU_MAX_RESOURCES},
+        {VK_DESCRIPTOR_TYPE_SAMPLER, c->sets * GPU_MAX_RESOURCES},
+        {VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER, c->sets * GPU_MAX_RESOURCES},
+        {VK_DESCRIPTOR_TYPE_STORAGE_TEXEL_BUFFER, c->sets * GPU_MAX_RESOURCES}};
     VkDescriptorPoolCreateInfo dpci = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
                                        .maxSets = c->sets,
-                                       .poolSizeCount = 4,
+                                       .poolSizeCount = 8,
                                        .pPoolSizes = sizes};
     VK_RETURN_IF_ERROR(vkCreateDescriptorPool(dev, &dpci, NULL, &n[c->descriptor_pool_count]),
                        "vkCreateDescriptorPool");
@@ -119,6 +124,7 @@ cubec_status vk_emit_bind_buffers(vk_cmd *c, const gpu_pipeline *p, const gpu_bi
     for (uint32_t set = 0; set < p->set_count; set++) {
         VkDescriptorBufferInfo infos[GPU_MAX_BINDINGS];
         VkDescriptorImageInfo image_infos[GPU_MAX_RESOURCES];
+        VkBufferView texel_views[GPU_MAX_RESOURCES];
         VkWriteDescriptorSet w[GPU_MAX_BINDINGS + GPU_MAX_RESOURCES];
         uint32_t count = 0;
         for (uint32_t i = 0; i < bound + (info && set == 0 ? 1 : 0); i++) {
@@ -146,18 +152,27 @@ cubec_status vk_emit_bind_buffers(vk_cmd *c, const gpu_pipeline *p, const gpu_bi
             count++;
         }
         for (uint32_t i = 0; i < ni && i < GPU_MAX_RESOURCES; i++) {
-            if (images[i].set != set) continue;
-            VkSampler sampler = images[i].type == GPU_RESOURCE_SAMPLED_IMAGE
-                                    ? c->g->samplers[images[i].linear ? 1 : 0]
-                                    : VK_NULL_HANDLE;
+            const gpu_image_binding *x = &images[i];
+            if (x->set != set) continue;
+            w[count] = (VkWriteDescriptorSet){.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
+                                              .dstBinding = x->binding,
+                                              .descriptorCount = 1,
+                                              .descriptorType = vk_descriptor_type(x->type)};
+            if (x->type == GPU_RESOURCE_UNIFORM_TEXEL_BUFFER ||
+                x->type == GPU_RESOURCE_STORAGE_TEXEL_BUFFER) {
+                RETURN_IF_ERROR(vk_texel_view(c->g, (vk_mem *)x->mem, x->offset, x->size, x->format,
+                                              &texel_views[i]));
+                w[count++].pTexelBufferView = &texel_views[i];
+                continue;
+            }
+            int sampled = x->type == GPU_RESOURCE_SAMPLED_IMAGE || x->type == GPU_RESOURCE_SAMPLER;
+            VkSampler sampler =
+                sampled ? c->g->samplers[x->address * 2 + (x->linear ? 1 : 0)] : VK_NULL_HANDLE;
             image_infos[i] =
-                (VkDescriptorImageInfo){sampler, images[i].image->view, VK_IMAGE_LAYOUT_GENERAL};
-            w[count++] =
-                (VkWriteDescriptorSet){.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
-                                       .dstBinding = images[i].binding,
-                                       .descriptorCount = 1,
-                                       .descriptorType = vk_descriptor_type(images[i].type),
-                                       .pImageInfo = &image_infos[i]};
+                x->type == GPU_RESOURCE_SAMPLER
+                    ? (VkDescriptorImageInfo){sampler, VK_NULL_HANDLE, VK_IMAGE_LAYOUT_UNDEFINED}
+                    : (VkDescriptorImageInfo){sampler, x->image->view, VK_IMAGE_LAYOUT_GENERAL};
+            w[count++].pImageInfo = &image_infos[i];
         }
         if (count) RETURN_IF_ERROR(write_set(c, p, set, w, count));
     }
