@@ -229,7 +229,8 @@ cubec_status cubec_cuda_wait_stream(cubec_device *device, cubec_stream stream, v
         if (!err && value) {
             cu_ext_wait_params p = {.params.fence.value = value};
             cu_result r = cu->wait_semaphores(&e->timeline, &p, 1, (cu_stream)cuda_stream);
-            if (r) err = cuda_status(cu, r, "cubec_cuda_wait_stream: cuWaitExternalSemaphoresAsync");
+            if (r)
+                err = cuda_status(cu, r, "cubec_cuda_wait_stream: cuWaitExternalSemaphoresAsync");
         }
         pop_context(cu);
     }

@@ -35,10 +35,11 @@ SAME_SIZE(cu_ext_wait_params, CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS);
 SAME_OFFSET(cu_ext_wait_params, CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS, params.fence.value,
             params.fence.value);
 SAME_OFFSET(cu_ext_wait_params, CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS, flags, flags);
-_Static_assert(CU_EXT_MEMORY_OPAQUE_FD == CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD, "opaque fd");
+_Static_assert((int)CU_EXT_MEMORY_OPAQUE_FD == (int)CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD,
+               "opaque fd");
 _Static_assert(CU_EXT_MEMORY_DEDICATED == CUDA_EXTERNAL_MEMORY_DEDICATED, "dedicated");
-_Static_assert(CU_EXT_SEMAPHORE_TIMELINE_FD ==
-                   CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_FD,
+_Static_assert((int)CU_EXT_SEMAPHORE_TIMELINE_FD ==
+                   (int)CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_FD,
                "timeline fd");
 
 #define NAME_OF(x) #x
