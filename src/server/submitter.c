@@ -23,6 +23,7 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "server/device.h"
+#include "server/peer.h"
 #include "server/submission.h"
 
 #include <inttypes.h>
@@ -86,17 +87,29 @@ static void *submitter_main(void *arg)
         items[n++] = (gpu_submit_item){item.cmd, item.value};
         uint64_t t0 = clock_now_ns();
         cubec_status r = NULL;
-        int first_failure = 0;
+        int first_failure = 0, gate_counted = 0;
         if (atomic_load(&s->broken)) {
             /* Work after a failed submission may read what it did not write: nothing more
              * runs (the device is lost), but its value is signalled so that no waiter hangs. */
             cubec_status_free(item.fault);
             r = status_make(CUBEC_DEVICE_LOST, "an earlier submission failed");
         } else {
-            r = item.fault ? item.fault : d->gpu->ops->submit(d->gpu, items, n);
+            /* A peer copy's batch waits here, on this thread, for the other device's copy of
+             * its chunk (or for the other side to be done with the staging it overwrites). */
+            cubec_status gate =
+                item.gate ? server_peer_gate_pass(d, item.gate, item.gate_value) : NULL;
+            gate_counted = item.gate != NULL;
+            if (gate) {
+                cubec_status_free(item.fault);
+                r = gate;
+            } else {
+                r = item.fault ? item.fault : d->gpu->ops->submit(d->gpu, items, n);
+            }
             first_failure = r != NULL;
             if (r) atomic_store(&s->broken, 1);
         }
+        if (item.gate && !gate_counted)
+            server_peer_gate_drop(item.gate); /* never waited for: the count still goes down */
         uint64_t spent = clock_now_ns() - t0;
         pthread_mutex_lock(&s->lock);
         s->submit_ns += spent;
@@ -157,12 +170,18 @@ cubec_status submitter_push(cubec_device *d, gpu_cmd *cmd, uint64_t value, uint6
                             const sub_handoff *before)
 {
     return push(d, (submit_item){cmd, value, graph, before ? before->cmd : NULL,
-                                 before ? before->value : 0, NULL});
+                                 before ? before->value : 0, NULL, NULL, 0});
 }
 
 cubec_status submitter_push_batch(cubec_device *d, gpu_cmd *cmd, uint64_t value, cubec_status fault)
 {
-    return push(d, (submit_item){cmd, value, 0, NULL, 0, fault});
+    return push(d, (submit_item){cmd, value, 0, NULL, 0, fault, NULL, 0});
+}
+
+cubec_status submitter_push_gated(cubec_device *d, gpu_cmd *cmd, uint64_t value, cubec_status fault,
+                                  struct cubec_device_s *gate, uint64_t gate_value)
+{
+    return push(d, (submit_item){cmd, value, 0, NULL, 0, fault, gate, gate_value});
 }
 
 void submitter_note_submitted(cubec_device *d, uint64_t value)
