@@ -14,7 +14,6 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 /* Two slots: chunk i goes through slot i % 2. */
 #define PEER_SLOTS 2
@@ -192,42 +191,11 @@ cubec_status server_peer_copy_chunk(peer_link *l, stream_ref src_stream, alloc_o
     return NULL;
 }
 
-cubec_status server_peer_gate_push(cubec_device *d, gpu_cmd *cmd, uint64_t value,
-                                   cubec_status fault, cubec_device *gate, uint64_t gate_value)
-{
-    if (gate) atomic_fetch_add(&gate->peer_gates, 1);
-    cubec_status err = submitter_push_gated(d, cmd, value, fault, gate, gate_value);
-    if (err && gate) atomic_fetch_sub(&gate->peer_gates, 1);
-    return err;
-}
-
-cubec_status server_peer_gate_pass(cubec_device *d, cubec_device *gate, uint64_t value)
-{
-    cubec_status err = gate->gpu->ops->timeline_wait(gate->gpu, value, d->sub->wait_timeout_ns);
-    /* A failed submission there signals its value from the host: the bytes were not copied. */
-    if (!err && submitter_broken(gate))
-        err = status_make(CUBEC_DEVICE_LOST, "a submission of the other device failed");
-    if (err)
-        err = status_annotate(
-            err, "a peer copy's batch waited for timeline value %" PRIu64 " of device %p", value,
-            (void *)gate);
-    atomic_fetch_sub(&gate->peer_gates, 1);
-    return err;
-}
-
-void server_peer_gate_drop(cubec_device *gate)
-{
-    atomic_fetch_sub(&gate->peer_gates, 1);
-}
-
 void server_peer_close(cubec_device *d)
 {
     /* Other devices' submission threads may still wait on this timeline: it has finished, so
      * they pass at once, but its objects must outlive their waits. */
-    while (atomic_load(&d->peer_gates)) {
-        struct timespec ts = {0, 100000};
-        nanosleep(&ts, NULL);
-    }
+    submitter_wait_gates(d);
     pthread_mutex_lock(&links_lock);
     for (peer_link **p = &links; *p;) {
         peer_link *l = *p;

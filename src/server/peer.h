@@ -31,17 +31,6 @@ MUST_USE cubec_status server_peer_copy_chunk(peer_link *l, stream_ref src_stream
                                              uint64_t at, stream_ref dst_stream,
                                              alloc_obj *dst_alloc, uint64_t dst_at, uint64_t size);
 
-/* The submission thread's side of a gate (server/submitter.c): waits until `gate`'s timeline
- * reaches `value` (an error when it fails or the gate device lost a submission); either way the
- * gate's count goes down. */
-MUST_USE cubec_status server_peer_gate_pass(struct cubec_device_s *d, struct cubec_device_s *gate,
-                                            uint64_t value);
-/* The count of a gated item that was never waited for goes down. */
-void server_peer_gate_drop(struct cubec_device_s *gate);
-/* Hands a gated batch to `d`'s submission thread (server/submission.c), counted on `gate`. */
-MUST_USE cubec_status server_peer_gate_push(struct cubec_device_s *d, gpu_cmd *cmd, uint64_t value,
-                                            cubec_status fault, struct cubec_device_s *gate,
-                                            uint64_t gate_value);
 /* At close, once `d`'s own work finished: waits until no other device's submission thread waits
  * on d's timeline, then lets go of d's side of its links. */
 void server_peer_close(struct cubec_device_s *d);

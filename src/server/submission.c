@@ -9,7 +9,6 @@
 #include "server/device.h"
 #include "server/hazards.h"
 #include "server/health.h"
-#include "server/peer.h"
 #include "server/streams.h"
 #include "server/submitter.h"
 
@@ -209,7 +208,7 @@ static cubec_status flush(cubec_device *d, int for_host, sub_handoff *handoff, i
         lost = gpu_fault(d->gpu, CUBEC_FAULT_SUBMIT, CUBEC_INTERNAL);
         if (!lost) {
             cubec_status encode = gpu_fault(d->gpu, CUBEC_FAULT_ENCODE, CUBEC_DEVICE_LOST);
-            lost = server_peer_gate_push(d, b->cmd, value, encode, gate, gate_value);
+            lost = submitter_push_gated(d, b->cmd, value, encode, gate, gate_value);
         }
         if (lost) lost = server_note_error(d, lost);
     } else if (!for_host && d->gpu->caps.deferred_recording) {
