@@ -1047,7 +1047,8 @@ CUBEC_MUST_USE cubec_status cubec_graph_end(cubec_device *device, cubec_stream s
 CUBEC_MUST_USE cubec_status cubec_graph_replay(cubec_device *device, cubec_stream stream,
                                                cubec_graph graph);
 /* Waits for the graph's running replays, then frees it and what it holds. A destroyed or zero
- * graph is accepted (nothing happens). */
+ * graph is accepted (nothing happens); a handle of another device is refused (CUBEC_GRAPH_STATE
+ * naming it). */
 CUBEC_MUST_USE cubec_status cubec_graph_destroy(cubec_device *device, cubec_stream stream,
                                                 cubec_graph graph);
 
@@ -1413,7 +1414,8 @@ typedef struct cubec_guard {
 CUBEC_MUST_USE cubec_status cubec_buffer_raw(cubec_device *device, cubec_stream stream,
                                              cubec_buffer buffer, cubec_raw_buffer *out_raw,
                                              cubec_guard *out_guard);
-/* Releases a guard; a zero or already released guard is ignored. Releasing the guard of a
+/* Releases a guard; a zero or already released guard is ignored, a guard of another device is
+ * refused (CUBEC_INVALID_ARGUMENT naming it). Releasing the guard of a
  * cubec_buffer_map unmaps: the pointer must not be used after it. */
 CUBEC_MUST_USE cubec_status cubec_guard_release(cubec_device *device, cubec_guard guard);
 
