@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 enum { CHUNK = 64 << 10, WORDS = (3 * CHUNK + 12) / 4 + 64 };
 
@@ -315,6 +316,58 @@ static void test_refusals_change_nothing(void **state)
     ASSERT_OK(cubec_buffer_release(f->b, y));
 }
 
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* The call returns while the source's writer still runs: it queues, it does not wait. A busy
+ * kernel of ~0.1 s or more writes the source; the call must take well under half of it, and the
+ * copy still lands after the kernel (the destination holds what the kernel wrote). */
+static void test_the_caller_does_not_wait(void **state)
+{
+    fixture *f = *state;
+    cubec_stream ss = new_stream(f->a), ds = new_stream(f->b);
+    enum { W = 64 * 1024 };
+    cubec_buffer x, y;
+    ASSERT_OK(cubec_buffer_create(f->a, ss, W * 4u, &x));
+    ASSERT_OK(cubec_buffer_create(f->b, ds, W * 4u, &y));
+    uint32_t steps = 256;
+    double busy = 0;
+    /* Grows the kernel until it runs long enough to tell a wait from none. */
+    for (;;) {
+        ASSERT_OK(cubec_fill(f->a, ss, x, 0, W * 4u, 1));
+        ASSERT_OK(cubec_sync(f->a, ss));
+        double t0 = now_s();
+        ASSERT_OK(busy_launch(f->a, ss, f->busy[0], x, W, steps));
+        ASSERT_OK(cubec_sync(f->a, ss));
+        busy = now_s() - t0;
+        if (busy >= 0.1 || steps >= (1u << 20)) break;
+        steps *= 4;
+    }
+    uint32_t *want = malloc(W * 4u), *got = malloc(W * 4u);
+    ASSERT_OK(cubec_read(f->a, ss, x, 0, want, W * 4u));
+    ASSERT_OK(cubec_fill(f->a, ss, x, 0, W * 4u, 1));
+    ASSERT_OK(busy_launch(f->a, ss, f->busy[0], x, W, steps));
+    ASSERT_OK(cubec_flush(f->a, ss));
+    double t0 = now_s();
+    ASSERT_OK(cubec_copy_peer(f->a, ss, x, 0, f->b, ds, y, 0, W * 4u));
+    double call = now_s() - t0;
+    print_message("the source's writer ran %.3f s; cubec_copy_peer returned after %.6f s\n", busy,
+                  call);
+    ASSERT_OK(cubec_read(f->b, ds, y, 0, got, W * 4u));
+    assert_memory_equal(got, want, W * 4u);
+    if (busy >= 0.1 && call >= busy / 2)
+        fail_msg("cubec_copy_peer took %.3f s while the source's writer ran %.3f s: it waited",
+                 call, busy);
+    free(want);
+    free(got);
+    ASSERT_OK(cubec_buffer_release(f->a, x));
+    ASSERT_OK(cubec_buffer_release(f->b, y));
+}
+
 typedef struct direction {
     fixture *f;
     int from;
@@ -356,6 +409,7 @@ int main(void)
         cmocka_unit_test(test_forced_host_staged_on_one_device),
         cmocka_unit_test(test_refusals_change_nothing),
         cmocka_unit_test(test_opposite_directions_from_two_threads),
+        cmocka_unit_test(test_the_caller_does_not_wait),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
