@@ -147,6 +147,7 @@ static void print_device(uint32_t index, const cubec_device_info *d, int is_defa
     printf("  %-28s %s\n", "max allocation size",
            cli_format_bytes(d->max_allocation_size, b1, sizeof b1));
     printf("  %-28s %" PRIu64 " B\n", "storage offset alignment", d->storage_offset_alignment);
+    printf("  %-28s %" PRIu64 " B\n", "uniform offset alignment", d->uniform_offset_alignment);
     if (d->host_register_alignment)
         printf("  %-28s %" PRIu64 " B\n", "host register alignment", d->host_register_alignment);
     printf("  %-28s %" PRIu32 " B\n", "max push constants", d->max_push_constants_size);

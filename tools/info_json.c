@@ -84,6 +84,7 @@ void info_json_device(FILE *out, int first, uint32_t index, const cubec_device_i
     fprintf(out, "      \"max_storage_buffer_range\": %" PRIu64 ",\n", d->max_storage_buffer_range);
     fprintf(out, "      \"max_allocation_size\": %" PRIu64 ",\n", d->max_allocation_size);
     fprintf(out, "      \"storage_offset_alignment\": %" PRIu64 ",\n", d->storage_offset_alignment);
+    fprintf(out, "      \"uniform_offset_alignment\": %" PRIu64 ",\n", d->uniform_offset_alignment);
     fprintf(out, "      \"host_register_alignment\": %" PRIu64 ",\n", d->host_register_alignment);
     fprintf(out, "      \"max_push_constants_size\": %" PRIu32 ",\n", d->max_push_constants_size);
     fprintf(out, "      \"max_workgroup_count\": ");

@@ -50,7 +50,7 @@ extern "C" {
  * (docs/api.md, "Versions and the ABI"). */
 #define CUBEC_VERSION_MAJOR 0
 #define CUBEC_VERSION_MINOR 2
-#define CUBEC_VERSION_PATCH 3
+#define CUBEC_VERSION_PATCH 4
 
 /* A version packed into one number that compares in order: major << 16 | minor << 8 | patch
  * (minor and patch stay below 256). */
@@ -365,8 +365,12 @@ typedef struct cubec_device_info {
      * CUBEC_ROBUST_PAGE, robustBufferAccess (an access past a buffer stays within its pool page);
      * CUBEC_ROBUST_BUFFER, robustBufferAccess2 too (it stays within the buffer: reads past it
      * give zero, writes past it are dropped). cubec_device_peek gives what the mode would be.
-     * Added last (docs/api.md, "Struct growth"). */
+     * Added in 0.2.0 (docs/api.md, "Struct growth"). */
     int robust;
+    /* minUniformBufferOffsetAlignment: a buffer bound as a kernel's uniform block starts at a
+     * multiple of this. Every allocation starts at a multiple of the largest of this,
+     * storage_offset_alignment and 16, so any buffer can be bound either way. Added in 0.2.4. */
+    uint64_t uniform_offset_alignment;
 } cubec_device_info;
 /* A cubec_device_info with its struct_size set: start every one with it ("Structs that grow"). */
 #define CUBEC_DEVICE_INFO_INIT                                                                     \

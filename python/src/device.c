@@ -37,7 +37,7 @@ static PyObject *info_dict(const cubec_device_info *info)
     }
     PyObject *d = Py_BuildValue(
         "{s:s,s:s,s:I,s:I,s:I,s:s,s:O,s:K,s:K,s:I,s:(III),s:(III),s:I,s:I,s:K,s:I,s:K,s:d,s:N,"
-        "s:K,s:I,s:I}",
+        "s:K,s:I,s:I,s:K}",
         "name", info->name, "driver", info->driver, "vendor_id", info->vendor_id, "device_id",
         info->device_id, "api_version", info->api_version, "type", type_name(info->type),
         "unified_memory", info->unified_memory ? Py_True : Py_False, "max_storage_buffer_range",
@@ -52,7 +52,8 @@ static PyObject *info_dict(const cubec_device_info *info)
         "device_local_heap_size", (unsigned long long)info->device_local_heap_size,
         "timestamp_period_ns", info->timestamp_period_ns, "features", features,
         "host_register_alignment", (unsigned long long)info->host_register_alignment,
-        "min_subgroup_size", info->min_subgroup_size, "max_subgroup_size", info->max_subgroup_size);
+        "min_subgroup_size", info->min_subgroup_size, "max_subgroup_size", info->max_subgroup_size,
+        "uniform_offset_alignment", (unsigned long long)info->uniform_offset_alignment);
     /* The bounds-checked mode in force: "off", "page" or "buffer" (cubec_device_info.robust). */
     const char *robust = info->robust == CUBEC_ROBUST_BUFFER ? "buffer"
                          : info->robust == CUBEC_ROBUST_PAGE ? "page"

@@ -27,6 +27,10 @@ cubec_status server_memory_init(cubec_device *d)
         p2 *= 2;
     uint64_t align = d->info.storage_offset_alignment;
     if (align < 16) align = 16; /* room for uvec4 copies at any allocation start */
+    /* Any buffer may be bound as a module's uniform block (docs/kernels.md), whose offset the
+     * device may want more aligned than storage (NVIDIA: 64 against 16). */
+    if (d->gpu->caps.uniform_offset_alignment > align)
+        align = d->gpu->caps.uniform_offset_alignment;
     memory_config *mc = &d->buffers->memory_cfg;
     *mc = (memory_config){.max_page_size = p2, .max_alloc_size = max_alloc, .alignment = align};
     mc->preset = (memory_preset)d->config.memory_preset;

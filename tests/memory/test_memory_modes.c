@@ -75,7 +75,9 @@ static cubec_device *open_with(setting set, model *m)
     m->set = set;
     cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
     ASSERT_OK(cubec_device_get_info(d, &info));
+    /* Allocations keep the largest of the storage and uniform alignments and 16. */
     m->alignment = info.storage_offset_alignment < 16 ? 16 : info.storage_offset_alignment;
+    if (info.uniform_offset_alignment > m->alignment) m->alignment = info.uniform_offset_alignment;
     return d;
 }
 

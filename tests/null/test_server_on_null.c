@@ -63,11 +63,14 @@ static nulldev open_null(uint32_t tasks_max, uint32_t delay_us)
     return n;
 }
 
+/* Where allocations start: the largest of the storage and uniform alignments (cubec.h). */
 static uint64_t align_of(cubec_device *d)
 {
     cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
     ASSERT_OK(cubec_device_get_info(d, &info));
-    return info.storage_offset_alignment;
+    return info.storage_offset_alignment > info.uniform_offset_alignment
+               ? info.storage_offset_alignment
+               : info.uniform_offset_alignment;
 }
 
 /* A buffer of `bytes` on `s`, from `data` when not NULL; returns its number via *number. */

@@ -12,6 +12,12 @@ def test_devices_lists_the_device_opened(dev):
     assert dev.info["name"] in names
 
 
+def test_info_has_the_uniform_offset_alignment(dev):
+    # Vulkan requires minUniformBufferOffsetAlignment to be a power of two of at most 256.
+    align = dev.info["uniform_offset_alignment"]
+    assert 1 <= align <= 256 and align & (align - 1) == 0
+
+
 def test_check_and_sync(dev):
     a = dev.buffer(np.arange(8, dtype=np.int32))
     b = a.copy()

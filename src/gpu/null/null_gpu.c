@@ -170,6 +170,7 @@ static void fill_info(cubec_device_info *out)
     out->max_workgroup_invocations = 1024;
     out->max_shared_memory_size = 32768;
     out->storage_offset_alignment = 16;
+    out->uniform_offset_alignment = 64; /* caps.uniform_offset_alignment: NVIDIA's, above storage */
     out->subgroup_size = 8;
     out->min_subgroup_size = out->max_subgroup_size = 8;
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);

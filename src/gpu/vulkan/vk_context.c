@@ -222,6 +222,7 @@ void vk_fill_info(VkInstance instance, VkPhysicalDevice pd, cubec_device_info *o
     out->max_workgroup_invocations = l->maxComputeWorkGroupInvocations;
     out->max_shared_memory_size = l->maxComputeSharedMemorySize;
     out->storage_offset_alignment = l->minStorageBufferOffsetAlignment;
+    out->uniform_offset_alignment = l->minUniformBufferOffsetAlignment;
     out->subgroup_size = sub.subgroupSize;
     out->timestamp_period_ns = l->timestampPeriod;
     out->push_descriptors = has_device_extension(pd, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
