@@ -652,9 +652,9 @@ typedef enum cubec_link_class {
 
 /* The path of an ordered pair of devices (start it with CUBEC_PATH_INFO_INIT). */
 typedef struct cubec_path_info {
-    uint32_t struct_size; /* CUBEC_PATH_INFO_INIT */
-    cubec_path path;      /* what cubec_copy_peer uses from the first device to the second */
-    cubec_link_class link;
+    uint32_t struct_size;  /* CUBEC_PATH_INFO_INIT */
+    cubec_path path;       /* what cubec_copy_peer uses from the first device to the second */
+    cubec_link_class link; /* what joins the two devices */
     /* GB/s (1e9 bytes a second) of a cubec_copy_peer measured on this pair by
      * cubec_device_measure_path (the last measurement; 0: not measured yet). */
     double bandwidth_gbs;
