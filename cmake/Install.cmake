@@ -9,7 +9,15 @@ install(TARGETS cubec_shared EXPORT cubecTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(FILES $<TARGET_FILE:cubec_static> DESTINATION ${CMAKE_INSTALL_LIBDIR})
-install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/cubec DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+# cubec_mpi (docs/mpi.md): its archive and header where it was built; without MPI its header would
+# name an <mpi.h> the system lacks, so it is left out.
+if(CUBEC_MPI_BUILT)
+  install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/cubec DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+  install(FILES $<TARGET_FILE:cubec_mpi> DESTINATION ${CMAKE_INSTALL_LIBDIR})
+else()
+  install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/cubec DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
+          PATTERN cubec_mpi.h EXCLUDE)
+endif()
 install(FILES ${CUBEC_CDEF} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/cubec)
 
 set_target_properties(cubec_shared PROPERTIES EXPORT_NAME cubec)

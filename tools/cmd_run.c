@@ -877,8 +877,11 @@ static int run(const run_args *a)
     if (cli_failed(CMD, cubec_kernel_get_info(device, kernel, &info), "reading the kernel info"))
         goto done;
 
-    /* The command line must match what the kernel declares: these are mistakes in the flags. */
-    if (info.binding_count != a->buf_count) {
+    /* The command line must cover what the kernel declares: fewer buffers is a mistake in the
+     * flags. More is not: a project's layout may have more bindings than its module still uses
+     * (spirv-opt removes unused ones), and the library takes such a launch (docs/kernels.md,
+     * "Bringing existing shaders"); the buffers past the kernel's last binding are not bound. */
+    if (a->buf_count < info.binding_count) {
         exit_code = cli_usage_error(
             CMD, "kernel '%s' has %" PRIu32 " storage binding%s but %" PRIu32 " --buf %s given",
             kernel_name, info.binding_count, info.binding_count == 1 ? "" : "s", a->buf_count,
@@ -940,6 +943,15 @@ static int run(const run_args *a)
     printf("launch:  %" PRIu32 "x%" PRIu32 "x%" PRIu32 " groups in %.3f ms (launch + sync, "
            "including pipeline creation)\n",
            a->groups[0], a->groups[1], a->groups[2], run_s * 1e3);
+
+    /* Numbered as the bindings are, from 0 in the order of the --buf flags. */
+    if (a->buf_count == info.binding_count + 1)
+        printf("unbound: buffer %" PRIu32 " (past the kernel's last binding: passed, not bound)\n",
+               info.binding_count);
+    else if (a->buf_count > info.binding_count)
+        printf("unbound: buffers %" PRIu32 "..%" PRIu32
+               " (past the kernel's last binding: passed, not bound)\n",
+               info.binding_count, a->buf_count - 1);
 
     exit_code = CLI_EXIT_OK;
     int outputs = 0;

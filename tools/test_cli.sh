@@ -65,6 +65,16 @@ if run_expect 0 fill "$CUBEC" run "$TMP/scale.comp" --groups=2,1,1 --define UNUS
     check_floats "$TMP/out2/binding1.bin" 100 "1.5" || fail "fill: wrong output"
 fi
 
+# More --buf than the kernel's bindings: a project's layout may be larger than what its module
+# still uses, and the library takes such a launch (docs/kernels.md); the extra buffer is passed,
+# not bound, and said so. Fewer stay refused (buf_count, below).
+if run_expect 0 extra_buf "$CUBEC" run "$TMP/scale.comp" --groups 4 --info-u32 256 --info-f32 0.5 \
+    --buf iota:256:f32 --buf zero:1K --buf fill:64:f32:7 --out-dir "$TMP/out_extra"; then
+    check_floats "$TMP/out_extra/binding1.bin" 256 "i * 2 + 0.5" || fail "extra_buf: wrong output"
+    expect_in extra_buf "unbound: buffer 2 (past the kernel's last binding"
+    [ ! -e "$TMP/out_extra/binding2.bin" ] || fail "extra_buf: the unbound buffer 2 was saved"
+fi
+
 # --- A SPIR-V kernel (glslc is a required package): a push-constant block declared directly ------
 command -v glslc >/dev/null || fail "glslc is missing (make install-deps installs it)"
 {

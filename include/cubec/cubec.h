@@ -472,6 +472,17 @@ CUBEC_MUST_USE cubec_status cubec_buffer_release(cubec_device *device, cubec_buf
  * host memory may be reused as soon as the call returns. */
 CUBEC_MUST_USE cubec_status cubec_write(cubec_device *device, cubec_stream stream, cubec_buffer dst,
                                         uint64_t offset, const void *src, uint64_t size);
+/* Writes a failure instead of bytes: [offset, +size) of `dst` then carries a failure of `code` (an
+ * error code of CUBEC_CODES, not CUBEC_OK) whose message is `message`, ordered as cubec_write is
+ * (after the earlier work on the stream that uses the buffer). A read, cubec_check or
+ * cubec_sync_check of those bytes returns it, a launch that reads them is skipped and passes it on,
+ * and a later successful write clears it (docs/errors.md). For code that produces a buffer's bytes
+ * outside cubec (a transfer over MPI, another library) and must not leave the old bytes looking
+ * like its result when it fails. Does not wait for the GPU. Refused while `stream` records a
+ * graph. */
+CUBEC_MUST_USE cubec_status cubec_write_failure(cubec_device *device, cubec_stream stream,
+                                                cubec_buffer dst, uint64_t offset, uint64_t size,
+                                                cubec_code code, const char *message);
 /* Copies buffer bytes to host memory after all earlier work on the stream that uses the buffer
  * (the streams' work that writes it, on other streams too); blocks. A launch uses the buffers it
  * binds and those it declares in cubec_launch_desc.address_buffers; one that reaches the buffer

@@ -32,6 +32,24 @@ cubec_status cubec_write(cubec_device *device, cubec_stream stream, cubec_buffer
     return api_unlock(device, err);
 }
 
+cubec_status cubec_write_failure(cubec_device *device, cubec_stream stream, cubec_buffer dst,
+                                 uint64_t offset, uint64_t size, cubec_code code,
+                                 const char *message)
+{
+    static const char fn[] = "cubec_write_failure";
+    if (!message) return INVALID_ARG("%s: message is NULL", fn);
+    if (code == CUBEC_OK || strcmp(cubec_code_name(code), "CUBEC_UNKNOWN_CODE") == 0)
+        return INVALID_ARG("%s: code = %d is not an error code of CUBEC_CODES", fn, (int)code);
+    RETURN_IF_ERROR(api_lock(device, fn));
+    buffer_obj *b;
+    stream_ref s;
+    cubec_status err = api_slot(device, stream, fn, &s);
+    if (!err) err = server_graph_refuse(device, s, fn);
+    if (!err) err = transfer_target(device, fn, "dst", dst, offset, size, &b);
+    if (!err) err = server_write_failure(device, s, b, offset, size, code, message);
+    return api_unlock(device, err);
+}
+
 cubec_status cubec_read(cubec_device *device, cubec_stream stream, cubec_buffer src,
                         uint64_t offset, void *dst, uint64_t size)
 {

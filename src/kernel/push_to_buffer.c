@@ -18,6 +18,12 @@
 #define DEC_BINDING 33u
 #define DEC_DESCRIPTOR_SET 34u
 #define SPIRV_1_3 0x00010300u
+#define CAP_STORAGE_BUFFER_16 4433u /* StorageBuffer16BitAccess */
+#define CAP_UNIFORM_AND_STORAGE_BUFFER_16 4434u
+#define CAP_PUSH_CONSTANT_16 4435u /* StoragePushConstant16 */
+#define CAP_STORAGE_BUFFER_8 4448u /* StorageBuffer8BitAccess */
+#define CAP_UNIFORM_AND_STORAGE_BUFFER_8 4449u
+#define CAP_PUSH_CONSTANT_8 4450u /* StoragePushConstant8 */
 
 static const char storage_class_ext[] = "SPV_KHR_storage_buffer_storage_class";
 
@@ -35,6 +41,8 @@ typedef struct module_marks {
     uint32_t variable;         /* the push-constant variable's id */
     uint32_t variables;        /* how many there are */
     int has_extension;         /* SPV_KHR_storage_buffer_storage_class is declared */
+    int has_buffer_16;         /* StorageBuffer16BitAccess is declared, or implied */
+    int has_buffer_8;          /* StorageBuffer8BitAccess is declared, or implied */
 } module_marks;
 
 static cubec_status scan(const uint32_t *words, size_t count, module_marks *m)
@@ -48,7 +56,14 @@ static cubec_status scan(const uint32_t *words, size_t count, module_marks *m)
                                "moving the push-constant block to a buffer: instruction at word "
                                "%zu is truncated",
                                i);
-        if (op == OP_CAPABILITY) m->after_capabilities = i + wc;
+        if (op == OP_CAPABILITY) {
+            m->after_capabilities = i + wc;
+            uint32_t cap = wc >= 2 ? words[i + 1] : 0;
+            if (cap == CAP_STORAGE_BUFFER_16 || cap == CAP_UNIFORM_AND_STORAGE_BUFFER_16)
+                m->has_buffer_16 = 1;
+            if (cap == CAP_STORAGE_BUFFER_8 || cap == CAP_UNIFORM_AND_STORAGE_BUFFER_8)
+                m->has_buffer_8 = 1;
+        }
         if (op == OP_EXTENSION && (size_t)(wc - 1) * 4 >= sizeof storage_class_ext &&
             memcmp(&words[i + 1], storage_class_ext, sizeof storage_class_ext) == 0)
             m->has_extension = 1;
@@ -105,7 +120,18 @@ cubec_status kernel_push_to_buffer(const uint32_t *words, size_t count, uint32_t
         }
         uint32_t wc = i < HEADER_WORDS ? 1 : words[i] >> 16;
         uint32_t op = i < HEADER_WORDS ? 0 : words[i] & 0xffffu;
+        /* The block's 16- and 8-bit members are now read from a storage buffer: the
+         * push-constant capability becomes the storage-buffer one (which the device must have:
+         * capabilities_check names the feature), or goes where the module has that already. */
+        uint32_t cap = op == OP_CAPABILITY && wc == 2 ? words[i + 1] : 0;
+        if ((cap == CAP_PUSH_CONSTANT_16 && m.has_buffer_16) ||
+            (cap == CAP_PUSH_CONSTANT_8 && m.has_buffer_8)) {
+            i += wc;
+            continue;
+        }
         memcpy(&out[o], &words[i], wc * sizeof *out);
+        if (cap == CAP_PUSH_CONSTANT_16) out[o + 1] = CAP_STORAGE_BUFFER_16;
+        if (cap == CAP_PUSH_CONSTANT_8) out[o + 1] = CAP_STORAGE_BUFFER_8;
         /* Both carry the storage class as their third word (result id first for a pointer
          * type, the result type first for a variable). */
         if ((op == OP_TYPE_POINTER || op == OP_VARIABLE) &&

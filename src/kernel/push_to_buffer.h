@@ -10,7 +10,12 @@
  * uniformBufferStandardLayout feature) and arrays of scalars would be misplaced. The rewrite is
  * word-level: every PushConstant pointer type and the variable change storage class, the variable
  * gets DescriptorSet 0, Binding CUBEC_INFO_BINDING and NonWritable, and modules older than SPIR-V
- * 1.3 get the SPV_KHR_storage_buffer_storage_class extension (core in Vulkan 1.1). Pure. */
+ * 1.3 get the SPV_KHR_storage_buffer_storage_class extension (core in Vulkan 1.1). A block with
+ * 16- or 8-bit members needs StorageBuffer16BitAccess / StorageBuffer8BitAccess once moved: the
+ * StoragePushConstant16 / StoragePushConstant8 capability is replaced by it (dropped where the
+ * module declares it already). The extension that declares them (SPV_KHR_16bit_storage,
+ * SPV_KHR_8bit_storage) is the one the push-constant form needed, so the module has it already.
+ * The caller checks the new capabilities against the device's features. Pure. */
 #ifndef CUBEC_KERNEL_PUSH_TO_BUFFER_H
 #define CUBEC_KERNEL_PUSH_TO_BUFFER_H
 

@@ -203,6 +203,17 @@ cubec_status server_write(cubec_device *d, stream_ref s, buffer_obj *b, uint64_t
     return err;
 }
 
+cubec_status server_write_failure(cubec_device *d, stream_ref s, buffer_obj *b, uint64_t offset,
+                                  uint64_t size, cubec_code code, const char *message)
+{
+    if (size == 0) return NULL;
+    RETURN_IF_ERROR(server_drain_for_host(d, s.slot, b->alloc, 1));
+    failure *f = failure_new(code, "%s", message); /* failure_oom() when the host is out */
+    server_taint(b->alloc, buffer_device_offset(b) + offset, size, f);
+    failure_release(f);
+    return NULL;
+}
+
 static cubec_status write_body(cubec_device *d, stream_ref s, buffer_obj *b, uint64_t offset,
                                const void *src, uint64_t size)
 {

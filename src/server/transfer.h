@@ -9,6 +9,13 @@
  * the buffer must come first. */
 MUST_USE cubec_status server_write(cubec_device *d, stream_ref s, buffer_obj *b, uint64_t offset,
                                    const void *src, uint64_t size);
+/* A write of a failure instead of bytes (cubec_write_failure): the earlier work on the range is
+ * recorded first, as for a write, so that what it does to the range's failures comes before, and
+ * the range then carries a failure of `code` with `message`. Waits for nothing on the GPU: the
+ * bytes are not touched, only what reads of them return. */
+MUST_USE cubec_status server_write_failure(cubec_device *d, stream_ref s, buffer_obj *b,
+                                           uint64_t offset, uint64_t size, cubec_code code,
+                                           const char *message);
 MUST_USE cubec_status server_read(cubec_device *d, stream_ref s, buffer_obj *b, uint64_t offset,
                                   void *dst, uint64_t size);
 MUST_USE cubec_status server_read_async(cubec_device *d, stream_ref s, buffer_obj *b,

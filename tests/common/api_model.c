@@ -999,6 +999,28 @@ static void op_write(fuzz *f)
         host_mem_free(f, data);
         return;
     }
+    case 4:
+        note(f, "cubec_write_failure(stream[%d], buf %d, code 0)", s, i);
+        expect(f, cubec_write_failure(f->d, stream_of(f, s), b->h, off, len, CUBEC_OK, "model"),
+               refused(f), "cubec_write_failure of CUBEC_OK");
+        host_mem_free(f, data);
+        return;
+    case 5: {
+        /* A failure written in place of bytes: reads of them fail from now on, as for bytes whose
+         * writer may have been lost. */
+        host_mem_free(f, data);
+        if (!before_write(f, b->a, s)) return;
+        note(f, "cubec_write_failure(stream[%d], buf %d, %" PRIu64 ", %" PRIu64 ")", s, i, off,
+             len);
+        cubec_code c = expect(f,
+                              cubec_write_failure(f->d, stream_of(f, s), b->h, off, len,
+                                                  CUBEC_INTERNAL, "written by the model"),
+                              allow(f, C_SUBMITS), "cubec_write_failure");
+        (void)c;
+        mark(b->a, b->off + off, len, SUSPECT);
+        b->a->writers |= bit(s);
+        return;
+    }
     default: break;
     }
     if (!before_write(f, b->a, s)) {
@@ -3319,6 +3341,7 @@ const char *const api_model_calls[][2] = {
     {"cubec_tuner_create", "op_tune"},
     {"cubec_tuner_destroy", "op_tune"},
     {"cubec_write", "op_write"},
+    {"cubec_write_failure", "op_write"},
     {NULL, NULL},
     {"cubec_buffer_size", "op_old_names"},
     {"cubec_profile_method", "op_old_names"},

@@ -345,6 +345,138 @@ static void test_moved_push_block_of_spirv_1_0(void **state)
     test_device_close(d);
 }
 
+/* A push block with 16-bit and 8-bit members over the limit: 4 + 2 x 64 + 64 = 196 bytes, more
+ * than lavapipe's 128. Its members are read from the moved buffer, which needs the storage-buffer
+ * forms of the 16- and 8-bit capabilities (the push-constant ones no longer apply). AT, the type
+ * of `a`, is uint or uint16_t: with uint16_t the module declares StorageBuffer16BitAccess for `a`
+ * already, and the move drops StoragePushConstant16 instead of replacing it. */
+static const char small_types_push_src[] =
+    "#version 450\n"
+    "#extension GL_EXT_shader_16bit_storage : require\n"
+    "#extension GL_EXT_shader_8bit_storage : require\n"
+    "layout(local_size_x = 64) in;\n"
+    "layout(std430, binding = 0) readonly buffer A { AT a[]; };\n"
+    "layout(std430, binding = 1) writeonly buffer O { uint o[]; };\n"
+    "layout(push_constant) uniform P { uint n; float16_t h[64]; uint8_t b[64]; } pc;\n"
+    "void main() {\n"
+    "    uint i = gl_GlobalInvocationID.x;\n"
+    "    o[i] = i < pc.n ? uint(a[i]) * uint(pc.b[i % 64u]) + uint(float(pc.h[63u - i % 64u]))"
+    " : 7u;\n"
+    "}\n";
+
+/* The C mirror of the block: std430 places h at 4 and b at 132. */
+typedef struct small_types_block {
+    uint32_t n;
+    uint16_t h[64]; /* float16 bits */
+    uint8_t b[64];
+} small_types_block;
+
+/* The float16 bits of a whole number in 0..2048, which float16 holds exactly. */
+static uint16_t half_of(uint32_t v)
+{
+    if (v == 0) return 0;
+    uint32_t e = 0;
+    while ((v >> (e + 1)) != 0)
+        e++;
+    return (uint16_t)(((e + 15u) << 10) | ((v << (10u - e)) & 0x3ffu));
+}
+
+static int device_has(cubec_device *d, uint32_t features)
+{
+    cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
+    ASSERT_OK(cubec_device_get_info(d, &info));
+    return (info.features & features) == features;
+}
+
+static cubec_status small_types_kernel(cubec_device *d, int a16, cubec_kernel *out)
+{
+    cubec_define def = {"AT", a16 ? "uint16_t" : "uint"};
+    cubec_kernel_desc kd = CUBEC_KERNEL_DESC_INIT;
+    kd.name = "small_types_push";
+    kd.glsl = small_types_push_src;
+    kd.defines = &def;
+    kd.define_count = 1;
+    return cubec_kernel_create(d, &kd, out);
+}
+
+/* The block runs from the buffer, each member read where the C struct put it, with `a` of 32 and
+ * of 16 bits; with the device's 16-bit (or 8-bit) storage-buffer access turned off, the kernel is
+ * refused naming the capability the move needs and the feature. */
+static void test_moved_push_block_with_16_and_8_bit_members(void **state)
+{
+    (void)state;
+    assert_int_equal(sizeof(small_types_block), 196);
+    cubec_device *d = test_device_open();
+    if (!device_has(d, CUBEC_FEATURE_STORAGE_BUFFER_16BIT | CUBEC_FEATURE_STORAGE_BUFFER_8BIT |
+                           CUBEC_FEATURE_PUSH_CONSTANT_16BIT | CUBEC_FEATURE_PUSH_CONSTANT_8BIT)) {
+        test_device_close(d);
+        skip(); /* lavapipe has all four; a device without them cannot compile the source */
+    }
+    cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
+    ASSERT_OK(cubec_device_get_info(d, &info));
+    assert_true(sizeof(small_types_block) > info.max_push_constants_size);
+    for (int a16 = 0; a16 < 2; a16++) {
+        cubec_kernel kern = {0};
+        ASSERT_OK(small_types_kernel(d, a16, &kern));
+        cubec_kernel_info ki = CUBEC_KERNEL_INFO_INIT;
+        ASSERT_OK(cubec_kernel_get_info(d, kern, &ki));
+        assert_int_equal(ki.info_size, sizeof(small_types_block));
+        assert_int_equal(ki.info_in_push_constants, 0);
+        uint32_t a[N], zero[N], want[N];
+        uint16_t a_16[N];
+        uint32_t seed = 15u + (uint32_t)a16;
+        for (uint32_t i = 0; i < N; i++) {
+            a[i] = test_rand(&seed) % 1000u;
+            a_16[i] = (uint16_t)a[i];
+        }
+        memset(zero, 0, sizeof zero);
+        small_types_block block;
+        block.n = N - 11u - (uint32_t)a16;
+        for (uint32_t j = 0; j < 64; j++) {
+            block.h[j] = half_of(j * 31u + 1u + (uint32_t)a16);
+            block.b[j] = (uint8_t)(200u - 3u * j);
+        }
+        for (uint32_t i = 0; i < N; i++)
+            want[i] = i < block.n
+                          ? a[i] * block.b[i % 64u] + ((63u - i % 64u) * 31u + 1u + (uint32_t)a16)
+                          : 7u;
+        cubec_buffer bufs[2];
+        if (a16)
+            ASSERT_OK(cubec_buffer_from(d, 0, a_16, sizeof a_16, &bufs[0]));
+        else
+            ASSERT_OK(cubec_buffer_from(d, 0, a, sizeof a, &bufs[0]));
+        ASSERT_OK(cubec_buffer_from(d, 0, zero, sizeof zero, &bufs[1]));
+        cubec_launch_desc ld = launch_of(kern, bufs, &block, sizeof block);
+        ASSERT_OK(cubec_launch(d, 0, &ld));
+        expect_words(d, bufs[1], want,
+                     a16 ? "o of the moved 16/8-bit push block, a of 16 bits"
+                         : "o of the moved 16/8-bit push block");
+        for (int i = 0; i < 2; i++)
+            ASSERT_OK(cubec_buffer_release(d, bufs[i]));
+        ASSERT_OK(cubec_kernel_destroy(d, kern));
+    }
+    test_device_close(d);
+
+    /* The moved block needs storage-buffer access of its member types, which a device may lack
+     * while it has the push-constant form: the refusal names the capability and the feature. */
+    static const char *const off[2] = {"storage_buffer_16bit", "storage_buffer_8bit"};
+    static const char *const why[2] = {
+        "needs SPIR-V capability StorageBuffer16BitAccess, which needs the device feature "
+        "storage_buffer_16bit",
+        "needs SPIR-V capability StorageBuffer8BitAccess, which needs the device feature "
+        "storage_buffer_8bit"};
+    for (int f = 0; f < 2; f++) {
+        setenv("CUBEC_DISABLE_FEATURES", off[f], 1);
+        d = test_device_open();
+        unsetenv("CUBEC_DISABLE_FEATURES");
+        cubec_kernel kern = {0};
+        /* `a` of 32 bits: 16-bit storage-buffer access is the moved block's need alone. */
+        ASSERT_ERROR(small_types_kernel(d, 0, &kern), CUBEC_UNSUPPORTED, why[f]);
+        assert_int_equal(kern.id, 0);
+        test_device_close(d);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -352,6 +484,7 @@ int main(void)
         cmocka_unit_test(test_push_block_over_the_limit),
         cmocka_unit_test(test_moved_push_block_in_a_graph),
         cmocka_unit_test(test_moved_push_block_of_spirv_1_0),
+        cmocka_unit_test(test_moved_push_block_with_16_and_8_bit_members),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

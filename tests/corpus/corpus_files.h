@@ -1,0 +1,19 @@
+/* The vendored shader files of tests/corpus, read as the kernel tests hand them to cubec: the
+ * text of a file and its path (for cubec_kernel_desc.glsl and glsl_path), from the source
+ * directory the build names in CUBEC_CORPUS_DIR. */
+#ifndef CUBEC_CORPUS_FILES_H
+#define CUBEC_CORPUS_FILES_H
+
+#include <stddef.h>
+
+/* The path of `relative` (e.g. "ncnn/shader/relu.comp") under the corpus directory, in `out`. */
+void corpus_path(char *out, size_t cap, const char *relative);
+/* The file's bytes with a terminating NUL (free() them); fails the test when it cannot be read. */
+char *corpus_read_text(const char *relative);
+
+/* IEEE half-precision conversions for the tests' fp16 buffers: float_to_half rounds to the
+ * nearest even half (the conversion a GPU's float16_t() does), half_to_float is exact. */
+unsigned short corpus_float_to_half(float f);
+float corpus_half_to_float(unsigned short h);
+
+#endif
