@@ -368,6 +368,45 @@ static void test_the_caller_does_not_wait(void **state)
     ASSERT_OK(cubec_buffer_release(f->b, y));
 }
 
+/* A device closed right after a copy from or to it was queued: closing waits for the other
+ * device's submission thread to be past its wait on this device's timeline, so nothing is used
+ * after it is freed (ASan builds check that), and the copy that had a source lands. */
+static void test_close_right_after_a_copy(void **state)
+{
+    fixture *f = *state;
+    enum { N = (3 * CHUNK) / 4 + 8 };
+    uint32_t *want = malloc(N * 4u), *got = malloc(N * 4u);
+    cpu_produce(want, N, 17, 4);
+    /* The source closes first: the destination still reads the bytes. */
+    cubec_device *src = test_device_open();
+    cubec_kernel produce, consume, step;
+    uint_kernels_create(src, &produce, &consume, &step);
+    cubec_stream ss = new_stream(src), ds = new_stream(f->b);
+    cubec_buffer x, y;
+    ASSERT_OK(cubec_buffer_create(src, ss, N * 4u, &x));
+    ASSERT_OK(cubec_buffer_create(f->b, ds, N * 4u, &y));
+    ASSERT_OK(uint_launch(src, ss, produce, x, NONE, N, 17, 4));
+    ASSERT_OK(cubec_copy_peer(src, ss, x, 0, f->b, ds, y, 0, N * 4u));
+    ASSERT_OK(cubec_buffer_release(src, x));
+    uint_kernels_destroy(src, produce, consume, step);
+    test_device_close(src);
+    ASSERT_OK(cubec_read(f->b, ds, y, 0, got, N * 4u));
+    assert_memory_equal(got, want, N * 4u);
+    /* The destination closes first: its queued copy is done or dropped, the source goes on. */
+    cubec_device *dst = test_device_open();
+    cubec_stream s2 = new_stream(dst);
+    cubec_buffer z;
+    ASSERT_OK(cubec_buffer_create(dst, s2, N * 4u, &z));
+    ASSERT_OK(cubec_copy_peer(f->b, ds, y, 0, dst, s2, z, 0, N * 4u));
+    ASSERT_OK(cubec_buffer_release(dst, z));
+    test_device_close(dst);
+    ASSERT_OK(cubec_read(f->b, ds, y, 0, got, N * 4u));
+    assert_memory_equal(got, want, N * 4u);
+    ASSERT_OK(cubec_buffer_release(f->b, y));
+    free(want);
+    free(got);
+}
+
 typedef struct direction {
     fixture *f;
     int from;
@@ -410,6 +449,7 @@ int main(void)
         cmocka_unit_test(test_refusals_change_nothing),
         cmocka_unit_test(test_opposite_directions_from_two_threads),
         cmocka_unit_test(test_the_caller_does_not_wait),
+        cmocka_unit_test(test_close_right_after_a_copy),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
