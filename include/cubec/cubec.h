@@ -50,7 +50,7 @@ extern "C" {
  * (docs/api.md, "Versions and the ABI"). */
 #define CUBEC_VERSION_MAJOR 0
 #define CUBEC_VERSION_MINOR 2
-#define CUBEC_VERSION_PATCH 4
+#define CUBEC_VERSION_PATCH 5
 
 /* A version packed into one number that compares in order: major << 16 | minor << 8 | patch
  * (minor and patch stay below 256). */
@@ -371,12 +371,24 @@ typedef struct cubec_device_info {
      * multiple of this. Every allocation starts at a multiple of the largest of this,
      * storage_offset_alignment and 16, so any buffer can be bound either way. Added in 0.2.4. */
     uint64_t uniform_offset_alignment;
+    /* External handles (docs/multi-device.md), CUBEC_EXTERNAL_* bits: what the device can
+     * export and import as file descriptors; also filled by cubec_device_peek. Added in
+     * 0.2.5. */
+    uint32_t external_handles;
+    /* The physical device's UUID (Vulkan's VkPhysicalDeviceIDProperties.deviceUUID; CUDA's
+     * cudaDeviceProp.uuid of the same GPU): memory imports only between devices whose UUIDs
+     * are equal. All zero on the null backend. */
+    uint8_t device_uuid[16];
 } cubec_device_info;
 /* A cubec_device_info with its struct_size set: start every one with it ("Structs that grow"). */
 #define CUBEC_DEVICE_INFO_INIT                                                                     \
     {                                                                                              \
         .struct_size = sizeof(cubec_device_info)                                                   \
     }
+
+/* Bits of cubec_device_info.external_handles. */
+#define CUBEC_EXTERNAL_MEMORY_FD 1u   /* cubec_buffer_export and cubec_buffer_import (opaque fds) */
+#define CUBEC_EXTERNAL_TIMELINE_FD 2u /* cubec_timeline_export (an opaque fd) */
 
 /* Values of cubec_device_info.robust besides 0. */
 #define CUBEC_ROBUST_PAGE 1   /* robustBufferAccess: accesses stay within the pool page */
@@ -462,6 +474,96 @@ CUBEC_MUST_USE cubec_status cubec_buffer_get_size(cubec_device *device, cubec_bu
 CUBEC_MUST_USE cubec_status cubec_buffer_retain(cubec_device *device, cubec_buffer buffer);
 /* Drops one reference; a zero handle is accepted. Returns an error for a stale handle. */
 CUBEC_MUST_USE cubec_status cubec_buffer_release(cubec_device *device, cubec_buffer buffer);
+
+/* ---------------------------------------------------------------------------------------------
+ * Export and import (docs/multi-device.md)
+ *
+ * A buffer's memory can be handed to another cubec device of the same physical device (a second
+ * cubec_device_open of it) or to CUDA on the same GPU, as an opaque file descriptor; and the
+ * device's timeline likewise, so that the other side waits for cubec's work by value. Only
+ * buffers created exportable can be exported: Vulkan decides at allocation whether memory can
+ * leave the device, so such a buffer gets a page of its own (never shared with another buffer,
+ * never moved by relocation, freed only once its last handle is released and the GPU has passed
+ * its last use: the export's pin lasts that long). CUBEC_UNSUPPORTED names the device where
+ * cubec_device_info.external_handles lacks the bit (the null backend has none).
+ * ------------------------------------------------------------------------------------------- */
+
+/* cubec_buffer_create for a buffer whose memory cubec_buffer_export can hand out: a page of its
+ * own, of exportable memory. Size 0 is refused (no memory to export). */
+CUBEC_MUST_USE cubec_status cubec_buffer_create_exportable(cubec_device *device,
+                                                           cubec_stream stream, uint64_t size,
+                                                           cubec_buffer *out_buffer);
+
+/* A buffer's memory as another device or API imports it (cubec_buffer_import; CUDA's
+ * cudaImportExternalMemory with cudaExternalMemoryHandleTypeOpaqueFd, `allocation_size` as its
+ * size, cudaExternalMemoryDedicated when `dedicated`, then
+ * cudaExternalMemoryGetMappedBuffer(offset, size)). */
+typedef struct cubec_export_info {
+    uint32_t struct_size; /* CUBEC_EXPORT_INFO_INIT */
+    /* A new file descriptor of the memory on each call, the caller's: it closes it, or hands it to
+     * an importer that takes it (cubec_buffer_import and CUDA take it only when they succeed).
+     * -1 after a failed call. */
+    int fd;
+    uint64_t allocation_size; /* bytes of the whole allocation the fd stands for */
+    uint64_t offset;          /* where the buffer's (or view's) bytes start in it */
+    uint64_t size;            /* the buffer's (or view's) size */
+    int dedicated;            /* the allocation is a dedicated one (importers must say so) */
+    uint8_t device_uuid[16];  /* cubec_device_info.device_uuid of the exporting device */
+} cubec_export_info;
+/* A cubec_export_info with its struct_size set: start every one with it ("Structs that grow"). */
+#define CUBEC_EXPORT_INFO_INIT                                                                     \
+    {                                                                                              \
+        .struct_size = sizeof(cubec_export_info), .fd = -1                                         \
+    }
+
+/* Fills *out_info for `buffer`, which must have been created by cubec_buffer_create_exportable
+ * (or be a view of such a buffer; anything else is refused naming the buffer). The call orders
+ * nothing: the importer sees cubec's writes after cubec_sync of the writing stream, or after
+ * waiting on the exported timeline for cubec_stream_get_timeline_value. */
+CUBEC_MUST_USE cubec_status cubec_buffer_export(cubec_device *device, cubec_buffer buffer,
+                                                cubec_export_info *out_info);
+
+/* What cubec_buffer_import imports: the fields of a cubec_export_info (copy them over). */
+typedef struct cubec_import_desc {
+    uint32_t struct_size; /* CUBEC_IMPORT_DESC_INIT */
+    int fd;               /* from cubec_buffer_export on a device of the same physical device */
+    /* The exporter's cubec_export_info.allocation_size, unchanged (a driver cannot always tell a
+     * wrong one from the fd). */
+    uint64_t allocation_size;
+    uint64_t offset;         /* a multiple of cubec_device_info.storage_offset_alignment */
+    uint64_t size;           /* offset + size within allocation_size; 0 is refused */
+    int dedicated;           /* the exporter's cubec_export_info.dedicated, unchanged */
+    uint8_t device_uuid[16]; /* the exporter's: compared with this device's */
+} cubec_import_desc;
+/* A cubec_import_desc with its struct_size set: start every one with it ("Structs that grow"). */
+#define CUBEC_IMPORT_DESC_INIT                                                                     \
+    {                                                                                              \
+        .struct_size = sizeof(cubec_import_desc), .fd = -1                                         \
+    }
+
+/* A buffer of `stream` over bytes [offset, +size) of memory another device exported: usable in
+ * launches, copies, reads and writes like any buffer, its memory shared with the exporter's
+ * (work on the two devices is not ordered with each other: sync the writer before the other
+ * side reads). A device of another physical device (device_uuid differs) is refused naming both
+ * UUIDs; so are a closed fd, an allocation_size the fd's memory does not have, and offset or
+ * size out of range. After success the buffer owns `desc->fd` (closed when its memory is freed:
+ * the caller must not close it); after a failure the fd is still the caller's. */
+CUBEC_MUST_USE cubec_status cubec_buffer_import(cubec_device *device, cubec_stream stream,
+                                                const cubec_import_desc *desc,
+                                                cubec_buffer *out_buffer);
+
+/* The device's one timeline semaphore as a new opaque file descriptor, the caller's (CUDA:
+ * cudaImportExternalSemaphore with cudaExternalSemaphoreHandleTypeTimelineSemaphoreFd, then
+ * cudaWaitExternalSemaphoresAsync on a value from cubec_stream_get_timeline_value). The importer
+ * may wait on it; it must never signal it (cubec gives out its values). */
+CUBEC_MUST_USE cubec_status cubec_timeline_export(cubec_device *device, int *out_fd);
+
+/* Submits the work `stream` queued so far (cubec_flush) and gives the timeline value that work
+ * signals when it has finished: waiting on the exported timeline for *out_value orders after it.
+ * 0 when the stream has never submitted work. */
+CUBEC_MUST_USE cubec_status cubec_stream_get_timeline_value(cubec_device *device,
+                                                            cubec_stream stream,
+                                                            uint64_t *out_value);
 
 /* ---------------------------------------------------------------------------------------------
  * Transfers. Offsets and sizes are in bytes within the buffer; offset+size must fit.

@@ -1,6 +1,7 @@
 /* cubec.Device (a context manager over cubec_device_open/close), cubec.devices() and the
  * device-wide calls: info, sync, check. Buffers, kernels and streams add their constructors
  * (dev.empty, dev.kernel, dev.stream) from their own files. */
+#include <stdio.h>
 #include <string.h>
 
 #include "pycubec.h"
@@ -63,6 +64,19 @@ static PyObject *info_dict(const cubec_device_info *info)
         Py_CLEAR(d);
     }
     Py_XDECREF(r);
+    /* Export and import (docs/multi-device.md): the CUBEC_EXTERNAL_* bits, and the physical
+     * device's UUID as 32 hex digits (what CUDA's device UUID is compared with). */
+    char uuid[33];
+    for (size_t i = 0; i < 16; i++)
+        snprintf(uuid + 2 * i, 3, "%02x", info->device_uuid[i]);
+    PyObject *u = d ? PyUnicode_FromString(uuid) : NULL;
+    PyObject *x = d ? PyLong_FromUnsignedLong(info->external_handles) : NULL;
+    if (d && (!u || !x || PyDict_SetItemString(d, "device_uuid", u) < 0 ||
+              PyDict_SetItemString(d, "external_handles", x) < 0)) {
+        Py_CLEAR(d);
+    }
+    Py_XDECREF(u);
+    Py_XDECREF(x);
     return d;
 }
 

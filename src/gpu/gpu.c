@@ -6,8 +6,11 @@
 #include "gpu/null/null_gpu.h"
 #include "gpu/vulkan/vk_gpu.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char *const backend_names[] = {
 #define BACKEND_NAME(name, open, count, peek) #name,
@@ -130,6 +133,73 @@ cubec_status gpu_mem_import(gpu *g, void *ptr, uint64_t size, gpu_mem **out)
         return status_make(CUBEC_UNSUPPORTED, "the device cannot import host memory");
     RETURN_IF_ERROR(gpu_fault(g, CUBEC_FAULT_MAP, CUBEC_INTERNAL));
     return g->ops->mem_import_host(g, ptr, size, out);
+}
+
+/* Pages of unified memory are mapped once, at creation: an external page is one too. */
+static cubec_status map_unified_page(gpu *g, gpu_mem *m)
+{
+    if (!g->caps.unified) return NULL;
+    cubec_status err = gpu_fault(g, CUBEC_FAULT_MAP, CUBEC_INTERNAL);
+    if (!err) err = g->ops->mem_map(g, m);
+    if (err) g->ops->mem_destroy(g, m);
+    return err;
+}
+
+cubec_status gpu_mem_alloc_exportable(gpu *g, uint64_t size, gpu_mem **out)
+{
+    if (!g->caps.export_memory || !g->ops->mem_create_exportable)
+        return status_make(CUBEC_UNSUPPORTED,
+                           "the %s device cannot allocate exportable memory (opaque file "
+                           "descriptors: VK_KHR_external_memory_fd)",
+                           g->ops->name);
+    RETURN_IF_ERROR(gpu_fault(g, CUBEC_FAULT_PAGE, CUBEC_OUT_OF_MEMORY));
+    gpu_mem *m = NULL;
+    RETURN_IF_ERROR(g->ops->mem_create_exportable(g, size, &m));
+    RETURN_IF_ERROR(map_unified_page(g, m));
+    *out = m;
+    return NULL;
+}
+
+cubec_status gpu_mem_export(gpu *g, gpu_mem *m, gpu_export *out)
+{
+    if (!g->caps.export_memory || !g->ops->mem_export)
+        return status_make(CUBEC_UNSUPPORTED, "the %s device cannot export memory", g->ops->name);
+    return g->ops->mem_export(g, m, out);
+}
+
+cubec_status gpu_mem_import_fd(gpu *g, int fd, uint64_t allocation_size, int dedicated,
+                               gpu_mem **out)
+{
+    if (!g->caps.export_memory || !g->ops->mem_import_fd)
+        return status_make(CUBEC_UNSUPPORTED,
+                           "the %s device cannot import memory from a file descriptor",
+                           g->ops->name);
+    RETURN_IF_ERROR(gpu_fault(g, CUBEC_FAULT_MAP, CUBEC_INTERNAL));
+    /* A duplicate is imported, so that the caller's fd stays its own until its whole import
+     * succeeded (a failed map below frees the memory, and the duplicate with it). */
+    int mine = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    if (mine < 0)
+        return status_make(errno == EBADF ? CUBEC_INVALID_ARGUMENT : CUBEC_INTERNAL,
+                           "fd %d cannot be duplicated: %s", fd, strerror(errno));
+    gpu_mem *m = NULL;
+    cubec_status err = g->ops->mem_import_fd(g, mine, allocation_size, dedicated, &m);
+    if (err) {
+        close(mine); /* not taken by a failed import */
+        return err;
+    }
+    RETURN_IF_ERROR(map_unified_page(g, m));
+    *out = m;
+    return NULL;
+}
+
+cubec_status gpu_timeline_export(gpu *g, int *out_fd)
+{
+    if (!g->caps.export_timeline || !g->ops->timeline_export)
+        return status_make(CUBEC_UNSUPPORTED,
+                           "the %s device cannot export its timeline (timeline semaphores as "
+                           "opaque file descriptors: VK_KHR_external_semaphore_fd)",
+                           g->ops->name);
+    return g->ops->timeline_export(g, out_fd);
 }
 
 cubec_status gpu_pipeline_create(gpu *g, const gpu_pipeline_desc *desc, gpu_pipeline **out)

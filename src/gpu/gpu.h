@@ -63,7 +63,23 @@ typedef struct gpu_mem {
     /* The mapping is not coherent (set by the backend when it maps): gpu_mem_flush and
      * gpu_mem_invalidate call the backend. 0: both cost one test of this field. */
     int noncoherent;
+    /* Memory another API may hold too (docs/multi-device.md): GPU_EXTERNAL_EXPORTABLE, a page
+     * allocated exportable (gpu_mem_alloc_exportable); GPU_EXTERNAL_IMPORTED, memory imported
+     * from a file descriptor (gpu_mem_import_fd). 0 for every other page. Either is a device
+     * page in every other respect (kind GPU_MEM_DEVICE). */
+    int external;
 } gpu_mem;
+
+enum { GPU_EXTERNAL_EXPORTABLE = 1, GPU_EXTERNAL_IMPORTED = 2 };
+
+/* An exportable page's memory as another API imports it (gpu_ops.mem_export): `fd` is new and
+ * the caller's; `allocation_size` the whole allocation's (what an importer passes back);
+ * `dedicated` whether the allocation is a dedicated one (an importer must say so too). */
+typedef struct gpu_export {
+    int fd;
+    uint64_t allocation_size;
+    int dedicated;
+} gpu_export;
 
 /* Pipeline stages and accesses of the commands cubec records (bits). */
 enum {
@@ -224,6 +240,14 @@ typedef struct gpu_caps {
      * (maxComputeWorkgroupSubgroups). Without it, the only size is info.subgroup_size. */
     int required_subgroup_size;
     uint32_t max_workgroup_subgroups;
+    /* External handles (docs/multi-device.md): device pages can be allocated exportable and
+     * memory imported as opaque file descriptors (Vulkan: VK_KHR_external_memory_fd, with the
+     * buffer usage cubec gives pages exportable and importable); the timeline can be exported as
+     * one (VK_KHR_external_semaphore_fd, timeline semaphores exportable). `device_uuid`: the
+     * physical device's (VkPhysicalDeviceIDProperties.deviceUUID), which importers compare. */
+    int export_memory;
+    int export_timeline;
+    uint8_t device_uuid[16];
 } gpu_caps;
 
 /* What the process may use of the heap device pages (GPU_MEM_DEVICE) come from. */
@@ -322,6 +346,17 @@ typedef struct gpu_ops {
     cubec_status (*image_create)(gpu *g, const gpu_image_desc *desc, gpu_mem *m, uint64_t offset,
                                  gpu_image **out);
     void (*image_destroy)(gpu *g, gpu_image *im);
+    /* External memory and the timeline (optional: NULL where the backend has none, as null; the
+     * gpu_* wrappers below refuse by name then). mem_create_exportable: a device page whose
+     * memory may be exported (caps.export_memory). mem_export: a new opaque fd of an exportable
+     * page's memory. mem_import_fd: memory exported by a device of the same physical device
+     * (caps.device_uuid) as a device page; it owns `fd` after success, not after a failure.
+     * timeline_export: a new opaque fd of the device's timeline (caps.export_timeline). */
+    cubec_status (*mem_create_exportable)(gpu *g, uint64_t size, gpu_mem **out);
+    cubec_status (*mem_export)(gpu *g, gpu_mem *m, gpu_export *out);
+    cubec_status (*mem_import_fd)(gpu *g, int fd, uint64_t allocation_size, int dedicated,
+                                  gpu_mem **out);
+    cubec_status (*timeline_export)(gpu *g, int *out_fd);
 } gpu_ops;
 
 /* What a blob of a driver's pipeline cache is valid for: cubec's disk cache files one per
@@ -446,6 +481,18 @@ static inline void gpu_mem_free(gpu *g, gpu_mem *m)
 /* The program's memory as a transfer buffer (counted as a map); CUBEC_UNSUPPORTED when the
  * backend cannot import (caps.host_import_alignment 0). */
 MUST_USE cubec_status gpu_mem_import(gpu *g, void *ptr, uint64_t size, gpu_mem **out);
+/* A device page allocated exportable (counted as a page, mapped as gpu_mem_alloc maps pages);
+ * CUBEC_UNSUPPORTED naming the backend where caps.export_memory is 0. */
+MUST_USE cubec_status gpu_mem_alloc_exportable(gpu *g, uint64_t size, gpu_mem **out);
+/* A new fd of an exportable page's memory; CUBEC_UNSUPPORTED as above. */
+MUST_USE cubec_status gpu_mem_export(gpu *g, gpu_mem *m, gpu_export *out);
+/* Memory from an fd another device of this physical device exported, as a device page (counted
+ * as a map, mapped as pages are). It imports a duplicate: `fd` stays the caller's either way.
+ * CUBEC_UNSUPPORTED as above; a closed fd, CUBEC_INVALID_ARGUMENT naming it. */
+MUST_USE cubec_status gpu_mem_import_fd(gpu *g, int fd, uint64_t allocation_size, int dedicated,
+                                        gpu_mem **out);
+/* A new fd of the device's timeline; CUBEC_UNSUPPORTED where caps.export_timeline is 0. */
+MUST_USE cubec_status gpu_timeline_export(gpu *g, int *out_fd);
 MUST_USE cubec_status gpu_pipeline_create(gpu *g, const gpu_pipeline_desc *desc,
                                           gpu_pipeline **out);
 static inline void gpu_image_free(gpu *g, gpu_image *im)

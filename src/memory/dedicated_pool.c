@@ -21,17 +21,10 @@ void dedicated_pool_destroy(dedicated_pool *p, const page_source *source)
     dedicated_pool_init(p, p->alignment);
 }
 
-cubec_status dedicated_pool_alloc(dedicated_pool *p, const page_source *source, uint64_t size,
-                                  pool_slice *out)
+/* Files `page` (`bytes` of it, `size` asked for) in a slot of the pool. */
+static cubec_status file_page(dedicated_pool *p, void *page, uint64_t bytes, uint64_t size,
+                              pool_slice *out)
 {
-    uint64_t bytes =
-        size <= UINT64_MAX - (p->alignment - 1) ? mem_align_up(size, p->alignment) : size;
-    if (p->unused == DEDICATED_NIL &&
-        array_grow((void **)&p->pages, &p->page_cap, (uint64_t)p->page_count + 1,
-                   sizeof *p->pages) != 0)
-        return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (dedicated allocations)");
-    void *page = NULL;
-    RETURN_IF_ERROR(source->alloc(source->user, bytes, source->flags, &page));
     uint32_t slot;
     if (p->unused != DEDICATED_NIL) {
         slot = p->unused;
@@ -48,6 +41,33 @@ cubec_status dedicated_pool_alloc(dedicated_pool *p, const page_source *source, 
     out->offset = 0;
     out->slot = slot;
     return NULL;
+}
+
+/* Room for one more slot, before a page is made (so that filing it cannot fail). */
+static cubec_status room(dedicated_pool *p)
+{
+    if (p->unused == DEDICATED_NIL &&
+        array_grow((void **)&p->pages, &p->page_cap, (uint64_t)p->page_count + 1,
+                   sizeof *p->pages) != 0)
+        return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (dedicated allocations)");
+    return NULL;
+}
+
+cubec_status dedicated_pool_alloc(dedicated_pool *p, const page_source *source, uint64_t size,
+                                  pool_slice *out)
+{
+    uint64_t bytes =
+        size <= UINT64_MAX - (p->alignment - 1) ? mem_align_up(size, p->alignment) : size;
+    RETURN_IF_ERROR(room(p));
+    void *page = NULL;
+    RETURN_IF_ERROR(source->alloc(source->user, bytes, source->flags, &page));
+    return file_page(p, page, bytes, size, out);
+}
+
+cubec_status dedicated_pool_adopt(dedicated_pool *p, void *page, uint64_t size, pool_slice *out)
+{
+    RETURN_IF_ERROR(room(p));
+    return file_page(p, page, size, size, out);
 }
 
 int dedicated_pool_free(dedicated_pool *p, const page_source *source, uint32_t slot,

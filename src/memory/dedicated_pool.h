@@ -38,6 +38,10 @@ void dedicated_pool_destroy(dedicated_pool *p, const page_source *source);
 /* A page of `size` rounded up to the alignment. On error nothing changed. */
 MUST_USE cubec_status dedicated_pool_alloc(dedicated_pool *p, const page_source *source,
                                            uint64_t size, pool_slice *out);
+/* Files a page made elsewhere (memory imported from another device), of `size` bytes: freed
+ * through the source like the others. On error nothing changed and the page is the caller's. */
+MUST_USE cubec_status dedicated_pool_adopt(dedicated_pool *p, void *page, uint64_t size,
+                                           pool_slice *out);
 /* Returns the page to the source. 0, changing nothing, for a stale or double free. */
 int dedicated_pool_free(dedicated_pool *p, const page_source *source, uint32_t slot,
                         const void *page, uint64_t size);

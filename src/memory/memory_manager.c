@@ -150,9 +150,10 @@ static uint32_t cleanup(memory_manager *m, int explicit_cleanup)
  * and the common path copies nothing. */
 static const page_source *call_source(const memory_manager *m, uint32_t flags, page_source *lazy)
 {
-    if (!(flags & MEMORY_LAZY_PAGE)) return &m->source;
+    const uint32_t page_flags = flags & (MEMORY_LAZY_PAGE | MEMORY_EXPORTABLE_PAGE);
+    if (!page_flags) return &m->source;
     *lazy = m->source;
-    lazy->flags = MEMORY_LAZY_PAGE;
+    lazy->flags = page_flags;
     return lazy;
 }
 
@@ -340,6 +341,9 @@ cubec_status memory_alloc_flags(memory_manager *m, uint64_t size, uint32_t flags
                            (unsigned long long)size, (unsigned long long)m->config.max_alloc_size);
 
     if (++m->reservations >= m->next_check) periodic_checks(m);
+    /* An exportable page holds one buffer: the whole allocation is what an importer sees. */
+    if (flags & MEMORY_EXPORTABLE_PAGE)
+        return mode_alloc(m, MEMORY_POOL_EXTERNAL, size, flags, out);
     if (!memory_modes_idle(&m->modes)) {
         uint32_t route = memory_modes_route(&m->modes, size);
         if (route) return mode_alloc(m, route, size, flags, out);
@@ -422,7 +426,7 @@ cubec_status memory_alloc_flags(memory_manager *m, uint64_t size, uint32_t flags
 
 void memory_free(memory_manager *m, const mem_alloc *a)
 {
-    if (m && a && a->pool >= MEMORY_POOL_DEDICATED) {
+    if (m && a && a->pool >= MEMORY_POOL_EXTERNAL) {
         memory_modes_free(&m->modes, &m->source, a->pool, a->slot, a->page, a->size);
         return;
     }
@@ -474,13 +478,26 @@ void memory_report_fill(const memory_manager *m, cubec_memory_report *out)
              persistent_memory_name(m->modes.setting));
     persistent_pool_report(&m->modes.persistent, &out->persistent);
     dedicated_pool_report(&m->modes.dedicated, &out->dedicated);
-    const cubec_pool_report *extra[] = {&out->persistent, &out->dedicated};
+    /* The external pages have no entry of their own in the report (its struct is fixed): they
+     * count in the totals, where the device's memory is. */
+    cubec_pool_report external;
+    dedicated_pool_report(&m->modes.external, &external);
+    const cubec_pool_report *extra[] = {&out->persistent, &out->dedicated, &external};
     for (size_t i = 0; i < sizeof extra / sizeof extra[0]; i++) {
         out->bytes_in_use += extra[i]->bytes_in_use;
         out->bytes_reserved += extra[i]->bytes_reserved;
         out->allocations += extra[i]->allocations;
         out->pages += extra[i]->pages;
     }
+}
+
+cubec_status memory_adopt(memory_manager *m, void *page, uint64_t size, mem_alloc *out)
+{
+    memset(out, 0, sizeof *out);
+    pool_slice slice;
+    RETURN_IF_ERROR(dedicated_pool_adopt(&m->modes.external, page, size, &slice));
+    fill_out(out, &slice, size, MEMORY_POOL_EXTERNAL, 0);
+    return NULL;
 }
 
 memory_modes *memory_manager_modes(memory_manager *m)

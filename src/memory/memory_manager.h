@@ -86,6 +86,12 @@ MUST_USE cubec_status memory_alloc(memory_manager *m, uint64_t size, mem_alloc *
 #define MEMORY_NO_NEW_PAGE 1u
 MUST_USE cubec_status memory_alloc_flags(memory_manager *m, uint64_t size, uint32_t flags,
                                          mem_alloc *out);
+/* MEMORY_EXPORTABLE_PAGE (page_source.h) in `flags`: a page of its own, made exportable, among
+ * the external allocations (no window routes there). */
+/* Files a page made outside the manager (memory imported from an fd) of `size` bytes among the
+ * external allocations, as one allocation of all of it; memory_free returns it through the
+ * source like the others. On error the page is still the caller's. */
+MUST_USE cubec_status memory_adopt(memory_manager *m, void *page, uint64_t size, mem_alloc *out);
 /* The range becomes reusable at once. A stale or repeated free (the slot no longer holds this
  * page/offset/size) is ignored. */
 void memory_free(memory_manager *m, const mem_alloc *a);

@@ -9,12 +9,14 @@ void memory_modes_init(memory_modes *mm, persistent_memory setting, uint64_t ali
     mm->setting = setting;
     persistent_pool_init(&mm->persistent, alignment);
     dedicated_pool_init(&mm->dedicated, alignment);
+    dedicated_pool_init(&mm->external, alignment);
 }
 
 void memory_modes_destroy(memory_modes *mm, const page_source *source)
 {
     persistent_pool_destroy(&mm->persistent, source);
     dedicated_pool_destroy(&mm->dedicated, source);
+    dedicated_pool_destroy(&mm->external, source);
 }
 
 cubec_status memory_modes_push(memory_modes *mm, uint32_t mode)
@@ -66,7 +68,8 @@ cubec_status memory_modes_alloc(memory_modes *mm, const page_source *source, uin
         RETURN_IF_ERROR(persistent_pool_add_page(&mm->persistent, source, size, out));
     } else {
         if (!new_page) return NULL;
-        RETURN_IF_ERROR(dedicated_pool_alloc(&mm->dedicated, source, size, out));
+        dedicated_pool *p = route == MEMORY_POOL_EXTERNAL ? &mm->external : &mm->dedicated;
+        RETURN_IF_ERROR(dedicated_pool_alloc(p, source, size, out));
     }
     *out_found = 1;
     return NULL;
@@ -79,6 +82,8 @@ int memory_modes_free(memory_modes *mm, const page_source *source, uint32_t pool
         return persistent_pool_free(&mm->persistent, slot, page, size);
     if (pool == MEMORY_POOL_DEDICATED)
         return dedicated_pool_free(&mm->dedicated, source, slot, page, size);
+    if (pool == MEMORY_POOL_EXTERNAL)
+        return dedicated_pool_free(&mm->external, source, slot, page, size);
     return 0;
 }
 
@@ -89,7 +94,9 @@ uint32_t memory_modes_release(memory_modes *mm, const page_source *source)
 
 const char *memory_modes_route_name(uint32_t route)
 {
-    return route == MEMORY_POOL_PERSISTENT ? "persistent pool" : "dedicated allocations";
+    return route == MEMORY_POOL_PERSISTENT ? "persistent pool"
+           : route == MEMORY_POOL_EXTERNAL ? "exportable allocations"
+                                           : "dedicated allocations";
 }
 
 const char *persistent_memory_name(persistent_memory setting)

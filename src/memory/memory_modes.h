@@ -43,10 +43,14 @@ typedef enum persistent_memory {
  * MEMORY_MAX_POOLS; spec 3.1 keeps sentinels at the top of the pool numbers likewise). */
 #define MEMORY_POOL_PERSISTENT 0xFFFEu
 #define MEMORY_POOL_DEDICATED 0xFFFDu
+/* Exportable pages and imported memory: one buffer per page, never reused for another nor moved,
+ * apart from every window (docs/multi-device.md). */
+#define MEMORY_POOL_EXTERNAL 0xFFFCu
 
 typedef struct memory_modes {
     persistent_pool persistent;
     dedicated_pool dedicated;
+    dedicated_pool external; /* MEMORY_POOL_EXTERNAL's pages */
     persistent_memory setting;
     uint32_t depth;
     uint8_t windows[MEMORY_MODE_MAX_DEPTH]; /* memory_mode values, outermost first */
@@ -72,7 +76,8 @@ static inline int memory_modes_idle(const memory_modes *mm)
     return mm->depth == 0 && mm->setting != PERSISTENT_MEMORY_ENFORCED &&
            (mm->setting != PERSISTENT_MEMORY_SIZE_MATCH || mm->persistent.bucket_count == 0);
 }
-/* Where an allocation of `size` bytes goes now: MEMORY_POOL_PERSISTENT, MEMORY_POOL_DEDICATED,
+/* Where an allocation of `size` bytes goes now (MEMORY_POOL_EXTERNAL is asked for by a flag,
+ * never routed to): MEMORY_POOL_PERSISTENT, MEMORY_POOL_DEDICATED,
  * or 0 for the layout's pools. */
 uint32_t memory_modes_route(const memory_modes *mm, uint64_t size);
 

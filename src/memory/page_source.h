@@ -11,12 +11,15 @@
 /* A page flag (page_source.alloc's `flags`, memory_alloc_flags'): the page need not have memory
  * yet (a dry run's buffer; the owner backs it at its first real use). */
 #define MEMORY_LAZY_PAGE 2u
+/* A page flag: the page's memory may be exported to another device or API (docs/multi-device.md);
+ * such a page holds one buffer only, in the manager's external allocations. */
+#define MEMORY_EXPORTABLE_PAGE 4u
 
 typedef struct page_source {
     void *user;
-    /* Allocates one page of `size` bytes; returns an opaque page pointer. `flags`: MEMORY_LAZY_PAGE
-       or 0, as the allocation that needs the page asked. Errors are passed up
-       (CUBEC_OUT_OF_MEMORY means "the driver refused"). */
+    /* Allocates one page of `size` bytes; returns an opaque page pointer. `flags`:
+       MEMORY_LAZY_PAGE, MEMORY_EXPORTABLE_PAGE or 0, as the allocation that needs the page asked.
+       Errors are passed up (CUBEC_OUT_OF_MEMORY means "the driver refused"). */
     cubec_status (*alloc)(void *user, uint64_t size, uint32_t flags, void **out_page);
     void (*free)(void *user, void *page);
     /* Optional (NULL: none). Called when `alloc` refused a page with CUBEC_OUT_OF_MEMORY, before

@@ -30,7 +30,8 @@ static cubec_status page_alloc(void *user, uint64_t size, uint32_t flags, void *
                            "[memory] max_bytes = %" PRIu64 " (%" PRIu64 " bytes of pages held)",
                            size, cap, d->buffers->page_bytes);
     gpu_mem *p = NULL;
-    cubec_status err = server_run_page_create(d, size, flags, &p);
+    cubec_status err = flags & MEMORY_EXPORTABLE_PAGE ? gpu_mem_alloc_exportable(d->gpu, size, &p)
+                                                      : server_run_page_create(d, size, flags, &p);
     if (err) return status_annotate(err, "a page of %" PRIu64 " bytes", size);
     LOG(LOG_INFO, LOG_SYS_MEMORY, "allocated a page of %" PRIu64 " bytes%s", size,
         p->unbacked ? " (no memory yet: a dry run's)" : "");
@@ -278,6 +279,44 @@ cubec_status server_buffer_create(cubec_device *d, stream_ref s, uint64_t size, 
     cubec_status err = handle_table_insert(&d->buffers->handles, b, &out->id);
     if (err) {
         if (size) memory_free(d->streams->slots[slot].memory, &a->mem);
+        free(a);
+        free(b);
+    }
+    return err;
+}
+
+cubec_status server_buffer_adopt(cubec_device *d, stream_ref s, gpu_mem *page, uint64_t offset,
+                                 uint64_t size, cubec_buffer *out)
+{
+    memory_manager *m = NULL;
+    RETURN_IF_ERROR(server_slot_memory(d, s.slot, &m));
+    alloc_obj *a = calloc(1, sizeof *a);
+    buffer_obj *b = calloc(1, sizeof *b);
+    if (!a || !b) {
+        free(a);
+        free(b);
+        return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (buffer record)");
+    }
+    cubec_status err = memory_adopt(m, page, page->size, &a->mem);
+    if (err) {
+        free(a);
+        free(b);
+        return err;
+    }
+    /* From here the page is the pools': page_free returns it (and counts it out again). */
+    d->buffers->page_bytes += page->size;
+    d->buffers->pages++;
+    a->slot = s.slot;
+    a->queued_writer = NO_SLOT;
+    a->number = ++d->buffers->numbers;
+    a->refs = 1;
+    b->alloc = a;
+    b->offset = offset;
+    b->size = size;
+    b->refs = 1;
+    err = handle_table_insert(&d->buffers->handles, b, &out->id);
+    if (err) {
+        memory_free(m, &a->mem);
         free(a);
         free(b);
     }

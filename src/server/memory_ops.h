@@ -10,6 +10,11 @@
  * yet (a dry run's buffer), else 0. */
 MUST_USE cubec_status server_buffer_create(cubec_device *d, stream_ref s, uint64_t size,
                                            uint32_t flags, cubec_buffer *out);
+/* A buffer of `s` over [offset, +size) of `page` (imported memory), which becomes one allocation
+ * of the slot's external pages: freed through the pools' page source with its last reference.
+ * On error the page is still the caller's. */
+MUST_USE cubec_status server_buffer_adopt(cubec_device *d, stream_ref s, gpu_mem *page,
+                                          uint64_t offset, uint64_t size, cubec_buffer *out);
 /* cubec_memory_report_get: the pools of `s`'s slot and the device's rings. */
 void server_memory_report(cubec_device *d, stream_ref s, cubec_memory_report *out);
 /* The device's rings as pool entries (at most `room`; rings it lacks are left out). */

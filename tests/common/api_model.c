@@ -63,6 +63,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 enum {
     MAX_STREAMS = 6,
@@ -3204,6 +3205,75 @@ static void op_image(fuzz *f)
 
 /* ------------------------------------------------------------------------------------------ */
 
+/* Export and import (docs/multi-device.md): an exportable buffer exported and released (its fd
+ * closed), refusals of a non-exportable buffer and of a bad import, the timeline's export where
+ * the device offers it, and a stream's timeline value. What the import shares is left to
+ * tests/multi/test_export_import.c: the model keeps no aliases. */
+static void op_external(fuzz *f)
+{
+    int s = pick_stream(f);
+    const int memory = (f->info.external_handles & CUBEC_EXTERNAL_MEMORY_FD) != 0;
+    switch (rnd(f, 4)) {
+    case 0: {
+        note(f, "cubec_buffer_create_exportable(stream[%d], 256) and cubec_buffer_export", s);
+        cubec_buffer b = {0};
+        cubec_code c =
+            expect(f, cubec_buffer_create_exportable(f->d, stream_of(f, s), 256, &b),
+                   memory ? allow(f, C_CREATES) : M(CUBEC_UNSUPPORTED) | allow(f, C_NONE),
+                   "cubec_buffer_create_exportable");
+        if (c) {
+            if (b.id) die(f, "a failed cubec_buffer_create_exportable left its out_buffer set");
+            return;
+        }
+        cubec_export_info info = CUBEC_EXPORT_INFO_INIT;
+        if (!expect(f, cubec_buffer_export(f->d, b, &info), allow(f, C_NONE),
+                    "cubec_buffer_export")) {
+            if (info.fd < 0 || info.size != 256 || info.offset != 0 || info.allocation_size < 256)
+                die(f,
+                    "cubec_buffer_export gave fd %d, offset %" PRIu64 ", size %" PRIu64
+                    " of %" PRIu64 " bytes",
+                    info.fd, info.offset, info.size, info.allocation_size);
+            close(info.fd);
+        }
+        expect(f, cubec_buffer_release(f->d, b), allow(f, C_NONE), "cubec_buffer_release");
+        return;
+    }
+    case 1: {
+        int i = pick_buf(f, 0);
+        if (i < 0) return;
+        note(f, "cubec_buffer_export(buf %d, not exportable)", i);
+        cubec_export_info info = CUBEC_EXPORT_INFO_INIT;
+        expect(f, cubec_buffer_export(f->d, f->bufs[i].h, &info), refused(f),
+               "cubec_buffer_export of a buffer not created exportable");
+        if (info.fd != -1) die(f, "a refused cubec_buffer_export left fd %d", info.fd);
+        return;
+    }
+    case 2: {
+        note(f, "cubec_buffer_import(fd -1)");
+        cubec_import_desc desc = CUBEC_IMPORT_DESC_INIT;
+        desc.allocation_size = desc.size = 256;
+        cubec_buffer b = {0};
+        expect(f, cubec_buffer_import(f->d, stream_of(f, s), &desc, &b), refused(f),
+               "cubec_buffer_import of fd -1");
+        return;
+    }
+    default: {
+        note(f, "cubec_timeline_export and cubec_stream_get_timeline_value(stream[%d])", s);
+        int fd = -1;
+        const int timeline = (f->info.external_handles & CUBEC_EXTERNAL_TIMELINE_FD) != 0;
+        if (!expect(f, cubec_timeline_export(f->d, &fd),
+                    timeline ? allow(f, C_NONE) : M(CUBEC_UNSUPPORTED) | allow(f, C_NONE),
+                    "cubec_timeline_export") &&
+            fd >= 0)
+            close(fd);
+        uint64_t value = 0;
+        expect(f, cubec_stream_get_timeline_value(f->d, stream_of(f, s), &value),
+               allow(f, C_SUBMITS), "cubec_stream_get_timeline_value");
+        return;
+    }
+    }
+}
+
 typedef struct weighted {
     void (*run)(fuzz *f);
     unsigned weight;
@@ -3217,7 +3287,7 @@ static const weighted ops[] = {
     {op_replay, 5},     {op_graph_destroy, 1}, {op_memory, 2},     {op_fault, 1},
     {op_info, 1},       {op_host, 2},          {op_window, 2},     {op_raw, 2},
     {op_map, 1},        {op_dry, 2},           {op_queue, 1},      {op_tune, 1},
-    {op_event, 2},      {op_image, 1},
+    {op_event, 2},      {op_image, 1},         {op_external, 1},
 };
 
 /* Rarer than one weight unit in `ops`: one step in RARE. */
@@ -3342,6 +3412,11 @@ const char *const api_model_calls[][2] = {
     {"cubec_tuner_destroy", "op_tune"},
     {"cubec_write", "op_write"},
     {"cubec_write_failure", "op_write"},
+    {"cubec_buffer_create_exportable", "op_external"},
+    {"cubec_buffer_export", "op_external"},
+    {"cubec_buffer_import", "op_external"},
+    {"cubec_timeline_export", "op_external"},
+    {"cubec_stream_get_timeline_value", "op_external"},
     {NULL, NULL},
     {"cubec_buffer_size", "op_old_names"},
     {"cubec_profile_method", "op_old_names"},

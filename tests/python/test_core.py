@@ -18,6 +18,14 @@ def test_info_has_the_uniform_offset_alignment(dev):
     assert 1 <= align <= 256 and align & (align - 1) == 0
 
 
+def test_info_has_the_device_uuid_and_external_handles(dev):
+    # Two opens of one physical device share its UUID (docs/multi-device.md); it is 16 bytes.
+    uuid = dev.info["device_uuid"]
+    assert len(uuid) == 32 and int(uuid, 16) >= 0
+    assert uuid in [d["device_uuid"] for d in cubec.devices() if d["name"] == dev.info["name"]]
+    assert dev.info["external_handles"] & ~3 == 0
+
+
 def test_check_and_sync(dev):
     a = dev.buffer(np.arange(8, dtype=np.int32))
     b = a.copy()

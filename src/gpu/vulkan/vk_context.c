@@ -3,6 +3,7 @@
  * Selection: an explicit index or name wins; otherwise discrete > integrated > virtual > CPU, the
  * first of the best type in enumeration order. Without a GPU that is lavapipe. */
 #include "gpu/vulkan/vk_context.h"
+#include "gpu/vulkan/vk_external.h"
 
 #include "base/log.h"
 #include "gpu/gpu.h"
@@ -226,6 +227,15 @@ void vk_fill_info(VkInstance instance, VkPhysicalDevice pd, cubec_device_info *o
     out->subgroup_size = sub.subgroupSize;
     out->timestamp_period_ns = l->timestampPeriod;
     out->push_descriptors = has_device_extension(pd, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
+    /* What create_device would enable (vk_gpu_open sets what it did). */
+    int dedicated_only = 0;
+    if (has_device_extension(pd, VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME) &&
+        vk_external_memory_supported(pd, vk_page_usage(0), &dedicated_only))
+        out->external_handles |= CUBEC_EXTERNAL_MEMORY_FD;
+    if (has_device_extension(pd, VK_KHR_EXTERNAL_SEMAPHORE_FD_EXTENSION_NAME) &&
+        vk_external_timeline_supported(pd))
+        out->external_handles |= CUBEC_EXTERNAL_TIMELINE_FD;
+    vk_device_uuid(pd, out->device_uuid);
     /* What cubec_host_register asks of addresses and sizes (server/host_memory.c): the import
      * alignment, or the page size where the device cannot import. */
     long page = sysconf(_SC_PAGESIZE);
@@ -407,7 +417,7 @@ static cubec_status create_device(vk_context *ctx, int allow_push, uint32_t disa
     want.v12.bufferDeviceAddress = have.v12.bufferDeviceAddress;
     ctx->buffer_device_address = have.v12.bufferDeviceAddress == VK_TRUE;
 
-    const char *exts[8 + VK_FEATURE_EXT_COUNT];
+    const char *exts[10 + VK_FEATURE_EXT_COUNT];
     uint32_t next = vk_features_extension_names(&want, exts, VK_FEATURE_EXT_COUNT);
     int push =
         allow_push && has_device_extension(ctx->physical, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
@@ -442,6 +452,20 @@ static cubec_status create_device(vk_context *ctx, int allow_push, uint32_t disa
         robust2.pNext = want.v12.pNext;
         want.v12.pNext = &robust2;
     }
+    /* Pages exported to and imported from other devices and CUDA as opaque fds, and the
+     * timeline exported likewise (docs/multi-device.md): only where the driver offers both
+     * directions for the usage cubec gives pages. */
+    int external_dedicated_only = 0;
+    ctx->export_memory =
+        has_device_extension(ctx->physical, VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME) &&
+        vk_external_memory_supported(ctx->physical, vk_page_usage(ctx->buffer_device_address),
+                                     &external_dedicated_only);
+    ctx->external_dedicated_only = external_dedicated_only;
+    if (ctx->export_memory) exts[next++] = VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME;
+    ctx->export_timeline =
+        has_device_extension(ctx->physical, VK_KHR_EXTERNAL_SEMAPHORE_FD_EXTENSION_NAME) &&
+        vk_external_timeline_supported(ctx->physical);
+    if (ctx->export_timeline) exts[next++] = VK_KHR_EXTERNAL_SEMAPHORE_FD_EXTENSION_NAME;
     /* The heap's budget and this process's use of it, for the memory report (docs/memory.md). */
     ctx->memory_budget = has_device_extension(ctx->physical, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
     if (ctx->memory_budget) exts[next++] = VK_EXT_MEMORY_BUDGET_EXTENSION_NAME;
@@ -479,6 +503,16 @@ static cubec_status create_device(vk_context *ctx, int allow_push, uint32_t disa
             (PFN_vkGetMemoryHostPointerPropertiesEXT)vkGetDeviceProcAddr(
                 ctx->device, "vkGetMemoryHostPointerPropertiesEXT");
         if (!ctx->get_host_pointer_properties) ctx->host_import_alignment = 0;
+    }
+    if (ctx->export_memory) {
+        ctx->get_memory_fd =
+            (PFN_vkGetMemoryFdKHR)vkGetDeviceProcAddr(ctx->device, "vkGetMemoryFdKHR");
+        if (!ctx->get_memory_fd) ctx->export_memory = 0;
+    }
+    if (ctx->export_timeline) {
+        ctx->get_semaphore_fd =
+            (PFN_vkGetSemaphoreFdKHR)vkGetDeviceProcAddr(ctx->device, "vkGetSemaphoreFdKHR");
+        if (!ctx->get_semaphore_fd) ctx->export_timeline = 0;
     }
     if (fault_report)
         ctx->get_device_fault_info = (PFN_vkGetDeviceFaultInfoEXT)vkGetDeviceProcAddr(

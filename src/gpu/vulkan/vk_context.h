@@ -51,6 +51,15 @@ typedef struct vk_context {
      * without it. */
     uint64_t host_import_alignment;
     PFN_vkGetMemoryHostPointerPropertiesEXT get_host_pointer_properties;
+    /* External handles as opaque fds (vk_external.c): pages exported and imported
+     * (VK_KHR_external_memory_fd; dedicated allocations only where the driver says so), the
+     * timeline exported (VK_KHR_external_semaphore_fd; then created exportable). 0 / NULL
+     * without. */
+    int export_memory;
+    int external_dedicated_only;
+    PFN_vkGetMemoryFdKHR get_memory_fd;
+    int export_timeline;
+    PFN_vkGetSemaphoreFdKHR get_semaphore_fd;
     uint64_t max_allocation_size;
     uint64_t device_local_heap_size;
     int memory_budget; /* VK_EXT_memory_budget is enabled: heaps report budget and usage */

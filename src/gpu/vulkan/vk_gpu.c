@@ -7,6 +7,7 @@
 
 #include "base/log.h"
 #include "gpu/vulkan/vk_device_fault.h"
+#include "gpu/vulkan/vk_external.h"
 #include "gpu/vulkan/vk_matrix_shapes.h"
 #include "gpu/vulkan/vk_pipeline_cache.h"
 #include "gpu/vulkan/vk_result.h"
@@ -51,15 +52,14 @@ static cubec_status vk_mem_create_unbacked_kind(gpu *g, gpu_mem_kind kind, uint6
     int device_address = kind == GPU_MEM_DEVICE && v->vk.buffer_device_address;
     /* Device pages may be bound as uniform buffers too: a module's uniform block takes a launch
      * buffer like a storage block does (docs/kernels.md, "Bringing existing shaders"). */
-    int uniform = kind == GPU_MEM_METADATA || kind == GPU_MEM_DEVICE;
-    VkBufferCreateInfo bci = {
-        .sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
-        .size = size,
-        .usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
-                 VK_BUFFER_USAGE_TRANSFER_DST_BIT | VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT |
-                 (uniform ? VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT : 0) |
-                 (device_address ? VK_BUFFER_USAGE_SHADER_DEVICE_ADDRESS_BIT : 0),
-        .sharingMode = VK_SHARING_MODE_EXCLUSIVE};
+    VkBufferUsageFlags usage = kind == GPU_MEM_DEVICE ? vk_page_usage(device_address)
+                               : kind == GPU_MEM_METADATA
+                                   ? vk_page_usage(0)
+                                   : vk_page_usage(0) & ~VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT;
+    VkBufferCreateInfo bci = {.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
+                              .size = size,
+                              .usage = usage,
+                              .sharingMode = VK_SHARING_MODE_EXCLUSIVE};
     cubec_status err =
         vk_status(vkCreateBuffer(v->vk.device, &bci, NULL, &m->buffer), "vkCreateBuffer");
     if (err) {
@@ -755,7 +755,11 @@ static const gpu_ops vk_ops = {.name = "vulkan",
                                .pipeline_cache_data = vk_pipeline_cache_data,
                                .pipeline_cache_merge = vk_pipeline_cache_merge,
                                .pipeline_cache_enable = vk_pipeline_cache_enable,
-                               .memory_budget = vk_memory_budget};
+                               .memory_budget = vk_memory_budget,
+                               .mem_create_exportable = vk_mem_create_exportable,
+                               .mem_export = vk_mem_export,
+                               .mem_import_fd = vk_mem_import_fd,
+                               .timeline_export = vk_timeline_export};
 
 cubec_status vk_gpu_open(const gpu_open_desc *desc, gpu **out)
 {
@@ -811,8 +815,18 @@ cubec_status vk_gpu_open(const gpu_open_desc *desc, gpu **out)
         .metadata_device_local = v->vk.metadata_device_local,
         .runs_kernels = 1,
         .required_subgroup_size = v->vk.required_subgroup_size,
-        .max_workgroup_subgroups = v->vk.max_workgroup_subgroups};
+        .max_workgroup_subgroups = v->vk.max_workgroup_subgroups,
+        .export_memory = v->vk.export_memory,
+        .export_timeline = v->vk.export_timeline};
+    vk_device_uuid(v->vk.physical, g->caps.device_uuid);
+    g->info.external_handles = (v->vk.export_memory ? CUBEC_EXTERNAL_MEMORY_FD : 0) |
+                               (v->vk.export_timeline ? CUBEC_EXTERNAL_TIMELINE_FD : 0);
+    /* Exportable from its creation where the device can: CUDA then waits on cubec's values. */
+    VkExportSemaphoreCreateInfo esci = {.sType = VK_STRUCTURE_TYPE_EXPORT_SEMAPHORE_CREATE_INFO,
+                                        .handleTypes =
+                                            VK_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_FD_BIT};
     VkSemaphoreTypeCreateInfo tci = {.sType = VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO,
+                                     .pNext = v->vk.export_timeline ? &esci : NULL,
                                      .semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE,
                                      .initialValue = 0};
     VkSemaphoreCreateInfo sci = {.sType = VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO, .pNext = &tci};

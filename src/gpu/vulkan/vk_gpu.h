@@ -41,6 +41,10 @@ typedef struct vk_mem {
     int coherent;
     int imported;         /* the program's memory: never mapped through Vulkan */
     uint32_t memory_type; /* of `memory` (images bound to a page must allow it) */
+    /* External pages (base.external): the allocation's size and whether it is dedicated, which
+     * an importer must repeat (vk_external.c). */
+    uint64_t allocation_size;
+    int dedicated;
 } vk_mem;
 
 /* An image bound to a range of a device page (vk_image.c). */

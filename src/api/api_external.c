@@ -1,0 +1,85 @@
+/* Public entry points: export and import of buffers' memory and of the device timeline
+ * (docs/multi-device.md). */
+#include "api/api_common.h"
+#include "api/api_struct.h"
+#include "server/external.h"
+
+cubec_status cubec_buffer_create_exportable(cubec_device *device, cubec_stream stream,
+                                            uint64_t size, cubec_buffer *out_buffer)
+{
+    if (!out_buffer) return INVALID_ARG("cubec_buffer_create_exportable: out_buffer is NULL");
+    out_buffer->id = 0;
+    if (size == 0)
+        return INVALID_ARG("cubec_buffer_create_exportable: size 0 holds no memory to export");
+    RETURN_IF_ERROR(api_lock(device, "cubec_buffer_create_exportable"));
+    stream_ref s;
+    cubec_status err = api_slot(device, stream, "cubec_buffer_create_exportable", &s);
+    if (!err) err = server_buffer_create_exportable(device, s, size, out_buffer);
+    return api_unlock(device, err);
+}
+
+cubec_status cubec_buffer_export(cubec_device *device, cubec_buffer buffer,
+                                 cubec_export_info *out_info)
+{
+    if (!out_info) return INVALID_ARG("cubec_buffer_export: out_info is NULL");
+    RETURN_IF_ERROR(API_STRUCT_CHECK(out_info, cubec_export_info, CUBEC_EXPORT_INFO_INIT,
+                                     "cubec_buffer_export", "out_info"));
+    /* Whatever happens, the caller's fd field says -1 unless an fd is its own. */
+    cubec_export_info info = CUBEC_EXPORT_INFO_INIT;
+    api_struct_write(out_info, &info);
+    RETURN_IF_ERROR(api_lock(device, "cubec_buffer_export"));
+    buffer_obj *b;
+    cubec_status err = api_buffer(device, buffer, "cubec_buffer_export: buffer", &b);
+    if (!err) err = server_buffer_export(device, buffer.id, b, &info);
+    if (!err) api_struct_write(out_info, &info);
+    return api_unlock(device, err);
+}
+
+cubec_status cubec_buffer_import(cubec_device *device, cubec_stream stream,
+                                 const cubec_import_desc *desc, cubec_buffer *out_buffer)
+{
+    if (!out_buffer) return INVALID_ARG("cubec_buffer_import: out_buffer is NULL");
+    out_buffer->id = 0;
+    if (!desc) return INVALID_ARG("cubec_buffer_import: desc is NULL");
+    RETURN_IF_ERROR(API_STRUCT_CHECK(desc, cubec_import_desc, CUBEC_IMPORT_DESC_INIT,
+                                     "cubec_buffer_import", "desc"));
+    cubec_import_desc d;
+    api_struct_read(desc, &d, sizeof d);
+    if (d.fd < 0)
+        return INVALID_ARG("cubec_buffer_import: desc->fd %d is not a file descriptor", d.fd);
+    if (d.size == 0) return INVALID_ARG("cubec_buffer_import: desc->size 0 imports nothing");
+    if (d.allocation_size == 0)
+        return INVALID_ARG("cubec_buffer_import: desc->allocation_size 0: pass the exporter's "
+                           "cubec_export_info.allocation_size");
+    if (d.offset > d.allocation_size || d.size > d.allocation_size - d.offset)
+        return INVALID_ARG("cubec_buffer_import: desc->offset %" PRIu64 " + desc->size %" PRIu64
+                           " is past desc->allocation_size %" PRIu64,
+                           d.offset, d.size, d.allocation_size);
+    RETURN_IF_ERROR(api_lock(device, "cubec_buffer_import"));
+    stream_ref s;
+    cubec_status err = api_slot(device, stream, "cubec_buffer_import", &s);
+    if (!err) err = server_buffer_import(device, s, &d, out_buffer);
+    return api_unlock(device, err);
+}
+
+cubec_status cubec_timeline_export(cubec_device *device, int *out_fd)
+{
+    if (!out_fd) return INVALID_ARG("cubec_timeline_export: out_fd is NULL");
+    *out_fd = -1;
+    RETURN_IF_ERROR(api_lock(device, "cubec_timeline_export"));
+    cubec_status err = gpu_timeline_export(device->gpu, out_fd);
+    if (err) err = status_annotate(err, "cubec_timeline_export");
+    return api_unlock(device, err);
+}
+
+cubec_status cubec_stream_get_timeline_value(cubec_device *device, cubec_stream stream,
+                                             uint64_t *out_value)
+{
+    if (!out_value) return INVALID_ARG("cubec_stream_get_timeline_value: out_value is NULL");
+    *out_value = 0;
+    RETURN_IF_ERROR(api_lock(device, "cubec_stream_get_timeline_value"));
+    stream_ref s;
+    cubec_status err = api_slot(device, stream, "cubec_stream_get_timeline_value", &s);
+    if (!err) err = server_stream_timeline_value(device, s, out_value);
+    return api_unlock(device, err);
+}

@@ -1,0 +1,23 @@
+/* Export and import of buffers' memory and of the device timeline (server/external.c;
+ * docs/multi-device.md). */
+#ifndef CUBEC_SERVER_EXTERNAL_H
+#define CUBEC_SERVER_EXTERNAL_H
+
+#include "server/buffers.h"
+#include "server/streams.h"
+
+/* cubec_buffer_create_exportable: a page of its own, exportable. */
+MUST_USE cubec_status server_buffer_create_exportable(cubec_device *d, stream_ref s, uint64_t size,
+                                                      cubec_buffer *out);
+/* cubec_buffer_export of `b` (handle `id`, for messages): the buffer must sit on an exportable
+ * page. *out's fd is new and the caller's. */
+MUST_USE cubec_status server_buffer_export(cubec_device *d, uint64_t id, const buffer_obj *b,
+                                           cubec_export_info *out);
+/* cubec_buffer_import of a checked desc (offset, size and UUID checked here too): closes
+ * desc->fd only after success. */
+MUST_USE cubec_status server_buffer_import(cubec_device *d, stream_ref s,
+                                           const cubec_import_desc *desc, cubec_buffer *out);
+/* cubec_stream_get_timeline_value: the stream's work submitted, and the value it signals. */
+MUST_USE cubec_status server_stream_timeline_value(cubec_device *d, stream_ref s, uint64_t *out);
+
+#endif
