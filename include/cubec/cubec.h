@@ -758,7 +758,7 @@ typedef enum cubec_path {
 typedef enum cubec_link_class {
     CUBEC_LINK_NONE = 0,
     CUBEC_LINK_SAME_DEVICE = 1,          /* one device */
-    CUBEC_LINK_SAME_PHYSICAL_DEVICE = 2, /* two opens of one physical device */
+    CUBEC_LINK_SAME_PHYSICAL_DEVICE = 2, /* two opens of one physical device (device_uuid equal) */
     CUBEC_LINK_PCIE = 3,                 /* two discrete GPUs: through the host's PCIe */
     CUBEC_LINK_HOST = 4,                 /* through host memory (CPU or integrated devices) */
 } cubec_link_class;

@@ -79,7 +79,9 @@ static void measured_set(const cubec_device *src, const cubec_device *dst, doubl
 static void choose_path(const cubec_device *src, const cubec_device *dst, cubec_path_info *out)
 {
     const gpu *a = src->gpu, *b = dst->gpu;
-    int same_physical = a->ops == b->ops && a->caps.physical_index == b->caps.physical_index;
+    /* One physical device: the UUID that export and import compare (cubec_device_info). */
+    int same_physical = a->ops == b->ops && !memcmp(src->info.device_uuid, dst->info.device_uuid,
+                                                    sizeof src->info.device_uuid);
     if (src == dst)
         out->link = CUBEC_LINK_SAME_DEVICE;
     else if (same_physical)
