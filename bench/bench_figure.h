@@ -102,6 +102,12 @@ extern const bench_impl bench_batch64_serial_impl;
 extern const bench_impl bench_relocate_impl;
 extern const bench_impl bench_relocate_copy_impl;
 
+/* multi.copy_peer.{1,16,256}MiB (multi_figures.c): cubec_copy_peer to a second device, and its
+ * baseline, cubec_copy of the same bytes on one device. */
+extern const bench_impl bench_copy_peer_1_impl, bench_copy_peer_1_baseline_impl;
+extern const bench_impl bench_copy_peer_16_impl, bench_copy_peer_16_baseline_impl;
+extern const bench_impl bench_copy_peer_256_impl, bench_copy_peer_256_baseline_impl;
+
 /* The tiny kernel of the launch figures: one workgroup of 64 threads each adding `step` to one
  * uint of a 256-byte buffer. */
 #define BENCH_TINY_WORDS 64u

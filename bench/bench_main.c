@@ -124,6 +124,11 @@ static const figure_def figures[] = {
      * repetition says it all. */
     {"memory.peak_ratio", "x", 1, "host", 0, 1, 1, NULL, peak_ratio_variants,
      sizeof peak_ratio_variants / sizeof peak_ratio_variants[0]},
+    /* Copies to a second device (a second open of the default one) through the pair's path,
+     * against cubec_copy of the same bytes on one device (multi_figures.c). */
+    {"multi.copy_peer.1MiB", "GB/s", 0, "wall", 2, 11, 3, "cubec_copy", NULL, 0},
+    {"multi.copy_peer.16MiB", "GB/s", 0, "wall", 1, 11, 3, "cubec_copy", NULL, 0},
+    {"multi.copy_peer.256MiB", "GB/s", 0, "wall", 1, 5, 3, "cubec_copy", NULL, 0},
 };
 #define FIGURE_COUNT (sizeof figures / sizeof figures[0])
 

@@ -1130,6 +1130,9 @@ const bench_impl_entry bench_cubec_impls[] = {
     {"streams.cross", &cross_impl},
     {"streams.interleave", &interleave_impl},
     {"memory.peak_ratio", &peak_impl},
+    {"multi.copy_peer.1MiB", &bench_copy_peer_1_impl},
+    {"multi.copy_peer.16MiB", &bench_copy_peer_16_impl},
+    {"multi.copy_peer.256MiB", &bench_copy_peer_256_impl},
     {NULL, NULL},
 };
 
@@ -1143,6 +1146,9 @@ const bench_impl_entry bench_cubec_baseline_impls[] = {
     {"compile.warm_disk", &bench_warm_disk_baseline_impl},
     {"kernel.gemm_f16", &bench_gemm_f16_scalar_impl},
     {"compile.batch64", &bench_batch64_serial_impl},
+    {"multi.copy_peer.1MiB", &bench_copy_peer_1_baseline_impl},
+    {"multi.copy_peer.16MiB", &bench_copy_peer_16_baseline_impl},
+    {"multi.copy_peer.256MiB", &bench_copy_peer_256_baseline_impl},
     {"memory.relocate", &bench_relocate_copy_impl},
     {NULL, NULL},
 };

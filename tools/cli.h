@@ -22,6 +22,8 @@ enum {
 
 /* Subcommands. argv[0] is the subcommand's name ("info", "run"); they return an exit code. */
 int cli_info_main(int argc, char **argv);
+/* `cubec info --topology [--json]` (tools/cmd_topology.c). */
+int cli_topology_main(int json);
 int cli_run_main(int argc, char **argv);
 void cli_info_usage(FILE *out);
 void cli_run_usage(FILE *out);

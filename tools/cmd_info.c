@@ -22,7 +22,7 @@ void cli_info_usage(FILE *out)
 {
     fprintf(
         out,
-        "usage: cubec info [--json] | --memory [--json]\n"
+        "usage: cubec info [--json] | --memory [--json] | --topology [--json]\n"
         "\n"
         "Lists the backends cubec has (the one CUBEC_BACKEND selects marked), then every\n"
         "device of the selected backend with its name, type, vendor and device id, driver, API\n"
@@ -37,7 +37,10 @@ void cli_info_usage(FILE *out)
         "  --memory   open the default device and print its memory report as a table (per\n"
         "             stream slot, then the runtime's rings); it allocates nothing, so it\n"
         "             shows what a device holds before the first buffer\n"
-        "  --json     with --memory: the report as JSON (cubec_memory_report_json)\n");
+        "  --json     with --memory: the report as JSON (cubec_memory_report_json)\n"
+        "  --topology open every device (one present: twice) and print, per ordered pair,\n"
+        "             the path cubec_copy_peer uses, the link class and the bandwidth of a\n"
+        "             4 MiB copy measured now (docs/multi-device-paths.md); --json: as JSON\n");
 }
 
 static const char *type_name(cubec_device_type type)
@@ -224,7 +227,7 @@ static int print_backends(gpu_backend *out_selected, int json)
 
 int cli_info_main(int argc, char **argv)
 {
-    int memory = 0, json = 0;
+    int memory = 0, json = 0, topology = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             cli_info_usage(stdout);
@@ -238,10 +241,17 @@ int cli_info_main(int argc, char **argv)
             json = 1;
             continue;
         }
+        if (strcmp(argv[i], "--topology") == 0) {
+            topology = 1;
+            continue;
+        }
         if (argv[i][0] == '-') return cli_usage_error("info", "unknown flag '%s'", argv[i]);
         return cli_usage_error("info", "unexpected argument '%s'", argv[i]);
     }
+    if (memory && topology)
+        return cli_usage_error("info", "--memory and --topology exclude each other");
     if (memory) return memory_main(json);
+    if (topology) return cli_topology_main(json);
 
     /* Counted before anything is printed, so that a failure (no driver) leaves stdout empty
      * rather than half a JSON object. */

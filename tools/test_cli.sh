@@ -217,7 +217,7 @@ run_expect 0 run_help "$CUBEC" run --help &&
     expect_in run_help "--buf" "--groups" "--out-dir" "--trace"
 run_expect 0 bench_help "$CUBEC" bench --help && expect_in bench_help "--trace" "docs/benchmarks.md"
 run_expect 0 info_help "$CUBEC" info --help
-run_expect 0 version "$CUBEC" version && expect_in version "cubec 0.2.7"
+run_expect 0 version "$CUBEC" version && expect_in version "cubec 0.2.8"
 run_expect 0 info "$CUBEC" info && expect_in info "[default]" "max storage buffer range"
 # The backends line names every row of GPU_BACKENDS (src/gpu/gpu_backends.h), vulkan selected.
 SRC_DIR="$(cd "$(dirname "$0")/.." && pwd)"
@@ -430,6 +430,28 @@ assert t["auxiliary_bytes_reserved"] == aux and t["all_bytes_reserved"] == aux, 
 assert r["persistent_memory"] in ("enabled", "size-match", "disabled", "enforced"), r
 EOF
 fi
+# The topology: on one device (lavapipe) the pair (0,0) and, from a second open, (0,1), each with
+# a path, a link class and a bandwidth measured; [multi] path = host-staged overrides (0,0).
+run_expect 0 info_topology "$CUBEC" info --topology &&
+    expect_in info_topology "src" "same-device" "cuda-interop: not available"
+if run_expect 0 info_topology_json "$CUBEC" info --topology --json; then
+    python3 - "$TMP/info_topology_json.out" <<'EOF' || fail "info_topology_json: unexpected matrix"
+import json, sys
+r = json.load(open(sys.argv[1]))
+n = len(r["devices"])
+assert n >= 2 and len(r["pairs"]) == n * n, r
+pairs = {(p["src"], p["dst"]): p for p in r["pairs"]}
+assert pairs[(0, 0)]["path"] == "same-device" and pairs[(0, 0)]["link"] == "same-device", pairs
+assert pairs[(0, 1)]["path"] in ("host-staged", "cuda-interop"), pairs
+for p in r["pairs"]:
+    assert p["bandwidth_gbs"] > 0 and p["error"] == "", p
+EOF
+fi
+CUBEC_MULTI_PATH=host-staged run_expect 0 info_topology_forced "$CUBEC" info --topology --json &&
+    python3 -c 'import json,sys; p=json.load(open(sys.argv[1]))["pairs"][0]; assert p["path"]=="host-staged", p' \
+        "$TMP/info_topology_forced.out" || fail "info_topology_forced: [multi] path not applied"
+run_expect 2 info_topology_memory "$CUBEC" info --topology --memory &&
+    expect_in info_topology_memory "exclude each other"
 # --json alone is the device list as JSON (tools/test_cli_scripting.sh checks its fields).
 run_expect 0 info_json_alone "$CUBEC" info --json &&
     python3 -m json.tool "$TMP/info_json_alone.out" >/dev/null || fail "info --json: not JSON"

@@ -50,7 +50,7 @@ extern "C" {
  * (docs/api.md, "Versions and the ABI"). */
 #define CUBEC_VERSION_MAJOR 0
 #define CUBEC_VERSION_MINOR 2
-#define CUBEC_VERSION_PATCH 7
+#define CUBEC_VERSION_PATCH 8
 
 /* A version packed into one number that compares in order: major << 16 | minor << 8 | patch
  * (minor and patch stay below 256). */
@@ -793,6 +793,77 @@ CUBEC_MUST_USE cubec_status cubec_fill(cubec_device *device, cubec_stream stream
                                        uint64_t offset, uint64_t size, uint32_t pattern);
 
 /* ---------------------------------------------------------------------------------------------
+ * Several devices (docs/multi-device-paths.md)
+ *
+ * Each open device has its own server: streams, pools, submission thread; a handle of one device
+ * given to another is refused, naming the argument. Between two devices, cubec_copy_peer copies
+ * bytes along the path cubec_device_get_path names for the ordered pair: `same-device` (the one
+ * device: cubec_copy), `host-staged` (through host memory both devices import, in chunks of
+ * [multi] chunk_bytes, two in flight) or `cuda-interop` (reserved: not available yet). The
+ * configuration's [multi] path overrides the choice.
+ * ------------------------------------------------------------------------------------------- */
+
+/* How cubec moves bytes from one device to another. */
+typedef enum cubec_path {
+    CUBEC_PATH_NONE = 0,         /* no path: cubec_path_info.reason says why */
+    CUBEC_PATH_SAME_DEVICE = 1,  /* both are one device: cubec_copy */
+    CUBEC_PATH_HOST_STAGED = 2,  /* through host memory both devices import */
+    CUBEC_PATH_CUDA_INTEROP = 3, /* CUDA on memory both map (reserved: never chosen yet) */
+} cubec_path;
+
+/* What joins two devices. */
+typedef enum cubec_link_class {
+    CUBEC_LINK_NONE = 0,
+    CUBEC_LINK_SAME_DEVICE = 1,          /* one device */
+    CUBEC_LINK_SAME_PHYSICAL_DEVICE = 2, /* two opens of one physical device (device_uuid equal) */
+    CUBEC_LINK_PCIE = 3,                 /* two discrete GPUs: through the host's PCIe */
+    CUBEC_LINK_HOST = 4,                 /* through host memory (CPU or integrated devices) */
+} cubec_link_class;
+
+/* The path of an ordered pair of devices (start it with CUBEC_PATH_INFO_INIT). */
+typedef struct cubec_path_info {
+    uint32_t struct_size;  /* CUBEC_PATH_INFO_INIT */
+    cubec_path path;       /* what cubec_copy_peer uses from the first device to the second */
+    cubec_link_class link; /* what joins the two devices */
+    /* GB/s (1e9 bytes a second) of a cubec_copy_peer measured on this pair by
+     * cubec_device_measure_path (the last measurement; 0: not measured yet). */
+    double bandwidth_gbs;
+    /* Why the path is CUBEC_PATH_NONE, or else why the faster paths were passed over, e.g.
+     * "cuda-interop: not available: libcuda absent". */
+    char reason[256];
+} cubec_path_info;
+/* A cubec_path_info with its struct_size set: start every one with it ("Structs that grow"). */
+#define CUBEC_PATH_INFO_INIT                                                                       \
+    {                                                                                              \
+        .struct_size = sizeof(cubec_path_info)                                                     \
+    }
+
+/* "same-device", "host-staged", "cuda-interop", "none"; "unknown" for a value that is not one. */
+const char *cubec_path_name(cubec_path path);
+/* "same-device", "same-physical-device", "pcie", "host", "none"; "unknown" otherwise. */
+const char *cubec_link_class_name(cubec_link_class link);
+/* The path from `src` to `dst` (they may be the same device) and the last bandwidth measured on
+ * it. Does not measure and queues no work. */
+CUBEC_MUST_USE cubec_status cubec_device_get_path(cubec_device *src, cubec_device *dst,
+                                                  cubec_path_info *out_info);
+/* cubec_device_get_path after measuring the path: a copy of `bytes` bytes (0: 4 MiB; a multiple
+ * of 4) from a buffer of `src` to one of `dst` on new streams, once to warm up and once timed.
+ * Blocks for the copies; the buffers are released before it returns. */
+CUBEC_MUST_USE cubec_status cubec_device_measure_path(cubec_device *src, cubec_device *dst,
+                                                      uint64_t bytes, cubec_path_info *out_info);
+/* Copies `size` bytes of `src` (a buffer of src_device) from src_offset to dst_offset of `dst`
+ * (a buffer of dst_device); offsets and size are multiples of 4. Ordered after the work queued on
+ * src_stream that writes the source (as a cubec_copy on that stream is) and before the work
+ * queued later on dst_stream; it does not wait for either device: each chunk's copy on the
+ * destination waits, on that device's submission thread, for its copy on the source. Bytes of the
+ * source that carry a failure land on the destination as a failure (docs/errors.md). On one
+ * device (src_device == dst_device, the path `same-device`) it is cubec_copy on dst_stream. */
+CUBEC_MUST_USE cubec_status cubec_copy_peer(cubec_device *src_device, cubec_stream src_stream,
+                                            cubec_buffer src, uint64_t src_offset,
+                                            cubec_device *dst_device, cubec_stream dst_stream,
+                                            cubec_buffer dst, uint64_t dst_offset, uint64_t size);
+
+/* ---------------------------------------------------------------------------------------------
  * Kernels
  *
  * A kernel is a GLSL compute shader (compiled at run time) or SPIR-V words. A launch's buffers
@@ -1150,7 +1221,8 @@ CUBEC_MUST_USE cubec_status cubec_graph_end(cubec_device *device, cubec_stream s
 CUBEC_MUST_USE cubec_status cubec_graph_replay(cubec_device *device, cubec_stream stream,
                                                cubec_graph graph);
 /* Waits for the graph's running replays, then frees it and what it holds. A destroyed or zero
- * graph is accepted (nothing happens). */
+ * graph is accepted (nothing happens); a handle of another device is refused (CUBEC_GRAPH_STATE
+ * naming it). */
 CUBEC_MUST_USE cubec_status cubec_graph_destroy(cubec_device *device, cubec_stream stream,
                                                 cubec_graph graph);
 
@@ -1516,7 +1588,8 @@ typedef struct cubec_guard {
 CUBEC_MUST_USE cubec_status cubec_buffer_raw(cubec_device *device, cubec_stream stream,
                                              cubec_buffer buffer, cubec_raw_buffer *out_raw,
                                              cubec_guard *out_guard);
-/* Releases a guard; a zero or already released guard is ignored. Releasing the guard of a
+/* Releases a guard; a zero or already released guard is ignored, a guard of another device is
+ * refused (CUBEC_INVALID_ARGUMENT naming it). Releasing the guard of a
  * cubec_buffer_map unmaps: the pointer must not be used after it. */
 CUBEC_MUST_USE cubec_status cubec_guard_release(cubec_device *device, cubec_guard guard);
 

@@ -412,21 +412,26 @@ static PyObject *buffer_fill(PyObject *self, PyObject *const *args, Py_ssize_t n
     Py_RETURN_NONE;
 }
 
-/* buf.copy_to(dst, size=None, src_offset=0, dst_offset=0, stream=None): a device copy. */
+/* buf.copy_to(dst, size=None, src_offset=0, dst_offset=0, stream=None, dst_stream=None): a device
+ * copy; to a buffer of another device, cubec_copy_peer (ordered after `stream`'s writers of this
+ * buffer and before dst_stream's later work, without waiting: docs/multi-device-paths.md). */
 static PyObject *buffer_copy_to(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                                 PyObject *kwnames)
 {
     pyc_buffer *b = (pyc_buffer *)self;
-    static const char *const names[] = {"size", "src_offset", "dst_offset", "stream", NULL};
-    PyObject *kw[4];
+    static const char *const names[] = {"size",   "src_offset", "dst_offset",
+                                        "stream", "dst_stream", NULL};
+    PyObject *kw[5];
     if (nargs != 1 || Py_TYPE(args[0]) != pyc.buffer_type) {
         return PyErr_Format(PyExc_TypeError, "Buffer.copy_to() takes one destination Buffer");
     }
     pyc_buffer *dst = (pyc_buffer *)args[0];
-    cubec_stream stream;
+    cubec_stream stream, dst_stream;
     cubec_device *dev = live(b, "Buffer.copy_to");
-    if (!dev || pyc_kwargs("Buffer.copy_to", kwnames, args + nargs, names, kw) < 0 ||
-        pyc_stream_arg(b->device, kw[3], "Buffer.copy_to", &stream) < 0) {
+    cubec_device *to = dev ? live(dst, "Buffer.copy_to (dst)") : NULL;
+    if (!to || pyc_kwargs("Buffer.copy_to", kwnames, args + nargs, names, kw) < 0 ||
+        pyc_stream_arg(b->device, kw[3], "Buffer.copy_to", &stream) < 0 ||
+        pyc_stream_arg(dst->device, kw[4], "Buffer.copy_to (dst_stream)", &dst_stream) < 0) {
         return NULL;
     }
     unsigned long long v[3] = {b->size < dst->size ? b->size : dst->size, 0, 0};
@@ -441,7 +446,10 @@ static PyObject *buffer_copy_to(PyObject *self, PyObject *const *args, Py_ssize_
             }
         }
     }
-    if (pyc_check(cubec_copy(dev, stream, b->buf, v[1], dst->buf, v[2], v[0])) < 0) {
+    cubec_status st = to == dev ? cubec_copy(dev, stream, b->buf, v[1], dst->buf, v[2], v[0])
+                                : cubec_copy_peer(dev, stream, b->buf, v[1], to, dst_stream,
+                                                  dst->buf, v[2], v[0]);
+    if (pyc_check(st) < 0) {
         return NULL;
     }
     Py_RETURN_NONE;
@@ -533,7 +541,8 @@ static PyMethodDef buffer_methods[] = {
     {"fill", PYC_FAST(buffer_fill), "fill(value, stream=None): every element set to value."},
     {"copy", PYC_FAST(buffer_copy), "copy(stream=None): a new buffer with a device copy."},
     {"copy_to", PYC_FAST(buffer_copy_to),
-     "copy_to(dst, size=None, src_offset=0, dst_offset=0, stream=None): a device copy."},
+     "copy_to(dst, size=None, src_offset=0, dst_offset=0, stream=None, dst_stream=None): a "
+     "device copy, also to a buffer of another device (cubec_copy_peer)."},
     {"release", buffer_release, METH_NOARGS,
      "Drops the handle now (the memory returns once queued work is done)."},
     {NULL, NULL, 0, NULL},

@@ -97,8 +97,7 @@ cubec_status cubec_guard_release(cubec_device *device, cubec_guard guard)
 {
     if (guard.id == 0) return NULL;
     RETURN_IF_ERROR(api_lock(device, "cubec_guard_release"));
-    server_guard_release(device, guard.id);
-    return api_unlock(device, NULL);
+    return api_unlock(device, server_guard_release(device, guard.id));
 }
 
 void cubec_string_free(char *s)

@@ -216,6 +216,10 @@ static const config_option options[] = {
      .choices = "enabled|size-match|disabled|enforced", FIELD(persistent_memory)},
     {"memory", "max_bytes", "CUBEC_MEMORY_MAX_BYTES", CONFIG_INT, 0, CONFIG_MEMORY_MAX_BYTES_LIMIT,
      0, FIELD(memory_max_bytes)},
+    {"multi", "path", "CUBEC_MULTI_PATH", CONFIG_CHOICE, .choices = "auto|host-staged|cuda-interop",
+     FIELD(multi_path)},
+    {"multi", "chunk_bytes", "CUBEC_MULTI_CHUNK_BYTES", CONFIG_INT, 4096, 1 << 30, 8 << 20,
+     FIELD(multi_chunk_bytes)},
 };
 #define OPTION_COUNT (sizeof options / sizeof options[0])
 _Static_assert(OPTION_COUNT <= CONFIG_MAX_OPTIONS, "cubec_config.sources has a slot per option");

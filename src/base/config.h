@@ -42,6 +42,9 @@ static inline int config_auto_on(int choice, int auto_on)
     return choice == CONFIG_ON || (choice == CONFIG_AUTO && auto_on);
 }
 
+/* [multi] path, in the order of its choices. */
+enum { CONFIG_MULTI_PATH_AUTO, CONFIG_MULTI_PATH_HOST_STAGED, CONFIG_MULTI_PATH_CUDA_INTEROP };
+
 /* [kernel] metadata, in the order of its choices. */
 enum { CONFIG_INFO_AUTO, CONFIG_INFO_PUSH, CONFIG_INFO_BUFFER, CONFIG_INFO_UNIFORM };
 
@@ -95,6 +98,8 @@ typedef struct cubec_config {
     /* [memory] max_bytes CUBEC_MEMORY_MAX_BYTES: device memory the pools of every stream may hold
      * in all (0: the driver's limit) */
     int64_t memory_max_bytes;
+    /* [multi] chunk_bytes CUBEC_MULTI_CHUNK_BYTES: the host-staged path's chunk; 8 MiB */
+    int64_t multi_chunk_bytes;
     char source[600]; /* the ini file that was read, or "" */
     /* Where each option's value came from, by table row: 0 default, 1 the ini file, 2 the
      * environment (for config_describe). */
@@ -106,6 +111,9 @@ typedef struct cubec_config {
      * CONFIG_MAX_WARNINGS are kept. */
     char warnings[CONFIG_MAX_WARNINGS][CONFIG_WARNING_BYTES];
     int warning_count;
+    /* [multi] path (last: it fills the tail padding) CUBEC_MULTI_PATH: how cubec_copy_peer reaches
+     * another device, a CONFIG_MULTI_PATH_* (docs/multi-device-paths.md) */
+    int multi_path;
 } cubec_config;
 /* After loading, log_levels has every subsystem set: those [log] subsystems does not name have
  * log_level, the default, whichever source set it. */

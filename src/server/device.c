@@ -15,6 +15,7 @@
 #include "server/kernels.h"
 #include "server/launch_timing.h"
 #include "server/memory_ops.h"
+#include "server/peer.h"
 #include "server/profile.h"
 #include "server/raw.h"
 #include "server/run_mode.h"
@@ -263,6 +264,7 @@ void server_close(cubec_device *d)
         if (d->sub->open && !d->lost) cubec_status_free(sub_flush(d, 0));
         submitter_stop(d);
         d->gpu->ops->queue_idle(d->gpu);
+        server_peer_close(d); /* other devices' waits on this timeline end; imports go */
         sub_poll(d);
         server_graphs_read_timing(d);
         timing_close(d); /* reads the last timestamps: before completed_value is forced */

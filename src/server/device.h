@@ -10,6 +10,7 @@
 #include "base/fault.h"
 #include "gpu/gpu.h"
 #include <pthread.h>
+#include <stdatomic.h>
 
 /* The components (their headers define them; allocated with the device, see device.c). */
 typedef struct buffer_store buffer_store;
@@ -38,6 +39,9 @@ struct cubec_device_s {
     char lost_reason[256];  /* device lock: the message of that error */
     int hung;               /* device lock: a wait timed out; close abandons the GPU's objects */
     fault_plan faults;      /* device lock: counted by the gpu seam */
+    /* Atomic: batches of other devices' submission threads that wait on this timeline (peer
+     * copies, server/peer.c); close waits for none to be left before the GPU goes. */
+    atomic_uint peer_gates;
 
     buffer_store *buffers;   /* device lock */
     kernel_cache *kernels;   /* device lock */

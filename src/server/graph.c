@@ -696,6 +696,13 @@ cubec_status server_graph_destroy(cubec_device *d, stream_ref s, uint64_t id)
 {
     (void)s;
     graph_obj *g = handle_table_get(&d->graphs->handles, id);
+    if (!g && id >> HANDLE_TAG_SHIFT != d->tag) {
+        /* Not this device's: another device's graph (or a made-up value) would otherwise be
+         * "destroyed" here and live on there, the program's mistake unreported. */
+        char why[192];
+        return status_make(CUBEC_GRAPH_STATE, "cubec_graph_destroy: %s",
+                           handle_table_explain(&d->graphs->handles, id, why, sizeof why));
+    }
     if (!g) return NULL; /* destroying twice is harmless (spec 6.2) */
     handle_table_remove(&d->graphs->handles, id);
     /* The command buffer and its metadata must outlive the replays still running. The wait may

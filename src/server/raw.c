@@ -116,14 +116,22 @@ cubec_status server_buffer_map(cubec_device *d, stream_ref s, buffer_obj *b, uin
     return NULL;
 }
 
-void server_guard_release(cubec_device *d, uint64_t id)
+cubec_status server_guard_release(cubec_device *d, uint64_t id)
 {
     guard_obj *g = handle_table_get(&d->buffers->guards, id);
-    if (!g) return;
+    if (!g && id >> HANDLE_TAG_SHIFT != d->tag) {
+        /* Another device's guard (or a made-up value): ignoring it would leave that device's
+         * bytes pinned and the program's mistake unreported. */
+        char why[192];
+        return INVALID_ARG("cubec_guard_release: guard: %s",
+                           handle_table_explain(&d->buffers->guards, id, why, sizeof why));
+    }
+    if (!g) return NULL;
     handle_table_remove(&d->buffers->guards, id);
     if (g->raw) g->alloc->raw_guards--;
     server_alloc_unpin(d, g->alloc);
     free(g);
+    return NULL;
 }
 
 void server_guards_destroy(cubec_device *d)

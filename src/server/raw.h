@@ -17,8 +17,9 @@ MUST_USE cubec_status server_buffer_raw(cubec_device *d, stream_ref s, buffer_ob
  * coherent, and with the failure a range carries. A size-0 buffer maps to NULL. */
 MUST_USE cubec_status server_buffer_map(cubec_device *d, stream_ref s, buffer_obj *b, uint64_t id,
                                         void **out_ptr, cubec_guard *out_guard);
-/* cubec_guard_release: releasing a guard twice, or a zero guard, is harmless. */
-void server_guard_release(cubec_device *d, uint64_t id);
+/* cubec_guard_release: releasing a guard twice, or a zero guard, is harmless; a guard of another
+ * device (or a made-up value) is refused naming it. */
+MUST_USE cubec_status server_guard_release(cubec_device *d, uint64_t id);
 /* Releases every guard left (device close, before the buffers). */
 void server_guards_destroy(cubec_device *d);
 

@@ -153,7 +153,23 @@ cubec_status sub_flush(cubec_device *d, int for_host)
     return sub_flush_to(d, for_host, NULL);
 }
 
+static cubec_status flush(cubec_device *d, int for_host, sub_handoff *handoff, int gated,
+                          cubec_device *gate, uint64_t gate_value);
+
 cubec_status sub_flush_to(cubec_device *d, int for_host, sub_handoff *handoff)
+{
+    return flush(d, for_host, handoff, 0, NULL, 0);
+}
+
+cubec_status sub_flush_gated(cubec_device *d, cubec_device *gate, uint64_t gate_value)
+{
+    return flush(d, 1, NULL, 1, gate, gate_value);
+}
+
+/* sub_flush_to; `gated`: the batch goes to the submission thread, which submits it once gate's
+ * timeline reached gate_value (NULL: at once), a peer copy's chunk (server/peer.c). */
+static cubec_status flush(cubec_device *d, int for_host, sub_handoff *handoff, int gated,
+                          cubec_device *gate, uint64_t gate_value)
 {
     if (!d->sub->open) {
         if (!for_host || d->sub->host_visible_value + 1 >= d->sub->next_value) return NULL;
@@ -188,6 +204,13 @@ cubec_status sub_flush_to(cubec_device *d, int for_host, sub_handoff *handoff)
             handoff->cmd = b->cmd;
             handoff->value = value;
         }
+    } else if (gated) {
+        lost = gpu_fault(d->gpu, CUBEC_FAULT_SUBMIT, CUBEC_INTERNAL);
+        if (!lost) {
+            cubec_status encode = gpu_fault(d->gpu, CUBEC_FAULT_ENCODE, CUBEC_DEVICE_LOST);
+            lost = submitter_push_gated(d, b->cmd, value, encode, gate, gate_value);
+        }
+        if (lost) lost = server_note_error(d, lost);
     } else if (!for_host && d->gpu->caps.deferred_recording) {
         /* Encoded and submitted by the submission thread while the caller goes on; counted by
          * the fault plan here, where the device lock orders the count. */

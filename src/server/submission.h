@@ -131,6 +131,10 @@ typedef struct sub_handoff {
     uint64_t value;
 } sub_handoff;
 MUST_USE cubec_status sub_flush_to(cubec_device *d, int for_host, sub_handoff *handoff);
+/* Submits the open batch, ended with a host barrier, through the submission thread once
+ * `gate`'s timeline reached `gate_value` (a peer copy's chunk: server/peer.c). The caller does
+ * not wait; later batches of this device are submitted after it. */
+MUST_USE cubec_status sub_flush_gated(cubec_device *d, cubec_device *gate, uint64_t gate_value);
 /* Counts one recorded task; submits a command buffer that reached batch_task_cap tasks. */
 MUST_USE cubec_status sub_task_done(cubec_device *d);
 /* Waits until the timeline reaches `value` (submitting first when `value` is the open batch).

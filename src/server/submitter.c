@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* Polls for a push after `seen` for poll_spin_us, and while a host wait is in progress (at most
  * SUBMITTER_PRIME_CAP_NS in all), then poll_spin_us after it ended. Ends early when pushed
@@ -47,6 +48,22 @@ static void spin_for_work(cubec_device *d, unsigned seen)
             return;
         sched_yield();
     }
+}
+
+/* Waits until `gate`'s timeline reaches `value` (an error when the wait fails or the gate device
+ * lost a submission, which signals its value without having done the work); either way the
+ * gate's count goes down. */
+static cubec_status gate_pass(cubec_device *d, cubec_device *gate, uint64_t value)
+{
+    cubec_status err = gate->gpu->ops->timeline_wait(gate->gpu, value, d->sub->wait_timeout_ns);
+    if (!err && atomic_load(&gate->submitter->broken))
+        err = status_make(CUBEC_DEVICE_LOST, "a submission of the other device failed");
+    if (err)
+        err = status_annotate(
+            err, "a peer copy's batch waited for timeline value %" PRIu64 " of device %p", value,
+            (void *)gate);
+    atomic_fetch_sub(&gate->peer_gates, 1);
+    return err;
 }
 
 static void *submitter_main(void *arg)
@@ -86,17 +103,28 @@ static void *submitter_main(void *arg)
         items[n++] = (gpu_submit_item){item.cmd, item.value};
         uint64_t t0 = clock_now_ns();
         cubec_status r = NULL;
-        int first_failure = 0;
+        int first_failure = 0, gate_counted = 0;
         if (atomic_load(&s->broken)) {
             /* Work after a failed submission may read what it did not write: nothing more
              * runs (the device is lost), but its value is signalled so that no waiter hangs. */
             cubec_status_free(item.fault);
             r = status_make(CUBEC_DEVICE_LOST, "an earlier submission failed");
         } else {
-            r = item.fault ? item.fault : d->gpu->ops->submit(d->gpu, items, n);
+            /* A peer copy's batch waits here, on this thread, for the other device's copy of
+             * its chunk (or for the other side to be done with the staging it overwrites). */
+            cubec_status gate = item.gate ? gate_pass(d, item.gate, item.gate_value) : NULL;
+            gate_counted = item.gate != NULL;
+            if (gate) {
+                cubec_status_free(item.fault);
+                r = gate;
+            } else {
+                r = item.fault ? item.fault : d->gpu->ops->submit(d->gpu, items, n);
+            }
             first_failure = r != NULL;
             if (r) atomic_store(&s->broken, 1);
         }
+        if (item.gate && !gate_counted)
+            atomic_fetch_sub(&item.gate->peer_gates, 1); /* never waited for */
         uint64_t spent = clock_now_ns() - t0;
         pthread_mutex_lock(&s->lock);
         s->submit_ns += spent;
@@ -157,12 +185,29 @@ cubec_status submitter_push(cubec_device *d, gpu_cmd *cmd, uint64_t value, uint6
                             const sub_handoff *before)
 {
     return push(d, (submit_item){cmd, value, graph, before ? before->cmd : NULL,
-                                 before ? before->value : 0, NULL});
+                                 before ? before->value : 0, NULL, NULL, 0});
 }
 
 cubec_status submitter_push_batch(cubec_device *d, gpu_cmd *cmd, uint64_t value, cubec_status fault)
 {
-    return push(d, (submit_item){cmd, value, 0, NULL, 0, fault});
+    return push(d, (submit_item){cmd, value, 0, NULL, 0, fault, NULL, 0});
+}
+
+cubec_status submitter_push_gated(cubec_device *d, gpu_cmd *cmd, uint64_t value, cubec_status fault,
+                                  struct cubec_device_s *gate, uint64_t gate_value)
+{
+    if (gate) atomic_fetch_add(&gate->peer_gates, 1);
+    cubec_status err = push(d, (submit_item){cmd, value, 0, NULL, 0, fault, gate, gate_value});
+    if (err && gate) atomic_fetch_sub(&gate->peer_gates, 1);
+    return err;
+}
+
+void submitter_wait_gates(cubec_device *d)
+{
+    while (atomic_load(&d->peer_gates)) {
+        struct timespec ts = {0, 100000};
+        nanosleep(&ts, NULL);
+    }
 }
 
 void submitter_note_submitted(cubec_device *d, uint64_t value)

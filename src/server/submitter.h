@@ -15,6 +15,10 @@ typedef struct submit_item {
     gpu_cmd *batch; /* a batch submitted just before it, in the same call (or NULL) */
     uint64_t batch_value;
     cubec_status fault; /* an injected encode fault: the thread fails the item with it */
+    /* A peer copy's batch (server/peer.c): submitted only once `gate`'s timeline reached
+     * gate_value, so the caller never waits for the other device (NULL: no gate). */
+    struct cubec_device_s *gate;
+    uint64_t gate_value;
 } submit_item;
 
 typedef struct submitter {
@@ -67,6 +71,15 @@ MUST_USE cubec_status submitter_push(cubec_device *d, gpu_cmd *cmd, uint64_t val
  * `fault`, which it takes, fails it as if encoding had failed). */
 MUST_USE cubec_status submitter_push_batch(cubec_device *d, gpu_cmd *cmd, uint64_t value,
                                            cubec_status fault);
+/* submitter_push_batch for a batch that must not reach the queue before `gate`'s timeline
+ * reached `gate_value` (a peer copy's chunk, server/peer.c; gate NULL: no wait): the thread waits
+ * for it, the caller does not. Counted on the gate device until the thread is past the wait. */
+MUST_USE cubec_status submitter_push_gated(cubec_device *d, gpu_cmd *cmd, uint64_t value,
+                                           cubec_status fault, struct cubec_device_s *gate,
+                                           uint64_t gate_value);
+/* Returns once no submission thread of another device waits on d's timeline (at close, once d's
+ * own work is done: their waits then end at once). */
+void submitter_wait_gates(cubec_device *d);
 /* Notes a submission made on the caller's thread (after submitter_quiesce). */
 void submitter_note_submitted(cubec_device *d, uint64_t value);
 /* Whether a submission failed on the thread (the device is then lost: nothing more may be

@@ -1262,8 +1262,14 @@ static void op_copy(fuzz *f)
          "cubec_copy(stream[%d], buf %d [alloc #%" PRIu64 " +%" PRIu64 "] +%" PRIu64
          " -> buf %d [alloc #%" PRIu64 " +%" PRIu64 "] +%" PRIu64 ", %" PRIu64 ")",
          s, si, src->a->number, src->off, soff, di, dst->a->number, dst->off, doff, len);
-    cubec_code c = expect(f, cubec_copy(f->d, stream_of(f, s), src->h, soff, dst->h, doff, len),
-                          allow(f, C_SUBMITS | C_COMPILES), "cubec_copy");
+    /* On one device cubec_copy_peer is cubec_copy on the destination's stream. */
+    cubec_code c =
+        chance(f, 4) ? expect(f,
+                              cubec_copy_peer(f->d, stream_of(f, s), src->h, soff, f->d,
+                                              stream_of(f, s), dst->h, doff, len),
+                              allow(f, C_SUBMITS | C_COMPILES), "cubec_copy_peer")
+                     : expect(f, cubec_copy(f->d, stream_of(f, s), src->h, soff, dst->h, doff, len),
+                              allow(f, C_SUBMITS | C_COMPILES), "cubec_copy");
     src->a->readers |= bit(s);
     dst->a->writers |= bit(s);
     if (c || pending || range_has(src->a, a, len, SUSPECT)) {
@@ -1980,9 +1986,11 @@ static void op_replay(fuzz *f)
         expect(f, cubec_graph_replay(f->d, stream_of(f, s), g), graph_refused(f),
                "cubec_graph_replay of a dead graph");
         if (chance(f, 2)) {
+            /* A dead graph of the device is accepted; a made-up value whose tag is not the
+             * device's is refused. */
             note(f, "cubec_graph_destroy(dead or made-up graph)");
-            expect(f, cubec_graph_destroy(f->d, stream_of(f, s), g), allow(f, C_NONE),
-                   "cubec_graph_destroy of a dead graph");
+            expect(f, cubec_graph_destroy(f->d, stream_of(f, s), g),
+                   allow(f, C_NONE) | graph_refused(f), "cubec_graph_destroy of a dead graph");
         }
         return;
     }
@@ -2238,7 +2246,27 @@ static void op_old_names(fuzz *f)
 
 static void op_info(fuzz *f)
 {
-    switch (rnd(f, 6)) {
+    switch (rnd(f, 7)) {
+    case 6: {
+        /* The path of the device to itself (nothing queued: get_path never measures). */
+        cubec_path_info pi = CUBEC_PATH_INFO_INIT;
+        note(f, "cubec_device_get_path, cubec_path_name, cubec_link_class_name");
+        if (!expect(f, cubec_device_get_path(f->d, f->d, &pi), allow(f, C_NONE) | M(CUBEC_OK),
+                    "cubec_device_get_path") &&
+            (pi.path != CUBEC_PATH_SAME_DEVICE || pi.link != CUBEC_LINK_SAME_DEVICE))
+            die(f, "cubec_device_get_path of one device: path %s, link %s",
+                cubec_path_name(pi.path), cubec_link_class_name(pi.link));
+        if (strcmp(cubec_path_name(CUBEC_PATH_HOST_STAGED), "host-staged") ||
+            strcmp(cubec_link_class_name(CUBEC_LINK_PCIE), "pcie"))
+            die(f, "cubec_path_name or cubec_link_class_name changed");
+        expect(f, cubec_device_get_path(f->d, f->d, NULL), refused(f),
+               "cubec_device_get_path(NULL)");
+        /* A real measurement queues work the model does not hold: only its refusals here. */
+        note(f, "cubec_device_measure_path(bytes 6)");
+        expect(f, cubec_device_measure_path(f->d, f->d, 6, &pi), refused(f),
+               "cubec_device_measure_path of an unaligned size");
+        return;
+    }
     case 0: {
         uint32_t count = 77;
         cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
@@ -3336,6 +3364,11 @@ const char *const api_model_calls[][2] = {
     {"cubec_status_new", "op_info"},
     {"cubec_version", "op_info"},
     {"cubec_copy", "op_copy"},
+    {"cubec_copy_peer", "op_copy"},
+    {"cubec_device_get_path", "op_info"},
+    {"cubec_device_measure_path", "op_info"},
+    {"cubec_path_name", "op_info"},
+    {"cubec_link_class_name", "op_info"},
     {"cubec_device_close", "device_close"},
     {"cubec_device_get_count", "op_info"},
     {"cubec_device_get_info", "op_info"},

@@ -75,6 +75,27 @@ def test_copy_and_copy_to(dev):
     np.testing.assert_array_equal(d.numpy(), expect)
 
 
+def test_copy_to_another_device(dev):
+    """Buffer.copy_to a buffer of a second device: cubec_copy_peer, both ways, at offsets."""
+    other = cubec.Device(validation=True)
+    try:
+        n = 100000
+        a = dev.buffer(np.arange(n, dtype=np.uint32))
+        b = other.zeros(n, "uint32")
+        a.copy_to(b, size=4 * (n - 8), src_offset=16, dst_offset=0)
+        expect = np.zeros(n, np.uint32)
+        expect[: n - 8] = np.arange(4, n - 4, dtype=np.uint32)
+        np.testing.assert_array_equal(b.numpy(), expect)
+        c = dev.zeros(n, "uint32")
+        b.copy_to(c)
+        np.testing.assert_array_equal(c.numpy(), expect)
+        with pytest.raises(cubec.InvalidArgument, match="size = 6"):
+            a.copy_to(b, size=6)
+        assert other.validation_messages == 0
+    finally:
+        other.close()
+
+
 def test_saxpy_with_a_numpy_record(dev, saxpy):
     n = 1000
     x = np.random.default_rng(1).random(n, dtype=np.float32)
