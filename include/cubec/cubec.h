@@ -50,7 +50,7 @@ extern "C" {
  * (docs/api.md, "Versions and the ABI"). */
 #define CUBEC_VERSION_MAJOR 0
 #define CUBEC_VERSION_MINOR 2
-#define CUBEC_VERSION_PATCH 7
+#define CUBEC_VERSION_PATCH 8
 
 /* A version packed into one number that compares in order: major << 16 | minor << 8 | patch
  * (minor and patch stay below 256). */
@@ -564,6 +564,46 @@ CUBEC_MUST_USE cubec_status cubec_timeline_export(cubec_device *device, int *out
 CUBEC_MUST_USE cubec_status cubec_stream_get_timeline_value(cubec_device *device,
                                                             cubec_stream stream,
                                                             uint64_t *out_value);
+
+/* ---------------------------------------------------------------------------------------------
+ * CUDA on the same GPU (docs/multi-device.md, "CUDA on the same GPU")
+ *
+ * cubec loads the CUDA driver (libcuda.so.1, or $CUBEC_CUDA_LIBRARY) when one of these calls first
+ * needs it, so cubec builds and runs without CUDA: there every call is CUBEC_UNSUPPORTED naming
+ * the library and the loader's reason. The CUDA device is the one whose UUID is the cubec
+ * device's (cubec_device_info.device_uuid); CUDA work runs in its primary context.
+ * ------------------------------------------------------------------------------------------- */
+
+/* A cubec buffer as CUDA sees it (cubec_cuda_map). */
+typedef struct cubec_cuda_mapping {
+    uint32_t struct_size; /* CUBEC_CUDA_MAPPING_INIT */
+    uint64_t device_ptr;  /* a CUdeviceptr of the buffer's first byte (the primary context's) */
+    uint64_t size;        /* the buffer's size: CUDA may reach [device_ptr, +size) */
+    int cuda_device;      /* the CUDA device ordinal, -1 after a failed call */
+} cubec_cuda_mapping;
+/* A cubec_cuda_mapping with its struct_size set: start every one with it ("Structs that grow"). */
+#define CUBEC_CUDA_MAPPING_INIT                                                                    \
+    {                                                                                              \
+        .struct_size = sizeof(cubec_cuda_mapping), .cuda_device = -1                               \
+    }
+
+/* Maps `buffer` (created by cubec_buffer_create_exportable, or a view of one) into CUDA: the same
+ * memory, no copy. A second call for the buffer gives the same mapping. The mapping orders
+ * nothing: CUDA work that reads what cubec wrote is queued after cubec_cuda_wait_stream, and
+ * cubec work that reads what CUDA wrote after the CUDA stream is synchronized. It lasts until
+ * cubec_cuda_unmap or the device's close, even past the buffer's release (the memory stays
+ * CUDA's until then). */
+CUBEC_MUST_USE cubec_status cubec_cuda_map(cubec_device *device, cubec_buffer buffer,
+                                           cubec_cuda_mapping *out_mapping);
+/* Ends the mapping cubec_cuda_map made; its device_ptr must not be used after. A buffer that is
+ * not mapped is refused by name. */
+CUBEC_MUST_USE cubec_status cubec_cuda_unmap(cubec_device *device, cubec_buffer buffer);
+/* Makes `cuda_stream` (a CUstream of the primary context; NULL, CUDA's default stream) wait on
+ * the GPU, through the device's exported timeline, for the work queued on `stream` so far (which
+ * this call submits): CUDA work queued on cuda_stream afterwards sees cubec's writes. The caller
+ * never waits. Needs CUBEC_EXTERNAL_TIMELINE_FD (cubec_device_info.external_handles). */
+CUBEC_MUST_USE cubec_status cubec_cuda_wait_stream(cubec_device *device, cubec_stream stream,
+                                                   void *cuda_stream);
 
 /* ---------------------------------------------------------------------------------------------
  * Transfers. Offsets and sizes are in bytes within the buffer; offset+size must fit.

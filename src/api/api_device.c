@@ -5,6 +5,7 @@
 #include "base/config.h"
 #include "base/log.h"
 #include "gpu/gpu.h"
+#include "interop/cuda_interop.h"
 #include "server/buffers.h"
 #include "server/device.h"
 #include "server/graph.h"
@@ -39,6 +40,8 @@ void cubec_device_close(cubec_device *device)
             (void *)device);
         return;
     }
+    /* What CUDA holds of the device's memory goes before the memory does. */
+    cuda_interop_forget(device);
     server_close(device);
 }
 

@@ -3274,6 +3274,29 @@ static void op_external(fuzz *f)
     }
 }
 
+/* CUDA on the same GPU: without libcuda (or with it, for a buffer not created exportable) a map
+ * is refused; a wait submits the stream's work or is unsupported; unmapping what was never
+ * mapped is refused. Mapped buffers are tested in tests/multi/test_cuda_interop.c. */
+static void op_cuda(fuzz *f)
+{
+    int s = pick_stream(f);
+    int i = pick_buf(f, 0);
+    if (i >= 0) {
+        note(f, "cubec_cuda_map and cubec_cuda_unmap(buf %d, not exportable)", i);
+        cubec_cuda_mapping m = CUBEC_CUDA_MAPPING_INIT;
+        expect(f, cubec_cuda_map(f->d, f->bufs[i].h, &m), M(CUBEC_UNSUPPORTED) | refused(f),
+               "cubec_cuda_map of a buffer not created exportable");
+        if (m.cuda_device != -1 || m.device_ptr)
+            die(f, "a refused cubec_cuda_map left device %d, pointer %" PRIu64, m.cuda_device,
+                m.device_ptr);
+        expect(f, cubec_cuda_unmap(f->d, f->bufs[i].h), refused(f),
+               "cubec_cuda_unmap of a buffer never mapped");
+    }
+    note(f, "cubec_cuda_wait_stream(stream[%d], the default CUDA stream)", s);
+    expect(f, cubec_cuda_wait_stream(f->d, stream_of(f, s), NULL),
+           M(CUBEC_UNSUPPORTED) | allow(f, C_SUBMITS), "cubec_cuda_wait_stream");
+}
+
 typedef struct weighted {
     void (*run)(fuzz *f);
     unsigned weight;
@@ -3287,7 +3310,7 @@ static const weighted ops[] = {
     {op_replay, 5},     {op_graph_destroy, 1}, {op_memory, 2},     {op_fault, 1},
     {op_info, 1},       {op_host, 2},          {op_window, 2},     {op_raw, 2},
     {op_map, 1},        {op_dry, 2},           {op_queue, 1},      {op_tune, 1},
-    {op_event, 2},      {op_image, 1},         {op_external, 1},
+    {op_event, 2},      {op_image, 1},         {op_external, 1},   {op_cuda, 1},
 };
 
 /* Rarer than one weight unit in `ops`: one step in RARE. */
@@ -3412,6 +3435,9 @@ const char *const api_model_calls[][2] = {
     {"cubec_tuner_destroy", "op_tune"},
     {"cubec_write", "op_write"},
     {"cubec_write_failure", "op_write"},
+    {"cubec_cuda_map", "op_cuda"},
+    {"cubec_cuda_unmap", "op_cuda"},
+    {"cubec_cuda_wait_stream", "op_cuda"},
     {"cubec_buffer_create_exportable", "op_external"},
     {"cubec_buffer_export", "op_external"},
     {"cubec_buffer_import", "op_external"},
