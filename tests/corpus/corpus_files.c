@@ -82,3 +82,22 @@ float corpus_half_to_float(unsigned short h)
     memcpy(&f, &x, 4);
     return f;
 }
+
+uint32_t *corpus_read_spirv(const char *dir, const char *stem, const char *built_by,
+                            size_t *out_words)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s.spv", dir, stem);
+    FILE *f = fopen(path, "rb");
+    if (!f) fail_msg("cannot open %s (built by the target %s)", path, built_by);
+    fseek(f, 0, SEEK_END);
+    long bytes = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    assert_true(bytes > 0 && bytes % 4 == 0);
+    uint32_t *words = malloc((size_t)bytes);
+    assert_non_null(words);
+    assert_int_equal(fread(words, 1, (size_t)bytes, f), (size_t)bytes);
+    fclose(f);
+    *out_words = (size_t)bytes / 4;
+    return words;
+}

@@ -5,6 +5,7 @@
  * push-constant structs (vk_mat_vec_push_constants, vk_op_soft_max_push_constants, copied here as
  * ggml declares them), its binding lists (a buffer standing in for an unused operand, as ggml
  * binds it) and its grids, and checked against a CPU reference of the same operation. */
+#include "corpus_files.h"
 #include "test_util.h"
 
 #include <math.h>
@@ -54,23 +55,10 @@ typedef struct ggml_soft_max_push_constants {
     uint32_t has_sinks;
 } ggml_soft_max_push_constants;
 
-/* The module's words; fails the test when the build did not make it. */
+/* The module the build compiled (`name`.spv), through corpus_read_spirv. */
 static uint32_t *load_module(const char *name, size_t *out_words)
 {
-    char path[1024];
-    snprintf(path, sizeof path, "%s/%s.spv", CUBEC_GGML_SPV_DIR, name);
-    FILE *f = fopen(path, "rb");
-    if (!f) fail_msg("cannot open %s (built by the target ggml_corpus_tools)", path);
-    fseek(f, 0, SEEK_END);
-    long bytes = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    assert_true(bytes > 0 && bytes % 4 == 0);
-    uint32_t *words = malloc((size_t)bytes);
-    assert_non_null(words);
-    assert_int_equal(fread(words, 1, (size_t)bytes, f), (size_t)bytes);
-    fclose(f);
-    *out_words = (size_t)bytes / 4;
-    return words;
+    return corpus_read_spirv(CUBEC_GGML_SPV_DIR, name, "ggml_corpus_tools", out_words);
 }
 
 static cubec_kernel create_ggml_kernel(cubec_device *d, const char *name,

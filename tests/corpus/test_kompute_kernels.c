@@ -21,23 +21,10 @@
 
 enum { FROM_SPIRV, FROM_GLSL, ROUTES };
 
-/* The words of the module the build compiled from the shader (file name `stem`.spv). */
+/* The module the build compiled (`stem`.spv), through corpus_read_spirv. */
 static uint32_t *load_module(const char *stem, size_t *out_words)
 {
-    char path[1024];
-    snprintf(path, sizeof path, "%s/%s.spv", CUBEC_KOMPUTE_SPV_DIR, stem);
-    FILE *f = fopen(path, "rb");
-    if (!f) fail_msg("cannot open %s (built by the target kompute_spv)", path);
-    fseek(f, 0, SEEK_END);
-    long bytes = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    assert_true(bytes > 0 && bytes % 4 == 0);
-    uint32_t *words = malloc((size_t)bytes);
-    assert_non_null(words);
-    assert_int_equal(fread(words, 1, (size_t)bytes, f), (size_t)bytes);
-    fclose(f);
-    *out_words = (size_t)bytes / 4;
-    return words;
+    return corpus_read_spirv(CUBEC_KOMPUTE_SPV_DIR, stem, "kompute_spv", out_words);
 }
 
 /* The shader at `relative` under tests/corpus, whose module is `stem`.spv, by `route`. */

@@ -1,6 +1,7 @@
 /* Storage images end to end on the default device with validation on (docs/images.md): images
  * created, uploaded, processed by kernels that declare image2D/image3D, downloaded, and every
  * texel compared with a reference computed here; the refusals of bad arguments. */
+#include "launch_util.h"
 #include "test_util.h"
 
 #include <math.h>
@@ -70,16 +71,6 @@ static const char step2d_src[] = "#version 450\n"
                                  "  imageStore(a, p, uvec4(v + info.add));\n"
                                  "  imageStore(b, p, uvec4(v * 3u));\n"
                                  "}\n";
-
-static cubec_kernel make_kernel(cubec_device *d, const char *name, const char *src)
-{
-    cubec_kernel k;
-    cubec_kernel_desc kd = CUBEC_KERNEL_DESC_INIT;
-    kd.name = name;
-    kd.glsl = src;
-    ASSERT_OK(cubec_kernel_create(d, &kd, &k));
-    return k;
-}
 
 static cubec_image make_image(cubec_device *d, cubec_image_format f, uint32_t w, uint32_t h,
                               uint32_t depth)

@@ -3,6 +3,7 @@
  * textureBuffer, read with texelFetch) and storage texel buffers (imageBuffer with imageLoad and
  * imageStore), every texel compared with a reference computed here; ordering, failures and
  * graphs treating a texel buffer as the buffer it is; the refusals of bad formats. */
+#include "launch_util.h"
 #include "test_util.h"
 
 #include <math.h>
@@ -42,16 +43,6 @@ static const char axpy_src[] = "#version 450\n"
                                "texelFetch(y, i).r;\n"
                                "  imageStore(x, i, vec4(v));\n"
                                "}\n";
-
-static cubec_kernel make_kernel(cubec_device *d, const char *name, const char *src)
-{
-    cubec_kernel k;
-    cubec_kernel_desc kd = CUBEC_KERNEL_DESC_INIT;
-    kd.name = name;
-    kd.glsl = src;
-    ASSERT_OK(cubec_kernel_create(d, &kd, &k));
-    return k;
-}
 
 enum { N = 300 }; /* not a multiple of the workgroup: the edge is checked */
 
