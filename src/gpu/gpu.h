@@ -138,12 +138,12 @@ typedef struct gpu_resource_slot {
  * a page read as texels of `format` (texel buffers), or nothing (a sampler). */
 typedef struct gpu_image_binding {
     gpu_image *image;
+    gpu_mem *mem; /* texel buffers: the page, the range and its cubec_image_format (`format`) */
+    uint64_t offset, size;
     uint32_t set, binding;
     uint32_t type;    /* gpu_resource_type */
     uint32_t linear;  /* sampled images and samplers: 1 linear filtering, 0 nearest */
     uint32_t address; /* ... and 0 clamp to edge, 1 repeat, 2 mirrored repeat */
-    gpu_mem *mem;     /* texel buffers: the page, the range and its cubec_image_format */
-    uint64_t offset, size;
     uint32_t format;
 } gpu_image_binding;
 

@@ -88,6 +88,7 @@ static cubec_status enter(cubec_device *device, const char *fn, const cuda_drive
     cubec_status err = cuda_driver_get(cu);
     if (err) return status_annotate(err, "%s", fn);
     RETURN_IF_ERROR(open_entry(*cu, device, fn, e));
+    if (!*e) return status_make(CUBEC_INTERNAL, "%s: no CUDA device entry", fn);
     cu_result r = (*cu)->ctx_push((*e)->context);
     return r ? cuda_status(*cu, r, "cuCtxPushCurrent") : NULL;
 }
@@ -155,7 +156,7 @@ cubec_status cubec_cuda_map(cubec_device *device, cubec_buffer buffer,
     device_entry *e = NULL;
     pthread_mutex_lock(&lock);
     cubec_status err = enter(device, "cubec_cuda_map", &cu, &e);
-    if (!err) {
+    if (!err && e) {
         err = map_buffer(cu, device, buffer, e, &result);
         pop_context(cu);
     }
@@ -224,7 +225,7 @@ cubec_status cubec_cuda_wait_stream(cubec_device *device, cubec_stream stream, v
     device_entry *e = NULL;
     pthread_mutex_lock(&lock);
     cubec_status err = enter(device, "cubec_cuda_wait_stream", &cu, &e);
-    if (!err) {
+    if (!err && e) {
         err = import_timeline(cu, device, e);
         if (!err && value) {
             cu_ext_wait_params p = {.params.fence.value = value};
