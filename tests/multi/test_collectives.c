@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 enum { RANKS = 3 };
 
@@ -171,6 +172,63 @@ static void test_ordered_on_the_streams(void **state)
     free(got);
 }
 
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* While a long kernel writes rank 1's input, the all-reduce returns at once (it queues, never
+ * waits), and the results are still right. */
+static void test_the_caller_does_not_wait(void **state)
+{
+    fixture *f = *state;
+    enum { W = 64 * 1024 };
+    cubec_kernel busy = make_kernel(f->d[1], "busy", busy_src);
+    cubec_stream s[2] = {new_stream(f->d[0]), new_stream(f->d[1])};
+    cubec_buffer x[2];
+    ASSERT_OK(cubec_buffer_create(f->d[0], s[0], (uint64_t)W * 4, &x[0]));
+    ASSERT_OK(cubec_buffer_create(f->d[1], s[1], (uint64_t)W * 4, &x[1]));
+    uint32_t steps = 256;
+    double busy_s = 0;
+    /* Grows the kernel until it runs long enough to tell a wait from none. */
+    for (;;) {
+        ASSERT_OK(cubec_fill(f->d[1], s[1], x[1], 0, (uint64_t)W * 4, 1));
+        ASSERT_OK(cubec_sync(f->d[1], s[1]));
+        double t0 = now_s();
+        ASSERT_OK(busy_launch(f->d[1], s[1], busy, x[1], W, steps));
+        ASSERT_OK(cubec_sync(f->d[1], s[1]));
+        busy_s = now_s() - t0;
+        if (busy_s >= 0.1 || steps >= (1u << 20)) break;
+        steps *= 4;
+    }
+    uint32_t *want = malloc((size_t)W * 4), *got = malloc((size_t)W * 4);
+    ASSERT_OK(cubec_read(f->d[1], s[1], x[1], 0, want, (uint64_t)W * 4));
+    for (uint32_t i = 0; i < W; i++)
+        want[i] += 2;
+    ASSERT_OK(cubec_fill(f->d[0], s[0], x[0], 0, (uint64_t)W * 4, 2));
+    ASSERT_OK(cubec_fill(f->d[1], s[1], x[1], 0, (uint64_t)W * 4, 1));
+    ASSERT_OK(busy_launch(f->d[1], s[1], busy, x[1], W, steps));
+    ASSERT_OK(cubec_flush(f->d[1], s[1]));
+    double t0 = now_s();
+    ASSERT_OK(cubec_comm_all_reduce(f->comm[2], x, s, W, CUBEC_DTYPE_I32, CUBEC_REDUCE_SUM));
+    double call = now_s() - t0;
+    print_message("rank 1's writer ran %.3f s; cubec_comm_all_reduce returned after %.6f s\n",
+                  busy_s, call);
+    for (int r = 0; r < 2; r++) {
+        ASSERT_OK(cubec_read(f->d[r], s[r], x[r], 0, got, (uint64_t)W * 4));
+        assert_memory_equal(got, want, (size_t)W * 4);
+        ASSERT_OK(cubec_buffer_release(f->d[r], x[r]));
+    }
+    if (busy_s >= 0.1 && call >= busy_s / 2)
+        fail_msg("cubec_comm_all_reduce took %.3f s while rank 1's writer ran %.3f s: it waited",
+                 call, busy_s);
+    free(want);
+    free(got);
+    ASSERT_OK(cubec_kernel_destroy(f->d[1], busy));
+}
+
 /* Rank 1's input was not written (its submission was lost), and then rank 0's: every rank's
  * result carries the failure, naming its cause. */
 static void test_failure_of_one_rank_reaches_all(void **state)
@@ -261,6 +319,7 @@ int main(void)
         cmocka_unit_test(test_three_ranks),
         cmocka_unit_test(test_one_rank_leaves_the_buffer),
         cmocka_unit_test(test_ordered_on_the_streams),
+        cmocka_unit_test(test_the_caller_does_not_wait),
         cmocka_unit_test(test_failure_of_one_rank_reaches_all),
         cmocka_unit_test(test_refusals_change_nothing),
     };
