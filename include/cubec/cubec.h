@@ -50,7 +50,7 @@ extern "C" {
  * (docs/api.md, "Versions and the ABI"). */
 #define CUBEC_VERSION_MAJOR 0
 #define CUBEC_VERSION_MINOR 2
-#define CUBEC_VERSION_PATCH 8
+#define CUBEC_VERSION_PATCH 9
 
 /* A version packed into one number that compares in order: major << 16 | minor << 8 | patch
  * (minor and patch stay below 256). */
@@ -862,6 +862,46 @@ CUBEC_MUST_USE cubec_status cubec_copy_peer(cubec_device *src_device, cubec_stre
                                             cubec_buffer src, uint64_t src_offset,
                                             cubec_device *dst_device, cubec_stream dst_stream,
                                             cubec_buffer dst, uint64_t dst_offset, uint64_t size);
+
+/* Collectives within a process (docs/multi-device-paths.md, "Collectives"): a communicator over
+ * open devices whose ranks are the devices in the order given (rank r is devices[r]; sort them by
+ * cubec_device_peek index first where that order matters). Element types and operations carry
+ * the values of cubec_mpi's (cubec_mpi.h), whose argument rules they follow. */
+typedef struct cubec_comm_s cubec_comm;
+
+/* Element types of a collective (CUBEC_MPI_F32 and CUBEC_MPI_I32's values; 2, f16, is not
+ * taken yet). */
+typedef enum cubec_dtype {
+    CUBEC_DTYPE_F32 = 1,
+    CUBEC_DTYPE_I32 = 3,
+} cubec_dtype;
+
+/* Element-wise operations of a reduction (CUBEC_MPI_SUM and CUBEC_MPI_MAX's values). */
+typedef enum cubec_reduce_op {
+    CUBEC_REDUCE_SUM = 1,
+    CUBEC_REDUCE_MAX = 2,
+} cubec_reduce_op;
+
+/* A communicator over `n` (>= 1) open devices, each given once. The devices must stay open until
+ * cubec_comm_destroy. It compiles nothing yet: a reduction's kernel is compiled on rank 0 at its
+ * first use and kept. */
+CUBEC_MUST_USE cubec_status cubec_comm_create(cubec_device *const *devices, uint32_t n,
+                                              cubec_comm **out_comm);
+/* Frees the communicator and its kernels; collectives already queued still run. NULL is
+ * accepted. */
+void cubec_comm_destroy(cubec_comm *comm);
+/* In place on every rank r, for i < count: buffers[r][i] = op over the ranks of buffers[r][i].
+ * buffers[r] (a buffer of rank r's device holding at least count elements) and streams[r] (a
+ * stream of that device) are one entry per rank. Ordered after the work queued on each rank's
+ * stream (and any stream's writers of its buffer, as cubec_copy_peer is) and before the work
+ * queued later on it; the caller never waits for a device: every rank's buffer is copied into
+ * scratch memory on rank 0 (cubec_copy_peer), reduced there by a kernel on streams[0] (sums in
+ * rank order), and the result copied back. A failure carried by any rank's input reaches every
+ * rank's buffer (docs/errors.md). Every argument is checked before any work is queued; a refused
+ * one is named with its value and changes nothing. count 0 does nothing. */
+CUBEC_MUST_USE cubec_status cubec_comm_all_reduce(cubec_comm *comm, const cubec_buffer *buffers,
+                                                  const cubec_stream *streams, uint64_t count,
+                                                  cubec_dtype dtype, cubec_reduce_op op);
 
 /* ---------------------------------------------------------------------------------------------
  * Kernels

@@ -3297,6 +3297,30 @@ static void op_cuda(fuzz *f)
            M(CUBEC_UNSUPPORTED) | allow(f, C_SUBMITS), "cubec_cuda_wait_stream");
 }
 
+/* A communicator of one rank (the model has one device): its all-reduce leaves the buffer as it
+ * was and queues nothing; a count past the buffer is refused naming it. The reductions over
+ * several devices are tests/multi/test_collectives.c's. */
+static void op_comm(fuzz *f)
+{
+    int s = pick_stream(f);
+    int i = pick_buf(f, 0);
+    if (i < 0) return;
+    m_buf *b = &f->bufs[i];
+    cubec_comm *comm = NULL;
+    note(f, "cubec_comm_create(1 device)");
+    if (expect(f, cubec_comm_create(&f->d, 1, &comm), M(CUBEC_OK), "cubec_comm_create")) return;
+    cubec_buffer h = b->h;
+    cubec_stream st = stream_of(f, s);
+    note(f, "cubec_comm_all_reduce(buf %d, stream[%d], %" PRIu64 " i32, sum)", i, s, b->size / 4);
+    expect(f, cubec_comm_all_reduce(comm, &h, &st, b->size / 4, CUBEC_DTYPE_I32, CUBEC_REDUCE_SUM),
+           allow(f, 0), "cubec_comm_all_reduce");
+    note(f, "cubec_comm_all_reduce(buf %d, %" PRIu64 " f32: past the end)", i, b->size / 4 + 1);
+    expect(f,
+           cubec_comm_all_reduce(comm, &h, &st, b->size / 4 + 1, CUBEC_DTYPE_F32, CUBEC_REDUCE_MAX),
+           refused(f), "cubec_comm_all_reduce past the end");
+    cubec_comm_destroy(comm);
+}
+
 typedef struct weighted {
     void (*run)(fuzz *f);
     unsigned weight;
@@ -3311,6 +3335,7 @@ static const weighted ops[] = {
     {op_info, 1},       {op_host, 2},          {op_window, 2},     {op_raw, 2},
     {op_map, 1},        {op_dry, 2},           {op_queue, 1},      {op_tune, 1},
     {op_event, 2},      {op_image, 1},         {op_external, 1},   {op_cuda, 1},
+    {op_comm, 1},
 };
 
 /* Rarer than one weight unit in `ops`: one step in RARE. */
@@ -3365,6 +3390,9 @@ const char *const api_model_calls[][2] = {
     {"cubec_version", "op_info"},
     {"cubec_copy", "op_copy"},
     {"cubec_copy_peer", "op_copy"},
+    {"cubec_comm_create", "op_comm"},
+    {"cubec_comm_destroy", "op_comm"},
+    {"cubec_comm_all_reduce", "op_comm"},
     {"cubec_device_get_path", "op_info"},
     {"cubec_device_measure_path", "op_info"},
     {"cubec_path_name", "op_info"},
