@@ -14,11 +14,6 @@
 
 #define N 256u
 
-static cubec_kernel kernel_of(cubec_device *d, const char *name, const char *glsl)
-{
-    return make_kernel(d, name, glsl);
-}
-
 static cubec_buffer words_buffer(cubec_device *d, const uint32_t *words, uint32_t count)
 {
     cubec_buffer b = {0};
@@ -32,14 +27,11 @@ static void fill_words(uint32_t *w, uint32_t n, uint32_t seed)
         w[i] = test_rand(&seed) % 100000u;
 }
 
+/* Words [0, n) of `b` against want (launch_util's comparison). */
 static void expect_words(cubec_device *d, cubec_buffer b, const uint32_t *want, uint32_t n,
                          const char *what)
 {
-    uint32_t got[N];
-    assert_true(n <= N);
-    ASSERT_OK(cubec_read(d, 0, b, 0, got, n * 4ull));
-    for (uint32_t i = 0; i < n; i++)
-        if (got[i] != want[i]) fail_msg("%s: word %u is %u, want %u", what, i, got[i], want[i]);
+    expect_range_in(d, 0, b, n, 0, n, want, what);
 }
 
 static cubec_status launch(cubec_device *d, cubec_kernel k, const cubec_buffer *bufs,
@@ -72,7 +64,7 @@ static void test_binding_gap(void **state)
 {
     (void)state;
     cubec_device *d = test_device_open();
-    cubec_kernel k = kernel_of(d, "gap", gap_src);
+    cubec_kernel k = make_kernel(d, "gap", gap_src);
     cubec_kernel_info info = CUBEC_KERNEL_INFO_INIT;
     ASSERT_OK(cubec_kernel_get_info(d, k, &info));
     assert_int_equal(info.binding_count, 3);
@@ -104,7 +96,7 @@ static void test_more_buffers_than_bindings(void **state)
 {
     (void)state;
     cubec_device *d = test_device_open();
-    cubec_kernel k = kernel_of(d, "gap", gap_src);
+    cubec_kernel k = make_kernel(d, "gap", gap_src);
     uint32_t a[N], untouched[N], want[N];
     fill_words(a, N, 3);
     fill_words(untouched, N, 4);
@@ -162,7 +154,7 @@ static void test_uniform_between_storage(void **state)
 {
     (void)state;
     cubec_device *d = test_device_open();
-    cubec_kernel k = kernel_of(d, "uniform_at_2", uniform_src);
+    cubec_kernel k = make_kernel(d, "uniform_at_2", uniform_src);
     cubec_kernel_info info = CUBEC_KERNEL_INFO_INIT;
     ASSERT_OK(cubec_kernel_get_info(d, k, &info));
     assert_int_equal(info.binding_count, 4);
@@ -216,7 +208,7 @@ static void test_two_descriptor_sets(void **state)
 {
     (void)state;
     cubec_device *d = test_device_open();
-    cubec_kernel k = kernel_of(d, "two_sets", two_sets_src);
+    cubec_kernel k = make_kernel(d, "two_sets", two_sets_src);
     uint32_t a[N], b[N], zero[N], want[N];
     fill_words(a, N, 6);
     fill_words(b, N, 7);
@@ -255,7 +247,7 @@ static void test_push_block_beside_uniform_block(void **state)
 {
     (void)state;
     cubec_device *d = test_device_open();
-    cubec_kernel k = kernel_of(d, "push_and_uniform", push_and_uniform_src);
+    cubec_kernel k = make_kernel(d, "push_and_uniform", push_and_uniform_src);
     uint32_t v[N], want[N];
     fill_words(v, N, 8);
     const uint32_t params[4] = {5, 2, 0, 0};
@@ -278,7 +270,7 @@ static void test_graph_of_uniform_kernel(void **state)
     (void)state;
     cubec_device *d = test_device_open();
     cubec_stream s = new_stream(d);
-    cubec_kernel k = kernel_of(d, "uniform_at_2", uniform_src);
+    cubec_kernel k = make_kernel(d, "uniform_at_2", uniform_src);
     uint32_t a[N], zero[N], want_b[N], want_c[N];
     fill_words(a, N, 9);
     memset(zero, 0, sizeof zero);
@@ -332,7 +324,7 @@ static void test_failure_through_uniform_buffer(void **state)
     cubec_device *d = open_device();
     cubec_stream s = new_stream(d);
     cubec_kernel produce = make_kernel(d, "produce", produce_src);
-    cubec_kernel k = kernel_of(d, "uniform_at_2", uniform_src);
+    cubec_kernel k = make_kernel(d, "uniform_at_2", uniform_src);
     uint32_t a[N], zero[N];
     fill_words(a, N, 10);
     memset(zero, 0, sizeof zero);
@@ -376,7 +368,7 @@ static void test_failure_in_unbound_buffer_is_not_an_input(void **state)
     cubec_device *d = open_device();
     cubec_stream s = new_stream(d);
     cubec_kernel produce = make_kernel(d, "produce", produce_src);
-    cubec_kernel k = kernel_of(d, "gap", gap_src);
+    cubec_kernel k = make_kernel(d, "gap", gap_src);
     uint32_t a[N], zero[N], want[N];
     fill_words(a, N, 11);
     memset(zero, 0, sizeof zero);

@@ -18,12 +18,10 @@
 
 #define N 256u
 
+/* The N words of `b` against want (launch_util's comparison). */
 static void expect_words(cubec_device *d, cubec_buffer b, const uint32_t *want, const char *what)
 {
-    uint32_t got[N];
-    ASSERT_OK(cubec_read(d, 0, b, 0, got, sizeof got));
-    for (uint32_t i = 0; i < N; i++)
-        if (got[i] != want[i]) fail_msg("%s: word %u is %u, want %u", what, i, got[i], want[i]);
+    expect_range_in(d, 0, b, N, 0, N, want, what);
 }
 
 static cubec_launch_desc launch_of(cubec_kernel k, const cubec_buffer *bufs, const void *info,
