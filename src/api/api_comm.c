@@ -201,9 +201,9 @@ static cubec_status check_in_out(const char *fn, const cubec_comm *c, uint32_t r
     RETURN_IF_ERROR(check_buffer(fn, c, r, "in", in[r], in_elems, dtype));
     RETURN_IF_ERROR(check_buffer(fn, c, r, "out", out[r], out_elems, dtype));
     if (in[r].id == out[r].id)
-        return INVALID_ARG("%s: in[%u] and out[%u] are one buffer (#%" PRIu64
-                           "): the ring writes out while it still reads in",
-                           fn, r, r, in[r].id);
+        return INVALID_ARG("%s: in[%u] and out[%u] are one buffer: the collective writes out "
+                           "while it still reads in",
+                           fn, r, r);
     return NULL;
 }
 
