@@ -33,9 +33,13 @@ cubec_status cubec_comm_create(cubec_device *const *devices, uint32_t n, cubec_c
     if (!c) return status_make(CUBEC_OUT_OF_MEMORY, "%s: the communicator", fn);
     c->devices = malloc(n * sizeof(cubec_device *));
     c->kernels = calloc((size_t)n * COMM_DTYPES, sizeof(cubec_kernel));
-    if (!c->devices || !c->kernels) {
+    c->max_range = calloc(n, sizeof(uint64_t));
+    c->view_align = calloc(n, sizeof(uint64_t));
+    if (!c->devices || !c->kernels || !c->max_range || !c->view_align) {
         free(c->devices);
         free(c->kernels);
+        free(c->max_range);
+        free(c->view_align);
         free(c);
         return status_make(CUBEC_OUT_OF_MEMORY, "%s: %u devices", fn, n);
     }
@@ -66,6 +70,8 @@ void cubec_comm_destroy(cubec_comm *comm)
     comm_kernels_destroy(comm);
     pthread_mutex_destroy(&comm->lock);
     free(comm->kernels);
+    free(comm->max_range);
+    free(comm->view_align);
     free(comm->devices);
     free(comm);
 }

@@ -53,6 +53,9 @@ struct cubec_comm_s {
      * use (id 0: not yet); the lock keeps two threads from compiling one twice. */
     pthread_mutex_t lock;
     cubec_kernel *kernels;
+    /* Per rank, read with its first kernel: the bytes one binding may span and the alignment of
+     * a view's offset (0: not read yet). Large ranges are bound as views, in pieces. */
+    uint64_t *max_range, *view_align;
 };
 
 /* The transports in the order a communicator tries them. */

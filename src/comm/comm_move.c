@@ -64,6 +64,7 @@ static const char element_src[] =
     "    }\n"
     "}\n";
 
+/* Rank `rank`'s element kernel of `dtype`, and its device's binding limits, read at first use. */
 static cubec_status element_kernel(cubec_comm *c, uint32_t rank, cubec_dtype dtype,
                                    cubec_kernel *out)
 {
@@ -72,8 +73,17 @@ static cubec_status element_kernel(cubec_comm *c, uint32_t rank, cubec_dtype dty
     static const char *const kinds[COMM_DTYPES] = {NULL, "1", "2", "3"};
     pthread_mutex_lock(&c->lock);
     cubec_status err = NULL;
+    if (!c->max_range[rank]) {
+        cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
+        err = cubec_device_get_info(c->devices[rank], &info);
+        if (!err) {
+            c->max_range[rank] = info.max_storage_buffer_range;
+            c->view_align[rank] =
+                info.storage_offset_alignment > 4 ? info.storage_offset_alignment : 4;
+        }
+    }
     cubec_kernel *k = &c->kernels[rank * COMM_DTYPES + (uint32_t)dtype];
-    if (!k->id) {
+    if (!err && !k->id) {
         cubec_define def = {"KIND", kinds[dtype]};
         cubec_kernel_desc desc = CUBEC_KERNEL_DESC_INIT;
         desc.name = names[dtype];
@@ -84,6 +94,63 @@ static cubec_status element_kernel(cubec_comm *c, uint32_t rank, cubec_dtype dty
     }
     *out = *k;
     pthread_mutex_unlock(&c->lock);
+    return err;
+}
+
+/* A view of `buf` over the words that hold elements [elem, elem + count), starting at a multiple
+ * of `align`; *out_off is elem's index within the view. */
+static cubec_status view_of(cubec_device *d, cubec_buffer buf, uint64_t elem, uint64_t count,
+                            uint32_t esize, uint64_t align, cubec_buffer *out_view,
+                            uint32_t *out_off)
+{
+    const uint32_t per_word = 4 / esize;
+    const uint64_t start = elem / per_word * 4 / align * align;
+    const uint64_t end = ((elem + count - 1) / per_word + 1) * 4;
+    RETURN_IF_ERROR(cubec_buffer_view(d, buf, start, end - start, out_view));
+    *out_off = (uint32_t)(elem - start / esize);
+    return NULL;
+}
+
+/* One launch of the element kernel over `count` elements: dst[i] = a[i] (op 0) or a[i] op b[i],
+ * b being dst itself where in_place. Each buffer bound as a view of the words the range touches,
+ * so a range of a buffer larger than one binding may span is bound all the same. */
+static cubec_status launch_piece(cubec_comm *c, uint32_t rank, cubec_stream s, cubec_kernel k,
+                                 const comm_call *call, comm_end dst, cubec_buffer a,
+                                 uint64_t a_elem, cubec_buffer b, uint64_t b_elem, uint64_t count,
+                                 cubec_reduce_op op, int in_place)
+{
+    cubec_device *d = c->devices[rank];
+    const uint32_t esize = comm_dtype_size(call->dtype), per_word = 4 / esize;
+    const uint64_t align = c->view_align[rank];
+    cubec_buffer views[3] = {{0}, {0}, {0}};
+    struct {
+        uint32_t dst_off, a_off, b_off, count, op, b_is_dst;
+    } info = {0, 0, 0, (uint32_t)count, (uint32_t)op, (uint32_t)in_place};
+    cubec_status err = view_of(d, dst.buf, dst.elem, count, esize, align, &views[0], &info.dst_off);
+    if (!err) err = view_of(d, a, a_elem, count, esize, align, &views[1], &info.a_off);
+    /* Binding 2 is read only for an out-of-place reduction; otherwise it repeats the source,
+     * which the kernel does not read through it. */
+    if (!err && op != 0 && !in_place)
+        err = view_of(d, b, b_elem, count, esize, align, &views[2], &info.b_off);
+    if (in_place) info.b_off = info.dst_off;
+    if (!err) {
+        cubec_buffer bound[3] = {views[0], views[1], views[2].id ? views[2] : views[1]};
+        /* The words the dst range touches, relative to its view: what the invocations share. */
+        const uint64_t words = (info.dst_off + count - 1) / per_word - info.dst_off / per_word + 1;
+        const uint64_t groups = (words + WORKGROUP - 1) / WORKGROUP;
+        cubec_launch_desc ld = CUBEC_LAUNCH_DESC_INIT;
+        ld.kernel = k;
+        ld.buffers = bound;
+        ld.buffer_count = 3;
+        ld.info = &info;
+        ld.info_size = sizeof info;
+        ld.groups[0] = groups < MAX_GROUPS ? (uint32_t)groups : MAX_GROUPS;
+        ld.groups[1] = ld.groups[2] = 1;
+        err = cubec_launch(d, s, &ld);
+    }
+    /* Queued work holds the views until it has run. */
+    for (int i = 0; i < 3; i++)
+        if (views[i].id) cubec_status_free(cubec_buffer_release(d, views[i]));
     return err;
 }
 
@@ -126,26 +193,17 @@ cubec_status comm_move(cubec_comm *c, const comm_call *call, comm_end src, comm_
     }
     cubec_kernel k;
     cubec_status err = element_kernel(c, dst.rank, call->dtype, &k);
-    if (!err) {
-        const int in_place = op != 0 && local.buf.id == dst.buf.id;
-        struct {
-            uint32_t dst_off, a_off, b_off, count, op, b_is_dst;
-        } info = {(uint32_t)dst.elem, (uint32_t)a_off, (uint32_t)local.elem,
-                  (uint32_t)count,    (uint32_t)op,    (uint32_t)in_place};
-        /* Binding 2 is read only for an out-of-place reduction; otherwise it repeats the source,
-         * which the kernel does not read through it. */
-        cubec_buffer bound[3] = {dst.buf, a, op != 0 && !in_place ? local.buf : a};
-        const uint64_t words = (dst.elem + count - 1) / per_word - dst.elem / per_word + 1;
-        const uint64_t groups = (words + WORKGROUP - 1) / WORKGROUP;
-        cubec_launch_desc ld = CUBEC_LAUNCH_DESC_INIT;
-        ld.kernel = k;
-        ld.buffers = bound;
-        ld.buffer_count = 3;
-        ld.info = &info;
-        ld.info_size = sizeof info;
-        ld.groups[0] = groups < MAX_GROUPS ? (uint32_t)groups : MAX_GROUPS;
-        ld.groups[1] = ld.groups[2] = 1;
-        err = cubec_launch(dd, ds, &ld);
+    const int in_place = op != 0 && local.buf.id == dst.buf.id;
+    /* Pieces of at most half a binding's span (64 MiB at most): each view then fits one binding
+     * whatever its alignment. */
+    uint64_t piece_bytes = c->max_range[dst.rank] / 2;
+    if (piece_bytes > (64u << 20)) piece_bytes = 64u << 20;
+    const uint64_t piece = piece_bytes / 4 * per_word;
+    for (uint64_t done = 0; done < count && !err; done += piece) {
+        const uint64_t m = count - done < piece ? count - done : piece;
+        comm_end d_piece = {dst.rank, dst.buf, dst.elem + done};
+        err = launch_piece(c, dst.rank, ds, k, call, d_piece, a, a_off + done, local.buf,
+                           local.elem + done, m, op, in_place);
     }
     /* Queued work holds the scratch until it has run. */
     if (scratch.id) {
