@@ -107,6 +107,11 @@ extern const bench_impl bench_relocate_copy_impl;
 extern const bench_impl bench_copy_peer_1_impl, bench_copy_peer_1_baseline_impl;
 extern const bench_impl bench_copy_peer_16_impl, bench_copy_peer_16_baseline_impl;
 extern const bench_impl bench_copy_peer_256_impl, bench_copy_peer_256_baseline_impl;
+/* multi.allreduce.{1,16,256}MiB (allreduce_figure.c): cubec_comm_all_reduce over two devices, in
+ * bus bandwidth, and its baseline, one cubec_copy_peer of the same bytes between them. */
+extern const bench_impl bench_allreduce_1_impl, bench_allreduce_1_baseline_impl;
+extern const bench_impl bench_allreduce_16_impl, bench_allreduce_16_baseline_impl;
+extern const bench_impl bench_allreduce_256_impl, bench_allreduce_256_baseline_impl;
 
 /* The tiny kernel of the launch figures: one workgroup of 64 threads each adding `step` to one
  * uint of a 256-byte buffer. */

@@ -129,6 +129,11 @@ static const figure_def figures[] = {
     {"multi.copy_peer.1MiB", "GB/s", 0, "wall", 2, 11, 3, "cubec_copy", NULL, 0},
     {"multi.copy_peer.16MiB", "GB/s", 0, "wall", 1, 11, 3, "cubec_copy", NULL, 0},
     {"multi.copy_peer.256MiB", "GB/s", 0, "wall", 1, 5, 3, "cubec_copy", NULL, 0},
+    /* All-reduce over the device and a second open of it, in bus bandwidth, against one peer
+     * copy of the same bytes (allreduce_figure.c). */
+    {"multi.allreduce.1MiB", "GB/s", 0, "wall", 2, 11, 3, "cubec_copy_peer", NULL, 0},
+    {"multi.allreduce.16MiB", "GB/s", 0, "wall", 1, 11, 3, "cubec_copy_peer", NULL, 0},
+    {"multi.allreduce.256MiB", "GB/s", 0, "wall", 1, 5, 3, "cubec_copy_peer", NULL, 0},
 };
 #define FIGURE_COUNT (sizeof figures / sizeof figures[0])
 
