@@ -923,6 +923,7 @@ CUBEC_MUST_USE cubec_status cubec_comm_create(cubec_device *const *devices, uint
 /* Frees the communicator and its kernels; collectives already queued still run. NULL is
  * accepted. */
 void cubec_comm_destroy(cubec_comm *comm);
+/* The communicator's ranks and transport, written as far as out_info->struct_size declares. */
 CUBEC_MUST_USE cubec_status cubec_comm_get_info(const cubec_comm *comm, cubec_comm_info *out_info);
 /* How `total` elements are split over the ranks by cubec_comm_all_gather and
  * cubec_comm_reduce_scatter (cubec_mpi_shard's rule): rank r holds total / n elements, one more

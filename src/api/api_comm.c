@@ -6,6 +6,7 @@
 #include "api/api_struct.h"
 #include "comm/comm.h"
 #include "comm/comm_move.h"
+#include "server/graph.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -130,7 +131,9 @@ static cubec_status check_op(const char *fn, cubec_reduce_op op)
     return NULL;
 }
 
-/* Rank r's stream, refused by name before anything is queued. */
+/* Rank r's stream, refused by name before anything is queued; so is a stream recording a graph
+ * where the collective crosses devices (a capture cannot hold another device's copies, and a
+ * refusal half-way would leave the other ranks' steps queued). */
 static cubec_status check_stream(const char *fn, const cubec_comm *c, uint32_t r,
                                  const cubec_stream *streams)
 {
@@ -138,6 +141,7 @@ static cubec_status check_stream(const char *fn, const cubec_comm *c, uint32_t r
     RETURN_IF_ERROR(api_lock(d, fn));
     stream_ref ref;
     cubec_status err = api_slot(d, streams[r], fn, &ref);
+    if (!err && c->n > 1) err = server_graph_refuse(d, ref, fn);
     return api_unlock(d, status_annotate(err, "streams[%u]", r));
 }
 

@@ -177,10 +177,22 @@ static cubec_status ring_run(cubec_comm *c, void *state, const comm_call *call)
     return err;
 }
 
+/* The ring serves devices every ordered pair of which has a path (a broadcast's root sends to
+ * every rank, not only its neighbour): refused here, the collectives cannot fail half-way for
+ * want of one. */
 static cubec_status ring_open(cubec_comm *comm, void **out_state)
 {
-    (void)comm;
     *out_state = NULL;
+    for (uint32_t p = 0; p < comm->n; p++)
+        for (uint32_t q = 0; q < comm->n; q++) {
+            if (p == q) continue;
+            cubec_path_info info = CUBEC_PATH_INFO_INIT;
+            RETURN_IF_ERROR(cubec_device_get_path(comm->devices[p], comm->devices[q], &info));
+            if (info.path == CUBEC_PATH_NONE)
+                return status_make(CUBEC_UNSUPPORTED,
+                                   "ring: no path from devices[%u] to devices[%u]: %s", p, q,
+                                   info.reason);
+        }
     return NULL;
 }
 

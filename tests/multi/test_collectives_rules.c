@@ -458,6 +458,14 @@ static void test_refusals_change_nothing(void **state)
                  "in[0] and out[0] are one buffer");
     ASSERT_ERROR(cubec_comm_reduce_scatter(c, big_out, big_out, s, N, F16, SUM),
                  CUBEC_INVALID_ARGUMENT, "in[0] and out[0] are one buffer");
+    /* A stream recording a graph: a capture cannot hold another device's copies. */
+    ASSERT_OK(cubec_graph_prepare(f->d[1], s[1]));
+    ASSERT_OK(cubec_graph_begin(f->d[1], s[1]));
+    ASSERT_ERROR(cubec_comm_all_reduce(c, in, s, N, F32, SUM), CUBEC_GRAPH_STATE, "streams[1]");
+    ASSERT_ERROR(cubec_comm_all_gather(c, in, out, s, N, F32), CUBEC_GRAPH_STATE, "streams[1]");
+    cubec_graph g;
+    ASSERT_OK(cubec_graph_end(f->d[1], s[1], &g));
+    ASSERT_OK(cubec_graph_destroy(f->d[1], s[1], g));
     for (uint32_t r = 0; r < RANKS; r++) {
         ASSERT_OK(cubec_read(f->d[r], s[r], in[r], 0, got, sizeof got));
         assert_memory_equal(got, data[r], sizeof got);
