@@ -43,8 +43,8 @@ static bench_err pattern(allreduce_fig *f, int r, int check)
                                           n / 4);
         } else {
             bench_content_fill(BENCH_CONTENT_PATTERN, ALLREDUCE_SEED, off / 4, chunk, n / 4);
-            err = bench_from_status(
-                cubec_write(f->dev[r], f->stream[r], f->buf[r], off, chunk, n), "cubec_write");
+            err = bench_from_status(cubec_write(f->dev[r], f->stream[r], f->buf[r], off, chunk, n),
+                                    "cubec_write");
         }
     }
     free(chunk);
