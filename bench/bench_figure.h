@@ -47,6 +47,7 @@ typedef struct bench_params {
     uint32_t gemm_n;            /* kernel.gemm_f16: N of the N x N x N multiply            */
     uint64_t features;          /* cubec_feature bits of the device                        */
     uint32_t mlp_steps;         /* memory.peak_ratio: training steps of the MLP loop        */
+    uint64_t max_binding;       /* the most bytes one binding may hold on the device        */
 } bench_params;
 
 /* One repetition's result: the figure's value, and optionally a device-time value measured with
@@ -107,6 +108,17 @@ extern const bench_impl bench_relocate_copy_impl;
 extern const bench_impl bench_copy_peer_1_impl, bench_copy_peer_1_baseline_impl;
 extern const bench_impl bench_copy_peer_16_impl, bench_copy_peer_16_baseline_impl;
 extern const bench_impl bench_copy_peer_256_impl, bench_copy_peer_256_baseline_impl;
+
+/* multi.allreduce.{1,16,256}MiB (allreduce_figure.c): cubec_comm_all_reduce over 2 ranks, as bus
+ * bandwidth; its baseline is multi.copy_peer's cubec side (a peer copy of the same bytes). */
+extern const bench_impl bench_allreduce_1_impl, bench_allreduce_16_impl, bench_allreduce_256_impl;
+/* Why the size cannot run on the device, or NULL (see allreduce_figure.c). */
+bench_err bench_allreduce_1_unavailable(const bench_params *params);
+bench_err bench_allreduce_16_unavailable(const bench_params *params);
+bench_err bench_allreduce_256_unavailable(const bench_params *params);
+#define BENCH_ALLREDUCE_NOTE                                                                       \
+    "f32 sum over 2 ranks (the device and a second open of it); bus bandwidth as NCCL's tests "    \
+    "define it: 2(n-1)/n * bytes / time, n = 2; baseline: cubec_copy_peer of the same bytes"
 
 /* The tiny kernel of the launch figures: one workgroup of 64 threads each adding `step` to one
  * uint of a 256-byte buffer. */
