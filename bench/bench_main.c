@@ -147,6 +147,18 @@ static const figure_def figures[] = {
     ALLREDUCE_FIGURE(1, 2, 11, 3),
     ALLREDUCE_FIGURE(16, 1, 11, 3),
     ALLREDUCE_FIGURE(256, 1, 5, 3),
+    /* cubec -> CUDA -> cubec on one GPU, against the same three kernels all in cubec
+     * (cuda_roundtrip.c); where libcuda is absent it is skipped, saying so. */
+    {.name = "multi.cuda_roundtrip",
+     .unit = "us",
+     .lower_is_better = 1,
+     .method = "wall",
+     .warmup = 5,
+     .reps = 51,
+     .quick_reps = 5,
+     .self_baseline = "cubec_only",
+     .note = BENCH_CUDA_ROUNDTRIP_NOTE,
+     .unavailable = bench_cuda_roundtrip_unavailable},
 };
 #define FIGURE_COUNT (sizeof figures / sizeof figures[0])
 
@@ -298,6 +310,8 @@ static void make_params(const cubec_device_info *info, int quick, bench_params *
     p->gemm_n = p->gpu && !quick ? 4096 : 1024;
     p->features = info->features;
     p->max_binding = max_binding;
+    p->vendor_id = info->vendor_id;
+    p->external_handles = info->external_handles;
     p->mlp_steps = quick ? 8 : 40;
     /* Unique per run, so that no disk cache (cubec's or the driver's) has seen a salted kernel. */
     p->salt_base = ((uint32_t)time(NULL) ^ (uint32_t)getpid() * 2654435761u) & 0x3fffffffu;
