@@ -51,16 +51,22 @@ def line(name, values, unit, notes=""):
         " " + notes if notes else ""), flush=True)
 
 
-def timed(fn, reps, before=None):
-    """Wall seconds of fn() up to a device sync, `reps` times after the warm-ups."""
+def sync(devices):
+    for d in devices:
+        torch.cuda.synchronize(d)
+
+
+def timed(fn, reps, before=None, devices=(None,)):
+    """Wall seconds of fn() up to a sync of `devices` (None: the current one), `reps` times after
+    the warm-ups."""
     out = []
     for i in range(WARMUP + reps):
         if before:
             before()
-        torch.cuda.synchronize()
+        sync(devices)
         t0 = time.perf_counter()
         fn()
-        torch.cuda.synchronize()
+        sync(devices)
         if i >= WARMUP:
             out.append(time.perf_counter() - t0)
     return out
@@ -74,7 +80,9 @@ def copy_peer(quick):
         n = (mib << 20) // 4
         src = torch.arange(n, dtype=torch.float32, device="cuda:0")
         dst = torch.empty(n, dtype=torch.float32, device=dst_dev)
-        secs = timed(lambda: dst.copy_(src, non_blocking=True), reps_for(mib, quick))
+        # Both GPUs synced: the copy's completion is the destination's as much as the source's.
+        secs = timed(lambda: dst.copy_(src, non_blocking=True), reps_for(mib, quick),
+                     devices=(torch.device("cuda:0"), dst_dev))
         if not torch.equal(dst.cpu(), src.cpu()):
             raise SystemExit("torch.copy_peer_%dMiB: the copy differs from its source" % mib)
         line("torch.copy_peer_%dMiB" % mib, [(mib << 20) / s * 1e-9 for s in secs], "GB/s",
