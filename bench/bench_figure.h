@@ -129,9 +129,9 @@ bench_err bench_allreduce_256_unavailable(const bench_params *params);
 extern const bench_impl bench_cuda_roundtrip_impl, bench_cuda_roundtrip_baseline_impl;
 bench_err bench_cuda_roundtrip_unavailable(const bench_params *params);
 #define BENCH_CUDA_ROUNDTRIP_NOTE                                                                  \
-    "1 MiB: cubec kernel writes -> CUDA kernel (PTX) x*2+1 in place -> cubec copies it out, "      \
-    "wall time to the last sync; baseline: the same three kernels in cubec on one stream; "        \
-    "overhead = value - baseline"
+    "1 MiB: cubec kernel writes -> cubec_cuda_wait_stream -> CUDA kernel (PTX) x*2+1 in place -> " \
+    "cubec_stream_wait_cuda -> cubec copies it out, wall time to one cubec_sync; baseline: the "   \
+    "same three kernels in cubec on one stream; overhead = value - baseline"
 
 /* The tiny kernel of the launch figures: one workgroup of 64 threads each adding `step` to one
  * uint of a 256-byte buffer. */

@@ -4,9 +4,10 @@
  * cubec_copy into a second buffer), to a cubec_sync: the wall time of the three, in us. The
  * baseline runs the same three kernels in cubec alone on one stream (the CUDA kernel's twin in
  * GLSL), so the difference is what the two handoffs cost: cubec -> CUDA through
- * cubec_cuda_wait_stream (a GPU-side wait on cubec's exported timeline, no host wait), and
- * CUDA -> cubec through cuStreamSynchronize (the host waits for CUDA before it queues cubec's
- * read: cubec has no GPU-side wait on CUDA's work yet).
+ * cubec_cuda_wait_stream (CUDA's stream waits on cubec's exported timeline) and CUDA -> cubec
+ * through cubec_stream_wait_cuda (cubec's next batch waits on a timeline CUDA signals). Both are
+ * GPU-side waits: the host queues all three without waiting and waits once, at the end, as the
+ * baseline does.
  *
  * Present only where libcuda loads and the device is an NVIDIA GPU that exports its timeline;
  * skipped elsewhere, saying which (bench_cuda_roundtrip_unavailable). The CUDA driver comes
@@ -188,7 +189,7 @@ static bench_err run(void *state, bench_sample *out)
         BENCH_TRY(cuda_try(
             f, f->cu->launch_kernel(f->fn, WORDS / GROUP, 1, 1, GROUP, 1, 1, 0, f->cs, args, NULL),
             "cuLaunchKernel"));
-        BENCH_TRY(cuda_try(f, f->cu->stream_synchronize(f->cs), "cuStreamSynchronize"));
+        CU_TRY(cubec_stream_wait_cuda(f->dev, f->stream, f->cs));
     } else {
         BENCH_TRY(launch(f, f->twice, f->a));
     }
