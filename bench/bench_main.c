@@ -82,9 +82,7 @@ static const figure_variant peak_ratio_variants[] = {
     {"memory.peak_ratio.adaptive", "cubec_adaptive", 1, "CUBEC_MEMORY_PRESET", "adaptive"},
 };
 
-/* The figures of docs/benchmarks.md, then the streams figures, measured against cubec itself.
- * compile.warm_disk is measured against the same child processes without the disk cache.
- * Repetitions are odd so that the median is a sample. */
+/* The rows of multi.allreduce, one per size: the same but for the name and repetitions. */
 #define ALLREDUCE_ROW(warm, reps_, quick)                                                          \
     .unit = "GB/s", .lower_is_better = 0, .method = "wall", .warmup = (warm), .reps = (reps_),     \
     .quick_reps = (quick), .self_baseline = "cubec_copy_peer", .note = BENCH_ALLREDUCE_NOTE
@@ -93,6 +91,10 @@ static const figure_variant peak_ratio_variants[] = {
         .name = "multi.allreduce." #mib "MiB", ALLREDUCE_ROW(warm, reps_, quick),                  \
         .unavailable = bench_allreduce_##mib##_unavailable                                         \
     }
+
+/* The figures of docs/benchmarks.md, then the streams figures, measured against cubec itself.
+ * compile.warm_disk is measured against the same child processes without the disk cache.
+ * Repetitions are odd so that the median is a sample. */
 static const figure_def figures[] = {
     {"launch.enqueue", "us", 1, "host", 1, 11, 3},
     {"launch.roundtrip", "us", 1, "wall", 20, 501, 51},
