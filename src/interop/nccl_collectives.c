@@ -5,6 +5,7 @@
 #include "interop/cuda_driver.h"
 
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -444,6 +445,37 @@ static cubec_status leave_cuda(const nccl_group *g, const call *c)
     return async_errors(g, c->fn);
 }
 
+/* A failure carried by an input the collective reads (docs/errors.md): NCCL would move whatever
+ * bytes are there, so instead every rank's output range takes the failure of the first such
+ * rank, as cubec_mpi's collectives do, and NCCL is not called. *carried is 1 when it did so. */
+static cubec_status carry_failures(const nccl_group *g, const call *c, int *carried)
+{
+    *carried = 0;
+    uint32_t first = 0;
+    cubec_status found = NULL;
+    for (uint32_t r = 0; r < g->n && !found; r++) {
+        if (c->kind == BROADCAST && r != c->root) continue; /* only the root's bytes travel */
+        found = cubec_check(g->ranks[r].device, &c->in[r], 1);
+        first = r;
+    }
+    if (!found) return NULL;
+    *carried = 1;
+    cubec_code code = cubec_status_code(found);
+    char message[512];
+    snprintf(message, sizeof message, "%s: rank %u's input carries a failure: %s", c->fn, first,
+             cubec_status_message(found));
+    cubec_status_free(found);
+    for (uint32_t r = 0; r < g->n; r++) {
+        uint64_t in_elems = 0, out_elems = 0;
+        extents(g, c, r, &in_elems, &out_elems);
+        if (out_elems == 0) continue;
+        cubec_status err = cubec_write_failure(g->ranks[r].device, c->streams[r], c->out[r], 0,
+                                               out_elems * c->esize, code, message);
+        if (err) return status_annotate(err, "%s: out[%u]", c->fn, r);
+    }
+    return NULL;
+}
+
 static cubec_status run(nccl_group *g, call *c)
 {
     if (!g) return INVALID_ARG("%s: group is NULL", c->fn);
@@ -457,6 +489,9 @@ static cubec_status run(nccl_group *g, call *c)
     RETURN_IF_ERROR(check_ranks(g, c));
     if (c->count == 0) return NULL;
     RETURN_IF_ERROR(async_errors(g, c->fn));
+    int carried = 0;
+    RETURN_IF_ERROR(carry_failures(g, c, &carried));
+    if (carried) return NULL;
     cubec_status err = enter_cuda(g, c);
     if (!err) err = queue_nccl(g, c);
     if (!err) err = leave_cuda(g, c);

@@ -7,7 +7,9 @@
  * One collective: every rank's buffers are mapped into CUDA (cubec_cuda_map: they must be
  * exportable), the group's CUDA stream of each rank waits for the cubec stream given for it
  * (cubec_cuda_wait_stream, on the GPU), the NCCL calls of all ranks are queued in one
- * ncclGroupStart/End, and each cubec stream is then ordered after its CUDA stream.
+ * ncclGroupStart/End, and each cubec stream is then ordered after its CUDA stream. An input that
+ * carries a failure (cubec_check) sends it to every rank's output instead (cubec_write_failure),
+ * and NCCL is not called.
  *
  * A group is used by one thread at a time (as NCCL's communicators are). */
 #ifndef CUBEC_INTEROP_NCCL_COLLECTIVES_H

@@ -437,6 +437,37 @@ static void test_collective_refusals(void **state)
     test_device_close(d);
 }
 
+/* A failure carried by an input reaches the outputs instead of NCCL moving the bytes. */
+static void test_input_failure_reaches_outputs(void **state)
+{
+    (void)state;
+    nccl_group *g = NULL;
+    cubec_device *d = gpu_group("test_input_failure_reaches_outputs", &g);
+    if (!d) skip();
+    const cubec_stream s = 0;
+    cubec_buffer in = filled(d, CUBEC_DTYPE_F32, 256, 1), out = filled(d, CUBEC_DTYPE_F32, 256, 2);
+    ASSERT_OK(cubec_write_failure(d, s, in, 16, 32, CUBEC_INTERNAL, "a producer failed"));
+    ASSERT_OK(nccl_group_all_gather(g, &in, &out, &s, 256, CUBEC_DTYPE_F32));
+    float got[256];
+    ASSERT_ERROR(cubec_read(d, s, out, 0, got, sizeof got), CUBEC_INTERNAL,
+                 "rank 0's input carries a failure");
+    ASSERT_ERROR(cubec_read(d, s, out, 0, got, sizeof got), CUBEC_INTERNAL, "a producer failed");
+    /* Only the failing collective: a clean input goes through NCCL as before. */
+    cubec_buffer clean = filled(d, CUBEC_DTYPE_F32, 256, 3),
+                 fresh = filled(d, CUBEC_DTYPE_F32, 256, 2);
+    ASSERT_OK(nccl_group_all_gather(g, &clean, &fresh, &s, 256, CUBEC_DTYPE_F32));
+    double want[256];
+    for (int i = 0; i < 256; i++)
+        want[i] = input_value((uint64_t)i, 3);
+    check(d, fresh, CUBEC_DTYPE_F32, 256, want, 256, 2, "all_gather after a carried failure");
+    ASSERT_OK(cubec_buffer_release(d, fresh));
+    ASSERT_OK(cubec_buffer_release(d, in));
+    ASSERT_OK(cubec_buffer_release(d, out));
+    ASSERT_OK(cubec_buffer_release(d, clean));
+    nccl_group_close(g);
+    test_device_close(d);
+}
+
 static void test_shard_rule(void **state)
 {
     (void)state;
@@ -471,6 +502,7 @@ int main(void)
         cmocka_unit_test(test_one_rank_every_collective),
         cmocka_unit_test(test_waits_for_cubec_writer),
         cmocka_unit_test(test_collective_refusals),
+        cmocka_unit_test(test_input_failure_reaches_outputs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
