@@ -237,11 +237,10 @@ void nccl_shard(uint32_t n, uint64_t total, uint32_t rank, uint64_t *out_offset,
 /* ------------------------------------------------------------------------------------------ */
 
 /* What one collective was asked, checked and resolved to CUDA pointers. */
-typedef enum kind { ALL_REDUCE, BROADCAST, ALL_GATHER, REDUCE_SCATTER } kind;
 
 typedef struct call {
     const char *fn;
-    kind kind;
+    nccl_kind kind;
     const cubec_buffer *in, *out; /* in == out for all_reduce and broadcast */
     const cubec_stream *streams;
     uint64_t count; /* all_reduce, broadcast: count; all_gather, reduce_scatter: total */
@@ -295,8 +294,8 @@ static void extents(const nccl_group *g, const call *c, uint32_t r, uint64_t *in
     uint64_t off = 0, mine = 0;
     nccl_shard(g->n, c->count, r, &off, &mine);
     *in_elems = *out_elems = c->count;
-    if (c->kind == ALL_GATHER) *in_elems = mine;
-    if (c->kind == REDUCE_SCATTER) *out_elems = mine;
+    if (c->kind == NCCL_KIND_ALL_GATHER) *in_elems = mine;
+    if (c->kind == NCCL_KIND_REDUCE_SCATTER) *out_elems = mine;
 }
 
 /* Every rank's stream and buffers, before anything is mapped or queued. */
@@ -376,14 +375,17 @@ static nccl_result queue_rank(const nccl_group *g, const call *c, uint32_t r)
     nccl_stream s = (nccl_stream)me->stream;
     const int t = c->nccl_type;
     switch (c->kind) {
-    case ALL_REDUCE: return nc->all_reduce(me->in, me->in, c->count, t, c->nccl_op, comm, s);
-    case BROADCAST: return nc->broadcast(me->in, me->in, c->count, t, (int)c->root, comm, s);
-    case ALL_GATHER:
-    case REDUCE_SCATTER: break;
+    case NCCL_KIND_ALL_REDUCE:
+        return nc->all_reduce(me->in, me->in, c->count, t, c->nccl_op, comm, s);
+    case NCCL_KIND_BROADCAST:
+        return nc->broadcast(me->in, me->in, c->count, t, (int)c->root, comm, s);
+    case NCCL_KIND_ALL_GATHER:
+    case NCCL_KIND_REDUCE_SCATTER: break;
     }
     const uint64_t n = g->n;
     if (!g->per_shard && c->count % n == 0) {
-        if (c->kind == ALL_GATHER) return nc->all_gather(me->in, me->out, c->count / n, t, comm, s);
+        if (c->kind == NCCL_KIND_ALL_GATHER)
+            return nc->all_gather(me->in, me->out, c->count / n, t, comm, s);
         return nc->reduce_scatter(me->in, me->out, c->count / n, t, c->nccl_op, comm, s);
     }
     /* Uneven shards: NCCL's all-gather and reduce-scatter take one count for every rank, so each
@@ -395,7 +397,7 @@ static nccl_result queue_rank(const nccl_group *g, const call *c, uint32_t r)
         nccl_shard(g->n, c->count, k, &off, &cnt);
         if (cnt == 0) continue;
         nccl_result nr;
-        if (c->kind == ALL_GATHER)
+        if (c->kind == NCCL_KIND_ALL_GATHER)
             nr = nc->broadcast(me->in, me->out + off * c->esize, cnt, t, (int)k, comm, s);
         else
             nr = nc->reduce(me->in + off * c->esize, me->out, cnt, t, c->nccl_op, (int)k, comm, s);
@@ -409,7 +411,8 @@ static nccl_result queue_rank(const nccl_group *g, const call *c, uint32_t r)
 static cubec_status queue_nccl(const nccl_group *g, const call *c)
 {
     const nccl_driver *nc = g->nc;
-    RETURN_IF_ERROR(push(g->cu, g->ranks[0].ctx));
+    const int with_cuda = g->cu != NULL; /* a group made for tests has none */
+    if (with_cuda) RETURN_IF_ERROR(push(g->cu, g->ranks[0].ctx));
     nccl_result nr = nc->group_start();
     cubec_status err = nr ? nccl_status(nc, nr, "ncclGroupStart") : NULL;
     const int started = !err;
@@ -423,7 +426,7 @@ static cubec_status queue_nccl(const nccl_group *g, const call *c)
         nccl_result end = nc->group_end();
         if (end && !err) err = nccl_status(nc, end, "ncclGroupEnd");
     }
-    pop(g->cu);
+    if (with_cuda) pop(g->cu);
     return err ? status_annotate(err, "%s", c->fn) : NULL;
 }
 
@@ -454,7 +457,8 @@ static cubec_status carry_failures(const nccl_group *g, const call *c, int *carr
     uint32_t first = 0;
     cubec_status found = NULL;
     for (uint32_t r = 0; r < g->n && !found; r++) {
-        if (c->kind == BROADCAST && r != c->root) continue; /* only the root's bytes travel */
+        if (c->kind == NCCL_KIND_BROADCAST && r != c->root)
+            continue; /* only the root's bytes travel */
         found = cubec_check(g->ranks[r].device, &c->in[r], 1);
         first = r;
     }
@@ -482,7 +486,7 @@ static cubec_status run(nccl_group *g, call *c)
     if (!c->in) return INVALID_ARG("%s: %s is NULL", c->fn, c->in == c->out ? "buffers" : "in");
     if (!c->out) return INVALID_ARG("%s: out is NULL", c->fn);
     if (!c->streams) return INVALID_ARG("%s: streams is NULL", c->fn);
-    if (c->kind == BROADCAST && c->root >= g->n)
+    if (c->kind == NCCL_KIND_BROADCAST && c->root >= g->n)
         return INVALID_ARG("%s: root %u is not a rank of the group (n = %u)", c->fn, c->root, g->n);
     if (c->count > (UINT64_MAX / 8) / g->n)
         return INVALID_ARG("%s: count %" PRIu64 " is too large", c->fn, c->count);
@@ -503,7 +507,7 @@ cubec_status nccl_group_all_reduce(nccl_group *g, const cubec_buffer *buffers,
                                    cubec_reduce_op op)
 {
     call c = {.fn = "nccl_group_all_reduce",
-              .kind = ALL_REDUCE,
+              .kind = NCCL_KIND_ALL_REDUCE,
               .in = buffers,
               .out = buffers,
               .streams = streams,
@@ -518,7 +522,7 @@ cubec_status nccl_group_broadcast(nccl_group *g, const cubec_buffer *buffers,
                                   uint32_t root)
 {
     call c = {.fn = "nccl_group_broadcast",
-              .kind = BROADCAST,
+              .kind = NCCL_KIND_BROADCAST,
               .in = buffers,
               .out = buffers,
               .streams = streams,
@@ -532,7 +536,7 @@ cubec_status nccl_group_all_gather(nccl_group *g, const cubec_buffer *in, const 
                                    const cubec_stream *streams, uint64_t total, cubec_dtype dtype)
 {
     call c = {.fn = "nccl_group_all_gather",
-              .kind = ALL_GATHER,
+              .kind = NCCL_KIND_ALL_GATHER,
               .in = in,
               .out = out,
               .streams = streams,
@@ -547,7 +551,7 @@ cubec_status nccl_group_reduce_scatter(nccl_group *g, const cubec_buffer *in,
                                        uint64_t total, cubec_dtype dtype, cubec_reduce_op op)
 {
     call c = {.fn = "nccl_group_reduce_scatter",
-              .kind = REDUCE_SCATTER,
+              .kind = NCCL_KIND_REDUCE_SCATTER,
               .in = in,
               .out = out,
               .streams = streams,
@@ -556,4 +560,30 @@ cubec_status nccl_group_reduce_scatter(nccl_group *g, const cubec_buffer *in,
     RETURN_IF_ERROR(check_dtype(c.fn, dtype, &c.nccl_type, &c.esize));
     RETURN_IF_ERROR(check_op(c.fn, op, &c.nccl_op));
     return run(g, &c);
+}
+
+nccl_group *nccl_group_open_for_test(const nccl_driver *nc, uint32_t n)
+{
+    nccl_group *g = calloc(1, sizeof *g + n * sizeof(nccl_rank));
+    if (!g) return NULL;
+    g->n = n;
+    g->nc = nc;
+    for (uint32_t i = 0; i < n; i++)
+        g->ranks[i].comm = (nccl_comm)(uintptr_t)(i + 1); /* the stand-in's rank, from 1 */
+    return g;
+}
+
+cubec_status nccl_group_queue_for_test(nccl_group *g, nccl_kind what, char *const *in,
+                                       char *const *out, uint64_t count, cubec_dtype dtype,
+                                       cubec_reduce_op op, uint32_t root)
+{
+    call c = {.fn = "nccl_group_queue_for_test", .kind = what, .count = count, .root = root};
+    RETURN_IF_ERROR(check_dtype(c.fn, dtype, &c.nccl_type, &c.esize));
+    if (what == NCCL_KIND_ALL_REDUCE || what == NCCL_KIND_REDUCE_SCATTER)
+        RETURN_IF_ERROR(check_op(c.fn, op, &c.nccl_op));
+    for (uint32_t r = 0; r < g->n; r++) {
+        g->ranks[r].in = in[r];
+        g->ranks[r].out = out[r];
+    }
+    return queue_nccl(g, &c);
 }

@@ -68,4 +68,20 @@ MUST_USE cubec_status nccl_group_reduce_scatter(nccl_group *g, const cubec_buffe
  * and one GPU is all some machines have to test it on. */
 void nccl_group_force_per_shard(nccl_group *g, int on);
 
+/* For tests of how a collective becomes NCCL calls, without CUDA or devices: a group of `n`
+ * ranks over a stand-in NCCL table (rank r's communicator is the pointer value r + 1), and one
+ * collective's NCCL calls queued on the CUDA addresses given (host memory for the stand-in:
+ * in[r], out[r]; out == in for all-reduce and broadcast), as the collectives queue them once
+ * checked and mapped. The group is freed by nccl_group_close. */
+typedef enum nccl_kind {
+    NCCL_KIND_ALL_REDUCE,
+    NCCL_KIND_BROADCAST,
+    NCCL_KIND_ALL_GATHER,
+    NCCL_KIND_REDUCE_SCATTER,
+} nccl_kind;
+nccl_group *nccl_group_open_for_test(const nccl_driver *nc, uint32_t n);
+MUST_USE cubec_status nccl_group_queue_for_test(nccl_group *g, nccl_kind kind, char *const *in,
+                                                char *const *out, uint64_t count, cubec_dtype dtype,
+                                                cubec_reduce_op op, uint32_t root);
+
 #endif

@@ -14,7 +14,10 @@
  * the elements past the result checked untouched; a collective whose input a slow cubec kernel
  * writes just before must see that kernel's values (the CUDA stream waits for cubec's);
  * refusals of arguments with a real group. Elsewhere those tests report themselves skipped, by
- * name. */
+ * name.
+ *
+ * Everywhere again: how each collective becomes NCCL calls, for n = 1 to 4 and totals divisible
+ * by n or not, through a host stand-in of NCCL's semantics (test_collectives_as_nccl_calls). */
 #include "interop/cuda_driver.h"
 #include "interop/nccl_collectives.h"
 #include "test_util.h"
@@ -487,6 +490,303 @@ static void test_shard_rule(void **state)
         }
 }
 
+/* ---- How collectives become NCCL calls, on a host stand-in for NCCL ------------------------- */
+
+/* The stand-in records each rank's calls between ncclGroupStart and ncclGroupEnd and carries
+ * them out at ncclGroupEnd with NCCL's documented semantics, on host memory: the j-th call of
+ * every rank is one collective (NCCL's rule for calls of one group), and each must agree on
+ * kind, count, dtype, op and root. So the split of uneven shards into grouped broadcasts and
+ * reductions is checked for n > 1, which a one-GPU machine cannot run. */
+enum { SIM_RANKS = 4, SIM_CALLS = 16 };
+enum sim_kind { SIM_ALL_REDUCE, SIM_BROADCAST, SIM_REDUCE, SIM_ALL_GATHER, SIM_REDUCE_SCATTER };
+
+typedef struct sim_call {
+    enum sim_kind kind;
+    const char *send;
+    char *recv;
+    size_t count;
+    int dtype, op, root;
+} sim_call;
+
+static struct {
+    int depth, outside_group, mismatches;
+    uint32_t calls[SIM_RANKS];
+    sim_call call[SIM_RANKS][SIM_CALLS];
+} sim;
+
+static uint32_t sim_rank(nccl_comm comm)
+{
+    uintptr_t r = (uintptr_t)comm - 1;
+    assert_true(r < SIM_RANKS);
+    return (uint32_t)r;
+}
+
+static nccl_result sim_record(sim_call c, nccl_comm comm)
+{
+    if (sim.depth == 0) sim.outside_group++;
+    uint32_t r = sim_rank(comm);
+    assert_true(sim.calls[r] < SIM_CALLS);
+    sim.call[r][sim.calls[r]++] = c;
+    return 0;
+}
+
+static double sim_load(const char *p, int nccl_type, size_t i)
+{
+    if (nccl_type == NCCL_FLOAT32) return ((const float *)(const void *)p)[i];
+    if (nccl_type == NCCL_INT32) return ((const int32_t *)(const void *)p)[i];
+    return from_half(((const uint16_t *)(const void *)p)[i]);
+}
+
+static void sim_store(char *p, int nccl_type, size_t i, double v)
+{
+    if (nccl_type == NCCL_FLOAT32)
+        ((float *)(void *)p)[i] = (float)v;
+    else if (nccl_type == NCCL_INT32)
+        ((int32_t *)(void *)p)[i] = (int32_t)v;
+    else
+        ((uint16_t *)(void *)p)[i] = to_half((float)v);
+}
+
+static double sim_fold(double a, double b, int op)
+{
+    return op == NCCL_SUM ? a + b : (a > b ? a : b);
+}
+
+/* The j-th collective of the group over `n` ranks, results computed before any is stored. */
+static void sim_run(uint32_t n, uint32_t j)
+{
+    const sim_call *c0 = &sim.call[0][j];
+    for (uint32_t r = 1; r < n; r++) {
+        const sim_call *c = &sim.call[r][j];
+        if (c->kind != c0->kind || c->count != c0->count || c->dtype != c0->dtype ||
+            c->op != c0->op || c->root != c0->root)
+            sim.mismatches++;
+    }
+    const size_t count = c0->count;
+    const int t = c0->dtype;
+    size_t elems = c0->kind == SIM_ALL_GATHER || c0->kind == SIM_REDUCE_SCATTER ? count * n : count;
+    double *tmp = calloc(elems ? elems : 1, sizeof *tmp);
+    assert_non_null(tmp);
+    switch (c0->kind) {
+    case SIM_ALL_REDUCE:
+    case SIM_REDUCE:
+        for (size_t i = 0; i < count; i++) {
+            tmp[i] = sim_load(sim.call[0][j].send, t, i);
+            for (uint32_t r = 1; r < n; r++)
+                tmp[i] = sim_fold(tmp[i], sim_load(sim.call[r][j].send, t, i), c0->op);
+        }
+        for (uint32_t r = 0; r < n; r++)
+            if (c0->kind == SIM_ALL_REDUCE || (int)r == c0->root)
+                for (size_t i = 0; i < count; i++)
+                    sim_store(sim.call[r][j].recv, t, i, tmp[i]);
+        break;
+    case SIM_BROADCAST:
+        for (size_t i = 0; i < count; i++)
+            tmp[i] = sim_load(sim.call[c0->root][j].send, t, i);
+        for (uint32_t r = 0; r < n; r++)
+            for (size_t i = 0; i < count; i++)
+                sim_store(sim.call[r][j].recv, t, i, tmp[i]);
+        break;
+    case SIM_ALL_GATHER:
+        for (uint32_t k = 0; k < n; k++)
+            for (size_t i = 0; i < count; i++)
+                tmp[k * count + i] = sim_load(sim.call[k][j].send, t, i);
+        for (uint32_t r = 0; r < n; r++)
+            for (size_t i = 0; i < elems; i++)
+                sim_store(sim.call[r][j].recv, t, i, tmp[i]);
+        break;
+    case SIM_REDUCE_SCATTER:
+        for (uint32_t r = 0; r < n; r++)
+            for (size_t i = 0; i < count; i++) {
+                double v = sim_load(sim.call[0][j].send, t, r * count + i);
+                for (uint32_t k = 1; k < n; k++)
+                    v = sim_fold(v, sim_load(sim.call[k][j].send, t, r * count + i), c0->op);
+                tmp[r * count + i] = v;
+            }
+        for (uint32_t r = 0; r < n; r++)
+            for (size_t i = 0; i < count; i++)
+                sim_store(sim.call[r][j].recv, t, i, tmp[r * count + i]);
+        break;
+    }
+    free(tmp);
+}
+
+static uint32_t sim_n; /* the ranks of the group under test */
+
+static nccl_result sim_group_start(void)
+{
+    sim.depth++;
+    return 0;
+}
+
+static nccl_result sim_group_end(void)
+{
+    if (--sim.depth > 0) return 0;
+    for (uint32_t r = 1; r < sim_n; r++)
+        if (sim.calls[r] != sim.calls[0]) sim.mismatches++;
+    if (!sim.mismatches)
+        for (uint32_t j = 0; j < sim.calls[0]; j++)
+            sim_run(sim_n, j);
+    memset(sim.calls, 0, sizeof sim.calls);
+    return 0;
+}
+
+static nccl_result sim_all_reduce(const void *send, void *recv, size_t count, int dtype, int op,
+                                  nccl_comm comm, nccl_stream stream)
+{
+    (void)stream;
+    return sim_record((sim_call){SIM_ALL_REDUCE, send, recv, count, dtype, op, 0}, comm);
+}
+
+static nccl_result sim_broadcast(const void *send, void *recv, size_t count, int dtype, int root,
+                                 nccl_comm comm, nccl_stream stream)
+{
+    (void)stream;
+    return sim_record((sim_call){SIM_BROADCAST, send, recv, count, dtype, 0, root}, comm);
+}
+
+static nccl_result sim_reduce(const void *send, void *recv, size_t count, int dtype, int op,
+                              int root, nccl_comm comm, nccl_stream stream)
+{
+    (void)stream;
+    return sim_record((sim_call){SIM_REDUCE, send, recv, count, dtype, op, root}, comm);
+}
+
+static nccl_result sim_all_gather(const void *send, void *recv, size_t count, int dtype,
+                                  nccl_comm comm, nccl_stream stream)
+{
+    (void)stream;
+    return sim_record((sim_call){SIM_ALL_GATHER, send, recv, count, dtype, 0, 0}, comm);
+}
+
+static nccl_result sim_reduce_scatter(const void *send, void *recv, size_t count, int dtype, int op,
+                                      nccl_comm comm, nccl_stream stream)
+{
+    (void)stream;
+    return sim_record((sim_call){SIM_REDUCE_SCATTER, send, recv, count, dtype, op, 0}, comm);
+}
+
+static nccl_result sim_comm_destroy(nccl_comm comm)
+{
+    (void)sim_rank(comm);
+    return 0;
+}
+
+/* Rank r's shard of `total` over n, computed here apart from nccl_shard. */
+static void shard_of(uint32_t n, uint64_t total, uint32_t r, uint64_t *off, uint64_t *cnt)
+{
+    *off = 0;
+    for (uint32_t q = 0; q <= r; q++) {
+        uint64_t c = total / n + (q < total % n ? 1 : 0);
+        if (q == r)
+            *cnt = c;
+        else
+            *off += c;
+    }
+}
+
+static double fold_ref(double a, double b, cubec_reduce_op op)
+{
+    return op == CUBEC_REDUCE_SUM ? a + b : (a > b ? a : b);
+}
+
+/* One collective over n host "ranks" through the stand-in, checked against the reference. */
+static void sim_check(nccl_group *g, uint32_t n, nccl_kind kind, uint64_t total, int dt,
+                      cubec_reduce_op op, int per_shard)
+{
+    const uint32_t es = esize(dt), root = n - 1;
+    const uint64_t cap = total + SENTINEL_ELEMS;
+    char *in[SIM_RANKS], *out[SIM_RANKS];
+    for (uint32_t r = 0; r < n; r++) {
+        in[r] = malloc(cap * es);
+        out[r] = malloc(cap * es);
+        assert_true(in[r] && out[r]);
+        for (uint64_t i = 0; i < cap; i++) {
+            put(in[r], dt, i, input_value(i, (int)r + 1));
+            put(out[r], dt, i, input_value(i, 100));
+        }
+    }
+    const int in_place = kind == NCCL_KIND_ALL_REDUCE || kind == NCCL_KIND_BROADCAST;
+    char **dst = in_place ? in : out;
+    /* want[r][i] for i < cap: what rank r's destination must hold afterwards. */
+    double *want = malloc(n * cap * sizeof *want);
+    assert_non_null(want);
+    for (uint32_t r = 0; r < n; r++)
+        for (uint64_t i = 0; i < cap; i++) {
+            double *w = &want[r * cap + i];
+            *w = get(dst[r], dt, i); /* untouched unless set below */
+            uint64_t off = 0, cnt = 0;
+            if (kind == NCCL_KIND_ALL_REDUCE && i < total) {
+                *w = input_value(i, 1);
+                for (uint32_t k = 1; k < n; k++)
+                    *w = fold_ref(*w, input_value(i, (int)k + 1), op);
+            } else if (kind == NCCL_KIND_BROADCAST && i < total) {
+                *w = input_value(i, (int)root + 1);
+            } else if (kind == NCCL_KIND_ALL_GATHER && i < total) {
+                for (uint32_t k = 0; k < n; k++) {
+                    shard_of(n, total, k, &off, &cnt);
+                    if (i >= off && i < off + cnt) *w = input_value(i - off, (int)k + 1);
+                }
+            } else if (kind == NCCL_KIND_REDUCE_SCATTER) {
+                shard_of(n, total, r, &off, &cnt);
+                if (i < cnt) {
+                    *w = input_value(off + i, 1);
+                    for (uint32_t k = 1; k < n; k++)
+                        *w = fold_ref(*w, input_value(off + i, (int)k + 1), op);
+                }
+            }
+        }
+    nccl_group_force_per_shard(g, per_shard);
+    sim_n = n;
+    ASSERT_OK(nccl_group_queue_for_test(g, kind, in, dst, total, (cubec_dtype)dt, op, root));
+    assert_int_equal(sim.outside_group, 0);
+    assert_int_equal(sim.depth, 0);
+    assert_int_equal(sim.mismatches, 0);
+    for (uint32_t r = 0; r < n; r++)
+        for (uint64_t i = 0; i < cap; i++)
+            if (get(dst[r], dt, i) != want[r * cap + i])
+                fail_msg("kind %d, n %u, total %llu, dtype %d, op %d, per_shard %d: rank %u "
+                         "element %llu is %g, want %g",
+                         (int)kind, n, (unsigned long long)total, dt, (int)op, per_shard, r,
+                         (unsigned long long)i, get(dst[r], dt, i), want[r * cap + i]);
+    free(want);
+    for (uint32_t r = 0; r < n; r++) {
+        free(in[r]);
+        free(out[r]);
+    }
+}
+
+static void test_collectives_as_nccl_calls(void **state)
+{
+    (void)state;
+    nccl_driver nc = {0};
+    nc.group_start = sim_group_start;
+    nc.group_end = sim_group_end;
+    nc.all_reduce = sim_all_reduce;
+    nc.broadcast = sim_broadcast;
+    nc.reduce = sim_reduce;
+    nc.all_gather = sim_all_gather;
+    nc.reduce_scatter = sim_reduce_scatter;
+    nc.comm_destroy = sim_comm_destroy;
+    static const int dtypes[] = {CUBEC_DTYPE_F32, DTYPE_F16, CUBEC_DTYPE_I32};
+    static const nccl_kind kinds[] = {NCCL_KIND_ALL_REDUCE, NCCL_KIND_BROADCAST,
+                                      NCCL_KIND_ALL_GATHER, NCCL_KIND_REDUCE_SCATTER};
+    memset(&sim, 0, sizeof sim);
+    for (uint32_t n = 1; n <= SIM_RANKS; n++) {
+        nccl_group *g = nccl_group_open_for_test(&nc, n);
+        assert_non_null(g);
+        const uint64_t totals[] = {1, n > 1 ? n - 1 : 2, 7, 5 * (uint64_t)n, 1001};
+        for (size_t z = 0; z < sizeof totals / sizeof totals[0]; z++)
+            for (size_t t = 0; t < 3; t++)
+                for (size_t k = 0; k < 4; k++)
+                    for (int op = CUBEC_REDUCE_SUM; op <= CUBEC_REDUCE_MAX; op++)
+                        for (int per_shard = 0; per_shard < 2; per_shard++)
+                            sim_check(g, n, kinds[k], totals[z], dtypes[t], (cubec_reduce_op)op,
+                                      per_shard);
+        nccl_group_close(g);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -499,6 +799,7 @@ int main(void)
         cmocka_unit_test(test_without_nccl_refused),
         cmocka_unit_test(test_without_cuda_device_refused),
         cmocka_unit_test(test_shard_rule),
+        cmocka_unit_test(test_collectives_as_nccl_calls),
         cmocka_unit_test(test_one_rank_every_collective),
         cmocka_unit_test(test_waits_for_cubec_writer),
         cmocka_unit_test(test_collective_refusals),
