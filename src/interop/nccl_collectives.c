@@ -430,22 +430,16 @@ static cubec_status queue_nccl(const nccl_group *g, const call *c)
     return err ? status_annotate(err, "%s", c->fn) : NULL;
 }
 
-/* Each cubec stream after its CUDA stream. */
+/* Each cubec stream after its CUDA stream, on the GPU: no thread waits for NCCL. Its errors
+ * found while it runs are returned by the group's next call (async_errors). */
 static cubec_status leave_cuda(const nccl_group *g, const call *c)
 {
     for (uint32_t r = 0; r < g->n; r++) {
-        /* TEMPORARY host wait, until cubec_stream_wait_cuda (branch wip-cudain) reaches main:
-         * then `cubec_stream_wait_cuda(rank's device, c->streams[r], rank's stream)` orders the
-         * cubec stream on the GPU, and this call returns without waiting. */
-        RETURN_IF_ERROR(push(g->cu, g->ranks[r].ctx));
-        cu_result res = g->cu->stream_synchronize(g->ranks[r].stream);
-        pop(g->cu);
-        if (res) {
-            cubec_status err = cuda_status(g->cu, res, "cuStreamSynchronize");
-            return status_annotate(err, "%s: rank %u", c->fn, r);
-        }
+        cubec_status err =
+            cubec_stream_wait_cuda(g->ranks[r].device, c->streams[r], g->ranks[r].stream);
+        if (err) return status_annotate(err, "%s: streams[%u]", c->fn, r);
     }
-    return async_errors(g, c->fn);
+    return NULL;
 }
 
 /* A failure carried by an input the collective reads (docs/errors.md): NCCL would move whatever

@@ -7,7 +7,8 @@
  * One collective: every rank's buffers are mapped into CUDA (cubec_cuda_map: they must be
  * exportable), the group's CUDA stream of each rank waits for the cubec stream given for it
  * (cubec_cuda_wait_stream, on the GPU), the NCCL calls of all ranks are queued in one
- * ncclGroupStart/End, and each cubec stream is then ordered after its CUDA stream. An input that
+ * ncclGroupStart/End, and each cubec stream is then ordered after its CUDA stream
+ * (cubec_stream_wait_cuda): no thread waits for the GPU. An input that
  * carries a failure (cubec_check) sends it to every rank's output instead (cubec_write_failure),
  * and NCCL is not called.
  *

@@ -12,7 +12,8 @@
  * every collective x dtype (f32, f16, i32) x op x size, through NCCL's own calls and through the
  * per-shard calls taken for totals not divisible by n (forced), against a CPU reference, with
  * the elements past the result checked untouched; a collective whose input a slow cubec kernel
- * writes just before must see that kernel's values (the CUDA stream waits for cubec's);
+ * writes just before must see that kernel's values (the CUDA stream waits for cubec's), and a
+ * cubec_read queued right after it must see NCCL's result (cubec waits for CUDA, on the GPU);
  * refusals of arguments with a real group. Elsewhere those tests report themselves skipped, by
  * name.
  *
