@@ -221,15 +221,41 @@ static cubec_status import_timeline(const cuda_driver *cu, cubec_device *device,
     return NULL;
 }
 
+/* The buffer ids `device` has mapped into CUDA (a malloc'ed array, NULL when none): the memory
+ * whose queue-family ownership moves between cubec and CUDA. Under the interop lock. */
+static cubec_status mapped_ids(cubec_device *device, const char *fn, uint64_t **out, uint32_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    device_entry *e = find_entry(device);
+    uint32_t count = 0;
+    for (mapping *m = e ? e->mappings : NULL; m; m = m->next)
+        count++;
+    if (!count) return NULL;
+    *out = malloc(count * sizeof **out);
+    if (!*out) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (%s)", fn);
+    for (mapping *m = e->mappings; m; m = m->next)
+        (*out)[(*n)++] = m->buffer;
+    return NULL;
+}
+
 cubec_status cubec_cuda_wait_stream(cubec_device *device, cubec_stream stream, void *cuda_stream)
 {
-    /* The value first: it submits the stream's work (cubec_stream_get_timeline_value). */
-    uint64_t value = 0;
-    RETURN_IF_ERROR(cubec_stream_get_timeline_value(device, stream, &value));
+    static const char fn[] = "cubec_cuda_wait_stream";
+    /* The value first: it submits the stream's work, then hands the mapped buffers to CUDA
+     * (Vulkan's release to VK_QUEUE_FAMILY_EXTERNAL). */
+    uint64_t *ids = NULL, value = 0;
+    uint32_t n = 0;
+    pthread_mutex_lock(&lock);
+    cubec_status err = mapped_ids(device, fn, &ids, &n);
+    pthread_mutex_unlock(&lock);
+    if (!err) err = api_stream_hand_out(device, stream, ids, n, &value, fn);
+    free(ids);
+    if (err) return err;
     const cuda_driver *cu = NULL;
     device_entry *e = NULL;
     pthread_mutex_lock(&lock);
-    cubec_status err = enter(device, "cubec_cuda_wait_stream", &cu, &e);
+    err = enter(device, "cubec_cuda_wait_stream", &cu, &e);
     if (!err && e) {
         err = import_timeline(cu, device, e);
         if (!err && value) {
@@ -295,7 +321,8 @@ cubec_status cubec_stream_wait_cuda(cubec_device *device, cubec_stream stream, v
                            info.name);
     const cuda_driver *cu = NULL;
     device_entry *e = NULL;
-    uint64_t value = 0;
+    uint64_t value = 0, *ids = NULL;
+    uint32_t n = 0;
     pthread_mutex_lock(&lock);
     cubec_status err = enter(device, "cubec_stream_wait_cuda", &cu, &e);
     if (!err && e) {
@@ -303,12 +330,15 @@ cubec_status cubec_stream_wait_cuda(cubec_device *device, cubec_stream stream, v
         if (!err) err = signal_inbound(cu, e, (cu_stream)cuda_stream, &value);
         pop_context(cu);
     }
+    if (!err) err = mapped_ids(device, "cubec_stream_wait_cuda", &ids, &n);
     pthread_mutex_unlock(&lock);
     /* Outside the interop lock (the device's close takes it under the device lock). Two calls
      * racing may queue their batches in either order: CUDA signals the values in order, so a
      * wait for the higher one implies the lower. A refusal here leaves a signal nobody waits
      * for, which costs nothing. */
-    if (!err) err = api_stream_wait_inbound(device, stream, value, "cubec_stream_wait_cuda");
+    if (!err)
+        err = api_stream_wait_inbound(device, stream, value, ids, n, "cubec_stream_wait_cuda");
+    free(ids);
     return err;
 }
 
