@@ -104,7 +104,7 @@ static cubec_status allocs_of(cubec_device *d, const uint64_t *ids, uint32_t n, 
     *out = NULL;
     *out_n = 0;
     if (!n) return NULL;
-    alloc_obj **all = malloc(n * sizeof *all);
+    alloc_obj **all = calloc(n, sizeof(alloc_obj *));
     if (!all) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (%s)", fn);
     for (uint32_t i = 0; i < n; i++) {
         buffer_obj *b;

@@ -453,16 +453,18 @@ static cubec_status cuda_copy(cubec_device *src_device, cubec_device *dst_device
      * context's: that case is written to CUDA's rules but was not run (one GPU was lent). */
     cubec_status err = enter(src_device, fn, &cu, &s);
     if (err) return err;
+    if (!s) return status_make(CUBEC_INTERNAL, "%s: no CUDA device entry", fn);
     err = import_timeline(cu, src_device, s);
     if (!err) err = import_inbound(cu, src_device, s);
     pop_context(cu);
     if (err) return err;
     err = enter(dst_device, fn, &cu, &d);
     if (err) return err;
+    if (!d) return status_make(CUBEC_INTERNAL, "%s: no CUDA device entry", fn);
     err = import_timeline(cu, dst_device, d);
     if (!err) err = import_inbound(cu, dst_device, d);
     if (!err) err = copy_stream(cu, d);
-    cu_stream cs = d ? d->copy_stream : NULL;
+    cu_stream cs = d->copy_stream;
     cu_result r = 0;
     if (s == d && dst_wait > src_wait) src_wait = dst_wait; /* one timeline: the later value */
     if (!err && src_wait) {
