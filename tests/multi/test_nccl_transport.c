@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { RANKS = 2, N = 1001 /* not divisible by RANKS */ };
+enum { RANKS = 2, N = 1001 /* not divisible by RANKS */, BYTES = N * 4 };
 
 typedef struct fixture {
     cubec_device *d[RANKS];
@@ -112,8 +112,8 @@ static void test_exportable_decides_per_call(void **state)
     ASSERT_OK(cubec_comm_create(f->d, RANKS, &comm));
     cubec_buffer plain[RANKS], ex[RANKS], mixed[RANKS];
     for (int r = 0; r < RANKS; r++) {
-        ASSERT_OK(cubec_buffer_create(f->d[r], f->s[r], N * 4u, &plain[r]));
-        ASSERT_OK(cubec_buffer_create_exportable(f->d[r], f->s[r], N * 4u, &ex[r]));
+        ASSERT_OK(cubec_buffer_create(f->d[r], f->s[r], BYTES, &plain[r]));
+        ASSERT_OK(cubec_buffer_create_exportable(f->d[r], f->s[r], BYTES, &ex[r]));
     }
     mixed[0] = ex[0];
     mixed[1] = plain[1];
@@ -154,20 +154,20 @@ static void test_run_falls_back_to_ring_per_call(void **state)
         }
     }
     for (int r = 0; r < RANKS; r++) {
-        ASSERT_OK(cubec_buffer_create(f->d[r], f->s[r], N * 4u, &b[r]));
-        ASSERT_OK(cubec_write(f->d[r], f->s[r], b[r], 0, host[r], N * 4u));
+        ASSERT_OK(cubec_buffer_create(f->d[r], f->s[r], BYTES, &b[r]));
+        ASSERT_OK(cubec_write(f->d[r], f->s[r], b[r], 0, host[r], BYTES));
     }
     comm_call call = {COMM_ALL_REDUCE, b, b, f->s, N, CUBEC_DTYPE_F32, CUBEC_REDUCE_SUM, 0};
     ASSERT_OK(comm_nccl_transport.run(comm, NULL, &call));
     for (int r = 0; r < RANKS; r++) {
-        ASSERT_OK(cubec_read(f->d[r], f->s[r], b[r], 0, got, N * 4u));
+        ASSERT_OK(cubec_read(f->d[r], f->s[r], b[r], 0, got, BYTES));
         for (int i = 0; i < N; i++)
             assert_float_equal(got[i], want[i], 0);
         ASSERT_OK(cubec_buffer_release(f->d[r], b[r]));
     }
     if (has_memory_fd(f->d[0], "test_run_falls_back_to_ring_per_call (exportable half)")) {
         for (int r = 0; r < RANKS; r++)
-            ASSERT_OK(cubec_buffer_create_exportable(f->d[r], f->s[r], N * 4u, &b[r]));
+            ASSERT_OK(cubec_buffer_create_exportable(f->d[r], f->s[r], BYTES, &b[r]));
         ASSERT_ERROR(comm_nccl_transport.run(comm, NULL, &call), CUBEC_INVALID_ARGUMENT,
                      "nccl_group_all_reduce: group is NULL");
         for (int r = 0; r < RANKS; r++)
