@@ -47,7 +47,7 @@ static PyObject *comm_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
             "cubec.Communicator: devices must be a sequence of cubec.Device, not %R", seq);
     }
     Py_ssize_t n = PyTuple_Size(devices);
-    cubec_device **handles = calloc(n ? (size_t)n : 1, sizeof *handles);
+    cubec_device **handles = calloc(n ? (size_t)n : 1, sizeof(cubec_device *));
     if (!handles) {
         Py_DECREF(devices);
         return PyErr_NoMemory();
