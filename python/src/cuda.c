@@ -1,7 +1,8 @@
 /* CUDA on the same GPU from Python (docs/python.md, "CUDA and PyTorch"): a Buffer's CUDA mapping
  * (Buffer.cuda_map, cubec_cuda_map: made once per buffer object and kept until its collection, so
- * every DLPack capsule of it shares one device pointer) and the stream handoff
- * Device.cuda_wait_stream (cubec_cuda_wait_stream: a CUDA stream waits on the GPU for a cubec
+ * every DLPack capsule of it shares one device pointer) and the stream handoffs both ways, on the
+ * GPU: Device.cuda_wait_stream (cubec_cuda_wait_stream: a CUDA stream waits for a cubec stream's
+ * work) and Device.stream_wait_cuda (cubec_stream_wait_cuda: a cubec stream waits for a CUDA
  * stream's work). Where libcuda is absent the calls raise cubec.Unsupported with cubec's reason;
  * dlpack.c builds the kDLCUDA capsules on these. */
 #include "pycubec.h"
@@ -97,30 +98,47 @@ static int cuda_stream_arg(PyObject *obj, const char *who, void **out)
     return 0;
 }
 
+/* The two handoffs take the same arguments: (cuda_stream, stream=None). */
+typedef cubec_status (*handoff_fn)(cubec_device *device, cubec_stream stream, void *cuda_stream);
+
+static PyObject *handoff(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
+                         const char *who, handoff_fn fn)
+{
+    pyc_device *d = (pyc_device *)self;
+    static const char *const names[] = {"cuda_stream", "stream", NULL};
+    PyObject *kw[2];
+    if (pyc_args(who, args, nargs, kwnames, names, 1, 1, kw) < 0) {
+        return NULL;
+    }
+    cubec_stream stream;
+    void *cuda_stream;
+    cubec_device *dev = pyc_device_handle(d, who);
+    if (!dev || pyc_stream_arg(d, kw[1], who, &stream) < 0 ||
+        cuda_stream_arg(kw[0], who, &cuda_stream) < 0) {
+        return NULL;
+    }
+    cubec_status st;
+    PYC_WITHOUT_GIL_ON(d, st = fn(dev, stream, cuda_stream));
+    if (pyc_check(st) < 0) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
 /* dev.cuda_wait_stream(cuda_stream, stream=None): CUDA work queued on cuda_stream afterwards runs
  * after the work queued on the cubec stream so far (submitted by this call); nobody waits. */
 static PyObject *device_cuda_wait_stream(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                                          PyObject *kwnames)
 {
-    pyc_device *d = (pyc_device *)self;
-    static const char *const names[] = {"cuda_stream", "stream", NULL};
-    PyObject *kw[2];
-    if (pyc_args("Device.cuda_wait_stream", args, nargs, kwnames, names, 1, 1, kw) < 0) {
-        return NULL;
-    }
-    cubec_stream stream;
-    void *cuda_stream;
-    cubec_device *dev = pyc_device_handle(d, "Device.cuda_wait_stream");
-    if (!dev || pyc_stream_arg(d, kw[1], "Device.cuda_wait_stream", &stream) < 0 ||
-        cuda_stream_arg(kw[0], "Device.cuda_wait_stream", &cuda_stream) < 0) {
-        return NULL;
-    }
-    cubec_status st;
-    PYC_WITHOUT_GIL_ON(d, st = cubec_cuda_wait_stream(dev, stream, cuda_stream));
-    if (pyc_check(st) < 0) {
-        return NULL;
-    }
-    Py_RETURN_NONE;
+    return handoff(self, args, nargs, kwnames, "Device.cuda_wait_stream", cubec_cuda_wait_stream);
+}
+
+/* dev.stream_wait_cuda(cuda_stream, stream=None): cubec work queued on the stream afterwards runs
+ * after the work queued on cuda_stream so far (cubec_stream_wait_cuda); nobody waits. */
+static PyObject *device_stream_wait_cuda(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                                         PyObject *kwnames)
+{
+    return handoff(self, args, nargs, kwnames, "Device.stream_wait_cuda", cubec_stream_wait_cuda);
 }
 
 static PyMethodDef buffer_methods[] = {
@@ -135,6 +153,10 @@ static PyMethodDef device_methods[] = {
      METH_FASTCALL | METH_KEYWORDS,
      "cuda_wait_stream(cuda_stream, stream=None): CUDA work queued on cuda_stream afterwards "
      "runs after the cubec stream's work so far (a wait on the GPU, not the host)."},
+    {"stream_wait_cuda", (PyCFunction)(void (*)(void))device_stream_wait_cuda,
+     METH_FASTCALL | METH_KEYWORDS,
+     "stream_wait_cuda(cuda_stream, stream=None): cubec work queued on the stream afterwards "
+     "runs after cuda_stream's work so far (a wait on the GPU, not the host)."},
     {NULL, NULL, 0, NULL},
 };
 

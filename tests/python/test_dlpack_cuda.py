@@ -126,10 +126,7 @@ def test_torch_views_cubec_memory_and_hands_it_back():
     with torch.cuda.stream(s):
         torch.cuda._sleep(50_000_000)
         t.mul_(3).add_(7)
-    if hasattr(dev, "stream_wait_cuda"):
-        dev.stream_wait_cuda(s)  # cubec's stream waits on the GPU for s
-    else:
-        s.synchronize()  # until cubec_stream_wait_cuda is bound: the host waits for s
+    dev.stream_wait_cuda(s)  # cubec's stream waits on the GPU for s: no host sync either way
     after = to_int32(expect.astype(np.int64) * 3 + 7)
     np.testing.assert_array_equal(bz.numpy(), after)
 

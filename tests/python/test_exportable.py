@@ -61,6 +61,8 @@ def test_without_cuda_kdlcuda_requests_are_refused_with_the_reason(dev):
         b.cuda_map()
     with pytest.raises(cubec.Unsupported, match="cubec_cuda_wait_stream: CUDA interop"):
         dev.cuda_wait_stream(None)
+    with pytest.raises(cubec.Unsupported, match="cubec_stream_wait_cuda"):
+        dev.stream_wait_cuda(None)
 
 
 def test_kdlcuda_of_a_buffer_not_exportable_is_refused_by_name(dev):
@@ -79,3 +81,5 @@ def test_cuda_stream_arguments_are_checked(dev):
         dev.cuda_wait_stream("x")
     with pytest.raises(cubec.InvalidArgument, match="cuda_stream must be a handle >= 0, got -3"):
         dev.cuda_wait_stream(-3)
+    with pytest.raises(TypeError, match="Device.stream_wait_cuda: cuda_stream must be None"):
+        dev.stream_wait_cuda(1.5)
