@@ -16,6 +16,9 @@ typedef struct pyc_comm {
 
 static PyTypeObject *comm_type;
 
+/* The most ranks a call takes from Python (its per-rank arrays live on the stack). */
+#define PYC_MAX_RANKS 64
+
 /* Ends the communicator and drops the holds (which may run a deferred close). */
 static void comm_close_now(pyc_comm *c)
 {
@@ -47,6 +50,12 @@ static PyObject *comm_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
             "cubec.Communicator: devices must be a sequence of cubec.Device, not %R", seq);
     }
     Py_ssize_t n = PyTuple_Size(devices);
+    if (n > PYC_MAX_RANKS) {
+        Py_DECREF(devices);
+        return pyc_raise_code(CUBEC_INVALID_ARGUMENT,
+                              "cubec.Communicator: %zd devices, at most %d from Python", n,
+                              PYC_MAX_RANKS);
+    }
     cubec_device **handles = calloc(n ? (size_t)n : 1, sizeof(cubec_device *));
     if (!handles) {
         Py_DECREF(devices);
@@ -118,7 +127,7 @@ static cubec_comm *live(pyc_comm *c, const char *who)
 
 /* One buffer per rank, each of that rank's device, all of one dtype (returned, borrowed, in
  * *io_dtype when it is NULL on entry; else checked against it). ids[r] gets the handles and
- * elems the first buffer's element count. */
+ * elems[r] each buffer's element count. */
 static int rank_buffers(pyc_comm *c, PyObject *obj, const char *who, const char *arg,
                         cubec_buffer *ids, PyObject **io_dtype, uint64_t *elems)
 {
@@ -168,13 +177,13 @@ static int rank_buffers(pyc_comm *c, PyObject *obj, const char *who, const char 
             pyc_raise_code(CUBEC_INVALID_ARGUMENT, "%s: %s[%zd] was released", who, arg, r);
             goto done;
         }
+        Py_ssize_t itemsize = pyc_itemsize(b->dtype);
+        if (itemsize <= 0) {
+            goto done;
+        }
+        elems[r] = b->size / (uint64_t)itemsize;
         if (!*io_dtype) {
             *io_dtype = b->dtype;
-            Py_ssize_t itemsize = pyc_itemsize(b->dtype);
-            if (itemsize <= 0) {
-                goto done;
-            }
-            *elems = b->size / (uint64_t)itemsize;
         } else {
             int eq = PyObject_RichCompareBool(b->dtype, *io_dtype, Py_EQ);
             if (eq < 0) {
@@ -240,7 +249,6 @@ static int dtype_arg(PyObject *dtype, const char *who, cubec_dtype *out)
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
         if (PyUnicode_CompareWithASCIIString(name, known[i].name) == 0) {
             Py_DECREF(name);
-            /* 2 (f16) is cubec_mpi's value; cubec_comm refuses it by name until it has it. */
             *out = (cubec_dtype)known[i].value;
             return 0;
         }
@@ -286,8 +294,6 @@ static int count_arg(PyObject *obj, const char *who, const char *arg, uint64_t *
     return 0;
 }
 
-#define PYC_MAX_RANKS 64
-
 /* comm.all_reduce(buffers, op="sum", count=None, streams=None): in place on every rank
  * (cubec_comm_all_reduce); count defaults to buffers[0]'s element count. */
 static PyObject *comm_all_reduce(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
@@ -302,17 +308,16 @@ static PyObject *comm_all_reduce(PyObject *self, PyObject *const *args, Py_ssize
     }
     cubec_buffer ids[PYC_MAX_RANKS];
     cubec_stream streams[PYC_MAX_RANKS];
+    uint64_t elems[PYC_MAX_RANKS] = {0};
     PyObject *dtype = NULL;
-    uint64_t count = 0;
     cubec_dtype dt;
     cubec_reduce_op op;
-    if (c->n > PYC_MAX_RANKS) {
-        return pyc_raise_code(CUBEC_INVALID_ARGUMENT, "%s: at most %d ranks from Python", who,
-                              PYC_MAX_RANKS);
+    if (rank_buffers(c, kw[0], who, "buffers", ids, &dtype, elems) < 0 ||
+        dtype_arg(dtype, who, &dt) < 0 || op_arg(kw[1], who, &op) < 0) {
+        return NULL;
     }
-    if (rank_buffers(c, kw[0], who, "buffers", ids, &dtype, &count) < 0 ||
-        dtype_arg(dtype, who, &dt) < 0 || op_arg(kw[1], who, &op) < 0 ||
-        count_arg(kw[2], who, "count", &count) < 0 || rank_streams(c, kw[3], who, streams) < 0) {
+    uint64_t count = elems[0];
+    if (count_arg(kw[2], who, "count", &count) < 0 || rank_streams(c, kw[3], who, streams) < 0) {
         return NULL;
     }
     /* Kept under the GIL, as every enqueue is: another thread's close() cannot destroy the
@@ -322,6 +327,147 @@ static PyObject *comm_all_reduce(PyObject *self, PyObject *const *args, Py_ssize
         return NULL;
     }
     Py_RETURN_NONE;
+}
+
+/* root= and rank= : an int >= 0 (cubec refuses one past the ranks, by name). */
+static int rank_arg(PyObject *obj, const char *who, const char *arg, uint32_t *out)
+{
+    uint64_t v = *out;
+    if (count_arg(obj, who, arg, &v) < 0) {
+        return -1;
+    }
+    if (v > UINT32_MAX) {
+        pyc_raise_code(CUBEC_INVALID_ARGUMENT, "%s: %s %R is past any rank", who, arg, obj);
+        return -1;
+    }
+    *out = (uint32_t)v;
+    return 0;
+}
+
+/* comm.broadcast(buffers, root=0, count=None, streams=None): buffers[root]'s first count elements
+ * (default: all of buffers[root]) into every other rank's buffer (cubec_comm_broadcast). */
+static PyObject *comm_broadcast(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                                PyObject *kwnames)
+{
+    static const char *const who = "Communicator.broadcast";
+    pyc_comm *c = (pyc_comm *)self;
+    static const char *const names[] = {"buffers", "root", "count", "streams", NULL};
+    PyObject *kw[4];
+    if (pyc_args(who, args, nargs, kwnames, names, 2, 1, kw) < 0 || !live(c, who)) {
+        return NULL;
+    }
+    cubec_buffer ids[PYC_MAX_RANKS];
+    cubec_stream streams[PYC_MAX_RANKS];
+    uint64_t elems[PYC_MAX_RANKS] = {0};
+    PyObject *dtype = NULL;
+    cubec_dtype dt;
+    uint32_t root = 0;
+    if (rank_buffers(c, kw[0], who, "buffers", ids, &dtype, elems) < 0 ||
+        dtype_arg(dtype, who, &dt) < 0 || rank_arg(kw[1], who, "root", &root) < 0) {
+        return NULL;
+    }
+    uint64_t count = root < c->n ? elems[root] : 0;
+    if (count_arg(kw[2], who, "count", &count) < 0 || rank_streams(c, kw[3], who, streams) < 0) {
+        return NULL;
+    }
+    if (pyc_check(cubec_comm_broadcast(c->comm, ids, streams, count, dt, root)) < 0) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+/* The inputs and outputs of all_gather and reduce_scatter: two buffers per rank, one dtype. */
+static int in_out_buffers(pyc_comm *c, PyObject *in, PyObject *out, const char *who,
+                          cubec_buffer *in_ids, cubec_buffer *out_ids, uint64_t *in_elems,
+                          uint64_t *out_elems, cubec_dtype *dt)
+{
+    PyObject *dtype = NULL;
+    if (rank_buffers(c, in, who, "inputs", in_ids, &dtype, in_elems) < 0 ||
+        rank_buffers(c, out, who, "outputs", out_ids, &dtype, out_elems) < 0) {
+        return -1;
+    }
+    return dtype_arg(dtype, who, dt);
+}
+
+/* comm.all_gather(inputs, outputs, total=None, streams=None): every rank's shard of total
+ * elements (comm.shard; inputs[r] holds rank r's) into every outputs[q] at its offset
+ * (cubec_comm_all_gather); total defaults to outputs[0]'s elements. */
+static PyObject *comm_all_gather(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                                 PyObject *kwnames)
+{
+    static const char *const who = "Communicator.all_gather";
+    pyc_comm *c = (pyc_comm *)self;
+    static const char *const names[] = {"inputs", "outputs", "total", "streams", NULL};
+    PyObject *kw[4];
+    if (pyc_args(who, args, nargs, kwnames, names, 2, 2, kw) < 0 || !live(c, who)) {
+        return NULL;
+    }
+    cubec_buffer in[PYC_MAX_RANKS], out[PYC_MAX_RANKS];
+    cubec_stream streams[PYC_MAX_RANKS];
+    uint64_t in_elems[PYC_MAX_RANKS] = {0}, out_elems[PYC_MAX_RANKS] = {0};
+    cubec_dtype dt;
+    if (in_out_buffers(c, kw[0], kw[1], who, in, out, in_elems, out_elems, &dt) < 0) {
+        return NULL;
+    }
+    uint64_t total = out_elems[0];
+    if (count_arg(kw[2], who, "total", &total) < 0 || rank_streams(c, kw[3], who, streams) < 0) {
+        return NULL;
+    }
+    if (pyc_check(cubec_comm_all_gather(c->comm, in, out, streams, total, dt)) < 0) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+/* comm.reduce_scatter(inputs, outputs, op="sum", total=None, streams=None): op over the ranks of
+ * inputs[r] (total elements each; default: inputs[0]'s), rank r's shard into outputs[r]
+ * (cubec_comm_reduce_scatter). */
+static PyObject *comm_reduce_scatter(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                                     PyObject *kwnames)
+{
+    static const char *const who = "Communicator.reduce_scatter";
+    pyc_comm *c = (pyc_comm *)self;
+    static const char *const names[] = {"inputs", "outputs", "op", "total", "streams", NULL};
+    PyObject *kw[5];
+    if (pyc_args(who, args, nargs, kwnames, names, 3, 2, kw) < 0 || !live(c, who)) {
+        return NULL;
+    }
+    cubec_buffer in[PYC_MAX_RANKS], out[PYC_MAX_RANKS];
+    cubec_stream streams[PYC_MAX_RANKS];
+    uint64_t in_elems[PYC_MAX_RANKS] = {0}, out_elems[PYC_MAX_RANKS] = {0};
+    cubec_dtype dt;
+    cubec_reduce_op op;
+    if (in_out_buffers(c, kw[0], kw[1], who, in, out, in_elems, out_elems, &dt) < 0 ||
+        op_arg(kw[2], who, &op) < 0) {
+        return NULL;
+    }
+    uint64_t total = in_elems[0];
+    if (count_arg(kw[3], who, "total", &total) < 0 || rank_streams(c, kw[4], who, streams) < 0) {
+        return NULL;
+    }
+    if (pyc_check(cubec_comm_reduce_scatter(c->comm, in, out, streams, total, dt, op)) < 0) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+/* comm.shard(total, rank) -> (offset, count): rank's part of total elements in all_gather and
+ * reduce_scatter (cubec_comm_shard). */
+static PyObject *comm_shard(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                            PyObject *kwnames)
+{
+    static const char *const who = "Communicator.shard";
+    pyc_comm *c = (pyc_comm *)self;
+    static const char *const names[] = {"total", "rank", NULL};
+    PyObject *kw[2];
+    uint64_t total = 0, offset = 0, count = 0;
+    uint32_t rank = 0;
+    if (pyc_args(who, args, nargs, kwnames, names, 2, 2, kw) < 0 || !live(c, who) ||
+        count_arg(kw[0], who, "total", &total) < 0 || rank_arg(kw[1], who, "rank", &rank) < 0 ||
+        pyc_check(cubec_comm_shard(c->comm, total, rank, &offset, &count)) < 0) {
+        return NULL;
+    }
+    return Py_BuildValue("(KK)", (unsigned long long)offset, (unsigned long long)count);
 }
 
 static PyObject *comm_close(PyObject *self, PyObject *unused)
@@ -359,6 +505,17 @@ static PyObject *comm_get_size(PyObject *self, void *closure)
     return PyLong_FromUnsignedLong(((pyc_comm *)self)->n);
 }
 
+static PyObject *comm_get_transport(PyObject *self, void *closure)
+{
+    (void)closure;
+    pyc_comm *c = (pyc_comm *)self;
+    cubec_comm_info info = CUBEC_COMM_INFO_INIT;
+    if (!live(c, "Communicator.transport") || pyc_check(cubec_comm_get_info(c->comm, &info)) < 0) {
+        return NULL;
+    }
+    return PyUnicode_FromString(info.transport);
+}
+
 static PyObject *comm_get_closed(PyObject *self, void *closure)
 {
     (void)closure;
@@ -371,6 +528,17 @@ static PyMethodDef comm_methods[] = {
     {"all_reduce", PYC_FAST(comm_all_reduce),
      "all_reduce(buffers, op='sum', count=None, streams=None): in place on every rank, "
      "buffers[r] of devices[r]; count defaults to buffers[0]'s elements."},
+    {"broadcast", PYC_FAST(comm_broadcast),
+     "broadcast(buffers, root=0, count=None, streams=None): buffers[root] into every rank's; "
+     "count defaults to buffers[root]'s elements."},
+    {"all_gather", PYC_FAST(comm_all_gather),
+     "all_gather(inputs, outputs, total=None, streams=None): every rank's shard (shard()) of "
+     "total elements into every output; total defaults to outputs[0]'s elements."},
+    {"reduce_scatter", PYC_FAST(comm_reduce_scatter),
+     "reduce_scatter(inputs, outputs, op='sum', total=None, streams=None): op over the ranks' "
+     "inputs, rank r's shard into outputs[r]; total defaults to inputs[0]'s elements."},
+    {"shard", PYC_FAST(comm_shard),
+     "shard(total, rank) -> (offset, count): rank's part of total elements."},
     {"close", comm_close, METH_NOARGS, "Frees the communicator (queued collectives still run)."},
     {"__enter__", comm_enter, METH_NOARGS, NULL},
     {"__exit__", comm_exit, METH_VARARGS, NULL},
@@ -381,6 +549,8 @@ static PyGetSetDef comm_getset[] = {
     {"devices", comm_get_devices, NULL, "The devices, in rank order.", NULL},
     {"size", comm_get_size, NULL, "The number of ranks.", NULL},
     {"closed", comm_get_closed, NULL, "Whether close() ran.", NULL},
+    {"transport", comm_get_transport, NULL, "The transport cubec chose at creation ('ring').",
+     NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 

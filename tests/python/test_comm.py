@@ -100,7 +100,7 @@ def test_communicator_refusals_name_the_argument(dev, others):
             comm.all_reduce([x, y], op="min")
         with pytest.raises(cubec.InvalidArgument, match="count must be an int >= 0, got -1"):
             comm.all_reduce([x, y], count=-1)
-        with pytest.raises(cubec.InvalidArgument, match="fewer than count"):
+        with pytest.raises(cubec.InvalidArgument, match=r"buffers\[0\] holds 32 bytes, fewer"):
             comm.all_reduce([x, y], count=9)
         with pytest.raises(cubec.InvalidArgument, match="streams holds 1 entries"):
             comm.all_reduce([x, y], streams=[None])
@@ -141,3 +141,95 @@ def test_peer_copy_with_streams_on_both_sides(dev, others):
     np.testing.assert_array_equal(later.numpy(stream=s1), np.arange(n, dtype=np.int32))
     with pytest.raises(cubec.InvalidArgument):
         src.copy_to(later, stream=s0, dst_stream=s0)  # dst_stream of the wrong device
+
+
+def pad(n, dtype):
+    """Elements to allocate for n: f16 data moves in 4-byte words (cubec_comm's rule)."""
+    return n + (n % 2) if np.dtype(dtype) == np.float16 else n
+
+
+DTYPES = ["float32", "float16", "int32"]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n", [0, 1, 2, 4097])  # 2 = ranks - 1; 4097 not divisible by 3
+def test_all_reduce_every_dtype_and_size_on_three_ranks(dev, others, dtype, n):
+    devs = [dev] + others
+    data = rank_data(n, 3, dtype, n + 1)
+    with cubec.Communicator(devs) as comm:
+        for op in ("sum", "max"):
+            bufs = [d.buffer(np.resize(a, pad(n, dtype))) if n else d.zeros(2, dtype)
+                    for d, a in zip(devs, data)]
+            comm.all_reduce(bufs, op=op, count=n)
+            expect = np.sum(data, axis=0, dtype=dtype) if op == "sum" else np.max(data, axis=0)
+            for b in bufs:
+                np.testing.assert_array_equal(b.numpy()[:n], expect)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_broadcast_from_each_root(dev, others, dtype):
+    devs = [dev] + others
+    n = 1001
+    data = rank_data(n, 3, dtype, 3)
+    with cubec.Communicator(devs) as comm:
+        for root in range(3):
+            bufs = [d.buffer(np.resize(a, pad(n, dtype))) for d, a in zip(devs, data)]
+            comm.broadcast(bufs, root=root, count=n)
+            for b in bufs:
+                np.testing.assert_array_equal(b.numpy()[:n], data[root])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("total", [1, 2, 10, 4097])
+def test_all_gather_and_reduce_scatter_by_shard(dev, others, dtype, total):
+    devs = [dev] + others
+    with cubec.Communicator(devs) as comm:
+        shards = [comm.shard(total, r) for r in range(3)]
+        # cubec_mpi_shard's rule: total // n each, one more for the first total % n ranks.
+        offset = 0
+        for r, (off, cnt) in enumerate(shards):
+            assert (off, cnt) == (offset, total // 3 + (r < total % 3))
+            offset += cnt
+        full = rank_data(total, 3, dtype, total)
+        ins = [d.buffer(np.resize(full[0][o:o + k], pad(max(k, 1), dtype)))
+               for d, (o, k) in zip(devs, shards)]
+        outs = [d.zeros(pad(total, dtype), dtype) for d in devs]
+        comm.all_gather(ins, outs, total=total)
+        for b in outs:
+            np.testing.assert_array_equal(b.numpy()[:total], full[0])
+
+        for op in ("sum", "max"):
+            ins = [d.buffer(np.resize(a, pad(total, dtype))) for d, a in zip(devs, full)]
+            outs = [d.zeros(pad(max(k, 1), dtype), dtype) for d, (o, k) in zip(devs, shards)]
+            comm.reduce_scatter(ins, outs, op=op, total=total)
+            expect = np.sum(full, axis=0, dtype=dtype) if op == "sum" else np.max(full, axis=0)
+            for b, (o, k) in zip(outs, shards):
+                np.testing.assert_array_equal(b.numpy()[:k], expect[o:o + k])
+
+
+def test_collective_defaults_and_refusals(dev, others):
+    a, b = dev, others[0]
+    with cubec.Communicator([a, b]) as comm:
+        assert comm.transport == "ring"
+        x = [a.buffer(np.arange(6, dtype=np.int32)), b.zeros(6, "int32")]
+        comm.broadcast(x)  # root 0, all of buffers[0]
+        np.testing.assert_array_equal(x[1].numpy(), np.arange(6, dtype=np.int32))
+        ins = [a.buffer(np.array([1, 2, 3], np.int32)), b.buffer(np.array([4, 5, 6], np.int32))]
+        outs = [a.zeros(6, "int32"), b.zeros(6, "int32")]
+        comm.all_gather(ins, outs)  # total: outputs[0]'s 6
+        np.testing.assert_array_equal(outs[1].numpy(), np.arange(1, 7, dtype=np.int32))
+        comm.reduce_scatter(outs, ins)  # total: inputs[0]'s 6; sums of two equal inputs
+        np.testing.assert_array_equal(ins[1].numpy(), np.array([8, 10, 12], np.int32))
+        with pytest.raises(cubec.InvalidArgument, match="root"):
+            comm.broadcast(x, root=2, count=6)
+        with pytest.raises(cubec.InvalidArgument, match="root must be an int >= 0, got -1"):
+            comm.broadcast(x, root=-1)
+        with pytest.raises(cubec.InvalidArgument, match="rank"):
+            comm.shard(10, 2)
+        with pytest.raises(TypeError, match=r"outputs\[0\] holds dtype\('float32'\)"):
+            comm.all_gather(ins, [a.zeros(6), b.zeros(6)])
+        with pytest.raises(cubec.InvalidArgument, match=r"outputs\[0\] is a buffer of rank 1"):
+            comm.reduce_scatter(outs, [ins[1], ins[0]])
+        with pytest.raises(ValueError, match="op must be 'sum' or 'max'"):
+            comm.reduce_scatter(outs, ins, op="prod")
+        np.testing.assert_array_equal(ins[1].numpy(), np.array([8, 10, 12], np.int32))
