@@ -194,8 +194,18 @@ static cubec_status encode_entry(wg_enc *e, const gpu_cmd_entry *ce)
                                " to %" PRIu64 " (copyBufferToBuffer takes multiples of 4)",
                                n, so, d);
         end_pass(e);
-        p->CommandEncoderCopyBufferToBuffer(e->enc, ((wg_mem *)ce->u.copy.src)->buffer, so,
-                                            ((wg_mem *)ce->u.copy.dst)->buffer, d, n);
+        WGPUBuffer src = ((wg_mem *)ce->u.copy.src)->buffer;
+        WGPUBuffer dst = ((wg_mem *)ce->u.copy.dst)->buffer;
+        if (src == dst) {
+            /* Two allocations of one pooled page: WebGPU refuses a copy within one buffer, so it
+             * goes through the device's scratch buffer (encoder order keeps the two apart). */
+            WGPUBuffer scratch = NULL;
+            RETURN_IF_ERROR(wg_scratch(e->w, n, &scratch));
+            p->CommandEncoderCopyBufferToBuffer(e->enc, src, so, scratch, 0, n);
+            p->CommandEncoderCopyBufferToBuffer(e->enc, scratch, 0, dst, d, n);
+            return NULL;
+        }
+        p->CommandEncoderCopyBufferToBuffer(e->enc, src, so, dst, d, n);
         return NULL;
     }
     case GPU_OP_FILL: {

@@ -250,6 +250,27 @@ static void wg_mem_destroy(gpu *g, gpu_mem *gm)
     free(m);
 }
 
+cubec_status wg_scratch(wg_gpu *w, uint64_t bytes, WGPUBuffer *out)
+{
+    if (w->scratch_bytes < bytes) {
+        uint64_t size = w->scratch_bytes ? w->scratch_bytes : 1u << 16;
+        while (size < bytes)
+            size *= 2;
+        WGPUBufferDescriptor d = {.usage = WGPUBufferUsage_CopySrc | WGPUBufferUsage_CopyDst,
+                                  .size = size};
+        WGPUBuffer b = w->p->DeviceCreateBuffer(w->device, &d);
+        RETURN_IF_ERROR(wg_take_error(w, "the scratch buffer of copies within one page"));
+        if (!b)
+            return status_make(CUBEC_OUT_OF_MEMORY,
+                               "webgpu: no scratch buffer of %" PRIu64 " bytes", size);
+        if (w->scratch) w->p->BufferRelease(w->scratch);
+        w->scratch = b;
+        w->scratch_bytes = size;
+    }
+    *out = w->scratch;
+    return NULL;
+}
+
 static void wg_mem_raw(gpu *g, gpu_mem *gm, uint64_t *out_handle, uint64_t *out_address)
 {
     (void)g;
@@ -648,6 +669,7 @@ static void wg_gpu_destroy(gpu *g)
     wg_bind_cache_free(w);
     if (w->fill_pipeline) p->ComputePipelineRelease(w->fill_pipeline);
     if (w->fill_layout) p->BindGroupLayoutRelease(w->fill_layout);
+    if (w->scratch) p->BufferRelease(w->scratch);
     if (w->queue) p->QueueRelease(w->queue);
     if (w->device && !w->abandoned) {
         /* Lets the last work-done callbacks run (they free their records). */

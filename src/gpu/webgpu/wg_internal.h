@@ -36,6 +36,9 @@ typedef struct wg_gpu {
     /* Pattern fills (Vulkan's vkCmdFillBuffer has no WebGPU twin past zeros): a kernel. */
     WGPUComputePipeline fill_pipeline;
     WGPUBindGroupLayout fill_layout;
+    /* Copies within one buffer go through this (wg_scratch), under queue_lock. */
+    WGPUBuffer scratch;
+    uint64_t scratch_bytes;
 } wg_gpu;
 
 typedef struct wg_mem {
@@ -75,6 +78,9 @@ MUST_USE cubec_status wg_bind_group(wg_gpu *w, const gpu_pipeline *pl, uint32_t 
                                     const WGPUBindGroupEntry *entries, uint32_t count,
                                     const uint64_t *mem_ids, WGPUBindGroup *out);
 void wg_bind_cache_free(wg_gpu *w);
+/* A buffer of at least `bytes` for copies within one buffer (under queue_lock; grown by
+ * replacement: command buffers hold their own references to the old one). */
+MUST_USE cubec_status wg_scratch(wg_gpu *w, uint64_t bytes, WGPUBuffer *out);
 /* The first uncaptured error since the last call, as a status naming `what`; NULL if none. */
 MUST_USE cubec_status wg_take_error(wg_gpu *w, const char *what);
 

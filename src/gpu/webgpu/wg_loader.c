@@ -30,12 +30,17 @@ static void load(void)
     const char *candidates[4];
     int n = 0;
     const char *env = getenv("CUBEC_WEBGPU_LIBRARY");
-    if (env && *env) candidates[n++] = env;
+    if (env && *env) {
+        /* A library named by the program is the only one tried: falling back to another
+         * would run on an implementation the program did not choose. */
+        candidates[n++] = env;
+    } else {
 #ifdef CUBEC_WEBGPU_BUILD_LIBRARY
-    candidates[n++] = CUBEC_WEBGPU_BUILD_LIBRARY;
+        candidates[n++] = CUBEC_WEBGPU_BUILD_LIBRARY;
 #endif
-    candidates[n++] = "libwgpu_native.so";
-    candidates[n++] = "libwebgpu_dawn.so";
+        candidates[n++] = "libwgpu_native.so";
+        candidates[n++] = "libwebgpu_dawn.so";
+    }
     char tried[2048] = "";
     for (int i = 0; i < n; i++) {
         void *lib = dlopen(candidates[i], RTLD_NOW | RTLD_LOCAL);

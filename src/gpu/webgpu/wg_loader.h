@@ -3,9 +3,9 @@
  *
  * Why at run time: cubec must build and run where no WebGPU implementation is installed, and the
  * implementations (wgpu-native from the PyPI `wgpu` wheel, Dawn) are not ABI-interchangeable yet,
- * so none is linked. The library tried, in order: $CUBEC_WEBGPU_LIBRARY, the copy the build tree
- * fetched (CUBEC_WEBGPU_BUILD_LIBRARY, cmake/WebGPU.cmake), then libwgpu_native.so and
- * libwebgpu_dawn.so from the system's search path. Native extensions (wgpu-native's wgpu.h) are
+ * so none is linked. The library tried: $CUBEC_WEBGPU_LIBRARY alone when it is set, else the copy
+ * the build tree fetched (CUBEC_WEBGPU_BUILD_LIBRARY, cmake/WebGPU.cmake), then libwgpu_native.so
+ * and libwebgpu_dawn.so from the system's search path. Native extensions (wgpu-native's wgpu.h) are
  * optional entries, NULL where the library lacks them. */
 #ifndef CUBEC_GPU_WEBGPU_WG_LOADER_H
 #define CUBEC_GPU_WEBGPU_WG_LOADER_H
