@@ -151,7 +151,15 @@ static void test_fill_and_copy(void **state)
         model[i] = 0;
     ASSERT_OK(cubec_copy(d, 0, c, 100 * 4, b, 700 * 4, 200 * 4));
     memcpy(&model[700], &other[100], 200 * 4);
-    expect_range_in(d, 0, b, N, 0, N, model, "fills and a copy on webgpu");
+    /* Bytes that are not whole words (staging copies that copyBufferToBuffer refuses): a write
+     * of 7 bytes at an odd offset (the backend's byte-copy kernel) and a read of 3. */
+    const unsigned char seven[7] = {1, 2, 3, 4, 5, 6, 7};
+    ASSERT_OK(cubec_write(d, 0, b, 4001, seven, 7));
+    memcpy((unsigned char *)model + 4001, seven, 7);
+    expect_range_in(d, 0, b, N, 0, N, model, "fills and copies on webgpu");
+    unsigned char three[3];
+    ASSERT_OK(cubec_read(d, 0, b, 4002, three, 3));
+    assert_memory_equal(three, (const unsigned char *)model + 4002, 3);
     ASSERT_OK(cubec_buffer_release(d, b));
     ASSERT_OK(cubec_buffer_release(d, c));
     cubec_device_close(d);

@@ -156,6 +156,66 @@ static cubec_status fill_pattern(wg_enc *e, wg_mem *m, uint64_t offset, uint64_t
     return NULL;
 }
 
+/* A window of `m` bound as storage that holds [offset, +size): its start (at the binding
+ * alignment) and size; CUBEC_UNSUPPORTED past one binding's limit. */
+static cubec_status window_of(const wg_gpu *w, const wg_mem *m, uint64_t offset, uint64_t size,
+                              uint64_t *out_start, uint64_t *out_size)
+{
+    uint64_t align = w->limits.minStorageBufferOffsetAlignment;
+    uint64_t start = offset / align * align;
+    uint64_t window = m->bytes - start;
+    if (window > w->limits.maxStorageBufferBindingSize)
+        window = w->limits.maxStorageBufferBindingSize & ~(uint64_t)3u;
+    if (offset + size > start + window)
+        return status_make(CUBEC_UNSUPPORTED,
+                           "webgpu: %" PRIu64 " bytes at %" PRIu64 " are more than one storage "
+                           "binding holds (%" PRIu64 " bytes)",
+                           size, offset, (uint64_t)w->limits.maxStorageBufferBindingSize);
+    *out_start = start;
+    *out_size = window;
+    return NULL;
+}
+
+/* A copy of bytes that copyBufferToBuffer cannot make (offsets or size not whole words): the
+ * backend's byte-copy kernel, which writes each destination word once, keeping its bytes outside
+ * the range. */
+static cubec_status copy_bytes(wg_enc *e, wg_mem *src, uint64_t so, wg_mem *dst, uint64_t d,
+                               uint64_t n)
+{
+    wg_gpu *w = e->w;
+    const wg_procs *p = w->p;
+    if (!w->copy_pipeline || src->base.kind == GPU_MEM_READBACK ||
+        dst->base.kind == GPU_MEM_READBACK)
+        return status_make(CUBEC_UNSUPPORTED,
+                           "webgpu: a copy of %" PRIu64 " bytes from offset %" PRIu64 " to %" PRIu64
+                           " (copyBufferToBuffer takes multiples of 4, and the "
+                           "byte-copy kernel cannot serve these buffers)",
+                           n, so, d);
+    uint64_t ss, sn, ds, dn;
+    RETURN_IF_ERROR(window_of(w, src, so, n, &ss, &sn));
+    RETURN_IF_ERROR(window_of(w, dst, d, n, &ds, &dn));
+    WGPUBindGroupEntry be[2] = {{.binding = 0, .buffer = src->buffer, .offset = ss, .size = sn},
+                                {.binding = 1, .buffer = dst->buffer, .offset = ds, .size = dn}};
+    WGPUBindGroupDescriptor bd = {.layout = w->copy_layout, .entryCount = 2, .entries = be};
+    WGPUBindGroup group = p->DeviceCreateBindGroup(w->device, &bd);
+    if (!group) return status_make(CUBEC_INTERNAL, "wgpuDeviceCreateBindGroup (byte copy)");
+    uint32_t imm[4] = {(uint32_t)(so - ss), (uint32_t)(d - ds), (uint32_t)n, 0};
+    uint64_t words = ((d - ds) % 4u + n + 3u) / 4u;
+    uint64_t groups = (words + 255u) / 256u;
+    if (groups > w->limits.maxComputeWorkgroupsPerDimension)
+        groups = w->limits.maxComputeWorkgroupsPerDimension;
+    WGPUComputePassDescriptor pd = {0};
+    WGPUComputePassEncoder pass = p->CommandEncoderBeginComputePass(e->enc, &pd);
+    p->ComputePassEncoderSetPipeline(pass, w->copy_pipeline);
+    p->ComputePassEncoderSetBindGroup(pass, 0, group, 0, NULL);
+    p->ComputePassEncoderSetImmediates(pass, 0, imm, sizeof imm);
+    p->ComputePassEncoderDispatchWorkgroups(pass, groups ? (uint32_t)groups : 1u, 1, 1);
+    p->ComputePassEncoderEnd(pass);
+    p->ComputePassEncoderRelease(pass);
+    p->BindGroupRelease(group);
+    return NULL;
+}
+
 static cubec_status encode_entry(wg_enc *e, const gpu_cmd_entry *ce)
 {
     const wg_procs *p = e->w->p;
@@ -188,12 +248,31 @@ static cubec_status encode_entry(wg_enc *e, const gpu_cmd_entry *ce)
         return NULL;
     case GPU_OP_COPY: {
         uint64_t so = ce->u.copy.src_offset, d = ce->u.copy.dst_offset, n = ce->u.copy.size;
-        if ((so | d | n) & 3u)
-            return status_make(CUBEC_UNSUPPORTED,
-                               "webgpu: a copy of %" PRIu64 " bytes from offset %" PRIu64
-                               " to %" PRIu64 " (copyBufferToBuffer takes multiples of 4)",
-                               n, so, d);
         end_pass(e);
+        if ((so | d | n) & 3u) {
+            wg_mem *sm = (wg_mem *)ce->u.copy.src, *dm = (wg_mem *)ce->u.copy.dst;
+            if (dm->base.kind == GPU_MEM_READBACK && (so & 3u) == (d & 3u) && sm != dm) {
+                /* Into readback staging: whole words, the bytes around the range are the
+                 * staging's own (the server reads only the range back). */
+                uint64_t lo = so & 3u, len = (lo + n + 3u) & ~(uint64_t)3u;
+                p->CommandEncoderCopyBufferToBuffer(e->enc, sm->buffer, so - lo, dm->buffer, d - lo,
+                                                    len);
+                return NULL;
+            }
+            if (dm->base.kind == GPU_MEM_READBACK && sm->base.kind != GPU_MEM_READBACK) {
+                /* Offsets that differ within a word: the byte-copy kernel realigns the bytes in
+                 * the scratch buffer, whose whole words then go to the staging. */
+                uint64_t lo = d & 3u, len = (lo + n + 3u) & ~(uint64_t)3u;
+                wg_mem scratch = {.base = {.kind = GPU_MEM_DEVICE}};
+                RETURN_IF_ERROR(wg_scratch(e->w, len, &scratch.buffer));
+                scratch.bytes = e->w->scratch_bytes;
+                RETURN_IF_ERROR(copy_bytes(e, sm, so, &scratch, lo, n));
+                p->CommandEncoderCopyBufferToBuffer(e->enc, scratch.buffer, 0, dm->buffer, d - lo,
+                                                    len);
+                return NULL;
+            }
+            return copy_bytes(e, sm, so, dm, d, n);
+        }
         WGPUBuffer src = ((wg_mem *)ce->u.copy.src)->buffer;
         WGPUBuffer dst = ((wg_mem *)ce->u.copy.dst)->buffer;
         if (src == dst) {

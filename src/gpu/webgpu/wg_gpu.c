@@ -30,6 +30,36 @@ static const char fill_wgsl[] = "struct Fill { first: u32, count: u32, pattern: 
                                 "    }\n"
                                 "}\n";
 
+/* The byte-copy kernel (wg_encode.c's copy_bytes): `count` bytes from byte `src_at` of the source
+ * window to byte `dst_at` of the destination window; each destination word is written by one
+ * invocation, with its bytes outside the range kept. */
+static const char copy_wgsl[] =
+    "struct Copy { src_at: u32, dst_at: u32, count: u32, pad: u32 }\n"
+    "var<immediate> c: Copy;\n"
+    "@group(0) @binding(0) var<storage, read_write> src: array<u32>;\n"
+    "@group(0) @binding(1) var<storage, read_write> dst: array<u32>;\n"
+    "@compute @workgroup_size(256)\n"
+    "fn main(@builtin(global_invocation_id) id: vec3<u32>,\n"
+    "        @builtin(num_workgroups) n: vec3<u32>) {\n"
+    "    let first = c.dst_at >> 2u;\n"
+    "    let last = (c.dst_at + c.count + 3u) >> 2u;\n"
+    "    var w = first + id.x;\n"
+    "    loop {\n"
+    "        if (w >= last) { break; }\n"
+    "        var v = dst[w];\n"
+    "        for (var k = 0u; k < 4u; k = k + 1u) {\n"
+    "            let b = w * 4u + k;\n"
+    "            if (b >= c.dst_at && b < c.dst_at + c.count) {\n"
+    "                let sb = c.src_at + (b - c.dst_at);\n"
+    "                let byte = (src[sb >> 2u] >> ((sb & 3u) * 8u)) & 0xffu;\n"
+    "                v = (v & ~(0xffu << (k * 8u))) | (byte << (k * 8u));\n"
+    "            }\n"
+    "        }\n"
+    "        dst[w] = v;\n"
+    "        w = w + n.x * 256u;\n"
+    "    }\n"
+    "}\n";
+
 /* --- Errors and events --------------------------------------------------------------------- */
 
 static void on_uncaptured(WGPUDevice const *device, WGPUErrorType type, WGPUStringView message,
@@ -256,7 +286,8 @@ cubec_status wg_scratch(wg_gpu *w, uint64_t bytes, WGPUBuffer *out)
         uint64_t size = w->scratch_bytes ? w->scratch_bytes : 1u << 16;
         while (size < bytes)
             size *= 2;
-        WGPUBufferDescriptor d = {.usage = WGPUBufferUsage_CopySrc | WGPUBufferUsage_CopyDst,
+        WGPUBufferDescriptor d = {.usage = WGPUBufferUsage_CopySrc | WGPUBufferUsage_CopyDst |
+                                           WGPUBufferUsage_Storage,
                                   .size = size};
         WGPUBuffer b = w->p->DeviceCreateBuffer(w->device, &d);
         RETURN_IF_ERROR(wg_take_error(w, "the scratch buffer of copies within one page"));
@@ -669,6 +700,8 @@ static void wg_gpu_destroy(gpu *g)
     wg_bind_cache_free(w);
     if (w->fill_pipeline) p->ComputePipelineRelease(w->fill_pipeline);
     if (w->fill_layout) p->BindGroupLayoutRelease(w->fill_layout);
+    if (w->copy_pipeline) p->ComputePipelineRelease(w->copy_pipeline);
+    if (w->copy_layout) p->BindGroupLayoutRelease(w->copy_layout);
     if (w->scratch) p->BufferRelease(w->scratch);
     if (w->queue) p->QueueRelease(w->queue);
     if (w->device && !w->abandoned) {
@@ -1005,26 +1038,29 @@ static cubec_status request_device(wg_gpu *w)
     return NULL;
 }
 
-static void make_fill_kernel(wg_gpu *w)
+/* One of the backend's own WGSL kernels: `buffers` storage bindings and 16 bytes of
+ * immediates. Without it, what it serves is refused by name (logged here). */
+static void make_own_kernel(wg_gpu *w, const char *name, const char *wgsl, uint32_t buffers,
+                            WGPUBindGroupLayout *out_layout, WGPUComputePipeline *out)
 {
     const wg_procs *p = w->p;
     if (!w->immediates || w->limits.maxImmediateSize < 16) return;
-    WGPUBindGroupLayoutEntry e = {.binding = 0,
-                                  .visibility = WGPUShaderStage_Compute,
-                                  .buffer = {.type = WGPUBufferBindingType_Storage}};
-    WGPUBindGroupLayoutDescriptor d = {.entryCount = 1, .entries = &e};
-    w->fill_layout = p->DeviceCreateBindGroupLayout(w->device, &d);
+    WGPUBindGroupLayoutEntry e[2];
+    for (uint32_t i = 0; i < buffers && i < 2; i++)
+        e[i] = (WGPUBindGroupLayoutEntry){.binding = i,
+                                          .visibility = WGPUShaderStage_Compute,
+                                          .buffer = {.type = WGPUBufferBindingType_Storage}};
+    WGPUBindGroupLayoutDescriptor d = {.entryCount = buffers, .entries = e};
+    *out_layout = p->DeviceCreateBindGroupLayout(w->device, &d);
     WGPUPipelineLayoutDescriptor ld = {
-        .bindGroupLayoutCount = 1, .bindGroupLayouts = &w->fill_layout, .immediateSize = 16};
+        .bindGroupLayoutCount = 1, .bindGroupLayouts = out_layout, .immediateSize = 16};
     WGPUPipelineLayout layout = p->DeviceCreatePipelineLayout(w->device, &ld);
     WGPUShaderSourceWGSL src = {.chain = {.sType = WGPUSType_ShaderSourceWGSL},
-                                .code = wg_str(fill_wgsl)};
-    cubec_status err = build_pipeline(w, &src.chain, "cubec.webgpu.fill", "main", NULL, 0, layout,
-                                      &w->fill_pipeline);
+                                .code = wg_str(wgsl)};
+    cubec_status err = build_pipeline(w, &src.chain, name, "main", NULL, 0, layout, out);
     p->PipelineLayoutRelease(layout);
     if (err) {
-        LOG(LOG_WARN, LOG_SYS_DEVICE, "webgpu: no fill kernel (%s): fills with a pattern refused",
-            cubec_status_message(err));
+        LOG(LOG_WARN, LOG_SYS_DEVICE, "webgpu: no kernel %s (%s)", name, cubec_status_message(err));
         cubec_status_free(err);
     }
 }
@@ -1054,7 +1090,8 @@ cubec_status wg_gpu_open(const gpu_open_desc *desc, gpu **out)
         return err;
     }
     fill_info(w->p, w->adapter, &w->limits, &g->info);
-    make_fill_kernel(w);
+    make_own_kernel(w, "cubec.webgpu.fill", fill_wgsl, 1, &w->fill_layout, &w->fill_pipeline);
+    make_own_kernel(w, "cubec.webgpu.copy_bytes", copy_wgsl, 2, &w->copy_layout, &w->copy_pipeline);
     g->info.features = 0; /* no optional shader feature is enabled yet */
     g->features.enabled = 0;
     g->features.disabled = desc->disabled_features;

@@ -36,6 +36,9 @@ typedef struct wg_gpu {
     /* Pattern fills (Vulkan's vkCmdFillBuffer has no WebGPU twin past zeros): a kernel. */
     WGPUComputePipeline fill_pipeline;
     WGPUBindGroupLayout fill_layout;
+    /* Copies of bytes that are not whole words: a kernel too (wg_encode.c's copy_bytes). */
+    WGPUComputePipeline copy_pipeline;
+    WGPUBindGroupLayout copy_layout;
     /* Copies within one buffer go through this (wg_scratch), under queue_lock. */
     WGPUBuffer scratch;
     uint64_t scratch_bytes;
