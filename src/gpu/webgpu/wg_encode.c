@@ -21,6 +21,7 @@ typedef struct wg_enc {
     uint32_t applied;    /* in the open pass: 1 the pipeline, 2 << set the groups, 32 immediates */
     unsigned char imm[WG_MAX_IMMEDIATES];
     uint32_t imm_size;
+    uint32_t indirect_count; /* indirect dispatches so far (their slots in wg_indirect's) */
 } wg_enc;
 
 #define APPLIED_PIPELINE 1u
@@ -241,11 +242,20 @@ static cubec_status encode_entry(wg_enc *e, const gpu_cmd_entry *ce)
         p->ComputePassEncoderDispatchWorkgroups(e->pass, ce->u.dispatch.x, ce->u.dispatch.y,
                                                 ce->u.dispatch.z);
         return NULL;
-    case GPU_OP_DISPATCH_INDIRECT:
+    case GPU_OP_DISPATCH_INDIRECT: {
+        /* The arguments are copied to a buffer of their own first: in a pooled page they sit
+         * beside storage the dispatch binds, and WebGPU refuses one buffer as both in one
+         * dispatch. A slot per indirect dispatch of the encoding, so none overwrites another's. */
+        WGPUBuffer args = NULL;
+        uint64_t slot = 16u * e->indirect_count++;
+        RETURN_IF_ERROR(wg_indirect(e->w, slot + 16u, &args));
+        end_pass(e);
+        p->CommandEncoderCopyBufferToBuffer(e->enc, ((wg_mem *)ce->u.indirect.m)->buffer,
+                                            ce->u.indirect.offset, args, slot, 12);
         RETURN_IF_ERROR(ready_dispatch(e));
-        p->ComputePassEncoderDispatchWorkgroupsIndirect(
-            e->pass, ((wg_mem *)ce->u.indirect.m)->buffer, ce->u.indirect.offset);
+        p->ComputePassEncoderDispatchWorkgroupsIndirect(e->pass, args, slot);
         return NULL;
+    }
     case GPU_OP_COPY: {
         uint64_t so = ce->u.copy.src_offset, d = ce->u.copy.dst_offset, n = ce->u.copy.size;
         end_pass(e);

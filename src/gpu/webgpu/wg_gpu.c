@@ -280,25 +280,44 @@ static void wg_mem_destroy(gpu *g, gpu_mem *gm)
     free(m);
 }
 
+/* A buffer of at least `bytes` of `usage` in *buf (grown by doubling, by replacement: command
+ * buffers keep their own references to the one replaced). */
+static cubec_status grow_buffer(wg_gpu *w, WGPUBufferUsage usage, uint64_t bytes, WGPUBuffer *buf,
+                                uint64_t *buf_bytes, const char *what)
+{
+    if (*buf_bytes >= bytes) return NULL;
+    uint64_t size = *buf_bytes ? *buf_bytes : 1u << 12;
+    while (size < bytes)
+        size *= 2;
+    WGPUBufferDescriptor d = {.usage = usage, .size = size};
+    WGPUBuffer b = w->p->DeviceCreateBuffer(w->device, &d);
+    cubec_status err = wg_take_error(w, what);
+    if (err || !b) {
+        if (b) w->p->BufferRelease(b);
+        return err ? err
+                   : status_make(CUBEC_OUT_OF_MEMORY, "webgpu: no %s of %" PRIu64 " bytes", what,
+                                 size);
+    }
+    if (*buf) w->p->BufferRelease(*buf);
+    *buf = b;
+    *buf_bytes = size;
+    return NULL;
+}
+
 cubec_status wg_scratch(wg_gpu *w, uint64_t bytes, WGPUBuffer *out)
 {
-    if (w->scratch_bytes < bytes) {
-        uint64_t size = w->scratch_bytes ? w->scratch_bytes : 1u << 16;
-        while (size < bytes)
-            size *= 2;
-        WGPUBufferDescriptor d = {.usage = WGPUBufferUsage_CopySrc | WGPUBufferUsage_CopyDst |
-                                           WGPUBufferUsage_Storage,
-                                  .size = size};
-        WGPUBuffer b = w->p->DeviceCreateBuffer(w->device, &d);
-        RETURN_IF_ERROR(wg_take_error(w, "the scratch buffer of copies within one page"));
-        if (!b)
-            return status_make(CUBEC_OUT_OF_MEMORY,
-                               "webgpu: no scratch buffer of %" PRIu64 " bytes", size);
-        if (w->scratch) w->p->BufferRelease(w->scratch);
-        w->scratch = b;
-        w->scratch_bytes = size;
-    }
+    RETURN_IF_ERROR(
+        grow_buffer(w, WGPUBufferUsage_CopySrc | WGPUBufferUsage_CopyDst | WGPUBufferUsage_Storage,
+                    bytes, &w->scratch, &w->scratch_bytes, "scratch buffer"));
     *out = w->scratch;
+    return NULL;
+}
+
+cubec_status wg_indirect(wg_gpu *w, uint64_t bytes, WGPUBuffer *out)
+{
+    RETURN_IF_ERROR(grow_buffer(w, WGPUBufferUsage_Indirect | WGPUBufferUsage_CopyDst, bytes,
+                                &w->indirect, &w->indirect_bytes, "indirect-arguments buffer"));
+    *out = w->indirect;
     return NULL;
 }
 
@@ -376,8 +395,8 @@ static cubec_status build_layouts(wg_gpu *w, const gpu_pipeline_desc *desc, gpu_
 /* Creates the module and the pipeline of `source` (a chained WGSL or SPIR-V source). */
 static cubec_status build_pipeline(wg_gpu *w, WGPUChainedStruct *source, const char *name,
                                    const char *entry, const gpu_spec_constant *spec,
-                                   uint32_t spec_count, WGPUPipelineLayout layout,
-                                   WGPUComputePipeline *out)
+                                   const double *spec_values, uint32_t spec_count,
+                                   WGPUPipelineLayout layout, WGPUComputePipeline *out)
 {
     const wg_procs *p = w->p;
     WGPUShaderModuleDescriptor md = {.nextInChain = source, .label = wg_str(name)};
@@ -394,7 +413,7 @@ static cubec_status build_pipeline(wg_gpu *w, WGPUChainedStruct *source, const c
     char keys[GPU_MAX_SPEC_CONSTANTS][12];
     for (uint32_t i = 0; i < spec_count && i < GPU_MAX_SPEC_CONSTANTS; i++) {
         snprintf(keys[i], sizeof keys[i], "%" PRIu32, spec[i].id);
-        constants[i] = (WGPUConstantEntry){.key = wg_str(keys[i]), .value = spec[i].value};
+        constants[i] = (WGPUConstantEntry){.key = wg_str(keys[i]), .value = spec_values[i]};
     }
     WGPUComputePipelineDescriptor pd = {.label = wg_str(name),
                                         .layout = layout,
@@ -415,6 +434,83 @@ static cubec_status build_pipeline(wg_gpu *w, WGPUChainedStruct *source, const c
         return named;
     }
     return NULL;
+}
+
+/* How a specialization constant's 32 bits read as the override constant WebGPU takes (a
+ * double): its SPIR-V type, found by a walk of the module's words (OpDecorate SpecId, then the
+ * OpSpecConstant* of that id and its OpTypeFloat / OpTypeInt / OpTypeBool). */
+enum { SPEC_UINT, SPEC_INT, SPEC_FLOAT, SPEC_BOOL };
+
+static int spec_kind(const uint32_t *w, size_t n, uint32_t spec_id)
+{
+    enum { DECORATE = 71, SPEC_ID = 1, TYPE_BOOL = 20, TYPE_INT = 21, TYPE_FLOAT = 22 };
+    enum { SPEC_TRUE = 48, SPEC_FALSE = 49, SPEC_CONSTANT = 50 };
+    uint32_t target = 0, type = 0;
+    for (int pass = 0; pass < 3; pass++)
+        for (size_t i = 5; i < n;) {
+            uint32_t op = w[i] & 0xffffu, len = w[i] >> 16;
+            if (!len || i + len > n) return SPEC_UINT;
+            if (pass == 0 && op == DECORATE && len >= 4 && w[i + 2] == SPEC_ID &&
+                w[i + 3] == spec_id)
+                target = w[i + 1];
+            if (pass == 1 && target && (op == SPEC_TRUE || op == SPEC_FALSE) && len >= 3 &&
+                w[i + 2] == target)
+                return SPEC_BOOL;
+            if (pass == 1 && target && op == SPEC_CONSTANT && len >= 4 && w[i + 2] == target)
+                type = w[i + 1];
+            if (pass == 2 && type && w[i + 1] == type && len >= 3) {
+                if (op == TYPE_FLOAT) return SPEC_FLOAT;
+                if (op == TYPE_INT) return len >= 4 && w[i + 3] ? SPEC_INT : SPEC_UINT;
+                if (op == TYPE_BOOL) return SPEC_BOOL;
+            }
+            i += len;
+        }
+    return SPEC_UINT;
+}
+
+/* The module with every NonWritable and NonReadable decoration left out, so that the
+ * implementation's translation declares every storage buffer read_write as the layout does
+ * (wgpu requires the two to match, and WebGPU refuses one buffer bound both read-only and
+ * writable in one dispatch: two tensors of one pooled page would be). A malloc'ed copy. */
+static uint32_t *strip_access(const uint32_t *w, size_t n, size_t *out_n)
+{
+    enum { DECORATE = 71, MEMBER_DECORATE = 72, NON_WRITABLE = 24, NON_READABLE = 25 };
+    uint32_t *out = malloc(n * sizeof *out);
+    if (!out) return NULL;
+    size_t at = n < 5 ? n : 5;
+    memcpy(out, w, at * sizeof *out);
+    for (size_t i = at; i < n;) {
+        uint32_t op = w[i] & 0xffffu, len = w[i] >> 16;
+        if (!len || i + len > n) len = (uint32_t)(n - i); /* malformed: kept, naga refuses it */
+        uint32_t decoration = op == DECORATE && len >= 3          ? w[i + 2]
+                              : op == MEMBER_DECORATE && len >= 4 ? w[i + 3]
+                                                                  : 0;
+        if ((op == DECORATE || op == MEMBER_DECORATE) &&
+            (decoration == NON_WRITABLE || decoration == NON_READABLE)) {
+            i += len;
+            continue;
+        }
+        memcpy(out + at, w + i, len * sizeof *out);
+        at += len;
+        i += len;
+    }
+    *out_n = at;
+    return out;
+}
+
+static double spec_value(const gpu_pipeline_desc *desc, const gpu_spec_constant *c)
+{
+    if (!desc->spirv) return (double)c->value;
+    switch (spec_kind(desc->spirv, desc->words, c->id)) {
+    case SPEC_FLOAT: {
+        float f;
+        memcpy(&f, &c->value, sizeof f);
+        return (double)f;
+    }
+    case SPEC_INT: return (double)(int32_t)c->value;
+    case SPEC_BOOL: return c->value ? 1.0 : 0.0;
+    default: return (double)c->value;
+    }
 }
 
 static cubec_status wg_pipeline_create(gpu *g, const gpu_pipeline_desc *desc, gpu_pipeline **out)
@@ -441,12 +537,26 @@ static cubec_status wg_pipeline_create(gpu *g, const gpu_pipeline_desc *desc, gp
     pl->id = next_pipeline_id(w);
     cubec_status err = build_layouts(w, desc, pl);
     if (!err) {
+        double values[GPU_MAX_SPEC_CONSTANTS];
+        uint32_t spec_count =
+            desc->spec_count < GPU_MAX_SPEC_CONSTANTS ? desc->spec_count : GPU_MAX_SPEC_CONSTANTS;
+        for (uint32_t i = 0; i < spec_count; i++)
+            values[i] = spec_value(desc, &desc->spec[i]);
+        /* WGSL as it is; SPIR-V through the implementation's translation (naga). */
+        WGPUShaderSourceWGSL wgsl = {.chain = {.sType = WGPUSType_ShaderSourceWGSL},
+                                     .code = wg_str(desc->wgsl)};
+        size_t words = 0;
+        uint32_t *code = desc->wgsl ? NULL : strip_access(desc->spirv, desc->words, &words);
+        if (!desc->wgsl && !code)
+            err = status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (module)");
         WGPUShaderSourceSPIRV spirv = {.chain = {.sType = WGPUSType_ShaderSourceSPIRV},
-                                       .codeSize = (uint32_t)desc->words,
-                                       .code = desc->spirv};
-        err = build_pipeline(w, &spirv.chain, desc->name,
-                             desc->entry_point ? desc->entry_point : "main", desc->spec,
-                             desc->spec_count, pl->layout, &pl->pipeline);
+                                       .codeSize = (uint32_t)words,
+                                       .code = code};
+        if (!err)
+            err = build_pipeline(w, desc->wgsl ? &wgsl.chain : &spirv.chain, desc->name,
+                                 desc->entry_point ? desc->entry_point : "main", desc->spec, values,
+                                 spec_count, pl->layout, &pl->pipeline);
+        free(code);
     }
     if (err) {
         wg_pipeline_destroy(g, pl);
@@ -703,6 +813,7 @@ static void wg_gpu_destroy(gpu *g)
     if (w->copy_pipeline) p->ComputePipelineRelease(w->copy_pipeline);
     if (w->copy_layout) p->BindGroupLayoutRelease(w->copy_layout);
     if (w->scratch) p->BufferRelease(w->scratch);
+    if (w->indirect) p->BufferRelease(w->indirect);
     if (w->queue) p->QueueRelease(w->queue);
     if (w->device && !w->abandoned) {
         /* Lets the last work-done callbacks run (they free their records). */
@@ -1057,7 +1168,7 @@ static void make_own_kernel(wg_gpu *w, const char *name, const char *wgsl, uint3
     WGPUPipelineLayout layout = p->DeviceCreatePipelineLayout(w->device, &ld);
     WGPUShaderSourceWGSL src = {.chain = {.sType = WGPUSType_ShaderSourceWGSL},
                                 .code = wg_str(wgsl)};
-    cubec_status err = build_pipeline(w, &src.chain, name, "main", NULL, 0, layout, out);
+    cubec_status err = build_pipeline(w, &src.chain, name, "main", NULL, NULL, 0, layout, out);
     p->PipelineLayoutRelease(layout);
     if (err) {
         LOG(LOG_WARN, LOG_SYS_DEVICE, "webgpu: no kernel %s (%s)", name, cubec_status_message(err));

@@ -42,6 +42,10 @@ typedef struct wg_gpu {
     /* Copies within one buffer go through this (wg_scratch), under queue_lock. */
     WGPUBuffer scratch;
     uint64_t scratch_bytes;
+    /* Indirect dispatches' arguments, copied out of their pages (wg_indirect), under
+     * queue_lock. */
+    WGPUBuffer indirect;
+    uint64_t indirect_bytes;
 } wg_gpu;
 
 typedef struct wg_mem {
@@ -84,6 +88,8 @@ void wg_bind_cache_free(wg_gpu *w);
 /* A buffer of at least `bytes` for copies within one buffer (under queue_lock; grown by
  * replacement: command buffers hold their own references to the old one). */
 MUST_USE cubec_status wg_scratch(wg_gpu *w, uint64_t bytes, WGPUBuffer *out);
+/* The same for indirect dispatches' arguments (INDIRECT | COPY_DST). */
+MUST_USE cubec_status wg_indirect(wg_gpu *w, uint64_t bytes, WGPUBuffer *out);
 /* The first uncaptured error since the last call, as a status naming `what`; NULL if none. */
 MUST_USE cubec_status wg_take_error(wg_gpu *w, const char *what);
 
