@@ -21,9 +21,16 @@ static void test_no_library_no_devices(void **state)
     cubec_device *d = NULL;
     ASSERT_ERROR(cubec_device_open(&desc, &d), CUBEC_NOT_FOUND, lib);
     assert_null(d);
-    /* The other backends are untouched by it. */
+    /* The other backends are untouched by it; they take no WGSL kernels, and say so. */
     desc.backend = "null";
     ASSERT_OK(cubec_device_open(&desc, &d));
+    cubec_kernel_desc kd = CUBEC_KERNEL_DESC_INIT;
+    kd.wgsl = "@compute @workgroup_size(1) fn main() {}\n";
+    cubec_kernel k;
+    ASSERT_ERROR(cubec_kernel_create(d, &kd, &k), CUBEC_UNSUPPORTED, "webgpu backend");
+    kd.glsl = "#version 450\nvoid main() {}\n";
+    ASSERT_ERROR(cubec_kernel_create(d, &kd, &k), CUBEC_INVALID_ARGUMENT,
+                 "exactly one of glsl, spirv and wgsl");
     cubec_device_close(d);
 }
 

@@ -206,6 +206,76 @@ static void test_graph_replays(void **state)
     cubec_device_close(d);
 }
 
+/* A WGSL kernel (cubec_kernel_desc.wgsl): read-only storage, a read_write output, the launch's
+ * info bytes as immediates, against the CPU; the inputs are views of the output's buffer, so the
+ * read-only declarations must reach WebGPU as read_write (wgsl_reflect's rewrite), or the
+ * dispatch breaks WebGPU's usage rule. */
+static const char saxpy_wgsl[] =
+    "// o = a * mul + b, n elements\n"
+    "struct Info { n: u32, mul: u32 }\n"
+    "var<immediate> info: Info;\n"
+    "@group(0) @binding(0) var<storage, read> a: array<u32>;\n"
+    "@group(0) @binding(1) var<storage> b: array<u32>; /* read: the default */\n"
+    "@group(0) @binding(2) var<storage, read_write> o: array<u32>;\n"
+    "@compute @workgroup_size(64)\n"
+    "fn saxpy(@builtin(global_invocation_id) id: vec3<u32>) {\n"
+    "    if (id.x < info.n) { o[id.x] = a[id.x] * info.mul + b[id.x]; }\n"
+    "}\n";
+
+static void test_wgsl_kernel(void **state)
+{
+    (void)state;
+    cubec_device *d = open_webgpu();
+    if (!d) skip();
+    cubec_kernel_desc kd = CUBEC_KERNEL_DESC_INIT;
+    kd.name = "saxpy_wgsl";
+    kd.wgsl = saxpy_wgsl;
+    kd.entry_point = "saxpy";
+    cubec_kernel k;
+    ASSERT_OK(cubec_kernel_create(d, &kd, &k));
+    cubec_kernel_info ki = CUBEC_KERNEL_INFO_INIT;
+    ASSERT_OK(cubec_kernel_get_info(d, k, &ki));
+    assert_int_equal(ki.binding_count, 3);
+    assert_int_equal(ki.workgroup_size[0], 64);
+    assert_int_equal(ki.info_size, 8);
+    assert_int_equal(ki.access[0], CUBEC_ACCESS_READ);
+    assert_int_equal(ki.access[2], CUBEC_ACCESS_READ_WRITE);
+    cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
+    ASSERT_OK(cubec_device_get_info(d, &info));
+    uint64_t part = (N * 4u + info.storage_offset_alignment - 1) / info.storage_offset_alignment *
+                    info.storage_offset_alignment;
+    uint32_t *host = calloc(3 * part / 4, 4);
+    assert_non_null(host);
+    uint32_t seed = 21;
+    for (uint32_t i = 0; i < N; i++) {
+        host[i] = test_rand(&seed) % 5000u;
+        host[part / 4 + i] = test_rand(&seed);
+    }
+    cubec_buffer whole, v[3];
+    ASSERT_OK(cubec_buffer_from(d, 0, host, 3 * part, &whole));
+    for (int i = 0; i < 3; i++)
+        ASSERT_OK(cubec_buffer_view(d, whole, (uint64_t)i * part, N * 4u, &v[i]));
+    uint32_t pc[2] = {N - 3, 7};
+    cubec_launch_desc ld = saxpy_launch(k, v, pc);
+    ASSERT_OK(cubec_launch(d, 0, &ld));
+    uint32_t want[N];
+    for (uint32_t i = 0; i < N; i++)
+        want[i] = i < N - 3 ? host[i] * 7u + host[part / 4 + i] : 0u;
+    expect_range_in(d, 0, v[2], N, 0, N, want, "a WGSL kernel on webgpu");
+    for (int i = 0; i < 3; i++)
+        ASSERT_OK(cubec_buffer_release(d, v[i]));
+    ASSERT_OK(cubec_buffer_release(d, whole));
+    ASSERT_OK(cubec_kernel_destroy(d, k));
+    /* What the reflection cannot take is refused by name. */
+    kd.wgsl = "@group(1) @binding(0) var<storage, read_write> x: array<u32>;\n"
+              "@compute @workgroup_size(1) fn saxpy() { x[0] = 1u; }\n";
+    ASSERT_ERROR(cubec_kernel_create(d, &kd, &k), CUBEC_UNSUPPORTED, "@group(1)");
+    kd.wgsl = "@compute @workgroup_size(1) fn other() {}\n";
+    ASSERT_ERROR(cubec_kernel_create(d, &kd, &k), CUBEC_COMPILE_FAILED, "no function 'saxpy'");
+    free(host);
+    cubec_device_close(d);
+}
+
 /* What WebGPU cannot do is refused by name, never aborted on. */
 static void test_unsupported_by_name(void **state)
 {
@@ -222,11 +292,9 @@ static void test_unsupported_by_name(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_kernel_matches_cpu),
-        cmocka_unit_test(test_one_page_read_and_written),
-        cmocka_unit_test(test_fill_and_copy),
-        cmocka_unit_test(test_graph_replays),
-        cmocka_unit_test(test_unsupported_by_name),
+        cmocka_unit_test(test_kernel_matches_cpu), cmocka_unit_test(test_one_page_read_and_written),
+        cmocka_unit_test(test_fill_and_copy),      cmocka_unit_test(test_graph_replays),
+        cmocka_unit_test(test_wgsl_kernel),        cmocka_unit_test(test_unsupported_by_name),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1218,7 +1218,8 @@ cubec_status wg_gpu_open(const gpu_open_desc *desc, gpu **out)
                    .max_uniform_range = w->limits.maxUniformBufferBindingSize,
                    .uniform_offset_alignment = w->limits.minUniformBufferOffsetAlignment,
                    .metadata_device_local = 0,
-                   .runs_kernels = 1};
+                   .runs_kernels = 1,
+                   .wgsl = 1};
     g->info.unified_memory = 0;
     g->info.push_descriptors = 0;
     *out = g;
