@@ -79,7 +79,7 @@ static long attribute(const char *from, const char *to, const char *attr)
 {
     size_t n = strlen(attr);
     for (const char *q = from; q + n < to; q++)
-        if (*q == '@' && !strncmp(q + 1, attr, n) && !ident_char(q[1 + n])) {
+        if (*q == '@' && strncmp(q + 1, attr, n) == 0 && !ident_char(q[1 + n])) {
             const char *p = skip_ws(q + 1 + n);
             if (*p != '(') return -1;
             p++;
@@ -93,18 +93,19 @@ static uint32_t type_size(const char *p, uint32_t *align)
 {
     static const char *const scalars[] = {"u32", "i32", "f32"};
     for (int i = 0; i < 3; i++)
-        if (!strncmp(p, scalars[i], 3) && !ident_char(p[3])) {
+        if (strncmp(p, scalars[i], 3) == 0 && !ident_char(p[3])) {
             *align = 4;
             return 4;
         }
-    if (!strncmp(p, "vec", 3) && p[3] >= '2' && p[3] <= '4') {
+    if (strncmp(p, "vec", 3) == 0 && p[3] >= '2' && p[3] <= '4') {
         uint32_t n = (uint32_t)(p[3] - '0');
         const char *q = p + 4;
         if (*q == 'u' || *q == 'i' || *q == 'f')
             q++;
         else if (*q == '<') {
             q = skip_ws(q + 1);
-            if (strncmp(q, "u32", 3) && strncmp(q, "i32", 3) && strncmp(q, "f32", 3)) return 0;
+            if (strncmp(q, "u32", 3) != 0 && strncmp(q, "i32", 3) != 0 && strncmp(q, "f32", 3) != 0)
+                return 0;
         } else
             return 0;
         *align = n == 2 ? 8 : 16;
@@ -134,7 +135,7 @@ static cubec_status immediate_size(const char *name, const char *base, const cha
     type[n] = 0;
     for (const char *s = find_word(base, base, "struct"); s; s = find_word(base, s + 1, "struct")) {
         const char *q = skip_ws(s + 6);
-        if (strncmp(q, type, n) || ident_char(q[n])) continue;
+        if (strncmp(q, type, n) != 0 || ident_char(q[n])) continue;
         q = skip_ws(q + n);
         if (*q != '{') break;
         uint32_t at = 0, max_align = 4;
@@ -188,7 +189,7 @@ cubec_status wgsl_reflect(const char *name, const char *source, const char *entr
     for (const char *q = find_word(c, c, "fn"); q && !fn; q = find_word(c, q + 1, "fn")) {
         const char *id = skip_ws(q + 2);
         size_t n = strlen(entry);
-        if (!strncmp(id, entry, n) && !ident_char(id[n])) fn = q;
+        if (strncmp(id, entry, n) == 0 && !ident_char(id[n])) fn = q;
     }
     if (!fn) {
         err = status_make(CUBEC_COMPILE_FAILED, "kernel '%s': the WGSL has no function '%s'", name,
@@ -249,7 +250,7 @@ cubec_status wgsl_reflect(const char *name, const char *source, const char *entr
         const char *close = strchr(q, '>');
         if (!close) break;
         const char *space = skip_ws(q + 1);
-        if (!strncmp(space, "immediate", 9) || !strncmp(space, "push_constant", 13)) {
+        if (strncmp(space, "immediate", 9) == 0 || strncmp(space, "push_constant", 13) == 0) {
             if (out->push_constant_size) {
                 err = status_make(CUBEC_UNSUPPORTED,
                                   "kernel '%s': more than one WGSL var<immediate>", name);
@@ -261,8 +262,8 @@ cubec_status wgsl_reflect(const char *name, const char *source, const char *entr
             if (err) goto done;
             continue;
         }
-        int storage = !strncmp(space, "storage", 7) && !ident_char(space[7]);
-        int uniform = !strncmp(space, "uniform", 7) && !ident_char(space[7]);
+        int storage = strncmp(space, "storage", 7) == 0 && !ident_char(space[7]);
+        int uniform = strncmp(space, "uniform", 7) == 0 && !ident_char(space[7]);
         if (!storage && !uniform) continue; /* workgroup, private, function */
         if (group != 0 || binding < 0 || binding >= KERNEL_MAX_SLOTS) {
             err = status_make(CUBEC_UNSUPPORTED,
@@ -284,7 +285,7 @@ cubec_status wgsl_reflect(const char *name, const char *source, const char *entr
             const char *comma = strchr(space, ',');
             if (comma && comma < close) {
                 const char *a = skip_ws(comma + 1);
-                read_write = !strncmp(a, "read_write", 10);
+                read_write = strncmp(a, "read_write", 10) == 0;
             }
         }
         out->access[binding] = read_write ? CUBEC_ACCESS_READ_WRITE : CUBEC_ACCESS_READ;

@@ -192,7 +192,7 @@ static cubec_status copy_bytes(wg_enc *e, wg_mem *src, uint64_t so, wg_mem *dst,
                            " (copyBufferToBuffer takes multiples of 4, and the "
                            "byte-copy kernel cannot serve these buffers)",
                            n, so, d);
-    uint64_t ss, sn, ds, dn;
+    uint64_t ss = 0, sn = 0, ds = 0, dn = 0;
     RETURN_IF_ERROR(window_of(w, src, so, n, &ss, &sn));
     RETURN_IF_ERROR(window_of(w, dst, d, n, &ds, &dn));
     WGPUBindGroupEntry be[2] = {{.binding = 0, .buffer = src->buffer, .offset = ss, .size = sn},
@@ -247,7 +247,7 @@ static cubec_status encode_entry(wg_enc *e, const gpu_cmd_entry *ce)
          * beside storage the dispatch binds, and WebGPU refuses one buffer as both in one
          * dispatch. A slot per indirect dispatch of the encoding, so none overwrites another's. */
         WGPUBuffer args = NULL;
-        uint64_t slot = 16u * e->indirect_count++;
+        uint64_t slot = (uint64_t)16u * e->indirect_count++;
         RETURN_IF_ERROR(wg_indirect(e->w, slot + 16u, &args));
         end_pass(e);
         p->CommandEncoderCopyBufferToBuffer(e->enc, ((wg_mem *)ce->u.indirect.m)->buffer,

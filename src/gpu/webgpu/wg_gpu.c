@@ -73,10 +73,11 @@ static void on_uncaptured(WGPUDevice const *device, WGPUErrorType type, WGPUStri
     LOG(LOG_WARN, LOG_SYS_DEVICE, "webgpu error (type %d): %.*s", (int)type, (int)len,
         message.data ? message.data : "");
     pthread_mutex_lock(&w->lock);
+    if (len > 4096) len = 4096; /* a message is kept for a status, not a log */
     if (!w->error) {
         w->error = malloc(len + 1);
         if (w->error) {
-            if (len) memcpy(w->error, message.data, len);
+            if (len && message.data) memcpy(w->error, message.data, len);
             w->error[len] = 0;
         }
     }
@@ -148,29 +149,29 @@ static cubec_status make_buffer(wg_gpu *w, wg_mem *m)
     return err;
 }
 
-static cubec_status new_mem(wg_gpu *w, gpu_mem_kind kind, uint64_t size, wg_mem **out)
+/* A wg_mem of `kind` without its buffer yet; NULL when the host is out of memory. */
+static wg_mem *new_mem(wg_gpu *w, gpu_mem_kind kind, uint64_t size)
 {
-    if (kind == GPU_MEM_HOST || kind == GPU_MEM_IMPORTED)
-        return status_make(CUBEC_UNSUPPORTED,
-                           "the webgpu backend has no host memory the device reads directly "
-                           "(cubec_host_alloc, cubec_host_register)");
     wg_mem *m = calloc(1, sizeof *m);
-    if (!m) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (buffer)");
+    if (!m) return NULL;
     m->base.size = size;
     m->base.kind = kind;
     m->bytes = WG_ALIGN4(size ? size : 4);
     pthread_mutex_lock(&w->lock);
     m->id = ++w->next_mem_id;
     pthread_mutex_unlock(&w->lock);
-    *out = m;
-    return NULL;
+    return m;
 }
 
 static cubec_status wg_mem_create(gpu *g, gpu_mem_kind kind, uint64_t size, gpu_mem **out)
 {
     wg_gpu *w = wg_of(g);
-    wg_mem *m = NULL;
-    RETURN_IF_ERROR(new_mem(w, kind, size, &m));
+    if (kind == GPU_MEM_HOST || kind == GPU_MEM_IMPORTED)
+        return status_make(CUBEC_UNSUPPORTED,
+                           "the webgpu backend has no host memory the device reads directly "
+                           "(cubec_host_alloc, cubec_host_register)");
+    wg_mem *m = new_mem(w, kind, size);
+    if (!m) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (buffer)");
     cubec_status err = make_buffer(w, m);
     if (err) {
         free(m);
@@ -182,8 +183,8 @@ static cubec_status wg_mem_create(gpu *g, gpu_mem_kind kind, uint64_t size, gpu_
 
 static cubec_status wg_mem_create_unbacked(gpu *g, uint64_t size, gpu_mem **out)
 {
-    wg_mem *m = NULL;
-    RETURN_IF_ERROR(new_mem(wg_of(g), GPU_MEM_DEVICE, size, &m));
+    wg_mem *m = new_mem(wg_of(g), GPU_MEM_DEVICE, size);
+    if (!m) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (buffer)");
     m->base.unbacked = 1;
     *out = &m->base;
     return NULL;
@@ -906,7 +907,7 @@ static cubec_status list_adapters(const wg_procs *p, WGPUInstance instance, WGPU
         } options = {NULL, (1u << 0) | (1u << 2) | (1u << 3)};
         size_t n = p->InstanceEnumerateAdapters(instance, &options, NULL);
         if (n) {
-            WGPUAdapter *all = calloc(n, sizeof *all);
+            WGPUAdapter *all = calloc(n, sizeof(WGPUAdapter));
             if (!all) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (adapters)");
             p->InstanceEnumerateAdapters(instance, &options, all);
             for (size_t i = 0; i < n; i++) {
