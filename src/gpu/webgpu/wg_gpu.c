@@ -822,7 +822,6 @@ static void wg_gpu_destroy(gpu *g)
         p->DeviceRelease(w->device);
     }
     if (w->adapter) p->AdapterRelease(w->adapter);
-    if (w->instance) p->InstanceRelease(w->instance);
     free(w->error);
     pthread_mutex_destroy(&w->lock);
     pthread_mutex_destroy(&w->queue_lock);
@@ -1005,9 +1004,19 @@ static void fill_info(const wg_procs *p, WGPUAdapter a, const WGPULimits *lim,
     p->AdapterInfoFreeMembers(ai);
 }
 
-static cubec_status open_instance(const wg_procs **out_p, WGPUInstance *out)
+/* The process's one instance, made at the first use and kept until the process exits: wgpu's
+ * Vulkan backend loads the Vulkan loader and the driver with an instance and unloads them with
+ * it, so an instance per enumeration or device loaded the driver again each time (lavapipe
+ * leaks a little at each load, in a library then unloaded: LeakSanitizer cannot even name it). */
+static pthread_once_t instance_once = PTHREAD_ONCE_INIT;
+static const wg_procs *instance_procs;
+static WGPUInstance instance;
+static cubec_status instance_error;
+
+static void make_instance(void)
 {
-    RETURN_IF_ERROR(wg_procs_get(out_p));
+    instance_error = wg_procs_get(&instance_procs);
+    if (instance_error) return;
     /* wgpu-native's WGPUInstanceExtras (wgpu.h 29, restated: only its backends are set): the
      * primary backends (Vulkan, Metal, D3D12). Its OpenGL backend would run compute through
      * the same driver with fewer limits, and probing it wants a display (XDG_RUNTIME_DIR). A
@@ -1023,9 +1032,19 @@ static cubec_status open_instance(const wg_procs **out_p, WGPUInstance *out)
     } extras = {.chain = {.sType = (WGPUSType)0x00030004},
                 .backends = (1u << 0) | (1u << 2) | (1u << 3),
                 .flags = 1u << 24 /* WGPUInstanceFlag_Default: the build's own */};
-    WGPUInstanceDescriptor d = {.nextInChain = (*out_p)->DevicePoll ? &extras.chain : NULL};
-    *out = (*out_p)->CreateInstance(&d);
-    if (!*out) return status_make(CUBEC_INTERNAL, "wgpuCreateInstance returned NULL");
+    WGPUInstanceDescriptor d = {.nextInChain = instance_procs->DevicePoll ? &extras.chain : NULL};
+    instance = instance_procs->CreateInstance(&d);
+    if (!instance) instance_error = status_make(CUBEC_INTERNAL, "wgpuCreateInstance returned NULL");
+}
+
+static cubec_status open_instance(const wg_procs **out_p, WGPUInstance *out)
+{
+    pthread_once(&instance_once, make_instance);
+    if (instance_error)
+        return status_make(cubec_status_code(instance_error), "%s",
+                           cubec_status_message(instance_error));
+    *out_p = instance_procs;
+    *out = instance;
     return NULL;
 }
 
@@ -1049,7 +1068,6 @@ cubec_status wg_gpu_count(uint32_t *out_count)
     err = list_adapters(p, inst, a, WG_MAX_ADAPTERS, &n);
     for (uint32_t i = 0; i < n; i++)
         p->AdapterRelease(a[i]);
-    p->InstanceRelease(inst);
     if (!err) *out_count = n;
     return err;
 }
@@ -1073,7 +1091,6 @@ cubec_status wg_gpu_peek(uint32_t index, cubec_device_info *out)
     }
     for (uint32_t i = 0; i < n; i++)
         p->AdapterRelease(a[i]);
-    p->InstanceRelease(inst);
     return err;
 }
 
