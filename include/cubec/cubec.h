@@ -50,7 +50,7 @@ extern "C" {
  * (docs/api.md, "Versions and the ABI"). */
 #define CUBEC_VERSION_MAJOR 0
 #define CUBEC_VERSION_MINOR 2
-#define CUBEC_VERSION_PATCH 10
+#define CUBEC_VERSION_PATCH 11
 
 /* A version packed into one number that compares in order: major << 16 | minor << 8 | patch
  * (minor and patch stay below 256). */
@@ -590,7 +590,7 @@ typedef struct cubec_cuda_mapping {
 /* Maps `buffer` (created by cubec_buffer_create_exportable, or a view of one) into CUDA: the same
  * memory, no copy. A second call for the buffer gives the same mapping. The mapping orders
  * nothing: CUDA work that reads what cubec wrote is queued after cubec_cuda_wait_stream, and
- * cubec work that reads what CUDA wrote after the CUDA stream is synchronized. It lasts until
+ * cubec work that reads what CUDA wrote after cubec_stream_wait_cuda. It lasts until
  * cubec_cuda_unmap or the device's close, even past the buffer's release (the memory stays
  * CUDA's until then). */
 CUBEC_MUST_USE cubec_status cubec_cuda_map(cubec_device *device, cubec_buffer buffer,
@@ -603,6 +603,16 @@ CUBEC_MUST_USE cubec_status cubec_cuda_unmap(cubec_device *device, cubec_buffer 
  * this call submits): CUDA work queued on cuda_stream afterwards sees cubec's writes. The caller
  * never waits. Needs CUBEC_EXTERNAL_TIMELINE_FD (cubec_device_info.external_handles). */
 CUBEC_MUST_USE cubec_status cubec_cuda_wait_stream(cubec_device *device, cubec_stream stream,
+                                                   void *cuda_stream);
+/* The other direction: cubec work queued on `stream` after this call runs after the work queued
+ * on `cuda_stream` (a CUstream of the primary context; NULL, CUDA's default stream) so far, and
+ * host reads and writes on `stream` see what that work wrote. Neither the caller nor any thread
+ * waits: CUDA signals a timeline of the device's own that it imported (its "inbound" timeline),
+ * and a batch that waits on the GPU for that value is submitted after what `stream` queued
+ * before the call; every later batch of the device comes after it. Needs
+ * CUBEC_EXTERNAL_TIMELINE_FD; refused while `stream` captures a graph (a replay could not wait
+ * for a value of a call made once). */
+CUBEC_MUST_USE cubec_status cubec_stream_wait_cuda(cubec_device *device, cubec_stream stream,
                                                    void *cuda_stream);
 
 /* ---------------------------------------------------------------------------------------------
@@ -986,7 +996,7 @@ typedef struct cubec_kernel_desc {
     /* Text inserted right after the source's `#version` line (e.g. `#extension ... : require`
      * lines), or NULL; messages keep the source's own line numbers. Part of the identity. */
     const char *preamble;
-    /* WGSL compute source, or NULL: exactly one of glsl, spirv and wgsl is set (added in 0.2.10,
+    /* WGSL compute source, or NULL: exactly one of glsl, spirv and wgsl is set (added in 0.2.11,
      * last). Only the webgpu backend takes it (elsewhere CUBEC_UNSUPPORTED); docs/kernels.md
      * "WGSL kernels" says what it may declare: storage and uniform buffers of @group(0) at
      * bindings 0..31 (buffer i of a launch at binding i), at most one var<immediate> struct

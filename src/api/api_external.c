@@ -1,6 +1,7 @@
 /* Public entry points: export and import of buffers' memory and of the device timeline
  * (docs/multi-device.md). */
 #include "api/api_common.h"
+#include "api/api_inbound.h"
 #include "api/api_struct.h"
 #include "server/external.h"
 
@@ -82,4 +83,32 @@ cubec_status cubec_stream_get_timeline_value(cubec_device *device, cubec_stream 
     cubec_status err = api_slot(device, stream, "cubec_stream_get_timeline_value", &s);
     if (!err) err = server_stream_timeline_value(device, s, out_value);
     return api_unlock(device, err);
+}
+
+cubec_status api_inbound_export(cubec_device *device, const char *fn, int *out_fd)
+{
+    *out_fd = -1;
+    RETURN_IF_ERROR(api_lock(device, fn));
+    cubec_status err = server_inbound_export(device, out_fd);
+    if (err) err = status_annotate(err, "%s", fn);
+    return api_unlock(device, err);
+}
+
+cubec_status api_stream_wait_inbound(cubec_device *device, cubec_stream stream, uint64_t value,
+                                     const char *fn)
+{
+    RETURN_IF_ERROR(api_lock(device, fn));
+    stream_ref s;
+    cubec_status err = api_slot(device, stream, fn, &s);
+    if (!err) err = server_stream_wait_inbound(device, s, value, fn);
+    return api_unlock(device, err);
+}
+
+cubec_status api_inbound_signal(cubec_device *device, uint64_t value)
+{
+    /* Without the device lock, like the other API it stands in for: a caller holding the lock
+     * may be waiting for a submission that waits for this signal (the null backend submits on
+     * the submission thread and blocks there). */
+    if (!device) return INVALID_ARG("api_inbound_signal: device is NULL");
+    return server_inbound_signal(device, value);
 }

@@ -203,6 +203,17 @@ cubec_status gpu_timeline_export(gpu *g, int *out_fd)
     return g->ops->timeline_export(g, out_fd);
 }
 
+cubec_status gpu_inbound_export(gpu *g, int *out_fd)
+{
+    if (!g->caps.export_timeline || !g->ops->inbound_export)
+        return status_make(CUBEC_UNSUPPORTED,
+                           "the %s device cannot export a timeline for another API to signal "
+                           "(timeline semaphores as opaque file descriptors: "
+                           "VK_KHR_external_semaphore_fd)",
+                           g->ops->name);
+    return g->ops->inbound_export(g, out_fd);
+}
+
 cubec_status gpu_pipeline_create(gpu *g, const gpu_pipeline_desc *desc, gpu_pipeline **out)
 {
     return g->ops->pipeline_create(g, desc, out);

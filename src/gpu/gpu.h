@@ -209,10 +209,14 @@ typedef enum gpu_cmd_use {
     GPU_CMD_REUSABLE, /* a graph: recorded once, submitted many times */
 } gpu_cmd_use;
 
-/* One command buffer of a submission, and the timeline value it signals. */
+/* One command buffer of a submission, and the timeline value it signals. `inbound_wait`: 0, or
+ * a value of the device's inbound timeline (gpu_ops.inbound_export) that the submission waits
+ * for on the GPU before its commands and every later submission's run (docs/multi-device.md,
+ * "CUDA's work before cubec's"). */
 typedef struct gpu_submit_item {
     gpu_cmd *cmd;
     uint64_t signal;
+    uint64_t inbound_wait;
 } gpu_submit_item;
 
 /* What a backend can do; read by the server to choose its paths. */
@@ -380,6 +384,14 @@ typedef struct gpu_ops {
     cubec_status (*mem_import_fd)(gpu *g, int fd, uint64_t allocation_size, int dedicated,
                                   gpu_mem **out);
     cubec_status (*timeline_export)(gpu *g, int *out_fd);
+    /* The inbound timeline: a second timeline semaphore of the device that only another API
+     * signals (CUDA, through cuSignalExternalSemaphoresAsync) and submissions wait on
+     * (gpu_submit_item.inbound_wait). inbound_export: a new opaque fd of it (where
+     * caps.export_timeline). inbound_signal: sets it to `value` from the host (tests, and the
+     * null backend's stand-in for the other API). Both optional: NULL where the backend has no
+     * inbound timeline; a backend without inbound_signal has inbound_export NULL too. */
+    cubec_status (*inbound_export)(gpu *g, int *out_fd);
+    cubec_status (*inbound_signal)(gpu *g, uint64_t value);
 } gpu_ops;
 
 /* What a blob of a driver's pipeline cache is valid for: cubec's disk cache files one per
@@ -516,6 +528,13 @@ MUST_USE cubec_status gpu_mem_import_fd(gpu *g, int fd, uint64_t allocation_size
                                         gpu_mem **out);
 /* A new fd of the device's timeline; CUBEC_UNSUPPORTED where caps.export_timeline is 0. */
 MUST_USE cubec_status gpu_timeline_export(gpu *g, int *out_fd);
+/* A new fd of the device's inbound timeline; CUBEC_UNSUPPORTED as gpu_timeline_export. */
+MUST_USE cubec_status gpu_inbound_export(gpu *g, int *out_fd);
+/* Whether submissions may wait on the inbound timeline (the backend has one). */
+static inline int gpu_has_inbound(const gpu *g)
+{
+    return g->ops->inbound_signal != NULL;
+}
 MUST_USE cubec_status gpu_pipeline_create(gpu *g, const gpu_pipeline_desc *desc,
                                           gpu_pipeline **out);
 static inline void gpu_image_free(gpu *g, gpu_image *im)

@@ -1,6 +1,7 @@
 /* CUDA on the same GPU (interop/cuda_interop.h). */
 #include "interop/cuda_interop.h"
 
+#include "api/api_inbound.h"
 #include "api/api_struct.h"
 #include "base/status.h"
 #include "interop/cuda_driver.h"
@@ -28,6 +29,10 @@ typedef struct device_entry {
     int cuda_ordinal;
     cu_context context;
     cu_ext_semaphore timeline; /* NULL until the first wait */
+    /* The device's inbound timeline (api/api_inbound.h) imported, NULL until the first
+     * cubec_stream_wait_cuda, and the last value CUDA was asked to signal on it. */
+    cu_ext_semaphore inbound;
+    uint64_t inbound_last;
     mapping *mappings;
     struct device_entry *next;
 } device_entry;
@@ -239,6 +244,74 @@ cubec_status cubec_cuda_wait_stream(cubec_device *device, cubec_stream stream, v
     return err;
 }
 
+/* The device's inbound timeline as a CUDA external semaphore, imported at the first
+ * cubec_stream_wait_cuda. */
+static cubec_status import_inbound(const cuda_driver *cu, cubec_device *device, device_entry *e)
+{
+    if (e->inbound) return NULL;
+    int fd = -1;
+    RETURN_IF_ERROR(api_inbound_export(device, "cubec_stream_wait_cuda", &fd));
+    cu_ext_semaphore_desc sd = {.type = CU_EXT_SEMAPHORE_TIMELINE_FD, .handle.fd = fd};
+    cu_result r = cu->import_semaphore(&e->inbound, &sd);
+    if (r) {
+        close(fd);
+        e->inbound = NULL;
+        return cuda_status(cu, r, "cubec_stream_wait_cuda: cuImportExternalSemaphore");
+    }
+    return NULL;
+}
+
+/* Queues, on cuda_stream, the signal of the next inbound value and returns it. Values must reach
+ * the semaphore in increasing order, but CUDA streams run in any order: so the stream first
+ * waits for the previous value (already signalled when one stream makes every call). The wait
+ * names only work queued before this call, so it cannot close a cycle. */
+static cubec_status signal_inbound(const cuda_driver *cu, device_entry *e, cu_stream stream,
+                                   uint64_t *out_value)
+{
+    uint64_t value = e->inbound_last + 1;
+    if (e->inbound_last) {
+        cu_ext_wait_params w = {.params.fence.value = e->inbound_last};
+        cu_result r = cu->wait_semaphores(&e->inbound, &w, 1, stream);
+        if (r) return cuda_status(cu, r, "cubec_stream_wait_cuda: cuWaitExternalSemaphoresAsync");
+    }
+    cu_ext_signal_params p = {.params.fence.value = value};
+    cu_result r = cu->signal_semaphores(&e->inbound, &p, 1, stream);
+    if (r) return cuda_status(cu, r, "cubec_stream_wait_cuda: cuSignalExternalSemaphoresAsync");
+    e->inbound_last = value;
+    *out_value = value;
+    return NULL;
+}
+
+cubec_status cubec_stream_wait_cuda(cubec_device *device, cubec_stream stream, void *cuda_stream)
+{
+    /* Refusals that need no CUDA first: a device without the handle type says so by name. */
+    cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
+    RETURN_IF_ERROR(cubec_device_get_info(device, &info));
+    if (!(info.external_handles & CUBEC_EXTERNAL_TIMELINE_FD))
+        return status_make(CUBEC_UNSUPPORTED,
+                           "cubec_stream_wait_cuda: the device \"%s\" cannot export a timeline "
+                           "semaphore (cubec_device_info.external_handles has no "
+                           "CUBEC_EXTERNAL_TIMELINE_FD: VK_KHR_external_semaphore_fd)",
+                           info.name);
+    const cuda_driver *cu = NULL;
+    device_entry *e = NULL;
+    uint64_t value = 0;
+    pthread_mutex_lock(&lock);
+    cubec_status err = enter(device, "cubec_stream_wait_cuda", &cu, &e);
+    if (!err && e) {
+        err = import_inbound(cu, device, e);
+        if (!err) err = signal_inbound(cu, e, (cu_stream)cuda_stream, &value);
+        pop_context(cu);
+    }
+    pthread_mutex_unlock(&lock);
+    /* Outside the interop lock (the device's close takes it under the device lock). Two calls
+     * racing may queue their batches in either order: CUDA signals the values in order, so a
+     * wait for the higher one implies the lower. A refusal here leaves a signal nobody waits
+     * for, which costs nothing. */
+    if (!err) err = api_stream_wait_inbound(device, stream, value, "cubec_stream_wait_cuda");
+    return err;
+}
+
 void cuda_interop_forget(cubec_device *device)
 {
     pthread_mutex_lock(&lock);
@@ -259,6 +332,7 @@ void cuda_interop_forget(cubec_device *device)
                 unmap(cu, m);
             }
             if (e->timeline) cu->destroy_semaphore(e->timeline);
+            if (e->inbound) cu->destroy_semaphore(e->inbound);
             pop_context(cu);
             cu->primary_ctx_release(e->cuda_device);
         }

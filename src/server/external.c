@@ -5,6 +5,7 @@
  * other buffer's bytes, and that pool is never relocated nor reused while the buffer lives. */
 #include "server/external.h"
 #include "server/device.h"
+#include "server/graph.h"
 #include "server/memory_ops.h"
 #include "server/sync.h"
 
@@ -102,4 +103,40 @@ cubec_status server_stream_timeline_value(cubec_device *d, stream_ref s, uint64_
     RETURN_IF_ERROR(server_flush(d, s));
     *out = d->streams->slots[s.slot].last_value;
     return NULL;
+}
+
+cubec_status server_inbound_export(cubec_device *d, int *out_fd)
+{
+    cubec_status err = gpu_inbound_export(d->gpu, out_fd);
+    return err ? status_annotate(err, "device \"%s\"", d->info.name) : NULL;
+}
+
+cubec_status server_stream_wait_inbound(cubec_device *d, stream_ref s, uint64_t value,
+                                        const char *fn)
+{
+    if (!gpu_has_inbound(d->gpu))
+        return status_make(CUBEC_UNSUPPORTED,
+                           "%s: the device \"%s\" (%s backend) has no timeline another API can "
+                           "signal",
+                           fn, d->info.name, d->gpu->ops->name);
+    /* A graph replays its recording as it is: a wait for one value of another API's timeline
+     * would be replayed against a value long passed. */
+    RETURN_IF_ERROR(server_graph_refuse(d, s, fn));
+    if (!value) return INVALID_ARG("%s: inbound timeline value 0 (values start at 1)", fn);
+    /* What the stream queued before the call is not held back by the wait. */
+    RETURN_IF_ERROR(server_flush(d, s));
+    uint64_t waits = 0;
+    RETURN_IF_ERROR(sub_flush_inbound(d, value, &waits));
+    slot_state *ss = &d->streams->slots[s.slot];
+    ss->last_value = waits;
+    ss->inbound_after = waits;
+    return NULL;
+}
+
+cubec_status server_inbound_signal(cubec_device *d, uint64_t value)
+{
+    if (!d->gpu->ops->inbound_signal)
+        return status_make(CUBEC_UNSUPPORTED, "the %s backend has no inbound timeline",
+                           d->gpu->ops->name);
+    return d->gpu->ops->inbound_signal(d->gpu, value);
 }

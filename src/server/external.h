@@ -20,4 +20,16 @@ MUST_USE cubec_status server_buffer_import(cubec_device *d, stream_ref s,
 /* cubec_stream_get_timeline_value: the stream's work submitted, and the value it signals. */
 MUST_USE cubec_status server_stream_timeline_value(cubec_device *d, stream_ref s, uint64_t *out);
 
+/* A new fd of the device's inbound timeline, which only the other API signals
+ * (docs/multi-device.md, "CUDA's work before cubec's"). */
+MUST_USE cubec_status server_inbound_export(cubec_device *d, int *out_fd);
+/* Work queued on `s` after this call (and every later batch of the device) runs after the
+ * inbound timeline reached `value`, a GPU wait: the stream's queued work is submitted first, then
+ * a batch that waits. Refused (naming `fn`) while the stream captures a graph and where the
+ * backend has no inbound timeline. */
+MUST_USE cubec_status server_stream_wait_inbound(cubec_device *d, stream_ref s, uint64_t value,
+                                                 const char *fn);
+/* Sets the inbound timeline to `value` from the host (tests: the other API's stand-in). */
+MUST_USE cubec_status server_inbound_signal(cubec_device *d, uint64_t value);
+
 #endif

@@ -42,6 +42,10 @@ typedef struct slot_state {
     unsigned char *arena;   /* metadata too large to sit inline in a task */
     uint32_t arena_used, arena_cap;
     uint64_t last_value; /* timeline value of the last batch that recorded its work */
+    /* Timeline value of the stream's last batch that waits on the inbound timeline
+     * (cubec_stream_wait_cuda; 0: none): the stream's host transfers come after it, since what
+     * the other API wrote is in no range cubec tracks. */
+    uint64_t inbound_after;
     /* Work recorded for the slot's streams: tasks (timestamps aside), transfers' copies and graph
      * replays. An unchanged count between a profile's two timestamps means nothing of its stream
      * ran in the window, whatever other streams recorded meanwhile. */

@@ -154,22 +154,33 @@ cubec_status sub_flush(cubec_device *d, int for_host)
 }
 
 static cubec_status flush(cubec_device *d, int for_host, sub_handoff *handoff, int gated,
-                          cubec_device *gate, uint64_t gate_value);
+                          cubec_device *gate, uint64_t gate_value, uint64_t inbound_wait);
 
 cubec_status sub_flush_to(cubec_device *d, int for_host, sub_handoff *handoff)
 {
-    return flush(d, for_host, handoff, 0, NULL, 0);
+    return flush(d, for_host, handoff, 0, NULL, 0, 0);
 }
 
 cubec_status sub_flush_gated(cubec_device *d, cubec_device *gate, uint64_t gate_value)
 {
-    return flush(d, 1, NULL, 1, gate, gate_value);
+    return flush(d, 1, NULL, 1, gate, gate_value, 0);
+}
+
+cubec_status sub_flush_inbound(cubec_device *d, uint64_t inbound_wait, uint64_t *out_value)
+{
+    if (!d->sub->open) {
+        gpu_cmd *cmd;
+        RETURN_IF_ERROR(sub_begin(d, &cmd));
+    }
+    *out_value = d->sub->next_value;
+    return flush(d, 0, NULL, 1, NULL, 0, inbound_wait);
 }
 
 /* sub_flush_to; `gated`: the batch goes to the submission thread, which submits it once gate's
- * timeline reached gate_value (NULL: at once), a peer copy's chunk (server/peer.c). */
+ * timeline reached gate_value (NULL: at once), a peer copy's chunk (server/peer.c), with a GPU
+ * wait on the inbound timeline when `inbound_wait` is not 0. */
 static cubec_status flush(cubec_device *d, int for_host, sub_handoff *handoff, int gated,
-                          cubec_device *gate, uint64_t gate_value)
+                          cubec_device *gate, uint64_t gate_value, uint64_t inbound_wait)
 {
     if (!d->sub->open) {
         if (!for_host || d->sub->host_visible_value + 1 >= d->sub->next_value) return NULL;
@@ -208,7 +219,8 @@ static cubec_status flush(cubec_device *d, int for_host, sub_handoff *handoff, i
         lost = gpu_fault(d->gpu, CUBEC_FAULT_SUBMIT, CUBEC_INTERNAL);
         if (!lost) {
             cubec_status encode = gpu_fault(d->gpu, CUBEC_FAULT_ENCODE, CUBEC_DEVICE_LOST);
-            lost = submitter_push_gated(d, b->cmd, value, encode, gate, gate_value);
+            lost = inbound_wait ? submitter_push_inbound(d, b->cmd, value, encode, inbound_wait)
+                                : submitter_push_gated(d, b->cmd, value, encode, gate, gate_value);
         }
         if (lost) lost = server_note_error(d, lost);
     } else if (!for_host && d->gpu->caps.deferred_recording) {
@@ -225,7 +237,7 @@ static cubec_status flush(cubec_device *d, int for_host, sub_handoff *handoff, i
     } else {
         /* The host waits for this one: submitting here spares waking the thread. */
         submitter_quiesce(d); /* what was handed to the submission thread goes first */
-        gpu_submit_item item = {b->cmd, value};
+        gpu_submit_item item = {b->cmd, value, 0};
         if (submitter_broken(d)) {
             /* Something handed over failed there: this batch may read what it did not write. */
             sub_poll(d); /* reports the failure: the device is lost */

@@ -135,6 +135,12 @@ MUST_USE cubec_status sub_flush_to(cubec_device *d, int for_host, sub_handoff *h
  * `gate`'s timeline reached `gate_value` (a peer copy's chunk: server/peer.c). The caller does
  * not wait; later batches of this device are submitted after it. */
 MUST_USE cubec_status sub_flush_gated(cubec_device *d, cubec_device *gate, uint64_t gate_value);
+/* Submits the open batch (one is opened when none is) through the submission thread with a
+ * GPU wait for the inbound timeline to reach `inbound_wait`: its commands and every later
+ * batch's run after it (cubec_stream_wait_cuda). The caller does not wait; *out_value is the
+ * timeline value the batch signals. */
+MUST_USE cubec_status sub_flush_inbound(cubec_device *d, uint64_t inbound_wait,
+                                        uint64_t *out_value);
 /* Counts one recorded task; submits a command buffer that reached batch_task_cap tasks. */
 MUST_USE cubec_status sub_task_done(cubec_device *d);
 /* Waits until the timeline reaches `value` (submitting first when `value` is the open batch).

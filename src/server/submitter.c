@@ -99,8 +99,8 @@ static void *submitter_main(void *arg)
          * when it was handed over (under the device lock). */
         gpu_submit_item items[2];
         uint32_t n = 0;
-        if (item.batch) items[n++] = (gpu_submit_item){item.batch, item.batch_value};
-        items[n++] = (gpu_submit_item){item.cmd, item.value};
+        if (item.batch) items[n++] = (gpu_submit_item){item.batch, item.batch_value, 0};
+        items[n++] = (gpu_submit_item){item.cmd, item.value, item.inbound_wait};
         uint64_t t0 = clock_now_ns();
         cubec_status r = NULL;
         int first_failure = 0, gate_counted = 0;
@@ -185,19 +185,25 @@ cubec_status submitter_push(cubec_device *d, gpu_cmd *cmd, uint64_t value, uint6
                             const sub_handoff *before)
 {
     return push(d, (submit_item){cmd, value, graph, before ? before->cmd : NULL,
-                                 before ? before->value : 0, NULL, NULL, 0});
+                                 before ? before->value : 0, NULL, NULL, 0, 0});
 }
 
 cubec_status submitter_push_batch(cubec_device *d, gpu_cmd *cmd, uint64_t value, cubec_status fault)
 {
-    return push(d, (submit_item){cmd, value, 0, NULL, 0, fault, NULL, 0});
+    return push(d, (submit_item){cmd, value, 0, NULL, 0, fault, NULL, 0, 0});
+}
+
+cubec_status submitter_push_inbound(cubec_device *d, gpu_cmd *cmd, uint64_t value,
+                                    cubec_status fault, uint64_t inbound_wait)
+{
+    return push(d, (submit_item){cmd, value, 0, NULL, 0, fault, NULL, 0, inbound_wait});
 }
 
 cubec_status submitter_push_gated(cubec_device *d, gpu_cmd *cmd, uint64_t value, cubec_status fault,
                                   struct cubec_device_s *gate, uint64_t gate_value)
 {
     if (gate) atomic_fetch_add(&gate->peer_gates, 1);
-    cubec_status err = push(d, (submit_item){cmd, value, 0, NULL, 0, fault, gate, gate_value});
+    cubec_status err = push(d, (submit_item){cmd, value, 0, NULL, 0, fault, gate, gate_value, 0});
     if (err && gate) atomic_fetch_sub(&gate->peer_gates, 1);
     return err;
 }

@@ -19,6 +19,9 @@ typedef struct submit_item {
      * gate_value, so the caller never waits for the other device (NULL: no gate). */
     struct cubec_device_s *gate;
     uint64_t gate_value;
+    /* A batch that waits on the GPU for the inbound timeline to reach this value
+     * (gpu_submit_item.inbound_wait; 0: none). */
+    uint64_t inbound_wait;
 } submit_item;
 
 typedef struct submitter {
@@ -77,6 +80,11 @@ MUST_USE cubec_status submitter_push_batch(cubec_device *d, gpu_cmd *cmd, uint64
 MUST_USE cubec_status submitter_push_gated(cubec_device *d, gpu_cmd *cmd, uint64_t value,
                                            cubec_status fault, struct cubec_device_s *gate,
                                            uint64_t gate_value);
+/* submitter_push_batch for a batch that waits on the GPU until the inbound timeline reached
+ * `inbound_wait` (cubec_stream_wait_cuda): the queue holds it and every later batch; neither the
+ * caller nor the thread waits (the null backend's thread does: its queue is the thread). */
+MUST_USE cubec_status submitter_push_inbound(cubec_device *d, gpu_cmd *cmd, uint64_t value,
+                                             cubec_status fault, uint64_t inbound_wait);
 /* Returns once no submission thread of another device waits on d's timeline (at close, once d's
  * own work is done: their waits then end at once). */
 void submitter_wait_gates(cubec_device *d);

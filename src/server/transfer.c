@@ -55,11 +55,15 @@ static void touch(cubec_device *d, buffer_obj *b, int write)
 /* What a host transfer of `a` from `slot` waits for, given `value`, the last batch that used it
  * as the transfer needs: for a guarded allocation (cubec_buffer_raw), also the stream's last
  * work, since any launch may have reached the bytes through their device address, which names
- * them in no binding (cubec.h: a transfer comes after all earlier work on its stream). */
+ * them in no binding (cubec.h: a transfer comes after all earlier work on its stream); and the
+ * stream's last wait for another API's work (cubec_stream_wait_cuda), whose writes no range
+ * names either. */
 static uint64_t transfer_after(const cubec_device *d, uint32_t slot, const alloc_obj *a,
                                uint64_t value)
 {
-    uint64_t stream = a->raw_guards ? d->streams->slots[slot].last_value : 0;
+    const slot_state *ss = &d->streams->slots[slot];
+    uint64_t stream = a->raw_guards ? ss->last_value : 0;
+    if (ss->inbound_after > stream) stream = ss->inbound_after;
     return stream > value ? stream : value;
 }
 

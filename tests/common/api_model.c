@@ -3295,6 +3295,11 @@ static void op_cuda(fuzz *f)
     note(f, "cubec_cuda_wait_stream(stream[%d], the default CUDA stream)", s);
     expect(f, cubec_cuda_wait_stream(f->d, stream_of(f, s), NULL),
            M(CUBEC_UNSUPPORTED) | allow(f, C_SUBMITS), "cubec_cuda_wait_stream");
+    /* Refused by name without CUDA or an exportable timeline (lavapipe, null); with CUDA it
+     * submits the stream's queued work and a batch that waits for the default CUDA stream. */
+    note(f, "cubec_stream_wait_cuda(stream[%d], the default CUDA stream)", s);
+    expect(f, cubec_stream_wait_cuda(f->d, stream_of(f, s), NULL),
+           M(CUBEC_UNSUPPORTED) | allow(f, C_SUBMITS), "cubec_stream_wait_cuda");
 }
 
 /* A communicator of one rank (the model has one device): its all-reduce leaves the buffer as it
@@ -3466,6 +3471,7 @@ const char *const api_model_calls[][2] = {
     {"cubec_cuda_map", "op_cuda"},
     {"cubec_cuda_unmap", "op_cuda"},
     {"cubec_cuda_wait_stream", "op_cuda"},
+    {"cubec_stream_wait_cuda", "op_cuda"},
     {"cubec_buffer_create_exportable", "op_external"},
     {"cubec_buffer_export", "op_external"},
     {"cubec_buffer_import", "op_external"},

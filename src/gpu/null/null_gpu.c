@@ -64,7 +64,11 @@ typedef struct null_gpu {
     uint64_t value;             /* reached */
     uint64_t submitted;         /* highest value submitted or signalled from the host */
     uint64_t last_due;          /* completions become visible in submission order */
-    null_pending *pending;      /* ring of delayed completions, oldest at pending_head */
+    /* The inbound timeline (gpu_ops.inbound_signal): a counter only the host sets here. A
+     * submission that waits on it runs its commands once it is reached, so later submissions
+     * (which the queue lock holds back) run after it too, as on a Vulkan queue. */
+    uint64_t inbound;
+    null_pending *pending; /* ring of delayed completions, oldest at pending_head */
     uint32_t pending_head, pending_count, pending_cap;
     uint64_t heap_cap;  /* device memory granted at most (desc->null_heap_bytes; 0: no cap) */
     uint64_t heap_used; /* device memory granted now; under `lock` */
@@ -972,6 +976,38 @@ static cubec_status check_items_flushed(const gpu_submit_item *items, uint32_t n
     return NULL;
 }
 
+/* A submission's wait on the inbound timeline, on the submitting thread (the server submits
+ * such batches from its submission thread, so no caller blocks). Bounded, where a GPU's wait is
+ * not, so that a test that never signals fails instead of hanging its close. */
+#define NULL_INBOUND_LIMIT_NS (30ull * 1000000000ull)
+static cubec_status wait_inbound(null_gpu *g, uint64_t value)
+{
+    uint64_t deadline = now_ns() + NULL_INBOUND_LIMIT_NS;
+    pthread_mutex_lock(&g->lock);
+    while (g->inbound < value && !g->abandoned && now_ns() < deadline) {
+        struct timespec due = to_timespec(deadline);
+        (void)pthread_cond_timedwait(&g->changed, &g->lock, &due);
+    }
+    int reached = g->inbound >= value;
+    uint64_t at = g->inbound;
+    pthread_mutex_unlock(&g->lock);
+    if (reached) return NULL;
+    return status_make(CUBEC_DEVICE_LOST,
+                       "null gpu: inbound timeline value %" PRIu64 " not signalled (at %" PRIu64
+                       ") within 30 s",
+                       value, at);
+}
+
+static cubec_status null_inbound_signal(gpu *base, uint64_t value)
+{
+    null_gpu *g = (null_gpu *)base;
+    pthread_mutex_lock(&g->lock);
+    if (value > g->inbound) g->inbound = value;
+    pthread_cond_broadcast(&g->changed);
+    pthread_mutex_unlock(&g->lock);
+    return NULL;
+}
+
 static cubec_status null_submit(gpu *base, const gpu_submit_item *items, uint32_t n)
 {
     null_gpu *g = (null_gpu *)base;
@@ -993,6 +1029,11 @@ static cubec_status null_submit(gpu *base, const gpu_submit_item *items, uint32_
     for (uint32_t i = 0; i < n; i++) {
         null_cmd *c = (null_cmd *)items[i].cmd;
         uint64_t signal = items[i].signal;
+        if (items[i].inbound_wait) {
+            /* Nothing before item i can fail now; items from i on are not run if this does. */
+            err = wait_inbound(g, items[i].inbound_wait);
+            if (err) break;
+        }
         execute(c);
         if (c->use == GPU_CMD_ONCE) c->submitted = 1;
         pthread_mutex_lock(&g->lock);
@@ -1014,7 +1055,7 @@ static cubec_status null_submit(gpu *base, const gpu_submit_item *items, uint32_
         pthread_mutex_unlock(&g->lock);
     }
     pthread_mutex_unlock(&g->queue_lock);
-    return NULL;
+    return err;
 }
 
 static cubec_status null_timeline_value(gpu *base, uint64_t *out)
@@ -1056,7 +1097,11 @@ static cubec_status null_timeline_signal(gpu *base, uint64_t value)
 /* Host memory is freed as usual: nothing runs on it after the submission returned. */
 static void null_abandon(gpu *base)
 {
-    ((null_gpu *)base)->abandoned = 1;
+    null_gpu *g = (null_gpu *)base;
+    pthread_mutex_lock(&g->lock);
+    g->abandoned = 1;
+    pthread_cond_broadcast(&g->changed); /* a wait on the inbound timeline gives up */
+    pthread_mutex_unlock(&g->lock);
 }
 
 static void null_queue_idle(gpu *base)
@@ -1172,6 +1217,7 @@ static const gpu_ops null_ops = {
     .timeline_value = null_timeline_value,
     .timeline_wait = null_timeline_wait,
     .timeline_signal = null_timeline_signal,
+    .inbound_signal = null_inbound_signal,
     .queue_idle = null_queue_idle,
     .abandon = null_abandon,
     .calibrate = null_calibrate,

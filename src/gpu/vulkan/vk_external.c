@@ -206,3 +206,15 @@ cubec_status vk_timeline_export(gpu *g, int *out_fd)
     VK_RETURN_IF_ERROR(v->vk.get_semaphore_fd(v->vk.device, &info, out_fd), "vkGetSemaphoreFdKHR");
     return NULL;
 }
+
+cubec_status vk_inbound_export(gpu *g, int *out_fd)
+{
+    vk_gpu *v = vk_gpu_of(g);
+    VkSemaphoreGetFdInfoKHR info = {.sType = VK_STRUCTURE_TYPE_SEMAPHORE_GET_FD_INFO_KHR,
+                                    .semaphore = v->inbound,
+                                    .handleType = VK_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_FD_BIT};
+    *out_fd = -1;
+    VK_RETURN_IF_ERROR(v->vk.get_semaphore_fd(v->vk.device, &info, out_fd),
+                       "vkGetSemaphoreFdKHR(inbound)");
+    return NULL;
+}

@@ -33,5 +33,6 @@ MUST_USE cubec_status vk_mem_export(gpu *g, gpu_mem *m, gpu_export *out);
 MUST_USE cubec_status vk_mem_import_fd(gpu *g, int fd, uint64_t allocation_size, int dedicated,
                                        gpu_mem **out);
 MUST_USE cubec_status vk_timeline_export(gpu *g, int *out_fd);
+MUST_USE cubec_status vk_inbound_export(gpu *g, int *out_fd);
 
 #endif

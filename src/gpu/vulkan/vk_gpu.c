@@ -575,13 +575,22 @@ static cubec_status vk_submit(gpu *g, const gpu_submit_item *items, uint32_t n)
     /* A batch is encoded here, on the thread that submits it; nothing is submitted if one fails. */
     for (uint32_t i = 0; i < n; i++)
         RETURN_IF_ERROR(vk_list_encode((vk_cmd *)items[i].cmd));
+    /* A wait on the inbound timeline holds this batch's commands and, by submission order,
+     * every later batch's (a semaphore wait's second scope), at every stage cubec records. */
+    static const VkPipelineStageFlags wait_stage = VK_PIPELINE_STAGE_ALL_COMMANDS_BIT;
     for (uint32_t i = 0; i < n; i++) {
+        int waits = items[i].inbound_wait != 0;
         ts[i] = (VkTimelineSemaphoreSubmitInfo){
             .sType = VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO,
+            .waitSemaphoreValueCount = waits ? 1 : 0,
+            .pWaitSemaphoreValues = waits ? &items[i].inbound_wait : NULL,
             .signalSemaphoreValueCount = 1,
             .pSignalSemaphoreValues = &items[i].signal};
         si[i] = (VkSubmitInfo){.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
                                .pNext = &ts[i],
+                               .waitSemaphoreCount = waits ? 1 : 0,
+                               .pWaitSemaphores = waits ? &v->inbound : NULL,
+                               .pWaitDstStageMask = waits ? &wait_stage : NULL,
                                .commandBufferCount = 1,
                                .pCommandBuffers = &((vk_cmd *)items[i].cmd)->cmd,
                                .signalSemaphoreCount = 1,
@@ -633,6 +642,15 @@ static cubec_status vk_timeline_signal(gpu *g, uint64_t value)
     return NULL;
 }
 
+static cubec_status vk_inbound_signal(gpu *g, uint64_t value)
+{
+    vk_gpu *v = vk_gpu_of(g);
+    VkSemaphoreSignalInfo sig = {
+        .sType = VK_STRUCTURE_TYPE_SEMAPHORE_SIGNAL_INFO, .semaphore = v->inbound, .value = value};
+    VK_RETURN_IF_ERROR(vkSignalSemaphore(v->vk.device, &sig), "vkSignalSemaphore(inbound)");
+    return NULL;
+}
+
 static void vk_queue_idle(gpu *g)
 {
     if (!vk_gpu_of(g)->abandoned) vkQueueWaitIdle(vk_gpu_of(g)->vk.queue);
@@ -678,6 +696,7 @@ static void vk_gpu_destroy(gpu *g)
         vkDeviceWaitIdle(v->vk.device);
         vk_pipeline_cache_destroy(v);
         if (v->timeline) vkDestroySemaphore(v->vk.device, v->timeline, NULL);
+        if (v->inbound) vkDestroySemaphore(v->vk.device, v->inbound, NULL);
         for (int i = 0; i < 6; i++)
             if (v->samplers[i]) vkDestroySampler(v->vk.device, v->samplers[i], NULL);
     }
@@ -768,7 +787,9 @@ static const gpu_ops vk_ops = {.name = "vulkan",
                                .mem_create_exportable = vk_mem_create_exportable,
                                .mem_export = vk_mem_export,
                                .mem_import_fd = vk_mem_import_fd,
-                               .timeline_export = vk_timeline_export};
+                               .timeline_export = vk_timeline_export,
+                               .inbound_export = vk_inbound_export,
+                               .inbound_signal = vk_inbound_signal};
 
 cubec_status vk_gpu_open(const gpu_open_desc *desc, gpu **out)
 {
@@ -842,6 +863,9 @@ cubec_status vk_gpu_open(const gpu_open_desc *desc, gpu **out)
     VkSemaphoreCreateInfo sci = {.sType = VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO, .pNext = &tci};
     err = vk_status(vkCreateSemaphore(v->vk.device, &sci, NULL, &v->timeline),
                     "vkCreateSemaphore(timeline)");
+    if (!err)
+        err = vk_status(vkCreateSemaphore(v->vk.device, &sci, NULL, &v->inbound),
+                        "vkCreateSemaphore(inbound)");
     if (!err && !v->views_lock_ready)
         err = status_make(CUBEC_INTERNAL, "the texel-buffer views' lock could not be made");
     if (!err) err = vk_images_init(v);

@@ -12,6 +12,9 @@ typedef struct vk_gpu {
     gpu base; /* first: a gpu * is a vk_gpu * */
     vk_context vk;
     VkSemaphore timeline; /* one per device: every submission signals its next value */
+    /* The inbound timeline (gpu_ops.inbound_export): only another API signals it, submissions
+     * wait on it; exportable where `timeline` is. */
+    VkSemaphore inbound;
     /* The driver's pipeline cache (vk_pipeline_cache.c): `pipeline_cache` holds what was loaded
      * from cubec's disk cache and, at each save, what every build's cache gathered; builds take
      * a cache of their own from `caches` (one thread at a time each: the driver serializes the
