@@ -998,9 +998,9 @@ typedef struct cubec_kernel_desc {
     const char *preamble;
     /* WGSL compute source, or NULL: exactly one of glsl, spirv and wgsl is set (added in 0.2.11,
      * last). Only the webgpu backend takes it (elsewhere CUBEC_UNSUPPORTED); docs/kernels.md
-     * "WGSL kernels" says what it may declare: storage and uniform buffers of @group(0) at
+     * "WGSL kernels" says what it may declare: storage and uniform buffers of bind group 0 at
      * bindings 0..31 (buffer i of a launch at binding i), at most one var<immediate> struct
-     * that takes the launch's info bytes, and @workgroup_size of integer literals. Defines,
+     * that takes the launch's info bytes, and a workgroup size of integer literals. Defines,
      * glsl_path, include_dirs and preamble are GLSL's and refused with it. */
     const char *wgsl;
 } cubec_kernel_desc;

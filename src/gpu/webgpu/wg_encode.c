@@ -185,8 +185,7 @@ static cubec_status copy_bytes(wg_enc *e, wg_mem *src, uint64_t so, wg_mem *dst,
 {
     wg_gpu *w = e->w;
     const wg_procs *p = w->p;
-    if (!w->copy_pipeline || src->base.kind == GPU_MEM_READBACK ||
-        dst->base.kind == GPU_MEM_READBACK)
+    if (!w->copy_pipeline)
         return status_make(CUBEC_UNSUPPORTED,
                            "webgpu: a copy of %" PRIu64 " bytes from offset %" PRIu64 " to %" PRIu64
                            " (copyBufferToBuffer takes multiples of 4, and the "
@@ -261,26 +260,6 @@ static cubec_status encode_entry(wg_enc *e, const gpu_cmd_entry *ce)
         end_pass(e);
         if ((so | d | n) & 3u) {
             wg_mem *sm = (wg_mem *)ce->u.copy.src, *dm = (wg_mem *)ce->u.copy.dst;
-            if (dm->base.kind == GPU_MEM_READBACK && (so & 3u) == (d & 3u) && sm != dm) {
-                /* Into readback staging: whole words, the bytes around the range are the
-                 * staging's own (the server reads only the range back). */
-                uint64_t lo = so & 3u, len = (lo + n + 3u) & ~(uint64_t)3u;
-                p->CommandEncoderCopyBufferToBuffer(e->enc, sm->buffer, so - lo, dm->buffer, d - lo,
-                                                    len);
-                return NULL;
-            }
-            if (dm->base.kind == GPU_MEM_READBACK && sm->base.kind != GPU_MEM_READBACK) {
-                /* Offsets that differ within a word: the byte-copy kernel realigns the bytes in
-                 * the scratch buffer, whose whole words then go to the staging. */
-                uint64_t lo = d & 3u, len = (lo + n + 3u) & ~(uint64_t)3u;
-                wg_mem scratch = {.base = {.kind = GPU_MEM_DEVICE}};
-                RETURN_IF_ERROR(wg_scratch(e->w, len, &scratch.buffer));
-                scratch.bytes = e->w->scratch_bytes;
-                RETURN_IF_ERROR(copy_bytes(e, sm, so, &scratch, lo, n));
-                p->CommandEncoderCopyBufferToBuffer(e->enc, scratch.buffer, 0, dm->buffer, d - lo,
-                                                    len);
-                return NULL;
-            }
             return copy_bytes(e, sm, so, dm, d, n);
         }
         WGPUBuffer src = ((wg_mem *)ce->u.copy.src)->buffer;

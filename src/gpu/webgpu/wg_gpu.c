@@ -115,7 +115,6 @@ static uint64_t now_ns(void)
 static WGPUBufferUsage usage_of(gpu_mem_kind kind)
 {
     switch (kind) {
-    case GPU_MEM_READBACK: return WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst;
     case GPU_MEM_METADATA:
         return WGPUBufferUsage_Uniform | WGPUBufferUsage_Storage | WGPUBufferUsage_CopyDst |
                WGPUBufferUsage_CopySrc;
@@ -242,29 +241,55 @@ static void on_map(WGPUMapAsyncStatus status, WGPUStringView message, void *user
     mw->done = 1;
 }
 
+/* Readback staging is a storage buffer (the byte-copy kernel writes it byte by byte; a copy
+ * into a mappable buffer is whole words, which would overwrite the bytes of a neighbouring read
+ * still pending in the staging ring); its range is copied into the device's map buffer, mapped,
+ * and exactly its bytes taken into the host copy. */
 static void wg_mem_invalidate(gpu *g, gpu_mem *gm, uint64_t offset, uint64_t size)
 {
     wg_gpu *w = wg_of(g);
+    const wg_procs *p = w->p;
     wg_mem *m = (wg_mem *)gm;
-    if (!gm->mapped || gm->kind != GPU_MEM_READBACK || offset >= m->bytes) return;
-    /* mapAsync takes offsets of 8 and sizes of 4 bytes. */
-    uint64_t begin = offset & ~(uint64_t)7u;
-    uint64_t end = WG_ALIGN4(size > m->bytes - offset ? m->bytes : offset + size);
-    map_wait mw = {0};
-    WGPUBufferMapCallbackInfo ci = {
-        .mode = WGPUCallbackMode_AllowSpontaneous, .callback = on_map, .userdata1 = &mw};
-    w->p->BufferMapAsync(m->buffer, WGPUMapMode_Read, (size_t)begin, (size_t)(end - begin), ci);
-    while (!mw.done)
-        poll_events(w, 1);
-    if (mw.status != WGPUMapAsyncStatus_Success) {
-        LOG(LOG_ERROR, LOG_SYS_DEVICE, "webgpu: mapping %" PRIu64 " bytes for reading failed (%d)",
-            end - begin, (int)mw.status);
-        return;
+    if (!gm->mapped || gm->kind != GPU_MEM_READBACK || offset >= m->bytes || !size) return;
+    if (size > gm->size - offset) size = gm->size - offset;
+    uint64_t begin = offset & ~(uint64_t)3u, end = WG_ALIGN4(offset + size);
+    pthread_mutex_lock(&w->queue_lock);
+    WGPUBuffer map = NULL;
+    cubec_status err = wg_map_buffer(w, end - begin, &map);
+    WGPUCommandEncoderDescriptor ed = {0};
+    WGPUCommandEncoder enc = err ? NULL : p->DeviceCreateCommandEncoder(w->device, &ed);
+    if (enc) {
+        p->CommandEncoderCopyBufferToBuffer(enc, m->buffer, begin, map, 0, end - begin);
+        WGPUCommandBufferDescriptor cd = {0};
+        WGPUCommandBuffer cb = p->CommandEncoderFinish(enc, &cd);
+        p->CommandEncoderRelease(enc);
+        if (cb) {
+            p->QueueSubmit(w->queue, 1, &cb);
+            p->CommandBufferRelease(cb);
+        }
+        map_wait mw = {0};
+        WGPUBufferMapCallbackInfo ci = {
+            .mode = WGPUCallbackMode_AllowSpontaneous, .callback = on_map, .userdata1 = &mw};
+        p->BufferMapAsync(map, WGPUMapMode_Read, 0, (size_t)(end - begin), ci);
+        while (!mw.done)
+            poll_events(w, 1);
+        const void *src = mw.status == WGPUMapAsyncStatus_Success
+                              ? p->BufferGetConstMappedRange(map, 0, (size_t)(end - begin))
+                              : NULL;
+        if (src)
+            memcpy(gm->mapped + offset, (const unsigned char *)src + (offset - begin),
+                   (size_t)size);
+        else
+            LOG(LOG_ERROR, LOG_SYS_DEVICE,
+                "webgpu: mapping %" PRIu64 " bytes for reading failed (%d)", end - begin,
+                (int)mw.status);
+        if (mw.status == WGPUMapAsyncStatus_Success) p->BufferUnmap(map);
     }
-    const void *src =
-        w->p->BufferGetConstMappedRange(m->buffer, (size_t)begin, (size_t)(end - begin));
-    if (src) memcpy(gm->mapped + begin, src, (size_t)(end - begin));
-    w->p->BufferUnmap(m->buffer);
+    pthread_mutex_unlock(&w->queue_lock);
+    if (err) {
+        LOG(LOG_ERROR, LOG_SYS_DEVICE, "webgpu: %s", cubec_status_message(err));
+        cubec_status_free(err);
+    }
 }
 
 static void wg_mem_destroy(gpu *g, gpu_mem *gm)
@@ -311,6 +336,14 @@ cubec_status wg_scratch(wg_gpu *w, uint64_t bytes, WGPUBuffer *out)
         grow_buffer(w, WGPUBufferUsage_CopySrc | WGPUBufferUsage_CopyDst | WGPUBufferUsage_Storage,
                     bytes, &w->scratch, &w->scratch_bytes, "scratch buffer"));
     *out = w->scratch;
+    return NULL;
+}
+
+cubec_status wg_map_buffer(wg_gpu *w, uint64_t bytes, WGPUBuffer *out)
+{
+    RETURN_IF_ERROR(grow_buffer(w, WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst, bytes,
+                                &w->map, &w->map_bytes, "map buffer"));
+    *out = w->map;
     return NULL;
 }
 
@@ -815,6 +848,7 @@ static void wg_gpu_destroy(gpu *g)
     if (w->copy_layout) p->BindGroupLayoutRelease(w->copy_layout);
     if (w->scratch) p->BufferRelease(w->scratch);
     if (w->indirect) p->BufferRelease(w->indirect);
+    if (w->map) p->BufferRelease(w->map);
     if (w->queue) p->QueueRelease(w->queue);
     if (w->device && !w->abandoned) {
         /* Lets the last work-done callbacks run (they free their records). */

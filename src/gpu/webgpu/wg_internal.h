@@ -46,6 +46,9 @@ typedef struct wg_gpu {
      * queue_lock. */
     WGPUBuffer indirect;
     uint64_t indirect_bytes;
+    /* Readback ranges are copied here and mapped (wg_mem_invalidate), under queue_lock. */
+    WGPUBuffer map;
+    uint64_t map_bytes;
 } wg_gpu;
 
 typedef struct wg_mem {
@@ -88,6 +91,8 @@ void wg_bind_cache_free(wg_gpu *w);
 /* A buffer of at least `bytes` for copies within one buffer (under queue_lock; grown by
  * replacement: command buffers hold their own references to the old one). */
 MUST_USE cubec_status wg_scratch(wg_gpu *w, uint64_t bytes, WGPUBuffer *out);
+/* The same for reads mapped by the host (MAP_READ | COPY_DST). */
+MUST_USE cubec_status wg_map_buffer(wg_gpu *w, uint64_t bytes, WGPUBuffer *out);
 /* The same for indirect dispatches' arguments (INDIRECT | COPY_DST). */
 MUST_USE cubec_status wg_indirect(wg_gpu *w, uint64_t bytes, WGPUBuffer *out);
 /* The first uncaptured error since the last call, as a status naming `what`; NULL if none. */
