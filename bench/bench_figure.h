@@ -47,6 +47,9 @@ typedef struct bench_params {
     uint32_t gemm_n;            /* kernel.gemm_f16: N of the N x N x N multiply            */
     uint64_t features;          /* cubec_feature bits of the device                        */
     uint32_t mlp_steps;         /* memory.peak_ratio: training steps of the MLP loop        */
+    uint64_t max_binding;       /* the most bytes one binding may hold on the device        */
+    uint32_t vendor_id;         /* cubec_device_info.vendor_id (0x10de: NVIDIA)             */
+    uint32_t external_handles;  /* cubec_device_info.external_handles (CUBEC_EXTERNAL_*)    */
 } bench_params;
 
 /* One repetition's result: the figure's value, and optionally a device-time value measured with
@@ -107,6 +110,28 @@ extern const bench_impl bench_relocate_copy_impl;
 extern const bench_impl bench_copy_peer_1_impl, bench_copy_peer_1_baseline_impl;
 extern const bench_impl bench_copy_peer_16_impl, bench_copy_peer_16_baseline_impl;
 extern const bench_impl bench_copy_peer_256_impl, bench_copy_peer_256_baseline_impl;
+
+/* multi.allreduce.{1,16,256}MiB (allreduce_figure.c): cubec_comm_all_reduce over 2 ranks, as bus
+ * bandwidth; its baseline is multi.copy_peer's cubec side (a peer copy of the same bytes). */
+extern const bench_impl bench_allreduce_1_impl, bench_allreduce_16_impl, bench_allreduce_256_impl;
+/* Why the size cannot run on the device, or NULL (see allreduce_figure.c). */
+bench_err bench_allreduce_1_unavailable(const bench_params *params);
+bench_err bench_allreduce_16_unavailable(const bench_params *params);
+bench_err bench_allreduce_256_unavailable(const bench_params *params);
+#define BENCH_ALLREDUCE_NOTE                                                                       \
+    "f32 sum over 2 ranks (the device and a second open of it); bus bandwidth as NCCL's tests "    \
+    "define it: 2(n-1)/n * bytes / time, n = 2; baseline: cubec_copy_peer of the same bytes"
+
+/* multi.cuda_roundtrip (cuda_roundtrip.c): a cubec kernel writes, a CUDA kernel reads and writes
+ * the same memory, cubec reads it, and the baseline runs the same three kernels in cubec alone.
+ * `unavailable` says why it cannot run here (no libcuda, not an NVIDIA GPU, no exportable
+ * timeline), or NULL. */
+extern const bench_impl bench_cuda_roundtrip_impl, bench_cuda_roundtrip_baseline_impl;
+bench_err bench_cuda_roundtrip_unavailable(const bench_params *params);
+#define BENCH_CUDA_ROUNDTRIP_NOTE                                                                  \
+    "1 MiB: cubec kernel writes -> cubec_cuda_wait_stream -> CUDA kernel (PTX) x*2+1 in place -> " \
+    "cubec_stream_wait_cuda -> cubec copies it out, wall time to one cubec_sync; baseline: the "   \
+    "same three kernels in cubec on one stream; overhead = value - baseline"
 
 /* The tiny kernel of the launch figures: one workgroup of 64 threads each adding `step` to one
  * uint of a 256-byte buffer. */

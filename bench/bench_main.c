@@ -61,6 +61,11 @@ typedef struct figure_def {
     /* The same for cubec's side only, instead of `env` (NULL: none of its own). */
     const char *cubec_env;
     const char *cubec_env_value;
+    /* What the figure's number means beyond its unit, printed with it (NULL: nothing more). */
+    const char *note;
+    /* Why the figure cannot run here (a library or device it needs is absent), or NULL when it
+     * can: it is then skipped, saying so, as a missing feature is. NULL: it always can. */
+    bench_err (*unavailable)(const bench_params *params);
 } figure_def;
 
 static const figure_variant independent_variants[] = {
@@ -76,6 +81,16 @@ static const figure_variant peak_ratio_variants[] = {
     {"memory.peak_ratio.exclusive", "cubec_exclusive", 1, "CUBEC_MEMORY_PRESET", "exclusive"},
     {"memory.peak_ratio.adaptive", "cubec_adaptive", 1, "CUBEC_MEMORY_PRESET", "adaptive"},
 };
+
+/* The rows of multi.allreduce, one per size: the same but for the name and repetitions. */
+#define ALLREDUCE_ROW(warm, reps_, quick)                                                          \
+    .unit = "GB/s", .lower_is_better = 0, .method = "wall", .warmup = (warm), .reps = (reps_),     \
+    .quick_reps = (quick), .self_baseline = "cubec_copy_peer", .note = BENCH_ALLREDUCE_NOTE
+#define ALLREDUCE_FIGURE(mib, warm, reps_, quick)                                                  \
+    {                                                                                              \
+        .name = "multi.allreduce." #mib "MiB", ALLREDUCE_ROW(warm, reps_, quick),                  \
+        .unavailable = bench_allreduce_##mib##_unavailable                                         \
+    }
 
 /* The figures of docs/benchmarks.md, then the streams figures, measured against cubec itself.
  * compile.warm_disk is measured against the same child processes without the disk cache.
@@ -129,6 +144,23 @@ static const figure_def figures[] = {
     {"multi.copy_peer.1MiB", "GB/s", 0, "wall", 2, 11, 3, "cubec_copy", NULL, 0},
     {"multi.copy_peer.16MiB", "GB/s", 0, "wall", 1, 11, 3, "cubec_copy", NULL, 0},
     {"multi.copy_peer.256MiB", "GB/s", 0, "wall", 1, 5, 3, "cubec_copy", NULL, 0},
+    /* An all-reduce over 2 ranks (the device and a second open of it), as bus bandwidth, against
+     * a peer copy of the same bytes over the same pair (allreduce_figure.c). */
+    ALLREDUCE_FIGURE(1, 2, 11, 3),
+    ALLREDUCE_FIGURE(16, 1, 11, 3),
+    ALLREDUCE_FIGURE(256, 1, 5, 3),
+    /* cubec -> CUDA -> cubec on one GPU, against the same three kernels all in cubec
+     * (cuda_roundtrip.c); where libcuda is absent it is skipped, saying so. */
+    {.name = "multi.cuda_roundtrip",
+     .unit = "us",
+     .lower_is_better = 1,
+     .method = "wall",
+     .warmup = 5,
+     .reps = 51,
+     .quick_reps = 5,
+     .self_baseline = "cubec_only",
+     .note = BENCH_CUDA_ROUNDTRIP_NOTE,
+     .unavailable = bench_cuda_roundtrip_unavailable},
 };
 #define FIGURE_COUNT (sizeof figures / sizeof figures[0])
 
@@ -279,6 +311,9 @@ static void make_params(const cubec_device_info *info, int quick, bench_params *
     p->interleave_rounds = quick ? 200 : 1000;
     p->gemm_n = p->gpu && !quick ? 4096 : 1024;
     p->features = info->features;
+    p->max_binding = max_binding;
+    p->vendor_id = info->vendor_id;
+    p->external_handles = info->external_handles;
     p->mlp_steps = quick ? 8 : 40;
     /* Unique per run, so that no disk cache (cubec's or the driver's) has seen a salted kernel. */
     p->salt_base = ((uint32_t)time(NULL) ^ (uint32_t)getpid() * 2654435761u) & 0x3fffffffu;
@@ -495,13 +530,20 @@ static void run_figure(const figure_def *def, size_t first, const bench_params *
                                 .value = NAN,
                                 .baseline_value = NAN,
                                 .device_value = NAN,
-                                .baseline_device_value = NAN};
+                                .baseline_device_value = NAN,
+                                .note = def->note};
     }
     if (def->needs & ~params->features) {
         const uint64_t missing = def->needs & ~params->features;
         res->skipped = bench_errorf("the device lacks the feature %s (cubec info)",
                                     cubec_feature_name(missing & (~missing + 1)));
         bench_err_free(err); /* nothing was measured */
+        return;
+    }
+    bench_err why = def->unavailable ? def->unavailable(params) : NULL;
+    if (why) {
+        res->skipped = why;
+        bench_err_free(err);
         return;
     }
     progress_show(pr, def->name, NULL, 0, reps);

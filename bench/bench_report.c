@@ -2,6 +2,7 @@
 #include "bench_report.h"
 
 #include <math.h>
+#include <string.h>
 
 /* A JSON string literal: quotes, backslashes and control characters escaped. */
 static void json_string(FILE *out, const char *text)
@@ -48,6 +49,10 @@ void bench_report_json(FILE *out, const bench_run_info *run, const bench_result 
         json_string(out, r->name);
         fputs(", \"unit\": ", out);
         json_string(out, r->unit);
+        if (r->note) {
+            fputs(", \"note\": ", out);
+            json_string(out, r->note);
+        }
         if (r->error) {
             fputs(", \"error\": ", out);
             json_string(out, r->error);
@@ -90,6 +95,18 @@ static void table_number(FILE *out, double value)
         fprintf(out, " %12s", "-");
 }
 
+/* The numbers of a result that was measured, after its name and unit. */
+static void table_row(FILE *out, const bench_result *r)
+{
+    table_number(out, r->value);
+    table_number(out, r->baseline_value);
+    fprintf(out, " %8.3f  %-6s", r->value / r->baseline_value,
+            r->lower_is_better ? "lower" : "higher");
+    table_number(out, r->device_value);
+    table_number(out, r->baseline_device_value);
+    fprintf(out, "  %s\n", r->baseline);
+}
+
 void bench_report_table(FILE *out, const bench_run_info *run, const bench_result *results,
                         size_t count)
 {
@@ -99,22 +116,20 @@ void bench_report_table(FILE *out, const bench_run_info *run, const bench_result
             "baseline", "ratio", "better", "cubec (ts)", "raw (ts)", "baseline is");
     for (size_t i = 0; i < count; i++) {
         const bench_result *r = &results[i];
+        /* A note under the first of the rows that share it (multi.allreduce's three sizes). */
+        const char *note =
+            r->note && (i == 0 || !results[i - 1].note || strcmp(results[i - 1].note, r->note) != 0)
+                ? r->note
+                : NULL;
         fprintf(out, "%-32s %-10s", r->name, r->unit);
         if (r->error) {
             fprintf(out, " ERROR: %s\n", r->error);
-            continue;
-        }
-        if (r->skipped) {
+        } else if (r->skipped) {
             fprintf(out, " skipped: %s\n", r->skipped);
-            continue;
+        } else {
+            table_row(out, r);
         }
-        table_number(out, r->value);
-        table_number(out, r->baseline_value);
-        fprintf(out, " %8.3f  %-6s", r->value / r->baseline_value,
-                r->lower_is_better ? "lower" : "higher");
-        table_number(out, r->device_value);
-        table_number(out, r->baseline_device_value);
-        fprintf(out, "  %s\n", r->baseline);
+        if (note) fprintf(out, "  note: %s\n", note);
     }
     fputs("Each value is the median of the repetitions after a warm-up; ratio = cubec / "
           "baseline.\n"
@@ -124,8 +139,11 @@ void bench_report_table(FILE *out, const bench_run_info *run, const bench_result
           "streams.interleave against the same work with CUBEC_STREAM_STRATEGY=sequential,\n"
           "graph.*_vs_eager against the same launches issued eagerly through cubec,\n"
           "kernel.gemm_f16 against a scalar 16x16 tiled multiply through cubec (cubec_scalar),\n"
-          "multi.copy_peer.* (to a second open of the device) against cubec_copy on one device;\n"
-          "a figure the device cannot run (a feature missing) is skipped, saying why.\n"
+          "multi.copy_peer.* (to a second open of the device) against cubec_copy on one device,\n"
+          "multi.allreduce.* (bus bandwidth) against multi.copy_peer's copy of the same bytes,\n"
+          "multi.cuda_roundtrip against the same kernels in cubec alone (ratio = cost of the\n"
+          "handoffs to CUDA and back);\n"
+          "a figure the device cannot run (a feature or library missing) is skipped, saying why.\n"
           "memory.peak_ratio.P against the ladder preset (ratio = the preset's peak ratio\n"
           "over the ladder's).\n"
           "Each side runs all its repetitions on its own device, closed before the next side's "

@@ -23,6 +23,7 @@ typedef struct bench_result {
     double baseline_device_value; /* raw_vulkan by timestamps, median; NaN if none */
     bench_err error;              /* set: the figure failed and the numbers mean nothing */
     bench_err skipped;            /* set: why the device cannot run the figure (no numbers) */
+    const char *note;             /* what the number means beyond its unit (NULL: nothing) */
 } bench_result;
 
 typedef struct bench_run_info {

@@ -1133,6 +1133,10 @@ const bench_impl_entry bench_cubec_impls[] = {
     {"multi.copy_peer.1MiB", &bench_copy_peer_1_impl},
     {"multi.copy_peer.16MiB", &bench_copy_peer_16_impl},
     {"multi.copy_peer.256MiB", &bench_copy_peer_256_impl},
+    {"multi.allreduce.1MiB", &bench_allreduce_1_impl},
+    {"multi.allreduce.16MiB", &bench_allreduce_16_impl},
+    {"multi.allreduce.256MiB", &bench_allreduce_256_impl},
+    {"multi.cuda_roundtrip", &bench_cuda_roundtrip_impl},
     {NULL, NULL},
 };
 
@@ -1149,6 +1153,12 @@ const bench_impl_entry bench_cubec_baseline_impls[] = {
     {"multi.copy_peer.1MiB", &bench_copy_peer_1_baseline_impl},
     {"multi.copy_peer.16MiB", &bench_copy_peer_16_baseline_impl},
     {"multi.copy_peer.256MiB", &bench_copy_peer_256_baseline_impl},
+    /* A peer copy of the same bytes over the same pair: the link an all-reduce's bus bandwidth
+     * is compared with. */
+    {"multi.allreduce.1MiB", &bench_copy_peer_1_impl},
+    {"multi.allreduce.16MiB", &bench_copy_peer_16_impl},
+    {"multi.allreduce.256MiB", &bench_copy_peer_256_impl},
+    {"multi.cuda_roundtrip", &bench_cuda_roundtrip_baseline_impl},
     {"memory.relocate", &bench_relocate_copy_impl},
     {NULL, NULL},
 };

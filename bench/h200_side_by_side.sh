@@ -12,7 +12,9 @@
 #
 # Outputs: $OUT/<name>-<round>.json (cubec), $OUT/cuda_c-<round>.txt, $OUT/wgpu-<round>.txt,
 # $OUT/torch-<round>.txt (PEERS/cuda_peer.py, where PyTorch is installed), $OUT/torch_matmul-<round>.txt
-# (torch_matmul_peer.py beside this script: kernel.gemm_f16's peer), the merged table of all
+# (torch_matmul_peer.py beside this script: kernel.gemm_f16's peer), $OUT/nccl_torch-<round>.txt
+# (nccl_torch_peer.py beside this script: NCCL all-reduce and torch peer copies, the peer of the
+# multi.* rows, over every GPU torch sees), the merged table of all
 # of them $OUT/side_by_side.md and .json (bench/side_by_side.py, beside this script), and
 # $OUT/run.log (versions, exit codes, stderr, timings, SM clock before each process). The device
 # machine returns at most 8 files from $OUT: when more would be there (PACK=auto, the default), all
@@ -22,6 +24,8 @@
 #   GL      folder with the loader's .deb files and vk-setup.sh [.gl]
 #   PEERS   folder with cuda_c_peer, wgpu_peer and libwgpu_native.so [build-peers/bin]; a peer
 #           that is missing is skipped (noted in run.log)
+#   PY      the Python that has PyTorch [python3, or /opt/torch/.venv/bin/python when python3
+#           cannot import torch and that one exists]
 #   ROUNDS  rounds [2]      SLEEP  seconds between processes [5]
 #   TMO     seconds each process may run before it is killed [180]
 #   BENCH_ARGS  extra arguments of `cubec bench` (e.g. --quick) []
@@ -46,6 +50,10 @@ TMO=${TMO:-180}
 BENCH_ARGS=${BENCH_ARGS:-}
 PERF=${PERF:-0}
 PACK=${PACK:-auto}
+PY=${PY:-python3}
+if ! "$PY" -c "import torch" 2>/dev/null && [ -x /opt/torch/.venv/bin/python ]; then
+  PY=/opt/torch/.venv/bin/python
+fi
 OUT=${OUT:?set OUT to the folder the results go to}
 
 [ $# -ge 1 ] || { sed -n '2,30p' "$0"; exit 2; }
@@ -90,6 +98,7 @@ note "host $(hostname) $(uname -r); $(nvidia-smi --query-gpu=name,driver_version
 for i in "${!names[@]}"; do note "${names[$i]}: ${bins[$i]}: $("${bins[$i]}" version 2>&1)"; done
 "${bins[0]}" info >>"$log" 2>&1 || note "cubec info failed"
 for p in cuda_c_peer wgpu_peer; do [ -x "$PEERS/$p" ] || note "peer $PEERS/$p missing: skipped"; done
+"$PY" -c "import torch" 2>/dev/null || note "$PY cannot import torch: the PyTorch peers are skipped"
 
 for r in $(seq 1 "$ROUNDS"); do
   for i in "${!names[@]}"; do
@@ -98,11 +107,14 @@ for r in $(seq 1 "$ROUNDS"); do
   done
   [ -x "$PEERS/cuda_c_peer" ] && run "cuda_c-$r" "$OUT/cuda_c-$r.txt" "$PEERS/cuda_c_peer"
   [ -x "$PEERS/wgpu_peer" ] && run "wgpu-$r" "$OUT/wgpu-$r.txt" "$PEERS/wgpu_peer"
-  [ -f "$PEERS/cuda_peer.py" ] && python3 -c "import torch" 2>/dev/null &&
-    run "torch-$r" "$OUT/torch-$r.txt" python3 "$PEERS/cuda_peer.py"
+  [ -f "$PEERS/cuda_peer.py" ] && "$PY" -c "import torch" 2>/dev/null &&
+    run "torch-$r" "$OUT/torch-$r.txt" "$PY" "$PEERS/cuda_peer.py"
   # kernel.gemm_f16's peer: torch.matmul, float16 at 4096^3 (beside this script).
-  [ -f "$(dirname "$0")/torch_matmul_peer.py" ] && python3 -c "import torch" 2>/dev/null &&
-    run "torch_matmul-$r" "$OUT/torch_matmul-$r.txt" python3 "$(dirname "$0")/torch_matmul_peer.py"
+  [ -f "$(dirname "$0")/torch_matmul_peer.py" ] && "$PY" -c "import torch" 2>/dev/null &&
+    run "torch_matmul-$r" "$OUT/torch_matmul-$r.txt" "$PY" "$(dirname "$0")/torch_matmul_peer.py"
+  # The multi.* rows' peer: NCCL all-reduce and peer copies through PyTorch (beside this script).
+  [ -f "$(dirname "$0")/nccl_torch_peer.py" ] && "$PY" -c "import torch" 2>/dev/null &&
+    run "nccl_torch-$r" "$OUT/nccl_torch-$r.txt" "$PY" "$(dirname "$0")/nccl_torch_peer.py"
 done
 
 if [ "$PERF" = 1 ]; then

@@ -5,13 +5,14 @@
 
 DIR holds what bench/h200_side_by_side.sh leaves there: <name>-<round>.json from `cubec bench
 --json`, and the peers' outputs cuda_c-<round>.txt (../shared/peers/cuda_c_peer), wgpu-<round>.txt
-(wgpu_peer), torch-<round>.txt (cuda_peer.py) and torch_matmul-<round>.txt
-(bench/torch_matmul_peer.py), any of which may be missing. For every cubec
-figure the table shows each cubec build's value, raw Vulkan's, and each peer's counterpart (the
-median over rounds of the peer's own medians; the range over rounds in parentheses when it has
-more than one). Peers measure their own way: the mapping below names the peer line each figure is
-compared with, and says "device" where the peer's number is device time (timestamps or events)
-while cubec's is wall time. The JSON carries the same numbers.
+(wgpu_peer), torch-<round>.txt (cuda_peer.py), torch_matmul-<round>.txt
+(bench/torch_matmul_peer.py) and nccl_torch-<round>.txt (bench/nccl_torch_peer.py), any of which
+may be missing. For every cubec figure the table shows each cubec build's value, raw Vulkan's,
+and each peer's counterpart (the median over rounds of the peer's own medians; the range over
+rounds in parentheses when it has more than one). Peers measure their own way: the mapping below
+names the peer line each figure is compared with, and says "device" where the peer's number is
+device time (timestamps or events) while cubec's is wall time; words a peer prints after the
+unit ("ranks=1 copy") follow its number. The JSON carries the same numbers.
 """
 import glob
 import json
@@ -65,12 +66,20 @@ PEERS = {
     "compile.warm_memory": [("cuda_c", "cuda.compile_same_ptx_again_jit_cache", ""),
                             ("wgpu", "wgpu.compile_same_source_again", "")],
 }
-PEER_FILES = {"cuda_c": "cuda_c", "wgpu": "wgpu", "torch": "torch", "torch_matmul": "torch_matmul"}
+# The multi.* rows against NCCL through PyTorch (bench/nccl_torch_peer.py): all-reduce bus
+# bandwidth and peer copies, by size.
+for _mib in (1, 16, 256):
+    PEERS["multi.allreduce.%dMiB" % _mib] = [("nccl_torch", "nccl.allreduce_%dMiB" % _mib, "")]
+    PEERS["multi.copy_peer.%dMiB" % _mib] = [("nccl_torch", "torch.copy_peer_%dMiB" % _mib, "")]
+PEER_FILES = {"cuda_c": "cuda_c", "wgpu": "wgpu", "torch": "torch", "torch_matmul": "torch_matmul",
+              "nccl_torch": "nccl_torch"}
+# Peers whose lines are "<figure> <median> ..." (the rest are matched by a regex).
+NAMED_PREFIXES = ("cuda.", "wgpu.", "nccl.", "torch.copy_peer_")
 
 
 def peer_value(text, key):
     """The median a peer printed for `key`: a figure name (first number after it) or a regex."""
-    if key.startswith(("cuda.", "wgpu.")):
+    if key.startswith(NAMED_PREFIXES):
         for line in text.splitlines():
             parts = line.split()
             if parts and parts[0] == key and len(parts) > 1:
@@ -81,6 +90,17 @@ def peer_value(text, key):
         return None
     m = re.search(key, text)
     return float(m.group(1)) if m else None
+
+
+def peer_words(text, key):
+    """What a named peer line says after its unit (e.g. "busbw ranks=2"), or ""."""
+    if not key.startswith(NAMED_PREFIXES):
+        return ""
+    for line in text.splitlines():
+        parts = line.split()
+        if parts and parts[0] == key:
+            return " ".join(parts[6:])
+    return ""
 
 
 def spread(values):
@@ -162,7 +182,8 @@ def main(argv):
             if peer in peers:
                 s = spread([peer_value(t, key) for t in peers[peer]])
                 if s:
-                    row["peers"][peer] = dict(s, source=key, note=note)
+                    row["peers"][peer] = dict(s, source=key, note=note,
+                                              words=peer_words(peers[peer][0], key))
         rows.append(row)
 
     names = list(builds)
@@ -184,7 +205,8 @@ def main(argv):
         cells.append(fmt(raw))
         for p in peer_names:
             s = row["peers"].get(p)
-            cells.append(fmt(s) + (" (device)" if s and s["note"] == "device" else ""))
+            cells.append(fmt(s) + (" (device)" if s and s["note"] == "device" else "") +
+                         (" (%s)" % s["words"] if s and s["words"] else ""))
         lines.append("| " + " | ".join(cells) + " |")
     text = "\n".join(lines) + "\n"
     sys.stdout.write(text)

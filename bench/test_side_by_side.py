@@ -21,7 +21,12 @@ def cubec_run(commit, roundtrip, copy, copy_ts):
         {"name": "alloc.pair", "unit": "ns", "error": "failed"},
         {"name": "kernel.gemm_f16", "unit": "TFLOP/s", "value": 200.0, "baseline": "cubec_scalar",
          "baseline_value": 8.0, "lower_is_better": False},
-        {"name": "kernel.skipped", "unit": "x", "skipped": "the device lacks it"}]}
+        {"name": "kernel.skipped", "unit": "x", "skipped": "the device lacks it"},
+        {"name": "multi.allreduce.256MiB", "unit": "GB/s", "value": 12.0,
+         "baseline": "cubec_copy_peer", "baseline_value": 16.0, "lower_is_better": False,
+         "note": "bus bandwidth"},
+        {"name": "multi.copy_peer.1MiB", "unit": "GB/s", "value": 2.0, "baseline": "cubec_copy",
+         "baseline_value": 55.0, "lower_is_better": False}]}
 
 
 def main():
@@ -41,6 +46,14 @@ def main():
         for i in range(2):
             with open(os.path.join(d, "torch_matmul-%d.txt" % (i + 1)), "w") as f:
                 f.write("torch.matmul_f16 %g (best 720.0) TFLOP/s at 4096^3\n" % matmul[i])
+        allreduce = [280.5, 299.0]
+        for i in range(2):
+            with open(os.path.join(d, "nccl_torch-%d.txt" % (i + 1)), "w") as f:
+                f.write("# figure median min max n unit\n")
+                f.write("nccl.allreduce_256MiB %g 250 310 11  GB/s busbw ranks=2\n" % allreduce[i])
+                # 1 MiB of the all-reduce is not a row of this cubec run: not shown.
+                f.write("nccl.allreduce_1MiB 21 20 22 21  GB/s busbw ranks=2\n")
+                f.write("torch.copy_peer_1MiB 40 38 41 21  GB/s gpu0->gpu1\n")
         out = os.path.join(d, "t.json")
         subprocess.run([sys.executable, os.path.join(HERE, "side_by_side.py"), d, "--json", out],
                        check=True, stdout=subprocess.DEVNULL)
@@ -64,6 +77,16 @@ def main():
         g = rows["kernel.gemm_f16"]["peers"]["torch_matmul"]
         assert g["median"] == statistics.median(matmul) and g["note"] == "device", g
         assert "torch_matmul" not in rt["peers"]  # its file is not the torch peer's
+        ar = rows["multi.allreduce.256MiB"]["peers"]["nccl_torch"]
+        assert ar["median"] == statistics.median(allreduce) and ar["rounds"] == 2, ar
+        assert ar["words"] == "busbw ranks=2", ar
+        cp1 = rows["multi.copy_peer.1MiB"]["peers"]["nccl_torch"]
+        assert cp1["median"] == 40.0 and cp1["words"] == "gpu0->gpu1", cp1
+        assert "multi.allreduce.1MiB" not in rows  # no cubec row: the peer's line alone is not one
+        assert "nccl_torch" not in rt["peers"]  # nccl_torch maps only the multi.* rows
+        md = subprocess.run([sys.executable, os.path.join(HERE, "side_by_side.py"), d],
+                            check=True, capture_output=True, text=True).stdout
+        assert "(busbw ranks=2)" in md, md
     print("test_side_by_side: ok")
     return 0
 

@@ -809,8 +809,9 @@ CUBEC_MUST_USE cubec_status cubec_fill(cubec_device *device, cubec_stream stream
  * given to another is refused, naming the argument. Between two devices, cubec_copy_peer copies
  * bytes along the path cubec_device_get_path names for the ordered pair: `same-device` (the one
  * device: cubec_copy), `host-staged` (through host memory both devices import, in chunks of
- * [multi] chunk_bytes, two in flight) or `cuda-interop` (reserved: not available yet). The
- * configuration's [multi] path overrides the choice.
+ * [multi] chunk_bytes, two in flight) or `cuda-interop` (CUDA copies on the GPU between buffers
+ * made by cubec_buffer_create_exportable, ordered through the devices' timelines; other buffers of
+ * such a pair go host-staged). The configuration's [multi] path overrides the choice.
  * ------------------------------------------------------------------------------------------- */
 
 /* How cubec moves bytes from one device to another. */
@@ -818,7 +819,7 @@ typedef enum cubec_path {
     CUBEC_PATH_NONE = 0,         /* no path: cubec_path_info.reason says why */
     CUBEC_PATH_SAME_DEVICE = 1,  /* both are one device: cubec_copy */
     CUBEC_PATH_HOST_STAGED = 2,  /* through host memory both devices import */
-    CUBEC_PATH_CUDA_INTEROP = 3, /* CUDA on memory both map (reserved: never chosen yet) */
+    CUBEC_PATH_CUDA_INTEROP = 3, /* CUDA copies memory both devices map into it */
 } cubec_path;
 
 /* What joins two devices. */
@@ -838,8 +839,8 @@ typedef struct cubec_path_info {
     /* GB/s (1e9 bytes a second) of a cubec_copy_peer measured on this pair by
      * cubec_device_measure_path (the last measurement; 0: not measured yet). */
     double bandwidth_gbs;
-    /* Why the path is CUBEC_PATH_NONE, or else why the faster paths were passed over, e.g.
-     * "cuda-interop: not available: libcuda absent". */
+    /* Why the path is CUBEC_PATH_NONE, or else why the faster paths were passed over (e.g.
+     * "cuda-interop: not available: libcuda absent") or what the path leaves to another. */
     char reason[256];
 } cubec_path_info;
 /* A cubec_path_info with its struct_size set: start every one with it ("Structs that grow"). */

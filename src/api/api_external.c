@@ -5,6 +5,8 @@
 #include "api/api_struct.h"
 #include "server/external.h"
 
+#include <stdlib.h>
+
 cubec_status cubec_buffer_create_exportable(cubec_device *device, cubec_stream stream,
                                             uint64_t size, cubec_buffer *out_buffer)
 {
@@ -94,13 +96,54 @@ cubec_status api_inbound_export(cubec_device *device, const char *fn, int *out_f
     return api_unlock(device, err);
 }
 
+/* The allocations of the buffers `ids` names (*out_n of them: stale ids are passed over, since
+ * a mapping may outlive its buffer handle); a malloc'ed array, or NULL when there are none. */
+static cubec_status allocs_of(cubec_device *d, const uint64_t *ids, uint32_t n, const char *fn,
+                              alloc_obj ***out, uint32_t *out_n)
+{
+    *out = NULL;
+    *out_n = 0;
+    if (!n) return NULL;
+    alloc_obj **all = calloc(n, sizeof(alloc_obj *));
+    if (!all) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (%s)", fn);
+    for (uint32_t i = 0; i < n; i++) {
+        buffer_obj *b;
+        cubec_status st = api_buffer(d, (cubec_buffer){ids[i]}, "buffer", &b);
+        if (st)
+            cubec_status_free(st);
+        else
+            all[(*out_n)++] = b->alloc;
+    }
+    *out = all;
+    return NULL;
+}
+
 cubec_status api_stream_wait_inbound(cubec_device *device, cubec_stream stream, uint64_t value,
-                                     const char *fn)
+                                     const uint64_t *ids, uint32_t n, const char *fn)
 {
     RETURN_IF_ERROR(api_lock(device, fn));
     stream_ref s;
+    alloc_obj **allocs = NULL;
+    uint32_t count = 0;
     cubec_status err = api_slot(device, stream, fn, &s);
-    if (!err) err = server_stream_wait_inbound(device, s, value, fn);
+    if (!err) err = allocs_of(device, ids, n, fn, &allocs, &count);
+    if (!err) err = server_stream_wait_inbound(device, s, value, allocs, count, fn);
+    free(allocs);
+    return api_unlock(device, err);
+}
+
+cubec_status api_stream_hand_out(cubec_device *device, cubec_stream stream, const uint64_t *ids,
+                                 uint32_t n, uint64_t *out_value, const char *fn)
+{
+    *out_value = 0;
+    RETURN_IF_ERROR(api_lock(device, fn));
+    stream_ref s;
+    alloc_obj **allocs = NULL;
+    uint32_t count = 0;
+    cubec_status err = api_slot(device, stream, fn, &s);
+    if (!err) err = allocs_of(device, ids, n, fn, &allocs, &count);
+    if (!err) err = server_stream_hand_out(device, s, allocs, count, out_value);
+    free(allocs);
     return api_unlock(device, err);
 }
 

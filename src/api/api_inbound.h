@@ -14,9 +14,16 @@
  * the device has no CUBEC_EXTERNAL_TIMELINE_FD. */
 MUST_USE cubec_status api_inbound_export(cubec_device *device, const char *fn, int *out_fd);
 /* Work queued on `stream` after the call waits on the GPU for the inbound timeline to reach
- * `value` (server_stream_wait_inbound). */
+ * `value` (server_stream_wait_inbound), and the buffers of `ids` (n cubec_buffer ids; ids no
+ * longer valid are passed over) that were handed out are taken back. */
 MUST_USE cubec_status api_stream_wait_inbound(cubec_device *device, cubec_stream stream,
-                                              uint64_t value, const char *fn);
+                                              uint64_t value, const uint64_t *ids, uint32_t n,
+                                              const char *fn);
+/* Submits `stream`'s queued work, then hands the buffers of `ids` to the other APIs of the GPU
+ * (server_stream_hand_out); *out_value is what the work signals on the device timeline. */
+MUST_USE cubec_status api_stream_hand_out(cubec_device *device, cubec_stream stream,
+                                          const uint64_t *ids, uint32_t n, uint64_t *out_value,
+                                          const char *fn);
 /* Sets the inbound timeline from the host, without the device lock: the other API's stand-in in
  * tests (null backend, lavapipe). */
 MUST_USE cubec_status api_inbound_signal(cubec_device *device, uint64_t value);

@@ -3,15 +3,17 @@
  * Both devices' locks are held for a whole copy, taken in address order so that two threads
  * copying in opposite directions cannot hold one each. */
 #include "api/api_common.h"
+#include "api/api_peer_cuda.h"
 #include "api/api_struct.h"
 #include "base/clock.h"
+#include "interop/cuda_interop.h"
 #include "server/copy_fill.h"
+#include "server/external.h"
 #include "server/graph.h"
 #include "server/peer.h"
 #include "server/relocate.h"
 #include "server/run_mode.h"
 
-#include <dlfcn.h>
 #include <string.h>
 
 static const char *const path_names[] = {"none", "same-device", "host-staged", "cuda-interop"};
@@ -30,16 +32,26 @@ const char *cubec_link_class_name(cubec_link_class link)
     return i < sizeof link_names / sizeof link_names[0] ? link_names[i] : "unknown";
 }
 
-/* Whether libcuda can be loaded: the CUDA path needs it (it is looked for once). */
-static int cuda_present(void)
+/* Whether CUDA can copy from src to dst: both devices export memory and their timeline (CUDA
+ * maps the buffers and waits on the timelines), and CUDA has both GPUs (interop/cuda_interop.h).
+ * Else 0 with "cuda-interop: not available: <why>" in `why`. */
+static int cuda_usable(const cubec_device *src, const cubec_device *dst, char *why, size_t n)
 {
-    static int known = -1;
-    if (known < 0) {
-        void *h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
-        known = h != NULL;
-        if (h) dlclose(h);
-    }
-    return known;
+    const unsigned need = CUBEC_EXTERNAL_MEMORY_FD | CUBEC_EXTERNAL_TIMELINE_FD;
+    const cubec_device *lacking = (src->info.external_handles & need) != need   ? src
+                                  : (dst->info.external_handles & need) != need ? dst
+                                                                                : NULL;
+    char reason[96];
+    int two_gpus = 0;
+    if (lacking)
+        snprintf(reason, sizeof reason,
+                 "the %s device cannot export memory and its timeline as file descriptors",
+                 lacking == src ? "source" : "destination");
+    else if (cuda_interop_pair_usable(src->info.device_uuid, dst->info.device_uuid, &two_gpus,
+                                      reason, sizeof reason))
+        return 1;
+    snprintf(why, n, "cuda-interop: not available: %s", reason);
+    return 0;
 }
 
 /* Bandwidths measured per ordered pair, by device tags (not reused while a device holds one). */
@@ -91,17 +103,31 @@ static void choose_path(const cubec_device *src, const cubec_device *dst, cubec_
         out->link = CUBEC_LINK_PCIE;
     else
         out->link = CUBEC_LINK_HOST;
-    const char *cuda = cuda_present() ? "cuda-interop: not available: not implemented yet"
-                                      : "cuda-interop: not available: libcuda absent";
+    char cuda[128];
     int forced = src->config.multi_path;
+    int cuda_ok = forced != CONFIG_MULTI_PATH_HOST_STAGED &&
+                  !(src == dst && forced == CONFIG_MULTI_PATH_AUTO) &&
+                  cuda_usable(src, dst, cuda, sizeof cuda);
+    if (forced == CONFIG_MULTI_PATH_HOST_STAGED || (src == dst && forced == CONFIG_MULTI_PATH_AUTO))
+        snprintf(cuda, sizeof cuda, "cuda-interop: not tried");
+    /* Buffers that are not exportable cannot be mapped into CUDA: their copies take the
+     * host-staged path, which the reason says. */
+    static const char fallback[] = "buffers not made by cubec_buffer_create_exportable go "
+                                   "host-staged";
     if (forced == CONFIG_MULTI_PATH_CUDA_INTEROP) {
-        out->path = CUBEC_PATH_NONE;
-        snprintf(out->reason, sizeof out->reason, "[multi] path = cuda-interop: %s", cuda);
+        out->path = cuda_ok ? CUBEC_PATH_CUDA_INTEROP : CUBEC_PATH_NONE;
+        snprintf(out->reason, sizeof out->reason, "[multi] path = cuda-interop%s%s",
+                 cuda_ok ? "; " : ": ", cuda_ok ? fallback : cuda);
         return;
     }
     if (src == dst && forced == CONFIG_MULTI_PATH_AUTO) {
         out->path = CUBEC_PATH_SAME_DEVICE;
         out->reason[0] = 0;
+        return;
+    }
+    if (cuda_ok) {
+        out->path = CUBEC_PATH_CUDA_INTEROP;
+        snprintf(out->reason, sizeof out->reason, "%s", fallback);
         return;
     }
     if (!a->caps.host_import_alignment || !b->caps.host_import_alignment) {
@@ -200,6 +226,12 @@ static cubec_status copy_staged(cubec_device *src_device, stream_ref ss, buffer_
     return err;
 }
 
+/* A buffer CUDA can map: on a page allocated exportable. */
+static int exportable(const buffer_obj *b)
+{
+    return b->alloc->mem.size && buffer_page(b)->external == GPU_EXTERNAL_EXPORTABLE;
+}
+
 cubec_status cubec_copy_peer(cubec_device *src_device, cubec_stream src_stream, cubec_buffer src,
                              uint64_t src_offset, cubec_device *dst_device, cubec_stream dst_stream,
                              cubec_buffer dst, uint64_t dst_offset, uint64_t size)
@@ -232,26 +264,43 @@ cubec_status cubec_copy_peer(cubec_device *src_device, cubec_stream src_stream, 
     /* A capture records a same-device copy as cubec_copy's; it cannot hold another device's. */
     if (!err && pi.path != CUBEC_PATH_SAME_DEVICE) err = server_graph_refuse(src_device, ss, fn);
     if (!err && pi.path != CUBEC_PATH_SAME_DEVICE) err = server_graph_refuse(dst_device, ds, fn);
-    if (!err && size) {
+    int through_cuda =
+        !err && size && pi.path == CUBEC_PATH_CUDA_INTEROP && exportable(from) && exportable(to);
+    if (!err && size && !through_cuda) {
         if (pi.path == CUBEC_PATH_SAME_DEVICE)
             err = server_copy(dst_device, ds, from, src_offset, to, dst_offset, size);
+        else if (pi.path == CUBEC_PATH_CUDA_INTEROP && !src_device->gpu->caps.host_import_alignment)
+            err = status_make(CUBEC_UNSUPPORTED,
+                              "cubec_copy_peer: the pair's path is cuda-interop, but a buffer is "
+                              "not exportable (cubec_buffer_create_exportable) and the host-staged "
+                              "path is not available either");
         else
             err =
                 copy_staged(src_device, ss, from, src_offset, dst_device, ds, to, dst_offset, size);
     }
     unlock_pair(src_device, dst_device);
+    /* CUDA's calls take each device's lock in turn, and never wait for a device. */
+    if (through_cuda)
+        err = cuda_interop_copy_peer(src_device, src_stream, src, src_offset, dst_device,
+                                     dst_stream, dst, dst_offset, size);
     return err;
 }
 
-/* A copy of `bytes` measured: once to warm up (the link, the kernels), once timed. */
-static cubec_status measure(cubec_device *src, cubec_device *dst, uint64_t bytes, double *out_gbs)
+/* A copy of `bytes` measured: once to warm up (the link, the kernels), once timed. The CUDA path
+ * is measured between exportable buffers, the only ones it copies. */
+static cubec_status measure(cubec_device *src, cubec_device *dst, uint64_t bytes, int cuda,
+                            double *out_gbs)
 {
     cubec_stream ss, ds;
     cubec_buffer a = {0}, b = {0};
     cubec_status err = cubec_stream_new(src, &ss);
     if (!err) err = cubec_stream_new(dst, &ds);
-    if (!err) err = cubec_buffer_create(src, ss, bytes, &a);
-    if (!err) err = cubec_buffer_create(dst, ds, bytes, &b);
+    if (!err)
+        err = cuda ? cubec_buffer_create_exportable(src, ss, bytes, &a)
+                   : cubec_buffer_create(src, ss, bytes, &a);
+    if (!err)
+        err = cuda ? cubec_buffer_create_exportable(dst, ds, bytes, &b)
+                   : cubec_buffer_create(dst, ds, bytes, &b);
     if (!err) err = cubec_fill(src, ss, a, 0, bytes, 0x5a5a5a5au);
     if (!err) err = cubec_copy_peer(src, ss, a, 0, dst, ds, b, 0, bytes);
     if (!err) err = cubec_sync(dst, ds);
@@ -281,7 +330,75 @@ cubec_status cubec_device_measure_path(cubec_device *src, cubec_device *dst, uin
         return status_make(CUBEC_UNSUPPORTED, "%s: no path from device %p to %p: %s", fn,
                            (void *)src, (void *)dst, whole.reason);
     double gbs = 0;
-    RETURN_IF_ERROR(measure(src, dst, bytes ? bytes : 4u << 20, &gbs));
+    RETURN_IF_ERROR(
+        measure(src, dst, bytes ? bytes : 4u << 20, whole.path == CUBEC_PATH_CUDA_INTEROP, &gbs));
     measured_set(src, dst, gbs);
     return cubec_device_get_path(src, dst, out_info);
+}
+
+/* --- The device-side steps of the cuda-interop path (api/api_peer_cuda.h) ------------------- */
+
+/* The device locked, the stream and buffer looked up, the range checked; *out_at: its page
+ * offset. On success the caller unlocks. */
+static cubec_status enter_step(cubec_device *d, cubec_stream stream, cubec_buffer h,
+                               const char *arg, uint64_t offset, uint64_t size, stream_ref *s,
+                               buffer_obj **b, uint64_t *out_at)
+{
+    RETURN_IF_ERROR(api_lock(d, "cubec_copy_peer"));
+    cubec_status err = api_slot(d, stream, "cubec_copy_peer", s);
+    if (!err) err = peer_buffer(d, h, arg, offset, size, b);
+    if (err) return api_unlock(d, err);
+    *out_at = buffer_device_offset(*b) + offset;
+    return NULL;
+}
+
+cubec_status api_peer_cuda_source(cubec_device *device, cubec_stream stream, cubec_buffer buffer,
+                                  uint64_t offset, uint64_t size, uint64_t *out_value,
+                                  failure **out_carried, uint64_t *out_number)
+{
+    *out_value = 0;
+    *out_carried = NULL;
+    stream_ref s;
+    buffer_obj *b;
+    uint64_t at;
+    RETURN_IF_ERROR(enter_step(device, stream, buffer, "src", offset, size, &s, &b, &at));
+    *out_number = b->alloc->number;
+    return api_unlock(
+        device, server_peer_external_source(device, s, b->alloc, at, size, out_value, out_carried));
+}
+
+cubec_status api_peer_cuda_dest(cubec_device *device, cubec_stream stream, cubec_buffer buffer,
+                                uint64_t offset, uint64_t size, const failure *carried,
+                                uint64_t src_number, uint64_t *out_value)
+{
+    *out_value = 0;
+    stream_ref s;
+    buffer_obj *b;
+    uint64_t at;
+    RETURN_IF_ERROR(enter_step(device, stream, buffer, "dst", offset, size, &s, &b, &at));
+    return api_unlock(device, server_peer_external_dest(device, s, b->alloc, at, size, carried,
+                                                        src_number, out_value));
+}
+
+cubec_status api_peer_cuda_landed(cubec_device *device, cubec_stream stream, cubec_buffer buffer,
+                                  uint64_t offset, uint64_t size, uint64_t value,
+                                  const uint64_t *also_id)
+{
+    stream_ref s;
+    buffer_obj *b, *also = NULL;
+    uint64_t at;
+    RETURN_IF_ERROR(enter_step(device, stream, buffer, "dst", offset, size, &s, &b, &at));
+    alloc_obj *take_back[2] = {b->alloc, NULL};
+    uint32_t n = 1;
+    if (also_id) {
+        cubec_status st = api_buffer(device, (cubec_buffer){*also_id}, "src", &also);
+        if (st)
+            cubec_status_free(st); /* released meanwhile: nothing to take back */
+        else
+            take_back[n++] = also->alloc;
+    }
+    cubec_status err =
+        server_stream_wait_inbound(device, s, value, take_back, n, "cubec_copy_peer");
+    if (!err) server_peer_external_landed(device, s, b->alloc, at, size);
+    return api_unlock(device, err);
 }

@@ -165,6 +165,15 @@ void gpu_cmd_fill(gpu_cmd *c, gpu_mem *dst, uint64_t offset, uint64_t size, uint
     }
 }
 
+void gpu_cmd_ownership(gpu_cmd *c, gpu_mem *m, int acquire)
+{
+    gpu_cmd_entry *e = append(c, GPU_OP_OWNERSHIP, 0);
+    if (e) {
+        e->u.ownership.m = m;
+        e->u.ownership.acquire = acquire != 0;
+    }
+}
+
 static void queries_entry(gpu_cmd *c, gpu_cmd_op op, gpu_queries *q, uint32_t a, uint32_t b)
 {
     gpu_cmd_entry *e = append(c, op, 0);

@@ -31,6 +31,7 @@ typedef enum gpu_cmd_op {
     GPU_OP_RESET_QUERIES,
     GPU_OP_IMAGE_INIT,
     GPU_OP_COPY_IMAGE,
+    GPU_OP_OWNERSHIP,
 } gpu_cmd_op;
 
 /* One entry; bindings and push-constant bytes follow it, padded to 8 bytes. */
@@ -77,6 +78,10 @@ typedef struct gpu_cmd_entry {
             uint64_t offset;
             uint32_t to_image;
         } image;
+        struct {
+            gpu_mem *m;
+            uint32_t acquire; /* 1: taken back from other APIs; 0: handed to them */
+        } ownership;
     } u;
 } gpu_cmd_entry;
 

@@ -480,6 +480,12 @@ void gpu_cmd_copy(gpu_cmd *c, gpu_mem *src, uint64_t src_offset, gpu_mem *dst, u
 void gpu_cmd_fill(gpu_cmd *c, gpu_mem *dst, uint64_t offset, uint64_t size, uint32_t pattern);
 void gpu_cmd_timestamp(gpu_cmd *c, gpu_queries *q, uint32_t query, uint32_t stage);
 void gpu_cmd_reset_queries(gpu_cmd *c, gpu_queries *q, uint32_t first, uint32_t count);
+/* An external page (gpu_mem.external) handed to the other APIs of the same GPU (acquire 0: a
+ * release after every earlier command's writes) or taken back from them (acquire 1: an acquire
+ * before every later command): Vulkan's queue family ownership transfer to and from
+ * VK_QUEUE_FAMILY_EXTERNAL, which memory another API uses needs whatever its sharing mode
+ * (docs/multi-device.md, "Queue-family ownership"). */
+void gpu_cmd_ownership(gpu_cmd *c, gpu_mem *m, int acquire);
 
 /* --- Counted calls: each may be failed by the fault plan ---------------------------------- */
 

@@ -49,6 +49,9 @@ static const entry entries[] = {
     ENTRY(module_get_function, "cuModuleGetFunction"),
     ENTRY(module_unload, "cuModuleUnload"),
     ENTRY(launch_kernel, "cuLaunchKernel"),
+    ENTRY(memcpy_dtod_async, "cuMemcpyDtoDAsync_v2"),
+    ENTRY(memcpy_peer_async, "cuMemcpyPeerAsync"),
+    ENTRY(device_can_access_peer, "cuDeviceCanAccessPeer"),
 };
 
 cubec_status cuda_driver_load(const char *path, cuda_driver *out)

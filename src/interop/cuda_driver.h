@@ -143,6 +143,12 @@ typedef struct cuda_driver {
     cu_result (*launch_kernel)(cu_function fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                                unsigned by, unsigned bz, unsigned shared_bytes, cu_stream stream,
                                void **params, void **extra);
+    /* cubec_copy_peer's cuda-interop path (interop/cuda_peer.c). */
+    cu_result (*memcpy_dtod_async)(cu_deviceptr dst, cu_deviceptr src, size_t bytes,
+                                   cu_stream stream);
+    cu_result (*memcpy_peer_async)(cu_deviceptr dst, cu_context dst_ctx, cu_deviceptr src,
+                                   cu_context src_ctx, size_t bytes, cu_stream stream);
+    cu_result (*device_can_access_peer)(int *can, cu_device device, cu_device peer);
 } cuda_driver;
 
 /* The process's driver table, loaded and cuInit'ed on first use (thread-safe; later calls return

@@ -26,6 +26,9 @@ typedef struct alloc_obj {
      * their device address without binding them, so host transfers order after all earlier work
      * on the stream (server/transfer.c, transfer_after). */
     uint32_t raw_guards;
+    /* An external page handed to the other APIs of the GPU (released to VK_QUEUE_FAMILY_EXTERNAL
+     * by cubec_cuda_wait_stream) and not taken back yet (cubec_stream_wait_cuda acquires it). */
+    uint32_t handed_out;
     uint64_t number; /* "buffer #n" in failure messages */
     taint_map taint; /* byte ranges that carry a failure (offsets within the allocation) */
     /* The image bound to this memory (server/images.c), or NULL: destroyed with the memory, once

@@ -111,8 +111,38 @@ cubec_status server_inbound_export(cubec_device *d, int *out_fd)
     return err ? status_annotate(err, "device \"%s\"", d->info.name) : NULL;
 }
 
+/* Whether `a` sits on an external page: the only memory ownership moves for. */
+static int external_page(const alloc_obj *a)
+{
+    return a->mem.size && ((const gpu_mem *)a->mem.page)->external;
+}
+
+cubec_status server_stream_hand_out(cubec_device *d, stream_ref s, alloc_obj *const *hand_out,
+                                    uint32_t n, uint64_t *out)
+{
+    RETURN_IF_ERROR(server_flush(d, s));
+    uint32_t releases = 0;
+    for (uint32_t i = 0; i < n; i++)
+        releases += external_page(hand_out[i]) && !hand_out[i]->handed_out;
+    if (releases) {
+        /* After the stream's work in submission order: the release's first scope covers it. */
+        gpu_cmd *cmd;
+        RETURN_IF_ERROR(sub_begin(d, &cmd));
+        for (uint32_t i = 0; i < n; i++)
+            if (external_page(hand_out[i]) && !hand_out[i]->handed_out) {
+                gpu_cmd_ownership(cmd, (gpu_mem *)hand_out[i]->mem.page, 0);
+                hand_out[i]->handed_out = 1;
+            }
+        uint64_t value = d->sub->next_value;
+        RETURN_IF_ERROR(sub_flush(d, 0));
+        d->streams->slots[s.slot].last_value = value;
+    }
+    *out = d->streams->slots[s.slot].last_value;
+    return NULL;
+}
+
 cubec_status server_stream_wait_inbound(cubec_device *d, stream_ref s, uint64_t value,
-                                        const char *fn)
+                                        alloc_obj *const *take_back, uint32_t n, const char *fn)
 {
     if (!gpu_has_inbound(d->gpu))
         return status_make(CUBEC_UNSUPPORTED,
@@ -125,6 +155,13 @@ cubec_status server_stream_wait_inbound(cubec_device *d, stream_ref s, uint64_t 
     if (!value) return INVALID_ARG("%s: inbound timeline value 0 (values start at 1)", fn);
     /* What the stream queued before the call is not held back by the wait. */
     RETURN_IF_ERROR(server_flush(d, s));
+    gpu_cmd *cmd;
+    RETURN_IF_ERROR(sub_begin(d, &cmd));
+    for (uint32_t i = 0; i < n; i++)
+        if (take_back[i]->handed_out) {
+            gpu_cmd_ownership(cmd, (gpu_mem *)take_back[i]->mem.page, 1);
+            take_back[i]->handed_out = 0;
+        }
     uint64_t waits = 0;
     RETURN_IF_ERROR(sub_flush_inbound(d, value, &waits));
     slot_state *ss = &d->streams->slots[s.slot];

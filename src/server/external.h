@@ -25,10 +25,17 @@ MUST_USE cubec_status server_stream_timeline_value(cubec_device *d, stream_ref s
 MUST_USE cubec_status server_inbound_export(cubec_device *d, int *out_fd);
 /* Work queued on `s` after this call (and every later batch of the device) runs after the
  * inbound timeline reached `value`, a GPU wait: the stream's queued work is submitted first, then
- * a batch that waits. Refused (naming `fn`) while the stream captures a graph and where the
+ * a batch that waits and takes back those of `take_back` (n allocations) that were handed out
+ * (server_stream_hand_out). Refused (naming `fn`) while the stream captures a graph and where the
  * backend has no inbound timeline. */
 MUST_USE cubec_status server_stream_wait_inbound(cubec_device *d, stream_ref s, uint64_t value,
+                                                 alloc_obj *const *take_back, uint32_t n,
                                                  const char *fn);
+/* Submits `s`'s queued work followed, for each of `hand_out` (n allocations) on an external page
+ * that cubec owns now, by its release to the other APIs of the GPU (gpu_cmd_ownership); *out is
+ * the timeline value the stream's work then signals (cubec_cuda_wait_stream). */
+MUST_USE cubec_status server_stream_hand_out(cubec_device *d, stream_ref s,
+                                             alloc_obj *const *hand_out, uint32_t n, uint64_t *out);
 /* Sets the inbound timeline to `value` from the host (tests: the other API's stand-in). */
 MUST_USE cubec_status server_inbound_signal(cubec_device *d, uint64_t value);
 

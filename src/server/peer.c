@@ -4,6 +4,7 @@
 #include "server/peer.h"
 #include "base/log.h"
 #include "server/device.h"
+#include "server/external.h"
 #include "server/failures.h"
 #include "server/hazards.h"
 #include "server/health.h"
@@ -189,6 +190,55 @@ cubec_status server_peer_copy_chunk(peer_link *l, stream_ref src_stream, alloc_o
     l->dst_done[slot] = received;
     l->next_slot = (slot + 1) % PEER_SLOTS;
     return NULL;
+}
+
+cubec_status server_peer_external_source(cubec_device *d, stream_ref s, alloc_obj *a, uint64_t at,
+                                         uint64_t size, uint64_t *out_value, failure **out_carried)
+{
+    *out_value = 0;
+    *out_carried = NULL;
+    RETURN_IF_ERROR(drained(d, server_drain_for_host(d, s.slot, a, 0)));
+    failure *f = server_failure_of(a, at, size);
+    if (f) {
+        *out_carried = failure_retain(f);
+        return NULL;
+    }
+    uint64_t value = 0;
+    RETURN_IF_ERROR(server_stream_hand_out(d, s, &a, 1, &value));
+    /* Writers on other streams were drained into batches the hand-out submitted. */
+    *out_value = value > a->last_write ? value : a->last_write;
+    return NULL;
+}
+
+cubec_status server_peer_external_dest(cubec_device *d, stream_ref s, alloc_obj *b, uint64_t at,
+                                       uint64_t size, const failure *carried, uint64_t src_number,
+                                       uint64_t *out_value)
+{
+    *out_value = 0;
+    RETURN_IF_ERROR(drained(d, server_drain_for_host(d, s.slot, b, 1)));
+    if (carried) {
+        failure *f = failure_chain(carried,
+                                   "a peer copy from buffer #%" PRIu64
+                                   " of another device was not made because its source was not "
+                                   "written",
+                                   src_number);
+        server_taint(b, at, size, f);
+        failure_release(f);
+        return NULL;
+    }
+    uint64_t value = 0;
+    RETURN_IF_ERROR(server_stream_hand_out(d, s, &b, 1, &value));
+    *out_value = value > b->last_use ? value : b->last_use;
+    return NULL;
+}
+
+void server_peer_external_landed(cubec_device *d, stream_ref s, alloc_obj *b, uint64_t at,
+                                 uint64_t size)
+{
+    uint64_t value = d->streams->slots[s.slot].inbound_after;
+    if (value > b->last_write) b->last_write = value;
+    if (value > b->last_use) b->last_use = value;
+    server_untaint(b, at, size);
 }
 
 void server_peer_close(cubec_device *d)

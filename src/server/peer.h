@@ -31,6 +31,29 @@ MUST_USE cubec_status server_peer_copy_chunk(peer_link *l, stream_ref src_stream
                                              uint64_t at, stream_ref dst_stream,
                                              alloc_obj *dst_alloc, uint64_t dst_at, uint64_t size);
 
+/* The cuda-interop path of cubec_copy_peer (interop/cuda_interop.c, docs/multi-device-paths.md):
+ * CUDA copies between exportable pages, ordered by the devices' timelines. One device's lock
+ * held for each call.
+ *
+ * The source's side: the work queued for [at, +size) of `a` is submitted, and its page handed to
+ * CUDA (server_stream_hand_out); *out_value is the timeline value CUDA waits for. When the range
+ * carries a failure instead, *out_carried is it (retained) and nothing is submitted. */
+MUST_USE cubec_status server_peer_external_source(struct cubec_device_s *d, stream_ref s,
+                                                  alloc_obj *a, uint64_t at, uint64_t size,
+                                                  uint64_t *out_value, failure **out_carried);
+/* The destination's side, before the copy: the work queued on `b` is submitted (a copy must not
+ * overwrite what earlier work still reads) and its page handed to CUDA; *out_value is the value
+ * CUDA waits for. With `carried` (the source's failure) the range [at, +size) carries it instead
+ * (`src_number`: the source buffer's number, for the message) and *out_value is 0. */
+MUST_USE cubec_status server_peer_external_dest(struct cubec_device_s *d, stream_ref s,
+                                                alloc_obj *b, uint64_t at, uint64_t size,
+                                                const failure *carried, uint64_t src_number,
+                                                uint64_t *out_value);
+/* After the destination's stream waits for CUDA's copy (server_stream_wait_inbound): the range
+ * holds what was copied, written by the stream's last batch. */
+void server_peer_external_landed(struct cubec_device_s *d, stream_ref s, alloc_obj *b, uint64_t at,
+                                 uint64_t size);
+
 /* At close, once `d`'s own work finished: waits until no other device's submission thread waits
  * on d's timeline, then lets go of d's side of its links. */
 void server_peer_close(struct cubec_device_s *d);

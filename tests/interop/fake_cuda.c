@@ -53,4 +53,7 @@ FAKE(cuModuleLoadData)
 FAKE(cuModuleGetFunction)
 FAKE(cuModuleUnload)
 FAKE(cuLaunchKernel)
+FAKE(cuMemcpyDtoDAsync_v2)
+FAKE(cuMemcpyPeerAsync)
+FAKE(cuDeviceCanAccessPeer)
 #endif

@@ -84,7 +84,7 @@ static void test_read_and_copy_after_late_write(void **state)
         late_writer w = {d, host_bytes(d, b), want, value, 0};
         assert_int_equal(pthread_create(&w.thread, NULL, write_late, &w), 0);
         uint64_t t0 = clock_now_ns();
-        ASSERT_OK(api_stream_wait_inbound(d, s, value, "test"));
+        ASSERT_OK(api_stream_wait_inbound(d, s, value, NULL, 0, "test"));
         /* The caller goes on at once: the wait is the queue's. */
         uint64_t spent_ms = (clock_now_ns() - t0) / 1000000u;
         if (spent_ms >= LATE_MS / 2)
@@ -107,14 +107,14 @@ static void test_refusals(void **state)
     cubec_device *d = test_device_open();
     cubec_stream s = 0;
     ASSERT_OK(cubec_stream_new(d, &s));
-    ASSERT_ERROR(api_stream_wait_inbound(d, s, 0, "test_wait"), CUBEC_INVALID_ARGUMENT,
+    ASSERT_ERROR(api_stream_wait_inbound(d, s, 0, NULL, 0, "test_wait"), CUBEC_INVALID_ARGUMENT,
                  "inbound timeline value 0");
-    ASSERT_ERROR(api_stream_wait_inbound(d, (cubec_stream)12345, 1, "test_wait"),
+    ASSERT_ERROR(api_stream_wait_inbound(d, (cubec_stream)12345, 1, NULL, 0, "test_wait"),
                  CUBEC_INVALID_ARGUMENT, "test_wait");
     /* A graph would replay the wait for a value passed long ago. */
     ASSERT_OK(cubec_graph_prepare(d, s));
     ASSERT_OK(cubec_graph_begin(d, s));
-    ASSERT_ERROR(api_stream_wait_inbound(d, s, 1, "test_wait"), CUBEC_GRAPH_STATE,
+    ASSERT_ERROR(api_stream_wait_inbound(d, s, 1, NULL, 0, "test_wait"), CUBEC_GRAPH_STATE,
                  "test_wait: refused while stream");
     cubec_graph g = {0};
     cubec_status_free(cubec_graph_end(d, s, &g));

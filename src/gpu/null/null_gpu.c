@@ -654,6 +654,12 @@ static cubec_status check_entry(const null_gpu *g, const gpu_cmd_entry *e,
     const cubec_device_info *info = &g->base.info;
     switch ((gpu_cmd_op)e->op) {
     case GPU_OP_BARRIER: return NULL;
+    case GPU_OP_OWNERSHIP:
+        /* Vulkan transfers ownership only of memory bound to external handles. */
+        if (!e->u.ownership.m || !e->u.ownership.m->external)
+            return status_make(CUBEC_INTERNAL,
+                               "null gpu: an ownership transfer of a page that is not external");
+        return NULL;
     case GPU_OP_BIND_PIPELINE:
         if (!e->u.pipeline) return status_make(CUBEC_INTERNAL, "null gpu: bind_pipeline of NULL");
         *bound = (const null_pipeline *)e->u.pipeline;
@@ -894,6 +900,7 @@ static void execute(const null_cmd *c)
          * commands are carried out one after the other; images have no layouts. */
         case GPU_OP_IMAGE_INIT:
         case GPU_OP_BARRIER:
+        case GPU_OP_OWNERSHIP:
         case GPU_OP_BIND_PIPELINE:
         case GPU_OP_BIND_BUFFERS:
         case GPU_OP_PUSH_CONSTANTS:

@@ -43,6 +43,9 @@ static cubec_status replay(vk_cmd *c)
         case GPU_OP_FILL:
             vk_emit_fill(c, e->u.fill.dst, e->u.fill.offset, e->u.fill.size, e->u.fill.pattern);
             break;
+        case GPU_OP_OWNERSHIP:
+            vk_emit_ownership(c, e->u.ownership.m, (int)e->u.ownership.acquire);
+            break;
         case GPU_OP_TIMESTAMP:
             vk_emit_timestamp(c, e->u.queries.q, e->u.queries.a, e->u.queries.b);
             break;

@@ -130,6 +130,7 @@ void vk_emit_dispatch_indirect(vk_cmd *c, gpu_mem *m, uint64_t offset);
 void vk_emit_copy(vk_cmd *c, gpu_mem *src, uint64_t src_offset, gpu_mem *dst, uint64_t dst_offset,
                   uint64_t size);
 void vk_emit_fill(vk_cmd *c, gpu_mem *dst, uint64_t offset, uint64_t size, uint32_t pattern);
+void vk_emit_ownership(vk_cmd *c, gpu_mem *m, int acquire);
 void vk_emit_timestamp(vk_cmd *c, gpu_queries *q, uint32_t query, uint32_t stage);
 void vk_emit_reset_queries(vk_cmd *c, gpu_queries *q, uint32_t first, uint32_t count);
 /* gpu/vulkan/vk_image.c: images in pages, their commands and descriptor types. */

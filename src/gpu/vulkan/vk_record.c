@@ -206,6 +206,31 @@ void vk_emit_fill(vk_cmd *c, gpu_mem *dst, uint64_t offset, uint64_t size, uint3
     vkCmdFillBuffer(c->cmd, vk_buffer_of(dst), offset, size, pattern);
 }
 
+/* A release's first scope covers every earlier command's writes (submission order); an acquire's
+ * second scope every later command's accesses. The other half of each transfer is the other
+ * API's, ordered by the semaphores (cubec_cuda_wait_stream, cubec_stream_wait_cuda). */
+void vk_emit_ownership(vk_cmd *c, gpu_mem *m, int acquire)
+{
+    const VkPipelineStageFlags work = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT |
+                                      VK_PIPELINE_STAGE_TRANSFER_BIT |
+                                      VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT;
+    const VkAccessFlags writes = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+    const VkAccessFlags all = writes | VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_TRANSFER_READ_BIT |
+                              VK_ACCESS_INDIRECT_COMMAND_READ_BIT | VK_ACCESS_UNIFORM_READ_BIT;
+    uint32_t own = c->g->vk.queue_family;
+    VkBufferMemoryBarrier b = {.sType = VK_STRUCTURE_TYPE_BUFFER_MEMORY_BARRIER,
+                               .srcAccessMask = acquire ? 0 : writes,
+                               .dstAccessMask = acquire ? all : 0,
+                               .srcQueueFamilyIndex = acquire ? VK_QUEUE_FAMILY_EXTERNAL : own,
+                               .dstQueueFamilyIndex = acquire ? own : VK_QUEUE_FAMILY_EXTERNAL,
+                               .buffer = vk_buffer_of(m),
+                               .offset = 0,
+                               .size = VK_WHOLE_SIZE};
+    vkCmdPipelineBarrier(c->cmd, acquire ? VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT : work,
+                         acquire ? work : VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, 0, 0, NULL, 1, &b,
+                         0, NULL);
+}
+
 void vk_emit_timestamp(vk_cmd *c, gpu_queries *q, uint32_t query, uint32_t stage)
 {
     vkCmdWriteTimestamp(c->cmd, stages_of(stage), q->pool, query);

@@ -296,6 +296,10 @@ static cubec_status encode_entry(wg_enc *e, const gpu_cmd_entry *ce)
     case GPU_OP_IMAGE_INIT:
     case GPU_OP_COPY_IMAGE:
         return status_make(CUBEC_UNSUPPORTED, "the webgpu backend has no images");
+    case GPU_OP_OWNERSHIP:
+        /* Recorded only for external pages, which this backend never has. */
+        return status_make(CUBEC_UNSUPPORTED,
+                           "the webgpu backend has no external memory to transfer ownership of");
     }
     return status_make(CUBEC_INTERNAL, "webgpu: command %" PRIu32 " is unknown", ce->op);
 }
