@@ -113,6 +113,14 @@ static bench_err verify(void *state)
     return NULL;
 }
 
+/* The path of the pair rank 1 -> rank 0 (the gathers; the scatters go back the same way): the
+ * ranks' buffers are plain, so a cuda-interop pair copies them host-staged. */
+static char *describe(void *state)
+{
+    allreduce_fig *f = state;
+    return bench_peer_path_note(f->devs[1], f->devs[0], 0);
+}
+
 static void teardown(void *state)
 {
     allreduce_fig *f = state;
@@ -150,7 +158,8 @@ static bench_err unavailable(const bench_params *params, uint64_t bytes)
     {                                                                                              \
         return unavailable(params, (uint64_t)(mib) << 20);                                         \
     }                                                                                              \
-    const bench_impl bench_allreduce_##mib##_impl = {allreduce_setup_##mib, run, verify, teardown};
+    const bench_impl bench_allreduce_##mib##_impl = {allreduce_setup_##mib, run, verify, teardown, \
+                                                     describe};
 
 ALLREDUCE_SIDE(1)
 ALLREDUCE_SIDE(16)
