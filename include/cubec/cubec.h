@@ -50,7 +50,7 @@ extern "C" {
  * (docs/api.md, "Versions and the ABI"). */
 #define CUBEC_VERSION_MAJOR 0
 #define CUBEC_VERSION_MINOR 2
-#define CUBEC_VERSION_PATCH 10
+#define CUBEC_VERSION_PATCH 11
 
 /* A version packed into one number that compares in order: major << 16 | minor << 8 | patch
  * (minor and patch stay below 256). */
@@ -877,13 +877,23 @@ CUBEC_MUST_USE cubec_status cubec_copy_peer(cubec_device *src_device, cubec_stre
 /* Collectives within a process (docs/multi-device-paths.md, "Collectives"): a communicator over
  * open devices whose ranks are the devices in the order given (rank r is devices[r]; sort them by
  * cubec_device_peek index first where that order matters). Element types and operations carry
- * the values of cubec_mpi's (cubec_mpi.h), whose argument rules they follow. */
+ * the values of cubec_mpi's (cubec_mpi.h), whose argument rules and shard rule they follow.
+ *
+ * Every collective takes one entry per rank in each array: buffers (or in / out) [r] is a buffer
+ * of rank r's device and streams[r] a stream of that device. A collective is ordered after the
+ * work queued on each rank's stream (and any stream's writers of its buffers, as cubec_copy_peer
+ * is) and before the work queued later on it; the caller never waits for a device. A failure
+ * carried by a rank's input reaches every output range computed from it (docs/errors.md). Every
+ * argument of every rank is checked before any work is queued; a refused one is named with its
+ * value and changes nothing. f16 data moves in 4-byte words: a buffer of f16 elements holds the
+ * words that cover them (count * 2 bytes rounded up to a multiple of 4). */
 typedef struct cubec_comm_s cubec_comm;
 
-/* Element types of a collective (CUBEC_MPI_F32 and CUBEC_MPI_I32's values; 2, f16, is not
- * taken yet). */
+/* Element types of a collective (CUBEC_MPI_F32, _F16 and _I32's values). f16 is IEEE binary16,
+ * reduced in f32: each reduction step widens both operands, reduces and rounds once. */
 typedef enum cubec_dtype {
     CUBEC_DTYPE_F32 = 1,
+    CUBEC_DTYPE_F16 = 2,
     CUBEC_DTYPE_I32 = 3,
 } cubec_dtype;
 
@@ -893,26 +903,59 @@ typedef enum cubec_reduce_op {
     CUBEC_REDUCE_MAX = 2,
 } cubec_reduce_op;
 
+/* What a communicator is (cubec_comm_get_info; start it with CUBEC_COMM_INFO_INIT). */
+typedef struct cubec_comm_info {
+    uint32_t struct_size; /* CUBEC_COMM_INFO_INIT */
+    uint32_t n;           /* ranks */
+    /* The transport chosen at creation: "ring" (host-staged copies between neighbours). */
+    char transport[32];
+} cubec_comm_info;
+/* A cubec_comm_info with its struct_size set: start every one with it ("Structs that grow"). */
+#define CUBEC_COMM_INFO_INIT                                                                       \
+    {                                                                                              \
+        .struct_size = sizeof(cubec_comm_info)                                                     \
+    }
+
 /* A communicator over `n` (>= 1) open devices, each given once. The devices must stay open until
- * cubec_comm_destroy. It compiles nothing yet: a reduction's kernel is compiled on rank 0 at its
- * first use and kept. */
+ * cubec_comm_destroy. It compiles nothing yet: a device's kernels of a dtype are compiled at
+ * their first use and kept. */
 CUBEC_MUST_USE cubec_status cubec_comm_create(cubec_device *const *devices, uint32_t n,
                                               cubec_comm **out_comm);
 /* Frees the communicator and its kernels; collectives already queued still run. NULL is
  * accepted. */
 void cubec_comm_destroy(cubec_comm *comm);
-/* In place on every rank r, for i < count: buffers[r][i] = op over the ranks of buffers[r][i].
- * buffers[r] (a buffer of rank r's device holding at least count elements) and streams[r] (a
- * stream of that device) are one entry per rank. Ordered after the work queued on each rank's
- * stream (and any stream's writers of its buffer, as cubec_copy_peer is) and before the work
- * queued later on it; the caller never waits for a device: every rank's buffer is copied into
- * scratch memory on rank 0 (cubec_copy_peer), reduced there by a kernel on streams[0] (sums in
- * rank order), and the result copied back. A failure carried by any rank's input reaches every
- * rank's buffer (docs/errors.md). Every argument is checked before any work is queued; a refused
- * one is named with its value and changes nothing. count 0 does nothing. */
+/* The communicator's ranks and transport, written as far as out_info->struct_size declares. */
+CUBEC_MUST_USE cubec_status cubec_comm_get_info(const cubec_comm *comm, cubec_comm_info *out_info);
+/* How `total` elements are split over the ranks by cubec_comm_all_gather and
+ * cubec_comm_reduce_scatter (cubec_mpi_shard's rule): rank r holds total / n elements, one more
+ * when r < total % n, starting at *out_offset (elements). A rank may hold none (total < n). */
+CUBEC_MUST_USE cubec_status cubec_comm_shard(const cubec_comm *comm, uint64_t total, uint32_t rank,
+                                             uint64_t *out_offset, uint64_t *out_count);
+/* In place on every rank r, for i < count: buffers[r][i] = op over the ranks of buffers[r][i]
+ * (each holding at least count elements). Every element is reduced once, on one rank, in a fixed
+ * order, and its bits copied to the others: every rank gets the same bits. count 0 does
+ * nothing. */
 CUBEC_MUST_USE cubec_status cubec_comm_all_reduce(cubec_comm *comm, const cubec_buffer *buffers,
                                                   const cubec_stream *streams, uint64_t count,
                                                   cubec_dtype dtype, cubec_reduce_op op);
+/* The first count elements of buffers[root] are copied into buffers[r] of every other rank. */
+CUBEC_MUST_USE cubec_status cubec_comm_broadcast(cubec_comm *comm, const cubec_buffer *buffers,
+                                                 const cubec_stream *streams, uint64_t count,
+                                                 cubec_dtype dtype, uint32_t root);
+/* Every rank's shard of `total` elements (cubec_comm_shard: in[r] holds rank r's, from its first
+ * element) is gathered into out[q] of every rank q at its offset: out[q] holds total elements.
+ * in[r] and out[r] are two buffers. */
+CUBEC_MUST_USE cubec_status cubec_comm_all_gather(cubec_comm *comm, const cubec_buffer *in,
+                                                  const cubec_buffer *out,
+                                                  const cubec_stream *streams, uint64_t total,
+                                                  cubec_dtype dtype);
+/* The element-wise op over the ranks of in[r] (total elements on every rank), of which rank r
+ * receives its shard (cubec_comm_shard) in out[r], from its first element. in[r] is only read;
+ * in[r] and out[r] are two buffers. */
+CUBEC_MUST_USE cubec_status cubec_comm_reduce_scatter(cubec_comm *comm, const cubec_buffer *in,
+                                                      const cubec_buffer *out,
+                                                      const cubec_stream *streams, uint64_t total,
+                                                      cubec_dtype dtype, cubec_reduce_op op);
 
 /* ---------------------------------------------------------------------------------------------
  * Kernels

@@ -1,45 +1,18 @@
-/* Public entry points of collectives within a process: cubec_comm_create / _destroy and
- * cubec_comm_all_reduce (docs/multi-device-paths.md, "Collectives"). Built only on public calls
- * (cubec_copy_peer, cubec_launch), so that the ordering and failure rules of those calls are the
- * collective's without a second implementation of them: every rank's buffer is gathered into
- * scratch memory on rank 0, reduced there by a kernel, and the result copied back. */
+/* Public entry points of collectives within a process (docs/multi-device-paths.md,
+ * "Collectives"): the communicator's creation (its transport chosen there), info and shard rule,
+ * and the four collectives' argument checks. Every argument of every rank is checked here before
+ * the transport (src/comm/) queues anything, so a refusal changes nothing. */
 #include "api/api_common.h"
+#include "api/api_struct.h"
+#include "comm/comm.h"
+#include "comm/comm_move.h"
+#include "server/graph.h"
 
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
-enum { WORKGROUP = 256, MAX_GROUPS = 65535, KERNELS = 4 /* indexed by dtype */ };
-
-struct cubec_comm_s {
-    uint32_t n;
-    cubec_device **devices;
-    /* The reduction kernels on rank 0, by dtype, compiled at first use (0: not yet). The lock
-     * keeps two threads from compiling one twice. */
-    pthread_mutex_t lock;
-    cubec_kernel reduce[KERNELS];
-};
-
-/* data[i] = op(data[i], scratch[k * count + i]) for every source k in rank order: the sum's order
- * is fixed, so every rank gets the same bits. A grid-stride loop keeps the group count within
- * the device's limit for any count. */
-static const char reduce_src[] =
-    "#version 450\n"
-    "layout(local_size_x = 256) in;\n"
-    "layout(std430, set = 0, binding = 0) buffer Data { T data[]; };\n"
-    "layout(std430, set = 0, binding = 1) readonly buffer Scratch { T scratch[]; };\n"
-    "CUBEC_INFO(uint count; uint sources; uint op;)\n"
-    "void main() {\n"
-    "    uint stride = gl_NumWorkGroups.x * 256u;\n"
-    "    for (uint i = gl_GlobalInvocationID.x; i < info.count; i += stride) {\n"
-    "        T acc = data[i];\n"
-    "        for (uint k = 0u; k < info.sources; k++) {\n"
-    "            T v = scratch[k * info.count + i];\n"
-    "            acc = info.op == 1u ? acc + v : max(acc, v);\n"
-    "        }\n"
-    "        data[i] = acc;\n"
-    "    }\n"
-    "}\n";
+/* Element indices reach the kernels as 32-bit words and offsets: a count past this is refused. */
+#define MAX_ELEMENTS (UINT64_C(1) << 31)
 
 cubec_status cubec_comm_create(cubec_device *const *devices, uint32_t n, cubec_comm **out_comm)
 {
@@ -60,13 +33,33 @@ cubec_status cubec_comm_create(cubec_device *const *devices, uint32_t n, cubec_c
     cubec_comm *c = calloc(1, sizeof *c);
     if (!c) return status_make(CUBEC_OUT_OF_MEMORY, "%s: the communicator", fn);
     c->devices = malloc(n * sizeof(cubec_device *));
-    if (!c->devices) {
+    c->kernels = calloc((size_t)n * COMM_DTYPES, sizeof(cubec_kernel));
+    c->max_range = calloc(n, sizeof(uint64_t));
+    c->view_align = calloc(n, sizeof(uint64_t));
+    if (!c->devices || !c->kernels || !c->max_range || !c->view_align) {
+        free(c->devices);
+        free(c->kernels);
+        free(c->max_range);
+        free(c->view_align);
         free(c);
         return status_make(CUBEC_OUT_OF_MEMORY, "%s: %u devices", fn, n);
     }
     memcpy(c->devices, devices, n * sizeof(cubec_device *));
     c->n = n;
     pthread_mutex_init(&c->lock, NULL);
+    /* The first transport that serves these devices; the ring serves any. */
+    uint32_t count = 0;
+    const comm_transport *const *list = comm_transports(&count);
+    cubec_status why = NULL;
+    for (uint32_t t = 0; t < count && !c->transport; t++) {
+        cubec_status_free(why);
+        why = list[t]->open(c, &c->transport_state);
+        if (!why) c->transport = list[t];
+    }
+    if (!c->transport) {
+        cubec_comm_destroy(c);
+        return status_annotate(why, "%s: no transport serves these devices", fn);
+    }
     *out_comm = c;
     return NULL;
 }
@@ -74,50 +67,103 @@ cubec_status cubec_comm_create(cubec_device *const *devices, uint32_t n, cubec_c
 void cubec_comm_destroy(cubec_comm *comm)
 {
     if (!comm) return;
-    for (int t = 0; t < KERNELS; t++)
-        if (comm->reduce[t].id && device_registry_is_open(comm->devices[0]))
-            cubec_status_free(cubec_kernel_destroy(comm->devices[0], comm->reduce[t]));
+    if (comm->transport) comm->transport->close(comm, comm->transport_state);
+    comm_kernels_destroy(comm);
     pthread_mutex_destroy(&comm->lock);
+    free(comm->kernels);
+    free(comm->max_range);
+    free(comm->view_align);
     free(comm->devices);
     free(comm);
 }
 
-/* The reduction kernel of `dtype` on rank 0, compiled on first use. */
-static cubec_status reduce_kernel(cubec_comm *c, cubec_dtype dtype, cubec_kernel *out)
+cubec_status cubec_comm_get_info(const cubec_comm *comm, cubec_comm_info *out_info)
 {
-    pthread_mutex_lock(&c->lock);
-    cubec_status err = NULL;
-    if (!c->reduce[dtype].id) {
-        cubec_define def = {"T", dtype == CUBEC_DTYPE_F32 ? "float" : "int"};
-        cubec_kernel_desc desc = CUBEC_KERNEL_DESC_INIT;
-        desc.name = dtype == CUBEC_DTYPE_F32 ? "cubec_comm_reduce_f32" : "cubec_comm_reduce_i32";
-        desc.glsl = reduce_src;
-        desc.defines = &def;
-        desc.define_count = 1;
-        err = cubec_kernel_create(c->devices[0], &desc, &c->reduce[dtype]);
-    }
-    *out = c->reduce[dtype];
-    pthread_mutex_unlock(&c->lock);
-    return err;
+    static const char fn[] = "cubec_comm_get_info";
+    if (!comm) return INVALID_ARG("%s: comm is NULL", fn);
+    if (!out_info) return INVALID_ARG("%s: out_info is NULL", fn);
+    RETURN_IF_ERROR(
+        API_STRUCT_CHECK(out_info, cubec_comm_info, CUBEC_COMM_INFO_INIT, fn, "out_info"));
+    cubec_comm_info whole = CUBEC_COMM_INFO_INIT;
+    whole.n = comm->n;
+    snprintf(whole.transport, sizeof whole.transport, "%s", comm->transport->name);
+    api_struct_write(out_info, &whole);
+    return NULL;
 }
 
-/* Refuses a rank's stream or buffer before anything is queued, naming the argument. */
-static cubec_status check_rank(cubec_comm *c, uint32_t r, const cubec_buffer *buffers,
-                               const cubec_stream *streams, uint64_t bytes)
+cubec_status cubec_comm_shard(const cubec_comm *comm, uint64_t total, uint32_t rank,
+                              uint64_t *out_offset, uint64_t *out_count)
 {
-    static const char fn[] = "cubec_comm_all_reduce";
+    static const char fn[] = "cubec_comm_shard";
+    if (!comm) return INVALID_ARG("%s: comm is NULL", fn);
+    if (!out_offset) return INVALID_ARG("%s: out_offset is NULL", fn);
+    if (!out_count) return INVALID_ARG("%s: out_count is NULL", fn);
+    if (rank >= comm->n)
+        return INVALID_ARG("%s: rank %u is not a rank of the communicator (n %u)", fn, rank,
+                           comm->n);
+    comm_shard(comm->n, total, rank, out_offset, out_count);
+    return NULL;
+}
+
+/* The arguments every collective shares. */
+static cubec_status check_common(const char *fn, const cubec_comm *comm,
+                                 const cubec_stream *streams, uint64_t count, const char *count_arg,
+                                 cubec_dtype dtype)
+{
+    if (!comm) return INVALID_ARG("%s: comm is NULL", fn);
+    if (!streams) return INVALID_ARG("%s: streams is NULL", fn);
+    if (!comm_dtype_size(dtype))
+        return INVALID_ARG("%s: dtype %d is not CUBEC_DTYPE_F32 (1), CUBEC_DTYPE_F16 (2) or "
+                           "CUBEC_DTYPE_I32 (3)",
+                           fn, (int)dtype);
+    if (count > MAX_ELEMENTS)
+        return INVALID_ARG("%s: %s %" PRIu64 " is past the %" PRIu64
+                           " elements one collective handles",
+                           fn, count_arg, count, MAX_ELEMENTS);
+    return NULL;
+}
+
+static cubec_status check_op(const char *fn, cubec_reduce_op op)
+{
+    if (op != CUBEC_REDUCE_SUM && op != CUBEC_REDUCE_MAX)
+        return INVALID_ARG("%s: op %d is not CUBEC_REDUCE_SUM (1) or CUBEC_REDUCE_MAX (2)", fn,
+                           (int)op);
+    return NULL;
+}
+
+/* Rank r's stream, refused by name before anything is queued; so is a stream recording a graph
+ * where the collective crosses devices (a capture cannot hold another device's copies, and a
+ * refusal half-way would leave the other ranks' steps queued). */
+static cubec_status check_stream(const char *fn, const cubec_comm *c, uint32_t r,
+                                 const cubec_stream *streams)
+{
     cubec_device *d = c->devices[r];
     RETURN_IF_ERROR(api_lock(d, fn));
     stream_ref ref;
     cubec_status err = api_slot(d, streams[r], fn, &ref);
-    RETURN_IF_ERROR(api_unlock(d, status_annotate(err, "streams[%u]", r)));
+    if (!err && c->n > 1) err = server_graph_refuse(d, ref, fn);
+    return api_unlock(d, status_annotate(err, "streams[%u]", r));
+}
+
+/* arg[r] (the array named `arg`) is a buffer of rank r's device holding `elems` elements. */
+static cubec_status check_buffer(const char *fn, const cubec_comm *c, uint32_t r, const char *arg,
+                                 cubec_buffer buffer, uint64_t elems, cubec_dtype dtype)
+{
     uint64_t size = 0;
-    err = cubec_buffer_get_size(d, buffers[r], &size);
-    if (err) return status_annotate(err, "%s: buffers[%u] (rank %u's device)", fn, r, r);
-    if (size < bytes)
-        return INVALID_ARG("%s: buffers[%u] holds %" PRIu64 " bytes, fewer than count's %" PRIu64,
-                           fn, r, size, bytes);
+    cubec_status err = cubec_buffer_get_size(c->devices[r], buffer, &size);
+    if (err) return status_annotate(err, "%s: %s[%u] (rank %u's device)", fn, arg, r, r);
+    const uint64_t need = comm_bytes_for(dtype, elems);
+    if (size < need)
+        return INVALID_ARG("%s: %s[%u] holds %" PRIu64 " bytes, fewer than the %" PRIu64
+                           " that %" PRIu64 " elements of dtype %d need",
+                           fn, arg, r, size, need, elems, (int)dtype);
     return NULL;
+}
+
+static cubec_status run(cubec_comm *comm, const comm_call *call, const char *fn)
+{
+    cubec_status err = comm->transport->run(comm, comm->transport_state, call);
+    return err ? status_annotate(err, "%s (%s transport)", fn, comm->transport->name) : NULL;
 }
 
 cubec_status cubec_comm_all_reduce(cubec_comm *comm, const cubec_buffer *buffers,
@@ -127,57 +173,83 @@ cubec_status cubec_comm_all_reduce(cubec_comm *comm, const cubec_buffer *buffers
     static const char fn[] = "cubec_comm_all_reduce";
     if (!comm) return INVALID_ARG("%s: comm is NULL", fn);
     if (!buffers) return INVALID_ARG("%s: buffers is NULL", fn);
-    if (!streams) return INVALID_ARG("%s: streams is NULL", fn);
-    if (dtype != CUBEC_DTYPE_F32 && dtype != CUBEC_DTYPE_I32)
-        return INVALID_ARG("%s: dtype %d is not CUBEC_DTYPE_F32 (1) or CUBEC_DTYPE_I32 (3)", fn,
-                           (int)dtype);
-    if (op != CUBEC_REDUCE_SUM && op != CUBEC_REDUCE_MAX)
-        return INVALID_ARG("%s: op %d is not CUBEC_REDUCE_SUM (1) or CUBEC_REDUCE_MAX (2)", fn,
-                           (int)op);
-    uint32_t n = comm->n;
-    /* The kernel indexes the scratch with 32-bit words: (n - 1) * count must fit. */
-    if (count > UINT32_MAX / n)
-        return INVALID_ARG("%s: count %" PRIu64 " over %u ranks is past the %u elements one "
-                           "reduction handles",
-                           fn, count, n, UINT32_MAX / n);
-    uint64_t bytes = count * 4;
-    for (uint32_t r = 0; r < n; r++)
-        RETURN_IF_ERROR(check_rank(comm, r, buffers, streams, bytes));
-    if (count == 0 || n == 1) return NULL;
+    RETURN_IF_ERROR(check_common(fn, comm, streams, count, "count", dtype));
+    RETURN_IF_ERROR(check_op(fn, op));
+    for (uint32_t r = 0; r < comm->n; r++) {
+        RETURN_IF_ERROR(check_stream(fn, comm, r, streams));
+        RETURN_IF_ERROR(check_buffer(fn, comm, r, "buffers", buffers[r], count, dtype));
+    }
+    comm_call call = {COMM_ALL_REDUCE, buffers, buffers, streams, count, dtype, op, 0};
+    return run(comm, &call, fn);
+}
 
-    cubec_device *d0 = comm->devices[0];
-    cubec_kernel k;
-    RETURN_IF_ERROR(reduce_kernel(comm, dtype, &k));
-    cubec_buffer scratch;
-    RETURN_IF_ERROR(cubec_buffer_create(d0, streams[0], (uint64_t)(n - 1) * bytes, &scratch));
-    cubec_status err = NULL;
-    for (uint32_t r = 1; r < n && !err; r++)
-        err = cubec_copy_peer(comm->devices[r], streams[r], buffers[r], 0, d0, streams[0], scratch,
-                              (uint64_t)(r - 1) * bytes, bytes);
-    if (!err) {
-        struct {
-            uint32_t count, sources, op;
-        } info = {(uint32_t)count, n - 1, (uint32_t)op};
-        cubec_buffer bound[2] = {buffers[0], scratch};
-        uint64_t groups = (count + WORKGROUP - 1) / WORKGROUP;
-        cubec_launch_desc ld = CUBEC_LAUNCH_DESC_INIT;
-        ld.kernel = k;
-        ld.buffers = bound;
-        ld.buffer_count = 2;
-        ld.info = &info;
-        ld.info_size = sizeof info;
-        ld.groups[0] = groups < MAX_GROUPS ? (uint32_t)groups : MAX_GROUPS;
-        ld.groups[1] = ld.groups[2] = 1;
-        err = cubec_launch(d0, streams[0], &ld);
+cubec_status cubec_comm_broadcast(cubec_comm *comm, const cubec_buffer *buffers,
+                                  const cubec_stream *streams, uint64_t count, cubec_dtype dtype,
+                                  uint32_t root)
+{
+    static const char fn[] = "cubec_comm_broadcast";
+    if (!comm) return INVALID_ARG("%s: comm is NULL", fn);
+    if (!buffers) return INVALID_ARG("%s: buffers is NULL", fn);
+    RETURN_IF_ERROR(check_common(fn, comm, streams, count, "count", dtype));
+    if (root >= comm->n)
+        return INVALID_ARG("%s: root %u is not a rank of the communicator (n %u)", fn, root,
+                           comm->n);
+    for (uint32_t r = 0; r < comm->n; r++) {
+        RETURN_IF_ERROR(check_stream(fn, comm, r, streams));
+        RETURN_IF_ERROR(check_buffer(fn, comm, r, "buffers", buffers[r], count, dtype));
     }
-    for (uint32_t r = 1; r < n && !err; r++)
-        err = cubec_copy_peer(d0, streams[0], buffers[0], 0, comm->devices[r], streams[r],
-                              buffers[r], 0, bytes);
-    /* Queued work holds the scratch until it has run. */
-    cubec_status rel = cubec_buffer_release(d0, scratch);
-    if (err) {
-        cubec_status_free(rel);
-        return status_annotate(err, "%s", fn);
+    comm_call call = {COMM_BROADCAST, buffers, buffers, streams, count, dtype, 0, root};
+    return run(comm, &call, fn);
+}
+
+/* in[r] and out[r] of a gather or scatter: `in_elems` and `out_elems` elements of rank r, two
+ * buffers (one would be read after the ring wrote it). */
+static cubec_status check_in_out(const char *fn, const cubec_comm *c, uint32_t r,
+                                 const cubec_buffer *in, const cubec_buffer *out, uint64_t in_elems,
+                                 uint64_t out_elems, cubec_dtype dtype)
+{
+    RETURN_IF_ERROR(check_buffer(fn, c, r, "in", in[r], in_elems, dtype));
+    RETURN_IF_ERROR(check_buffer(fn, c, r, "out", out[r], out_elems, dtype));
+    if (in[r].id == out[r].id)
+        return INVALID_ARG("%s: in[%u] and out[%u] are one buffer: the collective writes out "
+                           "while it still reads in",
+                           fn, r, r);
+    return NULL;
+}
+
+cubec_status cubec_comm_all_gather(cubec_comm *comm, const cubec_buffer *in,
+                                   const cubec_buffer *out, const cubec_stream *streams,
+                                   uint64_t total, cubec_dtype dtype)
+{
+    static const char fn[] = "cubec_comm_all_gather";
+    RETURN_IF_ERROR(check_common(fn, comm, streams, total, "total", dtype));
+    if (!in) return INVALID_ARG("%s: in is NULL", fn);
+    if (!out) return INVALID_ARG("%s: out is NULL", fn);
+    for (uint32_t r = 0; r < comm->n; r++) {
+        uint64_t off, cnt;
+        comm_shard(comm->n, total, r, &off, &cnt);
+        RETURN_IF_ERROR(check_stream(fn, comm, r, streams));
+        RETURN_IF_ERROR(check_in_out(fn, comm, r, in, out, cnt, total, dtype));
     }
-    return rel;
+    comm_call call = {COMM_ALL_GATHER, in, out, streams, total, dtype, 0, 0};
+    return run(comm, &call, fn);
+}
+
+cubec_status cubec_comm_reduce_scatter(cubec_comm *comm, const cubec_buffer *in,
+                                       const cubec_buffer *out, const cubec_stream *streams,
+                                       uint64_t total, cubec_dtype dtype, cubec_reduce_op op)
+{
+    static const char fn[] = "cubec_comm_reduce_scatter";
+    RETURN_IF_ERROR(check_common(fn, comm, streams, total, "total", dtype));
+    if (!in) return INVALID_ARG("%s: in is NULL", fn);
+    if (!out) return INVALID_ARG("%s: out is NULL", fn);
+    RETURN_IF_ERROR(check_op(fn, op));
+    for (uint32_t r = 0; r < comm->n; r++) {
+        uint64_t off, cnt;
+        comm_shard(comm->n, total, r, &off, &cnt);
+        RETURN_IF_ERROR(check_stream(fn, comm, r, streams));
+        RETURN_IF_ERROR(check_in_out(fn, comm, r, in, out, total, cnt, dtype));
+    }
+    comm_call call = {COMM_REDUCE_SCATTER, in, out, streams, total, dtype, op, 0};
+    return run(comm, &call, fn);
 }

@@ -3323,6 +3323,30 @@ static void op_comm(fuzz *f)
     expect(f,
            cubec_comm_all_reduce(comm, &h, &st, b->size / 4 + 1, CUBEC_DTYPE_F32, CUBEC_REDUCE_MAX),
            refused(f), "cubec_comm_all_reduce past the end");
+    note(f, "cubec_comm_broadcast(buf %d, %" PRIu64 " f16, root 0)", i, b->size / 4 * 2);
+    expect(f, cubec_comm_broadcast(comm, &h, &st, b->size / 4 * 2, CUBEC_DTYPE_F16, 0), allow(f, 0),
+           "cubec_comm_broadcast");
+    note(f, "cubec_comm_broadcast(root 1 of 1 rank)");
+    expect(f, cubec_comm_broadcast(comm, &h, &st, 1, CUBEC_DTYPE_I32, 1), refused(f),
+           "cubec_comm_broadcast root 1");
+    /* in and out one buffer: refused, whatever the count. */
+    note(f, "cubec_comm_all_gather(buf %d as in and out)", i);
+    expect(f, cubec_comm_all_gather(comm, &h, &h, &st, 0, CUBEC_DTYPE_F32), refused(f),
+           "cubec_comm_all_gather in == out");
+    note(f, "cubec_comm_reduce_scatter(buf %d as in and out)", i);
+    expect(f, cubec_comm_reduce_scatter(comm, &h, &h, &st, 0, CUBEC_DTYPE_F32, CUBEC_REDUCE_SUM),
+           refused(f), "cubec_comm_reduce_scatter in == out");
+    cubec_comm_info info = CUBEC_COMM_INFO_INIT;
+    note(f, "cubec_comm_get_info");
+    if (!expect(f, cubec_comm_get_info(comm, &info), M(CUBEC_OK), "cubec_comm_get_info") &&
+        (info.n != 1 || strcmp(info.transport, "ring") != 0))
+        die(f, "cubec_comm_get_info: n %u, transport %s; want 1, ring", info.n, info.transport);
+    uint64_t off = 1, cnt = 1;
+    note(f, "cubec_comm_shard(%" PRIu64 ", rank 0)", b->size);
+    if (!expect(f, cubec_comm_shard(comm, b->size, 0, &off, &cnt), M(CUBEC_OK),
+                "cubec_comm_shard") &&
+        (off != 0 || cnt != b->size))
+        die(f, "cubec_comm_shard of one rank: offset %" PRIu64 ", count %" PRIu64, off, cnt);
     cubec_comm_destroy(comm);
 }
 
@@ -3398,6 +3422,11 @@ const char *const api_model_calls[][2] = {
     {"cubec_comm_create", "op_comm"},
     {"cubec_comm_destroy", "op_comm"},
     {"cubec_comm_all_reduce", "op_comm"},
+    {"cubec_comm_get_info", "op_comm"},
+    {"cubec_comm_shard", "op_comm"},
+    {"cubec_comm_broadcast", "op_comm"},
+    {"cubec_comm_all_gather", "op_comm"},
+    {"cubec_comm_reduce_scatter", "op_comm"},
     {"cubec_device_get_path", "op_info"},
     {"cubec_device_measure_path", "op_info"},
     {"cubec_path_name", "op_info"},

@@ -279,8 +279,8 @@ static void test_refusals_change_nothing(void **state)
                  CUBEC_INVALID_ARGUMENT, "buffers is NULL");
     ASSERT_ERROR(cubec_comm_all_reduce(c, x, NULL, N, CUBEC_DTYPE_I32, CUBEC_REDUCE_SUM),
                  CUBEC_INVALID_ARGUMENT, "streams is NULL");
-    ASSERT_ERROR(cubec_comm_all_reduce(c, x, s, N, (cubec_dtype)2, CUBEC_REDUCE_SUM),
-                 CUBEC_INVALID_ARGUMENT, "dtype 2");
+    ASSERT_ERROR(cubec_comm_all_reduce(c, x, s, N, (cubec_dtype)7, CUBEC_REDUCE_SUM),
+                 CUBEC_INVALID_ARGUMENT, "dtype 7");
     ASSERT_ERROR(cubec_comm_all_reduce(c, x, s, N, CUBEC_DTYPE_I32, (cubec_reduce_op)9),
                  CUBEC_INVALID_ARGUMENT, "op 9");
     /* Rank 2's buffer and stream swapped with rank 1's: each belongs to another device. */
