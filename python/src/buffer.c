@@ -29,6 +29,8 @@ PyObject *pyc_buffer_wrap(pyc_device *device, cubec_buffer buf, uint64_t size, P
     b->size = size;
     b->dtype = dtype;
     b->shape = shape;
+    b->exportable = 0;
+    b->cuda_mapped = 0;
     return (PyObject *)b;
 }
 
@@ -46,6 +48,7 @@ static void buffer_dealloc(PyObject *self)
 {
     pyc_buffer *b = (pyc_buffer *)self;
     PyTypeObject *tp = Py_TYPE(self);
+    pyc_buffer_cuda_unmap(b); /* no capsule uses the mapping any more: each holds the buffer */
     release_handle(b);
     Py_DECREF(b->dtype);
     Py_DECREF(b->shape);
@@ -99,10 +102,37 @@ static cubec_status write_host(pyc_device *d, cubec_stream stream, cubec_buffer 
     return transfer_host(d, stream, buf, offset, ptr, size, 0);
 }
 
+/* exportable= : a bool, or -1 with TypeError naming `who`. */
+static int exportable_arg(PyObject *obj, const char *who)
+{
+    if (!obj || obj == Py_None || obj == Py_False) {
+        return 0;
+    }
+    if (obj == Py_True) {
+        return 1;
+    }
+    PyErr_Format(PyExc_TypeError, "%s: exportable must be True or False, got %R", who, obj);
+    return -1;
+}
+
+/* cubec_buffer_create, or cubec_buffer_create_exportable for exportable=True: a page of its own
+ * whose memory CUDA can map (cubec_cuda_map, DLPack as kDLCUDA). */
+static cubec_status create_buffer(cubec_device *dev, cubec_stream stream, uint64_t size,
+                                  int exportable, cubec_buffer *out)
+{
+    return exportable ? cubec_buffer_create_exportable(dev, stream, size, out)
+                      : cubec_buffer_create(dev, stream, size, out);
+}
+
 /* Creates a buffer of `shape` and `dtype` on `stream` (new references in *out). */
 static PyObject *create(pyc_device *d, PyObject *shape_arg, PyObject *dtype_arg,
-                        PyObject *stream_obj, const char *who, cubec_stream *out_stream)
+                        PyObject *stream_obj, PyObject *exportable_obj, const char *who,
+                        cubec_stream *out_stream)
 {
+    int exportable = exportable_arg(exportable_obj, who);
+    if (exportable < 0) {
+        return NULL;
+    }
     cubec_device *dev = pyc_device_handle(d, who);
     if (!dev || pyc_stream_arg(d, stream_obj, who, out_stream) < 0) {
         return NULL;
@@ -122,8 +152,11 @@ static PyObject *create(pyc_device *d, PyObject *shape_arg, PyObject *dtype_arg,
         } else {
             uint64_t size = count * (uint64_t)itemsize;
             cubec_buffer buf;
-            if (pyc_check(cubec_buffer_create(dev, *out_stream, size, &buf)) == 0) {
+            if (pyc_check(create_buffer(dev, *out_stream, size, exportable, &buf)) == 0) {
                 result = pyc_buffer_wrap(d, buf, size, dtype, shape);
+                if (result) {
+                    ((pyc_buffer *)result)->exportable = exportable;
+                }
             }
         }
     }
@@ -132,31 +165,31 @@ static PyObject *create(pyc_device *d, PyObject *shape_arg, PyObject *dtype_arg,
     return result;
 }
 
-static const char *const create_names[] = {"shape", "dtype", "stream", NULL};
+static const char *const create_names[] = {"shape", "dtype", "stream", "exportable", NULL};
 
 /* dev.empty(shape, dtype=float32, stream=None): contents undefined until written. */
 static PyObject *device_empty(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                               PyObject *kwnames)
 {
-    PyObject *kw[3];
+    PyObject *kw[4];
     cubec_stream stream;
     if (pyc_args("Device.empty", args, nargs, kwnames, create_names, 2, 1, kw) < 0) {
         return NULL;
     }
-    return create((pyc_device *)self, kw[0], kw[1], kw[2], "Device.empty", &stream);
+    return create((pyc_device *)self, kw[0], kw[1], kw[2], kw[3], "Device.empty", &stream);
 }
 
 /* dev.zeros(shape, dtype=float32, stream=None): filled with zero bytes on the stream. */
 static PyObject *device_zeros(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                               PyObject *kwnames)
 {
-    PyObject *kw[3];
+    PyObject *kw[4];
     cubec_stream stream;
     if (pyc_args("Device.zeros", args, nargs, kwnames, create_names, 2, 1, kw) < 0) {
         return NULL;
     }
-    pyc_buffer *b =
-        (pyc_buffer *)create((pyc_device *)self, kw[0], kw[1], kw[2], "Device.zeros", &stream);
+    pyc_buffer *b = (pyc_buffer *)create((pyc_device *)self, kw[0], kw[1], kw[2], kw[3],
+                                         "Device.zeros", &stream);
     if (b && b->size) {
         /* A fill covers multiples of 4 bytes; a tail is written from the host. */
         uint64_t body = b->size & ~(uint64_t)3;
@@ -185,12 +218,14 @@ static PyObject *device_buffer(PyObject *self, PyObject *const *args, Py_ssize_t
                                PyObject *kwnames)
 {
     pyc_device *d = (pyc_device *)self;
-    static const char *const names[] = {"stream", NULL};
-    PyObject *kw[1];
+    static const char *const names[] = {"stream", "exportable", NULL};
+    PyObject *kw[2];
     if (nargs != 1) {
         return PyErr_Format(PyExc_TypeError, "Device.buffer() takes one array");
     }
-    if (pyc_kwargs("Device.buffer", kwnames, args + nargs, names, kw) < 0) {
+    int exportable;
+    if (pyc_kwargs("Device.buffer", kwnames, args + nargs, names, kw) < 0 ||
+        (exportable = exportable_arg(kw[1], "Device.buffer")) < 0) {
         return NULL;
     }
     cubec_stream stream;
@@ -208,7 +243,7 @@ static PyObject *device_buffer(PyObject *self, PyObject *const *args, Py_ssize_t
     PyObject *result = NULL;
     if (shape && PyObject_GetBuffer(arr, &view, PyBUF_C_CONTIGUOUS) == 0) {
         cubec_buffer buf;
-        cubec_status st = cubec_buffer_create(dev, stream, (uint64_t)view.len, &buf);
+        cubec_status st = create_buffer(dev, stream, (uint64_t)view.len, exportable, &buf);
         if (!st && view.len) {
             if ((size_t)view.len >= PYC_LARGE_COPY) {
                 PYC_WITHOUT_GIL_ON(
@@ -222,6 +257,9 @@ static PyObject *device_buffer(PyObject *self, PyObject *const *args, Py_ssize_t
         }
         if (pyc_check(st) == 0) {
             result = pyc_buffer_wrap(d, buf, (uint64_t)view.len, dtype, shape);
+            if (result) {
+                ((pyc_buffer *)result)->exportable = exportable;
+            }
         }
         PyBuffer_Release(&view);
     }
@@ -522,6 +560,12 @@ static PyObject *get_handle(PyObject *self, void *c)
     return PyLong_FromUnsignedLongLong(((pyc_buffer *)self)->buf.id);
 }
 
+static PyObject *get_exportable(PyObject *self, void *c)
+{
+    (void)c;
+    return PyBool_FromLong(((pyc_buffer *)self)->exportable);
+}
+
 static PyObject *buffer_repr(PyObject *self)
 {
     pyc_buffer *b = (pyc_buffer *)self;
@@ -554,6 +598,8 @@ static PyGetSetDef buffer_getset[] = {
     {"nbytes", get_nbytes, NULL, "Its size in bytes.", NULL},
     {"device", get_device, NULL, "Its device.", NULL},
     {"handle", get_handle, NULL, "The cubec_buffer id (0 once released).", NULL},
+    {"exportable", get_exportable, NULL,
+     "Whether it was made with exportable=True (memory CUDA can map).", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -572,10 +618,14 @@ static PyType_Spec buffer_spec = {"cubec.Buffer", sizeof(pyc_buffer), 0,
                                   buffer_slots};
 
 static PyMethodDef device_methods[] = {
-    {"empty", PYC_FAST(device_empty), "empty(shape, dtype=float32, stream=None): a new buffer."},
-    {"zeros", PYC_FAST(device_zeros), "zeros(shape, dtype=float32, stream=None): zero-filled."},
+    {"empty", PYC_FAST(device_empty),
+     "empty(shape, dtype=float32, stream=None, exportable=False): a new buffer (exportable: "
+     "memory CUDA can map, for DLPack as kDLCUDA)."},
+    {"zeros", PYC_FAST(device_zeros),
+     "zeros(shape, dtype=float32, stream=None, exportable=False): zero-filled."},
     {"buffer", PYC_FAST(device_buffer),
-     "buffer(array, stream=None): a buffer holding a copy of the array (dtype and shape kept)."},
+     "buffer(array, stream=None, exportable=False): a buffer holding a copy of the array (dtype "
+     "and shape kept)."},
     {NULL, NULL, 0, NULL},
 };
 

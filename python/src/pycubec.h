@@ -51,6 +51,10 @@ typedef struct pyc_buffer {
     uint64_t size;
     PyObject *dtype; /* a numpy.dtype */
     PyObject *shape; /* a tuple of ints */
+    int exportable;  /* made by cubec_buffer_create_exportable (exportable=True) */
+    /* The buffer id cubec_cuda_map mapped into CUDA (0: none). The mapping outlives release():
+     * a DLPack capsule's consumer may still use it; the buffer's collection unmaps it. */
+    uint64_t cuda_mapped;
 } pyc_buffer;
 
 /* cubec.Kernel: a compiled kernel and its reflected interface. */
@@ -177,6 +181,11 @@ int pyc_args(const char *who, PyObject *const *args, Py_ssize_t nargs, PyObject 
 /* Creates a Buffer object that takes over `buf` (released on failure). */
 PyObject *pyc_buffer_wrap(pyc_device *device, cubec_buffer buf, uint64_t size, PyObject *dtype,
                           PyObject *shape);
+/* cuda.c: the buffer mapped into CUDA (cubec_cuda_map, made once and kept until the buffer
+ * object is collected); -1 with the cubec error raised. */
+int pyc_buffer_cuda_map(pyc_buffer *b, const char *who, cubec_cuda_mapping *out);
+/* cuda.c: ends the buffer's CUDA mapping, if any (at its collection). */
+void pyc_buffer_cuda_unmap(pyc_buffer *b);
 /* mapping.c: a zero-copy view of the buffer's bytes (cubec_buffer_map, after the stream's work on
  * the buffer): the Mapping object (buffer protocol, bytes) or a numpy array of the buffer's dtype
  * and shape over it, whose base keeps the buffer, its device and the map alive. NULL with

@@ -2,7 +2,13 @@
  * FAKE_CUDA_FULL exporting every entry point the loader takes (cuInit answers
  * CUDA_ERROR_NO_DEVICE, 100, as on a host without a GPU), and without it exporting only the first
  * three, so the loader must name the first one missing. No CUDA is needed to build either. */
+/* FAKE_CUDA_WEAK: fake_cuda_maps.c, linked beside, replaces some of these with working ones
+ * (and gets every entry point added here later without a change of its own). */
+#ifdef FAKE_CUDA_WEAK
+#define FAKE_EXPORT __attribute__((visibility("default"), weak))
+#else
 #define FAKE_EXPORT __attribute__((visibility("default")))
+#endif
 
 FAKE_EXPORT int cuInit(unsigned int flags)
 {

@@ -98,6 +98,9 @@ def test_dlpack_copy_false_and_other_devices_are_refused(dev):
         with pytest.raises(BufferError, match="copy=False"):
             b.__dlpack__(copy=False)
     with pytest.raises(BufferError, match="dl_device"):
+        b.__dlpack__(dl_device=(3, 0))
+    # kDLCUDA needs an exportable buffer (test_exportable.py).
+    with pytest.raises(BufferError, match="kDLCUDA: the buffer was not made exportable"):
         b.__dlpack__(dl_device=(2, 0))
     with pytest.raises(ValueError, match="stream"):
         b.__dlpack__(stream=1)
