@@ -14,6 +14,7 @@
 #include <cubec/cubec.h>
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -113,6 +114,25 @@ static bench_err verify(void *state)
     return NULL;
 }
 
+/* The communicator's transport and the path of the pair rank 1 -> rank 0 (the ring's copies go
+ * both ways over the same pair): the ranks' buffers are plain, so a cuda-interop pair copies them
+ * host-staged. */
+static char *describe(void *state)
+{
+    allreduce_fig *f = state;
+    cubec_comm_info ci = CUBEC_COMM_INFO_INIT;
+    cubec_status st = cubec_comm_get_info(f->comm, &ci);
+    if (st) snprintf(ci.transport, sizeof ci.transport, "unknown");
+    cubec_status_free(st);
+    char *path = bench_peer_path_note(f->devs[1], f->devs[0], 0);
+    if (!path) return NULL;
+    const size_t len = strlen(path) + sizeof ci.transport + 48;
+    char *note = malloc(len);
+    if (note) snprintf(note, len, "transport (cubec_comm_get_info): %s; %s", ci.transport, path);
+    free(path);
+    return note;
+}
+
 static void teardown(void *state)
 {
     allreduce_fig *f = state;
@@ -147,7 +167,8 @@ static bench_err unavailable(const bench_params *params, uint64_t bytes)
     {                                                                                              \
         return unavailable(params, (uint64_t)(mib) << 20);                                         \
     }                                                                                              \
-    const bench_impl bench_allreduce_##mib##_impl = {allreduce_setup_##mib, run, verify, teardown};
+    const bench_impl bench_allreduce_##mib##_impl = {allreduce_setup_##mib, run, verify, teardown, \
+                                                     describe};
 
 ALLREDUCE_SIDE(1)
 ALLREDUCE_SIDE(16)

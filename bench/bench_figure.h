@@ -67,6 +67,10 @@ typedef struct bench_impl {
     bench_err (*run)(void *state, bench_sample *out_sample);
     bench_err (*verify)(void *state);
     void (*teardown)(void *state); /* accepts NULL and partially set-up states */
+    /* Optional (NULL: nothing): what the run found out that the figure's fixed note cannot know,
+     * as a malloc'd string the runner frees, asked after verify. The multi.* rows name the path
+     * cubec_device_get_path reports for their pair of devices, which differs by machine. */
+    char *(*describe)(void *state);
 } bench_impl;
 
 /* Each side lists its implementations by figure name. */
@@ -110,6 +114,18 @@ extern const bench_impl bench_relocate_copy_impl;
 extern const bench_impl bench_copy_peer_1_impl, bench_copy_peer_1_baseline_impl;
 extern const bench_impl bench_copy_peer_16_impl, bench_copy_peer_16_baseline_impl;
 extern const bench_impl bench_copy_peer_256_impl, bench_copy_peer_256_baseline_impl;
+/* multi.copy_peer_exportable.{1,16,256}MiB: the same between buffers made by
+ * cubec_buffer_create_exportable on both sides, the only ones the cuda-interop path copies. */
+extern const bench_impl bench_copy_peer_exportable_1_impl,
+    bench_copy_peer_exportable_1_baseline_impl;
+extern const bench_impl bench_copy_peer_exportable_16_impl,
+    bench_copy_peer_exportable_16_baseline_impl;
+extern const bench_impl bench_copy_peer_exportable_256_impl,
+    bench_copy_peer_exportable_256_baseline_impl;
+/* The path of the pair src -> dst as cubec_device_get_path reports it, and the path a
+ * cubec_copy_peer between such buffers (`exportable` or plain) takes on it, saying when that
+ * falls back to host-staged: a malloc'd note (NULL when out of memory). */
+char *bench_peer_path_note(cubec_device *src, cubec_device *dst, int exportable);
 
 /* multi.allreduce.{1,16,256}MiB (allreduce_figure.c): cubec_comm_all_reduce over 2 ranks, as bus
  * bandwidth; its baseline is multi.copy_peer's cubec side (a peer copy of the same bytes). */

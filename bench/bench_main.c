@@ -144,6 +144,11 @@ static const figure_def figures[] = {
     {"multi.copy_peer.1MiB", "GB/s", 0, "wall", 2, 11, 3, "cubec_copy", NULL, 0},
     {"multi.copy_peer.16MiB", "GB/s", 0, "wall", 1, 11, 3, "cubec_copy", NULL, 0},
     {"multi.copy_peer.256MiB", "GB/s", 0, "wall", 1, 5, 3, "cubec_copy", NULL, 0},
+    /* The same between exportable buffers: the copies take the pair's path (cuda-interop on an
+     * H200 with libcuda, host-staged on lavapipe; the note says which). */
+    {"multi.copy_peer_exportable.1MiB", "GB/s", 0, "wall", 2, 11, 3, "cubec_copy", NULL, 0},
+    {"multi.copy_peer_exportable.16MiB", "GB/s", 0, "wall", 1, 11, 3, "cubec_copy", NULL, 0},
+    {"multi.copy_peer_exportable.256MiB", "GB/s", 0, "wall", 1, 5, 3, "cubec_copy", NULL, 0},
     /* An all-reduce over 2 ranks (the device and a second open of it), as bus bandwidth, against
      * a peer copy of the same bytes over the same pair (allreduce_figure.c). */
     ALLREDUCE_FIGURE(1, 2, 11, 3),
@@ -365,6 +370,7 @@ typedef struct side {
     bench_params params;
     double *values;
     double *device_values;
+    char *note; /* what its impl's describe step said (NULL: nothing) */
 } side;
 
 /* The side's own context, opened fresh for it: a cubec device or a raw Vulkan context. */
@@ -434,7 +440,9 @@ static bench_err side_measure_on(side *s, void *ctx, const figure_def *def, uint
         progress_show(pr, def->name, s->label, r + 1, reps);
         BENCH_TRY(side_run(s, *state, &s->values[r], &s->device_values[r]));
     }
-    return bench_wrap(s->impl->verify(*state), "wrong result");
+    BENCH_TRY(bench_wrap(s->impl->verify(*state), "wrong result"));
+    if (s->impl->describe) s->note = s->impl->describe(*state);
+    return NULL;
 }
 
 /* Opens the side's context, measures, and tears everything down again (its state, then the
@@ -570,9 +578,20 @@ static void run_figure(const figure_def *def, size_t first, const bench_params *
         res->device_value =
             isfinite(sides[0].device_values[0]) ? bench_median(sides[0].device_values, reps) : NAN;
     }
+    /* cubec's side describes what it ran on (the pair's path): after the figure's own note. */
+    if (!err && !def->variant_count && sides[0].note) {
+        const char *fixed = def->note ? def->note : "";
+        const size_t len = strlen(fixed) + strlen(sides[0].note) + 3;
+        res->own_note = malloc(len);
+        if (res->own_note) {
+            snprintf(res->own_note, len, "%s%s%s", fixed, *fixed ? "; " : "", sides[0].note);
+            res->note = res->own_note;
+        }
+    }
     for (uint32_t s = 0; s < n; s++) {
         free(sides[s].values);
         free(sides[s].device_values);
+        free(sides[s].note);
     }
     if (err) {
         progress_clear(pr);
@@ -703,6 +722,7 @@ static int run_suite(const options *options_in)
     for (size_t i = 0; i < count; i++) {
         bench_err_free(results[i].error);
         bench_err_free(results[i].skipped);
+        free(results[i].own_note);
     }
     free(results);
     if (opt.trace && trace_check(opt.trace) != 0) return 1;

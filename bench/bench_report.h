@@ -24,6 +24,7 @@ typedef struct bench_result {
     bench_err error;              /* set: the figure failed and the numbers mean nothing */
     bench_err skipped;            /* set: why the device cannot run the figure (no numbers) */
     const char *note;             /* what the number means beyond its unit (NULL: nothing) */
+    char *own_note;               /* the note when made at run time (freed with the results) */
 } bench_result;
 
 typedef struct bench_run_info {

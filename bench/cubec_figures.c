@@ -1133,6 +1133,9 @@ const bench_impl_entry bench_cubec_impls[] = {
     {"multi.copy_peer.1MiB", &bench_copy_peer_1_impl},
     {"multi.copy_peer.16MiB", &bench_copy_peer_16_impl},
     {"multi.copy_peer.256MiB", &bench_copy_peer_256_impl},
+    {"multi.copy_peer_exportable.1MiB", &bench_copy_peer_exportable_1_impl},
+    {"multi.copy_peer_exportable.16MiB", &bench_copy_peer_exportable_16_impl},
+    {"multi.copy_peer_exportable.256MiB", &bench_copy_peer_exportable_256_impl},
     {"multi.allreduce.1MiB", &bench_allreduce_1_impl},
     {"multi.allreduce.16MiB", &bench_allreduce_16_impl},
     {"multi.allreduce.256MiB", &bench_allreduce_256_impl},
@@ -1153,6 +1156,9 @@ const bench_impl_entry bench_cubec_baseline_impls[] = {
     {"multi.copy_peer.1MiB", &bench_copy_peer_1_baseline_impl},
     {"multi.copy_peer.16MiB", &bench_copy_peer_16_baseline_impl},
     {"multi.copy_peer.256MiB", &bench_copy_peer_256_baseline_impl},
+    {"multi.copy_peer_exportable.1MiB", &bench_copy_peer_exportable_1_baseline_impl},
+    {"multi.copy_peer_exportable.16MiB", &bench_copy_peer_exportable_16_baseline_impl},
+    {"multi.copy_peer_exportable.256MiB", &bench_copy_peer_exportable_256_baseline_impl},
     /* A peer copy of the same bytes over the same pair: the link an all-reduce's bus bandwidth
      * is compared with. */
     {"multi.allreduce.1MiB", &bench_copy_peer_1_impl},

@@ -1,15 +1,21 @@
 /* multi.copy_peer.{1MiB,16MiB,256MiB}: cubec_copy_peer from a buffer of the benchmark's device to
  * one of a second device, then a sync of the destination stream (the wall time of the whole copy,
  * in GB/s of bytes moved). The second device is a second open of the default one (on one GPU or
- * lavapipe, the pair (0,1) of `cubec info --topology`; the path is host-staged). The baseline is
- * cubec_copy of the same bytes on the one device: what the copy would cost without a second
- * device. */
+ * lavapipe, the pair (0,1) of `cubec info --topology`). The baseline is cubec_copy of the same
+ * bytes on the one device: what the copy would cost without a second device.
+ *
+ * The buffers of multi.copy_peer are plain (cubec_buffer_create): their copies go host-staged
+ * whatever the pair's path. multi.copy_peer_exportable makes both with
+ * cubec_buffer_create_exportable, so its copies take the path the topology chose (cuda-interop
+ * where libcuda maps both devices' memory, on an H200; host-staged on lavapipe). Each row's note
+ * names the pair's path and the one its copies took (bench_peer_path_note). */
 #include "bench_figure.h"
 
 #include <cubec/cubec.h>
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define CU_TRY(call) BENCH_TRY(bench_from_status((call), #call))
 
@@ -20,6 +26,7 @@ typedef struct peer_fig {
     cubec_stream src_stream, dst_stream;
     cubec_buffer src, dst;
     uint64_t bytes;
+    int exportable; /* both buffers made by cubec_buffer_create_exportable */
 } peer_fig;
 
 /* Fills (`check` 0) or checks a buffer chunk by chunk, so a large one needs no host copy of it. */
@@ -43,19 +50,57 @@ static bench_err pattern(cubec_device *d, cubec_stream s, cubec_buffer b, uint64
     return err;
 }
 
-static bench_err setup(void *dev, uint64_t bytes, int two_devices, void **out_state)
+char *bench_peer_path_note(cubec_device *src, cubec_device *dst, int exportable)
+{
+    cubec_path_info pi = CUBEC_PATH_INFO_INIT;
+    cubec_status st = cubec_device_get_path(src, dst, &pi);
+    char note[512];
+    if (st) {
+        snprintf(note, sizeof note, "path: unknown (cubec_device_get_path: %s)",
+                 cubec_status_message(st));
+        cubec_status_free(st);
+        return strdup(note);
+    }
+    const char *pair = cubec_path_name(pi.path);
+    const char *buffers =
+        exportable ? "exportable buffers (cubec_buffer_create_exportable)" : "plain buffers";
+    /* cubec_copy_peer sends exportable buffers of a cuda-interop pair through CUDA, every other
+     * copy of a pair of two devices host-staged (api_peer.c). */
+    if (pi.path == CUBEC_PATH_CUDA_INTEROP && exportable)
+        snprintf(note, sizeof note,
+                 "path (cubec_device_get_path): cuda-interop; %s: copied by CUDA", buffers);
+    else if (pi.path == CUBEC_PATH_CUDA_INTEROP)
+        snprintf(note, sizeof note,
+                 "path (cubec_device_get_path): cuda-interop; %s: fell back to host-staged (CUDA "
+                 "maps only exportable ones)",
+                 buffers);
+    else if (pi.path == CUBEC_PATH_HOST_STAGED)
+        snprintf(note, sizeof note, "path (cubec_device_get_path): host-staged; %s: %s (%s)",
+                 buffers, exportable ? "fell back to host-staged" : "host-staged", pi.reason);
+    else
+        snprintf(note, sizeof note, "path (cubec_device_get_path): %s (%s)", pair, pi.reason);
+    return strdup(note);
+}
+
+static bench_err setup(void *dev, uint64_t bytes, int two_devices, int exportable, void **out_state)
 {
     peer_fig *f = calloc(1, sizeof *f);
     *out_state = f;
     if (!f) return bench_errorf("out of host memory");
     f->dev = dev;
     f->bytes = bytes;
+    f->exportable = exportable;
     if (two_devices) CU_TRY(cubec_device_open(NULL, &f->peer));
     cubec_device *to = f->peer ? f->peer : f->dev;
     CU_TRY(cubec_stream_new(f->dev, &f->src_stream));
     CU_TRY(cubec_stream_new(to, &f->dst_stream));
-    CU_TRY(cubec_buffer_create(f->dev, f->src_stream, bytes, &f->src));
-    CU_TRY(cubec_buffer_create(to, f->dst_stream, bytes, &f->dst));
+    if (exportable) {
+        CU_TRY(cubec_buffer_create_exportable(f->dev, f->src_stream, bytes, &f->src));
+        CU_TRY(cubec_buffer_create_exportable(to, f->dst_stream, bytes, &f->dst));
+    } else {
+        CU_TRY(cubec_buffer_create(f->dev, f->src_stream, bytes, &f->src));
+        CU_TRY(cubec_buffer_create(to, f->dst_stream, bytes, &f->dst));
+    }
     BENCH_TRY(pattern(f->dev, f->src_stream, f->src, bytes, 0));
     return bench_from_status(cubec_sync(f->dev, f->src_stream), "cubec_sync");
 }
@@ -81,6 +126,13 @@ static bench_err verify(void *state)
     return pattern(f->peer ? f->peer : f->dev, f->dst_stream, f->dst, f->bytes, 1);
 }
 
+/* The baseline (one device) has no pair to describe. */
+static char *describe(void *state)
+{
+    peer_fig *f = state;
+    return f->peer ? bench_peer_path_note(f->dev, f->peer, f->exportable) : NULL;
+}
+
 static void teardown(void *state)
 {
     peer_fig *f = state;
@@ -93,21 +145,26 @@ static void teardown(void *state)
     free(f);
 }
 
-#define PEER_SIDES(mib)                                                                            \
-    static bench_err peer_setup_##mib(void *dev, const bench_params *p, void **out)                \
+/* Both sides of one row: `kind` names the implementations, `exportable` the buffers. */
+#define PEER_SIDES(kind, mib, exportable)                                                          \
+    static bench_err kind##_peer_setup_##mib(void *dev, const bench_params *p, void **out)         \
     {                                                                                              \
         (void)p;                                                                                   \
-        return setup(dev, (uint64_t)(mib) << 20, 1, out);                                          \
+        return setup(dev, (uint64_t)(mib) << 20, 1, (exportable), out);                            \
     }                                                                                              \
-    static bench_err copy_setup_##mib(void *dev, const bench_params *p, void **out)                \
+    static bench_err kind##_copy_setup_##mib(void *dev, const bench_params *p, void **out)         \
     {                                                                                              \
         (void)p;                                                                                   \
-        return setup(dev, (uint64_t)(mib) << 20, 0, out);                                          \
+        return setup(dev, (uint64_t)(mib) << 20, 0, (exportable), out);                            \
     }                                                                                              \
-    const bench_impl bench_copy_peer_##mib##_impl = {peer_setup_##mib, run, verify, teardown};     \
-    const bench_impl bench_copy_peer_##mib##_baseline_impl = {copy_setup_##mib, run, verify,       \
-                                                              teardown};
+    const bench_impl bench_##kind##_##mib##_impl = {kind##_peer_setup_##mib, run, verify,          \
+                                                    teardown, describe};                           \
+    const bench_impl bench_##kind##_##mib##_baseline_impl = {kind##_copy_setup_##mib, run, verify, \
+                                                             teardown, describe};
 
-PEER_SIDES(1)
-PEER_SIDES(16)
-PEER_SIDES(256)
+PEER_SIDES(copy_peer, 1, 0)
+PEER_SIDES(copy_peer, 16, 0)
+PEER_SIDES(copy_peer, 256, 0)
+PEER_SIDES(copy_peer_exportable, 1, 1)
+PEER_SIDES(copy_peer_exportable, 16, 1)
+PEER_SIDES(copy_peer_exportable, 256, 1)

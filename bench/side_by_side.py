@@ -12,7 +12,9 @@ and each peer's counterpart (the median over rounds of the peer's own medians; t
 rounds in parentheses when it has more than one). Peers measure their own way: the mapping below
 names the peer line each figure is compared with, and says "device" where the peer's number is
 device time (timestamps or events) while cubec's is wall time; words a peer prints after the
-unit ("ranks=1 copy") follow its number. The JSON carries the same numbers.
+unit ("ranks=1 copy") follow its number. The JSON carries the same numbers, and each row cubec's
+note (the multi.* rows': the path the pair's copies took), which the markdown lists under the
+table.
 """
 import glob
 import json
@@ -67,10 +69,14 @@ PEERS = {
                             ("wgpu", "wgpu.compile_same_source_again", "")],
 }
 # The multi.* rows against NCCL through PyTorch (bench/nccl_torch_peer.py): all-reduce bus
-# bandwidth and peer copies, by size.
+# bandwidth and peer copies, by size. torch's peer copy is device memory to device memory, what
+# multi.copy_peer_exportable does on the cuda-interop path; multi.copy_peer (plain buffers,
+# host-staged) is shown against it too, as the issue's figures compare both with NCCL's.
 for _mib in (1, 16, 256):
     PEERS["multi.allreduce.%dMiB" % _mib] = [("nccl_torch", "nccl.allreduce_%dMiB" % _mib, "")]
-    PEERS["multi.copy_peer.%dMiB" % _mib] = [("nccl_torch", "torch.copy_peer_%dMiB" % _mib, "")]
+    for _row in ("copy_peer", "copy_peer_exportable"):
+        PEERS["multi.%s.%dMiB" % (_row, _mib)] = [("nccl_torch", "torch.copy_peer_%dMiB" % _mib,
+                                                   "")]
 PEER_FILES = {"cuda_c": "cuda_c", "wgpu": "wgpu", "torch": "torch", "torch_matmul": "torch_matmul",
               "nccl_torch": "nccl_torch"}
 # Peers whose lines are "<figure> <median> ..." (the rest are matched by a regex).
@@ -172,6 +178,8 @@ def main(argv):
             row["unit"] = rs[0]["unit"]
             row["lower_is_better"] = rs[0]["lower_is_better"]
             row["baseline"] = rs[0]["baseline"]
+            if rs[0].get("note"):
+                row.setdefault("note", rs[0]["note"])
             row["cubec"][name] = {
                 "value": spread([r["value"] for r in rs]),
                 "timestamp_value": spread([r.get("timestamp_value") for r in rs]),
@@ -208,6 +216,14 @@ def main(argv):
             cells.append(fmt(s) + (" (device)" if s and s["note"] == "device" else "") +
                          (" (%s)" % s["words"] if s and s["words"] else ""))
         lines.append("| " + " | ".join(cells) + " |")
+    # Notes once each, under the first figure that has it (multi.*: the pair's path).
+    noted = []
+    for row in rows:
+        if row.get("note") and row["note"] not in noted:
+            if not noted:
+                lines.append("")
+            noted.append(row["note"])
+            lines.append("- %s: %s" % (row["figure"], row["note"]))
     text = "\n".join(lines) + "\n"
     sys.stdout.write(text)
     if out_md:

@@ -26,7 +26,10 @@ def cubec_run(commit, roundtrip, copy, copy_ts):
          "baseline": "cubec_copy_peer", "baseline_value": 16.0, "lower_is_better": False,
          "note": "bus bandwidth"},
         {"name": "multi.copy_peer.1MiB", "unit": "GB/s", "value": 2.0, "baseline": "cubec_copy",
-         "baseline_value": 55.0, "lower_is_better": False}]}
+         "baseline_value": 55.0, "lower_is_better": False},
+        {"name": "multi.copy_peer_exportable.1MiB", "unit": "GB/s", "value": 30.0,
+         "baseline": "cubec_copy", "baseline_value": 55.0, "lower_is_better": False,
+         "note": "path (cubec_device_get_path): cuda-interop; copied by CUDA"}]}
 
 
 def main():
@@ -82,11 +85,17 @@ def main():
         assert ar["words"] == "busbw ranks=2", ar
         cp1 = rows["multi.copy_peer.1MiB"]["peers"]["nccl_torch"]
         assert cp1["median"] == 40.0 and cp1["words"] == "gpu0->gpu1", cp1
+        ex1 = rows["multi.copy_peer_exportable.1MiB"]
+        assert ex1["peers"]["nccl_torch"]["median"] == 40.0, ex1  # torch's copy maps onto it too
+        assert ex1["note"] == "path (cubec_device_get_path): cuda-interop; copied by CUDA", ex1
+        assert "note" not in rows["multi.copy_peer.1MiB"]  # none in its input
         assert "multi.allreduce.1MiB" not in rows  # no cubec row: the peer's line alone is not one
         assert "nccl_torch" not in rt["peers"]  # nccl_torch maps only the multi.* rows
         md = subprocess.run([sys.executable, os.path.join(HERE, "side_by_side.py"), d],
                             check=True, capture_output=True, text=True).stdout
         assert "(busbw ranks=2)" in md, md
+        assert "- multi.copy_peer_exportable.1MiB: path (cubec_device_get_path): cuda-interop" in md
+        assert md.count("- multi.allreduce.256MiB: bus bandwidth") == 1, md
     print("test_side_by_side: ok")
     return 0
 

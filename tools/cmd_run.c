@@ -36,9 +36,11 @@ void cli_run_usage(FILE *out)
 {
     fprintf(
         out,
-        "usage: cubec run KERNEL.comp|KERNEL.spv --groups X[,Y,Z] --buf SPEC... [options]\n"
+        "usage: cubec run KERNEL.comp|KERNEL.spv|KERNEL.wgsl --groups X[,Y,Z] --buf SPEC... "
+        "[options]\n"
         "\n"
-        "Compiles KERNEL (GLSL unless the name ends in .spv, which is read as SPIR-V), creates\n"
+        "Compiles KERNEL (GLSL unless the name ends in .spv, read as SPIR-V, or .wgsl, read as\n"
+        "WGSL: the webgpu backend only, CUBEC_BACKEND=webgpu), creates\n"
         "one storage buffer per --buf (bindings 0, 1, ... in order), launches it once, waits,\n"
         "and prints the first values of every binding the kernel writes.\n"
         "\n"
@@ -769,8 +771,9 @@ static int run(const run_args *a)
     char *source = NULL;
     size_t source_size = 0;
 
-    /* The kernel: SPIR-V by extension, GLSL otherwise. */
+    /* The kernel: SPIR-V or WGSL by extension, GLSL otherwise. */
     const int is_spirv = ends_with(a->kernel_path, ".spv");
+    const int is_wgsl = ends_with(a->kernel_path, ".wgsl");
     char kernel_what[600];
     snprintf(kernel_what, sizeof kernel_what, "kernel '%s'", a->kernel_path);
     if (read_file(a->kernel_path, KERNEL_MAX_BYTES, kernel_what, &source, &source_size) != 0)
@@ -860,6 +863,13 @@ static int run(const run_args *a)
         /* The bytes were malloc'ed, so they are aligned for uint32_t. */
         desc.spirv = (const uint32_t *)(const void *)source;
         desc.spirv_words = source_size / 4;
+    } else if (is_wgsl) {
+        if (a->include_dir_count || a->preamble) {
+            exit_code = cli_usage_error(CMD, "%s applies to GLSL; '%s' is WGSL",
+                                        a->include_dir_count ? "-I" : "--preamble", a->kernel_path);
+            goto done;
+        }
+        desc.wgsl = source;
     } else {
         desc.glsl = source;
         /* #include "x" looks next to the kernel's file first, as compilers do. */
@@ -934,8 +944,11 @@ static int run(const run_args *a)
                                              "buffer access)");
     printf("kernel:  %s (%s), %" PRIu32 " binding%s, %" PRIu32 " bytes of info%s, workgroup "
            "%" PRIu32 "x%" PRIu32 "x%" PRIu32 ", compiled in %.3f ms\n",
-           kernel_name, is_spirv ? "SPIR-V" : "GLSL", info.binding_count,
-           info.binding_count == 1 ? "" : "s", info.info_size,
+           kernel_name,
+           is_spirv  ? "SPIR-V"
+           : is_wgsl ? "WGSL"
+                     : "GLSL",
+           info.binding_count, info.binding_count == 1 ? "" : "s", info.info_size,
            info.info_size == 0           ? ""
            : info.info_in_push_constants ? " in push constants"
                                          : " in a storage buffer",

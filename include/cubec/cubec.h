@@ -50,7 +50,7 @@ extern "C" {
  * (docs/api.md, "Versions and the ABI"). */
 #define CUBEC_VERSION_MAJOR 0
 #define CUBEC_VERSION_MINOR 2
-#define CUBEC_VERSION_PATCH 12
+#define CUBEC_VERSION_PATCH 13
 
 /* A version packed into one number that compares in order: major << 16 | minor << 8 | patch
  * (minor and patch stay below 256). */
@@ -914,7 +914,7 @@ typedef struct cubec_comm_info {
     char transport[32];
     /* Why the transports tried before the chosen one did not serve these devices (each
      * "name: reason", separated by "; "), cut to fit; empty when the first was taken. Since
-     * 0.2.12. */
+     * 0.2.13. */
     char transport_reason[256];
 } cubec_comm_info;
 /* A cubec_comm_info with its struct_size set: start every one with it ("Structs that grow"). */
@@ -1017,7 +1017,7 @@ typedef struct cubec_kernel_desc {
     uint32_t struct_size;  /* CUBEC_KERNEL_DESC_INIT */
     const char *name;      /* for logs and errors; default "kernel"              */
     const char *glsl;      /* GLSL compute source, or NULL                         */
-    const uint32_t *spirv; /* SPIR-V words, or NULL (exactly one of glsl / spirv) */
+    const uint32_t *spirv; /* SPIR-V words, or NULL (one of glsl / spirv / wgsl) */
     size_t spirv_words;
     const cubec_define *defines;
     uint32_t define_count;
@@ -1047,6 +1047,13 @@ typedef struct cubec_kernel_desc {
     /* Text inserted right after the source's `#version` line (e.g. `#extension ... : require`
      * lines), or NULL; messages keep the source's own line numbers. Part of the identity. */
     const char *preamble;
+    /* WGSL compute source, or NULL: exactly one of glsl, spirv and wgsl is set (added in 0.2.11,
+     * last). Only the webgpu backend takes it (elsewhere CUBEC_UNSUPPORTED); docs/kernels.md
+     * "WGSL kernels" says what it may declare: storage and uniform buffers of bind group 0 at
+     * bindings 0..31 (buffer i of a launch at binding i), at most one var<immediate> struct
+     * that takes the launch's info bytes, and a workgroup size of integer literals. Defines,
+     * glsl_path, include_dirs and preamble are GLSL's and refused with it. */
+    const char *wgsl;
 } cubec_kernel_desc;
 /* A cubec_kernel_desc with its struct_size set: start every one with it ("Structs that grow"). */
 #define CUBEC_KERNEL_DESC_INIT                                                                     \

@@ -65,9 +65,11 @@ static cubec_status check_subgroup_size(const char *fn, const cubec_device *devi
 static cubec_status check_desc(const char *fn, cubec_device *device, const cubec_kernel_desc *desc)
 {
     if (!desc) return INVALID_ARG("%s: desc is NULL", fn);
-    if (!desc->glsl == !desc->spirv)
-        return INVALID_ARG("%s: desc must set exactly one of glsl and spirv (glsl %s, spirv %s)",
-                           fn, desc->glsl ? "set" : "NULL", desc->spirv ? "set" : "NULL");
+    if ((desc->glsl ? 1 : 0) + (desc->spirv ? 1 : 0) + (desc->wgsl ? 1 : 0) != 1)
+        return INVALID_ARG("%s: desc must set exactly one of glsl, spirv and wgsl (glsl %s, spirv "
+                           "%s, wgsl %s)",
+                           fn, desc->glsl ? "set" : "NULL", desc->spirv ? "set" : "NULL",
+                           desc->wgsl ? "set" : "NULL");
     if (desc->spirv && desc->spirv_words == 0) return INVALID_ARG("%s: desc->spirv_words is 0", fn);
     /* Sources are bounded before they are hashed or compiled: glslang and the validator take time
      * and memory in proportion to them. The check reads at most limit + 1 bytes of the GLSL; only
@@ -80,6 +82,19 @@ static cubec_status check_desc(const char *fn, cubec_device *device, const cubec
                            " words (%" PRIu64 " bytes: [kernel] max_source_bytes, "
                            "CUBEC_MAX_SOURCE_BYTES)",
                            fn, desc->spirv_words, limit / 4, limit);
+    if (desc->wgsl && strnlen(desc->wgsl, (size_t)limit + 1) > limit)
+        return INVALID_ARG("%s: desc->wgsl is %zu bytes long, more than the limit of %" PRIu64
+                           " bytes ([kernel] max_source_bytes, CUBEC_MAX_SOURCE_BYTES)",
+                           fn, strlen(desc->wgsl), limit);
+    if (desc->wgsl &&
+        (desc->define_count || desc->glsl_path || desc->include_dir_count || desc->preamble))
+        return INVALID_ARG("%s: desc->%s is set for a WGSL kernel; defines, glsl_path, "
+                           "include_dirs and preamble apply to GLSL",
+                           fn,
+                           desc->define_count        ? "defines"
+                           : desc->glsl_path         ? "glsl_path"
+                           : desc->include_dir_count ? "include_dirs"
+                                                     : "preamble");
     if (desc->glsl && strnlen(desc->glsl, (size_t)limit + 1) > limit)
         return INVALID_ARG("%s: desc->glsl is %zu bytes long, more than the limit of %" PRIu64
                            " bytes ([kernel] max_source_bytes, CUBEC_MAX_SOURCE_BYTES)",

@@ -5,6 +5,7 @@
 
 #include "gpu/null/null_gpu.h"
 #include "gpu/vulkan/vk_gpu.h"
+#include "gpu/webgpu/wg_gpu.h"
 
 #include <errno.h>
 #include <fcntl.h>

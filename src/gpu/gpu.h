@@ -200,6 +200,8 @@ typedef struct gpu_pipeline_desc {
      * most GPU_MAX_RESOURCES). */
     const gpu_resource_slot *resources;
     uint32_t resource_count;
+    /* WGSL source instead of `spirv` (only where caps.wgsl; NULL otherwise). */
+    const char *wgsl;
 } gpu_pipeline_desc;
 
 typedef enum gpu_cmd_use {
@@ -271,6 +273,8 @@ typedef struct gpu_caps {
     uint32_t texel_formats;
     uint32_t max_texel_elements;     /* texels a texel buffer holds at most */
     uint64_t texel_offset_alignment; /* where a texel buffer may start in its page */
+    /* Pipelines take WGSL source (gpu_pipeline_desc.wgsl): the webgpu backend. */
+    int wgsl;
 } gpu_caps;
 
 /* What the process may use of the heap device pages (GPU_MEM_DEVICE) come from. */

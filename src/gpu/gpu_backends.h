@@ -18,10 +18,11 @@
 
 #define GPU_BACKENDS(X)                                                                            \
     X(vulkan, vk_gpu_open, vk_gpu_count, vk_gpu_peek)                                              \
-    X(null, null_gpu_open, null_gpu_count, null_gpu_peek)
+    X(null, null_gpu_open, null_gpu_count, null_gpu_peek)                                          \
+    X(webgpu, wg_gpu_open, wg_gpu_count, wg_gpu_peek)
 
-/* The names joined by '|' ("vulkan|null"): the list is built with a '|' before each name and read
- * from its second character. */
+/* The names joined by '|' ("vulkan|null|webgpu"): the list is built with a '|' before each name and
+ * read from its second character. */
 #define GPU_BACKEND_BAR_NAME_(name, open, count, peek) "|" #name
 #define GPU_BACKEND_CHOICES (&(GPU_BACKENDS(GPU_BACKEND_BAR_NAME_))[1])
 

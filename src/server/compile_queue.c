@@ -51,6 +51,7 @@ static size_t copy_desc(const cubec_kernel_desc *src, cubec_kernel_desc *dst, ch
     *dst = *src;
     dst->name = copy_str(base, &at, src->name);
     dst->glsl = copy_str(base, &at, src->glsl);
+    dst->wgsl = copy_str(base, &at, src->wgsl);
     dst->entry_point = copy_str(base, &at, src->entry_point);
     dst->glsl_path = copy_str(base, &at, src->glsl_path);
     dst->preamble = copy_str(base, &at, src->preamble);

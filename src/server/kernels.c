@@ -13,6 +13,7 @@
 #include "kernel/capabilities.h"
 #include "kernel/limits.h"
 #include "kernel/push_to_buffer.h"
+#include "kernel/wgsl_reflect.h"
 #include "server/device.h"
 #include "server/health.h"
 #include "server/kernel_disk.h"
@@ -42,6 +43,9 @@ uint64_t server_kernel_identity(const cubec_kernel_desc *desc, const glsl_source
     if (desc->glsl) {
         h = hash_str(h, "glsl");
         h = hash_str(h, desc->glsl);
+    } else if (desc->wgsl) {
+        h = hash_str(h, "wgsl");
+        h = hash_str(h, desc->wgsl);
     } else {
         h = hash_str(h, "spirv");
         h = hash_bytes(h, desc->spirv, desc->spirv_words * sizeof(uint32_t));
@@ -165,7 +169,7 @@ _Static_assert((int)GPU_RESOURCE_STORAGE_IMAGE == (int)CUBEC_RESOURCE_STORAGE_IM
                "gpu_resource_type and cubec_resource_kind differ");
 
 static cubec_status build_pipeline(const build_ctx *b, pipeline_entry *e, const uint32_t *words,
-                                   size_t word_count, const char *entry_point,
+                                   size_t word_count, const char *wgsl, const char *entry_point,
                                    const cubec_kernel_desc *desc)
 {
     RETURN_IF_ERROR(count_fault(b, CUBEC_FAULT_PIPELINE, CUBEC_INTERNAL));
@@ -191,7 +195,8 @@ static cubec_status build_pipeline(const build_ctx *b, pipeline_entry *e, const 
                             .info_buffer = e->refl.has_info_buffer,
                             .info_uniform = e->refl.info_uniform,
                             .push_size = e->refl.push_constant_size,
-                            .name = e->name};
+                            .name = e->name,
+                            .wgsl = wgsl};
     const double t0 = now_ms();
     cubec_status err = gpu_pipeline_create(b->d->gpu, &pd, &e->pipeline);
     e->pipeline_ms = now_ms() - t0;
@@ -340,6 +345,7 @@ static cubec_status build_entry(const build_ctx *b, const cubec_kernel_desc *des
     snprintf(e->name, sizeof e->name, "%s", name);
     uint32_t *words = NULL;
     size_t count = 0;
+    char *wgsl_module = NULL; /* a WGSL kernel's source as the backend compiles it */
     cubec_status err = NULL;
     uint32_t version = vulkan_version(&b->info);
     if (desc->glsl) {
@@ -365,6 +371,21 @@ static cubec_status build_entry(const build_ctx *b, const cubec_kernel_desc *des
         /* Compilation errors name the kernel already; reflection's do not. */
         if (err && cubec_status_code(err) != CUBEC_COMPILE_FAILED)
             err = status_annotate(err, "kernel '%s'", name);
+    } else if (desc->wgsl) {
+        /* WGSL goes to the backend as it is (the read-only storage declared read_write): only
+         * the webgpu backend compiles it. */
+        if (!b->d->gpu->caps.wgsl)
+            err = status_make(CUBEC_UNSUPPORTED,
+                              "kernel '%s': WGSL kernels need the webgpu backend (device '%s' is "
+                              "on the %s backend)",
+                              name, b->info.name, b->d->gpu->ops->name);
+        if (!err) err = wgsl_reflect(name, desc->wgsl, entry_point, &e->refl, &wgsl_module);
+        if (!err && e->refl.push_constant_size > b->info.max_push_constants_size)
+            err = status_make(CUBEC_UNSUPPORTED,
+                              "kernel '%s': %" PRIu32 " bytes of WGSL immediates; device '%s' "
+                              "takes %" PRIu32,
+                              name, e->refl.push_constant_size, b->info.name,
+                              b->info.max_push_constants_size);
     } else {
         /* Capabilities first: one newer than the validator is refused by it as invalid, where
          * the device's lack of it is the answer (capabilities.h). */
@@ -378,7 +399,7 @@ static cubec_status build_entry(const build_ctx *b, const cubec_kernel_desc *des
     }
     uint32_t *moved = NULL;
     size_t moved_count = 0;
-    if (!err && e->refl.push_constant_size > b->info.max_push_constants_size &&
+    if (!err && !desc->wgsl && e->refl.push_constant_size > b->info.max_push_constants_size &&
         !e->refl.has_info_buffer)
         err = move_push_block(name, desc->glsl ? words : desc->spirv,
                               desc->glsl ? count : desc->spirv_words, entry_point, version, e,
@@ -386,8 +407,9 @@ static cubec_status build_entry(const build_ctx *b, const cubec_kernel_desc *des
     /* The module the pipeline is made of: the rewritten one, the compiled GLSL or the caller's. */
     const uint32_t *module = moved ? moved : desc->glsl ? words : desc->spirv;
     size_t module_words = moved ? moved_count : desc->glsl ? count : desc->spirv_words;
-    if (!err) err = check_spec_constants(name, &e->refl, desc);
-    if (!err) err = specialize_shapes(name, module, module_words, desc, &e->refl);
+    /* A WGSL kernel's override constants are the implementation's to check (by @id). */
+    if (!err && !desc->wgsl) err = check_spec_constants(name, &e->refl, desc);
+    if (!err && !desc->wgsl) err = specialize_shapes(name, module, module_words, desc, &e->refl);
     if (!err)
         err = capabilities_check(name, b->info.name, e->refl.capabilities, e->refl.capability_count,
                                  &b->features);
@@ -404,11 +426,12 @@ static cubec_status build_entry(const build_ctx *b, const cubec_kernel_desc *des
          * of its block, CubecInfo, is gone from optimized modules); SPIR-V's is its own. */
         e->push_block_own = e->info_in_push && (!desc->glsl || !strstr(desc->glsl, "CUBEC_INFO"));
         e->info_size = e->info_in_push ? e->refl.push_constant_size : e->refl.info_buffer_size;
-        err = build_pipeline(b, e, module, module_words, entry_point, desc);
+        err = build_pipeline(b, e, module, module_words, wgsl_module, entry_point, desc);
         if (err) err = status_annotate(err, "kernel '%s'", name);
     }
     free(moved);
     free(words);
+    free(wgsl_module);
     if (err) {
         destroy_entry(b->d, e);
         return err;
@@ -502,7 +525,9 @@ static cubec_status publish(cubec_device *d, const build_ctx *b, const cubec_ker
     if (d->timing->trace) {
         char args[96];
         snprintf(args, sizeof args, "\"identity\":\"%016" PRIx64 "\",\"source\":\"%s\"", key,
-                 desc->glsl ? "glsl" : "spirv");
+                 desc->glsl   ? "glsl"
+                 : desc->wgsl ? "wgsl"
+                              : "spirv");
         timing_host(d, e->name, "compile", b->trace_t0, TIMING_NO_STREAM, args);
     }
     *out = e;

@@ -486,7 +486,7 @@ static void test_other_kinds(void **state)
         {"CUBEC_STREAM_POLICY", "per-cpu", "is not per-thread or single"},
         {"CUBEC_STREAM_STRATEGY", "", "is not interleave or sequential"},
         {"CUBEC_TIMING", "gpu", "is not device or system"},
-        {"CUBEC_BACKEND", "cuda", "is not vulkan or null"},
+        {"CUBEC_BACKEND", "cuda", "is not vulkan, null or webgpu"},
         {"CUBEC_LOG_LEVEL", "5", "is not one of off|error|warn|info|summary|debug"},
         {"CUBEC_LOG", "gpu=info", "entry 'gpu=info'"},
         {"CUBEC_DISABLE_FEATURES", "float64,warp", "entry 'warp'"},

@@ -206,6 +206,7 @@ static void test_older_input_structs(void **state)
     kd.include_dirs = NULL;
     kd.include_dir_count = 0;
     kd.preamble = NULL;
+    kd.wgsl = NULL;
     ASSERT_ERROR(cubec_kernel_create(f->d, &kd, &k), CUBEC_INVALID_ARGUMENT,
                  "required_subgroup_size");
 

@@ -85,7 +85,7 @@ static void test_one_rank_takes_ring(void **state)
     cubec_comm_destroy(comm);
 }
 
-/* A caller built against 0.2.11 declares no transport_reason: nothing past transport is
+/* A caller built against 0.2.12 or older declares no transport_reason: nothing past transport is
  * written. */
 static void test_old_info_struct_keeps_its_bytes(void **state)
 {

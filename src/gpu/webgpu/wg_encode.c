@@ -1,0 +1,333 @@
+/* Encoding the seam's command list (gpu/cmd_list.h) into a WebGPU command buffer, at every
+ * submission: WebGPU command buffers are single-submit, so a graph replays by re-encoding (what
+ * the seed's wgpu server does) and a batch is encoded once.
+ *
+ * WebGPU keeps pipeline, bind groups and immediates per compute pass, and copies and clears
+ * happen outside passes. So the state the list sets is kept here and applied at the next
+ * dispatch, into a pass opened lazily and closed before a copy or a fill; a new pass gets the
+ * whole state again. Barriers are no-ops: WebGPU tracks usage between dispatches itself. */
+#include "gpu/webgpu/wg_internal.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+typedef struct wg_enc {
+    wg_gpu *w;
+    WGPUCommandEncoder enc;
+    WGPUComputePassEncoder pass;
+    const gpu_pipeline *pipeline;
+    WGPUBindGroup groups[GPU_MAX_SETS];
+    uint32_t group_mask; /* sets with a group */
+    uint32_t applied;    /* in the open pass: 1 the pipeline, 2 << set the groups, 32 immediates */
+    unsigned char imm[WG_MAX_IMMEDIATES];
+    uint32_t imm_size;
+    uint32_t indirect_count; /* indirect dispatches so far (their slots in wg_indirect's) */
+} wg_enc;
+
+#define APPLIED_PIPELINE 1u
+#define APPLIED_GROUP(set) (2u << (set))
+#define APPLIED_IMMEDIATES 32u
+
+static void end_pass(wg_enc *e)
+{
+    if (!e->pass) return;
+    e->w->p->ComputePassEncoderEnd(e->pass);
+    e->w->p->ComputePassEncoderRelease(e->pass);
+    e->pass = NULL;
+    e->applied = 0;
+}
+
+/* Opens a pass if none is and applies what the list set since. */
+static cubec_status ready_dispatch(wg_enc *e)
+{
+    const wg_procs *p = e->w->p;
+    if (!e->pipeline) return status_make(CUBEC_INTERNAL, "webgpu: a dispatch without a pipeline");
+    if (!e->pass) {
+        WGPUComputePassDescriptor d = {0};
+        e->pass = p->CommandEncoderBeginComputePass(e->enc, &d);
+        if (!e->pass) return status_make(CUBEC_INTERNAL, "wgpuCommandEncoderBeginComputePass");
+        e->applied = 0;
+    }
+    if (!(e->applied & APPLIED_PIPELINE)) {
+        p->ComputePassEncoderSetPipeline(e->pass, e->pipeline->pipeline);
+        e->applied |= APPLIED_PIPELINE;
+    }
+    for (uint32_t set = 0; set < e->pipeline->set_count; set++)
+        if ((e->group_mask & (1u << set)) && !(e->applied & APPLIED_GROUP(set))) {
+            p->ComputePassEncoderSetBindGroup(e->pass, set, e->groups[set], 0, NULL);
+            e->applied |= APPLIED_GROUP(set);
+        }
+    if (e->imm_size && !(e->applied & APPLIED_IMMEDIATES)) {
+        p->ComputePassEncoderSetImmediates(e->pass, 0, e->imm, e->imm_size);
+        e->applied |= APPLIED_IMMEDIATES;
+    }
+    return NULL;
+}
+
+static cubec_status bind_buffers(wg_enc *e, const gpu_cmd_entry *ce)
+{
+    const gpu_pipeline *pl = ce->u.buffers.p;
+    if (ce->u.buffers.images)
+        return status_make(CUBEC_UNSUPPORTED,
+                           "the webgpu backend binds no images or texel buffers (%" PRIu32
+                           " in a launch)",
+                           ce->u.buffers.images);
+    const gpu_binding *b = gpu_cmd_entry_bindings(ce);
+    const gpu_binding *info = ce->u.buffers.info ? &b[ce->u.buffers.n] : NULL;
+    uint32_t bound = ce->u.buffers.n < pl->slot_count ? ce->u.buffers.n : pl->slot_count;
+    uint64_t uniform_range = e->w->limits.maxUniformBufferBindingSize;
+    for (uint32_t set = 0; set < pl->set_count; set++) {
+        WGPUBindGroupEntry entries[GPU_MAX_BINDINGS];
+        uint64_t ids[GPU_MAX_BINDINGS];
+        uint32_t count = 0;
+        for (uint32_t i = 0; i < bound + (info && set == 0 ? 1 : 0); i++) {
+            const gpu_binding *x = i < bound ? &b[i] : info;
+            int uniform;
+            uint32_t binding;
+            if (i < bound) {
+                const gpu_slot *s = &pl->slots[i];
+                if (s->kind == GPU_SLOT_UNUSED || s->set != set) continue;
+                uniform = s->kind == GPU_SLOT_UNIFORM;
+                binding = s->binding;
+            } else {
+                uniform = pl->info_uniform;
+                binding = GPU_INFO_BINDING;
+            }
+            const wg_mem *m = (const wg_mem *)x->mem;
+            /* Storage bindings are whole words in WebGPU; the buffer is too (wg_mem.bytes). */
+            uint64_t size = (x->size + 3u) & ~(uint64_t)3u;
+            if (uniform && size > uniform_range) size = uniform_range;
+            if (x->offset + size > m->bytes) size = m->bytes - x->offset;
+            entries[count] = (WGPUBindGroupEntry){
+                .binding = binding, .buffer = m->buffer, .offset = x->offset, .size = size};
+            ids[count++] = m->id;
+        }
+        if (!count) {
+            e->group_mask &= ~(1u << set);
+            continue;
+        }
+        RETURN_IF_ERROR(wg_bind_group(e->w, pl, set, entries, count, ids, &e->groups[set]));
+        e->group_mask |= 1u << set;
+        e->applied &= ~APPLIED_GROUP(set);
+    }
+    return NULL;
+}
+
+/* A fill with a pattern: the backend's fill kernel on a window of the buffer (WebGPU clears to
+ * zero only). Offsets and sizes are words, as Vulkan's vkCmdFillBuffer requires too. */
+static cubec_status fill_pattern(wg_enc *e, wg_mem *m, uint64_t offset, uint64_t size,
+                                 uint32_t pattern)
+{
+    wg_gpu *w = e->w;
+    const wg_procs *p = w->p;
+    if (!w->fill_pipeline)
+        return status_make(CUBEC_UNSUPPORTED,
+                           "webgpu: a fill with pattern 0x%08" PRIx32
+                           " needs the fill kernel, which this device could not make (no "
+                           "immediates)",
+                           pattern);
+    uint64_t align = w->limits.minStorageBufferOffsetAlignment;
+    uint64_t start = offset / align * align;
+    uint64_t window = m->bytes - start;
+    if (window > w->limits.maxStorageBufferBindingSize)
+        window = w->limits.maxStorageBufferBindingSize & ~(uint64_t)3u;
+    if (offset + size > start + window)
+        return status_make(CUBEC_UNSUPPORTED,
+                           "webgpu: a fill of %" PRIu64 " bytes is larger than one storage "
+                           "binding (%" PRIu64 " bytes)",
+                           size, (uint64_t)w->limits.maxStorageBufferBindingSize);
+    WGPUBindGroupEntry be = {.binding = 0, .buffer = m->buffer, .offset = start, .size = window};
+    WGPUBindGroupDescriptor bd = {.layout = w->fill_layout, .entryCount = 1, .entries = &be};
+    WGPUBindGroup group = p->DeviceCreateBindGroup(w->device, &bd);
+    if (!group) return status_make(CUBEC_INTERNAL, "wgpuDeviceCreateBindGroup (fill)");
+    uint32_t words = (uint32_t)(size / 4);
+    uint32_t imm[4] = {(uint32_t)((offset - start) / 4), words, pattern, 0};
+    uint32_t groups = (words + 255u) / 256u;
+    if (groups > w->limits.maxComputeWorkgroupsPerDimension)
+        groups = w->limits.maxComputeWorkgroupsPerDimension;
+    WGPUComputePassDescriptor d = {0};
+    WGPUComputePassEncoder pass = p->CommandEncoderBeginComputePass(e->enc, &d);
+    p->ComputePassEncoderSetPipeline(pass, w->fill_pipeline);
+    p->ComputePassEncoderSetBindGroup(pass, 0, group, 0, NULL);
+    p->ComputePassEncoderSetImmediates(pass, 0, imm, sizeof imm);
+    p->ComputePassEncoderDispatchWorkgroups(pass, groups ? groups : 1, 1, 1);
+    p->ComputePassEncoderEnd(pass);
+    p->ComputePassEncoderRelease(pass);
+    p->BindGroupRelease(group); /* the command buffer holds its own reference */
+    return NULL;
+}
+
+/* A window of `m` bound as storage that holds [offset, +size): its start (at the binding
+ * alignment) and size; CUBEC_UNSUPPORTED past one binding's limit. */
+static cubec_status window_of(const wg_gpu *w, const wg_mem *m, uint64_t offset, uint64_t size,
+                              uint64_t *out_start, uint64_t *out_size)
+{
+    uint64_t align = w->limits.minStorageBufferOffsetAlignment;
+    uint64_t start = offset / align * align;
+    uint64_t window = m->bytes - start;
+    if (window > w->limits.maxStorageBufferBindingSize)
+        window = w->limits.maxStorageBufferBindingSize & ~(uint64_t)3u;
+    if (offset + size > start + window)
+        return status_make(CUBEC_UNSUPPORTED,
+                           "webgpu: %" PRIu64 " bytes at %" PRIu64 " are more than one storage "
+                           "binding holds (%" PRIu64 " bytes)",
+                           size, offset, (uint64_t)w->limits.maxStorageBufferBindingSize);
+    *out_start = start;
+    *out_size = window;
+    return NULL;
+}
+
+/* A copy of bytes that copyBufferToBuffer cannot make (offsets or size not whole words): the
+ * backend's byte-copy kernel, which writes each destination word once, keeping its bytes outside
+ * the range. */
+static cubec_status copy_bytes(wg_enc *e, wg_mem *src, uint64_t so, wg_mem *dst, uint64_t d,
+                               uint64_t n)
+{
+    wg_gpu *w = e->w;
+    const wg_procs *p = w->p;
+    if (!w->copy_pipeline)
+        return status_make(CUBEC_UNSUPPORTED,
+                           "webgpu: a copy of %" PRIu64 " bytes from offset %" PRIu64 " to %" PRIu64
+                           " (copyBufferToBuffer takes multiples of 4, and the "
+                           "byte-copy kernel cannot serve these buffers)",
+                           n, so, d);
+    uint64_t ss = 0, sn = 0, ds = 0, dn = 0;
+    RETURN_IF_ERROR(window_of(w, src, so, n, &ss, &sn));
+    RETURN_IF_ERROR(window_of(w, dst, d, n, &ds, &dn));
+    WGPUBindGroupEntry be[2] = {{.binding = 0, .buffer = src->buffer, .offset = ss, .size = sn},
+                                {.binding = 1, .buffer = dst->buffer, .offset = ds, .size = dn}};
+    WGPUBindGroupDescriptor bd = {.layout = w->copy_layout, .entryCount = 2, .entries = be};
+    WGPUBindGroup group = p->DeviceCreateBindGroup(w->device, &bd);
+    if (!group) return status_make(CUBEC_INTERNAL, "wgpuDeviceCreateBindGroup (byte copy)");
+    uint32_t imm[4] = {(uint32_t)(so - ss), (uint32_t)(d - ds), (uint32_t)n, 0};
+    uint64_t words = ((d - ds) % 4u + n + 3u) / 4u;
+    uint64_t groups = (words + 255u) / 256u;
+    if (groups > w->limits.maxComputeWorkgroupsPerDimension)
+        groups = w->limits.maxComputeWorkgroupsPerDimension;
+    WGPUComputePassDescriptor pd = {0};
+    WGPUComputePassEncoder pass = p->CommandEncoderBeginComputePass(e->enc, &pd);
+    p->ComputePassEncoderSetPipeline(pass, w->copy_pipeline);
+    p->ComputePassEncoderSetBindGroup(pass, 0, group, 0, NULL);
+    p->ComputePassEncoderSetImmediates(pass, 0, imm, sizeof imm);
+    p->ComputePassEncoderDispatchWorkgroups(pass, groups ? (uint32_t)groups : 1u, 1, 1);
+    p->ComputePassEncoderEnd(pass);
+    p->ComputePassEncoderRelease(pass);
+    p->BindGroupRelease(group);
+    return NULL;
+}
+
+static cubec_status encode_entry(wg_enc *e, const gpu_cmd_entry *ce)
+{
+    const wg_procs *p = e->w->p;
+    switch ((gpu_cmd_op)ce->op) {
+    case GPU_OP_BARRIER: return NULL; /* WebGPU orders dispatches and copies itself */
+    case GPU_OP_BIND_PIPELINE:
+        e->pipeline = ce->u.pipeline;
+        e->group_mask = 0;
+        e->imm_size = 0;
+        e->applied = 0;
+        return NULL;
+    case GPU_OP_BIND_BUFFERS: return bind_buffers(e, ce);
+    case GPU_OP_PUSH_CONSTANTS:
+        if (ce->u.push.size > WG_MAX_IMMEDIATES)
+            return status_make(CUBEC_UNSUPPORTED, "webgpu: %" PRIu32 " bytes of push constants",
+                               ce->u.push.size);
+        memcpy(e->imm, gpu_cmd_entry_bytes(ce), ce->u.push.size);
+        e->imm_size = ce->u.push.size;
+        e->applied &= ~APPLIED_IMMEDIATES;
+        return NULL;
+    case GPU_OP_DISPATCH:
+        RETURN_IF_ERROR(ready_dispatch(e));
+        p->ComputePassEncoderDispatchWorkgroups(e->pass, ce->u.dispatch.x, ce->u.dispatch.y,
+                                                ce->u.dispatch.z);
+        return NULL;
+    case GPU_OP_DISPATCH_INDIRECT: {
+        /* The arguments are copied to a buffer of their own first: in a pooled page they sit
+         * beside storage the dispatch binds, and WebGPU refuses one buffer as both in one
+         * dispatch. A slot per indirect dispatch of the encoding, so none overwrites another's. */
+        WGPUBuffer args = NULL;
+        uint64_t slot = (uint64_t)16u * e->indirect_count++;
+        RETURN_IF_ERROR(wg_indirect(e->w, slot + 16u, &args));
+        end_pass(e);
+        p->CommandEncoderCopyBufferToBuffer(e->enc, ((wg_mem *)ce->u.indirect.m)->buffer,
+                                            ce->u.indirect.offset, args, slot, 12);
+        RETURN_IF_ERROR(ready_dispatch(e));
+        p->ComputePassEncoderDispatchWorkgroupsIndirect(e->pass, args, slot);
+        return NULL;
+    }
+    case GPU_OP_COPY: {
+        uint64_t so = ce->u.copy.src_offset, d = ce->u.copy.dst_offset, n = ce->u.copy.size;
+        end_pass(e);
+        if ((so | d | n) & 3u) {
+            wg_mem *sm = (wg_mem *)ce->u.copy.src, *dm = (wg_mem *)ce->u.copy.dst;
+            return copy_bytes(e, sm, so, dm, d, n);
+        }
+        WGPUBuffer src = ((wg_mem *)ce->u.copy.src)->buffer;
+        WGPUBuffer dst = ((wg_mem *)ce->u.copy.dst)->buffer;
+        if (src == dst) {
+            /* Two allocations of one pooled page: WebGPU refuses a copy within one buffer, so it
+             * goes through the device's scratch buffer (encoder order keeps the two apart). */
+            WGPUBuffer scratch = NULL;
+            RETURN_IF_ERROR(wg_scratch(e->w, n, &scratch));
+            p->CommandEncoderCopyBufferToBuffer(e->enc, src, so, scratch, 0, n);
+            p->CommandEncoderCopyBufferToBuffer(e->enc, scratch, 0, dst, d, n);
+            return NULL;
+        }
+        p->CommandEncoderCopyBufferToBuffer(e->enc, src, so, dst, d, n);
+        return NULL;
+    }
+    case GPU_OP_FILL: {
+        wg_mem *m = (wg_mem *)ce->u.fill.dst;
+        uint64_t off = ce->u.fill.offset, n = ce->u.fill.size;
+        if ((off | n) & 3u)
+            return status_make(
+                CUBEC_INTERNAL,
+                "webgpu: a fill of %" PRIu64 " bytes at %" PRIu64 " is not in whole words", n, off);
+        end_pass(e);
+        if (!ce->u.fill.pattern) {
+            p->CommandEncoderClearBuffer(e->enc, m->buffer, off, n);
+            return NULL;
+        }
+        return fill_pattern(e, m, off, n, ce->u.fill.pattern);
+    }
+    case GPU_OP_TIMESTAMP:
+    case GPU_OP_RESET_QUERIES:
+        return status_make(CUBEC_UNSUPPORTED, "the webgpu backend writes no timestamps yet");
+    case GPU_OP_IMAGE_INIT:
+    case GPU_OP_COPY_IMAGE:
+        return status_make(CUBEC_UNSUPPORTED, "the webgpu backend has no images");
+    case GPU_OP_OWNERSHIP:
+        /* Recorded only for external pages, which this backend never has. */
+        return status_make(CUBEC_UNSUPPORTED,
+                           "the webgpu backend has no external memory to transfer ownership of");
+    }
+    return status_make(CUBEC_INTERNAL, "webgpu: command %" PRIu32 " is unknown", ce->op);
+}
+
+cubec_status wg_encode(wg_gpu *w, const wg_cmd *c, WGPUCommandBuffer *out)
+{
+    *out = NULL;
+    RETURN_IF_ERROR(gpu_cmd_list_status(&c->base));
+    const wg_procs *p = w->p;
+    WGPUCommandEncoderDescriptor d = {0};
+    wg_enc e = {.w = w, .enc = p->DeviceCreateCommandEncoder(w->device, &d)};
+    if (!e.enc) return status_make(CUBEC_INTERNAL, "wgpuDeviceCreateCommandEncoder");
+    cubec_status err = NULL;
+    const gpu_cmd *list = &c->base;
+    for (const gpu_cmd_entry *ce = gpu_cmd_list_first(list); ce && !err;
+         ce = gpu_cmd_list_next(list, ce))
+        err = encode_entry(&e, ce);
+    end_pass(&e);
+    if (!err) {
+        WGPUCommandBufferDescriptor cd = {0};
+        *out = p->CommandEncoderFinish(e.enc, &cd);
+        if (!*out) err = status_make(CUBEC_INTERNAL, "wgpuCommandEncoderFinish");
+    }
+    p->CommandEncoderRelease(e.enc);
+    if (!err) err = wg_take_error(w, "encoding a command buffer");
+    if (err && *out) {
+        p->CommandBufferRelease(*out);
+        *out = NULL;
+    }
+    return err;
+}

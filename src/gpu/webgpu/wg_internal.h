@@ -1,0 +1,101 @@
+/* The WebGPU backend's objects, shared by its files: the device (wg_gpu.c), the command list's
+ * encoding (wg_encode.c) and the bind-group cache (wg_bind_cache.c). */
+#ifndef CUBEC_GPU_WEBGPU_WG_INTERNAL_H
+#define CUBEC_GPU_WEBGPU_WG_INTERNAL_H
+
+#include "gpu/cmd_list.h"
+#include "gpu/webgpu/wg_gpu.h"
+#include "gpu/webgpu/wg_loader.h"
+
+#include <pthread.h>
+#include <stdint.h>
+
+#define WG_BIND_CACHE_SLOTS 1024u /* bind groups kept per device (CubeCL's LRU holds ~1024) */
+#define WG_MAX_IMMEDIATES 256u    /* bytes of immediates a pipeline may take at most */
+
+typedef struct wg_bind_entry wg_bind_entry;
+
+typedef struct wg_gpu {
+    gpu base; /* first: the server's gpu * is a wg_gpu * */
+    const wg_procs *p;
+    WGPUInstance instance;
+    WGPUAdapter adapter;
+    WGPUDevice device;
+    WGPUQueue queue;
+    WGPULimits limits;
+    int immediates; /* the device takes immediates (push constants) */
+    /* Timeline: `completed` advances in the queue's work-done callbacks (submission order). */
+    pthread_mutex_t lock;
+    uint64_t completed, submitted;
+    char *error; /* the first uncaptured error since the last check (malloc'ed), under lock */
+    int abandoned;
+    /* One submission (its encoding included) at a time, and the bind-group cache with it. */
+    pthread_mutex_t queue_lock;
+    wg_bind_entry *bind_cache; /* WG_BIND_CACHE_SLOTS, direct-mapped by hash */
+    uint64_t next_mem_id;      /* identities of buffers for the cache's keys (never reused) */
+    /* Pattern fills (Vulkan's vkCmdFillBuffer has no WebGPU twin past zeros): a kernel. */
+    WGPUComputePipeline fill_pipeline;
+    WGPUBindGroupLayout fill_layout;
+    /* Copies of bytes that are not whole words: a kernel too (wg_encode.c's copy_bytes). */
+    WGPUComputePipeline copy_pipeline;
+    WGPUBindGroupLayout copy_layout;
+    /* Copies within one buffer go through this (wg_scratch), under queue_lock. */
+    WGPUBuffer scratch;
+    uint64_t scratch_bytes;
+    /* Indirect dispatches' arguments, copied out of their pages (wg_indirect), under
+     * queue_lock. */
+    WGPUBuffer indirect;
+    uint64_t indirect_bytes;
+    /* Readback ranges are copied here and mapped (wg_mem_invalidate), under queue_lock. */
+    WGPUBuffer map;
+    uint64_t map_bytes;
+} wg_gpu;
+
+typedef struct wg_mem {
+    gpu_mem base;
+    WGPUBuffer buffer;
+    uint64_t id;    /* wg_gpu.next_mem_id at creation: bind-cache keys never see a reused one */
+    uint64_t bytes; /* the WGPUBuffer's size: base.size rounded up to 4 */
+} wg_mem;
+
+struct gpu_pipeline {
+    WGPUComputePipeline pipeline;
+    WGPUPipelineLayout layout;
+    WGPUBindGroupLayout groups[GPU_MAX_SETS];
+    uint32_t set_count;
+    uint32_t slot_count;
+    gpu_slot slots[GPU_MAX_BINDINGS];
+    int info_uniform;
+    uint32_t push_size;
+    uint64_t id; /* for the bind cache's keys, like wg_mem.id */
+};
+
+typedef struct wg_cmd {
+    gpu_cmd base; /* first: the command list */
+    int ended;
+} wg_cmd;
+
+static inline wg_gpu *wg_of(gpu *g)
+{
+    return (wg_gpu *)g;
+}
+
+/* Encodes `c`'s list into a new command buffer (under queue_lock). */
+MUST_USE cubec_status wg_encode(wg_gpu *w, const wg_cmd *c, WGPUCommandBuffer *out);
+/* The bind group of set `set` of `pl` with these buffers (cached; under queue_lock). The
+ * returned bind group stays the cache's. */
+MUST_USE cubec_status wg_bind_group(wg_gpu *w, const gpu_pipeline *pl, uint32_t set,
+                                    const WGPUBindGroupEntry *entries, uint32_t count,
+                                    const uint64_t *mem_ids, WGPUBindGroup *out);
+void wg_bind_cache_free(wg_gpu *w);
+/* A buffer of at least `bytes` for copies within one buffer (under queue_lock; grown by
+ * replacement: command buffers hold their own references to the old one). */
+MUST_USE cubec_status wg_scratch(wg_gpu *w, uint64_t bytes, WGPUBuffer *out);
+/* The same for reads mapped by the host (MAP_READ | COPY_DST). */
+MUST_USE cubec_status wg_map_buffer(wg_gpu *w, uint64_t bytes, WGPUBuffer *out);
+/* The same for indirect dispatches' arguments (INDIRECT | COPY_DST). */
+MUST_USE cubec_status wg_indirect(wg_gpu *w, uint64_t bytes, WGPUBuffer *out);
+/* The first uncaptured error since the last call, as a status naming `what`; NULL if none. */
+MUST_USE cubec_status wg_take_error(wg_gpu *w, const char *what);
+
+#endif

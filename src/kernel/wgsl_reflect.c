@@ -1,0 +1,314 @@
+/* Reflection of WGSL kernels (kernel/wgsl_reflect.h): a scan of the declarations cubec needs,
+ * over a copy of the source whose comments are blanked (offsets stay those of the source, so the
+ * read_write rewrite applies to the original text). */
+#include "kernel/wgsl_reflect.h"
+
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The source with // and (nested) block comments replaced by spaces. */
+static char *blank_comments(const char *s)
+{
+    size_t n = strlen(s);
+    char *c = malloc(n + 1);
+    if (!c) return NULL;
+    memcpy(c, s, n + 1);
+    for (size_t i = 0; i < n; i++) {
+        if (c[i] == '/' && c[i + 1] == '/') {
+            while (i < n && c[i] != '\n')
+                c[i++] = ' ';
+        } else if (c[i] == '/' && c[i + 1] == '*') {
+            int depth = 0;
+            while (i < n) {
+                if (c[i] == '/' && c[i + 1] == '*') {
+                    depth++;
+                    c[i++] = ' ';
+                } else if (c[i] == '*' && c[i + 1] == '/') {
+                    depth--;
+                    c[i++] = ' ';
+                    if (!depth) {
+                        c[i] = ' ';
+                        break;
+                    }
+                }
+                if (c[i] != '\n') c[i] = ' ';
+                i++;
+            }
+        }
+    }
+    return c;
+}
+
+static int ident_char(char ch)
+{
+    return isalnum((unsigned char)ch) || ch == '_';
+}
+
+static const char *skip_ws(const char *p)
+{
+    while (*p && isspace((unsigned char)*p))
+        p++;
+    return p;
+}
+
+/* The next occurrence of the word `w` at or after p (not part of a longer identifier). */
+static const char *find_word(const char *base, const char *p, const char *w)
+{
+    size_t n = strlen(w);
+    for (const char *q = strstr(p, w); q; q = strstr(q + 1, w))
+        if ((q == base || !ident_char(q[-1])) && !ident_char(q[n])) return q;
+    return NULL;
+}
+
+/* An integer literal (decimal or 0x, with an optional i/u suffix) at p; -1 if none. */
+static long literal(const char **p)
+{
+    const char *q = skip_ws(*p);
+    char *end = NULL;
+    long v = strtol(q, &end, 0);
+    if (end == q || v < 0) return -1;
+    if (*end == 'u' || *end == 'i') end++;
+    if (ident_char(*end)) return -1;
+    *p = end;
+    return v;
+}
+
+/* The value of `@attr(N)` in [from, to), or -1. */
+static long attribute(const char *from, const char *to, const char *attr)
+{
+    size_t n = strlen(attr);
+    for (const char *q = from; q + n < to; q++)
+        if (*q == '@' && strncmp(q + 1, attr, n) == 0 && !ident_char(q[1 + n])) {
+            const char *p = skip_ws(q + 1 + n);
+            if (*p != '(') return -1;
+            p++;
+            return literal(&p);
+        }
+    return -1;
+}
+
+/* Size and alignment of a 32-bit scalar or vector type named at p; 0 if it is not one. */
+static uint32_t type_size(const char *p, uint32_t *align)
+{
+    static const char *const scalars[] = {"u32", "i32", "f32"};
+    for (int i = 0; i < 3; i++)
+        if (strncmp(p, scalars[i], 3) == 0 && !ident_char(p[3])) {
+            *align = 4;
+            return 4;
+        }
+    if (strncmp(p, "vec", 3) == 0 && p[3] >= '2' && p[3] <= '4') {
+        uint32_t n = (uint32_t)(p[3] - '0');
+        const char *q = p + 4;
+        if (*q == 'u' || *q == 'i' || *q == 'f')
+            q++;
+        else if (*q == '<') {
+            q = skip_ws(q + 1);
+            if (strncmp(q, "u32", 3) != 0 && strncmp(q, "i32", 3) != 0 && strncmp(q, "f32", 3) != 0)
+                return 0;
+        } else
+            return 0;
+        *align = n == 2 ? 8 : 16;
+        return 4 * n;
+    }
+    return 0;
+}
+
+/* The byte size of the immediates' type named at p: a scalar, a vector or a struct of them. */
+static cubec_status immediate_size(const char *name, const char *base, const char *p, uint32_t *out)
+{
+    uint32_t align = 0, size = type_size(p, &align);
+    if (size) {
+        *out = size;
+        return NULL;
+    }
+    size_t n = 0;
+    while (ident_char(p[n]))
+        n++;
+    char type[64];
+    if (!n || n >= sizeof type)
+        return status_make(CUBEC_UNSUPPORTED,
+                           "kernel '%s': the WGSL immediates' type is not "
+                           "a struct, scalar or vector cubec can lay out",
+                           name);
+    memcpy(type, p, n);
+    type[n] = 0;
+    for (const char *s = find_word(base, base, "struct"); s; s = find_word(base, s + 1, "struct")) {
+        const char *q = skip_ws(s + 6);
+        if (strncmp(q, type, n) != 0 || ident_char(q[n])) continue;
+        q = skip_ws(q + n);
+        if (*q != '{') break;
+        uint32_t at = 0, max_align = 4;
+        for (q++; *(q = skip_ws(q)) && *q != '}';) {
+            const char *colon = strchr(q, ':');
+            if (!colon) break;
+            const char *t = skip_ws(colon + 1);
+            uint32_t a = 0, sz = type_size(t, &a);
+            if (!sz) {
+                size_t tn = 0;
+                while (ident_char(t[tn]) || t[tn] == '<' || t[tn] == '>')
+                    tn++;
+                return status_make(CUBEC_UNSUPPORTED,
+                                   "kernel '%s': member type '%.*s' of the WGSL immediates "
+                                   "struct %s: cubec lays out 32-bit scalars and vectors only",
+                                   name, (int)tn, t, type);
+            }
+            at = (at + a - 1) / a * a + sz;
+            if (a > max_align) max_align = a;
+            const char *next = strpbrk(t, ",}");
+            if (!next) break;
+            q = *next == ',' ? next + 1 : next;
+        }
+        *out = (at + max_align - 1) / max_align * max_align;
+        return NULL;
+    }
+    return status_make(CUBEC_UNSUPPORTED,
+                       "kernel '%s': struct %s of the WGSL immediates is not "
+                       "found",
+                       name, type);
+}
+
+cubec_status wgsl_reflect(const char *name, const char *source, const char *entry_point,
+                          kernel_reflection *out, char **out_module)
+{
+    memset(out, 0, sizeof *out);
+    *out_module = NULL;
+    const char *entry = entry_point && *entry_point ? entry_point : "main";
+    char *c = blank_comments(source);
+    char *module = malloc(strlen(source) * 2 + 1); /* each rewrite adds 6 bytes to >= 12 */
+    if (!c || !module) {
+        free(c);
+        free(module);
+        return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (WGSL reflection)");
+    }
+    size_t copied = 0, out_at = 0; /* source bytes copied to module, and module's length */
+    cubec_status err = NULL;
+    out->set_count = 1;
+    /* The entry point: `@compute ... fn <entry>(`, its workgroup size in the attributes. */
+    const char *fn = NULL;
+    for (const char *q = find_word(c, c, "fn"); q && !fn; q = find_word(c, q + 1, "fn")) {
+        const char *id = skip_ws(q + 2);
+        size_t n = strlen(entry);
+        if (strncmp(id, entry, n) == 0 && !ident_char(id[n])) fn = q;
+    }
+    if (!fn) {
+        err = status_make(CUBEC_COMPILE_FAILED, "kernel '%s': the WGSL has no function '%s'", name,
+                          entry);
+        goto done;
+    }
+    const char *attrs = fn;
+    while (attrs > c && attrs[-1] != ';' && attrs[-1] != '}')
+        attrs--;
+    if (!strstr(attrs, "@compute") || strstr(attrs, "@compute") > fn) {
+        err = status_make(CUBEC_COMPILE_FAILED,
+                          "kernel '%s': WGSL function '%s' is not a @compute entry point", name,
+                          entry);
+        goto done;
+    }
+    out->workgroup_size[0] = out->workgroup_size[1] = out->workgroup_size[2] = 1;
+    const char *ws = strstr(attrs, "@workgroup_size");
+    if (!ws || ws > fn) {
+        err = status_make(CUBEC_COMPILE_FAILED,
+                          "kernel '%s': WGSL entry point '%s' has no "
+                          "@workgroup_size",
+                          name, entry);
+        goto done;
+    }
+    const char *p = skip_ws(ws + 15);
+    if (*p == '(') p++;
+    for (int i = 0; i < 3; i++) {
+        long v = literal(&p);
+        if (v <= 0) {
+            err = status_make(CUBEC_UNSUPPORTED,
+                              "kernel '%s': the WGSL @workgroup_size must be integer literals "
+                              "(override-sized workgroups are not taken yet)",
+                              name);
+            goto done;
+        }
+        out->workgroup_size[i] = (uint32_t)v;
+        p = skip_ws(p);
+        if (*p != ',') break;
+        p = skip_ws(p + 1);
+        if (*p == ')') break;
+    }
+    /* Module-scope variables. */
+    for (const char *v = find_word(c, c, "var"); v; v = find_word(c, v + 1, "var")) {
+        const char *q = skip_ws(v + 3);
+        const char *decl = v;
+        while (decl > c && decl[-1] != ';' && decl[-1] != '}' && decl[-1] != '{')
+            decl--;
+        long group = attribute(decl, v, "group"), binding = attribute(decl, v, "binding");
+        if (*q != '<') {
+            if (binding >= 0)
+                err = status_make(CUBEC_UNSUPPORTED,
+                                  "kernel '%s': WGSL binding %ld is not a buffer (textures and "
+                                  "samplers are not taken by the webgpu backend yet)",
+                                  name, binding);
+            if (err) goto done;
+            continue;
+        }
+        const char *close = strchr(q, '>');
+        if (!close) break;
+        const char *space = skip_ws(q + 1);
+        if (strncmp(space, "immediate", 9) == 0 || strncmp(space, "push_constant", 13) == 0) {
+            if (out->push_constant_size) {
+                err = status_make(CUBEC_UNSUPPORTED,
+                                  "kernel '%s': more than one WGSL var<immediate>", name);
+                goto done;
+            }
+            const char *colon = strchr(close, ':');
+            if (!colon) break;
+            err = immediate_size(name, c, skip_ws(colon + 1), &out->push_constant_size);
+            if (err) goto done;
+            continue;
+        }
+        int storage = strncmp(space, "storage", 7) == 0 && !ident_char(space[7]);
+        int uniform = strncmp(space, "uniform", 7) == 0 && !ident_char(space[7]);
+        if (!storage && !uniform) continue; /* workgroup, private, function */
+        if (group != 0 || binding < 0 || binding >= KERNEL_MAX_SLOTS) {
+            err = status_make(CUBEC_UNSUPPORTED,
+                              "kernel '%s': a WGSL buffer at @group(%ld) @binding(%ld): cubec "
+                              "binds buffers of @group(0) at bindings 0..%d",
+                              name, group, binding, KERNEL_MAX_SLOTS - 1);
+            goto done;
+        }
+        if (out->slots[binding].kind != KERNEL_SLOT_UNUSED) {
+            err = status_make(CUBEC_UNSUPPORTED, "kernel '%s': two WGSL buffers at binding %ld",
+                              name, binding);
+            goto done;
+        }
+        out->slots[binding] =
+            (kernel_slot){.kind = storage ? KERNEL_SLOT_STORAGE : KERNEL_SLOT_UNIFORM,
+                          .binding = (uint8_t)binding};
+        int read_write = 0;
+        if (storage) {
+            const char *comma = strchr(space, ',');
+            if (comma && comma < close) {
+                const char *a = skip_ws(comma + 1);
+                read_write = strncmp(a, "read_write", 10) == 0;
+            }
+        }
+        out->access[binding] = read_write ? CUBEC_ACCESS_READ_WRITE : CUBEC_ACCESS_READ;
+        if ((uint32_t)binding + 1 > out->binding_count) out->binding_count = (uint32_t)binding + 1;
+        if (storage && !read_write) {
+            /* The declaration's <...> becomes <storage, read_write> in the module. */
+            size_t from = (size_t)(q - c), to = (size_t)(close - c) + 1;
+            memcpy(module + out_at, source + copied, from - copied);
+            out_at += from - copied;
+            static const char rw[] = "<storage, read_write>";
+            memcpy(module + out_at, rw, sizeof rw - 1);
+            out_at += sizeof rw - 1;
+            copied = to;
+        }
+    }
+    strcpy(module + out_at, source + copied);
+done:
+    free(c);
+    if (err) {
+        free(module);
+        memset(out, 0, sizeof *out);
+        return err;
+    }
+    *out_module = module;
+    return NULL;
+}

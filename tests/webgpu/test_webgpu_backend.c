@@ -1,0 +1,300 @@
+/* The WebGPU backend (src/gpu/webgpu/, docs/device.md "The WebGPU backend") end to end through
+ * the public API, on the implementation tests/webgpu/CMakeLists.txt points CUBEC_WEBGPU_LIBRARY
+ * at (wgpu-native on lavapipe here): kernels against CPU references, two tensors of one pooled
+ * page read and written by one dispatch (WebGPU's usage rule), pattern fills (a kernel of the
+ * backend's own), copies, a graph replayed (re-encoded), and what cannot map refused by name.
+ * Skipped, by name, where the library does not load. */
+#include "launch_util.h"
+#include "test_util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define N 1024u
+
+static cubec_device *open_webgpu(void)
+{
+    cubec_device_desc desc = CUBEC_DEVICE_DESC_INIT;
+    desc.backend = "webgpu";
+    cubec_device *d = NULL;
+    cubec_status st = cubec_device_open(&desc, &d);
+    if (st && cubec_status_code(st) == CUBEC_NOT_FOUND) {
+        printf("skipped: no WebGPU implementation: %s\n", cubec_status_message(st));
+        cubec_status_free(st);
+        return NULL;
+    }
+    ASSERT_OK(st);
+    return d;
+}
+
+/* o[i] = a[i] * mul + b[i] with {n, mul} in push constants: metadata as immediates. */
+static const char saxpy_src[] = "#version 450\n"
+                                "layout(local_size_x = 64) in;\n"
+                                "layout(std430, binding = 0) readonly buffer A { uint a[]; };\n"
+                                "layout(std430, binding = 1) readonly buffer B { uint b[]; };\n"
+                                "layout(std430, binding = 2) writeonly buffer O { uint o[]; };\n"
+                                "layout(push_constant) uniform P { uint n; uint mul; } pc;\n"
+                                "void main() {\n"
+                                "    uint i = gl_GlobalInvocationID.x;\n"
+                                "    if (i < pc.n) o[i] = a[i] * pc.mul + b[i];\n"
+                                "}\n";
+
+static cubec_launch_desc saxpy_launch(cubec_kernel k, const cubec_buffer *bufs, const void *info)
+{
+    cubec_launch_desc ld = CUBEC_LAUNCH_DESC_INIT;
+    ld.kernel = k;
+    ld.buffers = bufs;
+    ld.buffer_count = 3;
+    ld.info = info;
+    ld.info_size = 8;
+    ld.groups[0] = N / 64;
+    ld.groups[1] = ld.groups[2] = 1;
+    return ld;
+}
+
+static void test_kernel_matches_cpu(void **state)
+{
+    (void)state;
+    cubec_device *d = open_webgpu();
+    if (!d) skip();
+    cubec_kernel k = make_kernel(d, "saxpy", saxpy_src);
+    uint32_t a[N], b[N], want[N], zero[N] = {0};
+    uint32_t seed = 5;
+    for (uint32_t i = 0; i < N; i++) {
+        a[i] = test_rand(&seed) % 100000u;
+        b[i] = test_rand(&seed);
+    }
+    cubec_buffer bufs[3];
+    ASSERT_OK(cubec_buffer_from(d, 0, a, sizeof a, &bufs[0]));
+    ASSERT_OK(cubec_buffer_from(d, 0, b, sizeof b, &bufs[1]));
+    ASSERT_OK(cubec_buffer_from(d, 0, zero, sizeof zero, &bufs[2]));
+    /* Several launches with different metadata, the last one counts: immediates per launch. */
+    for (uint32_t mul = 1; mul <= 5; mul++) {
+        uint32_t info[2] = {N - mul, mul};
+        cubec_launch_desc ld = saxpy_launch(k, bufs, info);
+        ASSERT_OK(cubec_launch(d, 0, &ld));
+    }
+    /* Word i holds the last launch whose n covered it (mul = m covers i < N - m). */
+    for (uint32_t i = 0; i < N; i++) {
+        want[i] = 0;
+        for (uint32_t mul = 1; mul <= 5; mul++)
+            if (i < N - mul) want[i] = a[i] * mul + b[i];
+    }
+    expect_range_in(d, 0, bufs[2], N, 0, N, want, "saxpy on webgpu");
+    for (int i = 0; i < 3; i++)
+        ASSERT_OK(cubec_buffer_release(d, bufs[i]));
+    ASSERT_OK(cubec_kernel_destroy(d, k));
+    cubec_device_close(d);
+}
+
+/* Views of one buffer (so of one WGPUBuffer) bound read-only and writable in one dispatch: the
+ * backend declares every storage binding read_write, so WebGPU's rule against a buffer that is
+ * both in one usage scope is not broken (a validation error would fail the launch). */
+static void test_one_page_read_and_written(void **state)
+{
+    (void)state;
+    cubec_device *d = open_webgpu();
+    if (!d) skip();
+    cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
+    ASSERT_OK(cubec_device_get_info(d, &info));
+    uint64_t part = (N * 4u + info.storage_offset_alignment - 1) / info.storage_offset_alignment *
+                    info.storage_offset_alignment;
+    cubec_kernel k = make_kernel(d, "saxpy", saxpy_src);
+    uint32_t *host = calloc(3 * part / 4, 4);
+    assert_non_null(host);
+    uint32_t seed = 9;
+    for (uint32_t i = 0; i < N; i++) {
+        host[i] = test_rand(&seed) % 1000u;
+        host[part / 4 + i] = test_rand(&seed) % 1000u;
+    }
+    cubec_buffer whole, v[3];
+    ASSERT_OK(cubec_buffer_from(d, 0, host, 3 * part, &whole));
+    for (int i = 0; i < 3; i++)
+        ASSERT_OK(cubec_buffer_view(d, whole, (uint64_t)i * part, N * 4u, &v[i]));
+    uint32_t pc[2] = {N, 3};
+    cubec_launch_desc ld = saxpy_launch(k, v, pc);
+    ASSERT_OK(cubec_launch(d, 0, &ld));
+    uint32_t want[N];
+    for (uint32_t i = 0; i < N; i++)
+        want[i] = host[i] * 3u + host[part / 4 + i];
+    expect_range_in(d, 0, v[2], N, 0, N, want, "a view written beside the views read");
+    for (int i = 0; i < 3; i++)
+        ASSERT_OK(cubec_buffer_release(d, v[i]));
+    ASSERT_OK(cubec_buffer_release(d, whole));
+    ASSERT_OK(cubec_kernel_destroy(d, k));
+    free(host);
+    cubec_device_close(d);
+}
+
+/* Fills with a pattern (WebGPU clears only to zero: the backend's fill kernel), zero fills and
+ * copies, at offsets inside a buffer, against the host's model of the bytes. */
+static void test_fill_and_copy(void **state)
+{
+    (void)state;
+    cubec_device *d = open_webgpu();
+    if (!d) skip();
+    uint32_t model[N], other[N];
+    uint32_t seed = 3;
+    for (uint32_t i = 0; i < N; i++) {
+        model[i] = test_rand(&seed);
+        other[i] = test_rand(&seed);
+    }
+    cubec_buffer b, c;
+    ASSERT_OK(cubec_buffer_from(d, 0, model, sizeof model, &b));
+    ASSERT_OK(cubec_buffer_from(d, 0, other, sizeof other, &c));
+    ASSERT_OK(cubec_fill(d, 0, b, 12, 400, 0xa5a5f00du));
+    for (uint32_t i = 3; i < 103; i++)
+        model[i] = 0xa5a5f00du;
+    ASSERT_OK(cubec_fill(d, 0, b, 2048, 64, 0));
+    for (uint32_t i = 512; i < 528; i++)
+        model[i] = 0;
+    ASSERT_OK(cubec_copy(d, 0, c, 100 * 4, b, 700 * 4, 200 * 4));
+    memcpy(&model[700], &other[100], 200 * 4);
+    /* Bytes that are not whole words (staging copies that copyBufferToBuffer refuses): a write
+     * of 7 bytes at an odd offset (the backend's byte-copy kernel) and a read of 3. */
+    const unsigned char seven[7] = {1, 2, 3, 4, 5, 6, 7};
+    ASSERT_OK(cubec_write(d, 0, b, 4001, seven, 7));
+    memcpy((unsigned char *)model + 4001, seven, 7);
+    expect_range_in(d, 0, b, N, 0, N, model, "fills and copies on webgpu");
+    unsigned char three[3];
+    ASSERT_OK(cubec_read(d, 0, b, 4002, three, 3));
+    assert_memory_equal(three, (const unsigned char *)model + 4002, 3);
+    ASSERT_OK(cubec_buffer_release(d, b));
+    ASSERT_OK(cubec_buffer_release(d, c));
+    cubec_device_close(d);
+}
+
+/* A graph's command buffer is re-encoded at each replay: each replay runs the launch again. */
+static void test_graph_replays(void **state)
+{
+    (void)state;
+    cubec_device *d = open_webgpu();
+    if (!d) skip();
+    cubec_kernel k = make_kernel(d, "saxpy", saxpy_src);
+    uint32_t a[N], b[N], want[N], zero[N] = {0};
+    for (uint32_t i = 0; i < N; i++) {
+        a[i] = i;
+        b[i] = 7u * i;
+    }
+    cubec_stream s = new_stream(d);
+    cubec_buffer bufs[3];
+    ASSERT_OK(cubec_buffer_from(d, s, a, sizeof a, &bufs[0]));
+    ASSERT_OK(cubec_buffer_from(d, s, b, sizeof b, &bufs[1]));
+    ASSERT_OK(cubec_buffer_from(d, s, zero, sizeof zero, &bufs[2]));
+    ASSERT_OK(cubec_sync(d, s));
+    cubec_graph g = {0};
+    ASSERT_OK(cubec_graph_prepare(d, s));
+    ASSERT_OK(cubec_graph_begin(d, s));
+    uint32_t pc[2] = {N, 2};
+    cubec_launch_desc ld = saxpy_launch(k, bufs, pc);
+    ASSERT_OK(cubec_launch(d, s, &ld));
+    ASSERT_OK(cubec_graph_end(d, s, &g));
+    for (int r = 0; r < 3; r++) {
+        for (uint32_t i = 0; i < N; i++)
+            b[i] = 7u * i + (uint32_t)r;
+        ASSERT_OK(cubec_write(d, s, bufs[1], 0, b, sizeof b));
+        ASSERT_OK(cubec_graph_replay(d, s, g));
+        for (uint32_t i = 0; i < N; i++)
+            want[i] = 2u * i + 7u * i + (uint32_t)r;
+        expect_range_in(d, s, bufs[2], N, 0, N, want, "a graph's replay on webgpu");
+    }
+    ASSERT_OK(cubec_graph_destroy(d, s, g));
+    for (int i = 0; i < 3; i++)
+        ASSERT_OK(cubec_buffer_release(d, bufs[i]));
+    ASSERT_OK(cubec_kernel_destroy(d, k));
+    cubec_device_close(d);
+}
+
+/* A WGSL kernel (cubec_kernel_desc.wgsl): read-only storage, a read_write output, the launch's
+ * info bytes as immediates, against the CPU; the inputs are views of the output's buffer, so the
+ * read-only declarations must reach WebGPU as read_write (wgsl_reflect's rewrite), or the
+ * dispatch breaks WebGPU's usage rule. */
+static const char saxpy_wgsl[] =
+    "// o = a * mul + b, n elements\n"
+    "struct Info { n: u32, mul: u32 }\n"
+    "var<immediate> info: Info;\n"
+    "@group(0) @binding(0) var<storage, read> a: array<u32>;\n"
+    "@group(0) @binding(1) var<storage> b: array<u32>; /* read: the default */\n"
+    "@group(0) @binding(2) var<storage, read_write> o: array<u32>;\n"
+    "@compute @workgroup_size(64)\n"
+    "fn saxpy(@builtin(global_invocation_id) id: vec3<u32>) {\n"
+    "    if (id.x < info.n) { o[id.x] = a[id.x] * info.mul + b[id.x]; }\n"
+    "}\n";
+
+static void test_wgsl_kernel(void **state)
+{
+    (void)state;
+    cubec_device *d = open_webgpu();
+    if (!d) skip();
+    cubec_kernel_desc kd = CUBEC_KERNEL_DESC_INIT;
+    kd.name = "saxpy_wgsl";
+    kd.wgsl = saxpy_wgsl;
+    kd.entry_point = "saxpy";
+    cubec_kernel k;
+    ASSERT_OK(cubec_kernel_create(d, &kd, &k));
+    cubec_kernel_info ki = CUBEC_KERNEL_INFO_INIT;
+    ASSERT_OK(cubec_kernel_get_info(d, k, &ki));
+    assert_int_equal(ki.binding_count, 3);
+    assert_int_equal(ki.workgroup_size[0], 64);
+    assert_int_equal(ki.info_size, 8);
+    assert_int_equal(ki.access[0], CUBEC_ACCESS_READ);
+    assert_int_equal(ki.access[2], CUBEC_ACCESS_READ_WRITE);
+    cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
+    ASSERT_OK(cubec_device_get_info(d, &info));
+    uint64_t part = (N * 4u + info.storage_offset_alignment - 1) / info.storage_offset_alignment *
+                    info.storage_offset_alignment;
+    uint32_t *host = calloc(3 * part / 4, 4);
+    assert_non_null(host);
+    uint32_t seed = 21;
+    for (uint32_t i = 0; i < N; i++) {
+        host[i] = test_rand(&seed) % 5000u;
+        host[part / 4 + i] = test_rand(&seed);
+    }
+    cubec_buffer whole, v[3];
+    ASSERT_OK(cubec_buffer_from(d, 0, host, 3 * part, &whole));
+    for (int i = 0; i < 3; i++)
+        ASSERT_OK(cubec_buffer_view(d, whole, (uint64_t)i * part, N * 4u, &v[i]));
+    uint32_t pc[2] = {N - 3, 7};
+    cubec_launch_desc ld = saxpy_launch(k, v, pc);
+    ASSERT_OK(cubec_launch(d, 0, &ld));
+    uint32_t want[N];
+    for (uint32_t i = 0; i < N; i++)
+        want[i] = i < N - 3 ? host[i] * 7u + host[part / 4 + i] : 0u;
+    expect_range_in(d, 0, v[2], N, 0, N, want, "a WGSL kernel on webgpu");
+    for (int i = 0; i < 3; i++)
+        ASSERT_OK(cubec_buffer_release(d, v[i]));
+    ASSERT_OK(cubec_buffer_release(d, whole));
+    ASSERT_OK(cubec_kernel_destroy(d, k));
+    /* What the reflection cannot take is refused by name. */
+    kd.wgsl = "@group(1) @binding(0) var<storage, read_write> x: array<u32>;\n"
+              "@compute @workgroup_size(1) fn saxpy() { x[0] = 1u; }\n";
+    ASSERT_ERROR(cubec_kernel_create(d, &kd, &k), CUBEC_UNSUPPORTED, "@group(1)");
+    kd.wgsl = "@compute @workgroup_size(1) fn other() {}\n";
+    ASSERT_ERROR(cubec_kernel_create(d, &kd, &k), CUBEC_COMPILE_FAILED, "no function 'saxpy'");
+    free(host);
+    cubec_device_close(d);
+}
+
+/* What WebGPU cannot do is refused by name, never aborted on. */
+static void test_unsupported_by_name(void **state)
+{
+    (void)state;
+    cubec_device *d = open_webgpu();
+    if (!d) skip();
+    void *p = NULL;
+    ASSERT_ERROR(cubec_host_alloc(d, 4096, &p), CUBEC_UNSUPPORTED, "webgpu");
+    cubec_vulkan_handles h = CUBEC_VULKAN_HANDLES_INIT;
+    ASSERT_ERROR(cubec_device_get_vulkan_handles(d, &h), CUBEC_UNSUPPORTED, "");
+    cubec_device_close(d);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_kernel_matches_cpu), cmocka_unit_test(test_one_page_read_and_written),
+        cmocka_unit_test(test_fill_and_copy),      cmocka_unit_test(test_graph_replays),
+        cmocka_unit_test(test_wgsl_kernel),        cmocka_unit_test(test_unsupported_by_name),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
