@@ -50,7 +50,7 @@ extern "C" {
  * (docs/api.md, "Versions and the ABI"). */
 #define CUBEC_VERSION_MAJOR 0
 #define CUBEC_VERSION_MINOR 2
-#define CUBEC_VERSION_PATCH 12
+#define CUBEC_VERSION_PATCH 13
 
 /* A version packed into one number that compares in order: major << 16 | minor << 8 | patch
  * (minor and patch stay below 256). */
@@ -907,8 +907,15 @@ typedef enum cubec_reduce_op {
 typedef struct cubec_comm_info {
     uint32_t struct_size; /* CUBEC_COMM_INFO_INIT */
     uint32_t n;           /* ranks */
-    /* The transport chosen at creation: "ring" (host-staged copies between neighbours). */
+    /* The transport chosen at creation: "nccl" (NCCL over CUDA, where libnccl and libcuda load,
+     * the communicator has 2 ranks or more and every device is a GPU of its own) or "ring"
+     * (copies between neighbours over cubec_copy_peer). Through "nccl", a collective whose
+     * buffers are not all exportable (cubec_buffer_create_exportable) runs on the ring. */
     char transport[32];
+    /* Why the transports tried before the chosen one did not serve these devices (each
+     * "name: reason", separated by "; "), cut to fit; empty when the first was taken. Since
+     * 0.2.13. */
+    char transport_reason[256];
 } cubec_comm_info;
 /* A cubec_comm_info with its struct_size set: start every one with it ("Structs that grow"). */
 #define CUBEC_COMM_INFO_INIT                                                                       \

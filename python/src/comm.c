@@ -516,6 +516,18 @@ static PyObject *comm_get_transport(PyObject *self, void *closure)
     return PyUnicode_FromString(info.transport);
 }
 
+static PyObject *comm_get_transport_reason(PyObject *self, void *closure)
+{
+    (void)closure;
+    pyc_comm *c = (pyc_comm *)self;
+    cubec_comm_info info = CUBEC_COMM_INFO_INIT;
+    if (!live(c, "Communicator.transport_reason") ||
+        pyc_check(cubec_comm_get_info(c->comm, &info)) < 0) {
+        return NULL;
+    }
+    return PyUnicode_FromString(info.transport_reason);
+}
+
 static PyObject *comm_get_closed(PyObject *self, void *closure)
 {
     (void)closure;
@@ -549,8 +561,10 @@ static PyGetSetDef comm_getset[] = {
     {"devices", comm_get_devices, NULL, "The devices, in rank order.", NULL},
     {"size", comm_get_size, NULL, "The number of ranks.", NULL},
     {"closed", comm_get_closed, NULL, "Whether close() ran.", NULL},
-    {"transport", comm_get_transport, NULL, "The transport cubec chose at creation ('ring').",
-     NULL},
+    {"transport", comm_get_transport, NULL,
+     "The transport cubec chose at creation ('nccl' or 'ring').", NULL},
+    {"transport_reason", comm_get_transport_reason, NULL,
+     "Why the transports before the chosen one were not taken ('' when the first was).", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 

@@ -54,7 +54,14 @@ cubec_status cubec_comm_create(cubec_device *const *devices, uint32_t n, cubec_c
     for (uint32_t t = 0; t < count && !c->transport; t++) {
         cubec_status_free(why);
         why = list[t]->open(c, &c->transport_state);
-        if (!why) c->transport = list[t];
+        if (!why) {
+            c->transport = list[t];
+            break;
+        }
+        /* Kept for cubec_comm_get_info: why a faster transport was not taken. */
+        const size_t used = strlen(c->transport_reason);
+        snprintf(c->transport_reason + used, sizeof c->transport_reason - used, "%s%s: %s",
+                 used ? "; " : "", list[t]->name, cubec_status_message(why));
     }
     if (!c->transport) {
         cubec_comm_destroy(c);
@@ -87,6 +94,7 @@ cubec_status cubec_comm_get_info(const cubec_comm *comm, cubec_comm_info *out_in
     cubec_comm_info whole = CUBEC_COMM_INFO_INIT;
     whole.n = comm->n;
     snprintf(whole.transport, sizeof whole.transport, "%s", comm->transport->name);
+    snprintf(whole.transport_reason, sizeof whole.transport_reason, "%s", comm->transport_reason);
     api_struct_write(out_info, &whole);
     return NULL;
 }

@@ -402,3 +402,32 @@ cubec_status api_peer_cuda_landed(cubec_device *device, cubec_stream stream, cub
     if (!err) server_peer_external_landed(device, s, b->alloc, at, size);
     return api_unlock(device, err);
 }
+
+cubec_status api_peer_external_landed(cubec_device *device, cubec_stream stream,
+                                      cubec_buffer buffer, uint64_t offset, uint64_t size,
+                                      const char *fn)
+{
+    RETURN_IF_ERROR(api_lock(device, fn));
+    stream_ref s;
+    buffer_obj *b = NULL;
+    cubec_status err = api_slot(device, stream, fn, &s);
+    if (!err) err = api_buffer(device, buffer, "out", &b);
+    if (!err) err = api_range(fn, "out", offset, size, b->size);
+    if (!err)
+        server_peer_external_landed(device, s, b->alloc, buffer_device_offset(b) + offset, size);
+    return api_unlock(device, err);
+}
+
+int api_buffer_exportable(cubec_device *device, cubec_buffer buffer)
+{
+    cubec_status err = api_lock(device, "api_buffer_exportable");
+    if (err) {
+        cubec_status_free(err);
+        return 0;
+    }
+    buffer_obj *b = NULL;
+    err = api_buffer(device, buffer, "buffer", &b);
+    const int yes = !err && b->alloc && exportable(b);
+    cubec_status_free(api_unlock(device, err));
+    return yes;
+}

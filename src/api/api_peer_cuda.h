@@ -31,4 +31,15 @@ MUST_USE cubec_status api_peer_cuda_landed(cubec_device *device, cubec_stream st
                                            cubec_buffer buffer, uint64_t offset, uint64_t size,
                                            uint64_t value, const uint64_t *also_id);
 
+/* After the stream waited for CUDA (cubec_stream_wait_cuda): [offset, +size) of `buffer`, which
+ * CUDA work other than cubec_copy_peer wrote (the NCCL transport's collectives), is marked written
+ * by that wait, as api_peer_cuda_landed marks a copy's: a failure it carried is gone, and later
+ * work on it orders after the wait. `fn` names the caller in refusals. */
+MUST_USE cubec_status api_peer_external_landed(cubec_device *device, cubec_stream stream,
+                                               cubec_buffer buffer, uint64_t offset, uint64_t size,
+                                               const char *fn);
+/* 1 when `buffer` is a live buffer of `device` that CUDA can map (its page was allocated
+ * exportable: cubec_buffer_create_exportable), else 0. */
+int api_buffer_exportable(cubec_device *device, cubec_buffer buffer);
+
 #endif

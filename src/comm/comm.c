@@ -2,6 +2,7 @@
  * and the list of transports a communicator tries at creation. */
 #include "comm/comm.h"
 
+#include "comm/nccl_transport.h"
 #include "comm/ring.h"
 
 uint32_t comm_dtype_size(cubec_dtype dtype)
@@ -28,9 +29,9 @@ void comm_shard(uint32_t n, uint64_t total, uint32_t rank, uint64_t *offset, uin
 
 const comm_transport *const *comm_transports(uint32_t *out_count)
 {
-    /* First that serves the devices wins. NCCL, where it loads and every device is a CUDA one,
-     * goes before the ring when it lands. */
-    static const comm_transport *const list[] = {&comm_ring_transport};
+    /* First that serves the devices wins: NCCL where it opens (comm/nccl_transport.c), else the
+     * ring, which serves any devices with a path between every pair. */
+    static const comm_transport *const list[] = {&comm_nccl_transport, &comm_ring_transport};
     *out_count = sizeof list / sizeof list[0];
     return list;
 }

@@ -1,8 +1,8 @@
 /* The communicator of collectives within a process (cubec_comm, cubec.h) and the seam between
  * its public entry points (src/api/api_comm.c: argument checks) and the transports that move and
  * reduce the data: a collective reaches its transport as one comm_call whose every argument has
- * been checked. Today's transport is the ring over host-staged peer copies (comm/ring.c); another
- * (NCCL) joins by adding a comm_transport to the list comm_transports() returns. */
+ * been checked. The transports: NCCL (comm/nccl_transport.c) where it opens, else the ring over
+ * peer copies (comm/ring.c); comm_transports() lists them in the order they are tried. */
 #ifndef CUBEC_COMM_COMM_H
 #define CUBEC_COMM_COMM_H
 
@@ -49,6 +49,8 @@ struct cubec_comm_s {
     cubec_device **devices;
     const comm_transport *transport;
     void *transport_state;
+    /* Why the transports before `transport` refused (cubec_comm_info.transport_reason). */
+    char transport_reason[256];
     /* kernels[r * COMM_DTYPES + dtype]: rank r's element kernel of dtype, compiled at its first
      * use (id 0: not yet); the lock keeps two threads from compiling one twice. */
     pthread_mutex_t lock;

@@ -2,6 +2,7 @@
 #include "interop/nccl_collectives.h"
 
 #include "api/api_common.h"
+#include "api/api_peer_cuda.h"
 #include "interop/cuda_driver.h"
 
 #include <inttypes.h>
@@ -431,13 +432,22 @@ static cubec_status queue_nccl(const nccl_group *g, const call *c)
 }
 
 /* Each cubec stream after its CUDA stream, on the GPU: no thread waits for NCCL. Its errors
- * found while it runs are returned by the group's next call (async_errors). */
+ * found while it runs are returned by the group's next call (async_errors). Each output range is
+ * then known to its server as written by that wait, as a cuda-interop copy's destination is: a
+ * failure it carried before is gone (NCCL wrote every byte of it), and later cubec work on it
+ * orders after the wait rather than after the range's last cubec writer. */
 static cubec_status leave_cuda(const nccl_group *g, const call *c)
 {
     for (uint32_t r = 0; r < g->n; r++) {
         cubec_status err =
             cubec_stream_wait_cuda(g->ranks[r].device, c->streams[r], g->ranks[r].stream);
         if (err) return status_annotate(err, "%s: streams[%u]", c->fn, r);
+        uint64_t in_elems = 0, out_elems = 0;
+        extents(g, c, r, &in_elems, &out_elems);
+        if (out_elems == 0) continue;
+        err = api_peer_external_landed(g->ranks[r].device, c->streams[r], c->out[r], 0,
+                                       out_elems * c->esize, c->fn);
+        if (err) return status_annotate(err, "out[%u]", r);
     }
     return NULL;
 }

@@ -14,7 +14,8 @@
  * the elements past the result checked untouched; a collective whose input a slow cubec kernel
  * writes just before must see that kernel's values (the CUDA stream waits for cubec's), and a
  * cubec_read queued right after it must see NCCL's result (cubec waits for CUDA, on the GPU);
- * refusals of arguments with a real group. Elsewhere those tests report themselves skipped, by
+ * refusals of arguments with a real group; an output carrying an old failure holds NCCL's result
+ * after (the server knows NCCL wrote it). Elsewhere those tests report themselves skipped, by
  * name.
  *
  * Everywhere again: how each collective becomes NCCL calls, for n = 1 to 4 and totals divisible
@@ -472,6 +473,30 @@ static void test_input_failure_reaches_outputs(void **state)
     test_device_close(d);
 }
 
+/* An output that carried a failure before the collective holds NCCL's result after it, and a
+ * read says so: NCCL's writes are made known to the server (api_peer_external_landed) as a
+ * cuda-interop copy's are. Without that step the read returned the old failure. */
+static void test_old_output_failure_cleared(void **state)
+{
+    (void)state;
+    nccl_group *g = NULL;
+    cubec_device *d = gpu_group("test_old_output_failure_cleared", &g);
+    if (!d) skip();
+    const cubec_stream s = 0;
+    cubec_buffer in = filled(d, CUBEC_DTYPE_F32, 256, 3), out = filled(d, CUBEC_DTYPE_F32, 256, 2);
+    ASSERT_OK(cubec_write_failure(d, s, out, 0, 256 * 4, CUBEC_INTERNAL, "an old failure"));
+    ASSERT_OK(nccl_group_all_gather(g, &in, &out, &s, 256, CUBEC_DTYPE_F32));
+    double want[256];
+    for (int i = 0; i < 256; i++)
+        want[i] = input_value((uint64_t)i, 3);
+    check(d, out, CUBEC_DTYPE_F32, 256, want, 256, 2, "all_gather over an old failure");
+    ASSERT_OK(cubec_sync_check(d, s, &out, 1));
+    ASSERT_OK(cubec_buffer_release(d, in));
+    ASSERT_OK(cubec_buffer_release(d, out));
+    nccl_group_close(g);
+    test_device_close(d);
+}
+
 static void test_shard_rule(void **state)
 {
     (void)state;
@@ -805,6 +830,7 @@ int main(void)
         cmocka_unit_test(test_waits_for_cubec_writer),
         cmocka_unit_test(test_collective_refusals),
         cmocka_unit_test(test_input_failure_reaches_outputs),
+        cmocka_unit_test(test_old_output_failure_cleared),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

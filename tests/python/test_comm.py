@@ -211,6 +211,9 @@ def test_collective_defaults_and_refusals(dev, others):
     a, b = dev, others[0]
     with cubec.Communicator([a, b]) as comm:
         assert comm.transport == "ring"
+        # Two opens of one GPU: NCCL refuses a duplicate GPU, and says so.
+        assert "nccl: nccl_group_open: devices[0] and devices[1] are the same GPU" in (
+            comm.transport_reason)
         x = [a.buffer(np.arange(6, dtype=np.int32)), b.zeros(6, "int32")]
         comm.broadcast(x)  # root 0, all of buffers[0]
         np.testing.assert_array_equal(x[1].numpy(), np.arange(6, dtype=np.int32))
