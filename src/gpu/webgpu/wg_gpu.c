@@ -1097,6 +1097,9 @@ cubec_status wg_gpu_count(uint32_t *out_count)
         }
         return err;
     }
+    /* open_instance gives the table when it succeeds; said again for the analyzer, which
+     * cannot follow pthread_once. */
+    if (!p) return status_make(CUBEC_INTERNAL, "wg_gpu_count: no WebGPU procedure table");
     WGPUAdapter a[WG_MAX_ADAPTERS];
     uint32_t n = 0;
     err = list_adapters(p, inst, a, WG_MAX_ADAPTERS, &n);
@@ -1112,6 +1115,7 @@ cubec_status wg_gpu_peek(uint32_t index, cubec_device_info *out)
     const wg_procs *p = NULL;
     WGPUInstance inst = NULL;
     RETURN_IF_ERROR(open_instance(&p, &inst));
+    if (!p) return status_make(CUBEC_INTERNAL, "wg_gpu_peek: no WebGPU procedure table");
     WGPUAdapter a[WG_MAX_ADAPTERS];
     uint32_t n = 0;
     cubec_status err = list_adapters(p, inst, a, WG_MAX_ADAPTERS, &n);
