@@ -112,7 +112,7 @@ docs: install-deps
 test: format-check build lint build-san build-tsan build-fuzz
 	cd $(BUILD) && ctest --output-on-failure -j 2
 	cd $(BUILD_SAN) && ctest --output-on-failure -j 2 -LE smoke -E install_consumer
-	cd $(BUILD_TSAN) && ctest --output-on-failure -R \
+	cd $(BUILD_TSAN) && ctest --output-on-failure -E _webgpu -R \
 	  "test_threads|test_stream_stress|test_graph_threads|test_compile_threads|test_compile_queue|test_copy_pool|test_fault_random_threads|test_autotune_system_timing|test_relocation_threads"
 	$(call run_fuzzers,$(FUZZ_TEST_SECONDS))
 
