@@ -1,17 +1,13 @@
 /* Loading the CUDA driver at run time (interop/cuda_driver.h). */
 #include "interop/cuda_driver.h"
 
+#include "base/dl_table.h"
+
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* One entry point: its exported name and where the table keeps it. */
-typedef struct entry {
-    const char *name;
-    size_t offset;
-} entry;
 
 #define ENTRY(field, symbol)                                                                       \
     {                                                                                              \
@@ -21,7 +17,7 @@ typedef struct entry {
 /* The _v2 names are those cuda.h's macros resolve the plain names to since CUDA 11.4 (the
  * oldest driver with cuDeviceGetUuid_v2); older names may also be exported with other
  * semantics, so the table never takes them. */
-static const entry entries[] = {
+static const dl_entry entries[] = {
     ENTRY(init, "cuInit"),
     ENTRY(get_error_name, "cuGetErrorName"),
     ENTRY(get_error_string, "cuGetErrorString"),
@@ -56,28 +52,9 @@ static const entry entries[] = {
 
 cubec_status cuda_driver_load(const char *path, cuda_driver *out)
 {
-    memset(out, 0, sizeof *out);
-    dlerror();
-    void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!lib) {
-        const char *why = dlerror();
-        return status_make(CUBEC_UNSUPPORTED, "CUDA interop: cannot load %s (%s)", path,
-                           why ? why : "no reason given");
-    }
-    for (size_t i = 0; i < sizeof entries / sizeof entries[0]; i++) {
-        void *fn = dlsym(lib, entries[i].name);
-        if (!fn) {
-            dlclose(lib);
-            memset(out, 0, sizeof *out);
-            return status_make(CUBEC_UNSUPPORTED,
-                               "CUDA interop: %s has no %s (a driver older than CUDA 11.4?)", path,
-                               entries[i].name);
-        }
-        /* A function pointer stored through its table slot: POSIX guarantees dlsym's void *
-         * converts to one. */
-        memcpy((char *)out + entries[i].offset, &fn, sizeof fn);
-    }
-    return NULL;
+    void *lib = NULL; /* kept loaded for the process, as the table points into it */
+    return dl_table_load(path, entries, sizeof entries / sizeof entries[0], out, sizeof *out,
+                         "CUDA interop", "a driver older than CUDA 11.4?", &lib);
 }
 
 static struct {

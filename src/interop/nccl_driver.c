@@ -1,24 +1,20 @@
 /* Loading NCCL at run time (interop/nccl_driver.h). */
 #include "interop/nccl_driver.h"
 
+#include "base/dl_table.h"
+
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* One entry point: its exported name and where the table keeps it. */
-typedef struct entry {
-    const char *name;
-    size_t offset;
-} entry;
-
 #define ENTRY(field, symbol)                                                                       \
     {                                                                                              \
         symbol, offsetof(nccl_driver, field)                                                       \
     }
 
-static const entry entries[] = {
+static const dl_entry entries[] = {
     ENTRY(get_version, "ncclGetVersion"),
     ENTRY(get_error_string, "ncclGetErrorString"),
     ENTRY(comm_init_all, "ncclCommInitAll"),
@@ -35,26 +31,9 @@ static const entry entries[] = {
 
 cubec_status nccl_driver_load(const char *path, nccl_driver *out)
 {
-    memset(out, 0, sizeof *out);
-    dlerror();
-    void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!lib) {
-        const char *why = dlerror();
-        return status_make(CUBEC_UNSUPPORTED, "NCCL: cannot load %s (%s)", path,
-                           why ? why : "no reason given");
-    }
-    for (size_t i = 0; i < sizeof entries / sizeof entries[0]; i++) {
-        void *fn = dlsym(lib, entries[i].name);
-        if (!fn) {
-            dlclose(lib);
-            memset(out, 0, sizeof *out);
-            return status_make(CUBEC_UNSUPPORTED, "NCCL: %s has no %s (not NCCL 2?)", path,
-                               entries[i].name);
-        }
-        /* A function pointer stored through its table slot: POSIX guarantees dlsym's void *
-         * converts to one. */
-        memcpy((char *)out + entries[i].offset, &fn, sizeof fn);
-    }
+    void *lib = NULL;
+    RETURN_IF_ERROR(dl_table_load(path, entries, sizeof entries / sizeof entries[0], out,
+                                  sizeof *out, "NCCL", "not NCCL 2?", &lib));
     int version = 0;
     nccl_result r = out->get_version(&version);
     if (r != NCCL_SUCCESS || version < NCCL_OLDEST_VERSION) {
