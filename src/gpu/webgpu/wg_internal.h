@@ -80,6 +80,56 @@ static inline wg_gpu *wg_of(gpu *g)
     return (wg_gpu *)g;
 }
 
+#define WG_ALIGN4(x) (((x) + 3u) & ~(uint64_t)3u)
+
+/* The seam's operations, one file per concern (the ops table is wg_gpu.c's). */
+/* wg_mem.c */
+MUST_USE cubec_status wg_mem_create(gpu *g, gpu_mem_kind kind, uint64_t size, gpu_mem **out);
+MUST_USE cubec_status wg_mem_create_unbacked(gpu *g, uint64_t size, gpu_mem **out);
+MUST_USE cubec_status wg_mem_back(gpu *g, gpu_mem *gm);
+MUST_USE cubec_status wg_mem_map(gpu *g, gpu_mem *gm);
+void wg_mem_flush(gpu *g, gpu_mem *gm, uint64_t offset, uint64_t size);
+void wg_mem_invalidate(gpu *g, gpu_mem *gm, uint64_t offset, uint64_t size);
+void wg_mem_destroy(gpu *g, gpu_mem *gm);
+void wg_mem_raw(gpu *g, gpu_mem *gm, uint64_t *out_handle, uint64_t *out_address);
+/* wg_pipeline.c */
+MUST_USE cubec_status wg_pipeline_create(gpu *g, const gpu_pipeline_desc *desc, gpu_pipeline **out);
+void wg_pipeline_destroy(gpu *g, gpu_pipeline *pl);
+/* Creates the module and the pipeline of `source` (a chained WGSL or SPIR-V source). */
+MUST_USE cubec_status wg_build_pipeline(wg_gpu *w, WGPUChainedStruct *source, const char *name,
+                                        const char *entry, const gpu_spec_constant *spec,
+                                        const double *spec_values, uint32_t spec_count,
+                                        WGPUPipelineLayout layout, WGPUComputePipeline *out);
+/* wg_submit.c */
+MUST_USE cubec_status wg_cmd_create(gpu *g, gpu_cmd_use use, uint32_t sets, gpu_cmd **out);
+void wg_cmd_destroy(gpu *g, gpu_cmd *c);
+MUST_USE cubec_status wg_cmd_begin(gpu *g, gpu_cmd *c);
+MUST_USE cubec_status wg_cmd_end(gpu *g, gpu_cmd *c);
+MUST_USE cubec_status wg_queries_create(gpu *g, uint32_t count, gpu_queries **out);
+void wg_queries_destroy(gpu *g, gpu_queries *q);
+void wg_queries_host_reset(gpu *g, gpu_queries *q, uint32_t first, uint32_t count);
+MUST_USE cubec_status wg_queries_read(gpu *g, gpu_queries *q, uint32_t first, uint32_t count,
+                                      uint64_t *out_ticks);
+MUST_USE cubec_status wg_submit(gpu *g, const gpu_submit_item *items, uint32_t n);
+MUST_USE cubec_status wg_timeline_value(gpu *g, uint64_t *out);
+MUST_USE cubec_status wg_timeline_wait(gpu *g, uint64_t value, uint64_t timeout_ns);
+MUST_USE cubec_status wg_timeline_signal(gpu *g, uint64_t value);
+void wg_queue_idle(gpu *g);
+void wg_abandon(gpu *g);
+int wg_calibrate(gpu *g, uint64_t *out_ticks, uint64_t *out_host_ns);
+/* wg_image.c */
+MUST_USE cubec_status wg_image_requirements(gpu *g, const gpu_image_desc *desc, uint64_t *out_size,
+                                            uint64_t *out_alignment);
+MUST_USE cubec_status wg_image_create(gpu *g, const gpu_image_desc *desc, gpu_mem *m,
+                                      uint64_t offset, gpu_image **out);
+void wg_image_destroy(gpu *g, gpu_image *im);
+/* wg_events.c: the device's uncaptured-error callback (its userdata1 is the wg_gpu). */
+void wg_on_uncaptured(WGPUDevice const *device, WGPUErrorType type, WGPUStringView message,
+                      void *user1, void *user2);
+/* wg_events.c: lets the implementation run its callbacks (work done, maps); blocks when `wait`. */
+void wg_poll_events(wg_gpu *w, int wait);
+uint64_t wg_now_ns(void); /* CLOCK_MONOTONIC */
+
 /* Encodes `c`'s list into a new command buffer (under queue_lock). */
 MUST_USE cubec_status wg_encode(wg_gpu *w, const wg_cmd *c, WGPUCommandBuffer *out);
 /* The bind group of set `set` of `pl` with these buffers (cached; under queue_lock). The

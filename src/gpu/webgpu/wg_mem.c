@@ -1,0 +1,264 @@
+/* The WebGPU backend's memory: one WGPUBuffer per page, host copies flushed by queue writes,
+ * reads mapped through a MAP_READ buffer, and the backend's own scratch buffers. */
+#include "gpu/webgpu/wg_internal.h"
+
+#include "base/log.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* --- Memory -------------------------------------------------------------------------------- */
+
+static WGPUBufferUsage usage_of(gpu_mem_kind kind)
+{
+    switch (kind) {
+    case GPU_MEM_METADATA:
+        return WGPUBufferUsage_Uniform | WGPUBufferUsage_Storage | WGPUBufferUsage_CopyDst |
+               WGPUBufferUsage_CopySrc;
+    default:
+        return WGPUBufferUsage_Storage | WGPUBufferUsage_CopySrc | WGPUBufferUsage_CopyDst |
+               WGPUBufferUsage_Indirect;
+    }
+}
+
+static cubec_status make_buffer(wg_gpu *w, wg_mem *m)
+{
+    WGPUBufferDescriptor d = {.usage = usage_of(m->base.kind), .size = m->bytes};
+    if (m->bytes > w->limits.maxBufferSize)
+        return status_make(CUBEC_OUT_OF_MEMORY,
+                           "webgpu: a buffer of %" PRIu64 " bytes is over the device's "
+                           "maxBufferSize (%" PRIu64 ")",
+                           m->bytes, (uint64_t)w->limits.maxBufferSize);
+    m->buffer = w->p->DeviceCreateBuffer(w->device, &d);
+    cubec_status err = wg_take_error(w, "wgpuDeviceCreateBuffer");
+    if (!m->buffer && !err)
+        err = status_make(CUBEC_OUT_OF_MEMORY, "webgpu: no buffer of %" PRIu64 " bytes", m->bytes);
+    if (err && m->buffer) {
+        w->p->BufferRelease(m->buffer);
+        m->buffer = NULL;
+    }
+    if (err && cubec_status_code(err) == CUBEC_INTERNAL) {
+        cubec_status oom = status_make(CUBEC_OUT_OF_MEMORY, "%s", cubec_status_message(err));
+        cubec_status_free(err);
+        err = oom;
+    }
+    return err;
+}
+
+/* A wg_mem of `kind` without its buffer yet; NULL when the host is out of memory. */
+static wg_mem *new_mem(wg_gpu *w, gpu_mem_kind kind, uint64_t size)
+{
+    wg_mem *m = calloc(1, sizeof *m);
+    if (!m) return NULL;
+    m->base.size = size;
+    m->base.kind = kind;
+    m->bytes = WG_ALIGN4(size ? size : 4);
+    pthread_mutex_lock(&w->lock);
+    m->id = ++w->next_mem_id;
+    pthread_mutex_unlock(&w->lock);
+    return m;
+}
+
+cubec_status wg_mem_create(gpu *g, gpu_mem_kind kind, uint64_t size, gpu_mem **out)
+{
+    wg_gpu *w = wg_of(g);
+    if (kind == GPU_MEM_HOST || kind == GPU_MEM_IMPORTED)
+        return status_make(CUBEC_UNSUPPORTED,
+                           "the webgpu backend has no host memory the device reads directly "
+                           "(cubec_host_alloc, cubec_host_register)");
+    wg_mem *m = new_mem(w, kind, size);
+    if (!m) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (buffer)");
+    cubec_status err = make_buffer(w, m);
+    if (err) {
+        free(m);
+        return err;
+    }
+    *out = &m->base;
+    return NULL;
+}
+
+cubec_status wg_mem_create_unbacked(gpu *g, uint64_t size, gpu_mem **out)
+{
+    wg_mem *m = new_mem(wg_of(g), GPU_MEM_DEVICE, size);
+    if (!m) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (buffer)");
+    m->base.unbacked = 1;
+    *out = &m->base;
+    return NULL;
+}
+
+/* WebGPU has no memory apart from its buffer: backing a page is creating it. */
+cubec_status wg_mem_back(gpu *g, gpu_mem *gm)
+{
+    wg_mem *m = (wg_mem *)gm;
+    if (!gm->unbacked) return NULL;
+    RETURN_IF_ERROR(make_buffer(wg_of(g), m));
+    gm->unbacked = 0;
+    return NULL;
+}
+
+/* A host copy: WebGPU maps only asynchronously and never while the GPU may use the buffer, so
+ * mappings are the seam's non-coherent kind (gpu.h), carried by flush and invalidate. */
+cubec_status wg_mem_map(gpu *g, gpu_mem *gm)
+{
+    (void)g;
+    wg_mem *m = (wg_mem *)gm;
+    if (gm->mapped) return NULL;
+    if (gm->kind == GPU_MEM_DEVICE)
+        return status_make(CUBEC_UNSUPPORTED, "the webgpu backend cannot map device pages");
+    gm->mapped = aligned_alloc(64, (m->bytes + 63u) & ~(uint64_t)63u);
+    if (!gm->mapped) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (mapping)");
+    memset(gm->mapped, 0, m->bytes);
+    gm->noncoherent = 1;
+    return NULL;
+}
+
+void wg_mem_flush(gpu *g, gpu_mem *gm, uint64_t offset, uint64_t size)
+{
+    wg_gpu *w = wg_of(g);
+    wg_mem *m = (wg_mem *)gm;
+    if (!gm->mapped || gm->kind == GPU_MEM_READBACK || offset >= m->bytes) return;
+    uint64_t begin = offset & ~(uint64_t)3u;
+    uint64_t end = WG_ALIGN4(size > m->bytes - offset ? m->bytes : offset + size);
+    /* Queue writes land before the next submission's command buffers: the server flushes
+     * before it submits the work that reads the bytes. */
+    w->p->QueueWriteBuffer(w->queue, m->buffer, begin, gm->mapped + begin, (size_t)(end - begin));
+}
+
+typedef struct map_wait {
+    int done;
+    WGPUMapAsyncStatus status;
+} map_wait;
+
+static void on_map(WGPUMapAsyncStatus status, WGPUStringView message, void *user1, void *user2)
+{
+    (void)message;
+    (void)user2;
+    map_wait *mw = user1;
+    mw->status = status;
+    mw->done = 1;
+}
+
+/* Readback staging is a storage buffer (the byte-copy kernel writes it byte by byte; a copy
+ * into a mappable buffer is whole words, which would overwrite the bytes of a neighbouring read
+ * still pending in the staging ring); its range is copied into the device's map buffer, mapped,
+ * and exactly its bytes taken into the host copy. */
+void wg_mem_invalidate(gpu *g, gpu_mem *gm, uint64_t offset, uint64_t size)
+{
+    wg_gpu *w = wg_of(g);
+    const wg_procs *p = w->p;
+    wg_mem *m = (wg_mem *)gm;
+    if (!gm->mapped || gm->kind != GPU_MEM_READBACK || offset >= m->bytes || !size) return;
+    if (size > gm->size - offset) size = gm->size - offset;
+    uint64_t begin = offset & ~(uint64_t)3u, end = WG_ALIGN4(offset + size);
+    pthread_mutex_lock(&w->queue_lock);
+    WGPUBuffer map = NULL;
+    cubec_status err = wg_map_buffer(w, end - begin, &map);
+    WGPUCommandEncoderDescriptor ed = {0};
+    WGPUCommandEncoder enc = err ? NULL : p->DeviceCreateCommandEncoder(w->device, &ed);
+    if (enc) {
+        p->CommandEncoderCopyBufferToBuffer(enc, m->buffer, begin, map, 0, end - begin);
+        WGPUCommandBufferDescriptor cd = {0};
+        WGPUCommandBuffer cb = p->CommandEncoderFinish(enc, &cd);
+        p->CommandEncoderRelease(enc);
+        if (cb) {
+            p->QueueSubmit(w->queue, 1, &cb);
+            p->CommandBufferRelease(cb);
+        }
+        map_wait mw = {0};
+        WGPUBufferMapCallbackInfo ci = {
+            .mode = WGPUCallbackMode_AllowSpontaneous, .callback = on_map, .userdata1 = &mw};
+        p->BufferMapAsync(map, WGPUMapMode_Read, 0, (size_t)(end - begin), ci);
+        while (!mw.done)
+            wg_poll_events(w, 1);
+        const void *src = mw.status == WGPUMapAsyncStatus_Success
+                              ? p->BufferGetConstMappedRange(map, 0, (size_t)(end - begin))
+                              : NULL;
+        if (src)
+            memcpy(gm->mapped + offset, (const unsigned char *)src + (offset - begin),
+                   (size_t)size);
+        else
+            LOG(LOG_ERROR, LOG_SYS_DEVICE,
+                "webgpu: mapping %" PRIu64 " bytes for reading failed (%d)", end - begin,
+                (int)mw.status);
+        if (mw.status == WGPUMapAsyncStatus_Success) p->BufferUnmap(map);
+    }
+    pthread_mutex_unlock(&w->queue_lock);
+    if (err) {
+        LOG(LOG_ERROR, LOG_SYS_DEVICE, "webgpu: %s", cubec_status_message(err));
+        cubec_status_free(err);
+    }
+}
+
+void wg_mem_destroy(gpu *g, gpu_mem *gm)
+{
+    wg_gpu *w = wg_of(g);
+    wg_mem *m = (wg_mem *)gm;
+    if (m->buffer) {
+        /* Destroyed now (its memory goes back at once), released for the cached bind groups
+         * that may still name it: the server frees pages only after the work using them. */
+        w->p->BufferDestroy(m->buffer);
+        w->p->BufferRelease(m->buffer);
+    }
+    free(gm->mapped);
+    free(m);
+}
+
+/* A buffer of at least `bytes` of `usage` in *buf (grown by doubling, by replacement: command
+ * buffers keep their own references to the one replaced). */
+static cubec_status grow_buffer(wg_gpu *w, WGPUBufferUsage usage, uint64_t bytes, WGPUBuffer *buf,
+                                uint64_t *buf_bytes, const char *what)
+{
+    if (*buf_bytes >= bytes) return NULL;
+    uint64_t size = *buf_bytes ? *buf_bytes : 1u << 12;
+    while (size < bytes)
+        size *= 2;
+    WGPUBufferDescriptor d = {.usage = usage, .size = size};
+    WGPUBuffer b = w->p->DeviceCreateBuffer(w->device, &d);
+    cubec_status err = wg_take_error(w, what);
+    if (err || !b) {
+        if (b) w->p->BufferRelease(b);
+        return err ? err
+                   : status_make(CUBEC_OUT_OF_MEMORY, "webgpu: no %s of %" PRIu64 " bytes", what,
+                                 size);
+    }
+    if (*buf) w->p->BufferRelease(*buf);
+    *buf = b;
+    *buf_bytes = size;
+    return NULL;
+}
+
+cubec_status wg_scratch(wg_gpu *w, uint64_t bytes, WGPUBuffer *out)
+{
+    RETURN_IF_ERROR(
+        grow_buffer(w, WGPUBufferUsage_CopySrc | WGPUBufferUsage_CopyDst | WGPUBufferUsage_Storage,
+                    bytes, &w->scratch, &w->scratch_bytes, "scratch buffer"));
+    *out = w->scratch;
+    return NULL;
+}
+
+cubec_status wg_map_buffer(wg_gpu *w, uint64_t bytes, WGPUBuffer *out)
+{
+    RETURN_IF_ERROR(grow_buffer(w, WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst, bytes,
+                                &w->map, &w->map_bytes, "map buffer"));
+    *out = w->map;
+    return NULL;
+}
+
+cubec_status wg_indirect(wg_gpu *w, uint64_t bytes, WGPUBuffer *out)
+{
+    RETURN_IF_ERROR(grow_buffer(w, WGPUBufferUsage_Indirect | WGPUBufferUsage_CopyDst, bytes,
+                                &w->indirect, &w->indirect_bytes, "indirect-arguments buffer"));
+    *out = w->indirect;
+    return NULL;
+}
+
+void wg_mem_raw(gpu *g, gpu_mem *gm, uint64_t *out_handle, uint64_t *out_address)
+{
+    (void)g;
+    *out_handle = (uint64_t)(uintptr_t)((wg_mem *)gm)->buffer;
+    *out_address = 0; /* WebGPU has no device addresses */
+}

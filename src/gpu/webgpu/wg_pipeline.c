@@ -1,0 +1,251 @@
+/* The WebGPU backend's pipelines: bind-group layouts per set, immediates for push constants,
+ * SPIR-V with its access decorations dropped (docs/device.md, "read_write"), override
+ * constants for specialization constants. */
+#include "gpu/webgpu/wg_internal.h"
+
+#include "base/log.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* --- Pipelines ----------------------------------------------------------------------------- */
+
+static uint64_t next_pipeline_id(wg_gpu *w)
+{
+    pthread_mutex_lock(&w->lock);
+    uint64_t id = ++w->next_mem_id;
+    pthread_mutex_unlock(&w->lock);
+    return id;
+}
+
+void wg_pipeline_destroy(gpu *g, gpu_pipeline *pl)
+{
+    const wg_procs *p = wg_of(g)->p;
+    if (!pl) return;
+    if (pl->pipeline) p->ComputePipelineRelease(pl->pipeline);
+    if (pl->layout) p->PipelineLayoutRelease(pl->layout);
+    for (uint32_t i = 0; i < GPU_MAX_SETS; i++)
+        if (pl->groups[i]) p->BindGroupLayoutRelease(pl->groups[i]);
+    free(pl);
+}
+
+static cubec_status build_layouts(wg_gpu *w, const gpu_pipeline_desc *desc, gpu_pipeline *pl)
+{
+    const wg_procs *p = w->p;
+    pl->set_count = desc->slots ? desc->set_count : 1;
+    if (pl->set_count == 0) pl->set_count = 1;
+    if (pl->set_count > GPU_MAX_SETS || desc->binding_count > GPU_MAX_BINDINGS)
+        return status_make(CUBEC_INTERNAL, "webgpu: %" PRIu32 " sets, %" PRIu32 " bindings",
+                           pl->set_count, desc->binding_count);
+    pl->slot_count = desc->binding_count;
+    for (uint32_t i = 0; i < desc->binding_count; i++)
+        pl->slots[i] = desc->slots ? desc->slots[i]
+                                   : (gpu_slot){.kind = GPU_SLOT_STORAGE, .binding = (uint8_t)i};
+    for (uint32_t set = 0; set < pl->set_count; set++) {
+        WGPUBindGroupLayoutEntry e[GPU_MAX_BINDINGS];
+        uint32_t n = 0;
+        for (uint32_t i = 0; i < pl->slot_count; i++) {
+            const gpu_slot *s = &pl->slots[i];
+            if (s->kind == GPU_SLOT_UNUSED || s->set != set) continue;
+            /* read_write for every storage binding: see wg_gpu.h. */
+            e[n++] = (WGPUBindGroupLayoutEntry){
+                .binding = s->binding,
+                .visibility = WGPUShaderStage_Compute,
+                .buffer = {.type = s->kind == GPU_SLOT_UNIFORM ? WGPUBufferBindingType_Uniform
+                                                               : WGPUBufferBindingType_Storage}};
+        }
+        if (set == 0 && desc->info_buffer)
+            e[n++] = (WGPUBindGroupLayoutEntry){
+                .binding = GPU_INFO_BINDING,
+                .visibility = WGPUShaderStage_Compute,
+                .buffer = {.type = desc->info_uniform ? WGPUBufferBindingType_Uniform
+                                                      : WGPUBufferBindingType_Storage}};
+        WGPUBindGroupLayoutDescriptor d = {.entryCount = n, .entries = e};
+        pl->groups[set] = p->DeviceCreateBindGroupLayout(w->device, &d);
+        if (!pl->groups[set]) return status_make(CUBEC_INTERNAL, "wgpuDeviceCreateBindGroupLayout");
+    }
+    WGPUPipelineLayoutDescriptor ld = {.bindGroupLayoutCount = pl->set_count,
+                                       .bindGroupLayouts = pl->groups,
+                                       .immediateSize = desc->push_size};
+    pl->layout = p->DeviceCreatePipelineLayout(w->device, &ld);
+    if (!pl->layout) return status_make(CUBEC_INTERNAL, "wgpuDeviceCreatePipelineLayout");
+    return wg_take_error(w, "the pipeline's layout");
+}
+
+/* Creates the module and the pipeline of `source` (a chained WGSL or SPIR-V source). */
+cubec_status wg_build_pipeline(wg_gpu *w, WGPUChainedStruct *source, const char *name,
+                               const char *entry, const gpu_spec_constant *spec,
+                               const double *spec_values, uint32_t spec_count,
+                               WGPUPipelineLayout layout, WGPUComputePipeline *out)
+{
+    const wg_procs *p = w->p;
+    WGPUShaderModuleDescriptor md = {.nextInChain = source, .label = wg_str(name)};
+    WGPUShaderModule module = p->DeviceCreateShaderModule(w->device, &md);
+    cubec_status err = wg_take_error(w, "creating the shader module");
+    if (!err && !module) err = status_make(CUBEC_INTERNAL, "wgpuDeviceCreateShaderModule");
+    if (err) {
+        if (module) p->ShaderModuleRelease(module);
+        return status_make(CUBEC_INVALID_SPIRV, "kernel '%s': %s", name ? name : "?",
+                           cubec_status_message(err));
+    }
+    /* Specialization constants are WGSL override constants, keyed by their id. */
+    WGPUConstantEntry constants[GPU_MAX_SPEC_CONSTANTS];
+    char keys[GPU_MAX_SPEC_CONSTANTS][12];
+    for (uint32_t i = 0; i < spec_count && i < GPU_MAX_SPEC_CONSTANTS; i++) {
+        snprintf(keys[i], sizeof keys[i], "%" PRIu32, spec[i].id);
+        constants[i] = (WGPUConstantEntry){.key = wg_str(keys[i]), .value = spec_values[i]};
+    }
+    WGPUComputePipelineDescriptor pd = {.label = wg_str(name),
+                                        .layout = layout,
+                                        .compute = {.module = module,
+                                                    .entryPoint = wg_str(entry),
+                                                    .constantCount = spec_count,
+                                                    .constants = constants}};
+    *out = p->DeviceCreateComputePipeline(w->device, &pd);
+    p->ShaderModuleRelease(module);
+    err = wg_take_error(w, "creating the compute pipeline");
+    if (!err && !*out) err = status_make(CUBEC_INTERNAL, "wgpuDeviceCreateComputePipeline");
+    if (err) {
+        if (*out) p->ComputePipelineRelease(*out);
+        *out = NULL;
+        cubec_status named = status_make(CUBEC_INVALID_SPIRV, "kernel '%s': %s", name ? name : "?",
+                                         cubec_status_message(err));
+        cubec_status_free(err);
+        return named;
+    }
+    return NULL;
+}
+
+/* How a specialization constant's 32 bits read as the override constant WebGPU takes (a
+ * double): its SPIR-V type, found by a walk of the module's words (OpDecorate SpecId, then the
+ * OpSpecConstant* of that id and its OpTypeFloat / OpTypeInt / OpTypeBool). */
+enum { SPEC_UINT, SPEC_INT, SPEC_FLOAT, SPEC_BOOL };
+
+static int spec_kind(const uint32_t *w, size_t n, uint32_t spec_id)
+{
+    enum { DECORATE = 71, SPEC_ID = 1, TYPE_BOOL = 20, TYPE_INT = 21, TYPE_FLOAT = 22 };
+    enum { SPEC_TRUE = 48, SPEC_FALSE = 49, SPEC_CONSTANT = 50 };
+    uint32_t target = 0, type = 0;
+    for (int pass = 0; pass < 3; pass++)
+        for (size_t i = 5; i < n;) {
+            uint32_t op = w[i] & 0xffffu, len = w[i] >> 16;
+            if (!len || i + len > n) return SPEC_UINT;
+            if (pass == 0 && op == DECORATE && len >= 4 && w[i + 2] == SPEC_ID &&
+                w[i + 3] == spec_id)
+                target = w[i + 1];
+            if (pass == 1 && target && (op == SPEC_TRUE || op == SPEC_FALSE) && len >= 3 &&
+                w[i + 2] == target)
+                return SPEC_BOOL;
+            if (pass == 1 && target && op == SPEC_CONSTANT && len >= 4 && w[i + 2] == target)
+                type = w[i + 1];
+            if (pass == 2 && type && w[i + 1] == type && len >= 3) {
+                if (op == TYPE_FLOAT) return SPEC_FLOAT;
+                if (op == TYPE_INT) return len >= 4 && w[i + 3] ? SPEC_INT : SPEC_UINT;
+                if (op == TYPE_BOOL) return SPEC_BOOL;
+            }
+            i += len;
+        }
+    return SPEC_UINT;
+}
+
+/* The module with every NonWritable and NonReadable decoration left out, so that the
+ * implementation's translation declares every storage buffer read_write as the layout does
+ * (wgpu requires the two to match, and WebGPU refuses one buffer bound both read-only and
+ * writable in one dispatch: two tensors of one pooled page would be). A malloc'ed copy. */
+static uint32_t *strip_access(const uint32_t *w, size_t n, size_t *out_n)
+{
+    enum { DECORATE = 71, MEMBER_DECORATE = 72, NON_WRITABLE = 24, NON_READABLE = 25 };
+    uint32_t *out = malloc(n * sizeof *out);
+    if (!out) return NULL;
+    size_t at = n < 5 ? n : 5;
+    memcpy(out, w, at * sizeof *out);
+    for (size_t i = at; i < n;) {
+        uint32_t op = w[i] & 0xffffu, len = w[i] >> 16;
+        if (!len || i + len > n) len = (uint32_t)(n - i); /* malformed: kept, naga refuses it */
+        uint32_t decoration = op == DECORATE && len >= 3          ? w[i + 2]
+                              : op == MEMBER_DECORATE && len >= 4 ? w[i + 3]
+                                                                  : 0;
+        if ((op == DECORATE || op == MEMBER_DECORATE) &&
+            (decoration == NON_WRITABLE || decoration == NON_READABLE)) {
+            i += len;
+            continue;
+        }
+        memcpy(out + at, w + i, len * sizeof *out);
+        at += len;
+        i += len;
+    }
+    *out_n = at;
+    return out;
+}
+
+static double spec_value(const gpu_pipeline_desc *desc, const gpu_spec_constant *c)
+{
+    if (!desc->spirv) return (double)c->value;
+    switch (spec_kind(desc->spirv, desc->words, c->id)) {
+    case SPEC_FLOAT: {
+        float f;
+        memcpy(&f, &c->value, sizeof f);
+        return (double)f;
+    }
+    case SPEC_INT: return (double)(int32_t)c->value;
+    case SPEC_BOOL: return c->value ? 1.0 : 0.0;
+    default: return (double)c->value;
+    }
+}
+
+cubec_status wg_pipeline_create(gpu *g, const gpu_pipeline_desc *desc, gpu_pipeline **out)
+{
+    wg_gpu *w = wg_of(g);
+    if (desc->resource_count)
+        return status_make(CUBEC_UNSUPPORTED,
+                           "kernel '%s': the webgpu backend binds no images or texel buffers",
+                           desc->name ? desc->name : "?");
+    if (desc->required_subgroup_size)
+        return status_make(CUBEC_UNSUPPORTED,
+                           "kernel '%s': the webgpu backend cannot require a subgroup size",
+                           desc->name ? desc->name : "?");
+    if (desc->push_size && (!w->immediates || desc->push_size > w->limits.maxImmediateSize))
+        return status_make(CUBEC_UNSUPPORTED,
+                           "kernel '%s': %" PRIu32 " bytes of push constants; the device takes "
+                           "%" PRIu32 " bytes of immediates",
+                           desc->name ? desc->name : "?", desc->push_size,
+                           w->immediates ? w->limits.maxImmediateSize : 0);
+    gpu_pipeline *pl = calloc(1, sizeof *pl);
+    if (!pl) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (pipeline)");
+    pl->info_uniform = desc->info_uniform;
+    pl->push_size = desc->push_size;
+    pl->id = next_pipeline_id(w);
+    cubec_status err = build_layouts(w, desc, pl);
+    if (!err) {
+        double values[GPU_MAX_SPEC_CONSTANTS];
+        uint32_t spec_count =
+            desc->spec_count < GPU_MAX_SPEC_CONSTANTS ? desc->spec_count : GPU_MAX_SPEC_CONSTANTS;
+        for (uint32_t i = 0; i < spec_count; i++)
+            values[i] = spec_value(desc, &desc->spec[i]);
+        /* WGSL as it is; SPIR-V through the implementation's translation (naga). */
+        WGPUShaderSourceWGSL wgsl = {.chain = {.sType = WGPUSType_ShaderSourceWGSL},
+                                     .code = wg_str(desc->wgsl)};
+        size_t words = 0;
+        uint32_t *code = desc->wgsl ? NULL : strip_access(desc->spirv, desc->words, &words);
+        if (!desc->wgsl && !code)
+            err = status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (module)");
+        WGPUShaderSourceSPIRV spirv = {.chain = {.sType = WGPUSType_ShaderSourceSPIRV},
+                                       .codeSize = (uint32_t)words,
+                                       .code = code};
+        if (!err)
+            err = wg_build_pipeline(w, desc->wgsl ? &wgsl.chain : &spirv.chain, desc->name,
+                                    desc->entry_point ? desc->entry_point : "main", desc->spec,
+                                    values, spec_count, pl->layout, &pl->pipeline);
+        free(code);
+    }
+    if (err) {
+        wg_pipeline_destroy(g, pl);
+        return err;
+    }
+    *out = pl;
+    return NULL;
+}
