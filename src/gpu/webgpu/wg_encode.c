@@ -57,8 +57,11 @@ static cubec_status ready_dispatch(wg_enc *e)
             p->ComputePassEncoderSetBindGroup(e->pass, set, e->groups[set], 0, NULL);
             e->applied |= APPLIED_GROUP(set);
         }
-    if (e->imm_size && !(e->applied & APPLIED_IMMEDIATES)) {
-        p->ComputePassEncoderSetImmediates(e->pass, 0, e->imm, e->imm_size);
+    /* The last bytes pushed, cut to what this pipeline's layout holds (a pipeline of a smaller
+     * block than an earlier one's may follow it). */
+    uint32_t imm = e->imm_size < e->pipeline->push_size ? e->imm_size : e->pipeline->push_size;
+    if (imm && !(e->applied & APPLIED_IMMEDIATES)) {
+        p->ComputePassEncoderSetImmediates(e->pass, 0, e->imm, imm);
         e->applied |= APPLIED_IMMEDIATES;
     }
     return NULL;
@@ -222,9 +225,11 @@ static cubec_status encode_entry(wg_enc *e, const gpu_cmd_entry *ce)
     switch ((gpu_cmd_op)ce->op) {
     case GPU_OP_BARRIER: return NULL; /* WebGPU orders dispatches and copies itself */
     case GPU_OP_BIND_PIPELINE:
+        /* The immediates stay: the server pushes them again only when they change, as Vulkan
+         * keeps push constants across pipeline binds (a launch without any between two of one
+         * kernel with the same bytes gets none recorded). */
         e->pipeline = ce->u.pipeline;
         e->group_mask = 0;
-        e->imm_size = 0;
         e->applied = 0;
         return NULL;
     case GPU_OP_BIND_BUFFERS: return bind_buffers(e, ce);
