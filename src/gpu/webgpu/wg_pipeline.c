@@ -1,7 +1,8 @@
 /* The WebGPU backend's pipelines: bind-group layouts per set, immediates for push constants,
- * SPIR-V with its access decorations dropped (docs/device.md, "read_write"), override
- * constants for specialization constants. */
+ * SPIR-V with its access decorations dropped (docs/device.md, "read_write") and its
+ * specialization constants frozen in (wg_spec_freeze.h), override constants for WGSL's. */
 #include "gpu/webgpu/wg_internal.h"
+#include "gpu/webgpu/wg_spec_freeze.h"
 
 #include "base/log.h"
 
@@ -120,38 +121,6 @@ cubec_status wg_build_pipeline(wg_gpu *w, WGPUChainedStruct *source, const char 
     return NULL;
 }
 
-/* How a specialization constant's 32 bits read as the override constant WebGPU takes (a
- * double): its SPIR-V type, found by a walk of the module's words (OpDecorate SpecId, then the
- * OpSpecConstant* of that id and its OpTypeFloat / OpTypeInt / OpTypeBool). */
-enum { SPEC_UINT, SPEC_INT, SPEC_FLOAT, SPEC_BOOL };
-
-static int spec_kind(const uint32_t *w, size_t n, uint32_t spec_id)
-{
-    enum { DECORATE = 71, SPEC_ID = 1, TYPE_BOOL = 20, TYPE_INT = 21, TYPE_FLOAT = 22 };
-    enum { SPEC_TRUE = 48, SPEC_FALSE = 49, SPEC_CONSTANT = 50 };
-    uint32_t target = 0, type = 0;
-    for (int pass = 0; pass < 3; pass++)
-        for (size_t i = 5; i < n;) {
-            uint32_t op = w[i] & 0xffffu, len = w[i] >> 16;
-            if (!len || i + len > n) return SPEC_UINT;
-            if (pass == 0 && op == DECORATE && len >= 4 && w[i + 2] == SPEC_ID &&
-                w[i + 3] == spec_id)
-                target = w[i + 1];
-            if (pass == 1 && target && (op == SPEC_TRUE || op == SPEC_FALSE) && len >= 3 &&
-                w[i + 2] == target)
-                return SPEC_BOOL;
-            if (pass == 1 && target && op == SPEC_CONSTANT && len >= 4 && w[i + 2] == target)
-                type = w[i + 1];
-            if (pass == 2 && type && w[i + 1] == type && len >= 3) {
-                if (op == TYPE_FLOAT) return SPEC_FLOAT;
-                if (op == TYPE_INT) return len >= 4 && w[i + 3] ? SPEC_INT : SPEC_UINT;
-                if (op == TYPE_BOOL) return SPEC_BOOL;
-            }
-            i += len;
-        }
-    return SPEC_UINT;
-}
-
 /* The module with every NonWritable and NonReadable decoration left out, so that the
  * implementation's translation declares every storage buffer read_write as the layout does
  * (wgpu requires the two to match, and WebGPU refuses one buffer bound both read-only and
@@ -182,21 +151,6 @@ static uint32_t *strip_access(const uint32_t *w, size_t n, size_t *out_n)
     return out;
 }
 
-static double spec_value(const gpu_pipeline_desc *desc, const gpu_spec_constant *c)
-{
-    if (!desc->spirv) return (double)c->value;
-    switch (spec_kind(desc->spirv, desc->words, c->id)) {
-    case SPEC_FLOAT: {
-        float f;
-        memcpy(&f, &c->value, sizeof f);
-        return (double)f;
-    }
-    case SPEC_INT: return (double)(int32_t)c->value;
-    case SPEC_BOOL: return c->value ? 1.0 : 0.0;
-    default: return (double)c->value;
-    }
-}
-
 cubec_status wg_pipeline_create(gpu *g, const gpu_pipeline_desc *desc, gpu_pipeline **out)
 {
     wg_gpu *w = wg_of(g);
@@ -221,18 +175,28 @@ cubec_status wg_pipeline_create(gpu *g, const gpu_pipeline_desc *desc, gpu_pipel
     pl->id = next_pipeline_id(w);
     cubec_status err = build_layouts(w, desc, pl);
     if (!err) {
+        /* WGSL as it is, its specialization constants as override constants; SPIR-V through
+         * the implementation's translation (naga), with them frozen in (wg_spec_freeze.h). */
         double values[GPU_MAX_SPEC_CONSTANTS];
-        uint32_t spec_count =
-            desc->spec_count < GPU_MAX_SPEC_CONSTANTS ? desc->spec_count : GPU_MAX_SPEC_CONSTANTS;
-        for (uint32_t i = 0; i < spec_count; i++)
-            values[i] = spec_value(desc, &desc->spec[i]);
-        /* WGSL as it is; SPIR-V through the implementation's translation (naga). */
+        uint32_t spec_count = 0;
+        if (desc->wgsl) {
+            spec_count = desc->spec_count < GPU_MAX_SPEC_CONSTANTS ? desc->spec_count
+                                                                   : GPU_MAX_SPEC_CONSTANTS;
+            for (uint32_t i = 0; i < spec_count; i++)
+                values[i] = (double)desc->spec[i].value;
+        }
         WGPUShaderSourceWGSL wgsl = {.chain = {.sType = WGPUSType_ShaderSourceWGSL},
                                      .code = wg_str(desc->wgsl)};
-        size_t words = 0;
-        uint32_t *code = desc->wgsl ? NULL : strip_access(desc->spirv, desc->words, &words);
-        if (!desc->wgsl && !code)
-            err = status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (module)");
+        size_t words = 0, frozen_words = 0;
+        uint32_t *frozen = NULL, *code = NULL;
+        if (!desc->wgsl) {
+            err = wg_spec_freeze(desc->spirv, desc->words, desc->spec, desc->spec_count, &frozen,
+                                 &frozen_words);
+            if (!err) code = strip_access(frozen, frozen_words, &words);
+            free(frozen);
+            if (!err && !code)
+                err = status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (module)");
+        }
         WGPUShaderSourceSPIRV spirv = {.chain = {.sType = WGPUSType_ShaderSourceSPIRV},
                                        .codeSize = (uint32_t)words,
                                        .code = code};
