@@ -97,8 +97,14 @@ static cubec_status bind_buffers(wg_enc *e, const gpu_cmd_entry *ce)
                 binding = GPU_INFO_BINDING;
             }
             const wg_mem *m = (const wg_mem *)x->mem;
-            /* Storage bindings are whole words in WebGPU; the buffer is too (wg_mem.bytes). */
-            uint64_t size = (x->size + 3u) & ~(uint64_t)3u;
+            /* Storage bindings are whole words in WebGPU; the buffer is too (wg_mem.bytes). The
+             * metadata block's binding is whole 16 bytes: its SPIR-V (std430) size ends at its
+             * last member, while the translation's WGSL struct is rounded up to its alignment
+             * (16 with a vec3, a vec4 or a matrix), and WebGPU refuses a binding smaller than
+             * that. Its ring slice starts at a multiple of metadata_alignment (16 or more), so the
+             * bytes past it are the slice's padding or the next slice's, which it never reads. */
+            uint64_t granule = x == info ? 16u : 4u;
+            uint64_t size = (x->size + granule - 1u) & ~(granule - 1u);
             if (uniform && size > uniform_range) size = uniform_range;
             if (x->offset + size > m->bytes) size = m->bytes - x->offset;
             entries[count] = (WGPUBindGroupEntry){
