@@ -493,7 +493,9 @@ cubec_status wg_gpu_open(const gpu_open_desc *desc, gpu **out)
     make_own_kernel(w, "cubec.webgpu.copy_bytes", copy_wgsl, 2, &w->copy_layout, &w->copy_pipeline);
     g->info.features = 0; /* no optional shader feature is enabled yet */
     g->features.enabled = 0;
-    g->features.disabled = desc->disabled_features;
+    /* Turned off: only features the device has (none yet), as the Vulkan backend counts them,
+     * so that a kernel needing one it lacks is refused as lacking it, not as turned off. */
+    g->features.disabled = 0;
     g->caps =
         (gpu_caps){.unified = 0,
                    .push_descriptors = 0,
