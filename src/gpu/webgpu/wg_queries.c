@@ -91,7 +91,7 @@ cubec_status wg_queries_create(gpu *g, uint32_t count, gpu_queries **out)
     gpu_queries *q = calloc(1, sizeof *q);
     if (q) {
         q->set_count = (count + WG_QUERIES_PER_SET - 1) / WG_QUERIES_PER_SET;
-        q->sets = calloc(q->set_count, sizeof *q->sets);
+        q->sets = calloc(q->set_count, sizeof(WGPUQuerySet));
     }
     if (!q || !q->sets) {
         free(q);
@@ -109,7 +109,7 @@ cubec_status wg_queries_create(gpu *g, uint32_t count, gpu_queries **out)
     }
     if (!err) {
         /* A read resolves each set's part at a 256-byte boundary of its own. */
-        q->resolve_bytes = (uint64_t)count * 8u + 256u * q->set_count;
+        q->resolve_bytes = (uint64_t)count * 8u + (uint64_t)256u * q->set_count;
         WGPUBufferDescriptor bd = {.usage = WGPUBufferUsage_QueryResolve | WGPUBufferUsage_CopySrc,
                                    .size = q->resolve_bytes};
         q->resolve = p->DeviceCreateBuffer(w->device, &bd);
