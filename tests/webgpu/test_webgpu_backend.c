@@ -10,6 +10,7 @@
 #include "uint_kernels.h"
 
 #include "base/clock.h"
+#include "gpu/gpu.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -366,6 +367,69 @@ static void test_profiles_at_every_placement(void **state)
     unsetenv("CUBEC_WEBGPU_TIMESTAMPS");
 }
 
+/* At the seam: a query pool larger than one WebGPU query set (4096 queries), timestamps written
+ * around a copy on both sides of the sets' boundary, and one read across it. The reference: the
+ * ticks are written (non-zero), in the order of the command list, and span no more than the
+ * host's wall time around the submission. At pass boundaries, timestamps in a row each take an
+ * empty pass of their own. A read past the pool is refused. */
+static void test_query_pool_across_sets(void **state)
+{
+    (void)state;
+    static const char *const modes[] = {"passes", "encoders", "boundaries"};
+    enum { FIRST = 4090, COUNT = 12, POOL = 5000 };
+    for (size_t m = 0; m < sizeof modes / sizeof *modes; m++) {
+        assert_int_equal(setenv("CUBEC_WEBGPU_TIMESTAMPS", modes[m], 1), 0);
+        gpu_open_desc desc = {0};
+        gpu *g = NULL;
+        cubec_status st = gpu_open(GPU_BACKEND_webgpu, &desc, &g);
+        unsetenv("CUBEC_WEBGPU_TIMESTAMPS");
+        if (st && cubec_status_code(st) == CUBEC_NOT_FOUND) {
+            cubec_status_free(st);
+            skip();
+        }
+        ASSERT_OK(st);
+        assert_true(g->caps.timestamps);
+        const gpu_ops *ops = g->ops;
+        gpu_queries *q = NULL;
+        gpu_mem *a = NULL, *b = NULL;
+        gpu_cmd *c = NULL;
+        ASSERT_OK(ops->queries_create(g, POOL, &q));
+        ASSERT_OK(ops->mem_create(g, GPU_MEM_DEVICE, 1u << 16, &a));
+        ASSERT_OK(ops->mem_create(g, GPU_MEM_DEVICE, 1u << 16, &b));
+        ASSERT_OK(ops->cmd_create(g, GPU_CMD_ONCE, 1, &c));
+        ASSERT_OK(ops->cmd_begin(g, c));
+        gpu_cmd_reset_queries(c, q, 0, POOL);
+        for (uint32_t i = 0; i < COUNT; i++) {
+            gpu_cmd_timestamp(c, q, FIRST + i, i % 2 ? GPU_STAGE_BOTTOM : GPU_STAGE_TOP);
+            if (i % 3 == 0) gpu_cmd_copy(c, a, 0, b, 0, 1u << 16);
+        }
+        ASSERT_OK(ops->cmd_end(g, c));
+        uint64_t t0 = clock_now_ns();
+        gpu_submit_item item = {.cmd = c, .signal = 1};
+        ASSERT_OK(ops->submit(g, &item, 1));
+        ASSERT_OK(ops->timeline_wait(g, 1, 0));
+        uint64_t wall = clock_now_ns() - t0;
+        uint64_t ticks[COUNT];
+        ASSERT_OK(ops->queries_read(g, q, FIRST, COUNT, ticks));
+        for (uint32_t i = 0; i < COUNT; i++) {
+            if (!ticks[i]) fail_msg("%s: query %u was not written", modes[m], FIRST + i);
+            if (i && ticks[i] < ticks[i - 1])
+                fail_msg("%s: query %u (%" PRIu64 ") is earlier than query %u (%" PRIu64 ")",
+                         modes[m], FIRST + i, ticks[i], FIRST + i - 1, ticks[i - 1]);
+        }
+        double span = (double)(ticks[COUNT - 1] - ticks[0]) * g->info.timestamp_period_ns;
+        if (span > (double)wall)
+            fail_msg("%s: the timestamps span %.0f ns; the host saw %" PRIu64 " ns", modes[m], span,
+                     wall);
+        ASSERT_ERROR(ops->queries_read(g, q, POOL - 1, 2, ticks), CUBEC_INTERNAL, "of a pool of");
+        ops->cmd_destroy(g, c);
+        ops->mem_destroy(g, a);
+        ops->mem_destroy(g, b);
+        ops->queries_destroy(g, q);
+        gpu_close(g);
+    }
+}
+
 /* A placement that is not one is refused by name when the device opens. */
 static void test_bad_timestamp_placement(void **state)
 {
@@ -407,6 +471,7 @@ int main(void)
         cmocka_unit_test(test_wgsl_kernel),
         cmocka_unit_test(test_unsupported_by_name),
         cmocka_unit_test(test_profiles_at_every_placement),
+        cmocka_unit_test(test_query_pool_across_sets),
         cmocka_unit_test(test_bad_timestamp_placement),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
