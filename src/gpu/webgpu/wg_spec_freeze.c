@@ -131,30 +131,34 @@ static cubec_status evaluate_ops(freeze *f, const uint32_t *w, size_t n,
         i += len;
     }
     if (!count) return NULL;
-    uint32_t *ids = malloc(count * sizeof *ids);
-    uint64_t *values = malloc(count * sizeof *values);
-    unsigned char *known = malloc(count);
-    cubec_status err = NULL;
-    if (!ids || !values || !known)
-        err = status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (module)");
+    uint32_t *ids = calloc(count, sizeof *ids);
+    uint64_t *values = calloc(count, sizeof *values);
+    unsigned char *known = calloc(count, 1);
+    if (!ids || !values || !known) {
+        free(ids);
+        free(values);
+        free(known);
+        return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (module)");
+    }
     uint32_t k = 0;
-    for (size_t i = 5; !err && i < n && k < count;) {
+    for (size_t i = 5; i < n && k < count;) {
         uint32_t len = w[i] >> 16;
+        if (!len || i + len > n) break;
         if ((w[i] & 0xffffu) == OP_SPEC_CONSTANT_OP && len >= 3) ids[k++] = w[i + 2];
         i += len;
     }
-    if (!err)
-        err = workgroup_memory_constants_known(w, n, given, spec_count, ids, count, values, known);
+    cubec_status err =
+        workgroup_memory_constants_known(w, n, given, spec_count, ids, k, values, known);
     /* A module the evaluator cannot walk is left to the translator, unfolded. */
     if (err && cubec_status_code(err) != CUBEC_OUT_OF_MEMORY) {
         cubec_status_free(err);
         err = NULL;
         memset(known, 0, count);
     }
-    for (k = 0; !err && k < count; k++)
-        if (known[k] && ids[k] < f->bound) {
-            f->op_known[ids[k]] = 1;
-            f->op_value[ids[k]] = values[k];
+    for (uint32_t j = 0; !err && j < k; j++)
+        if (known[j] && ids[j] < f->bound) {
+            f->op_known[ids[j]] = 1;
+            f->op_value[ids[j]] = values[j];
         }
     free(ids);
     free(values);
