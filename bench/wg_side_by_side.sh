@@ -20,7 +20,7 @@
 # On lavapipe (2 cores), the quick suite, the Vulkan loader installed:
 #   GL=none ROUNDS=1 BENCH_ARGS=--quick WGPU_PEER_QUICK=1 TMO=900 bench/wg_side_by_side.sh build
 # On the H200 (device call; carry .gl, build-peers and the build folder; the peer built here):
-#   OUT=$OUT bench/wg_side_by_side.sh build-h200
+#   OUT=$OUT GL=.gl TMO=600 bench/wg_side_by_side.sh build-h200
 set -eu
 [ $# -eq 1 ] || { sed -n '2,26p' "$0"; exit 2; }
 here=$(cd "$(dirname "$0")" && pwd)
@@ -34,7 +34,7 @@ if [ ! -x "$PEERS/wgpu_peer" ] || [ ! -f "$PEERS/libwgpu_native.so" ]; then
   mkdir -p "$src" "$PEERS"
   cp "$PEER_SRC/Makefile" "$PEER_SRC/wgpu_peer.c" "$src/"
   chmod u+w "$src/Makefile" "$src/wgpu_peer.c"
-  wheel=$(ls "$PWD/$build"/webgpu/wheel/wgpu-*.whl 2>/dev/null | head -1 || true)
+  wheel=$(find "$(cd "$build" && pwd)/webgpu/wheel" -name 'wgpu-*.whl' 2>/dev/null | head -1 || true)
   if [ -n "$wheel" ] && [ ! -f "$src/wheel/wgpu/resources/webgpu.h" ]; then
     mkdir -p "$src/wheel"
     (cd "$src/wheel" && unzip -q -o "$wheel" 'wgpu/resources/*')
