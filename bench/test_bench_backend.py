@@ -7,8 +7,9 @@ Runs `CUBEC bench --quick --json --backend webgpu` on three figures and checks t
 names the backend, that a figure the backend can run is measured against raw Vulkan (both
 numbers there, ratio = value / baseline), and that one it refuses (write.h2d_pinned:
 cubec_host_alloc is CUBEC_UNSUPPORTED on webgpu) is skipped naming the backend and the refusal,
-never an error, so the run exits 0; then that the table's header names the backend, and that a
-run without --backend says "vulkan". Speeds are not judged."""
+never an error, so the run exits 0; then that the table's header names the backend, that a
+run without --backend says "vulkan", and that profile.empty (a profile's device time) is skipped
+as host-measured under CUBEC_TIMING=system and measured otherwise. Speeds are not judged."""
 import json
 import os
 import subprocess
@@ -60,6 +61,24 @@ def main():
     default = json.loads(bench(cubec, ["--json", "--filter", "launch.roundtrip"], env))
     if default.get("backend") != "vulkan":
         fail("without --backend the JSON names %r, not vulkan" % default.get("backend"))
+    # A figure whose number is a profile's device time (method "device") is skipped where
+    # profiles are host-measured, saying so, and measured where timestamps are written.
+    for timing, skipped in (("system", True), (None, False)):
+        e = dict(env)
+        if timing:
+            e["CUBEC_TIMING"] = timing
+        rows = {r["name"]: r for r in json.loads(
+            bench(cubec, ["--json", "--backend", "webgpu", "--filter", "profile.empty"], e))[
+                "results"]}
+        empty = rows.get("profile.empty", {})
+        if "error" in empty:
+            fail("profile.empty failed (CUBEC_TIMING=%s): %r" % (timing, empty))
+        why = empty.get("skipped", "")
+        if skipped and ("host-measured" not in why or "webgpu" not in why):
+            fail("profile.empty with CUBEC_TIMING=system is not skipped as host-measured: %r"
+                 % empty)
+        if not skipped and why:
+            fail("profile.empty is skipped though webgpu writes timestamps here: %r" % empty)
     print("test_bench_backend: ok")
     return 0
 
