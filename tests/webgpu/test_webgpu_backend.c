@@ -465,6 +465,75 @@ static void test_unsupported_by_name(void **state)
     cubec_device_close(d);
 }
 
+/* cubec_write straight into a device page (gpu_ops.mem_write: a queue write, no upload ring):
+ * it lands after the launches queued before it have read the old bytes and before the launches
+ * queued after it; writes that are not whole words take the ring and land as well; one larger
+ * than the backend's write chunk (64 MiB) lands whole. */
+static void test_direct_writes_keep_stream_order(void **state)
+{
+    (void)state;
+    cubec_device *d = open_webgpu();
+    if (!d) skip();
+    cubec_kernel k = make_kernel(d, "saxpy", saxpy_src);
+    uint32_t a[N], a2[N], b[N], zero[N] = {0}, want[N];
+    uint32_t seed = 21;
+    for (uint32_t i = 0; i < N; i++) {
+        a[i] = test_rand(&seed) % 1000u;
+        a2[i] = test_rand(&seed) % 1000u;
+        b[i] = test_rand(&seed) % 1000u;
+    }
+    cubec_buffer bufs[3];
+    ASSERT_OK(cubec_buffer_from(d, 0, a, sizeof a, &bufs[0]));
+    ASSERT_OK(cubec_buffer_from(d, 0, b, sizeof b, &bufs[1]));
+    ASSERT_OK(cubec_buffer_from(d, 0, zero, sizeof zero, &bufs[2]));
+    uint32_t pc[2] = {N, 2};
+    cubec_launch_desc ld = saxpy_launch(k, bufs, pc);
+    for (int r = 0; r < 8; r++)
+        ASSERT_OK(cubec_launch(d, 0, &ld));
+    /* The launches above read `a`; this write must not reach them. */
+    ASSERT_OK(cubec_write(d, 0, bufs[0], 0, a2, sizeof a2));
+    for (uint32_t i = 0; i < N; i++)
+        want[i] = a[i] * 2u + b[i];
+    expect_range_in(d, 0, bufs[2], N, 0, N, want, "launches before a write read the old bytes");
+    ASSERT_OK(cubec_launch(d, 0, &ld));
+    for (uint32_t i = 0; i < N; i++)
+        want[i] = a2[i] * 2u + b[i];
+    expect_range_in(d, 0, bufs[2], N, 0, N, want, "a launch after a write reads the new bytes");
+    /* Bytes 6..13 of `b` (not whole words: the upload ring), then words 4..7 (direct). */
+    uint8_t bytes[8];
+    for (int i = 0; i < 8; i++)
+        bytes[i] = (uint8_t)(0xa0 + i);
+    ASSERT_OK(cubec_write(d, 0, bufs[1], 6, bytes, sizeof bytes));
+    memcpy((uint8_t *)b + 6, bytes, sizeof bytes);
+    uint32_t words[4] = {11, 22, 33, 44};
+    ASSERT_OK(cubec_write(d, 0, bufs[1], 16, words, sizeof words));
+    memcpy(b + 4, words, sizeof words);
+    expect_range_in(d, 0, bufs[1], N, 0, N, b, "byte and word writes");
+    for (int i = 0; i < 3; i++)
+        ASSERT_OK(cubec_buffer_release(d, bufs[i]));
+
+    /* 80 MiB: two chunks of the backend's queue writes. */
+    const uint64_t big = 80ull << 20;
+    uint32_t *host = malloc(big), *back = malloc(big);
+    assert_non_null(host);
+    assert_non_null(back);
+    for (uint64_t i = 0; i < big / 4; i++)
+        host[i] = (uint32_t)(i * 2654435761u);
+    cubec_buffer large;
+    ASSERT_OK(cubec_buffer_create(d, 0, big, &large));
+    ASSERT_OK(cubec_write(d, 0, large, 0, host, big));
+    ASSERT_OK(cubec_read(d, 0, large, 0, back, big));
+    for (uint64_t i = 0; i < big / 4; i++)
+        if (back[i] != host[i])
+            fail_msg("word %llu of an 80 MiB write: %u, want %u", (unsigned long long)i, back[i],
+                     host[i]);
+    ASSERT_OK(cubec_buffer_release(d, large));
+    free(host);
+    free(back);
+    ASSERT_OK(cubec_kernel_destroy(d, k));
+    cubec_device_close(d);
+}
+
 /* --- A queue write beside a submission (the backend's seam, gpu/gpu.h) ---------------------- */
 
 #define RACE_BYTES 65536u /* the upload buffer, new each round */
@@ -584,6 +653,7 @@ int main(void)
         cmocka_unit_test(test_query_pool_across_sets),
         cmocka_unit_test(test_bad_timestamp_placement),
         cmocka_unit_test(test_queue_write_beside_a_submission),
+        cmocka_unit_test(test_direct_writes_keep_stream_order),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
