@@ -262,6 +262,19 @@ static cubec_status write_body(cubec_device *d, stream_ref s, buffer_obj *b, uin
         server_alloc_pin(d, a);
         cubec_status err = sub_wait(d, transfer_after(d, slot, a, a->last_use));
         if (!err) err = d->gpu->ops->mem_write(d->gpu, page, at, src, size);
+        if (!err) {
+            /* A submission takes the write to the GPU now, and gives the stream a value that
+             * cubec_sync waits for: the bytes are in the buffer when it returns, as after a
+             * staged write. */
+            gpu_cmd *cmd;
+            d->streams->slots[slot].recorded++;
+            err = sub_begin(d, &cmd);
+            if (!err) {
+                note_transfer_stream(d);
+                err = sub_flush(d, 0);
+            }
+            if (!err) d->streams->slots[slot].last_value = d->sub->next_value - 1;
+        }
         if (err) {
             failure *f = failure_new(cubec_status_code(err), "a write failed: %s",
                                      cubec_status_message(err));
