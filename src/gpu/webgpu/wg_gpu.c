@@ -1,7 +1,9 @@
 /* The WebGPU backend's device (wg_gpu.h): opening an adapter and a device, and the ops
  * table. Memory is wg_mem.c, pipelines wg_pipeline.c, submission and the timeline wg_submit.c,
  * images wg_image.c, the command list's encoding wg_encode.c, the bind-group cache
- * wg_bind_cache.c, errors and polling wg_events.c, the library's loading wg_loader.c. */
+ * wg_bind_cache.c, errors and polling wg_events.c, the library's loading wg_loader.c, the
+ * optional shader features wg_features.c. */
+#include "gpu/webgpu/wg_features.h"
 #include "gpu/webgpu/wg_internal.h"
 
 #include "base/log.h"
@@ -221,6 +223,13 @@ static void view_copy(char *dst, size_t cap, WGPUStringView v)
     snprintf(dst, cap, "%.*s", (int)len, v.data ? v.data : "");
 }
 
+/* wg_features_probe's question, asked of the adapter of `user` (a wg_gpu). */
+static int has_feature(void *user, WGPUFeatureName f)
+{
+    const wg_gpu *w = user;
+    return w->p->AdapterHasFeature(w->adapter, f) != 0;
+}
+
 /* The info of an adapter, from its info and limits (api_version: the SPIR-V the server makes
  * for it). */
 static void fill_info(const wg_procs *p, WGPUAdapter a, const WGPULimits *lim,
@@ -352,6 +361,13 @@ cubec_status wg_gpu_peek(uint32_t index, cubec_device_info *out)
         WGPULimits lim = {0};
         p->AdapterGetLimits(a[index], &lim);
         fill_info(p, a[index], &lim, out);
+        /* What the adapter has (cubec.h: peek's features are the device's, none disabled). */
+        wg_gpu probe = {.p = p, .adapter = a[index]};
+        WGPUFeatureName unused[WG_FEATURE_MAX];
+        size_t n_unused = 0;
+        feature_set set = {0};
+        wg_features_probe(has_feature, &probe, 0, unused, &n_unused, &set);
+        out->features = set.enabled;
     }
     for (uint32_t i = 0; i < n; i++)
         p->AdapterRelease(a[i]);
@@ -397,7 +413,7 @@ static cubec_status choose_adapter(wg_gpu *w, const gpu_open_desc *desc)
     return NULL;
 }
 
-static cubec_status request_device(wg_gpu *w)
+static cubec_status request_device(wg_gpu *w, uint32_t disabled_features)
 {
     const wg_procs *p = w->p;
     WGPULimits lim = {0};
@@ -405,12 +421,14 @@ static cubec_status request_device(wg_gpu *w)
     /* Immediates: wgpu-native's native feature (push constants); the standard header's
      * wgpuComputePassEncoderSetImmediates needs it enabled there. */
     const WGPUFeatureName immediates = (WGPUFeatureName)0x00030001;
-    WGPUFeatureName features[1];
+    WGPUFeatureName features[1 + WG_FEATURE_MAX];
     size_t nf = 0;
     if (p->AdapterHasFeature(w->adapter, immediates) && lim.maxImmediateSize) {
         features[nf++] = immediates;
         w->immediates = 1;
     }
+    /* The optional shader features the adapter has, less those turned off (wg_features.h). */
+    wg_features_probe(has_feature, w, disabled_features, features, &nf, &w->base.features);
     if (!w->immediates) lim.maxImmediateSize = 0;
     adapter_wait aw = {0};
     WGPUDeviceDescriptor dd = {
@@ -477,7 +495,7 @@ cubec_status wg_gpu_open(const gpu_open_desc *desc, gpu **out)
     g->ops = &wg_ops;
     cubec_status err = open_instance(&w->p, &w->instance);
     if (!err) err = choose_adapter(w, desc);
-    if (!err) err = request_device(w);
+    if (!err) err = request_device(w, desc->disabled_features);
     if (err) {
         wg_gpu_destroy(g);
         return err;
@@ -485,9 +503,8 @@ cubec_status wg_gpu_open(const gpu_open_desc *desc, gpu **out)
     fill_info(w->p, w->adapter, &w->limits, &g->info);
     make_own_kernel(w, "cubec.webgpu.fill", fill_wgsl, 1, &w->fill_layout, &w->fill_pipeline);
     make_own_kernel(w, "cubec.webgpu.copy_bytes", copy_wgsl, 2, &w->copy_layout, &w->copy_pipeline);
-    g->info.features = 0; /* no optional shader feature is enabled yet */
-    g->features.enabled = 0;
-    g->features.disabled = desc->disabled_features;
+    g->info.features = g->features.enabled; /* request_device's: what the device has, less the
+                                               disabled */
     g->caps =
         (gpu_caps){.unified = 0,
                    .push_descriptors = 0,
