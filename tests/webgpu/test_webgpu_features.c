@@ -6,8 +6,11 @@
  * CUBEC_DISABLE_FEATURES turns their features off. A kernel whose feature the adapter lacks is
  * skipped, saying so; without the library the device cases skip by name. */
 #include "gpu/webgpu/wg_features.h"
+#include "kernel/wgsl_reflect.h"
 #include "launch_util.h"
 #include "test_util.h"
+
+#include <spirv_cross/spirv.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -101,6 +104,47 @@ static void test_probe_mask(void **state)
     assert_int_equal(set.enabled, 0);
     assert_int_equal(set.disabled, 0);
     assert_int_equal(n, 0);
+}
+
+/* --- The features a WGSL kernel uses, as capabilities (wgsl_reflect) -------------------- */
+
+static int has_capability(const kernel_reflection *r, uint32_t c)
+{
+    for (uint32_t i = 0; i < r->capability_count; i++)
+        if (r->capabilities[i] == c) return 1;
+    return 0;
+}
+
+static void test_wgsl_capabilities(void **state)
+{
+    (void)state;
+    static const char src[] =
+        "enable f16;\n"
+        "// u64 and subgroupAdd in a comment say nothing\n"
+        "@group(0) @binding(0) var<storage, read_write> o: array<atomic<u64>>;\n"
+        "@compute @workgroup_size(64)\n"
+        "fn main(@builtin(global_invocation_id) id: vec3<u32>) {\n"
+        "    let x = subgroupShuffleUp(id.x, 1u) + subgroupExclusiveAdd(id.x);\n"
+        "    atomicAdd(&o[0], u64(x));\n"
+        "}\n";
+    kernel_reflection r;
+    char *module = NULL;
+    ASSERT_OK(wgsl_reflect("k", src, "main", &r, &module));
+    free(module);
+    assert_true(has_capability(&r, SpvCapabilityFloat16));
+    assert_true(has_capability(&r, SpvCapabilityInt64));
+    assert_true(has_capability(&r, SpvCapabilityInt64Atomics));
+    assert_true(has_capability(&r, SpvCapabilityGroupNonUniformShuffleRelative));
+    assert_true(has_capability(&r, SpvCapabilityGroupNonUniformArithmetic));
+    assert_int_equal(r.capability_count, 5);
+    /* None used: none declared; a word that only starts like one (u64x, subgroupAddy) is not. */
+    static const char plain[] = "@group(0) @binding(0) var<storage, read_write> o: array<u32>;\n"
+                                "@compute @workgroup_size(1)\n"
+                                "fn main() { let u64x = 1u; let subgroupAddy = 2u;\n"
+                                "    o[0] = u64x + subgroupAddy; }\n";
+    ASSERT_OK(wgsl_reflect("k", plain, "main", &r, &module));
+    free(module);
+    assert_int_equal(r.capability_count, 0);
 }
 
 /* --- Kernels on the device ------------------------------------------------------------- */
@@ -244,6 +288,21 @@ static const char subgroup_glsl[] = "#version 450\n"
                                     "    }\n"
                                     "}\n";
 
+static const char subgroup_wgsl[] =
+    "enable subgroups;\n"
+    "@group(0) @binding(0) var<storage, read> a: array<u32>;\n"
+    "@group(0) @binding(1) var<storage, read_write> o: array<atomic<u32>>;\n"
+    "@compute @workgroup_size(64)\n"
+    "fn main(@builtin(global_invocation_id) id: vec3<u32>,\n"
+    "        @builtin(subgroup_size) size: u32) {\n"
+    "    let s = subgroupAdd(a[id.x]);\n"
+    "    if (subgroupElect()) {\n"
+    "        atomicAdd(&o[0], s);\n"
+    "        atomicAdd(&o[1], 1u);\n"
+    "        atomicMax(&o[2], size);\n"
+    "    }\n"
+    "}\n";
+
 static void test_subgroup_reduction(void **state)
 {
     (void)state;
@@ -254,8 +313,9 @@ static void test_subgroup_reduction(void **state)
         in[i] = test_rand(&seed) % 1000u;
         total += in[i];
     }
-    const char *src[1][2] = {{subgroup_glsl, NULL}};
-    const char *what[1] = {"a subgroupAdd GLSL kernel on webgpu"};
+    const char *src[2][2] = {{subgroup_glsl, NULL}, {NULL, subgroup_wgsl}};
+    const char *what[2] = {"a subgroupAdd GLSL kernel on webgpu",
+                           "a subgroupAdd WGSL kernel on webgpu"};
     for (int v = 0; v < 1; v++) {
         cubec_kernel k;
         ASSERT_OK(kernel_of(d, "subgroup_sum", src[v][0], src[v][1], &k));
@@ -363,10 +423,15 @@ static void test_disabled_features_refused(void **state)
         const char *glsl, *wgsl, *needle;
     } cases[] = {
         {f16_glsl, NULL, "capability Float16, which needs the device feature float16"},
+        {NULL, f16_wgsl, "capability Float16, which needs the device feature float16"},
         {subgroup_glsl, NULL,
          "GroupNonUniformArithmetic, which needs the device feature "
          "subgroup_arithmetic"},
+        {NULL, subgroup_wgsl,
+         "GroupNonUniformArithmetic, which needs the device feature "
+         "subgroup_arithmetic"},
         {int64_glsl, NULL, "capability Int64, which needs the device feature int64"},
+        {NULL, int64_wgsl, "capability Int64, which needs the device feature int64"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         cubec_kernel k;
@@ -384,11 +449,9 @@ static void test_disabled_features_refused(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_probe_mask),
-        cmocka_unit_test(test_float16),
-        cmocka_unit_test(test_subgroup_reduction),
-        cmocka_unit_test(test_int64),
-        cmocka_unit_test(test_disabled_features_refused),
+        cmocka_unit_test(test_probe_mask), cmocka_unit_test(test_wgsl_capabilities),
+        cmocka_unit_test(test_float16),    cmocka_unit_test(test_subgroup_reduction),
+        cmocka_unit_test(test_int64),      cmocka_unit_test(test_disabled_features_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
