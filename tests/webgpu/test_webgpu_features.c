@@ -72,6 +72,15 @@ static void test_probe_mask(void **state)
     assert_false(requested(out, n, 0x3001E));
     assert_false(set.enabled & CUBEC_FEATURE_INT16);
 
+    /* 16-bit storage off takes 16-bit uniform access with it (as on Vulkan); float16 stays,
+     * and ShaderF16 is requested for it. */
+    n = 0;
+    wg_features_probe(fake_has, &a, CUBEC_FEATURE_STORAGE_BUFFER_16BIT, out, &n, &set);
+    assert_int_equal(set.enabled,
+                     all & ~(uint32_t)(CUBEC_FEATURE_STORAGE_BUFFER_16BIT |
+                                       CUBEC_FEATURE_UNIFORM_AND_STORAGE_BUFFER_16BIT));
+    assert_true(requested(out, n, 0x0B));
+
     /* Disabled bits: the feature is still requested while a bit of its group stays on; int64
      * off takes its atomics with it; a whole group off is not requested. */
     n = 0;

@@ -55,7 +55,10 @@ void wg_features_probe(wg_has_feature_fn has, void *user, uint32_t disabled, WGP
         if (found[i]) supported |= rules[i].bits;
     }
     enabled = supported & ~disabled;
-    /* 64-bit atomics are on 64-bit integers: without int64 a kernel cannot declare them. */
+    /* What needs another bit goes with it, as on Vulkan (vk_features_mask): 16-bit uniform
+     * access is storage access and more; 64-bit atomics are on 64-bit integers. */
+    if (!(enabled & CUBEC_FEATURE_STORAGE_BUFFER_16BIT))
+        enabled &= ~(uint32_t)CUBEC_FEATURE_UNIFORM_AND_STORAGE_BUFFER_16BIT;
     if (!(enabled & CUBEC_FEATURE_INT64)) enabled &= ~(uint32_t)CUBEC_FEATURE_INT64_ATOMICS;
     for (size_t i = 0; i < sizeof rules / sizeof rules[0]; i++)
         if (found[i] && (enabled & rules[i].bits)) out[(*count)++] = found[i];
