@@ -348,6 +348,16 @@ static void test_subgroup_reduction(void **state)
          * subgroup adds); the subgroups cover the N invocations. */
         assert_int_equal(got[0], total);
         assert_true(got[2] >= 1 && got[1] * got[2] >= N);
+        /* The size the device reports (measured at open where wgpu-native reports none) is
+         * the one kernels run with, and cubec_device_peek says the same. */
+        cubec_device_info info = CUBEC_DEVICE_INFO_INIT, peeked = CUBEC_DEVICE_INFO_INIT;
+        ASSERT_OK(cubec_device_get_info(d, &info));
+        ASSERT_OK(cubec_device_peek(0, &peeked));
+        assert_true(got[2] >= info.min_subgroup_size && got[2] <= info.max_subgroup_size);
+        assert_int_equal(info.subgroup_size, info.max_subgroup_size);
+        assert_int_equal(peeked.subgroup_size, info.subgroup_size);
+        assert_int_equal(peeked.min_subgroup_size, info.min_subgroup_size);
+        assert_int_equal(peeked.max_subgroup_size, info.max_subgroup_size);
         for (int i = 0; i < 2; i++)
             ASSERT_OK(cubec_buffer_release(d, b[i]));
         ASSERT_OK(cubec_kernel_destroy(d, k));
@@ -459,6 +469,8 @@ static void test_disabled_features_refused(void **state)
 
 int main(void)
 {
+    /* cubec_device_peek asks the configured backend. */
+    setenv("CUBEC_BACKEND", "webgpu", 1);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_probe_mask), cmocka_unit_test(test_wgsl_capabilities),
         cmocka_unit_test(test_float16),    cmocka_unit_test(test_subgroup_reduction),

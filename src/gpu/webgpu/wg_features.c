@@ -10,11 +10,6 @@ enum {
     WG_NATIVE_SHADER_INT64_ATOMIC_ALL_OPS = 0x0003002D,
 };
 
-#define SUBGROUP_BITS                                                                              \
-    (CUBEC_FEATURE_SUBGROUP_VOTE | CUBEC_FEATURE_SUBGROUP_ARITHMETIC |                             \
-     CUBEC_FEATURE_SUBGROUP_BALLOT | CUBEC_FEATURE_SUBGROUP_SHUFFLE |                              \
-     CUBEC_FEATURE_SUBGROUP_SHUFFLE_RELATIVE)
-
 typedef struct wg_feature_rule {
     WGPUFeatureName feature;
     uint32_t bits; /* the cubec_feature bits it carries */
@@ -24,7 +19,7 @@ typedef struct wg_feature_rule {
 
 /* What each feature lets naga and the driver take (wgpu-hal's Vulkan adapter: ShaderF16 needs
  * shaderFloat16 with 16-bit storage and uniform access; Subgroup the five operation classes of
- * SUBGROUP_BITS, not clustered or quad; ShaderInt64AtomicAllOps the buffer and shared 64-bit
+ * WG_SUBGROUP_BITS, not clustered or quad; ShaderInt64AtomicAllOps the buffer and shared 64-bit
  * atomics). ShaderI16 is left out: naga takes no 16-bit integers (wgpu.h says so), so a kernel
  * declaring Int16 would fail in the translation rather than be refused by name. */
 static const wg_feature_rule rules[] = {
@@ -34,7 +29,7 @@ static const wg_feature_rule rules[] = {
      0},
     /* The standard feature where the implementation lists it (Dawn); wgpu-native 29 lists its
      * native one only. */
-    {WGPUFeatureName_Subgroups, SUBGROUP_BITS, (WGPUFeatureName)WG_NATIVE_SUBGROUP},
+    {WGPUFeatureName_Subgroups, WG_SUBGROUP_BITS, (WGPUFeatureName)WG_NATIVE_SUBGROUP},
     {(WGPUFeatureName)WG_NATIVE_SHADER_F64, CUBEC_FEATURE_FLOAT64, 0},
     {(WGPUFeatureName)WG_NATIVE_SHADER_INT64, CUBEC_FEATURE_INT64, 0},
     {(WGPUFeatureName)WG_NATIVE_SHADER_INT64_ATOMIC_ALL_OPS, CUBEC_FEATURE_INT64_ATOMICS, 0},

@@ -16,6 +16,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The bits of the subgroup operations WebGPU's subgroup feature carries. */
+#define WG_SUBGROUP_BITS                                                                           \
+    (CUBEC_FEATURE_SUBGROUP_VOTE | CUBEC_FEATURE_SUBGROUP_ARITHMETIC |                             \
+     CUBEC_FEATURE_SUBGROUP_BALLOT | CUBEC_FEATURE_SUBGROUP_SHUFFLE |                              \
+     CUBEC_FEATURE_SUBGROUP_SHUFFLE_RELATIVE)
+
 /* The most WebGPU features wg_features_probe appends. */
 #define WG_FEATURE_MAX 8u
 

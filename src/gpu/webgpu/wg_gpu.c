@@ -5,6 +5,7 @@
  * optional shader features wg_features.c. */
 #include "gpu/webgpu/wg_features.h"
 #include "gpu/webgpu/wg_internal.h"
+#include "gpu/webgpu/wg_subgroup_size.h"
 
 #include "base/log.h"
 
@@ -344,6 +345,33 @@ cubec_status wg_gpu_count(uint32_t *out_count)
     return err;
 }
 
+static pthread_mutex_t peeked_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint32_t peeked_sizes[WG_MAX_ADAPTERS][3]; /* subgroup size, min, max; 0: not yet */
+
+static void peek_subgroup_size(uint32_t index, cubec_device_info *out)
+{
+    if (index >= WG_MAX_ADAPTERS) return;
+    pthread_mutex_lock(&peeked_lock);
+    if (!peeked_sizes[index][0]) {
+        gpu_open_desc desc = {.select_by_index = 1, .index = index};
+        gpu *g = NULL;
+        cubec_status err = wg_gpu_open(&desc, &g);
+        if (!err) {
+            peeked_sizes[index][0] = g->info.subgroup_size;
+            peeked_sizes[index][1] = g->info.min_subgroup_size;
+            peeked_sizes[index][2] = g->info.max_subgroup_size;
+            g->ops->destroy(g);
+        }
+        cubec_status_free(err);
+    }
+    if (peeked_sizes[index][0]) {
+        out->subgroup_size = peeked_sizes[index][0];
+        out->min_subgroup_size = peeked_sizes[index][1];
+        out->max_subgroup_size = peeked_sizes[index][2];
+    }
+    pthread_mutex_unlock(&peeked_lock);
+}
+
 cubec_status wg_gpu_peek(uint32_t index, cubec_device_info *out)
 {
     if (!out) return INVALID_ARG("wg_gpu_peek: out is NULL");
@@ -371,6 +399,10 @@ cubec_status wg_gpu_peek(uint32_t index, cubec_device_info *out)
     }
     for (uint32_t i = 0; i < n; i++)
         p->AdapterRelease(a[i]);
+    /* The subgroup sizes a device measures at open where the adapter reports none (the open
+     * device's info and the peeked one agree): measured once per adapter in the process. */
+    if (!err && out->subgroup_size <= 1 && (out->features & WG_SUBGROUP_BITS) && p->DevicePoll)
+        peek_subgroup_size(index, out);
     return err;
 }
 
@@ -501,6 +533,9 @@ cubec_status wg_gpu_open(const gpu_open_desc *desc, gpu **out)
         return err;
     }
     fill_info(w->p, w->adapter, &w->limits, &g->info);
+    /* wgpu-native reports no subgroup size (fill_info's 1): measured where kernels can see it. */
+    if (g->info.subgroup_size <= 1 && (g->features.enabled & WG_SUBGROUP_BITS) && w->p->DevicePoll)
+        wg_measure_subgroup_size(w, &g->info);
     make_own_kernel(w, "cubec.webgpu.fill", fill_wgsl, 1, &w->fill_layout, &w->fill_pipeline);
     make_own_kernel(w, "cubec.webgpu.copy_bytes", copy_wgsl, 2, &w->copy_layout, &w->copy_pipeline);
     g->info.features = g->features.enabled; /* request_device's: what the device has, less the
