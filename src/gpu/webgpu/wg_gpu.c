@@ -356,7 +356,7 @@ static void peek_subgroup_size(uint32_t index, cubec_device_info *out)
         gpu_open_desc desc = {.select_by_index = 1, .index = index};
         gpu *g = NULL;
         cubec_status err = wg_gpu_open(&desc, &g);
-        if (!err) {
+        if (!err && g) {
             peeked_sizes[index][0] = g->info.subgroup_size;
             peeked_sizes[index][1] = g->info.min_subgroup_size;
             peeked_sizes[index][2] = g->info.max_subgroup_size;
