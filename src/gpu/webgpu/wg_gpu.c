@@ -453,12 +453,13 @@ static cubec_status request_device(wg_gpu *w, uint32_t disabled_features)
     /* Immediates: wgpu-native's native feature (push constants); the standard header's
      * wgpuComputePassEncoderSetImmediates needs it enabled there. */
     const WGPUFeatureName immediates = (WGPUFeatureName)0x00030001;
-    WGPUFeatureName features[1 + WG_FEATURE_MAX];
+    WGPUFeatureName features[4 + WG_FEATURE_MAX];
     size_t nf = 0;
     if (p->AdapterHasFeature(w->adapter, immediates) && lim.maxImmediateSize) {
         features[nf++] = immediates;
         w->immediates = 1;
     }
+    RETURN_IF_ERROR(wg_timestamp_features(w, features, &nf)); /* up to 3 more */
     /* The optional shader features the adapter has, less those turned off (wg_features.h). */
     wg_features_probe(has_feature, w, disabled_features, features, &nf, &w->base.features);
     if (!w->immediates) lim.maxImmediateSize = 0;
@@ -533,6 +534,7 @@ cubec_status wg_gpu_open(const gpu_open_desc *desc, gpu **out)
         return err;
     }
     fill_info(w->p, w->adapter, &w->limits, &g->info);
+    g->info.timestamp_period_ns = wg_timestamp_period(w);
     /* wgpu-native reports no subgroup size (fill_info's 1): measured where kernels can see it. */
     if (g->info.subgroup_size <= 1 && (g->features.enabled & WG_SUBGROUP_BITS) && w->p->DevicePoll)
         wg_measure_subgroup_size(w, &g->info);
@@ -543,7 +545,10 @@ cubec_status wg_gpu_open(const gpu_open_desc *desc, gpu **out)
     g->caps =
         (gpu_caps){.unified = 0,
                    .push_descriptors = 0,
-                   .timestamps = 0, /* profiles are host-measured (CUBEC_TIMING_SYSTEM), said so */
+                   /* Without them profiles are host-measured (CUBEC_TIMING_SYSTEM), said so. */
+                   .timestamps = w->timestamps != WG_TS_NONE,
+                   .timestamp_bits = 64,
+                   .host_query_reset = 1, /* WebGPU queries need no reset at all */
                    .deferred_recording = 1,
                    .host_import_alignment = 0,
                    .uniform_info = 0,
