@@ -2,6 +2,7 @@
  * table. Memory is wg_mem.c, pipelines wg_pipeline.c, submission and the timeline wg_submit.c,
  * images wg_image.c, the command list's encoding wg_encode.c, the bind-group cache
  * wg_bind_cache.c, errors and polling wg_events.c, the library's loading wg_loader.c. */
+#include "gpu/webgpu/wg_image.h"
 #include "gpu/webgpu/wg_internal.h"
 
 #include "base/log.h"
@@ -68,6 +69,7 @@ static void wg_gpu_destroy(gpu *g)
     const wg_procs *p = w->p;
     if (w->device && !w->abandoned) wg_queue_idle(g);
     wg_bind_cache_free(w);
+    wg_images_release(w);
     if (w->fill_pipeline) p->ComputePipelineRelease(w->fill_pipeline);
     if (w->fill_layout) p->BindGroupLayoutRelease(w->fill_layout);
     if (w->copy_pipeline) p->ComputePipelineRelease(w->copy_pipeline);
@@ -405,12 +407,13 @@ static cubec_status request_device(wg_gpu *w)
     /* Immediates: wgpu-native's native feature (push constants); the standard header's
      * wgpuComputePassEncoderSetImmediates needs it enabled there. */
     const WGPUFeatureName immediates = (WGPUFeatureName)0x00030001;
-    WGPUFeatureName features[1];
+    WGPUFeatureName features[1 + WG_IMAGE_MAX_FEATURES];
     size_t nf = 0;
     if (p->AdapterHasFeature(w->adapter, immediates) && lim.maxImmediateSize) {
         features[nf++] = immediates;
         w->immediates = 1;
     }
+    nf += wg_image_features(p, w->adapter, features + nf);
     if (!w->immediates) lim.maxImmediateSize = 0;
     adapter_wait aw = {0};
     WGPUDeviceDescriptor dd = {
@@ -504,6 +507,11 @@ cubec_status wg_gpu_open(const gpu_open_desc *desc, gpu **out)
                    .wgsl = 1};
     g->info.unified_memory = 0;
     g->info.push_descriptors = 0;
+    err = wg_images_init(w);
+    if (err) {
+        wg_gpu_destroy(g);
+        return err;
+    }
     *out = g;
     return NULL;
 }

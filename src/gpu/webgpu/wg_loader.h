@@ -70,7 +70,16 @@
     X(ComputePipelineRelease)                                                                      \
     X(BindGroupLayoutRelease)                                                                      \
     X(PipelineLayoutRelease)                                                                       \
-    X(BindGroupRelease)
+    X(BindGroupRelease)                                                                            \
+    X(DeviceCreateTexture)                                                                         \
+    X(DeviceCreateSampler)                                                                         \
+    X(TextureCreateView)                                                                           \
+    X(TextureDestroy)                                                                              \
+    X(TextureRelease)                                                                              \
+    X(TextureViewRelease)                                                                          \
+    X(SamplerRelease)                                                                              \
+    X(CommandEncoderCopyBufferToTexture)                                                           \
+    X(CommandEncoderCopyTextureToBuffer)
 
 /* wgpu-native's extensions (wgpu.h), declared here rather than included: only these two. */
 typedef WGPUBool (*wg_device_poll_fn)(WGPUDevice device, WGPUBool wait,
