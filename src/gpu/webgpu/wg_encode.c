@@ -74,8 +74,8 @@ static cubec_status bind_buffers(wg_enc *e, const gpu_cmd_entry *ce)
     uint32_t bound = ce->u.buffers.n < pl->slot_count ? ce->u.buffers.n : pl->slot_count;
     uint64_t uniform_range = e->w->limits.maxUniformBufferBindingSize;
     for (uint32_t set = 0; set < pl->set_count; set++) {
-        WGPUBindGroupEntry entries[GPU_MAX_BINDINGS + GPU_MAX_RESOURCES];
-        uint64_t ids[GPU_MAX_BINDINGS + GPU_MAX_RESOURCES];
+        WGPUBindGroupEntry entries[GPU_MAX_BINDINGS + 2 * GPU_MAX_RESOURCES];
+        uint64_t ids[GPU_MAX_BINDINGS + 2 * GPU_MAX_RESOURCES];
         uint32_t count = 0;
         for (uint32_t i = 0; i < bound + (info && set == 0 ? 1 : 0); i++) {
             const gpu_binding *x = i < bound ? &b[i] : info;
@@ -107,8 +107,10 @@ static cubec_status bind_buffers(wg_enc *e, const gpu_cmd_entry *ce)
             for (uint32_t r = 0; r < pl->resource_count; r++)
                 if (pl->resources[r].set == set && pl->resources[r].binding == x->binding)
                     declared = pl->resources[r].format;
-            RETURN_IF_ERROR(wg_image_bind_entry(e->w, x, declared, &entries[count], &ids[count]));
-            count++;
+            uint32_t added = 0;
+            RETURN_IF_ERROR(
+                wg_image_bind_entry(e->w, x, declared, &entries[count], &ids[count], &added));
+            count += added;
         }
         if (!count) {
             e->group_mask &= ~(1u << set);

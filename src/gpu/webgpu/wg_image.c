@@ -5,6 +5,7 @@
  * Why no layout transition and no init command: WebGPU tracks a texture's usage itself and
  * zeroes a new texture, so gpu_cmd_image_init has nothing to do here (wg_encode.c). */
 #include "gpu/webgpu/wg_image.h"
+#include "gpu/webgpu/wg_spirv_split.h"
 
 #include "base/image_formats.h"
 
@@ -256,10 +257,21 @@ static const char *var_name(const gpu_resource_slot *r)
     return r->name && r->name[0] ? r->name : "(unnamed)";
 }
 
+/* A texture binding of the texel type the kernel reads. */
+static WGPUTextureBindingLayout texture_layout(const gpu_resource_slot *r,
+                                               WGPUTextureViewDimension dim)
+{
+    return (WGPUTextureBindingLayout){.sampleType = r->numeric == 1   ? WGPUTextureSampleType_Uint
+                                                    : r->numeric == 2 ? WGPUTextureSampleType_Sint
+                                                                      : WGPUTextureSampleType_Float,
+                                      .viewDimension = dim};
+}
+
 cubec_status wg_image_layout_entry(const wg_gpu *w, const gpu_resource_slot *r,
-                                   WGPUBindGroupLayoutEntry *out)
+                                   WGPUBindGroupLayoutEntry *out, uint32_t *out_count)
 {
     *out = (WGPUBindGroupLayoutEntry){.binding = r->binding, .visibility = WGPUShaderStage_Compute};
+    *out_count = 1;
     WGPUTextureViewDimension dim =
         r->dims == 3 ? WGPUTextureViewDimension_3D : WGPUTextureViewDimension_2D;
     switch ((gpu_resource_type)r->type) {
@@ -289,23 +301,26 @@ cubec_status wg_image_layout_entry(const wg_gpu *w, const gpu_resource_slot *r,
             .access = access, .format = formats[r->format].format, .viewDimension = dim};
         return NULL;
     }
-    case GPU_RESOURCE_SAMPLED_TEXTURE:
-        out->texture = (WGPUTextureBindingLayout){
-            .sampleType = r->numeric == 1   ? WGPUTextureSampleType_Uint
-                          : r->numeric == 2 ? WGPUTextureSampleType_Sint
-                                            : WGPUTextureSampleType_Float,
-            .viewDimension = dim};
+    case GPU_RESOURCE_SAMPLED_IMAGE:
+        /* Split in two (wg_spirv_split.h): the texture here, its sampler further on. */
+        if (r->binding + WG_SPLIT_SAMPLER_BINDING >= w->limits.maxBindingsPerBindGroup)
+            return status_make(CUBEC_UNSUPPORTED,
+                               "combined image sampler '%s' at set %" PRIu32 " binding %" PRIu32
+                               ": its sampler would be at binding %" PRIu32
+                               ", past the device's %" PRIu32 " bindings of a group",
+                               var_name(r), r->set, r->binding,
+                               r->binding + WG_SPLIT_SAMPLER_BINDING,
+                               w->limits.maxBindingsPerBindGroup);
+        out[1] = (WGPUBindGroupLayoutEntry){.binding = r->binding + WG_SPLIT_SAMPLER_BINDING,
+                                            .visibility = WGPUShaderStage_Compute,
+                                            .sampler = {.type = WGPUSamplerBindingType_Filtering}};
+        *out_count = 2;
+        out->texture = texture_layout(r, dim);
         return NULL;
+    case GPU_RESOURCE_SAMPLED_TEXTURE: out->texture = texture_layout(r, dim); return NULL;
     case GPU_RESOURCE_SAMPLER:
         out->sampler = (WGPUSamplerBindingLayout){.type = WGPUSamplerBindingType_Filtering};
         return NULL;
-    case GPU_RESOURCE_SAMPLED_IMAGE:
-        return status_make(CUBEC_UNSUPPORTED,
-                           "'%s' at set %" PRIu32 " binding %" PRIu32
-                           " is a combined image sampler (sampler2D/sampler3D), which WebGPU has "
-                           "no twin of: declare a texture2D and a sampler and combine them in the "
-                           "kernel (sampler2D(t, s))",
-                           var_name(r), r->set, r->binding);
     case GPU_RESOURCE_UNIFORM_TEXEL_BUFFER:
     case GPU_RESOURCE_STORAGE_TEXEL_BUFFER:
         return status_make(CUBEC_UNSUPPORTED,
@@ -318,14 +333,21 @@ cubec_status wg_image_layout_entry(const wg_gpu *w, const gpu_resource_slot *r,
 }
 
 cubec_status wg_image_bind_entry(const wg_gpu *w, const gpu_image_binding *b, uint32_t declared,
-                                 WGPUBindGroupEntry *out, uint64_t *out_id)
+                                 WGPUBindGroupEntry *out, uint64_t *out_id, uint32_t *out_count)
 {
     *out = (WGPUBindGroupEntry){.binding = b->binding};
+    *out_count = 1;
+    uint32_t i = (b->linear ? 1u : 0u) + 2u * (b->address < 3 ? b->address : 0u);
     if (b->type == GPU_RESOURCE_SAMPLER) {
-        uint32_t i = (b->linear ? 1u : 0u) + 2u * (b->address < 3 ? b->address : 0u);
         out->sampler = w->images.samplers[i];
         *out_id = w->images.sampler_ids[i];
         return NULL;
+    }
+    if (b->type == GPU_RESOURCE_SAMPLED_IMAGE) {
+        out[1] = (WGPUBindGroupEntry){.binding = b->binding + WG_SPLIT_SAMPLER_BINDING,
+                                      .sampler = w->images.samplers[i]};
+        out_id[1] = w->images.sampler_ids[i];
+        *out_count = 2;
     }
     if (!b->image)
         return status_make(CUBEC_UNSUPPORTED,

@@ -33,19 +33,21 @@ size_t wg_image_features(const wg_procs *p, WGPUAdapter adapter, WGPUFeatureName
 MUST_USE cubec_status wg_images_init(wg_gpu *w);
 void wg_images_release(wg_gpu *w);
 
-/* The layout entry of a kernel's resource `r`: a storage texture of
- * the declared format and access, a texture of the declared texel type, or a filtering sampler.
- * CUBEC_UNSUPPORTED naming the binding for what WebGPU has no twin of (texel buffers, combined
- * image samplers, a storage image without a format qualifier, a format or read_write access the
- * device cannot store). */
+/* The layout entries of a kernel's resource `r` (out[2], *out_count of them): a storage texture
+ * of the declared format and access, a texture of the declared texel type, a filtering sampler,
+ * or for a combined image sampler both a texture and its sampler (at the binding
+ * wg_spirv_split.h moved it to). CUBEC_UNSUPPORTED naming the binding for what WebGPU has no
+ * twin of (texel buffers, a storage image without a format qualifier cubec names, read_write
+ * access the device cannot give). */
 MUST_USE cubec_status wg_image_layout_entry(const wg_gpu *w, const gpu_resource_slot *r,
-                                            WGPUBindGroupLayoutEntry *out);
-/* The bind-group entry of `b` and its identity for the bind cache. A storage image whose format
- * is not the one the kernel declares (`declared`; WebGPU binds a storage texture only in its
- * layout's format) is CUBEC_INVALID_ARGUMENT naming both. */
+                                            WGPUBindGroupLayoutEntry *out, uint32_t *out_count);
+/* The bind-group entries of `b` (out[2], *out_count of them: two for a combined image sampler)
+ * and their identities for the bind cache. A storage image whose format is not the one the
+ * kernel declares (`declared`; WebGPU binds a storage texture only in its layout's format) is
+ * CUBEC_INVALID_ARGUMENT naming both. */
 MUST_USE cubec_status wg_image_bind_entry(const wg_gpu *w, const gpu_image_binding *b,
                                           uint32_t declared, WGPUBindGroupEntry *out,
-                                          uint64_t *out_id);
+                                          uint64_t *out_id, uint32_t *out_count);
 /* Copies every texel of `im` from (to_image 1) or to (0) packed bytes of `m` at `offset`. */
 MUST_USE cubec_status wg_image_encode_copy(wg_gpu *w, WGPUCommandEncoder enc, gpu_image *im,
                                            wg_mem *m, uint64_t offset, int to_image);

@@ -3,6 +3,7 @@
  * constants for specialization constants. */
 #include "gpu/webgpu/wg_image.h"
 #include "gpu/webgpu/wg_internal.h"
+#include "gpu/webgpu/wg_spirv_split.h"
 
 #include "base/log.h"
 
@@ -56,7 +57,7 @@ static cubec_status build_layouts(wg_gpu *w, const gpu_pipeline_desc *desc, gpu_
         pl->resources[i].format = r->type == GPU_RESOURCE_STORAGE_IMAGE ? r->format : 0;
     }
     for (uint32_t set = 0; set < pl->set_count; set++) {
-        WGPUBindGroupLayoutEntry e[GPU_MAX_BINDINGS + GPU_MAX_RESOURCES];
+        WGPUBindGroupLayoutEntry e[GPU_MAX_BINDINGS + 2 * GPU_MAX_RESOURCES];
         uint32_t n = 0;
         for (uint32_t i = 0; i < pl->slot_count; i++) {
             const gpu_slot *s = &pl->slots[i];
@@ -76,8 +77,11 @@ static cubec_status build_layouts(wg_gpu *w, const gpu_pipeline_desc *desc, gpu_
                                                       : WGPUBufferBindingType_Storage}};
         /* Images, textures and samplers (wg_image.c says how each maps, or why it cannot). */
         for (uint32_t i = 0; i < desc->resource_count; i++)
-            if (desc->resources[i].set == set)
-                RETURN_IF_ERROR(wg_image_layout_entry(w, &desc->resources[i], &e[n++]));
+            if (desc->resources[i].set == set) {
+                uint32_t added = 0;
+                RETURN_IF_ERROR(wg_image_layout_entry(w, &desc->resources[i], &e[n], &added));
+                n += added;
+            }
         WGPUBindGroupLayoutDescriptor d = {.entryCount = n, .entries = e};
         pl->groups[set] = p->DeviceCreateBindGroupLayout(w->device, &d);
         cubec_status err = wg_take_error(w, "the pipeline's layout");
@@ -287,6 +291,15 @@ cubec_status wg_pipeline_create(gpu *g, const gpu_pipeline_desc *desc, gpu_pipel
         uint32_t *code = desc->wgsl ? NULL : strip_access(desc->spirv, desc->words, &words);
         if (!desc->wgsl && !code)
             err = status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (module)");
+        /* Combined image samplers become a texture and a sampler (the layout has both). */
+        uint32_t *split = NULL;
+        size_t split_words = 0;
+        if (!err && code) err = wg_spirv_split_samplers(code, words, &split, &split_words);
+        if (split) {
+            free(code);
+            code = split;
+            words = split_words;
+        }
         WGPUShaderSourceSPIRV spirv = {.chain = {.sType = WGPUSType_ShaderSourceSPIRV},
                                        .codeSize = (uint32_t)words,
                                        .code = code};
