@@ -9,8 +9,8 @@
  * dispatch; two tensors of one pooled page would be), and push constants as immediates. The
  * command list (gpu/cmd_list.h) is encoded at every submission, so a graph replays by
  * re-encoding. The timeline is a counter the queue's work-done callbacks advance; waits poll.
- * What cannot map (host memory, imports, images, timestamps, exports, pipeline caches) is
- * refused with CUBEC_UNSUPPORTED naming it.
+ * Images are textures (wg_image.h). What cannot map (host memory, imports, texel buffers,
+ * timestamps, exports, pipeline caches) is refused with CUBEC_UNSUPPORTED naming it.
  *
  * Enumeration: the adapters of the implementation's instance, in its order. */
 #ifndef CUBEC_GPU_WEBGPU_WG_GPU_H
