@@ -117,8 +117,10 @@ cubec_status wg_build_pipeline(wg_gpu *w, WGPUChainedStruct *source, const char 
     if (!err && !module) err = status_make(CUBEC_INTERNAL, "wgpuDeviceCreateShaderModule");
     if (err) {
         if (module) p->ShaderModuleRelease(module);
-        return status_make(CUBEC_INVALID_SPIRV, "kernel '%s': %s", name ? name : "?",
-                           cubec_status_message(err));
+        cubec_status named = status_make(CUBEC_INVALID_SPIRV, "kernel '%s': %s", name ? name : "?",
+                                         cubec_status_message(err));
+        cubec_status_free(err);
+        return named;
     }
     /* Specialization constants are WGSL override constants, keyed by their id. */
     WGPUConstantEntry constants[GPU_MAX_SPEC_CONSTANTS];
