@@ -2,11 +2,17 @@
  * the public API, on the implementation tests/webgpu/CMakeLists.txt points CUBEC_WEBGPU_LIBRARY
  * at (wgpu-native on lavapipe here): kernels against CPU references, two tensors of one pooled
  * page read and written by one dispatch (WebGPU's usage rule), pattern fills (a kernel of the
- * backend's own), copies, a graph replayed (re-encoded), and what cannot map refused by name.
- * Skipped, by name, where the library does not load. */
+ * backend's own), copies, a graph replayed (re-encoded), profiles timed by device timestamps at
+ * each of their placements (and host-measured without them), and what cannot map refused by
+ * name. Skipped, by name, where the library does not load. */
 #include "launch_util.h"
 #include "test_util.h"
+#include "uint_kernels.h"
 
+#include "base/clock.h"
+#include "gpu/gpu.h"
+
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -276,6 +282,172 @@ static void test_wgsl_kernel(void **state)
     cubec_device_close(d);
 }
 
+/* The CPU model of busy_src: `steps` steps of the LCG on each word. */
+static uint32_t lcg_steps(uint32_t x, uint32_t steps)
+{
+    for (uint32_t k = 0; k < steps; k++)
+        x = x * LCG_MUL + LCG_ADD;
+    return x;
+}
+
+#define BUSY_WORDS 4096u
+#define BUSY_STEPS 3000u
+
+/* One profile around busy launches (and, with `copy`, a copy between two of them, which the
+ * pass-boundary placement must not leave outside its window); the duration must be above 0 and
+ * at most the host's wall time around the profile, and the words the model's. */
+static void profile_within_wall(cubec_device *d, cubec_kernel busy, cubec_timing want, int copy)
+{
+    uint32_t *host = malloc(BUSY_WORDS * 4u), *want_words = malloc(BUSY_WORDS * 4u);
+    assert_non_null(host);
+    assert_non_null(want_words);
+    uint32_t seed = 77;
+    for (uint32_t i = 0; i < BUSY_WORDS; i++)
+        host[i] = test_rand(&seed);
+    cubec_buffer v, w;
+    ASSERT_OK(cubec_buffer_from(d, 0, host, BUSY_WORDS * 4u, &v));
+    ASSERT_OK(cubec_buffer_create(d, 0, BUSY_WORDS * 4u, &w));
+    ASSERT_OK(cubec_sync(d, 0));
+    uint64_t t0 = clock_now_ns();
+    cubec_profile p;
+    ASSERT_OK(cubec_profile_begin(d, 0, &p));
+    ASSERT_OK(busy_launch(d, 0, busy, v, BUSY_WORDS, BUSY_STEPS));
+    if (copy) {
+        ASSERT_OK(cubec_copy(d, 0, v, 0, w, 0, BUSY_WORDS * 4u));
+        ASSERT_OK(busy_launch(d, 0, busy, w, BUSY_WORDS, BUSY_STEPS));
+    }
+    cubec_profile_result r = CUBEC_PROFILE_RESULT_INIT;
+    ASSERT_OK(cubec_profile_end(d, 0, p, &r));
+    uint64_t wall = clock_now_ns() - t0;
+    assert_int_equal(r.method, want);
+    assert_int_equal(r.duration_ns, r.end_ns - r.begin_ns);
+    if (r.duration_ns == 0 || r.duration_ns > wall)
+        fail_msg("profile (%s timing) says %" PRIu64 " ns; the host saw %" PRIu64 " ns around it",
+                 want == CUBEC_TIMING_DEVICE ? "device" : "system", r.duration_ns, wall);
+    /* The instants are on the host's clock: inside the window the host saw, give or take the
+     * completion latency the offset was taken with (server/device_clock.c). */
+    if (want == CUBEC_TIMING_SYSTEM) assert_true(r.begin_ns >= t0);
+    for (uint32_t i = 0; i < BUSY_WORDS; i++)
+        want_words[i] = lcg_steps(lcg_steps(host[i], BUSY_STEPS), copy ? BUSY_STEPS : 0);
+    expect_range_in(d, 0, copy ? w : v, BUSY_WORDS, 0, BUSY_WORDS, want_words,
+                    "busy words after the profile");
+    ASSERT_OK(cubec_buffer_release(d, v));
+    ASSERT_OK(cubec_buffer_release(d, w));
+    free(host);
+    free(want_words);
+}
+
+/* Profiles at each placement of timestamps (CUBEC_WEBGPU_TIMESTAMPS caps it: wg_queries.c):
+ * inside passes, on the encoder, at pass boundaries, and none (host-measured, said so by the
+ * method). The reference: wgpu-native on lavapipe and on NVIDIA has all three placements, so
+ * every capped run but "off" times on the device. */
+static void test_profiles_at_every_placement(void **state)
+{
+    (void)state;
+    static const char *const modes[] = {"passes", "encoders", "boundaries", "off"};
+    for (size_t m = 0; m < sizeof modes / sizeof *modes; m++) {
+        assert_int_equal(setenv("CUBEC_WEBGPU_TIMESTAMPS", modes[m], 1), 0);
+        cubec_device *d = open_webgpu();
+        if (!d) {
+            unsetenv("CUBEC_WEBGPU_TIMESTAMPS");
+            skip();
+        }
+        cubec_timing want = strcmp(modes[m], "off") ? CUBEC_TIMING_DEVICE : CUBEC_TIMING_SYSTEM;
+        cubec_timing method = 0;
+        ASSERT_OK(cubec_profile_get_method(d, &method));
+        if (method != want)
+            fail_msg("CUBEC_WEBGPU_TIMESTAMPS=%s: profile method %d, not %d", modes[m], (int)method,
+                     (int)want);
+        cubec_kernel busy = make_kernel(d, "busy", busy_src);
+        profile_within_wall(d, busy, want, 0);
+        profile_within_wall(d, busy, want, 1);
+        ASSERT_OK(cubec_kernel_destroy(d, busy));
+        cubec_device_close(d);
+    }
+    unsetenv("CUBEC_WEBGPU_TIMESTAMPS");
+}
+
+/* At the seam: a query pool larger than one WebGPU query set (4096 queries), timestamps written
+ * around a copy on both sides of the sets' boundary, and one read across it. The reference: the
+ * ticks are written (non-zero), in the order of the command list, and span no more than the
+ * host's wall time around the submission. At pass boundaries, timestamps in a row each take an
+ * empty pass of their own. A read past the pool is refused. */
+static void test_query_pool_across_sets(void **state)
+{
+    (void)state;
+    static const char *const modes[] = {"passes", "encoders", "boundaries"};
+    enum { FIRST = 4090, COUNT = 12, POOL = 5000 };
+    for (size_t m = 0; m < sizeof modes / sizeof *modes; m++) {
+        assert_int_equal(setenv("CUBEC_WEBGPU_TIMESTAMPS", modes[m], 1), 0);
+        gpu_open_desc desc = {0};
+        gpu *g = NULL;
+        cubec_status st = gpu_open(GPU_BACKEND_webgpu, &desc, &g);
+        unsetenv("CUBEC_WEBGPU_TIMESTAMPS");
+        if (st && cubec_status_code(st) == CUBEC_NOT_FOUND) {
+            cubec_status_free(st);
+            skip();
+        }
+        ASSERT_OK(st);
+        assert_true(g->caps.timestamps);
+        const gpu_ops *ops = g->ops;
+        gpu_queries *q = NULL;
+        gpu_mem *a = NULL, *b = NULL;
+        gpu_cmd *c = NULL;
+        ASSERT_OK(ops->queries_create(g, POOL, &q));
+        ASSERT_OK(ops->mem_create(g, GPU_MEM_DEVICE, 1u << 16, &a));
+        ASSERT_OK(ops->mem_create(g, GPU_MEM_DEVICE, 1u << 16, &b));
+        ASSERT_OK(ops->cmd_create(g, GPU_CMD_ONCE, 1, &c));
+        ASSERT_OK(ops->cmd_begin(g, c));
+        gpu_cmd_reset_queries(c, q, 0, POOL);
+        for (uint32_t i = 0; i < COUNT; i++) {
+            gpu_cmd_timestamp(c, q, FIRST + i, i % 2 ? GPU_STAGE_BOTTOM : GPU_STAGE_TOP);
+            if (i % 3 == 0) gpu_cmd_copy(c, a, 0, b, 0, 1u << 16);
+        }
+        ASSERT_OK(ops->cmd_end(g, c));
+        uint64_t t0 = clock_now_ns();
+        gpu_submit_item item = {.cmd = c, .signal = 1};
+        ASSERT_OK(ops->submit(g, &item, 1));
+        ASSERT_OK(ops->timeline_wait(g, 1, 0));
+        uint64_t wall = clock_now_ns() - t0;
+        uint64_t ticks[COUNT];
+        ASSERT_OK(ops->queries_read(g, q, FIRST, COUNT, ticks));
+        for (uint32_t i = 0; i < COUNT; i++) {
+            if (!ticks[i]) fail_msg("%s: query %u was not written", modes[m], FIRST + i);
+            if (i && ticks[i] < ticks[i - 1])
+                fail_msg("%s: query %u (%" PRIu64 ") is earlier than query %u (%" PRIu64 ")",
+                         modes[m], FIRST + i, ticks[i], FIRST + i - 1, ticks[i - 1]);
+        }
+        double span = (double)(ticks[COUNT - 1] - ticks[0]) * g->info.timestamp_period_ns;
+        if (span > (double)wall)
+            fail_msg("%s: the timestamps span %.0f ns; the host saw %" PRIu64 " ns", modes[m], span,
+                     wall);
+        ASSERT_ERROR(ops->queries_read(g, q, POOL - 1, 2, ticks), CUBEC_INTERNAL, "of a pool of");
+        ops->cmd_destroy(g, c);
+        ops->mem_destroy(g, a);
+        ops->mem_destroy(g, b);
+        ops->queries_destroy(g, q);
+        gpu_close(g);
+    }
+}
+
+/* A placement that is not one is refused by name when the device opens. */
+static void test_bad_timestamp_placement(void **state)
+{
+    (void)state;
+    assert_int_equal(setenv("CUBEC_WEBGPU_TIMESTAMPS", "inside", 1), 0);
+    cubec_device_desc desc = CUBEC_DEVICE_DESC_INIT;
+    desc.backend = "webgpu";
+    cubec_device *d = NULL;
+    cubec_status st = cubec_device_open(&desc, &d);
+    unsetenv("CUBEC_WEBGPU_TIMESTAMPS");
+    if (st && cubec_status_code(st) == CUBEC_NOT_FOUND) {
+        cubec_status_free(st);
+        skip();
+    }
+    ASSERT_ERROR(st, CUBEC_INVALID_ARGUMENT, "CUBEC_WEBGPU_TIMESTAMPS: 'inside'");
+    assert_null(d);
+}
+
 /* What WebGPU cannot do is refused by name, never aborted on. */
 static void test_unsupported_by_name(void **state)
 {
@@ -292,9 +464,15 @@ static void test_unsupported_by_name(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_kernel_matches_cpu), cmocka_unit_test(test_one_page_read_and_written),
-        cmocka_unit_test(test_fill_and_copy),      cmocka_unit_test(test_graph_replays),
-        cmocka_unit_test(test_wgsl_kernel),        cmocka_unit_test(test_unsupported_by_name),
+        cmocka_unit_test(test_kernel_matches_cpu),
+        cmocka_unit_test(test_one_page_read_and_written),
+        cmocka_unit_test(test_fill_and_copy),
+        cmocka_unit_test(test_graph_replays),
+        cmocka_unit_test(test_wgsl_kernel),
+        cmocka_unit_test(test_unsupported_by_name),
+        cmocka_unit_test(test_profiles_at_every_placement),
+        cmocka_unit_test(test_query_pool_across_sets),
+        cmocka_unit_test(test_bad_timestamp_placement),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

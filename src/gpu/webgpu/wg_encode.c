@@ -23,19 +23,143 @@ typedef struct wg_enc {
     unsigned char imm[WG_MAX_IMMEDIATES];
     uint32_t imm_size;
     uint32_t indirect_count; /* indirect dispatches so far (their slots in wg_indirect's) */
+    /* Timestamps at pass boundaries (WG_TS_PASS_BOUNDARIES; see encode_timestamp): the entry
+     * being encoded (ready_dispatch looks ahead from it), a timestamp waiting for the next
+     * pass's beginning, and the timestamp entry the open pass writes at its end. */
+    const gpu_cmd *list;
+    const gpu_cmd_entry *at;
+    WGPUQuerySet begin_set;
+    uint32_t begin_index;
+    const gpu_cmd_entry *pass_end;
 } wg_enc;
 
 #define APPLIED_PIPELINE 1u
 #define APPLIED_GROUP(set) (2u << (set))
 #define APPLIED_IMMEDIATES 32u
 
+static void flush_begin(wg_enc *e);
+
+/* Closes the open pass, and writes a timestamp still waiting for a pass's beginning: whatever
+ * comes next (a copy, a fill, another timestamp, the end) must not be inside it. */
 static void end_pass(wg_enc *e)
 {
-    if (!e->pass) return;
-    e->w->p->ComputePassEncoderEnd(e->pass);
-    e->w->p->ComputePassEncoderRelease(e->pass);
-    e->pass = NULL;
-    e->applied = 0;
+    if (e->pass) {
+        e->w->p->ComputePassEncoderEnd(e->pass);
+        e->w->p->ComputePassEncoderRelease(e->pass);
+        e->pass = NULL;
+        e->applied = 0;
+        e->pass_end = NULL;
+    }
+    flush_begin(e);
+}
+
+/* --- Timestamps -----------------------------------------------------------------------------
+ *
+ * The command list's timestamps sit between dispatches, copies and fills. Where the device
+ * writes timestamps inside passes (WG_TS_PASSES) one goes where it stands, inside the open pass
+ * or on the encoder between passes; inside encoders only (WG_TS_ENCODERS) it closes the open
+ * pass and goes on the encoder. Where only a pass descriptor's timestampWrites exist
+ * (WG_TS_PASS_BOUNDARIES) each timestamp is moved to the nearest pass boundary with nothing but
+ * state between them: a timestamp waits to be the beginning write of the pass the next dispatch
+ * opens, and a pass that the list closes with a timestamp (only dispatches and state between)
+ * writes that one at its end. One that finds neither (a copy or a fill next, two in a row, or
+ * the end of the list) is written by an empty pass of its own, so no work crosses it. */
+
+static void pass_with_writes(wg_enc *e, WGPUQuerySet set, uint32_t begin, uint32_t end)
+{
+    const wg_procs *p = e->w->p;
+    WGPUPassTimestampWrites tw = {
+        .querySet = set, .beginningOfPassWriteIndex = begin, .endOfPassWriteIndex = end};
+    WGPUComputePassDescriptor d = {.timestampWrites = &tw};
+    WGPUComputePassEncoder pass = p->CommandEncoderBeginComputePass(e->enc, &d);
+    p->ComputePassEncoderEnd(pass);
+    p->ComputePassEncoderRelease(pass);
+}
+
+/* Writes the timestamp waiting for a pass's beginning, in an empty pass (end_pass calls it). */
+static void flush_begin(wg_enc *e)
+{
+    if (!e->begin_set) return;
+    pass_with_writes(e, e->begin_set, e->begin_index, WGPU_QUERY_SET_INDEX_UNDEFINED);
+    e->begin_set = NULL;
+}
+
+/* The timestamp entry that closes the pass a dispatch at e->at opens: the first entry after it
+ * that is neither a dispatch nor state, when it is a timestamp of `set` (NULL otherwise). */
+static const gpu_cmd_entry *pass_end_stamp(const wg_enc *e, WGPUQuerySet set)
+{
+    for (const gpu_cmd_entry *ce = gpu_cmd_list_next(e->list, e->at); ce;
+         ce = gpu_cmd_list_next(e->list, ce)) {
+        switch ((gpu_cmd_op)ce->op) {
+        case GPU_OP_BARRIER:
+        case GPU_OP_BIND_PIPELINE:
+        case GPU_OP_BIND_BUFFERS:
+        case GPU_OP_PUSH_CONSTANTS:
+        case GPU_OP_DISPATCH:
+        case GPU_OP_RESET_QUERIES: continue;
+        case GPU_OP_TIMESTAMP: {
+            uint32_t index = 0;
+            /* One pass descriptor names one query set: another set's goes its own way. */
+            if (!set || wg_query_set(ce->u.queries.q, ce->u.queries.a, &index) == set) return ce;
+            return NULL;
+        }
+        default: return NULL;
+        }
+    }
+    return NULL;
+}
+
+/* A compute pass for dispatches, with the boundary timestamps that fall on it. */
+static WGPUComputePassEncoder begin_dispatch_pass(wg_enc *e)
+{
+    const wg_procs *p = e->w->p;
+    WGPUComputePassDescriptor d = {0};
+    WGPUPassTimestampWrites tw = {.beginningOfPassWriteIndex = WGPU_QUERY_SET_INDEX_UNDEFINED,
+                                  .endOfPassWriteIndex = WGPU_QUERY_SET_INDEX_UNDEFINED};
+    if (e->w->timestamps == WG_TS_PASS_BOUNDARIES && e->at) {
+        const gpu_cmd_entry *end = pass_end_stamp(e, e->begin_set);
+        if (e->begin_set) {
+            tw.querySet = e->begin_set;
+            tw.beginningOfPassWriteIndex = e->begin_index;
+            e->begin_set = NULL;
+        }
+        if (end) {
+            tw.querySet = wg_query_set(end->u.queries.q, end->u.queries.a, &tw.endOfPassWriteIndex);
+            e->pass_end = end;
+        }
+        if (tw.querySet) d.timestampWrites = &tw;
+    }
+    return p->CommandEncoderBeginComputePass(e->enc, &d);
+}
+
+static void encode_timestamp(wg_enc *e, const gpu_cmd_entry *ce)
+{
+    const wg_procs *p = e->w->p;
+    uint32_t index = 0;
+    WGPUQuerySet set = wg_query_set(ce->u.queries.q, ce->u.queries.a, &index);
+    switch (e->w->timestamps) {
+    case WG_TS_PASSES:
+        if (e->pass) {
+            p->ComputePassEncoderWriteTimestamp(e->pass, set, index);
+            return;
+        }
+        p->CommandEncoderWriteTimestamp(e->enc, set, index);
+        return;
+    case WG_TS_ENCODERS:
+        end_pass(e);
+        p->CommandEncoderWriteTimestamp(e->enc, set, index);
+        return;
+    case WG_TS_PASS_BOUNDARIES:
+        if (ce == e->pass_end) {
+            end_pass(e); /* the pass writes it as it ends */
+            return;
+        }
+        end_pass(e);
+        e->begin_set = set;
+        e->begin_index = index;
+        return;
+    case WG_TS_NONE: return; /* not reached: the server creates no queries then */
+    }
 }
 
 /* Opens a pass if none is and applies what the list set since. */
@@ -44,8 +168,7 @@ static cubec_status ready_dispatch(wg_enc *e)
     const wg_procs *p = e->w->p;
     if (!e->pipeline) return status_make(CUBEC_INTERNAL, "webgpu: a dispatch without a pipeline");
     if (!e->pass) {
-        WGPUComputePassDescriptor d = {0};
-        e->pass = p->CommandEncoderBeginComputePass(e->enc, &d);
+        e->pass = begin_dispatch_pass(e);
         if (!e->pass) return status_make(CUBEC_INTERNAL, "wgpuCommandEncoderBeginComputePass");
         e->applied = 0;
     }
@@ -300,10 +423,9 @@ static cubec_status encode_entry(wg_enc *e, const gpu_cmd_entry *ce)
         }
         return fill_pattern(e, m, off, n, ce->u.fill.pattern);
     }
-    case GPU_OP_TIMESTAMP:
-    case GPU_OP_RESET_QUERIES:
-        return status_make(CUBEC_UNSUPPORTED, "the webgpu backend writes no timestamps yet");
-    case GPU_OP_IMAGE_INIT: return NULL; /* no layouts, and a new texture is zeroed */
+    case GPU_OP_TIMESTAMP: encode_timestamp(e, ce); return NULL;
+    case GPU_OP_RESET_QUERIES: return NULL; /* WebGPU queries need no reset */
+    case GPU_OP_IMAGE_INIT: return NULL;    /* no layouts, and a new texture is zeroed */
     case GPU_OP_COPY_IMAGE:
         end_pass(e);
         return wg_image_encode_copy(e->w, e->enc, ce->u.image.im, (wg_mem *)ce->u.image.m,
@@ -326,9 +448,12 @@ cubec_status wg_encode(wg_gpu *w, const wg_cmd *c, WGPUCommandBuffer *out)
     if (!e.enc) return status_make(CUBEC_INTERNAL, "wgpuDeviceCreateCommandEncoder");
     cubec_status err = NULL;
     const gpu_cmd *list = &c->base;
+    e.list = list;
     for (const gpu_cmd_entry *ce = gpu_cmd_list_first(list); ce && !err;
-         ce = gpu_cmd_list_next(list, ce))
+         ce = gpu_cmd_list_next(list, ce)) {
+        e.at = ce;
         err = encode_entry(&e, ce);
+    }
     end_pass(&e);
     if (!err) {
         WGPUCommandBufferDescriptor cd = {0};

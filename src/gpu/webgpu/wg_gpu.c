@@ -407,12 +407,13 @@ static cubec_status request_device(wg_gpu *w)
     /* Immediates: wgpu-native's native feature (push constants); the standard header's
      * wgpuComputePassEncoderSetImmediates needs it enabled there. */
     const WGPUFeatureName immediates = (WGPUFeatureName)0x00030001;
-    WGPUFeatureName features[1 + WG_IMAGE_MAX_FEATURES];
+    WGPUFeatureName features[4 + WG_IMAGE_MAX_FEATURES];
     size_t nf = 0;
     if (p->AdapterHasFeature(w->adapter, immediates) && lim.maxImmediateSize) {
         features[nf++] = immediates;
         w->immediates = 1;
     }
+    RETURN_IF_ERROR(wg_timestamp_features(w, features, &nf)); /* up to 3 more */
     nf += wg_image_features(p, w->adapter, features + nf);
     if (!w->immediates) lim.maxImmediateSize = 0;
     adapter_wait aw = {0};
@@ -486,6 +487,7 @@ cubec_status wg_gpu_open(const gpu_open_desc *desc, gpu **out)
         return err;
     }
     fill_info(w->p, w->adapter, &w->limits, &g->info);
+    g->info.timestamp_period_ns = wg_timestamp_period(w);
     make_own_kernel(w, "cubec.webgpu.fill", fill_wgsl, 1, &w->fill_layout, &w->fill_pipeline);
     make_own_kernel(w, "cubec.webgpu.copy_bytes", copy_wgsl, 2, &w->copy_layout, &w->copy_pipeline);
     g->info.features = 0; /* no optional shader feature is enabled yet */
@@ -494,7 +496,10 @@ cubec_status wg_gpu_open(const gpu_open_desc *desc, gpu **out)
     g->caps =
         (gpu_caps){.unified = 0,
                    .push_descriptors = 0,
-                   .timestamps = 0, /* profiles are host-measured (CUBEC_TIMING_SYSTEM), said so */
+                   /* Without them profiles are host-measured (CUBEC_TIMING_SYSTEM), said so. */
+                   .timestamps = w->timestamps != WG_TS_NONE,
+                   .timestamp_bits = 64,
+                   .host_query_reset = 1, /* WebGPU queries need no reset at all */
                    .deferred_recording = 1,
                    .host_import_alignment = 0,
                    .uniform_info = 0,

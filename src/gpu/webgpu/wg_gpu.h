@@ -9,8 +9,10 @@
  * dispatch; two tensors of one pooled page would be), and push constants as immediates. The
  * command list (gpu/cmd_list.h) is encoded at every submission, so a graph replays by
  * re-encoding. The timeline is a counter the queue's work-done callbacks advance; waits poll.
- * Images are textures (wg_image.h). What cannot map (host memory, imports, texel buffers,
- * timestamps, exports, pipeline caches) is refused with CUBEC_UNSUPPORTED naming it.
+ * Timestamps are query sets written inside passes, on the encoder or at pass boundaries,
+ * whichever the adapter has (wg_queries.c). Images are textures (wg_image.h). What cannot map
+ * (host memory, imports, texel buffers, exports, pipeline caches, clock calibration) is refused
+ * with CUBEC_UNSUPPORTED naming it.
  *
  * Enumeration: the adapters of the implementation's instance, in its order. */
 #ifndef CUBEC_GPU_WEBGPU_WG_GPU_H

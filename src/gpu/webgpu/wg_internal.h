@@ -31,6 +31,17 @@ typedef struct wg_image_state {
     uint32_t probed, storable;         /* under wg_gpu.lock */
 } wg_image_state;
 
+/* Where the device writes the command list's timestamps (wg_queries.c chooses, wg_encode.c
+ * places them; docs/device.md, "The WebGPU backend"). */
+typedef enum wg_timestamps {
+    WG_TS_NONE,            /* no TimestampQuery: profiles are host-measured */
+    WG_TS_PASS_BOUNDARIES, /* core TimestampQuery only: a pass descriptor's timestampWrites */
+    WG_TS_ENCODERS,        /* wgpuCommandEncoderWriteTimestamp between passes */
+    WG_TS_PASSES,          /* also wgpuComputePassEncoderWriteTimestamp inside a pass */
+} wg_timestamps;
+
+#define WG_QUERIES_PER_SET 4096u /* WebGPU's most queries in one query set */
+
 typedef struct wg_gpu {
     gpu base; /* first: the server's gpu * is a wg_gpu * */
     const wg_procs *p;
@@ -40,6 +51,7 @@ typedef struct wg_gpu {
     WGPUQueue queue;
     WGPULimits limits;
     int immediates; /* the device takes immediates (push constants) */
+    wg_timestamps timestamps;
     /* Timeline: `completed` advances in the queue's work-done callbacks (submission order). */
     pthread_mutex_t lock;
     uint64_t completed, submitted;
@@ -93,6 +105,23 @@ struct gpu_pipeline {
     } resources[GPU_MAX_RESOURCES];
 };
 
+/* The seam's query pool: WebGPU query sets of WG_QUERIES_PER_SET queries (the last shorter),
+ * query i being index i % WG_QUERIES_PER_SET of set i / WG_QUERIES_PER_SET, and the buffer reads
+ * resolve them into. */
+struct gpu_queries {
+    WGPUQuerySet *sets;
+    uint32_t set_count;
+    uint32_t count;
+    WGPUBuffer resolve; /* QUERY_RESOLVE | COPY_SRC, resolve_bytes */
+    uint64_t resolve_bytes;
+};
+
+static inline WGPUQuerySet wg_query_set(const gpu_queries *q, uint32_t query, uint32_t *out_index)
+{
+    *out_index = query % WG_QUERIES_PER_SET;
+    return q->sets[query / WG_QUERIES_PER_SET];
+}
+
 typedef struct wg_cmd {
     gpu_cmd base; /* first: the command list */
     int ended;
@@ -128,11 +157,6 @@ MUST_USE cubec_status wg_cmd_create(gpu *g, gpu_cmd_use use, uint32_t sets, gpu_
 void wg_cmd_destroy(gpu *g, gpu_cmd *c);
 MUST_USE cubec_status wg_cmd_begin(gpu *g, gpu_cmd *c);
 MUST_USE cubec_status wg_cmd_end(gpu *g, gpu_cmd *c);
-MUST_USE cubec_status wg_queries_create(gpu *g, uint32_t count, gpu_queries **out);
-void wg_queries_destroy(gpu *g, gpu_queries *q);
-void wg_queries_host_reset(gpu *g, gpu_queries *q, uint32_t first, uint32_t count);
-MUST_USE cubec_status wg_queries_read(gpu *g, gpu_queries *q, uint32_t first, uint32_t count,
-                                      uint64_t *out_ticks);
 MUST_USE cubec_status wg_submit(gpu *g, const gpu_submit_item *items, uint32_t n);
 MUST_USE cubec_status wg_timeline_value(gpu *g, uint64_t *out);
 MUST_USE cubec_status wg_timeline_wait(gpu *g, uint64_t value, uint64_t timeout_ns);
@@ -140,6 +164,17 @@ MUST_USE cubec_status wg_timeline_signal(gpu *g, uint64_t value);
 void wg_queue_idle(gpu *g);
 void wg_abandon(gpu *g);
 int wg_calibrate(gpu *g, uint64_t *out_ticks, uint64_t *out_host_ns);
+/* wg_queries.c: timestamp queries. */
+MUST_USE cubec_status wg_queries_create(gpu *g, uint32_t count, gpu_queries **out);
+void wg_queries_destroy(gpu *g, gpu_queries *q);
+void wg_queries_host_reset(gpu *g, gpu_queries *q, uint32_t first, uint32_t count);
+MUST_USE cubec_status wg_queries_read(gpu *g, gpu_queries *q, uint32_t first, uint32_t count,
+                                      uint64_t *out_ticks);
+/* Chooses w->timestamps from the adapter's features (capped by CUBEC_WEBGPU_TIMESTAMPS) and
+ * appends the features the device must be asked for to `features` (at most 3; *count grows). */
+MUST_USE cubec_status wg_timestamp_features(wg_gpu *w, WGPUFeatureName *features, size_t *count);
+/* Nanoseconds per tick of the device's resolved timestamps. */
+double wg_timestamp_period(const wg_gpu *w);
 /* wg_image.c */
 MUST_USE cubec_status wg_image_requirements(gpu *g, const gpu_image_desc *desc, uint64_t *out_size,
                                             uint64_t *out_alignment);

@@ -22,6 +22,9 @@ static const char *fill(void *lib)
 #undef WG_PROC_LOAD_
     *(void **)&procs.DevicePoll = dlsym(lib, "wgpuDevicePoll");
     *(void **)&procs.InstanceEnumerateAdapters = dlsym(lib, "wgpuInstanceEnumerateAdapters");
+    *(void **)&procs.ComputePassEncoderWriteTimestamp =
+        dlsym(lib, "wgpuComputePassEncoderWriteTimestamp");
+    *(void **)&procs.QueueGetTimestampPeriod = dlsym(lib, "wgpuQueueGetTimestampPeriod");
     return NULL;
 }
 

@@ -40,6 +40,7 @@
     X(DeviceCreateComputePipeline)                                                                 \
     X(DeviceCreateBindGroup)                                                                       \
     X(DeviceCreateCommandEncoder)                                                                  \
+    X(DeviceCreateQuerySet)                                                                        \
     X(DevicePushErrorScope)                                                                        \
     X(DevicePopErrorScope)                                                                         \
     X(DeviceDestroy)                                                                               \
@@ -56,6 +57,8 @@
     X(CommandEncoderBeginComputePass)                                                              \
     X(CommandEncoderCopyBufferToBuffer)                                                            \
     X(CommandEncoderClearBuffer)                                                                   \
+    X(CommandEncoderResolveQuerySet)                                                               \
+    X(CommandEncoderWriteTimestamp)                                                                \
     X(CommandEncoderFinish)                                                                        \
     X(CommandEncoderRelease)                                                                       \
     X(CommandBufferRelease)                                                                        \
@@ -79,13 +82,18 @@
     X(TextureViewRelease)                                                                          \
     X(SamplerRelease)                                                                              \
     X(CommandEncoderCopyBufferToTexture)                                                           \
-    X(CommandEncoderCopyTextureToBuffer)
+    X(CommandEncoderCopyTextureToBuffer)                                                           \
+    X(QuerySetDestroy)                                                                             \
+    X(QuerySetRelease)
 
-/* wgpu-native's extensions (wgpu.h), declared here rather than included: only these two. */
+/* wgpu-native's extensions (wgpu.h), declared here rather than included: only these. */
 typedef WGPUBool (*wg_device_poll_fn)(WGPUDevice device, WGPUBool wait,
                                       const uint64_t *submission_index);
 typedef size_t (*wg_enumerate_adapters_fn)(WGPUInstance instance, const void *options,
                                            WGPUAdapter *adapters);
+typedef void (*wg_pass_write_timestamp_fn)(WGPUComputePassEncoder pass, WGPUQuerySet set,
+                                           uint32_t index);
+typedef float (*wg_timestamp_period_fn)(WGPUQueue queue);
 
 typedef struct wg_procs {
 #define WG_PROC_MEMBER_(name) WGPUProc##name name;
@@ -93,7 +101,11 @@ typedef struct wg_procs {
 #undef WG_PROC_MEMBER_
     wg_device_poll_fn DevicePoll;                       /* NULL: not wgpu-native */
     wg_enumerate_adapters_fn InstanceEnumerateAdapters; /* NULL: one adapter, requested */
-    const char *path;                                   /* the library loaded */
+    /* Timestamps inside compute passes (WGPUNativeFeature_TimestampQueryInsidePasses). */
+    wg_pass_write_timestamp_fn ComputePassEncoderWriteTimestamp;
+    /* Nanoseconds per tick of resolved timestamps; NULL: 1 (webgpu.h's, in nanoseconds). */
+    wg_timestamp_period_fn QueueGetTimestampPeriod;
+    const char *path; /* the library loaded */
 } wg_procs;
 
 /* The table, loading the library on the first call (thread-safe); CUBEC_NOT_FOUND naming every

@@ -1,5 +1,5 @@
-/* The WebGPU backend's command buffers, queries, submission and the timeline (a counter
- * advanced by the queue's work-done callbacks; waits poll). */
+/* The WebGPU backend's command buffers, submission and the timeline (a counter advanced by the
+ * queue's work-done callbacks; waits poll). Queries are wg_queries.c's. */
 #include "gpu/webgpu/wg_internal.h"
 
 #include "base/log.h"
@@ -46,41 +46,6 @@ cubec_status wg_cmd_end(gpu *g, gpu_cmd *c)
     RETURN_IF_ERROR(gpu_cmd_list_status(c));
     ((wg_cmd *)c)->ended = 1;
     return NULL;
-}
-
-/* --- Queries: none yet (profiles use host time: caps.timestamps is 0) ---------------------- */
-
-cubec_status wg_queries_create(gpu *g, uint32_t count, gpu_queries **out)
-{
-    (void)g;
-    (void)count;
-    (void)out;
-    return status_make(CUBEC_UNSUPPORTED, "the webgpu backend has no timestamp queries yet");
-}
-
-void wg_queries_destroy(gpu *g, gpu_queries *q)
-{
-    (void)g;
-    (void)q;
-}
-
-void wg_queries_host_reset(gpu *g, gpu_queries *q, uint32_t first, uint32_t count)
-{
-    (void)g;
-    (void)q;
-    (void)first;
-    (void)count;
-}
-
-cubec_status wg_queries_read(gpu *g, gpu_queries *q, uint32_t first, uint32_t count,
-                             uint64_t *out_ticks)
-{
-    (void)g;
-    (void)q;
-    (void)first;
-    (void)count;
-    (void)out_ticks;
-    return status_make(CUBEC_UNSUPPORTED, "the webgpu backend has no timestamp queries yet");
 }
 
 /* --- Submission and the timeline ------------------------------------------------------------ */
@@ -205,12 +170,4 @@ void wg_queue_idle(gpu *g)
 void wg_abandon(gpu *g)
 {
     wg_of(g)->abandoned = 1;
-}
-
-int wg_calibrate(gpu *g, uint64_t *out_ticks, uint64_t *out_host_ns)
-{
-    (void)g;
-    (void)out_ticks;
-    (void)out_host_ns;
-    return 0; /* WebGPU has no device clock to sample with the host's */
 }
