@@ -246,6 +246,23 @@ static cubec_status bind_buffers(wg_enc *e, const gpu_cmd_entry *ce)
     return NULL;
 }
 
+/* Workgroups of 256 for the backend's own grid-stride kernels (fill, byte copy) over `words`
+ * words. A GPU gets enough to fill it (4096 x 256 invocations is more than an H200 keeps
+ * resident) and no more than the dispatch limit. A CPU device runs each workgroup as a task of
+ * its own on one of a few threads, and llvmpipe allocates memory for each (a page-aligned
+ * block): a fill of 16 MiB as 16384 workgroups only added overhead there, and under ASan the
+ * quarantine kept those blocks by the hundred thousand (test_relocation_threads at 3.6 GB
+ * resident); 64 keep every thread busy. */
+static uint32_t own_kernel_groups(const wg_gpu *w, uint64_t words)
+{
+    uint64_t cap = w->base.info.type == CUBEC_DEVICE_TYPE_CPU ? 64u : 4096u;
+    if (cap > w->limits.maxComputeWorkgroupsPerDimension)
+        cap = w->limits.maxComputeWorkgroupsPerDimension;
+    uint64_t groups = (words + 255u) / 256u;
+    if (groups > cap) groups = cap;
+    return groups ? (uint32_t)groups : 1u;
+}
+
 /* A fill with a pattern: the backend's fill kernel on a window of the buffer (WebGPU clears to
  * zero only). Offsets and sizes are words, as Vulkan's vkCmdFillBuffer requires too. */
 static cubec_status fill_pattern(wg_enc *e, wg_mem *m, uint64_t offset, uint64_t size,
@@ -275,15 +292,12 @@ static cubec_status fill_pattern(wg_enc *e, wg_mem *m, uint64_t offset, uint64_t
     if (!group) return status_make(CUBEC_INTERNAL, "wgpuDeviceCreateBindGroup (fill)");
     uint32_t words = (uint32_t)(size / 4);
     uint32_t imm[4] = {(uint32_t)((offset - start) / 4), words, pattern, 0};
-    uint32_t groups = (words + 255u) / 256u;
-    if (groups > w->limits.maxComputeWorkgroupsPerDimension)
-        groups = w->limits.maxComputeWorkgroupsPerDimension;
     WGPUComputePassDescriptor d = {0};
     WGPUComputePassEncoder pass = p->CommandEncoderBeginComputePass(e->enc, &d);
     p->ComputePassEncoderSetPipeline(pass, w->fill_pipeline);
     p->ComputePassEncoderSetBindGroup(pass, 0, group, 0, NULL);
     p->ComputePassEncoderSetImmediates(pass, 0, imm, sizeof imm);
-    p->ComputePassEncoderDispatchWorkgroups(pass, groups ? groups : 1, 1, 1);
+    p->ComputePassEncoderDispatchWorkgroups(pass, own_kernel_groups(w, words), 1, 1);
     p->ComputePassEncoderEnd(pass);
     p->ComputePassEncoderRelease(pass);
     p->BindGroupRelease(group); /* the command buffer holds its own reference */
@@ -334,15 +348,12 @@ static cubec_status copy_bytes(wg_enc *e, wg_mem *src, uint64_t so, wg_mem *dst,
     if (!group) return status_make(CUBEC_INTERNAL, "wgpuDeviceCreateBindGroup (byte copy)");
     uint32_t imm[4] = {(uint32_t)(so - ss), (uint32_t)(d - ds), (uint32_t)n, 0};
     uint64_t words = ((d - ds) % 4u + n + 3u) / 4u;
-    uint64_t groups = (words + 255u) / 256u;
-    if (groups > w->limits.maxComputeWorkgroupsPerDimension)
-        groups = w->limits.maxComputeWorkgroupsPerDimension;
     WGPUComputePassDescriptor pd = {0};
     WGPUComputePassEncoder pass = p->CommandEncoderBeginComputePass(e->enc, &pd);
     p->ComputePassEncoderSetPipeline(pass, w->copy_pipeline);
     p->ComputePassEncoderSetBindGroup(pass, 0, group, 0, NULL);
     p->ComputePassEncoderSetImmediates(pass, 0, imm, sizeof imm);
-    p->ComputePassEncoderDispatchWorkgroups(pass, groups ? (uint32_t)groups : 1u, 1, 1);
+    p->ComputePassEncoderDispatchWorkgroups(pass, own_kernel_groups(w, words), 1, 1);
     p->ComputePassEncoderEnd(pass);
     p->ComputePassEncoderRelease(pass);
     p->BindGroupRelease(group);

@@ -124,8 +124,15 @@ void wg_mem_flush(gpu *g, gpu_mem *gm, uint64_t offset, uint64_t size)
     uint64_t begin = offset & ~(uint64_t)3u;
     uint64_t end = WG_ALIGN4(size > m->bytes - offset ? m->bytes : offset + size);
     /* Queue writes land before the next submission's command buffers: the server flushes
-     * before it submits the work that reads the bytes. */
+     * before it submits the work that reads the bytes. Under queue_lock, never beside a
+     * submission: wgpu zero-fills the parts of a buffer no write has reached yet when it submits
+     * a command buffer that binds them (the byte-copy kernel's window runs to the buffer's end),
+     * and it decides which parts those are before it takes the queue's pending writes. A write
+     * made in between was zeroed after it landed (an upload ring's next range, read back as
+     * zeros under load). */
+    pthread_mutex_lock(&w->queue_lock);
     w->p->QueueWriteBuffer(w->queue, m->buffer, begin, gm->mapped + begin, (size_t)(end - begin));
+    pthread_mutex_unlock(&w->queue_lock);
 }
 
 typedef struct map_wait {
