@@ -435,8 +435,8 @@ static cubec_status encode_entry(wg_enc *e, const gpu_cmd_entry *ce)
         return fill_pattern(e, m, off, n, ce->u.fill.pattern);
     }
     case GPU_OP_TIMESTAMP: encode_timestamp(e, ce); return NULL;
-    case GPU_OP_RESET_QUERIES: return NULL; /* WebGPU queries need no reset */
-    case GPU_OP_IMAGE_INIT: return NULL;    /* no layouts, and a new texture is zeroed */
+    case GPU_OP_RESET_QUERIES: /* WebGPU queries need no reset */
+    case GPU_OP_IMAGE_INIT: /* no layouts, and a new texture is zeroed */ return NULL;
     case GPU_OP_COPY_IMAGE:
         end_pass(e);
         return wg_image_encode_copy(e->w, e->enc, ce->u.image.im, (wg_mem *)ce->u.image.m,
