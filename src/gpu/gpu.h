@@ -322,6 +322,12 @@ typedef struct gpu_ops {
     /* The program's memory [ptr, +size) as a buffer the GPU copies to and from (mapped = ptr);
      * both aligned to caps.host_import_alignment. NULL when the backend cannot import. */
     cubec_status (*mem_import_host)(gpu *g, void *ptr, uint64_t size, gpu_mem **out);
+    /* Copies [src, +size) into [offset, +size) of the DEVICE page `m` straight from the host,
+     * in queue order: after all work submitted before, before all work submitted after; `src`
+     * may be reused when it returns. Offset and size are multiples of 4. NULL where uploads go
+     * through staging and a copy command (Vulkan, null); WebGPU: wgpuQueueWriteBuffer, which
+     * saves the upload ring's two extra copies. */
+    cubec_status (*mem_write)(gpu *g, gpu_mem *m, uint64_t offset, const void *src, uint64_t size);
     /* Pipelines from SPIR-V. */
     cubec_status (*pipeline_create)(gpu *g, const gpu_pipeline_desc *desc, gpu_pipeline **out);
     void (*pipeline_destroy)(gpu *g, gpu_pipeline *p);

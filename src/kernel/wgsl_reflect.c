@@ -5,6 +5,8 @@
 
 #include "base/image_formats.h"
 
+#include <spirv_cross/spirv.h>
+
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -301,6 +303,86 @@ static void pair_samplers(kernel_reflection *out)
         out->resources[k].samples = textures;
 }
 
+/* The optional features a WGSL kernel uses, as the SPIR-V capabilities cubec checks every
+ * kernel's against the device (kernel/capabilities.h): so a kernel needing a feature the device
+ * lacks, or that [device] disable_features turned off, is refused by name before the
+ * implementation's compiler sees it. An `enable` directive (f16, subgroups) or the word (i64,
+ * u64, f64: wgpu-native's native extensions have no directive) is the use; the subgroup
+ * operations are told apart by their built-in functions, as SPIR-V's capabilities part them. */
+typedef struct wgsl_use {
+    const char *word;
+    int directive; /* 1: the word of an `enable` directive; 0: a word anywhere */
+    uint32_t capability;
+} wgsl_use;
+
+static const wgsl_use uses[] = {
+    {"f16", 1, SpvCapabilityFloat16},
+    {"subgroups", 1, SpvCapabilityGroupNonUniform},
+    {"i64", 0, SpvCapabilityInt64},
+    {"u64", 0, SpvCapabilityInt64},
+    {"f64", 0, SpvCapabilityFloat64},
+    {"subgroupAll", 0, SpvCapabilityGroupNonUniformVote},
+    {"subgroupAny", 0, SpvCapabilityGroupNonUniformVote},
+    {"subgroupAdd", 0, SpvCapabilityGroupNonUniformArithmetic},
+    {"subgroupExclusiveAdd", 0, SpvCapabilityGroupNonUniformArithmetic},
+    {"subgroupInclusiveAdd", 0, SpvCapabilityGroupNonUniformArithmetic},
+    {"subgroupMul", 0, SpvCapabilityGroupNonUniformArithmetic},
+    {"subgroupExclusiveMul", 0, SpvCapabilityGroupNonUniformArithmetic},
+    {"subgroupInclusiveMul", 0, SpvCapabilityGroupNonUniformArithmetic},
+    {"subgroupMin", 0, SpvCapabilityGroupNonUniformArithmetic},
+    {"subgroupMax", 0, SpvCapabilityGroupNonUniformArithmetic},
+    {"subgroupAnd", 0, SpvCapabilityGroupNonUniformArithmetic},
+    {"subgroupOr", 0, SpvCapabilityGroupNonUniformArithmetic},
+    {"subgroupXor", 0, SpvCapabilityGroupNonUniformArithmetic},
+    {"subgroupBallot", 0, SpvCapabilityGroupNonUniformBallot},
+    {"subgroupBroadcast", 0, SpvCapabilityGroupNonUniformBallot},
+    {"subgroupBroadcastFirst", 0, SpvCapabilityGroupNonUniformBallot},
+    {"subgroupShuffle", 0, SpvCapabilityGroupNonUniformShuffle},
+    {"subgroupShuffleXor", 0, SpvCapabilityGroupNonUniformShuffle},
+    {"subgroupShuffleUp", 0, SpvCapabilityGroupNonUniformShuffleRelative},
+    {"subgroupShuffleDown", 0, SpvCapabilityGroupNonUniformShuffleRelative},
+    {"quadBroadcast", 0, SpvCapabilityGroupNonUniformQuad},
+    {"quadSwapX", 0, SpvCapabilityGroupNonUniformQuad},
+    {"quadSwapY", 0, SpvCapabilityGroupNonUniformQuad},
+    {"quadSwapDiagonal", 0, SpvCapabilityGroupNonUniformQuad},
+};
+
+/* Is `word` one of the names of an `enable` directive of c (a comma-separated list ended by
+ * ';')? */
+static int enabled(const char *c, const char *word)
+{
+    for (const char *e = find_word(c, c, "enable"); e; e = find_word(c, e + 1, "enable")) {
+        const char *end = strchr(e, ';');
+        if (!end) return 0;
+        const char *w = find_word(c, e + 6, word);
+        if (w && w < end) return 1;
+    }
+    return 0;
+}
+
+static void add_capability(kernel_reflection *out, uint32_t capability)
+{
+    for (uint32_t i = 0; i < out->capability_count; i++)
+        if (out->capabilities[i] == capability) return;
+    if (out->capability_count < KERNEL_MAX_CAPABILITIES)
+        out->capabilities[out->capability_count++] = capability;
+}
+
+static void declared_capabilities(const char *c, kernel_reflection *out)
+{
+    for (size_t i = 0; i < sizeof uses / sizeof uses[0]; i++)
+        if (uses[i].directive ? enabled(c, uses[i].word) : find_word(c, c, uses[i].word) != NULL)
+            add_capability(out, uses[i].capability);
+    /* 64-bit atomics: atomic<i64> or atomic<u64>. */
+    for (const char *a = find_word(c, c, "atomic"); a; a = find_word(c, a + 1, "atomic")) {
+        const char *t = skip_ws(a + 6);
+        if (*t != '<') continue;
+        t = skip_ws(t + 1);
+        if ((t[0] == 'i' || t[0] == 'u') && t[1] == '6' && t[2] == '4' && !ident_char(t[3]))
+            add_capability(out, SpvCapabilityInt64Atomics);
+    }
+}
+
 cubec_status wgsl_reflect(const char *name, const char *source, const char *entry_point,
                           kernel_reflection *out, char **out_module)
 {
@@ -317,6 +399,7 @@ cubec_status wgsl_reflect(const char *name, const char *source, const char *entr
     size_t copied = 0, out_at = 0; /* source bytes copied to module, and module's length */
     cubec_status err = NULL;
     out->set_count = 1;
+    declared_capabilities(c, out);
     /* The entry point: `@compute ... fn <entry>(`, its workgroup size in the attributes. */
     const char *fn = NULL;
     for (const char *q = find_word(c, c, "fn"); q && !fn; q = find_word(c, q + 1, "fn")) {

@@ -12,7 +12,10 @@
  * sampler at @group(0..3) and any binding no buffer takes (docs/images.md: a launch binds them as
  * storage images, sampled textures and samplers; a sampler is taken to sample every texture).
  * Other textures, buffers of other groups and override-sized workgroups are refused with
- * CUBEC_UNSUPPORTED naming them; a source without the entry point, with CUBEC_COMPILE_FAILED. */
+ * CUBEC_UNSUPPORTED naming them; a source without the entry point, with CUBEC_COMPILE_FAILED.
+ * The optional features it uses (enable f16, the i64/u64/f64 types, 64-bit atomics, the subgroup
+ * built-ins) become the SPIR-V capabilities of kernel_reflection.capabilities, so the server
+ * checks them against the device's features as it does a SPIR-V module's. */
 #ifndef CUBEC_KERNEL_WGSL_REFLECT_H
 #define CUBEC_KERNEL_WGSL_REFLECT_H
 

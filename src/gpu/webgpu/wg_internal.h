@@ -144,6 +144,8 @@ void wg_mem_flush(gpu *g, gpu_mem *gm, uint64_t offset, uint64_t size);
 void wg_mem_invalidate(gpu *g, gpu_mem *gm, uint64_t offset, uint64_t size);
 void wg_mem_destroy(gpu *g, gpu_mem *gm);
 void wg_mem_raw(gpu *g, gpu_mem *gm, uint64_t *out_handle, uint64_t *out_address);
+MUST_USE cubec_status wg_mem_write(gpu *g, gpu_mem *gm, uint64_t offset, const void *src,
+                                   uint64_t size);
 /* wg_pipeline.c */
 MUST_USE cubec_status wg_pipeline_create(gpu *g, const gpu_pipeline_desc *desc, gpu_pipeline **out);
 void wg_pipeline_destroy(gpu *g, gpu_pipeline *pl);

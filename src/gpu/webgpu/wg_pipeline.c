@@ -7,6 +7,7 @@
 
 #include "base/log.h"
 
+#include <ctype.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -261,6 +262,52 @@ static double spec_value(const gpu_pipeline_desc *desc, const gpu_spec_constant 
     }
 }
 
+/* The WGSL as wgpu-native's naga takes it: WGSL's `enable subgroups;` (which the standard and
+ * Dawn require before the subgroup built-ins) is refused by naga 29 as "not yet supported",
+ * while it takes the built-ins with the device's Subgroup feature and no directive. The name is
+ * dropped from each enable directive (a directive left empty is blanked), in place with spaces,
+ * so the lines of naga's messages stay the source's. A malloc'ed copy, or NULL. */
+static char *wgsl_for_naga(const char *src)
+{
+    size_t n = strlen(src);
+    char *out = malloc(n + 1);
+    if (!out) return NULL;
+    memcpy(out, src, n + 1);
+    static const char name[] = "subgroups";
+    const size_t len = sizeof name - 1;
+    for (char *e = strstr(out, "enable"); e; e = strstr(e + 6, "enable")) {
+        if ((e > out && (isalnum((unsigned char)e[-1]) || e[-1] == '_')) ||
+            isalnum((unsigned char)e[6]) || e[6] == '_')
+            continue;
+        char *end = strchr(e + 6, ';');
+        if (!end) break;
+        /* The names, rewritten left to right without `subgroups`, then spaces to the `;`. */
+        char *w = e + 6, *r = e + 6;
+        int kept = 0;
+        while (r < end) {
+            while (r < end && (isspace((unsigned char)*r) || *r == ','))
+                r++;
+            char *start = r;
+            while (r < end && !isspace((unsigned char)*r) && *r != ',')
+                r++;
+            size_t l = (size_t)(r - start);
+            if (!l || (l == len && memcmp(start, name, len) == 0)) continue;
+            *w++ = kept ? ',' : ' ';
+            if (kept) *w++ = ' ';
+            memmove(w, start, l);
+            w += l;
+            kept++;
+        }
+        if (!kept) {
+            memset(e, ' ', (size_t)(end - e + 1));
+        } else {
+            memset(w, ' ', (size_t)(end - w));
+        }
+        e = end - 5; /* continue after the directive */
+    }
+    return out;
+}
+
 cubec_status wg_pipeline_create(gpu *g, const gpu_pipeline_desc *desc, gpu_pipeline **out)
 {
     wg_gpu *w = wg_of(g);
@@ -287,8 +334,11 @@ cubec_status wg_pipeline_create(gpu *g, const gpu_pipeline_desc *desc, gpu_pipel
         for (uint32_t i = 0; i < spec_count; i++)
             values[i] = spec_value(desc, &desc->spec[i]);
         /* WGSL as it is; SPIR-V through the implementation's translation (naga). */
+        char *naga = desc->wgsl && w->p->DevicePoll ? wgsl_for_naga(desc->wgsl) : NULL;
+        if (desc->wgsl && w->p->DevicePoll && !naga)
+            err = status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (module)");
         WGPUShaderSourceWGSL wgsl = {.chain = {.sType = WGPUSType_ShaderSourceWGSL},
-                                     .code = wg_str(desc->wgsl)};
+                                     .code = wg_str(naga ? naga : desc->wgsl)};
         size_t words = 0;
         uint32_t *code = desc->wgsl ? NULL : strip_access(desc->spirv, desc->words, &words);
         if (!desc->wgsl && !code)
@@ -310,6 +360,7 @@ cubec_status wg_pipeline_create(gpu *g, const gpu_pipeline_desc *desc, gpu_pipel
                                     desc->entry_point ? desc->entry_point : "main", desc->spec,
                                     values, spec_count, pl->layout, &pl->pipeline);
         free(code);
+        free(naga);
     }
     if (err) {
         wg_pipeline_destroy(g, pl);
