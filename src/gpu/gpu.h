@@ -128,10 +128,17 @@ typedef enum gpu_resource_type {
     GPU_RESOURCE_SAMPLER = 6,         /* a sampler alone */
 } gpu_resource_type;
 
-/* A binding other than a buffer: its place and type. */
+/* A binding other than a buffer: its place and type, and what the kernel declares of it
+ * (kernel/reflect.h's kernel_resource): a backend whose layouts name them (WebGPU: a storage
+ * texture's format and access, a texture's sample type and dimension) reads these. */
 typedef struct gpu_resource_slot {
     uint32_t set, binding;
-    uint32_t type; /* gpu_resource_type */
+    uint32_t type;    /* gpu_resource_type */
+    uint32_t access;  /* cubec_access: 1 read, 2 write, 3 both (storage images) */
+    uint32_t dims;    /* 2 or 3; 1 a texel buffer; 0 a sampler */
+    uint32_t format;  /* the declared format qualifier (cubec_image_format), 0: none */
+    uint32_t numeric; /* texels read as floats (0), unsigned (1) or signed (2) integers */
+    const char *name; /* the variable's, for messages (NULL: none) */
 } gpu_resource_slot;
 
 /* A resource bound for a dispatch (gpu_cmd_bind_resources): an image (image kinds), a range of

@@ -6,6 +6,7 @@
  * happen outside passes. So the state the list sets is kept here and applied at the next
  * dispatch, into a pass opened lazily and closed before a copy or a fill; a new pass gets the
  * whole state again. Barriers are no-ops: WebGPU tracks usage between dispatches itself. */
+#include "gpu/webgpu/wg_image.h"
 #include "gpu/webgpu/wg_internal.h"
 
 #include <inttypes.h>
@@ -190,18 +191,14 @@ static cubec_status ready_dispatch(wg_enc *e)
 static cubec_status bind_buffers(wg_enc *e, const gpu_cmd_entry *ce)
 {
     const gpu_pipeline *pl = ce->u.buffers.p;
-    if (ce->u.buffers.images)
-        return status_make(CUBEC_UNSUPPORTED,
-                           "the webgpu backend binds no images or texel buffers (%" PRIu32
-                           " in a launch)",
-                           ce->u.buffers.images);
+    const gpu_image_binding *images = gpu_cmd_entry_images(ce);
     const gpu_binding *b = gpu_cmd_entry_bindings(ce);
     const gpu_binding *info = ce->u.buffers.info ? &b[ce->u.buffers.n] : NULL;
     uint32_t bound = ce->u.buffers.n < pl->slot_count ? ce->u.buffers.n : pl->slot_count;
     uint64_t uniform_range = e->w->limits.maxUniformBufferBindingSize;
     for (uint32_t set = 0; set < pl->set_count; set++) {
-        WGPUBindGroupEntry entries[GPU_MAX_BINDINGS];
-        uint64_t ids[GPU_MAX_BINDINGS];
+        WGPUBindGroupEntry entries[GPU_MAX_BINDINGS + 2 * GPU_MAX_RESOURCES];
+        uint64_t ids[GPU_MAX_BINDINGS + 2 * GPU_MAX_RESOURCES];
         uint32_t count = 0;
         for (uint32_t i = 0; i < bound + (info && set == 0 ? 1 : 0); i++) {
             const gpu_binding *x = i < bound ? &b[i] : info;
@@ -224,6 +221,19 @@ static cubec_status bind_buffers(wg_enc *e, const gpu_cmd_entry *ce)
             entries[count] = (WGPUBindGroupEntry){
                 .binding = binding, .buffer = m->buffer, .offset = x->offset, .size = size};
             ids[count++] = m->id;
+        }
+        /* Images, textures and samplers: their views and the device's samplers. */
+        for (uint32_t i = 0; i < ce->u.buffers.images; i++) {
+            const gpu_image_binding *x = &images[i];
+            if (x->set != set) continue;
+            uint32_t declared = 0;
+            for (uint32_t r = 0; r < pl->resource_count; r++)
+                if (pl->resources[r].set == set && pl->resources[r].binding == x->binding)
+                    declared = pl->resources[r].format;
+            uint32_t added = 0;
+            RETURN_IF_ERROR(
+                wg_image_bind_entry(e->w, x, declared, &entries[count], &ids[count], &added));
+            count += added;
         }
         if (!count) {
             e->group_mask &= ~(1u << set);
@@ -425,10 +435,12 @@ static cubec_status encode_entry(wg_enc *e, const gpu_cmd_entry *ce)
         return fill_pattern(e, m, off, n, ce->u.fill.pattern);
     }
     case GPU_OP_TIMESTAMP: encode_timestamp(e, ce); return NULL;
-    case GPU_OP_RESET_QUERIES: return NULL; /* WebGPU queries need no reset */
-    case GPU_OP_IMAGE_INIT:
+    case GPU_OP_RESET_QUERIES: /* WebGPU queries need no reset */
+    case GPU_OP_IMAGE_INIT: /* no layouts, and a new texture is zeroed */ return NULL;
     case GPU_OP_COPY_IMAGE:
-        return status_make(CUBEC_UNSUPPORTED, "the webgpu backend has no images");
+        end_pass(e);
+        return wg_image_encode_copy(e->w, e->enc, ce->u.image.im, (wg_mem *)ce->u.image.m,
+                                    ce->u.image.offset, (int)ce->u.image.to_image);
     case GPU_OP_OWNERSHIP:
         /* Recorded only for external pages, which this backend never has. */
         return status_make(CUBEC_UNSUPPORTED,

@@ -4,6 +4,7 @@
  * wg_bind_cache.c, errors and polling wg_events.c, the library's loading wg_loader.c, the
  * optional shader features wg_features.c. */
 #include "gpu/webgpu/wg_features.h"
+#include "gpu/webgpu/wg_image.h"
 #include "gpu/webgpu/wg_internal.h"
 #include "gpu/webgpu/wg_subgroup_size.h"
 
@@ -71,6 +72,7 @@ static void wg_gpu_destroy(gpu *g)
     const wg_procs *p = w->p;
     if (w->device && !w->abandoned) wg_queue_idle(g);
     wg_bind_cache_free(w);
+    wg_images_release(w);
     if (w->fill_pipeline) p->ComputePipelineRelease(w->fill_pipeline);
     if (w->fill_layout) p->BindGroupLayoutRelease(w->fill_layout);
     if (w->copy_pipeline) p->ComputePipelineRelease(w->copy_pipeline);
@@ -454,7 +456,7 @@ static cubec_status request_device(wg_gpu *w, uint32_t disabled_features)
     /* Immediates: wgpu-native's native feature (push constants); the standard header's
      * wgpuComputePassEncoderSetImmediates needs it enabled there. */
     const WGPUFeatureName immediates = (WGPUFeatureName)0x00030001;
-    WGPUFeatureName features[4 + WG_FEATURE_MAX];
+    WGPUFeatureName features[4 + WG_FEATURE_MAX + WG_IMAGE_MAX_FEATURES];
     size_t nf = 0;
     if (p->AdapterHasFeature(w->adapter, immediates) && lim.maxImmediateSize) {
         features[nf++] = immediates;
@@ -463,6 +465,7 @@ static cubec_status request_device(wg_gpu *w, uint32_t disabled_features)
     RETURN_IF_ERROR(wg_timestamp_features(w, features, &nf)); /* up to 3 more */
     /* The optional shader features the adapter has, less those turned off (wg_features.h). */
     wg_features_probe(has_feature, w, disabled_features, features, &nf, &w->base.features);
+    nf += wg_image_features(p, w->adapter, features + nf);
     if (!w->immediates) lim.maxImmediateSize = 0;
     adapter_wait aw = {0};
     WGPUDeviceDescriptor dd = {
@@ -562,6 +565,11 @@ cubec_status wg_gpu_open(const gpu_open_desc *desc, gpu **out)
                    .wgsl = 1};
     g->info.unified_memory = 0;
     g->info.push_descriptors = 0;
+    err = wg_images_init(w);
+    if (err) {
+        wg_gpu_destroy(g);
+        return err;
+    }
     *out = g;
     return NULL;
 }

@@ -1,7 +1,9 @@
 /* The WebGPU backend's pipelines: bind-group layouts per set, immediates for push constants,
  * SPIR-V with its access decorations dropped (docs/device.md, "read_write"), override
  * constants for specialization constants. */
+#include "gpu/webgpu/wg_image.h"
 #include "gpu/webgpu/wg_internal.h"
+#include "gpu/webgpu/wg_spirv_split.h"
 
 #include "base/log.h"
 
@@ -46,8 +48,17 @@ static cubec_status build_layouts(wg_gpu *w, const gpu_pipeline_desc *desc, gpu_
     for (uint32_t i = 0; i < desc->binding_count; i++)
         pl->slots[i] = desc->slots ? desc->slots[i]
                                    : (gpu_slot){.kind = GPU_SLOT_STORAGE, .binding = (uint8_t)i};
+    if (desc->resource_count > GPU_MAX_RESOURCES)
+        return status_make(CUBEC_INTERNAL, "webgpu: %" PRIu32 " images", desc->resource_count);
+    pl->resource_count = desc->resource_count;
+    for (uint32_t i = 0; i < desc->resource_count; i++) {
+        const gpu_resource_slot *r = &desc->resources[i];
+        pl->resources[i].set = r->set;
+        pl->resources[i].binding = r->binding;
+        pl->resources[i].format = r->type == GPU_RESOURCE_STORAGE_IMAGE ? r->format : 0;
+    }
     for (uint32_t set = 0; set < pl->set_count; set++) {
-        WGPUBindGroupLayoutEntry e[GPU_MAX_BINDINGS];
+        WGPUBindGroupLayoutEntry e[GPU_MAX_BINDINGS + 2 * GPU_MAX_RESOURCES];
         uint32_t n = 0;
         for (uint32_t i = 0; i < pl->slot_count; i++) {
             const gpu_slot *s = &pl->slots[i];
@@ -65,8 +76,25 @@ static cubec_status build_layouts(wg_gpu *w, const gpu_pipeline_desc *desc, gpu_
                 .visibility = WGPUShaderStage_Compute,
                 .buffer = {.type = desc->info_uniform ? WGPUBufferBindingType_Uniform
                                                       : WGPUBufferBindingType_Storage}};
+        /* Images, textures and samplers (wg_image.c says how each maps, or why it cannot). */
+        for (uint32_t i = 0; i < desc->resource_count; i++)
+            if (desc->resources[i].set == set) {
+                uint32_t added = 0;
+                RETURN_IF_ERROR(wg_image_layout_entry(w, &desc->resources[i], &e[n], &added));
+                n += added;
+            }
         WGPUBindGroupLayoutDescriptor d = {.entryCount = n, .entries = e};
         pl->groups[set] = p->DeviceCreateBindGroupLayout(w->device, &d);
+        cubec_status err = wg_take_error(w, "the pipeline's layout");
+        if (err && desc->resource_count) {
+            /* A storage texture's format or access the device refused (the server names the
+             * kernel). */
+            cubec_status named = status_make(CUBEC_UNSUPPORTED, "the images of set %" PRIu32 ": %s",
+                                             set, cubec_status_message(err));
+            cubec_status_free(err);
+            return named;
+        }
+        RETURN_IF_ERROR(err);
         if (!pl->groups[set]) return status_make(CUBEC_INTERNAL, "wgpuDeviceCreateBindGroupLayout");
     }
     WGPUPipelineLayoutDescriptor ld = {.bindGroupLayoutCount = pl->set_count,
@@ -90,8 +118,10 @@ cubec_status wg_build_pipeline(wg_gpu *w, WGPUChainedStruct *source, const char 
     if (!err && !module) err = status_make(CUBEC_INTERNAL, "wgpuDeviceCreateShaderModule");
     if (err) {
         if (module) p->ShaderModuleRelease(module);
-        return status_make(CUBEC_INVALID_SPIRV, "kernel '%s': %s", name ? name : "?",
-                           cubec_status_message(err));
+        cubec_status named = status_make(CUBEC_INVALID_SPIRV, "kernel '%s': %s", name ? name : "?",
+                                         cubec_status_message(err));
+        cubec_status_free(err);
+        return named;
     }
     /* Specialization constants are WGSL override constants, keyed by their id. */
     WGPUConstantEntry constants[GPU_MAX_SPEC_CONSTANTS];
@@ -153,15 +183,47 @@ static int spec_kind(const uint32_t *w, size_t n, uint32_t spec_id)
     return SPEC_UINT;
 }
 
-/* The module with every NonWritable and NonReadable decoration left out, so that the
+/* Which ids of the module are variables of image type (bits by id; NULL-safe for the caller:
+ * calloc'ed, `bound` bits): the one place access decorations must stay (below). */
+static unsigned char *image_variables(const uint32_t *w, size_t n, uint32_t *out_bound)
+{
+    enum { TYPE_IMAGE = 25, TYPE_POINTER = 32, VARIABLE = 59 };
+    uint32_t bound = n >= 5 ? w[3] : 0;
+    if (bound > (1u << 22)) bound = 1u << 22;    /* malformed: naga refuses it */
+    unsigned char *kind = calloc(bound + 1u, 1); /* 1 image type, 2 pointer to one, 3 variable */
+    if (!kind) return NULL;
+    for (size_t i = 5; i < n;) {
+        uint32_t op = w[i] & 0xffffu, len = w[i] >> 16;
+        if (!len || i + len > n) break;
+        if (op == TYPE_IMAGE && len >= 2 && w[i + 1] < bound) kind[w[i + 1]] = 1;
+        if (op == TYPE_POINTER && len >= 4 && w[i + 1] < bound && w[i + 3] < bound &&
+            kind[w[i + 3]] == 1)
+            kind[w[i + 1]] = 2;
+        if (op == VARIABLE && len >= 3 && w[i + 1] < bound && w[i + 2] < bound &&
+            kind[w[i + 1]] == 2)
+            kind[w[i + 2]] = 3;
+        i += len;
+    }
+    *out_bound = bound;
+    return kind;
+}
+
+/* The module with every NonWritable and NonReadable decoration of a buffer left out, so that the
  * implementation's translation declares every storage buffer read_write as the layout does
  * (wgpu requires the two to match, and WebGPU refuses one buffer bound both read-only and
- * writable in one dispatch: two tensors of one pooled page would be). A malloc'ed copy. */
+ * writable in one dispatch: two tensors of one pooled page would be). Those of storage images
+ * stay: they are the storage texture's access, which the layout names as the kernel declares
+ * it (wg_image.c). A malloc'ed copy. */
 static uint32_t *strip_access(const uint32_t *w, size_t n, size_t *out_n)
 {
     enum { DECORATE = 71, MEMBER_DECORATE = 72, NON_WRITABLE = 24, NON_READABLE = 25 };
-    uint32_t *out = malloc(n * sizeof *out);
-    if (!out) return NULL;
+    uint32_t bound = 0;
+    unsigned char *kind = image_variables(w, n, &bound);
+    uint32_t *out = kind ? malloc(n * sizeof *out) : NULL;
+    if (!out) {
+        free(kind);
+        return NULL;
+    }
     size_t at = n < 5 ? n : 5;
     memcpy(out, w, at * sizeof *out);
     for (size_t i = at; i < n;) {
@@ -170,7 +232,8 @@ static uint32_t *strip_access(const uint32_t *w, size_t n, size_t *out_n)
         uint32_t decoration = op == DECORATE && len >= 3          ? w[i + 2]
                               : op == MEMBER_DECORATE && len >= 4 ? w[i + 3]
                                                                   : 0;
-        if ((op == DECORATE || op == MEMBER_DECORATE) &&
+        int image = op == DECORATE && len >= 3 && w[i + 1] < bound && kind[w[i + 1]] == 3;
+        if ((op == DECORATE || op == MEMBER_DECORATE) && !image &&
             (decoration == NON_WRITABLE || decoration == NON_READABLE)) {
             i += len;
             continue;
@@ -179,6 +242,7 @@ static uint32_t *strip_access(const uint32_t *w, size_t n, size_t *out_n)
         at += len;
         i += len;
     }
+    free(kind);
     *out_n = at;
     return out;
 }
@@ -247,10 +311,6 @@ static char *wgsl_for_naga(const char *src)
 cubec_status wg_pipeline_create(gpu *g, const gpu_pipeline_desc *desc, gpu_pipeline **out)
 {
     wg_gpu *w = wg_of(g);
-    if (desc->resource_count)
-        return status_make(CUBEC_UNSUPPORTED,
-                           "kernel '%s': the webgpu backend binds no images or texel buffers",
-                           desc->name ? desc->name : "?");
     if (desc->required_subgroup_size)
         return status_make(CUBEC_UNSUPPORTED,
                            "kernel '%s': the webgpu backend cannot require a subgroup size",
@@ -283,6 +343,15 @@ cubec_status wg_pipeline_create(gpu *g, const gpu_pipeline_desc *desc, gpu_pipel
         uint32_t *code = desc->wgsl ? NULL : strip_access(desc->spirv, desc->words, &words);
         if (!desc->wgsl && !code)
             err = status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (module)");
+        /* Combined image samplers become a texture and a sampler (the layout has both). */
+        uint32_t *split = NULL;
+        size_t split_words = 0;
+        if (!err && code) err = wg_spirv_split_samplers(code, words, &split, &split_words);
+        if (split) {
+            free(code);
+            code = split;
+            words = split_words;
+        }
         WGPUShaderSourceSPIRV spirv = {.chain = {.sType = WGPUSType_ShaderSourceSPIRV},
                                        .codeSize = (uint32_t)words,
                                        .code = code};
