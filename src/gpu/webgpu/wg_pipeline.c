@@ -118,8 +118,8 @@ cubec_status wg_build_pipeline(wg_gpu *w, WGPUChainedStruct *source, const char 
     if (!err && !module) err = status_make(CUBEC_INTERNAL, "wgpuDeviceCreateShaderModule");
     if (err) {
         if (module) p->ShaderModuleRelease(module);
-        cubec_status named = status_make(CUBEC_INVALID_SPIRV, "kernel '%s': %s", name ? name : "?",
-                                         cubec_status_message(err));
+        /* The server names the kernel in front of this. */
+        cubec_status named = status_make(CUBEC_INVALID_SPIRV, "%s", cubec_status_message(err));
         cubec_status_free(err);
         return named;
     }
@@ -143,8 +143,8 @@ cubec_status wg_build_pipeline(wg_gpu *w, WGPUChainedStruct *source, const char 
     if (err) {
         if (*out) p->ComputePipelineRelease(*out);
         *out = NULL;
-        cubec_status named = status_make(CUBEC_INVALID_SPIRV, "kernel '%s': %s", name ? name : "?",
-                                         cubec_status_message(err));
+        /* The server names the kernel in front of this. */
+        cubec_status named = status_make(CUBEC_INVALID_SPIRV, "%s", cubec_status_message(err));
         cubec_status_free(err);
         return named;
     }
