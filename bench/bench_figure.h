@@ -46,6 +46,7 @@ typedef struct bench_params {
     uint32_t interleave_rounds; /* streams.interleave: rounds of one launch per stream     */
     uint32_t gemm_n;            /* kernel.gemm_f16: N of the N x N x N multiply            */
     uint64_t features;          /* cubec_feature bits of the device                        */
+    int device_timing;          /* profiles read GPU timestamps (cubec_profile_get_method)  */
     uint32_t mlp_steps;         /* memory.peak_ratio: training steps of the MLP loop        */
     uint64_t max_binding;       /* the most bytes one binding may hold on the device        */
     uint32_t vendor_id;         /* cubec_device_info.vendor_id (0x10de: NVIDIA)             */

@@ -10,6 +10,7 @@
 #include "base/file.h"
 #include "bench_figure.h"
 #include "bench_report.h"
+#include "gpu/gpu_backends.h"
 #include "raw_vulkan.h"
 
 #include <cubec/cubec.h>
@@ -175,22 +176,79 @@ typedef struct options {
     const char *filters[16]; /* a figure runs if its name contains any of them (or none given) */
     uint32_t filter_count;
     const char *trace; /* --trace FILE: CUBEC_TRACE for every cubec device (NULL: none) */
+    /* --backend NAME: CUBEC_BACKEND for every cubec device (NULL: as the environment says) */
+    const char *backend;
 } options;
+
+/* The backends of this build, "vulkan, null, webgpu" (GPU_BACKENDS, the first the default). */
+static const char *backend_list(void)
+{
+    static char list[128];
+    if (!list[0]) {
+        const char *from = GPU_BACKEND_CHOICES;
+        size_t n = 0;
+        for (; *from && n + 3 < sizeof list; from++) {
+            if (*from == '|') {
+                list[n++] = ',';
+                list[n++] = ' ';
+            } else {
+                list[n++] = *from;
+            }
+        }
+        list[n] = '\0';
+    }
+    return list;
+}
+
+/* Whether `name` is one of GPU_BACKEND_CHOICES ("vulkan|null|webgpu"), whole. */
+/* The default backend's name: the first of GPU_BACKEND_CHOICES. */
+static const char *default_backend(void)
+{
+    static char name[32];
+    if (!name[0])
+        snprintf(name, sizeof name, "%.*s", (int)strcspn(GPU_BACKEND_CHOICES, "|"),
+                 GPU_BACKEND_CHOICES);
+    return name;
+}
+
+static int backend_is_default(const char *name)
+{
+    return strcmp(name, default_backend()) == 0;
+}
+
+static int backend_known(const char *name)
+{
+    const size_t len = strlen(name);
+    for (const char *p = GPU_BACKEND_CHOICES; len && *p;) {
+        const char *end = strchr(p, '|');
+        const size_t n = end ? (size_t)(end - p) : strlen(p);
+        if (n == len && strncmp(p, name, len) == 0) return 1;
+        p += n + (end != NULL);
+    }
+    return 0;
+}
 
 static void usage(FILE *out)
 {
-    fprintf(out, "usage: cubec bench [--json] [--quick] [--filter SUBSTR]... [--trace FILE]\n"
-                 "Measures the figures of docs/benchmarks.md (what each means, how it is\n"
-                 "measured, the results on lavapipe and an H200) on the default device.\n"
-                 "  --json           print the figures as the JSON object docs/benchmarks.md\n"
-                 "                   describes, instead of a table\n"
-                 "  --quick          fewer repetitions and smaller sizes (a smoke test)\n"
-                 "  --filter SUBSTR  run only the figures whose name contains SUBSTR\n"
-                 "                   (or one of its results, e.g. streams.independent.4)\n"
-                 "  --trace FILE     write a Chrome trace of the cubec side to FILE (sets\n"
-                 "                   CUBEC_TRACE; the full suite makes a large one: use --quick\n"
-                 "                   or --filter; open it in ui.perfetto.dev)\n"
-                 "figures:");
+    fprintf(out,
+            "usage: cubec bench [--json] [--quick] [--filter SUBSTR]... [--trace FILE]\n"
+            "                   [--backend NAME]\n"
+            "Measures the figures of docs/benchmarks.md (what each means, how it is\n"
+            "measured, the results on lavapipe and an H200) on the default device.\n"
+            "  --json           print the figures as the JSON object docs/benchmarks.md\n"
+            "                   describes, instead of a table\n"
+            "  --quick          fewer repetitions and smaller sizes (a smoke test)\n"
+            "  --filter SUBSTR  run only the figures whose name contains SUBSTR\n"
+            "                   (or one of its results, e.g. streams.independent.4)\n"
+            "  --trace FILE     write a Chrome trace of the cubec side to FILE (sets\n"
+            "                   CUBEC_TRACE; the full suite makes a large one: use --quick\n"
+            "                   or --filter; open it in ui.perfetto.dev)\n"
+            "  --backend NAME   run cubec's sides on the backend NAME (sets CUBEC_BACKEND;\n"
+            "                   backends: %s); raw Vulkan stays the\n"
+            "                   baseline, and a figure the backend refuses\n"
+            "                   (CUBEC_UNSUPPORTED) is skipped, saying so\n"
+            "figures:",
+            backend_list());
     for (size_t i = 0; i < FIGURE_COUNT; i++) {
         const figure_def *f = &figures[i];
         if (!f->variant_count) {
@@ -235,6 +293,20 @@ static int parse_args(int argc, char **argv, options *opt)
                 return 2;
             }
             opt->trace = value;
+        } else if (strcmp(arg, "--backend") == 0 || strncmp(arg, "--backend=", 10) == 0) {
+            const char *value = arg[9] == '=' ? arg + 10 : i + 1 < argc ? argv[++i] : NULL;
+            if (!value) {
+                fprintf(stderr, "cubec bench: --backend needs a backend name (%s)\n",
+                        backend_list());
+                usage(stderr);
+                return 2;
+            }
+            if (!backend_known(value)) {
+                fprintf(stderr, "cubec bench: --backend: unknown backend \"%s\" (backends: %s)\n",
+                        value, backend_list());
+                return 2;
+            }
+            opt->backend = value;
         } else if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
             usage(stdout);
             return -1;
@@ -517,8 +589,10 @@ static uint32_t plan_sides(const figure_def *def, const bench_params *params, si
  * favour the same side. Writes result_count(def) results: one comparing cubec with its baseline,
  * or one per variant compared with the first variant. */
 static void run_figure(const figure_def *def, size_t first, const bench_params *params,
-                       const raw_target *target, const progress *pr, bench_result *res)
+                       const char *backend, const raw_target *target, const progress *pr,
+                       bench_result *res)
 {
+    int skipped = 0;
     const uint32_t reps = params->quick ? def->quick_reps : def->reps;
     side sides[MAX_SIDES];
     bench_err err = NULL;
@@ -548,6 +622,15 @@ static void run_figure(const figure_def *def, size_t first, const bench_params *
         bench_err_free(err); /* nothing was measured */
         return;
     }
+    if (!params->device_timing && strcmp(def->method, "device") == 0) {
+        /* Its number is a profile's device time: host time around syncs would pass for it. */
+        res->skipped = bench_errorf("profiles on this device are host-measured "
+                                    "(cubec_profile_get_method: system; the %s backend writes no "
+                                    "timestamps here, or CUBEC_TIMING=system)",
+                                    backend);
+        bench_err_free(err);
+        return;
+    }
     bench_err why = def->unavailable ? def->unavailable(params) : NULL;
     if (why) {
         res->skipped = why;
@@ -560,9 +643,26 @@ static void run_figure(const figure_def *def, size_t first, const bench_params *
         sides[s].device_values = calloc(reps, sizeof(double));
         if (!sides[s].values || !sides[s].device_values) err = bench_errorf("out of host memory");
     }
-    for (uint32_t k = 0; !err && k < n; k++)
-        err = side_measure(&sides[(start + k) % n], def, reps, target, pr);
-    if (!err && def->variant_count) {
+    for (uint32_t k = 0; !err && k < n; k++) {
+        side *s = &sides[(start + k) % n];
+        err = side_measure(s, def, reps, target, pr);
+        /* A backend other than the default refuses by name what it cannot map (webgpu:
+         * registered host memory, exportable memory...; docs/device.md): the figure is skipped,
+         * saying so, as one the device lacks a feature for. On the default backend a refusal
+         * stays an error, so that a regression there cannot pass for a skip. */
+        if (err && s->which == SIDE_CUBEC && !backend_is_default(backend) &&
+            strstr(err, cubec_code_name(CUBEC_UNSUPPORTED))) {
+            for (uint32_t r = 0; r < results; r++)
+                res[r].skipped = bench_errorf("the %s backend refuses it: %s", backend, err);
+            bench_err_free(err);
+            err = NULL;
+            skipped = 1;
+            break;
+        }
+    }
+    if (skipped) {
+        /* nothing measured: no numbers, no note */
+    } else if (!err && def->variant_count) {
         /* Every variant against the first (streams.independent: speedup over one thread). */
         const double base = bench_median(sides[0].values, reps);
         for (uint32_t r = 0; r < results; r++) {
@@ -579,7 +679,7 @@ static void run_figure(const figure_def *def, size_t first, const bench_params *
             isfinite(sides[0].device_values[0]) ? bench_median(sides[0].device_values, reps) : NAN;
     }
     /* cubec's side describes what it ran on (the pair's path): after the figure's own note. */
-    if (!err && !def->variant_count && sides[0].note) {
+    if (!skipped && !err && !def->variant_count && sides[0].note) {
         const char *fixed = def->note ? def->note : "";
         const size_t len = strlen(fixed) + strlen(sides[0].note) + 3;
         res->own_note = malloc(len);
@@ -642,6 +742,41 @@ static int trace_check(const char *path)
 
 static int run_suite(const options *opt);
 
+/* The default backend's device for the one `info` describes (the same vendor and device ID, else
+ * the default device): 1 with its info in *out, 0 when none opens (raw Vulkan then picks the
+ * first device and fails there if there is none). */
+static int vulkan_twin(const cubec_device_info *info, cubec_device_info *out)
+{
+    cubec_device_desc desc = CUBEC_DEVICE_DESC_INIT;
+    desc.backend = default_backend();
+    int found = 0;
+    for (uint32_t index = 0; index < 16 && !found; index++) {
+        desc.select_by_index = 1;
+        desc.index = index;
+        cubec_device *dev = NULL;
+        cubec_status st = cubec_device_open(&desc, &dev);
+        if (st) {
+            cubec_status_free(st);
+            break;
+        }
+        st = cubec_device_get_info(dev, out);
+        cubec_device_close(dev);
+        if (st) {
+            cubec_status_free(st);
+            break;
+        }
+        found = out->vendor_id == info->vendor_id && out->device_id == info->device_id;
+    }
+    if (found) return 1;
+    desc.select_by_index = 0;
+    cubec_device *dev = NULL;
+    cubec_status st = cubec_device_open(&desc, &dev);
+    if (!st) st = cubec_device_get_info(dev, out);
+    cubec_device_close(dev);
+    if (st) cubec_status_free(st);
+    return st == NULL;
+}
+
 int cubec_bench_main(int argc, char **argv)
 {
     /* compile.warm_disk's child process (bench/warm_disk.c), not for users. */
@@ -650,6 +785,12 @@ int cubec_bench_main(int argc, char **argv)
     int rc = parse_args(argc, argv, &opt);
     if (rc) return rc < 0 ? 0 : rc;
     if (opt.trace && trace_begin(opt.trace) != 0) return 1;
+    /* Every cubec device reads CUBEC_BACKEND when it opens: set before the first. */
+    if (opt.backend && setenv("CUBEC_BACKEND", opt.backend, 1) != 0) {
+        fprintf(stderr, "cubec bench: --backend %s: cannot set CUBEC_BACKEND: %s\n", opt.backend,
+                strerror(errno));
+        return 1;
+    }
     char cache_dir[4096];
     bench_cache_dir_begin(cache_dir, sizeof cache_dir);
     rc = run_suite(&opt);
@@ -665,8 +806,11 @@ static int run_suite(const options *options_in)
     /* The device cubec picks decides the sizes and which device the baseline opens. */
     cubec_device *dev = NULL;
     cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
+    cubec_timing timing = CUBEC_TIMING_SYSTEM;
     bench_err err = bench_from_status(cubec_device_open(NULL, &dev), "cubec_device_open");
     if (!err) err = bench_from_status(cubec_device_get_info(dev, &info), "cubec_device_get_info");
+    if (!err)
+        err = bench_from_status(cubec_profile_get_method(dev, &timing), "cubec_profile_get_method");
     cubec_device_close(dev);
     if (err) {
         fprintf(stderr, "cubec bench: %s\n", err);
@@ -675,7 +819,17 @@ static int run_suite(const options *options_in)
     }
     bench_params params;
     make_params(&info, opt.quick, &params);
-    const raw_target target = {info.name, info.vendor_id, info.device_id};
+    params.device_timing = timing == CUBEC_TIMING_DEVICE;
+    /* The backend cubec's sides run on: --backend, else CUBEC_BACKEND, else the default (a name
+     * CUBEC_BACKEND does not know failed the open above). */
+    const char *env_backend = getenv("CUBEC_BACKEND");
+    const char *backend = env_backend && *env_backend ? env_backend : default_backend();
+    /* Raw Vulkan runs on the physical device cubec's side runs on; another backend's device
+     * info (an adapter's) need not name it as Vulkan does, so its Vulkan twin is asked. */
+    cubec_device_info vk_info = CUBEC_DEVICE_INFO_INIT;
+    raw_target target = {info.name, info.vendor_id, info.device_id};
+    if (!backend_is_default(backend) && vulkan_twin(&info, &vk_info))
+        target = (raw_target){vk_info.name, vk_info.vendor_id, vk_info.device_id};
 
     size_t count = 0, total = 0, max_results = 0;
     for (size_t i = 0; i < FIGURE_COUNT; i++) {
@@ -699,7 +853,7 @@ static int run_suite(const options *options_in)
         pr.index++;
         /* Rotates by the figure's place in the catalog, so that a figure runs its sides in the
          * same order whatever --filter selects. */
-        run_figure(&figures[i], i, &params, &target, &pr, &results[count]);
+        run_figure(&figures[i], i, &params, backend, &target, &pr, &results[count]);
         for (uint32_t r = 0; r < result_count(&figures[i]); r++)
             failed |= results[count + r].error != NULL;
         count += result_count(&figures[i]);
@@ -712,6 +866,7 @@ static int run_suite(const options *options_in)
         .vendor_id = info.vendor_id,
         .device_type = type_name(info.type),
         .commit = CUBEC_GIT_DESCRIBE,
+        .backend = backend,
         .quick = opt.quick,
     };
     if (opt.json)

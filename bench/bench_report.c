@@ -39,7 +39,9 @@ void bench_report_json(FILE *out, const bench_run_info *run, const bench_result 
     json_string(out, run->driver);
     fputs(", \"type\": ", out);
     json_string(out, run->device_type);
-    fputs("},\n \"commit\": ", out);
+    fputs("},\n \"backend\": ", out);
+    json_string(out, run->backend);
+    fputs(",\n \"commit\": ", out);
     json_string(out, run->commit);
     fprintf(out, ",\n \"quick\": %s,\n \"results\": [", run->quick ? "true" : "false");
     for (size_t i = 0; i < count; i++) {
@@ -110,8 +112,9 @@ static void table_row(FILE *out, const bench_result *r)
 void bench_report_table(FILE *out, const bench_run_info *run, const bench_result *results,
                         size_t count)
 {
-    fprintf(out, "cubec bench%s on %s (%s, %s), commit %s\n", run->quick ? " --quick" : "",
-            run->device_name, run->device_type, run->driver, run->commit);
+    fprintf(out, "cubec bench%s on %s (%s, %s), backend %s, commit %s\n",
+            run->quick ? " --quick" : "", run->device_name, run->device_type, run->driver,
+            run->backend, run->commit);
     fprintf(out, "%-32s %-10s %12s %12s %8s  %-6s %12s %12s  %s\n", "figure", "unit", "cubec",
             "baseline", "ratio", "better", "cubec (ts)", "raw (ts)", "baseline is");
     for (size_t i = 0; i < count; i++) {

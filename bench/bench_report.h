@@ -33,6 +33,7 @@ typedef struct bench_run_info {
     uint32_t vendor_id;
     const char *device_type; /* "cpu", "discrete", "integrated", "virtual", "other" */
     const char *commit;
+    const char *backend; /* the backend cubec's sides ran on (CUBEC_BACKEND): "vulkan", "webgpu" */
     int quick;
 } bench_run_info;
 

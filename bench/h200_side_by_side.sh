@@ -29,6 +29,13 @@
 #   ROUNDS  rounds [2]      SLEEP  seconds between processes [5]
 #   TMO     seconds each process may run before it is killed [180]
 #   BENCH_ARGS  extra arguments of `cubec bench` (e.g. --quick) []
+#   WEBGPU=1  also `cubec bench --json --backend webgpu` of every build, right after its Vulkan
+#           run, into $OUT/<name>-webgpu-<round>.json (its own column "<name>-webgpu" in the
+#           table, with "<name>-webgpu / wgpu": how many times slower than wgpu-native direct);
+#           the library is CUBEC_WEBGPU_LIBRARY [PEERS/libwgpu_native.so: the wgpu peer's, the
+#           same wheel's]; where it is missing the webgpu runs are skipped (noted in run.log)
+#   WGPU_PEER_QUICK=1  passed on to the wgpu peer (smaller sizes, for lavapipe)
+#   GL=none  no loader to set up (a machine whose Vulkan loader is installed, e.g. lavapipe)
 #   PERF=1  afterwards, if `perf` exists there, `perf stat` and `perf record` of
 #           `cubec bench --filter launch.enqueue` of the first build (perf-stat.txt, perf-report.txt);
 #           skipped (noted in run.log) where perf is absent, as on the images seen so far
@@ -49,6 +56,7 @@ SLEEP=${SLEEP:-5}
 TMO=${TMO:-180}
 BENCH_ARGS=${BENCH_ARGS:-}
 PERF=${PERF:-0}
+WEBGPU=${WEBGPU:-0}
 PACK=${PACK:-auto}
 PY=${PY:-python3}
 if ! "$PY" -c "import torch" 2>/dev/null && [ -x /opt/torch/.venv/bin/python ]; then
@@ -71,9 +79,21 @@ for a in "$@"; do
   names+=("$n") bins+=("$(cd "$(dirname "$b")" && pwd)/cubec")
 done
 
-[ -f "$GL/vk-setup.sh" ] || { note "no $GL/vk-setup.sh (run ../shared/device/fetch-loader.sh here first)"; exit 2; }
-# shellcheck disable=SC1091
-. "$GL/vk-setup.sh"
+if [ "$GL" != none ]; then
+  [ -f "$GL/vk-setup.sh" ] || { note "no $GL/vk-setup.sh (run ../shared/device/fetch-loader.sh here first)"; exit 2; }
+  # shellcheck disable=SC1091
+  . "$GL/vk-setup.sh"
+fi
+if [ "$WEBGPU" = 1 ]; then
+  CUBEC_WEBGPU_LIBRARY=${CUBEC_WEBGPU_LIBRARY:-$PEERS/libwgpu_native.so}
+  if [ -f "$CUBEC_WEBGPU_LIBRARY" ]; then
+    CUBEC_WEBGPU_LIBRARY=$(cd "$(dirname "$CUBEC_WEBGPU_LIBRARY")" && pwd)/$(basename "$CUBEC_WEBGPU_LIBRARY")
+    export CUBEC_WEBGPU_LIBRARY
+  else
+    note "WEBGPU=1 but no $CUBEC_WEBGPU_LIBRARY: the webgpu runs are skipped"
+    WEBGPU=0
+  fi
+fi
 
 clock() { nvidia-smi --query-gpu=clocks.sm,clocks.mem,pstate,temperature.gpu,utilization.gpu \
   --format=csv,noheader 2>/dev/null | head -1; }
@@ -97,6 +117,8 @@ run() {
 note "host $(hostname) $(uname -r); $(nvidia-smi --query-gpu=name,driver_version,pcie.link.gen.current,pcie.link.width.current --format=csv,noheader 2>/dev/null)"
 for i in "${!names[@]}"; do note "${names[$i]}: ${bins[$i]}: $("${bins[$i]}" version 2>&1)"; done
 "${bins[0]}" info >>"$log" 2>&1 || note "cubec info failed"
+[ "$WEBGPU" = 1 ] && { CUBEC_BACKEND=webgpu "${bins[0]}" info >>"$log" 2>&1 ||
+  note "cubec info on webgpu failed"; }
 for p in cuda_c_peer wgpu_peer; do [ -x "$PEERS/$p" ] || note "peer $PEERS/$p missing: skipped"; done
 "$PY" -c "import torch" 2>/dev/null || note "$PY cannot import torch: the PyTorch peers are skipped"
 
@@ -104,6 +126,9 @@ for r in $(seq 1 "$ROUNDS"); do
   for i in "${!names[@]}"; do
     # shellcheck disable=SC2086
     run "${names[$i]}-$r" "$OUT/${names[$i]}-$r.json" "${bins[$i]}" bench --json $BENCH_ARGS
+    # shellcheck disable=SC2086
+    [ "$WEBGPU" = 1 ] && run "${names[$i]}-webgpu-$r" "$OUT/${names[$i]}-webgpu-$r.json" \
+      "${bins[$i]}" bench --json --backend webgpu $BENCH_ARGS
   done
   [ -x "$PEERS/cuda_c_peer" ] && run "cuda_c-$r" "$OUT/cuda_c-$r.txt" "$PEERS/cuda_c_peer"
   [ -x "$PEERS/wgpu_peer" ] && run "wgpu-$r" "$OUT/wgpu-$r.txt" "$PEERS/wgpu_peer"

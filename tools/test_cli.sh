@@ -155,6 +155,9 @@ run_expect 2 empty_trace_eq "$CUBEC" run "$K" --groups 1 --buf zero:4 --trace= &
     expect_in empty_trace_eq "--trace" "empty"
 run_expect 2 bench_empty_trace "$CUBEC" bench --quick --trace "" &&
     expect_in bench_empty_trace "--trace" "empty"
+run_expect 2 bench_bad_backend "$CUBEC" bench --quick --backend nosuch &&
+    expect_in bench_bad_backend "--backend" "nosuch" "vulkan" "webgpu"
+run_expect 2 bench_no_backend "$CUBEC" bench --quick --backend && expect_in bench_no_backend "--backend"
 run_expect 2 bad_command "$CUBEC" frobnicate && expect_in bad_command "frobnicate"
 run_expect 2 no_command "$CUBEC"
 
@@ -215,7 +218,8 @@ run_expect 1 out_fifo "$CUBEC" run "$K" --groups 4 --info-u32 256 --info-f32 0.5
 run_expect 0 help "$CUBEC" --help && expect_in help "info" "run" "bench" "version"
 run_expect 0 run_help "$CUBEC" run --help &&
     expect_in run_help "--buf" "--groups" "--out-dir" "--trace"
-run_expect 0 bench_help "$CUBEC" bench --help && expect_in bench_help "--trace" "docs/benchmarks.md"
+run_expect 0 bench_help "$CUBEC" bench --help &&
+    expect_in bench_help "--trace" "docs/benchmarks.md" "--backend NAME" "webgpu"
 run_expect 0 info_help "$CUBEC" info --help
 run_expect 0 version "$CUBEC" version && expect_in version "cubec 0.2.13"
 run_expect 0 info "$CUBEC" info && expect_in info "[default]" "max storage buffer range"

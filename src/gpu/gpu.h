@@ -128,10 +128,17 @@ typedef enum gpu_resource_type {
     GPU_RESOURCE_SAMPLER = 6,         /* a sampler alone */
 } gpu_resource_type;
 
-/* A binding other than a buffer: its place and type. */
+/* A binding other than a buffer: its place and type, and what the kernel declares of it
+ * (kernel/reflect.h's kernel_resource): a backend whose layouts name them (WebGPU: a storage
+ * texture's format and access, a texture's sample type and dimension) reads these. */
 typedef struct gpu_resource_slot {
     uint32_t set, binding;
-    uint32_t type; /* gpu_resource_type */
+    uint32_t type;    /* gpu_resource_type */
+    uint32_t access;  /* cubec_access: 1 read, 2 write, 3 both (storage images) */
+    uint32_t dims;    /* 2 or 3; 1 a texel buffer; 0 a sampler */
+    uint32_t format;  /* the declared format qualifier (cubec_image_format), 0: none */
+    uint32_t numeric; /* texels read as floats (0), unsigned (1) or signed (2) integers */
+    const char *name; /* the variable's, for messages (NULL: none) */
 } gpu_resource_slot;
 
 /* A resource bound for a dispatch (gpu_cmd_bind_resources): an image (image kinds), a range of
@@ -315,6 +322,12 @@ typedef struct gpu_ops {
     /* The program's memory [ptr, +size) as a buffer the GPU copies to and from (mapped = ptr);
      * both aligned to caps.host_import_alignment. NULL when the backend cannot import. */
     cubec_status (*mem_import_host)(gpu *g, void *ptr, uint64_t size, gpu_mem **out);
+    /* Copies [src, +size) into [offset, +size) of the DEVICE page `m` straight from the host,
+     * in queue order: after all work submitted before, before all work submitted after; `src`
+     * may be reused when it returns. Offset and size are multiples of 4. NULL where uploads go
+     * through staging and a copy command (Vulkan, null); WebGPU: wgpuQueueWriteBuffer, which
+     * saves the upload ring's two extra copies. */
+    cubec_status (*mem_write)(gpu *g, gpu_mem *m, uint64_t offset, const void *src, uint64_t size);
     /* Pipelines from SPIR-V. */
     cubec_status (*pipeline_create)(gpu *g, const gpu_pipeline_desc *desc, gpu_pipeline **out);
     void (*pipeline_destroy)(gpu *g, gpu_pipeline *p);

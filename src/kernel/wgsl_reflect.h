@@ -8,8 +8,14 @@
  * of @group(0) at @binding(0..31), buffer i of a launch at binding i (gaps are unused slots); at
  * most one var<immediate> (or var<push_constant>) of a struct of 32-bit scalars and vectors,
  * which receives the launch's info bytes; @compute @workgroup_size of integer literals on the
- * entry point. Textures, samplers, other groups and override-sized workgroups are refused with
- * CUBEC_UNSUPPORTED naming them; a source without the entry point, with CUBEC_COMPILE_FAILED. */
+ * entry point; texture_storage_2d/3d (of a format cubec names, any access), texture_2d/3d and
+ * sampler at @group(0..3) and any binding no buffer takes (docs/images.md: a launch binds them as
+ * storage images, sampled textures and samplers; a sampler is taken to sample every texture).
+ * Other textures, buffers of other groups and override-sized workgroups are refused with
+ * CUBEC_UNSUPPORTED naming them; a source without the entry point, with CUBEC_COMPILE_FAILED.
+ * The optional features it uses (enable f16, the i64/u64/f64 types, 64-bit atomics, the subgroup
+ * built-ins) become the SPIR-V capabilities of kernel_reflection.capabilities, so the server
+ * checks them against the device's features as it does a SPIR-V module's. */
 #ifndef CUBEC_KERNEL_WGSL_REFLECT_H
 #define CUBEC_KERNEL_WGSL_REFLECT_H
 

@@ -174,9 +174,17 @@ static cubec_status build_pipeline(const build_ctx *b, pipeline_entry *e, const 
 {
     RETURN_IF_ERROR(count_fault(b, CUBEC_FAULT_PIPELINE, CUBEC_INTERNAL));
     gpu_resource_slot images[KERNEL_MAX_RESOURCES];
-    for (uint32_t i = 0; i < e->refl.resource_count; i++)
-        images[i] = (gpu_resource_slot){e->refl.resources[i].set, e->refl.resources[i].binding,
-                                        (uint32_t)e->refl.resources[i].kind};
+    for (uint32_t i = 0; i < e->refl.resource_count; i++) {
+        const kernel_resource *r = &e->refl.resources[i];
+        images[i] = (gpu_resource_slot){.set = r->set,
+                                        .binding = r->binding,
+                                        .type = (uint32_t)r->kind,
+                                        .access = (uint32_t)r->access,
+                                        .dims = r->dims,
+                                        .format = r->format,
+                                        .numeric = r->numeric,
+                                        .name = r->name};
+    }
     gpu_slot slots[KERNEL_MAX_SLOTS];
     for (uint32_t i = 0; i < e->refl.binding_count; i++)
         slots[i] =

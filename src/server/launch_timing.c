@@ -191,6 +191,15 @@ static void emit_launches(cubec_device *d, const launch_stamp *stamps, uint32_t 
 {
     uint32_t bits = d->gpu->caps.timestamp_bits;
     uint64_t mask = bits >= 64 || !bits ? UINT64_MAX : (1ull << bits) - 1;
+    if (ticks && n) {
+        /* Without a calibrated clock a conversion bounds the offset by "now", which bounds only
+         * the latest timestamp read: converted first, so that no launch ends in the host's
+         * future (a counter that wrapped within the batch is left as it was). */
+        uint64_t last = ticks[1] & mask;
+        for (uint32_t i = 1; i < n; i++)
+            if ((ticks[2 * (size_t)i + 1] & mask) > last) last = ticks[2 * (size_t)i + 1] & mask;
+        (void)server_device_time_ns(d, last);
+    }
     for (uint32_t i = 0; i < n; i++) {
         const launch_stamp *s = &stamps[i];
         uint64_t begin = s->record_ns, dur = 0;

@@ -278,8 +278,12 @@ cubec_status server_profile_end(cubec_device *d, stream_ref s, uint64_t id,
             uint64_t delta = (ticks[1] - ticks[0]) & mask;
             /* A timestamp read as earlier than the other would wrap to a huge duration. */
             if (delta > mask / 2) delta = 0;
-            r.begin_ns = server_device_time_ns(d, ticks[0] & mask);
-            r.end_ns = r.begin_ns + (uint64_t)llround((double)delta * d->info.timestamp_period_ns);
+            /* From the end back: without a calibrated clock a conversion bounds the offset by
+             * "now", which bounds only the later timestamp (converting the begin first put the
+             * first profile's end in the host's future by its duration). */
+            uint64_t duration = (uint64_t)llround((double)delta * d->info.timestamp_period_ns);
+            r.end_ns = server_device_time_ns(d, (delta ? ticks[1] : ticks[0]) & mask);
+            r.begin_ns = r.end_ns > duration ? r.end_ns - duration : 0;
         }
     }
     r.duration_ns = r.end_ns - r.begin_ns;

@@ -252,6 +252,40 @@ static cubec_status write_body(cubec_device *d, stream_ref s, buffer_obj *b, uin
         server_alloc_unpin(d, a);
         return err;
     }
+    if (d->gpu->ops->mem_write && ((at | size) & 3u) == 0) {
+        /* A backend whose uploads are queue writes (WebGPU) takes the bytes straight from the
+         * program: the upload ring would add two copies (into the ring, then into the
+         * implementation's own staging) and a copy command. Ordered as the mapped path above:
+         * after the work that used the bytes is done; work recorded later is submitted after
+         * the write, so it sees the bytes. */
+        alloc_obj *a = b->alloc;
+        server_alloc_pin(d, a);
+        cubec_status err = sub_wait(d, transfer_after(d, slot, a, a->last_use));
+        if (!err) err = d->gpu->ops->mem_write(d->gpu, page, at, src, size);
+        if (!err) {
+            /* A submission takes the write to the GPU now, and gives the stream a value that
+             * cubec_sync waits for: the bytes are in the buffer when it returns, as after a
+             * staged write. */
+            gpu_cmd *cmd;
+            d->streams->slots[slot].recorded++;
+            err = sub_begin(d, &cmd);
+            if (!err) {
+                note_transfer_stream(d);
+                err = sub_flush(d, 0);
+            }
+            if (!err) d->streams->slots[slot].last_value = d->sub->next_value - 1;
+        }
+        if (err) {
+            failure *f = failure_new(cubec_status_code(err), "a write failed: %s",
+                                     cubec_status_message(err));
+            server_taint(a, at, size, f);
+            failure_release(f);
+        } else {
+            server_untaint(a, at, size);
+        }
+        server_alloc_unpin(d, a);
+        return err;
+    }
     d->streams->slots[slot].recorded++; /* a copy on the GPU, staged or straight from the host */
     host_range *r = size >= REGISTERED_WRITE_MIN ? server_host_find(d->host, src, size) : NULL;
     /* The reference keeps the memory through the registered path's wait, which may drop the

@@ -19,7 +19,7 @@ struct wg_bind_entry {
     WGPUBindGroup group; /* NULL: an empty slot */
     uint64_t pipeline_id;
     uint32_t set, count;
-    wg_bind_key_entry b[GPU_MAX_BINDINGS];
+    wg_bind_key_entry b[GPU_MAX_BINDINGS + 2 * GPU_MAX_RESOURCES]; /* buffers, then images */
 };
 
 static uint64_t key_hash(uint64_t pipeline_id, uint32_t set, const wg_bind_key_entry *b,
@@ -41,7 +41,7 @@ cubec_status wg_bind_group(wg_gpu *w, const gpu_pipeline *pl, uint32_t set,
         if (!w->bind_cache)
             return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (bind-group cache)");
     }
-    wg_bind_key_entry key[GPU_MAX_BINDINGS];
+    wg_bind_key_entry key[GPU_MAX_BINDINGS + 2 * GPU_MAX_RESOURCES];
     memset(key, 0, sizeof key);
     for (uint32_t i = 0; i < count; i++)
         key[i] = (wg_bind_key_entry){.id = mem_ids[i],

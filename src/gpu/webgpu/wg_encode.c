@@ -6,6 +6,7 @@
  * happen outside passes. So the state the list sets is kept here and applied at the next
  * dispatch, into a pass opened lazily and closed before a copy or a fill; a new pass gets the
  * whole state again. Barriers are no-ops: WebGPU tracks usage between dispatches itself. */
+#include "gpu/webgpu/wg_image.h"
 #include "gpu/webgpu/wg_internal.h"
 
 #include <inttypes.h>
@@ -193,18 +194,14 @@ static cubec_status ready_dispatch(wg_enc *e)
 static cubec_status bind_buffers(wg_enc *e, const gpu_cmd_entry *ce)
 {
     const gpu_pipeline *pl = ce->u.buffers.p;
-    if (ce->u.buffers.images)
-        return status_make(CUBEC_UNSUPPORTED,
-                           "the webgpu backend binds no images or texel buffers (%" PRIu32
-                           " in a launch)",
-                           ce->u.buffers.images);
+    const gpu_image_binding *images = gpu_cmd_entry_images(ce);
     const gpu_binding *b = gpu_cmd_entry_bindings(ce);
     const gpu_binding *info = ce->u.buffers.info ? &b[ce->u.buffers.n] : NULL;
     uint32_t bound = ce->u.buffers.n < pl->slot_count ? ce->u.buffers.n : pl->slot_count;
     uint64_t uniform_range = e->w->limits.maxUniformBufferBindingSize;
     for (uint32_t set = 0; set < pl->set_count; set++) {
-        WGPUBindGroupEntry entries[GPU_MAX_BINDINGS];
-        uint64_t ids[GPU_MAX_BINDINGS];
+        WGPUBindGroupEntry entries[GPU_MAX_BINDINGS + 2 * GPU_MAX_RESOURCES];
+        uint64_t ids[GPU_MAX_BINDINGS + 2 * GPU_MAX_RESOURCES];
         uint32_t count = 0;
         for (uint32_t i = 0; i < bound + (info && set == 0 ? 1 : 0); i++) {
             const gpu_binding *x = i < bound ? &b[i] : info;
@@ -234,6 +231,19 @@ static cubec_status bind_buffers(wg_enc *e, const gpu_cmd_entry *ce)
                 .binding = binding, .buffer = m->buffer, .offset = x->offset, .size = size};
             ids[count++] = m->id;
         }
+        /* Images, textures and samplers: their views and the device's samplers. */
+        for (uint32_t i = 0; i < ce->u.buffers.images; i++) {
+            const gpu_image_binding *x = &images[i];
+            if (x->set != set) continue;
+            uint32_t declared = 0;
+            for (uint32_t r = 0; r < pl->resource_count; r++)
+                if (pl->resources[r].set == set && pl->resources[r].binding == x->binding)
+                    declared = pl->resources[r].format;
+            uint32_t added = 0;
+            RETURN_IF_ERROR(
+                wg_image_bind_entry(e->w, x, declared, &entries[count], &ids[count], &added));
+            count += added;
+        }
         if (!count) {
             e->group_mask &= ~(1u << set);
             continue;
@@ -243,6 +253,23 @@ static cubec_status bind_buffers(wg_enc *e, const gpu_cmd_entry *ce)
         e->applied &= ~APPLIED_GROUP(set);
     }
     return NULL;
+}
+
+/* Workgroups of 256 for the backend's own grid-stride kernels (fill, byte copy) over `words`
+ * words. A GPU gets enough to fill it (4096 x 256 invocations is more than an H200 keeps
+ * resident) and no more than the dispatch limit. A CPU device runs each workgroup as a task of
+ * its own on one of a few threads, and llvmpipe allocates memory for each (a page-aligned
+ * block): a fill of 16 MiB as 16384 workgroups only added overhead there, and under ASan the
+ * quarantine kept those blocks by the hundred thousand (test_relocation_threads at 3.6 GB
+ * resident); 64 keep every thread busy. */
+static uint32_t own_kernel_groups(const wg_gpu *w, uint64_t words)
+{
+    uint64_t cap = w->base.info.type == CUBEC_DEVICE_TYPE_CPU ? 64u : 4096u;
+    if (cap > w->limits.maxComputeWorkgroupsPerDimension)
+        cap = w->limits.maxComputeWorkgroupsPerDimension;
+    uint64_t groups = (words + 255u) / 256u;
+    if (groups > cap) groups = cap;
+    return groups ? (uint32_t)groups : 1u;
 }
 
 /* A fill with a pattern: the backend's fill kernel on a window of the buffer (WebGPU clears to
@@ -274,15 +301,12 @@ static cubec_status fill_pattern(wg_enc *e, wg_mem *m, uint64_t offset, uint64_t
     if (!group) return status_make(CUBEC_INTERNAL, "wgpuDeviceCreateBindGroup (fill)");
     uint32_t words = (uint32_t)(size / 4);
     uint32_t imm[4] = {(uint32_t)((offset - start) / 4), words, pattern, 0};
-    uint32_t groups = (words + 255u) / 256u;
-    if (groups > w->limits.maxComputeWorkgroupsPerDimension)
-        groups = w->limits.maxComputeWorkgroupsPerDimension;
     WGPUComputePassDescriptor d = {0};
     WGPUComputePassEncoder pass = p->CommandEncoderBeginComputePass(e->enc, &d);
     p->ComputePassEncoderSetPipeline(pass, w->fill_pipeline);
     p->ComputePassEncoderSetBindGroup(pass, 0, group, 0, NULL);
     p->ComputePassEncoderSetImmediates(pass, 0, imm, sizeof imm);
-    p->ComputePassEncoderDispatchWorkgroups(pass, groups ? groups : 1, 1, 1);
+    p->ComputePassEncoderDispatchWorkgroups(pass, own_kernel_groups(w, words), 1, 1);
     p->ComputePassEncoderEnd(pass);
     p->ComputePassEncoderRelease(pass);
     p->BindGroupRelease(group); /* the command buffer holds its own reference */
@@ -333,15 +357,12 @@ static cubec_status copy_bytes(wg_enc *e, wg_mem *src, uint64_t so, wg_mem *dst,
     if (!group) return status_make(CUBEC_INTERNAL, "wgpuDeviceCreateBindGroup (byte copy)");
     uint32_t imm[4] = {(uint32_t)(so - ss), (uint32_t)(d - ds), (uint32_t)n, 0};
     uint64_t words = ((d - ds) % 4u + n + 3u) / 4u;
-    uint64_t groups = (words + 255u) / 256u;
-    if (groups > w->limits.maxComputeWorkgroupsPerDimension)
-        groups = w->limits.maxComputeWorkgroupsPerDimension;
     WGPUComputePassDescriptor pd = {0};
     WGPUComputePassEncoder pass = p->CommandEncoderBeginComputePass(e->enc, &pd);
     p->ComputePassEncoderSetPipeline(pass, w->copy_pipeline);
     p->ComputePassEncoderSetBindGroup(pass, 0, group, 0, NULL);
     p->ComputePassEncoderSetImmediates(pass, 0, imm, sizeof imm);
-    p->ComputePassEncoderDispatchWorkgroups(pass, groups ? (uint32_t)groups : 1u, 1, 1);
+    p->ComputePassEncoderDispatchWorkgroups(pass, own_kernel_groups(w, words), 1, 1);
     p->ComputePassEncoderEnd(pass);
     p->ComputePassEncoderRelease(pass);
     p->BindGroupRelease(group);
@@ -425,10 +446,12 @@ static cubec_status encode_entry(wg_enc *e, const gpu_cmd_entry *ce)
         return fill_pattern(e, m, off, n, ce->u.fill.pattern);
     }
     case GPU_OP_TIMESTAMP: encode_timestamp(e, ce); return NULL;
-    case GPU_OP_RESET_QUERIES: return NULL; /* WebGPU queries need no reset */
-    case GPU_OP_IMAGE_INIT:
+    case GPU_OP_RESET_QUERIES: /* WebGPU queries need no reset */
+    case GPU_OP_IMAGE_INIT: /* no layouts, and a new texture is zeroed */ return NULL;
     case GPU_OP_COPY_IMAGE:
-        return status_make(CUBEC_UNSUPPORTED, "the webgpu backend has no images");
+        end_pass(e);
+        return wg_image_encode_copy(e->w, e->enc, ce->u.image.im, (wg_mem *)ce->u.image.m,
+                                    ce->u.image.offset, (int)ce->u.image.to_image);
     case GPU_OP_OWNERSHIP:
         /* Recorded only for external pages, which this backend never has. */
         return status_make(CUBEC_UNSUPPORTED,

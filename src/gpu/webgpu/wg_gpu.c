@@ -1,8 +1,12 @@
 /* The WebGPU backend's device (wg_gpu.h): opening an adapter and a device, and the ops
  * table. Memory is wg_mem.c, pipelines wg_pipeline.c, submission and the timeline wg_submit.c,
  * images wg_image.c, the command list's encoding wg_encode.c, the bind-group cache
- * wg_bind_cache.c, errors and polling wg_events.c, the library's loading wg_loader.c. */
+ * wg_bind_cache.c, errors and polling wg_events.c, the library's loading wg_loader.c, the
+ * optional shader features wg_features.c. */
+#include "gpu/webgpu/wg_features.h"
+#include "gpu/webgpu/wg_image.h"
 #include "gpu/webgpu/wg_internal.h"
+#include "gpu/webgpu/wg_subgroup_size.h"
 
 #include "base/log.h"
 
@@ -68,6 +72,7 @@ static void wg_gpu_destroy(gpu *g)
     const wg_procs *p = w->p;
     if (w->device && !w->abandoned) wg_queue_idle(g);
     wg_bind_cache_free(w);
+    wg_images_release(w);
     if (w->fill_pipeline) p->ComputePipelineRelease(w->fill_pipeline);
     if (w->fill_layout) p->BindGroupLayoutRelease(w->fill_layout);
     if (w->copy_pipeline) p->ComputePipelineRelease(w->copy_pipeline);
@@ -98,6 +103,7 @@ static const gpu_ops wg_ops = {.name = "webgpu",
                                .mem_invalidate = wg_mem_invalidate,
                                .mem_destroy = wg_mem_destroy,
                                .mem_raw = wg_mem_raw,
+                               .mem_write = wg_mem_write,
                                .pipeline_create = wg_pipeline_create,
                                .pipeline_destroy = wg_pipeline_destroy,
                                .cmd_create = wg_cmd_create,
@@ -221,6 +227,13 @@ static void view_copy(char *dst, size_t cap, WGPUStringView v)
     snprintf(dst, cap, "%.*s", (int)len, v.data ? v.data : "");
 }
 
+/* wg_features_probe's question, asked of the adapter of `user` (a wg_gpu). */
+static int has_feature(void *user, WGPUFeatureName f)
+{
+    const wg_gpu *w = user;
+    return w->p->AdapterHasFeature(w->adapter, f) != 0;
+}
+
 /* The info of an adapter, from its info and limits (api_version: the SPIR-V the server makes
  * for it). */
 static void fill_info(const wg_procs *p, WGPUAdapter a, const WGPULimits *lim,
@@ -335,6 +348,33 @@ cubec_status wg_gpu_count(uint32_t *out_count)
     return err;
 }
 
+static pthread_mutex_t peeked_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint32_t peeked_sizes[WG_MAX_ADAPTERS][3]; /* subgroup size, min, max; 0: not yet */
+
+static void peek_subgroup_size(uint32_t index, cubec_device_info *out)
+{
+    if (index >= WG_MAX_ADAPTERS) return;
+    pthread_mutex_lock(&peeked_lock);
+    if (!peeked_sizes[index][0]) {
+        gpu_open_desc desc = {.select_by_index = 1, .index = index};
+        gpu *g = NULL;
+        cubec_status err = wg_gpu_open(&desc, &g);
+        if (!err && g) {
+            peeked_sizes[index][0] = g->info.subgroup_size;
+            peeked_sizes[index][1] = g->info.min_subgroup_size;
+            peeked_sizes[index][2] = g->info.max_subgroup_size;
+            g->ops->destroy(g);
+        }
+        cubec_status_free(err);
+    }
+    if (peeked_sizes[index][0]) {
+        out->subgroup_size = peeked_sizes[index][0];
+        out->min_subgroup_size = peeked_sizes[index][1];
+        out->max_subgroup_size = peeked_sizes[index][2];
+    }
+    pthread_mutex_unlock(&peeked_lock);
+}
+
 cubec_status wg_gpu_peek(uint32_t index, cubec_device_info *out)
 {
     if (!out) return INVALID_ARG("wg_gpu_peek: out is NULL");
@@ -352,9 +392,20 @@ cubec_status wg_gpu_peek(uint32_t index, cubec_device_info *out)
         WGPULimits lim = {0};
         p->AdapterGetLimits(a[index], &lim);
         fill_info(p, a[index], &lim, out);
+        /* What the adapter has (cubec.h: peek's features are the device's, none disabled). */
+        wg_gpu probe = {.p = p, .adapter = a[index]};
+        WGPUFeatureName unused[WG_FEATURE_MAX];
+        size_t n_unused = 0;
+        feature_set set = {0};
+        wg_features_probe(has_feature, &probe, 0, unused, &n_unused, &set);
+        out->features = set.enabled;
     }
     for (uint32_t i = 0; i < n; i++)
         p->AdapterRelease(a[i]);
+    /* The subgroup sizes a device measures at open where the adapter reports none (the open
+     * device's info and the peeked one agree): measured once per adapter in the process. */
+    if (!err && out->subgroup_size <= 1 && (out->features & WG_SUBGROUP_BITS) && p->DevicePoll)
+        peek_subgroup_size(index, out);
     return err;
 }
 
@@ -397,7 +448,7 @@ static cubec_status choose_adapter(wg_gpu *w, const gpu_open_desc *desc)
     return NULL;
 }
 
-static cubec_status request_device(wg_gpu *w)
+static cubec_status request_device(wg_gpu *w, uint32_t disabled_features)
 {
     const wg_procs *p = w->p;
     WGPULimits lim = {0};
@@ -405,13 +456,16 @@ static cubec_status request_device(wg_gpu *w)
     /* Immediates: wgpu-native's native feature (push constants); the standard header's
      * wgpuComputePassEncoderSetImmediates needs it enabled there. */
     const WGPUFeatureName immediates = (WGPUFeatureName)0x00030001;
-    WGPUFeatureName features[4];
+    WGPUFeatureName features[4 + WG_FEATURE_MAX + WG_IMAGE_MAX_FEATURES];
     size_t nf = 0;
     if (p->AdapterHasFeature(w->adapter, immediates) && lim.maxImmediateSize) {
         features[nf++] = immediates;
         w->immediates = 1;
     }
     RETURN_IF_ERROR(wg_timestamp_features(w, features, &nf)); /* up to 3 more */
+    /* The optional shader features the adapter has, less those turned off (wg_features.h). */
+    wg_features_probe(has_feature, w, disabled_features, features, &nf, &w->base.features);
+    nf += wg_image_features(p, w->adapter, features + nf);
     if (!w->immediates) lim.maxImmediateSize = 0;
     adapter_wait aw = {0};
     WGPUDeviceDescriptor dd = {
@@ -470,12 +524,6 @@ cubec_status wg_gpu_open(const gpu_open_desc *desc, gpu **out)
     *out = NULL;
     gpu_open_desc defaults = {0};
     if (!desc) desc = &defaults;
-    /* A WebGPU device has one queue: family 0 is the only one there is (and taken). */
-    if (desc->queue_family > 1)
-        return status_make(CUBEC_INVALID_ARGUMENT,
-                           "[device] queue_family = %d (CUBEC_QUEUE_FAMILY): a WebGPU device has "
-                           "one queue, family 0",
-                           desc->queue_family - 1);
     wg_gpu *w = calloc(1, sizeof *w);
     if (!w) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (device)");
     pthread_mutex_init(&w->lock, NULL);
@@ -484,20 +532,20 @@ cubec_status wg_gpu_open(const gpu_open_desc *desc, gpu **out)
     g->ops = &wg_ops;
     cubec_status err = open_instance(&w->p, &w->instance);
     if (!err) err = choose_adapter(w, desc);
-    if (!err) err = request_device(w);
+    if (!err) err = request_device(w, desc->disabled_features);
     if (err) {
         wg_gpu_destroy(g);
         return err;
     }
     fill_info(w->p, w->adapter, &w->limits, &g->info);
     g->info.timestamp_period_ns = wg_timestamp_period(w);
+    /* wgpu-native reports no subgroup size (fill_info's 1): measured where kernels can see it. */
+    if (g->info.subgroup_size <= 1 && (g->features.enabled & WG_SUBGROUP_BITS) && w->p->DevicePoll)
+        wg_measure_subgroup_size(w, &g->info);
     make_own_kernel(w, "cubec.webgpu.fill", fill_wgsl, 1, &w->fill_layout, &w->fill_pipeline);
     make_own_kernel(w, "cubec.webgpu.copy_bytes", copy_wgsl, 2, &w->copy_layout, &w->copy_pipeline);
-    g->info.features = 0; /* no optional shader feature is enabled yet */
-    g->features.enabled = 0;
-    /* Turned off: only features the device has (none yet), as the Vulkan backend counts them,
-     * so that a kernel needing one it lacks is refused as lacking it, not as turned off. */
-    g->features.disabled = 0;
+    g->info.features = g->features.enabled; /* request_device's: what the device has, less the
+                                               disabled */
     g->caps =
         (gpu_caps){.unified = 0,
                    .push_descriptors = 0,
@@ -517,6 +565,11 @@ cubec_status wg_gpu_open(const gpu_open_desc *desc, gpu **out)
                    .wgsl = 1};
     g->info.unified_memory = 0;
     g->info.push_descriptors = 0;
+    err = wg_images_init(w);
+    if (err) {
+        wg_gpu_destroy(g);
+        return err;
+    }
     *out = g;
     return NULL;
 }

@@ -10,8 +10,9 @@
  * command list (gpu/cmd_list.h) is encoded at every submission, so a graph replays by
  * re-encoding. The timeline is a counter the queue's work-done callbacks advance; waits poll.
  * Timestamps are query sets written inside passes, on the encoder or at pass boundaries,
- * whichever the adapter has (wg_queries.c). What cannot map (host memory, imports, images,
- * exports, pipeline caches, clock calibration) is refused with CUBEC_UNSUPPORTED naming it.
+ * whichever the adapter has (wg_queries.c). Images are textures (wg_image.h). What cannot map
+ * (host memory, imports, texel buffers, exports, pipeline caches, clock calibration) is refused
+ * with CUBEC_UNSUPPORTED naming it.
  *
  * Enumeration: the adapters of the implementation's instance, in its order. */
 #ifndef CUBEC_GPU_WEBGPU_WG_GPU_H

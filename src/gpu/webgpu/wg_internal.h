@@ -15,6 +15,22 @@
 
 typedef struct wg_bind_entry wg_bind_entry;
 
+/* What images use of the device (wg_image.c): the features enabled for them, the samplers, and
+ * which formats beyond WebGPU core the device was found to store (bit format, +16 for 3D). */
+enum {
+    WG_IMAGE_F_FLOAT32_FILTERABLE = 1u << 0,
+    WG_IMAGE_F_TIER1 = 1u << 1,           /* texture-formats-tier1: more storage formats */
+    WG_IMAGE_F_TIER2 = 1u << 2,           /* texture-formats-tier2: read_write storage */
+    WG_IMAGE_F_ADAPTER_FORMATS = 1u << 3, /* wgpu-native's adapter-specific format features */
+};
+#define WG_SAMPLERS 6 /* two filters by three address modes: index linear + 2 * address */
+typedef struct wg_image_state {
+    uint32_t features;
+    WGPUSampler samplers[WG_SAMPLERS];
+    uint64_t sampler_ids[WG_SAMPLERS]; /* for the bind cache's keys */
+    uint32_t probed, storable;         /* under wg_gpu.lock */
+} wg_image_state;
+
 /* Where the device writes the command list's timestamps (wg_queries.c chooses, wg_encode.c
  * places them; docs/device.md, "The WebGPU backend"). */
 typedef enum wg_timestamps {
@@ -61,6 +77,7 @@ typedef struct wg_gpu {
     /* Readback ranges are copied here and mapped (wg_mem_invalidate), under queue_lock. */
     WGPUBuffer map;
     uint64_t map_bytes;
+    wg_image_state images;
 } wg_gpu;
 
 typedef struct wg_mem {
@@ -80,6 +97,12 @@ struct gpu_pipeline {
     int info_uniform;
     uint32_t push_size;
     uint64_t id; /* for the bind cache's keys, like wg_mem.id */
+    /* The format each storage image is declared with, by set and binding (bound images must
+     * have it: wg_image_bind_entry). */
+    uint32_t resource_count;
+    struct {
+        uint32_t set, binding, format;
+    } resources[GPU_MAX_RESOURCES];
 };
 
 /* The seam's query pool: WebGPU query sets of WG_QUERIES_PER_SET queries (the last shorter),
@@ -121,6 +144,8 @@ void wg_mem_flush(gpu *g, gpu_mem *gm, uint64_t offset, uint64_t size);
 void wg_mem_invalidate(gpu *g, gpu_mem *gm, uint64_t offset, uint64_t size);
 void wg_mem_destroy(gpu *g, gpu_mem *gm);
 void wg_mem_raw(gpu *g, gpu_mem *gm, uint64_t *out_handle, uint64_t *out_address);
+MUST_USE cubec_status wg_mem_write(gpu *g, gpu_mem *gm, uint64_t offset, const void *src,
+                                   uint64_t size);
 /* wg_pipeline.c */
 MUST_USE cubec_status wg_pipeline_create(gpu *g, const gpu_pipeline_desc *desc, gpu_pipeline **out);
 void wg_pipeline_destroy(gpu *g, gpu_pipeline *pl);

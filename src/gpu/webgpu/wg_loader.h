@@ -74,6 +74,15 @@
     X(BindGroupLayoutRelease)                                                                      \
     X(PipelineLayoutRelease)                                                                       \
     X(BindGroupRelease)                                                                            \
+    X(DeviceCreateTexture)                                                                         \
+    X(DeviceCreateSampler)                                                                         \
+    X(TextureCreateView)                                                                           \
+    X(TextureDestroy)                                                                              \
+    X(TextureRelease)                                                                              \
+    X(TextureViewRelease)                                                                          \
+    X(SamplerRelease)                                                                              \
+    X(CommandEncoderCopyBufferToTexture)                                                           \
+    X(CommandEncoderCopyTextureToBuffer)                                                           \
     X(QuerySetDestroy)                                                                             \
     X(QuerySetRelease)
 

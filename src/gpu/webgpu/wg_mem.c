@@ -124,8 +124,43 @@ void wg_mem_flush(gpu *g, gpu_mem *gm, uint64_t offset, uint64_t size)
     uint64_t begin = offset & ~(uint64_t)3u;
     uint64_t end = WG_ALIGN4(size > m->bytes - offset ? m->bytes : offset + size);
     /* Queue writes land before the next submission's command buffers: the server flushes
-     * before it submits the work that reads the bytes. */
+     * before it submits the work that reads the bytes. Under queue_lock, never beside a
+     * submission: wgpu zero-fills the parts of a buffer no write has reached yet when it submits
+     * a command buffer that binds them (the byte-copy kernel's window runs to the buffer's end),
+     * and it decides which parts those are before it takes the queue's pending writes. A write
+     * made in between was zeroed after it landed (an upload ring's next range, read back as
+     * zeros under load). */
+    pthread_mutex_lock(&w->queue_lock);
     w->p->QueueWriteBuffer(w->queue, m->buffer, begin, gm->mapped + begin, (size_t)(end - begin));
+    pthread_mutex_unlock(&w->queue_lock);
+}
+
+/* Chunks of a direct write: wgpu stages each queue write in memory of its own until the GPU has
+ * taken it, so a large write goes in pieces, each handed to the GPU (an empty submission) before
+ * the next is staged: what wgpu holds stays bounded whatever the write's size. */
+#define WG_WRITE_CHUNK (64ull << 20)
+
+cubec_status wg_mem_write(gpu *g, gpu_mem *gm, uint64_t offset, const void *src, uint64_t size)
+{
+    wg_gpu *w = wg_of(g);
+    wg_mem *m = (wg_mem *)gm;
+    if (gm->kind != GPU_MEM_DEVICE || !m->buffer || (offset | size) & 3u || offset > m->bytes ||
+        size > m->bytes - offset)
+        return status_make(CUBEC_INTERNAL,
+                           "wg_mem_write: [%" PRIu64 ", +%" PRIu64 ") of a %" PRIu64
+                           "-byte page of kind %d is not a whole-word device range",
+                           offset, size, m->bytes, (int)gm->kind);
+    const unsigned char *from = src;
+    /* Under queue_lock, as wg_mem_flush's writes: never beside a submission. */
+    pthread_mutex_lock(&w->queue_lock);
+    for (uint64_t done = 0; done < size;) {
+        uint64_t n = size - done < WG_WRITE_CHUNK ? size - done : WG_WRITE_CHUNK;
+        w->p->QueueWriteBuffer(w->queue, m->buffer, offset + done, from + done, (size_t)n);
+        done += n;
+        if (done < size) w->p->QueueSubmit(w->queue, 0, NULL);
+    }
+    pthread_mutex_unlock(&w->queue_lock);
+    return wg_take_error(w, "queue write");
 }
 
 typedef struct map_wait {

@@ -1,0 +1,461 @@
+/* Images on the WebGPU backend (src/gpu/webgpu/wg_image.c, docs/device.md "The WebGPU backend")
+ * through the public API, on the implementation tests/webgpu/CMakeLists.txt points
+ * CUBEC_WEBGPU_LIBRARY at (wgpu-native on lavapipe here): images written and read back (rows
+ * that are and are not 256-byte multiples, WebGPU's copy pitch), storage-image kernels in GLSL
+ * (through naga) and WGSL, a read_write 3D storage texture, a sampled texture with a sampler at
+ * both filters in WGSL and as a GLSL combined image sampler (split in two by the backend), each
+ * against a CPU reference; and what WebGPU has no twin of refused by name.
+ * Skipped, by name, where the library does not load. */
+#include "launch_util.h"
+#include "test_util.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static cubec_device *open_webgpu(void)
+{
+    cubec_device_desc desc = CUBEC_DEVICE_DESC_INIT;
+    desc.backend = "webgpu";
+    cubec_device *d = NULL;
+    cubec_status st = cubec_device_open(&desc, &d);
+    if (st && cubec_status_code(st) == CUBEC_NOT_FOUND) {
+        printf("skipped: no WebGPU implementation: %s\n", cubec_status_message(st));
+        cubec_status_free(st);
+        return NULL;
+    }
+    ASSERT_OK(st);
+    return d;
+}
+
+static cubec_image make_image(cubec_device *d, cubec_image_format f, uint32_t w, uint32_t h,
+                              uint32_t depth)
+{
+    cubec_image_desc id = CUBEC_IMAGE_DESC_INIT;
+    id.format = f;
+    id.width = w;
+    id.height = h;
+    id.depth = depth;
+    cubec_image im;
+    ASSERT_OK(cubec_image_create(d, 0, &id, &im));
+    return im;
+}
+
+static cubec_kernel make_wgsl(cubec_device *d, const char *name, const char *wgsl)
+{
+    cubec_kernel_desc kd = CUBEC_KERNEL_DESC_INIT;
+    kd.name = name;
+    kd.wgsl = wgsl;
+    cubec_kernel k;
+    ASSERT_OK(cubec_kernel_create(d, &kd, &k));
+    return k;
+}
+
+static cubec_launch_desc launch_2d(cubec_kernel k, const cubec_resource *res, uint32_t n,
+                                   uint32_t w, uint32_t h)
+{
+    cubec_launch_desc ld = CUBEC_LAUNCH_DESC_INIT;
+    ld.kernel = k;
+    ld.resources = res;
+    ld.resource_count = n;
+    ld.groups[0] = (w + 7) / 8;
+    ld.groups[1] = (h + 7) / 8;
+    ld.groups[2] = 1;
+    return ld;
+}
+
+static unsigned char *random_bytes(size_t n, uint32_t seed)
+{
+    unsigned char *b = malloc(n);
+    assert_non_null(b);
+    for (size_t i = 0; i < n; i++)
+        b[i] = (unsigned char)(test_rand(&seed) >> 8);
+    return b;
+}
+
+/* An image written and read back unchanged: rows of `w` texels of `texel` bytes, which are
+ * copied one by one unless they are a multiple of 256 bytes. */
+static void expect_round_trip(cubec_device *d, cubec_image_format f, uint32_t texel, uint32_t w,
+                              uint32_t h, uint32_t depth)
+{
+    size_t bytes = (size_t)w * h * (depth ? depth : 1) * texel;
+    unsigned char *in = random_bytes(bytes, w * 31u + h), *out = calloc(bytes, 1);
+    assert_non_null(out);
+    cubec_image im = make_image(d, f, w, h, depth);
+    ASSERT_OK(cubec_image_write(d, 0, im, in, bytes));
+    ASSERT_OK(cubec_image_read(d, 0, im, out, bytes));
+    for (size_t i = 0; i < bytes; i++)
+        if (in[i] != out[i])
+            fail_msg("%ux%ux%u image of %u-byte texels: byte %zu reads %u, wrote %u", w, h, depth,
+                     texel, i, out[i], in[i]);
+    ASSERT_OK(cubec_image_release(d, im));
+    free(in);
+    free(out);
+}
+
+static void test_write_read_round_trip(void **state)
+{
+    (void)state;
+    cubec_device *d = open_webgpu();
+    if (!d) skip();
+    expect_round_trip(d, CUBEC_IMAGE_FORMAT_RGBA8_UNORM, 4, 64, 9, 1);  /* 256-byte rows */
+    expect_round_trip(d, CUBEC_IMAGE_FORMAT_RGBA8_UNORM, 4, 37, 21, 1); /* row by row */
+    expect_round_trip(d, CUBEC_IMAGE_FORMAT_R8_UNORM, 1, 13, 5, 1);     /* odd bytes a row */
+    expect_round_trip(d, CUBEC_IMAGE_FORMAT_R16_SFLOAT, 2, 7, 3, 1);
+    expect_round_trip(d, CUBEC_IMAGE_FORMAT_RGBA32_UINT, 16, 5, 4, 3); /* 3D, row by row */
+    expect_round_trip(d, CUBEC_IMAGE_FORMAT_R32_SFLOAT, 4, 64, 2, 4);  /* 3D, whole slices */
+    cubec_device_close(d);
+}
+
+/* Inverts an rgba8 image's colour into another (alpha kept): readonly and writeonly image2D
+ * through naga's SPIR-V front end. */
+static const char invert_glsl[] = "#version 450\n"
+                                  "layout(local_size_x = 8, local_size_y = 8) in;\n"
+                                  "layout(binding = 0, rgba8) uniform readonly image2D src;\n"
+                                  "layout(binding = 1, rgba8) uniform writeonly image2D dst;\n"
+                                  "void main() {\n"
+                                  "  ivec2 p = ivec2(gl_GlobalInvocationID.xy);\n"
+                                  "  if (any(greaterThanEqual(p, imageSize(src)))) return;\n"
+                                  "  vec4 c = imageLoad(src, p);\n"
+                                  "  imageStore(dst, p, vec4(1.0 - c.rgb, c.a));\n"
+                                  "}\n";
+
+static void check_invert(cubec_device *d, cubec_kernel k, uint32_t w, uint32_t h)
+{
+    size_t bytes = (size_t)w * h * 4;
+    unsigned char *in = random_bytes(bytes, 7u + w), *out = malloc(bytes);
+    assert_non_null(out);
+    cubec_image a = make_image(d, CUBEC_IMAGE_FORMAT_RGBA8_UNORM, w, h, 1);
+    cubec_image b = make_image(d, CUBEC_IMAGE_FORMAT_RGBA8_UNORM, w, h, 1);
+    ASSERT_OK(cubec_image_write(d, 0, a, in, bytes));
+    cubec_resource res[2] = {
+        {.kind = CUBEC_RESOURCE_STORAGE_IMAGE, .binding = 1, .image = b},
+        {.kind = CUBEC_RESOURCE_STORAGE_IMAGE, .binding = 0, .image = a},
+    };
+    cubec_launch_desc ld = launch_2d(k, res, 2, w, h);
+    ASSERT_OK(cubec_launch(d, 0, &ld));
+    ASSERT_OK(cubec_image_read(d, 0, b, out, bytes));
+    for (size_t i = 0; i < bytes; i++) {
+        unsigned want = i % 4 == 3 ? in[i] : 255u - in[i];
+        if (abs((int)out[i] - (int)want) > 1)
+            fail_msg("%ux%u: texel byte %zu is %u, want %u (from %u)", w, h, i, out[i], want,
+                     in[i]);
+    }
+    ASSERT_OK(cubec_image_release(d, a));
+    ASSERT_OK(cubec_image_release(d, b));
+    free(in);
+    free(out);
+}
+
+static void test_glsl_storage_images(void **state)
+{
+    (void)state;
+    cubec_device *d = open_webgpu();
+    if (!d) skip();
+    cubec_kernel k = make_kernel(d, "invert", invert_glsl);
+    check_invert(d, k, 37, 21); /* not multiples of the workgroup, rows copied one by one */
+    check_invert(d, k, 64, 16); /* 256-byte rows: one copy */
+    ASSERT_OK(cubec_kernel_destroy(d, k));
+    cubec_device_close(d);
+}
+
+/* Emboss in WGSL: 0.5 + the difference of the lower-right and upper-left neighbours (clamped to
+ * the image), per colour channel, alpha 1; a read-only and a write-only storage texture. */
+static const char emboss_wgsl[] =
+    "@group(0) @binding(0) var src: texture_storage_2d<rgba8unorm, read>;\n"
+    "@group(0) @binding(1) var dst: texture_storage_2d<rgba8unorm, write>;\n"
+    "@compute @workgroup_size(8, 8)\n"
+    "fn main(@builtin(global_invocation_id) id: vec3<u32>) {\n"
+    "    let size = vec2<i32>(textureDimensions(src));\n"
+    "    let p = vec2<i32>(id.xy);\n"
+    "    if (p.x >= size.x || p.y >= size.y) { return; }\n"
+    "    let a = textureLoad(src, clamp(p - vec2<i32>(1), vec2<i32>(0), size - 1));\n"
+    "    let b = textureLoad(src, clamp(p + vec2<i32>(1), vec2<i32>(0), size - 1));\n"
+    "    let e = clamp(vec3<f32>(0.5) + b.rgb - a.rgb, vec3<f32>(0.0), vec3<f32>(1.0));\n"
+    "    textureStore(dst, p, vec4<f32>(e, 1.0));\n"
+    "}\n";
+
+static int clampi(int v, int lo, int hi)
+{
+    return v < lo ? lo : v > hi ? hi : v;
+}
+
+static void test_wgsl_emboss(void **state)
+{
+    (void)state;
+    cubec_device *d = open_webgpu();
+    if (!d) skip();
+    enum { W = 45, H = 19 };
+    size_t bytes = (size_t)W * H * 4;
+    unsigned char *in = random_bytes(bytes, 99), *out = malloc(bytes);
+    assert_non_null(out);
+    cubec_image a = make_image(d, CUBEC_IMAGE_FORMAT_RGBA8_UNORM, W, H, 1);
+    cubec_image b = make_image(d, CUBEC_IMAGE_FORMAT_RGBA8_UNORM, W, H, 1);
+    ASSERT_OK(cubec_image_write(d, 0, a, in, bytes));
+    cubec_kernel k = make_wgsl(d, "emboss_wgsl", emboss_wgsl);
+    cubec_kernel_info ki = CUBEC_KERNEL_INFO_INIT;
+    ASSERT_OK(cubec_kernel_get_info(d, k, &ki));
+    assert_int_equal(ki.binding_count, 0);
+    cubec_resource res[2] = {
+        {.kind = CUBEC_RESOURCE_STORAGE_IMAGE, .binding = 0, .image = a},
+        {.kind = CUBEC_RESOURCE_STORAGE_IMAGE, .binding = 1, .image = b},
+    };
+    cubec_launch_desc ld = launch_2d(k, res, 2, W, H);
+    ASSERT_OK(cubec_launch(d, 0, &ld));
+    ASSERT_OK(cubec_image_read(d, 0, b, out, bytes));
+    for (int y = 0; y < H; y++)
+        for (int x = 0; x < W; x++)
+            for (int c = 0; c < 4; c++) {
+                size_t i = ((size_t)y * W + (size_t)x) * 4 + (size_t)c;
+                int want = 255;
+                if (c < 3) {
+                    size_t ia =
+                        ((size_t)clampi(y - 1, 0, H - 1) * W + (size_t)clampi(x - 1, 0, W - 1)) *
+                            4 +
+                        (size_t)c;
+                    size_t ib =
+                        ((size_t)clampi(y + 1, 0, H - 1) * W + (size_t)clampi(x + 1, 0, W - 1)) *
+                            4 +
+                        (size_t)c;
+                    float e = 0.5f + (float)((int)in[ib] - (int)in[ia]) / 255.0f;
+                    e = e < 0 ? 0 : e > 1 ? 1 : e;
+                    want = (int)lrintf(e * 255.0f);
+                }
+                if (abs((int)out[i] - want) > 1)
+                    fail_msg("emboss (%d, %d) channel %d: %u, want %d", x, y, c, out[i], want);
+            }
+    ASSERT_OK(cubec_image_release(d, a));
+    ASSERT_OK(cubec_image_release(d, b));
+    ASSERT_OK(cubec_kernel_destroy(d, k));
+    free(in);
+    free(out);
+    cubec_device_close(d);
+}
+
+/* Adds `add` (immediates) to every texel of a 3D r32uint storage texture read and written in
+ * place (read_write: WebGPU core allows it for r32 formats). */
+static const char add3d_wgsl[] =
+    "struct Info { add: u32 }\n"
+    "var<immediate> info: Info;\n"
+    "@group(0) @binding(0) var img: texture_storage_3d<r32uint, read_write>;\n"
+    "@compute @workgroup_size(4, 4, 4)\n"
+    "fn main(@builtin(global_invocation_id) id: vec3<u32>) {\n"
+    "    if (any(id >= textureDimensions(img))) { return; }\n"
+    "    let v = textureLoad(img, id).r;\n"
+    "    textureStore(img, id, vec4<u32>(v + info.add, 0u, 0u, 1u));\n"
+    "}\n";
+
+static void test_wgsl_read_write_3d(void **state)
+{
+    (void)state;
+    cubec_device *d = open_webgpu();
+    if (!d) skip();
+    enum { W = 6, H = 5, D = 7, N = W * H * D };
+    uint32_t in[N], out[N];
+    uint32_t seed = 3;
+    for (uint32_t i = 0; i < N; i++)
+        in[i] = test_rand(&seed);
+    cubec_image im = make_image(d, CUBEC_IMAGE_FORMAT_R32_UINT, W, H, D);
+    ASSERT_OK(cubec_image_write(d, 0, im, in, sizeof in));
+    cubec_kernel k = make_wgsl(d, "add3d", add3d_wgsl);
+    cubec_resource res = {.kind = CUBEC_RESOURCE_STORAGE_IMAGE, .image = im};
+    cubec_launch_desc ld = CUBEC_LAUNCH_DESC_INIT;
+    ld.kernel = k;
+    ld.resources = &res;
+    ld.resource_count = 1;
+    ld.groups[0] = ld.groups[1] = 2;
+    ld.groups[2] = 2;
+    uint32_t add = 12345;
+    ld.info = &add;
+    ld.info_size = sizeof add;
+    ASSERT_OK(cubec_launch(d, 0, &ld));
+    ASSERT_OK(cubec_launch(d, 0, &ld)); /* twice: the second reads what the first wrote */
+    ASSERT_OK(cubec_image_read(d, 0, im, out, sizeof out));
+    for (uint32_t i = 0; i < N; i++)
+        if (out[i] != in[i] + 2u * add)
+            fail_msg("texel %u: %u, want %u", i, out[i], in[i] + 2u * add);
+    ASSERT_OK(cubec_image_release(d, im));
+    ASSERT_OK(cubec_kernel_destroy(d, k));
+    cubec_device_close(d);
+}
+
+/* Samples a 4x4 r32float texture at 16 points through a sampler (the launch's filter) into a
+ * buffer. */
+static const char sample_wgsl[] =
+    "@group(0) @binding(0) var<storage, read_write> o: array<f32>;\n"
+    "@group(0) @binding(1) var tex: texture_2d<f32>;\n"
+    "@group(1) @binding(0) var smp: sampler;\n"
+    "@compute @workgroup_size(16)\n"
+    "fn main(@builtin(global_invocation_id) id: vec3<u32>) {\n"
+    "    let i = id.x;\n"
+    "    let uv = (vec2<f32>(f32(i % 4u), f32(i / 4u)) * 1.25 + 0.3) / 4.0;\n"
+    "    o[i] = textureSampleLevel(tex, smp, uv, 0.0).r;\n"
+    "}\n";
+
+/* The texel at (x, y) of a 4x4 image, clamped to its edge. */
+static float texel_at(const float *t, int x, int y)
+{
+    return t[clampi(y, 0, 3) * 4 + clampi(x, 0, 3)];
+}
+
+static float sample_ref(const float *t, float u, float v, int linear)
+{
+    float x = u * 4.0f, y = v * 4.0f;
+    if (!linear) return texel_at(t, (int)floorf(x), (int)floorf(y));
+    x -= 0.5f;
+    y -= 0.5f;
+    int x0 = (int)floorf(x), y0 = (int)floorf(y);
+    float fx = x - (float)x0, fy = y - (float)y0;
+    float top = texel_at(t, x0, y0) * (1 - fx) + texel_at(t, x0 + 1, y0) * fx;
+    float bottom = texel_at(t, x0, y0 + 1) * (1 - fx) + texel_at(t, x0 + 1, y0 + 1) * fx;
+    return top * (1 - fy) + bottom * fy;
+}
+
+/* The same in GLSL through a combined image sampler (sampler2D), which WebGPU has no twin of:
+ * the backend splits it into a texture and a sampler (wg_spirv_split.c). */
+static const char sample_glsl[] =
+    "#version 450\n"
+    "layout(local_size_x = 16) in;\n"
+    "layout(std430, binding = 0) writeonly buffer O { float o[]; };\n"
+    "layout(binding = 1) uniform sampler2D tex;\n"
+    "void main() {\n"
+    "  uint i = gl_GlobalInvocationID.x;\n"
+    "  vec2 uv = (vec2(float(i % 4u), float(i / 4u)) * 1.25 + 0.3) / 4.0;\n"
+    "  o[i] = textureLod(tex, uv, 0.0).r;\n"
+    "}\n";
+
+static void check_sampling(cubec_device *d, cubec_kernel k, int combined)
+{
+    float px[16], got[16];
+    for (int i = 0; i < 16; i++)
+        px[i] = (float)((i * 7) % 16) / 4.0f;
+    cubec_image im = make_image(d, CUBEC_IMAGE_FORMAT_R32_SFLOAT, 4, 4, 1);
+    ASSERT_OK(cubec_image_write(d, 0, im, px, sizeof px));
+    cubec_buffer out;
+    ASSERT_OK(cubec_buffer_create(d, 0, sizeof got, &out));
+    for (int linear = 0; linear <= 1; linear++) {
+        cubec_resource res[2] = {
+            {.kind = CUBEC_RESOURCE_SAMPLED_TEXTURE, .binding = 1, .image = im},
+            {.kind = CUBEC_RESOURCE_SAMPLER, .set = 1, .filter = (uint32_t)linear},
+        };
+        if (combined) {
+            res[0].kind = CUBEC_RESOURCE_SAMPLED_IMAGE;
+            res[0].filter = (uint32_t)linear;
+        }
+        cubec_launch_desc ld = CUBEC_LAUNCH_DESC_INIT;
+        ld.kernel = k;
+        ld.buffers = &out;
+        ld.buffer_count = 1;
+        ld.resources = res;
+        ld.resource_count = combined ? 1 : 2;
+        ld.groups[0] = ld.groups[1] = ld.groups[2] = 1;
+        ASSERT_OK(cubec_launch(d, 0, &ld));
+        ASSERT_OK(cubec_read(d, 0, out, 0, got, sizeof got));
+        for (int i = 0; i < 16; i++) {
+            int row = i / 4;
+            float u = ((float)(i % 4) * 1.25f + 0.3f) / 4.0f;
+            float v = ((float)row * 1.25f + 0.3f) / 4.0f;
+            float want = sample_ref(px, u, v, linear);
+            /* Linear filtering runs at the device's subtexel precision (8 bits at least). */
+            if (fabsf(got[i] - want) > (linear ? 0.02f : 0.0f))
+                fail_msg("%s %s sample %d at (%g, %g): %g, want %g",
+                         combined ? "combined" : "separate", linear ? "linear" : "nearest", i,
+                         (double)u, (double)v, (double)got[i], (double)want);
+        }
+    }
+    ASSERT_OK(cubec_buffer_release(d, out));
+    ASSERT_OK(cubec_image_release(d, im));
+}
+
+static void test_sampled_textures(void **state)
+{
+    (void)state;
+    cubec_device *d = open_webgpu();
+    if (!d) skip();
+    cubec_kernel k = make_wgsl(d, "sample_wgsl", sample_wgsl);
+    check_sampling(d, k, 0);
+    ASSERT_OK(cubec_kernel_destroy(d, k));
+    k = make_kernel(d, "sample_glsl", sample_glsl);
+    check_sampling(d, k, 1);
+    ASSERT_OK(cubec_kernel_destroy(d, k));
+    cubec_device_close(d);
+}
+
+/* What WebGPU has no twin of is refused by name when the kernel is made. */
+static void expect_kernel_refused(cubec_device *d, const char *glsl, const char *wgsl,
+                                  const char *message)
+{
+    cubec_kernel_desc kd = CUBEC_KERNEL_DESC_INIT;
+    kd.name = "refused";
+    kd.glsl = glsl;
+    kd.wgsl = wgsl;
+    cubec_kernel k;
+    ASSERT_ERROR(cubec_kernel_create(d, &kd, &k), CUBEC_UNSUPPORTED, message);
+}
+
+static void test_refusals_by_name(void **state)
+{
+    (void)state;
+    cubec_device *d = open_webgpu();
+    if (!d) skip();
+    expect_kernel_refused(
+        d,
+        "#version 450\n"
+        "layout(local_size_x = 64) in;\n"
+        "layout(binding = 0, r32f) uniform imageBuffer tb;\n"
+        "void main() { imageStore(tb, int(gl_GlobalInvocationID.x), vec4(1)); }\n",
+        NULL, "'tb' at set 0 binding 0 is a texel buffer, which WebGPU has no twin of");
+    /* A combined image sampler passed to a function (the backend splits only loads of it). */
+    expect_kernel_refused(d,
+                          "#version 450\n"
+                          "layout(local_size_x = 1) in;\n"
+                          "layout(std430, binding = 0) buffer O { vec4 o; };\n"
+                          "layout(binding = 1) uniform sampler2D tex;\n"
+                          "vec4 f(sampler2D s) { return textureLod(s, vec2(0.5), 0.0); }\n"
+                          "void main() { o = f(tex); }\n",
+                          NULL, "combined image sampler 'tex' is used other than by loading it");
+    /* A storage format cubec names no image format for (Vulkan binds it; WebGPU's layout must
+     * name one). */
+    expect_kernel_refused(d,
+                          "#version 450\n"
+                          "layout(local_size_x = 1) in;\n"
+                          "layout(binding = 0, rgba8ui) uniform writeonly uimage2D img;\n"
+                          "void main() { imageStore(img, ivec2(0), uvec4(1)); }\n",
+                          NULL, "storage image 'img' at set 0 binding 0 declares no format");
+    expect_kernel_refused(d, NULL,
+                          "@group(0) @binding(0) var t: texture_storage_2d<rg32float, write>;\n"
+                          "@compute @workgroup_size(1) fn main() {}\n",
+                          "storage texture 't' has format rg32float");
+    expect_kernel_refused(d, NULL,
+                          "@group(0) @binding(0) var t: texture_2d_array<f32>;\n"
+                          "@compute @workgroup_size(1) fn main() {}\n",
+                          "('t') is a texture_2d_array");
+    /* A storage image bound in another format than the kernel declares. */
+    cubec_kernel k = make_kernel(d, "invert", invert_glsl);
+    cubec_image a = make_image(d, CUBEC_IMAGE_FORMAT_RGBA8_UNORM, 4, 4, 1);
+    cubec_image f = make_image(d, CUBEC_IMAGE_FORMAT_RGBA32_SFLOAT, 4, 4, 1);
+    cubec_resource res[2] = {
+        {.kind = CUBEC_RESOURCE_STORAGE_IMAGE, .binding = 0, .image = a},
+        {.kind = CUBEC_RESOURCE_STORAGE_IMAGE, .binding = 1, .image = f},
+    };
+    cubec_launch_desc ld = launch_2d(k, res, 2, 4, 4);
+    cubec_status st = cubec_launch(d, 0, &ld);
+    if (!st) st = cubec_sync(d, 0);
+    ASSERT_ERROR(st, CUBEC_INVALID_ARGUMENT,
+                 "binding 1 has format rgba32f, but the kernel declares rgba8 there");
+    ASSERT_OK(cubec_image_release(d, a));
+    ASSERT_OK(cubec_image_release(d, f));
+    ASSERT_OK(cubec_kernel_destroy(d, k));
+    cubec_device_close(d);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_write_read_round_trip), cmocka_unit_test(test_glsl_storage_images),
+        cmocka_unit_test(test_wgsl_emboss),           cmocka_unit_test(test_wgsl_read_write_3d),
+        cmocka_unit_test(test_sampled_textures),      cmocka_unit_test(test_refusals_by_name),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
