@@ -568,7 +568,7 @@ cubec_status workgroup_memory_problem(const workgroup_memory *wm)
  * done. */
 static cubec_status scan(const uint32_t *words, size_t word_count, const cubec_spec_constant *spec,
                          uint32_t spec_count, const uint32_t *ids, uint32_t id_count,
-                         uint64_t *values, workgroup_memory *out)
+                         uint64_t *values, unsigned char *known, workgroup_memory *out)
 {
     if (!out) return INVALID_ARG("workgroup_memory_scan: out is NULL");
     if (!spec && spec_count)
@@ -590,7 +590,10 @@ static cubec_status scan(const uint32_t *words, size_t word_count, const cubec_s
     cubec_status s = walk_module(&w, &result);
     for (uint32_t k = 0; !s && k < id_count; k++) {
         const id_info *c = known_constant(&w, ids[k]);
-        if (!c) {
+        if (known) {
+            known[k] = c != NULL;
+            values[k] = c ? c->size : 0;
+        } else if (!c) {
             char name[80] = "";
             if (ids[k] < bound) id_name(&w, ids[k], name, sizeof name);
             s = status_make(CUBEC_UNSUPPORTED,
@@ -608,14 +611,14 @@ static cubec_status scan(const uint32_t *words, size_t word_count, const cubec_s
 
 cubec_status workgroup_memory_scan(const uint32_t *words, size_t word_count, workgroup_memory *out)
 {
-    return scan(words, word_count, NULL, 0, NULL, 0, NULL, out);
+    return scan(words, word_count, NULL, 0, NULL, 0, NULL, NULL, out);
 }
 
 cubec_status workgroup_memory_scan_specialized(const uint32_t *words, size_t word_count,
                                                const cubec_spec_constant *spec, uint32_t spec_count,
                                                workgroup_memory *out)
 {
-    return scan(words, word_count, spec, spec_count, NULL, 0, NULL, out);
+    return scan(words, word_count, spec, spec_count, NULL, 0, NULL, NULL, out);
 }
 
 cubec_status workgroup_memory_constants(const uint32_t *words, size_t word_count,
@@ -626,5 +629,18 @@ cubec_status workgroup_memory_constants(const uint32_t *words, size_t word_count
         return INVALID_ARG("workgroup_memory_constants: ids or values is NULL with id_count %u",
                            id_count);
     workgroup_memory unused;
-    return scan(words, word_count, spec, spec_count, ids, id_count, values, &unused);
+    return scan(words, word_count, spec, spec_count, ids, id_count, values, NULL, &unused);
+}
+
+cubec_status workgroup_memory_constants_known(const uint32_t *words, size_t word_count,
+                                              const cubec_spec_constant *spec, uint32_t spec_count,
+                                              const uint32_t *ids, uint32_t id_count,
+                                              uint64_t *values, unsigned char *known)
+{
+    if (id_count && (!ids || !values || !known))
+        return INVALID_ARG("workgroup_memory_constants_known: ids, values or known is NULL with "
+                           "id_count %u",
+                           id_count);
+    workgroup_memory unused;
+    return scan(words, word_count, spec, spec_count, ids, id_count, values, known, &unused);
 }

@@ -77,5 +77,14 @@ MUST_USE cubec_status workgroup_memory_constants(const uint32_t *words, size_t w
                                                  const cubec_spec_constant *spec,
                                                  uint32_t spec_count, const uint32_t *ids,
                                                  uint32_t id_count, uint64_t *values);
+/* The same, each id on its own: known[k] says whether values[k] was evaluated (0: not an integer
+ * or bool constant, or one whose value cannot be evaluated), without an error for it. The
+ * webgpu backend folds specialization-constant expressions with it (gpu/webgpu/wg_spec_freeze.h).
+ */
+MUST_USE cubec_status workgroup_memory_constants_known(const uint32_t *words, size_t word_count,
+                                                       const cubec_spec_constant *spec,
+                                                       uint32_t spec_count, const uint32_t *ids,
+                                                       uint32_t id_count, uint64_t *values,
+                                                       unsigned char *known);
 
 #endif

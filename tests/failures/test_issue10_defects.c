@@ -302,6 +302,13 @@ static void profile_end_loses_its_flush(int system_timing)
     if (system_timing) unsetenv("CUBEC_TIMING");
     cubec_timing method;
     ASSERT_OK(cubec_profile_get_method(d, &method));
+    if (!system_timing && method == CUBEC_TIMING_SYSTEM) {
+        /* The queue writes no timestamps (the webgpu backend's): Device timing is not there to
+         * test, and the system variant covers this device. */
+        print_message("    skipped: the device's profiles are host-measured (no timestamps)\n");
+        test_device_close(d);
+        skip();
+    }
     assert_int_equal(method, system_timing ? CUBEC_TIMING_SYSTEM : CUBEC_TIMING_DEVICE);
     cubec_kernel produce, consume, step;
     uint_kernels_create(d, &produce, &consume, &step);

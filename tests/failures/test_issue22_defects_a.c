@@ -470,7 +470,16 @@ static void test_host_free_lands_pending_reads(void **state)
     (void)state;
     cubec_device *d = test_device_open();
     void *pinned = NULL;
-    ASSERT_OK(cubec_host_alloc(d, READ_WORDS * 4u, &pinned));
+    cubec_status st = cubec_host_alloc(d, READ_WORDS * 4u, &pinned);
+    if (cubec_status_code(st) == CUBEC_UNSUPPORTED) {
+        /* A device without host memory it reads directly (the webgpu backend's) has no pinned
+         * memory to free; the registered kind below still runs. */
+        print_message("skipped: %s\n", cubec_status_message(st));
+        cubec_status_free(st);
+        test_device_close(d);
+        skip();
+    }
+    ASSERT_OK(st);
     memset(pinned, 0, READ_WORDS * 4u);
     cubec_buffer b;
     cubec_event *e = pending_read(d, &b, pinned);

@@ -97,6 +97,60 @@ static void test_info_size_beyond_block(void **state)
     test_device_close(d);
 }
 
+/* o[i] = a[i] + 1: a kernel without push constants. */
+static const char no_push_src[] = "#version 450\n"
+                                  "layout(local_size_x = 64) in;\n"
+                                  "layout(std430, binding = 0) readonly buffer A { uint a[]; };\n"
+                                  "layout(std430, binding = 1) writeonly buffer O { uint o[]; };\n"
+                                  "void main() {\n"
+                                  "    uint i = gl_GlobalInvocationID.x;\n"
+                                  "    o[i] = a[i] + 1u;\n"
+                                  "}\n";
+
+/* The same push constants for one kernel twice, with a kernel without any between, in one
+ * command buffer: the server pushes them once (Vulkan keeps them across the pipeline binds), so
+ * the backend must keep them too (the webgpu backend's immediates once forgot them at the next
+ * pipeline: the third launch ran with zeros). */
+static void test_push_kept_across_a_launch_without_push(void **state)
+{
+    (void)state;
+    cubec_device *d = test_device_open();
+    cubec_kernel k = make_kernel(d, "small_push", small_push_src);
+    cubec_kernel plain = make_kernel(d, "no_push", no_push_src);
+    uint32_t a[N], zero[N], want[N], plus_one[N];
+    uint32_t seed = 29;
+    for (uint32_t i = 0; i < N; i++) {
+        a[i] = test_rand(&seed) % 1000u;
+        plus_one[i] = a[i] + 1u;
+    }
+    memset(zero, 0, sizeof zero);
+    cubec_buffer in, out[3];
+    ASSERT_OK(cubec_buffer_from(d, 0, a, sizeof a, &in));
+    for (int i = 0; i < 3; i++)
+        ASSERT_OK(cubec_buffer_from(d, 0, zero, sizeof zero, &out[i]));
+    const uint32_t push[3] = {5u, 9u, N - 32u};
+    for (uint32_t i = 0; i < N; i++)
+        want[i] = i < push[2] ? a[i] * push[0] + push[1] : 0u;
+    for (int i = 0; i < 3; i++) {
+        cubec_buffer bufs[2] = {in, out[i]};
+        cubec_launch_desc ld = launch_of(i == 1 ? plain : k, bufs, push, sizeof push);
+        if (i == 1) {
+            ld.info = NULL;
+            ld.info_size = 0;
+        }
+        ASSERT_OK(cubec_launch(d, 0, &ld));
+    }
+    expect_words(d, out[0], want, "o of the first launch");
+    expect_words(d, out[1], plus_one, "o of the launch without push constants");
+    expect_words(d, out[2], want, "o of the second launch with the same push constants");
+    ASSERT_OK(cubec_buffer_release(d, in));
+    for (int i = 0; i < 3; i++)
+        ASSERT_OK(cubec_buffer_release(d, out[i]));
+    ASSERT_OK(cubec_kernel_destroy(d, k));
+    ASSERT_OK(cubec_kernel_destroy(d, plain));
+    test_device_close(d);
+}
+
 /* A push block of 4 + 4 x K bytes, K chosen so that it exceeds the device's range by 20 words:
  * 212 bytes on lavapipe's 128, ggml multi_add's size. */
 static const char big_push_src[] =
@@ -480,6 +534,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_info_size_beyond_block),
         cmocka_unit_test(test_push_block_over_the_limit),
+        cmocka_unit_test(test_push_kept_across_a_launch_without_push),
         cmocka_unit_test(test_moved_push_block_in_a_graph),
         cmocka_unit_test(test_moved_push_block_of_spirv_1_0),
         cmocka_unit_test(test_moved_push_block_with_16_and_8_bit_members),

@@ -181,8 +181,11 @@ static cubec_status ready_dispatch(wg_enc *e)
             p->ComputePassEncoderSetBindGroup(e->pass, set, e->groups[set], 0, NULL);
             e->applied |= APPLIED_GROUP(set);
         }
-    if (e->imm_size && !(e->applied & APPLIED_IMMEDIATES)) {
-        p->ComputePassEncoderSetImmediates(e->pass, 0, e->imm, e->imm_size);
+    /* The last bytes pushed, cut to what this pipeline's layout holds (a pipeline of a smaller
+     * block than an earlier one's may follow it). */
+    uint32_t imm = e->imm_size < e->pipeline->push_size ? e->imm_size : e->pipeline->push_size;
+    if (imm && !(e->applied & APPLIED_IMMEDIATES)) {
+        p->ComputePassEncoderSetImmediates(e->pass, 0, e->imm, imm);
         e->applied |= APPLIED_IMMEDIATES;
     }
     return NULL;
@@ -214,8 +217,14 @@ static cubec_status bind_buffers(wg_enc *e, const gpu_cmd_entry *ce)
                 binding = GPU_INFO_BINDING;
             }
             const wg_mem *m = (const wg_mem *)x->mem;
-            /* Storage bindings are whole words in WebGPU; the buffer is too (wg_mem.bytes). */
-            uint64_t size = (x->size + 3u) & ~(uint64_t)3u;
+            /* Storage bindings are whole words in WebGPU; the buffer is too (wg_mem.bytes). The
+             * metadata block's binding is whole 16 bytes: its SPIR-V (std430) size ends at its
+             * last member, while the translation's WGSL struct is rounded up to its alignment
+             * (16 with a vec3, a vec4 or a matrix), and WebGPU refuses a binding smaller than
+             * that. Its ring slice starts at a multiple of metadata_alignment (16 or more), so the
+             * bytes past it are the slice's padding or the next slice's, which it never reads. */
+            uint64_t granule = x == info ? 16u : 4u;
+            uint64_t size = (x->size + granule - 1u) & ~(granule - 1u);
             if (uniform && size > uniform_range) size = uniform_range;
             if (x->offset + size > m->bytes) size = m->bytes - x->offset;
             entries[count] = (WGPUBindGroupEntry){
@@ -366,9 +375,11 @@ static cubec_status encode_entry(wg_enc *e, const gpu_cmd_entry *ce)
     switch ((gpu_cmd_op)ce->op) {
     case GPU_OP_BARRIER: return NULL; /* WebGPU orders dispatches and copies itself */
     case GPU_OP_BIND_PIPELINE:
+        /* The immediates stay: the server pushes them again only when they change, as Vulkan
+         * keeps push constants across pipeline binds (a launch without any between two of one
+         * kernel with the same bytes gets none recorded). */
         e->pipeline = ce->u.pipeline;
         e->group_mask = 0;
-        e->imm_size = 0;
         e->applied = 0;
         return NULL;
     case GPU_OP_BIND_BUFFERS: return bind_buffers(e, ce);

@@ -524,6 +524,12 @@ cubec_status wg_gpu_open(const gpu_open_desc *desc, gpu **out)
     *out = NULL;
     gpu_open_desc defaults = {0};
     if (!desc) desc = &defaults;
+    /* A WebGPU device has one queue: family 0 is the only one there is (and taken). */
+    if (desc->queue_family > 1)
+        return status_make(CUBEC_INVALID_ARGUMENT,
+                           "[device] queue_family = %d (CUBEC_QUEUE_FAMILY): a WebGPU device has "
+                           "one queue, family 0",
+                           desc->queue_family - 1);
     wg_gpu *w = calloc(1, sizeof *w);
     if (!w) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (device)");
     pthread_mutex_init(&w->lock, NULL);

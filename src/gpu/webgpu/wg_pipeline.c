@@ -1,8 +1,9 @@
 /* The WebGPU backend's pipelines: bind-group layouts per set, immediates for push constants,
- * SPIR-V with its access decorations dropped (docs/device.md, "read_write"), override
- * constants for specialization constants. */
+ * SPIR-V with its access decorations dropped (docs/device.md, "read_write") and its
+ * specialization constants frozen in (wg_spec_freeze.h), override constants for WGSL's. */
 #include "gpu/webgpu/wg_image.h"
 #include "gpu/webgpu/wg_internal.h"
+#include "gpu/webgpu/wg_spec_freeze.h"
 #include "gpu/webgpu/wg_spirv_split.h"
 
 #include "base/log.h"
@@ -328,9 +329,13 @@ cubec_status wg_pipeline_create(gpu *g, const gpu_pipeline_desc *desc, gpu_pipel
     pl->id = next_pipeline_id(w);
     cubec_status err = build_layouts(w, desc, pl);
     if (!err) {
+        /* WGSL's specialization constants are override constants; SPIR-V's are frozen into the
+         * module before the implementation's translation (naga), wg_spec_freeze.h. */
         double values[GPU_MAX_SPEC_CONSTANTS];
-        uint32_t spec_count =
-            desc->spec_count < GPU_MAX_SPEC_CONSTANTS ? desc->spec_count : GPU_MAX_SPEC_CONSTANTS;
+        uint32_t spec_count = 0;
+        if (desc->wgsl)
+            spec_count = desc->spec_count < GPU_MAX_SPEC_CONSTANTS ? desc->spec_count
+                                                                   : GPU_MAX_SPEC_CONSTANTS;
         for (uint32_t i = 0; i < spec_count; i++)
             values[i] = spec_value(desc, &desc->spec[i]);
         /* WGSL as it is; SPIR-V through the implementation's translation (naga). */
@@ -339,10 +344,16 @@ cubec_status wg_pipeline_create(gpu *g, const gpu_pipeline_desc *desc, gpu_pipel
             err = status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (module)");
         WGPUShaderSourceWGSL wgsl = {.chain = {.sType = WGPUSType_ShaderSourceWGSL},
                                      .code = wg_str(naga ? naga : desc->wgsl)};
-        size_t words = 0;
-        uint32_t *code = desc->wgsl ? NULL : strip_access(desc->spirv, desc->words, &words);
-        if (!desc->wgsl && !code)
-            err = status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (module)");
+        size_t words = 0, frozen_words = 0;
+        uint32_t *frozen = NULL, *code = NULL;
+        if (!err && !desc->wgsl) {
+            err = wg_spec_freeze(desc->spirv, desc->words, desc->spec, desc->spec_count, &frozen,
+                                 &frozen_words);
+            if (!err) code = strip_access(frozen, frozen_words, &words);
+            free(frozen);
+            if (!err && !code)
+                err = status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (module)");
+        }
         /* Combined image samplers become a texture and a sampler (the layout has both). */
         uint32_t *split = NULL;
         size_t split_words = 0;
