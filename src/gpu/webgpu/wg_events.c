@@ -56,3 +56,33 @@ uint64_t wg_now_ns(void)
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
 }
+
+typedef struct map_wait {
+    int done;
+    WGPUMapAsyncStatus status;
+} map_wait;
+
+static void on_map(WGPUMapAsyncStatus status, WGPUStringView message, void *user1, void *user2)
+{
+    (void)message;
+    (void)user2;
+    map_wait *mw = user1;
+    mw->status = status;
+    mw->done = 1;
+}
+
+int wg_map_read(wg_gpu *w, WGPUBuffer map, size_t bytes, size_t skip, void *dst, size_t n)
+{
+    const wg_procs *p = w->p;
+    map_wait mw = {0};
+    WGPUBufferMapCallbackInfo ci = {
+        .mode = WGPUCallbackMode_AllowSpontaneous, .callback = on_map, .userdata1 = &mw};
+    p->BufferMapAsync(map, WGPUMapMode_Read, 0, bytes, ci);
+    while (!mw.done)
+        wg_poll_events(w, 1);
+    if (mw.status != WGPUMapAsyncStatus_Success) return (int)mw.status;
+    const void *src = p->BufferGetConstMappedRange(map, 0, bytes);
+    if (src) memcpy(dst, (const unsigned char *)src + skip, n);
+    p->BufferUnmap(map);
+    return src ? 0 : -1;
+}

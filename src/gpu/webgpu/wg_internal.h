@@ -189,6 +189,10 @@ void wg_on_uncaptured(WGPUDevice const *device, WGPUErrorType type, WGPUStringVi
 /* wg_events.c: lets the implementation run its callbacks (work done, maps); blocks when `wait`. */
 void wg_poll_events(wg_gpu *w, int wait);
 uint64_t wg_now_ns(void); /* CLOCK_MONOTONIC */
+/* wg_events.c: maps [0, bytes) of the MAP_READ buffer `map`, waits for it (polling), copies
+ * [skip, +n) of it to `dst` and unmaps it. 0 when it did; else the WGPUMapAsyncStatus that
+ * failed, or -1 when the mapped range could not be had. */
+int wg_map_read(wg_gpu *w, WGPUBuffer map, size_t bytes, size_t skip, void *dst, size_t n);
 
 /* Encodes `c`'s list into a new command buffer (under queue_lock). */
 MUST_USE cubec_status wg_encode(wg_gpu *w, const wg_cmd *c, WGPUCommandBuffer *out);

@@ -163,20 +163,6 @@ cubec_status wg_mem_write(gpu *g, gpu_mem *gm, uint64_t offset, const void *src,
     return wg_take_error(w, "queue write");
 }
 
-typedef struct map_wait {
-    int done;
-    WGPUMapAsyncStatus status;
-} map_wait;
-
-static void on_map(WGPUMapAsyncStatus status, WGPUStringView message, void *user1, void *user2)
-{
-    (void)message;
-    (void)user2;
-    map_wait *mw = user1;
-    mw->status = status;
-    mw->done = 1;
-}
-
 /* Readback staging is a storage buffer (the byte-copy kernel writes it byte by byte; a copy
  * into a mappable buffer is whole words, which would overwrite the bytes of a neighbouring read
  * still pending in the staging ring); its range is copied into the device's map buffer, mapped,
@@ -203,23 +189,11 @@ void wg_mem_invalidate(gpu *g, gpu_mem *gm, uint64_t offset, uint64_t size)
             p->QueueSubmit(w->queue, 1, &cb);
             p->CommandBufferRelease(cb);
         }
-        map_wait mw = {0};
-        WGPUBufferMapCallbackInfo ci = {
-            .mode = WGPUCallbackMode_AllowSpontaneous, .callback = on_map, .userdata1 = &mw};
-        p->BufferMapAsync(map, WGPUMapMode_Read, 0, (size_t)(end - begin), ci);
-        while (!mw.done)
-            wg_poll_events(w, 1);
-        const void *src = mw.status == WGPUMapAsyncStatus_Success
-                              ? p->BufferGetConstMappedRange(map, 0, (size_t)(end - begin))
-                              : NULL;
-        if (src)
-            memcpy(gm->mapped + offset, (const unsigned char *)src + (offset - begin),
-                   (size_t)size);
-        else
+        int failed = wg_map_read(w, map, (size_t)(end - begin), (size_t)(offset - begin),
+                                 gm->mapped + offset, (size_t)size);
+        if (failed)
             LOG(LOG_ERROR, LOG_SYS_DEVICE,
-                "webgpu: mapping %" PRIu64 " bytes for reading failed (%d)", end - begin,
-                (int)mw.status);
-        if (mw.status == WGPUMapAsyncStatus_Success) p->BufferUnmap(map);
+                "webgpu: mapping %" PRIu64 " bytes for reading failed (%d)", end - begin, failed);
     }
     pthread_mutex_unlock(&w->queue_lock);
     if (err) {

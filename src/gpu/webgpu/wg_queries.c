@@ -147,20 +147,6 @@ void wg_queries_host_reset(gpu *g, gpu_queries *q, uint32_t first, uint32_t coun
     (void)count;
 }
 
-typedef struct map_wait {
-    int done;
-    WGPUMapAsyncStatus status;
-} map_wait;
-
-static void on_map(WGPUMapAsyncStatus status, WGPUStringView message, void *user1, void *user2)
-{
-    (void)message;
-    (void)user2;
-    map_wait *mw = user1;
-    mw->status = status;
-    mw->done = 1;
-}
-
 /* One set's part of a read: `n` queries from `index` of `set`, resolved at `at` of the resolve
  * buffer, going to query `out` of the caller's array. */
 typedef struct read_part {
@@ -205,20 +191,11 @@ static cubec_status read_parts(wg_gpu *w, gpu_queries *q, const read_part *parts
     if (!err) err = wg_take_error(w, "resolving queries");
     if (err) return err;
     size_t bytes = (size_t)count * 8u;
-    map_wait mw = {0};
-    WGPUBufferMapCallbackInfo ci = {
-        .mode = WGPUCallbackMode_AllowSpontaneous, .callback = on_map, .userdata1 = &mw};
-    p->BufferMapAsync(map, WGPUMapMode_Read, 0, bytes, ci);
-    while (!mw.done)
-        wg_poll_events(w, 1);
-    if (mw.status != WGPUMapAsyncStatus_Success)
+    int failed = wg_map_read(w, map, bytes, 0, out_ticks, bytes);
+    if (failed)
         return status_make(CUBEC_DEVICE_LOST,
                            "webgpu: mapping %zu bytes of timestamps for reading failed (status %d)",
-                           bytes, (int)mw.status);
-    const void *src = p->BufferGetConstMappedRange(map, 0, bytes);
-    if (src) memcpy(out_ticks, src, bytes);
-    p->BufferUnmap(map);
-    if (!src) return status_make(CUBEC_INTERNAL, "wgpuBufferGetConstMappedRange (timestamps)");
+                           bytes, failed);
     return NULL;
 }
 

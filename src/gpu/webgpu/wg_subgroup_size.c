@@ -20,20 +20,6 @@ static const char measure_wgsl[] =
     "    atomicMax(&o[1], size);\n"
     "}\n";
 
-typedef struct map_wait {
-    int done;
-    WGPUMapAsyncStatus status;
-} map_wait;
-
-static void on_map(WGPUMapAsyncStatus status, WGPUStringView message, void *user1, void *user2)
-{
-    (void)message;
-    (void)user2;
-    map_wait *mw = user1;
-    mw->status = status;
-    mw->done = 1;
-}
-
 /* Runs the kernel and reads its two words into out[0..2); 0 when it ran. */
 static int run(wg_gpu *w, WGPUComputePipeline pipeline, WGPUBindGroupLayout bgl, uint32_t out[2])
 {
@@ -69,21 +55,7 @@ static int run(wg_gpu *w, WGPUComputePipeline pipeline, WGPUBindGroupLayout bgl,
             if (cb) {
                 p->QueueSubmit(w->queue, 1, &cb);
                 p->CommandBufferRelease(cb);
-                map_wait mw = {0};
-                WGPUBufferMapCallbackInfo ci = {.mode = WGPUCallbackMode_AllowSpontaneous,
-                                                .callback = on_map,
-                                                .userdata1 = &mw};
-                p->BufferMapAsync(map, WGPUMapMode_Read, 0, 8, ci);
-                while (!mw.done)
-                    wg_poll_events(w, 1);
-                const void *src = mw.status == WGPUMapAsyncStatus_Success
-                                      ? p->BufferGetConstMappedRange(map, 0, 8)
-                                      : NULL;
-                if (src) {
-                    memcpy(out, src, 8);
-                    failed = 0;
-                }
-                if (mw.status == WGPUMapAsyncStatus_Success) p->BufferUnmap(map);
+                failed = wg_map_read(w, map, 8, 0, out, 8) != 0;
             }
         }
         if (group) p->BindGroupRelease(group);
