@@ -9,6 +9,7 @@
 #include "launch_util.h"
 #include "test_util.h"
 #include "uint_kernels.h"
+#include "webgpu_open.h"
 
 #include "base/clock.h"
 #include "gpu/gpu.h"
@@ -23,21 +24,6 @@
 #include <unistd.h>
 
 #define N 1024u
-
-static cubec_device *open_webgpu(void)
-{
-    cubec_device_desc desc = CUBEC_DEVICE_DESC_INIT;
-    desc.backend = "webgpu";
-    cubec_device *d = NULL;
-    cubec_status st = cubec_device_open(&desc, &d);
-    if (st && cubec_status_code(st) == CUBEC_NOT_FOUND) {
-        printf("skipped: no WebGPU implementation: %s\n", cubec_status_message(st));
-        cubec_status_free(st);
-        return NULL;
-    }
-    ASSERT_OK(st);
-    return d;
-}
 
 /* o[i] = a[i] * mul + b[i] with {n, mul} in push constants: metadata as immediates. */
 static const char saxpy_src[] = "#version 450\n"

@@ -9,6 +9,7 @@
 #include "kernel/wgsl_reflect.h"
 #include "launch_util.h"
 #include "test_util.h"
+#include "webgpu_open.h"
 
 #include <spirv_cross/spirv.h>
 
@@ -157,21 +158,6 @@ static void test_wgsl_capabilities(void **state)
 }
 
 /* --- Kernels on the device ------------------------------------------------------------- */
-
-static cubec_device *open_webgpu(void)
-{
-    cubec_device_desc desc = CUBEC_DEVICE_DESC_INIT;
-    desc.backend = "webgpu";
-    cubec_device *d = NULL;
-    cubec_status st = cubec_device_open(&desc, &d);
-    if (st && cubec_status_code(st) == CUBEC_NOT_FOUND) {
-        printf("skipped: no WebGPU implementation: %s\n", cubec_status_message(st));
-        cubec_status_free(st);
-        return NULL;
-    }
-    ASSERT_OK(st);
-    return d;
-}
 
 /* The device, or NULL (the case then skips, saying why) when it lacks `bit`. */
 static cubec_device *open_with(uint32_t bit)

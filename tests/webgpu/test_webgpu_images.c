@@ -8,26 +8,12 @@
  * Skipped, by name, where the library does not load. */
 #include "launch_util.h"
 #include "test_util.h"
+#include "webgpu_open.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static cubec_device *open_webgpu(void)
-{
-    cubec_device_desc desc = CUBEC_DEVICE_DESC_INIT;
-    desc.backend = "webgpu";
-    cubec_device *d = NULL;
-    cubec_status st = cubec_device_open(&desc, &d);
-    if (st && cubec_status_code(st) == CUBEC_NOT_FOUND) {
-        printf("skipped: no WebGPU implementation: %s\n", cubec_status_message(st));
-        cubec_status_free(st);
-        return NULL;
-    }
-    ASSERT_OK(st);
-    return d;
-}
 
 static cubec_image make_image(cubec_device *d, cubec_image_format f, uint32_t w, uint32_t h,
                               uint32_t depth)
