@@ -193,6 +193,52 @@ static void test_division_by_zero_left_alone(void **state)
     free(words);
 }
 
+/* A half made from a float specialization constant (ncnn's afp(slope) in its fp16 path):
+ * glslang emits OpSpecConstantOp FConvert, which naga refuses; it is folded, rounded to nearest
+ * even, into an OpConstant of the half type. */
+static void test_float_conversion_folded(void **state)
+{
+    static const char half_src[] =
+        "#version 450\n"
+        "#extension GL_EXT_shader_explicit_arithmetic_types_float16: require\n"
+        "#extension GL_EXT_shader_16bit_storage: require\n"
+        "layout(local_size_x = 1) in;\n"
+        "layout(constant_id = 0) const float SLOPE = 0.5;\n"
+        "const float16_t H = float16_t(SLOPE);\n"
+        "layout(std430, binding = 0) buffer Y { float16_t y[]; };\n"
+        "void main() { y[gl_GlobalInvocationID.x] *= H; }\n";
+    uint32_t *words = NULL, *out = NULL;
+    size_t n = 0, out_n = 0;
+    compile(state, half_src, &words, &n);
+    /* 1/3 lies between two halves (0x3555 and 0x3556): nearer the first. 65520 ties between
+     * the largest half and infinity: even goes up, to infinity. */
+    const float given[] = {1.0f / 3.0f, 2.5f, 65520.0f, 1e-7f};
+    const uint32_t want[] = {0x3555u, 0x4100u, 0x7c00u, 0x0002u};
+    for (int g = 0; g < 4; g++) {
+        const gpu_spec_constant spec[] = {{0, bits_of(given[g])}};
+        expect_ok(wg_spec_freeze(words, n, spec, 1, &out, &out_n));
+        seen s;
+        look(out, out_n, NULL, 0, 0, &s);
+        assert_int_equal(s.spec_instructions, 0);
+        uint32_t half_type = 0;
+        int found = 0;
+        for (size_t i = 5; i < out_n;) {
+            uint32_t op = out[i] & 0xffffu, len = out[i] >> 16;
+            if (op == OP_TYPE_FLOAT && out[i + 2] == 16) half_type = out[i + 1];
+            if (op == OP_CONSTANT && half_type && out[i + 1] == half_type && len == 4 &&
+                out[i + 3] == want[g])
+                found = 1;
+            i += len;
+        }
+        if (!found) fail_msg("no half constant 0x%04x for %g", want[g], (double)given[g]);
+        kernel_reflection r;
+        expect_ok(kernel_reflect(out, out_n, NULL, 0, &r));
+        assert_int_equal(r.spec_count, 0);
+        free(out);
+    }
+    free(words);
+}
+
 /* A module without specialization constants comes back word for word. */
 static void test_plain_module_unchanged(void **state)
 {
@@ -217,6 +263,7 @@ int main(void)
         cmocka_unit_test(test_given_values_frozen_and_folded),
         cmocka_unit_test(test_defaults_frozen),
         cmocka_unit_test(test_division_by_zero_left_alone),
+        cmocka_unit_test(test_float_conversion_folded),
         cmocka_unit_test(test_plain_module_unchanged),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);

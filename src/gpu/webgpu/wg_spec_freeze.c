@@ -14,6 +14,7 @@
 enum {
     OP_TYPE_BOOL = 20,
     OP_TYPE_INT = 21,
+    OP_TYPE_FLOAT = 22,
     OP_CONSTANT_TRUE = 41,
     OP_CONSTANT_FALSE = 42,
     OP_CONSTANT = 43,
@@ -25,6 +26,7 @@ enum {
     OP_SPEC_CONSTANT_COMPOSITE = 51,
     OP_SPEC_CONSTANT_OP = 52,
     OP_DECORATE = 71,
+    OP_FCONVERT = 115,
     OP_EXECUTION_MODE = 16,
     OP_EXECUTION_MODE_ID = 331,
     MODE_LOCAL_SIZE = 17,
@@ -35,21 +37,99 @@ enum {
 };
 
 /* What the pass knows of an id. */
-enum { ID_OTHER, ID_INT32, ID_INT64, ID_BOOL, ID_SCALAR, ID_CONSTANT, ID_COMPOSITE };
+enum {
+    ID_OTHER,
+    ID_INT32,
+    ID_INT64,
+    ID_BOOL,
+    ID_F16,
+    ID_F32,
+    ID_F64,
+    ID_SCALAR,
+    ID_CONSTANT,
+    ID_COMPOSITE,
+    ID_FLOAT
+};
 
 typedef struct freeze {
     uint32_t bound;
-    unsigned char *type_kind; /* of type ids: ID_INT32, ID_INT64 (signed or not), ID_BOOL */
-    /* Of constant ids: ID_SCALAR (a 32-bit integer or a boolean, value known), ID_CONSTANT (of
-     * another type), ID_COMPOSITE (a composite of constants); ID_OTHER: not a constant. */
+    /* Of type ids: ID_INT32, ID_INT64 (signed or not), ID_BOOL, ID_F16, ID_F32, ID_F64. */
+    unsigned char *type_kind;
+    /* Of constant ids: ID_SCALAR (a 32-bit integer or a boolean, value known), ID_FLOAT (a float
+     * scalar, its bits in op_value and its type in float_type), ID_CONSTANT (of another type),
+     * ID_COMPOSITE (a composite of constants); ID_OTHER: not a constant. */
     unsigned char *kind;
     uint32_t *value;      /* ID_SCALAR: the 32 bits (booleans 0 or 1) */
     size_t *at;           /* ID_COMPOSITE: where its instruction starts in the output */
     uint32_t *spec_value; /* by result id: the value given for its SpecId */
     unsigned char *given;
-    uint64_t *op_value; /* by result id: an OpSpecConstantOp's value where op_known */
+    uint64_t *op_value; /* by result id: an OpSpecConstantOp's value where op_known; ID_FLOAT's
+                         * bits */
     unsigned char *op_known;
+    unsigned char *float_type; /* ID_FLOAT's type kind: ID_F16, ID_F32 or ID_F64 */
 } freeze;
+
+/* Float bits between widths, for OpSpecConstantOp FConvert: glslang emits one for a half made
+ * from a float specialization constant (float16_t(SLOPE)), which naga refuses. Rounding to
+ * nearest even, as a driver folds it; NaN stays a (quiet) NaN. */
+static uint32_t half_from_float(uint32_t x)
+{
+    uint32_t sign = (x >> 16) & 0x8000u, exp = (x >> 23) & 0xffu, man = x & 0x7fffffu;
+    if (exp == 0xffu) return sign | 0x7c00u | (man ? 0x200u | (man >> 13) : 0);
+    int e = (int)exp - 127 + 15;
+    if (e >= 31) return sign | 0x7c00u;
+    if (e <= 0) { /* a subnormal half, or zero */
+        if (e < -10) return sign;
+        man |= 0x800000u;
+        uint32_t shift = (uint32_t)(14 - e), h = man >> shift;
+        uint32_t rem = man & ((1u << shift) - 1u), half = 1u << (shift - 1u);
+        if (rem > half || (rem == half && (h & 1u))) h++;
+        return sign | h;
+    }
+    uint32_t h = ((uint32_t)e << 10) | (man >> 13), rem = man & 0x1fffu;
+    if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) h++; /* a carry may make it infinite */
+    return sign | h;
+}
+
+static uint32_t float_from_half(uint32_t h)
+{
+    uint32_t sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, man = h & 0x3ffu;
+    if (exp == 0x1fu) return sign | 0x7f800000u | (man << 13);
+    if (exp) return sign | ((exp + 112u) << 23) | (man << 13);
+    float v = (float)man * 0x1p-24f; /* a subnormal half: exact in a float */
+    uint32_t bits;
+    memcpy(&bits, &v, sizeof bits);
+    return sign | bits;
+}
+
+/* `bits` of a float of kind `from` as one of kind `to`; 0 where not folded (double to half,
+ * which would round twice through float). */
+static int convert_float(unsigned char from, unsigned char to, uint64_t bits, uint64_t *out)
+{
+    uint32_t f32;
+    if (from == ID_F16) {
+        f32 = float_from_half((uint32_t)bits);
+    } else if (from == ID_F32) {
+        f32 = (uint32_t)bits;
+    } else {
+        if (to == ID_F16) return 0;
+        double d;
+        memcpy(&d, &bits, sizeof d);
+        float f = (float)d;
+        memcpy(&f32, &f, sizeof f32);
+    }
+    if (to == ID_F16) {
+        *out = half_from_float(f32);
+    } else if (to == ID_F32) {
+        *out = f32;
+    } else {
+        float f;
+        memcpy(&f, &f32, sizeof f);
+        double d = (double)f;
+        memcpy(out, &d, sizeof d);
+    }
+    return 1;
+}
 
 static int has_spec_constants(const uint32_t *w, size_t n)
 {
@@ -72,6 +152,7 @@ static void freeze_free(freeze *f)
     free(f->given);
     free(f->op_value);
     free(f->op_known);
+    free(f->float_type);
 }
 
 static int freeze_alloc(freeze *f, uint32_t bound)
@@ -85,8 +166,9 @@ static int freeze_alloc(freeze *f, uint32_t bound)
     f->given = calloc(bound, 1);
     f->op_value = calloc(bound, sizeof *f->op_value);
     f->op_known = calloc(bound, 1);
-    return f->type_kind && f->kind && f->value && f->at && f->spec_value && f->given &&
-           f->op_value && f->op_known;
+    f->float_type = calloc(bound, 1);
+    return f->float_type && f->type_kind && f->kind && f->value && f->at && f->spec_value &&
+           f->given && f->op_value && f->op_known;
 }
 
 /* The values given, by the result id their SpecId decorates. */
@@ -241,6 +323,10 @@ cubec_status wg_spec_freeze(const uint32_t *w, size_t n, const gpu_spec_constant
         case OP_TYPE_BOOL:
             if (len >= 2 && x[1] < f.bound) f.type_kind[x[1]] = ID_BOOL;
             break;
+        case OP_TYPE_FLOAT:
+            if (len >= 3 && x[1] < f.bound && (x[2] == 16 || x[2] == 32 || x[2] == 64))
+                f.type_kind[x[1]] = x[2] == 16 ? ID_F16 : x[2] == 32 ? ID_F32 : ID_F64;
+            break;
         case OP_TYPE_INT:
             if (len >= 4 && x[1] < f.bound && (x[2] == 32 || x[2] == 64))
                 f.type_kind[x[1]] = x[2] == 32 ? ID_INT32 : ID_INT64;
@@ -276,7 +362,13 @@ cubec_status wg_spec_freeze(const uint32_t *w, size_t n, const gpu_spec_constant
             }
             if (known && len == 4 && x[1] < f.bound && f.type_kind[x[1]] == ID_INT32)
                 note_scalar(&f, id, y[3]);
-            else if (known)
+            else if (known && x[1] < f.bound && f.type_kind[x[1]] >= ID_F16 &&
+                     f.type_kind[x[1]] <= ID_F64 &&
+                     len == (f.type_kind[x[1]] == ID_F64 ? 5u : 4u)) {
+                f.kind[id] = ID_FLOAT;
+                f.float_type[id] = f.type_kind[x[1]];
+                f.op_value[id] = y[3] | (len == 5 ? (uint64_t)y[4] << 32 : 0);
+            } else if (known)
                 f.kind[id] = ID_CONSTANT;
             break;
         case OP_CONSTANT_NULL:
@@ -298,7 +390,20 @@ cubec_status wg_spec_freeze(const uint32_t *w, size_t n, const gpu_spec_constant
         case OP_SPEC_CONSTANT_OP: {
             uint32_t type = len >= 2 ? x[1] : 0;
             unsigned char tk = type < f.bound ? f.type_kind[type] : 0;
-            if (!known || !tk || !f.op_known[id]) break;
+            if (known && tk >= ID_F16 && tk <= ID_F64 && len == 5 && x[3] == OP_FCONVERT &&
+                x[4] < f.bound && f.kind[x[4]] == ID_FLOAT) {
+                uint64_t v;
+                if (!convert_float(f.float_type[x[4]], tk, f.op_value[x[4]], &v)) break;
+                y[0] = ((tk == ID_F64 ? 5u : 4u) << 16) | OP_CONSTANT;
+                y[3] = (uint32_t)v;
+                if (tk == ID_F64) y[4] = (uint32_t)(v >> 32);
+                keep = tk == ID_F64 ? 5 : 4;
+                f.kind[id] = ID_FLOAT;
+                f.float_type[id] = tk;
+                f.op_value[id] = v;
+                break;
+            }
+            if (!known || !tk || tk > ID_BOOL || !f.op_known[id]) break;
             uint64_t v = f.op_value[id];
             if (tk == ID_BOOL) {
                 y[0] = (3u << 16) | (v ? OP_CONSTANT_TRUE : OP_CONSTANT_FALSE);
