@@ -272,6 +272,23 @@ static uint32_t own_kernel_groups(const wg_gpu *w, uint64_t words)
     return groups ? (uint32_t)groups : 1u;
 }
 
+/* One of the backend's own kernels over `words` words, in a pass of its own, with its 16 bytes
+ * of immediates; the bind group is released here (the command buffer holds its own reference). */
+static void run_own_kernel(wg_enc *e, WGPUComputePipeline pipeline, WGPUBindGroup group,
+                           const uint32_t imm[4], uint64_t words)
+{
+    const wg_procs *p = e->w->p;
+    WGPUComputePassDescriptor d = {0};
+    WGPUComputePassEncoder pass = p->CommandEncoderBeginComputePass(e->enc, &d);
+    p->ComputePassEncoderSetPipeline(pass, pipeline);
+    p->ComputePassEncoderSetBindGroup(pass, 0, group, 0, NULL);
+    p->ComputePassEncoderSetImmediates(pass, 0, imm, 4 * sizeof imm[0]);
+    p->ComputePassEncoderDispatchWorkgroups(pass, own_kernel_groups(e->w, words), 1, 1);
+    p->ComputePassEncoderEnd(pass);
+    p->ComputePassEncoderRelease(pass);
+    p->BindGroupRelease(group);
+}
+
 /* A fill with a pattern: the backend's fill kernel on a window of the buffer (WebGPU clears to
  * zero only). Offsets and sizes are words, as Vulkan's vkCmdFillBuffer requires too. */
 static cubec_status fill_pattern(wg_enc *e, wg_mem *m, uint64_t offset, uint64_t size,
@@ -301,15 +318,7 @@ static cubec_status fill_pattern(wg_enc *e, wg_mem *m, uint64_t offset, uint64_t
     if (!group) return status_make(CUBEC_INTERNAL, "wgpuDeviceCreateBindGroup (fill)");
     uint32_t words = (uint32_t)(size / 4);
     uint32_t imm[4] = {(uint32_t)((offset - start) / 4), words, pattern, 0};
-    WGPUComputePassDescriptor d = {0};
-    WGPUComputePassEncoder pass = p->CommandEncoderBeginComputePass(e->enc, &d);
-    p->ComputePassEncoderSetPipeline(pass, w->fill_pipeline);
-    p->ComputePassEncoderSetBindGroup(pass, 0, group, 0, NULL);
-    p->ComputePassEncoderSetImmediates(pass, 0, imm, sizeof imm);
-    p->ComputePassEncoderDispatchWorkgroups(pass, own_kernel_groups(w, words), 1, 1);
-    p->ComputePassEncoderEnd(pass);
-    p->ComputePassEncoderRelease(pass);
-    p->BindGroupRelease(group); /* the command buffer holds its own reference */
+    run_own_kernel(e, w->fill_pipeline, group, imm, words);
     return NULL;
 }
 
@@ -357,15 +366,7 @@ static cubec_status copy_bytes(wg_enc *e, wg_mem *src, uint64_t so, wg_mem *dst,
     if (!group) return status_make(CUBEC_INTERNAL, "wgpuDeviceCreateBindGroup (byte copy)");
     uint32_t imm[4] = {(uint32_t)(so - ss), (uint32_t)(d - ds), (uint32_t)n, 0};
     uint64_t words = ((d - ds) % 4u + n + 3u) / 4u;
-    WGPUComputePassDescriptor pd = {0};
-    WGPUComputePassEncoder pass = p->CommandEncoderBeginComputePass(e->enc, &pd);
-    p->ComputePassEncoderSetPipeline(pass, w->copy_pipeline);
-    p->ComputePassEncoderSetBindGroup(pass, 0, group, 0, NULL);
-    p->ComputePassEncoderSetImmediates(pass, 0, imm, sizeof imm);
-    p->ComputePassEncoderDispatchWorkgroups(pass, own_kernel_groups(w, words), 1, 1);
-    p->ComputePassEncoderEnd(pass);
-    p->ComputePassEncoderRelease(pass);
-    p->BindGroupRelease(group);
+    run_own_kernel(e, w->copy_pipeline, group, imm, words);
     return NULL;
 }
 
