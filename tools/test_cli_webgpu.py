@@ -159,6 +159,8 @@ def main():
                  "CUBEC_WEBGPU_LIBRARY set (tests/webgpu/CMakeLists.txt does)")
     check_info()
     check_no_library()
+    with tempfile.TemporaryDirectory() as tmp:
+        check_run(tmp)
     check_help()
     if cli.failures:
         print(f"test_cli_webgpu: {len(cli.failures)} failure(s)", file=sys.stderr)
