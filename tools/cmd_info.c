@@ -223,18 +223,19 @@ static int memory_main(int json)
 }
 
 /* No webgpu device counted: the count does not say whether no implementation loaded or the one
- * that did found no adapter, and opening the default device does, with the paths tried. */
-static void print_no_webgpu_device(void)
+ * that did found no adapter, and opening the default device does, with the paths tried. The
+ * reason, "CODE: message", into `why` ("no devices" when the open succeeds after all). */
+static void why_no_webgpu_device(char *why, size_t size)
 {
     cubec_device *device = NULL;
     cubec_status status = cubec_device_open(NULL, &device);
     if (status == NULL) {
         cubec_device_close(device);
-        printf("no webgpu devices\n");
+        snprintf(why, size, "no devices");
         return;
     }
-    printf("no webgpu devices: %s: %s\n", cubec_code_name(cubec_status_code(status)),
-           cubec_status_message(status));
+    snprintf(why, size, "%s: %s", cubec_code_name(cubec_status_code(status)),
+             cubec_status_message(status));
     cubec_status_free(status);
 }
 
@@ -298,13 +299,15 @@ int cli_info_main(int argc, char **argv)
     gpu_backend backend = (gpu_backend)0;
     if (!print_backends(&backend, json)) return CLI_EXIT_RUNTIME;
     const int webgpu = cli_backend_is_webgpu((int)backend);
+    char why[1024] = "no devices";
+    if (count == 0 && webgpu) why_no_webgpu_device(why, sizeof why);
     if (count == 0 && json) {
-        info_json_end(stdout, 0, "no devices");
+        info_json_end(stdout, 0, why);
         return CLI_EXIT_RUNTIME;
     }
     if (count == 0) {
         if (webgpu)
-            print_no_webgpu_device();
+            printf("no webgpu devices: %s\n", why);
         else
             printf("no %s devices (is a Vulkan driver installed? Mesa's lavapipe runs on any "
                    "CPU)\n",

@@ -107,6 +107,12 @@ def check_no_library():
     out = cli.run(["info"], 1, "info_no_library", {"CUBEC_WEBGPU_LIBRARY": missing})
     if out:
         cli.expect_in("info_no_library", out[0], "no webgpu devices: CUBEC_NOT_FOUND", missing)
+    out = cli.run(["info", "--json"], 1, "info_json_no_library", {"CUBEC_WEBGPU_LIBRARY": missing})
+    if out:
+        got = json.loads(out[0])
+        if got["devices"] or not got["default_error"].startswith("CUBEC_NOT_FOUND") or \
+                missing not in got["default_error"]:
+            cli.fail(f"info_json_no_library: {got}")
 
 
 KERNEL = r"""#version 450
