@@ -173,10 +173,11 @@ static void print_device(uint32_t index, const cubec_device_info *d, int is_defa
            cli_format_bytes(d->max_allocation_size, b1, sizeof b1));
     printf("  %-28s %" PRIu64 " B\n", "storage offset alignment", d->storage_offset_alignment);
     printf("  %-28s %" PRIu64 " B\n", "uniform offset alignment", d->uniform_offset_alignment);
-    if (webgpu)
-        printf("  %-28s %s\n", "host registration", "none (WebGPU maps asynchronously only)");
-    else if (d->host_register_alignment)
-        printf("  %-28s %" PRIu64 " B\n", "host register alignment", d->host_register_alignment);
+    /* cubec_host_register takes ranges of this alignment on every backend; WebGPU imports none,
+     * so a registered range is copied through staging there (src/server/host_memory.c). */
+    if (d->host_register_alignment)
+        printf("  %-28s %" PRIu64 " B%s\n", "host register alignment", d->host_register_alignment,
+               webgpu ? " (copied through staging: WebGPU imports no host memory)" : "");
     printf("  %-28s %" PRIu32 " B\n", webgpu ? "max immediates" : "max push constants",
            d->max_push_constants_size);
     printf("  %-28s %" PRIu32 " x %" PRIu32 " x %" PRIu32 "\n", "max workgroup count",

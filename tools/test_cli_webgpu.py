@@ -25,7 +25,7 @@ import test_cli_scripting as cli  # noqa: E402  (run, fail, expect_in, text_devi
 LIBRARY = os.environ.get("CUBEC_WEBGPU_LIBRARY", "")
 # Labels that name what Vulkan has and WebGPU does not: none may be printed for a webgpu device.
 VULKAN_ONLY = ("Vulkan API version", "push descriptors", "device-local heap",
-               "host register alignment", "max push constants")
+               "max push constants")
 
 
 def implementation_version():
@@ -84,7 +84,8 @@ def check_info():
         if d.get("robust") != "always" or d.get("api_version", "missing") is not None:
             cli.fail(f"{name}: JSON robust {d['robust']!r}, api_version {d['api_version']!r}")
         for label, key in (("memory (estimated)", "device_local_heap_size"),
-                           ("max immediates", "max_push_constants_size")):
+                           ("max immediates", "max_push_constants_size"),
+                           ("host register alignment", "host_register_alignment")):
             got = rows.get(label, [""])[0].split(" ")[0]
             if got != str(d.get(key)):
                 cli.fail(f"{name}: '{label}' is {got!r}, JSON {key} {d[key]}")
