@@ -158,6 +158,12 @@ def check_help():
     out = cli.run(["info", "--memory"], 0, "info_memory")
     if out and "Vulkan" in out[0]:
         cli.fail(f"info_memory: says Vulkan:\n{out[0]}")
+    # The topology's reasons name what WebGPU lacks, not a Vulkan extension.
+    out = cli.run(["info", "--topology"], 0, "info_topology")
+    if out:
+        cli.expect_in("info_topology", out[0], "(WebGPU has no import of host memory)")
+        if "VK_" in out[0]:
+            cli.fail(f"info_topology: names a Vulkan extension:\n{out[0]}")
 
 
 def main():

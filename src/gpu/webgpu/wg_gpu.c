@@ -568,6 +568,7 @@ cubec_status wg_gpu_open(const gpu_open_desc *desc, gpu **out)
                    .host_query_reset = 1, /* WebGPU queries need no reset at all */
                    .deferred_recording = 1,
                    .host_import_alignment = 0,
+                   .no_host_import = "WebGPU has no import of host memory",
                    .uniform_info = 0,
                    .metadata_alignment = max_u64(w->limits.minStorageBufferOffsetAlignment,
                                                  w->limits.minUniformBufferOffsetAlignment),
