@@ -158,6 +158,10 @@ def check_help():
     out = cli.run(["info", "--memory"], 0, "info_memory")
     if out and "Vulkan" in out[0]:
         cli.fail(f"info_memory: says Vulkan:\n{out[0]}")
+    # Validation asked of a webgpu device is said to be WebGPU's own, not silently dropped.
+    out = cli.run(["info"], 0, "info_validation", {"CUBEC_VALIDATION": "1", "CUBEC_LOG": "info"})
+    if out:
+        cli.expect_in("info_validation", out[1], "webgpu: validation asked: WebGPU validates")
     # The topology's reasons name what WebGPU lacks, not a Vulkan extension.
     out = cli.run(["info", "--topology"], 0, "info_topology")
     if out:

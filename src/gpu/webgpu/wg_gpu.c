@@ -552,6 +552,12 @@ cubec_status wg_gpu_open(const gpu_open_desc *desc, gpu **out)
     }
     fill_info(w->p, w->adapter, &w->limits, &g->info);
     g->info.timestamp_period_ns = wg_timestamp_period(w);
+    /* Said rather than ignored: a user who asked for validation and sees no message should know
+     * that WebGPU's own checks (always on, errors through wg_events.c) are what ran. */
+    if (desc->validation)
+        LOG(LOG_INFO, LOG_SYS_DEVICE,
+            "webgpu: validation asked: WebGPU validates every call itself; the Khronos layer "
+            "(CUBEC_VALIDATION) is the vulkan backend's");
     /* wgpu-native reports no subgroup size (fill_info's 1): measured where kernels can see it. */
     if (g->info.subgroup_size <= 1 && (g->features.enabled & WG_SUBGROUP_BITS) && w->p->DevicePoll)
         wg_measure_subgroup_size(w, &g->info);
