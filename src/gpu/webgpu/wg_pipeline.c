@@ -1,9 +1,11 @@
 /* The WebGPU backend's pipelines: bind-group layouts per set, immediates for push constants,
  * SPIR-V with its access decorations dropped (docs/device.md, "read_write") and its
- * specialization constants frozen in (wg_spec_freeze.h), override constants for WGSL's. */
+ * specialization constants frozen in (wg_spec_freeze.h) and its infinite and NaN constants
+ * computed (wg_spirv_nonfinite.h), override constants for WGSL's. */
 #include "gpu/webgpu/wg_image.h"
 #include "gpu/webgpu/wg_internal.h"
 #include "gpu/webgpu/wg_spec_freeze.h"
+#include "gpu/webgpu/wg_spirv_nonfinite.h"
 #include "gpu/webgpu/wg_spirv_split.h"
 
 #include "base/log.h"
@@ -361,6 +363,14 @@ cubec_status wg_pipeline_create(gpu *g, const gpu_pipeline_desc *desc, gpu_pipel
         if (split) {
             free(code);
             code = split;
+            words = split_words;
+        }
+        /* Infinite and NaN float constants, which WGSL has no literal for, computed instead. */
+        uint32_t *finite = NULL;
+        if (!err && code) err = wg_spirv_nonfinite(code, words, &finite, &split_words);
+        if (finite) {
+            free(code);
+            code = finite;
             words = split_words;
         }
         WGPUShaderSourceSPIRV spirv = {.chain = {.sType = WGPUSType_ShaderSourceSPIRV},
