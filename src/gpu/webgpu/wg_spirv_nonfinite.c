@@ -1,14 +1,10 @@
 /* Infinite and NaN float constants made at run time for WebGPU (wg_spirv_nonfinite.h): a quick
- * scan for such a constant (most modules have none and go no further), then SPIRV-Tools' binary
- * parser for where each instruction is and which of its words are ids (a hand-written table of
- * every opcode's operands would be the larger risk), then one copy of the module. */
+ * scan for such a constant (most modules have none and go no further), then the parse
+ * (wg_spirv_parse.h) for where each instruction is and which of its words are ids, then one copy
+ * of the module. */
 #include "gpu/webgpu/wg_spirv_nonfinite.h"
 
-/* libspirv.h defines a const kDefaultMaxIdBound at file scope, an external definition in C: a
- * per-file name keeps it from clashing with kernel/reflect.c's. */
-#define kDefaultMaxIdBound wg_spirv_nonfinite_max_id_bound_
-#include <spirv-tools/libspirv.h>
-#undef kDefaultMaxIdBound
+#include "gpu/webgpu/wg_spirv_parse.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -91,28 +87,10 @@ static int has_nonfinite(const uint32_t *w, size_t n, const uint32_t *width, uin
     return 0;
 }
 
-/* --- The parse: where each instruction is and which of its words are ids it uses ----------- */
-
-typedef struct inst {
-    size_t at; /* word index of the instruction */
-    uint32_t len, op, result, type;
-    size_t uses; /* index into parsed.uses of its first id operand (its result excluded) */
-    uint32_t use_count;
-} inst;
-
-typedef struct parsed {
-    inst *v;
-    size_t count, cap;
-    size_t *uses; /* word indices of id operands, instruction after instruction */
-    size_t use_count, use_cap;
-    size_t at;
-    int oom;
-} parsed;
-
 static int grow(void **p, size_t *cap, size_t need, size_t size)
 {
     if (need <= *cap) return 1;
-    size_t c = *cap ? *cap * 2 : 256;
+    size_t c = *cap ? *cap * 2 : 64;
     while (c < need)
         c *= 2;
     void *q = realloc(*p, c * size);
@@ -120,40 +98,6 @@ static int grow(void **p, size_t *cap, size_t need, size_t size)
     *p = q;
     *cap = c;
     return 1;
-}
-
-static spv_result_t on_header(void *user, spv_endianness_t endian, uint32_t magic, uint32_t version,
-                              uint32_t generator, uint32_t id_bound, uint32_t reserved)
-{
-    (void)user, (void)endian, (void)magic, (void)version, (void)generator, (void)id_bound;
-    (void)reserved;
-    return SPV_SUCCESS;
-}
-
-static spv_result_t on_inst(void *user, const spv_parsed_instruction_t *pi)
-{
-    parsed *p = user;
-    if (!grow((void **)&p->v, &p->cap, p->count + 1, sizeof *p->v) ||
-        !grow((void **)&p->uses, &p->use_cap, p->use_count + pi->num_operands, sizeof *p->uses)) {
-        p->oom = 1;
-        return SPV_ERROR_OUT_OF_MEMORY;
-    }
-    inst *in = &p->v[p->count++];
-    *in = (inst){.at = p->at,
-                 .len = pi->num_words,
-                 .op = pi->opcode,
-                 .result = pi->result_id,
-                 .type = pi->type_id,
-                 .uses = p->use_count};
-    for (uint16_t k = 0; k < pi->num_operands; k++) {
-        spv_operand_type_t t = pi->operands[k].type;
-        if (t == SPV_OPERAND_TYPE_ID || t == SPV_OPERAND_TYPE_TYPE_ID ||
-            t == SPV_OPERAND_TYPE_SCOPE_ID || t == SPV_OPERAND_TYPE_MEMORY_SEMANTICS_ID)
-            p->uses[p->use_count++] = p->at + pi->operands[k].offset;
-    }
-    in->use_count = (uint32_t)(p->use_count - in->uses);
-    p->at += pi->num_words;
-    return SPV_SUCCESS;
 }
 
 /* --- The copy ------------------------------------------------------------------------------ */
@@ -183,7 +127,7 @@ static void put_inst(outbuf *o, uint32_t op, const uint32_t *operands, uint32_t 
 
 typedef struct rewrite {
     const uint32_t *w;
-    const parsed *p;
+    const wg_spirv *p;
     uint32_t bound, next; /* the module's bound, then the next fresh id */
     unsigned char *kind;  /* by id: PLAIN, NONFINITE, COMPOSITE */
     uint32_t *width;      /* by id: the width of a float type */
@@ -197,9 +141,9 @@ typedef struct rewrite {
     outbuf o;
 } rewrite;
 
-static uint32_t use_at(const rewrite *r, const inst *in, uint32_t k)
+static uint32_t use_at(const rewrite *r, const wg_spirv_inst *in, uint32_t k)
 {
-    return r->w[r->p->uses[in->uses + k]];
+    return wg_spirv_use(r->p, in, k);
 }
 
 static int special(const rewrite *r, uint32_t id)
@@ -209,7 +153,7 @@ static int special(const rewrite *r, uint32_t id)
 
 /* The instruction with each special id it uses replaced by its function-local value;
  * `drop_init` leaves out a variable's initializer (its last word). */
-static void put_remapped(rewrite *r, const inst *in, int drop_init)
+static void put_remapped(rewrite *r, const wg_spirv_inst *in, int drop_init)
 {
     size_t start = r->o.n;
     uint32_t len = in->len - (drop_init ? 1u : 0u);
@@ -227,7 +171,7 @@ static void put_remapped(rewrite *r, const inst *in, int drop_init)
 static void put_values(rewrite *r)
 {
     for (size_t s = 0; s < r->special_count; s++) {
-        const inst *c = &r->p->v[r->special[s]];
+        const wg_spirv_inst *c = &r->p->v[r->special[s]];
         if (r->stamp[c->result] != r->fid) continue;
         if (r->kind[c->result] == NONFINITE && r->width[c->type] == 32) {
             put_inst(&r->o, OP_BITCAST,
@@ -252,7 +196,7 @@ static void put_values(rewrite *r)
 /* Copies the function whose OpFunction is instruction `i`; returns the index after its end. */
 static size_t put_function(rewrite *r, size_t i, uint32_t fid)
 {
-    const parsed *p = r->p;
+    const wg_spirv *p = r->p;
     size_t end = i;
     while (end < p->count && p->v[end].op != OP_FUNCTION_END)
         end++;
@@ -263,7 +207,7 @@ static size_t put_function(rewrite *r, size_t i, uint32_t fid)
             if (special(r, id)) r->stamp[id] = fid;
         }
     for (size_t s = r->special_count; s-- > 0;) {
-        const inst *c = &p->v[r->special[s]];
+        const wg_spirv_inst *c = &p->v[r->special[s]];
         if (r->stamp[c->result] != fid || r->kind[c->result] != COMPOSITE) continue;
         for (uint32_t k = 1; k < c->use_count; k++)
             if (special(r, use_at(r, c, k))) r->stamp[use_at(r, c, k)] = fid;
@@ -283,13 +227,13 @@ static size_t put_function(rewrite *r, size_t i, uint32_t fid)
         size_t vars = j;
         while (j < end &&
                (p->v[j].op == OP_VARIABLE || p->v[j].op == OP_LINE || p->v[j].op == OP_NO_LINE)) {
-            const inst *v = &p->v[j++];
+            const wg_spirv_inst *v = &p->v[j++];
             put_remapped(r, v, v->op == OP_VARIABLE && v->len == 5 && special(r, r->w[v->at + 4]));
         }
         put_values(r);
         /* Variables initialised from a special constant are stored to instead. */
         for (size_t k = vars; k < j; k++) {
-            const inst *v = &p->v[k];
+            const wg_spirv_inst *v = &p->v[k];
             if (v->op == OP_VARIABLE && v->len == 5 && special(r, r->w[v->at + 4]))
                 put_inst(&r->o, OP_STORE, (uint32_t[]){v->result, r->local[r->w[v->at + 4]]}, 2);
         }
@@ -305,7 +249,7 @@ static void put_declarations(rewrite *r, uint32_t new_u32, uint32_t new_f32)
     if (new_u32) put_inst(&r->o, OP_TYPE_INT, (uint32_t[]){r->u32, 32, 0}, 3);
     if (new_f32) put_inst(&r->o, OP_TYPE_FLOAT, (uint32_t[]){r->f32, 32}, 2);
     for (size_t s = 0; s < r->special_count; s++) {
-        const inst *c = &r->p->v[r->special[s]];
+        const wg_spirv_inst *c = &r->p->v[r->special[s]];
         if (r->kind[c->result] != NONFINITE) continue;
         uint32_t bits = f32_bits_of(r->width[c->type], r->w + c->at + 3);
         put_inst(&r->o, OP_CONSTANT, (uint32_t[]){r->u32, r->bits_id[c->result], bits}, 3);
@@ -321,9 +265,9 @@ static int is_annotation(uint32_t op)
  * by a composite, a name or a decoration (the module is then left alone). */
 static int find_special(rewrite *r, int *needs_f32)
 {
-    const parsed *p = r->p;
+    const wg_spirv *p = r->p;
     for (size_t i = 0; i < p->count && p->v[i].op != OP_FUNCTION; i++) {
-        const inst *in = &p->v[i];
+        const wg_spirv_inst *in = &p->v[i];
         if (in->op == OP_TYPE_INT && in->len == 4 && r->w[in->at + 2] == 32 &&
             r->w[in->at + 3] == 0 && !r->u32)
             r->u32 = in->result;
@@ -368,21 +312,18 @@ cubec_status wg_spirv_nonfinite(const uint32_t *w, size_t n, uint32_t **out, siz
         free(r.width);
         return NULL;
     }
-    cubec_status err = NULL;
-    parsed p = {.at = 5};
-    spv_context ctx = spvContextCreate(SPV_ENV_UNIVERSAL_1_6);
-    spv_result_t res =
-        ctx ? spvBinaryParse(ctx, &p, w, n, on_header, on_inst, NULL) : SPV_ERROR_OUT_OF_MEMORY;
-    if (ctx) spvContextDestroy(ctx);
+    wg_spirv p;
+    int parsed = 0;
+    cubec_status err = wg_spirv_parse(w, n, &p, &parsed);
     r.p = &p;
     r.kind = calloc(r.bound, 1);
     r.bits_id = calloc(r.bound, sizeof *r.bits_id);
     r.local = calloc(r.bound, sizeof *r.local);
     r.stamp = calloc(r.bound, sizeof *r.stamp);
     int needs_f32 = 0, found = 0;
-    if (p.oom || !ctx || !r.kind || !r.bits_id || !r.local || !r.stamp) {
+    if (!err && (!r.kind || !r.bits_id || !r.local || !r.stamp)) {
         err = oom();
-    } else if (res == SPV_SUCCESS) {
+    } else if (!err && parsed) {
         found = find_special(&r, &needs_f32);
         if (found < 0) err = oom();
     }
@@ -398,7 +339,7 @@ cubec_status wg_spirv_nonfinite(const uint32_t *w, size_t n, uint32_t **out, siz
         int declared = 0;
         uint32_t fid = 0;
         for (size_t i = 0; i < p.count && !r.o.oom;) {
-            const inst *in = &p.v[i];
+            const wg_spirv_inst *in = &p.v[i];
             if (in->op == OP_FUNCTION) {
                 if (!declared) put_declarations(&r, new_u32, new_f32);
                 declared = 1;
@@ -420,8 +361,7 @@ cubec_status wg_spirv_nonfinite(const uint32_t *w, size_t n, uint32_t **out, siz
             *out_n = r.o.n;
         }
     }
-    free(p.v);
-    free(p.uses);
+    wg_spirv_free(&p);
     free(r.kind);
     free(r.bits_id);
     free(r.local);
