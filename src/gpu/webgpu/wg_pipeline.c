@@ -4,6 +4,7 @@
  * computed (wg_spirv_nonfinite.h), override constants for WGSL's. */
 #include "gpu/webgpu/wg_image.h"
 #include "gpu/webgpu/wg_internal.h"
+#include "gpu/webgpu/wg_naga_refusals.h"
 #include "gpu/webgpu/wg_spec_freeze.h"
 #include "gpu/webgpu/wg_spirv_nonfinite.h"
 #include "gpu/webgpu/wg_spirv_split.h"
@@ -380,6 +381,8 @@ cubec_status wg_pipeline_create(gpu *g, const gpu_pipeline_desc *desc, gpu_pipel
             err = wg_build_pipeline(w, desc->wgsl ? &wgsl.chain : &spirv.chain, desc->name,
                                     desc->entry_point ? desc->entry_point : "main", desc->spec,
                                     values, spec_count, pl->layout, &pl->pipeline);
+        /* naga's refusals of a known limit of its own, said in words (wg_naga_refusals.h). */
+        if (err && !desc->wgsl) err = wg_naga_explain(code, words, err);
         free(code);
         free(naga);
     }
