@@ -6,6 +6,7 @@
 #include "gpu/webgpu/wg_internal.h"
 #include "gpu/webgpu/wg_naga_refusals.h"
 #include "gpu/webgpu/wg_spec_freeze.h"
+#include "gpu/webgpu/wg_spirv_aliases.h"
 #include "gpu/webgpu/wg_spirv_nonfinite.h"
 #include "gpu/webgpu/wg_spirv_split.h"
 
@@ -366,12 +367,19 @@ cubec_status wg_pipeline_create(gpu *g, const gpu_pipeline_desc *desc, gpu_pipel
             code = split;
             words = split_words;
         }
-        /* Infinite and NaN float constants, which WGSL has no literal for, computed instead. */
-        uint32_t *finite = NULL;
+        /* Infinite and NaN float constants, which WGSL has no literal for, computed instead;
+         * vector views of a scalar buffer at its binding, which WGSL forbids, merged into it. */
+        uint32_t *finite = NULL, *merged = NULL;
         if (!err && code) err = wg_spirv_nonfinite(code, words, &finite, &split_words);
         if (finite) {
             free(code);
             code = finite;
+            words = split_words;
+        }
+        if (!err && code) err = wg_spirv_merge_aliases(code, words, &merged, &split_words);
+        if (merged) {
+            free(code);
+            code = merged;
             words = split_words;
         }
         WGPUShaderSourceSPIRV spirv = {.chain = {.sType = WGPUSType_ShaderSourceSPIRV},
