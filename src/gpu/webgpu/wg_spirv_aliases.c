@@ -309,6 +309,14 @@ static int is_annotation(uint32_t op)
     return op == OP_NAME || op == OP_DECORATE || op == OP_DECORATE_ID || op == OP_DECORATE_STRING;
 }
 
+/* Whether `id` is a 32-bit integer (the rewrite's constants and sums are of 32 bits). */
+static int index_32(const merge *g, uint32_t id)
+{
+    uint32_t t = id < g->bound ? g->d.type_of[id] : 0;
+    return t && t < g->bound && g->d.width[t] == 32 &&
+           (w_of(g)[g->d.at[t]] & 0xffffu) == OP_TYPE_INT;
+}
+
 /* Checks every use of a merged view and of its element pointers; notes the element pointers and
  * the constants and pointer types the copy needs. */
 static cubec_status check_uses(merge *g)
@@ -326,7 +334,8 @@ static cubec_status check_uses(merge *g)
             if (v) {
                 uint32_t indices = in->len - 4;
                 if ((is_annotation(in->op) && k == 0) || in->op == OP_ENTRY_POINT) continue;
-                if (is_chain(in->op) && k == 1 && indices >= 2 && indices <= 3) {
+                if (is_chain(in->op) && k == 1 && indices >= 2 && indices <= 3 &&
+                    index_32(g, w[in->at + 5]) && (indices == 2 || index_32(g, w[in->at + 6]))) {
                     uint32_t idx_type = g->d.type_of[w[in->at + 5]];
                     constant(g, idx_type, v->stride);
                     for (uint32_t c = 1; c < v->comps; c++)
@@ -341,10 +350,11 @@ static cubec_status check_uses(merge *g)
                     constant(g, in->type, v->stride);
                     continue;
                 }
-                bad = "a vector view used other than by indexing it";
+                bad = "a vector view used other than by indexing it with 32-bit integers";
             } else {
                 if ((in->op == OP_LOAD && k == 1) || (in->op == OP_STORE && k == 0)) continue;
-                if (is_chain(in->op) && k == 1 && in->len == 5) continue;
+                if (is_chain(in->op) && k == 1 && in->len == 5 && index_32(g, w[in->at + 4]))
+                    continue;
                 bad = "a vector element's pointer used other than to load, store or index it";
             }
             view *which = v ? v : g->by_var[ev];
@@ -528,7 +538,7 @@ cubec_status wg_spirv_merge_aliases(const uint32_t *w, size_t n, uint32_t **out,
     int parsed = 0;
     cubec_status err = wg_spirv_parse(w, n, &m, &parsed);
     merge g = {.m = &m, .bound = w[3], .next = w[3]};
-    g.by_var = calloc(g.bound, sizeof *g.by_var);
+    g.by_var = calloc(g.bound, sizeof(view *));
     g.elem_of = calloc(g.bound, sizeof *g.elem_of);
     g.base_id = calloc(g.bound, sizeof *g.base_id);
     g.ptr_of = calloc(g.bound, sizeof *g.ptr_of);
