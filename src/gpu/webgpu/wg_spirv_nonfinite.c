@@ -12,6 +12,7 @@
 enum {
     OP_NAME = 5,
     OP_LINE = 8,
+    OP_EXT_INST = 12,
     OP_TYPE_INT = 21,
     OP_TYPE_FLOAT = 22,
     OP_CONSTANT = 43,
@@ -224,9 +225,14 @@ static size_t put_function(rewrite *r, size_t i, uint32_t fid)
         put_remapped(r, &p->v[j++], 0);
     if (j < end && p->v[j].op == OP_LABEL) {
         put_remapped(r, &p->v[j++], 0);
-        size_t vars = j;
-        while (j < end &&
-               (p->v[j].op == OP_VARIABLE || p->v[j].op == OP_LINE || p->v[j].op == OP_NO_LINE)) {
+        /* The block's variables come first, with debug lines and non-semantic instructions
+         * (DebugScope) among them: the values go after the last one. */
+        size_t vars = j, last = j;
+        for (size_t k = j; k < end && (p->v[k].op == OP_VARIABLE || p->v[k].op == OP_LINE ||
+                                       p->v[k].op == OP_NO_LINE || p->v[k].op == OP_EXT_INST);
+             k++)
+            if (p->v[k].op == OP_VARIABLE) last = k + 1;
+        while (j < last) {
             const wg_spirv_inst *v = &p->v[j++];
             put_remapped(r, v, v->op == OP_VARIABLE && v->len == 5 && special(r, r->w[v->at + 4]));
         }
