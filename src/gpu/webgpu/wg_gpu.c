@@ -244,9 +244,16 @@ static void fill_info(const wg_procs *p, WGPUAdapter a, const WGPULimits *lim,
     memset(out, 0, sizeof *out);
     out->struct_size = sizeof *out;
     view_copy(out->name, sizeof out->name, ai.device);
-    char desc[200];
+    char desc[160], version[48] = "";
     view_copy(desc, sizeof desc, ai.description);
-    snprintf(out->driver, sizeof out->driver, "WebGPU (%s) on %s: %s", p->path,
+    if (p->GetVersion) {
+        uint32_t v = p->GetVersion();
+        snprintf(version, sizeof version, "wgpu-native %u.%u.%u.%u, ", v >> 24, (v >> 16) & 0xFFu,
+                 (v >> 8) & 0xFFu, v & 0xFFu);
+    }
+    /* "WebGPU ([wgpu-native VERSION, ]LIBRARY) on BACKEND: DESCRIPTION": `cubec info` shows the
+     * parts on lines of their own (tools/cmd_info.c; docs/device.md). */
+    snprintf(out->driver, sizeof out->driver, "WebGPU (%s%s) on %s: %s", version, p->path,
              backend_of(ai.backendType), desc);
     out->vendor_id = ai.vendorID;
     out->device_id = ai.deviceID;
