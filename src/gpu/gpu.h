@@ -331,6 +331,14 @@ typedef struct gpu_ops {
      * through staging and a copy command (Vulkan, null); WebGPU: wgpuQueueWriteBuffer, which
      * saves the upload ring's two extra copies. */
     cubec_status (*mem_write)(gpu *g, gpu_mem *m, uint64_t offset, const void *src, uint64_t size);
+    /* The mirror of mem_write: copies [offset, +size) of the DEVICE page `m` into `dst` on the
+     * host, in queue order (after all work submitted before), and returns when the bytes are
+     * there; any offset and size. Waits at most timeout_ns (0: without a limit); past it a
+     * CUBEC_TIMEOUT status. NULL where reads go through readback memory and a copy command
+     * (Vulkan, null); WebGPU: one copy into the backend's MAP_READ buffer, mapped and copied
+     * out, which saves the readback ring's extra GPU copy and host copy. */
+    cubec_status (*mem_read)(gpu *g, gpu_mem *m, uint64_t offset, void *dst, uint64_t size,
+                             uint64_t timeout_ns);
     /* Pipelines from SPIR-V. */
     cubec_status (*pipeline_create)(gpu *g, const gpu_pipeline_desc *desc, gpu_pipeline **out);
     void (*pipeline_destroy)(gpu *g, gpu_pipeline *p);

@@ -15,6 +15,7 @@
 #include "server/failures.h"
 #include "server/graph.h"
 #include "server/hazards.h"
+#include "server/health.h"
 #include "server/host_memory.h"
 #include "server/host_ring.h"
 #include "server/launch_timing.h"
@@ -358,6 +359,41 @@ static cubec_status read_staged(cubec_device *d, buffer_obj *b, uint64_t at, voi
     return NULL;
 }
 
+/* A backend that reads by mapping (WebGPU: gpu_ops.mem_read) copies the bytes straight into the
+ * program's memory: the readback ring would add a GPU copy (into the ring) and a host copy (out
+ * of it) to the backend's own copy into its map buffer and out of it. Ordered as the mapped path
+ * of read_body, with the same wait (which submits the open batch when the bytes' last writer is
+ * not done, as a staged read's flush did): after the last work that wrote the bytes; the
+ * backend's copy goes into the queue behind it. Both waits keep the wait limit; the backend's
+ * copy and map are one operation of the backend's, not a task on the stream (as a read of mapped
+ * memory is none). */
+static cubec_status read_direct(cubec_device *d, uint32_t slot, buffer_obj *b, uint64_t at,
+                                void *dst, uint64_t size)
+{
+    gpu_mem *page = buffer_page(b);
+    /* The wait may release the device lock: the reference keeps the memory, the guard its place
+     * (no relocation meanwhile). */
+    alloc_obj *a = b->alloc;
+    server_alloc_pin(d, a);
+    cubec_status err = sub_wait_for_host(d, transfer_after(d, slot, a, a->last_write));
+    if (!err) {
+        /* The backend waits for the device: a point of the fault plan, as the staged read's
+         * wait was. */
+        err = gpu_fault(d->gpu, CUBEC_FAULT_WAIT, CUBEC_DEVICE_LOST);
+        if (err) {
+            err = status_annotate(err, "the device is treated as lost");
+        } else {
+            err = d->gpu->ops->mem_read(d->gpu, page, at, dst, size, d->sub->wait_timeout_ns);
+            if (err && cubec_status_code(err) == CUBEC_TIMEOUT)
+                err = status_annotate(err, "past the wait limit ([device] wait_timeout, "
+                                           "CUBEC_WAIT_TIMEOUT) the device is treated as lost");
+        }
+        if (err) err = server_note_error(d, err);
+    }
+    server_alloc_unpin(d, a);
+    return err;
+}
+
 static cubec_status read_body(cubec_device *d, uint32_t slot, buffer_obj *b, uint64_t offset,
                               void *dst, uint64_t size);
 
@@ -396,6 +432,7 @@ static cubec_status read_body(cubec_device *d, uint32_t slot, buffer_obj *b, uin
         server_alloc_unpin(d, a);
         return err;
     }
+    if (d->gpu->ops->mem_read) return read_direct(d, slot, b, at, dst, size);
     d->streams->slots[slot].recorded++; /* a copy on the GPU, staged or straight to the host */
     host_range *r = server_host_find(d->host, dst, size);
     if (r) {
