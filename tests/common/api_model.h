@@ -14,9 +14,10 @@
 #include <stdint.h>
 
 typedef struct api_model_config {
-    const char *backend; /* "null" or "vulkan" (the validation layer on unless
-                            CUBEC_TEST_VALIDATION=0) */
-    uint64_t seed;       /* the generator's seed; printed in every failure */
+    /* "null", "vulkan" or "webgpu" (the validation layer on unless CUBEC_TEST_VALIDATION=0), or
+     * NULL: the one CUBEC_BACKEND names (vulkan by default) */
+    const char *backend;
+    uint64_t seed; /* the generator's seed; printed in every failure */
     /* libFuzzer: when set, the choices come from these bytes and the run ends with them */
     const uint8_t *bytes;
     size_t byte_count;

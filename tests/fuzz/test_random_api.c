@@ -1,6 +1,8 @@
 /* A seeded random run of the public API on lavapipe with the validation layer on, checked
  * against the host model of tests/common/api_model.c (the model's head comment says what it
- * checks). Kernels run here, so launches' outputs are compared too.
+ * checks). Kernels run here, so launches' outputs are compared too. The backend is the one
+ * CUBEC_BACKEND names: Vulkan, or WebGPU (test_random_api_webgpu), where the model expects the
+ * refusals the device's capabilities say (api_model.c, device_learn).
  *
  * CUBEC_FUZZ_SECONDS (default 5) bounds the run, or CUBEC_FUZZ_STEPS steps exactly (a failure
  * prints both, with the seed, to replay it); CUBEC_FUZZ_SEED sets the seed (printed at the
@@ -30,7 +32,7 @@ static void test_random_api(void **state)
     const char *seed = getenv("CUBEC_FUZZ_SEED"), *secs = getenv("CUBEC_FUZZ_SECONDS");
     const char *steps = getenv("CUBEC_FUZZ_STEPS"), *trace = getenv("CUBEC_FUZZ_TRACE");
     api_model_config c = {
-        .backend = "vulkan",
+        .backend = NULL, /* the one CUBEC_BACKEND names: vulkan, or webgpu (<name>_webgpu) */
         .seed = seed && *seed ? strtoull(seed, NULL, 0)
                               : (uint64_t)ts.tv_sec * 1000003u ^ (uint64_t)ts.tv_nsec,
         .max_steps = steps && *steps ? strtoull(steps, NULL, 0) : 0,
