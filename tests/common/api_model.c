@@ -3580,7 +3580,7 @@ void api_model_run(const api_model_config *config, api_model_stats *out_stats)
     device_open(f);
     for (f->step = 0;; f->step++) {
         if (f->max_steps && f->step >= f->max_steps) break;
-        if (f->seconds > 0 && now_s() - f->t0 >= f->seconds) break;
+        if (f->seconds > 0 && now_s() - f->t0 >= f->seconds && f->step >= config->min_steps) break;
         if (f->exhausted) break;
         if (f->lost) die(f, "the device was lost outside op_lose_device");
         step(f);
