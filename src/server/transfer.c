@@ -218,6 +218,21 @@ cubec_status server_write_failure(cubec_device *d, stream_ref s, buffer_obj *b, 
     return NULL;
 }
 
+/* The range of a write that went through the GPU (a queue write or a copy) after it: tainted
+ * with its error when it failed, since part of the bytes may have been written and the range
+ * carries the error; cleared of any earlier failure when it succeeded (spec 5.4). */
+static void settle_write(alloc_obj *a, uint64_t at, uint64_t size, cubec_status err)
+{
+    if (!err) {
+        server_untaint(a, at, size);
+        return;
+    }
+    failure *f =
+        failure_new(cubec_status_code(err), "a write failed: %s", cubec_status_message(err));
+    server_taint(a, at, size, f);
+    failure_release(f);
+}
+
 static cubec_status write_body(cubec_device *d, stream_ref s, buffer_obj *b, uint64_t offset,
                                const void *src, uint64_t size)
 {
@@ -275,14 +290,7 @@ static cubec_status write_body(cubec_device *d, stream_ref s, buffer_obj *b, uin
             }
             if (!err) d->streams->slots[slot].last_value = d->sub->next_value - 1;
         }
-        if (err) {
-            failure *f = failure_new(cubec_status_code(err), "a write failed: %s",
-                                     cubec_status_message(err));
-            server_taint(a, at, size, f);
-            failure_release(f);
-        } else {
-            server_untaint(a, at, size);
-        }
+        settle_write(a, at, size, err);
         server_alloc_unpin(d, a);
         return err;
     }
@@ -304,16 +312,8 @@ static cubec_status write_body(cubec_device *d, stream_ref s, buffer_obj *b, uin
         err = write_staged(d, b, at, src, size);
         value = d->sub->next_value - 1;
     }
-    if (err) {
-        /* Part of the bytes may have been written: the range carries the error. */
-        failure *f =
-            failure_new(cubec_status_code(err), "a write failed: %s", cubec_status_message(err));
-        server_taint(a, at, size, f);
-        failure_release(f);
-    } else {
-        server_untaint(a, at, size);
-        d->streams->slots[slot].last_value = value;
-    }
+    settle_write(a, at, size, err);
+    if (!err) d->streams->slots[slot].last_value = value;
     server_alloc_unpin(d, a);
     return err;
 }
