@@ -210,7 +210,12 @@ typedef struct fuzz {
     const uint8_t *in; /* libFuzzer: the choices left; the run ends when they run out */
     size_t in_left;
     int in_bytes, exhausted;
-    int kernels_run; /* vulkan: launches compute; null: their outputs count as written */
+    int kernels_run; /* vulkan, webgpu: launches compute; null: their outputs count as written */
+    /* What the open device can do (device_learn), so that a call it cannot carry out is expected
+     * to be refused with CUBEC_UNSUPPORTED, and only there. */
+    int can_map;        /* cubec_buffer_map of device memory (info.unified_memory) */
+    int can_pin;        /* cubec_host_alloc */
+    int vulkan_objects; /* cubec_device_get_vulkan_handles */
     /* Host ranges: registered (the model's own allocations) or pinned (cubec_host_alloc). */
     m_host hosts[MAX_HOSTS];
     int nhosts;
@@ -2216,7 +2221,8 @@ static void op_old_names(fuzz *f)
     expect(f, cubec_stream_current(f->d, &cur), allow(f, C_NONE), "cubec_stream_current");
     cubec_vulkan_handles h = CUBEC_VULKAN_HANDLES_INIT;
     expect(f, cubec_device_vulkan_handles(f->d, &h),
-           f->kernels_run ? allow(f, C_NONE) : M(CUBEC_UNSUPPORTED), "cubec_device_vulkan_handles");
+           f->vulkan_objects ? allow(f, C_NONE) : M(CUBEC_UNSUPPORTED),
+           "cubec_device_vulkan_handles");
     if (f->nbufs) {
         uint64_t size = 12345;
         if (!expect(f, cubec_buffer_size(f->d, f->bufs[0].h, &size), allow(f, C_NONE),
@@ -2314,7 +2320,7 @@ static void op_info(fuzz *f)
         h.struct_size = sizeof h;
         note(f, "cubec_device_get_vulkan_handles");
         cubec_code c = expect(f, cubec_device_get_vulkan_handles(f->d, &h),
-                              f->kernels_run ? allow(f, C_NONE) : M(CUBEC_UNSUPPORTED),
+                              f->vulkan_objects ? allow(f, C_NONE) : M(CUBEC_UNSUPPORTED),
                               "cubec_device_get_vulkan_handles");
         if (c == CUBEC_OK && (!h.instance || !h.physical_device || !h.device))
             die(f, "cubec_device_get_vulkan_handles returned a zero handle");
@@ -2394,7 +2400,8 @@ static void op_host(fuzz *f)
         if (chance(f, 2)) {
             void *p = (void *)&p;
             note(f, "cubec_host_alloc(%" PRIu64 ")", size);
-            if (expect(f, cubec_host_alloc(f->d, size, &p), allow(f, C_CREATES),
+            if (expect(f, cubec_host_alloc(f->d, size, &p),
+                       f->can_pin ? allow(f, C_CREATES) : M(CUBEC_UNSUPPORTED),
                        "cubec_host_alloc")) {
                 if (p) die(f, "a failed cubec_host_alloc left its out_ptr set");
                 return;
@@ -2573,6 +2580,14 @@ static void op_raw(fuzz *f)
     if (raw.size != b->size || !g.id)
         die(f, "cubec_buffer_raw gave size %" PRIu64 " (the buffer's: %" PRIu64 "), guard %" PRIu64,
             raw.size, b->size, g.id);
+    /* The backend's object, and a device address exactly where the device has buffer device
+     * addresses (the webgpu backend has none: 0, docs/device.md). */
+    const int addresses = (f->info.features & CUBEC_FEATURE_BUFFER_DEVICE_ADDRESS) != 0;
+    if (f->kernels_run && b->size && (!raw.buffer || (raw.device_address != 0) != addresses))
+        die(f,
+            "cubec_buffer_raw gave handle 0x%" PRIx64 ", device address 0x%" PRIx64
+            " on a device %s buffer device addresses",
+            raw.buffer, raw.device_address, addresses ? "with" : "without");
     /* Every use has finished: on the null backend the address is the bytes themselves. */
     if (!f->kernels_run && b->size)
         compare(f, b->a, b->off, (const uint8_t *)(uintptr_t)raw.device_address, b->size,
@@ -2584,7 +2599,8 @@ static void op_raw(fuzz *f)
 
 /* A host mapping: a guard like op_raw's (released there), and the bytes at its pointer, which
  * hold what a read would return once every use finished (on lavapipe and the null backend alike:
- * both map every page and are coherent). */
+ * both map every page and are coherent). Refused with CUBEC_UNSUPPORTED where device memory is
+ * not host-visible (device_learn). */
 static void op_map(fuzz *f)
 {
     int s = pick_stream(f);
@@ -2606,8 +2622,13 @@ static void op_map(fuzz *f)
     uint32_t fail = range_has(b->a, b->off, b->size, SUSPECT) ? FAILURE_CODES : 0;
     note(f, "cubec_buffer_map(stream[%d], buf %d [alloc #%" PRIu64 " +%" PRIu64 ", %" PRIu64 "])",
          s, i, b->a->number, b->off, b->size);
-    cubec_code c = expect(f, cubec_buffer_map(f->d, stream_of(f, s), b->h, &p, &g),
-                          allow(f, C_SUBMITS) | fail, "cubec_buffer_map");
+    /* Where device memory has no host mapping, bytes are refused before anything is waited
+     * for (a size-0 buffer maps to NULL everywhere). */
+    uint32_t ok = f->can_map || !b->size
+                      ? allow(f, C_SUBMITS) | fail
+                      : M(CUBEC_UNSUPPORTED) | (f->lost ? M(CUBEC_DEVICE_LOST) : 0);
+    cubec_code c =
+        expect(f, cubec_buffer_map(f->d, stream_of(f, s), b->h, &p, &g), ok, "cubec_buffer_map");
     if (c) {
         if (g.id || p) die(f, "a failed cubec_buffer_map left its out-parameters set");
         return;
@@ -2976,6 +2997,24 @@ static void model_reset(fuzz *f)
     f->failed = (cubec_kernel){0};
 }
 
+/* What the device just opened can do, and its backend's name. From cubec_device_info where it
+ * has the capability: a host mapping of device memory needs host-visible, coherent device memory
+ * (unified_memory: CPU devices, integrated GPUs, the null backend; not a discrete GPU, nor the
+ * webgpu backend, whose buffers map only asynchronously). cubec_device_info has none for the
+ * other two, so from the backend, as cubec.h and docs/device.md ("The WebGPU backend") document
+ * their refusals: Vulkan objects exist on the vulkan backend only, and the webgpu backend has no
+ * host memory the device reads directly, so cubec_host_alloc is refused (cubec_host_register is
+ * accepted there, its transfers staged, as on a Vulkan device that cannot import host memory). */
+static const char *device_learn(fuzz *f)
+{
+    const char *backend = f->cfg->backend ? f->cfg->backend : getenv("CUBEC_BACKEND");
+    if (!backend || !*backend) backend = "vulkan";
+    f->can_map = f->info.unified_memory != 0;
+    f->vulkan_objects = strcmp(backend, "vulkan") == 0;
+    f->can_pin = strcmp(backend, "webgpu") != 0;
+    return backend;
+}
+
 static void device_open(fuzz *f)
 {
     static const uint32_t tasks[] = {0, 1, 2, 3, 5, 8, 32};
@@ -2984,6 +3023,7 @@ static void device_open(fuzz *f)
     const char *v = getenv("CUBEC_TEST_VALIDATION");
     cubec_device_desc desc = {.struct_size = sizeof(cubec_device_desc), .tasks_max = f->tasks_max};
     if (f->kernels_run) {
+        desc.backend = f->cfg->backend; /* NULL: the one CUBEC_BACKEND names */
         desc.validation = !(v && v[0] == '0');
         desc.on_validation = on_validation;
     } else {
@@ -2994,8 +3034,10 @@ static void device_open(fuzz *f)
     f->info = (cubec_device_info)CUBEC_DEVICE_INFO_INIT;
     MUST_OK(f, cubec_device_get_info(f->d, &f->info));
     MUST_OK(f, cubec_profile_get_method(f->d, &f->timing));
-    note(f, "cubec_device_open(%s, tasks_max %u, delay %u us)", f->kernels_run ? "vulkan" : "null",
-         f->tasks_max, desc.null_delay_us);
+    const char *backend = device_learn(f);
+    note(f, "cubec_device_open(%s, tasks_max %u, delay %u us)%s%s%s", backend, f->tasks_max,
+         desc.null_delay_us, f->can_map ? "" : ": no host mappings",
+         f->can_pin ? "" : ", no pinned memory", f->vulkan_objects ? "" : ", no Vulkan objects");
     /* The slot count is configuration (docs/configuration.md); the tests set it, if at all, in
      * the environment. */
     const char *slots = getenv("CUBEC_MAX_STREAMS");
@@ -3538,7 +3580,7 @@ void api_model_run(const api_model_config *config, api_model_stats *out_stats)
     device_open(f);
     for (f->step = 0;; f->step++) {
         if (f->max_steps && f->step >= f->max_steps) break;
-        if (f->seconds > 0 && now_s() - f->t0 >= f->seconds) break;
+        if (f->seconds > 0 && now_s() - f->t0 >= f->seconds && f->step >= config->min_steps) break;
         if (f->exhausted) break;
         if (f->lost) die(f, "the device was lost outside op_lose_device");
         step(f);

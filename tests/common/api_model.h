@@ -14,16 +14,20 @@
 #include <stdint.h>
 
 typedef struct api_model_config {
-    const char *backend; /* "null" or "vulkan" (the validation layer on unless
-                            CUBEC_TEST_VALIDATION=0) */
-    uint64_t seed;       /* the generator's seed; printed in every failure */
+    /* "null", "vulkan" or "webgpu" (the validation layer on unless CUBEC_TEST_VALIDATION=0), or
+     * NULL: the one CUBEC_BACKEND names (vulkan by default) */
+    const char *backend;
+    uint64_t seed; /* the generator's seed; printed in every failure */
     /* libFuzzer: when set, the choices come from these bytes and the run ends with them */
     const uint8_t *bytes;
     size_t byte_count;
     double seconds;     /* bound by time (0: none) */
     uint64_t max_steps; /* bound by steps (0: none); a failure prints the count to replay */
-    int trace;          /* print every call */
-    int print_replay;   /* a failure prints CUBEC_FUZZ_SEED and CUBEC_FUZZ_STEPS to replay it */
+    /* With `seconds`: the least steps taken however long they take, so that a slow backend on a
+     * busy machine still tests something (0: none) */
+    uint64_t min_steps;
+    int trace;        /* print every call */
+    int print_replay; /* a failure prints CUBEC_FUZZ_SEED and CUBEC_FUZZ_STEPS to replay it */
     /* Optional: the produce, consume and step kernels as SPIR-V words (api_model_use_spirv);
      * NULL: their GLSL, compiled by shaderc at every device open. */
     const uint32_t *spirv[3];

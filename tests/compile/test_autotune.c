@@ -1,8 +1,9 @@
 /* The autotuner (cubec.h "Autotuning", tune/autotune.c, docs/autotune.md), on lavapipe with
  * validation, each test with a cache directory of its own:
  *  - of a slow candidate (the busy kernel with 100x the steps) and a fast one, in either order,
- *    the fast one is chosen, each ran exactly warm-up + samples times, and their outputs match
- *    the CPU's;
+ *    the fast one is chosen (within FAST_TRIES keys: a busy machine slows lavapipe's device,
+ *    see lowest_median), each ran exactly warm-up + samples times per key, their outputs match
+ *    the CPU's, and every measured choice is the lowest median;
  *  - a candidate whose run returns an error and one whose profile is poisoned (its launch reads
  *    a buffer carrying a failure, so it is skipped and would measure ~0) are rejected with their
  *    reasons, and the valid one is chosen; every candidate rejected is one error naming the
@@ -153,13 +154,6 @@ static void check_cand(fixture *f, int i)
                      c->runs);
 }
 
-/* Whether the tuner times with the host clock around syncs (the second ctest run). */
-static int system_timing(void)
-{
-    const char *timing = getenv("CUBEC_TIMING");
-    return timing && strcmp(timing, "system") == 0;
-}
-
 static cubec_tuner *make_tuner(cubec_device *d, const char *name, int memory_only)
 {
     const cubec_tuner_desc desc = {.struct_size = sizeof(cubec_tuner_desc),
@@ -192,7 +186,38 @@ static cubec_tune_outcome outcome(cubec_tuner *t, uint32_t i)
     return o;
 }
 
+/* The candidate the tuner's rule picks from the outcomes of its last measurement: the lowest
+ * median, ties to the lowest index (docs/autotune.md). Which candidate that is, the machine
+ * decides: lavapipe's device is the CPU, and its timestamps, device timing's as much as the host
+ * clock of System timing, count the time its threads wait for a core. With the cores busy (two
+ * busy loops and three runs of this test at once, as `ctest -j2` beside other tests can make
+ * them), the 40-step candidate (0.07 ms alone) measured medians in scheduler ticks, clustered at
+ * 3.5, 7.5, 11.5 ms and up to 28 ms (minimums 0.06 to 0.23 ms), where the 4000-step one takes
+ * 3.4 ms: 1 run in 5 of this test failed, on the Vulkan and the webgpu backend alike. So the
+ * tests whose point is where a choice comes from check the rule, whichever candidate won, and
+ * test_fast_candidate_chosen, whose point is the winner, gives the fast candidate FAST_TRIES keys
+ * to win one. */
+static uint32_t lowest_median(cubec_tuner *t, uint32_t n)
+{
+    uint32_t best = UINT32_MAX;
+    uint64_t best_ns = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        cubec_tune_outcome o = outcome(t, i);
+        if (o.state != CUBEC_TUNE_TIMED) continue;
+        if (best == UINT32_MAX || o.median_ns < best_ns) {
+            best = i;
+            best_ns = o.median_ns;
+        }
+    }
+    assert_int_not_equal(best, UINT32_MAX);
+    return best;
+}
+
 /* ---- choosing ----------------------------------------------------------------------------- */
+
+/* A slow spell of the machine can make the fast candidate measure slower for one key (see
+ * lowest_median); a tuner that preferred the slow one would lose every key. */
+#define FAST_TRIES 3u
 
 static void test_fast_candidate_chosen(void **state)
 {
@@ -200,24 +225,35 @@ static void test_fast_candidate_chosen(void **state)
     fixture f;
     fixture_open(&f);
     cubec_tuner *t = make_tuner(f.d, "busy", 1);
+    uint32_t keys = 0;
     for (uint32_t fast = 0; fast < 2; fast++) {
         f.c[fast].steps = FAST_STEPS;
         f.c[1 - fast].steps = SLOW_STEPS;
-        char key[32];
-        snprintf(key, sizeof key, "fast=%u", fast);
-        cubec_tune_result r = choose(&f, t, key, 2, 0);
-        cubec_tune_outcome o0 = outcome(t, 0), o1 = outcome(t, 1);
-        print_message("fast candidate %u: medians %.1f / %.1f us, chose %u\n", fast,
-                      o0.median_ns / 1e3, o1.median_ns / 1e3, r.index);
-        assert_int_equal(r.source, CUBEC_TUNE_MEASURED);
-        assert_int_equal(r.index, fast);
-        assert_int_equal(o0.state, CUBEC_TUNE_TIMED);
-        assert_int_equal(o1.state, CUBEC_TUNE_TIMED);
-        assert_int_equal(o0.samples, SAMPLES);
-        assert_true(o0.min_ns <= o0.median_ns);
-        assert_int_equal(r.median_ns, fast ? o1.median_ns : o0.median_ns);
-        assert_int_equal(f.c[0].runs, RUNS * (fast + 1));
-        assert_int_equal(f.c[1].runs, RUNS * (fast + 1));
+        int won = 0;
+        for (uint32_t try = 0; try < FAST_TRIES && !won; try++) {
+            char key[32];
+            snprintf(key, sizeof key, "fast=%u try %u", fast, try);
+            cubec_tune_result r = choose(&f, t, key, 2, 0);
+            keys++;
+            cubec_tune_outcome o0 = outcome(t, 0), o1 = outcome(t, 1);
+            print_message("fast candidate %u: medians %.1f / %.1f us (minimums %.1f / %.1f), "
+                          "chose %u\n",
+                          fast, o0.median_ns / 1e3, o1.median_ns / 1e3, o0.min_ns / 1e3,
+                          o1.min_ns / 1e3, r.index);
+            assert_int_equal(r.source, CUBEC_TUNE_MEASURED);
+            assert_int_equal(o0.state, CUBEC_TUNE_TIMED);
+            assert_int_equal(o1.state, CUBEC_TUNE_TIMED);
+            assert_int_equal(o0.samples, SAMPLES);
+            assert_true(o0.min_ns <= o0.median_ns);
+            assert_int_equal(r.index, lowest_median(t, 2));
+            assert_int_equal(r.median_ns, r.index ? o1.median_ns : o0.median_ns);
+            assert_int_equal(f.c[0].runs, RUNS * keys);
+            assert_int_equal(f.c[1].runs, RUNS * keys);
+            won = r.index == fast;
+        }
+        if (!won)
+            fail_msg("the fast candidate %u lost %u keys in a row to the one with 100x the steps",
+                     fast, FAST_TRIES);
     }
     /* Each ran warm-up + samples times per key, and computed what the CPU does. */
     check_cand(&f, 0);
@@ -240,7 +276,7 @@ static void test_tuning_inside_dry_run(void **state)
     cubec_tune_result r = choose(&f, t, "in-dry-run", 2, 0);
     ASSERT_OK(cubec_dry_run_end());
     assert_int_equal(r.source, CUBEC_TUNE_MEASURED);
-    if (!system_timing()) assert_int_equal(r.index, 1); /* see fresh_choice */
+    assert_int_equal(r.index, lowest_median(t, 2));
     check_cand(&f, 0);
     check_cand(&f, 1);
     ASSERT_OK(cubec_tuner_destroy(t));
@@ -352,7 +388,7 @@ static void test_choice_reused(void **state)
     cubec_tuner *t = make_tuner(f.d, "reuse", 0);
     cubec_tune_result r = choose(&f, t, "shared", 2, 42);
     assert_int_equal(r.source, CUBEC_TUNE_MEASURED);
-    if (!system_timing()) assert_int_equal(r.index, 1); /* see fresh_choice */
+    assert_int_equal(r.index, lowest_median(t, 2));
     const uint32_t winner = r.index;
     uint64_t median = r.median_ns;
     const uint32_t ran = f.c[0].runs + f.c[1].runs;
@@ -444,12 +480,11 @@ static void test_threads_measure_once(void **state)
         assert_int_equal(pthread_join(th[i], NULL), 0);
         ASSERT_OK(c[i].st);
     }
-    /* Both get the one winner. Which one it is only device timing says for sure here: with
-     * System timing (the host clock around a sync) a CI machine running other tests beside
-     * this one can stall the short candidate's syncs by more than the long one runs
-     * (test_fast_candidate_chosen holds System timing to the right choice on its own). */
+    /* Both get the one winner and its median. Which candidate that is, the machine decides
+     * (lowest_median); the second call's outcomes replaced the first's, so the rule cannot be
+     * checked here (test_fast_candidate_chosen holds the tuner to the right choice). */
     assert_int_equal(c[0].r.index, c[1].r.index);
-    if (!system_timing()) assert_int_equal(c[0].r.index, 1);
+    assert_int_equal(c[0].r.median_ns, c[1].r.median_ns);
     assert_int_equal(c[0].r.source + c[1].r.source, CUBEC_TUNE_MEASURED + CUBEC_TUNE_MEMORY);
     assert_int_equal(f.c[0].runs, RUNS);
     assert_int_equal(f.c[1].runs, RUNS);
@@ -497,10 +532,8 @@ static void rewrite_payload(const char *path, const void *payload, size_t size)
 }
 
 /* A new tuner's choice for "k": its source, after the log was emptied. A choice read back from
- * the disk must be the one last measured. The measured one must be the fast candidate 1 under
- * device timing; under System timing a CI machine busy with other tests can stall the fast
- * candidate's syncs past the slow one's run (test_fast_candidate_chosen holds System timing to
- * the right winner), and what these tests check is where the choice came from. */
+ * the disk must be the one last measured; a measured one must follow the tuner's rule, whichever
+ * candidate won (lowest_median): what these tests check is where the choice came from. */
 static cubec_tune_source fresh_choice(fixture *f, uint64_t checksum)
 {
     static uint32_t last_measured = 1;
@@ -508,7 +541,7 @@ static cubec_tune_source fresh_choice(fixture *f, uint64_t checksum)
     cubec_tuner *t = make_tuner(f->d, "damage", 0);
     cubec_tune_result r = choose(f, t, "k", 2, checksum);
     if (r.source == CUBEC_TUNE_MEASURED) {
-        if (!system_timing()) assert_int_equal(r.index, 1);
+        assert_int_equal(r.index, lowest_median(t, 2));
         last_measured = r.index;
     } else {
         assert_int_equal(r.index, last_measured);
@@ -577,8 +610,11 @@ static void test_checksum_mismatch_measured_again(void **state)
     assert_int_equal(choose(&f, t, "k", 2, 2).source, CUBEC_TUNE_MEMORY);
     assert_int_equal(choose(&f, t, "k", 2, 3).source, CUBEC_TUNE_MEASURED);
     f.c[2].steps = SLOW_STEPS;
-    assert_int_equal(choose(&f, t, "k", 3, 3).source, CUBEC_TUNE_MEASURED);
-    f.tc[1].name = "renamed";
+    cubec_tune_result r = choose(&f, t, "k", 3, 3);
+    assert_int_equal(r.source, CUBEC_TUNE_MEASURED);
+    /* The winner renamed: the choice names it, so it no longer fits. (Renaming candidate 1
+     * assumed the fast one won: under load a slow winner's choice still fit, 0x2 != 0x1.) */
+    f.tc[r.index].name = "renamed";
     assert_int_equal(choose(&f, t, "k", 3, 3).source, CUBEC_TUNE_MEASURED);
     assert_int_equal(choose(&f, t, "k", 3, 3).source, CUBEC_TUNE_MEMORY);
     ASSERT_OK(cubec_tuner_destroy(t));
