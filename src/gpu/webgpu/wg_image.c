@@ -64,10 +64,9 @@ static const WGPUTextureUsage image_usage = WGPUTextureUsage_StorageBinding |
                                             WGPUTextureUsage_CopySrc | WGPUTextureUsage_CopyDst;
 
 /* The repacking kernels, over `rows` rows of `row` bytes: `packed` holds them one after another
- * from byte `at` of its window, `padded` from its byte 0 with each row 256-byte aligned (the
- * copy pitch). Both move 16 bytes (a vec4) per step: a CPU device (llvmpipe) loads and stores
- * each lane's storage access in a loop of its own, so a word per step ran at a quarter of the
- * speed. An unaligned 16 bytes is two aligned vec4s funnel-shifted (bytes16). pack writes each
+ * from byte `at` of its window (a multiple of 16), `padded` from its byte 0 with each row
+ * 256-byte aligned (the copy pitch). Both move 16 bytes (a vec4) per step; 16 bytes at any byte
+ * are two aligned vec4s funnel-shifted (bytes16). pack writes each
  * padded row's vec4s (the bytes past a row's end are padding no copy reads); unpack writes each
  * packed vec4 once, whole where it lies within one row, else byte by byte keeping the bytes
  * outside the rows (another allocation's, in a pooled page). Grid-stride, as the fill and
@@ -133,14 +132,6 @@ static const char repack_wgsl[] =
     "    let stride = n.x * 256u;\n"
     "    let last = (r.at + r.row * r.rows + 15u) >> 4u;\n"
     "    var j = (r.at >> 4u) + id.x;\n"
-    "    if ((r.at & 15u) != 0u) {\n"
-    "        loop {\n"
-    "            if (j >= last) { break; }\n"
-    "            packed[j] = bytewise(j);\n"
-    "            j = j + stride;\n"
-    "        }\n"
-    "        return;\n"
-    "    }\n"
     "    let pitch_bytes = pitch();\n"
     "    let step = stride * 16u;\n"
     "    let dy = step / r.row;\n"
@@ -648,16 +639,27 @@ static cubec_status copy_repacked(wg_gpu *w, WGPUCommandEncoder enc, gpu_image *
 }
 
 /* Whether the copy can go through the scratch buffer in the device's way: the kernels reach the
- * packed bytes in whole vec4s (the last one must be in the buffer); buffer copies take whole
- * words only. */
+ * packed bytes in whole vec4s from a vec4's start (the server's allocations start at 16 bytes at
+ * least: server/buffers.c), the last one in the buffer; buffer copies take whole words only. */
 static int through_scratch(const wg_gpu *w, const wg_mem *m, uint64_t offset, uint64_t row,
                            uint64_t bytes)
 {
     switch (w->images.copies) {
-    case WG_IMAGE_COPIES_KERNEL: return ((offset + bytes + 15u) & ~(uint64_t)15u) <= m->bytes;
+    case WG_IMAGE_COPIES_KERNEL:
+        return offset % 16u == 0 && ((offset + bytes + 15u) & ~(uint64_t)15u) <= m->bytes;
     case WG_IMAGE_COPIES_BUFFER_ROWS: return ((offset | row) & 3u) == 0;
     default: return 0;
     }
+}
+
+/* `per` units of `unit` packed bytes a pass, fewer so that every pass's packed bytes are a
+ * multiple of 16: each pass then starts at a vec4, as the first does (through_scratch). */
+static uint32_t whole_vec4s(uint32_t per, uint64_t unit)
+{
+    uint32_t step = 1;
+    while (step < 16u && (unit * step) % 16u)
+        step *= 2;
+    return per / step * step;
 }
 
 cubec_status wg_image_encode_copy(wg_gpu *w, WGPUCommandEncoder enc, gpu_image *im, wg_mem *m,
@@ -685,9 +687,9 @@ cubec_status wg_image_encode_copy(wg_gpu *w, WGPUCommandEncoder enc, gpu_image *
     uint64_t lead = w->limits.minStorageBufferOffsetAlignment + 16u;
     room = room > lead ? room - lead : 0;
     int scratch = through_scratch(w, m, offset, row, row * d->height * slices);
-    if (scratch && slice <= room) {
+    uint32_t per = slice <= room ? whole_vec4s((uint32_t)(room / slice), row * d->height) : 0;
+    if (scratch && per) {
         /* Whole slices a pass. */
-        uint32_t per = (uint32_t)(room / slice);
         for (uint32_t z = 0; z < slices; z += per) {
             uint32_t n = slices - z < per ? slices - z : per;
             RETURN_IF_ERROR(copy_repacked(w, enc, im, m, offset + row * d->height * z, pitch, 0,
@@ -695,9 +697,9 @@ cubec_status wg_image_encode_copy(wg_gpu *w, WGPUCommandEncoder enc, gpu_image *
         }
         return NULL;
     }
-    if (scratch && pitch <= room) {
+    per = pitch <= room ? whole_vec4s((uint32_t)(room / pitch), row) : 0;
+    if (scratch && per) {
         /* Rows of one slice a pass. */
-        uint32_t per = (uint32_t)(room / pitch);
         for (uint32_t z = 0; z < slices; z++)
             for (uint32_t y = 0; y < d->height; y += per) {
                 uint32_t n = d->height - y < per ? d->height - y : per;
