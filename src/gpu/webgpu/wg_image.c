@@ -11,8 +11,9 @@
  * Vulkan). Instead the rows are moved to or from 256-byte aligned rows in the device's scratch
  * buffer and one copy takes them from or to the texture, as wgpu's own wgpuQueueWriteTexture
  * repacks rows into its staging buffer (on the CPU) before a single copy. The rows are moved by
- * the backend's repacking kernel on a GPU (one pass), by a buffer copy per row on a CPU device
- * (cheaper there than both: choose_copies has the figures). A queue write of the texture would
+ * the backend's repacking kernel on a GPU (one pass); on a CPU device uploads move them by a
+ * buffer copy per row and downloads stay a texture copy per row (each the cheaper there:
+ * choose_copies has the figures). A queue write of the texture would
  * skip the staging buffer on uploads, but it runs at the call, not in stream order, and the
  * server's image writes are commands on the stream (server/images.c), captured by graphs too. */
 #include "gpu/webgpu/wg_image.h"
@@ -199,8 +200,7 @@ static void make_repack(wg_gpu *w)
     p->PipelineLayoutRelease(layout);
     if (err) {
         LOG(LOG_WARN, LOG_SYS_DEVICE,
-            "webgpu: no image repacking kernels (%s): image copies go "
-            "row by row",
+            "webgpu: no image repacking kernels (%s): image copies go by texture rows",
             cubec_status_message(err));
         cubec_status_free(err);
         if (s->pack) p->ComputePipelineRelease(s->pack);
@@ -208,19 +208,22 @@ static void make_repack(wg_gpu *w)
     }
 }
 
-/* How copies of rows that are not 256-byte multiples go (wg_image_copies): measured on lavapipe
- * (2047 x 2048 rgba8, CPU time per write): a copy per texture row 17 ms, the kernels 33 ms (a CPU
- * device runs a storage access per lane in a loop of its own), a buffer copy per row into the
- * scratch buffer and one texture copy 8.5 ms. A GPU runs the kernel's pass in microseconds,
- * while every copy command costs the implementation microseconds of CPU. CUBEC_WEBGPU_IMAGE_COPIES
- * picks one (kernel, buffer-rows, texture-rows) so that every way can be tested anywhere; the
- * kernel without the kernels (no immediates) goes by texture rows. */
+/* How copies of rows that are not 256-byte multiples go (wg_image_copies), each way: measured
+ * on lavapipe (2047 x 2048 rgba8, CPU time per cubec_image_write / cubec_image_read): a copy per
+ * texture row 16-17.5 / 12.3-14.3 ms, the kernels 34-36 / 31-32 ms (a CPU device runs each
+ * lane's storage access in a loop of its own), a buffer copy per row through the scratch buffer
+ * 9.2-9.5 / 15-15.7 ms. So on a CPU device uploads go by buffer rows and downloads by texture
+ * rows. A GPU runs the kernel's pass in microseconds, while every copy command costs the
+ * implementation microseconds of CPU: the kernel both ways. CUBEC_WEBGPU_IMAGE_COPIES picks one
+ * way for both (kernel, buffer-rows, texture-rows), so that every way can be tested anywhere;
+ * the kernel without the kernels (no immediates) goes by texture rows. */
 static cubec_status choose_copies(wg_gpu *w)
 {
     static const char *const names[] = {"texture-rows", "buffer-rows", "kernel"};
     wg_image_state *s = &w->images;
-    s->copies = w->base.info.type == CUBEC_DEVICE_TYPE_CPU ? WG_IMAGE_COPIES_BUFFER_ROWS
-                                                           : WG_IMAGE_COPIES_KERNEL;
+    int cpu = w->base.info.type == CUBEC_DEVICE_TYPE_CPU;
+    s->copies_in = cpu ? WG_IMAGE_COPIES_BUFFER_ROWS : WG_IMAGE_COPIES_KERNEL;
+    s->copies_out = cpu ? WG_IMAGE_COPIES_TEXTURE_ROWS : WG_IMAGE_COPIES_KERNEL;
     const char *env = getenv("CUBEC_WEBGPU_IMAGE_COPIES");
     if (env && *env) {
         uint32_t found = UINT32_MAX;
@@ -230,10 +233,14 @@ static cubec_status choose_copies(wg_gpu *w)
             return INVALID_ARG("CUBEC_WEBGPU_IMAGE_COPIES: '%s' is not one of kernel, "
                                "buffer-rows, texture-rows",
                                env);
-        s->copies = (wg_image_copies)found;
+        s->copies_in = s->copies_out = (wg_image_copies)found;
     }
-    if (s->copies == WG_IMAGE_COPIES_KERNEL && !s->pack) s->copies = WG_IMAGE_COPIES_TEXTURE_ROWS;
-    LOG(LOG_DEBUG, LOG_SYS_DEVICE, "webgpu: image copies: %s", names[s->copies]);
+    if (!s->pack) {
+        if (s->copies_in == WG_IMAGE_COPIES_KERNEL) s->copies_in = WG_IMAGE_COPIES_TEXTURE_ROWS;
+        if (s->copies_out == WG_IMAGE_COPIES_KERNEL) s->copies_out = WG_IMAGE_COPIES_TEXTURE_ROWS;
+    }
+    LOG(LOG_DEBUG, LOG_SYS_DEVICE, "webgpu: image copies: %s in, %s out", names[s->copies_in],
+        names[s->copies_out]);
     return NULL;
 }
 
@@ -618,7 +625,7 @@ static cubec_status copy_repacked(wg_gpu *w, WGPUCommandEncoder enc, gpu_image *
 {
     const wg_procs *p = w->p;
     uint64_t row = (uint64_t)im->desc.width * im->texel_bytes, n = (uint64_t)rows * slices;
-    int kernel = w->images.copies == WG_IMAGE_COPIES_KERNEL;
+    int kernel = (to_image ? w->images.copies_in : w->images.copies_out) == WG_IMAGE_COPIES_KERNEL;
     WGPUBuffer scratch = NULL;
     RETURN_IF_ERROR(wg_scratch(w, pitch * n, &scratch));
     if (to_image) {
@@ -641,10 +648,10 @@ static cubec_status copy_repacked(wg_gpu *w, WGPUCommandEncoder enc, gpu_image *
 /* Whether the copy can go through the scratch buffer in the device's way: the kernels reach the
  * packed bytes in whole vec4s from a vec4's start (the server's allocations start at 16 bytes at
  * least: server/buffers.c), the last one in the buffer; buffer copies take whole words only. */
-static int through_scratch(const wg_gpu *w, const wg_mem *m, uint64_t offset, uint64_t row,
+static int through_scratch(wg_image_copies way, const wg_mem *m, uint64_t offset, uint64_t row,
                            uint64_t bytes)
 {
-    switch (w->images.copies) {
+    switch (way) {
     case WG_IMAGE_COPIES_KERNEL:
         return offset % 16u == 0 && ((offset + bytes + 15u) & ~(uint64_t)15u) <= m->bytes;
     case WG_IMAGE_COPIES_BUFFER_ROWS: return ((offset | row) & 3u) == 0;
@@ -686,7 +693,8 @@ cubec_status wg_image_encode_copy(wg_gpu *w, WGPUCommandEncoder enc, gpu_image *
     if (room > REPACK_MAX_BYTES) room = REPACK_MAX_BYTES;
     uint64_t lead = w->limits.minStorageBufferOffsetAlignment + 16u;
     room = room > lead ? room - lead : 0;
-    int scratch = through_scratch(w, m, offset, row, row * d->height * slices);
+    int scratch = through_scratch(to_image ? w->images.copies_in : w->images.copies_out, m, offset,
+                                  row, row * d->height * slices);
     uint32_t per = slice <= room ? whole_vec4s((uint32_t)(room / slice), row * d->height) : 0;
     if (scratch && per) {
         /* Whole slices a pass. */

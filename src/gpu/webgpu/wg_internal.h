@@ -41,7 +41,7 @@ typedef struct wg_image_state {
      * without immediates). */
     WGPUBindGroupLayout repack_layout;
     WGPUComputePipeline pack, unpack;
-    wg_image_copies copies;
+    wg_image_copies copies_in, copies_out; /* to the texture, from it */
 } wg_image_state;
 
 /* Where the device writes the command list's timestamps (wg_queries.c chooses, wg_encode.c
