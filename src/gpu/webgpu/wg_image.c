@@ -695,7 +695,8 @@ cubec_status wg_image_encode_copy(wg_gpu *w, WGPUCommandEncoder enc, gpu_image *
     room = room > lead ? room - lead : 0;
     int scratch = through_scratch(to_image ? w->images.copies_in : w->images.copies_out, m, offset,
                                   row, row * d->height * slices);
-    uint32_t per = slice <= room ? whole_vec4s((uint32_t)(room / slice), row * d->height) : 0;
+    uint32_t per =
+        slice && slice <= room ? whole_vec4s((uint32_t)(room / slice), row * d->height) : 0;
     if (scratch && per) {
         /* Whole slices a pass. */
         for (uint32_t z = 0; z < slices; z += per) {
@@ -705,7 +706,7 @@ cubec_status wg_image_encode_copy(wg_gpu *w, WGPUCommandEncoder enc, gpu_image *
         }
         return NULL;
     }
-    per = pitch <= room ? whole_vec4s((uint32_t)(room / pitch), row) : 0;
+    per = pitch && pitch <= room ? whole_vec4s((uint32_t)(room / pitch), row) : 0;
     if (scratch && per) {
         /* Rows of one slice a pass. */
         for (uint32_t z = 0; z < slices; z++)
