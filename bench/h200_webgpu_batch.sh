@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# Issue 26's H200 half in as few device calls as possible: the webgpu backend's tests, `cubec
+# info`, and the side-by-side of cubec (Vulkan), cubec (webgpu) and wgpu-native used directly.
+# The device machine cannot reach the network and returns few files, so this script has two
+# halves:
+#
+#   bench/h200_webgpu_batch.sh prep            here: builds build-h200wg/ (below), ~40 MB
+#   bench/h200_webgpu_batch.sh run [STEPS]     there: runs STEPS [info tests sbs] into
+#                                              $OUT/h200-webgpu.tgz
+#
+# `prep` builds, in the Release build BUILD [build], cubec and the tests `run` needs, builds the
+# wgpu peer (../shared/peers/wgpu_peer, from the wheel cmake/WebGPU.cmake fetched) and copies
+# what travels, stripped, into build-h200wg/{bin,peers,gl} (git-ignored, as every /build*/): the
+# device call then carries ["build-h200wg"] only:
+#
+#   run(command="OUT=$OUT bash build-h200wg/h200_webgpu_batch.sh run", carry=["build-h200wg"])
+#
+# Environment of `run`: ROUNDS [1] side-by-side rounds (one round of all three took ~5 min on
+# lavapipe's quick suite; the H200's full suite is the unknown, so one round per call), TMO [420]
+# seconds per bench process, SBS_ARGS extra environment for wg_side_by_side.sh (e.g.
+# "BENCH_ARGS=--quick"). The webgpu library is the peer's libwgpu_native.so (the same wheel).
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+mode=${1:-}
+
+prep() {
+  set -e
+  local top dest build src
+  top=$(cd "$here/.." && pwd)
+  dest=$top/build-h200wg
+  build=${BUILD:-$top/build}
+  grep -q 'CMAKE_BUILD_TYPE:STRING=Release' "$build/CMakeCache.txt"
+  cmake --build "$build" -j2 --target cubec test_webgpu_backend test_webgpu_features \
+    test_webgpu_images test_profile test_trace_file test_subgroup_size test_launch test_graphs
+  src=$top/build-h200wg-peer
+  if [ ! -x "$src/out/wgpu_peer" ]; then
+    mkdir -p "$src/out"
+    cp "$top/../shared/peers/wgpu_peer/Makefile" "$top/../shared/peers/wgpu_peer/wgpu_peer.c" "$src/"
+    chmod u+w "$src/Makefile" "$src/wgpu_peer.c"
+    wheel=$(find "$build/webgpu/wheel" -name 'wgpu-*.whl' 2>/dev/null | head -1 || true)
+    if [ -n "$wheel" ]; then mkdir -p "$src/wheel" && (cd "$src/wheel" && unzip -q -o "$wheel" 'wgpu/resources/*'); fi
+    make -C "$src" OUT="$src/out" >&2
+  fi
+  rm -rf "$dest/bin" "$dest/peers" "$dest/gl" "$dest/cubec"
+  mkdir -p "$dest/bin" "$dest/peers" "$dest/gl" "$dest/cubec/bin"
+  for t in cubec test_webgpu_backend test_webgpu_features test_webgpu_images test_profile \
+    test_trace_file test_subgroup_size test_launch test_graphs; do
+    strip -o "$dest/bin/$t" "$build/bin/$t"
+  done
+  cp /usr/lib/x86_64-linux-gnu/libcmocka.so.0 "$dest/bin/"
+  strip -o "$dest/peers/wgpu_peer" "$src/out/wgpu_peer"
+  cp "$src/out/libwgpu_native.so" "$dest/peers/"
+  cp "$top"/.gl/* "$dest/gl/"
+  cp "$top/bench/h200_webgpu_batch.sh" "$top/bench/h200_side_by_side.sh" \
+    "$top/bench/side_by_side.py" "$dest/"
+  # The side-by-side script runs BUILD/bin/cubec.
+  ln -sf ../../bin/cubec "$dest/cubec/bin/cubec"
+  # Each binary holds the library and shaderc whole: ~100 MB, past the carry's 64 MiB. xz's
+  # 64 MiB window finds the copies: ~10 MB (a few minutes of one core).
+  tar cf - -C "$dest" bin peers cubec | xz -9 -T1 >"$dest/payload.tar.xz"
+  rm -rf "$dest/bin" "$dest/peers" "$dest/cubec"
+  du -sh "$dest"
+  echo "device call: carry [\"build-h200wg\"]," \
+    "command: OUT=\$OUT bash build-h200wg/h200_webgpu_batch.sh run"
+}
+
+run_steps() {
+  local steps=${1:-info tests sbs} res
+  OUT=${OUT:?OUT must name the folder whose files come back}
+  res=$OUT/h200-webgpu
+  mkdir -p "$res"
+  # shellcheck disable=SC1091
+  [ "${GL:-}" = none ] || . "$here/gl/vk-setup.sh" >/dev/null 2>&1
+  if [ ! -x "$here/bin/cubec" ]; then
+    local data=${TMPDIR:-/tmp}/cubec-h200wg
+    mkdir -p "$data" && xz -dc "$here/payload.tar.xz" | tar xf - -C "$data" || return 1
+    cp "$here"/*.sh "$here"/*.py "$data/" && here=$data
+  fi
+  export LD_LIBRARY_PATH="$here/bin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  export CUBEC_WEBGPU_LIBRARY=$here/peers/libwgpu_native.so CUBEC_TEST_VALIDATION=0
+  {
+    date -u
+    nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv 2>&1 | head -3
+  } >"$res/machine.txt"
+  for s in $steps; do
+    case $s in
+    info)
+      {
+        echo "== cubec info (vulkan)"; "$here/bin/cubec" info 2>&1
+        echo "== cubec info (webgpu)"; CUBEC_BACKEND=webgpu "$here/bin/cubec" info 2>&1
+      } >"$res/info.txt"
+      ;;
+    tests)
+      : >"$res/tests.txt"
+      for t in test_webgpu_backend test_webgpu_features test_webgpu_images; do
+        echo "== $t" >>"$res/tests.txt"
+        timeout 300 "$here/bin/$t" >>"$res/tests.txt" 2>&1
+        echo "== $t exit $?" >>"$res/tests.txt"
+      done
+      for t in test_profile test_trace_file test_subgroup_size test_launch test_graphs; do
+        echo "== $t (CUBEC_BACKEND=webgpu)" >>"$res/tests.txt"
+        CUBEC_BACKEND=webgpu timeout 300 "$here/bin/$t" >>"$res/tests.txt" 2>&1
+        echo "== $t (webgpu) exit $?" >>"$res/tests.txt"
+      done
+      grep -E "^== .* exit" "$res/tests.txt"
+      ;;
+    sbs)
+      # shellcheck disable=SC2086
+      env $(echo "${SBS_ARGS:-}") OUT="$res/sbs" GL=none PEERS="$here/peers" WEBGPU=1 \
+        ROUNDS="${ROUNDS:-1}" TMO="${TMO:-420}" PACK=0 \
+        bash "$here/h200_side_by_side.sh" "cubec=$here/cubec" >"$res/sbs.log" 2>&1
+      tail -40 "$res/sbs/side_by_side.md" 2>/dev/null
+      ;;
+    *) echo "unknown step $s (info, tests, sbs)" >&2; return 2 ;;
+    esac
+  done
+  tar czf "$OUT/h200-webgpu.tgz" -C "$OUT" h200-webgpu && rm -rf "$res"
+}
+
+case $mode in
+prep) prep ;;
+run) run_steps "${2:-}" ;;
+*) sed -n '2,22p' "$0"; exit 2 ;;
+esac
