@@ -212,7 +212,7 @@ static void make_repack(wg_gpu *w)
  * on lavapipe (2047 x 2048 rgba8, CPU time per cubec_image_write / cubec_image_read): a copy per
  * texture row 16-17.5 / 12.3-14.3 ms, the kernels 34-36 / 31-32 ms (a CPU device runs each
  * lane's storage access in a loop of its own), a buffer copy per row through the scratch buffer
- * 9.2-9.5 / 15-15.7 ms. So on a CPU device uploads go by buffer rows and downloads by texture
+ * 8.1-9.5 / 15-15.7 ms. So on a CPU device uploads go by buffer rows and downloads by texture
  * rows. A GPU runs the kernel's pass in microseconds, while every copy command costs the
  * implementation microseconds of CPU: the kernel both ways. CUBEC_WEBGPU_IMAGE_COPIES picks one
  * way for both (kernel, buffer-rows, texture-rows), so that every way can be tested anywhere;
