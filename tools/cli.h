@@ -35,6 +35,14 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format
  * status and returns non-zero. Returns 0 for success (NULL). */
 int cli_failed(const char *cmd, cubec_status status, const char *what);
 
+/* The backend the configuration selects (CUBEC_BACKEND, `[device] backend`, read as
+ * cubec_device_open reads it) into *out_backend, a gpu_backend; 0 when the configuration cannot
+ * be read (reported as `cmd`'s error). */
+int cli_selected_backend(const char *cmd, int *out_backend);
+/* Whether `backend` (a gpu_backend) is the webgpu backend, whose devices are no Vulkan devices:
+ * the subcommands say what WebGPU does where Vulkan's words would not be true. */
+int cli_backend_is_webgpu(int backend);
+
 /* Formats a byte count as "134217728 (128 MiB)" into `buf`; returns `buf`. */
 const char *cli_format_bytes(uint64_t bytes, char *buf, size_t size);
 

@@ -10,12 +10,11 @@
  * holds before any buffer (the runtime's rings), with the same formatter programs call. */
 #include "cli.h"
 #include "info_json.h"
+#include "webgpu_driver.h"
 
-#include "base/config.h"
 #include "gpu/gpu.h"
 
 #include <inttypes.h>
-#include <stdlib.h>
 #include <string.h>
 
 void cli_info_usage(FILE *out)
@@ -26,7 +25,8 @@ void cli_info_usage(FILE *out)
         "\n"
         "Lists the backends cubec has (the one CUBEC_BACKEND selects marked), then every\n"
         "device of the selected backend with its name, type, vendor and device id, driver, API\n"
-        "version, compute limits, the optional shader features cubec enables on it\n"
+        "version (on webgpu: the implementation, its library and the adapter's backend instead),\n"
+        "compute limits, the optional shader features cubec enables on it\n"
         "(cubec_feature) and the cooperative-matrix shapes M x N x K with their A*B+C->result\n"
         "element types, and marks the one cubec_device_open(NULL) picks\n"
         "(CUBEC_DEVICE=<index or part of the name> changes it).\n"
@@ -122,25 +122,50 @@ static void print_matrix_shapes(const cubec_device_info *d)
     }
 }
 
-static void print_device(uint32_t index, const cubec_device_info *d, int is_default)
+/* The lines of the driver and the API version: on webgpu the implementation, its library, the
+ * adapter's backend and description (the driver string's parts), since the device is no Vulkan
+ * device even where wgpu runs on Vulkan, and api_version is only the SPIR-V the server makes. */
+static void print_driver(const cubec_device_info *d, int webgpu)
+{
+    webgpu_driver w;
+    if (webgpu && webgpu_driver_parse(d->driver, &w)) {
+        printf("  %-28s %s\n", "driver", w.description);
+        printf("  %-28s %s\n", "WebGPU implementation",
+               w.implementation[0] ? w.implementation : "unknown version");
+        printf("  %-28s %s\n", "WebGPU library", w.library);
+        printf("  %-28s %s\n", "WebGPU adapter backend", w.backend);
+        return;
+    }
+    printf("  %-28s %s\n", "driver", d->driver);
+    if (webgpu) return;
+    /* VK_API_VERSION_MAJOR/MINOR/PATCH, spelled out so the tool needs no Vulkan header. */
+    printf("  %-28s %" PRIu32 ".%" PRIu32 ".%" PRIu32 "\n", "Vulkan API version",
+           (d->api_version >> 22) & 0x7Fu, (d->api_version >> 12) & 0x3FFu,
+           d->api_version & 0xFFFu);
+}
+
+/* `webgpu`: a device of the webgpu backend, whose lines say what WebGPU does where Vulkan's
+ * words would not be true (docs/device.md, "The WebGPU backend"). */
+static void print_device(uint32_t index, const cubec_device_info *d, int is_default, int webgpu)
 {
     char b1[64];
     printf("device %" PRIu32 ": %s%s\n", index, d->name, is_default ? "  [default]" : "");
     printf("  %-28s %s\n", "type", type_name(d->type));
     printf("  %-28s 0x%04" PRIx32 " (%s)\n", "vendor id", d->vendor_id, vendor_name(d->vendor_id));
     printf("  %-28s 0x%04" PRIx32 "\n", "device id", d->device_id);
-    printf("  %-28s %s\n", "driver", d->driver);
-    /* VK_API_VERSION_MAJOR/MINOR/PATCH, spelled out so the tool needs no Vulkan header. */
-    printf("  %-28s %" PRIu32 ".%" PRIu32 ".%" PRIu32 "\n", "Vulkan API version",
-           (d->api_version >> 22) & 0x7Fu, (d->api_version >> 12) & 0x3FFu,
-           d->api_version & 0xFFFu);
+    print_driver(d, webgpu);
     printf("  %-28s %s\n", "unified memory", d->unified_memory ? "yes (no staging copies)" : "no");
-    printf("  %-28s %s\n", "push descriptors", d->push_descriptors ? "yes" : "no");
+    if (webgpu)
+        printf("  %-28s %s\n", "bindings", "bind groups, cached");
+    else
+        printf("  %-28s %s\n", "push descriptors", d->push_descriptors ? "yes" : "no");
     printf("  %-28s %s\n", "bounds checks (robust)",
-           d->robust == CUBEC_ROBUST_BUFFER ? "per buffer (robustBufferAccess2)"
-           : d->robust                      ? "per pool page (robustBufferAccess)"
-                                            : "none");
-    printf("  %-28s %s\n", "device-local heap",
+           webgpu ? "always (WebGPU: an access stays within its buffer's binding)"
+           : d->robust == CUBEC_ROBUST_BUFFER ? "per buffer (robustBufferAccess2)"
+           : d->robust                        ? "per pool page (robustBufferAccess)"
+                                              : "none");
+    /* WebGPU reports no heap: the backend's estimate (docs/device.md, "The WebGPU backend"). */
+    printf("  %-28s %s\n", webgpu ? "memory (estimated)" : "device-local heap",
            cli_format_bytes(d->device_local_heap_size, b1, sizeof b1));
     printf("  %-28s %s\n", "max storage buffer range",
            cli_format_bytes(d->max_storage_buffer_range, b1, sizeof b1));
@@ -148,9 +173,13 @@ static void print_device(uint32_t index, const cubec_device_info *d, int is_defa
            cli_format_bytes(d->max_allocation_size, b1, sizeof b1));
     printf("  %-28s %" PRIu64 " B\n", "storage offset alignment", d->storage_offset_alignment);
     printf("  %-28s %" PRIu64 " B\n", "uniform offset alignment", d->uniform_offset_alignment);
+    /* cubec_host_register takes ranges of this alignment on every backend; WebGPU imports none,
+     * so a registered range is copied through staging there (src/server/host_memory.c). */
     if (d->host_register_alignment)
-        printf("  %-28s %" PRIu64 " B\n", "host register alignment", d->host_register_alignment);
-    printf("  %-28s %" PRIu32 " B\n", "max push constants", d->max_push_constants_size);
+        printf("  %-28s %" PRIu64 " B%s\n", "host register alignment", d->host_register_alignment,
+               webgpu ? " (copied through staging: WebGPU imports no host memory)" : "");
+    printf("  %-28s %" PRIu32 " B\n", webgpu ? "max immediates" : "max push constants",
+           d->max_push_constants_size);
     printf("  %-28s %" PRIu32 " x %" PRIu32 " x %" PRIu32 "\n", "max workgroup count",
            d->max_workgroup_count[0], d->max_workgroup_count[1], d->max_workgroup_count[2]);
     printf("  %-28s %" PRIu32 " x %" PRIu32 " x %" PRIu32 "\n", "max workgroup size",
@@ -194,21 +223,31 @@ static int memory_main(int json)
     return exit_code;
 }
 
+/* No webgpu device counted: the count does not say whether no implementation loaded or the one
+ * that did found no adapter, and opening the default device does, with the paths tried. The
+ * reason, "CODE: message", into `why` ("no devices" when the open succeeds after all). */
+static void why_no_webgpu_device(char *why, size_t size)
+{
+    cubec_device *device = NULL;
+    cubec_status status = cubec_device_open(NULL, &device);
+    if (status == NULL) {
+        cubec_device_close(device);
+        snprintf(why, size, "no devices");
+        return;
+    }
+    snprintf(why, size, "%s: %s", cubec_code_name(cubec_status_code(status)),
+             cubec_status_message(status));
+    cubec_status_free(status);
+}
+
 /* "backends: vulkan [selected], null": the backends of this build (GPU_BACKENDS), the one the
  * configuration selects (CUBEC_BACKEND, read as cubec_device_open reads it) marked; the devices
  * listed after it are that backend's. With `json`, the opening of the JSON object instead. 0 when
  * the configuration cannot be read (reported). */
 static int print_backends(gpu_backend *out_selected, int json)
 {
-    cubec_config *c = malloc(sizeof *c); /* large (the pool list's text): not on the stack */
-    if (!c) {
-        fprintf(stderr, "cubec info: host out of memory\n");
-        return 0;
-    }
-    cubec_status err = config_load(c);
-    int selected = err ? -1 : c->backend;
-    free(c);
-    if (cli_failed("info", err, "reading the configuration")) return 0;
+    int selected = 0;
+    if (!cli_selected_backend("info", &selected)) return 0;
     *out_selected = (gpu_backend)selected;
     if (json) {
         const char *names[GPU_BACKEND_COUNT];
@@ -260,13 +299,20 @@ int cli_info_main(int argc, char **argv)
         return CLI_EXIT_RUNTIME;
     gpu_backend backend = (gpu_backend)0;
     if (!print_backends(&backend, json)) return CLI_EXIT_RUNTIME;
+    const int webgpu = cli_backend_is_webgpu((int)backend);
+    char why[1024] = "no devices";
+    if (count == 0 && webgpu) why_no_webgpu_device(why, sizeof why);
     if (count == 0 && json) {
-        info_json_end(stdout, 0, "no devices");
+        info_json_end(stdout, 0, why);
         return CLI_EXIT_RUNTIME;
     }
     if (count == 0) {
-        printf("no Vulkan devices (is a Vulkan driver installed? Mesa's lavapipe runs on any "
-               "CPU)\n");
+        if (webgpu)
+            printf("no webgpu devices: %s\n", why);
+        else
+            printf("no %s devices (is a Vulkan driver installed? Mesa's lavapipe runs on any "
+                   "CPU)\n",
+                   gpu_backend_name(backend));
         return CLI_EXIT_RUNTIME;
     }
 
@@ -307,12 +353,12 @@ int cli_info_main(int argc, char **argv)
         const uint64_t off = is_default ? info.features & ~default_info.features : 0;
         if (json) {
             info_json_device(stdout, !listed, i, &info, type_name(info.type),
-                             vendor_name(info.vendor_id), is_default, off);
+                             vendor_name(info.vendor_id), is_default, off, webgpu);
             listed++;
             continue;
         }
         printf("\n");
-        print_device(i, &info, is_default);
+        print_device(i, &info, is_default, webgpu);
         if (off) print_features("features off by config", off);
     }
     if (json) {

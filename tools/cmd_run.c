@@ -74,7 +74,8 @@ void cli_run_usage(FILE *out)
         "                          `cubec info` lists them (default: CUBEC_DEVICE, else the best)\n"
         "  --no-robust             run without bounds checks: by default a load or store past\n"
         "                          the end of a --buf reads zero or is dropped where the\n"
-        "                          device has robust buffer access (docs/reliability.md)\n"
+        "                          device has robust buffer access (docs/reliability.md);\n"
+        "                          on webgpu WebGPU checks every access, --no-robust or not\n"
         "  --print N               how many values to print per output binding (default 8)\n"
         "  --print-u32             print untyped bindings (zero:SIZE, a raw file:) as u32\n"
         "                          instead of f32; typed ones print in their TYPE\n"
@@ -828,9 +829,14 @@ static int run(const run_args *a)
     if (a->out_dir != NULL && ensure_dir(a->out_dir) != 0) goto done;
 
     /* Bounds-checked by default: `cubec run` cannot know what the kernel's info.n means, so a
-     * grid larger than a --buf must not write past it unnoticed. */
+     * grid larger than a --buf must not write past it unnoticed. WebGPU checks every access
+     * itself, with no mode to ask for: asking would only have the library warn that the device
+     * lacks Vulkan's robust buffer access. */
+    int backend = 0;
+    if (!cli_selected_backend(CMD, &backend)) goto done;
+    const int webgpu = cli_backend_is_webgpu(backend);
     cubec_device_desc device_desc = {.struct_size = sizeof(cubec_device_desc),
-                                     .robust = !a->no_robust};
+                                     .robust = !a->no_robust && !webgpu};
     if (a->have_device) {
         device_desc.select_by_index = 1;
         device_desc.index = a->device_index;
@@ -937,11 +943,14 @@ static int run(const run_args *a)
 
     printf("device:  %s\n", device_info.name);
     /* A line of its own: scripts read the device line whole. */
-    printf("bounds:  %s\n", device_info.robust == CUBEC_ROBUST_BUFFER ? "checked per buffer"
-                            : device_info.robust                      ? "checked per pool page only"
-                            : a->no_robust                            ? "not checked (--no-robust)"
-                                           : "not checked (the device has no robust "
-                                             "buffer access)");
+    printf("bounds:  %s\n",
+           webgpu ? (a->no_robust ? "checked by WebGPU, always (--no-robust cannot turn it off)"
+                                  : "checked by WebGPU, always (within each buffer's binding)")
+           : device_info.robust == CUBEC_ROBUST_BUFFER ? "checked per buffer"
+           : device_info.robust                        ? "checked per pool page only"
+           : a->no_robust                              ? "not checked (--no-robust)"
+                                                       : "not checked (the device has no robust "
+                                                         "buffer access)");
     printf("kernel:  %s (%s), %" PRIu32 " binding%s, %" PRIu32 " bytes of info%s, workgroup "
            "%" PRIu32 "x%" PRIu32 "x%" PRIu32 ", compiled in %.3f ms\n",
            kernel_name,
@@ -950,7 +959,7 @@ static int run(const run_args *a)
                      : "GLSL",
            info.binding_count, info.binding_count == 1 ? "" : "s", info.info_size,
            info.info_size == 0           ? ""
-           : info.info_in_push_constants ? " in push constants"
+           : info.info_in_push_constants ? (webgpu ? " in immediates" : " in push constants")
                                          : " in a storage buffer",
            info.workgroup_size[0], info.workgroup_size[1], info.workgroup_size[2], compile_s * 1e3);
     printf("launch:  %" PRIu32 "x%" PRIu32 "x%" PRIu32 " groups in %.3f ms (launch + sync, "

@@ -1,9 +1,11 @@
 /* cubec: the command-line face of the runtime.
  *
- *   cubec info                 the Vulkan devices present, their limits, and the default one
+ *   cubec info                 the devices of the selected backend (Vulkan by default), their
+ *                              limits, and the default one
  *   cubec info --json          the same as JSON, for scripts (docs/cli.md)
  *   cubec info --memory        the default device's memory report (--json for JSON)
- *   cubec run KERNEL ...       run one GLSL or SPIR-V kernel on buffers made from the command line
+ *   cubec run KERNEL ...       run one GLSL, SPIR-V or WGSL kernel on buffers made from the
+ *                              command line
  *   cubec bench ...            the benchmark suite (bench/, see docs/benchmarks.md)
  *   cubec version              the version and the git revision it was built from
  *
@@ -12,8 +14,12 @@
 #include "bench.h"
 #include "cli.h"
 
+#include "base/config.h"
+#include "gpu/gpu.h"
+
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cubec_git.h" /* CUBEC_GIT_DESCRIBE, generated at build time */
@@ -27,23 +33,27 @@
 static void usage(FILE *out)
 {
     fprintf(out,
-            "cubec %s: a GPU compute runtime for C on Vulkan\n"
+            "cubec %s: a GPU compute runtime for C on Vulkan (and WebGPU)\n"
             "\n"
             "usage: cubec <command> [options]\n"
             "\n"
             "commands:\n"
-            "  info      list the Vulkan devices, their limits, and which one is the default\n"
-            "            (--json for scripts); `info --memory [--json]` prints the default\n"
-            "            device's memory report\n"
-            "  run       run a GLSL (.comp) or SPIR-V (.spv) kernel on buffers given as flags\n"
-            "            (typed, from .npy files, seeded random; outputs saved as .npy)\n"
+            "  info      list the devices of the selected backend, their limits, and which\n"
+            "            one is the default (--json for scripts); `info --memory [--json]`\n"
+            "            prints the default device's memory report\n"
+            "  run       run a GLSL (.comp), SPIR-V (.spv) or WGSL (.wgsl, webgpu) kernel on\n"
+            "            buffers given as flags (typed, from .npy files, seeded random; outputs\n"
+            "            saved as .npy)\n"
             "  bench     run the benchmark suite (a table, or --json; docs/benchmarks.md)\n"
             "  version   print the version and the git revision of this build\n"
             "  help      print this, or `cubec help <command>` for a command's options\n"
             "\n"
             "`cubec <command> --help` describes a command's options; docs/cli.md all of them.\n"
-            "Environment: CUBEC_DEVICE picks the default device (index or part of the name),\n"
-            "CUBEC_VALIDATION=1 turns on the Vulkan validation layer, CUBEC_LOG_LEVEL sets the\n"
+            "Environment: CUBEC_BACKEND picks the backend (vulkan, the default; null; webgpu,\n"
+            "where a WebGPU implementation loads: CUBEC_WEBGPU_LIBRARY names one),\n"
+            "CUBEC_DEVICE the default device (index or part of the name),\n"
+            "CUBEC_VALIDATION=1 turns on the Vulkan validation layer (the vulkan backend's\n"
+            "devices only), CUBEC_LOG_LEVEL sets the\n"
             "log level (off, error, warn, info, debug), CUBEC_LOG one per subsystem\n"
             "(e.g. memory=debug,compile=info; docs/configuration.md), CUBEC_TRACE=FILE writes\n"
             "a Chrome trace of every device (`run --trace FILE` and `bench --trace FILE` set it;\n"
@@ -119,6 +129,24 @@ int cli_failed(const char *cmd, cubec_status status, const char *what)
             cubec_status_message(status));
     cubec_status_free(status);
     return 1;
+}
+
+int cli_selected_backend(const char *cmd, int *out_backend)
+{
+    cubec_config *c = malloc(sizeof *c); /* large (the pool list's text): not on the stack */
+    if (!c) {
+        fprintf(stderr, "cubec %s: host out of memory\n", cmd);
+        return 0;
+    }
+    cubec_status err = config_load(c);
+    if (!err) *out_backend = c->backend;
+    free(c);
+    return !cli_failed(cmd, err, "reading the configuration");
+}
+
+int cli_backend_is_webgpu(int backend)
+{
+    return strcmp(gpu_backend_name((gpu_backend)backend), "webgpu") == 0;
 }
 
 const char *cli_format_bytes(uint64_t bytes, char *buf, size_t size)

@@ -4,6 +4,7 @@
  * cooperative-matrix types spelled as `cubec info` spells them; docs/cli.md lists them.
  * Every string goes through json_string, so a device name with a quote stays valid JSON. */
 #include "info_json.h"
+#include "webgpu_driver.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -54,8 +55,28 @@ void info_json_begin(FILE *out, const char *const *backends, int backend_count, 
     fprintf(out, ",\n  \"devices\": [");
 }
 
+/* A webgpu device's "webgpu" object: the parts of its driver string (webgpu_driver.h), each
+ * null where the string is not in the backend's form. */
+static void json_webgpu(FILE *out, const cubec_device_info *d)
+{
+    webgpu_driver w;
+    const int parsed = webgpu_driver_parse(d->driver, &w);
+    const char *names[] = {"implementation", "library", "adapter_backend", "description"};
+    const char *values[] = {w.implementation, w.library, w.backend, w.description};
+    fprintf(out, "      \"webgpu\": {");
+    for (int i = 0; i < 4; i++) {
+        fprintf(out, "%s\"%s\": ", i ? ", " : "", names[i]);
+        if (parsed && values[i][0])
+            json_string(out, values[i]);
+        else
+            fprintf(out, "null");
+    }
+    fprintf(out, "},\n");
+}
+
 void info_json_device(FILE *out, int first, uint32_t index, const cubec_device_info *d,
-                      const char *type, const char *vendor, int is_default, uint64_t off_by_config)
+                      const char *type, const char *vendor, int is_default, uint64_t off_by_config,
+                      int webgpu)
 {
     fprintf(out, "%s\n    {\n      \"index\": %" PRIu32 ",\n      \"default\": %s,\n",
             first ? "" : ",", index, is_default ? "true" : "false");
@@ -67,19 +88,28 @@ void info_json_device(FILE *out, int first, uint32_t index, const cubec_device_i
     json_string(out, vendor);
     fprintf(out, ",\n      \"device_id\": %" PRIu32 ",\n      \"driver\": ", d->device_id);
     json_string(out, d->driver);
-    /* VK_API_VERSION_MAJOR/MINOR/PATCH, as `cubec info` prints them, and the packed value. */
-    fprintf(out,
-            ",\n      \"api_version\": \"%" PRIu32 ".%" PRIu32 ".%" PRIu32 "\",\n"
-            "      \"api_version_packed\": %" PRIu32 ",\n",
-            (d->api_version >> 22) & 0x7Fu, (d->api_version >> 12) & 0x3FFu,
-            d->api_version & 0xFFFu, d->api_version);
+    /* VK_API_VERSION_MAJOR/MINOR/PATCH, as `cubec info` prints them, and the packed value; null
+     * on webgpu, whose devices are no Vulkan devices (api_version is the SPIR-V cubec makes for
+     * the implementation), and the implementation's facts instead. */
+    if (webgpu) {
+        fprintf(out, ",\n      \"api_version\": null,\n      \"api_version_packed\": null,\n");
+        json_webgpu(out, d);
+    } else {
+        fprintf(out,
+                ",\n      \"api_version\": \"%" PRIu32 ".%" PRIu32 ".%" PRIu32 "\",\n"
+                "      \"api_version_packed\": %" PRIu32 ",\n",
+                (d->api_version >> 22) & 0x7Fu, (d->api_version >> 12) & 0x3FFu,
+                d->api_version & 0xFFFu, d->api_version);
+    }
     fprintf(out, "      \"unified_memory\": %s,\n", d->unified_memory ? "true" : "false");
     fprintf(out, "      \"push_descriptors\": %s,\n", d->push_descriptors ? "true" : "false");
-    /* What the bounds-checked mode gives on the device: "buffer", "page" or "none". */
+    /* What the bounds-checked mode gives on the device: "buffer", "page" or "none"; on webgpu
+     * "always": WebGPU keeps every access within its binding, no mode asked. */
     fprintf(out, "      \"robust\": \"%s\",\n",
-            d->robust == CUBEC_ROBUST_BUFFER ? "buffer"
-            : d->robust                      ? "page"
-                                             : "none");
+            webgpu                             ? "always"
+            : d->robust == CUBEC_ROBUST_BUFFER ? "buffer"
+            : d->robust                        ? "page"
+                                               : "none");
     fprintf(out, "      \"device_local_heap_size\": %" PRIu64 ",\n", d->device_local_heap_size);
     fprintf(out, "      \"max_storage_buffer_range\": %" PRIu64 ",\n", d->max_storage_buffer_range);
     fprintf(out, "      \"max_allocation_size\": %" PRIu64 ",\n", d->max_allocation_size);

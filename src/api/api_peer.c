@@ -134,8 +134,9 @@ static void choose_path(const cubec_device *src, const cubec_device *dst, cubec_
         out->path = CUBEC_PATH_NONE;
         snprintf(out->reason, sizeof out->reason,
                  "host-staged: not available: the %s device cannot import host memory "
-                 "(VK_EXT_external_memory_host); %s",
-                 !a->caps.host_import_alignment ? "source" : "destination", cuda);
+                 "(%s); %s",
+                 !a->caps.host_import_alignment ? "source" : "destination",
+                 gpu_no_host_import(!a->caps.host_import_alignment ? a : b), cuda);
         return;
     }
     out->path = CUBEC_PATH_HOST_STAGED;

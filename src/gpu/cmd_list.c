@@ -51,6 +51,20 @@ cubec_status gpu_cmd_list_status(const gpu_cmd *c)
     return NULL;
 }
 
+uint32_t gpu_cmd_set_buffers(const gpu_slot *slots, uint32_t slot_count, int info_uniform,
+                             const gpu_binding *b, uint32_t n, const gpu_binding *info,
+                             uint32_t set, gpu_set_buffer *out)
+{
+    uint32_t count = 0, bound = n < slot_count ? n : slot_count;
+    for (uint32_t i = 0; i < bound; i++) {
+        const gpu_slot *s = &slots[i];
+        if (s->kind == GPU_SLOT_UNUSED || s->set != set) continue;
+        out[count++] = (gpu_set_buffer){&b[i], s->binding, s->kind == GPU_SLOT_UNIFORM, 0};
+    }
+    if (info && set == 0) out[count++] = (gpu_set_buffer){info, GPU_INFO_BINDING, info_uniform, 1};
+    return count;
+}
+
 void gpu_cmd_barrier(gpu_cmd *c, uint32_t src_stages, uint32_t src_access, uint32_t dst_stages,
                      uint32_t dst_access)
 {

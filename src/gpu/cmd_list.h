@@ -129,4 +129,23 @@ static inline const void *gpu_cmd_entry_bytes(const gpu_cmd_entry *e)
     return e + 1;
 }
 
+/* One buffer of a bind that goes in a given descriptor set (bind group), where the pipeline
+ * places it. */
+typedef struct gpu_set_buffer {
+    const gpu_binding *b;
+    uint32_t binding;
+    int uniform; /* a uniform buffer; otherwise a storage buffer */
+    int info;    /* the metadata buffer */
+} gpu_set_buffer;
+
+/* The buffers of a bind that descriptor set `set` takes, in order, into `out` (room for
+ * GPU_MAX_BINDINGS); returns how many. Buffer i goes where slots[i] says; those past slot_count
+ * and those at slots the module left unused are not bound (docs/kernels.md, "Bringing existing
+ * shaders"). The metadata buffer `info` (NULL: none) comes last, in set 0 at GPU_INFO_BINDING, a
+ * uniform buffer when `info_uniform`. One walk for every backend, so that they bind the same
+ * buffers at the same places. */
+uint32_t gpu_cmd_set_buffers(const gpu_slot *slots, uint32_t slot_count, int info_uniform,
+                             const gpu_binding *b, uint32_t n, const gpu_binding *info,
+                             uint32_t set, gpu_set_buffer *out);
+
 #endif

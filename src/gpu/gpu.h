@@ -241,6 +241,9 @@ typedef struct gpu_caps {
     /* Host memory can be imported (mem_import_host) at this alignment of address and size;
      * 0 when it cannot (Vulkan: VK_EXT_external_memory_host). */
     uint64_t host_import_alignment;
+    /* Why it cannot, in the backend's own terms, for messages where host_import_alignment is 0
+     * ("no VK_EXT_external_memory_host"; WebGPU has no import at all). */
+    const char *no_host_import;
     /* Metadata as a std430 uniform block works (scalarBlockLayout), with slices of a buffer
      * aligned to metadata_alignment (set by every backend: a storage or uniform binding's offset
      * alignment, whichever is larger) and at most max_uniform_range bytes. */
@@ -328,6 +331,14 @@ typedef struct gpu_ops {
      * through staging and a copy command (Vulkan, null); WebGPU: wgpuQueueWriteBuffer, which
      * saves the upload ring's two extra copies. */
     cubec_status (*mem_write)(gpu *g, gpu_mem *m, uint64_t offset, const void *src, uint64_t size);
+    /* The mirror of mem_write: copies [offset, +size) of the DEVICE page `m` into `dst` on the
+     * host, in queue order (after all work submitted before), and returns when the bytes are
+     * there; any offset and size. Waits at most timeout_ns (0: without a limit); past it a
+     * CUBEC_TIMEOUT status. NULL where reads go through readback memory and a copy command
+     * (Vulkan, null); WebGPU: one copy into the backend's MAP_READ buffer, mapped and copied
+     * out, which saves the readback ring's extra GPU copy and host copy. */
+    cubec_status (*mem_read)(gpu *g, gpu_mem *m, uint64_t offset, void *dst, uint64_t size,
+                             uint64_t timeout_ns);
     /* Pipelines from SPIR-V. */
     cubec_status (*pipeline_create)(gpu *g, const gpu_pipeline_desc *desc, gpu_pipeline **out);
     void (*pipeline_destroy)(gpu *g, gpu_pipeline *p);
@@ -535,6 +546,12 @@ static inline void gpu_mem_free(gpu *g, gpu_mem *m)
 /* The program's memory as a transfer buffer (counted as a map); CUBEC_UNSUPPORTED when the
  * backend cannot import (caps.host_import_alignment 0). */
 MUST_USE cubec_status gpu_mem_import(gpu *g, void *ptr, uint64_t size, gpu_mem **out);
+/* Why the backend cannot import host memory, for messages (caps.no_host_import, or the
+ * backend's name where it gave none). */
+static inline const char *gpu_no_host_import(const gpu *g)
+{
+    return g->caps.no_host_import ? g->caps.no_host_import : g->ops->name;
+}
 /* A device page allocated exportable (counted as a page, mapped as gpu_mem_alloc maps pages);
  * CUBEC_UNSUPPORTED naming the backend where caps.export_memory is 0. */
 MUST_USE cubec_status gpu_mem_alloc_exportable(gpu *g, uint64_t size, gpu_mem **out);

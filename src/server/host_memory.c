@@ -121,9 +121,9 @@ cubec_status server_host_register(cubec_device *d, void *ptr, uint64_t size)
     } else if (!h->warned_no_import) {
         h->warned_no_import = 1;
         LOG(LOG_WARN, LOG_SYS_MEMORY,
-            "%s: device '%s' cannot import host memory (no VK_EXT_external_memory_host): "
+            "%s: device '%s' cannot import host memory (%s): "
             "registered ranges are accepted and copied through staging",
-            fn, d->info.name);
+            fn, d->info.name, gpu_no_host_import(d->gpu));
     }
     cubec_status err = insert(h, r);
     if (err) gpu_mem_free(d->gpu, r.mem);

@@ -60,8 +60,9 @@ cubec_status server_peer_link(cubec_device *src, cubec_device *dst, peer_link **
     if (!a || !b)
         return status_make(CUBEC_UNSUPPORTED,
                            "no host-staged path from device %p to device %p: the %s cannot "
-                           "import host memory (VK_EXT_external_memory_host)",
-                           (void *)src, (void *)dst, !a ? "source" : "destination");
+                           "import host memory (%s)",
+                           (void *)src, (void *)dst, !a ? "source" : "destination",
+                           gpu_no_host_import(!a ? src->gpu : dst->gpu));
     uint64_t align = a > b ? a : b;
     if (align < 64) align = 64;
     uint64_t chunk = round_up((uint64_t)src->config.multi_chunk_bytes, align);

@@ -15,6 +15,7 @@
 #include "server/failures.h"
 #include "server/graph.h"
 #include "server/hazards.h"
+#include "server/health.h"
 #include "server/host_memory.h"
 #include "server/host_ring.h"
 #include "server/launch_timing.h"
@@ -218,6 +219,21 @@ cubec_status server_write_failure(cubec_device *d, stream_ref s, buffer_obj *b, 
     return NULL;
 }
 
+/* The range of a write that went through the GPU (a queue write or a copy) after it: tainted
+ * with its error when it failed, since part of the bytes may have been written and the range
+ * carries the error; cleared of any earlier failure when it succeeded (spec 5.4). */
+static void settle_write(alloc_obj *a, uint64_t at, uint64_t size, cubec_status err)
+{
+    if (!err) {
+        server_untaint(a, at, size);
+        return;
+    }
+    failure *f =
+        failure_new(cubec_status_code(err), "a write failed: %s", cubec_status_message(err));
+    server_taint(a, at, size, f);
+    failure_release(f);
+}
+
 static cubec_status write_body(cubec_device *d, stream_ref s, buffer_obj *b, uint64_t offset,
                                const void *src, uint64_t size)
 {
@@ -275,14 +291,7 @@ static cubec_status write_body(cubec_device *d, stream_ref s, buffer_obj *b, uin
             }
             if (!err) d->streams->slots[slot].last_value = d->sub->next_value - 1;
         }
-        if (err) {
-            failure *f = failure_new(cubec_status_code(err), "a write failed: %s",
-                                     cubec_status_message(err));
-            server_taint(a, at, size, f);
-            failure_release(f);
-        } else {
-            server_untaint(a, at, size);
-        }
+        settle_write(a, at, size, err);
         server_alloc_unpin(d, a);
         return err;
     }
@@ -304,16 +313,8 @@ static cubec_status write_body(cubec_device *d, stream_ref s, buffer_obj *b, uin
         err = write_staged(d, b, at, src, size);
         value = d->sub->next_value - 1;
     }
-    if (err) {
-        /* Part of the bytes may have been written: the range carries the error. */
-        failure *f =
-            failure_new(cubec_status_code(err), "a write failed: %s", cubec_status_message(err));
-        server_taint(a, at, size, f);
-        failure_release(f);
-    } else {
-        server_untaint(a, at, size);
-        d->streams->slots[slot].last_value = value;
-    }
+    settle_write(a, at, size, err);
+    if (!err) d->streams->slots[slot].last_value = value;
     server_alloc_unpin(d, a);
     return err;
 }
@@ -358,6 +359,41 @@ static cubec_status read_staged(cubec_device *d, buffer_obj *b, uint64_t at, voi
     return NULL;
 }
 
+/* A backend that reads by mapping (WebGPU: gpu_ops.mem_read) copies the bytes straight into the
+ * program's memory: the readback ring would add a GPU copy (into the ring) and a host copy (out
+ * of it) to the backend's own copy into its map buffer and out of it. Ordered as the mapped path
+ * of read_body, with the same wait (which submits the open batch when the bytes' last writer is
+ * not done, as a staged read's flush did): after the last work that wrote the bytes; the
+ * backend's copy goes into the queue behind it. Both waits keep the wait limit; the backend's
+ * copy and map are one operation of the backend's, not a task on the stream (as a read of mapped
+ * memory is none). */
+static cubec_status read_direct(cubec_device *d, uint32_t slot, buffer_obj *b, uint64_t at,
+                                void *dst, uint64_t size)
+{
+    gpu_mem *page = buffer_page(b);
+    /* The wait may release the device lock: the reference keeps the memory, the guard its place
+     * (no relocation meanwhile). */
+    alloc_obj *a = b->alloc;
+    server_alloc_pin(d, a);
+    cubec_status err = sub_wait_for_host(d, transfer_after(d, slot, a, a->last_write));
+    if (!err) {
+        /* The backend waits for the device: a point of the fault plan, as the staged read's
+         * wait was. */
+        err = gpu_fault(d->gpu, CUBEC_FAULT_WAIT, CUBEC_DEVICE_LOST);
+        if (err) {
+            err = status_annotate(err, "the device is treated as lost");
+        } else {
+            err = d->gpu->ops->mem_read(d->gpu, page, at, dst, size, d->sub->wait_timeout_ns);
+            if (err && cubec_status_code(err) == CUBEC_TIMEOUT)
+                err = status_annotate(err, "past the wait limit ([device] wait_timeout, "
+                                           "CUBEC_WAIT_TIMEOUT) the device is treated as lost");
+        }
+        if (err) err = server_note_error(d, err);
+    }
+    server_alloc_unpin(d, a);
+    return err;
+}
+
 static cubec_status read_body(cubec_device *d, uint32_t slot, buffer_obj *b, uint64_t offset,
                               void *dst, uint64_t size);
 
@@ -396,6 +432,7 @@ static cubec_status read_body(cubec_device *d, uint32_t slot, buffer_obj *b, uin
         server_alloc_unpin(d, a);
         return err;
     }
+    if (d->gpu->ops->mem_read) return read_direct(d, slot, b, at, dst, size);
     d->streams->slots[slot].recorded++; /* a copy on the GPU, staged or straight to the host */
     host_range *r = server_host_find(d->host, dst, size);
     if (r) {

@@ -109,9 +109,9 @@ static int has_fp16(cubec_device *d)
  * the specialization constants 233, 234 and 235 that its older shaders declared. cubec takes a
  * module as it is, so the preamble declares those constants (`local_size_x_id = 233` ...) and
  * the sizes go in as their values: the same module, the same sizes. */
-static cubec_kernel ncnn_kernel(cubec_device *d, ncnn_precision prec, const char *shader,
-                                const uint32_t *spec, uint32_t spec_count, uint32_t lx, uint32_t ly,
-                                uint32_t lz)
+static cubec_status ncnn_kernel_try(cubec_device *d, ncnn_precision prec, const char *shader,
+                                    const uint32_t *spec, uint32_t spec_count, uint32_t lx,
+                                    uint32_t ly, uint32_t lz, cubec_kernel *out)
 {
     cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
     ASSERT_OK(cubec_device_get_info(d, &info));
@@ -156,16 +156,48 @@ static cubec_kernel ncnn_kernel(cubec_device *d, ncnn_precision prec, const char
     }
     kd.spec_constants = sc;
     kd.spec_constant_count = spec_count + 3;
-    cubec_kernel k;
-    ASSERT_OK(cubec_kernel_create(d, &kd, &k));
+    cubec_status st = cubec_kernel_create(d, &kd, out);
     free(glsl);
+    return st;
+}
 
+/* ncnn_kernel_try, which must succeed and give the workgroup size asked for. */
+static cubec_kernel ncnn_kernel(cubec_device *d, ncnn_precision prec, const char *shader,
+                                const uint32_t *spec, uint32_t spec_count, uint32_t lx, uint32_t ly,
+                                uint32_t lz)
+{
+    cubec_kernel k;
+    ASSERT_OK(ncnn_kernel_try(d, prec, shader, spec, spec_count, lx, ly, lz, &k));
     cubec_kernel_info ki = CUBEC_KERNEL_INFO_INIT;
     ASSERT_OK(cubec_kernel_get_info(d, k, &ki));
     assert_int_equal(ki.workgroup_size[0], lx);
     assert_int_equal(ki.workgroup_size[1], ly);
     assert_int_equal(ki.workgroup_size[2], lz);
     return k;
+}
+
+/* 1 where the shader's fp16-packed variant cannot run here: on the webgpu backend, ncnn's store of
+ * a single packed half (buffer_st1: a compare-and-swap loop on its word) uses what
+ * atomicCompSwap returns, which naga 29's SPIR-V front end cannot translate (docs/device.md, "The
+ * WebGPU backend"). The refusal is checked instead: CUBEC_UNSUPPORTED naming the kernel and the
+ * construct. relu.comp stores whole vec4s and runs. */
+static int packed_store_refused(cubec_device *d, ncnn_precision prec, const char *shader,
+                                const uint32_t *spec, uint32_t spec_count, uint32_t lx, uint32_t ly,
+                                uint32_t lz)
+{
+    const char *backend = getenv("CUBEC_BACKEND");
+    if (prec != NCNN_FP16_PACKED || !backend || strcmp(backend, "webgpu") != 0) return 0;
+    cubec_kernel k;
+    cubec_status st = ncnn_kernel_try(d, prec, shader, spec, spec_count, lx, ly, lz, &k);
+    if (!st) fail_msg("%s (fp16 packed) was expected to be refused on webgpu", shader);
+    char kernel[128];
+    snprintf(kernel, sizeof kernel, "kernel '%s'", shader);
+    const char *msg = cubec_status_message(st);
+    if (cubec_status_code(st) != CUBEC_UNSUPPORTED || !strstr(msg, kernel) ||
+        !strstr(msg, "OpAtomicCompareExchange") || !strstr(msg, "naga said"))
+        fail_msg("%s: an unexpected refusal: %s", shader, msg);
+    cubec_status_free(st);
+    return 1;
 }
 
 static uint32_t f32_bits(float f)
@@ -333,15 +365,21 @@ static void run_softmax(ncnn_precision prec)
     uint32_t spec[13];
     memcpy(spec, shape, sizeof spec);
     const int32_t *pc = shape + 1; /* the push constants: everything but the axis */
+    const uint32_t lr = ws_w < 4 ? ws_w : 4, lw = w < 8 ? w : 8, lh = h < 8 ? h : 8;
 
-    cubec_kernel reduce_max =
-        ncnn_kernel(d, prec, "softmax_reduce_max.comp", spec, 13, ws_w < 4 ? ws_w : 4, 1, 1);
+    /* All four passes store single halves. */
+    if (packed_store_refused(d, prec, "softmax_reduce_max.comp", spec, 13, lr, 1, 1)) {
+        assert_true(packed_store_refused(d, prec, "softmax_exp_sub_max.comp", spec, 13, lw, lh, 1));
+        assert_true(packed_store_refused(d, prec, "softmax_reduce_sum.comp", spec, 13, lr, 1, 1));
+        assert_true(packed_store_refused(d, prec, "softmax_div_sum.comp", spec, 13, lw, lh, 1));
+        test_device_close(d);
+        return;
+    }
+    cubec_kernel reduce_max = ncnn_kernel(d, prec, "softmax_reduce_max.comp", spec, 13, lr, 1, 1);
     cubec_kernel exp_sub_max =
-        ncnn_kernel(d, prec, "softmax_exp_sub_max.comp", spec, 13, w < 8 ? w : 8, h < 8 ? h : 8, 1);
-    cubec_kernel reduce_sum =
-        ncnn_kernel(d, prec, "softmax_reduce_sum.comp", spec, 13, ws_w < 4 ? ws_w : 4, 1, 1);
-    cubec_kernel div_sum =
-        ncnn_kernel(d, prec, "softmax_div_sum.comp", spec, 13, w < 8 ? w : 8, h < 8 ? h : 8, 1);
+        ncnn_kernel(d, prec, "softmax_exp_sub_max.comp", spec, 13, lw, lh, 1);
+    cubec_kernel reduce_sum = ncnn_kernel(d, prec, "softmax_reduce_sum.comp", spec, 13, lr, 1, 1);
+    cubec_kernel div_sum = ncnn_kernel(d, prec, "softmax_div_sum.comp", spec, 13, lw, lh, 1);
 
     float *x = calloc(cstep, sizeof *x);
     assert_non_null(x);
@@ -355,7 +393,6 @@ static void run_softmax(ncnn_precision prec)
     ASSERT_OK(cubec_buffer_create(d, 0, (size_t)ws_cstep * es, &sum_ws));
 
     const uint32_t pc_size = 12 * sizeof(int32_t);
-    const uint32_t lr = ws_w < 4 ? ws_w : 4, lw = w < 8 ? w : 8, lh = h < 8 ? h : 8;
     cubec_buffer with_max[2] = {blob, max_ws}, with_sum[2] = {blob, sum_ws};
     launch(d, reduce_max, with_max, 2, pc, pc_size, ceil_div(ws_w, lr), 1, 1);
     launch(d, exp_sub_max, with_max, 2, pc, pc_size, ceil_div(w, lw), ceil_div(h, lh), 1);
@@ -438,6 +475,14 @@ static void run_binaryop(ncnn_precision prec)
         float scalar;
     } cases[] = {{0, 0, 0}, {2, 0, 0}, {3, 0, 0}, {4, 0, 0}, {7, 0, 0}, {2, 1, 2.5f}};
     const uint32_t lx = w < 4 ? w : 4, ly = h < 4 ? h : 4, lz = c < 4 ? c : 4;
+    uint32_t first_spec[18] = {0, 0, 0};
+    memcpy(first_spec + 3, shape, sizeof shape);
+    if (packed_store_refused(d, prec, "binaryop.comp", first_spec, 18, lx, ly, lz)) {
+        free(a);
+        free(b);
+        test_device_close(d);
+        return;
+    }
 
     for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++) {
         uint32_t spec[18];
@@ -522,6 +567,10 @@ static void run_innerproduct(ncnn_precision prec)
     uint32_t spec[14] = {1, 2, f32_bits(0.1f), f32_bits(0.0f)};
     memcpy(spec + 4, shape, sizeof shape);
     const uint32_t lx = num_output < 64 ? num_output : 64;
+    if (packed_store_refused(d, prec, "innerproduct.comp", spec, 14, lx, 1, 1)) {
+        test_device_close(d);
+        return;
+    }
     cubec_kernel k = ncnn_kernel(d, prec, "innerproduct.comp", spec, 14, lx, 1, 1);
 
     /* Inputs rounded to what the buffers hold, so that the reference starts from the same. */

@@ -13,6 +13,7 @@
 
 #include "base/clock.h"
 #include "gpu/gpu.h"
+#include "server/device.h"
 
 #include <inttypes.h>
 #include <pthread.h>
@@ -578,6 +579,136 @@ static void test_direct_writes_keep_stream_order(void **state)
 
 /* --- A queue write beside a submission (the backend's seam, gpu/gpu.h) ---------------------- */
 
+/* One read of [at, +size) of `b` (whose bytes are `model`) into a host array at an odd address
+ * between guard bytes: exactly the range's bytes land, and nothing around them. */
+static void expect_read_exact(cubec_device *d, cubec_buffer b, const uint8_t *model, uint64_t at,
+                              uint64_t size)
+{
+    enum { GUARD = 7 };
+    uint8_t *host = malloc(size + 2 * GUARD + 1);
+    assert_non_null(host);
+    uint8_t *into = host + 1 + GUARD; /* odd: the host side has no alignment to lean on */
+    memset(host, 0xee, size + 2 * GUARD + 1);
+    ASSERT_OK(cubec_read(d, 0, b, at, into, size));
+    for (uint64_t i = 0; i < size; i++)
+        if (into[i] != model[at + i])
+            fail_msg("byte %llu of a read of [%llu, +%llu): 0x%02x, want 0x%02x",
+                     (unsigned long long)i, (unsigned long long)at, (unsigned long long)size,
+                     into[i], model[at + i]);
+    for (int i = 0; i < GUARD; i++)
+        if (into[-1 - i] != 0xee || into[size + (uint64_t)i] != 0xee)
+            fail_msg("a read of [%llu, +%llu) wrote outside its %llu bytes", (unsigned long long)at,
+                     (unsigned long long)size, (unsigned long long)size);
+    free(host);
+}
+
+/* cubec_read straight from a device page (gpu_ops.mem_read: one copy into the backend's map
+ * buffer, mapped and copied out, instead of the readback ring): reads at every offset and size
+ * class of a buffer in a pooled page land exactly their bytes, a read after launches returns what
+ * they wrote, and one longer than the backend's read chunk (64 MiB) from an odd offset lands
+ * whole. A read of bytes no pending work writes submits no command buffer of cubec's: the ring's
+ * copy was one, so the count tells the direct path from the ring's. */
+static void test_direct_reads_land_exact_bytes(void **state)
+{
+    (void)state;
+    cubec_device *d = open_webgpu();
+    if (!d) skip();
+    enum { SMALL = 4099 }; /* odd: the page's neighbour starts within the last word's padding */
+    uint8_t model[SMALL];
+    uint32_t seed = 33;
+    for (uint32_t i = 0; i < SMALL; i++)
+        model[i] = (uint8_t)test_rand(&seed);
+    cubec_buffer before, b, after;
+    ASSERT_OK(cubec_buffer_create(d, 0, 100, &before));
+    ASSERT_OK(cubec_buffer_from(d, 0, model, SMALL, &b));
+    ASSERT_OK(cubec_buffer_create(d, 0, 100, &after));
+    ASSERT_OK(cubec_fill(d, 0, before, 0, 100, 0x5a5a5a5au));
+    ASSERT_OK(cubec_fill(d, 0, after, 0, 100, 0xa5a5a5a5u));
+    ASSERT_OK(cubec_sync(d, 0));
+    const uint64_t submissions = server_stats_get(d).submissions;
+    static const uint64_t offsets[] = {0, 1, 2, 3, 4, 5, 6, 7, 1021, 4092, 4095, 4098};
+    static const uint64_t sizes[] = {1, 2, 3, 4, 5, 7, 8, 13, 1024, 4095};
+    for (size_t i = 0; i < sizeof offsets / sizeof *offsets; i++)
+        for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++)
+            if (offsets[i] + sizes[k] <= SMALL)
+                expect_read_exact(d, b, model, offsets[i], sizes[k]);
+    expect_read_exact(d, b, model, 0, SMALL);
+    expect_read_exact(d, b, model, 3, SMALL - 3);
+    assert_int_equal(server_stats_get(d).submissions, submissions);
+
+    /* After launches, without a sync: the read waits for them. */
+    cubec_kernel k = make_kernel(d, "saxpy", saxpy_src);
+    uint32_t a[N], c[N], zero[N] = {0};
+    for (uint32_t i = 0; i < N; i++) {
+        a[i] = test_rand(&seed);
+        c[i] = test_rand(&seed);
+    }
+    cubec_buffer bufs[3];
+    ASSERT_OK(cubec_buffer_from(d, 0, a, sizeof a, &bufs[0]));
+    ASSERT_OK(cubec_buffer_from(d, 0, c, sizeof c, &bufs[1]));
+    ASSERT_OK(cubec_buffer_from(d, 0, zero, sizeof zero, &bufs[2]));
+    uint32_t pc[2] = {N, 7};
+    cubec_launch_desc ld = saxpy_launch(k, bufs, pc);
+    for (int r = 0; r < 4; r++)
+        ASSERT_OK(cubec_launch(d, 0, &ld));
+    uint32_t want[N];
+    for (uint32_t i = 0; i < N; i++)
+        want[i] = a[i] * 7u + c[i];
+    expect_read_exact(d, bufs[2], (const uint8_t *)want, 5, sizeof want - 9);
+    /* The neighbours of the odd-sized buffer kept their fills. */
+    uint8_t fills[200];
+    memset(fills, 0x5a, 100);
+    memset(fills + 100, 0xa5, 100);
+    expect_read_exact(d, before, fills, 1, 99);
+    expect_read_exact(d, after, fills + 100, 0, 97);
+    for (int i = 0; i < 3; i++)
+        ASSERT_OK(cubec_buffer_release(d, bufs[i]));
+    ASSERT_OK(cubec_kernel_destroy(d, k));
+    ASSERT_OK(cubec_buffer_release(d, before));
+    ASSERT_OK(cubec_buffer_release(d, b));
+    ASSERT_OK(cubec_buffer_release(d, after));
+
+    /* 80 MiB less 3 bytes at each end: two of the backend's chunks, the first from an odd
+     * offset. */
+    const uint64_t big = 80ull << 20;
+    uint8_t *host = malloc(big);
+    assert_non_null(host);
+    for (uint64_t i = 0; i < big / 4; i++)
+        ((uint32_t *)host)[i] = (uint32_t)(i * 2654435761u);
+    cubec_buffer large;
+    ASSERT_OK(cubec_buffer_from(d, 0, host, big, &large));
+    expect_read_exact(d, large, host, 3, big - 6);
+    ASSERT_OK(cubec_buffer_release(d, large));
+    free(host);
+    cubec_device_close(d);
+}
+
+/* A direct read's failures as a staged read's: bytes that carry a failure (cubec_write_failure)
+ * report it and nothing is copied, and the read's wait on the device is a point of the fault
+ * plan (CUBEC_FAULT_WAIT): when it fails the device is lost, and later reads say so. */
+static void test_direct_read_failures(void **state)
+{
+    (void)state;
+    cubec_device *d = open_webgpu();
+    if (!d) skip();
+    uint32_t words[64], back[64];
+    for (uint32_t i = 0; i < 64; i++)
+        words[i] = i * 3u + 1u;
+    cubec_buffer b;
+    ASSERT_OK(cubec_buffer_from(d, 0, words, sizeof words, &b));
+    ASSERT_OK(cubec_write_failure(d, 0, b, 128, 8, CUBEC_INTERNAL, "lost on purpose"));
+    memset(back, 0xee, sizeof back);
+    ASSERT_ERROR(cubec_read(d, 0, b, 120, back, 16), CUBEC_INTERNAL, "lost on purpose");
+    for (uint32_t i = 0; i < 64; i++)
+        assert_int_equal(back[i], 0xeeeeeeeeu);
+    ASSERT_OK(cubec_read(d, 0, b, 0, back, 128)); /* the bytes before it are fine */
+    assert_memory_equal(back, words, 128);
+    ASSERT_OK(cubec_fault_inject(d, CUBEC_FAULT_WAIT, 1));
+    ASSERT_ERROR(cubec_read(d, 0, b, 4, back, 8), CUBEC_DEVICE_LOST, "injected");
+    ASSERT_ERROR(cubec_read(d, 0, b, 4, back, 8), CUBEC_DEVICE_LOST, "lost earlier");
+    cubec_device_close(d);
+}
+
 #define RACE_BYTES 65536u /* the upload buffer, new each round */
 #define RACE_AT 4096u     /* the range the writer flushes */
 #define RACE_SIZE 4096u
@@ -697,6 +828,8 @@ int main(void)
         cmocka_unit_test(test_bad_timestamp_placement),
         cmocka_unit_test(test_queue_write_beside_a_submission),
         cmocka_unit_test(test_direct_writes_keep_stream_order),
+        cmocka_unit_test(test_direct_reads_land_exact_bytes),
+        cmocka_unit_test(test_direct_read_failures),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

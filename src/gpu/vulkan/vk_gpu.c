@@ -838,6 +838,7 @@ cubec_status vk_gpu_open(const gpu_open_desc *desc, gpu **out)
         .physical_index = v->vk.physical_index,
         .deferred_recording = 1,
         .host_import_alignment = v->vk.host_import_alignment,
+        .no_host_import = "no VK_EXT_external_memory_host",
         .uniform_info = v->vk.scalar_block_layout,
         .metadata_alignment = max_u64(v->vk.props.limits.minStorageBufferOffsetAlignment,
                                       v->vk.props.limits.minUniformBufferOffsetAlignment),

@@ -115,9 +115,6 @@ cubec_status vk_emit_bind_buffers(vk_cmd *c, const gpu_pipeline *p, const gpu_bi
                                   uint32_t n, const gpu_binding *info,
                                   const gpu_image_binding *images, uint32_t ni)
 {
-    /* Buffers past the pipeline's slots, and those at slots the module left unused, are not
-     * bound (docs/kernels.md, "Bringing existing shaders"). */
-    uint32_t bound = n < p->slot_count ? n : p->slot_count;
     /* A uniform binding's range is at most maxUniformBufferRange: the block, which reflection
      * checked fits, is at its start. */
     uint64_t uniform_range = c->g->vk.props.limits.maxUniformBufferRange;
@@ -126,30 +123,21 @@ cubec_status vk_emit_bind_buffers(vk_cmd *c, const gpu_pipeline *p, const gpu_bi
         VkDescriptorImageInfo image_infos[GPU_MAX_RESOURCES];
         VkBufferView texel_views[GPU_MAX_RESOURCES];
         VkWriteDescriptorSet w[GPU_MAX_BINDINGS + GPU_MAX_RESOURCES];
-        uint32_t count = 0;
-        for (uint32_t i = 0; i < bound + (info && set == 0 ? 1 : 0); i++) {
-            const gpu_binding *x = i < bound ? &b[i] : info;
-            int uniform;
-            uint32_t binding;
-            if (i < bound) {
-                const gpu_slot *s = &p->slots[i];
-                if (s->kind == GPU_SLOT_UNUSED || s->set != set) continue;
-                uniform = s->kind == GPU_SLOT_UNIFORM;
-                binding = s->binding;
-            } else {
-                uniform = p->info_uniform;
-                binding = GPU_INFO_BINDING;
-            }
+        gpu_set_buffer sb[GPU_MAX_BINDINGS];
+        uint32_t count =
+            gpu_cmd_set_buffers(p->slots, p->slot_count, p->info_uniform, b, n, info, set, sb);
+        for (uint32_t i = 0; i < count; i++) {
+            const gpu_binding *x = sb[i].b;
+            int uniform = sb[i].uniform;
             uint64_t size = uniform && x->size > uniform_range ? uniform_range : x->size;
-            infos[count] = (VkDescriptorBufferInfo){vk_buffer_of(x->mem), x->offset, size};
-            w[count] = (VkWriteDescriptorSet){.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
-                                              .dstBinding = binding,
-                                              .descriptorCount = 1,
-                                              .descriptorType =
-                                                  uniform ? VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER
-                                                          : VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-                                              .pBufferInfo = &infos[count]};
-            count++;
+            infos[i] = (VkDescriptorBufferInfo){vk_buffer_of(x->mem), x->offset, size};
+            w[i] = (VkWriteDescriptorSet){.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
+                                          .dstBinding = sb[i].binding,
+                                          .descriptorCount = 1,
+                                          .descriptorType = uniform
+                                                                ? VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER
+                                                                : VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                                          .pBufferInfo = &infos[i]};
         }
         for (uint32_t i = 0; i < ni && i < GPU_MAX_RESOURCES; i++) {
             const gpu_image_binding *x = &images[i];

@@ -197,25 +197,16 @@ static cubec_status bind_buffers(wg_enc *e, const gpu_cmd_entry *ce)
     const gpu_image_binding *images = gpu_cmd_entry_images(ce);
     const gpu_binding *b = gpu_cmd_entry_bindings(ce);
     const gpu_binding *info = ce->u.buffers.info ? &b[ce->u.buffers.n] : NULL;
-    uint32_t bound = ce->u.buffers.n < pl->slot_count ? ce->u.buffers.n : pl->slot_count;
     uint64_t uniform_range = e->w->limits.maxUniformBufferBindingSize;
     for (uint32_t set = 0; set < pl->set_count; set++) {
         WGPUBindGroupEntry entries[GPU_MAX_BINDINGS + 2 * GPU_MAX_RESOURCES];
         uint64_t ids[GPU_MAX_BINDINGS + 2 * GPU_MAX_RESOURCES];
+        gpu_set_buffer sb[GPU_MAX_BINDINGS];
+        uint32_t buffers = gpu_cmd_set_buffers(pl->slots, pl->slot_count, pl->info_uniform, b,
+                                               ce->u.buffers.n, info, set, sb);
         uint32_t count = 0;
-        for (uint32_t i = 0; i < bound + (info && set == 0 ? 1 : 0); i++) {
-            const gpu_binding *x = i < bound ? &b[i] : info;
-            int uniform;
-            uint32_t binding;
-            if (i < bound) {
-                const gpu_slot *s = &pl->slots[i];
-                if (s->kind == GPU_SLOT_UNUSED || s->set != set) continue;
-                uniform = s->kind == GPU_SLOT_UNIFORM;
-                binding = s->binding;
-            } else {
-                uniform = pl->info_uniform;
-                binding = GPU_INFO_BINDING;
-            }
+        for (uint32_t i = 0; i < buffers; i++) {
+            const gpu_binding *x = sb[i].b;
             const wg_mem *m = (const wg_mem *)x->mem;
             /* Storage bindings are whole words in WebGPU; the buffer is too (wg_mem.bytes). The
              * metadata block's binding is whole 16 bytes: its SPIR-V (std430) size ends at its
@@ -223,12 +214,12 @@ static cubec_status bind_buffers(wg_enc *e, const gpu_cmd_entry *ce)
              * (16 with a vec3, a vec4 or a matrix), and WebGPU refuses a binding smaller than
              * that. Its ring slice starts at a multiple of metadata_alignment (16 or more), so the
              * bytes past it are the slice's padding or the next slice's, which it never reads. */
-            uint64_t granule = x == info ? 16u : 4u;
+            uint64_t granule = sb[i].info ? 16u : 4u;
             uint64_t size = (x->size + granule - 1u) & ~(granule - 1u);
-            if (uniform && size > uniform_range) size = uniform_range;
+            if (sb[i].uniform && size > uniform_range) size = uniform_range;
             if (x->offset + size > m->bytes) size = m->bytes - x->offset;
             entries[count] = (WGPUBindGroupEntry){
-                .binding = binding, .buffer = m->buffer, .offset = x->offset, .size = size};
+                .binding = sb[i].binding, .buffer = m->buffer, .offset = x->offset, .size = size};
             ids[count++] = m->id;
         }
         /* Images, textures and samplers: their views and the device's samplers. */

@@ -104,6 +104,7 @@ static const gpu_ops wg_ops = {.name = "webgpu",
                                .mem_destroy = wg_mem_destroy,
                                .mem_raw = wg_mem_raw,
                                .mem_write = wg_mem_write,
+                               .mem_read = wg_mem_read,
                                .pipeline_create = wg_pipeline_create,
                                .pipeline_destroy = wg_pipeline_destroy,
                                .cmd_create = wg_cmd_create,
@@ -244,9 +245,16 @@ static void fill_info(const wg_procs *p, WGPUAdapter a, const WGPULimits *lim,
     memset(out, 0, sizeof *out);
     out->struct_size = sizeof *out;
     view_copy(out->name, sizeof out->name, ai.device);
-    char desc[200];
+    char desc[160], version[48] = "";
     view_copy(desc, sizeof desc, ai.description);
-    snprintf(out->driver, sizeof out->driver, "WebGPU (%s) on %s: %s", p->path,
+    if (p->GetVersion) {
+        uint32_t v = p->GetVersion();
+        snprintf(version, sizeof version, "wgpu-native %u.%u.%u.%u, ", v >> 24, (v >> 16) & 0xFFu,
+                 (v >> 8) & 0xFFu, v & 0xFFu);
+    }
+    /* "WebGPU ([wgpu-native VERSION, ]LIBRARY) on BACKEND: DESCRIPTION": `cubec info` shows the
+     * parts on lines of their own (tools/cmd_info.c; docs/device.md). */
+    snprintf(out->driver, sizeof out->driver, "WebGPU (%s%s) on %s: %s", version, p->path,
              backend_of(ai.backendType), desc);
     out->vendor_id = ai.vendorID;
     out->device_id = ai.deviceID;
@@ -545,6 +553,12 @@ cubec_status wg_gpu_open(const gpu_open_desc *desc, gpu **out)
     }
     fill_info(w->p, w->adapter, &w->limits, &g->info);
     g->info.timestamp_period_ns = wg_timestamp_period(w);
+    /* Said rather than ignored: a user who asked for validation and sees no message should know
+     * that WebGPU's own checks (always on, errors through wg_events.c) are what ran. */
+    if (desc->validation)
+        LOG(LOG_INFO, LOG_SYS_DEVICE,
+            "webgpu: validation asked: WebGPU validates every call itself; the Khronos layer "
+            "(CUBEC_VALIDATION) is the vulkan backend's");
     /* wgpu-native reports no subgroup size (fill_info's 1): measured where kernels can see it. */
     if (g->info.subgroup_size <= 1 && (g->features.enabled & WG_SUBGROUP_BITS) && w->p->DevicePoll)
         wg_measure_subgroup_size(w, &g->info);
@@ -561,6 +575,7 @@ cubec_status wg_gpu_open(const gpu_open_desc *desc, gpu **out)
                    .host_query_reset = 1, /* WebGPU queries need no reset at all */
                    .deferred_recording = 1,
                    .host_import_alignment = 0,
+                   .no_host_import = "WebGPU has no import of host memory",
                    .uniform_info = 0,
                    .metadata_alignment = max_u64(w->limits.minStorageBufferOffsetAlignment,
                                                  w->limits.minUniformBufferOffsetAlignment),

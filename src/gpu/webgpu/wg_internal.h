@@ -87,7 +87,7 @@ typedef struct wg_gpu {
      * queue_lock. */
     WGPUBuffer indirect;
     uint64_t indirect_bytes;
-    /* Readback ranges are copied here and mapped (wg_mem_invalidate), under queue_lock. */
+    /* Reads are copied here and mapped (wg_mem_read, wg_mem_invalidate), under queue_lock. */
     WGPUBuffer map;
     uint64_t map_bytes;
     wg_image_state images;
@@ -159,6 +159,8 @@ void wg_mem_destroy(gpu *g, gpu_mem *gm);
 void wg_mem_raw(gpu *g, gpu_mem *gm, uint64_t *out_handle, uint64_t *out_address);
 MUST_USE cubec_status wg_mem_write(gpu *g, gpu_mem *gm, uint64_t offset, const void *src,
                                    uint64_t size);
+MUST_USE cubec_status wg_mem_read(gpu *g, gpu_mem *gm, uint64_t offset, void *dst, uint64_t size,
+                                  uint64_t timeout_ns);
 /* wg_pipeline.c */
 MUST_USE cubec_status wg_pipeline_create(gpu *g, const gpu_pipeline_desc *desc, gpu_pipeline **out);
 void wg_pipeline_destroy(gpu *g, gpu_pipeline *pl);
@@ -202,10 +204,14 @@ void wg_on_uncaptured(WGPUDevice const *device, WGPUErrorType type, WGPUStringVi
 /* wg_events.c: lets the implementation run its callbacks (work done, maps); blocks when `wait`. */
 void wg_poll_events(wg_gpu *w, int wait);
 uint64_t wg_now_ns(void); /* CLOCK_MONOTONIC */
-/* wg_events.c: maps [0, bytes) of the MAP_READ buffer `map`, waits for it (polling), copies
- * [skip, +n) of it to `dst` and unmaps it. 0 when it did; else the WGPUMapAsyncStatus that
- * failed, or -1 when the mapped range could not be had. */
-int wg_map_read(wg_gpu *w, WGPUBuffer map, size_t bytes, size_t skip, void *dst, size_t n);
+/* wg_events.c: maps [0, bytes) of the MAP_READ buffer `map`, waits for it (polling) at most
+ * timeout_ns (0: without a limit), copies [skip, +n) of it to `dst` and unmaps it. 0 when it
+ * did; else the WGPUMapAsyncStatus that failed, or one of WG_MAP_* below. */
+#define WG_MAP_NO_RANGE (-1)  /* the mapped range could not be had */
+#define WG_MAP_TIMED_OUT (-2) /* not mapped within timeout_ns (the map is aborted) */
+#define WG_MAP_NO_MEMORY (-3) /* the host is out of memory */
+int wg_map_read(wg_gpu *w, WGPUBuffer map, size_t bytes, size_t skip, void *dst, size_t n,
+                uint64_t timeout_ns);
 
 /* Encodes `c`'s list into a new command buffer (under queue_lock). */
 MUST_USE cubec_status wg_encode(wg_gpu *w, const wg_cmd *c, WGPUCommandBuffer *out);

@@ -25,6 +25,7 @@ static const char *fill(void *lib)
     *(void **)&procs.ComputePassEncoderWriteTimestamp =
         dlsym(lib, "wgpuComputePassEncoderWriteTimestamp");
     *(void **)&procs.QueueGetTimestampPeriod = dlsym(lib, "wgpuQueueGetTimestampPeriod");
+    *(void **)&procs.GetVersion = dlsym(lib, "wgpuGetVersion");
     return NULL;
 }
 

@@ -94,6 +94,8 @@ typedef size_t (*wg_enumerate_adapters_fn)(WGPUInstance instance, const void *op
 typedef void (*wg_pass_write_timestamp_fn)(WGPUComputePassEncoder pass, WGPUQuerySet set,
                                            uint32_t index);
 typedef float (*wg_timestamp_period_fn)(WGPUQueue queue);
+/* The implementation's version: major << 24 | minor << 16 | patch << 8 | build. */
+typedef uint32_t (*wg_get_version_fn)(void);
 
 typedef struct wg_procs {
 #define WG_PROC_MEMBER_(name) WGPUProc##name name;
@@ -105,6 +107,8 @@ typedef struct wg_procs {
     wg_pass_write_timestamp_fn ComputePassEncoderWriteTimestamp;
     /* Nanoseconds per tick of resolved timestamps; NULL: 1 (webgpu.h's, in nanoseconds). */
     wg_timestamp_period_fn QueueGetTimestampPeriod;
+    /* wgpu-native's version (`cubec info` shows it); NULL: another implementation. */
+    wg_get_version_fn GetVersion;
     const char *path; /* the library loaded */
 } wg_procs;
 

@@ -163,6 +163,48 @@ cubec_status wg_mem_write(gpu *g, gpu_mem *gm, uint64_t offset, const void *src,
     return wg_take_error(w, "queue write");
 }
 
+/* Copies [offset, +size) of `buffer` into `dst` through the device's map buffer: a copy of the
+ * whole words around it, submitted behind everything submitted before, mapped and exactly its
+ * bytes copied out. Under queue_lock. */
+static cubec_status read_through_map(wg_gpu *w, WGPUBuffer buffer, uint64_t offset, void *dst,
+                                     uint64_t size, uint64_t timeout_ns)
+{
+    const wg_procs *p = w->p;
+    uint64_t begin = offset & ~(uint64_t)3u, end = WG_ALIGN4(offset + size);
+    WGPUBuffer map = NULL;
+    RETURN_IF_ERROR(wg_map_buffer(w, end - begin, &map));
+    WGPUCommandEncoderDescriptor ed = {0};
+    WGPUCommandEncoder enc = p->DeviceCreateCommandEncoder(w->device, &ed);
+    WGPUCommandBuffer cb = NULL;
+    if (enc) {
+        p->CommandEncoderCopyBufferToBuffer(enc, buffer, begin, map, 0, end - begin);
+        WGPUCommandBufferDescriptor cd = {0};
+        cb = p->CommandEncoderFinish(enc, &cd);
+        p->CommandEncoderRelease(enc);
+    }
+    if (cb) {
+        p->QueueSubmit(w->queue, 1, &cb);
+        p->CommandBufferRelease(cb);
+    }
+    RETURN_IF_ERROR(wg_take_error(w, "copying a read into the map buffer"));
+    if (!cb)
+        return status_make(CUBEC_INTERNAL,
+                           "webgpu: no command buffer for a read of %" PRIu64 " bytes", size);
+    int failed = wg_map_read(w, map, (size_t)(end - begin), (size_t)(offset - begin), dst,
+                             (size_t)size, timeout_ns);
+    if (failed == WG_MAP_TIMED_OUT)
+        return status_make(CUBEC_TIMEOUT,
+                           "webgpu: a read of %" PRIu64 " bytes was not mapped within %.3g s", size,
+                           (double)timeout_ns / 1e9);
+    if (failed == WG_MAP_NO_MEMORY)
+        return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (a read's map)");
+    if (failed)
+        return status_make(CUBEC_DEVICE_LOST,
+                           "webgpu: mapping %" PRIu64 " bytes for reading failed (status %d)",
+                           end - begin, failed);
+    return NULL;
+}
+
 /* Readback staging is a storage buffer (the byte-copy kernel writes it byte by byte; a copy
  * into a mappable buffer is whole words, which would overwrite the bytes of a neighbouring read
  * still pending in the staging ring); its range is copied into the device's map buffer, mapped,
@@ -170,36 +212,51 @@ cubec_status wg_mem_write(gpu *g, gpu_mem *gm, uint64_t offset, const void *src,
 void wg_mem_invalidate(gpu *g, gpu_mem *gm, uint64_t offset, uint64_t size)
 {
     wg_gpu *w = wg_of(g);
-    const wg_procs *p = w->p;
     wg_mem *m = (wg_mem *)gm;
     if (!gm->mapped || gm->kind != GPU_MEM_READBACK || offset >= m->bytes || !size) return;
     if (size > gm->size - offset) size = gm->size - offset;
-    uint64_t begin = offset & ~(uint64_t)3u, end = WG_ALIGN4(offset + size);
     pthread_mutex_lock(&w->queue_lock);
-    WGPUBuffer map = NULL;
-    cubec_status err = wg_map_buffer(w, end - begin, &map);
-    WGPUCommandEncoderDescriptor ed = {0};
-    WGPUCommandEncoder enc = err ? NULL : p->DeviceCreateCommandEncoder(w->device, &ed);
-    if (enc) {
-        p->CommandEncoderCopyBufferToBuffer(enc, m->buffer, begin, map, 0, end - begin);
-        WGPUCommandBufferDescriptor cd = {0};
-        WGPUCommandBuffer cb = p->CommandEncoderFinish(enc, &cd);
-        p->CommandEncoderRelease(enc);
-        if (cb) {
-            p->QueueSubmit(w->queue, 1, &cb);
-            p->CommandBufferRelease(cb);
-        }
-        int failed = wg_map_read(w, map, (size_t)(end - begin), (size_t)(offset - begin),
-                                 gm->mapped + offset, (size_t)size);
-        if (failed)
-            LOG(LOG_ERROR, LOG_SYS_DEVICE,
-                "webgpu: mapping %" PRIu64 " bytes for reading failed (%d)", end - begin, failed);
-    }
+    cubec_status err = read_through_map(w, m->buffer, offset, gm->mapped + offset, size, 0);
     pthread_mutex_unlock(&w->queue_lock);
     if (err) {
         LOG(LOG_ERROR, LOG_SYS_DEVICE, "webgpu: %s", cubec_status_message(err));
         cubec_status_free(err);
     }
+}
+
+/* A direct read maps this much at most at a time: the map buffer stays this size whatever the
+ * read's (wgpu keeps a MAP_READ buffer in host memory on a discrete GPU). */
+#define WG_READ_CHUNK (64ull << 20)
+
+cubec_status wg_mem_read(gpu *g, gpu_mem *gm, uint64_t offset, void *dst, uint64_t size,
+                         uint64_t timeout_ns)
+{
+    wg_gpu *w = wg_of(g);
+    wg_mem *m = (wg_mem *)gm;
+    if (gm->kind != GPU_MEM_DEVICE || !m->buffer || offset > gm->size || size > gm->size - offset)
+        return status_make(CUBEC_INTERNAL,
+                           "wg_mem_read: [%" PRIu64 ", +%" PRIu64 ") of a %" PRIu64
+                           "-byte page of kind %d is not a device range",
+                           offset, size, gm->size, (int)gm->kind);
+    unsigned char *to = dst;
+    uint64_t start = wg_now_ns();
+    cubec_status err = NULL;
+    pthread_mutex_lock(&w->queue_lock);
+    for (uint64_t done = 0; done < size && !err;) {
+        uint64_t at = offset + done;
+        /* Chunks end on whole words, so that each copies WG_READ_CHUNK bytes at most. */
+        uint64_t n = WG_READ_CHUNK - (at & 3u);
+        if (n > size - done) n = size - done;
+        uint64_t left = 0; /* the limit is the read's, not each chunk's */
+        if (timeout_ns) {
+            uint64_t spent = wg_now_ns() - start;
+            left = spent < timeout_ns ? timeout_ns - spent : 1;
+        }
+        err = read_through_map(w, m->buffer, at, to + done, n, left);
+        done += n;
+    }
+    pthread_mutex_unlock(&w->queue_lock);
+    return err;
 }
 
 void wg_mem_destroy(gpu *g, gpu_mem *gm)

@@ -1,9 +1,13 @@
 /* The WebGPU backend's pipelines: bind-group layouts per set, immediates for push constants,
  * SPIR-V with its access decorations dropped (docs/device.md, "read_write") and its
- * specialization constants frozen in (wg_spec_freeze.h), override constants for WGSL's. */
+ * specialization constants frozen in (wg_spec_freeze.h) and its infinite and NaN constants
+ * computed (wg_spirv_nonfinite.h), override constants for WGSL's. */
 #include "gpu/webgpu/wg_image.h"
 #include "gpu/webgpu/wg_internal.h"
+#include "gpu/webgpu/wg_naga_refusals.h"
 #include "gpu/webgpu/wg_spec_freeze.h"
+#include "gpu/webgpu/wg_spirv_aliases.h"
+#include "gpu/webgpu/wg_spirv_nonfinite.h"
 #include "gpu/webgpu/wg_spirv_split.h"
 
 #include "base/log.h"
@@ -363,6 +367,21 @@ cubec_status wg_pipeline_create(gpu *g, const gpu_pipeline_desc *desc, gpu_pipel
             code = split;
             words = split_words;
         }
+        /* Infinite and NaN float constants, which WGSL has no literal for, computed instead;
+         * vector views of a scalar buffer at its binding, which WGSL forbids, merged into it. */
+        uint32_t *finite = NULL, *merged = NULL;
+        if (!err && code) err = wg_spirv_nonfinite(code, words, &finite, &split_words);
+        if (finite) {
+            free(code);
+            code = finite;
+            words = split_words;
+        }
+        if (!err && code) err = wg_spirv_merge_aliases(code, words, &merged, &split_words);
+        if (merged) {
+            free(code);
+            code = merged;
+            words = split_words;
+        }
         WGPUShaderSourceSPIRV spirv = {.chain = {.sType = WGPUSType_ShaderSourceSPIRV},
                                        .codeSize = (uint32_t)words,
                                        .code = code};
@@ -370,6 +389,8 @@ cubec_status wg_pipeline_create(gpu *g, const gpu_pipeline_desc *desc, gpu_pipel
             err = wg_build_pipeline(w, desc->wgsl ? &wgsl.chain : &spirv.chain, desc->name,
                                     desc->entry_point ? desc->entry_point : "main", desc->spec,
                                     values, spec_count, pl->layout, &pl->pipeline);
+        /* naga's refusals of a known limit of its own, said in words (wg_naga_refusals.h). */
+        if (err && !desc->wgsl) err = wg_naga_explain(code, words, err);
         free(code);
         free(naga);
     }

@@ -191,7 +191,7 @@ static cubec_status read_parts(wg_gpu *w, gpu_queries *q, const read_part *parts
     if (!err) err = wg_take_error(w, "resolving queries");
     if (err) return err;
     size_t bytes = (size_t)count * 8u;
-    int failed = wg_map_read(w, map, bytes, 0, out_ticks, bytes);
+    int failed = wg_map_read(w, map, bytes, 0, out_ticks, bytes, 0);
     if (failed)
         return status_make(CUBEC_DEVICE_LOST,
                            "webgpu: mapping %zu bytes of timestamps for reading failed (status %d)",

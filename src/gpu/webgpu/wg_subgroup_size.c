@@ -55,7 +55,7 @@ static int run(wg_gpu *w, WGPUComputePipeline pipeline, WGPUBindGroupLayout bgl,
             if (cb) {
                 p->QueueSubmit(w->queue, 1, &cb);
                 p->CommandBufferRelease(cb);
-                failed = wg_map_read(w, map, 8, 0, out, 8) != 0;
+                failed = wg_map_read(w, map, 8, 0, out, 8, 0) != 0;
             }
         }
         if (group) p->BindGroupRelease(group);
