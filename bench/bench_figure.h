@@ -110,6 +110,15 @@ extern const bench_impl bench_batch64_serial_impl;
 extern const bench_impl bench_relocate_impl;
 extern const bench_impl bench_relocate_copy_impl;
 
+/* image.write / image.read (image_figures.c): cubec_image_write + sync / cubec_image_read of an
+ * rgba8 image of odd rows, and their baselines, cubec_write / cubec_read of the same bytes into
+ * a buffer. */
+extern const bench_impl bench_image_write_impl, bench_image_write_baseline_impl;
+extern const bench_impl bench_image_read_impl, bench_image_read_baseline_impl;
+#define BENCH_IMAGE_NOTE                                                                           \
+    "cubec only: rgba8, 2047 x 2048 (1023 x 1024 --quick, 4095 x 4096 on a GPU), rows not a "      \
+    "multiple of 256 bytes; baseline: the same bytes to or from a buffer"
+
 /* multi.copy_peer.{1,16,256}MiB (multi_figures.c): cubec_copy_peer to a second device, and its
  * baseline, cubec_copy of the same bytes on one device. */
 extern const bench_impl bench_copy_peer_1_impl, bench_copy_peer_1_baseline_impl;

@@ -93,6 +93,11 @@ static const figure_variant peak_ratio_variants[] = {
         .unavailable = bench_allreduce_##mib##_unavailable                                         \
     }
 
+/* The rows of image.write and image.read: the same but for the name and the baseline. */
+#define IMAGE_ROW                                                                                  \
+    .unit = "GB/s", .lower_is_better = 0, .method = "wall", .warmup = 1, .reps = 11,               \
+    .quick_reps = 3, .note = BENCH_IMAGE_NOTE
+
 /* The figures of docs/benchmarks.md, then the streams figures, measured against cubec itself.
  * compile.warm_disk is measured against the same child processes without the disk cache.
  * Repetitions are odd so that the median is a sample. */
@@ -115,6 +120,10 @@ static const figure_def figures[] = {
     {"write.h2d_pinned", "GB/s", 0, "wall", 1, 11, 3},
     {"read.d2h_pinned", "GB/s", 0, "wall", 1, 11, 3},
     {"copy.d2d", "GB/s", 0, "wall", 1, 7, 3},
+    /* An image of odd rows written and read, against cubec_write / cubec_read of the same bytes
+     * into a buffer (image_figures.c): cubec only. */
+    {.name = "image.write", IMAGE_ROW, .self_baseline = "cubec_write"},
+    {.name = "image.read", IMAGE_ROW, .self_baseline = "cubec_read"},
     {"kernel.vector_add", "GB/s", 0, "wall", 1, 11, 3},
     {"kernel.gemm_f16", "TFLOP/s", 0, "wall", 1, 11, 3, "cubec_scalar", NULL, 0, NULL, NULL,
      CUBEC_FEATURE_COOPERATIVE_MATRIX_NV},

@@ -1117,6 +1117,8 @@ const bench_impl_entry bench_cubec_impls[] = {
     {"write.h2d_pinned", &h2d_pinned_impl},
     {"read.d2h_pinned", &d2h_pinned_impl},
     {"copy.d2d", &copy_impl},
+    {"image.write", &bench_image_write_impl},
+    {"image.read", &bench_image_read_impl},
     {"kernel.vector_add", &vector_impl},
     {"kernel.gemm_f16", &bench_gemm_f16_impl},
     {"alloc.pair", &alloc_impl},
@@ -1166,5 +1168,7 @@ const bench_impl_entry bench_cubec_baseline_impls[] = {
     {"multi.allreduce.256MiB", &bench_copy_peer_256_impl},
     {"multi.cuda_roundtrip", &bench_cuda_roundtrip_baseline_impl},
     {"memory.relocate", &bench_relocate_copy_impl},
+    {"image.write", &bench_image_write_baseline_impl},
+    {"image.read", &bench_image_read_baseline_impl},
     {NULL, NULL},
 };

@@ -436,12 +436,282 @@ static void test_refusals_by_name(void **state)
     cubec_device_close(d);
 }
 
+/* --- Copies of rows that are not 256-byte multiples, every way the backend has ------------------
+ *
+ * wg_image.c moves such rows through aligned scratch rows (by a kernel, or by a buffer copy per
+ * row) or copies texture rows one by one, each device and direction its cheapest way;
+ * CUBEC_WEBGPU_IMAGE_COPIES forces one, so each runs here. A round trip alone would pass a layout
+ * that writes and reads wrong in the same way, so each direction is checked against the CPU on its
+ * own: a write by a kernel that loads every texel into a buffer, a read of texels a kernel stored
+ * from their coordinates. */
+
+typedef struct texel_format {
+    cubec_image_format format;
+    const char *wgsl;   /* its WGSL storage format */
+    uint32_t bytes;     /* a texel's */
+    uint32_t words;     /* the dump kernel writes these words per texel */
+    const char *sample; /* the dump kernel's texel type: f32 or u32 */
+    const char *dump;   /* WGSL storing texel v of index i into o */
+} texel_format;
+
+static const texel_format texel_formats[] = {
+    {CUBEC_IMAGE_FORMAT_R8_UNORM, "r8unorm", 1, 1, "f32", "o[i] = u32(round(v.r * 255.0));"},
+    {CUBEC_IMAGE_FORMAT_R16_SFLOAT, "r16float", 2, 1, "f32",
+     "o[i] = pack2x16float(vec2<f32>(v.r, 0.0)) & 0xffffu;"},
+    {CUBEC_IMAGE_FORMAT_RGBA8_UNORM, "rgba8unorm", 4, 1, "f32", "o[i] = pack4x8unorm(v);"},
+    {CUBEC_IMAGE_FORMAT_RGBA16_SFLOAT, "rgba16float", 8, 2, "f32",
+     "o[2u * i] = pack2x16float(v.xy); o[2u * i + 1u] = pack2x16float(v.zw);"},
+    {CUBEC_IMAGE_FORMAT_R32_UINT, "r32uint", 4, 1, "u32", "o[i] = v.r;"},
+    {CUBEC_IMAGE_FORMAT_RGBA32_UINT, "rgba32uint", 16, 4, "u32",
+     "for (var k = 0u; k < 4u; k = k + 1u) { o[4u * i + k] = v[k]; }"},
+};
+
+static uint32_t depth_of(uint32_t depth)
+{
+    return depth > 1 ? depth : 1;
+}
+
+/* One invocation per column, each walking the column's texels of every slice: a few workgroups
+ * whatever the image (llvmpipe allocates memory per workgroup, which ASan's quarantine keeps: a
+ * workgroup per 4 x 4 x 4 texels took a 1023 x 8200 image's test to 5.9 GB there). */
+static cubec_launch_desc launch_columns(cubec_kernel k, uint32_t w)
+{
+    cubec_launch_desc ld = CUBEC_LAUNCH_DESC_INIT;
+    ld.kernel = k;
+    ld.groups[0] = (w + 63) / 64;
+    ld.groups[1] = ld.groups[2] = 1;
+    return ld;
+}
+
+/* The walk: texel c (its coordinates) of index i at column id.x, row y, slice z; `body` in it. */
+static const char *column_loop(uint32_t depth)
+{
+    return depth > 1 ? "    let size = textureDimensions(t);\n"
+                       "    if (id.x >= size.x) { return; }\n"
+                       "    for (var z = 0u; z < size.z; z = z + 1u) {\n"
+                       "    for (var y = 0u; y < size.y; y = y + 1u) {\n"
+                       "    let c = vec3<u32>(id.x, y, z);\n"
+                       "    let i = (z * size.y + y) * size.x + id.x;\n"
+                     : "    let size = vec3<u32>(textureDimensions(t), 1u);\n"
+                       "    if (id.x >= size.x) { return; }\n"
+                       "    for (var z = 0u; z < 1u; z = z + 1u) {\n"
+                       "    for (var y = 0u; y < size.y; y = y + 1u) {\n"
+                       "    let c = vec2<u32>(id.x, y);\n"
+                       "    let i = y * size.x + id.x;\n";
+}
+
+/* Random texels; 16-bit floats finite and normal (exponent 1..30), so that they pass through a
+ * kernel's f32 unchanged. */
+static unsigned char *random_texels(const texel_format *tf, size_t bytes, uint32_t seed)
+{
+    unsigned char *b = random_bytes(bytes, seed);
+    if (tf->format == CUBEC_IMAGE_FORMAT_R16_SFLOAT ||
+        tf->format == CUBEC_IMAGE_FORMAT_RGBA16_SFLOAT)
+        for (size_t i = 0; i + 1 < bytes; i += 2) {
+            uint32_t e = 1u + test_rand(&seed) % 30u;
+            b[i + 1] = (unsigned char)((b[i + 1] & 0x83u) | (e << 2));
+        }
+    return b;
+}
+
+/* Writes random texels and checks, through a kernel that loads each into a buffer, that each
+ * landed at its coordinates. */
+static void expect_write(cubec_device *d, const texel_format *tf, uint32_t w, uint32_t h,
+                         uint32_t depth)
+{
+    char src[1024];
+    snprintf(src, sizeof src,
+             "@group(0) @binding(0) var<storage, read_write> o: array<u32>;\n"
+             "@group(0) @binding(1) var t: texture_%s<%s>;\n"
+             "@compute @workgroup_size(64)\n"
+             "fn main(@builtin(global_invocation_id) id: vec3<u32>) {\n"
+             "%s"
+             "    let v = textureLoad(t, c, 0);\n"
+             "    %s\n"
+             "    } }\n"
+             "}\n",
+             depth > 1 ? "3d" : "2d", tf->sample, column_loop(depth), tf->dump);
+    size_t texels = (size_t)w * h * depth_of(depth), bytes = texels * tf->bytes;
+    unsigned char *in = random_texels(tf, bytes, w * 7u + h * 13u + tf->bytes);
+    uint32_t *out = calloc(texels * tf->words, sizeof *out);
+    assert_non_null(out);
+    cubec_image im = make_image(d, tf->format, w, h, depth);
+    ASSERT_OK(cubec_image_write(d, 0, im, in, bytes));
+    cubec_kernel k = make_wgsl(d, "dump", src);
+    cubec_buffer o;
+    ASSERT_OK(cubec_buffer_create(d, 0, texels * tf->words * 4, &o));
+    cubec_resource res = {.kind = CUBEC_RESOURCE_SAMPLED_TEXTURE, .binding = 1, .image = im};
+    cubec_launch_desc ld = launch_columns(k, w);
+    ld.buffers = &o;
+    ld.buffer_count = 1;
+    ld.resources = &res;
+    ld.resource_count = 1;
+    ASSERT_OK(cubec_launch(d, 0, &ld));
+    ASSERT_OK(cubec_read(d, 0, o, 0, out, texels * tf->words * 4));
+    for (size_t i = 0; i < texels; i++)
+        for (uint32_t k2 = 0; k2 < tf->words; k2++) {
+            uint32_t want = 0, n = tf->bytes < 4 ? tf->bytes : 4;
+            for (uint32_t b = 0; b < n; b++)
+                want |= (uint32_t)in[i * tf->bytes + k2 * 4 + b] << (8 * b);
+            if (out[i * tf->words + k2] != want)
+                fail_msg("%s %ux%ux%u written: texel %zu word %u loads 0x%08x, wrote 0x%08x",
+                         tf->wgsl, w, h, depth, i, k2, out[i * tf->words + k2], want);
+        }
+    ASSERT_OK(cubec_buffer_release(d, o));
+    ASSERT_OK(cubec_kernel_destroy(d, k));
+    ASSERT_OK(cubec_image_release(d, im));
+    free(in);
+    free(out);
+}
+
+/* The value a kernel stores at texel `i` (x, y, z): a hash of the coordinates. */
+static uint32_t texel_value(uint32_t x, uint32_t y, uint32_t z)
+{
+    return (x * 2654435761u) ^ (y * 40503u + 0x5bd1e995u) ^ (z * 97u);
+}
+
+/* Texels a kernel stores from their coordinates, read back and checked against the CPU. Formats
+ * of 1, 4 and 16 bytes (those a WGSL kernel can store exactly on every device that has them). */
+static void expect_read(cubec_device *d, const texel_format *tf, uint32_t w, uint32_t h,
+                        uint32_t depth)
+{
+    const char *value = tf->format == CUBEC_IMAGE_FORMAT_R8_UNORM
+                            ? "vec4<f32>(f32(u & 255u) / 255.0, 0.0, 0.0, 1.0)"
+                        : tf->format == CUBEC_IMAGE_FORMAT_RGBA8_UNORM ? "unpack4x8unorm(u)"
+                        : tf->format == CUBEC_IMAGE_FORMAT_R32_UINT    ? "vec4<u32>(u, 0u, 0u, 1u)"
+                                                                    : "vec4<u32>(u, ~u, u * 3u, i)";
+    char src[1024];
+    snprintf(src, sizeof src,
+             "@group(0) @binding(0) var t: texture_storage_%s<%s, write>;\n"
+             "@compute @workgroup_size(64)\n"
+             "fn main(@builtin(global_invocation_id) id: vec3<u32>) {\n"
+             "%s"
+             "    let u = (id.x * 2654435761u) ^ (y * 40503u + 0x5bd1e995u) ^ (z * 97u);\n"
+             "    textureStore(t, c, %s);\n"
+             "    } }\n"
+             "}\n",
+             depth > 1 ? "3d" : "2d", tf->wgsl, column_loop(depth), value);
+    size_t texels = (size_t)w * h * depth_of(depth), bytes = texels * tf->bytes;
+    unsigned char *out = malloc(bytes);
+    assert_non_null(out);
+    cubec_image im = make_image(d, tf->format, w, h, depth);
+    cubec_kernel k = make_wgsl(d, "store", src);
+    cubec_resource res = {.kind = CUBEC_RESOURCE_STORAGE_IMAGE, .image = im};
+    cubec_launch_desc ld = launch_columns(k, w);
+    ld.resources = &res;
+    ld.resource_count = 1;
+    ASSERT_OK(cubec_launch(d, 0, &ld));
+    ASSERT_OK(cubec_image_read(d, 0, im, out, bytes));
+    for (uint32_t z = 0, i = 0; z < depth_of(depth); z++)
+        for (uint32_t y = 0; y < h; y++)
+            for (uint32_t x = 0; x < w; x++, i++) {
+                uint32_t u = texel_value(x, y, z);
+                uint32_t want[4] = {u, ~u, u * 3u, i};
+                const unsigned char *got = out + (size_t)i * tf->bytes;
+                for (uint32_t b = 0; b < tf->bytes; b++) {
+                    unsigned wb =
+                        tf->bytes == 1 ? (u & 255u) : (want[b / 4] >> (8 * (b % 4))) & 255u;
+                    if (got[b] != wb)
+                        fail_msg("%s %ux%ux%u read: texel (%u, %u, %u) byte %u is %u, want %u",
+                                 tf->wgsl, w, h, depth, x, y, z, b, got[b], wb);
+                }
+            }
+    ASSERT_OK(cubec_kernel_destroy(d, k));
+    ASSERT_OK(cubec_image_release(d, im));
+    free(out);
+}
+
+static const char *const copy_ways[] = {"kernel", "buffer-rows", "texture-rows"};
+
+/* A device whose image copies go `way` (CUBEC_WEBGPU_IMAGE_COPIES is read when it opens). */
+static cubec_device *open_copies(const char *way)
+{
+    assert_int_equal(setenv("CUBEC_WEBGPU_IMAGE_COPIES", way, 1), 0);
+    cubec_device *d = open_webgpu();
+    unsetenv("CUBEC_WEBGPU_IMAGE_COPIES");
+    return d;
+}
+
+static void test_copies_every_way(void **state)
+{
+    (void)state;
+    for (size_t wi = 0; wi < sizeof copy_ways / sizeof *copy_ways; wi++) {
+        cubec_device *d = open_copies(copy_ways[wi]);
+        if (!d) skip();
+        printf("CUBEC_WEBGPU_IMAGE_COPIES=%s\n", copy_ways[wi]);
+        /* Buffers kept alive between the cases, so that each case's staging bytes start at
+         * another offset of a pooled page. */
+        cubec_buffer fillers[16];
+        uint32_t nf = 0;
+        for (size_t f = 0; f < sizeof texel_formats / sizeof *texel_formats; f++) {
+            const texel_format *tf = &texel_formats[f];
+            /* Odd widths (rows not a multiple of 256, nor of 4 for 1 and 2 bytes), 256-byte
+             * rows, and 3D. */
+            static const uint32_t shapes[][3] = {{13, 5, 1}, {37, 21, 1}, {65, 3, 1}, {5, 4, 3}};
+            for (size_t sh = 0; sh < sizeof shapes / sizeof *shapes; sh++) {
+                uint32_t w = shapes[sh][0], h = shapes[sh][1], depth = shapes[sh][2];
+                expect_round_trip(d, tf->format, tf->bytes, w, h, depth);
+                if (depth == 1 || !strcmp(tf->sample, "u32")) expect_write(d, tf, w, h, depth);
+                if (tf->bytes != 2 && tf->bytes != 8) expect_read(d, tf, w, h, depth);
+                if (nf < 16) {
+                    ASSERT_OK(cubec_buffer_create(d, 0, 100u * (nf + 1) + 4, &fillers[nf]));
+                    nf++;
+                }
+            }
+            expect_round_trip(d, tf->format, tf->bytes, 256 / tf->bytes, 3, 1); /* one copy */
+        }
+        for (uint32_t i = 0; i < nf; i++)
+            ASSERT_OK(cubec_buffer_release(d, fillers[i]));
+        cubec_device_close(d);
+    }
+}
+
+/* Images larger than one pass through the scratch buffer (32 MiB of aligned rows): whole slices
+ * a pass (a 3D image), and rows of a slice a pass (a 2D image taller than a pass). */
+static void test_copies_in_passes(void **state)
+{
+    (void)state;
+    for (size_t wi = 0; wi < 2; wi++) {
+        cubec_device *d = open_copies(copy_ways[wi]);
+        if (!d) skip();
+        const texel_format *r32 = &texel_formats[4], *rgba32 = &texel_formats[5];
+        assert_int_equal(r32->format, CUBEC_IMAGE_FORMAT_R32_UINT);
+        /* Slices of 700 rows of 16128 bytes aligned: two a pass, three passes. */
+        expect_write(d, rgba32, 1000, 700, 5);
+        expect_read(d, rgba32, 1000, 700, 5);
+        /* Rows of 4096 bytes aligned, 8200 of them: 33.6 MB, two passes. */
+        expect_write(d, r32, 1023, 8200, 1);
+        expect_read(d, r32, 1023, 8200, 1);
+        cubec_device_close(d);
+    }
+}
+
+/* A way that is not one is refused by name when the device opens. */
+static void test_copies_unknown_way(void **state)
+{
+    (void)state;
+    assert_int_equal(setenv("CUBEC_WEBGPU_IMAGE_COPIES", "sideways", 1), 0);
+    cubec_device_desc desc = CUBEC_DEVICE_DESC_INIT;
+    desc.backend = "webgpu";
+    cubec_device *d = NULL;
+    cubec_status st = cubec_device_open(&desc, &d);
+    unsetenv("CUBEC_WEBGPU_IMAGE_COPIES");
+    if (st && cubec_status_code(st) == CUBEC_NOT_FOUND) {
+        cubec_status_free(st);
+        skip();
+    }
+    ASSERT_ERROR(st, CUBEC_INVALID_ARGUMENT,
+                 "CUBEC_WEBGPU_IMAGE_COPIES: 'sideways' is not one of kernel, buffer-rows");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_write_read_round_trip), cmocka_unit_test(test_glsl_storage_images),
         cmocka_unit_test(test_wgsl_emboss),           cmocka_unit_test(test_wgsl_read_write_3d),
         cmocka_unit_test(test_sampled_textures),      cmocka_unit_test(test_refusals_by_name),
+        cmocka_unit_test(test_copies_every_way),      cmocka_unit_test(test_copies_in_passes),
+        cmocka_unit_test(test_copies_unknown_way),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -253,7 +253,7 @@ static cubec_status bind_buffers(wg_enc *e, const gpu_cmd_entry *ce)
  * block): a fill of 16 MiB as 16384 workgroups only added overhead there, and under ASan the
  * quarantine kept those blocks by the hundred thousand (test_relocation_threads at 3.6 GB
  * resident); 64 keep every thread busy. */
-static uint32_t own_kernel_groups(const wg_gpu *w, uint64_t words)
+uint32_t wg_own_kernel_groups(const wg_gpu *w, uint64_t words)
 {
     uint64_t cap = w->base.info.type == CUBEC_DEVICE_TYPE_CPU ? 64u : 4096u;
     if (cap > w->limits.maxComputeWorkgroupsPerDimension)
@@ -274,7 +274,7 @@ static void run_own_kernel(wg_enc *e, WGPUComputePipeline pipeline, WGPUBindGrou
     p->ComputePassEncoderSetPipeline(pass, pipeline);
     p->ComputePassEncoderSetBindGroup(pass, 0, group, 0, NULL);
     p->ComputePassEncoderSetImmediates(pass, 0, imm, 4 * sizeof imm[0]);
-    p->ComputePassEncoderDispatchWorkgroups(pass, own_kernel_groups(e->w, words), 1, 1);
+    p->ComputePassEncoderDispatchWorkgroups(pass, wg_own_kernel_groups(e->w, words), 1, 1);
     p->ComputePassEncoderEnd(pass);
     p->ComputePassEncoderRelease(pass);
     p->BindGroupRelease(group);

@@ -3,14 +3,28 @@
  * entries, and its copies to and from packed bytes.
  *
  * Why no layout transition and no init command: WebGPU tracks a texture's usage itself and
- * zeroes a new texture, so gpu_cmd_image_init has nothing to do here (wg_encode.c). */
+ * zeroes a new texture, so gpu_cmd_image_init has nothing to do here (wg_encode.c).
+ *
+ * Why copies go through aligned rows: WebGPU's rows in a buffer are a multiple of 256 bytes apart
+ * (bytesPerRow), and packed rows are not unless their size is. One texture copy per row cost
+ * ~2000 copy commands for a 2047 x 2048 image (image.write 0.5-1 GB/s on lavapipe against 6 on
+ * Vulkan). Instead the rows are moved to or from 256-byte aligned rows in the device's scratch
+ * buffer and one copy takes them from or to the texture, as wgpu's own wgpuQueueWriteTexture
+ * repacks rows into its staging buffer (on the CPU) before a single copy. The rows are moved by
+ * the backend's repacking kernel on a GPU (one pass); on a CPU device uploads move them by a
+ * buffer copy per row and downloads stay a texture copy per row (each the cheaper there:
+ * choose_copies has the figures). A queue write of the texture would
+ * skip the staging buffer on uploads, but it runs at the call, not in stream order, and the
+ * server's image writes are commands on the stream (server/images.c), captured by graphs too. */
 #include "gpu/webgpu/wg_image.h"
 #include "gpu/webgpu/wg_spirv_split.h"
 
 #include "base/image_formats.h"
+#include "base/log.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* cubec_image_format -> WebGPU format and name; index 0 is no format. `core_storage`: WebGPU
  * core allows write-only and read-only storage of it; `core_read_write`: and read_write
@@ -50,6 +64,97 @@ static const WGPUTextureUsage image_usage = WGPUTextureUsage_StorageBinding |
                                             WGPUTextureUsage_TextureBinding |
                                             WGPUTextureUsage_CopySrc | WGPUTextureUsage_CopyDst;
 
+/* The repacking kernels, over `rows` rows of `row` bytes: `packed` holds them one after another
+ * from byte `at` of its window (a multiple of 16), `padded` from its byte 0 with each row
+ * 256-byte aligned (the copy pitch). Both move 16 bytes (a vec4) per step; 16 bytes at any byte
+ * are two aligned vec4s funnel-shifted (bytes16). pack writes each
+ * padded row's vec4s (the bytes past a row's end are padding no copy reads); unpack writes each
+ * packed vec4 once, whole where it lies within one row, else byte by byte keeping the bytes
+ * outside the rows (another allocation's, in a pooled page). Grid-stride, as the fill and
+ * byte-copy kernels are; the (row, column) of a step moves by a fixed amount with a carry, so an
+ * invocation divides once, not once a step. */
+static const char repack_wgsl[] =
+    "struct Repack { at: u32, row: u32, rows: u32, pad: u32 }\n"
+    "var<immediate> r: Repack;\n"
+    "@group(0) @binding(0) var<storage, read_write> packed: array<vec4<u32>>;\n"
+    "@group(0) @binding(1) var<storage, read_write> padded: array<vec4<u32>>;\n"
+    "fn pitch() -> u32 { return (r.row + 255u) & ~255u; }\n"
+    "fn bytes16(a: vec4<u32>, b: vec4<u32>, s: u32) -> vec4<u32> {\n"
+    "    let q = (s >> 2u) & 3u;\n"
+    "    let c1 = vec4<u32>(a.yzw, b.x);\n"
+    "    let c2 = vec4<u32>(a.zw, b.xy);\n"
+    "    let c3 = vec4<u32>(a.w, b.xyz);\n"
+    "    let lo = select(select(select(a, c1, q == 1u), c2, q == 2u), c3, q == 3u);\n"
+    "    let hi = select(select(select(c1, c2, q == 1u), c3, q == 2u), b, q == 3u);\n"
+    "    let sh = (s & 3u) * 8u;\n"
+    "    let up = select(hi << vec4<u32>((32u - sh) & 31u), vec4<u32>(0u), sh == 0u);\n"
+    "    return (lo >> vec4<u32>(sh)) | up;\n"
+    "}\n"
+    "@compute @workgroup_size(256)\n"
+    "fn pack(@builtin(global_invocation_id) id: vec3<u32>,\n"
+    "        @builtin(num_workgroups) n: vec3<u32>) {\n"
+    "    let per_row = (r.row + 15u) >> 4u;\n"
+    "    let pitch16 = pitch() >> 4u;\n"
+    "    let stride = n.x * 256u;\n"
+    "    let dy = stride / per_row;\n"
+    "    let dc = stride - dy * per_row;\n"
+    "    var y = id.x / per_row;\n"
+    "    var c = id.x - y * per_row;\n"
+    "    loop {\n"
+    "        if (y >= r.rows) { break; }\n"
+    "        let s = r.at + y * r.row + c * 16u;\n"
+    "        let i = s >> 4u;\n"
+    "        padded[y * pitch16 + c] = bytes16(packed[i], packed[i + 1u], s);\n"
+    "        c = c + dc;\n"
+    "        y = y + dy;\n"
+    "        if (c >= per_row) { c = c - per_row; y = y + 1u; }\n"
+    "    }\n"
+    "}\n"
+    "fn bytewise(j: u32) -> vec4<u32> {\n"
+    "    let end = r.at + r.row * r.rows;\n"
+    "    let pitch_bytes = pitch();\n"
+    "    var v = packed[j];\n"
+    "    for (var k = 0u; k < 16u; k = k + 1u) {\n"
+    "        let b = j * 16u + k;\n"
+    "        if (b >= r.at && b < end) {\n"
+    "            let p = b - r.at;\n"
+    "            let y = p / r.row;\n"
+    "            let sb = y * pitch_bytes + p - y * r.row;\n"
+    "            let byte = (padded[sb >> 4u][(sb >> 2u) & 3u] >> ((sb & 3u) * 8u)) & 0xffu;\n"
+    "            let sh = (k & 3u) * 8u;\n"
+    "            v[k >> 2u] = (v[k >> 2u] & ~(0xffu << sh)) | (byte << sh);\n"
+    "        }\n"
+    "    }\n"
+    "    return v;\n"
+    "}\n"
+    "@compute @workgroup_size(256)\n"
+    "fn unpack(@builtin(global_invocation_id) id: vec3<u32>,\n"
+    "          @builtin(num_workgroups) n: vec3<u32>) {\n"
+    "    let stride = n.x * 256u;\n"
+    "    let last = (r.at + r.row * r.rows + 15u) >> 4u;\n"
+    "    var j = (r.at >> 4u) + id.x;\n"
+    "    let pitch_bytes = pitch();\n"
+    "    let step = stride * 16u;\n"
+    "    let dy = step / r.row;\n"
+    "    let dx = step - dy * r.row;\n"
+    "    var y = id.x * 16u / r.row;\n"
+    "    var x = id.x * 16u - y * r.row;\n"
+    "    loop {\n"
+    "        if (j >= last) { break; }\n"
+    "        if (y < r.rows && x + 16u <= r.row) {\n"
+    "            let s = y * pitch_bytes + x;\n"
+    "            let i = s >> 4u;\n"
+    "            packed[j] = bytes16(padded[i], padded[i + 1u], s);\n"
+    "        } else {\n"
+    "            packed[j] = bytewise(j);\n"
+    "        }\n"
+    "        j = j + stride;\n"
+    "        x = x + dx;\n"
+    "        y = y + dy;\n"
+    "        if (x >= r.row) { x = x - r.row; y = y + 1u; }\n"
+    "    }\n"
+    "}\n";
+
 size_t wg_image_features(const wg_procs *p, WGPUAdapter adapter, WGPUFeatureName *out)
 {
     size_t n = 0;
@@ -65,6 +170,78 @@ static uint64_t next_id(wg_gpu *w)
     uint64_t id = ++w->next_mem_id;
     pthread_mutex_unlock(&w->lock);
     return id;
+}
+
+/* The repacking kernels: two storage buffers and 16 bytes of immediates. Without them (no
+ * immediates, or a failure, logged) copies of rows that are not 256-byte multiples go row by
+ * row. */
+static void make_repack(wg_gpu *w)
+{
+    const wg_procs *p = w->p;
+    wg_image_state *s = &w->images;
+    if (!w->immediates || w->limits.maxImmediateSize < 16) return;
+    WGPUBindGroupLayoutEntry e[2];
+    for (uint32_t i = 0; i < 2; i++)
+        e[i] = (WGPUBindGroupLayoutEntry){.binding = i,
+                                          .visibility = WGPUShaderStage_Compute,
+                                          .buffer = {.type = WGPUBufferBindingType_Storage}};
+    WGPUBindGroupLayoutDescriptor d = {.entryCount = 2, .entries = e};
+    s->repack_layout = p->DeviceCreateBindGroupLayout(w->device, &d);
+    WGPUPipelineLayoutDescriptor ld = {
+        .bindGroupLayoutCount = 1, .bindGroupLayouts = &s->repack_layout, .immediateSize = 16};
+    WGPUPipelineLayout layout = p->DeviceCreatePipelineLayout(w->device, &ld);
+    WGPUShaderSourceWGSL src = {.chain = {.sType = WGPUSType_ShaderSourceWGSL},
+                                .code = wg_str(repack_wgsl)};
+    cubec_status err = wg_build_pipeline(w, &src.chain, "cubec.webgpu.pack", "pack", NULL, NULL, 0,
+                                         layout, &s->pack);
+    if (!err)
+        err = wg_build_pipeline(w, &src.chain, "cubec.webgpu.unpack", "unpack", NULL, NULL, 0,
+                                layout, &s->unpack);
+    p->PipelineLayoutRelease(layout);
+    if (err) {
+        LOG(LOG_WARN, LOG_SYS_DEVICE,
+            "webgpu: no image repacking kernels (%s): image copies go by texture rows",
+            cubec_status_message(err));
+        cubec_status_free(err);
+        if (s->pack) p->ComputePipelineRelease(s->pack);
+        s->pack = NULL;
+    }
+}
+
+/* How copies of rows that are not 256-byte multiples go (wg_image_copies), each way: measured
+ * on lavapipe (2047 x 2048 rgba8, CPU time per cubec_image_write / cubec_image_read): a copy per
+ * texture row 16-17.5 / 12.3-14.3 ms, the kernels 34-36 / 31-32 ms (a CPU device runs each
+ * lane's storage access in a loop of its own), a buffer copy per row through the scratch buffer
+ * 8.1-9.5 / 15-15.7 ms. So on a CPU device uploads go by buffer rows and downloads by texture
+ * rows. A GPU runs the kernel's pass in microseconds, while every copy command costs the
+ * implementation microseconds of CPU: the kernel both ways. CUBEC_WEBGPU_IMAGE_COPIES picks one
+ * way for both (kernel, buffer-rows, texture-rows), so that every way can be tested anywhere;
+ * the kernel without the kernels (no immediates) goes by texture rows. */
+static cubec_status choose_copies(wg_gpu *w)
+{
+    static const char *const names[] = {"texture-rows", "buffer-rows", "kernel"};
+    wg_image_state *s = &w->images;
+    int cpu = w->base.info.type == CUBEC_DEVICE_TYPE_CPU;
+    s->copies_in = cpu ? WG_IMAGE_COPIES_BUFFER_ROWS : WG_IMAGE_COPIES_KERNEL;
+    s->copies_out = cpu ? WG_IMAGE_COPIES_TEXTURE_ROWS : WG_IMAGE_COPIES_KERNEL;
+    const char *env = getenv("CUBEC_WEBGPU_IMAGE_COPIES");
+    if (env && *env) {
+        uint32_t found = UINT32_MAX;
+        for (uint32_t i = 0; i < sizeof names / sizeof *names; i++)
+            if (strcmp(env, names[i]) == 0) found = i;
+        if (found == UINT32_MAX)
+            return INVALID_ARG("CUBEC_WEBGPU_IMAGE_COPIES: '%s' is not one of kernel, "
+                               "buffer-rows, texture-rows",
+                               env);
+        s->copies_in = s->copies_out = (wg_image_copies)found;
+    }
+    if (!s->pack) {
+        if (s->copies_in == WG_IMAGE_COPIES_KERNEL) s->copies_in = WG_IMAGE_COPIES_TEXTURE_ROWS;
+        if (s->copies_out == WG_IMAGE_COPIES_KERNEL) s->copies_out = WG_IMAGE_COPIES_TEXTURE_ROWS;
+    }
+    LOG(LOG_DEBUG, LOG_SYS_DEVICE, "webgpu: image copies: %s in, %s out", names[s->copies_in],
+        names[s->copies_out]);
+    return NULL;
 }
 
 cubec_status wg_images_init(wg_gpu *w)
@@ -107,13 +284,20 @@ cubec_status wg_images_init(wg_gpu *w)
         if (!s->samplers[i]) return status_make(CUBEC_INTERNAL, "wgpuDeviceCreateSampler");
         s->sampler_ids[i] = next_id(w);
     }
-    return wg_take_error(w, "creating the samplers");
+    RETURN_IF_ERROR(wg_take_error(w, "creating the samplers"));
+    make_repack(w);
+    return choose_copies(w);
 }
 
 void wg_images_release(wg_gpu *w)
 {
+    const wg_procs *p = w->p;
+    wg_image_state *s = &w->images;
     for (int i = 0; i < WG_SAMPLERS; i++)
-        if (w->images.samplers[i]) w->p->SamplerRelease(w->images.samplers[i]);
+        if (s->samplers[i]) p->SamplerRelease(s->samplers[i]);
+    if (s->pack) p->ComputePipelineRelease(s->pack);
+    if (s->unpack) p->ComputePipelineRelease(s->unpack);
+    if (s->repack_layout) p->BindGroupLayoutRelease(s->repack_layout);
 }
 
 static WGPUTextureDescriptor texture_desc(const gpu_image_desc *desc)
@@ -365,18 +549,18 @@ cubec_status wg_image_bind_entry(const wg_gpu *w, const gpu_image_binding *b, ui
     return NULL;
 }
 
-/* One copy between the texture's rows [y, +rows) of slices [z, +slices) and bytes at `at`,
- * `row` bytes a row in the buffer (WGPU_COPY_STRIDE_UNDEFINED for one row). */
-static void copy_region(wg_gpu *w, WGPUCommandEncoder enc, gpu_image *im, wg_mem *m, uint64_t at,
-                        uint32_t row, uint32_t y, uint32_t rows, uint32_t z, uint32_t slices,
-                        int to_image)
+/* One copy between the texture's rows [y, +rows) of slices [z, +slices) and bytes of `buffer` at
+ * `at`, `row` bytes a row in the buffer (WGPU_COPY_STRIDE_UNDEFINED for one row). */
+static void copy_region(wg_gpu *w, WGPUCommandEncoder enc, gpu_image *im, WGPUBuffer buffer,
+                        uint64_t at, uint32_t row, uint32_t y, uint32_t rows, uint32_t z,
+                        uint32_t slices, int to_image)
 {
     const wg_procs *p = w->p;
     WGPUTexelCopyBufferInfo buf = {
         .layout = {.offset = at,
                    .bytesPerRow = row,
                    .rowsPerImage = slices > 1 ? rows : WGPU_COPY_STRIDE_UNDEFINED},
-        .buffer = m->buffer};
+        .buffer = buffer};
     WGPUTexelCopyTextureInfo tex = {
         .texture = im->texture, .origin = {0, y, z}, .aspect = WGPUTextureAspect_All};
     WGPUExtent3D size = {im->desc.width, rows, slices};
@@ -384,6 +568,105 @@ static void copy_region(wg_gpu *w, WGPUCommandEncoder enc, gpu_image *im, wg_mem
         p->CommandEncoderCopyBufferToTexture(enc, &buf, &tex, &size);
     else
         p->CommandEncoderCopyTextureToBuffer(enc, &tex, &buf, &size);
+}
+
+/* The most bytes of aligned rows one repacking pass moves through the scratch buffer: the
+ * scratch buffer stays this small whatever the image (larger images go in several passes),
+ * and it keeps both bindings within any device's storage binding limit. */
+#define REPACK_MAX_BYTES (32u << 20)
+
+/* The repacking kernel `pipeline` over `rows` rows of `row` bytes: packed at `at` of `m`,
+ * aligned to `pitch` from byte 0 of `scratch`. */
+static cubec_status repack(wg_gpu *w, WGPUCommandEncoder enc, WGPUComputePipeline pipeline,
+                           wg_mem *m, uint64_t at, WGPUBuffer scratch, uint64_t row, uint64_t pitch,
+                           uint64_t rows)
+{
+    const wg_procs *p = w->p;
+    uint64_t align = w->limits.minStorageBufferOffsetAlignment;
+    uint64_t start = at / align * align, window = m->bytes - start;
+    uint64_t binding_max = w->limits.maxStorageBufferBindingSize;
+    if (window > binding_max) window = binding_max;
+    window &= ~(uint64_t)15u; /* whole vec4s: the kernels' arrays end at the last whole one */
+    if (((at + row * rows + 15u) & ~(uint64_t)15u) > start + window)
+        return status_make(CUBEC_INTERNAL,
+                           "webgpu: repacking %" PRIu64 " rows of %" PRIu64 " bytes at %" PRIu64
+                           ": past one storage binding (%" PRIu64 " bytes)",
+                           rows, row, at, binding_max);
+    WGPUBindGroupEntry be[2] = {
+        {.binding = 0, .buffer = m->buffer, .offset = start, .size = window},
+        {.binding = 1, .buffer = scratch, .offset = 0, .size = pitch * rows}};
+    WGPUBindGroupDescriptor bd = {
+        .layout = w->images.repack_layout, .entryCount = 2, .entries = be};
+    WGPUBindGroup group = p->DeviceCreateBindGroup(w->device, &bd);
+    if (!group) return status_make(CUBEC_INTERNAL, "wgpuDeviceCreateBindGroup (image repacking)");
+    uint32_t imm[4] = {(uint32_t)(at - start), (uint32_t)row, (uint32_t)rows, 0};
+    /* Steps of 16 bytes: pack one per 16 bytes of each row; unpack one per vec4 the rows touch. */
+    uint64_t steps = pipeline == w->images.pack ? rows * ((row + 15u) / 16u)
+                                                : ((at - start) % 16u + row * rows + 15u) / 16u;
+    WGPUComputePassDescriptor d = {0};
+    WGPUComputePassEncoder pass = p->CommandEncoderBeginComputePass(enc, &d);
+    p->ComputePassEncoderSetPipeline(pass, pipeline);
+    p->ComputePassEncoderSetBindGroup(pass, 0, group, 0, NULL);
+    p->ComputePassEncoderSetImmediates(pass, 0, imm, sizeof imm);
+    p->ComputePassEncoderDispatchWorkgroups(pass, wg_own_kernel_groups(w, steps), 1, 1);
+    p->ComputePassEncoderEnd(pass);
+    p->ComputePassEncoderRelease(pass);
+    p->BindGroupRelease(group); /* the command buffer holds its own reference */
+    return NULL;
+}
+
+/* Rows [y, +rows) of slices [z, +slices) (all rows of each slice when slices > 1) through the
+ * scratch buffer's aligned rows: moved there (to_image) then copied to the texture, or copied
+ * from the texture then moved back to the packed rows. The kernels move them in one pass; on a
+ * CPU device a copy of each row between the buffers is cheaper (see wg_image_copies). */
+static cubec_status copy_repacked(wg_gpu *w, WGPUCommandEncoder enc, gpu_image *im, wg_mem *m,
+                                  uint64_t at, uint64_t pitch, uint32_t y, uint32_t rows,
+                                  uint32_t z, uint32_t slices, int to_image)
+{
+    const wg_procs *p = w->p;
+    uint64_t row = (uint64_t)im->desc.width * im->texel_bytes, n = (uint64_t)rows * slices;
+    int kernel = (to_image ? w->images.copies_in : w->images.copies_out) == WG_IMAGE_COPIES_KERNEL;
+    WGPUBuffer scratch = NULL;
+    RETURN_IF_ERROR(wg_scratch(w, pitch * n, &scratch));
+    if (to_image) {
+        if (kernel)
+            RETURN_IF_ERROR(repack(w, enc, w->images.pack, m, at, scratch, row, pitch, n));
+        else
+            for (uint64_t i = 0; i < n; i++)
+                p->CommandEncoderCopyBufferToBuffer(enc, m->buffer, at + i * row, scratch,
+                                                    i * pitch, row);
+        copy_region(w, enc, im, scratch, 0, (uint32_t)pitch, y, rows, z, slices, 1);
+        return NULL;
+    }
+    copy_region(w, enc, im, scratch, 0, (uint32_t)pitch, y, rows, z, slices, 0);
+    if (kernel) return repack(w, enc, w->images.unpack, m, at, scratch, row, pitch, n);
+    for (uint64_t i = 0; i < n; i++)
+        p->CommandEncoderCopyBufferToBuffer(enc, scratch, i * pitch, m->buffer, at + i * row, row);
+    return NULL;
+}
+
+/* Whether the copy can go through the scratch buffer in the device's way: the kernels reach the
+ * packed bytes in whole vec4s from a vec4's start (the server's allocations start at 16 bytes at
+ * least: server/buffers.c), the last one in the buffer; buffer copies take whole words only. */
+static int through_scratch(wg_image_copies way, const wg_mem *m, uint64_t offset, uint64_t row,
+                           uint64_t bytes)
+{
+    switch (way) {
+    case WG_IMAGE_COPIES_KERNEL:
+        return offset % 16u == 0 && ((offset + bytes + 15u) & ~(uint64_t)15u) <= m->bytes;
+    case WG_IMAGE_COPIES_BUFFER_ROWS: return ((offset | row) & 3u) == 0;
+    default: return 0;
+    }
+}
+
+/* `per` units of `unit` packed bytes a pass, fewer so that every pass's packed bytes are a
+ * multiple of 16: each pass then starts at a vec4, as the first does (through_scratch). */
+static uint32_t whole_vec4s(uint32_t per, uint64_t unit)
+{
+    uint32_t step = 1;
+    while (step < 16u && (unit * step) % 16u)
+        step *= 2;
+    return per / step * step;
 }
 
 cubec_status wg_image_encode_copy(wg_gpu *w, WGPUCommandEncoder enc, gpu_image *im, wg_mem *m,
@@ -397,16 +680,50 @@ cubec_status wg_image_encode_copy(wg_gpu *w, WGPUCommandEncoder enc, gpu_image *
                            "webgpu: an image copy at offset %" PRIu64 " of a %" PRIu64
                            "-byte page (texels of %" PRIu32 " bytes)",
                            offset, m->base.size, im->texel_bytes);
-    /* WebGPU's rows in a buffer are 256-byte aligned; packed rows are only where their size is
-     * a multiple of 256. Otherwise one copy per row, each with no row pitch at all (a copy of
-     * one row needs none), rather than a padded staging buffer and a repacking pass. */
+    /* Packed rows are WebGPU's copy rows where their size is a multiple of 256: one copy. */
     if (row % 256u == 0) {
-        copy_region(w, enc, im, m, offset, (uint32_t)row, 0, d->height, 0, slices, to_image);
+        copy_region(w, enc, im, m->buffer, offset, (uint32_t)row, 0, d->height, 0, slices,
+                    to_image);
         return NULL;
     }
+    uint64_t pitch = (row + 255u) & ~(uint64_t)255u, slice = pitch * d->height;
+    /* Room for the aligned rows of a pass, less what the packed side's binding starts before
+     * them (its offset rounded down to the binding alignment) and its last vec4's tail. */
+    uint64_t room = w->limits.maxStorageBufferBindingSize;
+    if (room > REPACK_MAX_BYTES) room = REPACK_MAX_BYTES;
+    uint64_t lead = w->limits.minStorageBufferOffsetAlignment + 16u;
+    room = room > lead ? room - lead : 0;
+    int scratch = through_scratch(to_image ? w->images.copies_in : w->images.copies_out, m, offset,
+                                  row, row * d->height * slices);
+    uint32_t per =
+        slice && slice <= room ? whole_vec4s((uint32_t)(room / slice), row * d->height) : 0;
+    if (scratch && per) {
+        /* Whole slices a pass. */
+        for (uint32_t z = 0; z < slices; z += per) {
+            uint32_t n = slices - z < per ? slices - z : per;
+            RETURN_IF_ERROR(copy_repacked(w, enc, im, m, offset + row * d->height * z, pitch, 0,
+                                          d->height, z, n, to_image));
+        }
+        return NULL;
+    }
+    per = pitch && pitch <= room ? whole_vec4s((uint32_t)(room / pitch), row) : 0;
+    if (scratch && per) {
+        /* Rows of one slice a pass. */
+        for (uint32_t z = 0; z < slices; z++)
+            for (uint32_t y = 0; y < d->height; y += per) {
+                uint32_t n = d->height - y < per ? d->height - y : per;
+                RETURN_IF_ERROR(copy_repacked(w, enc, im, m,
+                                              offset + row * ((uint64_t)z * d->height + y), pitch,
+                                              y, n, z, 1, to_image));
+            }
+        return NULL;
+    }
+    /* Texture rows, or what the scratch buffer cannot take (bytes that are not whole words for
+     * buffer copies, packed bytes ending in the buffer's last partial vec4 for the kernels): one
+     * copy per row, each with no row pitch at all (a copy of one row needs none). */
     for (uint32_t z = 0; z < slices; z++)
         for (uint32_t y = 0; y < d->height; y++)
-            copy_region(w, enc, im, m, offset + row * ((uint64_t)z * d->height + y),
+            copy_region(w, enc, im, m->buffer, offset + row * ((uint64_t)z * d->height + y),
                         WGPU_COPY_STRIDE_UNDEFINED, y, 1, z, 1, to_image);
     return NULL;
 }

@@ -24,11 +24,24 @@ enum {
     WG_IMAGE_F_ADAPTER_FORMATS = 1u << 3, /* wgpu-native's adapter-specific format features */
 };
 #define WG_SAMPLERS 6 /* two filters by three address modes: index linear + 2 * address */
+/* How an image copy moves rows that are not a multiple of 256 bytes (WebGPU's copy pitch):
+ * a copy per texture row; or through the scratch buffer's 256-byte aligned rows, moved there
+ * by a buffer copy per row or by the repacking kernel, then one texture copy (wg_image.c). */
+typedef enum wg_image_copies {
+    WG_IMAGE_COPIES_TEXTURE_ROWS,
+    WG_IMAGE_COPIES_BUFFER_ROWS,
+    WG_IMAGE_COPIES_KERNEL,
+} wg_image_copies;
 typedef struct wg_image_state {
     uint32_t features;
     WGPUSampler samplers[WG_SAMPLERS];
     uint64_t sampler_ids[WG_SAMPLERS]; /* for the bind cache's keys */
     uint32_t probed, storable;         /* under wg_gpu.lock */
+    /* The repacking kernels between packed rows and rows 256-byte aligned (wg_image.c; NULL
+     * without immediates). */
+    WGPUBindGroupLayout repack_layout;
+    WGPUComputePipeline pack, unpack;
+    wg_image_copies copies_in, copies_out; /* to the texture, from it */
 } wg_image_state;
 
 /* Where the device writes the command list's timestamps (wg_queries.c chooses, wg_encode.c
@@ -202,6 +215,8 @@ int wg_map_read(wg_gpu *w, WGPUBuffer map, size_t bytes, size_t skip, void *dst,
 
 /* Encodes `c`'s list into a new command buffer (under queue_lock). */
 MUST_USE cubec_status wg_encode(wg_gpu *w, const wg_cmd *c, WGPUCommandBuffer *out);
+/* Workgroups of 256 for one of the backend's own grid-stride kernels over `words` words. */
+uint32_t wg_own_kernel_groups(const wg_gpu *w, uint64_t words);
 /* The bind group of set `set` of `pl` with these buffers (cached; under queue_lock). The
  * returned bind group stays the cache's. */
 MUST_USE cubec_status wg_bind_group(wg_gpu *w, const gpu_pipeline *pl, uint32_t set,
