@@ -210,7 +210,9 @@ typedef struct fuzz {
     const uint8_t *in; /* libFuzzer: the choices left; the run ends when they run out */
     size_t in_left;
     int in_bytes, exhausted;
-    int kernels_run; /* vulkan, webgpu: launches compute; null: their outputs count as written */
+    /* vulkan, webgpu: launches compute; null: their outputs count as written. From the
+     * configuration's backend, then from the runs_kernels capability of each device opened. */
+    int kernels_run;
     /* What the open device can do (device_learn), so that a call it cannot carry out is expected
      * to be refused with CUBEC_UNSUPPORTED, and only there. */
     int can_map;        /* cubec_buffer_map of device memory (info.unified_memory) */
@@ -3016,6 +3018,8 @@ static const char *device_learn(fuzz *f)
     f->can_map = f->info.unified_memory != 0;
     f->vulkan_objects = (f->info.capabilities & CUBEC_CAPABILITY_VULKAN_HANDLES) != 0;
     f->can_pin = (f->info.capabilities & CUBEC_CAPABILITY_PINNED_HOST_MEMORY) != 0;
+    /* Also where CUBEC_BACKEND=null opened the device the configuration left to it. */
+    f->kernels_run = (f->info.capabilities & CUBEC_CAPABILITY_RUNS_KERNELS) != 0;
     if (!f->info.backend[0]) die(f, "cubec_device_info.backend is empty");
     return f->info.backend;
 }
