@@ -411,7 +411,7 @@ cubec_status wg_gpu_peek(uint32_t index, cubec_device_info *out)
         gpu_caps caps = {.runs_kernels = 1,
                          .wgsl = 1,
                          .timestamps =
-                             p->AdapterHasFeature(a[index], WGPUFeatureName_TimestampQuery)};
+                             p->AdapterHasFeature(a[index], WGPUFeatureName_TimestampQuery) != 0};
         out->capabilities = gpu_capabilities(&caps, &wg_ops);
     }
     for (uint32_t i = 0; i < n; i++)
