@@ -1301,7 +1301,9 @@ cubec_status null_gpu_open(const gpu_open_desc *desc, gpu **out)
         0x3feu;
     g->base.caps.max_texel_elements = 1u << 27;
     g->base.caps.texel_offset_alignment = 16;
-    /* The info describes the device as opened, like the Vulkan backend's. */
+    /* The info describes the device as opened, like the Vulkan backend's (the API layer fills
+     * capabilities of every backend's device; here too, so that info and peek agree). */
+    g->base.info.capabilities = gpu_capabilities(&g->base.caps, &null_ops);
     g->base.info.unified_memory = g->base.caps.unified;
     g->base.info.push_descriptors = g->base.caps.push_descriptors;
     g->delay_ns = (uint64_t)desc->null_delay_us * 1000u;
