@@ -1610,8 +1610,8 @@ typedef enum cubec_memory_mode {
 /* One pool of a memory report. The buffer pools come first ("sliced", "exclusive", "arena", as
  * the [memory] preset lays them out, docs/memory.md); then the rings the runtime keeps for
  * itself: "metadata" (launch metadata that does not fit push constants) and, on discrete GPUs,
- * "upload" and "readback" (staging). The totals of cubec_memory_report cover the buffer pools
- * only. */
+ * "upload" and "readback" (staging, created by the first transfer that stages). The totals of
+ * cubec_memory_report cover the buffer pools only. */
 typedef struct cubec_pool_report {
     char kind[16];      /* see above                                            */
     uint64_t page_size; /* sliced: the page size; exclusive: largest allocation */

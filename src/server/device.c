@@ -223,14 +223,16 @@ cubec_status server_open(const cubec_device_desc *desc, cubec_device **out)
     if (!err) err = timing_init(d);
     /* Metadata rings: a launch's block takes at most one chunk, so a chunk is the largest block
      * a kernel may declare (cubec_kernel_create refuses larger ones). */
-    if (!err)
-        err = host_ring_init(d, &d->rings->info, 8 * (uint64_t)CUBEC_KERNEL_MAX_INFO_BYTES, 8,
-                             GPU_MEM_METADATA);
-    if (!err && !d->gpu->caps.unified) {
-        err = host_ring_init(d, &d->rings->upload, 64u << 20, 4, GPU_MEM_UPLOAD);
-        if (!err) err = host_ring_init(d, &d->rings->readback, 64u << 20, 4, GPU_MEM_READBACK);
-        if (!err) err = copy_pool_create(copy_helpers(&d->config), &d->rings->copies);
-    }
+    host_ring_plan(&d->rings->info, "metadata", 8 * (uint64_t)CUBEC_KERNEL_MAX_INFO_BYTES, 8,
+                   GPU_MEM_METADATA);
+    if (!err) err = host_ring_create(d, &d->rings->info);
+    /* Staging rings: 64 MiB each, created by the first transfer that stages (transfer.c). On
+     * unified memory none does, nor on WebGPU but for writes of partial words: opening them
+     * here held 128 MiB of device memory (and on WebGPU as much again in host copies) for
+     * nothing. */
+    host_ring_plan(&d->rings->upload, "upload", 64u << 20, 4, GPU_MEM_UPLOAD);
+    host_ring_plan(&d->rings->readback, "readback", 64u << 20, 4, GPU_MEM_READBACK);
+    d->rings->copy_helpers = copy_helpers(&d->config);
     if (!err) err = device_registry_add(d);
     if (err) {
         server_close(d);

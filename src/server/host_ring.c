@@ -1,6 +1,7 @@
 /* A host-visible ring buffer split in chunks. Each chunk remembers the last batch that used it,
  * so moving onto a chunk waits only when the GPU still reads it. Used for metadata that does not
- * fit push constants and for staging on discrete GPUs: no allocation on the launch path. */
+ * fit push constants (created at open: no allocation on the launch path) and for staging on
+ * discrete GPUs (created at the first staged transfer: many devices never stage). */
 #include "server/host_ring.h"
 #include "server/device.h"
 #include "server/submission.h"
@@ -8,18 +9,43 @@
 #include <inttypes.h>
 #include <stdlib.h>
 
-cubec_status host_ring_init(cubec_device *d, host_ring *r, uint64_t size, uint32_t chunks,
-                            gpu_mem_kind kind)
+void host_ring_plan(host_ring *r, const char *name, uint64_t size, uint32_t chunks,
+                    gpu_mem_kind kind)
 {
-    r->chunk_use = calloc(chunks, sizeof *r->chunk_use);
-    if (!r->chunk_use) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (ring)");
+    r->name = name;
+    r->kind = kind;
     r->size = size;
     r->chunks = chunks;
     r->chunk_size = size / chunks;
     r->head = 0;
-    RETURN_IF_ERROR(gpu_mem_alloc(d->gpu, kind, size, &r->mem));
+}
+
+cubec_status host_ring_create(cubec_device *d, host_ring *r)
+{
+    if (r->mem) return NULL;
+    r->chunk_use = calloc(r->chunks, sizeof *r->chunk_use);
+    if (!r->chunk_use)
+        return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (the %s ring's chunks)",
+                           r->name);
+    cubec_status err = gpu_mem_alloc(d->gpu, r->kind, r->size, &r->mem);
+    if (err) {
+        free(r->chunk_use);
+        r->chunk_use = NULL;
+        r->mem = NULL;
+        return status_annotate(err, "creating the %s ring (%" PRIu64 " bytes)", r->name, r->size);
+    }
     r->mapped = r->mem->mapped;
+    r->head = 0;
     return NULL;
+}
+
+cubec_status host_rings_staging(cubec_device *d, host_ring *r)
+{
+    if (r->mem) return NULL;
+    if (!d->rings->copies)
+        RETURN_IF_ERROR(status_annotate(copy_pool_create(d->rings->copy_helpers, &d->rings->copies),
+                                        "creating the %s ring's copy threads", r->name));
+    return host_ring_create(d, r);
 }
 
 void host_ring_destroy(cubec_device *d, host_ring *r)

@@ -295,8 +295,11 @@ static cubec_status write_body(cubec_device *d, stream_ref s, buffer_obj *b, uin
         server_alloc_unpin(d, a);
         return err;
     }
-    d->streams->slots[slot].recorded++; /* a copy on the GPU, staged or straight from the host */
     host_range *r = size >= REGISTERED_WRITE_MIN ? server_host_find(d->host, src, size) : NULL;
+    /* The upload ring comes with the first staged write; failing to create it refuses this
+     * write before anything is recorded, the buffer's bytes and failures as they were. */
+    if (!r) RETURN_IF_ERROR(host_rings_staging(d, &d->rings->upload));
+    d->streams->slots[slot].recorded++; /* a copy on the GPU, staged or straight from the host */
     /* The reference keeps the memory through the registered path's wait, which may drop the
      * lock (unregistering waits for the range's last use). */
     alloc_obj *a = b->alloc;
@@ -433,8 +436,11 @@ static cubec_status read_body(cubec_device *d, uint32_t slot, buffer_obj *b, uin
         return err;
     }
     if (d->gpu->ops->mem_read) return read_direct(d, slot, b, at, dst, size);
-    d->streams->slots[slot].recorded++; /* a copy on the GPU, staged or straight to the host */
     host_range *r = server_host_find(d->host, dst, size);
+    /* The readback ring comes with the first staged read; failing to create it refuses this
+     * read before anything is recorded. */
+    if (!r) RETURN_IF_ERROR(host_rings_staging(d, &d->rings->readback));
+    d->streams->slots[slot].recorded++; /* a copy on the GPU, staged or straight to the host */
     if (r) {
         alloc_obj *a = b->alloc;
         server_alloc_pin(d, a);
