@@ -85,14 +85,20 @@ static int same_device(const cubec_device_info *a, const cubec_device_info *b)
            strcmp(a->name, b->name) == 0 && strcmp(a->driver, b->driver) == 0;
 }
 
-/* The names of the cubec_feature bits in `bits`, wrapped under the value column. */
-static void print_features(const char *label, uint64_t bits)
+static const char *capability_name(uint64_t bit)
+{
+    return cubec_capability_name((uint32_t)bit);
+}
+
+/* The names of the bits in `bits` (cubec_feature_name's, or capability_name's), wrapped under
+ * the value column. */
+static void print_bit_names(const char *label, uint64_t bits, const char *(*name_of)(uint64_t))
 {
     printf("  %-28s", label);
     int column = 31, any = 0;
     for (uint64_t bit = 1; bit; bit <<= 1) {
         if (!(bits & bit)) continue;
-        const char *name = cubec_feature_name(bit);
+        const char *name = name_of(bit);
         int width = (int)strlen(name) + 1;
         if (any && column + width > 100) {
             printf("\n  %-28s", "");
@@ -103,6 +109,11 @@ static void print_features(const char *label, uint64_t bits)
         any = 1;
     }
     printf("%s\n", any ? "" : " none");
+}
+
+static void print_features(const char *label, uint64_t bits)
+{
+    print_bit_names(label, bits, cubec_feature_name);
 }
 
 /* One line per cooperative-matrix shape: "16x8x16 float16*float16+float32->float32 (KHR)". */
@@ -151,6 +162,7 @@ static void print_device(uint32_t index, const cubec_device_info *d, int is_defa
     char b1[64];
     printf("device %" PRIu32 ": %s%s\n", index, d->name, is_default ? "  [default]" : "");
     printf("  %-28s %s\n", "type", type_name(d->type));
+    printf("  %-28s %s\n", "backend", d->backend);
     printf("  %-28s 0x%04" PRIx32 " (%s)\n", "vendor id", d->vendor_id, vendor_name(d->vendor_id));
     printf("  %-28s 0x%04" PRIx32 "\n", "device id", d->device_id);
     print_driver(d, webgpu);
@@ -193,6 +205,8 @@ static void print_device(uint32_t index, const cubec_device_info *d, int is_defa
     printf("\n");
     printf("  %-28s %g ns\n", "timestamp period", d->timestamp_period_ns);
     print_features("shader features", d->features);
+    /* What differs between backends and devices (docs/api.md, "Device capabilities"). */
+    print_bit_names("capabilities", d->capabilities, capability_name);
     print_matrix_shapes(d);
     if (d->tasks_max != 0) printf("  %-28s %" PRIu32 "\n", "tasks per submission", d->tasks_max);
 }

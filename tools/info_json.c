@@ -38,6 +38,20 @@ static void json_features(FILE *out, uint64_t bits)
     fputc(']', out);
 }
 
+/* The CUBEC_CAPABILITY_* bits by name (docs/api.md, "Device capabilities"). */
+static void json_capabilities(FILE *out, uint32_t bits)
+{
+    fputc('[', out);
+    int any = 0;
+    for (uint32_t bit = 1; bit; bit <<= 1) {
+        if (!(bits & bit)) continue;
+        fprintf(out, "%s", any ? ", " : "");
+        json_string(out, cubec_capability_name(bit));
+        any = 1;
+    }
+    fputc(']', out);
+}
+
 static void json_u32x3(FILE *out, const uint32_t v[3])
 {
     fprintf(out, "[%" PRIu32 ", %" PRIu32 ", %" PRIu32 "]", v[0], v[1], v[2]);
@@ -134,6 +148,10 @@ void info_json_device(FILE *out, int first, uint32_t index, const cubec_device_i
         fprintf(out, ",\n      \"features_off_by_config\": ");
         json_features(out, off_by_config);
     }
+    fprintf(out, ",\n      \"backend\": ");
+    json_string(out, d->backend);
+    fprintf(out, ",\n      \"capabilities\": ");
+    json_capabilities(out, d->capabilities);
     fprintf(out, ",\n      \"cooperative_matrix_shapes\": [");
     for (uint32_t i = 0; i < d->matrix_shape_count; i++) {
         const cubec_matrix_shape *s = &d->matrix_shapes[i];

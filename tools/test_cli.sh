@@ -221,7 +221,7 @@ run_expect 0 run_help "$CUBEC" run --help &&
 run_expect 0 bench_help "$CUBEC" bench --help &&
     expect_in bench_help "--trace" "docs/benchmarks.md" "--backend NAME" "webgpu"
 run_expect 0 info_help "$CUBEC" info --help
-run_expect 0 version "$CUBEC" version && expect_in version "cubec 0.2.13"
+run_expect 0 version "$CUBEC" version && expect_in version "cubec 0.2.14"
 run_expect 0 info "$CUBEC" info && expect_in info "[default]" "max storage buffer range"
 # The backends line names every row of GPU_BACKENDS (src/gpu/gpu_backends.h), vulkan selected.
 SRC_DIR="$(cd "$(dirname "$0")/.." && pwd)"

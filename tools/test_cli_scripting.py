@@ -121,9 +121,12 @@ def check_info_json():
             "subgroup_size": first_number(rows["subgroup size"][0]),
             "timestamp_period_ns": float(rows["timestamp period"][0].split()[0]),
             "features": " ".join(rows["shader features"]).split(),
+            "backend": rows["backend"][0],
+            "capabilities": " ".join(rows["capabilities"]).split(),
         }
-        if want["features"] == ["none"]:
-            want["features"] = []
+        for key in ("features", "capabilities"):
+            if want[key] == ["none"]:
+                want[key] = []
         if "host register alignment" in rows:
             want["host_register_alignment"] = first_number(rows["host register alignment"][0])
         for key, value in want.items():
@@ -162,6 +165,69 @@ def check_info_json():
             fail(f"info_json_no_driver: stdout is not empty: {out[0]!r}")
         expect_in("info_json_no_driver", out[1], "mesa-vulkan-drivers")
     return info, dev
+
+
+# --- Capabilities (docs/api.md, "Device capabilities") -----------------------------------------
+CAPABILITIES = ("pinned_host_memory", "host_import", "vulkan_handles", "reusable_graphs",
+                "calibrated_clock", "device_timestamps", "texel_buffers", "images", "wgsl",
+                "runs_kernels")
+WGSL_STORE = """@group(0) @binding(0) var<storage, read_write> o: array<u32>;
+@compute @workgroup_size(1)
+fn main() { o[0] = 42u; }
+"""
+
+
+def check_capabilities(dev, backend, env=None):
+    """`dev` (a device of `cubec info --json`) is on `backend`, names only known capabilities,
+    has those its backend always has, and `cubec run` of a WGSL kernel on it succeeds exactly
+    where it lists "wgsl" (refused CUBEC_UNSUPPORTED elsewhere), the store landing where it lists
+    "runs_kernels" (the null backend runs no kernel)."""
+    tag = f"capabilities_{backend}_{dev['index']}"
+    caps = dev.get("capabilities")
+    if dev.get("backend") != backend or not isinstance(caps, list):
+        fail(f"{tag}: backend {dev.get('backend')!r}, capabilities {caps!r}")
+        return
+    unknown = [c for c in caps if c not in CAPABILITIES]
+    if unknown:
+        fail(f"{tag}: unknown capabilities {unknown}")
+    always = {"vulkan": ("pinned_host_memory", "vulkan_handles", "reusable_graphs", "images",
+                         "runs_kernels"),
+              "webgpu": ("wgsl", "images", "runs_kernels"),
+              "null": ("pinned_host_memory", "host_import", "reusable_graphs", "images")}
+    never = {"vulkan": ("wgsl",),
+             "webgpu": ("pinned_host_memory", "host_import", "vulkan_handles", "reusable_graphs",
+                        "calibrated_clock", "texel_buffers"),
+             "null": ("vulkan_handles", "wgsl", "runs_kernels")}
+    for c in always[backend]:
+        if c not in caps:
+            fail(f"{tag}: {c} missing from {caps}")
+    for c in never[backend]:
+        if c in caps:
+            fail(f"{tag}: {c} listed, which the {backend} backend never has")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "store.wgsl")
+        with open(path, "w") as f:
+            f.write(WGSL_STORE)
+        has = "wgsl" in caps
+        out = run(["run", path, "--groups", "1", "--buf", "zero:4:u32", "--device",
+                   str(dev["index"])], 0 if has else 1, f"{tag}_wgsl", env)
+        if out and has:
+            value = 42 if "runs_kernels" in caps else 0
+            expect_in(f"{tag}_wgsl", out[0], f"binding 0 (read-write, 4 bytes, u32): {value}")
+        elif out:
+            expect_in(f"{tag}_wgsl", out[1], "CUBEC_UNSUPPORTED", "WGSL kernels need")
+
+
+def check_null_capabilities():
+    """The null backend's device, listed with CUBEC_BACKEND=null."""
+    env = {"CUBEC_BACKEND": "null"}
+    out = run(["info", "--json"], 0, "info_json_null", env)
+    if out:
+        devices = json.loads(out[0])["devices"]
+        if len(devices) != 1:
+            fail(f"info_json_null: {len(devices)} devices")
+        for d in devices:
+            check_capabilities(d, "null", env)
 
 
 # --- Typed kernels, .npy in and out -------------------------------------------------------------
@@ -392,6 +458,9 @@ def main():
         check_bad_input(tmp)
         if got:
             check_device(tmp, *got)
+            for d in got[0]["devices"]:
+                check_capabilities(d, "vulkan")
+        check_null_capabilities()
     out = run(["bench", "--help"], 0, "bench_help")
     if out:
         expect_in("bench_help", out[0], "docs/benchmarks.md")

@@ -75,6 +75,14 @@ def check_info():
             got = rows.get(label, [None])[0]
             if got != value:
                 cli.fail(f"{name}: '{label}' is {got!r}, expected {value!r}")
+        # The backend and its capabilities: the text's rows as the JSON, each bit as the calls
+        # behave (test_cli_scripting.check_capabilities).
+        caps_text = " ".join(rows.get("capabilities", ["none"])).split()
+        if rows.get("backend", [None])[0] != "webgpu" or caps_text != (d["capabilities"] or
+                                                                      ["none"]):
+            cli.fail(f"{name}: backend {rows.get('backend')}, capabilities {caps_text} in the "
+                     f"text, {d['capabilities']} in the JSON")
+        cli.check_capabilities(d, "webgpu")
         if d["webgpu"]["library"] != LIBRARY:
             cli.fail(f"{name}: JSON webgpu.library {d['webgpu']['library']!r}, not {LIBRARY!r}")
         if (d["webgpu"]["implementation"] or "unknown version") != version:

@@ -50,7 +50,7 @@ extern "C" {
  * (docs/api.md, "Versions and the ABI"). */
 #define CUBEC_VERSION_MAJOR 0
 #define CUBEC_VERSION_MINOR 2
-#define CUBEC_VERSION_PATCH 13
+#define CUBEC_VERSION_PATCH 14
 
 /* A version packed into one number that compares in order: major << 16 | minor << 8 | patch
  * (minor and patch stay below 256). */
@@ -379,6 +379,15 @@ typedef struct cubec_device_info {
      * cudaDeviceProp.uuid of the same GPU): memory imports only between devices whose UUIDs
      * are equal. All zero on the null backend. */
     uint8_t device_uuid[16];
+    /* The GPU backend the device is on: "vulkan", "webgpu" or "null" (cubec_device_desc.backend,
+     * CUBEC_BACKEND). Added in 0.2.14, as is `capabilities`. */
+    char backend[16];
+    /* CUBEC_CAPABILITY_* bits: what the device can do that differs between backends and devices,
+     * each the answer to one call (below), so that a program asks here instead of trying the call
+     * and meeting CUBEC_UNSUPPORTED. Also filled by cubec_device_peek (what an open would give,
+     * the configuration aside). Device addresses are the feature bit buffer_device_address,
+     * mappings of device memory `unified_memory`, exports `external_handles`. */
+    uint32_t capabilities;
 } cubec_device_info;
 /* A cubec_device_info with its struct_size set: start every one with it ("Structs that grow"). */
 #define CUBEC_DEVICE_INFO_INIT                                                                     \
@@ -389,6 +398,34 @@ typedef struct cubec_device_info {
 /* Bits of cubec_device_info.external_handles. */
 #define CUBEC_EXTERNAL_MEMORY_FD 1u   /* cubec_buffer_export and cubec_buffer_import (opaque fds) */
 #define CUBEC_EXTERNAL_TIMELINE_FD 2u /* cubec_timeline_export (an opaque fd) */
+
+/* Bits of cubec_device_info.capabilities (docs/api.md, "Device capabilities"). Where a bit is
+ * clear the call it names is refused with CUBEC_UNSUPPORTED, unless it says otherwise. */
+#define CUBEC_CAPABILITY_PINNED_HOST_MEMORY 1u /* cubec_host_alloc (not on webgpu) */
+/* cubec_host_register imports the range: transfers through it are one DMA copy. Clear: the range
+ * is still accepted, and its transfers go through staging (not refused). */
+#define CUBEC_CAPABILITY_HOST_IMPORT 2u
+#define CUBEC_CAPABILITY_VULKAN_HANDLES 4u /* cubec_device_get_vulkan_handles (vulkan only) */
+/* A graph is recorded once into a command buffer that each cubec_graph_replay resubmits. Clear:
+ * each replay encodes the graph's commands again (webgpu; the same results, at encoding cost). */
+#define CUBEC_CAPABILITY_REUSABLE_GRAPHS 8u
+/* The device's timestamp counter and the host clock are sampled together, so profile times are
+ * placed on the host clock exactly; clear: bounded by each read (docs/profiling.md). */
+#define CUBEC_CAPABILITY_CALIBRATED_CLOCK 16u
+/* Profiles are timed by the device (cubec_profile_get_method gives CUBEC_TIMING_DEVICE unless
+ * CUBEC_TIMING=system); clear: host-measured (CUBEC_TIMING_SYSTEM). */
+#define CUBEC_CAPABILITY_DEVICE_TIMESTAMPS 32u
+/* Kernels may declare texel buffers (samplerBuffer, imageBuffer): cubec_kernel_create of one. */
+#define CUBEC_CAPABILITY_TEXEL_BUFFERS 64u
+#define CUBEC_CAPABILITY_IMAGES 128u /* cubec_image_create (docs/images.md) */
+#define CUBEC_CAPABILITY_WGSL 256u   /* cubec_kernel_desc.wgsl kernels (webgpu only) */
+/* Launches run kernels; clear on the null backend, where they run none (outputs count as
+ * written, their bytes unchanged). */
+#define CUBEC_CAPABILITY_RUNS_KERNELS 512u
+
+/* The short name of one capability bit ("pinned_host_memory", "wgsl"), as `cubec info` spells
+ * it; "unknown" for a value that is not exactly one CUBEC_CAPABILITY_* bit. */
+const char *cubec_capability_name(uint32_t capability);
 
 /* Values of cubec_device_info.robust besides 0. */
 #define CUBEC_ROBUST_PAGE 1   /* robustBufferAccess: accesses stay within the pool page */

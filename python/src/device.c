@@ -77,6 +77,23 @@ static PyObject *info_dict(const cubec_device_info *info)
     }
     Py_XDECREF(u);
     Py_XDECREF(x);
+    /* The backend and its CUBEC_CAPABILITY_* bits by name (docs/api.md, "Device
+     * capabilities"), as "features" lists the feature bits. */
+    PyObject *caps = d ? PyList_New(0) : NULL;
+    for (int bit = 0; caps && bit < 32; bit++) {
+        const uint32_t capability = 1u << bit;
+        if (!(info->capabilities & capability)) continue;
+        PyObject *name = PyUnicode_FromString(cubec_capability_name(capability));
+        if (!name || PyList_Append(caps, name) < 0) Py_CLEAR(caps);
+        Py_XDECREF(name);
+    }
+    PyObject *b = d ? PyUnicode_FromString(info->backend) : NULL;
+    if (d && (!caps || !b || PyDict_SetItemString(d, "capabilities", caps) < 0 ||
+              PyDict_SetItemString(d, "backend", b) < 0)) {
+        Py_CLEAR(d);
+    }
+    Py_XDECREF(caps);
+    Py_XDECREF(b);
     return d;
 }
 

@@ -53,8 +53,12 @@ cubec_status cubec_device_get_info(cubec_device *device, cubec_device_info *out_
     api_struct_clear(out_info);
     RETURN_IF_ERROR(api_device(device, "cubec_device_get_info"));
     pthread_mutex_lock(&device->lock);
-    api_struct_write(out_info, &device->info);
+    cubec_device_info info = device->info;
     pthread_mutex_unlock(&device->lock);
+    /* The backend and what it can do are the seam's, constant from open to close. */
+    snprintf(info.backend, sizeof info.backend, "%s", device->gpu->ops->name);
+    info.capabilities = gpu_capabilities(&device->gpu->caps, device->gpu->ops);
+    api_struct_write(out_info, &info);
     return NULL;
 }
 
@@ -110,6 +114,7 @@ cubec_status cubec_device_peek(uint32_t index, cubec_device_info *out_info)
     cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
     cubec_status err = gpu_device_peek(backend, index, &info);
     if (err) return status_annotate(err, "cubec_device_peek");
+    snprintf(info.backend, sizeof info.backend, "%s", gpu_backend_name(backend));
     api_struct_write(out_info, &info);
     return NULL;
 }

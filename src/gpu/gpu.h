@@ -285,6 +285,12 @@ typedef struct gpu_caps {
     uint64_t texel_offset_alignment; /* where a texel buffer may start in its page */
     /* Pipelines take WGSL source (gpu_pipeline_desc.wgsl): the webgpu backend. */
     int wgsl;
+    /* GPU_MEM_HOST pages exist (cubec_host_alloc): 0 on webgpu, which has no host memory the
+     * device reads directly. */
+    int host_memory;
+    /* GPU_CMD_REUSABLE command buffers are recorded once and resubmitted as they are; 0 where
+     * each submission encodes the command list again (webgpu's single-submit buffers). */
+    int reusable_cmds;
 } gpu_caps;
 
 /* What the process may use of the heap device pages (GPU_MEM_DEVICE) come from. */
@@ -464,6 +470,10 @@ typedef enum gpu_backend {
 #undef GPU_BACKEND_ENUMERATOR_
         GPU_BACKEND_COUNT
 } gpu_backend;
+
+/* The CUBEC_CAPABILITY_* bits of cubec_device_info.capabilities that `caps` and `ops` give: one
+ * mapping for open devices and for each backend's peek (which fills the caps it can know). */
+uint32_t gpu_capabilities(const gpu_caps *caps, const gpu_ops *ops);
 
 /* Opens a device of `backend` (src/gpu/gpu.c dispatches to the backend's open). */
 MUST_USE cubec_status gpu_open(gpu_backend backend, const gpu_open_desc *desc, gpu **out);

@@ -210,7 +210,9 @@ typedef struct fuzz {
     const uint8_t *in; /* libFuzzer: the choices left; the run ends when they run out */
     size_t in_left;
     int in_bytes, exhausted;
-    int kernels_run; /* vulkan, webgpu: launches compute; null: their outputs count as written */
+    /* vulkan, webgpu: launches compute; null: their outputs count as written. From the
+     * configuration's backend, then from the runs_kernels capability of each device opened. */
+    int kernels_run;
     /* What the open device can do (device_learn), so that a call it cannot carry out is expected
      * to be refused with CUBEC_UNSUPPORTED, and only there. */
     int can_map;        /* cubec_buffer_map of device memory (info.unified_memory) */
@@ -2293,7 +2295,8 @@ static void op_info(fuzz *f)
         if (!expect(f, cubec_device_get_info(f->d, &info), allow(f, C_NONE) | M(CUBEC_OK),
                     "cubec_device_get_info") &&
             (info.storage_offset_alignment != f->info.storage_offset_alignment ||
-             info.tasks_max != f->info.tasks_max))
+             info.tasks_max != f->info.tasks_max || info.capabilities != f->info.capabilities ||
+             strcmp(info.backend, f->info.backend)))
             die(f, "cubec_device_get_info changed between two calls");
         /* A struct_size of 0 (the INIT macro forgotten) is refused and nothing is written. */
         cubec_device_info unsized = CUBEC_DEVICE_INFO_INIT;
@@ -2332,7 +2335,8 @@ static void op_info(fuzz *f)
         /* Every name of a list the header generates, and the name of a value outside it. */
         static const char *const kinds[] = {"page", "compile", "pipeline", "submit",
                                             "map",  "wait",    "encode"};
-        note(f, "cubec_fault_kind_name, cubec_feature_name, cubec_matrix_type_name");
+        note(f, "cubec_fault_kind_name, cubec_feature_name, cubec_matrix_type_name, "
+                "cubec_capability_name");
         for (int k = 0; k < CUBEC_FAULT_KIND_COUNT; k++)
             if (strcmp(cubec_fault_kind_name((cubec_fault_kind)k), kinds[k]))
                 die(f, "cubec_fault_kind_name(%d) is %s", k,
@@ -2349,6 +2353,12 @@ static void op_info(fuzz *f)
                 die(f, "cubec_matrix_type_name(%d) is \"other\"", m);
         if (strcmp(cubec_matrix_type_name((cubec_matrix_type)99), "other"))
             die(f, "cubec_matrix_type_name(99) is not \"other\"");
+        for (int b = 0; b <= 9; b++)
+            if (!strcmp(cubec_capability_name(1u << b), "unknown"))
+                die(f, "cubec_capability_name(1 << %d) is \"unknown\"", b);
+        if (strcmp(cubec_capability_name(3u), "unknown") ||
+            strcmp(cubec_capability_name(0), "unknown"))
+            die(f, "cubec_capability_name of two bits or none is not \"unknown\"");
         return;
     }
     case 4:
@@ -2997,22 +3007,21 @@ static void model_reset(fuzz *f)
     f->failed = (cubec_kernel){0};
 }
 
-/* What the device just opened can do, and its backend's name. From cubec_device_info where it
- * has the capability: a host mapping of device memory needs host-visible, coherent device memory
- * (unified_memory: CPU devices, integrated GPUs, the null backend; not a discrete GPU, nor the
- * webgpu backend, whose buffers map only asynchronously). cubec_device_info has none for the
- * other two, so from the backend, as cubec.h and docs/device.md ("The WebGPU backend") document
- * their refusals: Vulkan objects exist on the vulkan backend only, and the webgpu backend has no
- * host memory the device reads directly, so cubec_host_alloc is refused (cubec_host_register is
- * accepted there, its transfers staged, as on a Vulkan device that cannot import host memory). */
+/* What the device just opened can do, and its backend's name, from cubec_device_info: a host
+ * mapping of device memory needs host-visible, coherent device memory (unified_memory: CPU
+ * devices, integrated GPUs, the null backend; not a discrete GPU, nor the webgpu backend, whose
+ * buffers map only asynchronously); pinned memory (cubec_host_alloc) and Vulkan objects are
+ * capability bits (the webgpu backend has neither, the null backend no Vulkan objects).
+ * cubec_host_register is accepted everywhere, its transfers staged where host_import is clear. */
 static const char *device_learn(fuzz *f)
 {
-    const char *backend = f->cfg->backend ? f->cfg->backend : getenv("CUBEC_BACKEND");
-    if (!backend || !*backend) backend = "vulkan";
     f->can_map = f->info.unified_memory != 0;
-    f->vulkan_objects = strcmp(backend, "vulkan") == 0;
-    f->can_pin = strcmp(backend, "webgpu") != 0;
-    return backend;
+    f->vulkan_objects = (f->info.capabilities & CUBEC_CAPABILITY_VULKAN_HANDLES) != 0;
+    f->can_pin = (f->info.capabilities & CUBEC_CAPABILITY_PINNED_HOST_MEMORY) != 0;
+    /* Also where CUBEC_BACKEND=null opened the device the configuration left to it. */
+    f->kernels_run = (f->info.capabilities & CUBEC_CAPABILITY_RUNS_KERNELS) != 0;
+    if (!f->info.backend[0]) die(f, "cubec_device_info.backend is empty");
+    return f->info.backend;
 }
 
 static void device_open(fuzz *f)
@@ -3488,6 +3497,7 @@ const char *const api_model_calls[][2] = {
     {"cubec_fault_inject", "op_fault"},
     {"cubec_fault_kind_name", "op_info"},
     {"cubec_feature_name", "op_info"},
+    {"cubec_capability_name", "op_info"},
     {"cubec_fill", "op_fill"},
     {"cubec_flush", "op_flush_sync"},
     {"cubec_graph_begin", "op_capture"},

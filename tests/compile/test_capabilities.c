@@ -538,6 +538,174 @@ static void test_narrow_integer_arithmetic(void **state)
     test_device_close(d);
 }
 
+/* cubec_device_info.capabilities (0.2.14): each bit agrees with what its call does on the
+ * device (set: the call succeeds; clear: CUBEC_UNSUPPORTED, or for the bits whose calls are never
+ * refused, the other behaviour they name), with what each backend is documented to have
+ * (docs/device.md, "The WebGPU backend"), and with cubec_device_peek. */
+static const char texel_src[] = "#version 450\n"
+                                "layout(local_size_x = 1) in;\n"
+                                "layout(binding = 0) uniform samplerBuffer t;\n"
+                                "layout(std430, binding = 1) buffer O { float o[]; };\n"
+                                "void main() { o[0] = texelFetch(t, 0).x; }\n";
+static const char wgsl_src[] = "@group(0) @binding(0) var<storage, read_write> o: array<u32>;\n"
+                               "@compute @workgroup_size(1)\n"
+                               "fn main() { o[0] = 42u; }\n";
+static const char write_src[] = "#version 450\n"
+                                "layout(local_size_x = 1) in;\n"
+                                "layout(std430, binding = 0) buffer O { uint o[]; };\n"
+                                "void main() { o[0] = 42u; }\n";
+
+/* The status of creating kernel `kd`, the kernel destroyed again. */
+static cubec_code kernel_code(cubec_device *d, const cubec_kernel_desc *kd)
+{
+    cubec_kernel k = {0};
+    cubec_status st = cubec_kernel_create(d, kd, &k);
+    cubec_code c = cubec_status_code(st);
+    cubec_status_free(st);
+    if (!c) ASSERT_OK(cubec_kernel_destroy(d, k));
+    return c;
+}
+
+/* NULL (success) where `bit` is set, CUBEC_UNSUPPORTED where clear. */
+static void expect_per_bit(const cubec_device_info *info, uint32_t bit, cubec_code got,
+                           const char *call)
+{
+    cubec_code want = info->capabilities & bit ? CUBEC_OK : CUBEC_UNSUPPORTED;
+    if (got != want)
+        fail_msg("%s backend, %s %s: %s gave code %d, expected %d", info->backend,
+                 cubec_capability_name(bit), info->capabilities & bit ? "set" : "clear", call,
+                 (int)got, (int)want);
+}
+
+static void check_bits(cubec_device *d, const char *backend)
+{
+    cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
+    ASSERT_OK(cubec_device_get_info(d, &info));
+    assert_string_equal(info.backend, backend);
+    const uint32_t caps = info.capabilities;
+    for (uint32_t bit = 1; bit; bit <<= 1)
+        if (caps & bit) assert_string_not_equal(cubec_capability_name(bit), "unknown");
+    /* What each backend is documented to have; the rest (host import, calibration, timestamps,
+     * texel formats) depends on the Vulkan device. */
+    uint32_t must = 0, never = 0;
+    if (!strcmp(backend, "vulkan")) {
+        must = CUBEC_CAPABILITY_PINNED_HOST_MEMORY | CUBEC_CAPABILITY_VULKAN_HANDLES |
+               CUBEC_CAPABILITY_REUSABLE_GRAPHS | CUBEC_CAPABILITY_IMAGES |
+               CUBEC_CAPABILITY_RUNS_KERNELS;
+        never = CUBEC_CAPABILITY_WGSL;
+    } else if (!strcmp(backend, "webgpu")) {
+        must = CUBEC_CAPABILITY_WGSL | CUBEC_CAPABILITY_IMAGES | CUBEC_CAPABILITY_RUNS_KERNELS;
+        never = CUBEC_CAPABILITY_PINNED_HOST_MEMORY | CUBEC_CAPABILITY_HOST_IMPORT |
+                CUBEC_CAPABILITY_VULKAN_HANDLES | CUBEC_CAPABILITY_REUSABLE_GRAPHS |
+                CUBEC_CAPABILITY_CALIBRATED_CLOCK | CUBEC_CAPABILITY_TEXEL_BUFFERS;
+    } else if (!strcmp(backend, "null")) {
+        must = CUBEC_CAPABILITY_PINNED_HOST_MEMORY | CUBEC_CAPABILITY_HOST_IMPORT |
+               CUBEC_CAPABILITY_REUSABLE_GRAPHS | CUBEC_CAPABILITY_CALIBRATED_CLOCK |
+               CUBEC_CAPABILITY_DEVICE_TIMESTAMPS | CUBEC_CAPABILITY_TEXEL_BUFFERS |
+               CUBEC_CAPABILITY_IMAGES;
+        never =
+            CUBEC_CAPABILITY_VULKAN_HANDLES | CUBEC_CAPABILITY_WGSL | CUBEC_CAPABILITY_RUNS_KERNELS;
+    } else
+        fail_msg("unknown backend '%s'", backend);
+    if ((caps & must) != must || (caps & never))
+        fail_msg("%s backend: capabilities 0x%x, expected all of 0x%x and none of 0x%x", backend,
+                 caps, must, never);
+
+    void *pinned = NULL;
+    cubec_status st = cubec_host_alloc(d, 4096, &pinned);
+    expect_per_bit(&info, CUBEC_CAPABILITY_PINNED_HOST_MEMORY, cubec_status_code(st),
+                   "cubec_host_alloc");
+    cubec_status_free(st);
+    if (pinned) ASSERT_OK(cubec_host_free(d, pinned));
+
+    cubec_vulkan_handles vh = CUBEC_VULKAN_HANDLES_INIT;
+    st = cubec_device_get_vulkan_handles(d, &vh);
+    expect_per_bit(&info, CUBEC_CAPABILITY_VULKAN_HANDLES, cubec_status_code(st),
+                   "cubec_device_get_vulkan_handles");
+    cubec_status_free(st);
+
+    cubec_kernel_desc kd = {.struct_size = sizeof kd, .name = "texel", .glsl = texel_src};
+    expect_per_bit(&info, CUBEC_CAPABILITY_TEXEL_BUFFERS, kernel_code(d, &kd),
+                   "cubec_kernel_create(texel buffer)");
+    kd = (cubec_kernel_desc){.struct_size = sizeof kd, .name = "wgsl", .wgsl = wgsl_src};
+    expect_per_bit(&info, CUBEC_CAPABILITY_WGSL, kernel_code(d, &kd), "cubec_kernel_create(wgsl)");
+
+    cubec_image_desc id = CUBEC_IMAGE_DESC_INIT;
+    id.format = CUBEC_IMAGE_FORMAT_RGBA8_UNORM;
+    id.width = id.height = 4;
+    cubec_image im = {0};
+    st = cubec_image_create(d, 0, &id, &im);
+    expect_per_bit(&info, CUBEC_CAPABILITY_IMAGES, cubec_status_code(st), "cubec_image_create");
+    cubec_status_free(st);
+    ASSERT_OK(cubec_image_release(d, im));
+
+    /* Registration is accepted either way (imported or staged): bytes round-trip through it. */
+    size_t align = (size_t)info.host_register_alignment;
+    unsigned char *host = aligned_alloc(align, align);
+    assert_non_null(host);
+    for (size_t i = 0; i < align; i++)
+        host[i] = (unsigned char)(i * 7 + 1);
+    ASSERT_OK(cubec_host_register(d, host, align));
+    cubec_buffer b;
+    ASSERT_OK(cubec_buffer_create(d, 0, align, &b));
+    ASSERT_OK(cubec_write(d, 0, b, 0, host, align));
+    memset(host, 0, align);
+    ASSERT_OK(cubec_read(d, 0, b, 0, host, align));
+    for (size_t i = 0; i < align; i++)
+        assert_int_equal(host[i], (unsigned char)(i * 7 + 1));
+    ASSERT_OK(cubec_host_unregister(d, host));
+    free(host);
+
+    /* A kernel's store lands exactly where kernels run; the null backend leaves the bytes. */
+    kd = (cubec_kernel_desc){.struct_size = sizeof kd, .name = "store", .glsl = write_src};
+    cubec_kernel k;
+    ASSERT_OK(cubec_kernel_create(d, &kd, &k));
+    ASSERT_OK(cubec_fill(d, 0, b, 0, 4, 7));
+    cubec_launch_desc ld = {.struct_size = sizeof ld,
+                            .kernel = k,
+                            .buffers = &b,
+                            .buffer_count = 1,
+                            .groups = {1, 1, 1}};
+    ASSERT_OK(cubec_launch(d, 0, &ld));
+    uint32_t word = 0;
+    ASSERT_OK(cubec_read(d, 0, b, 0, &word, 4));
+    assert_int_equal(word, caps & CUBEC_CAPABILITY_RUNS_KERNELS ? 42u : 7u);
+    ASSERT_OK(cubec_kernel_destroy(d, k));
+    ASSERT_OK(cubec_buffer_release(d, b));
+
+    /* Device-timed profiles exactly where the device writes timestamps, unless the
+     * configuration asks for host timing. */
+    const char *timing = getenv("CUBEC_TIMING");
+    if (!timing || strcmp(timing, "system") != 0) {
+        cubec_timing method = 0;
+        ASSERT_OK(cubec_profile_get_method(d, &method));
+        assert_int_equal(method, caps & CUBEC_CAPABILITY_DEVICE_TIMESTAMPS ? CUBEC_TIMING_DEVICE
+                                                                           : CUBEC_TIMING_SYSTEM);
+    }
+}
+
+static void test_capability_bits(void **state)
+{
+    (void)state;
+    const char *env = getenv("CUBEC_BACKEND");
+    const char *backend = env && *env ? env : "vulkan";
+    cubec_device *d = test_device_open();
+    check_bits(d, backend);
+    cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
+    ASSERT_OK(cubec_device_get_info(d, &info));
+    cubec_device_info peeked = peek_of(&info);
+    assert_string_equal(peeked.backend, info.backend);
+    assert_int_equal(peeked.capabilities, info.capabilities);
+    test_device_close(d);
+    /* The null backend too, whichever backend this run is on. */
+    cubec_device_desc desc = CUBEC_DEVICE_DESC_INIT;
+    desc.backend = "null";
+    cubec_device *n = NULL;
+    ASSERT_OK(cubec_device_open(&desc, &n));
+    check_bits(n, "null");
+    cubec_device_close(n);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -547,6 +715,7 @@ int main(void)
         cmocka_unit_test(test_subgroup_arithmetic),
         cmocka_unit_test(test_buffer_device_address),
         cmocka_unit_test(test_narrow_integer_arithmetic),
+        cmocka_unit_test(test_capability_bits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

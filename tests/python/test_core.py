@@ -26,6 +26,40 @@ def test_info_has_the_device_uuid_and_external_handles(dev):
     assert dev.info["external_handles"] & ~3 == 0
 
 
+CAPABILITIES = {"pinned_host_memory", "host_import", "vulkan_handles", "reusable_graphs",
+                "calibrated_clock", "device_timestamps", "texel_buffers", "images", "wgsl",
+                "runs_kernels"}
+
+
+def check_capabilities(d, backend):
+    # cubec_device_info.backend and .capabilities (docs/api.md, "Device capabilities"): names of
+    # known bits, and pinned memory (host_empty) exactly where the bit says so.
+    info = d.info
+    assert info["backend"] == backend
+    caps = info["capabilities"]
+    assert set(caps) <= CAPABILITIES and len(set(caps)) == len(caps)
+    assert ("vulkan_handles" in caps) == (backend == "vulkan")
+    assert ("runs_kernels" in caps) == (backend != "null")
+    assert ("wgsl" in caps) == (backend == "webgpu")
+    if "pinned_host_memory" in caps:
+        h = d.host_empty(16, "float32")
+        h[:] = np.arange(16, dtype=np.float32)
+        np.testing.assert_array_equal(d.buffer(h).numpy(), np.arange(16, dtype=np.float32))
+    else:
+        with pytest.raises(NotImplementedError, match="cubec_host_alloc"):
+            d.host_empty(16, "float32")
+
+
+def test_info_has_the_backend_and_its_capabilities(dev):
+    import os
+    check_capabilities(dev, os.environ.get("CUBEC_BACKEND") or "vulkan")
+    peeked = [d for d in cubec.devices() if d["name"] == dev.info["name"]]
+    assert peeked and peeked[0]["backend"] == dev.info["backend"]
+    assert peeked[0]["capabilities"] == dev.info["capabilities"]
+    with cubec.Device(backend="null") as null:
+        check_capabilities(null, "null")
+
+
 def test_check_and_sync(dev):
     a = dev.buffer(np.arange(8, dtype=np.int32))
     b = a.copy()

@@ -1279,6 +1279,8 @@ cubec_status null_gpu_open(const gpu_open_desc *desc, gpu **out)
     g->base.caps.host_query_reset = 1;
     g->base.caps.calibrated_clock = 1;
     g->base.caps.host_import_alignment = 4096;
+    g->base.caps.host_memory = 1;
+    g->base.caps.reusable_cmds = 1; /* a recorded list is run again as it is */
     g->base.caps.physical_index = 0;
     /* Like a discrete GPU with a BAR window when staging: metadata then goes in uniform
      * buffers, so the server's paths for them run here too. */
@@ -1299,7 +1301,9 @@ cubec_status null_gpu_open(const gpu_open_desc *desc, gpu **out)
         0x3feu;
     g->base.caps.max_texel_elements = 1u << 27;
     g->base.caps.texel_offset_alignment = 16;
-    /* The info describes the device as opened, like the Vulkan backend's. */
+    /* The info describes the device as opened, like the Vulkan backend's (the API layer fills
+     * capabilities of every backend's device; here too, so that info and peek agree). */
+    g->base.info.capabilities = gpu_capabilities(&g->base.caps, &null_ops);
     g->base.info.unified_memory = g->base.caps.unified;
     g->base.info.push_descriptors = g->base.caps.push_descriptors;
     g->delay_ns = (uint64_t)desc->null_delay_us * 1000u;
@@ -1323,5 +1327,13 @@ cubec_status null_gpu_peek(uint32_t index, cubec_device_info *out)
     if (index != 0)
         return INVALID_ARG("index: %" PRIu32 " is out of range, 1 device(s) present", index);
     fill_info(out);
+    /* What null_gpu_open gives with the configuration's defaults (texel formats included). */
+    gpu_caps caps = {.host_memory = 1,
+                     .reusable_cmds = 1,
+                     .host_import_alignment = 4096,
+                     .calibrated_clock = 1,
+                     .timestamps = 1,
+                     .texel_formats = 0x3feu};
+    out->capabilities = gpu_capabilities(&caps, &null_ops);
     return NULL;
 }

@@ -342,22 +342,37 @@ static cubec_status choose_physical(vk_context *ctx, const vk_context_desc *desc
 }
 
 /* 1 when the device can sample its timestamp counter together with CLOCK_MONOTONIC. */
-static int monotonic_calibration(const vk_context *ctx)
+static int monotonic_calibration(VkInstance instance, VkPhysicalDevice physical)
 {
-    if (!has_device_extension(ctx->physical, VK_EXT_CALIBRATED_TIMESTAMPS_EXTENSION_NAME)) return 0;
+    if (!has_device_extension(physical, VK_EXT_CALIBRATED_TIMESTAMPS_EXTENSION_NAME)) return 0;
     PFN_vkGetPhysicalDeviceCalibrateableTimeDomainsEXT domains =
         (PFN_vkGetPhysicalDeviceCalibrateableTimeDomainsEXT)vkGetInstanceProcAddr(
-            ctx->instance, "vkGetPhysicalDeviceCalibrateableTimeDomainsEXT");
+            instance, "vkGetPhysicalDeviceCalibrateableTimeDomainsEXT");
     if (!domains) return 0;
     VkTimeDomainEXT list[8];
     uint32_t n = 8;
-    if (domains(ctx->physical, &n, list) < 0) return 0;
+    if (domains(physical, &n, list) < 0) return 0;
     int device = 0, monotonic = 0;
     for (uint32_t i = 0; i < n; i++) {
         device |= list[i] == VK_TIME_DOMAIN_DEVICE_EXT;
         monotonic |= list[i] == VK_TIME_DOMAIN_CLOCK_MONOTONIC_EXT;
     }
     return device && monotonic;
+}
+
+/* The queue family an open uses unless [device] queue_family names one: a compute family without
+ * graphics where one writes timestamps (the H200's async compute family: a submission completes
+ * ~1 us sooner there than on the universal one), else the first compute family; UINT32_MAX
+ * without any. */
+static uint32_t default_family(const VkQueueFamilyProperties *qf, uint32_t nq)
+{
+    for (uint32_t i = 0; i < nq; i++)
+        if ((qf[i].queueFlags & VK_QUEUE_COMPUTE_BIT) &&
+            !(qf[i].queueFlags & VK_QUEUE_GRAPHICS_BIT) && qf[i].timestampValidBits >= 36)
+            return i;
+    for (uint32_t i = 0; i < nq; i++)
+        if (qf[i].queueFlags & VK_QUEUE_COMPUTE_BIT) return i;
+    return UINT32_MAX;
 }
 
 static cubec_status create_device(vk_context *ctx, int allow_push, uint32_t disabled_features,
@@ -379,17 +394,8 @@ static cubec_status create_device(vk_context *ctx, int allow_push, uint32_t disa
                 want, ctx->props.deviceName, nq,
                 want >= nq ? "not among them" : "not a compute family");
         family = want;
-    } else {
-        /* A compute family without graphics where one writes timestamps (the H200's async
-         * compute family: a submission completes ~1 us sooner there than on the universal
-         * one), else the first compute family. */
-        for (uint32_t i = 0; i < nq && family == UINT32_MAX; i++)
-            if ((qf[i].queueFlags & VK_QUEUE_COMPUTE_BIT) &&
-                !(qf[i].queueFlags & VK_QUEUE_GRAPHICS_BIT) && qf[i].timestampValidBits >= 36)
-                family = i;
-        for (uint32_t i = 0; i < nq && family == UINT32_MAX; i++)
-            if (qf[i].queueFlags & VK_QUEUE_COMPUTE_BIT) family = i;
-    }
+    } else
+        family = default_family(qf, nq);
     if (family == UINT32_MAX)
         return status_make(CUBEC_UNSUPPORTED, "device '%s' has no compute queue",
                            ctx->props.deviceName);
@@ -422,7 +428,7 @@ static cubec_status create_device(vk_context *ctx, int allow_push, uint32_t disa
     int push =
         allow_push && has_device_extension(ctx->physical, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
     if (push) exts[next++] = VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME;
-    int calibrated = ctx->timestamps && monotonic_calibration(ctx);
+    int calibrated = ctx->timestamps && monotonic_calibration(ctx->instance, ctx->physical);
     if (calibrated) exts[next++] = VK_EXT_CALIBRATED_TIMESTAMPS_EXTENSION_NAME;
     /* A lost device's error then carries the driver's report of the fault (docs/errors.md). */
     int fault_report = vk_device_fault_supported(ctx->physical);
@@ -658,6 +664,40 @@ cubec_status vk_physical_count(uint32_t *out_count)
     VkPhysicalDevice *list;
     RETURN_IF_ERROR(with_devices(&inst, &list, out_count));
     free(list);
+    return NULL;
+}
+
+cubec_status vk_physical_caps(uint32_t index, gpu_caps *out)
+{
+    VkInstance inst;
+    VkPhysicalDevice *list;
+    uint32_t n;
+    RETURN_IF_ERROR(with_devices(&inst, &list, &n));
+    if (index >= n) {
+        free(list);
+        return INVALID_ARG("index: %u is out of range, %u device(s) present", index, n);
+    }
+    VkPhysicalDevice pd = list[index];
+    free(list);
+    /* As create_device and vk_gpu_open decide them, with the configuration's defaults. */
+    *out = (gpu_caps){.host_memory = 1, .reusable_cmds = 1, .runs_kernels = 1};
+    if (has_device_extension(pd, VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME)) {
+        VkPhysicalDeviceExternalMemoryHostPropertiesEXT hp = {
+            .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_MEMORY_HOST_PROPERTIES_EXT};
+        VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2,
+                                          .pNext = &hp};
+        vkGetPhysicalDeviceProperties2(pd, &p2);
+        out->host_import_alignment = hp.minImportedHostPointerAlignment;
+    }
+    uint32_t nq = 0;
+    vkGetPhysicalDeviceQueueFamilyProperties(pd, &nq, NULL);
+    VkQueueFamilyProperties qf[32];
+    if (nq > 32) nq = 32;
+    vkGetPhysicalDeviceQueueFamilyProperties(pd, &nq, qf);
+    uint32_t family = default_family(qf, nq);
+    out->timestamps = family != UINT32_MAX && qf[family].timestampValidBits > 0;
+    out->calibrated_clock = out->timestamps && monotonic_calibration(inst, pd);
+    out->texel_formats = vk_texel_formats(pd);
     return NULL;
 }
 

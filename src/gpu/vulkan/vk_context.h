@@ -93,6 +93,12 @@ uint32_t vk_find_memory_type(const vk_context *ctx, uint32_t type_bits,
 /* Enumeration without opening a device (for `cubec info`). */
 cubec_status vk_physical_count(uint32_t *out_count);
 cubec_status vk_physical_info(uint32_t index, cubec_device_info *out, uint32_t *out_default_index);
+/* The seam's caps behind cubec_device_info.capabilities (gpu_capabilities) that device `index`
+ * would be opened with: what cubec_device_peek reports. */
+struct gpu_caps;
+cubec_status vk_physical_caps(uint32_t index, struct gpu_caps *out);
+/* The cubec formats whose uniform and storage texel buffers the device supports, a bit each. */
+uint32_t vk_texel_formats(VkPhysicalDevice pd);
 /* Fills the public info struct from a physical device (features: what the device has). */
 void vk_fill_info(VkInstance instance, VkPhysicalDevice physical, cubec_device_info *out);
 

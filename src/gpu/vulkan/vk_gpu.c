@@ -846,6 +846,8 @@ cubec_status vk_gpu_open(const gpu_open_desc *desc, gpu **out)
         .uniform_offset_alignment = v->vk.props.limits.minUniformBufferOffsetAlignment,
         .metadata_device_local = v->vk.metadata_device_local,
         .runs_kernels = 1,
+        .host_memory = 1,
+        .reusable_cmds = 1,
         .required_subgroup_size = v->vk.required_subgroup_size,
         .max_workgroup_subgroups = v->vk.max_workgroup_subgroups,
         .export_memory = v->vk.export_memory,
@@ -891,5 +893,9 @@ cubec_status vk_gpu_count(uint32_t *out_count)
 
 cubec_status vk_gpu_peek(uint32_t index, cubec_device_info *out)
 {
-    return vk_physical_info(index, out, NULL);
+    RETURN_IF_ERROR(vk_physical_info(index, out, NULL));
+    gpu_caps caps = {0};
+    RETURN_IF_ERROR(vk_physical_caps(index, &caps));
+    out->capabilities = gpu_capabilities(&caps, &vk_ops);
+    return NULL;
 }

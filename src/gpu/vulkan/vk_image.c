@@ -161,16 +161,28 @@ static cubec_status make_samplers(vk_gpu *v)
 }
 
 /* Which cubec formats have all of `need` in `features` of the device, as bits by format. */
-static uint32_t formats_with(vk_gpu *v, int buffer_features, VkFormatFeatureFlags need)
+static uint32_t formats_of(VkPhysicalDevice pd, int buffer_features, VkFormatFeatureFlags need)
 {
     uint32_t mask = 0;
     for (uint32_t f = 1; f < FORMAT_COUNT; f++) {
         VkFormatProperties fp = {0};
-        vkGetPhysicalDeviceFormatProperties(v->vk.physical, formats[f].format, &fp);
+        vkGetPhysicalDeviceFormatProperties(pd, formats[f].format, &fp);
         VkFormatFeatureFlags have = buffer_features ? fp.bufferFeatures : fp.optimalTilingFeatures;
         if ((have & need) == need) mask |= 1u << f;
     }
     return mask;
+}
+
+static uint32_t formats_with(vk_gpu *v, int buffer_features, VkFormatFeatureFlags need)
+{
+    return formats_of(v->vk.physical, buffer_features, need);
+}
+
+uint32_t vk_texel_formats(VkPhysicalDevice pd)
+{
+    return formats_of(pd, 1,
+                      VK_FORMAT_FEATURE_UNIFORM_TEXEL_BUFFER_BIT |
+                          VK_FORMAT_FEATURE_STORAGE_TEXEL_BUFFER_BIT);
 }
 
 cubec_status vk_images_init(vk_gpu *v)
@@ -180,9 +192,7 @@ cubec_status vk_images_init(vk_gpu *v)
     caps->linear_formats = formats_with(v, 0,
                                         VK_FORMAT_FEATURE_SAMPLED_IMAGE_BIT |
                                             VK_FORMAT_FEATURE_SAMPLED_IMAGE_FILTER_LINEAR_BIT);
-    caps->texel_formats = formats_with(v, 1,
-                                       VK_FORMAT_FEATURE_UNIFORM_TEXEL_BUFFER_BIT |
-                                           VK_FORMAT_FEATURE_STORAGE_TEXEL_BUFFER_BIT);
+    caps->texel_formats = vk_texel_formats(v->vk.physical);
     caps->max_texel_elements = v->vk.props.limits.maxTexelBufferElements;
     caps->texel_offset_alignment = v->vk.props.limits.minTexelBufferOffsetAlignment;
     return make_samplers(v);

@@ -407,6 +407,12 @@ cubec_status wg_gpu_peek(uint32_t index, cubec_device_info *out)
         feature_set set = {0};
         wg_features_probe(has_feature, &probe, 0, unused, &n_unused, &set);
         out->features = set.enabled;
+        /* What wg_gpu_open gives (wg_image.c: no texel buffers in WebGPU). */
+        gpu_caps caps = {.runs_kernels = 1,
+                         .wgsl = 1,
+                         .timestamps =
+                             p->AdapterHasFeature(a[index], WGPUFeatureName_TimestampQuery) != 0};
+        out->capabilities = gpu_capabilities(&caps, &wg_ops);
     }
     for (uint32_t i = 0; i < n; i++)
         p->AdapterRelease(a[i]);
@@ -583,7 +589,9 @@ cubec_status wg_gpu_open(const gpu_open_desc *desc, gpu **out)
                    .uniform_offset_alignment = w->limits.minUniformBufferOffsetAlignment,
                    .metadata_device_local = 0,
                    .runs_kernels = 1,
-                   .wgsl = 1};
+                   .wgsl = 1,
+                   .host_memory = 0,    /* no host memory the device reads directly */
+                   .reusable_cmds = 0}; /* single-submit command buffers: re-encoded */
     g->info.unified_memory = 0;
     g->info.push_descriptors = 0;
     err = wg_images_init(w);
