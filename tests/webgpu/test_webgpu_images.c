@@ -747,7 +747,7 @@ static void test_copies_unknown_way(void **state)
  * after loads the new, and a write after a launch that stores into the image replaces what it
  * stored; and the writes record no task of their own (the staged path's copy was one), which the
  * task count tells. Every texel size, odd widths, 3D, and images of more than one of the
- * backend's write chunks (64 MiB: whole slices a write, and rows of one slice a write). */
+ * backend's write chunks (whole slices a write, and rows of one slice a write). */
 
 /* One shape and format: writes and launches in turn, checked against the CPU. */
 static void expect_ordered_writes(cubec_device *d, const texel_format *tf, uint32_t w, uint32_t h,
@@ -809,10 +809,10 @@ static void test_direct_writes_in_stream_order(void **state)
         expect_ordered_writes(d, tf, 256 / tf->bytes, 3, 1);                   /* 256-byte rows */
         if (!strcmp(tf->sample, "u32")) expect_ordered_writes(d, tf, 5, 4, 3); /* 3D */
     }
-    /* More than a write chunk: six slices of 11.2 MB, five a write; rows of one 68.9 MB slice,
-     * 4092 a write. */
-    expect_ordered_writes(d, &texel_formats[5], 1000, 700, 6);
-    expect_ordered_writes(d, &texel_formats[4], 4100, 4200, 1);
+    /* More than one of the backend's write chunks (8 MiB): 20 slices of 1.44 MB, five a write;
+     * rows of one 9.2 MB slice, 998 a write. */
+    expect_ordered_writes(d, &texel_formats[5], 300, 300, 20);
+    expect_ordered_writes(d, &texel_formats[4], 2100, 1100, 1);
     cubec_device_close(d);
 }
 

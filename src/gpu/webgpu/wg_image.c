@@ -439,8 +439,11 @@ void wg_image_destroy(gpu *g, gpu_image *im)
 /* The most packed bytes one queue write of a texture takes: wgpu stages each write in memory of
  * its own (its rows 256-byte aligned) until the GPU has taken it, so a large image goes in
  * pieces, each handed to the GPU (an empty submission) before the next is staged, as
- * wg_mem_write's chunks are: what wgpu holds stays bounded whatever the image's size. */
-#define IMAGE_WRITE_CHUNK (64ull << 20)
+ * wg_mem_write's chunks are: what wgpu holds stays bounded whatever the image's size. Why 8 MiB
+ * and not wg_mem_write's 64: on lavapipe a 16 MiB write staged whole mapped a fresh 128 MiB host
+ * block every call and faulted its pages in (13 ms a call for 2047 x 2048 rgba8), where pieces
+ * of 8 MiB mostly reuse one (2-4 ms, sometimes 8; the staged path took 9-11). */
+#define IMAGE_WRITE_CHUNK (8ull << 20)
 
 /* Texels [y, +rows) of slices [z, +slices) from their packed bytes at `src`. */
 static void write_region(wg_gpu *w, gpu_image *im, const unsigned char *src, uint64_t row,
