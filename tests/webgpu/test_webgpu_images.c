@@ -447,7 +447,8 @@ static void test_refusals_by_name(void **state)
  * CUBEC_WEBGPU_IMAGE_COPIES forces one, so each runs here. A round trip alone would pass a layout
  * that writes and reads wrong in the same way, so each direction is checked against the CPU on its
  * own: a write by a kernel that loads every texel into a buffer, a read of texels a kernel stored
- * from their coordinates. */
+ * from their coordinates. (Program writes are queue writes of the texture now, whatever the way:
+ * the ways move reads only, and the write checks check the queue write's layout.) */
 
 typedef struct texel_format {
     cubec_image_format format;
