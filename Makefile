@@ -151,10 +151,12 @@ LINT_FILES = $(filter-out $(LINT_PENDING),$(shell git ls-files 'src/*.c' 'python
 LINT_HEADERS = ^$(subst +,\+,$(subst .,\.,$(CURDIR)))/((python/)?src|mpi)/
 
 # tools/check_layers.sh: src/api/ writes no device field, device.h includes no component header.
-# tools/check_calls.py: no circle of calls between more than two files of src/server.
+# tools/check_calls.py: no circle of calls between more than two files of src/server or
+# src/gpu/webgpu.
 lint: build
 	sh tools/check_layers.sh
 	python3 tools/check_calls.py src/server
+	python3 tools/check_calls.py src/gpu/webgpu
 	run-clang-tidy -quiet -p $(BUILD) -j $(JOBS) -header-filter '$(LINT_HEADERS)' \
 	  $(addprefix '^$(CURDIR)/,$(addsuffix $$',$(LINT_FILES)))
 

@@ -9,6 +9,8 @@ check="python3 $root/tools/check_calls.py"
 fail() { echo "FAIL: $*"; exit 1; }
 
 $check "$root/src/server" >/dev/null || fail "check_calls.py refuses src/server: $($check "$root/src/server")"
+$check "$root/src/gpu/webgpu" >/dev/null ||
+    fail "check_calls.py refuses src/gpu/webgpu: $($check "$root/src/gpu/webgpu")"
 
 tmp=$(mktemp -d) || fail "mktemp"
 trap 'rm -rf "$tmp"' EXIT

@@ -246,23 +246,6 @@ static cubec_status bind_buffers(wg_enc *e, const gpu_cmd_entry *ce)
     return NULL;
 }
 
-/* Workgroups of 256 for the backend's own grid-stride kernels (fill, byte copy) over `words`
- * words. A GPU gets enough to fill it (4096 x 256 invocations is more than an H200 keeps
- * resident) and no more than the dispatch limit. A CPU device runs each workgroup as a task of
- * its own on one of a few threads, and llvmpipe allocates memory for each (a page-aligned
- * block): a fill of 16 MiB as 16384 workgroups only added overhead there, and under ASan the
- * quarantine kept those blocks by the hundred thousand (test_relocation_threads at 3.6 GB
- * resident); 64 keep every thread busy. */
-uint32_t wg_own_kernel_groups(const wg_gpu *w, uint64_t words)
-{
-    uint64_t cap = w->base.info.type == CUBEC_DEVICE_TYPE_CPU ? 64u : 4096u;
-    if (cap > w->limits.maxComputeWorkgroupsPerDimension)
-        cap = w->limits.maxComputeWorkgroupsPerDimension;
-    uint64_t groups = (words + 255u) / 256u;
-    if (groups > cap) groups = cap;
-    return groups ? (uint32_t)groups : 1u;
-}
-
 /* One of the backend's own kernels over `words` words, in a pass of its own, with its 16 bytes
  * of immediates; the bind group is released here (the command buffer holds its own reference). */
 static void run_own_kernel(wg_enc *e, WGPUComputePipeline pipeline, WGPUBindGroup group,

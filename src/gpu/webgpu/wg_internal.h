@@ -216,8 +216,25 @@ int wg_map_read(wg_gpu *w, WGPUBuffer map, size_t bytes, size_t skip, void *dst,
 
 /* Encodes `c`'s list into a new command buffer (under queue_lock). */
 MUST_USE cubec_status wg_encode(wg_gpu *w, const wg_cmd *c, WGPUCommandBuffer *out);
-/* Workgroups of 256 for one of the backend's own grid-stride kernels over `words` words. */
-uint32_t wg_own_kernel_groups(const wg_gpu *w, uint64_t words);
+/* Workgroups of 256 for the backend's own grid-stride kernels (fill, byte copy, image
+ * repacking) over `words`
+ * words. A GPU gets enough to fill it (4096 x 256 invocations is more than an H200 keeps
+ * resident) and no more than the dispatch limit. A CPU device runs each workgroup as a task of
+ * its own on one of a few threads, and llvmpipe allocates memory for each (a page-aligned
+ * block): a fill of 16 MiB as 16384 workgroups only added overhead there, and under ASan the
+ * quarantine kept those blocks by the hundred thousand (test_relocation_threads at 3.6 GB
+ * resident); 64 keep every thread busy. Inline: wg_encode.c and wg_image.c
+ * both use it, and each calls the other only one way. */
+static inline uint32_t wg_own_kernel_groups(const wg_gpu *w, uint64_t words)
+{
+    uint64_t cap = w->base.info.type == CUBEC_DEVICE_TYPE_CPU ? 64u : 4096u;
+    if (cap > w->limits.maxComputeWorkgroupsPerDimension)
+        cap = w->limits.maxComputeWorkgroupsPerDimension;
+    uint64_t groups = (words + 255u) / 256u;
+    if (groups > cap) groups = cap;
+    return groups ? (uint32_t)groups : 1u;
+}
+
 /* The bind group of set `set` of `pl` with these buffers (cached; under queue_lock). The
  * returned bind group stays the cache's. */
 MUST_USE cubec_status wg_bind_group(wg_gpu *w, const gpu_pipeline *pl, uint32_t set,

@@ -4,6 +4,7 @@
  * one through the scalar view of its binding. */
 #include "gpu/webgpu/wg_spirv_aliases.h"
 
+#include "gpu/webgpu/wg_spirv_out.h"
 #include "gpu/webgpu/wg_spirv_parse.h"
 
 #include <inttypes.h>
@@ -82,9 +83,7 @@ typedef struct merge {
     uint32_t *ptr_of;      /* by scalar type: its StorageBuffer pointer type (existing or new) */
     uint32_t *new_ptr_for; /* scalar types whose pointer type is new */
     size_t new_ptr_count;
-    uint32_t *out;
-    size_t out_n, out_cap;
-    int oom;
+    wg_spirv_out out;
 } merge;
 
 static const uint32_t *w_of(const merge *g)
@@ -94,28 +93,12 @@ static const uint32_t *w_of(const merge *g)
 
 static void put(merge *g, const uint32_t *words, size_t count)
 {
-    if (g->oom) return;
-    if (g->out_n + count > g->out_cap) {
-        size_t c = g->out_cap ? g->out_cap : 1024;
-        while (c < g->out_n + count)
-            c *= 2;
-        uint32_t *q = realloc(g->out, c * sizeof *q);
-        if (!q) {
-            g->oom = 1;
-            return;
-        }
-        g->out = q;
-        g->out_cap = c;
-    }
-    memcpy(g->out + g->out_n, words, count * sizeof *words);
-    g->out_n += count;
+    wg_spirv_put(&g->out, words, count);
 }
 
 static void put_inst(merge *g, uint32_t op, const uint32_t *operands, uint32_t count)
 {
-    uint32_t head = (count + 1u) << 16 | op;
-    put(g, &head, 1);
-    put(g, operands, count);
+    wg_spirv_put_inst(&g->out, op, operands, count);
 }
 
 /* The id of the constant `value` of the integer type `type`, added to those to declare. */
@@ -127,7 +110,7 @@ static uint32_t constant(merge *g, uint32_t type, uint32_t value)
         size_t c = g->const_cap ? g->const_cap * 2 : 16;
         void *q = realloc(g->consts, c * sizeof *g->consts);
         if (!q) {
-            g->oom = 1;
+            g->out.oom = 1;
             return 0;
         }
         g->consts = q;
@@ -474,7 +457,7 @@ static void copy_module(merge *g)
     const uint32_t *w = w_of(g);
     put(g, w, 5);
     int in_functions = 0;
-    for (size_t i = 0; i < g->m->count && !g->oom; i++) {
+    for (size_t i = 0; i < g->m->count && !g->out.oom; i++) {
         const wg_spirv_inst *in = &g->m->v[i];
         if (in->op == OP_FUNCTION && !in_functions) {
             put_declarations(g);
@@ -493,9 +476,9 @@ static void copy_module(merge *g)
             continue;
         }
         /* The interface without the merged views (their base listed in their place). */
-        size_t start = g->out_n;
+        size_t start = g->out.n;
         put(g, w + in->at, in->len);
-        if (g->oom) return;
+        if (g->out.oom) return;
         /* Its interface starts after the function (the first id) and the name. */
         uint32_t iface = in->len - in->use_count + 1, kept = iface;
         for (uint32_t k = 1; k < in->use_count; k++) {
@@ -504,11 +487,11 @@ static void copy_module(merge *g)
             if (v) id = v->base->var;
             int seen = 0;
             for (uint32_t j = iface; j < kept; j++)
-                seen |= g->out[start + j] == id;
-            if (!seen) g->out[start + kept++] = id;
+                seen |= g->out.w[start + j] == id;
+            if (!seen) g->out.w[start + kept++] = id;
         }
-        g->out[start] = (kept << 16) | OP_ENTRY_POINT;
-        g->out_n = start + kept;
+        g->out.w[start] = (kept << 16) | OP_ENTRY_POINT;
+        g->out.n = start + kept;
     }
     if (!in_functions) put_declarations(g);
 }
@@ -551,16 +534,16 @@ cubec_status wg_spirv_merge_aliases(const uint32_t *w, size_t n, uint32_t **out,
     if (!err && any) err = check_uses(&g);
     if (!err && any) {
         copy_module(&g);
-        if (g.oom) {
+        if (g.out.oom) {
             err = status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (SPIR-V bindings)");
         } else {
-            g.out[3] = g.next;
-            *out = g.out;
-            *out_n = g.out_n;
-            g.out = NULL;
+            g.out.w[3] = g.next;
+            *out = g.out.w;
+            *out_n = g.out.n;
+            g.out.w = NULL;
         }
     }
-    free(g.out);
+    free(g.out.w);
     free(g.consts);
     free(g.views);
     free(g.by_var);

@@ -4,6 +4,7 @@
  * of the module. */
 #include "gpu/webgpu/wg_spirv_nonfinite.h"
 
+#include "gpu/webgpu/wg_spirv_out.h"
 #include "gpu/webgpu/wg_spirv_parse.h"
 
 #include <stdlib.h>
@@ -103,29 +104,6 @@ static int grow(void **p, size_t *cap, size_t need, size_t size)
 
 /* --- The copy ------------------------------------------------------------------------------ */
 
-typedef struct outbuf {
-    uint32_t *w;
-    size_t n, cap;
-    int oom;
-} outbuf;
-
-static void put(outbuf *o, const uint32_t *words, size_t count)
-{
-    if (o->oom || !grow((void **)&o->w, &o->cap, o->n + count, sizeof *o->w)) {
-        o->oom = 1;
-        return;
-    }
-    memcpy(o->w + o->n, words, count * sizeof *words);
-    o->n += count;
-}
-
-static void put_inst(outbuf *o, uint32_t op, const uint32_t *operands, uint32_t count)
-{
-    uint32_t head = (count + 1u) << 16 | op;
-    put(o, &head, 1);
-    put(o, operands, count);
-}
-
 typedef struct rewrite {
     const uint32_t *w;
     const wg_spirv *p;
@@ -139,7 +117,7 @@ typedef struct rewrite {
     size_t special_count, special_cap;
     uint32_t fid;      /* the function being copied (1-based) */
     uint32_t u32, f32; /* the 32-bit unsigned integer and float types (existing or new) */
-    outbuf o;
+    wg_spirv_out o;
 } rewrite;
 
 static uint32_t use_at(const rewrite *r, const wg_spirv_inst *in, uint32_t k)
@@ -158,7 +136,7 @@ static void put_remapped(rewrite *r, const wg_spirv_inst *in, int drop_init)
 {
     size_t start = r->o.n;
     uint32_t len = in->len - (drop_init ? 1u : 0u);
-    put(&r->o, r->w + in->at, len);
+    wg_spirv_put(&r->o, r->w + in->at, len);
     if (r->o.oom) return;
     if (drop_init) r->o.w[start] = (len << 16) | in->op;
     for (uint32_t k = 0; k < in->use_count; k++) {
@@ -175,16 +153,16 @@ static void put_values(rewrite *r)
         const wg_spirv_inst *c = &r->p->v[r->special[s]];
         if (r->stamp[c->result] != r->fid) continue;
         if (r->kind[c->result] == NONFINITE && r->width[c->type] == 32) {
-            put_inst(&r->o, OP_BITCAST,
-                     (uint32_t[]){c->type, r->local[c->result], r->bits_id[c->result]}, 3);
+            wg_spirv_put_inst(&r->o, OP_BITCAST,
+                              (uint32_t[]){c->type, r->local[c->result], r->bits_id[c->result]}, 3);
         } else if (r->kind[c->result] == NONFINITE) {
             uint32_t f = r->next++;
-            put_inst(&r->o, OP_BITCAST, (uint32_t[]){r->f32, f, r->bits_id[c->result]}, 3);
-            put_inst(&r->o, OP_FCONVERT, (uint32_t[]){c->type, r->local[c->result], f}, 3);
+            wg_spirv_put_inst(&r->o, OP_BITCAST, (uint32_t[]){r->f32, f, r->bits_id[c->result]}, 3);
+            wg_spirv_put_inst(&r->o, OP_FCONVERT, (uint32_t[]){c->type, r->local[c->result], f}, 3);
         } else {
             /* The composite's words, as an OpCompositeConstruct of the function's values. */
             size_t start = r->o.n;
-            put(&r->o, r->w + c->at, c->len);
+            wg_spirv_put(&r->o, r->w + c->at, c->len);
             if (r->o.oom) return;
             r->o.w[start] = (c->len << 16) | OP_COMPOSITE_CONSTRUCT;
             r->o.w[start + 2] = r->local[c->result];
@@ -241,7 +219,8 @@ static size_t put_function(rewrite *r, size_t i, uint32_t fid)
         for (size_t k = vars; k < j; k++) {
             const wg_spirv_inst *v = &p->v[k];
             if (v->op == OP_VARIABLE && v->len == 5 && special(r, r->w[v->at + 4]))
-                put_inst(&r->o, OP_STORE, (uint32_t[]){v->result, r->local[r->w[v->at + 4]]}, 2);
+                wg_spirv_put_inst(&r->o, OP_STORE,
+                                  (uint32_t[]){v->result, r->local[r->w[v->at + 4]]}, 2);
         }
     }
     for (; j <= end && j < p->count; j++)
@@ -252,13 +231,13 @@ static size_t put_function(rewrite *r, size_t i, uint32_t fid)
 /* The new types and the integer constants, where the module-scope declarations end. */
 static void put_declarations(rewrite *r, uint32_t new_u32, uint32_t new_f32)
 {
-    if (new_u32) put_inst(&r->o, OP_TYPE_INT, (uint32_t[]){r->u32, 32, 0}, 3);
-    if (new_f32) put_inst(&r->o, OP_TYPE_FLOAT, (uint32_t[]){r->f32, 32}, 2);
+    if (new_u32) wg_spirv_put_inst(&r->o, OP_TYPE_INT, (uint32_t[]){r->u32, 32, 0}, 3);
+    if (new_f32) wg_spirv_put_inst(&r->o, OP_TYPE_FLOAT, (uint32_t[]){r->f32, 32}, 2);
     for (size_t s = 0; s < r->special_count; s++) {
         const wg_spirv_inst *c = &r->p->v[r->special[s]];
         if (r->kind[c->result] != NONFINITE) continue;
         uint32_t bits = f32_bits_of(r->width[c->type], r->w + c->at + 3);
-        put_inst(&r->o, OP_CONSTANT, (uint32_t[]){r->u32, r->bits_id[c->result], bits}, 3);
+        wg_spirv_put_inst(&r->o, OP_CONSTANT, (uint32_t[]){r->u32, r->bits_id[c->result], bits}, 3);
     }
 }
 
@@ -341,7 +320,7 @@ cubec_status wg_spirv_nonfinite(const uint32_t *w, size_t n, uint32_t **out, siz
             uint32_t id = p.v[r.special[s]].result;
             if (r.kind[id] == NONFINITE) r.bits_id[id] = r.next++;
         }
-        put(&r.o, w, 5);
+        wg_spirv_put(&r.o, w, 5);
         int declared = 0;
         uint32_t fid = 0;
         for (size_t i = 0; i < p.count && !r.o.oom;) {
@@ -354,7 +333,7 @@ cubec_status wg_spirv_nonfinite(const uint32_t *w, size_t n, uint32_t **out, siz
             }
             int gone = (in->result && special(&r, in->result)) ||
                        (is_annotation(in->op) && in->use_count && special(&r, use_at(&r, in, 0)));
-            if (!gone) put(&r.o, w + in->at, in->len);
+            if (!gone) wg_spirv_put(&r.o, w + in->at, in->len);
             i++;
         }
         if (!declared) put_declarations(&r, new_u32, new_f32);
