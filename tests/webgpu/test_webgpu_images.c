@@ -561,7 +561,7 @@ static void expect_dumped(cubec_device *d, const texel_format *tf, cubec_buffer 
         for (uint32_t k2 = 0; k2 < tf->words; k2++) {
             uint32_t want = 0, n = tf->bytes < 4 ? tf->bytes : 4;
             for (uint32_t b = 0; b < n; b++)
-                want |= (uint32_t)in[i * tf->bytes + k2 * 4 + b] << (8 * b);
+                want |= (uint32_t)in[i * tf->bytes + (size_t)k2 * 4 + b] << (8 * b);
             if (out[i * tf->words + k2] != want)
                 fail_msg("%s %ux%ux%u %s: texel %zu word %u loads 0x%08x, wrote 0x%08x", tf->wgsl,
                          w, h, depth, what, i, k2, out[i * tf->words + k2], want);
