@@ -403,6 +403,13 @@ typedef struct gpu_ops {
     cubec_status (*image_create)(gpu *g, const gpu_image_desc *desc, gpu_mem *m, uint64_t offset,
                                  gpu_image **out);
     void (*image_destroy)(gpu *g, gpu_image *im);
+    /* Copies every texel of `im` from packed bytes at `src` (gpu_cmd_copy_image's layout)
+     * straight from the host, in queue order as mem_write: after all work submitted before,
+     * before all work submitted after; `src` may be reused when it returns. NULL where uploads
+     * go through a staging buffer and gpu_cmd_copy_image (Vulkan, null); WebGPU:
+     * wgpuQueueWriteTexture, which takes rows at any pitch, so the staging buffer, its queue
+     * write and the repacking into 256-byte rows are saved. */
+    cubec_status (*image_write)(gpu *g, gpu_image *im, const void *src);
     /* External memory and the timeline (optional: NULL where the backend has none, as null; the
      * gpu_* wrappers below refuse by name then). mem_create_exportable: a device page whose
      * memory may be exported (caps.export_memory). mem_export: a new opaque fd of an exportable

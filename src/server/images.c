@@ -5,10 +5,14 @@
  * where it is) for as long as the image lives, and the backend's image is destroyed with the
  * memory, once no batch uses it (server/buffers.c). Uploads and downloads go through a staging
  * buffer and a TASK_IMAGE_COPY task on the stream, so they are ordered like cubec_write and
- * cubec_read. */
+ * cubec_read; on a backend that writes images straight from the host (gpu_ops.image_write:
+ * WebGPU's queue writes) uploads are such writes, ordered as cubec_write's own
+ * (server_write_queued). */
 #include "server/images.h"
+#include "base/clock.h"
 #include "base/image_formats.h"
 #include "server/device.h"
+#include "server/launch_timing.h"
 #include "server/memory_ops.h"
 #include "server/relocate.h"
 #include "server/run_mode.h"
@@ -16,6 +20,7 @@
 #include "server/transfer.h"
 
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 void server_images_init(cubec_device *d)
@@ -129,8 +134,50 @@ static cubec_status staging(cubec_device *d, stream_ref s, const image_obj *im, 
     return NULL;
 }
 
+/* The texels for server_write_queued: gpu_ops.image_write's arguments. */
+typedef struct image_put {
+    gpu_image *image;
+    const void *src;
+} image_put;
+
+static cubec_status put_image(cubec_device *d, void *ctx)
+{
+    const image_put *p = ctx;
+    return d->gpu->ops->image_write(d->gpu, p->image, p->src);
+}
+
+/* The backend writes the texels straight from the program's memory (WebGPU's
+ * wgpuQueueWriteTexture, which takes rows at any pitch): no staging buffer, no copy task, no
+ * repacking of rows. After the work queued on the image on any stream is recorded, and done on
+ * the GPU; what a failed write may have reached carries its error, and a good one clears the
+ * image's failures, as the copy task's outputs are settled. */
+static cubec_status write_direct(cubec_device *d, stream_ref s, image_obj *im, const void *src)
+{
+    uint64_t t0 = d->timing->trace ? clock_now_ns() : 0;
+    buffer_obj *b = im->buffer;
+    im->refs++; /* the wait may release the lock */
+    cubec_status err = server_drain_for_host(d, s.slot, b->alloc, 1);
+    if (!err) {
+        image_put put = {b->alloc->image, src};
+        err =
+            server_write_queued(d, s, b->alloc, buffer_device_offset(b), b->size, put_image, &put);
+    }
+    if (!err && d->timing->trace) {
+        char args[96];
+        snprintf(args, sizeof args, "\"bytes\":%" PRIu64 ",\"buffer\":%" PRIu64, im->bytes,
+                 b->alloc->number);
+        timing_host(d, "image write", "write", t0, s.number, args);
+    }
+    server_image_release(d, 0, im);
+    return err;
+}
+
 cubec_status server_image_write(cubec_device *d, stream_ref s, image_obj *im, const void *src)
 {
+    /* Every write is eligible where the backend has the op: a capture refuses image writes
+     * before they get here (api_image.c), and a dry run writes images as it writes buffers
+     * (server/run_mode.h), for real. */
+    if (d->gpu->ops->image_write) return write_direct(d, s, im, src);
     uint64_t id;
     buffer_obj *bufs[2];
     RETURN_IF_ERROR(staging(d, s, im, &id, &bufs[0]));

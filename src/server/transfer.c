@@ -234,6 +234,51 @@ static void settle_write(alloc_obj *a, uint64_t at, uint64_t size, cubec_status 
     failure_release(f);
 }
 
+cubec_status server_write_queued(cubec_device *d, stream_ref s, alloc_obj *a, uint64_t at,
+                                 uint64_t size, server_put_fn put, void *ctx)
+{
+    uint32_t slot = s.slot;
+    uint64_t stream_was = d->sub->transfer_stream;
+    d->sub->transfer_stream = s.number;
+    /* Ordered as a write of mapped memory: after the work that used the bytes is done; work
+     * recorded later is submitted after the write, so it sees the bytes. The wait may release
+     * the device lock: the reference keeps the memory, the guard its place. */
+    server_alloc_pin(d, a);
+    cubec_status err = sub_wait(d, transfer_after(d, slot, a, a->last_use));
+    if (!err) err = put(d, ctx);
+    if (!err) {
+        /* A submission takes the write to the GPU now, and gives the stream a value that
+         * cubec_sync waits for: the bytes are in the buffer when it returns, as after a
+         * staged write. */
+        gpu_cmd *cmd;
+        d->streams->slots[slot].recorded++;
+        err = sub_begin(d, &cmd);
+        if (!err) {
+            note_transfer_stream(d);
+            err = sub_flush(d, 0);
+        }
+        if (!err) d->streams->slots[slot].last_value = d->sub->next_value - 1;
+    }
+    settle_write(a, at, size, err);
+    server_alloc_unpin(d, a);
+    d->sub->transfer_stream = stream_was;
+    return err;
+}
+
+/* A buffer's bytes for server_write_queued: gpu_ops.mem_write's arguments. */
+typedef struct mem_put {
+    gpu_mem *page;
+    uint64_t at;
+    const void *src;
+    uint64_t size;
+} mem_put;
+
+static cubec_status put_mem(cubec_device *d, void *ctx)
+{
+    const mem_put *p = ctx;
+    return d->gpu->ops->mem_write(d->gpu, p->page, p->at, p->src, p->size);
+}
+
 static cubec_status write_body(cubec_device *d, stream_ref s, buffer_obj *b, uint64_t offset,
                                const void *src, uint64_t size)
 {
@@ -271,29 +316,9 @@ static cubec_status write_body(cubec_device *d, stream_ref s, buffer_obj *b, uin
     if (d->gpu->ops->mem_write && ((at | size) & 3u) == 0) {
         /* A backend whose uploads are queue writes (WebGPU) takes the bytes straight from the
          * program: the upload ring would add two copies (into the ring, then into the
-         * implementation's own staging) and a copy command. Ordered as the mapped path above:
-         * after the work that used the bytes is done; work recorded later is submitted after
-         * the write, so it sees the bytes. */
-        alloc_obj *a = b->alloc;
-        server_alloc_pin(d, a);
-        cubec_status err = sub_wait(d, transfer_after(d, slot, a, a->last_use));
-        if (!err) err = d->gpu->ops->mem_write(d->gpu, page, at, src, size);
-        if (!err) {
-            /* A submission takes the write to the GPU now, and gives the stream a value that
-             * cubec_sync waits for: the bytes are in the buffer when it returns, as after a
-             * staged write. */
-            gpu_cmd *cmd;
-            d->streams->slots[slot].recorded++;
-            err = sub_begin(d, &cmd);
-            if (!err) {
-                note_transfer_stream(d);
-                err = sub_flush(d, 0);
-            }
-            if (!err) d->streams->slots[slot].last_value = d->sub->next_value - 1;
-        }
-        settle_write(a, at, size, err);
-        server_alloc_unpin(d, a);
-        return err;
+         * implementation's own staging) and a copy command. */
+        mem_put put = {page, at, src, size};
+        return server_write_queued(d, s, b->alloc, at, size, put_mem, &put);
     }
     host_range *r = size >= REGISTERED_WRITE_MIN ? server_host_find(d->host, src, size) : NULL;
     /* The upload ring comes with the first staged write; failing to create it refuses this

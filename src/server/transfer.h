@@ -16,6 +16,15 @@ MUST_USE cubec_status server_write(cubec_device *d, stream_ref s, buffer_obj *b,
 MUST_USE cubec_status server_write_failure(cubec_device *d, stream_ref s, buffer_obj *b,
                                            uint64_t offset, uint64_t size, cubec_code code,
                                            const char *message);
+/* A write the backend takes straight from the host in queue order (gpu_ops.mem_write,
+ * image_write), for [at, +size) of `a` from `s`: `put(d, ctx)` runs once the work that used the
+ * allocation is done on the GPU; then an empty batch takes the write to the GPU and gives `s` the
+ * value cubec_sync waits for. The range is cleared of failures when it succeeded, tainted with
+ * the error when not (part of it may have been written). The caller recorded the work queued on
+ * `a` first (server_drain_for_host). */
+typedef cubec_status (*server_put_fn)(cubec_device *d, void *ctx);
+MUST_USE cubec_status server_write_queued(cubec_device *d, stream_ref s, alloc_obj *a, uint64_t at,
+                                          uint64_t size, server_put_fn put, void *ctx);
 MUST_USE cubec_status server_read(cubec_device *d, stream_ref s, buffer_obj *b, uint64_t offset,
                                   void *dst, uint64_t size);
 MUST_USE cubec_status server_read_async(cubec_device *d, stream_ref s, buffer_obj *b,

@@ -4,12 +4,16 @@
  * that are and are not 256-byte multiples, WebGPU's copy pitch), storage-image kernels in GLSL
  * (through naga) and WGSL, a read_write 3D storage texture, a sampled texture with a sampler at
  * both filters in WGSL and as a GLSL combined image sampler (split in two by the backend), each
- * against a CPU reference; and what WebGPU has no twin of refused by name.
+ * against a CPU reference; image writes as queue writes of the texture, in stream order; and
+ * what WebGPU has no twin of refused by name.
  * Skipped, by name, where the library does not load. */
 #include "launch_util.h"
 #include "test_util.h"
 #include "webgpu_open.h"
 
+#include "server/device.h"
+
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -443,7 +447,8 @@ static void test_refusals_by_name(void **state)
  * CUBEC_WEBGPU_IMAGE_COPIES forces one, so each runs here. A round trip alone would pass a layout
  * that writes and reads wrong in the same way, so each direction is checked against the CPU on its
  * own: a write by a kernel that loads every texel into a buffer, a read of texels a kernel stored
- * from their coordinates. */
+ * from their coordinates. (Program writes are queue writes of the texture now, whatever the way:
+ * the ways move reads only, and the write checks check the queue write's layout.) */
 
 typedef struct texel_format {
     cubec_image_format format;
@@ -514,10 +519,8 @@ static unsigned char *random_texels(const texel_format *tf, size_t bytes, uint32
     return b;
 }
 
-/* Writes random texels and checks, through a kernel that loads each into a buffer, that each
- * landed at its coordinates. */
-static void expect_write(cubec_device *d, const texel_format *tf, uint32_t w, uint32_t h,
-                         uint32_t depth)
+/* A kernel that loads every texel of a `depth` image of `tf` into a buffer of words. */
+static cubec_kernel make_dump(cubec_device *d, const texel_format *tf, uint32_t depth)
 {
     char src[1024];
     snprintf(src, sizeof src,
@@ -531,15 +534,11 @@ static void expect_write(cubec_device *d, const texel_format *tf, uint32_t w, ui
              "    } }\n"
              "}\n",
              depth > 1 ? "3d" : "2d", tf->sample, column_loop(depth), tf->dump);
-    size_t texels = (size_t)w * h * depth_of(depth), bytes = texels * tf->bytes;
-    unsigned char *in = random_texels(tf, bytes, w * 7u + h * 13u + tf->bytes);
-    uint32_t *out = calloc(texels * tf->words, sizeof *out);
-    assert_non_null(out);
-    cubec_image im = make_image(d, tf->format, w, h, depth);
-    ASSERT_OK(cubec_image_write(d, 0, im, in, bytes));
-    cubec_kernel k = make_wgsl(d, "dump", src);
-    cubec_buffer o;
-    ASSERT_OK(cubec_buffer_create(d, 0, texels * tf->words * 4, &o));
+    return make_wgsl(d, "dump", src);
+}
+
+static void launch_dump(cubec_device *d, cubec_kernel k, cubec_image im, cubec_buffer o, uint32_t w)
+{
     cubec_resource res = {.kind = CUBEC_RESOURCE_SAMPLED_TEXTURE, .binding = 1, .image = im};
     cubec_launch_desc ld = launch_columns(k, w);
     ld.buffers = &o;
@@ -547,21 +546,47 @@ static void expect_write(cubec_device *d, const texel_format *tf, uint32_t w, ui
     ld.resources = &res;
     ld.resource_count = 1;
     ASSERT_OK(cubec_launch(d, 0, &ld));
+}
+
+/* What a dump into `o` loaded is the texels `in`, each at its coordinates (`what` says which). */
+static void expect_dumped(cubec_device *d, const texel_format *tf, cubec_buffer o,
+                          const unsigned char *in, uint32_t w, uint32_t h, uint32_t depth,
+                          const char *what)
+{
+    size_t texels = (size_t)w * h * depth_of(depth);
+    uint32_t *out = calloc(texels * tf->words, sizeof *out);
+    assert_non_null(out);
     ASSERT_OK(cubec_read(d, 0, o, 0, out, texels * tf->words * 4));
     for (size_t i = 0; i < texels; i++)
         for (uint32_t k2 = 0; k2 < tf->words; k2++) {
             uint32_t want = 0, n = tf->bytes < 4 ? tf->bytes : 4;
             for (uint32_t b = 0; b < n; b++)
-                want |= (uint32_t)in[i * tf->bytes + k2 * 4 + b] << (8 * b);
+                want |= (uint32_t)in[i * tf->bytes + (size_t)k2 * 4 + b] << (8 * b);
             if (out[i * tf->words + k2] != want)
-                fail_msg("%s %ux%ux%u written: texel %zu word %u loads 0x%08x, wrote 0x%08x",
-                         tf->wgsl, w, h, depth, i, k2, out[i * tf->words + k2], want);
+                fail_msg("%s %ux%ux%u %s: texel %zu word %u loads 0x%08x, wrote 0x%08x", tf->wgsl,
+                         w, h, depth, what, i, k2, out[i * tf->words + k2], want);
         }
+    free(out);
+}
+
+/* Writes random texels and checks, through a kernel that loads each into a buffer, that each
+ * landed at its coordinates. */
+static void expect_write(cubec_device *d, const texel_format *tf, uint32_t w, uint32_t h,
+                         uint32_t depth)
+{
+    size_t texels = (size_t)w * h * depth_of(depth), bytes = texels * tf->bytes;
+    unsigned char *in = random_texels(tf, bytes, w * 7u + h * 13u + tf->bytes);
+    cubec_image im = make_image(d, tf->format, w, h, depth);
+    ASSERT_OK(cubec_image_write(d, 0, im, in, bytes));
+    cubec_kernel k = make_dump(d, tf, depth);
+    cubec_buffer o;
+    ASSERT_OK(cubec_buffer_create(d, 0, texels * tf->words * 4, &o));
+    launch_dump(d, k, im, o, w);
+    expect_dumped(d, tf, o, in, w, h, depth, "written");
     ASSERT_OK(cubec_buffer_release(d, o));
     ASSERT_OK(cubec_kernel_destroy(d, k));
     ASSERT_OK(cubec_image_release(d, im));
     free(in);
-    free(out);
 }
 
 /* The value a kernel stores at texel `i` (x, y, z): a hash of the coordinates. */
@@ -570,10 +595,9 @@ static uint32_t texel_value(uint32_t x, uint32_t y, uint32_t z)
     return (x * 2654435761u) ^ (y * 40503u + 0x5bd1e995u) ^ (z * 97u);
 }
 
-/* Texels a kernel stores from their coordinates, read back and checked against the CPU. Formats
- * of 1, 4 and 16 bytes (those a WGSL kernel can store exactly on every device that has them). */
-static void expect_read(cubec_device *d, const texel_format *tf, uint32_t w, uint32_t h,
-                        uint32_t depth)
+/* A kernel that stores texel_value at every texel of a `depth` image of `tf`. Formats of 1, 4
+ * and 16 bytes (those a WGSL kernel can store exactly on every device that has them). */
+static cubec_kernel make_store(cubec_device *d, const texel_format *tf, uint32_t depth)
 {
     const char *value = tf->format == CUBEC_IMAGE_FORMAT_R8_UNORM
                             ? "vec4<f32>(f32(u & 255u) / 255.0, 0.0, 0.0, 1.0)"
@@ -591,16 +615,28 @@ static void expect_read(cubec_device *d, const texel_format *tf, uint32_t w, uin
              "    } }\n"
              "}\n",
              depth > 1 ? "3d" : "2d", tf->wgsl, column_loop(depth), value);
-    size_t texels = (size_t)w * h * depth_of(depth), bytes = texels * tf->bytes;
-    unsigned char *out = malloc(bytes);
-    assert_non_null(out);
-    cubec_image im = make_image(d, tf->format, w, h, depth);
-    cubec_kernel k = make_wgsl(d, "store", src);
+    return make_wgsl(d, "store", src);
+}
+
+static void launch_store(cubec_device *d, cubec_kernel k, cubec_image im, uint32_t w)
+{
     cubec_resource res = {.kind = CUBEC_RESOURCE_STORAGE_IMAGE, .image = im};
     cubec_launch_desc ld = launch_columns(k, w);
     ld.resources = &res;
     ld.resource_count = 1;
     ASSERT_OK(cubec_launch(d, 0, &ld));
+}
+
+/* Texels a kernel stores from their coordinates, read back and checked against the CPU. */
+static void expect_read(cubec_device *d, const texel_format *tf, uint32_t w, uint32_t h,
+                        uint32_t depth)
+{
+    size_t texels = (size_t)w * h * depth_of(depth), bytes = texels * tf->bytes;
+    unsigned char *out = malloc(bytes);
+    assert_non_null(out);
+    cubec_image im = make_image(d, tf->format, w, h, depth);
+    cubec_kernel k = make_store(d, tf, depth);
+    launch_store(d, k, im, w);
     ASSERT_OK(cubec_image_read(d, 0, im, out, bytes));
     for (uint32_t z = 0, i = 0; z < depth_of(depth); z++)
         for (uint32_t y = 0; y < h; y++)
@@ -704,14 +740,96 @@ static void test_copies_unknown_way(void **state)
                  "CUBEC_WEBGPU_IMAGE_COPIES: 'sideways' is not one of kernel, buffer-rows");
 }
 
+/* --- Writes straight into the texture (gpu_ops.image_write: wgpuQueueWriteTexture) -----------
+ *
+ * A program's image write is a queue write of the texture, with no staging buffer and no copy
+ * task (server/images.c): ordered after the launches before it on the stream, and before those
+ * after it. So without a sync in between, a launch before a write loads the old texels, one
+ * after loads the new, and a write after a launch that stores into the image replaces what it
+ * stored; and the writes record no task of their own (the staged path's copy was one), which the
+ * task count tells. Every texel size, odd widths, 3D, and images of more than one of the
+ * backend's write chunks (whole slices a write, and rows of one slice a write). */
+
+/* One shape and format: writes and launches in turn, checked against the CPU. */
+static void expect_ordered_writes(cubec_device *d, const texel_format *tf, uint32_t w, uint32_t h,
+                                  uint32_t depth)
+{
+    size_t texels = (size_t)w * h * depth_of(depth), bytes = texels * tf->bytes;
+    size_t dumped = texels * tf->words * 4;
+    int storable = tf->bytes != 2 && tf->bytes != 8; /* make_store's formats */
+    unsigned char *in[3];
+    for (uint32_t i = 0; i < 3; i++)
+        in[i] = random_texels(tf, bytes, w * 5u + h * 3u + depth + tf->bytes * 11u + i * 101u);
+    cubec_image im = make_image(d, tf->format, w, h, depth);
+    cubec_kernel dump = make_dump(d, tf, depth);
+    cubec_kernel store = storable ? make_store(d, tf, depth) : (cubec_kernel){0};
+    cubec_buffer o[3];
+    for (uint32_t i = 0; i < 3; i++)
+        ASSERT_OK(cubec_buffer_create(d, 0, dumped, &o[i]));
+    ASSERT_OK(cubec_sync(d, 0)); /* the image's creation recorded: only what follows counts */
+    const uint64_t tasks = server_stats_get(d).tasks;
+    uint64_t launches = 0;
+    ASSERT_OK(cubec_image_write(d, 0, im, in[0], bytes));
+    launch_dump(d, dump, im, o[0], w);
+    launches++;
+    ASSERT_OK(cubec_image_write(d, 0, im, in[1], bytes));
+    launch_dump(d, dump, im, o[1], w);
+    launches++;
+    if (storable) {
+        launch_store(d, store, im, w);
+        ASSERT_OK(cubec_image_write(d, 0, im, in[2], bytes));
+        launch_dump(d, dump, im, o[2], w);
+        launches += 2;
+    }
+    ASSERT_OK(cubec_sync(d, 0));
+    if (server_stats_get(d).tasks - tasks != launches)
+        fail_msg("%s %ux%ux%u: %" PRIu64 " tasks recorded for %" PRIu64
+                 " launches: the writes went through a staged copy",
+                 tf->wgsl, w, h, depth, server_stats_get(d).tasks - tasks, launches);
+    expect_dumped(d, tf, o[0], in[0], w, h, depth, "first write, then a launch");
+    expect_dumped(d, tf, o[1], in[1], w, h, depth, "second write after that launch");
+    if (storable) expect_dumped(d, tf, o[2], in[2], w, h, depth, "write after a store");
+    for (uint32_t i = 0; i < 3; i++) {
+        ASSERT_OK(cubec_buffer_release(d, o[i]));
+        free(in[i]);
+    }
+    ASSERT_OK(cubec_kernel_destroy(d, dump));
+    if (storable) ASSERT_OK(cubec_kernel_destroy(d, store));
+    ASSERT_OK(cubec_image_release(d, im));
+}
+
+static void test_direct_writes_in_stream_order(void **state)
+{
+    (void)state;
+    cubec_device *d = open_webgpu();
+    if (!d) skip();
+    for (size_t f = 0; f < sizeof texel_formats / sizeof *texel_formats; f++) {
+        const texel_format *tf = &texel_formats[f];
+        expect_ordered_writes(d, tf, 13, 5, 1);
+        expect_ordered_writes(d, tf, 37, 21, 1);
+        expect_ordered_writes(d, tf, 256 / tf->bytes, 3, 1);                   /* 256-byte rows */
+        if (!strcmp(tf->sample, "u32")) expect_ordered_writes(d, tf, 5, 4, 3); /* 3D */
+    }
+    /* More than one of the backend's write chunks (8 MiB): 20 slices of 1.44 MB, five a write;
+     * rows of one 9.2 MB slice, 998 a write. */
+    expect_ordered_writes(d, &texel_formats[5], 300, 300, 20);
+    expect_ordered_writes(d, &texel_formats[4], 2100, 1100, 1);
+    cubec_device_close(d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_write_read_round_trip), cmocka_unit_test(test_glsl_storage_images),
-        cmocka_unit_test(test_wgsl_emboss),           cmocka_unit_test(test_wgsl_read_write_3d),
-        cmocka_unit_test(test_sampled_textures),      cmocka_unit_test(test_refusals_by_name),
-        cmocka_unit_test(test_copies_every_way),      cmocka_unit_test(test_copies_in_passes),
+        cmocka_unit_test(test_write_read_round_trip),
+        cmocka_unit_test(test_glsl_storage_images),
+        cmocka_unit_test(test_wgsl_emboss),
+        cmocka_unit_test(test_wgsl_read_write_3d),
+        cmocka_unit_test(test_sampled_textures),
+        cmocka_unit_test(test_refusals_by_name),
+        cmocka_unit_test(test_copies_every_way),
+        cmocka_unit_test(test_copies_in_passes),
         cmocka_unit_test(test_copies_unknown_way),
+        cmocka_unit_test(test_direct_writes_in_stream_order),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -124,7 +124,8 @@ static const gpu_ops wg_ops = {.name = "webgpu",
                                .calibrate = wg_calibrate,
                                .image_requirements = wg_image_requirements,
                                .image_create = wg_image_create,
-                               .image_destroy = wg_image_destroy};
+                               .image_destroy = wg_image_destroy,
+                               .image_write = wg_image_write};
 
 typedef struct adapter_wait {
     int done;

@@ -13,9 +13,9 @@
  * repacks rows into its staging buffer (on the CPU) before a single copy. The rows are moved by
  * the backend's repacking kernel on a GPU (one pass); on a CPU device uploads move them by a
  * buffer copy per row and downloads stay a texture copy per row (each the cheaper there:
- * choose_copies has the figures). A queue write of the texture would
- * skip the staging buffer on uploads, but it runs at the call, not in stream order, and the
- * server's image writes are commands on the stream (server/images.c), captured by graphs too. */
+ * choose_copies has the figures). That serves downloads, and uploads where the server stages
+ * them; a program's image writes themselves are queue writes of the texture (wg_image_write):
+ * wgpuQueueWriteTexture takes rows at any pitch straight from the program's memory. */
 #include "gpu/webgpu/wg_image.h"
 #include "gpu/webgpu/wg_spirv_split.h"
 
@@ -434,6 +434,59 @@ void wg_image_destroy(gpu *g, gpu_image *im)
         if (im->texture) w->p->TextureRelease(im->texture);
     }
     free(im);
+}
+
+/* The most packed bytes one queue write of a texture takes: wgpu stages each write in memory of
+ * its own (its rows 256-byte aligned) until the GPU has taken it, so a large image goes in
+ * pieces, each handed to the GPU (an empty submission) before the next is staged, as
+ * wg_mem_write's chunks are: what wgpu holds stays bounded whatever the image's size. Why 8 MiB
+ * and not wg_mem_write's 64: on lavapipe a 16 MiB write staged whole mapped a fresh 128 MiB host
+ * block every call and faulted its pages in (13 ms a call for 2047 x 2048 rgba8), where pieces
+ * of 8 MiB mostly reuse one (2-4 ms, sometimes 8; the staged path took 9-11). */
+#define IMAGE_WRITE_CHUNK (8ull << 20)
+
+/* Texels [y, +rows) of slices [z, +slices) from their packed bytes at `src`. */
+static void write_region(wg_gpu *w, gpu_image *im, const unsigned char *src, uint64_t row,
+                         uint32_t y, uint32_t rows, uint32_t z, uint32_t slices)
+{
+    WGPUTexelCopyTextureInfo tex = {
+        .texture = im->texture, .origin = {0, y, z}, .aspect = WGPUTextureAspect_All};
+    WGPUTexelCopyBufferLayout layout = {
+        .offset = 0, .bytesPerRow = (uint32_t)row, .rowsPerImage = rows};
+    WGPUExtent3D size = {im->desc.width, rows, slices};
+    w->p->QueueWriteTexture(w->queue, &tex, src, (size_t)(row * rows * slices), &layout, &size);
+}
+
+cubec_status wg_image_write(gpu *g, gpu_image *im, const void *src)
+{
+    wg_gpu *w = wg_of(g);
+    const gpu_image_desc *d = &im->desc;
+    uint32_t slices = d->depth > 1 ? d->depth : 1;
+    uint64_t row = (uint64_t)d->width * im->texel_bytes, slice = row * d->height;
+    const unsigned char *from = src;
+    /* Under queue_lock, as wg_mem_write's writes: never beside a submission. */
+    pthread_mutex_lock(&w->queue_lock);
+    if (slice <= IMAGE_WRITE_CHUNK) {
+        /* Whole slices a write. */
+        uint32_t per = (uint32_t)(IMAGE_WRITE_CHUNK / slice);
+        for (uint32_t z = 0; z < slices; z += per) {
+            uint32_t n = slices - z < per ? slices - z : per;
+            if (z) w->p->QueueSubmit(w->queue, 0, NULL);
+            write_region(w, im, from + slice * z, row, 0, d->height, z, n);
+        }
+    } else {
+        /* Rows of one slice a write (a row, at most the largest texture dimension times 16
+         * bytes, is far below a chunk). */
+        uint32_t per = (uint32_t)(IMAGE_WRITE_CHUNK / row);
+        for (uint32_t z = 0; z < slices; z++)
+            for (uint32_t y = 0; y < d->height; y += per) {
+                uint32_t n = d->height - y < per ? d->height - y : per;
+                if (z || y) w->p->QueueSubmit(w->queue, 0, NULL);
+                write_region(w, im, from + slice * z + row * y, row, y, n, z, 1);
+            }
+    }
+    pthread_mutex_unlock(&w->queue_lock);
+    return wg_take_error(w, "queue write of a texture");
 }
 
 static const char *var_name(const gpu_resource_slot *r)

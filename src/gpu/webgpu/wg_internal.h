@@ -198,6 +198,7 @@ MUST_USE cubec_status wg_image_requirements(gpu *g, const gpu_image_desc *desc, 
 MUST_USE cubec_status wg_image_create(gpu *g, const gpu_image_desc *desc, gpu_mem *m,
                                       uint64_t offset, gpu_image **out);
 void wg_image_destroy(gpu *g, gpu_image *im);
+MUST_USE cubec_status wg_image_write(gpu *g, gpu_image *im, const void *src);
 /* wg_events.c: the device's uncaptured-error callback (its userdata1 is the wg_gpu). */
 void wg_on_uncaptured(WGPUDevice const *device, WGPUErrorType type, WGPUStringView message,
                       void *user1, void *user2);

@@ -51,6 +51,7 @@
     X(BufferGetConstMappedRange)                                                                   \
     X(BufferUnmap)                                                                                 \
     X(QueueWriteBuffer)                                                                            \
+    X(QueueWriteTexture)                                                                           \
     X(QueueSubmit)                                                                                 \
     X(QueueOnSubmittedWorkDone)                                                                    \
     X(QueueRelease)                                                                                \
