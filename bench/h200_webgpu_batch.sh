@@ -5,7 +5,7 @@
 # halves:
 #
 #   bench/h200_webgpu_batch.sh prep            here: builds build-h200wg/ (below), ~40 MB
-#   bench/h200_webgpu_batch.sh run [STEPS]     there: runs STEPS [info tests sbs] into
+#   bench/h200_webgpu_batch.sh run [STEPS]     there: runs STEPS [info tests images sbs] into
 #                                              $OUT/h200-webgpu.tgz
 #
 # `prep` builds, in the Release build BUILD [build], cubec and the tests `run` needs, builds the
@@ -31,7 +31,8 @@ prep() {
   build=${BUILD:-$top/build}
   grep -q 'CMAKE_BUILD_TYPE:STRING=Release' "$build/CMakeCache.txt"
   cmake --build "$build" -j2 --target cubec test_webgpu_backend test_webgpu_features \
-    test_webgpu_images test_profile test_trace_file test_subgroup_size test_launch test_graphs
+    test_webgpu_images test_profile test_trace_file test_subgroup_size test_launch test_graphs \
+    test_capabilities test_random_api
   src=$top/build-h200wg-peer
   if [ ! -x "$src/out/wgpu_peer" ]; then
     mkdir -p "$src/out"
@@ -44,7 +45,7 @@ prep() {
   rm -rf "$dest/bin" "$dest/peers" "$dest/gl" "$dest/cubec"
   mkdir -p "$dest/bin" "$dest/peers" "$dest/gl" "$dest/cubec/bin"
   for t in cubec test_webgpu_backend test_webgpu_features test_webgpu_images test_profile \
-    test_trace_file test_subgroup_size test_launch test_graphs; do
+    test_trace_file test_subgroup_size test_launch test_graphs test_capabilities test_random_api; do
     strip -o "$dest/bin/$t" "$build/bin/$t"
   done
   cp /usr/lib/x86_64-linux-gnu/libcmocka.so.0 "$dest/bin/"
@@ -65,7 +66,7 @@ prep() {
 }
 
 run_steps() {
-  local steps=${1:-info tests sbs} res
+  local steps=${1:-info tests images sbs} res
   OUT=${OUT:?OUT must name the folder whose files come back}
   res=$OUT/h200-webgpu
   mkdir -p "$res"
@@ -97,12 +98,31 @@ run_steps() {
         timeout 300 "$here/bin/$t" >>"$res/tests.txt" 2>&1
         echo "== $t exit $?" >>"$res/tests.txt"
       done
-      for t in test_profile test_trace_file test_subgroup_size test_launch test_graphs; do
+      # The Vulkan backend's capability bits and API model on a discrete GPU (mappings refused).
+      for t in test_capabilities test_random_api; do
+        echo "== $t (vulkan)" >>"$res/tests.txt"
+        CUBEC_FUZZ_SECONDS=20 timeout 300 "$here/bin/$t" >>"$res/tests.txt" 2>&1
+        echo "== $t (vulkan) exit $?" >>"$res/tests.txt"
+      done
+      for t in test_profile test_trace_file test_subgroup_size test_launch test_graphs \
+        test_capabilities test_random_api; do
         echo "== $t (CUBEC_BACKEND=webgpu)" >>"$res/tests.txt"
-        CUBEC_BACKEND=webgpu timeout 300 "$here/bin/$t" >>"$res/tests.txt" 2>&1
+        CUBEC_BACKEND=webgpu CUBEC_FUZZ_SECONDS=20 timeout 300 "$here/bin/$t" >>"$res/tests.txt" 2>&1
         echo "== $t (webgpu) exit $?" >>"$res/tests.txt"
       done
       grep -E "^== .* exit" "$res/tests.txt"
+      ;;
+    images)
+      # The webgpu image copy ways against each other and the Vulkan backend (wg_image.c).
+      {
+        "$here/bin/cubec" bench --filter image. 2>&1
+        for way in default texture-rows buffer-rows kernel; do
+          echo "== webgpu, image copies: $way"
+          if [ $way = default ]; then env -u CUBEC_WEBGPU_IMAGE_COPIES "$here/bin/cubec" bench \
+            --backend webgpu --filter image. 2>&1; else CUBEC_WEBGPU_IMAGE_COPIES=$way \
+            "$here/bin/cubec" bench --backend webgpu --filter image. 2>&1; fi
+        done
+      } >"$res/images.txt"
       ;;
     sbs)
       # shellcheck disable=SC2086
@@ -111,7 +131,7 @@ run_steps() {
         bash "$here/h200_side_by_side.sh" "cubec=$here/cubec" >"$res/sbs.log" 2>&1
       tail -40 "$res/sbs/side_by_side.md" 2>/dev/null
       ;;
-    *) echo "unknown step $s (info, tests, sbs)" >&2; return 2 ;;
+    *) echo "unknown step $s (info, tests, images, sbs)" >&2; return 2 ;;
     esac
   done
   tar czf "$OUT/h200-webgpu.tgz" -C "$OUT" h200-webgpu && rm -rf "$res"

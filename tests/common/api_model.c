@@ -1040,8 +1040,9 @@ static void op_write(fuzz *f)
          "cubec_write(stream[%d], buf %d [alloc #%" PRIu64 " +%" PRIu64 "], %" PRIu64 ", %" PRIu64
          " bytes)",
          s, i, b->a->number, b->off, off, len);
+    /* C_CREATES: a staged write creates the upload ring at its first use (server/host_ring.c). */
     cubec_code c = expect(f, cubec_write(f->d, stream_of(f, s), b->h, off, data, len),
-                          allow(f, C_SUBMITS), "cubec_write");
+                          allow(f, C_SUBMITS | C_CREATES), "cubec_write");
     memcpy(b->a->bytes + b->off + off, data, len);
     mark(b->a, b->off + off, len, c || pending ? SUSPECT : KNOWN);
     b->a->writers |= bit(s);
@@ -1082,7 +1083,7 @@ static void op_read(fuzz *f)
         return;
     default: break;
     }
-    uint32_t ok = allow(f, C_SUBMITS);
+    uint32_t ok = allow(f, C_SUBMITS | C_CREATES); /* the readback ring, made at first use */
     if (range_has(b->a, b->off + off, len, SUSPECT)) ok |= FAILURE_CODES;
     note(f,
          "cubec_read(stream[%d], buf %d [alloc #%" PRIu64 " +%" PRIu64 "], %" PRIu64 ", %" PRIu64
@@ -3236,9 +3237,9 @@ static void op_image(fuzz *f)
         src[i] = (uint8_t)rnd(f, 256);
     expect(f, cubec_image_write(f->d, st, im, src, bytes + 1), refused(f),
            "cubec_image_write of the wrong size");
-    if (!expect(f, cubec_image_write(f->d, st, im, src, bytes), allow(f, C_SUBMITS),
+    if (!expect(f, cubec_image_write(f->d, st, im, src, bytes), allow(f, C_SUBMITS | C_CREATES),
                 "cubec_image_write") &&
-        !expect(f, cubec_image_read(f->d, st, im, got, bytes), allow(f, C_SUBMITS),
+        !expect(f, cubec_image_read(f->d, st, im, got, bytes), allow(f, C_SUBMITS | C_CREATES),
                 "cubec_image_read") &&
         memcmp(src, got, (size_t)bytes) != 0) {
         uint64_t at = 0;
