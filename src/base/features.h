@@ -60,6 +60,10 @@ typedef struct feature_set {
 
 /* The Vulkan feature behind one bit ("shaderFloat16"), or NULL when `bit` is not one feature. */
 const char *feature_vulkan_name(uint32_t bit);
+/* Every bit FEATURE_LIST names: what a backend that accepts any kernel (null) enables, so that
+ * no bit without a name is reported. */
+#define FEATURE_ALL_BITS(bit, name, vulkan) | (uint32_t)(bit)
+#define FEATURES_ALL (0u FEATURE_LIST(FEATURE_ALL_BITS))
 /* The bit of a short name (case-insensitive, `len` bytes of `name`), or 0. */
 uint32_t feature_from_name(const char *name, size_t len);
 

@@ -607,6 +607,12 @@ static void check_bits(cubec_device *d, const char *backend)
             CUBEC_CAPABILITY_VULKAN_HANDLES | CUBEC_CAPABILITY_WGSL | CUBEC_CAPABILITY_RUNS_KERNELS;
     } else
         fail_msg("unknown backend '%s'", backend);
+    /* Every feature bit a backend reports is a feature with a name: `cubec info` would print
+     * "unknown" for any other (the null backend once reported all 32 bits). */
+    for (unsigned bit = 0; bit < 64; bit++)
+        if ((info.features >> bit) & 1)
+            if (!strcmp(cubec_feature_name((uint64_t)1 << bit), "unknown"))
+                fail_msg("%s backend: feature bit %u is set but names no feature", backend, bit);
     if ((caps & must) != must || (caps & never))
         fail_msg("%s backend: capabilities 0x%x, expected all of 0x%x and none of 0x%x", backend,
                  caps, must, never);

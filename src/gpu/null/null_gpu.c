@@ -151,7 +151,7 @@ static int in_range(uint64_t offset, uint64_t size, uint64_t limit)
 static void fill_info(cubec_device_info *out)
 {
     memset(out, 0, sizeof *out);
-    out->features = UINT32_MAX; /* it runs no kernels: every feature is accepted */
+    out->features = FEATURES_ALL; /* it runs no kernels: every feature is accepted */
     snprintf(out->name, sizeof out->name, "%s", NULL_DEVICE_NAME);
     snprintf(out->driver, sizeof out->driver, "cubec null backend (host memory, no kernels)");
     out->vendor_id = 0;
@@ -1272,7 +1272,7 @@ cubec_status null_gpu_open(const gpu_open_desc *desc, gpu **out)
     g->base.caps.push_descriptors = !desc->no_push_descriptors;
     g->base.caps.timestamps = 1;
     /* It runs no kernels, so it accepts kernels of any feature (less what was turned off). */
-    g->base.features.enabled = UINT32_MAX & ~desc->disabled_features;
+    g->base.features.enabled = FEATURES_ALL & ~desc->disabled_features;
     g->base.features.disabled = desc->disabled_features;
     g->base.info.features = g->base.features.enabled;
     g->base.caps.timestamp_bits = 64;
