@@ -4,6 +4,7 @@
  * followed from each use back to the bits it computes, which must be the literal's bits the
  * source wrote. No device is needed. */
 #include "gpu/webgpu/wg_spirv_nonfinite.h"
+#include "kernel_test_util.h"
 
 /* cmocka.h needs these headers before it. */
 #include <setjmp.h>
@@ -77,17 +78,6 @@ static uint32_t *assemble(const char *text, size_t *n)
     spvBinaryDestroy(bin);
     spvContextDestroy(ctx);
     return words;
-}
-
-static void expect_valid(const uint32_t *w, size_t n)
-{
-    spv_context ctx = spvContextCreate(SPV_ENV_VULKAN_1_2);
-    assert_non_null(ctx);
-    spv_diagnostic diag = NULL;
-    if (spvValidateBinary(ctx, w, n, &diag) != SPV_SUCCESS)
-        fail_msg("the rewritten module is not valid: %s", diag ? diag->error : "?");
-    spvDiagnosticDestroy(diag);
-    spvContextDestroy(ctx);
 }
 
 /* The rewritten module, read back: where each id is defined (word index), and the checks every
@@ -222,7 +212,7 @@ static void test_scalars_become_bitcasts_per_function(void **state)
     size_t n = 0;
     rewrite(text, &out, &n);
     assert_non_null(out);
-    expect_valid(out, n);
+    expect_valid_spirv(out, n, "the rewritten module");
     module m = read_module(out, n);
     expect_no_nonfinite(&m, "pinf");
 
@@ -281,7 +271,7 @@ static void test_composite_rebuilt(void **state)
     size_t n = 0;
     rewrite(text, &out, &n);
     assert_non_null(out);
-    expect_valid(out, n);
+    expect_valid_spirv(out, n, "the rewritten module");
     module m = read_module(out, n);
     expect_no_nonfinite(&m, NULL);
     uint32_t values[2] = {0}, conv = 0;
@@ -320,7 +310,7 @@ static void test_function_variable_initializer_stored(void **state)
     size_t n = 0;
     rewrite(text, &out, &n);
     assert_non_null(out);
-    expect_valid(out, n);
+    expect_valid_spirv(out, n, "the rewritten module");
     module m = read_module(out, n);
     expect_no_nonfinite(&m, NULL);
     uint32_t values[2] = {0}, conv = 0;
@@ -362,7 +352,7 @@ static void test_half_and_double_converted(void **state)
     size_t n = 0;
     rewrite(text, &out, &n);
     assert_non_null(out);
-    expect_valid(out, n);
+    expect_valid_spirv(out, n, "the rewritten module");
     module m = read_module(out, n);
     expect_no_nonfinite(&m, NULL);
     uint32_t values[2] = {0}, conv = 0;
