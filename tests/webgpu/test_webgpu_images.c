@@ -443,7 +443,7 @@ static void test_refusals_by_name(void **state)
 /* --- Copies of rows that are not 256-byte multiples, every way the backend has ------------------
  *
  * wg_image.c moves such rows through aligned scratch rows (by a kernel, or by a buffer copy per
- * row) or copies texture rows one by one, each device and direction its cheapest way;
+ * row) or copies texture rows one by one, each device its cheapest way;
  * CUBEC_WEBGPU_IMAGE_COPIES forces one, so each runs here. A round trip alone would pass a layout
  * that writes and reads wrong in the same way, so each direction is checked against the CPU on its
  * own: a write by a kernel that loads every texel into a buffer, a read of texels a kernel stored

@@ -1,21 +1,21 @@
 /* The WebGPU backend's images (wg_image.h): the formats cubec names as WebGPU texture formats and
  * what the device can do with them, the texture and view of an image, its layout and bind-group
- * entries, and its copies to and from packed bytes.
+ * entries, its writes from the program's memory and its copies to packed bytes.
  *
  * Why no layout transition and no init command: WebGPU tracks a texture's usage itself and
  * zeroes a new texture, so gpu_cmd_image_init has nothing to do here (wg_encode.c).
  *
- * Why copies go through aligned rows: WebGPU's rows in a buffer are a multiple of 256 bytes apart
- * (bytesPerRow), and packed rows are not unless their size is. One texture copy per row cost
- * ~2000 copy commands for a 2047 x 2048 image (image.write 0.5-1 GB/s on lavapipe against 6 on
- * Vulkan). Instead the rows are moved to or from 256-byte aligned rows in the device's scratch
- * buffer and one copy takes them from or to the texture, as wgpu's own wgpuQueueWriteTexture
- * repacks rows into its staging buffer (on the CPU) before a single copy. The rows are moved by
- * the backend's repacking kernel on a GPU (one pass); on a CPU device uploads move them by a
- * buffer copy per row and downloads stay a texture copy per row (each the cheaper there:
- * choose_copies has the figures). That serves downloads, and uploads where the server stages
- * them; a program's image writes themselves are queue writes of the texture (wg_image_write):
- * wgpuQueueWriteTexture takes rows at any pitch straight from the program's memory. */
+ * Why writes are queue writes: wgpuQueueWriteTexture takes rows at any pitch straight from the
+ * program's memory and repacks them into wgpu's staging on the CPU, the one copy a write needs
+ * (wg_image_write). The server therefore never asks this backend for a copy towards a texture,
+ * and wg_image_encode_copy refuses one.
+ *
+ * Why downloads go through aligned rows: WebGPU's rows in a buffer are a multiple of 256 bytes
+ * apart (bytesPerRow), and packed rows are not unless their size is. One texture copy per row
+ * costs ~2000 copy commands for a 2047 x 2048 image. Instead one copy takes the texture into
+ * 256-byte aligned rows of the device's scratch buffer, and the backend's unpacking kernel moves
+ * them to the packed rows on a GPU (one pass); a CPU device keeps a texture copy per row, the
+ * cheaper there (choose_copies has the figures). */
 #include "gpu/webgpu/wg_image.h"
 #include "gpu/webgpu/wg_spirv_split.h"
 
@@ -64,15 +64,14 @@ static const WGPUTextureUsage image_usage = WGPUTextureUsage_StorageBinding |
                                             WGPUTextureUsage_TextureBinding |
                                             WGPUTextureUsage_CopySrc | WGPUTextureUsage_CopyDst;
 
-/* The repacking kernels, over `rows` rows of `row` bytes: `packed` holds them one after another
- * from byte `at` of its window (a multiple of 16), `padded` from its byte 0 with each row
- * 256-byte aligned (the copy pitch). Both move 16 bytes (a vec4) per step; 16 bytes at any byte
- * are two aligned vec4s funnel-shifted (bytes16). pack writes each
- * padded row's vec4s (the bytes past a row's end are padding no copy reads); unpack writes each
- * packed vec4 once, whole where it lies within one row, else byte by byte keeping the bytes
- * outside the rows (another allocation's, in a pooled page). Grid-stride, as the fill and
- * byte-copy kernels are; the (row, column) of a step moves by a fixed amount with a carry, so an
- * invocation divides once, not once a step. */
+/* The unpacking kernel, over `rows` rows of `row` bytes: `padded` holds them from its byte 0
+ * with each row 256-byte aligned (the copy pitch), `packed` receives them one after another
+ * from byte `at` of its window (a multiple of 16). It moves 16 bytes (a vec4) per step; 16 bytes
+ * at any byte are two aligned vec4s funnel-shifted (bytes16). It writes each packed vec4 once,
+ * whole where it lies within one row, else byte by byte keeping the bytes outside the rows
+ * (another allocation's, in a pooled page). Grid-stride, as the fill and byte-copy kernels are;
+ * the (row, column) of a step moves by a fixed amount with a carry, so an invocation divides
+ * once, not once a step. */
 static const char repack_wgsl[] =
     "struct Repack { at: u32, row: u32, rows: u32, pad: u32 }\n"
     "var<immediate> r: Repack;\n"
@@ -89,26 +88,6 @@ static const char repack_wgsl[] =
     "    let sh = (s & 3u) * 8u;\n"
     "    let up = select(hi << vec4<u32>((32u - sh) & 31u), vec4<u32>(0u), sh == 0u);\n"
     "    return (lo >> vec4<u32>(sh)) | up;\n"
-    "}\n"
-    "@compute @workgroup_size(256)\n"
-    "fn pack(@builtin(global_invocation_id) id: vec3<u32>,\n"
-    "        @builtin(num_workgroups) n: vec3<u32>) {\n"
-    "    let per_row = (r.row + 15u) >> 4u;\n"
-    "    let pitch16 = pitch() >> 4u;\n"
-    "    let stride = n.x * 256u;\n"
-    "    let dy = stride / per_row;\n"
-    "    let dc = stride - dy * per_row;\n"
-    "    var y = id.x / per_row;\n"
-    "    var c = id.x - y * per_row;\n"
-    "    loop {\n"
-    "        if (y >= r.rows) { break; }\n"
-    "        let s = r.at + y * r.row + c * 16u;\n"
-    "        let i = s >> 4u;\n"
-    "        padded[y * pitch16 + c] = bytes16(packed[i], packed[i + 1u], s);\n"
-    "        c = c + dc;\n"
-    "        y = y + dy;\n"
-    "        if (c >= per_row) { c = c - per_row; y = y + 1u; }\n"
-    "    }\n"
     "}\n"
     "fn bytewise(j: u32) -> vec4<u32> {\n"
     "    let end = r.at + r.row * r.rows;\n"
@@ -172,8 +151,8 @@ static uint64_t next_id(wg_gpu *w)
     return id;
 }
 
-/* The repacking kernels: two storage buffers and 16 bytes of immediates. Without them (no
- * immediates, or a failure, logged) copies of rows that are not 256-byte multiples go row by
+/* The unpacking kernel: two storage buffers and 16 bytes of immediates. Without it (no
+ * immediates, or a failure, logged) downloads of rows that are not 256-byte multiples go row by
  * row. */
 static void make_repack(wg_gpu *w)
 {
@@ -192,38 +171,32 @@ static void make_repack(wg_gpu *w)
     WGPUPipelineLayout layout = p->DeviceCreatePipelineLayout(w->device, &ld);
     WGPUShaderSourceWGSL src = {.chain = {.sType = WGPUSType_ShaderSourceWGSL},
                                 .code = wg_str(repack_wgsl)};
-    cubec_status err = wg_build_pipeline(w, &src.chain, "cubec.webgpu.pack", "pack", NULL, NULL, 0,
-                                         layout, &s->pack);
-    if (!err)
-        err = wg_build_pipeline(w, &src.chain, "cubec.webgpu.unpack", "unpack", NULL, NULL, 0,
-                                layout, &s->unpack);
+    cubec_status err = wg_build_pipeline(w, &src.chain, "cubec.webgpu.unpack", "unpack", NULL, NULL,
+                                         0, layout, &s->unpack);
     p->PipelineLayoutRelease(layout);
     if (err) {
         LOG(LOG_WARN, LOG_SYS_DEVICE,
-            "webgpu: no image repacking kernels (%s): image copies go by texture rows",
+            "webgpu: no image unpacking kernel (%s): image downloads go by texture rows",
             cubec_status_message(err));
         cubec_status_free(err);
-        if (s->pack) p->ComputePipelineRelease(s->pack);
-        s->pack = NULL;
+        s->unpack = NULL;
     }
 }
 
-/* How copies of rows that are not 256-byte multiples go (wg_image_copies), each way: measured
- * on lavapipe (2047 x 2048 rgba8, CPU time per cubec_image_write / cubec_image_read): a copy per
- * texture row 16-17.5 / 12.3-14.3 ms, the kernels 34-36 / 31-32 ms (a CPU device runs each
- * lane's storage access in a loop of its own), a buffer copy per row through the scratch buffer
- * 8.1-9.5 / 15-15.7 ms. So on a CPU device uploads go by buffer rows and downloads by texture
+/* How downloads of rows that are not 256-byte multiples go (wg_image_copies): measured on
+ * lavapipe (2047 x 2048 rgba8, CPU time per cubec_image_read): a copy per texture row 12.3-14.3
+ * ms, the kernel 31-32 ms (a CPU device runs each lane's storage access in a loop of its own), a
+ * buffer copy per row through the scratch buffer 15-15.7 ms. So a CPU device goes by texture
  * rows. A GPU runs the kernel's pass in microseconds, while every copy command costs the
- * implementation microseconds of CPU: the kernel both ways. CUBEC_WEBGPU_IMAGE_COPIES picks one
- * way for both (kernel, buffer-rows, texture-rows), so that every way can be tested anywhere;
- * the kernel without the kernels (no immediates) goes by texture rows. */
+ * implementation microseconds of CPU: the kernel. CUBEC_WEBGPU_IMAGE_COPIES picks one way
+ * (kernel, buffer-rows, texture-rows), so that every way can be tested anywhere; the kernel
+ * without the kernel (no immediates) goes by texture rows. */
 static cubec_status choose_copies(wg_gpu *w)
 {
     static const char *const names[] = {"texture-rows", "buffer-rows", "kernel"};
     wg_image_state *s = &w->images;
     int cpu = w->base.info.type == CUBEC_DEVICE_TYPE_CPU;
-    s->copies_in = cpu ? WG_IMAGE_COPIES_BUFFER_ROWS : WG_IMAGE_COPIES_KERNEL;
-    s->copies_out = cpu ? WG_IMAGE_COPIES_TEXTURE_ROWS : WG_IMAGE_COPIES_KERNEL;
+    s->copies = cpu ? WG_IMAGE_COPIES_TEXTURE_ROWS : WG_IMAGE_COPIES_KERNEL;
     const char *env = getenv("CUBEC_WEBGPU_IMAGE_COPIES");
     if (env && *env) {
         uint32_t found = UINT32_MAX;
@@ -233,14 +206,10 @@ static cubec_status choose_copies(wg_gpu *w)
             return INVALID_ARG("CUBEC_WEBGPU_IMAGE_COPIES: '%s' is not one of kernel, "
                                "buffer-rows, texture-rows",
                                env);
-        s->copies_in = s->copies_out = (wg_image_copies)found;
+        s->copies = (wg_image_copies)found;
     }
-    if (!s->pack) {
-        if (s->copies_in == WG_IMAGE_COPIES_KERNEL) s->copies_in = WG_IMAGE_COPIES_TEXTURE_ROWS;
-        if (s->copies_out == WG_IMAGE_COPIES_KERNEL) s->copies_out = WG_IMAGE_COPIES_TEXTURE_ROWS;
-    }
-    LOG(LOG_DEBUG, LOG_SYS_DEVICE, "webgpu: image copies: %s in, %s out", names[s->copies_in],
-        names[s->copies_out]);
+    if (!s->unpack && s->copies == WG_IMAGE_COPIES_KERNEL) s->copies = WG_IMAGE_COPIES_TEXTURE_ROWS;
+    LOG(LOG_DEBUG, LOG_SYS_DEVICE, "webgpu: image downloads: %s", names[s->copies]);
     return NULL;
 }
 
@@ -295,7 +264,6 @@ void wg_images_release(wg_gpu *w)
     wg_image_state *s = &w->images;
     for (int i = 0; i < WG_SAMPLERS; i++)
         if (s->samplers[i]) p->SamplerRelease(s->samplers[i]);
-    if (s->pack) p->ComputePipelineRelease(s->pack);
     if (s->unpack) p->ComputePipelineRelease(s->unpack);
     if (s->repack_layout) p->BindGroupLayoutRelease(s->repack_layout);
 }
@@ -602,11 +570,11 @@ cubec_status wg_image_bind_entry(const wg_gpu *w, const gpu_image_binding *b, ui
     return NULL;
 }
 
-/* One copy between the texture's rows [y, +rows) of slices [z, +slices) and bytes of `buffer` at
+/* One copy of the texture's rows [y, +rows) of slices [z, +slices) to bytes of `buffer` at
  * `at`, `row` bytes a row in the buffer (WGPU_COPY_STRIDE_UNDEFINED for one row). */
 static void copy_region(wg_gpu *w, WGPUCommandEncoder enc, gpu_image *im, WGPUBuffer buffer,
                         uint64_t at, uint32_t row, uint32_t y, uint32_t rows, uint32_t z,
-                        uint32_t slices, int to_image)
+                        uint32_t slices)
 {
     const wg_procs *p = w->p;
     WGPUTexelCopyBufferInfo buf = {
@@ -617,22 +585,18 @@ static void copy_region(wg_gpu *w, WGPUCommandEncoder enc, gpu_image *im, WGPUBu
     WGPUTexelCopyTextureInfo tex = {
         .texture = im->texture, .origin = {0, y, z}, .aspect = WGPUTextureAspect_All};
     WGPUExtent3D size = {im->desc.width, rows, slices};
-    if (to_image)
-        p->CommandEncoderCopyBufferToTexture(enc, &buf, &tex, &size);
-    else
-        p->CommandEncoderCopyTextureToBuffer(enc, &tex, &buf, &size);
+    p->CommandEncoderCopyTextureToBuffer(enc, &tex, &buf, &size);
 }
 
-/* The most bytes of aligned rows one repacking pass moves through the scratch buffer: the
+/* The most bytes of aligned rows one unpacking pass moves through the scratch buffer: the
  * scratch buffer stays this small whatever the image (larger images go in several passes),
  * and it keeps both bindings within any device's storage binding limit. */
 #define REPACK_MAX_BYTES (32u << 20)
 
-/* The repacking kernel `pipeline` over `rows` rows of `row` bytes: packed at `at` of `m`,
- * aligned to `pitch` from byte 0 of `scratch`. */
-static cubec_status repack(wg_gpu *w, WGPUCommandEncoder enc, WGPUComputePipeline pipeline,
-                           wg_mem *m, uint64_t at, WGPUBuffer scratch, uint64_t row, uint64_t pitch,
-                           uint64_t rows)
+/* The unpacking kernel over `rows` rows of `row` bytes: aligned to `pitch` from byte 0 of
+ * `scratch`, packed to `at` of `m`. */
+static cubec_status unpack(wg_gpu *w, WGPUCommandEncoder enc, wg_mem *m, uint64_t at,
+                           WGPUBuffer scratch, uint64_t row, uint64_t pitch, uint64_t rows)
 {
     const wg_procs *p = w->p;
     uint64_t align = w->limits.minStorageBufferOffsetAlignment;
@@ -642,7 +606,7 @@ static cubec_status repack(wg_gpu *w, WGPUCommandEncoder enc, WGPUComputePipelin
     window &= ~(uint64_t)15u; /* whole vec4s: the kernels' arrays end at the last whole one */
     if (((at + row * rows + 15u) & ~(uint64_t)15u) > start + window)
         return status_make(CUBEC_INTERNAL,
-                           "webgpu: repacking %" PRIu64 " rows of %" PRIu64 " bytes at %" PRIu64
+                           "webgpu: unpacking %" PRIu64 " rows of %" PRIu64 " bytes at %" PRIu64
                            ": past one storage binding (%" PRIu64 " bytes)",
                            rows, row, at, binding_max);
     WGPUBindGroupEntry be[2] = {
@@ -651,14 +615,13 @@ static cubec_status repack(wg_gpu *w, WGPUCommandEncoder enc, WGPUComputePipelin
     WGPUBindGroupDescriptor bd = {
         .layout = w->images.repack_layout, .entryCount = 2, .entries = be};
     WGPUBindGroup group = p->DeviceCreateBindGroup(w->device, &bd);
-    if (!group) return status_make(CUBEC_INTERNAL, "wgpuDeviceCreateBindGroup (image repacking)");
+    if (!group) return status_make(CUBEC_INTERNAL, "wgpuDeviceCreateBindGroup (image unpacking)");
     uint32_t imm[4] = {(uint32_t)(at - start), (uint32_t)row, (uint32_t)rows, 0};
-    /* Steps of 16 bytes: pack one per 16 bytes of each row; unpack one per vec4 the rows touch. */
-    uint64_t steps = pipeline == w->images.pack ? rows * ((row + 15u) / 16u)
-                                                : ((at - start) % 16u + row * rows + 15u) / 16u;
+    /* Steps of 16 bytes: one per vec4 the rows touch. */
+    uint64_t steps = ((at - start) % 16u + row * rows + 15u) / 16u;
     WGPUComputePassDescriptor d = {0};
     WGPUComputePassEncoder pass = p->CommandEncoderBeginComputePass(enc, &d);
-    p->ComputePassEncoderSetPipeline(pass, pipeline);
+    p->ComputePassEncoderSetPipeline(pass, w->images.unpack);
     p->ComputePassEncoderSetBindGroup(pass, 0, group, 0, NULL);
     p->ComputePassEncoderSetImmediates(pass, 0, imm, sizeof imm);
     p->ComputePassEncoderDispatchWorkgroups(pass, wg_own_kernel_groups(w, steps), 1, 1);
@@ -669,30 +632,19 @@ static cubec_status repack(wg_gpu *w, WGPUCommandEncoder enc, WGPUComputePipelin
 }
 
 /* Rows [y, +rows) of slices [z, +slices) (all rows of each slice when slices > 1) through the
- * scratch buffer's aligned rows: moved there (to_image) then copied to the texture, or copied
- * from the texture then moved back to the packed rows. The kernels move them in one pass; on a
- * CPU device a copy of each row between the buffers is cheaper (see wg_image_copies). */
-static cubec_status copy_repacked(wg_gpu *w, WGPUCommandEncoder enc, gpu_image *im, wg_mem *m,
-                                  uint64_t at, uint64_t pitch, uint32_t y, uint32_t rows,
-                                  uint32_t z, uint32_t slices, int to_image)
+ * scratch buffer's aligned rows: copied from the texture, then moved to the packed rows by the
+ * kernel in one pass or, where that way is chosen, by a buffer copy per row. */
+static cubec_status copy_through_scratch(wg_gpu *w, WGPUCommandEncoder enc, gpu_image *im,
+                                         wg_mem *m, uint64_t at, uint64_t pitch, uint32_t y,
+                                         uint32_t rows, uint32_t z, uint32_t slices)
 {
     const wg_procs *p = w->p;
     uint64_t row = (uint64_t)im->desc.width * im->texel_bytes, n = (uint64_t)rows * slices;
-    int kernel = (to_image ? w->images.copies_in : w->images.copies_out) == WG_IMAGE_COPIES_KERNEL;
     WGPUBuffer scratch = NULL;
     RETURN_IF_ERROR(wg_scratch(w, pitch * n, &scratch));
-    if (to_image) {
-        if (kernel)
-            RETURN_IF_ERROR(repack(w, enc, w->images.pack, m, at, scratch, row, pitch, n));
-        else
-            for (uint64_t i = 0; i < n; i++)
-                p->CommandEncoderCopyBufferToBuffer(enc, m->buffer, at + i * row, scratch,
-                                                    i * pitch, row);
-        copy_region(w, enc, im, scratch, 0, (uint32_t)pitch, y, rows, z, slices, 1);
-        return NULL;
-    }
-    copy_region(w, enc, im, scratch, 0, (uint32_t)pitch, y, rows, z, slices, 0);
-    if (kernel) return repack(w, enc, w->images.unpack, m, at, scratch, row, pitch, n);
+    copy_region(w, enc, im, scratch, 0, (uint32_t)pitch, y, rows, z, slices);
+    if (w->images.copies == WG_IMAGE_COPIES_KERNEL)
+        return unpack(w, enc, m, at, scratch, row, pitch, n);
     for (uint64_t i = 0; i < n; i++)
         p->CommandEncoderCopyBufferToBuffer(enc, scratch, i * pitch, m->buffer, at + i * row, row);
     return NULL;
@@ -726,6 +678,10 @@ cubec_status wg_image_encode_copy(wg_gpu *w, WGPUCommandEncoder enc, gpu_image *
                                   uint64_t offset, int to_image)
 {
     const gpu_image_desc *d = &im->desc;
+    if (to_image)
+        return status_make(CUBEC_INTERNAL,
+                           "webgpu: a copy into an image: writes are queue writes of the texture "
+                           "(gpu_ops.image_write), so the server never records one here");
     uint32_t slices = d->depth > 1 ? d->depth : 1;
     uint64_t row = (uint64_t)d->width * im->texel_bytes;
     if (offset % im->texel_bytes || offset + row * d->height * slices > m->base.size)
@@ -735,8 +691,7 @@ cubec_status wg_image_encode_copy(wg_gpu *w, WGPUCommandEncoder enc, gpu_image *
                            offset, m->base.size, im->texel_bytes);
     /* Packed rows are WebGPU's copy rows where their size is a multiple of 256: one copy. */
     if (row % 256u == 0) {
-        copy_region(w, enc, im, m->buffer, offset, (uint32_t)row, 0, d->height, 0, slices,
-                    to_image);
+        copy_region(w, enc, im, m->buffer, offset, (uint32_t)row, 0, d->height, 0, slices);
         return NULL;
     }
     uint64_t pitch = (row + 255u) & ~(uint64_t)255u, slice = pitch * d->height;
@@ -746,16 +701,15 @@ cubec_status wg_image_encode_copy(wg_gpu *w, WGPUCommandEncoder enc, gpu_image *
     if (room > REPACK_MAX_BYTES) room = REPACK_MAX_BYTES;
     uint64_t lead = w->limits.minStorageBufferOffsetAlignment + 16u;
     room = room > lead ? room - lead : 0;
-    int scratch = through_scratch(to_image ? w->images.copies_in : w->images.copies_out, m, offset,
-                                  row, row * d->height * slices);
+    int scratch = through_scratch(w->images.copies, m, offset, row, row * d->height * slices);
     uint32_t per =
         slice && slice <= room ? whole_vec4s((uint32_t)(room / slice), row * d->height) : 0;
     if (scratch && per) {
         /* Whole slices a pass. */
         for (uint32_t z = 0; z < slices; z += per) {
             uint32_t n = slices - z < per ? slices - z : per;
-            RETURN_IF_ERROR(copy_repacked(w, enc, im, m, offset + row * d->height * z, pitch, 0,
-                                          d->height, z, n, to_image));
+            RETURN_IF_ERROR(copy_through_scratch(w, enc, im, m, offset + row * d->height * z, pitch,
+                                                 0, d->height, z, n));
         }
         return NULL;
     }
@@ -765,9 +719,9 @@ cubec_status wg_image_encode_copy(wg_gpu *w, WGPUCommandEncoder enc, gpu_image *
         for (uint32_t z = 0; z < slices; z++)
             for (uint32_t y = 0; y < d->height; y += per) {
                 uint32_t n = d->height - y < per ? d->height - y : per;
-                RETURN_IF_ERROR(copy_repacked(w, enc, im, m,
-                                              offset + row * ((uint64_t)z * d->height + y), pitch,
-                                              y, n, z, 1, to_image));
+                RETURN_IF_ERROR(copy_through_scratch(w, enc, im, m,
+                                                     offset + row * ((uint64_t)z * d->height + y),
+                                                     pitch, y, n, z, 1));
             }
         return NULL;
     }
@@ -777,6 +731,6 @@ cubec_status wg_image_encode_copy(wg_gpu *w, WGPUCommandEncoder enc, gpu_image *
     for (uint32_t z = 0; z < slices; z++)
         for (uint32_t y = 0; y < d->height; y++)
             copy_region(w, enc, im, m->buffer, offset + row * ((uint64_t)z * d->height + y),
-                        WGPU_COPY_STRIDE_UNDEFINED, y, 1, z, 1, to_image);
+                        WGPU_COPY_STRIDE_UNDEFINED, y, 1, z, 1);
     return NULL;
 }

@@ -48,9 +48,10 @@ MUST_USE cubec_status wg_image_layout_entry(const wg_gpu *w, const gpu_resource_
 MUST_USE cubec_status wg_image_bind_entry(const wg_gpu *w, const gpu_image_binding *b,
                                           uint32_t declared, WGPUBindGroupEntry *out,
                                           uint64_t *out_id, uint32_t *out_count);
-/* Copies every texel of `im` from (to_image 1) or to (0) packed bytes of `m` at `offset`: one
- * copy where rows are 256-byte multiples, else through the scratch buffer's aligned rows (under
- * queue_lock, as all encoding is) in the device's way (wg_image_copies). */
+/* Copies every texel of `im` to packed bytes of `m` at `offset`: one copy where rows are 256-byte
+ * multiples, else through the scratch buffer's aligned rows (under queue_lock, as all encoding
+ * is) in the device's way (wg_image_copies). `to_image` is CUBEC_INTERNAL: writes are queue
+ * writes (wg_image_write). */
 MUST_USE cubec_status wg_image_encode_copy(wg_gpu *w, WGPUCommandEncoder enc, gpu_image *im,
                                            wg_mem *m, uint64_t offset, int to_image);
 

@@ -24,9 +24,9 @@ enum {
     WG_IMAGE_F_ADAPTER_FORMATS = 1u << 3, /* wgpu-native's adapter-specific format features */
 };
 #define WG_SAMPLERS 6 /* two filters by three address modes: index linear + 2 * address */
-/* How an image copy moves rows that are not a multiple of 256 bytes (WebGPU's copy pitch):
- * a copy per texture row; or through the scratch buffer's 256-byte aligned rows, moved there
- * by a buffer copy per row or by the repacking kernel, then one texture copy (wg_image.c). */
+/* How an image download moves rows that are not a multiple of 256 bytes (WebGPU's copy pitch):
+ * a copy per texture row; or one texture copy into the scratch buffer's 256-byte aligned rows,
+ * moved from there by a buffer copy per row or by the unpacking kernel (wg_image.c). */
 typedef enum wg_image_copies {
     WG_IMAGE_COPIES_TEXTURE_ROWS,
     WG_IMAGE_COPIES_BUFFER_ROWS,
@@ -37,11 +37,11 @@ typedef struct wg_image_state {
     WGPUSampler samplers[WG_SAMPLERS];
     uint64_t sampler_ids[WG_SAMPLERS]; /* for the bind cache's keys */
     uint32_t probed, storable;         /* under wg_gpu.lock */
-    /* The repacking kernels between packed rows and rows 256-byte aligned (wg_image.c; NULL
-     * without immediates). */
+    /* The kernel from rows 256-byte aligned to packed rows (wg_image.c; NULL without
+     * immediates). */
     WGPUBindGroupLayout repack_layout;
-    WGPUComputePipeline pack, unpack;
-    wg_image_copies copies_in, copies_out; /* to the texture, from it */
+    WGPUComputePipeline unpack;
+    wg_image_copies copies; /* downloads' way */
 } wg_image_state;
 
 /* Where the device writes the command list's timestamps (wg_queries.c chooses, wg_encode.c
