@@ -395,6 +395,25 @@ static cubec_status read_staged(cubec_device *d, buffer_obj *b, uint64_t at, voi
  * backend's copy goes into the queue behind it. Both waits keep the wait limit; the backend's
  * copy and map are one operation of the backend's, not a task on the stream (as a read of mapped
  * memory is none). */
+/* The backend's copy and map of [at, +size) of the device page into `dst` (gpu_ops.mem_read),
+ * under the wait limit, after the work it follows is done. */
+static cubec_status backend_read(cubec_device *d, gpu_mem *page, uint64_t at, void *dst,
+                                 uint64_t size)
+{
+    /* The backend waits for the device: a point of the fault plan, as the staged read's wait
+     * was. */
+    cubec_status err = gpu_fault(d->gpu, CUBEC_FAULT_WAIT, CUBEC_DEVICE_LOST);
+    if (err) {
+        err = status_annotate(err, "the device is treated as lost");
+    } else {
+        err = d->gpu->ops->mem_read(d->gpu, page, at, dst, size, d->sub->wait_timeout_ns);
+        if (err && cubec_status_code(err) == CUBEC_TIMEOUT)
+            err = status_annotate(err, "past the wait limit ([device] wait_timeout, "
+                                       "CUBEC_WAIT_TIMEOUT) the device is treated as lost");
+    }
+    return err ? server_note_error(d, err) : NULL;
+}
+
 static cubec_status read_direct(cubec_device *d, uint32_t slot, buffer_obj *b, uint64_t at,
                                 void *dst, uint64_t size)
 {
@@ -404,20 +423,7 @@ static cubec_status read_direct(cubec_device *d, uint32_t slot, buffer_obj *b, u
     alloc_obj *a = b->alloc;
     server_alloc_pin(d, a);
     cubec_status err = sub_wait_for_host(d, transfer_after(d, slot, a, a->last_write));
-    if (!err) {
-        /* The backend waits for the device: a point of the fault plan, as the staged read's
-         * wait was. */
-        err = gpu_fault(d->gpu, CUBEC_FAULT_WAIT, CUBEC_DEVICE_LOST);
-        if (err) {
-            err = status_annotate(err, "the device is treated as lost");
-        } else {
-            err = d->gpu->ops->mem_read(d->gpu, page, at, dst, size, d->sub->wait_timeout_ns);
-            if (err && cubec_status_code(err) == CUBEC_TIMEOUT)
-                err = status_annotate(err, "past the wait limit ([device] wait_timeout, "
-                                           "CUBEC_WAIT_TIMEOUT) the device is treated as lost");
-        }
-        if (err) err = server_note_error(d, err);
-    }
+    if (!err) err = backend_read(d, page, at, dst, size);
     server_alloc_unpin(d, a);
     return err;
 }
@@ -542,12 +548,17 @@ static cubec_status read_async_body(cubec_device *d, stream_ref s, buffer_obj *b
         err = transfer_registered(d, b, at, reg, dst, size, 0, &e->value);
     } else {
         d->streams->slots[s.slot].recorded++;
-        err = gpu_mem_alloc(d->gpu, GPU_MEM_READBACK, size, &e->staging);
+        /* Where the backend reads device memory itself (gpu_ops.mem_read: webgpu maps it
+         * straight into the program's memory), the private copy is a device range it reads at
+         * completion: no host copy of it in between. Elsewhere it is readback memory. */
+        int direct = d->gpu->ops->mem_read != NULL;
+        err = gpu_mem_alloc(d->gpu, direct ? GPU_MEM_DEVICE : GPU_MEM_READBACK, size,
+                            &e->staging);
         gpu_cmd *cmd;
         if (!err) err = sub_begin(d, &cmd);
         if (!err) note_transfer_stream(d);
         if (!err) {
-            e->src = e->staging->mapped;
+            e->src = direct ? NULL : e->staging->mapped;
             hazard_range r = {page, at, size, 0};
             copy_hazards(d, cmd, b->alloc, &r);
             gpu_cmd_copy(cmd, page, at, e->staging, 0, size);
@@ -563,7 +574,7 @@ static cubec_status read_async_body(cubec_device *d, stream_ref s, buffer_obj *b
     }
     e->alloc = b->alloc;
     e->alloc->refs++;
-    if (e->src) defer(d, e);
+    if (e->staging) defer(d, e); /* its bytes land at completion */
     *out = e;
     return NULL;
 }
@@ -609,9 +620,13 @@ cubec_status server_event_progress(cubec_event *e, int block)
         if (err) {
             e->result = err;
         } else {
-            if (e->staging) invalidate(d, e->staging, 0, e->size);
-            if (e->src) memcpy(e->dst, e->src, e->size); /* NULL: copied at the call */
-            if (d->timing->trace && e->trace_begin_ns) {
+            if (e->staging && !e->src) {
+                e->result = backend_read(d, e->staging, 0, e->dst, e->size);
+            } else {
+                if (e->staging) invalidate(d, e->staging, 0, e->size);
+                if (e->src) memcpy(e->dst, e->src, e->size); /* NULL: copied at the call */
+            }
+            if (!e->result && d->timing->trace && e->trace_begin_ns) {
                 /* From the call to the bytes in host memory, as a blocking read is shown. */
                 char args[96];
                 snprintf(args, sizeof args, "\"bytes\":%" PRIu64 ",\"buffer\":%" PRIu64, e->size,

@@ -1,6 +1,6 @@
 /* The staging rings on the WebGPU backend (server/host_ring.c): created at the first transfer that
  * stages, never at open. WebGPU's reads map (gpu_ops.mem_read), its whole-word writes are queue
- * writes (gpu_ops.mem_write) and cubec_read_async copies into a private map buffer, so a device
+ * writes (gpu_ops.mem_write) and cubec_read_async copies into a private device range, so a device
  * that only does those holds no upload or readback ring; a write of partial words stages through
  * the upload ring, which it creates. Checked through the memory report, against bytes computed
  * here; a failure to create the ring refuses that write by name and loses nothing. Skipped, by
@@ -95,10 +95,54 @@ static void test_direct_paths_hold_no_staging_ring(void **state)
     cubec_device_close(d);
 }
 
+/* cubec_read_async copies the range, in stream order, into a private device range, which the
+ * backend maps straight into the program's memory when the event completes: no host mapping at
+ * all (a refused mapping does not touch it; before, its readback copy was mapped, and the bytes
+ * crossed the host twice). Later work on the buffer does not reach the bytes read, and reads at
+ * odd offsets and sizes land exactly, guard bytes around them untouched. */
+static void test_async_read_maps_nothing(void **state)
+{
+    (void)state;
+    cubec_device *d = open_webgpu();
+    if (!d) skip();
+    unsigned char want[WORDS * 4], later[WORDS * 4];
+    uint32_t seed = 23;
+    for (uint32_t i = 0; i < sizeof want; i++) {
+        want[i] = (unsigned char)test_rand(&seed);
+        later[i] = (unsigned char)(want[i] ^ 0x5au);
+    }
+    cubec_buffer b;
+    ASSERT_OK(cubec_buffer_from(d, 0, want, sizeof want, &b));
+    static const uint64_t offsets[] = {0, 1, 3, 1000, WORDS * 4 - 7};
+    static const uint64_t sizes[] = {WORDS * 4, 13, WORDS * 4 - 6, 2, 7};
+    for (size_t k = 0; k < sizeof offsets / sizeof *offsets; k++) {
+        unsigned char got[WORDS * 4 + 2];
+        memset(got, 0xee, sizeof got);
+        ASSERT_OK(cubec_fault_inject(d, CUBEC_FAULT_MAP, 1));
+        cubec_event *e = NULL;
+        ASSERT_OK(cubec_read_async(d, 0, b, offsets[k], got + 1, sizes[k], &e));
+        ASSERT_OK(cubec_fault_inject(d, CUBEC_FAULT_MAP, 0));
+        /* Queued after the read: it must not reach what the read returns. */
+        ASSERT_OK(cubec_write(d, 0, b, 0, later, sizeof later));
+        ASSERT_OK(cubec_event_wait(e));
+        cubec_event_free(e);
+        assert_memory_equal(got + 1, want + offsets[k], sizes[k]);
+        assert_int_equal(got[0], 0xee);
+        assert_int_equal(got[1 + sizes[k]], 0xee);
+        ASSERT_OK(cubec_write(d, 0, b, 0, want, sizeof want));
+    }
+    cubec_memory_report r;
+    report(d, &r);
+    assert_null(ring_of(&r, "readback"));
+    ASSERT_OK(cubec_buffer_release(d, b));
+    cubec_device_close(d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_direct_paths_hold_no_staging_ring),
+        cmocka_unit_test(test_async_read_maps_nothing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
