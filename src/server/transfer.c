@@ -552,8 +552,7 @@ static cubec_status read_async_body(cubec_device *d, stream_ref s, buffer_obj *b
          * straight into the program's memory), the private copy is a device range it reads at
          * completion: no host copy of it in between. Elsewhere it is readback memory. */
         int direct = d->gpu->ops->mem_read != NULL;
-        err = gpu_mem_alloc(d->gpu, direct ? GPU_MEM_DEVICE : GPU_MEM_READBACK, size,
-                            &e->staging);
+        err = gpu_mem_alloc(d->gpu, direct ? GPU_MEM_DEVICE : GPU_MEM_READBACK, size, &e->staging);
         gpu_cmd *cmd;
         if (!err) err = sub_begin(d, &cmd);
         if (!err) note_transfer_stream(d);
