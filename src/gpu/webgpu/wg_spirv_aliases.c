@@ -79,7 +79,8 @@ typedef struct merge {
     uint32_t bound, next;
     /* Constants the rewrite needs: (type, value) -> id, declared before the functions. */
     uint32_t (*consts)[3];
-    size_t const_count, const_cap;
+    size_t const_count;
+    uint32_t const_cap;
     uint32_t *ptr_of;      /* by scalar type: its StorageBuffer pointer type (existing or new) */
     uint32_t *new_ptr_for; /* scalar types whose pointer type is new */
     size_t new_ptr_count;
@@ -106,15 +107,10 @@ static uint32_t constant(merge *g, uint32_t type, uint32_t value)
 {
     for (size_t i = 0; i < g->const_count; i++)
         if (g->consts[i][0] == type && g->consts[i][1] == value) return g->consts[i][2];
-    if (g->const_count == g->const_cap) {
-        size_t c = g->const_cap ? g->const_cap * 2 : 16;
-        void *q = realloc(g->consts, c * sizeof *g->consts);
-        if (!q) {
-            g->out.oom = 1;
-            return 0;
-        }
-        g->consts = q;
-        g->const_cap = c;
+    if (array_grow((void **)&g->consts, &g->const_cap, (uint64_t)g->const_count + 1,
+                   sizeof *g->consts) != 0) {
+        g->out.oom = 1;
+        return 0;
     }
     g->consts[g->const_count][0] = type;
     g->consts[g->const_count][1] = value;

@@ -89,19 +89,6 @@ static int has_nonfinite(const uint32_t *w, size_t n, const uint32_t *width, uin
     return 0;
 }
 
-static int grow(void **p, size_t *cap, size_t need, size_t size)
-{
-    if (need <= *cap) return 1;
-    size_t c = *cap ? *cap * 2 : 64;
-    while (c < need)
-        c *= 2;
-    void *q = realloc(*p, c * size);
-    if (!q) return 0;
-    *p = q;
-    *cap = c;
-    return 1;
-}
-
 /* --- The copy ------------------------------------------------------------------------------ */
 
 typedef struct rewrite {
@@ -114,7 +101,8 @@ typedef struct rewrite {
     uint32_t *local;      /* by id: a special id's value in the function being copied */
     uint32_t *stamp;      /* by id: the function (1-based) that uses it */
     size_t *special;      /* instruction indices of the special ids, in declaration order */
-    size_t special_count, special_cap;
+    size_t special_count;
+    uint32_t special_cap;
     uint32_t fid;      /* the function being copied (1-based) */
     uint32_t u32, f32; /* the 32-bit unsigned integer and float types (existing or new) */
     wg_spirv_out o;
@@ -272,7 +260,8 @@ static int find_special(rewrite *r, int *needs_f32)
                 if (special(r, use_at(r, in, k)) && !(k == 0 && is_annotation(in->op))) return 0;
         }
         if (mark == PLAIN || in->result >= r->bound) continue;
-        if (!grow((void **)&r->special, &r->special_cap, r->special_count + 1, sizeof *r->special))
+        if (array_grow((void **)&r->special, &r->special_cap, (uint64_t)r->special_count + 1,
+                       sizeof *r->special) != 0)
             return -1;
         r->kind[in->result] = (unsigned char)mark;
         r->special[r->special_count++] = i;

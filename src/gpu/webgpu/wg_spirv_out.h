@@ -4,6 +4,8 @@
 #ifndef CUBEC_GPU_WEBGPU_WG_SPIRV_OUT_H
 #define CUBEC_GPU_WEBGPU_WG_SPIRV_OUT_H
 
+#include "base/array.h"
+
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -11,24 +13,18 @@
 
 typedef struct wg_spirv_out {
     uint32_t *w; /* malloc'ed; the caller takes or frees it */
-    size_t n, cap;
+    size_t n;
+    uint32_t cap;
     int oom;
 } wg_spirv_out;
 
 static inline void wg_spirv_put(wg_spirv_out *o, const uint32_t *words, size_t count)
 {
     if (o->oom) return;
-    if (o->n + count > o->cap) {
-        size_t c = o->cap ? o->cap : 1024;
-        while (c < o->n + count)
-            c *= 2;
-        uint32_t *q = realloc(o->w, c * sizeof *q);
-        if (!q) {
-            o->oom = 1;
-            return;
-        }
-        o->w = q;
-        o->cap = c;
+    if (array_grow_ex((void **)&o->w, &o->cap, (uint64_t)o->n + count, sizeof *o->w, 1024,
+                      UINT32_MAX, realloc) != 0) {
+        o->oom = 1;
+        return;
     }
     memcpy(o->w + o->n, words, count * sizeof *words);
     o->n += count;

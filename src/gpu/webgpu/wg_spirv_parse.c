@@ -1,6 +1,8 @@
 /* A SPIR-V module read by SPIRV-Tools' binary parser (wg_spirv_parse.h). */
 #include "gpu/webgpu/wg_spirv_parse.h"
 
+#include "base/array.h"
+
 /* libspirv.h defines a const kDefaultMaxIdBound at file scope, an external definition in C: a
  * per-file name keeps it from clashing with kernel/reflect.c's. */
 #define kDefaultMaxIdBound wg_spirv_parse_max_id_bound_
@@ -12,21 +14,15 @@
 
 typedef struct reader {
     wg_spirv *m;
-    size_t cap, use_cap, at;
+    uint32_t cap, use_cap;
+    size_t at;
     int oom;
 } reader;
 
-static int grow(void **p, size_t *cap, size_t need, size_t size)
+/* Room for `need` elements, from 256 (a module has hundreds of instructions at least). */
+static int grow(void **p, uint32_t *cap, uint64_t need, size_t size)
 {
-    if (need <= *cap) return 1;
-    size_t c = *cap ? *cap * 2 : 256;
-    while (c < need)
-        c *= 2;
-    void *q = realloc(*p, c * size);
-    if (!q) return 0;
-    *p = q;
-    *cap = c;
-    return 1;
+    return array_grow_ex(p, cap, need, size, 256, UINT32_MAX, realloc) == 0;
 }
 
 static spv_result_t on_header(void *user, spv_endianness_t endian, uint32_t magic, uint32_t version,
