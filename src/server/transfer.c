@@ -387,14 +387,6 @@ static cubec_status read_staged(cubec_device *d, buffer_obj *b, uint64_t at, voi
     return NULL;
 }
 
-/* A backend that reads by mapping (WebGPU: gpu_ops.mem_read) copies the bytes straight into the
- * program's memory: the readback ring would add a GPU copy (into the ring) and a host copy (out
- * of it) to the backend's own copy into its map buffer and out of it. Ordered as the mapped path
- * of read_body, with the same wait (which submits the open batch when the bytes' last writer is
- * not done, as a staged read's flush did): after the last work that wrote the bytes; the
- * backend's copy goes into the queue behind it. Both waits keep the wait limit; the backend's
- * copy and map are one operation of the backend's, not a task on the stream (as a read of mapped
- * memory is none). */
 /* The backend's copy and map of [at, +size) of the device page into `dst` (gpu_ops.mem_read),
  * under the wait limit, after the work it follows is done. */
 static cubec_status backend_read(cubec_device *d, gpu_mem *page, uint64_t at, void *dst,
@@ -414,6 +406,14 @@ static cubec_status backend_read(cubec_device *d, gpu_mem *page, uint64_t at, vo
     return err ? server_note_error(d, err) : NULL;
 }
 
+/* A backend that reads by mapping (WebGPU: gpu_ops.mem_read) copies the bytes straight into the
+ * program's memory: the readback ring would add a GPU copy (into the ring) and a host copy (out
+ * of it) to the backend's own copy into its map buffer and out of it. Ordered as the mapped path
+ * of read_body, with the same wait (which submits the open batch when the bytes' last writer is
+ * not done, as a staged read's flush did): after the last work that wrote the bytes; the
+ * backend's copy goes into the queue behind it. Both waits keep the wait limit; the backend's
+ * copy and map are one operation of the backend's, not a task on the stream (as a read of mapped
+ * memory is none). */
 static cubec_status read_direct(cubec_device *d, uint32_t slot, buffer_obj *b, uint64_t at,
                                 void *dst, uint64_t size)
 {
