@@ -134,7 +134,19 @@ static void test_async_read_maps_nothing(void **state)
     cubec_memory_report r;
     report(d, &r);
     assert_null(ring_of(&r, "readback"));
-    ASSERT_OK(cubec_buffer_release(d, b));
+    /* The mapped read at completion fails like a wait: the event reports it (the device is
+     * treated as lost), and the program's bytes are left as they were, not half-written. */
+    unsigned char got[64];
+    memset(got, 0xee, sizeof got);
+    cubec_event *e = NULL;
+    ASSERT_OK(cubec_read_async(d, 0, b, 0, got, sizeof got, &e));
+    ASSERT_OK(cubec_sync(d, 0));
+    ASSERT_OK(cubec_fault_inject(d, CUBEC_FAULT_WAIT, 1));
+    ASSERT_ERROR(cubec_event_wait(e), CUBEC_DEVICE_LOST, "injected fault");
+    cubec_event_free(e);
+    for (size_t i = 0; i < sizeof got; i++)
+        assert_int_equal(got[i], 0xee);
+    ASSERT_ERROR(cubec_buffer_release(d, b), CUBEC_DEVICE_LOST, "lost earlier");
     cubec_device_close(d);
 }
 
