@@ -13,6 +13,7 @@
 
 #include "base/clock.h"
 #include "gpu/gpu.h"
+#include "gpu/webgpu/wg_internal.h"
 #include "server/device.h"
 
 #include <inttypes.h>
@@ -200,6 +201,64 @@ static void test_graph_replays(void **state)
     ASSERT_OK(cubec_graph_destroy(d, s, g));
     for (int i = 0; i < 3; i++)
         ASSERT_OK(cubec_buffer_release(d, bufs[i]));
+    ASSERT_OK(cubec_kernel_destroy(d, k));
+    cubec_device_close(d);
+}
+
+/* The bind-group cache holds the working set of a round of 1000 launches over 1000 buffers:
+ * the second round makes no bind group (a direct-mapped cache of 1024 slots made 638 of them
+ * again, every round). Each launch adds its immediates to its buffer's words. */
+static const char add_src[] = "#version 450\n"
+                              "layout(local_size_x = 4) in;\n"
+                              "layout(std430, binding = 0) buffer B { uint v[]; };\n"
+                              "layout(push_constant) uniform P { uint add; } pc;\n"
+                              "void main() { v[gl_GlobalInvocationID.x] += pc.add; }\n";
+
+static void test_bind_cache_keeps_a_round(void **state)
+{
+    (void)state;
+    enum { BUFS = 1000, WORDS = 4, ROUNDS = 3 };
+    cubec_device *d = open_webgpu();
+    if (!d) skip();
+    cubec_kernel k = make_kernel(d, "add", add_src);
+    cubec_stream s = new_stream(d);
+    static cubec_buffer bufs[BUFS];
+    static uint32_t init[BUFS][WORDS];
+    uint32_t seed = 17;
+    for (uint32_t b = 0; b < BUFS; b++) {
+        for (uint32_t i = 0; i < WORDS; i++)
+            init[b][i] = test_rand(&seed) % 1000000u;
+        ASSERT_OK(cubec_buffer_from(d, s, init[b], sizeof init[b], &bufs[b]));
+    }
+    const uint32_t add = 3;
+    const wg_gpu *w = (const wg_gpu *)d->gpu;
+    uint64_t made[ROUNDS];
+    for (int r = 0; r < ROUNDS; r++) {
+        for (uint32_t b = 0; b < BUFS; b++) {
+            cubec_launch_desc ld = CUBEC_LAUNCH_DESC_INIT;
+            ld.kernel = k;
+            ld.buffers = &bufs[b];
+            ld.buffer_count = 1;
+            ld.info = &add;
+            ld.info_size = sizeof add;
+            ld.groups[0] = ld.groups[1] = ld.groups[2] = 1;
+            ASSERT_OK(cubec_launch(d, s, &ld));
+        }
+        ASSERT_OK(cubec_sync(d, s));
+        made[r] = w->bind_groups_made;
+    }
+    printf("bind groups made after each round: %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", made[0],
+           made[1], made[2]);
+    assert_true(made[0] >= BUFS); /* the first round made one per buffer */
+    assert_int_equal(made[1], made[0]);
+    assert_int_equal(made[2], made[0]);
+    for (uint32_t b = 0; b < BUFS; b++) {
+        uint32_t want[WORDS];
+        for (uint32_t i = 0; i < WORDS; i++)
+            want[i] = init[b][i] + ROUNDS * add;
+        expect_range_in(d, s, bufs[b], WORDS, 0, WORDS, want, "a buffer after the rounds");
+        ASSERT_OK(cubec_buffer_release(d, bufs[b]));
+    }
     ASSERT_OK(cubec_kernel_destroy(d, k));
     cubec_device_close(d);
 }
@@ -820,6 +879,7 @@ int main(void)
         cmocka_unit_test(test_one_page_read_and_written),
         cmocka_unit_test(test_fill_and_copy),
         cmocka_unit_test(test_graph_replays),
+        cmocka_unit_test(test_bind_cache_keeps_a_round),
         cmocka_unit_test(test_wgsl_kernel),
         cmocka_unit_test(test_unsupported_by_name),
         cmocka_unit_test(test_profiles_at_every_placement),

@@ -10,8 +10,11 @@
 #include <pthread.h>
 #include <stdint.h>
 
-#define WG_BIND_CACHE_SLOTS 1024u /* bind groups kept per device (CubeCL's LRU holds ~1024) */
-#define WG_MAX_IMMEDIATES 256u    /* bytes of immediates a pipeline may take at most */
+/* Bind groups kept per device (wg_bind_cache.c): 4096 in sets of 8, so a working set of 1000
+ * groups (a graph of 1000 launches over 1000 buffers) stays whole. CubeCL's LRU holds ~1024. */
+#define WG_BIND_CACHE_SETS 512u
+#define WG_BIND_CACHE_WAYS 8u
+#define WG_MAX_IMMEDIATES 256u /* bytes of immediates a pipeline may take at most */
 
 typedef struct wg_bind_entry wg_bind_entry;
 
@@ -72,7 +75,9 @@ typedef struct wg_gpu {
     int abandoned;
     /* One submission (its encoding included) at a time, and the bind-group cache with it. */
     pthread_mutex_t queue_lock;
-    wg_bind_entry *bind_cache; /* WG_BIND_CACHE_SLOTS, direct-mapped by hash */
+    wg_bind_entry *bind_cache; /* WG_BIND_CACHE_SETS x WG_BIND_CACHE_WAYS */
+    uint64_t bind_tick;        /* lookups so far: the cache's clock for least recently used */
+    uint64_t bind_groups_made; /* groups the cache has made (tests read it) */
     uint64_t next_mem_id;      /* identities of buffers for the cache's keys (never reused) */
     /* Pattern fills (Vulkan's vkCmdFillBuffer has no WebGPU twin past zeros): a kernel. */
     WGPUComputePipeline fill_pipeline;
