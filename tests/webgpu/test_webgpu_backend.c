@@ -263,6 +263,59 @@ static void test_bind_cache_keeps_a_round(void **state)
     cubec_device_close(d);
 }
 
+/* A replay goes to the queue in one submission with the batch before it, which holds the
+ * begin timestamp of a profile around the replay: encoded and submitted one by one, the device
+ * wrote that timestamp while the host still encoded the replay, and the profile counted the
+ * encoding as device time. The profile's end goes in the next submission. */
+static void test_replay_submitted_with_its_profile(void **state)
+{
+    (void)state;
+    cubec_device *d = open_webgpu();
+    if (!d) skip();
+    cubec_kernel k = make_kernel(d, "add", add_src);
+    cubec_stream s = new_stream(d);
+    uint32_t init[4] = {11, 22, 33, 44};
+    cubec_buffer b;
+    ASSERT_OK(cubec_buffer_from(d, s, init, sizeof init, &b));
+    const uint32_t add = 5;
+    cubec_launch_desc ld = CUBEC_LAUNCH_DESC_INIT;
+    ld.kernel = k;
+    ld.buffers = &b;
+    ld.buffer_count = 1;
+    ld.info = &add;
+    ld.info_size = sizeof add;
+    ld.groups[0] = ld.groups[1] = ld.groups[2] = 1;
+    cubec_graph g = {0};
+    ASSERT_OK(cubec_graph_prepare(d, s));
+    ASSERT_OK(cubec_graph_begin(d, s));
+    for (int i = 0; i < 8; i++)
+        ASSERT_OK(cubec_launch(d, s, &ld));
+    ASSERT_OK(cubec_graph_end(d, s, &g));
+    ASSERT_OK(cubec_sync(d, s));
+    const wg_gpu *w = (const wg_gpu *)d->gpu;
+    const int replays = 3;
+    for (int r = 0; r < replays; r++) {
+        uint64_t before = w->queue_submits;
+        cubec_profile prof;
+        ASSERT_OK(cubec_profile_begin(d, s, &prof));
+        ASSERT_OK(cubec_graph_replay(d, s, g));
+        cubec_profile_result res = CUBEC_PROFILE_RESULT_INIT;
+        ASSERT_OK(cubec_profile_end(d, s, prof, &res));
+        /* The begin's batch with the replay, then the end's batch. */
+        assert_int_equal(w->queue_submits - before, 2);
+        assert_int_equal(res.method, CUBEC_TIMING_DEVICE);
+        assert_true(res.end_ns >= res.begin_ns);
+    }
+    uint32_t want[4];
+    for (int i = 0; i < 4; i++)
+        want[i] = init[i] + (uint32_t)(8 * replays) * add;
+    expect_range_in(d, s, b, 4, 0, 4, want, "the buffer after the replays");
+    ASSERT_OK(cubec_graph_destroy(d, s, g));
+    ASSERT_OK(cubec_buffer_release(d, b));
+    ASSERT_OK(cubec_kernel_destroy(d, k));
+    cubec_device_close(d);
+}
+
 /* A WGSL kernel (cubec_kernel_desc.wgsl): read-only storage, a read_write output, the launch's
  * info bytes as immediates, against the CPU; the inputs are views of the output's buffer, so the
  * read-only declarations must reach WebGPU as read_write (wgsl_reflect's rewrite), or the
@@ -880,6 +933,7 @@ int main(void)
         cmocka_unit_test(test_fill_and_copy),
         cmocka_unit_test(test_graph_replays),
         cmocka_unit_test(test_bind_cache_keeps_a_round),
+        cmocka_unit_test(test_replay_submitted_with_its_profile),
         cmocka_unit_test(test_wgsl_kernel),
         cmocka_unit_test(test_unsupported_by_name),
         cmocka_unit_test(test_profiles_at_every_placement),

@@ -78,6 +78,7 @@ typedef struct wg_gpu {
     wg_bind_entry *bind_cache; /* WG_BIND_CACHE_SETS x WG_BIND_CACHE_WAYS */
     uint64_t bind_tick;        /* lookups so far: the cache's clock for least recently used */
     uint64_t bind_groups_made; /* groups the cache has made (tests read it) */
+    uint64_t queue_submits;    /* wgpuQueueSubmit calls (wg_submit; tests read it) */
     uint64_t next_mem_id;      /* identities of buffers for the cache's keys (never reused) */
     /* Pattern fills (Vulkan's vkCmdFillBuffer has no WebGPU twin past zeros): a kernel. */
     WGPUComputePipeline fill_pipeline;
