@@ -86,7 +86,7 @@ typedef struct cubec_config {
     int64_t null_heap_bytes; /* CUBEC_NULL_HEAP_BYTES (environment only), 0 = no cap */
     int null_noncoherent;    /* CUBEC_NULL_NONCOHERENT (environment only): mappings need flushes */
     fault_plan faults;       /* CUBEC_FAULT (environment only), counted from zero */
-    /* [memory] preset CUBEC_MEMORY_PRESET: a memory_preset (memory/pool_list.h), ladder; custom
+    /* [memory] preset CUBEC_MEMORY_PRESET: a memory_preset (memory/pool_list.h), auto; custom
      * when only `pools` is given */
     int memory_preset;
     /* [memory] pools CUBEC_MEMORY_POOLS: the custom pool list's text, parsed (and refused) by

@@ -291,6 +291,11 @@ typedef struct gpu_caps {
     /* GPU_CMD_REUSABLE command buffers are recorded once and resubmitted as they are; 0 where
      * each submission encodes the command list again (webgpu's single-submit buffers). */
     int reusable_cmds;
+    /* The implementation orders work by whole buffer objects (WebGPU's usage scopes): two
+     * allocations of one page written by two dispatches look dependent to it, and it puts a
+     * barrier between them. The `auto` memory preset then gives each allocation a page of its
+     * own (server/buffers.c). */
+    int hazards_per_buffer;
 } gpu_caps;
 
 /* What the process may use of the heap device pages (GPU_MEM_DEVICE) come from. */

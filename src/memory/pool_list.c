@@ -32,6 +32,7 @@ const char *memory_preset_name(memory_preset preset)
     case MEMORY_PRESET_EXCLUSIVE: return "exclusive";
     case MEMORY_PRESET_CUSTOM: return "custom";
     case MEMORY_PRESET_ADAPTIVE: return "adaptive";
+    case MEMORY_PRESET_AUTO: return "auto";
     }
     return "?";
 }

@@ -28,6 +28,9 @@ typedef enum memory_preset {
     MEMORY_PRESET_EXCLUSIVE, /* exclusive pools only (spec ExclusivePages) */
     MEMORY_PRESET_CUSTOM,    /* the configured list */
     MEMORY_PRESET_ADAPTIVE,  /* a small-allocation sliced pool + a growing arena (seed) */
+    /* The configuration's default: the device chooses ladder or exclusive (server/buffers.c);
+     * pool_list_build takes only the four above. */
+    MEMORY_PRESET_AUTO,
 } memory_preset;
 #define MEMORY_PRESET_CHOICES "ladder|exclusive|custom|adaptive"
 
@@ -74,7 +77,7 @@ typedef struct pool_limits {
 MUST_USE cubec_status pool_list_build(memory_preset preset, const pool_list *custom,
                                       const pool_limits *limits, pool_list *out);
 
-/* "ladder", "exclusive", "custom", "adaptive" ("?" for anything else). */
+/* "ladder", "exclusive", "custom", "adaptive", "auto" ("?" for anything else). */
 const char *memory_preset_name(memory_preset preset);
 
 #endif

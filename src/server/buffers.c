@@ -34,6 +34,13 @@ cubec_status server_memory_init(cubec_device *d)
     memory_config *mc = &d->buffers->memory_cfg;
     *mc = (memory_config){.max_page_size = p2, .max_alloc_size = max_alloc, .alignment = align};
     mc->preset = (memory_preset)d->config.memory_preset;
+    /* Where the implementation tracks hazards per buffer object (webgpu), allocations sharing a
+     * page would put a barrier between independent kernels: each gets a page of its own, at
+     * the cost of the exclusive pools' padding (docs/memory.md, "Presets"). */
+    _Static_assert(MEMORY_PRESET_AUTO == 4, "[memory] preset's choices in base/config.c");
+    if (mc->preset == MEMORY_PRESET_AUTO)
+        mc->preset =
+            d->gpu->caps.hazards_per_buffer ? MEMORY_PRESET_EXCLUSIVE : MEMORY_PRESET_LADDER;
     mc->persistent_memory = (persistent_memory)d->config.persistent_memory;
     /* The layout is checked here, so that a bad one fails the open rather than the first
      * allocation of each stream. */

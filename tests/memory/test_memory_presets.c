@@ -74,10 +74,15 @@ static void check_all(cubec_device *d, cubec_stream s, model_buffer *m)
 
 /* Allocates, writes, copies on the device, replaces half the buffers twice, and checks every
  * byte against the model after each round. Returns the stream's report at the end. */
+static char exercised_backend[16]; /* the backend of exercise's last device */
+
 static void exercise(const char *preset, const char *pools, cubec_memory_report *out)
 {
     set_layout(preset, pools);
     cubec_device *d = test_device_open();
+    cubec_device_info info = CUBEC_DEVICE_INFO_INIT;
+    ASSERT_OK(cubec_device_get_info(d, &info));
+    snprintf(exercised_backend, sizeof exercised_backend, "%s", info.backend);
     cubec_stream s;
     ASSERT_OK(cubec_stream_new(d, &s));
     uint32_t rng = 12345;
@@ -125,16 +130,25 @@ static uint32_t buffer_pools(const cubec_memory_report *r, const char *kind)
     return n;
 }
 
+/* The default, auto, and the ladder: auto is exclusive on webgpu (one WGPUBuffer per
+ * allocation: WebGPU orders work per buffer object) and the ladder elsewhere. */
 static void test_ladder(void **state)
 {
     (void)state;
+    const char *defaults[] = {NULL, "auto"};
+    for (int i = 0; i < 2; i++) {
+        cubec_memory_report r = CUBEC_MEMORY_REPORT_INIT;
+        exercise(defaults[i], NULL, &r);
+        int webgpu = !strcmp(exercised_backend, "webgpu");
+        assert_string_equal(r.preset, webgpu ? "exclusive" : "ladder");
+        assert_int_equal(buffer_pools(&r, "sliced") >= 1, !webgpu);
+        if (!webgpu) assert_int_equal(buffer_pools(&r, "exclusive"), 1);
+    }
     cubec_memory_report r = CUBEC_MEMORY_REPORT_INIT;
-    exercise(NULL, NULL, &r); /* the default */
+    exercise("ladder", NULL, &r);
     assert_string_equal(r.preset, "ladder");
     assert_true(buffer_pools(&r, "sliced") >= 1);
     assert_int_equal(buffer_pools(&r, "exclusive"), 1);
-    exercise("ladder", NULL, &r);
-    assert_string_equal(r.preset, "ladder");
 }
 
 static void test_exclusive(void **state)
@@ -208,7 +222,9 @@ static void test_bad_layouts_refused(void **state)
         {NULL,
          "sliced:page=1TiB",
          {"[memory] pools = 'sliced:page=1TiB'", "larger than the device's page limit"}},
-        {"big", NULL, {"[memory] preset = 'big' is not ladder, exclusive, custom or adaptive"}},
+        {"big",
+         NULL,
+         {"[memory] preset = 'big' is not ladder, exclusive, custom, adaptive or auto"}},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         set_layout(cases[i].preset, cases[i].pools);
