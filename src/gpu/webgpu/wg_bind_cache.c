@@ -32,10 +32,13 @@ struct wg_bind_entry {
 static uint64_t key_hash(uint64_t pipeline_id, uint32_t set, const wg_bind_key_entry *b,
                          uint32_t count)
 {
+    /* FNV-1a over the keys' words (every lookup pays it: words, not bytes). */
     uint64_t h = 1469598103934665603ull ^ pipeline_id ^ ((uint64_t)set << 56);
-    const unsigned char *bytes = (const unsigned char *)b;
-    for (size_t i = 0; i < count * sizeof *b; i++)
-        h = (h ^ bytes[i]) * 1099511628211ull;
+    for (uint32_t i = 0; i < count; i++) {
+        const uint64_t words[4] = {b[i].id, b[i].offset, b[i].size, b[i].binding};
+        for (int k = 0; k < 4; k++)
+            h = (h ^ words[k]) * 1099511628211ull;
+    }
     return h ^ (h >> 29); /* the set index takes low bits: fold the high ones in */
 }
 
@@ -57,7 +60,6 @@ cubec_status wg_bind_group(wg_gpu *w, const gpu_pipeline *pl, uint32_t set,
             return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (bind-group cache)");
     }
     wg_bind_key_entry key[GPU_MAX_BINDINGS + 2 * GPU_MAX_RESOURCES];
-    memset(key, 0, sizeof key);
     for (uint32_t i = 0; i < count; i++)
         key[i] = (wg_bind_key_entry){.id = mem_ids[i],
                                      .offset = entries[i].offset,
