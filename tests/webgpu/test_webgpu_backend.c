@@ -316,6 +316,55 @@ static void test_replay_submitted_with_its_profile(void **state)
     cubec_device_close(d);
 }
 
+/* Plain batches that queue up while the submission thread is busy go to the queue together, in
+ * one command buffer: wgpu's work per submission is then shared. The test holds the backend's
+ * queue lock, so the thread blocks in its first submission while eight more batches of 4 launches
+ * queue behind it; before, each went on its own (9 submissions or more). */
+static void test_queued_batches_submitted_together(void **state)
+{
+    (void)state;
+    enum { TASKS = 4, BATCHES = 8 };
+    setenv("CUBEC_TASKS_MAX", "4", 1);
+    cubec_device *d = open_webgpu();
+    unsetenv("CUBEC_TASKS_MAX");
+    if (!d) skip();
+    cubec_kernel k = make_kernel(d, "add", add_src);
+    cubec_stream s = new_stream(d);
+    uint32_t init[4] = {7, 70, 700, 7000};
+    cubec_buffer b;
+    ASSERT_OK(cubec_buffer_from(d, s, init, sizeof init, &b));
+    const uint32_t add = 9;
+    cubec_launch_desc ld = CUBEC_LAUNCH_DESC_INIT;
+    ld.kernel = k;
+    ld.buffers = &b;
+    ld.buffer_count = 1;
+    ld.info = &add;
+    ld.info_size = sizeof add;
+    ld.groups[0] = ld.groups[1] = ld.groups[2] = 1;
+    ASSERT_OK(cubec_launch(d, s, &ld)); /* the pipeline and the bind group made */
+    ASSERT_OK(cubec_sync(d, s));
+    wg_gpu *w = (wg_gpu *)d->gpu;
+    uint64_t before = w->queue_submits;
+    pthread_mutex_lock(&w->queue_lock);
+    for (int i = 0; i < (BATCHES + 1) * TASKS; i++)
+        ASSERT_OK(cubec_launch(d, s, &ld));
+    usleep(20000); /* the thread has taken the first batch and waits for the lock */
+    pthread_mutex_unlock(&w->queue_lock);
+    ASSERT_OK(cubec_sync(d, s));
+    uint64_t submits = w->queue_submits - before;
+    printf("%d launches in batches of %d: %" PRIu64 " submissions\n", (BATCHES + 1) * TASKS, TASKS,
+           submits);
+    /* The first batch, the eight behind it in calls of up to GPU_SUBMIT_MAX_ITEMS, the sync's. */
+    assert_true(submits <= 1 + BATCHES / GPU_SUBMIT_MAX_ITEMS + 1);
+    uint32_t want[4];
+    for (int i = 0; i < 4; i++)
+        want[i] = init[i] + (uint32_t)(1 + (BATCHES + 1) * TASKS) * add;
+    expect_range_in(d, s, b, 4, 0, 4, want, "the buffer after the launches");
+    ASSERT_OK(cubec_buffer_release(d, b));
+    ASSERT_OK(cubec_kernel_destroy(d, k));
+    cubec_device_close(d);
+}
+
 /* A WGSL kernel (cubec_kernel_desc.wgsl): read-only storage, a read_write output, the launch's
  * info bytes as immediates, against the CPU; the inputs are views of the output's buffer, so the
  * read-only declarations must reach WebGPU as read_write (wgsl_reflect's rewrite), or the
@@ -934,6 +983,7 @@ int main(void)
         cmocka_unit_test(test_graph_replays),
         cmocka_unit_test(test_bind_cache_keeps_a_round),
         cmocka_unit_test(test_replay_submitted_with_its_profile),
+        cmocka_unit_test(test_queued_batches_submitted_together),
         cmocka_unit_test(test_wgsl_kernel),
         cmocka_unit_test(test_unsupported_by_name),
         cmocka_unit_test(test_profiles_at_every_placement),

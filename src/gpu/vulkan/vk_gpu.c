@@ -569,9 +569,10 @@ static cubec_status lost_or(vk_gpu *v, VkResult r, const char *what)
 static cubec_status vk_submit(gpu *g, const gpu_submit_item *items, uint32_t n)
 {
     vk_gpu *v = vk_gpu_of(g);
-    VkTimelineSemaphoreSubmitInfo ts[4];
-    VkSubmitInfo si[4];
-    if (n > 4) return status_make(CUBEC_INTERNAL, "%u command buffers in one submission", n);
+    VkTimelineSemaphoreSubmitInfo ts[GPU_SUBMIT_MAX_ITEMS];
+    VkSubmitInfo si[GPU_SUBMIT_MAX_ITEMS];
+    if (n > GPU_SUBMIT_MAX_ITEMS)
+        return status_make(CUBEC_INTERNAL, "%u command buffers in one submission", n);
     /* A batch is encoded here, on the thread that submits it; nothing is submitted if one fails. */
     for (uint32_t i = 0; i < n; i++)
         RETURN_IF_ERROR(vk_list_encode((vk_cmd *)items[i].cmd));

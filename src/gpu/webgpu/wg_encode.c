@@ -435,23 +435,32 @@ static cubec_status encode_entry(wg_enc *e, const gpu_cmd_entry *ce)
     return status_make(CUBEC_INTERNAL, "webgpu: command %" PRIu32 " is unknown", ce->op);
 }
 
-cubec_status wg_encode(wg_gpu *w, const wg_cmd *c, WGPUCommandBuffer *out)
+cubec_status wg_encode(wg_gpu *w, const gpu_submit_item *items, uint32_t n, WGPUCommandBuffer *out)
 {
     *out = NULL;
-    RETURN_IF_ERROR(gpu_cmd_list_status(&c->base));
+    for (uint32_t i = 0; i < n; i++)
+        RETURN_IF_ERROR(gpu_cmd_list_status(items[i].cmd));
     const wg_procs *p = w->p;
     WGPUCommandEncoderDescriptor d = {0};
     wg_enc e = {.w = w, .enc = p->DeviceCreateCommandEncoder(w->device, &d)};
     if (!e.enc) return status_make(CUBEC_INTERNAL, "wgpuDeviceCreateCommandEncoder");
     cubec_status err = NULL;
-    const gpu_cmd *list = &c->base;
-    e.list = list;
-    for (const gpu_cmd_entry *ce = gpu_cmd_list_first(list); ce && !err;
-         ce = gpu_cmd_list_next(list, ce)) {
-        e.at = ce;
-        err = encode_entry(&e, ce);
+    for (uint32_t i = 0; i < n && !err; i++) {
+        /* Each list starts with no state, as a command buffer of its own would (the indirect
+         * slots go on counting: they are the encoding's). */
+        e.pipeline = NULL;
+        e.group_mask = 0;
+        e.applied = 0;
+        e.imm_size = 0;
+        const gpu_cmd *list = items[i].cmd;
+        e.list = list;
+        for (const gpu_cmd_entry *ce = gpu_cmd_list_first(list); ce && !err;
+             ce = gpu_cmd_list_next(list, ce)) {
+            e.at = ce;
+            err = encode_entry(&e, ce);
+        }
+        end_pass(&e);
     }
-    end_pass(&e);
     if (!err) {
         WGPUCommandBufferDescriptor cd = {0};
         *out = p->CommandEncoderFinish(e.enc, &cd);

@@ -220,8 +220,9 @@ uint64_t wg_now_ns(void); /* CLOCK_MONOTONIC */
 int wg_map_read(wg_gpu *w, WGPUBuffer map, size_t bytes, size_t skip, void *dst, size_t n,
                 uint64_t timeout_ns);
 
-/* Encodes `c`'s list into a new command buffer (under queue_lock). */
-MUST_USE cubec_status wg_encode(wg_gpu *w, const wg_cmd *c, WGPUCommandBuffer *out);
+/* Encodes the lists of `n` items, in order, into one new command buffer (under queue_lock). */
+MUST_USE cubec_status wg_encode(wg_gpu *w, const gpu_submit_item *items, uint32_t n,
+                                WGPUCommandBuffer *out);
 /* Workgroups of 256 for the backend's own grid-stride kernels (fill, byte copy, image
  * repacking) over `words`
  * words. A GPU gets enough to fill it (4096 x 256 invocations is more than an H200 keeps

@@ -70,52 +70,46 @@ static void on_work_done(WGPUQueueWorkDoneStatus status, WGPUStringView message,
     free(d);
 }
 
-/* Every item is encoded first, then all go to the queue in one submission: the GPU goes from
- * one to the next without waiting for the host to encode the next (a replay's 1000 dispatches
- * take milliseconds to encode, which a profile begun in the batch before it measured as device
- * time). If one fails to encode, none is submitted: the server reports the whole call failed. */
+/* The items' lists are encoded into one command buffer, which goes to the queue in one
+ * submission: the GPU goes from one list to the next without waiting for the host to encode the
+ * next (a replay's 1000 dispatches take milliseconds to encode, which a profile begun in the
+ * batch before it measured as device time), and wgpu's work per command buffer and per
+ * submission (tens of thousands of instructions) is paid once for batches that the submission
+ * thread found queued together. If a list fails to encode, nothing is submitted: the server
+ * takes the whole call as failed. */
 cubec_status wg_submit(gpu *g, const gpu_submit_item *items, uint32_t n)
 {
     wg_gpu *w = wg_of(g);
     const wg_procs *p = w->p;
     if (!n) return NULL;
-    for (uint32_t i = 0; i < n; i++)
+    uint64_t signal = 0;
+    for (uint32_t i = 0; i < n; i++) {
         if (!((wg_cmd *)items[i].cmd)->ended)
             return status_make(CUBEC_INTERNAL, "webgpu: a command buffer submitted unended");
-    WGPUCommandBuffer own[4], *cbs = own;
-    if (n > sizeof own / sizeof own[0] && !(cbs = malloc(n * sizeof *cbs)))
-        return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (submission)");
-    uint64_t signal = 0;
-    for (uint32_t i = 0; i < n; i++)
         if (items[i].signal > signal) signal = items[i].signal;
-    wg_done *d = malloc(sizeof *d);
-    cubec_status err =
-        d ? NULL : status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (submission)");
-    pthread_mutex_lock(&w->queue_lock);
-    uint32_t encoded = 0;
-    for (; encoded < n && !err; encoded++) {
-        err = wg_encode(w, (const wg_cmd *)items[encoded].cmd, &cbs[encoded]);
-        if (err) break;
     }
+    wg_done *d = malloc(sizeof *d);
+    if (!d) return status_make(CUBEC_OUT_OF_MEMORY, "host out of memory (submission)");
+    pthread_mutex_lock(&w->queue_lock);
+    WGPUCommandBuffer cb = NULL;
+    cubec_status err = wg_encode(w, items, n, &cb);
     if (!err) {
         *d = (wg_done){w, signal};
-        p->QueueSubmit(w->queue, n, cbs);
+        p->QueueSubmit(w->queue, 1, &cb);
+        p->CommandBufferRelease(cb);
         w->queue_submits++;
         pthread_mutex_lock(&w->lock);
         if (signal > w->submitted) w->submitted = signal;
         pthread_mutex_unlock(&w->lock);
-        /* Submissions complete in order: the last value stands for them all. */
+        /* Work completes in submission order: the last value stands for every item's. */
         WGPUQueueWorkDoneCallbackInfo ci = {
             .mode = WGPUCallbackMode_AllowSpontaneous, .callback = on_work_done, .userdata1 = d};
         p->QueueOnSubmittedWorkDone(w->queue, ci);
         d = NULL;
         err = wg_take_error(w, "submitting");
     }
-    for (uint32_t i = 0; i < encoded; i++)
-        p->CommandBufferRelease(cbs[i]);
     pthread_mutex_unlock(&w->queue_lock);
     free(d);
-    if (cbs != own) free(cbs);
     return err;
 }
 
