@@ -222,7 +222,7 @@ typedef enum gpu_cmd_use {
  * "CUDA's work before cubec's"). */
 /* The most items one gpu_ops.submit call takes (a replay's batch and the replay, or plain
  * batches the submission thread found queued together). */
-#define GPU_SUBMIT_MAX_ITEMS 4u
+#define GPU_SUBMIT_MAX_ITEMS 16u
 
 typedef struct gpu_submit_item {
     gpu_cmd *cmd;

@@ -355,7 +355,7 @@ static void test_queued_batches_submitted_together(void **state)
     printf("%d launches in batches of %d: %" PRIu64 " submissions\n", (BATCHES + 1) * TASKS, TASKS,
            submits);
     /* The first batch, the eight behind it in calls of up to GPU_SUBMIT_MAX_ITEMS, the sync's. */
-    assert_true(submits <= 1 + BATCHES / GPU_SUBMIT_MAX_ITEMS + 1);
+    assert_true(submits <= 1 + (BATCHES + GPU_SUBMIT_MAX_ITEMS - 1) / GPU_SUBMIT_MAX_ITEMS + 1);
     uint32_t want[4];
     for (int i = 0; i < 4; i++)
         want[i] = init[i] + (uint32_t)(1 + (BATCHES + 1) * TASKS) * add;

@@ -447,7 +447,9 @@ cubec_status wg_encode(wg_gpu *w, const gpu_submit_item *items, uint32_t n, WGPU
     cubec_status err = NULL;
     for (uint32_t i = 0; i < n && !err; i++) {
         /* Each list starts with no state, as a command buffer of its own would (the indirect
-         * slots go on counting: they are the encoding's). */
+         * slots go on counting: they are the encoding's). An open pass goes on into the next
+         * list, which sets its state again: wgpu's work per pass grows with the buffers the
+         * device holds (its trackers), so one pass for several batches costs less. */
         e.pipeline = NULL;
         e.group_mask = 0;
         e.applied = 0;
@@ -459,8 +461,8 @@ cubec_status wg_encode(wg_gpu *w, const gpu_submit_item *items, uint32_t n, WGPU
             e.at = ce;
             err = encode_entry(&e, ce);
         }
-        end_pass(&e);
     }
+    end_pass(&e);
     if (!err) {
         WGPUCommandBufferDescriptor cd = {0};
         *out = p->CommandEncoderFinish(e.enc, &cd);
