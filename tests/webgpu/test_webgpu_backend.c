@@ -214,6 +214,19 @@ static const char add_src[] = "#version 450\n"
                               "layout(push_constant) uniform P { uint add; } pc;\n"
                               "void main() { v[gl_GlobalInvocationID.x] += pc.add; }\n";
 
+/* A launch of add_src over one buffer of 4 words, adding *add to each. */
+static cubec_launch_desc add_launch(cubec_kernel k, const cubec_buffer *b, const uint32_t *add)
+{
+    cubec_launch_desc ld = CUBEC_LAUNCH_DESC_INIT;
+    ld.kernel = k;
+    ld.buffers = b;
+    ld.buffer_count = 1;
+    ld.info = add;
+    ld.info_size = sizeof *add;
+    ld.groups[0] = ld.groups[1] = ld.groups[2] = 1;
+    return ld;
+}
+
 static void test_bind_cache_keeps_a_round(void **state)
 {
     (void)state;
@@ -235,13 +248,7 @@ static void test_bind_cache_keeps_a_round(void **state)
     uint64_t made[ROUNDS];
     for (int r = 0; r < ROUNDS; r++) {
         for (uint32_t b = 0; b < BUFS; b++) {
-            cubec_launch_desc ld = CUBEC_LAUNCH_DESC_INIT;
-            ld.kernel = k;
-            ld.buffers = &bufs[b];
-            ld.buffer_count = 1;
-            ld.info = &add;
-            ld.info_size = sizeof add;
-            ld.groups[0] = ld.groups[1] = ld.groups[2] = 1;
+            cubec_launch_desc ld = add_launch(k, &bufs[b], &add);
             ASSERT_OK(cubec_launch(d, s, &ld));
         }
         ASSERT_OK(cubec_sync(d, s));
@@ -278,13 +285,7 @@ static void test_replay_submitted_with_its_profile(void **state)
     cubec_buffer b;
     ASSERT_OK(cubec_buffer_from(d, s, init, sizeof init, &b));
     const uint32_t add = 5;
-    cubec_launch_desc ld = CUBEC_LAUNCH_DESC_INIT;
-    ld.kernel = k;
-    ld.buffers = &b;
-    ld.buffer_count = 1;
-    ld.info = &add;
-    ld.info_size = sizeof add;
-    ld.groups[0] = ld.groups[1] = ld.groups[2] = 1;
+    cubec_launch_desc ld = add_launch(k, &b, &add);
     cubec_graph g = {0};
     ASSERT_OK(cubec_graph_prepare(d, s));
     ASSERT_OK(cubec_graph_begin(d, s));
@@ -334,13 +335,7 @@ static void test_queued_batches_submitted_together(void **state)
     cubec_buffer b;
     ASSERT_OK(cubec_buffer_from(d, s, init, sizeof init, &b));
     const uint32_t add = 9;
-    cubec_launch_desc ld = CUBEC_LAUNCH_DESC_INIT;
-    ld.kernel = k;
-    ld.buffers = &b;
-    ld.buffer_count = 1;
-    ld.info = &add;
-    ld.info_size = sizeof add;
-    ld.groups[0] = ld.groups[1] = ld.groups[2] = 1;
+    cubec_launch_desc ld = add_launch(k, &b, &add);
     ASSERT_OK(cubec_launch(d, s, &ld)); /* the pipeline and the bind group made */
     ASSERT_OK(cubec_sync(d, s));
     wg_gpu *w = (wg_gpu *)d->gpu;
