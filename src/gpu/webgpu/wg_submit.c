@@ -113,10 +113,17 @@ cubec_status wg_submit(gpu *g, const gpu_submit_item *items, uint32_t n)
     return err;
 }
 
+/* A look at the timeline, which the program's thread takes often (for every batch it opens).
+ * While the submission thread encodes or submits (queue_lock), wgpu holds its own locks, and a
+ * poll would wait for the whole submission: the callbacks it would fire are fired by that
+ * submission anyway, so the value known so far is the answer. */
 cubec_status wg_timeline_value(gpu *g, uint64_t *out)
 {
     wg_gpu *w = wg_of(g);
-    wg_poll_events(w, 0);
+    if (pthread_mutex_trylock(&w->queue_lock) == 0) {
+        wg_poll_events(w, 0);
+        pthread_mutex_unlock(&w->queue_lock);
+    }
     pthread_mutex_lock(&w->lock);
     *out = w->completed;
     pthread_mutex_unlock(&w->lock);
