@@ -5,7 +5,8 @@
 # halves:
 #
 #   bench/h200_webgpu_batch.sh prep            here: builds build-h200wg/ (below), ~40 MB
-#   bench/h200_webgpu_batch.sh run [STEPS]     there: runs STEPS [info tests images sbs] into
+#   bench/h200_webgpu_batch.sh run [STEPS]     there: runs STEPS [info tests images sbs] (or
+#                                              rows: the per-launch rows, both layouts) into
 #                                              $OUT/h200-webgpu.tgz
 #
 # `prep` builds, in the Release build BUILD [build], cubec and the tests `run` needs, builds the
@@ -107,7 +108,12 @@ run_steps() {
       for t in test_profile test_trace_file test_subgroup_size test_launch test_graphs \
         test_capabilities test_random_api; do
         echo "== $t (CUBEC_BACKEND=webgpu)" >>"$res/tests.txt"
-        CUBEC_BACKEND=webgpu CUBEC_FUZZ_SECONDS=20 timeout 300 "$here/bin/$t" >>"$res/tests.txt" 2>&1
+        # test_launch checks the ladder's pools in a report: with the ladder, as in ctest
+        # (tests/webgpu/CMakeLists.txt); webgpu's default layout is exclusive.
+        preset=auto
+        [ $t = test_launch ] && preset=ladder
+        CUBEC_BACKEND=webgpu CUBEC_MEMORY_PRESET=$preset CUBEC_FUZZ_SECONDS=20 timeout 300 \
+          "$here/bin/$t" >>"$res/tests.txt" 2>&1
         echo "== $t (webgpu) exit $?" >>"$res/tests.txt"
       done
       grep -E "^== .* exit" "$res/tests.txt"
@@ -124,6 +130,22 @@ run_steps() {
         done
       } >"$res/images.txt"
       ;;
+    rows)
+      # The per-launch rows on webgpu, three times each, with the default layout (auto:
+      # exclusive) and with the ladder (pages shared, so wgpu adds barriers), and the peer's
+      # launch figures beside them.
+      {
+        for preset in auto ladder; do
+          for r in 1 2 3; do
+            echo "== webgpu, CUBEC_MEMORY_PRESET=$preset, round $r"
+            CUBEC_MEMORY_PRESET=$preset "$here/bin/cubec" bench --backend webgpu \
+              --filter launch.enqueue --filter launch.device --filter graph.replay 2>&1
+          done
+        done
+        echo "== wgpu peer"
+        timeout 300 "$here/peers/wgpu_peer" 2>&1 | grep -E "^#|enqueue|dependent|independent"
+      } >"$res/rows.txt"
+      ;;
     sbs)
       # shellcheck disable=SC2086
       env $(echo "${SBS_ARGS:-}") OUT="$res/sbs" GL=none PEERS="$here/peers" WEBGPU=1 \
@@ -131,7 +153,7 @@ run_steps() {
         bash "$here/h200_side_by_side.sh" "cubec=$here/cubec" >"$res/sbs.log" 2>&1
       tail -40 "$res/sbs/side_by_side.md" 2>/dev/null
       ;;
-    *) echo "unknown step $s (info, tests, images, sbs)" >&2; return 2 ;;
+    *) echo "unknown step $s (info, tests, images, rows, sbs)" >&2; return 2 ;;
     esac
   done
   tar czf "$OUT/h200-webgpu.tgz" -C "$OUT" h200-webgpu && rm -rf "$res"
