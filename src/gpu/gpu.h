@@ -300,6 +300,11 @@ typedef struct gpu_caps {
      * barrier between them. The `auto` memory preset then gives each allocation a page of its
      * own (server/buffers.c). */
     int hazards_per_buffer;
+    /* Eager batches one submit call may take when the submission thread finds them queued
+     * together (1 to GPU_SUBMIT_MAX_ITEMS; 0 counts as 1): where each call costs much
+     * (webgpu: a command buffer and wgpu's submission work, tens of thousands of instructions)
+     * several batches share it, at the price of the GPU starting the first one later. */
+    uint32_t coalesce_batches;
 } gpu_caps;
 
 /* What the process may use of the heap device pages (GPU_MEM_DEVICE) come from. */

@@ -593,7 +593,8 @@ cubec_status wg_gpu_open(const gpu_open_desc *desc, gpu **out)
                    .wgsl = 1,
                    .host_memory = 0,   /* no host memory the device reads directly */
                    .reusable_cmds = 0, /* single-submit command buffers: re-encoded */
-                   .hazards_per_buffer = 1};
+                   .hazards_per_buffer = 1,
+                   .coalesce_batches = GPU_SUBMIT_MAX_ITEMS};
     g->info.unified_memory = 0;
     g->info.push_descriptors = 0;
     err = wg_images_init(w);
