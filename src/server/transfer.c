@@ -388,9 +388,12 @@ static cubec_status read_staged(cubec_device *d, buffer_obj *b, uint64_t at, voi
 }
 
 /* The backend's copy and map of [at, +size) of the device page into `dst` (gpu_ops.mem_read),
- * under the wait limit, after the work it follows is done. */
+ * under the wait limit, after the work it follows is done. With `unlock`, without the device
+ * lock meanwhile, as a wait for the GPU: other threads queue and record while the map is
+ * waited for (the caller pins the page; the backend keeps its map buffer to one read at a
+ * time). */
 static cubec_status backend_read(cubec_device *d, gpu_mem *page, uint64_t at, void *dst,
-                                 uint64_t size)
+                                 uint64_t size, int unlock)
 {
     /* The backend waits for the device: a point of the fault plan, as the staged read's wait
      * was. */
@@ -398,7 +401,10 @@ static cubec_status backend_read(cubec_device *d, gpu_mem *page, uint64_t at, vo
     if (err) {
         err = status_annotate(err, "the device is treated as lost");
     } else {
-        err = d->gpu->ops->mem_read(d->gpu, page, at, dst, size, d->sub->wait_timeout_ns);
+        uint64_t limit = d->sub->wait_timeout_ns;
+        if (unlock) pthread_mutex_unlock(&d->lock);
+        err = d->gpu->ops->mem_read(d->gpu, page, at, dst, size, limit);
+        if (unlock) pthread_mutex_lock(&d->lock);
         if (err && cubec_status_code(err) == CUBEC_TIMEOUT)
             err = status_annotate(err, "past the wait limit ([device] wait_timeout, "
                                        "CUBEC_WAIT_TIMEOUT) the device is treated as lost");
@@ -423,7 +429,7 @@ static cubec_status read_direct(cubec_device *d, uint32_t slot, buffer_obj *b, u
     alloc_obj *a = b->alloc;
     server_alloc_pin(d, a);
     cubec_status err = sub_wait_for_host(d, transfer_after(d, slot, a, a->last_write));
-    if (!err) err = backend_read(d, page, at, dst, size);
+    if (!err) err = backend_read(d, page, at, dst, size, 1);
     server_alloc_unpin(d, a);
     return err;
 }
@@ -620,7 +626,7 @@ cubec_status server_event_progress(cubec_event *e, int block)
             e->result = err;
         } else {
             if (e->staging && !e->src) {
-                e->result = backend_read(d, e->staging, 0, e->dst, e->size);
+                e->result = backend_read(d, e->staging, 0, e->dst, e->size, 0);
             } else {
                 if (e->staging) invalidate(d, e->staging, 0, e->size);
                 if (e->src) memcpy(e->dst, e->src, e->size); /* NULL: copied at the call */

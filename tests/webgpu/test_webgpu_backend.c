@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define N 1024u
@@ -356,6 +357,110 @@ static void test_queued_batches_submitted_together(void **state)
         want[i] = init[i] + (uint32_t)(1 + (BATCHES + 1) * TASKS) * add;
     expect_range_in(d, s, b, 4, 0, 4, want, "the buffer after the launches");
     ASSERT_OK(cubec_buffer_release(d, b));
+    ASSERT_OK(cubec_kernel_destroy(d, k));
+    cubec_device_close(d);
+}
+
+/* A read waits for its map without the device lock, as waits for the GPU do: another thread's
+ * launch goes through meanwhile. The test holds the backend's queue lock, so the read stops in
+ * gpu_ops.mem_read (wg_mem_read counts it first); a launch from another thread then returns at
+ * once. While the read kept the device lock, the launch waited for the read, which waited for
+ * the test: the launch had not returned after 30 s. */
+typedef struct read_job {
+    cubec_device *d;
+    cubec_stream s;
+    cubec_buffer b;
+    uint32_t *dst;
+    size_t bytes;
+    cubec_status st;
+} read_job;
+
+static void *read_job_run(void *arg)
+{
+    read_job *j = arg;
+    j->st = cubec_read(j->d, j->s, j->b, 0, j->dst, j->bytes);
+    return NULL;
+}
+
+typedef struct launch_job {
+    cubec_device *d;
+    cubec_stream s;
+    cubec_launch_desc ld;
+    cubec_status st;
+    int done;
+    pthread_mutex_t m;
+    pthread_cond_t c;
+} launch_job;
+
+static void *launch_job_run(void *arg)
+{
+    launch_job *j = arg;
+    cubec_status st = cubec_launch(j->d, j->s, &j->ld);
+    pthread_mutex_lock(&j->m);
+    j->st = st;
+    j->done = 1;
+    pthread_cond_signal(&j->c);
+    pthread_mutex_unlock(&j->m);
+    return NULL;
+}
+
+static void test_read_map_wait_lets_others_in(void **state)
+{
+    (void)state;
+    enum { WORDS = 4096 };
+    cubec_device *d = open_webgpu();
+    if (!d) skip();
+    cubec_kernel k = make_kernel(d, "add", add_src);
+    cubec_stream s1 = new_stream(d), s2 = new_stream(d);
+    static uint32_t want[WORDS], got[WORDS];
+    uint32_t seed = 23;
+    for (uint32_t i = 0; i < WORDS; i++)
+        want[i] = test_rand(&seed);
+    uint32_t init[4] = {1, 2, 3, 4};
+    const uint32_t add = 6;
+    cubec_buffer rb, lb;
+    ASSERT_OK(cubec_buffer_from(d, s1, want, sizeof want, &rb));
+    ASSERT_OK(cubec_buffer_from(d, s2, init, sizeof init, &lb));
+    ASSERT_OK(cubec_sync(d, s1));
+    ASSERT_OK(cubec_sync(d, s2));
+    wg_gpu *w = (wg_gpu *)d->gpu;
+    unsigned begun = atomic_load(&w->reads_begun);
+    pthread_mutex_lock(&w->queue_lock);
+    read_job rj = {d, s1, rb, got, sizeof got, NULL};
+    pthread_t reader, launcher;
+    assert_int_equal(pthread_create(&reader, NULL, read_job_run, &rj), 0);
+    uint64_t until = clock_now_ns() + 30000000000ull;
+    while (atomic_load(&w->reads_begun) == begun && clock_now_ns() < until)
+        sched_yield();
+    int reading = atomic_load(&w->reads_begun) != begun;
+    launch_job lj = {.d = d, .s = s2, .ld = add_launch(k, &lb, &add)};
+    pthread_mutex_init(&lj.m, NULL);
+    pthread_cond_init(&lj.c, NULL);
+    assert_int_equal(pthread_create(&launcher, NULL, launch_job_run, &lj), 0);
+    struct timespec limit;
+    clock_gettime(CLOCK_REALTIME, &limit);
+    limit.tv_sec += 30;
+    pthread_mutex_lock(&lj.m);
+    while (!lj.done && pthread_cond_timedwait(&lj.c, &lj.m, &limit) == 0) {
+    }
+    int launched_during_read = lj.done;
+    pthread_mutex_unlock(&lj.m);
+    pthread_mutex_unlock(&w->queue_lock);
+    pthread_join(reader, NULL);
+    pthread_join(launcher, NULL);
+    pthread_cond_destroy(&lj.c);
+    pthread_mutex_destroy(&lj.m);
+    assert_true(reading);
+    ASSERT_OK(rj.st);
+    ASSERT_OK(lj.st);
+    assert_true(launched_during_read);
+    assert_memory_equal(got, want, sizeof want);
+    uint32_t lwant[4];
+    for (int i = 0; i < 4; i++)
+        lwant[i] = init[i] + add;
+    expect_range_in(d, s2, lb, 4, 0, 4, lwant, "the buffer launched on during the read");
+    ASSERT_OK(cubec_buffer_release(d, rb));
+    ASSERT_OK(cubec_buffer_release(d, lb));
     ASSERT_OK(cubec_kernel_destroy(d, k));
     cubec_device_close(d);
 }
@@ -979,6 +1084,7 @@ int main(void)
         cmocka_unit_test(test_bind_cache_keeps_a_round),
         cmocka_unit_test(test_replay_submitted_with_its_profile),
         cmocka_unit_test(test_queued_batches_submitted_together),
+        cmocka_unit_test(test_read_map_wait_lets_others_in),
         cmocka_unit_test(test_wgsl_kernel),
         cmocka_unit_test(test_unsupported_by_name),
         cmocka_unit_test(test_profiles_at_every_placement),

@@ -8,6 +8,7 @@
 #include "gpu/webgpu/wg_loader.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 /* Bind groups kept per device (wg_bind_cache.c): 4096 in sets of 8, so a working set of 1000
@@ -79,6 +80,7 @@ typedef struct wg_gpu {
     uint64_t bind_tick;        /* lookups so far: the cache's clock for least recently used */
     uint64_t bind_groups_made; /* groups the cache has made (tests read it) */
     uint64_t queue_submits;    /* wgpuQueueSubmit calls (wg_submit; tests read it) */
+    atomic_uint reads_begun;   /* wg_mem_read calls, counted before queue_lock (tests) */
     uint64_t next_mem_id;      /* identities of buffers for the cache's keys (never reused) */
     /* Pattern fills (Vulkan's vkCmdFillBuffer has no WebGPU twin past zeros): a kernel. */
     WGPUComputePipeline fill_pipeline;

@@ -241,6 +241,7 @@ cubec_status wg_mem_read(gpu *g, gpu_mem *gm, uint64_t offset, void *dst, uint64
     unsigned char *to = dst;
     uint64_t start = wg_now_ns();
     cubec_status err = NULL;
+    atomic_fetch_add(&w->reads_begun, 1);
     pthread_mutex_lock(&w->queue_lock);
     for (uint64_t done = 0; done < size && !err;) {
         uint64_t at = offset + done;
