@@ -7,6 +7,7 @@
  * name; and, at the backend's seam, queue writes made while another thread submits. Skipped, by
  * name, where the library does not load. */
 #include "launch_util.h"
+#include "test_flags.h"
 #include "test_util.h"
 #include "uint_kernels.h"
 #include "webgpu_open.h"
@@ -23,7 +24,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #define N 1024u
@@ -388,19 +388,14 @@ typedef struct launch_job {
     cubec_launch_desc ld;
     cubec_status st;
     int done;
-    pthread_mutex_t m;
-    pthread_cond_t c;
+    test_flags flags;
 } launch_job;
 
 static void *launch_job_run(void *arg)
 {
     launch_job *j = arg;
-    cubec_status st = cubec_launch(j->d, j->s, &j->ld);
-    pthread_mutex_lock(&j->m);
-    j->st = st;
-    j->done = 1;
-    pthread_cond_signal(&j->c);
-    pthread_mutex_unlock(&j->m);
+    j->st = cubec_launch(j->d, j->s, &j->ld);
+    test_flags_set(&j->flags, &j->done);
     return NULL;
 }
 
@@ -434,22 +429,13 @@ static void test_read_map_wait_lets_others_in(void **state)
         sched_yield();
     int reading = atomic_load(&w->reads_begun) != begun;
     launch_job lj = {.d = d, .s = s2, .ld = add_launch(k, &lb, &add)};
-    pthread_mutex_init(&lj.m, NULL);
-    pthread_cond_init(&lj.c, NULL);
+    test_flags_init(&lj.flags);
     assert_int_equal(pthread_create(&launcher, NULL, launch_job_run, &lj), 0);
-    struct timespec limit;
-    clock_gettime(CLOCK_REALTIME, &limit);
-    limit.tv_sec += 30;
-    pthread_mutex_lock(&lj.m);
-    while (!lj.done && pthread_cond_timedwait(&lj.c, &lj.m, &limit) == 0) {
-    }
-    int launched_during_read = lj.done;
-    pthread_mutex_unlock(&lj.m);
+    int launched_during_read = test_flags_await(&lj.flags, &lj.done, 30);
     pthread_mutex_unlock(&w->queue_lock);
     pthread_join(reader, NULL);
     pthread_join(launcher, NULL);
-    pthread_cond_destroy(&lj.c);
-    pthread_mutex_destroy(&lj.m);
+    test_flags_destroy(&lj.flags);
     assert_true(reading);
     ASSERT_OK(rj.st);
     ASSERT_OK(lj.st);
