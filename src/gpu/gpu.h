@@ -216,14 +216,14 @@ typedef enum gpu_cmd_use {
     GPU_CMD_REUSABLE, /* a graph: recorded once, submitted many times */
 } gpu_cmd_use;
 
-/* One command buffer of a submission, and the timeline value it signals. `inbound_wait`: 0, or
- * a value of the device's inbound timeline (gpu_ops.inbound_export) that the submission waits
- * for on the GPU before its commands and every later submission's run (docs/multi-device.md,
- * "CUDA's work before cubec's"). */
 /* The most items one gpu_ops.submit call takes (a replay's batch and the replay, or plain
  * batches the submission thread found queued together). */
 #define GPU_SUBMIT_MAX_ITEMS 16u
 
+/* One command buffer of a submission, and the timeline value it signals. `inbound_wait`: 0, or
+ * a value of the device's inbound timeline (gpu_ops.inbound_export) that the submission waits
+ * for on the GPU before its commands and every later submission's run (docs/multi-device.md,
+ * "CUDA's work before cubec's"). */
 typedef struct gpu_submit_item {
     gpu_cmd *cmd;
     uint64_t signal;
