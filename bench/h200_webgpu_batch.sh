@@ -43,7 +43,7 @@ prep() {
     if [ -n "$wheel" ]; then mkdir -p "$src/wheel" && (cd "$src/wheel" && unzip -q -o "$wheel" 'wgpu/resources/*'); fi
     make -C "$src" OUT="$src/out" >&2
   fi
-  rm -rf "$dest/bin" "$dest/peers" "$dest/gl" "$dest/cubec"
+  rm -rf "${dest:?}/bin" "${dest:?}/peers" "${dest:?}/gl" "${dest:?}/cubec"
   mkdir -p "$dest/bin" "$dest/peers" "$dest/gl" "$dest/cubec/bin"
   for t in cubec test_webgpu_backend test_webgpu_features test_webgpu_images test_profile \
     test_trace_file test_subgroup_size test_launch test_graphs test_capabilities test_random_api; do
@@ -60,7 +60,7 @@ prep() {
   # Each binary holds the library and shaderc whole: ~100 MB, past the carry's 64 MiB. xz's
   # 64 MiB window finds the copies: ~10 MB (a few minutes of one core).
   tar cf - -C "$dest" bin peers cubec | xz -9 -T1 >"$dest/payload.tar.xz"
-  rm -rf "$dest/bin" "$dest/peers" "$dest/cubec"
+  rm -rf "${dest:?}/bin" "${dest:?}/peers" "${dest:?}/cubec"
   du -sh "$dest"
   echo "device call: carry [\"build-h200wg\"]," \
     "command: OUT=\$OUT bash build-h200wg/h200_webgpu_batch.sh run"
@@ -95,15 +95,19 @@ run_steps() {
     tests)
       : >"$res/tests.txt"
       for t in test_webgpu_backend test_webgpu_features test_webgpu_images; do
-        echo "== $t" >>"$res/tests.txt"
-        timeout 300 "$here/bin/$t" >>"$res/tests.txt" 2>&1
-        echo "== $t exit $?" >>"$res/tests.txt"
+        {
+          echo "== $t"
+          timeout 300 "$here/bin/$t" 2>&1
+          echo "== $t exit $?"
+        } >>"$res/tests.txt"
       done
       # The Vulkan backend's capability bits and API model on a discrete GPU (mappings refused).
       for t in test_capabilities test_random_api; do
-        echo "== $t (vulkan)" >>"$res/tests.txt"
-        CUBEC_FUZZ_SECONDS=20 timeout 300 "$here/bin/$t" >>"$res/tests.txt" 2>&1
-        echo "== $t (vulkan) exit $?" >>"$res/tests.txt"
+        {
+          echo "== $t (vulkan)"
+          CUBEC_FUZZ_SECONDS=20 timeout 300 "$here/bin/$t" 2>&1
+          echo "== $t (vulkan) exit $?"
+        } >>"$res/tests.txt"
       done
       for t in test_profile test_trace_file test_subgroup_size test_launch test_graphs \
         test_capabilities test_random_api; do
@@ -147,8 +151,10 @@ run_steps() {
       } >"$res/rows.txt"
       ;;
     sbs)
-      # shellcheck disable=SC2086
-      env $(echo "${SBS_ARGS:-}") OUT="$res/sbs" GL=none PEERS="$here/peers" WEBGPU=1 \
+      # SBS_ARGS holds NAME=VALUE words, split on blanks.
+      local extra=()
+      read -ra extra <<<"${SBS_ARGS:-}"
+      env "${extra[@]}" OUT="$res/sbs" GL=none PEERS="$here/peers" WEBGPU=1 \
         ROUNDS="${ROUNDS:-1}" TMO="${TMO:-420}" PACK=0 \
         bash "$here/h200_side_by_side.sh" "cubec=$here/cubec" >"$res/sbs.log" 2>&1
       tail -40 "$res/sbs/side_by_side.md" 2>/dev/null
