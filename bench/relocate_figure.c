@@ -95,7 +95,7 @@ static bench_err wait_pages_returned(reloc_fig *f)
 static bench_err reloc_run(void *state, bench_sample *out)
 {
     reloc_fig *f = state;
-    uint64_t page, total = f->each * BUFFERS;
+    uint64_t page = 0, total = f->each * BUFFERS;
     BENCH_TRY(current_page(f, &page));
     uint64_t grow_bytes = (page > total ? page : total) + 4;
     cubec_buffer grow;
