@@ -141,14 +141,15 @@ format-check: install-deps
 # clang-tidy (.clang-tidy) over the library's and the Python extension's C files, with the Release
 # build's compile commands (the extension's are there when python3-dev is installed).
 # LINT_PENDING: files whose findings are not fixed yet (none today); a file listed here is skipped
-# until it passes. Every other file under src/, python/src/ and mpi/ (cubec_mpi, built where MPI is
-# found: install-deps installs Open MPI), new ones included, must pass.
+# until it passes. Every other file under src/, python/src/, mpi/ (cubec_mpi, built where MPI is
+# found: install-deps installs Open MPI) and bench/ (cubec bench: its figures must not report work
+# that did not happen), new ones included, must pass.
 LINT_PENDING =
-LINT_FILES = $(filter-out $(LINT_PENDING),$(shell git ls-files 'src/*.c' 'python/src/*.c' 'mpi/*.c'))
-# Findings in headers count under this checkout's src/ and python/src/ only: .clang-tidy's '/src/' alone also
+LINT_FILES = $(filter-out $(LINT_PENDING),$(shell git ls-files 'src/*.c' 'python/src/*.c' 'mpi/*.c' 'bench/*.c'))
+# Findings in headers count under this checkout's src/, python/src/, mpi/ and bench/ only: .clang-tidy's '/src/' alone also
 # matched include/cubec/cubec.h in a checkout at ~/src/cubec. The path is a regex: dots and
 # pluses in it are escaped.
-LINT_HEADERS = ^$(subst +,\+,$(subst .,\.,$(CURDIR)))/((python/)?src|mpi)/
+LINT_HEADERS = ^$(subst +,\+,$(subst .,\.,$(CURDIR)))/((python/)?src|mpi|bench)/
 
 # tools/check_layers.sh: src/api/ writes no device field, device.h includes no component header.
 # tools/check_calls.py: no circle of calls between more than two files of src/server or

@@ -52,7 +52,12 @@ static bench_err fill_rank(allreduce_fig *f, uint32_t r)
 static bench_err check_rank(allreduce_fig *f, uint32_t r)
 {
     float *got = malloc(BENCH_CHUNK_BYTES), *want = malloc(BENCH_CHUNK_BYTES);
-    bench_err err = got && want ? NULL : bench_errorf("out of host memory");
+    if (!got || !want) {
+        free(got);
+        free(want);
+        return bench_errorf("out of host memory");
+    }
+    bench_err err = NULL;
     const float scale = ldexpf(1.0f, (int)f->runs - 1);
     for (uint64_t off = 0; !err && off < f->bytes; off += BENCH_CHUNK_BYTES) {
         uint64_t n = f->bytes - off < BENCH_CHUNK_BYTES ? f->bytes - off : BENCH_CHUNK_BYTES;
@@ -62,9 +67,9 @@ static bench_err check_rank(allreduce_fig *f, uint32_t r)
         bench_content_fill(BENCH_CONTENT_VECTOR_SUM, 0, off / 4, want, n / 4);
         for (uint64_t i = 0; i < n / 4; i++) {
             if (got[i] != want[i] * scale) {
-                err = bench_errorf("rank %u element %llu is %g after %u all-reduces, want %g", r,
-                                   (unsigned long long)(off / 4 + i), got[i], f->runs,
-                                   want[i] * scale);
+                err =
+                    bench_errorf("rank %u element %llu is %g after %u all-reduces, want %g", r,
+                                 (unsigned long long)off / 4 + i, got[i], f->runs, want[i] * scale);
                 break;
             }
         }

@@ -142,7 +142,7 @@ bench_err bench_content_check(bench_content what, uint32_t seed, uint64_t first_
         uint32_t want = content_word(what, seed, first_word + i);
         if (in[i] != want)
             return bench_errorf("word %llu holds 0x%08x, expected 0x%08x",
-                                (unsigned long long)(first_word + i), in[i], want);
+                                (unsigned long long)first_word + i, in[i], want);
     }
     return NULL;
 }

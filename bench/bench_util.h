@@ -16,13 +16,15 @@ typedef char *bench_err;
 
 #if defined(__GNUC__)
 #define BENCH_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#define BENCH_NONNULL __attribute__((returns_nonnull))
 #else
 #define BENCH_PRINTF(f, a)
+#define BENCH_NONNULL
 #endif
 
 /* A new error message. Never returns NULL: if memory runs out it returns a fixed message that
  * bench_err_free knows not to free. */
-bench_err bench_errorf(const char *fmt, ...) BENCH_PRINTF(1, 2);
+bench_err bench_errorf(const char *fmt, ...) BENCH_PRINTF(1, 2) BENCH_NONNULL;
 /* Prefixes an error with context; takes ownership of `err`, NULL passes through. */
 bench_err bench_wrap(bench_err err, const char *fmt, ...) BENCH_PRINTF(2, 3);
 void bench_err_free(bench_err err);

@@ -693,7 +693,7 @@ static bench_err peak_setup(void *dev, const bench_params *params, void **out_st
 {
     cu_fig *f = fig_new(dev, params, out_state);
     if (!f) return bench_errorf("out of host memory");
-    f->many = calloc(2 * MLP_LAYERS, sizeof *f->many);
+    f->many = calloc((size_t)2 * MLP_LAYERS, sizeof *f->many);
     if (!f->many) return bench_errorf("out of host memory");
     CU_TRY(cubec_memory_window_begin(f->dev, STREAM, CUBEC_MEMORY_MODE_PERSISTENT));
     bench_err err = NULL;

@@ -22,6 +22,7 @@
 #define CU_TRY(call) BENCH_TRY(bench_from_status((call), #call))
 
 enum { WORDS = (1u << 20) / 4, GROUP = 256 };
+#define BYTES ((uint64_t)WORDS * 4)
 
 /* a[i] = i * 7 + seed: the seed changes every repetition, so a stale value is caught. */
 static const char write_src[] = "#version 450\n"
@@ -168,8 +169,8 @@ static bench_err setup(void *dev, int with_cuda, void **out_state)
     if (!f) return bench_errorf("out of host memory");
     f->dev = dev;
     CU_TRY(cubec_stream_new(f->dev, &f->stream));
-    CU_TRY(cubec_buffer_create_exportable(f->dev, f->stream, WORDS * 4, &f->a));
-    CU_TRY(cubec_buffer_create(f->dev, f->stream, WORDS * 4, &f->out));
+    CU_TRY(cubec_buffer_create_exportable(f->dev, f->stream, BYTES, &f->a));
+    CU_TRY(cubec_buffer_create(f->dev, f->stream, BYTES, &f->out));
     BENCH_TRY(kernel(f->dev, "bench_roundtrip_write", write_src, &f->write));
     if (with_cuda) return cuda_setup(f);
     return kernel(f->dev, "bench_roundtrip_twice", twice_src, &f->twice);
@@ -193,7 +194,7 @@ static bench_err run(void *state, bench_sample *out)
     } else {
         BENCH_TRY(launch(f, f->twice, f->a));
     }
-    CU_TRY(cubec_copy(f->dev, f->stream, f->a, 0, f->out, 0, WORDS * 4));
+    CU_TRY(cubec_copy(f->dev, f->stream, f->a, 0, f->out, 0, BYTES));
     CU_TRY(cubec_sync(f->dev, f->stream));
     out->value = (bench_now() - t0) * 1e6;
     return NULL;
@@ -202,10 +203,10 @@ static bench_err run(void *state, bench_sample *out)
 static bench_err verify(void *state)
 {
     roundtrip_fig *f = state;
-    uint32_t *got = malloc(WORDS * 4);
+    uint32_t *got = malloc(BYTES);
     if (!got) return bench_errorf("out of host memory");
     bench_err err =
-        bench_from_status(cubec_read(f->dev, f->stream, f->out, 0, got, WORDS * 4), "cubec_read");
+        bench_from_status(cubec_read(f->dev, f->stream, f->out, 0, got, BYTES), "cubec_read");
     for (uint32_t i = 0; !err && i < WORDS; i++) {
         uint32_t want = (i * 7u + f->seed) * 2u + 1u;
         if (got[i] != want)

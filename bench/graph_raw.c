@@ -111,7 +111,7 @@ static bench_err resubmit(graph_raw *f, double *host_s, double *device_s)
 static bench_err host_run(void *state, bench_sample *out)
 {
     graph_raw *f = state;
-    double host, device;
+    double host = 0, device = 0;
     BENCH_TRY(resubmit(f, &host, &device));
     out->value = host * 1e6;
     out->device_value = device / f->p.chain_launches * 1e6;
@@ -121,7 +121,7 @@ static bench_err host_run(void *state, bench_sample *out)
 static bench_err device_run(void *state, bench_sample *out)
 {
     graph_raw *f = state;
-    double host, device;
+    double host = 0, device = 0;
     BENCH_TRY(resubmit(f, &host, &device));
     if (!isfinite(device)) return bench_errorf("the queue writes no timestamps");
     out->value = device / f->p.chain_launches * 1e6;

@@ -130,7 +130,7 @@ static bench_err enqueue_setup(void *ctx, const bench_params *params, void **out
     };
     RAW_VK_TRY(vkCreateCommandPool(f->ctx->device, &pool, NULL, &f->pool));
     f->cmd_count = (f->p.enqueue_launches + f->p.batch - 1) / f->p.batch;
-    f->cmds = calloc(f->cmd_count, sizeof *f->cmds);
+    f->cmds = calloc(f->cmd_count, sizeof(VkCommandBuffer));
     if (!f->cmds) return bench_errorf("out of host memory");
     VkCommandBufferAllocateInfo alloc = {
         .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,

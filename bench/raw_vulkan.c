@@ -107,7 +107,7 @@ static bench_err pick_physical_device(raw_ctx *ctx, const raw_target *target)
     uint32_t count = 0;
     RAW_VK_TRY(vkEnumeratePhysicalDevices(ctx->instance, &count, NULL));
     if (count == 0) return bench_errorf("no Vulkan device is present");
-    VkPhysicalDevice *devices = calloc(count, sizeof *devices);
+    VkPhysicalDevice *devices = calloc(count, sizeof(VkPhysicalDevice));
     if (!devices) return bench_errorf("out of host memory");
     VkResult result = vkEnumeratePhysicalDevices(ctx->instance, &count, devices);
     if (result != VK_SUCCESS && result != VK_INCOMPLETE) {
@@ -125,6 +125,8 @@ static bench_err pick_physical_device(raw_ctx *ctx, const raw_target *target)
         ctx->props = props;
     }
     free(devices);
+    if (!ctx->physical && !(target && target->name))
+        return bench_errorf("no Vulkan device could be picked");
     if (!ctx->physical)
         return bench_errorf("no Vulkan device is named \"%s\" (vendor 0x%x, device 0x%x)",
                             target->name, target->vendor_id, target->device_id);

@@ -131,7 +131,8 @@ static char **child_environment(const char *cache_dir, char *cache_var, size_t c
     if (!env) return NULL;
     size_t k = 0;
     for (size_t i = 0; i < n; i++)
-        if (strncmp(environ[i], "CUBEC_CACHE_DIR=", 16) && strncmp(environ[i], "CUBEC_TRACE=", 12))
+        if (strncmp(environ[i], "CUBEC_CACHE_DIR=", 16) != 0 &&
+            strncmp(environ[i], "CUBEC_TRACE=", 12) != 0)
             env[k++] = environ[i];
     snprintf(cache_var, cap, "CUBEC_CACHE_DIR=%s", cache_dir);
     env[k++] = cache_var;
