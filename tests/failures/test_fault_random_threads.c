@@ -334,8 +334,11 @@ static void thread_end(thread_state *t)
         }
         return; /* close frees what could no longer be released */
     }
+    /* A buffer whose creation failed has handle 0, whose release is a no-op that succeeds even
+     * after a loss (cubec.h); only real handles are judged. */
     for (int i = 0; i < BUFS; i++)
-        outcome(t, cubec_buffer_release(t->rs->d, t->b[i].h), "cubec_buffer_release");
+        if (t->b[i].h.id)
+            outcome(t, cubec_buffer_release(t->rs->d, t->b[i].h), "cubec_buffer_release");
 }
 
 static void thread_begin(thread_state *t)
