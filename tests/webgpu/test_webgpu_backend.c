@@ -758,7 +758,7 @@ static void test_unsupported_by_name(void **state)
 /* cubec_write straight into a device page (gpu_ops.mem_write: a queue write, no upload ring):
  * it lands after the launches queued before it have read the old bytes and before the launches
  * queued after it; writes that are not whole words take the ring and land as well; one larger
- * than the backend's write chunk (64 MiB) lands whole. */
+ * than the backend's write chunk (8 MiB) lands whole, and only where it was aimed. */
 static void test_direct_writes_keep_stream_order(void **state)
 {
     (void)state;
@@ -802,21 +802,25 @@ static void test_direct_writes_keep_stream_order(void **state)
     for (int i = 0; i < 3; i++)
         ASSERT_OK(cubec_buffer_release(d, bufs[i]));
 
-    /* 80 MiB: two chunks of the backend's queue writes. */
-    const uint64_t big = 80ull << 20;
-    uint32_t *host = malloc(big), *back = malloc(big);
+    /* Three of the backend's 8 MiB queue-write chunks, the last one partial, into a filled
+     * buffer one word in: the words around the write keep the fill. */
+    const uint64_t big = (20ull << 20) + 12u, words_all = big / 4 + 2;
+    uint32_t *host = malloc(big), *back = malloc(words_all * 4);
     assert_non_null(host);
     assert_non_null(back);
     for (uint64_t i = 0; i < big / 4; i++)
         host[i] = (uint32_t)(i * 2654435761u);
     cubec_buffer large;
-    ASSERT_OK(cubec_buffer_create(d, 0, big, &large));
-    ASSERT_OK(cubec_write(d, 0, large, 0, host, big));
-    ASSERT_OK(cubec_read(d, 0, large, 0, back, big));
-    for (uint64_t i = 0; i < big / 4; i++)
-        if (back[i] != host[i])
-            fail_msg("word %llu of an 80 MiB write: %u, want %u", (unsigned long long)i, back[i],
-                     host[i]);
+    ASSERT_OK(cubec_buffer_create(d, 0, words_all * 4, &large));
+    ASSERT_OK(cubec_fill(d, 0, large, 0, words_all * 4, 0xdeadbeefu));
+    ASSERT_OK(cubec_write(d, 0, large, 4, host, big));
+    ASSERT_OK(cubec_read(d, 0, large, 0, back, words_all * 4));
+    for (uint64_t i = 0; i < words_all; i++) {
+        uint32_t want_i = i == 0 || i == words_all - 1 ? 0xdeadbeefu : host[i - 1];
+        if (back[i] != want_i)
+            fail_msg("word %llu of a 20 MiB write at word 1: %u, want %u", (unsigned long long)i,
+                     back[i], want_i);
+    }
     ASSERT_OK(cubec_buffer_release(d, large));
     free(host);
     free(back);
