@@ -135,19 +135,20 @@ run_steps() {
       } >"$res/images.txt"
       ;;
     rows)
-      # The per-launch rows on webgpu, three times each, with the default layout (auto:
-      # exclusive) and with the ladder (pages shared, so wgpu adds barriers), and the peer's
-      # launch figures beside them.
+      # The per-launch rows and the transfers on webgpu, three times each, with the default
+      # layout (auto: exclusive) and with the ladder (pages shared, so wgpu adds barriers), and
+      # the peer's launch and transfer figures beside them.
       {
         for preset in auto ladder; do
           for r in 1 2 3; do
             echo "== webgpu, CUBEC_MEMORY_PRESET=$preset, round $r"
             CUBEC_MEMORY_PRESET=$preset "$here/bin/cubec" bench --backend webgpu \
-              --filter launch.enqueue --filter launch.device --filter graph.replay 2>&1
+              --filter launch.enqueue --filter launch.device --filter graph.replay \
+              --filter write.h2d --filter read.d2h 2>&1
           done
         done
         echo "== wgpu peer"
-        timeout 300 "$here/peers/wgpu_peer" 2>&1 | grep -E "^#|enqueue|dependent|independent"
+        timeout 300 "$here/peers/wgpu_peer" 2>&1 | grep -E "^#|enqueue|dependent|independent|h2d|d2h"
       } >"$res/rows.txt"
       ;;
     sbs)
