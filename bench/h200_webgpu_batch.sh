@@ -6,7 +6,9 @@
 #
 #   bench/h200_webgpu_batch.sh prep            here: builds build-h200wg/ (below), ~40 MB
 #   bench/h200_webgpu_batch.sh run [STEPS]     there: runs STEPS [info tests images sbs] (or
-#                                              rows: the per-launch rows, both layouts) into
+#                                              rows: the per-launch rows and transfers, both
+#                                              layouts; variants: launch.device_independent
+#                                              under wait and batch settings) into
 #                                              $OUT/h200-webgpu.tgz
 #
 # `prep` builds, in the Release build BUILD [build], cubec and the tests `run` needs, builds the
@@ -151,6 +153,20 @@ run_steps() {
         timeout 300 "$here/peers/wgpu_peer" 2>&1 | grep -E "^#|enqueue|dependent|independent|h2d|d2h"
       } >"$res/rows.txt"
       ;;
+    variants)
+      # launch.device_independent moved 1.57-2.62 us between runs of one binary (2026-12-05):
+      # the waits and the submission thread's polling against each other, three runs each.
+      {
+        for v in "" CUBEC_WAIT_TIMEOUT=0 CUBEC_SUBMITTER_POLL=off CUBEC_POLL_SPIN_US=0 \
+          CUBEC_POLL_SPIN_US=5000 CUBEC_TASKS_MAX=128; do
+          for r in 1 2 3; do
+            echo "== webgpu, ${v:-defaults}, round $r"
+            env ${v:+"$v"} "$here/bin/cubec" bench --backend webgpu \
+              --filter launch.device_independent 2>&1 | grep -E "^launch"
+          done
+        done
+      } >"$res/variants.txt"
+      ;;
     sbs)
       # SBS_ARGS holds NAME=VALUE words, split on blanks.
       local extra=()
@@ -160,7 +176,7 @@ run_steps() {
         bash "$here/h200_side_by_side.sh" "cubec=$here/cubec" >"$res/sbs.log" 2>&1
       tail -40 "$res/sbs/side_by_side.md" 2>/dev/null
       ;;
-    *) echo "unknown step $s (info, tests, images, rows, sbs)" >&2; return 2 ;;
+    *) echo "unknown step $s (info, tests, images, rows, variants, sbs)" >&2; return 2 ;;
     esac
   done
   tar czf "$OUT/h200-webgpu.tgz" -C "$OUT" h200-webgpu && rm -rf "$res"
