@@ -26,14 +26,24 @@ uint64_t server_device_time_ns(cubec_device *d, uint64_t ticks)
         server_clock_calibrate(d);
     if (!d->clock->known || !d->gpu->caps.calibrated_clock) {
         /* No calibration: the timestamp was just read back after its batch finished, so "now"
-         * bounds it from above. The offset is the tightest such bound so far, so times are late
-         * by the shortest completion latency seen; the first bound alone left every later
-         * profile late by the first read's latency, past the host's clock when a later read
-         * was quicker (webgpu, whose queries are read through a submission). */
-        double bound = (double)clock_now_ns() - (double)ticks * d->info.timestamp_period_ns;
-        if (!d->clock->known || bound < d->clock->offset_ns) d->clock->offset_ns = bound;
+         * bounds it from above; submissions bound the timestamps from below
+         * (server_clock_after). The offset is the middle of the tightest window so far
+         * (base/clock_bounds.h). The upper bound alone left times late by the shortest
+         * completion latency seen (webgpu reads its queries through a submission); the first
+         * bound alone left later times past the host's clock when a later read was quicker. */
+        clock_bounds_before(&d->clock->bounds, (double)clock_now_ns(),
+                            (double)ticks * d->info.timestamp_period_ns);
+        d->clock->offset_ns = clock_bounds_offset(&d->clock->bounds);
         d->clock->known = 1;
     }
     double ns = (double)ticks * d->info.timestamp_period_ns + d->clock->offset_ns;
     return ns > 0 ? (uint64_t)llround(ns) : 0;
+}
+
+void server_clock_after(cubec_device *d, uint64_t ticks, uint64_t host_ns)
+{
+    if (d->gpu->caps.calibrated_clock) return;
+    clock_bounds_after(&d->clock->bounds, (double)host_ns,
+                       (double)ticks * d->info.timestamp_period_ns);
+    /* Taken up by the next conversion, which first bounds the offset from above. */
 }

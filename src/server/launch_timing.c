@@ -185,12 +185,21 @@ void timing_launch_end(cubec_device *d, batch *b)
 }
 
 /* Turns launches' timestamp pairs (`ticks`: 2 per launch, NULL without timestamps) into trace
- * events and summary entries. `replay`: the graph they were replayed from (0: none). */
+ * events and summary entries. `replay`: the graph they were replayed from (0: none).
+ * `submitted_ns`: when their work was handed over for submission (0: not known). */
 static void emit_launches(cubec_device *d, const launch_stamp *stamps, uint32_t n,
-                          const uint64_t *ticks, uint64_t replay)
+                          const uint64_t *ticks, uint64_t replay, uint64_t submitted_ns)
 {
     uint32_t bits = d->gpu->caps.timestamp_bits;
     uint64_t mask = bits >= 64 || !bits ? UINT64_MAX : (1ull << bits) - 1;
+    if (ticks && n && submitted_ns) {
+        /* Every timestamp was written after the hand-over: the earliest bounds the clocks'
+         * offset from below (used where they are not calibrated). */
+        uint64_t first = ticks[0] & mask;
+        for (uint32_t i = 1; i < n; i++)
+            if ((ticks[2 * (size_t)i] & mask) < first) first = ticks[2 * (size_t)i] & mask;
+        server_clock_after(d, first, submitted_ns);
+    }
     if (ticks && n) {
         /* Without a calibrated clock a conversion bounds the offset by "now", which bounds only
          * the latest timestamp read: converted first, so that no launch ends in the host's
@@ -261,7 +270,7 @@ void timing_harvest(cubec_device *d, batch *b)
     if (!n || !b->value || b->value > d->sub->completed_value) return;
     uint64_t *ticks = NULL;
     if (b->queries && !(ticks = read_ticks(d, b->queries, n))) return;
-    emit_launches(d, b->stamps, n, ticks, 0);
+    emit_launches(d, b->stamps, n, ticks, 0, b->submit_ns);
     free(ticks);
 }
 
@@ -270,7 +279,7 @@ void timing_graph_harvest(cubec_device *d, gpu_queries *pool, const launch_stamp
 {
     if (!n) return;
     uint64_t *ticks = read_ticks(d, pool, n);
-    if (ticks) emit_launches(d, stamps, n, ticks, graph);
+    if (ticks) emit_launches(d, stamps, n, ticks, graph, 0);
     free(ticks);
     /* Ready for the copy's next replay (hostQueryReset: no command needed). */
     d->gpu->ops->queries_host_reset(d->gpu, pool, 0, 2 * n);
@@ -289,6 +298,7 @@ static void on_settled(cubec_device *d, batch *b, cubec_status err, uint64_t sub
         b->stamp_count = 0; /* its timestamps will never be written */
         return;
     }
+    b->submit_ns = submit_ns;
     if (d->timing->trace) {
         /* "stream": the first stream whose work it carries; with more than one, "streams"
          * lists them (the first BATCH_STREAMS_NAMED) and "stream_count" counts them. */

@@ -682,8 +682,9 @@ static int trace_times(const char *line, double *ts, double *dur)
 
 /* A trace with device-timed launches on a clock that is not calibrated (WebGPU has none): a
  * launch followed by a sync must end, in the trace, before that sync does (the host waited for
- * it). The offset comes from the timestamps read back; converting a batch's first begin first
- * put its launches in the host's future by their own duration. */
+ * it), and begin after its batch's submission began (the GPU had nothing to run before). The
+ * offset comes from host times on both sides of the timestamps; converting a batch's first begin
+ * first put its launches in the host's future by their own duration. */
 static void test_trace_launches_end_before_their_sync(void **state)
 {
     (void)state;
@@ -705,23 +706,36 @@ static void test_trace_launches_end_before_their_sync(void **state)
     FILE *f = fopen(path, "r");
     if (!f) fail_msg("no trace at %s", path);
     char line[1024];
-    double launch_end = -1, sync_end = -1, ts = 0, dur = 0;
+    double launch_begin = -1, launch_end = -1, sync_end = -1, submit_begin = -1, ts = 0, dur = 0;
     while (fgets(line, sizeof line, f)) {
         if (!trace_times(line, &ts, &dur)) continue;
-        /* Rows follow each other in the file (the host's first): the last sync, the launch. */
-        if (strstr(line, "\"name\":\"busy\"") && strstr(line, "\"cat\":\"launch\""))
+        /* Rows follow each other in the file (the host's first): the last sync, the launch, and
+         * the submission that took the launch (the one batch this test records). */
+        if (strstr(line, "\"name\":\"busy\"") && strstr(line, "\"cat\":\"launch\"")) {
+            launch_begin = ts;
             launch_end = ts + dur;
-        else if (strstr(line, "\"name\":\"sync\""))
+        } else if (strstr(line, "\"name\":\"sync\"")) {
             sync_end = ts + dur;
+        } else if (strstr(line, "\"name\":\"submit\"")) {
+            const char *t = strstr(line, "\"tasks\":");
+            unsigned tasks = 0;
+            if (t && sscanf(t + 8, "%u", &tasks) == 1 && tasks > 0) submit_begin = ts;
+        }
     }
     fclose(f);
     unlink(path);
-    if (launch_end < 0 || sync_end < 0)
-        fail_msg("the trace has no busy launch (%.3f) or no sync (%.3f)", launch_end, sync_end);
+    if (launch_end < 0 || sync_end < 0 || submit_begin < 0)
+        fail_msg("the trace has no busy launch (%.3f), no sync (%.3f) or no submission of a "
+                 "launch (%.3f)",
+                 launch_end, sync_end, submit_begin);
     if (launch_end > sync_end)
         fail_msg("the launch ends at %.3f us in the trace, after the sync that waited for it "
                  "(%.3f us)",
                  launch_end, sync_end);
+    if (launch_begin < submit_begin)
+        fail_msg("the launch begins at %.3f us in the trace, before its batch was submitted "
+                 "(%.3f us)",
+                 launch_begin, submit_begin);
 }
 
 /* A placement that is not one is refused by name when the device opens. */
