@@ -381,7 +381,7 @@ static void read_copy(cubec_device *d, graph_obj *g, int c)
 {
     if (!g->unread[c] || g->copy_value[c] > d->sub->completed_value) return;
     g->unread[c] = 0;
-    timing_graph_harvest(d, g->queries[c], g->stamps, g->stamp_count, g->number);
+    timing_graph_harvest(d, g->queries[c], g->stamps, g->stamp_count, g->number, g->replayed_ns[c]);
 }
 
 void server_graphs_read_timing(cubec_device *d)
@@ -618,6 +618,8 @@ cubec_status server_graph_replay(cubec_device *d, stream_ref s, uint64_t id)
     read_copy(d, g, (int)copy);         /* before its queries are written again */
     d->streams->slots[slot].recorded++; /* a profile window around the replay is not empty */
     uint64_t value = d->sub->next_value;
+    /* Its timestamps come after this: a bound for an uncalibrated clock (launch_timing.c). */
+    if (g->queries[copy]) g->replayed_ns[copy] = clock_now_ns();
     err = lost ? lost
                : submitter_push(d, g->cmd[copy], value, g->number, before.cmd ? &before : NULL);
     if (err) {

@@ -49,7 +49,8 @@ typedef struct graph_obj {
     /* Launch timing (only when tracing or summarising at capture, with host query reset): per
      * copy, two queries per launch, read when the copy is replayed again, destroyed or closed. */
     gpu_queries *queries[GRAPH_COPIES];
-    int unread[GRAPH_COPIES]; /* the copy's last replay has not been read yet */
+    int unread[GRAPH_COPIES];           /* the copy's last replay has not been read yet */
+    uint64_t replayed_ns[GRAPH_COPIES]; /* host time its last replay was handed over */
     launch_stamp *stamps;
     uint32_t stamp_count, stamp_cap;
     /* The first failure inside the capture window (NULL: none), kept whole: its message ends

@@ -275,11 +275,11 @@ void timing_harvest(cubec_device *d, batch *b)
 }
 
 void timing_graph_harvest(cubec_device *d, gpu_queries *pool, const launch_stamp *stamps,
-                          uint32_t n, uint64_t graph)
+                          uint32_t n, uint64_t graph, uint64_t replayed_ns)
 {
     if (!n) return;
     uint64_t *ticks = read_ticks(d, pool, n);
-    if (ticks) emit_launches(d, stamps, n, ticks, graph, 0);
+    if (ticks) emit_launches(d, stamps, n, ticks, graph, replayed_ns);
     free(ticks);
     /* Ready for the copy's next replay (hostQueryReset: no command needed). */
     d->gpu->ops->queries_host_reset(d->gpu, pool, 0, 2 * n);

@@ -39,10 +39,11 @@ launch_stamp *timing_stamp_add(launch_stamp **stamps, uint32_t *cap, uint32_t co
 /* Around a recorded launch (only when d->time_launches); end only if begin returned 1. */
 int timing_launch_begin(cubec_device *d, batch *b, const task *t);
 void timing_launch_end(cubec_device *d, batch *b);
-/* A graph copy's replay finished: its launches (two queries each in `pool`) go to the trace and
- * the summary, and the queries are reset for the next replay. */
+/* A graph copy's replay, handed over at host time `replayed_ns`, finished: its launches (two
+ * queries each in `pool`) go to the trace and the summary, and the queries are reset for the
+ * next replay. */
 void timing_graph_harvest(cubec_device *d, gpu_queries *pool, const launch_stamp *stamps,
-                          uint32_t n, uint64_t graph);
+                          uint32_t n, uint64_t graph, uint64_t replayed_ns);
 /* A batch begins recording: its queries are reset. */
 void timing_batch_begin(cubec_device *d, batch *b);
 /* The batch finished: its launches go to the trace and the summary. */

@@ -182,9 +182,35 @@ static unsigned occurrences(const char *text, const char *needle)
 #define GRAPH_STEPS 6u /* launches of "step" in the graph */
 #define REPLAYS 5u     /* back to back: the two copies of the graph are reused and waited for */
 
+/* The begin times ("ts") of the events of `text` whose line holds `a` and `b`, in file order,
+ * at most `max`; returns how many. */
+static unsigned event_begins(const char *text, const char *a, const char *b, double *out,
+                             unsigned max)
+{
+    unsigned n = 0;
+    for (const char *line = text; *line && n < max;) {
+        const char *end = strchr(line, '\n');
+        size_t len = end ? (size_t)(end - line) : strlen(line);
+        char buf[1024];
+        snprintf(buf, sizeof buf, "%.*s", (int)(len < sizeof buf ? len : sizeof buf - 1), line);
+        const char *ts = strstr(buf, "\"ts\":");
+        if (strstr(buf, a) && strstr(buf, b) && ts && sscanf(ts + 5, "%lf", &out[n]) == 1) n++;
+        line += len + (end != NULL);
+    }
+    return n;
+}
+
+static int by_value(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
+}
+
 /* A captured graph replayed REPLAYS times: the trace holds the warm-up's launches and every
  * launch of every replay, each replayed one carrying the graph's number, and a replay event per
- * replay on the host row. */
+ * replay on the host row; the launches of the i-th replay (in time) begin no earlier than the
+ * i-th replay call (the GPU had nothing of it to run before; a device clock converted too early
+ * breaks this). */
 static void test_trace_graph_replays(void **state)
 {
     (void)state;
@@ -248,6 +274,19 @@ static void test_trace_graph_replays(void **state)
     assert_int_equal(occurrences(text, "{\"name\":\"replay\""), REPLAYS);
     assert_int_equal(occurrences(text, "{\"name\":\"read (async start)\""), 1);
     assert_int_equal(occurrences(text, "{\"name\":\"read (async)\""), 1);
+    double calls[REPLAYS], launches[GRAPH_STEPS * REPLAYS];
+    assert_int_equal(event_begins(text, "{\"name\":\"replay\"", "\"graph\":1", calls, REPLAYS),
+                     REPLAYS);
+    assert_int_equal(
+        event_begins(text, "\"cat\":\"launch\"", "\"graph\":1", launches, GRAPH_STEPS * REPLAYS),
+        GRAPH_STEPS * REPLAYS);
+    qsort(calls, REPLAYS, sizeof calls[0], by_value);
+    qsort(launches, GRAPH_STEPS * REPLAYS, sizeof launches[0], by_value);
+    for (uint32_t i = 0; i < GRAPH_STEPS * REPLAYS; i++)
+        if (launches[i] < calls[i / GRAPH_STEPS])
+            fail_msg("replayed launch %u (in time) begins at %.3f us, before replay %u was called "
+                     "(%.3f us)",
+                     i, launches[i], i / GRAPH_STEPS, calls[i / GRAPH_STEPS]);
     free(text);
 }
 
