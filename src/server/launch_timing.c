@@ -192,21 +192,19 @@ static void emit_launches(cubec_device *d, const launch_stamp *stamps, uint32_t 
 {
     uint32_t bits = d->gpu->caps.timestamp_bits;
     uint64_t mask = bits >= 64 || !bits ? UINT64_MAX : (1ull << bits) - 1;
-    if (ticks && n && submitted_ns) {
-        /* Every timestamp was written after the hand-over: the earliest bounds the clocks'
-         * offset from below (used where they are not calibrated). */
-        uint64_t first = ticks[0] & mask;
-        for (uint32_t i = 1; i < n; i++)
-            if ((ticks[2 * (size_t)i] & mask) < first) first = ticks[2 * (size_t)i] & mask;
-        server_clock_after(d, first, submitted_ns);
-    }
     if (ticks && n) {
-        /* Without a calibrated clock a conversion bounds the offset by "now", which bounds only
-         * the latest timestamp read: converted first, so that no launch ends in the host's
-         * future (a counter that wrapped within the batch is left as it was). */
-        uint64_t last = ticks[1] & mask;
-        for (uint32_t i = 1; i < n; i++)
-            if ((ticks[2 * (size_t)i + 1] & mask) > last) last = ticks[2 * (size_t)i + 1] & mask;
+        /* Without a calibrated clock, host times bracket the clocks' offset: the hand-over
+         * (when known) is before the earliest timestamp, and "now" after the latest, which is
+         * converted first so that no launch ends in the host's future (a counter that wrapped
+         * within the batch is left as it was). The lower bound goes first: where the two
+         * contradict, the newer one, "now", is kept. */
+        uint64_t first = ticks[0] & mask, last = ticks[1] & mask;
+        for (uint32_t i = 1; i < n; i++) {
+            uint64_t top = ticks[2 * (size_t)i] & mask, bottom = ticks[2 * (size_t)i + 1] & mask;
+            if (top < first) first = top;
+            if (bottom > last) last = bottom;
+        }
+        if (submitted_ns) server_clock_after(d, first, submitted_ns);
         (void)server_device_time_ns(d, last);
     }
     for (uint32_t i = 0; i < n; i++) {
