@@ -263,39 +263,6 @@ static void run_own_kernel(wg_enc *e, WGPUComputePipeline pipeline, WGPUBindGrou
     p->BindGroupRelease(group);
 }
 
-/* A fill with a pattern: the backend's fill kernel on a window of the buffer (WebGPU clears to
- * zero only). Offsets and sizes are words, as Vulkan's vkCmdFillBuffer requires too. */
-static cubec_status fill_pattern(wg_enc *e, wg_mem *m, uint64_t offset, uint64_t size,
-                                 uint32_t pattern)
-{
-    wg_gpu *w = e->w;
-    const wg_procs *p = w->p;
-    if (!w->fill_pipeline)
-        return status_make(CUBEC_UNSUPPORTED,
-                           "webgpu: a fill with pattern 0x%08" PRIx32
-                           " needs the fill kernel, which this device could not make (no "
-                           "immediates)",
-                           pattern);
-    uint64_t align = w->limits.minStorageBufferOffsetAlignment;
-    uint64_t start = offset / align * align;
-    uint64_t window = m->bytes - start;
-    if (window > w->limits.maxStorageBufferBindingSize)
-        window = w->limits.maxStorageBufferBindingSize & ~(uint64_t)3u;
-    if (offset + size > start + window)
-        return status_make(CUBEC_UNSUPPORTED,
-                           "webgpu: a fill of %" PRIu64 " bytes is larger than one storage "
-                           "binding (%" PRIu64 " bytes)",
-                           size, (uint64_t)w->limits.maxStorageBufferBindingSize);
-    WGPUBindGroupEntry be = {.binding = 0, .buffer = m->buffer, .offset = start, .size = window};
-    WGPUBindGroupDescriptor bd = {.layout = w->fill_layout, .entryCount = 1, .entries = &be};
-    WGPUBindGroup group = p->DeviceCreateBindGroup(w->device, &bd);
-    if (!group) return status_make(CUBEC_INTERNAL, "wgpuDeviceCreateBindGroup (fill)");
-    uint32_t words = (uint32_t)(size / 4);
-    uint32_t imm[4] = {(uint32_t)((offset - start) / 4), words, pattern, 0};
-    run_own_kernel(e, w->fill_pipeline, group, imm, words);
-    return NULL;
-}
-
 /* A window of `m` bound as storage that holds [offset, +size): its start (at the binding
  * alignment) and size; CUBEC_UNSUPPORTED past one binding's limit. */
 static cubec_status window_of(const wg_gpu *w, const wg_mem *m, uint64_t offset, uint64_t size,
@@ -313,6 +280,31 @@ static cubec_status window_of(const wg_gpu *w, const wg_mem *m, uint64_t offset,
                            size, offset, (uint64_t)w->limits.maxStorageBufferBindingSize);
     *out_start = start;
     *out_size = window;
+    return NULL;
+}
+
+/* A fill with a pattern: the backend's fill kernel on a window of the buffer (WebGPU clears to
+ * zero only). Offsets and sizes are words, as Vulkan's vkCmdFillBuffer requires too. */
+static cubec_status fill_pattern(wg_enc *e, wg_mem *m, uint64_t offset, uint64_t size,
+                                 uint32_t pattern)
+{
+    wg_gpu *w = e->w;
+    const wg_procs *p = w->p;
+    if (!w->fill_pipeline)
+        return status_make(CUBEC_UNSUPPORTED,
+                           "webgpu: a fill with pattern 0x%08" PRIx32
+                           " needs the fill kernel, which this device could not make (no "
+                           "immediates)",
+                           pattern);
+    uint64_t start = 0, window = 0;
+    RETURN_IF_ERROR(window_of(w, m, offset, size, &start, &window));
+    WGPUBindGroupEntry be = {.binding = 0, .buffer = m->buffer, .offset = start, .size = window};
+    WGPUBindGroupDescriptor bd = {.layout = w->fill_layout, .entryCount = 1, .entries = &be};
+    WGPUBindGroup group = p->DeviceCreateBindGroup(w->device, &bd);
+    if (!group) return status_make(CUBEC_INTERNAL, "wgpuDeviceCreateBindGroup (fill)");
+    uint32_t words = (uint32_t)(size / 4);
+    uint32_t imm[4] = {(uint32_t)((offset - start) / 4), words, pattern, 0};
+    run_own_kernel(e, w->fill_pipeline, group, imm, words);
     return NULL;
 }
 
